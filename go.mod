@@ -1,0 +1,13 @@
+module plait
+
+go 1.26
+
+require (
+	github.com/fxamacker/cbor/v2 v2.10.0
+	github.com/tetratelabs/wazero v1.12.0
+)
+
+require (
+	github.com/x448/float16 v0.8.4 // indirect
+	golang.org/x/sys v0.44.0 // indirect
+)

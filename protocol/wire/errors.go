@@ -1,0 +1,162 @@
+package wire
+
+import (
+	"slices"
+	"strconv"
+)
+
+// Class groups error codes by what the caller must do about them (SPEC.md, "Errors").
+type Class string
+
+const (
+	// ClassProtocol: the peer broke the protocol. Close with the code; reconnect only
+	// after backoff, and surface the error.
+	ClassProtocol Class = "protocol"
+	// ClassUnsupported: both sides are well-behaved but cannot talk (no common version).
+	// Close; retry after a long backoff; an operator has to upgrade one side.
+	ClassUnsupported Class = "unsupported"
+	// ClassResourceLimit: a configured bound would be exceeded. Close (or, for a
+	// command, refuse it); nothing beyond the bound is held.
+	ClassResourceLimit Class = "resource-limit"
+	// ClassTransient: a condition that reconnecting heals (timeouts, a detected gap, a
+	// peer going away). Close and reconnect with backoff, resuming from durable cursors.
+	ClassTransient Class = "transient"
+	// ClassRefused: the peer is not the one we may talk to (wrong secret, wrong name,
+	// ourselves). Close; retry after backoff; an operator has to fix the configuration.
+	ClassRefused Class = "refused"
+	// ClassLocal: the caller's command was refused by the session; nothing was sent. Never
+	// travels on the wire.
+	ClassLocal Class = "local"
+)
+
+// Code is a stable error code, sent in CLOSE frames and reported in status.
+type Code string
+
+// Error codes. SPEC.md lists each with its class and action; a test keeps the two in step.
+const (
+	CodeMalformedFrame     Code = "malformed-frame"
+	CodeBadCBOR            Code = "bad-cbor"
+	CodeBadField           Code = "bad-field"
+	CodeBadFlags           Code = "bad-flags"
+	CodeBadChannel         Code = "bad-channel"
+	CodeUnknownFrame       Code = "unknown-frame"
+	CodeUnexpectedFrame    Code = "unexpected-frame"
+	CodeBadTxn             Code = "bad-txn"
+	CodeOutOfOrder         Code = "out-of-order"
+	CodeDivergence         Code = "divergence"
+	CodeUnsupportedVersion Code = "unsupported-version"
+	CodeAuthFailed         Code = "auth-failed"
+	CodePeerNameMismatch   Code = "peer-name-mismatch"
+	CodeSelfConnect        Code = "self-connect"
+	CodeFrameTooLarge      Code = "frame-too-large"
+	CodeMessageTooLarge    Code = "message-too-large"
+	CodeTooManyOrigins     Code = "too-many-origins"
+	CodeReceiveBufferFull  Code = "receive-buffer-full"
+	CodeSendBufferFull     Code = "send-buffer-full"
+	CodeHandshakeTimeout   Code = "handshake-timeout"
+	CodeLivenessTimeout    Code = "liveness-timeout"
+	CodeGapDetected        Code = "gap-detected"
+	CodeGoingAway          Code = "going-away"
+	CodeClosed             Code = "closed"
+	CodeInvalidState       Code = "invalid-state"
+	CodeBadArgument        Code = "bad-argument"
+	CodeUnknownCommand     Code = "unknown-command"
+	CodeInternal           Code = "internal"
+)
+
+// codeClasses is the registry of every code this build defines and its class.
+var codeClasses = map[Code]Class{
+	CodeMalformedFrame:     ClassProtocol,
+	CodeBadCBOR:            ClassProtocol,
+	CodeBadField:           ClassProtocol,
+	CodeBadFlags:           ClassProtocol,
+	CodeBadChannel:         ClassProtocol,
+	CodeUnknownFrame:       ClassProtocol,
+	CodeUnexpectedFrame:    ClassProtocol,
+	CodeBadTxn:             ClassProtocol,
+	CodeOutOfOrder:         ClassProtocol,
+	CodeDivergence:         ClassProtocol,
+	CodeUnsupportedVersion: ClassUnsupported,
+	CodeAuthFailed:         ClassRefused,
+	CodePeerNameMismatch:   ClassRefused,
+	CodeSelfConnect:        ClassRefused,
+	CodeFrameTooLarge:      ClassResourceLimit,
+	CodeMessageTooLarge:    ClassResourceLimit,
+	CodeTooManyOrigins:     ClassResourceLimit,
+	CodeReceiveBufferFull:  ClassResourceLimit,
+	CodeSendBufferFull:     ClassResourceLimit,
+	CodeHandshakeTimeout:   ClassTransient,
+	CodeLivenessTimeout:    ClassTransient,
+	CodeGapDetected:        ClassTransient,
+	CodeGoingAway:          ClassTransient,
+	CodeClosed:             ClassLocal,
+	CodeInvalidState:       ClassLocal,
+	CodeBadArgument:        ClassLocal,
+	CodeUnknownCommand:     ClassLocal,
+	CodeInternal:           ClassLocal,
+}
+
+// ClassOf returns the class of a code this build defines, and false for any other code
+// (a newer peer's code: its CLOSE frame carries the class too).
+func ClassOf(c Code) (Class, bool) {
+	cl, ok := codeClasses[c]
+	return cl, ok
+}
+
+// Codes returns every defined code, sorted.
+func Codes() []Code {
+	out := make([]Code, 0, len(codeClasses))
+	for c := range codeClasses {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// NoOffset marks an Error that is not about a particular frame.
+const NoOffset = -1
+
+// Error is every rejection the protocol core reports: a code with its class and, when it
+// is about a received frame, that frame's type and the byte offset of its header in the
+// message.
+type Error struct {
+	Code    Code
+	Class   Class
+	Frame   Type // meaningful only when Offset != NoOffset
+	Offset  int  // byte offset of the frame header in its message, or NoOffset
+	Message string
+}
+
+// Errorf builds an Error of a defined code that is not about a frame.
+func Errorf(code Code, msg string) *Error {
+	cl, ok := codeClasses[code]
+	if !ok {
+		cl = ClassLocal
+	}
+	return &Error{Code: code, Class: cl, Offset: NoOffset, Message: msg}
+}
+
+// FrameError builds an Error about the frame of type t at offset off.
+func FrameError(code Code, t Type, off int, msg string) *Error {
+	e := Errorf(code, msg)
+	e.Frame = t
+	e.Offset = off
+	return e
+}
+
+func (e *Error) Error() string {
+	s := string(e.Code) + " (" + string(e.Class) + ")"
+	if e.Offset != NoOffset {
+		s += " in " + e.Frame.String() + " frame at offset " + strconv.Itoa(e.Offset)
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
+
+// Is lets errors.Is match on the code alone.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}

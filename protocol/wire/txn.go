@@ -1,0 +1,281 @@
+package wire
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"strconv"
+)
+
+// TxnFormat1 is the first byte of every transaction encoding of this protocol. A later
+// encoding gets a new format byte; a receiver rejects formats it does not know.
+const TxnFormat1 = 0x01
+
+// txnFixed is the size of the fixed part of a transaction encoding: format, origin, seq,
+// HLC timestamp, previous hash.
+const txnFixed = 1 + 16 + 8 + 8 + 32
+
+// OpKind is the kind of one operation of a transaction.
+type OpKind uint8
+
+const (
+	OpPut    OpKind = 1 // set the record to the value
+	OpDelete OpKind = 2 // replace the record by a tombstone
+)
+
+// Op is one operation: a put carries a value, a delete does not.
+type Op struct {
+	Kind  OpKind
+	Table []byte
+	Key   []byte
+	Value []byte
+}
+
+// Txn is one transaction of an origin: its position in the origin's log (Seq, from 1,
+// contiguous), its hybrid-logical-clock timestamp, the chain hash of the origin's previous
+// transaction (zero for Seq 1) and its operations, applied atomically.
+type Txn struct {
+	Origin OriginID
+	Seq    uint64
+	HLC    HLC
+	Prev   Hash
+	Ops    []Op
+}
+
+type txnError struct{ msg string }
+
+func (e *txnError) Error() string { return e.msg }
+
+func badTxn(msg string) error { return &txnError{msg} }
+
+// AppendEncoding appends the transaction encoding (SPEC.md, "Transaction encoding") to dst,
+// after checking the rules a receiver checks.
+func (t *Txn) AppendEncoding(dst []byte) ([]byte, error) {
+	if err := checkTxnHeader(t.Seq, t.Prev); err != nil {
+		return dst, err
+	}
+	if len(t.Ops) == 0 {
+		return dst, badTxn("a transaction has at least one operation")
+	}
+	dst = append(dst, TxnFormat1)
+	dst = append(dst, t.Origin[:]...)
+	dst = binary.BigEndian.AppendUint64(dst, t.Seq)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(t.HLC))
+	dst = append(dst, t.Prev[:]...)
+	dst = binary.AppendUvarint(dst, uint64(len(t.Ops)))
+	for i := range t.Ops {
+		op := &t.Ops[i]
+		if err := checkOp(op.Kind, op.Table, op.Key); err != nil {
+			return dst, err
+		}
+		if op.Kind == OpDelete && len(op.Value) != 0 {
+			return dst, badTxn("a delete carries no value")
+		}
+		dst = append(dst, byte(op.Kind))
+		dst = appendBytes(dst, op.Table)
+		dst = appendBytes(dst, op.Key)
+		if op.Kind == OpPut {
+			dst = appendBytes(dst, op.Value)
+		}
+	}
+	return dst, nil
+}
+
+// Encode returns the transaction encoding.
+func (t *Txn) Encode() ([]byte, error) { return t.AppendEncoding(nil) }
+
+func appendBytes(dst, b []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(b)))
+	return append(dst, b...)
+}
+
+func checkTxnHeader(seq uint64, prev Hash) error {
+	if seq == 0 {
+		return badTxn("seq 0: an origin's sequence starts at 1")
+	}
+	if seq == 1 && prev != (Hash{}) {
+		return badTxn("seq 1 must have the zero previous hash")
+	}
+	if seq > 1 && prev == (Hash{}) {
+		return badTxn("seq " + strconv.FormatUint(seq, 10) + " has the zero previous hash")
+	}
+	return nil
+}
+
+func checkOp(kind OpKind, table, key []byte) error {
+	if kind != OpPut && kind != OpDelete {
+		return badTxn("operation kind " + strconv.Itoa(int(kind)) + " is neither put (1) nor delete (2)")
+	}
+	if !validNameBytes(table) {
+		return badTxn("table name " + strconv.Quote(string(table)) + " is not 1-64 bytes of [A-Za-z0-9_.-]")
+	}
+	if len(key) == 0 {
+		return badTxn("empty key")
+	}
+	return nil
+}
+
+// TxnView is a checked transaction encoding, read in place: its byte slices alias the
+// encoding it was parsed from. Parsing and reading allocate nothing.
+type TxnView struct {
+	raw    []byte
+	Origin OriginID
+	Seq    uint64
+	HLC    HLC
+	Prev   Hash
+	NumOps int
+	opsOff int
+}
+
+// ParseTxn checks a transaction encoding completely and returns a view of it.
+func ParseTxn(b []byte) (TxnView, error) {
+	if len(b) < txnFixed+1 {
+		return TxnView{}, badTxn("encoding of " + strconv.Itoa(len(b)) + " bytes is shorter than its fixed part")
+	}
+	if b[0] != TxnFormat1 {
+		return TxnView{}, badTxn("unknown transaction format 0x" + strconv.FormatUint(uint64(b[0]), 16))
+	}
+	v := TxnView{raw: b}
+	copy(v.Origin[:], b[1:17])
+	v.Seq = binary.BigEndian.Uint64(b[17:25])
+	v.HLC = HLC(binary.BigEndian.Uint64(b[25:33]))
+	copy(v.Prev[:], b[33:65])
+	if v.Origin.IsZero() {
+		return TxnView{}, badTxn("origin id is all zero")
+	}
+	if err := checkTxnHeader(v.Seq, v.Prev); err != nil {
+		return TxnView{}, err
+	}
+	off := txnFixed
+	n, err := readUvarint(b, &off, "operation count")
+	if err != nil {
+		return TxnView{}, err
+	}
+	// Every operation takes at least 5 bytes, so a count beyond that is a lie.
+	if n == 0 || n > uint64(len(b)-off)/5 {
+		return TxnView{}, badTxn("operation count " + strconv.FormatUint(n, 10) + " does not fit the encoding")
+	}
+	v.NumOps = int(n)
+	v.opsOff = off
+	for i := 0; i < v.NumOps; i++ {
+		if off >= len(b) {
+			return TxnView{}, badTxn("operation " + strconv.Itoa(i) + " is missing")
+		}
+		kind := OpKind(b[off])
+		off++
+		table, err := readBytes(b, &off, "table")
+		if err != nil {
+			return TxnView{}, err
+		}
+		key, err := readBytes(b, &off, "key")
+		if err != nil {
+			return TxnView{}, err
+		}
+		if err := checkOp(kind, table, key); err != nil {
+			return TxnView{}, err
+		}
+		if kind == OpPut {
+			if _, err := readBytes(b, &off, "value"); err != nil {
+				return TxnView{}, err
+			}
+		}
+	}
+	if off != len(b) {
+		return TxnView{}, badTxn(strconv.Itoa(len(b)-off) + " bytes follow the last operation")
+	}
+	return v, nil
+}
+
+func readUvarint(b []byte, off *int, what string) (uint64, error) {
+	x, n := binary.Uvarint(b[*off:])
+	if n <= 0 {
+		return 0, badTxn(what + " is not a valid varint at byte " + strconv.Itoa(*off))
+	}
+	if n != uvarintLen(x) {
+		return 0, badTxn(what + " is not a minimal varint at byte " + strconv.Itoa(*off))
+	}
+	*off += n
+	return x, nil
+}
+
+func readBytes(b []byte, off *int, what string) ([]byte, error) {
+	n, err := readUvarint(b, off, what+" length")
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(len(b)-*off) {
+		return nil, badTxn(what + " of " + strconv.FormatUint(n, 10) + " bytes runs past the end")
+	}
+	s := b[*off : *off+int(n) : *off+int(n)]
+	*off += int(n)
+	return s, nil
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
+}
+
+// Raw returns the encoding the view reads.
+func (v *TxnView) Raw() []byte { return v.raw }
+
+// Hash returns the chain hash of this transaction: SHA-256 of its encoding.
+func (v *TxnView) Hash() Hash { return sha256.Sum256(v.raw) }
+
+// Ops returns an iterator over the operations.
+func (v *TxnView) Ops() OpIter { return OpIter{b: v.raw, off: v.opsOff, left: v.NumOps} }
+
+// OpIter walks the operations of a checked transaction.
+type OpIter struct {
+	b    []byte
+	off  int
+	left int
+}
+
+// Next returns the next operation, or false after the last one.
+func (it *OpIter) Next() (Op, bool) {
+	if it.left == 0 {
+		return Op{}, false
+	}
+	it.left--
+	op := Op{Kind: OpKind(it.b[it.off])}
+	it.off++
+	// The encoding was checked by ParseTxn, so these reads cannot fail.
+	op.Table, _ = readBytes(it.b, &it.off, "table")
+	op.Key, _ = readBytes(it.b, &it.off, "key")
+	if op.Kind == OpPut {
+		op.Value, _ = readBytes(it.b, &it.off, "value")
+	}
+	return op, true
+}
+
+// Txn returns an owned copy of the transaction.
+func (v *TxnView) Txn() Txn {
+	t := Txn{Origin: v.Origin, Seq: v.Seq, HLC: v.HLC, Prev: v.Prev, Ops: make([]Op, 0, v.NumOps)}
+	it := v.Ops()
+	for op, ok := it.Next(); ok; op, ok = it.Next() {
+		op.Table = append([]byte(nil), op.Table...)
+		op.Key = append([]byte(nil), op.Key...)
+		if op.Kind == OpPut {
+			op.Value = append([]byte{}, op.Value...)
+		}
+		t.Ops = append(t.Ops, op)
+	}
+	return t
+}
+
+// HLC is a hybrid-logical-clock timestamp: milliseconds since the Unix epoch in the high 48
+// bits, a logical counter in the low 16 bits. Timestamps compare as integers.
+type HLC uint64
+
+// MakeHLC builds a timestamp from wall milliseconds and a logical counter.
+func MakeHLC(wallMillis uint64, logical uint16) HLC { return HLC(wallMillis<<16 | uint64(logical)) }
+
+// WallMillis is the physical part, in milliseconds since the Unix epoch.
+func (h HLC) WallMillis() uint64 { return uint64(h) >> 16 }
+
+// Logical is the logical counter.
+func (h HLC) Logical() uint16 { return uint16(h) }
