@@ -1,0 +1,97 @@
+// Package handshake owns the decisions of plait's handshake: which protocol versions this
+// build implements, the negotiation of a version and capabilities from two HELLOs, and the
+// MAC over both HELLOs that authenticates the peers and detects a tampered offer.
+//
+// It is pure: the session feeds it the HELLO bodies exactly as they crossed the wire.
+package handshake
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"strconv"
+
+	"plait/protocol/wire"
+)
+
+// Range is an inclusive range of protocol versions.
+type Range struct{ Min, Max uint64 }
+
+func (r Range) String() string {
+	return strconv.FormatUint(r.Min, 10) + ".." + strconv.FormatUint(r.Max, 10)
+}
+
+// Implemented returns the range of protocol versions this build speaks. A build
+// advertises exactly this range, or the part of it its configuration allows.
+func Implemented() Range { return Range{Min: 1, Max: 1} }
+
+// Clamp returns the range a node configured with [min, max] advertises: 0 means "no bound",
+// and the result never leaves Implemented. It fails when nothing remains.
+func Clamp(min, max uint64) (Range, *wire.Error) {
+	r := Implemented()
+	if min > r.Min {
+		r.Min = min
+	}
+	if max != 0 && max < r.Max {
+		r.Max = max
+	}
+	if r.Min > r.Max {
+		return r, wire.Errorf(wire.CodeBadArgument, "configured versions "+strconv.FormatUint(min, 10)+".."+
+			strconv.FormatUint(max, 10)+" leave nothing of the implemented "+Implemented().String())
+	}
+	return r, nil
+}
+
+// Negotiate picks the highest version both ranges hold and the capabilities both sides
+// offer (both lists sorted, as HELLO requires). It fails with unsupported-version naming
+// both ranges.
+func Negotiate(local, peer Range, localCaps, peerCaps []string) (uint64, []string, *wire.Error) {
+	lo, hi := max(local.Min, peer.Min), min(local.Max, peer.Max)
+	if lo > hi {
+		return 0, nil, wire.Errorf(wire.CodeUnsupportedVersion,
+			"no common protocol version: local "+local.String()+", peer "+peer.String())
+	}
+	var caps []string
+	i, j := 0, 0
+	for i < len(localCaps) && j < len(peerCaps) {
+		switch {
+		case localCaps[i] == peerCaps[j]:
+			caps = append(caps, localCaps[i])
+			i++
+			j++
+		case localCaps[i] < peerCaps[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return hi, caps, nil
+}
+
+// transcriptLabel separates plait's handshake MACs from any other use of the secret.
+const transcriptLabel = "plait-handshake-mac-1"
+
+// MAC is the AUTH value the side of role sender sends: HMAC-SHA256 keyed by the cluster
+// secret over the label, the sender's role and both HELLO bodies (dialer's first), each
+// prefixed by its length.
+func MAC(secret []byte, sender wire.Role, dialerHello, listenerHello []byte) wire.MAC {
+	m := hmac.New(sha256.New, secret)
+	var hdr [4]byte
+	m.Write([]byte(transcriptLabel))
+	m.Write([]byte{byte(sender)})
+	binary.BigEndian.PutUint32(hdr[:], uint32(len(dialerHello)))
+	m.Write(hdr[:])
+	m.Write(dialerHello)
+	binary.BigEndian.PutUint32(hdr[:], uint32(len(listenerHello)))
+	m.Write(hdr[:])
+	m.Write(listenerHello)
+	var out wire.MAC
+	m.Sum(out[:0])
+	return out
+}
+
+// Verify checks, in constant time, the MAC a peer of role sender sent.
+func Verify(secret []byte, sender wire.Role, dialerHello, listenerHello []byte, got wire.MAC) bool {
+	want := MAC(secret, sender, dialerHello, listenerHello)
+	return hmac.Equal(want[:], got[:])
+}
