@@ -1,0 +1,90 @@
+package protocol
+
+import (
+	"strconv"
+	"time"
+
+	"plait/protocol/wire"
+)
+
+// Limits are a session's named bounds. The zero value of a field means its default.
+type Limits struct {
+	// MaxFrameBody bounds a received frame's body (default and ceiling: wire.MaxFrameBody).
+	MaxFrameBody uint32
+	// MaxMessage bounds a received message; it is advertised in HELLO so the peer packs
+	// its messages within it (default wire.DefaultMaxMessage, at least wire.MinMaxMessage).
+	MaxMessage int
+	// MaxSendBuffer bounds the data bytes Offer queues before the caller takes them with
+	// Ready (default 4 MiB). Offer always accepts one frame into an empty buffer.
+	MaxSendBuffer int
+	// MaxUnackedBytes is the version-1 receive window: ReadPaused reports true while the
+	// received but unacknowledged data bytes reach it (default 8 MiB).
+	MaxUnackedBytes int
+	// MaxOrigins bounds the per-origin tables: the receive vector and the origin names
+	// (default 4096).
+	MaxOrigins int
+	// HandshakeTimeout bounds the time from Start to an authenticated session (default 10 s).
+	HandshakeTimeout time.Duration
+	// PingInterval is the time between PINGs (default 1 s).
+	PingInterval time.Duration
+	// LivenessTimeout closes a session that received no byte for this long (default 5 s).
+	LivenessTimeout time.Duration
+}
+
+// Default limits.
+const (
+	DefaultMaxSendBuffer    = 4 << 20
+	DefaultMaxUnackedBytes  = 8 << 20
+	DefaultMaxOrigins       = 4096
+	DefaultHandshakeTimeout = 10 * time.Second
+	DefaultPingInterval     = time.Second
+	DefaultLivenessTimeout  = 5 * time.Second
+	maxMessageCeiling       = 1 << 30
+)
+
+// WithDefaults returns l with every zero field set to its default.
+func (l Limits) WithDefaults() Limits {
+	if l.MaxFrameBody == 0 {
+		l.MaxFrameBody = wire.MaxFrameBody
+	}
+	if l.MaxMessage == 0 {
+		l.MaxMessage = wire.DefaultMaxMessage
+	}
+	if l.MaxSendBuffer == 0 {
+		l.MaxSendBuffer = DefaultMaxSendBuffer
+	}
+	if l.MaxUnackedBytes == 0 {
+		l.MaxUnackedBytes = DefaultMaxUnackedBytes
+	}
+	if l.MaxOrigins == 0 {
+		l.MaxOrigins = DefaultMaxOrigins
+	}
+	if l.HandshakeTimeout == 0 {
+		l.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if l.PingInterval == 0 {
+		l.PingInterval = DefaultPingInterval
+	}
+	if l.LivenessTimeout == 0 {
+		l.LivenessTimeout = DefaultLivenessTimeout
+	}
+	return l
+}
+
+// Validate checks limits that have their defaults applied.
+func (l Limits) Validate() *wire.Error {
+	bad := func(msg string) *wire.Error { return wire.Errorf(wire.CodeBadArgument, "limits: "+msg) }
+	switch {
+	case l.MaxFrameBody > wire.MaxFrameBody:
+		return bad("MaxFrameBody " + strconv.FormatUint(uint64(l.MaxFrameBody), 10) + " exceeds the protocol's " + strconv.Itoa(wire.MaxFrameBody))
+	case l.MaxMessage < wire.MinMaxMessage || l.MaxMessage > maxMessageCeiling:
+		return bad("MaxMessage " + strconv.Itoa(l.MaxMessage) + " is outside 64 KiB..1 GiB")
+	case l.MaxSendBuffer < 0 || l.MaxUnackedBytes < 0 || l.MaxOrigins < 0:
+		return bad("negative bound")
+	case l.HandshakeTimeout < 0 || l.PingInterval < 0 || l.LivenessTimeout < 0:
+		return bad("negative duration")
+	case l.LivenessTimeout <= l.PingInterval:
+		return bad("LivenessTimeout must exceed PingInterval")
+	}
+	return nil
+}

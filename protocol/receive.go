@@ -1,0 +1,248 @@
+package protocol
+
+import (
+	"strconv"
+	"time"
+
+	"plait/protocol/handshake"
+	"plait/protocol/wire"
+)
+
+// Receive processes one message from the peer. Protocol errors are not returned: they
+// close the session and surface as EventClosed. The returned error is a refused call
+// (before Start, or while ReadPaused).
+func (s *Session) Receive(now time.Time, msg []byte) error {
+	s.begin()
+	switch s.state {
+	case StateNew:
+		return wire.Errorf(wire.CodeInvalidState, "Receive before Start")
+	case StateClosed:
+		return wire.Errorf(wire.CodeClosed, "Receive on a closed session")
+	}
+	s.lastRecv = now
+	s.stats.MessagesIn++
+	s.stats.BytesIn += uint64(len(msg))
+	if s.ReadPaused() {
+		s.fail(wire.Errorf(wire.CodeReceiveBufferFull, "a message arrived while reads were paused with "+
+			strconv.Itoa(s.unackedBytes)+" unacknowledged bytes"))
+		return nil
+	}
+	if err := wire.CheckMessage(msg, s.limits.MaxMessage); err != nil {
+		s.fail(err)
+		return nil
+	}
+	r := wire.NewReader(msg, s.limits.MaxFrameBody)
+	for r.More() && s.state != StateClosed {
+		f, err := r.Next()
+		if err != nil {
+			s.fail(err)
+			return nil
+		}
+		s.frame(now, f)
+	}
+	return nil
+}
+
+// frame handles one frame whose header the reader has checked.
+func (s *Session) frame(now time.Time, f wire.Frame) {
+	if f.Type == wire.TypeTxn1 {
+		s.onTxn1(f) // the data path decodes in place
+		return
+	}
+	if !wire.Known(f.Type) {
+		if f.Type.Ignorable() {
+			s.stats.IgnoredFrames++
+			s.emit(Event{Kind: EventIgnoredFrame, Frame: f.Type})
+			return
+		}
+		s.fail(wire.FrameError(wire.CodeUnknownFrame, f.Type, f.Offset, "unknown critical frame type"))
+		return
+	}
+	body, err := wire.DecodeBody(f)
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	if b, ok := body.(*wire.Close); ok { // accepted in every state
+		s.closed(&wire.Error{Code: b.Code, Class: b.Class, Offset: wire.NoOffset, Message: b.Message}, true)
+		return
+	}
+	want := StateEstablished
+	switch f.Type {
+	case wire.TypeHello:
+		want = StateHandshaking
+	case wire.TypeAuth:
+		want = StateAuthenticating
+	}
+	if s.state != want {
+		s.unexpected(f, "in state "+s.state.String())
+		return
+	}
+	switch b := body.(type) {
+	case *wire.Hello:
+		s.onHello(f, b)
+	case *wire.Auth:
+		s.onAuth(now, f, b)
+	case *wire.Ping:
+		s.sendControl(&wire.Pong{ID: b.ID})
+	case *wire.Pong:
+		if !s.pingOut || b.ID != s.pingID {
+			s.unexpected(f, "answers no outstanding PING")
+			return
+		}
+		s.pingOut = false
+		s.rtt = now.Sub(s.pingSent)
+	case *wire.Origin:
+		s.emit(Event{Kind: EventOriginNamed, Origin: b.Origin, Name: b.Name})
+	case *wire.Subscribe1:
+		if s.peerSubscribed {
+			s.unexpected(f, "a second SUBSCRIBE1 on one connection")
+			return
+		}
+		s.peerSubscribed = true
+		s.lastSent, s.peerAcked = b.Position, b.Position
+		s.emit(Event{Kind: EventSubscribed, Position: b.Position})
+	case *wire.Ack1:
+		s.onAck1(f, b)
+	default:
+		s.unexpected(f, "not handled by this build")
+	}
+}
+
+func (s *Session) unexpected(f wire.Frame, why string) {
+	s.fail(wire.FrameError(wire.CodeUnexpectedFrame, f.Type, f.Offset, why))
+}
+
+func (s *Session) onHello(f wire.Frame, h *wire.Hello) {
+	switch {
+	case h.Role == s.cfg.Role:
+		s.fail(wire.FrameError(wire.CodeBadField, f.Type, f.Offset, "both sides are "+h.Role.String()+"s"))
+		return
+	case h.Origin == s.cfg.Origin:
+		s.fail(wire.FrameError(wire.CodeSelfConnect, f.Type, f.Offset, "the peer has this node's own origin id"))
+		return
+	}
+	peer := handshake.Range{Min: h.MinVersion, Max: h.MaxVersion}
+	version, caps, err := handshake.Negotiate(s.rng, peer, s.cfg.Capabilities, h.Caps)
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	s.peerHello = append([]byte(nil), f.Body...)
+	s.peerRole = h.Role
+	s.peerMaxMsg = wire.DefaultMaxMessage
+	if h.MaxMessage != 0 {
+		s.peerMaxMsg = int(min(h.MaxMessage, maxMessageCeiling))
+	}
+	s.info = HandshakeInfo{
+		Version:       version,
+		Caps:          caps,
+		PeerName:      h.Name,
+		PeerOrigin:    h.Origin,
+		PeerMin:       h.MinVersion,
+		PeerMax:       h.MaxVersion,
+		Authenticated: len(s.cfg.Secret) > 0,
+	}
+	d, l := s.transcript()
+	s.state = StateAuthenticating
+	s.sendControl(&wire.Auth{MAC: handshake.MAC(s.cfg.Secret, s.cfg.Role, d, l)})
+}
+
+// transcript returns the two HELLO bodies, dialer's first.
+func (s *Session) transcript() (dialer, listener []byte) {
+	if s.cfg.Role == wire.RoleDialer {
+		return s.localHello, s.peerHello
+	}
+	return s.peerHello, s.localHello
+}
+
+func (s *Session) onAuth(now time.Time, f wire.Frame, a *wire.Auth) {
+	d, l := s.transcript()
+	if !handshake.Verify(s.cfg.Secret, s.peerRole, d, l, a.MAC) {
+		s.fail(wire.FrameError(wire.CodeAuthFailed, f.Type, f.Offset,
+			"the peer's handshake MAC does not verify: a different cluster secret, or a HELLO altered in transit"))
+		return
+	}
+	if s.cfg.ExpectedPeer != "" && s.info.PeerName != s.cfg.ExpectedPeer {
+		s.fail(wire.FrameError(wire.CodePeerNameMismatch, f.Type, f.Offset,
+			"expected peer "+quote(s.cfg.ExpectedPeer)+", the peer is "+quote(s.info.PeerName)))
+		return
+	}
+	s.state = StateEstablished
+	s.peerHello, s.localHello = nil, nil
+	s.nextPing = now.Add(s.limits.PingInterval)
+	info := s.info
+	s.emit(Event{Kind: EventHandshake, Handshake: &info})
+}
+
+func (s *Session) onAck1(f wire.Frame, a *wire.Ack1) {
+	switch {
+	case !s.peerSubscribed:
+		s.unexpected(f, "ACK1 before SUBSCRIBE1")
+	case a.Position > s.lastSent:
+		s.fail(wire.FrameError(wire.CodeBadField, f.Type, f.Offset, "acknowledges position "+
+			strconv.FormatUint(a.Position, 10)+" beyond the last sent "+strconv.FormatUint(s.lastSent, 10)))
+	case a.Position < s.peerAcked:
+		s.fail(wire.FrameError(wire.CodeOutOfOrder, f.Type, f.Offset, "acknowledgement went back from "+
+			strconv.FormatUint(s.peerAcked, 10)+" to "+strconv.FormatUint(a.Position, 10)))
+	case a.Position > s.peerAcked:
+		s.peerAcked = a.Position
+		s.emit(Event{Kind: EventAcked, Position: a.Position})
+	}
+}
+
+// onTxn1 checks one version-1 entry: its position advances the stream, and it extends,
+// repeats or skips past the origin's chain as the receive vector knows it.
+func (s *Session) onTxn1(f wire.Frame) {
+	if s.state != StateEstablished || !s.subscribed {
+		s.unexpected(f, "TXN1 on a connection this side has not subscribed to")
+		return
+	}
+	pos, v, err := wire.ParseTxn1(f.Body)
+	if err != nil {
+		s.fail(wire.FrameError(wire.CodeBadTxn, f.Type, f.Offset, err.Error()))
+		return
+	}
+	if pos <= s.lastPos {
+		s.fail(wire.FrameError(wire.CodeOutOfOrder, f.Type, f.Offset, "position "+strconv.FormatUint(pos, 10)+
+			" does not advance past "+strconv.FormatUint(s.lastPos, 10)))
+		return
+	}
+	s.lastPos = pos
+	s.stats.TxnsReceived++
+	size := wire.HeaderSize + len(f.Body)
+	s.unacked = append(s.unacked, unackedFrame{pos: pos, size: size})
+	s.unackedBytes += size
+
+	c, known := s.vector[v.Origin]
+	switch {
+	case v.Seq < c.seq, v.Seq == c.seq && v.Hash() == c.hash:
+		s.stats.Duplicates++
+		s.emit(Event{Kind: EventDuplicate, Position: pos, Txn: v})
+	case v.Seq == c.seq:
+		s.diverged(f, pos, v, "entry "+strconv.FormatUint(v.Seq, 10)+" differs from the one applied")
+	case v.Seq == c.seq+1:
+		if v.Prev != c.hash {
+			s.diverged(f, pos, v, "entry "+strconv.FormatUint(v.Seq, 10)+" does not extend the chain held at "+strconv.FormatUint(c.seq, 10))
+			return
+		}
+		if !known && len(s.vector) >= s.limits.MaxOrigins {
+			s.fail(wire.FrameError(wire.CodeTooManyOrigins, f.Type, f.Offset, "the receive vector holds "+
+				strconv.Itoa(s.limits.MaxOrigins)+" origins already"))
+			return
+		}
+		s.vector[v.Origin] = chainPos{seq: v.Seq, hash: v.Hash()}
+		s.emit(Event{Kind: EventTxn, Position: pos, Txn: v})
+	default:
+		s.stats.Gaps++
+		s.emit(Event{Kind: EventGap, Position: pos, Txn: v, Expected: c.seq + 1})
+		s.fail(wire.FrameError(wire.CodeGapDetected, f.Type, f.Offset, "origin "+v.Origin.String()+" seq "+
+			strconv.FormatUint(v.Seq, 10)+" arrived where "+strconv.FormatUint(c.seq+1, 10)+" was expected"))
+	}
+}
+
+func (s *Session) diverged(f wire.Frame, pos uint64, v wire.TxnView, why string) {
+	s.stats.Divergences++
+	s.emit(Event{Kind: EventDivergence, Position: pos, Txn: v, Expected: v.Seq})
+	s.fail(wire.FrameError(wire.CodeDivergence, f.Type, f.Offset, "origin "+v.Origin.String()+": "+why))
+}

@@ -1,0 +1,327 @@
+package protocol
+
+import (
+	"time"
+
+	"plait/protocol/handshake"
+	"plait/protocol/wire"
+)
+
+// State is where a session is in its life (SPEC.md, "Session states").
+type State uint8
+
+const (
+	StateNew            State = iota // created, not started
+	StateHandshaking                 // HELLO sent, waiting for the peer's HELLO
+	StateAuthenticating              // AUTH sent, waiting for the peer's AUTH
+	StateEstablished                 // authenticated; streams may flow
+	StateClosed                      // closed; no further input is processed
+)
+
+var stateNames = [...]string{"new", "handshaking", "authenticating", "established", "closed"}
+
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "state-?"
+}
+
+// Config is what a session needs to know about its node.
+type Config struct {
+	Role         wire.Role
+	Name         string        // this node's name
+	Origin       wire.OriginID // this node's origin id
+	Secret       []byte        // cluster secret keying the handshake MAC; may be empty
+	MinVersion   uint64        // 0: the oldest version implemented
+	MaxVersion   uint64        // 0: the newest version implemented; clamped to it
+	Capabilities []string      // sorted, unique
+	ExpectedPeer string        // when set, a peer of another name is refused
+	Limits       Limits
+}
+
+// Cursor is a receiver's position in one origin's chain: the highest seq applied and the
+// chain hash of that entry (zero for seq 0).
+type Cursor struct {
+	Origin wire.OriginID
+	Seq    uint64
+	Hash   wire.Hash
+}
+
+type chainPos struct {
+	seq  uint64
+	hash wire.Hash
+}
+
+type unackedFrame struct {
+	pos  uint64
+	size int
+}
+
+// Session is one side of one connection. It is not safe for concurrent use.
+type Session struct {
+	cfg    Config
+	limits Limits
+	rng    handshake.Range
+	state  State
+
+	start    time.Time
+	lastRecv time.Time
+
+	localHello []byte
+	peerHello  []byte
+	info       HandshakeInfo
+	peerRole   wire.Role
+	peerMaxMsg int
+
+	// outputs
+	msgs      [][]byte
+	cur       []byte
+	spare     []byte
+	outBytes  int
+	events    []Event
+	evTaken   bool
+	closeErr  *wire.Error
+	closeSent bool
+
+	// liveness
+	nextPing time.Time
+	pingID   uint64
+	pingSent time.Time
+	pingOut  bool
+	rtt      time.Duration
+
+	// version 1, sending side
+	peerSubscribed bool
+	lastSent       uint64
+	peerAcked      uint64
+	names          map[wire.OriginID]string
+	announced      map[wire.OriginID]bool
+
+	// version 1, receiving side
+	subscribed   bool
+	lastPos      uint64
+	acked        uint64
+	vector       map[wire.OriginID]chainPos
+	unacked      []unackedFrame
+	unackedHead  int
+	unackedBytes int
+
+	stats Stats
+}
+
+// New checks cfg and returns a session in StateNew.
+func New(cfg Config) (*Session, error) {
+	if cfg.Role != wire.RoleDialer && cfg.Role != wire.RoleListener {
+		return nil, wire.Errorf(wire.CodeBadArgument, "role must be dialer or listener")
+	}
+	if !wire.ValidName(cfg.Name) {
+		return nil, wire.Errorf(wire.CodeBadArgument, "name "+quote(cfg.Name)+" is not 1-64 bytes of [A-Za-z0-9_.-]")
+	}
+	if cfg.Origin.IsZero() {
+		return nil, wire.Errorf(wire.CodeBadArgument, "origin id is all zero")
+	}
+	if cfg.ExpectedPeer != "" && !wire.ValidName(cfg.ExpectedPeer) {
+		return nil, wire.Errorf(wire.CodeBadArgument, "expected peer name "+quote(cfg.ExpectedPeer)+" is not valid")
+	}
+	if err := wire.CheckCaps(cfg.Capabilities); err != nil {
+		return nil, wire.Errorf(wire.CodeBadArgument, "capabilities: "+err.Error())
+	}
+	rng, werr := handshake.Clamp(cfg.MinVersion, cfg.MaxVersion)
+	if werr != nil {
+		return nil, werr
+	}
+	limits := cfg.Limits.WithDefaults()
+	if werr := limits.Validate(); werr != nil {
+		return nil, werr
+	}
+	cfg.Secret = append([]byte(nil), cfg.Secret...)
+	cfg.Capabilities = append([]string(nil), cfg.Capabilities...)
+	return &Session{
+		cfg:       cfg,
+		limits:    limits,
+		rng:       rng,
+		names:     map[wire.OriginID]string{},
+		announced: map[wire.OriginID]bool{},
+		vector:    map[wire.OriginID]chainPos{},
+	}, nil
+}
+
+// Advertised is the version range this session offers in its HELLO.
+func (s *Session) Advertised() (min, max uint64) { return s.rng.Min, s.rng.Max }
+
+// Start sends HELLO. The nonce (16 to 64 bytes, fresh per connection) makes the handshake
+// MACs unique to this connection.
+func (s *Session) Start(now time.Time, nonce []byte) error {
+	s.begin()
+	if s.state != StateNew {
+		return wire.Errorf(wire.CodeInvalidState, "Start on a session in state "+s.state.String())
+	}
+	h := wire.Hello{
+		Role:       s.cfg.Role,
+		Name:       s.cfg.Name,
+		Origin:     s.cfg.Origin,
+		MinVersion: s.rng.Min,
+		MaxVersion: s.rng.Max,
+		Caps:       s.cfg.Capabilities,
+		Nonce:      nonce,
+		MaxMessage: uint64(s.limits.MaxMessage),
+	}
+	if err := h.Validate(); err != nil {
+		return wire.Errorf(wire.CodeBadArgument, "hello: "+err.Error())
+	}
+	body, err := h.AppendBody(nil)
+	if err != nil {
+		return wire.Errorf(wire.CodeInternal, "encoding hello: "+err.Error())
+	}
+	s.localHello = body
+	s.start, s.lastRecv = now, now
+	s.peerMaxMsg = wire.MinMaxMessage // until the peer's HELLO says more
+	s.state = StateHandshaking
+	s.sendRaw(wire.TypeHello, 0, body)
+	return nil
+}
+
+// begin marks the start of a call: events taken by the last Ready are released.
+func (s *Session) begin() {
+	if s.evTaken {
+		s.events = s.events[:0]
+		s.evTaken = false
+	}
+}
+
+// Ready returns and hands over everything produced since the last call.
+func (s *Session) Ready() Ready {
+	s.begin()
+	s.flush()
+	rd := Ready{Messages: s.msgs, Events: s.events}
+	s.msgs = nil
+	s.outBytes = 0
+	s.evTaken = true
+	return rd
+}
+
+// HasReady reports whether Ready would return anything.
+func (s *Session) HasReady() bool {
+	return len(s.msgs) > 0 || len(s.cur) > 0 || (!s.evTaken && len(s.events) > 0)
+}
+
+// Release gives a sent message's memory back for reuse. Optional.
+func (s *Session) Release(msg []byte) {
+	if cap(msg) > cap(s.spare) && cap(msg) <= s.peerMaxMsg {
+		s.spare = msg[:0]
+	}
+}
+
+// State returns the session's state.
+func (s *Session) State() State { return s.state }
+
+// Connected is the one source of truth for "connected": established, and some byte came
+// from the peer within the liveness timeout.
+func (s *Session) Connected(now time.Time) bool {
+	return s.state == StateEstablished && now.Sub(s.lastRecv) < s.limits.LivenessTimeout
+}
+
+// Handshake returns the handshake's outcome; valid once established.
+func (s *Session) Handshake() HandshakeInfo { return s.info }
+
+// RTT is the round-trip time of the last answered PING (0 before the first).
+func (s *Session) RTT() time.Duration { return s.rtt }
+
+// Stats returns the session's counters.
+func (s *Session) Stats() Stats { return s.stats }
+
+// Err returns why the session closed, or nil.
+func (s *Session) Err() *wire.Error { return s.closeErr }
+
+// HeldBytes is what the session holds on the caller's behalf: queued output not yet taken
+// by Ready, plus received data not yet acknowledged (version 1). It stays below
+// MaxSendBuffer + MaxUnackedBytes + MaxMessage plus the control frames of one input.
+func (s *Session) HeldBytes() int { return s.outBytes + s.unackedBytes }
+
+// ReadPaused is the version-1 "stop reading" signal: the caller must not call Receive
+// while it is true, and resumes after Ack brings the unacknowledged bytes below the
+// window. A Receive while paused closes the session with receive-buffer-full.
+func (s *Session) ReadPaused() bool { return s.unackedBytes >= s.limits.MaxUnackedBytes }
+
+// SendBudget is how many more data bytes Offer accepts now.
+func (s *Session) SendBudget() int {
+	if s.outBytes == 0 {
+		return max(s.limits.MaxSendBuffer, s.peerMaxMsg)
+	}
+	return max(0, s.limits.MaxSendBuffer-s.outBytes)
+}
+
+// NextDeadline is when Tick must next be called; zero when no timer is needed.
+func (s *Session) NextDeadline() time.Time {
+	switch s.state {
+	case StateHandshaking, StateAuthenticating:
+		return s.start.Add(s.limits.HandshakeTimeout)
+	case StateEstablished:
+		d := s.lastRecv.Add(s.limits.LivenessTimeout)
+		if !s.pingOut && s.nextPing.Before(d) {
+			d = s.nextPing
+		}
+		return d
+	}
+	return time.Time{}
+}
+
+// Tick advances the session's timers: the handshake timeout, PINGs and liveness.
+func (s *Session) Tick(now time.Time) error {
+	s.begin()
+	switch s.state {
+	case StateNew:
+		return wire.Errorf(wire.CodeInvalidState, "Tick before Start")
+	case StateHandshaking, StateAuthenticating:
+		if !now.Before(s.start.Add(s.limits.HandshakeTimeout)) {
+			s.fail(wire.Errorf(wire.CodeHandshakeTimeout, "no authenticated handshake within "+s.limits.HandshakeTimeout.String()))
+		}
+	case StateEstablished:
+		if !now.Before(s.lastRecv.Add(s.limits.LivenessTimeout)) {
+			s.fail(wire.Errorf(wire.CodeLivenessTimeout, "no byte received for "+now.Sub(s.lastRecv).String()))
+			return nil
+		}
+		if !s.pingOut && !now.Before(s.nextPing) {
+			s.pingID++
+			s.pingOut = true
+			s.pingSent = now
+			s.nextPing = now.Add(s.limits.PingInterval)
+			s.sendControl(&wire.Ping{ID: s.pingID})
+		}
+	}
+	return nil
+}
+
+// emit appends an event.
+func (s *Session) emit(e Event) { s.events = append(s.events, e) }
+
+// fail closes the session because of err: a CLOSE frame names it to the peer and an
+// EventClosed surfaces it.
+func (s *Session) fail(err *wire.Error) {
+	if s.state == StateClosed {
+		return
+	}
+	if err.Class == wire.ClassProtocol {
+		s.stats.ProtocolErrors++
+	}
+	if s.state != StateNew {
+		s.sendControl(&wire.Close{Code: err.Code, Class: err.Class, Message: truncateText(err.Error(), wire.MaxCloseText)})
+	}
+	s.closed(err, false)
+}
+
+func (s *Session) closed(err *wire.Error, byPeer bool) {
+	s.state = StateClosed
+	s.closeErr = err
+	s.peerHello, s.localHello = nil, nil
+	s.unacked, s.unackedHead, s.unackedBytes = nil, 0, 0
+	s.emit(Event{Kind: EventClosed, Err: err, ByPeer: byPeer})
+}
+
+func quote(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "..."
+	}
+	return `"` + s + `"`
+}
