@@ -1,0 +1,330 @@
+// Package abi owns the batch encoding of plait's WASM ABI (shells/wasm/ABI.md): commands to
+// one Session go in as one batch, and everything the session answers comes back as one
+// batch of records. The guest module and native hosts run the same Driver, so a native
+// core and a WASM core fed identical batches return identical bytes.
+package abi
+
+import (
+	"encoding/binary"
+	"strconv"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"plait/protocol/wire"
+)
+
+// Version is the ABI version this build implements; the guest exports it as abi_version.
+// Released versions are frozen: a new version only adds commands, record kinds or keys.
+const Version = 1
+
+// Op is a command's opcode.
+type Op uint8
+
+const (
+	OpConfigure Op = 0x01 // CBOR ConfigMsg: create the session
+	OpStart     Op = 0x02 // i64 now | nonce
+	OpReceive   Op = 0x03 // i64 now | message
+	OpTick      Op = 0x04 // i64 now
+	OpSubscribe Op = 0x05 // CBOR SubscribeMsg
+	OpOffer     Op = 0x06 // u64 position | transaction encoding
+	OpAck       Op = 0x07 // u64 position
+	OpObserve   Op = 0x08 // origin[16] | u64 seq | hash[32]
+	OpName      Op = 0x09 // origin[16] | name
+	OpClose     Op = 0x0A // CBOR CloseMsg
+	OpDecode    Op = 0x0B // a message, decoded statelessly with the default limits
+)
+
+// Kind is an output record's kind.
+type Kind uint8
+
+const (
+	KindResult  Kind = 0x01 // CBOR ResultMsg: the outcome of one command
+	KindMessage Kind = 0x02 // one wire message to send
+	KindEvent   Kind = 0x03 // CBOR EventMsg
+	KindStatus  Kind = 0x04 // CBOR StatusMsg; always the last record of a batch
+	KindDecoded Kind = 0x05 // CBOR DecodedMsg: the answer to OpDecode
+)
+
+// recordHeader is the size of a command's or record's header: kind or op, u32 length.
+const recordHeader = 5
+
+// Batch builds an input batch.
+type Batch struct{ b []byte }
+
+// Bytes returns the encoded batch.
+func (b *Batch) Bytes() []byte { return b.b }
+
+// Reset empties the batch, keeping its memory.
+func (b *Batch) Reset() { b.b = b.b[:0] }
+
+func (b *Batch) add(op Op, parts ...[]byte) {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	b.b = append(b.b, byte(op))
+	b.b = binary.BigEndian.AppendUint32(b.b, uint32(n))
+	for _, p := range parts {
+		b.b = append(b.b, p...)
+	}
+}
+
+func i64(t time.Time) []byte { return binary.BigEndian.AppendUint64(nil, uint64(t.UnixNano())) }
+func u64(v uint64) []byte    { return binary.BigEndian.AppendUint64(nil, v) }
+
+// Raw appends a command with an arbitrary opcode and payload (for tests of unknown ones).
+func (b *Batch) Raw(op Op, payload []byte) { b.add(op, payload) }
+
+// Configure appends OpConfigure.
+func (b *Batch) Configure(c ConfigMsg) error {
+	p, err := encMode.Marshal(&c)
+	if err != nil {
+		return err
+	}
+	b.add(OpConfigure, p)
+	return nil
+}
+
+// Start appends OpStart.
+func (b *Batch) Start(now time.Time, nonce []byte) { b.add(OpStart, i64(now), nonce) }
+
+// Receive appends OpReceive.
+func (b *Batch) Receive(now time.Time, msg []byte) { b.add(OpReceive, i64(now), msg) }
+
+// Tick appends OpTick.
+func (b *Batch) Tick(now time.Time) { b.add(OpTick, i64(now)) }
+
+// Subscribe appends OpSubscribe.
+func (b *Batch) Subscribe(m SubscribeMsg) error {
+	p, err := encMode.Marshal(&m)
+	if err != nil {
+		return err
+	}
+	b.add(OpSubscribe, p)
+	return nil
+}
+
+// Offer appends OpOffer.
+func (b *Batch) Offer(position uint64, txn []byte) { b.add(OpOffer, u64(position), txn) }
+
+// Ack appends OpAck.
+func (b *Batch) Ack(position uint64) { b.add(OpAck, u64(position)) }
+
+// Observe appends OpObserve.
+func (b *Batch) Observe(origin wire.OriginID, seq uint64, hash wire.Hash) {
+	b.add(OpObserve, origin[:], u64(seq), hash[:])
+}
+
+// Name appends OpName.
+func (b *Batch) Name(origin wire.OriginID, name string) { b.add(OpName, origin[:], []byte(name)) }
+
+// Close appends OpClose.
+func (b *Batch) Close(code wire.Code, message string) error {
+	p, err := encMode.Marshal(&CloseMsg{Code: string(code), Message: message})
+	if err != nil {
+		return err
+	}
+	b.add(OpClose, p)
+	return nil
+}
+
+// Decode appends OpDecode.
+func (b *Batch) Decode(msg []byte) { b.add(OpDecode, msg) }
+
+// ConfigMsg is OpConfigure's payload.
+type ConfigMsg struct {
+	Role         uint8         `cbor:"1,keyasint"`
+	Name         string        `cbor:"2,keyasint"`
+	Origin       wire.OriginID `cbor:"3,keyasint"`
+	Secret       []byte        `cbor:"4,keyasint,omitempty"`
+	MinVersion   uint64        `cbor:"5,keyasint,omitempty"`
+	MaxVersion   uint64        `cbor:"6,keyasint,omitempty"`
+	Capabilities []string      `cbor:"7,keyasint,omitempty"`
+	ExpectedPeer string        `cbor:"8,keyasint,omitempty"`
+	Limits       LimitsMsg     `cbor:"9,keyasint,omitempty"`
+}
+
+// LimitsMsg carries protocol.Limits; durations in nanoseconds; 0 means the default.
+type LimitsMsg struct {
+	MaxFrameBody     uint64 `cbor:"1,keyasint,omitempty"`
+	MaxMessage       uint64 `cbor:"2,keyasint,omitempty"`
+	MaxSendBuffer    uint64 `cbor:"3,keyasint,omitempty"`
+	MaxUnackedBytes  uint64 `cbor:"4,keyasint,omitempty"`
+	MaxOrigins       uint64 `cbor:"5,keyasint,omitempty"`
+	HandshakeTimeout uint64 `cbor:"6,keyasint,omitempty"`
+	PingInterval     uint64 `cbor:"7,keyasint,omitempty"`
+	LivenessTimeout  uint64 `cbor:"8,keyasint,omitempty"`
+}
+
+// CursorMsg is one entry of a vector.
+type CursorMsg struct {
+	Origin wire.OriginID `cbor:"1,keyasint"`
+	Seq    uint64        `cbor:"2,keyasint"`
+	Hash   wire.Hash     `cbor:"3,keyasint"`
+}
+
+// SubscribeMsg is OpSubscribe's payload.
+type SubscribeMsg struct {
+	From   uint64      `cbor:"1,keyasint"`
+	Vector []CursorMsg `cbor:"2,keyasint,omitempty"`
+}
+
+// CloseMsg is OpClose's payload.
+type CloseMsg struct {
+	Code    string `cbor:"1,keyasint"`
+	Message string `cbor:"2,keyasint,omitempty"`
+}
+
+// ErrorMsg is a *wire.Error.
+type ErrorMsg struct {
+	Code    string `cbor:"1,keyasint"`
+	Class   string `cbor:"2,keyasint"`
+	Message string `cbor:"3,keyasint,omitempty"`
+	Frame   uint8  `cbor:"4,keyasint,omitempty"`
+	Offset  int64  `cbor:"5,keyasint"` // -1: not about a frame
+}
+
+// ResultMsg is the outcome of one command.
+type ResultMsg struct {
+	Op    uint8     `cbor:"1,keyasint"`
+	Index uint64    `cbor:"2,keyasint"` // the command's index in its batch
+	Err   *ErrorMsg `cbor:"3,keyasint,omitempty"`
+}
+
+// HandshakeMsg is a protocol.HandshakeInfo.
+type HandshakeMsg struct {
+	Version       uint64        `cbor:"1,keyasint"`
+	Caps          []string      `cbor:"2,keyasint,omitempty"`
+	PeerName      string        `cbor:"3,keyasint"`
+	PeerOrigin    wire.OriginID `cbor:"4,keyasint"`
+	PeerMin       uint64        `cbor:"5,keyasint"`
+	PeerMax       uint64        `cbor:"6,keyasint"`
+	Authenticated bool          `cbor:"7,keyasint,omitempty"`
+}
+
+// EventMsg is a protocol.Event.
+type EventMsg struct {
+	Kind      uint8          `cbor:"1,keyasint"`
+	Position  uint64         `cbor:"2,keyasint,omitempty"`
+	Txn       []byte         `cbor:"3,keyasint,omitempty"`
+	Expected  uint64         `cbor:"4,keyasint,omitempty"`
+	Origin    *wire.OriginID `cbor:"5,keyasint,omitempty"`
+	Name      string         `cbor:"6,keyasint,omitempty"`
+	Frame     uint8          `cbor:"7,keyasint,omitempty"`
+	Handshake *HandshakeMsg  `cbor:"8,keyasint,omitempty"`
+	Err       *ErrorMsg      `cbor:"9,keyasint,omitempty"`
+	ByPeer    bool           `cbor:"10,keyasint,omitempty"`
+}
+
+// StatsMsg is a protocol.Stats.
+type StatsMsg struct {
+	BytesIn        uint64 `cbor:"1,keyasint"`
+	BytesOut       uint64 `cbor:"2,keyasint"`
+	MessagesIn     uint64 `cbor:"3,keyasint"`
+	MessagesOut    uint64 `cbor:"4,keyasint"`
+	TxnsReceived   uint64 `cbor:"5,keyasint"`
+	TxnsSent       uint64 `cbor:"6,keyasint"`
+	Duplicates     uint64 `cbor:"7,keyasint"`
+	Gaps           uint64 `cbor:"8,keyasint"`
+	Divergences    uint64 `cbor:"9,keyasint"`
+	IgnoredFrames  uint64 `cbor:"10,keyasint"`
+	ProtocolErrors uint64 `cbor:"11,keyasint"`
+}
+
+// StatusMsg is the session's state after a batch.
+type StatusMsg struct {
+	Configured bool     `cbor:"1,keyasint"`
+	State      uint8    `cbor:"2,keyasint"`
+	Connected  bool     `cbor:"3,keyasint"` // as of the latest time a command carried
+	HeldBytes  uint64   `cbor:"4,keyasint"`
+	ReadPaused bool     `cbor:"5,keyasint"`
+	SendBudget uint64   `cbor:"6,keyasint"`
+	Deadline   int64    `cbor:"7,keyasint"` // Unix nanoseconds; 0: none
+	RTT        int64    `cbor:"8,keyasint"` // nanoseconds
+	Version    uint64   `cbor:"9,keyasint"` // negotiated; 0 before
+	Stats      StatsMsg `cbor:"10,keyasint"`
+	Err        *ErrorMsg `cbor:"11,keyasint,omitempty"`
+}
+
+// FrameMsg is one decoded frame.
+type FrameMsg struct {
+	Type    uint8  `cbor:"1,keyasint"`
+	Flags   uint8  `cbor:"2,keyasint"`
+	Channel uint32 `cbor:"3,keyasint"`
+	Offset  uint64 `cbor:"4,keyasint"`
+	Encoded []byte `cbor:"5,keyasint"` // the frame as this build re-encodes it from its value
+}
+
+// DecodedMsg is the answer to OpDecode.
+type DecodedMsg struct {
+	Frames []FrameMsg `cbor:"1,keyasint,omitempty"`
+	Err    *ErrorMsg  `cbor:"2,keyasint,omitempty"`
+}
+
+var (
+	encMode cbor.EncMode
+	decMode cbor.DecMode
+)
+
+func init() {
+	var err error
+	if encMode, err = cbor.CoreDetEncOptions().EncMode(); err != nil {
+		panic(err)
+	}
+	if decMode, err = (cbor.DecOptions{
+		DupMapKey:       cbor.DupMapKeyEnforcedAPF,
+		IndefLength:     cbor.IndefLengthForbidden,
+		TagsMd:          cbor.TagsForbidden,
+		MaxNestedLevels: 8,
+	}).DecMode(); err != nil {
+		panic(err)
+	}
+}
+
+// ErrorOf converts a *wire.Error.
+func ErrorOf(e *wire.Error) *ErrorMsg {
+	if e == nil {
+		return nil
+	}
+	m := &ErrorMsg{Code: string(e.Code), Class: string(e.Class), Message: e.Message, Offset: int64(e.Offset)}
+	if e.Offset != wire.NoOffset {
+		m.Frame = uint8(e.Frame)
+	}
+	return m
+}
+
+// Wire converts back to a *wire.Error.
+func (m *ErrorMsg) Wire() *wire.Error {
+	if m == nil {
+		return nil
+	}
+	return &wire.Error{Code: wire.Code(m.Code), Class: wire.Class(m.Class), Message: m.Message,
+		Frame: wire.Type(m.Frame), Offset: int(m.Offset)}
+}
+
+// Record is one output record.
+type Record struct {
+	Kind    Kind
+	Payload []byte
+}
+
+// Split splits an output batch into records. The payloads alias out.
+func Split(out []byte) ([]Record, error) {
+	var recs []Record
+	for off := 0; off < len(out); {
+		if len(out)-off < recordHeader {
+			return recs, wire.Errorf(wire.CodeBadArgument, "truncated record header at "+strconv.Itoa(off))
+		}
+		n := int(binary.BigEndian.Uint32(out[off+1:]))
+		if n > len(out)-off-recordHeader {
+			return recs, wire.Errorf(wire.CodeBadArgument, "record at "+strconv.Itoa(off)+" runs past the end")
+		}
+		recs = append(recs, Record{Kind: Kind(out[off]), Payload: out[off+recordHeader : off+recordHeader+n]})
+		off += recordHeader + n
+	}
+	return recs, nil
+}
+
+// Unmarshal decodes a CBOR record payload.
+func Unmarshal(payload []byte, v any) error { return decMode.Unmarshal(payload, v) }

@@ -1,0 +1,294 @@
+package abi
+
+import (
+	"encoding/binary"
+	"strconv"
+	"time"
+
+	"plait/protocol"
+	"plait/protocol/wire"
+)
+
+// Driver runs batches of commands against one Session. The zero Driver is ready: its
+// first command must be OpConfigure (or OpDecode, which needs no session).
+type Driver struct {
+	s      *protocol.Session
+	now    time.Time
+	broken string // set after a recovered panic: the session can no longer be trusted
+	out    []byte
+	index  uint64
+}
+
+// Step runs every command of batch in order and returns the output batch: for each
+// command a RESULT record followed by the messages and events it produced, then one STATUS
+// record. The output is valid until the next Step. Step never panics: a malformed batch,
+// an unknown command or a panic inside the core becomes an error RESULT.
+func (d *Driver) Step(batch []byte) []byte {
+	d.out = d.out[:0]
+	d.index = 0
+	for off := 0; off < len(batch); d.index++ {
+		if len(batch)-off < recordHeader {
+			d.result(0, wire.Errorf(wire.CodeBadArgument, "truncated command header at byte "+strconv.Itoa(off)))
+			break
+		}
+		op := Op(batch[off])
+		n := int(binary.BigEndian.Uint32(batch[off+1:]))
+		if n > len(batch)-off-recordHeader {
+			d.result(op, wire.Errorf(wire.CodeBadArgument, "command at byte "+strconv.Itoa(off)+" runs past the end of the batch"))
+			break
+		}
+		payload := batch[off+recordHeader : off+recordHeader+n]
+		off += recordHeader + n
+		d.command(op, payload)
+	}
+	d.status()
+	return d.out
+}
+
+// Reject answers a batch that cannot be read at all: one error RESULT, then STATUS.
+func (d *Driver) Reject(msg string) []byte {
+	d.out = d.out[:0]
+	d.index = 0
+	d.result(0, wire.Errorf(wire.CodeBadArgument, msg))
+	d.status()
+	return d.out
+}
+
+// command runs one command, turning a panic into an error result.
+func (d *Driver) command(op Op, payload []byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			d.broken = "a panic in the core: " + panicText(r)
+			d.result(op, wire.Errorf(wire.CodeInternal, d.broken))
+		}
+	}()
+	err := d.run(op, payload)
+	d.result(op, err)
+	if d.s != nil {
+		d.drain()
+	}
+}
+
+func panicText(r any) string {
+	switch v := r.(type) {
+	case error:
+		return v.Error()
+	case string:
+		return v
+	}
+	return "non-error panic value"
+}
+
+func (d *Driver) run(op Op, p []byte) *wire.Error {
+	if op == OpDecode {
+		d.decode(p)
+		return nil
+	}
+	if d.broken != "" {
+		return wire.Errorf(wire.CodeInternal, "session unusable after "+d.broken)
+	}
+	if op == OpConfigure {
+		return d.configure(p)
+	}
+	if op < OpConfigure || op > OpDecode {
+		return wire.Errorf(wire.CodeUnknownCommand, "unknown command 0x"+strconv.FormatUint(uint64(op), 16))
+	}
+	if d.s == nil {
+		return wire.Errorf(wire.CodeInvalidState, "command before OpConfigure")
+	}
+	switch op {
+	case OpStart, OpReceive, OpTick:
+		if len(p) < 8 {
+			return short(op)
+		}
+		d.now = time.Unix(0, int64(binary.BigEndian.Uint64(p))).UTC()
+		rest := p[8:]
+		switch op {
+		case OpStart:
+			return asWire(d.s.Start(d.now, rest))
+		case OpReceive:
+			return asWire(d.s.Receive(d.now, rest))
+		default:
+			return asWire(d.s.Tick(d.now))
+		}
+	case OpSubscribe:
+		var m SubscribeMsg
+		if err := decMode.Unmarshal(p, &m); err != nil {
+			return wire.Errorf(wire.CodeBadArgument, "subscribe payload: "+err.Error())
+		}
+		vec := make([]protocol.Cursor, len(m.Vector))
+		for i, c := range m.Vector {
+			vec[i] = protocol.Cursor{Origin: c.Origin, Seq: c.Seq, Hash: c.Hash}
+		}
+		return asWire(d.s.Subscribe(m.From, vec))
+	case OpOffer, OpAck:
+		if len(p) < 8 || (op == OpAck && len(p) != 8) {
+			return short(op)
+		}
+		pos := binary.BigEndian.Uint64(p)
+		if op == OpAck {
+			return asWire(d.s.Ack(pos))
+		}
+		return asWire(d.s.Offer(pos, p[8:]))
+	case OpObserve:
+		if len(p) != 16+8+32 {
+			return short(op)
+		}
+		var c protocol.Cursor
+		copy(c.Origin[:], p[:16])
+		c.Seq = binary.BigEndian.Uint64(p[16:24])
+		copy(c.Hash[:], p[24:])
+		return asWire(d.s.Observe(c))
+	case OpName:
+		if len(p) < 16 {
+			return short(op)
+		}
+		var o wire.OriginID
+		copy(o[:], p[:16])
+		return asWire(d.s.SetOriginName(o, string(p[16:])))
+	case OpClose:
+		var m CloseMsg
+		if err := decMode.Unmarshal(p, &m); err != nil {
+			return wire.Errorf(wire.CodeBadArgument, "close payload: "+err.Error())
+		}
+		return asWire(d.s.Close(wire.Code(m.Code), m.Message))
+	}
+	return wire.Errorf(wire.CodeUnknownCommand, "unknown command 0x"+strconv.FormatUint(uint64(op), 16))
+}
+
+func short(op Op) *wire.Error {
+	return wire.Errorf(wire.CodeBadArgument, "payload of command 0x"+strconv.FormatUint(uint64(op), 16)+" has the wrong length")
+}
+
+func asWire(err error) *wire.Error {
+	if err == nil {
+		return nil
+	}
+	if we, ok := err.(*wire.Error); ok {
+		return we
+	}
+	return wire.Errorf(wire.CodeInternal, err.Error())
+}
+
+func (d *Driver) configure(p []byte) *wire.Error {
+	if d.s != nil {
+		return wire.Errorf(wire.CodeInvalidState, "the session is already configured; one instance runs one session")
+	}
+	var m ConfigMsg
+	if err := decMode.Unmarshal(p, &m); err != nil {
+		return wire.Errorf(wire.CodeBadArgument, "config payload: "+err.Error())
+	}
+	cfg := protocol.Config{
+		Role:         wire.Role(m.Role),
+		Name:         m.Name,
+		Origin:       m.Origin,
+		Secret:       m.Secret,
+		MinVersion:   m.MinVersion,
+		MaxVersion:   m.MaxVersion,
+		Capabilities: m.Capabilities,
+		ExpectedPeer: m.ExpectedPeer,
+		Limits: protocol.Limits{
+			MaxFrameBody:     uint32(min(m.Limits.MaxFrameBody, wire.MaxFrameBody+1)),
+			MaxMessage:       int(min(m.Limits.MaxMessage, 1<<31)),
+			MaxSendBuffer:    int(min(m.Limits.MaxSendBuffer, 1<<40)),
+			MaxUnackedBytes:  int(min(m.Limits.MaxUnackedBytes, 1<<40)),
+			MaxOrigins:       int(min(m.Limits.MaxOrigins, 1<<31)),
+			HandshakeTimeout: time.Duration(min(m.Limits.HandshakeTimeout, 1<<62)),
+			PingInterval:     time.Duration(min(m.Limits.PingInterval, 1<<62)),
+			LivenessTimeout:  time.Duration(min(m.Limits.LivenessTimeout, 1<<62)),
+		},
+	}
+	s, err := protocol.New(cfg)
+	if err != nil {
+		return asWire(err)
+	}
+	d.s = s
+	return nil
+}
+
+func (d *Driver) decode(msg []byte) {
+	frames, err := wire.DecodeMessage(msg, wire.DefaultMaxMessage, wire.MaxFrameBody)
+	m := DecodedMsg{Err: ErrorOf(err)}
+	for _, f := range frames {
+		enc, encErr := wire.EncodeMessage([]wire.Decoded{f})
+		if encErr != nil {
+			m.Err = ErrorOf(wire.FrameError(wire.CodeInternal, f.Type, f.Offset, "re-encoding: "+encErr.Error()))
+			break
+		}
+		m.Frames = append(m.Frames, FrameMsg{Type: uint8(f.Type), Flags: f.Flags, Channel: f.Channel,
+			Offset: uint64(f.Offset), Encoded: enc})
+	}
+	d.record(KindDecoded, &m)
+}
+
+// drain turns what the session produced into MESSAGE and EVENT records.
+func (d *Driver) drain() {
+	rd := d.s.Ready()
+	for _, m := range rd.Messages {
+		d.raw(KindMessage, m)
+	}
+	for i := range rd.Events {
+		d.record(KindEvent, EventOf(&rd.Events[i]))
+	}
+}
+
+// EventOf converts a protocol.Event.
+func EventOf(e *protocol.Event) *EventMsg {
+	m := &EventMsg{Kind: uint8(e.Kind), Position: e.Position, Expected: e.Expected, Name: e.Name,
+		Frame: uint8(e.Frame), Err: ErrorOf(e.Err), ByPeer: e.ByPeer}
+	if raw := e.Txn.Raw(); raw != nil {
+		m.Txn = raw
+	}
+	if !e.Origin.IsZero() {
+		o := e.Origin
+		m.Origin = &o
+	}
+	if h := e.Handshake; h != nil {
+		m.Handshake = &HandshakeMsg{Version: h.Version, Caps: h.Caps, PeerName: h.PeerName, PeerOrigin: h.PeerOrigin,
+			PeerMin: h.PeerMin, PeerMax: h.PeerMax, Authenticated: h.Authenticated}
+	}
+	return m
+}
+
+func (d *Driver) result(op Op, err *wire.Error) {
+	d.record(KindResult, &ResultMsg{Op: uint8(op), Index: d.index, Err: ErrorOf(err)})
+}
+
+func (d *Driver) status() {
+	m := StatusMsg{Configured: d.s != nil}
+	if s := d.s; s != nil {
+		st := s.Stats()
+		m.State = uint8(s.State())
+		m.Connected = s.Connected(d.now)
+		m.HeldBytes = uint64(s.HeldBytes())
+		m.ReadPaused = s.ReadPaused()
+		m.SendBudget = uint64(s.SendBudget())
+		if dl := s.NextDeadline(); !dl.IsZero() {
+			m.Deadline = dl.UnixNano()
+		}
+		m.RTT = int64(s.RTT())
+		m.Version = s.Handshake().Version
+		m.Stats = StatsMsg{BytesIn: st.BytesIn, BytesOut: st.BytesOut, MessagesIn: st.MessagesIn,
+			MessagesOut: st.MessagesOut, TxnsReceived: st.TxnsReceived, TxnsSent: st.TxnsSent,
+			Duplicates: st.Duplicates, Gaps: st.Gaps, Divergences: st.Divergences,
+			IgnoredFrames: st.IgnoredFrames, ProtocolErrors: st.ProtocolErrors}
+		m.Err = ErrorOf(s.Err())
+	}
+	d.record(KindStatus, &m)
+}
+
+func (d *Driver) record(k Kind, v any) {
+	p, err := encMode.Marshal(v)
+	if err != nil {
+		// Every record type encodes by construction; say so rather than drop it.
+		p, _ = encMode.Marshal(&ResultMsg{Index: d.index, Err: ErrorOf(wire.Errorf(wire.CodeInternal, "encoding a record: "+err.Error()))})
+		k = KindResult
+	}
+	d.raw(k, p)
+}
+
+func (d *Driver) raw(k Kind, p []byte) {
+	d.out = append(d.out, byte(k))
+	d.out = binary.BigEndian.AppendUint32(d.out, uint32(len(p)))
+	d.out = append(d.out, p...)
+}

@@ -1,0 +1,134 @@
+// Package host loads plait's protocol core compiled to WASM and runs it under wazero: it
+// compiles a module once (with an optional compilation cache directory), gives each
+// session its own instance, and moves batches across the ABI of shells/wasm/ABI.md.
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
+// Module is a compiled core, ready to instantiate.
+type Module struct {
+	rt         wazero.Runtime
+	compiled   wazero.CompiledModule
+	abiVersion uint32
+}
+
+// Load compiles a core module. cacheDir, when not empty, holds wazero's compilation cache
+// so that later loads of the same module (in any process) skip compilation.
+func Load(ctx context.Context, wasm []byte, cacheDir string) (*Module, error) {
+	cfg := wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(true)
+	if cacheDir != "" {
+		cache, err := wazero.NewCompilationCacheWithDir(cacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("compilation cache %s: %w", cacheDir, err)
+		}
+		cfg = cfg.WithCompilationCache(cache)
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("instantiating WASI: %w", err)
+	}
+	compiled, err := rt.CompileModule(ctx, wasm)
+	if err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("compiling the core: %w", err)
+	}
+	for _, name := range []string{"abi_version", "alloc", "step", "_initialize"} {
+		if _, ok := compiled.ExportedFunctions()[name]; !ok {
+			rt.Close(ctx)
+			return nil, fmt.Errorf("the module does not export %q: not a plait core", name)
+		}
+	}
+	m := &Module{rt: rt, compiled: compiled}
+	inst, err := m.Instantiate(ctx)
+	if err != nil {
+		rt.Close(ctx)
+		return nil, err
+	}
+	m.abiVersion = inst.abiVersion
+	inst.Close(ctx)
+	return m, nil
+}
+
+// ABIVersion is the ABI version the module exports.
+func (m *Module) ABIVersion() uint32 { return m.abiVersion }
+
+// Close releases the runtime and every instance.
+func (m *Module) Close(ctx context.Context) error { return m.rt.Close(ctx) }
+
+// Instance is one instantiated core running one session.
+type Instance struct {
+	mod        api.Module
+	mem        api.Memory
+	alloc      api.Function
+	step       api.Function
+	abiVersion uint32
+	dead       error
+}
+
+// Instantiate creates a fresh instance and runs its _initialize.
+func (m *Module) Instantiate(ctx context.Context) (*Instance, error) {
+	mod, err := m.rt.InstantiateModule(ctx, m.compiled,
+		wazero.NewModuleConfig().WithName("").WithStartFunctions("_initialize"))
+	if err != nil {
+		return nil, fmt.Errorf("instantiating the core: %w", err)
+	}
+	in := &Instance{mod: mod, mem: mod.Memory(), alloc: mod.ExportedFunction("alloc"), step: mod.ExportedFunction("step")}
+	res, err := mod.ExportedFunction("abi_version").Call(ctx)
+	if err != nil {
+		mod.Close(ctx)
+		return nil, fmt.Errorf("abi_version: %w", err)
+	}
+	in.abiVersion = api.DecodeU32(res[0])
+	return in, nil
+}
+
+// ErrDead is returned by every call on an instance after one of its calls failed.
+var ErrDead = errors.New("wasm instance discarded after a failed call")
+
+// Step sends one batch and returns a copy of the reply. After any call error (a trap, a
+// deadline) the instance is closed and every later call fails with ErrDead.
+func (in *Instance) Step(ctx context.Context, batch []byte) ([]byte, error) {
+	if in.dead != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDead, in.dead)
+	}
+	out, err := in.call(ctx, batch)
+	if err != nil {
+		in.dead = err
+		in.mod.Close(ctx)
+		return nil, err
+	}
+	return out, nil
+}
+
+func (in *Instance) call(ctx context.Context, batch []byte) ([]byte, error) {
+	res, err := in.alloc.Call(ctx, uint64(len(batch)))
+	if err != nil {
+		return nil, fmt.Errorf("alloc: %w", err)
+	}
+	ptr := api.DecodeU32(res[0])
+	if !in.mem.Write(ptr, batch) {
+		return nil, fmt.Errorf("alloc returned %d, outside memory for %d bytes", ptr, len(batch))
+	}
+	res, err = in.step.Call(ctx, uint64(len(batch)))
+	if err != nil {
+		return nil, fmt.Errorf("step: %w", err)
+	}
+	outPtr, outLen := uint32(res[0]>>32), uint32(res[0])
+	view, ok := in.mem.Read(outPtr, outLen)
+	if !ok {
+		return nil, fmt.Errorf("step returned %d bytes at %d, outside memory", outLen, outPtr)
+	}
+	return append([]byte(nil), view...), nil // the view dies when memory grows
+}
+
+// Close releases the instance.
+func (in *Instance) Close(ctx context.Context) error { return in.mod.Close(ctx) }

@@ -1,0 +1,295 @@
+package host_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"plait/protocol"
+	"plait/protocol/abi"
+	"plait/protocol/prototest"
+	"plait/protocol/wire"
+	"plait/shells/wasm/host"
+)
+
+var coreWasm []byte
+
+// TestMain builds the guest once with the release command (DESIGN.md §5), unless
+// PLAIT_CORE_WASM names an already built module (make wasm).
+func TestMain(m *testing.M) {
+	path := os.Getenv("PLAIT_CORE_WASM")
+	if path == "" {
+		dir, err := os.MkdirTemp("", "plait-core-")
+		if err != nil {
+			panic(err)
+		}
+		path = filepath.Join(dir, "core.wasm")
+		cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-buildmode=c-shared", "-o", path, "plait/shells/wasm/guest")
+		cmd.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0", "GOOS=wasip1", "GOARCH=wasm")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			os.Stderr.Write(out)
+			panic("building the guest: " + err.Error())
+		}
+		defer os.RemoveAll(dir)
+	}
+	var err error
+	if coreWasm, err = os.ReadFile(path); err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(filepath.Dir(path)) // deferred calls do not run past os.Exit
+	os.Exit(code)
+}
+
+func load(t *testing.T) (*host.Module, *host.Instance) {
+	t.Helper()
+	ctx := context.Background()
+	mod, err := host.Load(ctx, coreWasm, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mod.Close(ctx) })
+	if mod.ABIVersion() != abi.Version {
+		t.Fatalf("abi_version %d", mod.ABIVersion())
+	}
+	in, err := mod.Instantiate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mod, in
+}
+
+// twin drives a WASM instance and a native abi.Driver with the same batches and fails the
+// test the moment their outputs differ.
+type twin struct {
+	t      *testing.T
+	in     *host.Instance
+	native abi.Driver
+	msgs   [][]byte
+	events []abi.EventMsg
+	status abi.StatusMsg
+}
+
+func (w *twin) step(b *abi.Batch) {
+	w.t.Helper()
+	got, err := w.in.Step(context.Background(), b.Bytes())
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	want := w.native.Step(b.Bytes())
+	if !bytes.Equal(got, want) {
+		w.t.Fatalf("wasm and native outputs differ:\nwasm   %x\nnative %x", got, want)
+	}
+	recs, err := abi.Split(got)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	for _, r := range recs {
+		switch r.Kind {
+		case abi.KindResult:
+			var m abi.ResultMsg
+			if err := abi.Unmarshal(r.Payload, &m); err != nil {
+				w.t.Fatal(err)
+			}
+			if m.Err != nil {
+				w.t.Fatalf("command 0x%x failed: %v", m.Op, m.Err.Wire())
+			}
+		case abi.KindMessage:
+			w.msgs = append(w.msgs, append([]byte(nil), r.Payload...))
+		case abi.KindEvent:
+			var m abi.EventMsg
+			if err := abi.Unmarshal(r.Payload, &m); err != nil {
+				w.t.Fatal(err)
+			}
+			w.events = append(w.events, m)
+		case abi.KindStatus:
+			if err := abi.Unmarshal(r.Payload, &w.status); err != nil {
+				w.t.Fatal(err)
+			}
+		}
+	}
+	b.Reset()
+}
+
+func (w *twin) count(k protocol.EventKind) int {
+	n := 0
+	for _, e := range w.events {
+		if protocol.EventKind(e.Kind) == k {
+			n++
+		}
+	}
+	return n
+}
+
+// TestWasmAgainstNative runs the built guest under wazero through a handshake and a short
+// version-1 stream against the native session, in both roles, and checks at every step that
+// a native driver fed the same batches answers byte for byte the same.
+func TestWasmAgainstNative(t *testing.T) {
+	for _, wasmRole := range []wire.Role{wire.RoleDialer, wire.RoleListener} {
+		t.Run(wasmRole.String(), func(t *testing.T) {
+			_, in := load(t)
+			w := &twin{t: t, in: in}
+			now := prototest.Epoch
+			var b abi.Batch
+			if err := b.Configure(abi.ConfigMsg{Role: uint8(wasmRole), Name: "wasm", Origin: prototest.Origin(1), Secret: []byte("s")}); err != nil {
+				t.Fatal(err)
+			}
+			b.Start(now, prototest.Nonce(1))
+			w.step(&b)
+
+			cfg := prototest.Config(1-wasmRole, "native", 2)
+			cfg.Secret = []byte("s")
+			nat, err := protocol.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := nat.Start(now, prototest.Nonce(2)); err != nil {
+				t.Fatal(err)
+			}
+			var natEvents []protocol.Event
+			pump := func() {
+				for round := 0; round < 20; round++ {
+					moved := false
+					rd := nat.Ready()
+					natEvents = append(natEvents, rd.Events...)
+					for _, m := range rd.Messages {
+						b.Receive(now, m)
+						moved = true
+					}
+					if len(b.Bytes()) > 0 {
+						w.step(&b)
+					}
+					for _, m := range w.msgs {
+						if err := nat.Receive(now, m); err != nil {
+							t.Fatal(err)
+						}
+						moved = true
+					}
+					w.msgs = nil
+					if !moved {
+						return
+					}
+				}
+				t.Fatal("no quiescence")
+			}
+			pump()
+			if w.count(protocol.EventHandshake) != 1 || nat.State() != protocol.StateEstablished {
+				t.Fatalf("handshake: wasm %+v native %v %v", w.events, nat.State(), nat.Err())
+			}
+			if w.status.Version != 1 || !w.status.Connected {
+				t.Fatalf("status %+v", w.status)
+			}
+
+			// The WASM side subscribes; the native side streams 5 entries; the WASM side acks.
+			if err := b.Subscribe(abi.SubscribeMsg{From: 0}); err != nil {
+				t.Fatal(err)
+			}
+			w.step(&b)
+			pump()
+			chain := prototest.Chain(prototest.Origin(7), 5, 1, 100)
+			if err := nat.SetOriginName(prototest.Origin(7), "seven"); err != nil {
+				t.Fatal(err)
+			}
+			for i, e := range chain {
+				if err := nat.Offer(uint64(i+1), e.Raw); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pump()
+			if n := w.count(protocol.EventTxn); n != 5 {
+				t.Fatalf("wasm applied %d of 5", n)
+			}
+			for i, e := range w.events[len(w.events)-5:] {
+				if !bytes.Equal(e.Txn, chain[i].Raw) || e.Position != uint64(i+1) {
+					t.Fatalf("entry %d differs", i)
+				}
+			}
+			b.Ack(5)
+			w.step(&b)
+			pump()
+			var acked uint64
+			for _, e := range natEvents {
+				if e.Kind == protocol.EventAcked {
+					acked = e.Position
+				}
+			}
+			if acked != 5 || w.status.HeldBytes != 0 {
+				t.Fatalf("acked %d, held %d", acked, w.status.HeldBytes)
+			}
+			// And the other direction: the native side subscribes, the WASM side offers.
+			if err := nat.Subscribe(0, nil); err != nil {
+				t.Fatal(err)
+			}
+			pump()
+			mine := prototest.Chain(prototest.Origin(1), 3, 2, 10)
+			for i, e := range mine {
+				b.Offer(uint64(i+1), e.Raw)
+			}
+			w.step(&b)
+			pump()
+			var got int
+			for _, e := range natEvents {
+				if e.Kind == protocol.EventTxn {
+					got++
+				}
+			}
+			if got != 3 {
+				t.Fatalf("native received %d of 3", got)
+			}
+			_ = time.Second
+		})
+	}
+}
+
+// TestUnknownCommandIsAnErrorResult: an unknown opcode, a truncated batch and a command
+// before configure come back as error results, never as a trap.
+func TestUnknownCommandIsAnErrorResult(t *testing.T) {
+	_, in := load(t)
+	var b abi.Batch
+	b.Raw(0x7f, []byte{1, 2, 3})
+	b.Tick(prototest.Epoch)
+	bad := append(b.Bytes(), 0x03, 0, 0, 0, 9, 1) // claims 9 bytes, has 1
+	out, err := in.Step(context.Background(), bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var native abi.Driver
+	if want := native.Step(bad); !bytes.Equal(out, want) {
+		t.Fatal("wasm and native differ")
+	}
+	recs, _ := abi.Split(out)
+	var codes []wire.Code
+	for _, r := range recs {
+		if r.Kind == abi.KindResult {
+			var m abi.ResultMsg
+			if err := abi.Unmarshal(r.Payload, &m); err != nil {
+				t.Fatal(err)
+			}
+			if m.Err == nil {
+				t.Fatal("expected an error result")
+			}
+			codes = append(codes, wire.Code(m.Err.Code))
+		}
+	}
+	want := []wire.Code{wire.CodeUnknownCommand, wire.CodeInvalidState, wire.CodeBadArgument}
+	if len(codes) != len(want) {
+		t.Fatalf("codes %v", codes)
+	}
+	for i := range want {
+		if codes[i] != want[i] {
+			t.Fatalf("codes %v, want %v", codes, want)
+		}
+	}
+	// The instance is still usable.
+	b.Reset()
+	if err := b.Configure(abi.ConfigMsg{Role: 0, Name: "x", Origin: prototest.Origin(3)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Step(context.Background(), b.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+}
