@@ -146,7 +146,7 @@ func ParseTxn(b []byte) (TxnView, error) {
 		return TxnView{}, err
 	}
 	off := txnFixed
-	n, err := readUvarint(b, &off, "operation count")
+	n, err := readUvarint(b, &off, "operation count", "")
 	if err != nil {
 		return TxnView{}, err
 	}
@@ -185,20 +185,22 @@ func ParseTxn(b []byte) (TxnView, error) {
 	return v, nil
 }
 
-func readUvarint(b []byte, off *int, what string) (uint64, error) {
+// readUvarint reads a minimal varint; what and suffix name it in an error (they are joined
+// only then: this is the hot path).
+func readUvarint(b []byte, off *int, what, suffix string) (uint64, error) {
 	x, n := binary.Uvarint(b[*off:])
 	if n <= 0 {
-		return 0, badTxn(what + " is not a valid varint at byte " + strconv.Itoa(*off))
+		return 0, badTxn(what + suffix + " is not a valid varint at byte " + strconv.Itoa(*off))
 	}
 	if n != uvarintLen(x) {
-		return 0, badTxn(what + " is not a minimal varint at byte " + strconv.Itoa(*off))
+		return 0, badTxn(what + suffix + " is not a minimal varint at byte " + strconv.Itoa(*off))
 	}
 	*off += n
 	return x, nil
 }
 
 func readBytes(b []byte, off *int, what string) ([]byte, error) {
-	n, err := readUvarint(b, off, what+" length")
+	n, err := readUvarint(b, off, what, " length")
 	if err != nil {
 		return nil, err
 	}
