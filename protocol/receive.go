@@ -64,7 +64,7 @@ func (s *Session) frame(now time.Time, f wire.Frame) {
 		return
 	}
 	if b, ok := body.(*wire.Close); ok { // accepted in every state
-		s.closed(&wire.Error{Code: b.Code, Class: b.Class, Offset: wire.NoOffset, Message: b.Message}, true)
+		s.closed(&wire.Error{Code: b.Code, Class: wire.PeerClass(b.Code, b.Class), Offset: wire.NoOffset, Message: b.Message}, true)
 		return
 	}
 	want := StateEstablished
@@ -134,7 +134,7 @@ func (s *Session) onHello(f wire.Frame, h *wire.Hello) {
 	if h.MaxMessage != 0 {
 		s.peerMaxMsg = int(min(h.MaxMessage, maxMessageCeiling))
 	}
-	s.info = HandshakeInfo{
+	s.pending = HandshakeInfo{
 		Version:       version,
 		Caps:          caps,
 		PeerName:      h.Name,
@@ -163,12 +163,13 @@ func (s *Session) onAuth(now time.Time, f wire.Frame, a *wire.Auth) {
 			"the peer's handshake MAC does not verify: a different cluster secret, or a HELLO altered in transit"))
 		return
 	}
-	if s.cfg.ExpectedPeer != "" && s.info.PeerName != s.cfg.ExpectedPeer {
+	if s.cfg.ExpectedPeer != "" && s.pending.PeerName != s.cfg.ExpectedPeer {
 		s.fail(wire.FrameError(wire.CodePeerNameMismatch, f.Type, f.Offset,
-			"expected peer "+quote(s.cfg.ExpectedPeer)+", the peer is "+quote(s.info.PeerName)))
+			"expected peer "+quote(s.cfg.ExpectedPeer)+", the peer is "+quote(s.pending.PeerName)))
 		return
 	}
 	s.state = StateEstablished
+	s.info = s.pending
 	s.peerHello, s.localHello = nil, nil
 	s.nextPing = now.Add(s.limits.PingInterval)
 	info := s.info

@@ -70,7 +70,8 @@ type Session struct {
 
 	localHello []byte
 	peerHello  []byte
-	info       HandshakeInfo
+	pending    HandshakeInfo // negotiated from the peer's HELLO, not yet authenticated
+	info       HandshakeInfo // the outcome, once established
 	peerRole   wire.Role
 	peerMaxMsg int
 
@@ -222,7 +223,13 @@ func (s *Session) Connected(now time.Time) bool {
 	return s.state == StateEstablished && now.Sub(s.lastRecv) < s.limits.LivenessTimeout
 }
 
-// Handshake returns the handshake's outcome; valid once established.
+// LastReceive is when the session last received a message (Start's time before the first).
+func (s *Session) LastReceive() time.Time { return s.lastRecv }
+
+// Limits returns the session's limits, defaults applied.
+func (s *Session) Limits() Limits { return s.limits }
+
+// Handshake returns the handshake's outcome once established (the zero value before).
 func (s *Session) Handshake() HandshakeInfo { return s.info }
 
 // RTT is the round-trip time of the last answered PING (0 before the first).

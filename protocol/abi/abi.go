@@ -234,17 +234,24 @@ type StatsMsg struct {
 
 // StatusMsg is the session's state after a batch.
 type StatusMsg struct {
-	Configured bool     `cbor:"1,keyasint"`
-	State      uint8    `cbor:"2,keyasint"`
-	Connected  bool     `cbor:"3,keyasint"` // as of the latest time a command carried
-	HeldBytes  uint64   `cbor:"4,keyasint"`
-	ReadPaused bool     `cbor:"5,keyasint"`
-	SendBudget uint64   `cbor:"6,keyasint"`
-	Deadline   int64    `cbor:"7,keyasint"` // Unix nanoseconds; 0: none
-	RTT        int64    `cbor:"8,keyasint"` // nanoseconds
-	Version    uint64   `cbor:"9,keyasint"` // negotiated; 0 before
-	Stats      StatsMsg `cbor:"10,keyasint"`
+	Configured bool      `cbor:"1,keyasint"`
+	State      uint8     `cbor:"2,keyasint"`
+	Connected  bool      `cbor:"3,keyasint"` // as of the latest time a command carried
+	HeldBytes  uint64    `cbor:"4,keyasint"`
+	ReadPaused bool      `cbor:"5,keyasint"`
+	SendBudget uint64    `cbor:"6,keyasint"`
+	Deadline   int64     `cbor:"7,keyasint"` // Unix nanoseconds; 0: none
+	RTT        int64     `cbor:"8,keyasint"` // nanoseconds
+	Version    uint64    `cbor:"9,keyasint"` // negotiated; 0 before
+	Stats      StatsMsg  `cbor:"10,keyasint"`
 	Err        *ErrorMsg `cbor:"11,keyasint,omitempty"`
+	// LastReceive (Unix ns) and Liveness (ns) let a host answer Connected(now) for any now:
+	// established and now - LastReceive < Liveness.
+	LastReceive int64         `cbor:"12,keyasint"`
+	Liveness    int64         `cbor:"13,keyasint"`
+	MinVersion  uint64        `cbor:"14,keyasint"` // the advertised range
+	MaxVersion  uint64        `cbor:"15,keyasint"`
+	Handshake   *HandshakeMsg `cbor:"16,keyasint,omitempty"` // once established
 }
 
 // FrameMsg is one decoded frame.

@@ -243,11 +243,15 @@ func EventOf(e *protocol.Event) *EventMsg {
 		o := e.Origin
 		m.Origin = &o
 	}
-	if h := e.Handshake; h != nil {
-		m.Handshake = &HandshakeMsg{Version: h.Version, Caps: h.Caps, PeerName: h.PeerName, PeerOrigin: h.PeerOrigin,
-			PeerMin: h.PeerMin, PeerMax: h.PeerMax, Authenticated: h.Authenticated}
+	if e.Handshake != nil {
+		m.Handshake = handshakeOf(*e.Handshake)
 	}
 	return m
+}
+
+func handshakeOf(h protocol.HandshakeInfo) *HandshakeMsg {
+	return &HandshakeMsg{Version: h.Version, Caps: h.Caps, PeerName: h.PeerName, PeerOrigin: h.PeerOrigin,
+		PeerMin: h.PeerMin, PeerMax: h.PeerMax, Authenticated: h.Authenticated}
 }
 
 func (d *Driver) result(op Op, err *wire.Error) {
@@ -273,6 +277,12 @@ func (d *Driver) status() {
 			Duplicates: st.Duplicates, Gaps: st.Gaps, Divergences: st.Divergences,
 			IgnoredFrames: st.IgnoredFrames, ProtocolErrors: st.ProtocolErrors}
 		m.Err = ErrorOf(s.Err())
+		m.LastReceive = s.LastReceive().UnixNano()
+		m.Liveness = int64(s.Limits().LivenessTimeout)
+		m.MinVersion, m.MaxVersion = s.Advertised()
+		if m.Version != 0 {
+			m.Handshake = handshakeOf(s.Handshake())
+		}
 	}
 	d.record(KindStatus, &m)
 }

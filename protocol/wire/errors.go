@@ -103,6 +103,21 @@ func ClassOf(c Code) (Class, bool) {
 	return cl, ok
 }
 
+// PeerClass is the class a receiver acts on for a CLOSE naming code and class: this build's
+// class for a code it defines, the peer's class for a newer code, and protocol when the
+// class is not one that travels on the wire (local, or a class this build does not know).
+func PeerClass(code Code, sent Class) Class {
+	cl, known := codeClasses[code]
+	if !known {
+		cl = sent
+	}
+	switch cl {
+	case ClassProtocol, ClassUnsupported, ClassResourceLimit, ClassTransient, ClassRefused:
+		return cl
+	}
+	return ClassProtocol
+}
+
 // Codes returns every defined code, sorted.
 func Codes() []Code {
 	out := make([]Code, 0, len(codeClasses))
