@@ -1,0 +1,128 @@
+package wire_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/hex"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"plait/protocol/wire"
+)
+
+type example struct {
+	name  string
+	bytes []byte
+	line  int
+}
+
+// readExamples parses the ```frame NAME blocks of SPEC.md: hex tokens, '#' comments.
+func readExamples(t *testing.T) []example {
+	t.Helper()
+	f, err := os.Open("../SPEC.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []example
+	var cur *example
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "```frame "):
+			cur = &example{name: strings.TrimSpace(strings.TrimPrefix(line, "```frame ")), line: n}
+		case cur != nil && strings.HasPrefix(line, "```"):
+			out = append(out, *cur)
+			cur = nil
+		case cur != nil:
+			if i := strings.IndexByte(line, '#'); i >= 0 {
+				line = line[:i]
+			}
+			for _, tok := range strings.Fields(line) {
+				b, err := hex.DecodeString(tok)
+				if err != nil {
+					t.Fatalf("SPEC.md:%d: %q is not hex", n, tok)
+				}
+				cur.bytes = append(cur.bytes, b...)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestSpecExamples: every example decodes to exactly one frame of its type and re-encodes
+// to the same bytes; every registered type has one; TXN1 examples chain.
+func TestSpecExamples(t *testing.T) {
+	exs := readExamples(t)
+	seen := map[wire.Type]bool{}
+	var prevTxn *wire.Txn1
+	for _, ex := range exs {
+		typ, ok := wire.TypeByName(ex.name)
+		if !ok {
+			t.Errorf("SPEC.md:%d: example of unregistered type %s", ex.line, ex.name)
+			continue
+		}
+		seen[typ] = true
+		frames, err := wire.DecodeMessage(ex.bytes, wire.DefaultMaxMessage, wire.MaxFrameBody)
+		if err != nil {
+			t.Errorf("SPEC.md:%d: %s does not decode: %v", ex.line, ex.name, err)
+			continue
+		}
+		if len(frames) != 1 || frames[0].Type != typ || frames[0].Value == nil {
+			t.Errorf("SPEC.md:%d: %s decodes to %d frames", ex.line, ex.name, len(frames))
+			continue
+		}
+		re, rerr := wire.EncodeMessage(frames)
+		if rerr != nil || !bytes.Equal(re, ex.bytes) {
+			t.Errorf("SPEC.md:%d: %s re-encodes to %x (%v)", ex.line, ex.name, re, rerr)
+		}
+		if tx, ok := frames[0].Value.(*wire.Txn1); ok {
+			if prevTxn != nil && prevTxn.Txn.Origin == tx.Txn.Origin {
+				enc, _ := prevTxn.Txn.Encode()
+				v, _ := wire.ParseTxn(enc)
+				if tx.Txn.Seq != prevTxn.Txn.Seq+1 || tx.Txn.Prev != v.Hash() {
+					t.Errorf("SPEC.md:%d: TXN1 example does not extend the previous one's chain", ex.line)
+				}
+			}
+			prevTxn = tx
+		}
+	}
+	for _, typ := range wire.Registered() {
+		if !seen[typ] {
+			t.Errorf("frame type %s (0x%02x) has no example in SPEC.md", typ, uint8(typ))
+		}
+	}
+}
+
+// TestSpecErrorCodes: the code table of SPEC.md lists exactly the codes of this build, each
+// with its class.
+func TestSpecErrorCodes(t *testing.T) {
+	spec, err := os.ReadFile("../SPEC.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `([a-z-]+)` \\| ([a-z-]+) \\|")
+	documented := map[wire.Code]wire.Class{}
+	for _, m := range row.FindAllStringSubmatch(string(spec), -1) {
+		documented[wire.Code(m[1])] = wire.Class(m[2])
+	}
+	for _, c := range wire.Codes() {
+		cl, _ := wire.ClassOf(c)
+		if got, ok := documented[c]; !ok {
+			t.Errorf("code %s is not in SPEC.md's table", c)
+		} else if got != cl {
+			t.Errorf("code %s: SPEC.md says class %s, the code says %s", c, got, cl)
+		}
+	}
+	for c := range documented {
+		if _, ok := wire.ClassOf(c); !ok {
+			t.Errorf("SPEC.md lists code %s, which this build does not define", c)
+		}
+	}
+}
