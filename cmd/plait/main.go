@@ -1,0 +1,35 @@
+// Command plait is the plait replication node. Until the node lands (CONTRACT.md's serve,
+// status, check, bench), it offers `plait demo`: two protocol sessions in one process
+// replicating a log with the version-1 protocol.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+const usage = `usage: plait <command> [flags]
+
+commands:
+  demo    two protocol sessions replicate a log in one process; exit 0 iff both
+          sides end with the same digest
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	switch os.Args[1] {
+	case "demo":
+		if err := demo(os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "plait demo:", err)
+			os.Exit(1)
+		}
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "plait: unknown command %q\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+}
