@@ -83,6 +83,9 @@ func (s *Session) Observe(c Cursor) error {
 // origin's first entry on this connection.
 func (s *Session) SetOriginName(origin wire.OriginID, name string) error {
 	s.begin()
+	if s.state == StateClosed {
+		return wire.Errorf(wire.CodeClosed, "SetOriginName on a closed session")
+	}
 	if origin.IsZero() {
 		return wire.Errorf(wire.CodeBadArgument, "all-zero origin id")
 	}

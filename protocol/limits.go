@@ -14,8 +14,9 @@ type Limits struct {
 	// MaxMessage bounds a received message; it is advertised in HELLO so the peer packs
 	// its messages within it (default wire.DefaultMaxMessage, at least wire.MinMaxMessage).
 	MaxMessage int
-	// MaxSendBuffer bounds the data bytes Offer queues before the caller takes them with
-	// Ready (default 4 MiB). Offer always accepts one frame into an empty buffer.
+	// MaxSendBuffer bounds the bytes queued for sending (data and control frames) beyond
+	// which Offer refuses, until the caller takes them with Ready (default 4 MiB). Offer
+	// always accepts one frame into an empty buffer.
 	MaxSendBuffer int
 	// MaxUnackedBytes is the version-1 receive window: ReadPaused reports true while the
 	// received but unacknowledged data bytes reach it (default 8 MiB).

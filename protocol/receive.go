@@ -9,8 +9,9 @@ import (
 )
 
 // Receive processes one message from the peer. Protocol errors are not returned: they
-// close the session and surface as EventClosed. The returned error is a refused call
-// (before Start, or while ReadPaused).
+// close the session and surface as EventClosed, and so does a message received while
+// ReadPaused (receive-buffer-full). The returned error is a refused call: before Start, or
+// on a closed session.
 func (s *Session) Receive(now time.Time, msg []byte) error {
 	s.begin()
 	switch s.state {
@@ -125,6 +126,7 @@ func (s *Session) onHello(f wire.Frame, h *wire.Hello) {
 	peer := handshake.Range{Min: h.MinVersion, Max: h.MaxVersion}
 	version, caps, err := handshake.Negotiate(s.rng, peer, s.cfg.Capabilities, h.Caps)
 	if err != nil {
+		err.Frame, err.Offset = f.Type, f.Offset
 		s.fail(err)
 		return
 	}
@@ -195,13 +197,13 @@ func (s *Session) onAck1(f wire.Frame, a *wire.Ack1) {
 // onTxn1 checks one version-1 entry: its position advances the stream, and it extends,
 // repeats or skips past the origin's chain as the receive vector knows it.
 func (s *Session) onTxn1(f wire.Frame) {
-	if s.state != StateEstablished || !s.subscribed {
-		s.unexpected(f, "TXN1 on a connection this side has not subscribed to")
-		return
-	}
 	pos, v, err := wire.ParseTxn1(f.Body)
 	if err != nil {
 		s.fail(wire.FrameError(wire.CodeBadTxn, f.Type, f.Offset, err.Error()))
+		return
+	}
+	if s.state != StateEstablished || !s.subscribed {
+		s.unexpected(f, "TXN1 on a connection this side has not subscribed to")
 		return
 	}
 	if pos <= s.lastPos {

@@ -71,11 +71,13 @@ func Negotiate(local, peer Range, localCaps, peerCaps []string) (uint64, []strin
 // transcriptLabel separates plait's handshake MACs from any other use of the secret.
 const transcriptLabel = "plait-handshake-mac-1"
 
-// MAC is the AUTH value the side of role sender sends: HMAC-SHA256 keyed by the cluster
-// secret over the label, the sender's role and both HELLO bodies (dialer's first), each
-// prefixed by its length.
+// MAC is the AUTH value the side of role sender sends: HMAC-SHA256 keyed by SHA-256 of the
+// cluster secret over the label, the sender's role and both HELLO bodies (dialer's first),
+// each prefixed by its length. Hashing the secret first gives every secret its own key:
+// HMAC would otherwise treat "s" and "s\x00" as the same key.
 func MAC(secret []byte, sender wire.Role, dialerHello, listenerHello []byte) wire.MAC {
-	m := hmac.New(sha256.New, secret)
+	key := sha256.Sum256(secret)
+	m := hmac.New(sha256.New, key[:])
 	var hdr [4]byte
 	m.Write([]byte(transcriptLabel))
 	m.Write([]byte{byte(sender)})

@@ -151,7 +151,7 @@ func (m *MAC) UnmarshalCBOR(b []byte) error { return fixedBytes(b, m[:], "mac") 
 
 // Auth is the AUTH body: the sender's MAC over both HELLOs.
 type Auth struct {
-	MAC   MAC   `cbor:"1,keyasint"`
+	MAC MAC `cbor:"1,keyasint"`
 	Unknown
 }
 
@@ -201,7 +201,7 @@ func token(s string) bool {
 
 // Ping is the PING body; the peer answers with a PONG carrying the same id.
 type Ping struct {
-	ID    uint64 `cbor:"1,keyasint"`
+	ID uint64 `cbor:"1,keyasint"`
 	Unknown
 }
 
@@ -211,7 +211,7 @@ func (p *Ping) AppendBody(dst []byte) ([]byte, error) { return appendMap(dst, p,
 
 // Pong is the PONG body.
 type Pong struct {
-	ID    uint64 `cbor:"1,keyasint"`
+	ID uint64 `cbor:"1,keyasint"`
 	Unknown
 }
 

@@ -28,7 +28,21 @@ func init() {
 	if encMode, err = cbor.CoreDetEncOptions().EncMode(); err != nil {
 		panic("wire: CBOR encoding options: " + err.Error())
 	}
+	// Simple values other than false, true and null have no use in plait's bodies and no
+	// faithful round trip through decoding (undefined decodes like null): reject them.
+	var rejects []func(*cbor.SimpleValueRegistry) error
+	for v := 0; v < 256; v++ {
+		if v == 20 || v == 21 || v == 22 || (v >= 24 && v <= 31) {
+			continue // false, true, null; 24..31 are reserved and never well formed
+		}
+		rejects = append(rejects, cbor.WithRejectedSimpleValue(cbor.SimpleValue(v)))
+	}
+	simple, err := cbor.NewSimpleValueRegistryFromDefaults(rejects...)
+	if err != nil {
+		panic("wire: CBOR simple values: " + err.Error())
+	}
 	decMode, err = cbor.DecOptions{
+		SimpleValues:     simple,
 		DupMapKey:        cbor.DupMapKeyEnforcedAPF,
 		IndefLength:      cbor.IndefLengthForbidden,
 		TagsMd:           cbor.TagsForbidden,

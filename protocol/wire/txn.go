@@ -49,12 +49,25 @@ func badTxn(msg string) error { return &txnError{msg} }
 
 // AppendEncoding appends the transaction encoding (SPEC.md, "Transaction encoding") to dst,
 // after checking the rules a receiver checks.
+// On error dst is returned unchanged.
 func (t *Txn) AppendEncoding(dst []byte) ([]byte, error) {
+	if t.Origin.IsZero() {
+		return dst, badTxn("origin id is all zero")
+	}
 	if err := checkTxnHeader(t.Seq, t.Prev); err != nil {
 		return dst, err
 	}
 	if len(t.Ops) == 0 {
 		return dst, badTxn("a transaction has at least one operation")
+	}
+	for i := range t.Ops {
+		op := &t.Ops[i]
+		if err := checkOp(op.Kind, op.Table, op.Key); err != nil {
+			return dst, err
+		}
+		if op.Kind == OpDelete && len(op.Value) != 0 {
+			return dst, badTxn("a delete carries no value")
+		}
 	}
 	dst = append(dst, TxnFormat1)
 	dst = append(dst, t.Origin[:]...)
@@ -64,12 +77,6 @@ func (t *Txn) AppendEncoding(dst []byte) ([]byte, error) {
 	dst = binary.AppendUvarint(dst, uint64(len(t.Ops)))
 	for i := range t.Ops {
 		op := &t.Ops[i]
-		if err := checkOp(op.Kind, op.Table, op.Key); err != nil {
-			return dst, err
-		}
-		if op.Kind == OpDelete && len(op.Value) != 0 {
-			return dst, badTxn("a delete carries no value")
-		}
 		dst = append(dst, byte(op.Kind))
 		dst = appendBytes(dst, op.Table)
 		dst = appendBytes(dst, op.Key)

@@ -1,0 +1,1233 @@
+package protocol_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"plait/protocol"
+	"plait/protocol/prototest"
+	"plait/protocol/wire"
+)
+
+// ---- shared helpers (also used by negotiation_test.go and determinism_test.go) ----
+
+func hx(s string) []byte {
+	b, err := hex.DecodeString(strings.ReplaceAll(s, " ", ""))
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func cat(parts ...[]byte) []byte {
+	var out []byte
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ctext is a short CBOR text string (under 24 bytes).
+func ctext(s string) []byte { return append([]byte{0x60 + byte(len(s))}, s...) }
+
+func txn1(pos uint64, txn []byte) []byte {
+	return prototest.RawFrame(wire.TypeTxn1, 0, 0, append(binary.BigEndian.AppendUint64(nil, pos), txn...))
+}
+
+func ack1(pos uint64) []byte { return prototest.Frame(&wire.Ack1{Position: pos}) }
+
+// frames decodes every message a session sent, in order.
+func frames(t *testing.T, msgs [][]byte) []wire.Decoded {
+	t.Helper()
+	var out []wire.Decoded
+	for _, m := range msgs {
+		fs, err := wire.DecodeMessage(m, wire.DefaultMaxMessage, wire.MaxFrameBody)
+		if err != nil {
+			t.Fatalf("the session sent a malformed message %x: %v", m, err)
+		}
+		out = append(out, fs...)
+	}
+	return out
+}
+
+// spec holds the tables of SPEC.md the tests check against: each error code's class, and
+// each malformed-input class's resulting code ("" for M9, which is not an error).
+type specTables struct {
+	classOf   map[wire.Code]wire.Class
+	malformed map[string]wire.Code
+}
+
+var (
+	specOnce sync.Once
+	specData specTables
+	specErr  error
+)
+
+func spec(t *testing.T) specTables {
+	t.Helper()
+	specOnce.Do(func() {
+		b, err := os.ReadFile("SPEC.md")
+		if err != nil {
+			specErr = err
+			return
+		}
+		s := string(b)
+		specData.classOf = map[wire.Code]wire.Class{}
+		for _, m := range regexp.MustCompile("(?m)^\\| `([a-z-]+)` \\| ([a-z-]+) \\|").FindAllStringSubmatch(s, -1) {
+			specData.classOf[wire.Code(m[1])] = wire.Class(m[2])
+		}
+		i := strings.Index(s, "## Malformed input")
+		j := strings.Index(s, "## Compatibility")
+		if i < 0 || j < i {
+			specErr = os.ErrNotExist
+			return
+		}
+		specData.malformed = map[string]wire.Code{}
+		row := regexp.MustCompile("(?m)^\\| (M[0-9]+) [^|]*\\|[^|]*\\|([^|]*)\\|$")
+		code := regexp.MustCompile("`([a-z-]+)`")
+		for _, m := range row.FindAllStringSubmatch(s[i:j], -1) {
+			var c wire.Code
+			if cm := code.FindStringSubmatch(m[2]); cm != nil {
+				c = wire.Code(cm[1])
+			}
+			specData.malformed[m[1]] = c
+		}
+	})
+	if specErr != nil {
+		t.Fatalf("reading SPEC.md: %v", specErr)
+	}
+	return specData
+}
+
+// checkClosed asserts that s closed itself with code: its state, Err (code, the class SPEC
+// gives the code, frame and offset unless offset is anyOffset), exactly one EventClosed
+// (last, not by the peer), and a CLOSE frame (the last frame it sent) with the same code and
+// class. It returns the frames s sent.
+func checkClosed(t *testing.T, s *protocol.Session, msgs [][]byte, evs []protocol.Event, code wire.Code, frame wire.Type, offset int) []wire.Decoded {
+	t.Helper()
+	class := spec(t).classOf[code]
+	if class == "" {
+		t.Fatalf("code %s is not in SPEC.md", code)
+	}
+	if s.State() != protocol.StateClosed {
+		t.Fatalf("state %v, want closed", s.State())
+	}
+	e := s.Err()
+	if e == nil || e.Code != code || e.Class != class {
+		t.Fatalf("Err() = %v, want %s (%s)", e, code, class)
+	}
+	if offset != anyOffset {
+		if e.Offset != offset || (offset != wire.NoOffset && e.Frame != frame) {
+			t.Fatalf("Err() names frame %s at offset %d, want %s at %d", e.Frame, e.Offset, frame, offset)
+		}
+	}
+	closed := 0
+	for _, ev := range evs {
+		if ev.Kind == protocol.EventClosed {
+			closed++
+		}
+	}
+	if closed != 1 || len(evs) == 0 || evs[len(evs)-1].Kind != protocol.EventClosed {
+		t.Fatalf("events %v: want exactly one EventClosed, last", kinds(evs))
+	}
+	if last := evs[len(evs)-1]; last.ByPeer || last.Err == nil || *last.Err != *e {
+		t.Fatalf("EventClosed %+v, Err() %+v", last, e)
+	}
+	fs := frames(t, msgs)
+	if len(fs) == 0 {
+		t.Fatal("no CLOSE sent")
+	}
+	cl, ok := fs[len(fs)-1].Value.(*wire.Close)
+	if !ok {
+		t.Fatalf("last frame sent is %s, not CLOSE", fs[len(fs)-1].Type)
+	}
+	if cl.Code != code || cl.Class != class {
+		t.Fatalf("CLOSE carries %s (%s), want %s (%s)", cl.Code, cl.Class, code, class)
+	}
+	for _, f := range fs[:len(fs)-1] {
+		if f.Type == wire.TypeClose {
+			t.Fatal("more than one CLOSE sent")
+		}
+	}
+	// Nothing is processed after the close.
+	if err := s.Receive(prototest.Epoch.Add(time.Hour), prototest.Frame(&wire.Ping{ID: 1})); err == nil || err.(*wire.Error).Code != wire.CodeClosed {
+		t.Fatalf("Receive after close: %v", err)
+	}
+	if s.HasReady() {
+		t.Fatal("a closed session produced output")
+	}
+	return fs
+}
+
+// anyOffset skips the frame and offset check of checkClosed.
+const anyOffset = -2
+
+func kinds(evs []protocol.Event) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Kind.String())
+	}
+	return out
+}
+
+// ---- the fixture every established-session case starts from ----
+
+var (
+	fxOrigin = prototest.Origin(9)
+	fxChain  = prototest.Chain(fxOrigin, 6, 1, 4)
+	fxOther  = prototest.Chain(fxOrigin, 6, 1, 5) // the same origin, different entries: a forked log
+	ping7    = prototest.Frame(&wire.Ping{ID: 7})
+)
+
+// fixture returns an established pair in which D (limits dl) subscribed from 0 and received
+// positions 1..3 (fxChain seq 1..3, announced as origin "nine") from L. Both sides'
+// output has been taken.
+func fixture(t *testing.T, dl protocol.Limits) *prototest.Pair {
+	t.Helper()
+	dc := prototest.Config(wire.RoleDialer, "a", 1)
+	dc.Limits = dl
+	p := established(t, dc, prototest.Config(wire.RoleListener, "b", 2))
+	must(t, p.D.S.Subscribe(0, nil))
+	p.Pump(10)
+	must(t, p.L.S.SetOriginName(fxOrigin, "nine"))
+	for i := 0; i < 3; i++ {
+		must(t, p.L.S.Offer(uint64(i+1), fxChain[i].Raw))
+	}
+	p.Pump(10)
+	if n := p.D.Count(protocol.EventTxn); n != 3 {
+		t.Fatalf("fixture: %d txns received", n)
+	}
+	p.D.Drain()
+	p.L.Drain()
+	return p
+}
+
+// peerHello is the HELLO body of a hand-played dialer talking to the handshake target.
+func peerHello(mod func(h *wire.Hello)) []byte {
+	h := &wire.Hello{Role: wire.RoleDialer, Name: "p", Origin: prototest.Origin(7), MinVersion: 1, MaxVersion: 1,
+		Nonce: prototest.Nonce(40)}
+	if mod != nil {
+		mod(h)
+	}
+	return prototest.HelloBody(h)
+}
+
+func helloFrame(body []byte) []byte { return prototest.RawFrame(wire.TypeHello, 0, 0, body) }
+
+// txnHead is the fixed part of an fxOrigin transaction at seq after prev.
+func txnHead(seq uint64, prev wire.Hash) []byte {
+	b := []byte{wire.TxnFormat1}
+	b = append(b, fxOrigin[:]...)
+	b = binary.BigEndian.AppendUint64(b, seq)
+	b = binary.BigEndian.AppendUint64(b, uint64(wire.MakeHLC(1_800_000_000_004, 0)))
+	return append(b, prev[:]...)
+}
+
+// mutate returns a copy of b changed by f.
+func mutate(b []byte, f func(b []byte) []byte) []byte { return f(append([]byte(nil), b...)) }
+
+// mapPairs is a PING body with keys 1..n, all 0.
+func mapPairs(n int) []byte {
+	b := []byte{0xb8, byte(n)}
+	if n < 24 {
+		b = []byte{0xa0 + byte(n)}
+	}
+	for k := 1; k <= n; k++ {
+		if k < 24 {
+			b = append(b, byte(k), 0)
+		} else {
+			b = append(b, 0x18, byte(k), 0)
+		}
+	}
+	return b
+}
+
+type target uint8
+
+const (
+	onD         target = iota // the established dialer: subscribed, positions 1..3 received
+	onL                       // the established listener: its peer subscribed, positions 1..3 sent
+	onHandshake               // a listener that sent its HELLO and waits for the peer's
+)
+
+// inputCase is one received message that closes the session.
+type inputCase struct {
+	class  string // M1..M21 of SPEC's "Malformed input" table; "" for other input errors
+	name   string
+	on     target
+	limits protocol.Limits                                               // D's limits (on D)
+	cfg    func(c *protocol.Config)                                      // the handshake target's config
+	msg    []byte                                                        // the message
+	msgFn  func(localHello []byte) []byte                                // or the message, built from the target's own HELLO body
+	code   wire.Code                                                     // expected
+	frame  wire.Type                                                     // expected Err().Frame
+	offset int                                                           // expected Err().Offset (wire.NoOffset, or anyOffset)
+	check  func(t *testing.T, s *protocol.Session, evs []protocol.Event) // more assertions
+}
+
+func inputCases() []inputCase {
+	P := len(ping7)
+	ping := func(parts ...[]byte) []byte { return cat(append([][]byte{ping7}, parts...)...) }
+	hdr := func(typ wire.Type, length uint32) []byte {
+		return wire.AppendHeader(nil, wire.Header{Type: typ, Length: length})
+	}
+	closeBody := func(msg []byte) []byte {
+		return cat(hx("a3 01"), ctext("going-away"), hx("02"), ctext("transient"), hx("03"), msg)
+	}
+	goodHead := txnHead(4, fxChain[2].Hash) // the next entry's fixed part
+	putT := hx("01 01 74 01 6b 01 76")      // put table "t" key "k" value "v"
+	hello := func(mod func(h *wire.Hello)) []byte { return helloFrame(peerHello(mod)) }
+	wrongAuth := func(local []byte) []byte {
+		pb := peerHello(nil)
+		return cat(helloFrame(pb), prototest.AuthFor([]byte("wrong"), wire.RoleDialer, pb, local))
+	}
+	goodAuth := func(local []byte) []byte {
+		pb := peerHello(nil)
+		return cat(helloFrame(pb), prototest.AuthFor([]byte("test-secret"), wire.RoleDialer, pb, local))
+	}
+	helloLen := len(hello(nil))
+	countIs := func(what string, get func(protocol.Stats) uint64, kind protocol.EventKind, expected uint64) func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
+		return func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
+			if n := get(s.Stats()); n != 1 {
+				t.Fatalf("%s counted %d times", what, n)
+			}
+			i := slices.IndexFunc(evs, func(e protocol.Event) bool { return e.Kind == kind })
+			if i < 0 || evs[i].Expected != expected || evs[i].Position != 4 {
+				t.Fatalf("no %s event with expected seq %d at position 4: %+v", kind, expected, evs)
+			}
+		}
+	}
+	return []inputCase{
+		{class: "M1", name: "empty message", msg: []byte{}, code: wire.CodeMalformedFrame, frame: 0, offset: 0},
+		{class: "M2", name: "64 KiB + 1 against a 64 KiB limit", limits: protocol.Limits{MaxMessage: 64 << 10},
+			msg: ping(prototest.RawFrame(0x90, 0, 0, make([]byte, 64<<10+1-P-wire.HeaderSize))), code: wire.CodeMessageTooLarge, frame: wire.TypePing, offset: 0},
+		{class: "M3", name: "truncated header 04 00 00", msg: ping(hx("04 00 00")), code: wire.CodeMalformedFrame, frame: wire.TypePing, offset: P},
+		{class: "M3", name: "one byte of header", msg: ping(hx("11")), code: wire.CodeMalformedFrame, frame: wire.TypeTxn1, offset: P},
+		{class: "M4", name: "length 10, 3 bytes follow", msg: ping(hdr(wire.TypePing, 10), hx("a1 01 07")), code: wire.CodeMalformedFrame, frame: wire.TypePing, offset: P},
+		{class: "M5", name: "length 2^24 + 1", msg: ping(hdr(wire.TypePing, 1<<24+1)), code: wire.CodeFrameTooLarge, frame: wire.TypePing, offset: P},
+		{class: "M5", name: "body over a configured limit of 1024", limits: protocol.Limits{MaxFrameBody: 1024},
+			msg: ping(prototest.RawFrame(0x90, 0, 0, make([]byte, 1025))), code: wire.CodeFrameTooLarge, frame: 0x90, offset: P},
+		{class: "M6", name: "PING with flags 0x01", msg: ping(prototest.RawFrame(wire.TypePing, 1, 0, hx("a1 01 07"))), code: wire.CodeBadFlags, frame: wire.TypePing, offset: P},
+		{class: "M6", name: "TXN1 with the reserved compressed bit", msg: ping(prototest.RawFrame(wire.TypeTxn1, 1, 0, txn1(4, fxChain[3].Raw)[wire.HeaderSize:])), code: wire.CodeBadFlags, frame: wire.TypeTxn1, offset: P},
+		{class: "M7", name: "PING on channel 5", msg: ping(prototest.RawFrame(wire.TypePing, 0, 5, hx("a1 01 07"))), code: wire.CodeBadChannel, frame: wire.TypePing, offset: P},
+		{class: "M7", name: "TXN1 on channel 1", msg: ping(prototest.RawFrame(wire.TypeTxn1, 0, 1, txn1(4, fxChain[3].Raw)[wire.HeaderSize:])), code: wire.CodeBadChannel, frame: wire.TypeTxn1, offset: P},
+		{class: "M8", name: "type 0x7e", msg: ping(prototest.RawFrame(0x7e, 0, 0, nil)), code: wire.CodeUnknownFrame, frame: 0x7e, offset: P},
+		{class: "M8", name: "type 0x00", msg: ping(prototest.RawFrame(0x00, 0, 0, hx("a0"))), code: wire.CodeUnknownFrame, frame: 0x00, offset: P},
+		{class: "M8", name: "reserved version-2 type 0x20", msg: ping(prototest.RawFrame(0x20, 0, 3, hx("a0"))), code: wire.CodeUnknownFrame, frame: 0x20, offset: P},
+		{class: "M10", name: "an array", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("81 07"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M10", name: "a truncated item", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a1 01 19 00"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M10", name: "trailing bytes", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a1 01 07 07"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M10", name: "an empty body", msg: ping(prototest.RawFrame(wire.TypeAck1, 0, 0, nil)), code: wire.CodeBadCBOR, frame: wire.TypeAck1, offset: P},
+		{class: "M11", name: "{1: 7, 1: 7}", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a2 01 07 01 07"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M12", name: "bf 01 07 ff", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("bf 01 07 ff"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M13", name: "{1: 1(7)}", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a1 01 c1 07"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M14", name: "nesting 9 deep", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a2 01 07 02"+strings.Repeat("81", 8)+"00"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M14", name: "65 map pairs", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, mapPairs(65))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M15", name: "{1: 0x1807} non-shortest", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a1 01 18 07"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M15", name: "unsorted keys", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a2 02 01 01 07"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M15", name: "CLOSE with an empty optional message", msg: ping(prototest.RawFrame(wire.TypeClose, 0, 0, closeBody(ctext("")))), code: wire.CodeBadCBOR, frame: wire.TypeClose, offset: P},
+		{class: "M15", name: "HELLO with empty optional capabilities", on: onHandshake,
+			msgFn: func([]byte) []byte {
+				// Keys 1..5, then 6: [] inserted before 7: nonce (the last 18 bytes).
+				pb := peerHello(nil)
+				i := len(pb) - 18
+				return helloFrame(cat([]byte{pb[0] + 1}, pb[1:i], hx("06 80"), pb[i:]))
+			}, code: wire.CodeBadCBOR, frame: wire.TypeHello, offset: 0},
+		{class: "M16", name: "PING {}", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a0"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M16", name: "PING {1: \"x\"}", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a1 01 61 78"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M16", name: "ORIGIN without a name", msg: ping(prototest.RawFrame(wire.TypeOrigin, 0, 0, cat(hx("a1 01 50"), fxOrigin[:]))), code: wire.CodeBadCBOR, frame: wire.TypeOrigin, offset: P},
+		{class: "M17", name: "CLOSE message ff", msg: ping(prototest.RawFrame(wire.TypeClose, 0, 0, closeBody(hx("61 ff")))), code: wire.CodeBadCBOR, frame: wire.TypeClose, offset: P},
+		{class: "M18", name: "HELLO nonce of 8 bytes", on: onHandshake, msg: hello(func(h *wire.Hello) { h.Nonce = h.Nonce[:8] }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
+		{class: "M18", name: "HELLO name \"a b\"", on: onHandshake, msg: hello(func(h *wire.Hello) { h.Name = "a b" }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
+		{class: "M18", name: "HELLO versions 2..1", on: onHandshake, msg: hello(func(h *wire.Hello) { h.MinVersion, h.MaxVersion = 2, 1 }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
+		{class: "M18", name: "HELLO unsorted capabilities", on: onHandshake, msg: hello(func(h *wire.Hello) { h.Caps = []string{"b", "a"} }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
+		{class: "M18", name: "HELLO with a bad field once established", msg: ping(hello(func(h *wire.Hello) { h.Nonce = h.Nonce[:8] })), code: wire.CodeBadField, frame: wire.TypeHello, offset: P},
+		{class: "M18", name: "ORIGIN name \"a b\"", msg: ping(prototest.Frame(&wire.Origin{Origin: fxOrigin, Name: "a b"})), code: wire.CodeBadField, frame: wire.TypeOrigin, offset: P},
+		{class: "M18", name: "ACK1 position 0", on: onL, msg: ping(ack1(0)), code: wire.CodeBadField, frame: wire.TypeAck1, offset: P},
+		{class: "M19", name: "seq 0", msg: ping(txn1(4, cat(txnHead(0, wire.Hash{}), hx("01"), putT))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
+		{class: "M19", name: "unknown format", msg: ping(txn1(4, mutate(fxChain[3].Raw, func(b []byte) []byte { b[0] = 2; return b }))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
+		{class: "M19", name: "op kind 3", msg: ping(txn1(4, cat(goodHead, hx("01 03 01 74 01 6b")))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
+		{class: "M19", name: "table a/b", msg: ping(txn1(4, cat(goodHead, hx("01 01 03 612f62 01 6b 01 76")))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
+		{class: "M19", name: "empty key", msg: ping(txn1(4, cat(goodHead, hx("01 02 01 74 00")))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
+		{class: "M19", name: "non-minimal varint", msg: ping(txn1(4, cat(goodHead, hx("81 00"), putT))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
+		{class: "M19", name: "trailing bytes", msg: ping(txn1(4, cat(fxChain[3].Raw, hx("00")))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
+		{class: "M19", name: "position 0", msg: ping(txn1(0, fxChain[3].Raw)), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
+		{class: "M19", name: "body shorter than a position", msg: ping(prototest.RawFrame(wire.TypeTxn1, 0, 0, hx("0000"))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
+		{class: "M20", name: "TXN1 before SUBSCRIBE1", on: onL, msg: ping(txn1(1, fxChain[0].Raw)), code: wire.CodeUnexpectedFrame, frame: wire.TypeTxn1, offset: P},
+		{class: "M20", name: "AUTH before HELLO", on: onHandshake, msg: prototest.AuthFor([]byte("test-secret"), wire.RoleDialer, nil, nil), code: wire.CodeUnexpectedFrame, frame: wire.TypeAuth, offset: 0},
+		{class: "M20", name: "a second SUBSCRIBE1", on: onL, msg: ping(prototest.Frame(&wire.Subscribe1{Position: 0})), code: wire.CodeUnexpectedFrame, frame: wire.TypeSubscribe1, offset: P},
+		{class: "M20", name: "an unsolicited PONG", msg: ping(prototest.Frame(&wire.Pong{ID: 1})), code: wire.CodeUnexpectedFrame, frame: wire.TypePong, offset: P},
+		{class: "M20", name: "a second HELLO in the handshake", on: onHandshake, msg: cat(hello(nil), hello(nil)), code: wire.CodeUnexpectedFrame, frame: wire.TypeHello, offset: helloLen},
+		{class: "M20", name: "PING before the handshake completed", on: onHandshake, msg: ping7, code: wire.CodeUnexpectedFrame, frame: wire.TypePing, offset: 0},
+		{class: "M20", name: "PING after HELLO, before AUTH", on: onHandshake, msg: cat(hello(nil), ping7), code: wire.CodeUnexpectedFrame, frame: wire.TypePing, offset: helloLen},
+		{class: "M20", name: "TXN1 in the handshake", on: onHandshake, msg: txn1(1, fxChain[0].Raw), code: wire.CodeUnexpectedFrame, frame: wire.TypeTxn1, offset: 0},
+		{class: "M20", name: "HELLO once established", msg: ping(hello(func(h *wire.Hello) { h.Role = wire.RoleListener })), code: wire.CodeUnexpectedFrame, frame: wire.TypeHello, offset: P},
+		{class: "M20", name: "AUTH once established", msg: ping(prototest.AuthFor(nil, wire.RoleListener, nil, nil)), code: wire.CodeUnexpectedFrame, frame: wire.TypeAuth, offset: P},
+		{class: "M20", name: "ACK1 before SUBSCRIBE1", msg: ping(ack1(1)), code: wire.CodeUnexpectedFrame, frame: wire.TypeAck1, offset: P},
+		{class: "M21", name: "a TXN1 position equal to the last", msg: ping(txn1(3, fxChain[3].Raw)), code: wire.CodeOutOfOrder, frame: wire.TypeTxn1, offset: P},
+		{class: "M21", name: "a TXN1 position below the last", msg: ping(txn1(2, fxChain[3].Raw)), code: wire.CodeOutOfOrder, frame: wire.TypeTxn1, offset: P},
+		{class: "M21", name: "a TXN1 position going back within a message", msg: ping(txn1(9, fxChain[3].Raw), txn1(5, fxChain[4].Raw)),
+			code: wire.CodeOutOfOrder, frame: wire.TypeTxn1, offset: P + len(txn1(9, fxChain[3].Raw))},
+		{class: "M21", name: "an ACK1 going back", on: onL, msg: ping(ack1(2), ack1(1)), code: wire.CodeOutOfOrder, frame: wire.TypeAck1, offset: P + len(ack1(2)),
+			check: func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
+				if evs[0].Kind != protocol.EventAcked || evs[0].Position != 2 {
+					t.Fatalf("the ACK1 before the error did not take effect: %v", kinds(evs))
+				}
+			}},
+
+		// Other errors caused by input.
+		{name: "ACK1 beyond the last position sent", on: onL, msg: ping(ack1(4)), code: wire.CodeBadField, frame: wire.TypeAck1, offset: P},
+		{name: "a txn whose prev hash is wrong", msg: ping(txn1(4, fxOther[3].Raw)), code: wire.CodeDivergence, frame: wire.TypeTxn1, offset: P,
+			check: countIs("divergence", func(s protocol.Stats) uint64 { return s.Divergences }, protocol.EventDivergence, 4)},
+		{name: "a different txn at the applied seq", msg: ping(txn1(4, fxOther[2].Raw)), code: wire.CodeDivergence, frame: wire.TypeTxn1, offset: P,
+			check: countIs("divergence", func(s protocol.Stats) uint64 { return s.Divergences }, protocol.EventDivergence, 3)},
+		{name: "a gap", msg: ping(txn1(4, fxChain[4].Raw)), code: wire.CodeGapDetected, frame: wire.TypeTxn1, offset: P,
+			check: countIs("gap", func(s protocol.Stats) uint64 { return s.Gaps }, protocol.EventGap, 4)},
+		{name: "a first entry past seq 1 of an unknown origin", msg: ping(txn1(4, prototest.Chain(prototest.Origin(10), 2, 1, 1)[1].Raw)),
+			code: wire.CodeGapDetected, frame: wire.TypeTxn1, offset: P},
+		{name: "an origin past MaxOrigins", limits: protocol.Limits{MaxOrigins: 1}, msg: ping(txn1(4, prototest.Chain(prototest.Origin(10), 1, 1, 1)[0].Raw)),
+			code: wire.CodeTooManyOrigins, frame: wire.TypeTxn1, offset: P},
+		{name: "input while reads are paused", limits: protocol.Limits{MaxUnackedBytes: 1}, msg: ping7, code: wire.CodeReceiveBufferFull, offset: wire.NoOffset},
+		{name: "equal roles", on: onHandshake, msg: hello(func(h *wire.Hello) { h.Role = wire.RoleListener }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
+		{name: "the peer has our origin id", on: onHandshake, msg: hello(func(h *wire.Hello) { h.Origin = prototest.Origin(2) }), code: wire.CodeSelfConnect, frame: wire.TypeHello, offset: 0},
+		// The frame and offset of unsupported-version are checked by TestUnsupportedVersionNamesHello.
+		{name: "no common version", on: onHandshake, msg: hello(func(h *wire.Hello) { h.MinVersion, h.MaxVersion = 2, 2 }), code: wire.CodeUnsupportedVersion, offset: anyOffset},
+		{name: "a wrong MAC", on: onHandshake, msgFn: wrongAuth, code: wire.CodeAuthFailed, frame: wire.TypeAuth, offset: helloLen},
+		{name: "an unexpected peer name", on: onHandshake, cfg: func(c *protocol.Config) { c.ExpectedPeer = "q" }, msgFn: goodAuth,
+			code: wire.CodePeerNameMismatch, frame: wire.TypeAuth, offset: helloLen},
+	}
+}
+
+// handshakeTarget returns a started listener whose HELLO was taken, and that HELLO's body.
+func handshakeTarget(t *testing.T, mod func(c *protocol.Config)) (*protocol.Session, []byte) {
+	t.Helper()
+	cfg := prototest.Config(wire.RoleListener, "b", 2)
+	if mod != nil {
+		mod(&cfg)
+	}
+	s, err := protocol.New(cfg)
+	must(t, err)
+	must(t, s.Start(prototest.Epoch, prototest.Nonce(2)))
+	rd := s.Ready()
+	if len(rd.Messages) != 1 {
+		t.Fatalf("%d messages after Start", len(rd.Messages))
+	}
+	return s, append([]byte(nil), rd.Messages[0][wire.HeaderSize:]...)
+}
+
+func runInputCase(t *testing.T, c inputCase) {
+	var (
+		s    *protocol.Session
+		msgs [][]byte
+		evs  []protocol.Event
+		rerr error
+		msg  = c.msg
+	)
+	switch c.on {
+	case onD, onL:
+		p := fixture(t, c.limits)
+		side := p.D
+		if c.on == onL {
+			side = p.L
+		}
+		if c.code == wire.CodeReceiveBufferFull && !side.S.ReadPaused() {
+			t.Fatal("reads are not paused")
+		}
+		if n := side.S.Stats().ProtocolErrors; n != 0 {
+			t.Fatalf("fixture has %d protocol errors", n)
+		}
+		n := len(side.Events)
+		rerr = side.S.Receive(p.Now, msg)
+		msgs = side.Drain()
+		evs = side.Events[n:]
+		s = side.S
+	case onHandshake:
+		var local []byte
+		s, local = handshakeTarget(t, c.cfg)
+		if c.msgFn != nil {
+			msg = c.msgFn(local)
+		}
+		rerr = s.Receive(prototest.Epoch, msg)
+		rd := s.Ready()
+		msgs, evs = rd.Messages, slices.Clone(rd.Events)
+	}
+	if rerr != nil {
+		t.Fatalf("Receive returned %v; protocol errors close the session instead", rerr)
+	}
+	fs := checkClosed(t, s, msgs, evs, c.code, c.frame, c.offset)
+	wantProto := uint64(0)
+	if spec(t).classOf[c.code] == wire.ClassProtocol {
+		wantProto = 1
+	}
+	if n := s.Stats().ProtocolErrors; n != wantProto {
+		t.Fatalf("ProtocolErrors %d, want %d", n, wantProto)
+	}
+	// Frames before the offending one took effect: the leading PING was answered, before
+	// the CLOSE. A message rejected as a whole (offset 0) or refused (paused) had no effect.
+	pong := slices.IndexFunc(fs, func(d wire.Decoded) bool {
+		p, ok := d.Value.(*wire.Pong)
+		return ok && p.ID == 7
+	})
+	if c.on != onHandshake && bytes.HasPrefix(msg, ping7) && c.offset > 0 {
+		if pong < 0 {
+			t.Fatal("the PING before the offending frame was not answered")
+		}
+	} else if pong >= 0 {
+		t.Fatal("a PING was answered although the message was rejected before it")
+	}
+	if c.check != nil {
+		c.check(t, s, evs)
+	}
+}
+
+// TestMalformedInput runs every class of SPEC's "Malformed input" table (and the other
+// input errors) against a session.
+func TestMalformedInput(t *testing.T) {
+	for _, c := range inputCases() {
+		name := c.name
+		if c.class != "" {
+			name = c.class + " " + name
+		}
+		t.Run(name, func(t *testing.T) { runInputCase(t, c) })
+	}
+}
+
+// TestMalformedTableCoversSpec: every class of SPEC's table has a case, with the code the
+// table gives (M9 is TestMalformedM9IgnorableFrame).
+func TestMalformedTableCoversSpec(t *testing.T) {
+	table := spec(t).malformed
+	if len(table) != 21 {
+		t.Fatalf("SPEC.md lists %d malformed-input classes, want M1..M21", len(table))
+	}
+	have := map[string]bool{"M9": true}
+	for _, c := range inputCases() {
+		if c.class == "" {
+			continue
+		}
+		want, ok := table[c.class]
+		if !ok {
+			t.Errorf("%s %s: no such class in SPEC.md", c.class, c.name)
+			continue
+		}
+		if c.code != want {
+			t.Errorf("%s %s: case expects %s, SPEC.md says %s", c.class, c.name, c.code, want)
+		}
+		have[c.class] = true
+	}
+	if table["M9"] != "" {
+		t.Errorf("SPEC.md gives M9 the code %s", table["M9"])
+	}
+	for class := range table {
+		if !have[class] {
+			t.Errorf("no test for %s", class)
+		}
+	}
+}
+
+// TestMalformedM9IgnorableFrame: unknown ignorable frames are skipped and counted, whatever
+// their flags and channel, and the session stays established.
+func TestMalformedM9IgnorableFrame(t *testing.T) {
+	p := fixture(t, protocol.Limits{})
+	d := p.D
+	before := d.S.Stats()
+	n := len(d.Events)
+	msg := cat(ping7, prototest.RawFrame(0xfe, 0, 0, []byte("hint")), prototest.RawFrame(0xfe, 0xff, 77, nil),
+		prototest.RawFrame(0x80, 0, 0, hx("a0")), prototest.Frame(&wire.Ping{ID: 8}))
+	must(t, d.S.Receive(p.Now, msg))
+	fs := frames(t, d.Drain())
+	evs := d.Events[n:]
+	if d.S.State() != protocol.StateEstablished || d.S.Err() != nil {
+		t.Fatalf("state %v, err %v", d.S.State(), d.S.Err())
+	}
+	if got := d.S.Stats().IgnoredFrames - before.IgnoredFrames; got != 3 {
+		t.Fatalf("IgnoredFrames +%d, want 3", got)
+	}
+	var ignored []wire.Type
+	for _, e := range evs {
+		if e.Kind == protocol.EventIgnoredFrame {
+			ignored = append(ignored, e.Frame)
+		}
+	}
+	if !slices.Equal(ignored, []wire.Type{0xfe, 0xfe, 0x80}) || len(evs) != 3 {
+		t.Fatalf("events %v, ignored %v", kinds(evs), ignored)
+	}
+	// Both PINGs, before and after the ignored frames, were answered; nothing else was sent.
+	if len(fs) != 2 || fs[0].Value.(*wire.Pong).ID != 7 || fs[1].Value.(*wire.Pong).ID != 8 {
+		t.Fatalf("sent %+v", fs)
+	}
+	if d.S.Stats().ProtocolErrors != 0 {
+		t.Fatal("counted as a protocol error")
+	}
+	// The stream continues.
+	must(t, p.L.S.Offer(4, fxChain[3].Raw))
+	p.Pump(10)
+	if ev := d.Last(protocol.EventTxn); ev == nil || ev.Position != 4 {
+		t.Fatal("the stream did not continue")
+	}
+}
+
+// TestMessageLimitBoundary: a message of exactly the advertised limit is accepted (M2's
+// boundary), and the limit is what the HELLO advertised.
+func TestMessageLimitBoundary(t *testing.T) {
+	p := fixture(t, protocol.Limits{MaxMessage: 64 << 10})
+	hello := frames(t, p.D.Sent[:1])[0].Value.(*wire.Hello)
+	if hello.MaxMessage != 64<<10 {
+		t.Fatalf("advertised max message %d", hello.MaxMessage)
+	}
+	msg := cat(ping7, prototest.RawFrame(0x90, 0, 0, make([]byte, 64<<10-len(ping7)-wire.HeaderSize)))
+	must(t, p.D.S.Receive(p.Now, msg))
+	if p.D.S.State() != protocol.StateEstablished {
+		t.Fatalf("closed: %v", p.D.S.Err())
+	}
+	// The peer packs its output within the advertised limit: 8 frames of ~20 KiB go out in
+	// several messages, none over 64 KiB.
+	big := prototest.ChainFrom(fxOrigin, 3, fxChain[2].Hash, 8, 1, 20<<10)
+	for i, e := range big {
+		must(t, p.L.S.Offer(uint64(4+i), e.Raw))
+	}
+	out := p.L.Drain()
+	if len(out) < 3 {
+		t.Fatalf("%d messages", len(out))
+	}
+	for _, m := range out {
+		if len(m) > 64<<10 {
+			t.Fatalf("message of %d bytes over the peer's limit", len(m))
+		}
+		must(t, p.D.S.Receive(p.Now, m))
+	}
+	p.D.Drain()
+	if n := p.D.Count(protocol.EventTxn); n != 3+8 {
+		t.Fatalf("%d txns", n)
+	}
+}
+
+// TestUnsupportedVersionNamesHello: unsupported-version is about the received HELLO, like
+// the other errors the HELLO checks raise (bad-field for equal roles, self-connect), so
+// Err() should name the frame and its offset.
+func TestUnsupportedVersionNamesHello(t *testing.T) {
+	s, _ := handshakeTarget(t, nil)
+	must(t, s.Receive(prototest.Epoch, helloFrame(peerHello(func(h *wire.Hello) { h.MinVersion, h.MaxVersion = 3, 5 }))))
+	e := s.Err()
+	if e == nil || e.Code != wire.CodeUnsupportedVersion {
+		t.Fatalf("err %v", e)
+	}
+	if e.Offset != 0 || e.Frame != wire.TypeHello {
+		t.Fatalf("unsupported-version names frame %v at offset %d, want the HELLO at 0", e.Frame, e.Offset)
+	}
+}
+
+// TestTxnBeforeSubscribeWithBadBody: SPEC's framing rules check that a body decodes (rule
+// 7) before the frame is processed; a TXN1 with a malformed body is bad-txn wherever it
+// arrives, as a malformed control body is bad-cbor even in the handshake.
+func TestTxnBeforeSubscribeWithBadBody(t *testing.T) {
+	// The control-frame side of the comparison: a malformed PING in the handshake is bad-cbor.
+	s, _ := handshakeTarget(t, nil)
+	must(t, s.Receive(prototest.Epoch, prototest.RawFrame(wire.TypePing, 0, 0, hx("a0"))))
+	if s.Err().Code != wire.CodeBadCBOR {
+		t.Fatalf("malformed PING in the handshake: %v", s.Err())
+	}
+	p := fixture(t, protocol.Limits{})
+	must(t, p.L.S.Receive(p.Now, txn1(0, fxChain[0].Raw))) // L has not subscribed
+	if e := p.L.S.Err(); e.Code != wire.CodeBadTxn {
+		t.Fatalf("a TXN1 with position 0 before SUBSCRIBE1 closes with %s, want bad-txn (SPEC framing rule 7 before rule 8)", e.Code)
+	}
+}
+
+// TestReadPausedBounds: with a small receive window, HeldBytes never exceeds the window plus
+// the message just received, ReadPaused turns true at the window and false after Ack, and
+// HeldBytes is exactly the unacknowledged TXN1 frames.
+func TestReadPausedBounds(t *testing.T) {
+	const window = 1000
+	dc := prototest.Config(wire.RoleDialer, "a", 1)
+	dc.Limits.MaxUnackedBytes = window
+	p := established(t, dc, prototest.Config(wire.RoleListener, "b", 2))
+	must(t, p.D.S.Subscribe(0, nil))
+	p.Pump(10)
+	chain := prototest.Chain(fxOrigin, 60, 1, 100)
+	// The sender's messages: single frames, and some of several frames.
+	groups := []int{1, 1, 1, 1, 5, 1, 3, 1, 1, 7, 2, 1, 1, 1, 6, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}
+	var msgs [][]byte
+	type sent struct {
+		pos  uint64
+		size int
+	}
+	var all []sent
+	pos := uint64(0)
+	for _, g := range groups {
+		for i := 0; i < g; i++ {
+			pos++
+			must(t, p.L.S.Offer(pos, chain[pos-1].Raw))
+			all = append(all, sent{pos, wire.HeaderSize + 8 + len(chain[pos-1].Raw)})
+		}
+		out := p.L.Drain()
+		if len(out) != 1 {
+			t.Fatalf("%d messages for a group", len(out))
+		}
+		msgs = append(msgs, out[0])
+	}
+	d := p.D.S
+	unacked := func(acked uint64) int {
+		n := 0
+		for _, s := range all {
+			if s.pos > acked && s.pos <= d.Stats().TxnsReceived {
+				n += s.size
+			}
+		}
+		return n
+	}
+	var acked uint64
+	var toL [][]byte // what D sent: its acknowledgements
+	pauses, maxHeld := 0, 0
+	for i, m := range msgs {
+		if d.ReadPaused() {
+			pauses++
+			// Acknowledge half first: still within bounds, exact accounting.
+			last := d.Stats().TxnsReceived
+			half := acked + (last-acked)/2
+			if half > acked {
+				must(t, d.Ack(half))
+				acked = half
+				toL = append(toL, p.D.Drain()...)
+				if d.HeldBytes() != unacked(acked) {
+					t.Fatalf("after Ack(%d): held %d, want %d", half, d.HeldBytes(), unacked(acked))
+				}
+			}
+			must(t, d.Ack(last))
+			acked = last
+			if d.ReadPaused() {
+				t.Fatalf("still paused after acknowledging everything (held %d)", d.HeldBytes())
+			}
+			toL = append(toL, p.D.Drain()...)
+			if d.HeldBytes() != 0 {
+				t.Fatalf("held %d after acknowledging everything", d.HeldBytes())
+			}
+		}
+		must(t, d.Receive(p.Now, m))
+		if h := d.HeldBytes(); h > window+len(m) {
+			t.Fatalf("message %d: held %d > window %d + message %d", i, h, window, len(m))
+		} else if h > maxHeld {
+			maxHeld = h
+		}
+		toL = append(toL, p.D.Drain()...)
+		if d.State() != protocol.StateEstablished {
+			t.Fatalf("closed: %v", d.Err())
+		}
+		if got, want := d.HeldBytes(), unacked(acked); got != want {
+			t.Fatalf("message %d: held %d, want the %d unacknowledged bytes", i, got, want)
+		}
+		if got, want := d.ReadPaused(), unacked(acked) >= window; got != want {
+			t.Fatalf("message %d: paused %v with %d unacknowledged bytes", i, got, unacked(acked))
+		}
+	}
+	if pauses < 3 {
+		t.Fatalf("paused %d times", pauses)
+	}
+	if maxHeld <= window {
+		t.Fatalf("the window was never overshot by a multi-frame message (max held %d)", maxHeld)
+	}
+	if n := p.D.Count(protocol.EventTxn); uint64(n) != pos {
+		t.Fatalf("%d txns received of %d", n, pos)
+	}
+	// The acknowledgements reach the sender, in order.
+	var seen []uint64
+	for _, m := range toL {
+		must(t, p.L.S.Receive(p.Now, m))
+		for _, ev := range p.L.S.Ready().Events {
+			if ev.Kind == protocol.EventAcked {
+				seen = append(seen, ev.Position)
+			}
+		}
+	}
+	if len(seen) < 2*pauses-1 || seen[len(seen)-1] != acked || !slices.IsSorted(seen) || p.L.S.State() != protocol.StateEstablished {
+		t.Fatalf("sender saw acks %v, want up to %d", seen, acked)
+	}
+}
+
+// TestReadPausedAtWindow: reads pause exactly when the unacknowledged bytes reach the
+// window.
+func TestReadPausedAtWindow(t *testing.T) {
+	size := wire.HeaderSize + 8 + len(fxChain[0].Raw)
+	for _, c := range []struct {
+		window int
+		paused bool
+	}{{size - 1, true}, {size, true}, {size + 1, false}} {
+		p := streaming(t, protocol.Limits{MaxUnackedBytes: c.window}, protocol.Limits{})
+		must(t, p.L.S.Offer(1, fxChain[0].Raw))
+		p.Pump(10)
+		if got := p.D.S.ReadPaused(); got != c.paused || p.D.S.HeldBytes() != size {
+			t.Fatalf("window %d, %d bytes held: paused %v", c.window, p.D.S.HeldBytes(), got)
+		}
+		must(t, p.D.S.Ack(1))
+		if p.D.S.ReadPaused() {
+			t.Fatalf("window %d: paused after Ack", c.window)
+		}
+	}
+}
+
+// closingCase is a command or timer that closes the session and tells the peer.
+type closingCase struct {
+	name string
+	code wire.Code
+	// run prepares a session and returns it with the action that closes it.
+	run func(t *testing.T) (*protocol.Session, func())
+}
+
+func closingCases() []closingCase {
+	return []closingCase{
+		{"handshake timeout while handshaking", wire.CodeHandshakeTimeout, func(t *testing.T) (*protocol.Session, func()) {
+			s, _ := handshakeTarget(t, nil)
+			if dl := s.NextDeadline(); !dl.Equal(prototest.Epoch.Add(protocol.DefaultHandshakeTimeout)) {
+				t.Fatalf("deadline %v", dl)
+			}
+			must(t, s.Tick(prototest.Epoch.Add(protocol.DefaultHandshakeTimeout-time.Nanosecond)))
+			if s.State() != protocol.StateHandshaking {
+				t.Fatalf("state %v before the timeout", s.State())
+			}
+			return s, func() { must(t, s.Tick(prototest.Epoch.Add(protocol.DefaultHandshakeTimeout))) }
+		}},
+		{"handshake timeout while authenticating", wire.CodeHandshakeTimeout, func(t *testing.T) (*protocol.Session, func()) {
+			s, _ := handshakeTarget(t, func(c *protocol.Config) { c.Limits.HandshakeTimeout = 3 * time.Second })
+			must(t, s.Receive(prototest.Epoch.Add(2*time.Second), helloFrame(peerHello(nil))))
+			if s.State() != protocol.StateAuthenticating {
+				t.Fatalf("state %v", s.State())
+			}
+			// Input does not extend the handshake deadline.
+			return s, func() { must(t, s.Tick(prototest.Epoch.Add(3*time.Second))) }
+		}},
+		{"liveness timeout", wire.CodeLivenessTimeout, func(t *testing.T) (*protocol.Session, func()) {
+			p := defaultPair(t)
+			s := p.D.S
+			last := p.Now.Add(2 * time.Second)
+			must(t, s.Receive(last, ping7)) // any frame counts as a byte received
+			must(t, s.Tick(last.Add(protocol.DefaultLivenessTimeout-time.Nanosecond)))
+			if s.State() != protocol.StateEstablished || !s.Connected(last.Add(protocol.DefaultLivenessTimeout-time.Nanosecond)) {
+				t.Fatalf("closed before the timeout: %v", s.Err())
+			}
+			if s.Connected(last.Add(protocol.DefaultLivenessTimeout)) {
+				t.Fatal("connected at the timeout")
+			}
+			return s, func() { must(t, s.Tick(last.Add(protocol.DefaultLivenessTimeout))) }
+		}},
+		{"orderly close", wire.CodeGoingAway, func(t *testing.T) (*protocol.Session, func()) {
+			p := defaultPair(t)
+			return p.L.S, func() { must(t, p.L.S.Close(wire.CodeGoingAway, "shutting down")) }
+		}},
+		{"close during the handshake", wire.CodeGoingAway, func(t *testing.T) (*protocol.Session, func()) {
+			s, _ := handshakeTarget(t, nil)
+			return s, func() { must(t, s.Close(wire.CodeGoingAway, "")) }
+		}},
+		{"close with another wire code", wire.CodeTooManyOrigins, func(t *testing.T) (*protocol.Session, func()) {
+			p := defaultPair(t)
+			return p.D.S, func() { must(t, p.D.S.Close(wire.CodeTooManyOrigins, "store full")) }
+		}},
+	}
+}
+
+func TestClosingCommands(t *testing.T) {
+	for _, c := range closingCases() {
+		t.Run(c.name, func(t *testing.T) {
+			s, act := c.run(t)
+			s.Ready()
+			act()
+			rd := s.Ready()
+			checkClosed(t, s, rd.Messages, slices.Clone(rd.Events), c.code, 0, wire.NoOffset)
+		})
+	}
+}
+
+// TestPeerClose: a received CLOSE closes the session, which reports the peer's code, class
+// and message, sends nothing, and counts no protocol error; a code newer than this build
+// travels with its class.
+func TestPeerClose(t *testing.T) {
+	p := defaultPair(t)
+	must(t, p.D.S.Close(wire.CodeGoingAway, "bye"))
+	p.Pump(10)
+	sent := frames(t, p.D.Sent)
+	cl := sent[len(sent)-1].Value.(*wire.Close)
+	ev := p.L.Last(protocol.EventClosed)
+	e := p.L.S.Err()
+	if ev == nil || !ev.ByPeer || e == nil || e.Code != wire.CodeGoingAway || e.Class != wire.ClassTransient || e.Message != cl.Message || e.Offset != wire.NoOffset {
+		t.Fatalf("peer close: %+v / %+v", ev, e)
+	}
+	if !strings.Contains(cl.Message, "bye") {
+		t.Fatalf("CLOSE message %q lost the reason", cl.Message)
+	}
+	if p.L.S.Stats().ProtocolErrors != 0 || p.L.S.HasReady() {
+		t.Fatal("a peer close counted as an error or produced output")
+	}
+	if last := frames(t, p.L.Sent); last[len(last)-1].Type == wire.TypeClose {
+		t.Fatal("answered a CLOSE with a CLOSE")
+	}
+
+	// The class the receiver acts on (SPEC "Errors"): its own for a code it defines, the
+	// peer's for a newer code, protocol for local or unknown classes.
+	for _, c := range []struct {
+		code  wire.Code
+		class wire.Class
+		want  wire.Class
+	}{
+		{"brand-new-code", "transient", wire.ClassTransient},
+		{"brand-new-code", "refused", wire.ClassRefused},
+		{"brand-new-code", "new-class", wire.ClassProtocol},
+		{"brand-new-code", "local", wire.ClassProtocol},
+		{wire.CodeGoingAway, "protocol", wire.ClassTransient},
+		{wire.CodeDivergence, "transient", wire.ClassProtocol},
+		{wire.CodeClosed, "local", wire.ClassProtocol},
+	} {
+		for _, established := range []bool{false, true} {
+			var s *protocol.Session
+			if established {
+				s = defaultPair(t).L.S
+			} else {
+				s, _ = handshakeTarget(t, nil)
+			}
+			s.Ready()
+			must(t, s.Receive(prototest.Epoch, cat(prototest.Frame(&wire.Close{Code: c.code, Class: c.class, Message: "m"}), ping7)))
+			rd := s.Ready()
+			e := s.Err()
+			if s.State() != protocol.StateClosed || e.Code != c.code || e.Class != c.want || e.Message != "m" || len(rd.Messages) != 0 {
+				t.Fatalf("CLOSE %s/%s (established %v): %+v, %d messages; want class %s", c.code, c.class, established, e, len(rd.Messages), c.want)
+			}
+			if n := len(rd.Events); n != 1 || rd.Events[0].Kind != protocol.EventClosed || !rd.Events[0].ByPeer || *rd.Events[0].Err != *e {
+				t.Fatalf("events %v", kinds(rd.Events))
+			}
+			if s.Stats().ProtocolErrors != 0 {
+				t.Fatal("a peer's CLOSE counted as this side's protocol error")
+			}
+		}
+	}
+}
+
+// refusedCase is a command the session refuses: an error value, nothing sent, nothing
+// changed.
+type refusedCase struct {
+	name string
+	code wire.Code
+	run  func(t *testing.T) (*protocol.Session, func() error)
+}
+
+// streaming returns an established pair whose D subscribed from 0, with L limits ll and D
+// limits dl.
+func streaming(t *testing.T, dl, ll protocol.Limits) *prototest.Pair {
+	t.Helper()
+	dc := prototest.Config(wire.RoleDialer, "a", 1)
+	lc := prototest.Config(wire.RoleListener, "b", 2)
+	dc.Limits, lc.Limits = dl, ll
+	p := established(t, dc, lc)
+	must(t, p.D.S.Subscribe(0, nil))
+	p.Pump(10)
+	return p
+}
+
+func refusedCases() []refusedCase {
+	est := func(t *testing.T) *prototest.Pair { return defaultPair(t) }
+	closed := func(t *testing.T) *protocol.Session {
+		p := defaultPair(t)
+		must(t, p.D.S.Close(wire.CodeGoingAway, ""))
+		p.D.S.Ready()
+		return p.D.S
+	}
+	o := prototest.Origin(20)
+	h := fxChain[0].Hash
+	return []refusedCase{
+		{"Offer while the send buffer is full", wire.CodeSendBufferFull, func(t *testing.T) (*protocol.Session, func() error) {
+			p := streaming(t, protocol.Limits{}, protocol.Limits{MaxSendBuffer: 1})
+			must(t, p.L.S.Offer(1, fxChain[0].Raw)) // an empty buffer always takes one frame
+			if p.L.S.SendBudget() != 0 {
+				t.Fatalf("budget %d", p.L.S.SendBudget())
+			}
+			return p.L.S, func() error { return p.L.S.Offer(2, fxChain[1].Raw) }
+		}},
+		{"Offer of a frame over the peer's message limit", wire.CodeFrameTooLarge, func(t *testing.T) (*protocol.Session, func() error) {
+			p := streaming(t, protocol.Limits{MaxMessage: 64 << 10}, protocol.Limits{})
+			big := prototest.Chain(fxOrigin, 1, 1, 64<<10)[0]
+			return p.L.S, func() error { return p.L.S.Offer(1, big.Raw) }
+		}},
+		{"Subscribe with a vector over MaxOrigins", wire.CodeTooManyOrigins, func(t *testing.T) (*protocol.Session, func() error) {
+			dc := prototest.Config(wire.RoleDialer, "a", 1)
+			dc.Limits.MaxOrigins = 1
+			p := established(t, dc, prototest.Config(wire.RoleListener, "b", 2))
+			vec := []protocol.Cursor{{Origin: fxOrigin, Seq: 1, Hash: h}, {Origin: o}}
+			return p.D.S, func() error { return p.D.S.Subscribe(0, vec) }
+		}},
+		{"Observe of an origin over MaxOrigins", wire.CodeTooManyOrigins, func(t *testing.T) (*protocol.Session, func() error) {
+			dc := prototest.Config(wire.RoleDialer, "a", 1)
+			dc.Limits.MaxOrigins = 1
+			p := established(t, dc, prototest.Config(wire.RoleListener, "b", 2))
+			must(t, p.D.S.Observe(protocol.Cursor{Origin: fxOrigin, Seq: 1, Hash: h}))
+			must(t, p.D.S.Observe(protocol.Cursor{Origin: fxOrigin, Seq: 2, Hash: fxChain[1].Hash})) // a known origin is fine
+			return p.D.S, func() error { return p.D.S.Observe(protocol.Cursor{Origin: o}) }
+		}},
+		{"SetOriginName of an origin over MaxOrigins", wire.CodeTooManyOrigins, func(t *testing.T) (*protocol.Session, func() error) {
+			lc := prototest.Config(wire.RoleListener, "b", 2)
+			lc.Limits.MaxOrigins = 1
+			p := established(t, prototest.Config(wire.RoleDialer, "a", 1), lc)
+			must(t, p.L.S.SetOriginName(fxOrigin, "nine"))
+			must(t, p.L.S.SetOriginName(fxOrigin, "renamed"))
+			return p.L.S, func() error { return p.L.S.SetOriginName(o, "twenty") }
+		}},
+		{"Offer on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
+			s := closed(t)
+			return s, func() error { return s.Offer(1, fxChain[0].Raw) }
+		}},
+		{"Ack on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
+			s := closed(t)
+			return s, func() error { return s.Ack(1) }
+		}},
+		{"Subscribe on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
+			s := closed(t)
+			return s, func() error { return s.Subscribe(0, nil) }
+		}},
+		{"Observe on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
+			s := closed(t)
+			return s, func() error { return s.Observe(protocol.Cursor{Origin: o}) }
+		}},
+		{"Receive on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
+			s := closed(t)
+			return s, func() error { return s.Receive(prototest.Epoch, ping7) }
+		}},
+		{"Close on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
+			s := closed(t)
+			return s, func() error { return s.Close(wire.CodeGoingAway, "") }
+		}},
+		{"SetOriginName on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
+			s := closed(t)
+			return s, func() error { return s.SetOriginName(o, "twenty") }
+		}},
+		{"Start twice", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+			s, _ := handshakeTarget(t, nil)
+			return s, func() error { return s.Start(prototest.Epoch, prototest.Nonce(3)) }
+		}},
+		{"Receive before Start", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+			s, err := protocol.New(prototest.Config(wire.RoleListener, "b", 2))
+			must(t, err)
+			return s, func() error { return s.Receive(prototest.Epoch, helloFrame(peerHello(nil))) }
+		}},
+		{"Tick before Start", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+			s, err := protocol.New(prototest.Config(wire.RoleListener, "b", 2))
+			must(t, err)
+			return s, func() error { return s.Tick(prototest.Epoch) }
+		}},
+		{"Subscribe during the handshake", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+			s, _ := handshakeTarget(t, nil)
+			return s, func() error { return s.Subscribe(0, nil) }
+		}},
+		{"Offer during the handshake", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+			s, _ := handshakeTarget(t, nil)
+			return s, func() error { return s.Offer(1, fxChain[0].Raw) }
+		}},
+		{"Ack during the handshake", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+			s, _ := handshakeTarget(t, nil)
+			return s, func() error { return s.Ack(1) }
+		}},
+		{"Subscribe twice", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+			p := streaming(t, protocol.Limits{}, protocol.Limits{})
+			return p.D.S, func() error { return p.D.S.Subscribe(0, nil) }
+		}},
+		{"Offer before the peer subscribed", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+			p := est(t)
+			return p.L.S, func() error { return p.L.S.Offer(1, fxChain[0].Raw) }
+		}},
+		{"Ack before Subscribe", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+			p := est(t)
+			return p.D.S, func() error { return p.D.S.Ack(1) }
+		}},
+		{"Close with a local code", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+			p := est(t)
+			return p.D.S, func() error { return p.D.S.Close(wire.CodeInvalidState, "") }
+		}},
+		{"Close with an undefined code", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+			p := est(t)
+			return p.D.S, func() error { return p.D.S.Close("no-such-code", "") }
+		}},
+		{"Offer at a position that does not advance", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+			p := streaming(t, protocol.Limits{}, protocol.Limits{})
+			must(t, p.L.S.Offer(5, fxChain[0].Raw))
+			return p.L.S, func() error { return p.L.S.Offer(5, fxChain[1].Raw) }
+		}},
+		{"Offer of an invalid transaction", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+			p := streaming(t, protocol.Limits{}, protocol.Limits{})
+			return p.L.S, func() error { return p.L.S.Offer(1, fxChain[0].Raw[:40]) }
+		}},
+		{"Offer of the peer's own origin", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+			p := streaming(t, protocol.Limits{}, protocol.Limits{})
+			own := prototest.Chain(prototest.Origin(1), 1, 1, 1)[0] // D's origin
+			return p.L.S, func() error { return p.L.S.Offer(1, own.Raw) }
+		}},
+		{"Ack beyond the last position received", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+			p := fixture(t, protocol.Limits{})
+			return p.D.S, func() error { return p.D.S.Ack(4) }
+		}},
+		{"Ack going back", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+			p := fixture(t, protocol.Limits{})
+			must(t, p.D.S.Ack(2))
+			p.D.Drain()
+			return p.D.S, func() error { return p.D.S.Ack(1) }
+		}},
+		{"Subscribe with an all-zero origin", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+			p := est(t)
+			return p.D.S, func() error { return p.D.S.Subscribe(0, []protocol.Cursor{{Seq: 1, Hash: h}}) }
+		}},
+		{"Subscribe with a hash at seq 0", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+			p := est(t)
+			return p.D.S, func() error { return p.D.S.Subscribe(0, []protocol.Cursor{{Origin: o, Hash: h}}) }
+		}},
+		{"Subscribe without the hash of seq 1", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+			p := est(t)
+			return p.D.S, func() error { return p.D.S.Subscribe(0, []protocol.Cursor{{Origin: o, Seq: 1}}) }
+		}},
+		{"Subscribe with an origin twice", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+			p := est(t)
+			return p.D.S, func() error {
+				return p.D.S.Subscribe(0, []protocol.Cursor{{Origin: o}, {Origin: o, Seq: 1, Hash: h}})
+			}
+		}},
+		{"Observe without a hash", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+			p := est(t)
+			return p.D.S, func() error { return p.D.S.Observe(protocol.Cursor{Origin: o, Seq: 3}) }
+		}},
+		{"SetOriginName with an invalid name", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+			p := est(t)
+			return p.L.S, func() error { return p.L.S.SetOriginName(o, "a b") }
+		}},
+		{"SetOriginName of the all-zero origin", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+			p := est(t)
+			return p.L.S, func() error { return p.L.S.SetOriginName(wire.OriginID{}, "zero") }
+		}},
+		{"Start with an 8-byte nonce", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+			s, err := protocol.New(prototest.Config(wire.RoleListener, "b", 2))
+			must(t, err)
+			return s, func() error { return s.Start(prototest.Epoch, make([]byte, 8)) }
+		}},
+	}
+}
+
+func TestRefusedCommands(t *testing.T) {
+	for _, c := range refusedCases() {
+		t.Run(c.name, func(t *testing.T) {
+			s, cmd := c.run(t)
+			state, held, stats := s.State(), s.HeldBytes(), s.Stats()
+			budget, deadline := s.SendBudget(), s.NextDeadline()
+			err := cmd()
+			we, ok := err.(*wire.Error)
+			if !ok || we.Code != c.code {
+				t.Fatalf("err %v, want %s", err, c.code)
+			}
+			if cl := spec(t).classOf[c.code]; we.Class != cl || we.Offset != wire.NoOffset {
+				t.Fatalf("err %+v, want class %s and no frame", we, cl)
+			}
+			if s.State() != state || s.HeldBytes() != held || s.Stats() != stats || s.SendBudget() != budget || !s.NextDeadline().Equal(deadline) {
+				t.Fatalf("a refused command changed the session: state %v→%v held %d→%d", state, s.State(), held, s.HeldBytes())
+			}
+			for _, ev := range s.Ready().Events {
+				if ev.Kind == protocol.EventClosed {
+					t.Fatal("a refused command closed the session")
+				}
+			}
+		})
+	}
+}
+
+// TestSendBufferRecovers: after send-buffer-full, taking the output frees the budget.
+func TestSendBufferRecovers(t *testing.T) {
+	size := wire.HeaderSize + 8 + len(fxChain[0].Raw) // every fxChain frame has this size
+	p := streaming(t, protocol.Limits{}, protocol.Limits{MaxSendBuffer: 2*size + 10})
+	l := p.L.S
+	must(t, l.Offer(1, fxChain[0].Raw))
+	if got := l.SendBudget(); got != size+10 {
+		t.Fatalf("budget %d, want %d", got, size+10)
+	}
+	must(t, l.Offer(2, fxChain[1].Raw))
+	if err := l.Offer(3, fxChain[2].Raw); err == nil || err.(*wire.Error).Code != wire.CodeSendBufferFull {
+		t.Fatalf("third offer: %v", err)
+	}
+	p.Pump(10)
+	must(t, l.Offer(3, fxChain[2].Raw))
+	p.Pump(10)
+	if n := p.D.Count(protocol.EventTxn); n != 3 {
+		t.Fatalf("%d txns", n)
+	}
+	if l.Stats().TxnsSent != 3 {
+		t.Fatalf("TxnsSent %d", l.Stats().TxnsSent)
+	}
+}
+
+// TestNewRejects: invalid configurations are refused with bad-argument.
+func TestNewRejects(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		mod  func(c *protocol.Config)
+	}{
+		{"role 2", func(c *protocol.Config) { c.Role = 2 }},
+		{"name a b", func(c *protocol.Config) { c.Name = "a b" }},
+		{"empty name", func(c *protocol.Config) { c.Name = "" }},
+		{"all-zero origin", func(c *protocol.Config) { c.Origin = wire.OriginID{} }},
+		{"expected peer a/b", func(c *protocol.Config) { c.ExpectedPeer = "a/b" }},
+		{"unsorted capabilities", func(c *protocol.Config) { c.Capabilities = []string{"b", "a"} }},
+		{"MinVersion 2", func(c *protocol.Config) { c.MinVersion = 2 }},
+		{"MaxFrameBody over 16 MiB", func(c *protocol.Config) { c.Limits.MaxFrameBody = wire.MaxFrameBody + 1 }},
+		{"MaxMessage under 64 KiB", func(c *protocol.Config) { c.Limits.MaxMessage = 1000 }},
+		{"negative MaxOrigins", func(c *protocol.Config) { c.Limits.MaxOrigins = -1 }},
+		{"liveness timeout not above the ping interval", func(c *protocol.Config) { c.Limits.LivenessTimeout = time.Second }},
+	} {
+		cfg := prototest.Config(wire.RoleDialer, "a", 1)
+		c.mod(&cfg)
+		s, err := protocol.New(cfg)
+		we, ok := err.(*wire.Error)
+		if s != nil || !ok || we.Code != wire.CodeBadArgument || we.Class != wire.ClassLocal {
+			t.Errorf("%s: %v, %v", c.name, s, err)
+		}
+	}
+}
+
+// codesElsewhere are codes produced outside this file's tables.
+var codesElsewhere = map[wire.Code]string{
+	wire.CodeUnknownCommand: "protocol/abi/driver_test.go TestUnknownCommand (a WASM ABI code)",
+	// internal is a recovered panic in the core: no input or command produces it without a
+	// defect, so no test can (abi.Driver turns a panic into it).
+	wire.CodeInternal: "not producible without a core defect",
+}
+
+// TestEveryCodeProduced: every code of wire.Codes() is produced by at least one case of the
+// tables above, whose tests assert it was (or is listed in codesElsewhere).
+func TestEveryCodeProduced(t *testing.T) {
+	produced := map[wire.Code][]string{}
+	for _, c := range inputCases() {
+		produced[c.code] = append(produced[c.code], "input: "+c.name)
+	}
+	for _, c := range closingCases() {
+		produced[c.code] = append(produced[c.code], "closing: "+c.name)
+	}
+	for _, c := range refusedCases() {
+		produced[c.code] = append(produced[c.code], "refused: "+c.name)
+	}
+	for _, code := range wire.Codes() {
+		_, elsewhere := codesElsewhere[code]
+		if len(produced[code]) == 0 && !elsewhere {
+			t.Errorf("no test produces %s", code)
+		}
+	}
+	for code := range produced {
+		if _, ok := wire.ClassOf(code); !ok {
+			t.Errorf("tests expect %s, which wire does not define", code)
+		}
+		if _, ok := spec(t).classOf[code]; !ok {
+			t.Errorf("tests expect %s, which SPEC.md does not list", code)
+		}
+	}
+}

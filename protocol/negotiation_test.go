@@ -1,0 +1,460 @@
+package protocol_test
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+
+	"plait/protocol"
+	"plait/protocol/handshake"
+	"plait/protocol/prototest"
+	"plait/protocol/wire"
+)
+
+var secret = []byte("test-secret") // prototest.Config's secret
+
+// TestAdvertisedVersions: this build implements exactly 1..1; configuration narrows it,
+// never widens it, and the HELLO on the wire carries what Advertised reports.
+func TestAdvertisedVersions(t *testing.T) {
+	if r := handshake.Implemented(); r != (handshake.Range{Min: 1, Max: 1}) {
+		t.Fatalf("implemented %v", r)
+	}
+	for _, c := range []struct {
+		min, max uint64
+		ok       bool
+	}{
+		{0, 0, true},
+		{1, 1, true},
+		{0, 5, true}, // clamped to 1
+		{1, 5, true},
+		{1, 0, true},
+		{2, 0, false},
+		{2, 5, false},
+		{3, 3, false},
+	} {
+		cfg := prototest.Config(wire.RoleDialer, "a", 1)
+		cfg.MinVersion, cfg.MaxVersion = c.min, c.max
+		s, err := protocol.New(cfg)
+		if !c.ok {
+			we, isWire := err.(*wire.Error)
+			if s != nil || !isWire || we.Code != wire.CodeBadArgument || we.Class != wire.ClassLocal {
+				t.Errorf("configured %d..%d: %v, %v; want bad-argument", c.min, c.max, s, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("configured %d..%d: %v", c.min, c.max, err)
+			continue
+		}
+		if lo, hi := s.Advertised(); lo != 1 || hi != 1 {
+			t.Errorf("configured %d..%d advertises %d..%d, want 1..1", c.min, c.max, lo, hi)
+		}
+		must(t, s.Start(prototest.Epoch, prototest.Nonce(1)))
+		h := frames(t, s.Ready().Messages)[0].Value.(*wire.Hello)
+		if h.MinVersion != 1 || h.MaxVersion != 1 {
+			t.Errorf("configured %d..%d: HELLO offers %d..%d", c.min, c.max, h.MinVersion, h.MaxVersion)
+		}
+	}
+}
+
+// TestNegotiateRule: the negotiated version is the highest in both ranges (for builds that
+// implement more than one version), and none is an error naming both ranges.
+func TestNegotiateRule(t *testing.T) {
+	for _, c := range []struct {
+		local, peer handshake.Range
+		want        uint64 // 0: none
+	}{
+		{handshake.Range{Min: 1, Max: 1}, handshake.Range{Min: 1, Max: 1}, 1},
+		{handshake.Range{Min: 1, Max: 3}, handshake.Range{Min: 2, Max: 5}, 3},
+		{handshake.Range{Min: 2, Max: 5}, handshake.Range{Min: 1, Max: 3}, 3},
+		{handshake.Range{Min: 1, Max: 4}, handshake.Range{Min: 4, Max: 4}, 4},
+		{handshake.Range{Min: 1, Max: 1}, handshake.Range{Min: 3, Max: 5}, 0},
+		{handshake.Range{Min: 4, Max: 6}, handshake.Range{Min: 1, Max: 3}, 0},
+	} {
+		v, _, err := handshake.Negotiate(c.local, c.peer, nil, nil)
+		if c.want == 0 {
+			want := "local " + c.local.String() + ", peer " + c.peer.String()
+			if err == nil || err.Code != wire.CodeUnsupportedVersion || !strings.Contains(err.Message, want) {
+				t.Errorf("%v with %v: %v, want unsupported-version naming %q", c.local, c.peer, err, want)
+			}
+			continue
+		}
+		if err != nil || v != c.want {
+			t.Errorf("%v with %v: %d, %v; want %d", c.local, c.peer, v, err, c.want)
+		}
+	}
+}
+
+// transcript orders two HELLO bodies by role: the dialer's first.
+func transcript(self wire.Role, own, peer []byte) (d, l []byte) {
+	if self == wire.RoleDialer {
+		return own, peer
+	}
+	return peer, own
+}
+
+// TestVersionNegotiationWithHandPlayedPeer: a peer played by hand, offering each range,
+// against a session of either role.
+func TestVersionNegotiationWithHandPlayedPeer(t *testing.T) {
+	for _, role := range []wire.Role{wire.RoleListener, wire.RoleDialer} {
+		other := 1 - role
+		for _, c := range []struct {
+			min, max uint64
+			version  uint64 // 0: unsupported
+		}{
+			{1, 1, 1},
+			{1, 2, 1},
+			{1, 5, 1},
+			{2, 2, 0},
+			{3, 5, 0},
+		} {
+			name := role.String() + " vs " + handshake.Range{Min: c.min, Max: c.max}.String()
+			t.Run(name, func(t *testing.T) {
+				cfg := prototest.Config(role, "s", 1)
+				s, err := protocol.New(cfg)
+				must(t, err)
+				must(t, s.Start(prototest.Epoch, prototest.Nonce(1)))
+				own := s.Ready().Messages[0][wire.HeaderSize:]
+				pb := prototest.HelloBody(&wire.Hello{Role: other, Name: "peer", Origin: prototest.Origin(7),
+					MinVersion: c.min, MaxVersion: c.max, Nonce: prototest.Nonce(50)})
+				must(t, s.Receive(prototest.Epoch, helloFrame(pb)))
+				rd := s.Ready()
+				sent := frames(t, rd.Messages)
+				if c.version == 0 {
+					if s.State() != protocol.StateClosed {
+						t.Fatalf("state %v", s.State())
+					}
+					e := s.Err()
+					want := "local 1..1, peer " + handshake.Range{Min: c.min, Max: c.max}.String()
+					if e.Code != wire.CodeUnsupportedVersion || e.Class != wire.ClassUnsupported || !strings.Contains(e.Message, want) {
+						t.Fatalf("err %+v, want unsupported-version naming %q", e, want)
+					}
+					if len(sent) != 1 {
+						t.Fatalf("sent %d frames; no AUTH may follow a failed negotiation", len(sent))
+					}
+					cl := sent[0].Value.(*wire.Close)
+					if cl.Code != wire.CodeUnsupportedVersion || cl.Class != wire.ClassUnsupported || !strings.Contains(cl.Message, want) {
+						t.Fatalf("CLOSE %+v, want its message to name %q", cl, want)
+					}
+					if len(rd.Events) != 1 || rd.Events[0].Kind != protocol.EventClosed {
+						t.Fatalf("events %v", kinds(rd.Events))
+					}
+					return
+				}
+				d, l := transcript(role, own, pb)
+				if len(sent) != 1 || sent[0].Type != wire.TypeAuth {
+					t.Fatalf("sent %+v, want AUTH", sent)
+				}
+				if !bytes.Equal(prototest.Frame(sent[0].Value), prototest.AuthFor(secret, role, d, l)) {
+					t.Fatal("the session's AUTH is not the MAC over both HELLOs as they crossed the wire")
+				}
+				if s.State() != protocol.StateAuthenticating {
+					t.Fatalf("state %v", s.State())
+				}
+				must(t, s.Receive(prototest.Epoch, prototest.AuthFor(secret, other, d, l)))
+				rd = s.Ready()
+				if s.State() != protocol.StateEstablished || len(rd.Events) != 1 || rd.Events[0].Kind != protocol.EventHandshake {
+					t.Fatalf("state %v, err %v, events %v", s.State(), s.Err(), kinds(rd.Events))
+				}
+				h := rd.Events[0].Handshake
+				want := protocol.HandshakeInfo{Version: c.version, PeerName: "peer", PeerOrigin: prototest.Origin(7),
+					PeerMin: c.min, PeerMax: c.max, Authenticated: true}
+				if h.Version != want.Version || h.PeerName != want.PeerName || h.PeerOrigin != want.PeerOrigin ||
+					h.PeerMin != want.PeerMin || h.PeerMax != want.PeerMax || !h.Authenticated || len(h.Caps) != 0 {
+					t.Fatalf("handshake %+v, want %+v", h, want)
+				}
+				if got := s.Handshake(); got.Version != c.version || got.PeerMax != c.max {
+					t.Fatalf("Handshake() %+v", got)
+				}
+			})
+		}
+	}
+}
+
+// TestCapabilityIntersection: both sides end with the capabilities both offered.
+func TestCapabilityIntersection(t *testing.T) {
+	for _, c := range []struct {
+		d, l, want []string
+	}{
+		{nil, nil, nil},
+		{[]string{"a"}, nil, nil},
+		{nil, []string{"a"}, nil},
+		{[]string{"a"}, []string{"b"}, nil},
+		{[]string{"a", "b", "c"}, []string{"b", "c", "d"}, []string{"b", "c"}},
+		{[]string{"compress.zstd", "v2.credits"}, []string{"compress.zstd", "v2.credits"}, []string{"compress.zstd", "v2.credits"}},
+		{[]string{"a", "c", "e", "g"}, []string{"b", "c", "d", "g", "h"}, []string{"c", "g"}},
+	} {
+		dc := prototest.Config(wire.RoleDialer, "a", 1)
+		lc := prototest.Config(wire.RoleListener, "b", 2)
+		dc.Capabilities, lc.Capabilities = c.d, c.l
+		p := established(t, dc, lc)
+		for _, side := range []*prototest.Side{p.D, p.L} {
+			ev := side.Last(protocol.EventHandshake)
+			if ev == nil || !slices.Equal(ev.Handshake.Caps, c.want) || !slices.Equal(side.S.Handshake().Caps, c.want) {
+				t.Errorf("%v ∩ %v: got %v, want %v", c.d, c.l, ev.Handshake.Caps, c.want)
+			}
+		}
+	}
+}
+
+// rewriteHello returns a Pair tap that changes the HELLO one side sends, in flight.
+func rewriteHello(from func(p *prototest.Pair) *prototest.Side, p *prototest.Pair, mod func(h *wire.Hello)) func(*prototest.Side, []byte) []byte {
+	return func(s *prototest.Side, msg []byte) []byte {
+		if s != from(p) {
+			return msg
+		}
+		fs, err := wire.DecodeMessage(msg, wire.DefaultMaxMessage, wire.MaxFrameBody)
+		if err != nil {
+			panic(err)
+		}
+		for i := range fs {
+			if h, ok := fs[i].Value.(*wire.Hello); ok {
+				mod(h)
+			}
+		}
+		out, eerr := wire.EncodeMessage(fs)
+		if eerr != nil {
+			panic(eerr)
+		}
+		return out
+	}
+}
+
+// assertAuthFailed: both sides closed themselves with auth-failed on the peer's AUTH,
+// sent a CLOSE saying so, and neither reported a handshake.
+func assertAuthFailed(t *testing.T, p *prototest.Pair) {
+	t.Helper()
+	for _, side := range []*prototest.Side{p.D, p.L} {
+		e := side.S.Err()
+		if side.S.State() != protocol.StateClosed || e == nil || e.Code != wire.CodeAuthFailed || e.Class != wire.ClassRefused || e.Frame != wire.TypeAuth {
+			t.Fatalf("err %+v, state %v", e, side.S.State())
+		}
+		if ev := side.Last(protocol.EventClosed); ev == nil || ev.ByPeer {
+			t.Fatalf("closed event %+v", ev)
+		}
+		if side.Count(protocol.EventHandshake) != 0 || side.S.Handshake().Version != 0 {
+			t.Fatal("a handshake was reported")
+		}
+		fs := frames(t, side.Sent)
+		cl, ok := fs[len(fs)-1].Value.(*wire.Close)
+		if !ok || cl.Code != wire.CodeAuthFailed || cl.Class != wire.ClassRefused {
+			t.Fatalf("last frame sent %+v", fs[len(fs)-1])
+		}
+		for _, f := range fs {
+			if f.Type != wire.TypeHello && f.Type != wire.TypeAuth && f.Type != wire.TypeClose {
+				t.Fatalf("sent %s before it was established", f.Type)
+			}
+		}
+	}
+}
+
+// TestManInTheMiddle: a HELLO altered in flight makes both sides' MACs disagree.
+func TestManInTheMiddle(t *testing.T) {
+	dialer := func(p *prototest.Pair) *prototest.Side { return p.D }
+	listener := func(p *prototest.Pair) *prototest.Side { return p.L }
+	for _, c := range []struct {
+		name string
+		from func(p *prototest.Pair) *prototest.Side
+		mod  func(h *wire.Hello)
+		fail bool
+	}{
+		{"unchanged (control)", dialer, func(h *wire.Hello) {}, false},
+		{"dialer's capabilities narrowed", dialer, func(h *wire.Hello) { h.Caps = h.Caps[1:] }, true},
+		{"listener's capabilities dropped", listener, func(h *wire.Hello) { h.Caps = nil }, true},
+		{"dialer's message limit lowered", dialer, func(h *wire.Hello) { h.MaxMessage = 64 << 10 }, true},
+		{"dialer's name changed", dialer, func(h *wire.Hello) { h.Name = "mallory" }, true},
+		{"listener's nonce replaced", listener, func(h *wire.Hello) { h.Nonce = prototest.Nonce(99) }, true},
+		{"an unknown key added to the dialer's HELLO", dialer, func(h *wire.Hello) { h.Extra = wire.Extra{40: hx("01")} }, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dc := prototest.Config(wire.RoleDialer, "a", 1)
+			lc := prototest.Config(wire.RoleListener, "b", 2)
+			dc.Capabilities = []string{"x", "y", "z"}
+			lc.Capabilities = []string{"x", "y", "z"}
+			p, err := prototest.NewPair(dc, lc)
+			must(t, err)
+			p.Tap = rewriteHello(c.from, p, c.mod)
+			p.Pump(10)
+			if !c.fail {
+				if p.D.S.State() != protocol.StateEstablished || p.L.S.State() != protocol.StateEstablished {
+					t.Fatalf("a tap that changes nothing broke the handshake: %v / %v", p.D.S.Err(), p.L.S.Err())
+				}
+				return
+			}
+			assertAuthFailed(t, p)
+		})
+	}
+}
+
+// TestDowngradeByHandPlayedDialer: a dialer offering 1..5, narrowed to 1..1 in flight,
+// is caught by the MAC on both ends (a build of this version picks 1 either way, but a
+// future build would be downgraded).
+func TestDowngradeByHandPlayedDialer(t *testing.T) {
+	for _, mitm := range []bool{false, true} {
+		s, own := handshakeTarget(t, nil) // listener "b"
+		offered := prototest.HelloBody(&wire.Hello{Role: wire.RoleDialer, Name: "p", Origin: prototest.Origin(7),
+			MinVersion: 1, MaxVersion: 5, Nonce: prototest.Nonce(40)})
+		delivered := offered
+		if mitm {
+			delivered = prototest.HelloBody(&wire.Hello{Role: wire.RoleDialer, Name: "p", Origin: prototest.Origin(7),
+				MinVersion: 1, MaxVersion: 1, Nonce: prototest.Nonce(40)})
+		}
+		must(t, s.Receive(prototest.Epoch, helloFrame(delivered)))
+		sent := frames(t, s.Ready().Messages)
+		if len(sent) != 1 || sent[0].Type != wire.TypeAuth {
+			t.Fatalf("mitm %v: sent %+v", mitm, sent)
+		}
+		theirs := prototest.Frame(sent[0].Value)
+		// The dialer checks the listener's AUTH against the HELLO it really sent.
+		dialerAccepts := bytes.Equal(theirs, prototest.AuthFor(secret, wire.RoleListener, offered, own))
+		if dialerAccepts == mitm {
+			t.Fatalf("mitm %v: the dialer would accept the listener's AUTH: %v", mitm, dialerAccepts)
+		}
+		// The dialer's AUTH covers the HELLO it sent.
+		must(t, s.Receive(prototest.Epoch, prototest.AuthFor(secret, wire.RoleDialer, offered, own)))
+		rd := s.Ready()
+		if !mitm {
+			if s.State() != protocol.StateEstablished || s.Handshake().PeerMax != 5 || s.Handshake().Version != 1 {
+				t.Fatalf("without a MITM: %v %+v", s.Err(), s.Handshake())
+			}
+			continue
+		}
+		e := s.Err()
+		if e == nil || e.Code != wire.CodeAuthFailed || e.Frame != wire.TypeAuth || e.Offset != 0 {
+			t.Fatalf("listener err %+v", e)
+		}
+		if slices.ContainsFunc(rd.Events, func(ev protocol.Event) bool { return ev.Kind == protocol.EventHandshake }) {
+			t.Fatal("handshake reported")
+		}
+		if fs := frames(t, rd.Messages); len(fs) != 1 || fs[0].Value.(*wire.Close).Code != wire.CodeAuthFailed {
+			t.Fatalf("sent %+v", fs)
+		}
+	}
+}
+
+// offsetOf returns the offset of the first frame of type typ in any of msgs.
+func offsetOf(t *testing.T, msgs [][]byte, typ wire.Type) int {
+	t.Helper()
+	for _, m := range msgs {
+		fs, _ := wire.DecodeMessage(m, wire.DefaultMaxMessage, wire.MaxFrameBody)
+		for _, f := range fs {
+			if f.Type == typ {
+				return f.Offset
+			}
+		}
+	}
+	t.Fatalf("no %s frame", typ)
+	return -1
+}
+
+// TestNegotiationSecrets: a wrong secret is auth-failed on both sides, naming the AUTH
+// frame where it was received; an empty secret on both sides establishes, unauthenticated.
+func TestNegotiationSecrets(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		d, l   []byte
+		ok     bool
+		authed bool
+	}{
+		{"same secret", []byte("s"), []byte("s"), true, true},
+		{"both empty", nil, nil, true, false},
+		{"different secrets", []byte("s"), []byte("t"), false, false},
+		{"one empty", []byte("s"), nil, false, false},
+		{"one byte differs", []byte("secret"), []byte("secreT"), false, false},
+		{"prefix", []byte("secret"), []byte("secret2"), false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dc := prototest.Config(wire.RoleDialer, "a", 1)
+			lc := prototest.Config(wire.RoleListener, "b", 2)
+			dc.Secret, lc.Secret = c.d, c.l
+			p, err := prototest.NewPair(dc, lc)
+			must(t, err)
+			p.Pump(10)
+			if c.ok {
+				for _, side := range []*prototest.Side{p.D, p.L} {
+					ev := side.Last(protocol.EventHandshake)
+					if side.S.State() != protocol.StateEstablished || ev == nil || ev.Handshake.Authenticated != c.authed {
+						t.Fatalf("state %v err %v event %+v", side.S.State(), side.S.Err(), ev)
+					}
+				}
+				return
+			}
+			assertAuthFailed(t, p)
+			if got, want := p.D.S.Err().Offset, offsetOf(t, p.L.Sent, wire.TypeAuth); got != want {
+				t.Fatalf("dialer: AUTH at offset %d, want %d", got, want)
+			}
+			if got, want := p.L.S.Err().Offset, offsetOf(t, p.D.Sent, wire.TypeAuth); got != want {
+				t.Fatalf("listener: AUTH at offset %d, want %d", got, want)
+			}
+		})
+	}
+}
+
+// TestAuthReplay: an AUTH recorded on one connection does not verify on another, because
+// the listener's nonce differs; replayed into a listener with the same nonce (the control)
+// it would.
+func TestAuthReplay(t *testing.T) {
+	dc := prototest.Config(wire.RoleDialer, "a", 1)
+	lc := prototest.Config(wire.RoleListener, "b", 2)
+	p := established(t, dc, lc)
+	// Record the dialer's HELLO and AUTH frames from connection 1.
+	var hello, auth []byte
+	for _, m := range p.D.Sent {
+		fs, _ := wire.DecodeMessage(m, wire.DefaultMaxMessage, wire.MaxFrameBody)
+		for _, f := range fs {
+			end := f.Offset + wire.HeaderSize + len(f.Body)
+			switch f.Type {
+			case wire.TypeHello:
+				hello = m[f.Offset:end]
+			case wire.TypeAuth:
+				auth = m[f.Offset:end]
+			}
+		}
+	}
+	if hello == nil || auth == nil {
+		t.Fatal("nothing recorded")
+	}
+	for _, c := range []struct {
+		nonce byte
+		ok    bool
+	}{
+		{2, true},  // the recorded connection's nonce: the same transcript
+		{3, false}, // a fresh connection
+		{200, false},
+	} {
+		s, err := protocol.New(lc)
+		must(t, err)
+		must(t, s.Start(prototest.Epoch, prototest.Nonce(c.nonce)))
+		s.Ready()
+		must(t, s.Receive(prototest.Epoch, hello))
+		must(t, s.Receive(prototest.Epoch, auth))
+		rd := s.Ready()
+		if c.ok {
+			if s.State() != protocol.StateEstablished {
+				t.Fatalf("nonce %d: the control replay failed: %v", c.nonce, s.Err())
+			}
+			continue
+		}
+		if e := s.Err(); e == nil || e.Code != wire.CodeAuthFailed || e.Frame != wire.TypeAuth {
+			t.Fatalf("nonce %d: replayed AUTH: %v", c.nonce, e)
+		}
+		if slices.ContainsFunc(rd.Events, func(ev protocol.Event) bool { return ev.Kind == protocol.EventHandshake }) {
+			t.Fatalf("nonce %d: handshake reported", c.nonce)
+		}
+	}
+
+	// Reflection: the listener's own AUTH sent back to it does not verify (the MAC covers
+	// the sender's role).
+	s, own := handshakeTarget(t, nil)
+	pb := peerHello(nil)
+	must(t, s.Receive(prototest.Epoch, helloFrame(pb)))
+	sent := frames(t, s.Ready().Messages)
+	must(t, s.Receive(prototest.Epoch, prototest.Frame(sent[0].Value)))
+	if e := s.Err(); e == nil || e.Code != wire.CodeAuthFailed {
+		t.Fatalf("reflected AUTH: %v", e)
+	}
+	if !bytes.Equal(prototest.Frame(sent[0].Value), prototest.AuthFor(secret, wire.RoleListener, pb, own)) {
+		t.Fatal("the listener's AUTH is not its MAC over the transcript")
+	}
+}

@@ -1,0 +1,99 @@
+package wire_test
+
+import (
+	"strconv"
+	"testing"
+
+	"plait/protocol/wire"
+)
+
+// benchTxn is a transaction of n puts of 100-byte values.
+func benchTxn(n int) wire.Txn {
+	t := wire.Txn{Origin: wire.OriginID{1, 2, 3}, Seq: 1, HLC: wire.MakeHLC(1_800_000_000_000, 0)}
+	for i := 0; i < n; i++ {
+		v := make([]byte, 100)
+		for j := range v {
+			v[j] = byte(i + j)
+		}
+		t.Ops = append(t.Ops, wire.Op{Kind: wire.OpPut, Table: []byte("users"), Key: []byte("key-" + strconv.Itoa(i)), Value: v})
+	}
+	return t
+}
+
+var sizes = []int{1, 100}
+
+// BenchmarkEncodeTxn1 encodes a TXN1 frame (header, position, transaction encoding) from
+// a transaction value into a reused buffer.
+func BenchmarkEncodeTxn1(b *testing.B) {
+	for _, n := range sizes {
+		b.Run("records="+strconv.Itoa(n), func(b *testing.B) {
+			body := &wire.Txn1{Position: 1, Txn: benchTxn(n)}
+			buf, err := wire.AppendFrame(nil, 0, 0, body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(buf)))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				body.Position = uint64(i + 1)
+				if buf, err = wire.AppendFrame(buf[:0], 0, 0, body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeTxn1 reads a TXN1 frame the way the session's receive path does: header,
+// position, a checked view of the transaction, every operation, and the chain hash.
+func BenchmarkDecodeTxn1(b *testing.B) {
+	for _, n := range sizes {
+		b.Run("records="+strconv.Itoa(n), func(b *testing.B) {
+			msg, err := wire.AppendFrame(nil, 0, 0, &wire.Txn1{Position: 1, Txn: benchTxn(n)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(msg)))
+			b.ReportAllocs()
+			var sum int
+			for i := 0; i < b.N; i++ {
+				r := wire.NewReader(msg, 0)
+				f, werr := r.Next()
+				if werr != nil {
+					b.Fatal(werr)
+				}
+				_, v, err := wire.ParseTxn1(f.Body)
+				if err != nil {
+					b.Fatal(err)
+				}
+				it := v.Ops()
+				for op, ok := it.Next(); ok; op, ok = it.Next() {
+					sum += len(op.Value)
+				}
+				h := v.Hash()
+				sum += int(h[0])
+			}
+			_ = sum
+		})
+	}
+}
+
+// BenchmarkDecodeTxn1Owned decodes a TXN1 frame into an owned value (DecodeMessage), the
+// path of tests, fuzzing and the ABI's DECODE command, not of the session.
+func BenchmarkDecodeTxn1Owned(b *testing.B) {
+	for _, n := range sizes {
+		b.Run("records="+strconv.Itoa(n), func(b *testing.B) {
+			msg, err := wire.AppendFrame(nil, 0, 0, &wire.Txn1{Position: 1, Txn: benchTxn(n)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(msg)))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, werr := wire.DecodeMessage(msg, wire.DefaultMaxMessage, 0); werr != nil {
+					b.Fatal(werr)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,940 @@
+package wire_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"plait/protocol/wire"
+)
+
+// hx decodes hex with spaces, for hand-written bodies.
+func hx(s string) []byte {
+	b, err := hex.DecodeString(strings.ReplaceAll(s, " ", ""))
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func cat(parts ...[]byte) []byte {
+	var out []byte
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+var canon = func() cbor.EncMode {
+	m, err := cbor.CoreDetEncOptions().EncMode()
+	if err != nil {
+		panic(err)
+	}
+	return m
+}()
+
+// cb encodes v in Core Deterministic Encoding, for bodies a typed value cannot express.
+func cb(v any) []byte {
+	b, err := canon.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// raw builds one frame from its parts, without any check.
+func raw(t wire.Type, flags uint8, channel uint32, body []byte) []byte {
+	out := wire.AppendHeader(nil, wire.Header{Type: t, Flags: flags, Channel: channel, Length: uint32(len(body))})
+	return append(out, body...)
+}
+
+func frame(b wire.Body) []byte {
+	out, err := wire.AppendFrame(nil, 0, 0, b)
+	if err != nil {
+		panic(err)
+	}
+	return out
+}
+
+func body(b wire.Body) []byte {
+	out, err := b.AppendBody(nil)
+	if err != nil {
+		panic(err)
+	}
+	return out
+}
+
+func decode(msg []byte) ([]wire.Decoded, *wire.Error) {
+	return wire.DecodeMessage(msg, wire.DefaultMaxMessage, wire.MaxFrameBody)
+}
+
+var (
+	originA = wire.OriginID{0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff}
+	nonce16 = hx("000102030405060708090a0b0c0d0e0f")
+	// pingFrame is a valid 13-byte frame put before an offending one, so that the offending
+	// frame's offset is not 0.
+	pingFrame = frame(&wire.Ping{ID: 7})
+)
+
+func mac(b byte) wire.MAC {
+	var m wire.MAC
+	for i := range m {
+		m[i] = b + byte(i)
+	}
+	return m
+}
+
+func sampleTxn() wire.Txn {
+	return wire.Txn{Origin: originA, Seq: 7, HLC: wire.MakeHLC(1_800_000_000_123, 9), Prev: sha256.Sum256([]byte("six")),
+		Ops: []wire.Op{
+			{Kind: wire.OpPut, Table: []byte("users"), Key: []byte("k1"), Value: []byte("v1")},
+			{Kind: wire.OpDelete, Table: []byte("users.archive_2"), Key: []byte("k0")},
+			{Kind: wire.OpPut, Table: []byte("T-9"), Key: bytes.Repeat([]byte{0xff}, 200), Value: bytes.Repeat([]byte{1}, 300)},
+		}}
+}
+
+type sample struct {
+	name string
+	body wire.Body
+}
+
+// samples holds representative values, at least one for every registered frame type.
+func samples() []sample {
+	return []sample{
+		{"HELLO full", &wire.Hello{Role: wire.RoleListener, Name: "node-1.a_B", Origin: originA, MinVersion: 1, MaxVersion: 3,
+			Caps: []string{"a.b", "x-1", "z"}, Nonce: bytes.Repeat([]byte{0xab}, 64), MaxMessage: 1 << 20}},
+		{"HELLO minimal", &wire.Hello{Role: wire.RoleDialer, Name: "a", Origin: originA, MinVersion: 1, MaxVersion: 1, Nonce: nonce16}},
+		{"AUTH", &wire.Auth{MAC: mac(0xa0)}},
+		{"CLOSE", &wire.Close{Code: "unsupported-version", Class: "unsupported", Message: "no common protocol version: local 1..1, peer 3..5"}},
+		{"CLOSE without message", &wire.Close{Code: "going-away", Class: "transient"}},
+		{"PING", &wire.Ping{ID: 7}},
+		{"PING large id", &wire.Ping{ID: 1<<64 - 1}},
+		{"PING id 0", &wire.Ping{ID: 0}},
+		{"PONG", &wire.Pong{ID: 1 << 40}},
+		{"ORIGIN", &wire.Origin{Origin: originA, Name: "east-1"}},
+		{"SUBSCRIBE1 from the beginning", &wire.Subscribe1{Position: 0}},
+		{"SUBSCRIBE1", &wire.Subscribe1{Position: 41}},
+		{"TXN1", &wire.Txn1{Position: 42, Txn: sampleTxn()}},
+		{"ACK1", &wire.Ack1{Position: 1 << 33}},
+	}
+}
+
+// TestFrameRoundTrip: every registered type encodes, decodes to an equal value and
+// re-encodes to the same bytes.
+func TestFrameRoundTrip(t *testing.T) {
+	covered := map[wire.Type]bool{}
+	for _, s := range samples() {
+		t.Run(s.name, func(t *testing.T) {
+			covered[s.body.FrameType()] = true
+			enc := frame(s.body)
+			frames, err := decode(enc)
+			if err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			if len(frames) != 1 {
+				t.Fatalf("%d frames", len(frames))
+			}
+			f := frames[0]
+			want := wire.Header{Type: s.body.FrameType(), Length: uint32(len(enc) - wire.HeaderSize)}
+			if f.Header != want || f.Offset != 0 || !bytes.Equal(f.Body, enc[wire.HeaderSize:]) {
+				t.Fatalf("frame %+v offset %d, want header %+v", f.Header, f.Offset, want)
+			}
+			if !reflect.DeepEqual(f.Value, s.body) {
+				t.Fatalf("decoded %#v\nwant    %#v", f.Value, s.body)
+			}
+			re, rerr := wire.EncodeMessage(frames)
+			if rerr != nil || !bytes.Equal(re, enc) {
+				t.Fatalf("re-encoded %x (%v)\nwant %x", re, rerr, enc)
+			}
+			// The body alone decodes to the same value.
+			v, derr := wire.DecodeBody(f.Frame)
+			if derr != nil || !reflect.DeepEqual(v, s.body) {
+				t.Fatalf("DecodeBody: %#v %v", v, derr)
+			}
+		})
+	}
+	for _, typ := range wire.Registered() {
+		if !covered[typ] {
+			t.Errorf("registered type %s (0x%02x) has no round-trip sample", typ, uint8(typ))
+		}
+		if got, ok := wire.TypeByName(typ.String()); !ok || got != typ {
+			t.Errorf("TypeByName(%q) = %v, %v", typ.String(), got, ok)
+		}
+		if typ.Ignorable() {
+			t.Errorf("registered type %s is ignorable; version 1 defines only critical types", typ)
+		}
+	}
+}
+
+// TestKnownBodyBytes pins the exact encoding of small bodies (Core Deterministic Encoding:
+// shortest forms, sorted keys, required zero values kept, empty optional values omitted).
+func TestKnownBodyBytes(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		body wire.Body
+		want string
+	}{
+		{"PING 7", &wire.Ping{ID: 7}, "a1 01 07"},
+		{"PING 24", &wire.Ping{ID: 24}, "a1 01 18 18"},
+		{"PONG 256", &wire.Pong{ID: 256}, "a1 01 19 0100"},
+		{"SUBSCRIBE1 0 keeps its required zero", &wire.Subscribe1{Position: 0}, "a1 01 00"},
+		{"ACK1 43", &wire.Ack1{Position: 43}, "a1 01 18 2b"},
+		{"CLOSE omits the empty message", &wire.Close{Code: "a", Class: "b"}, "a2 01 61 61 02 61 62"},
+		{"HELLO omits empty caps and max message", &wire.Hello{Role: wire.RoleListener, Name: "a", Origin: originA,
+			MinVersion: 1, MaxVersion: 1, Nonce: nonce16},
+			"a6 01 01 02 61 61 03 50 00112233445566778899aabbccddeeff 04 01 05 01 07 50 000102030405060708090a0b0c0d0e0f"},
+		{"TXN1", &wire.Txn1{Position: 1, Txn: wire.Txn{Origin: originA, Seq: 1, HLC: 5,
+			Ops: []wire.Op{{Kind: wire.OpDelete, Table: []byte("t"), Key: []byte("k")}}}},
+			"0000000000000001 01 00112233445566778899aabbccddeeff 0000000000000001 0000000000000005" +
+				strings.Repeat("00", 32) + "01 02 01 74 01 6b"},
+	} {
+		if got := body(c.body); !bytes.Equal(got, hx(c.want)) {
+			t.Errorf("%s: %x, want %x", c.name, got, hx(c.want))
+		}
+	}
+}
+
+// TestUnknownKeysPreserved: keys this build does not know survive decode and re-encode
+// byte for byte, and are available in Extra.
+func TestUnknownKeysPreserved(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		typ   wire.Type
+		body  []byte
+		extra wire.Extra
+	}{
+		{"PING {1: 7, 9: \"x\"}", wire.TypePing, hx("a2 01 07 09 61 78"), wire.Extra{9: hx("61 78")}},
+		{"PONG with a nested unknown value", wire.TypePong, cb(map[uint64]any{1: 3, 2: []any{uint64(1), map[uint64]any{2: []byte{0}}}}),
+			wire.Extra{2: hx("82 01 a1 02 41 00")}},
+		{"ACK1 with key 0 and a large key", wire.TypeAck1, cb(map[uint64]any{0: "z", 1: 5, 1 << 40: true}),
+			wire.Extra{0: hx("61 7a"), 1 << 40: hx("f5")}},
+		{"CLOSE with key 4", wire.TypeClose, cb(map[uint64]any{1: "going-away", 2: "transient", 3: "bye", 4: []byte("later")}),
+			wire.Extra{4: hx("45 6c61746572")}},
+		{"HELLO with keys 9 and 20", wire.TypeHello, cb(map[uint64]any{1: 0, 2: "a", 3: originA[:], 4: 1, 5: 1, 7: nonce16,
+			9: false, 20: map[uint64]any{1: "future"}}), wire.Extra{9: hx("f4"), 20: hx("a1 01 66 667574757265")}},
+		{"ORIGIN with an unknown empty value", wire.TypeOrigin, cb(map[uint64]any{1: originA[:], 2: "a", 3: ""}),
+			wire.Extra{3: hx("60")}},
+		{"SUBSCRIBE1 with null", wire.TypeSubscribe1, cb(map[uint64]any{1: 0, 5: nil}), wire.Extra{5: hx("f6")}},
+		{"AUTH with a float", wire.TypeAuth, cat(hx("a2 01 58 20"), bytes.Repeat([]byte{1}, 32), hx("02 f9 3c00")),
+			wire.Extra{2: hx("f9 3c00")}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			msg := raw(c.typ, 0, 0, c.body)
+			frames, err := decode(msg)
+			if err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			extra := reflect.ValueOf(frames[0].Value).Elem().FieldByName("Extra").Interface().(wire.Extra)
+			if len(extra) != len(c.extra) {
+				t.Fatalf("extra %x, want %x", extra, c.extra)
+			}
+			for k, v := range c.extra {
+				if !bytes.Equal(extra[k], v) {
+					t.Fatalf("extra[%d] = %x, want %x", k, extra[k], v)
+				}
+			}
+			re, rerr := wire.EncodeMessage(frames)
+			if rerr != nil || !bytes.Equal(re, msg) {
+				t.Fatalf("re-encoded %x (%v), want %x", re, rerr, msg)
+			}
+		})
+	}
+
+	// A decoded value's known fields are still read.
+	frames, err := decode(raw(wire.TypePing, 0, 0, hx("a2 01 07 09 61 78")))
+	if err != nil || frames[0].Value.(*wire.Ping).ID != 7 {
+		t.Fatalf("PING id lost: %v", err)
+	}
+
+	// An extra key that collides with a known field cannot be encoded.
+	p := &wire.Ping{ID: 1}
+	p.Extra = wire.Extra{1: hx("02")}
+	if _, err := p.AppendBody(nil); err == nil {
+		t.Fatal("an Extra key colliding with a known field encoded")
+	}
+	if out, err := wire.AppendFrame([]byte("keep"), 0, 0, p); err == nil || string(out) != "keep" {
+		t.Fatalf("AppendFrame on error: %q, %v", out, err)
+	}
+}
+
+// TestUnknownKeyCanonicalValues: every well-formed, canonical CBOR value an unknown key may
+// hold is kept (SPEC: unknown keys are accepted after the same checks, including canonical
+// form), and the simple values SPEC excludes (all but false, true and null) are bad-cbor.
+func TestUnknownKeyCanonicalValues(t *testing.T) {
+	for _, v := range []string{"00", "20", "3bffffffffffffffff", "40", "60", "80", "a0", "f4", "f5", "f6",
+		"f9 3c00", "fa 47c35000", "82 01 61 61", "a2 00 00 61 61 00"} {
+		msg := raw(wire.TypePing, 0, 0, hx("a2 01 07 09 "+v))
+		frames, err := decode(msg)
+		if err != nil {
+			t.Errorf("unknown value %s: %v", v, err)
+			continue
+		}
+		if re, _ := wire.EncodeMessage(frames); !bytes.Equal(re, msg) {
+			t.Errorf("unknown value %s re-encodes to %x", v, re)
+		}
+	}
+	for _, v := range []string{"f7", "f0", "e0", "f8 20", "f8 ff", "82 01 f7"} {
+		msg := raw(wire.TypePing, 0, 0, hx("a2 01 07 09 "+v))
+		if _, err := decode(msg); err == nil || err.Code != wire.CodeBadCBOR || err.Offset != 0 {
+			t.Errorf("simple value %s: %v, want bad-cbor", v, err)
+		}
+	}
+}
+
+// TestBadCBOR: every rule of "Control bodies" rejects with bad-cbor, naming the frame and
+// its offset.
+func TestBadCBOR(t *testing.T) {
+	pairs := func(n int) []byte {
+		m := map[uint64]any{}
+		for k := 1; k <= n; k++ {
+			m[uint64(k)] = 0
+		}
+		return cb(m)
+	}
+	helloMap := func(extra map[uint64]any) []byte {
+		m := map[uint64]any{1: 0, 2: "a", 3: originA[:], 4: 1, 5: 1, 7: nonce16}
+		for k, v := range extra {
+			if v == nil {
+				delete(m, k)
+			} else {
+				m[k] = v
+			}
+		}
+		return cb(m)
+	}
+	for _, c := range []struct {
+		name string
+		typ  wire.Type
+		body []byte
+	}{
+		{"empty body", wire.TypePing, nil},
+		{"an array", wire.TypePing, hx("81 07")},
+		{"a text string", wire.TypePing, hx("61 78")},
+		{"an unsigned integer", wire.TypePing, hx("07")},
+		{"a truncated map", wire.TypePing, hx("a1 01")},
+		{"a truncated value", wire.TypePing, hx("a1 01 19 01")},
+		{"trailing bytes", wire.TypePing, hx("a1 01 07 00")},
+		{"two maps", wire.TypePing, hx("a1 01 07 a1 01 07")},
+		{"a text key", wire.TypePing, hx("a2 01 07 61 61 07")},
+		{"a negative key", wire.TypePing, hx("a2 01 07 20 07")},
+		{"a byte-string key", wire.TypePing, hx("a2 01 07 41 00 07")},
+		{"a duplicate key", wire.TypePing, hx("a2 01 07 01 07")},
+		{"a duplicate unknown key", wire.TypePing, hx("a3 01 07 09 00 09 00")},
+		{"a duplicate key in a nested map", wire.TypePing, hx("a2 01 07 09 a2 01 00 01 00")},
+		{"an indefinite-length map", wire.TypePing, hx("bf 01 07 ff")},
+		{"an indefinite-length text", wire.TypeClose, hx("a2 01 7f 61 61 ff 02 61 62")},
+		{"an indefinite-length array", wire.TypePing, hx("a2 01 07 09 9f ff")},
+		{"a tag on a known field", wire.TypePing, hx("a1 01 c1 07")},
+		{"a tag on an unknown field", wire.TypePing, hx("a2 01 07 09 c1 00")},
+		{"a bignum", wire.TypePing, hx("a1 01 c2 41 01")},
+		{"invalid UTF-8 in CLOSE message", wire.TypeClose, hx("a3 01 61 61 02 61 62 03 61 ff")},
+		{"invalid UTF-8 in a name", wire.TypeOrigin, cat(hx("a2 01 50"), originA[:], hx("02 62 c3 28"))},
+		{"invalid UTF-8 in an unknown text", wire.TypePing, hx("a2 01 07 09 61 ff")},
+		{"nesting 9 deep (arrays)", wire.TypePing, hx("a2 01 07 02" + strings.Repeat("81", 8) + "00")},
+		{"nesting 9 deep (maps)", wire.TypePing, hx("a2 01 07 02" + strings.Repeat("a1 01", 8) + "00")},
+		{"65 map pairs", wire.TypePing, pairs(65)},
+		{"an array of 65537 elements", wire.TypePing, cat(hx("a2 01 07 02 9a 00010001"), make([]byte, 65537))},
+		{"non-shortest integer", wire.TypePing, hx("a1 01 18 07")},
+		{"non-shortest 8-byte integer", wire.TypePing, hx("a1 01 1b 0000000000000007")},
+		{"non-shortest key", wire.TypePing, hx("a1 18 01 07")},
+		{"non-shortest map length", wire.TypePing, hx("b8 01 01 07")},
+		{"non-shortest text length", wire.TypeClose, hx("a2 01 78 01 61 02 61 62")},
+		{"unsorted keys", wire.TypePing, hx("a2 02 01 01 07")},
+		{"unsorted keys in a nested map", wire.TypePing, hx("a2 01 07 09 a2 02 00 01 00")},
+		{"non-canonical unknown value", wire.TypePing, hx("a2 01 07 09 18 07")},
+		{"a float64 that fits float16", wire.TypePing, hx("a2 01 07 09 fb 3ff0000000000000")},
+		{"a two-byte simple value below 32", wire.TypePing, hx("a2 01 07 09 f8 10")},
+		{"empty optional capabilities", wire.TypeHello, helloMap(map[uint64]any{6: []string{}})},
+		{"empty optional max message", wire.TypeHello, helloMap(map[uint64]any{8: 0})},
+		{"empty optional CLOSE message", wire.TypeClose, cb(map[uint64]any{1: "a", 2: "b", 3: ""})},
+		{"PING {}", wire.TypePing, hx("a0")},
+		{"PING {1: \"x\"}", wire.TypePing, hx("a1 01 61 78")},
+		{"PING {1: -1}", wire.TypePing, hx("a1 01 20")},
+		{"PING {1: 1.0}", wire.TypePing, hx("a1 01 f9 3c00")},
+		{"PING {1: null}", wire.TypePing, hx("a1 01 f6")},
+		{"PING id over 64 bits", wire.TypePing, hx("a1 01 c2 49 010000000000000000")},
+		{"HELLO missing nonce", wire.TypeHello, helloMap(map[uint64]any{7: nil})},
+		{"HELLO missing role", wire.TypeHello, helloMap(map[uint64]any{1: nil})},
+		{"HELLO name as bytes", wire.TypeHello, helloMap(map[uint64]any{2: []byte("a")})},
+		{"HELLO origin as text", wire.TypeHello, helloMap(map[uint64]any{3: "0123456789abcdef"})},
+		{"HELLO caps as text", wire.TypeHello, helloMap(map[uint64]any{6: "a"})},
+		{"HELLO caps holding a number", wire.TypeHello, helloMap(map[uint64]any{6: []any{uint64(1)}})},
+		{"HELLO role negative", wire.TypeHello, helloMap(map[uint64]any{1: -1})},
+		{"AUTH mac as text", wire.TypeAuth, cb(map[uint64]any{1: strings.Repeat("m", 32)})},
+		{"AUTH missing mac", wire.TypeAuth, hx("a0")},
+		{"CLOSE missing class", wire.TypeClose, cb(map[uint64]any{1: "a"})},
+		{"CLOSE code as number", wire.TypeClose, cb(map[uint64]any{1: 1, 2: "b"})},
+		{"ORIGIN missing name", wire.TypeOrigin, cb(map[uint64]any{1: originA[:]})},
+		{"SUBSCRIBE1 missing position", wire.TypeSubscribe1, hx("a0")},
+		{"ACK1 position as bytes", wire.TypeAck1, hx("a1 01 41 01")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			frames, err := decode(cat(pingFrame, raw(c.typ, 0, 0, c.body)))
+			if err == nil {
+				t.Fatalf("accepted: %#v", frames[len(frames)-1].Value)
+			}
+			if err.Code != wire.CodeBadCBOR || err.Class != wire.ClassProtocol || err.Frame != c.typ || err.Offset != len(pingFrame) {
+				t.Fatalf("got %v (frame %s offset %d), want bad-cbor in %s at %d", err, err.Frame, err.Offset, c.typ, len(pingFrame))
+			}
+			if len(frames) != 1 || frames[0].Type != wire.TypePing {
+				t.Fatalf("frames before the error: %d", len(frames))
+			}
+		})
+	}
+
+	// The bounds themselves are accepted.
+	for _, c := range []struct {
+		name string
+		body []byte
+	}{
+		{"nesting 8 deep", hx("a2 01 07 02" + strings.Repeat("81", 7) + "00")},
+		{"64 map pairs", pairs(64)},
+		{"an array of 65536 elements", cat(hx("a2 01 07 02 9a 00010000"), make([]byte, 65536))},
+	} {
+		if _, err := decode(raw(wire.TypePing, 0, 0, c.body)); err != nil {
+			t.Errorf("%s rejected: %v", c.name, err)
+		}
+	}
+}
+
+func validHello() *wire.Hello {
+	return &wire.Hello{Role: wire.RoleDialer, Name: "a", Origin: originA, MinVersion: 1, MaxVersion: 1, Nonce: nonce16}
+}
+
+func caps(n, size int) []string {
+	out := make([]string, n)
+	for i := range out {
+		s := []byte(strings.Repeat("a", size))
+		s[size-2], s[size-1] = 'a'+byte(i/26), 'a'+byte(i%26)
+		out[i] = string(s)
+	}
+	return out
+}
+
+// TestFieldRules: each field rule of HELLO, CLOSE, ORIGIN, ACK1 (and AUTH's MAC length)
+// rejects a well-typed value with bad-field; the rule's bounds are accepted.
+func TestFieldRules(t *testing.T) {
+	hello := func(mod func(h *wire.Hello)) []byte {
+		h := validHello()
+		mod(h)
+		return body(h)
+	}
+	closeBody := func(code, class, msg string) []byte {
+		return body(&wire.Close{Code: wire.Code(code), Class: wire.Class(class), Message: msg})
+	}
+	name64 := strings.Repeat("n", 64)
+	for _, c := range []struct {
+		name string
+		typ  wire.Type
+		body []byte
+		ok   bool
+	}{
+		{"HELLO valid", wire.TypeHello, hello(func(h *wire.Hello) {}), true},
+		{"HELLO role 2", wire.TypeHello, hello(func(h *wire.Hello) { h.Role = 2 }), false},
+		{"HELLO empty name", wire.TypeHello, hello(func(h *wire.Hello) { h.Name = "" }), false},
+		{"HELLO name \"a b\"", wire.TypeHello, hello(func(h *wire.Hello) { h.Name = "a b" }), false},
+		{"HELLO name \"a/b\"", wire.TypeHello, hello(func(h *wire.Hello) { h.Name = "a/b" }), false},
+		{"HELLO name of 65 bytes", wire.TypeHello, hello(func(h *wire.Hello) { h.Name = name64 + "n" }), false},
+		{"HELLO name of 64 bytes", wire.TypeHello, hello(func(h *wire.Hello) { h.Name = name64 }), true},
+		{"HELLO name with every allowed byte class", wire.TypeHello, hello(func(h *wire.Hello) { h.Name = "aZ09_.-" }), true},
+		{"HELLO all-zero origin", wire.TypeHello, hello(func(h *wire.Hello) { h.Origin = wire.OriginID{} }), false},
+		{"HELLO origin of 15 bytes", wire.TypeHello, cb(map[uint64]any{1: 0, 2: "a", 3: originA[:15], 4: 1, 5: 1, 7: nonce16}), false},
+		{"HELLO min version 0", wire.TypeHello, hello(func(h *wire.Hello) { h.MinVersion = 0 }), false},
+		{"HELLO versions 2..1", wire.TypeHello, hello(func(h *wire.Hello) { h.MinVersion, h.MaxVersion = 2, 1 }), false},
+		{"HELLO versions 3..5", wire.TypeHello, hello(func(h *wire.Hello) { h.MinVersion, h.MaxVersion = 3, 5 }), true},
+		{"HELLO unsorted capabilities", wire.TypeHello, hello(func(h *wire.Hello) { h.Caps = []string{"b", "a"} }), false},
+		{"HELLO duplicate capabilities", wire.TypeHello, hello(func(h *wire.Hello) { h.Caps = []string{"a", "a"} }), false},
+		{"HELLO capability with upper case", wire.TypeHello, hello(func(h *wire.Hello) { h.Caps = []string{"A"} }), false},
+		{"HELLO capability with underscore", wire.TypeHello, hello(func(h *wire.Hello) { h.Caps = []string{"a_b"} }), false},
+		{"HELLO empty capability", wire.TypeHello, hello(func(h *wire.Hello) { h.Caps = []string{""} }), false},
+		{"HELLO capability of 33 bytes", wire.TypeHello, hello(func(h *wire.Hello) { h.Caps = caps(1, 33) }), false},
+		{"HELLO capability of 32 bytes", wire.TypeHello, hello(func(h *wire.Hello) { h.Caps = caps(1, 32) }), true},
+		{"HELLO 33 capabilities", wire.TypeHello, hello(func(h *wire.Hello) { h.Caps = caps(33, 4) }), false},
+		{"HELLO 32 capabilities", wire.TypeHello, hello(func(h *wire.Hello) { h.Caps = caps(32, 4) }), true},
+		{"HELLO nonce of 8 bytes", wire.TypeHello, hello(func(h *wire.Hello) { h.Nonce = nonce16[:8] }), false},
+		{"HELLO nonce of 15 bytes", wire.TypeHello, hello(func(h *wire.Hello) { h.Nonce = nonce16[:15] }), false},
+		{"HELLO nonce of 65 bytes", wire.TypeHello, hello(func(h *wire.Hello) { h.Nonce = make([]byte, 65) }), false},
+		{"HELLO nonce of 64 bytes", wire.TypeHello, hello(func(h *wire.Hello) { h.Nonce = make([]byte, 64) }), true},
+		{"HELLO max message 65535", wire.TypeHello, hello(func(h *wire.Hello) { h.MaxMessage = 65535 }), false},
+		{"HELLO max message 65536", wire.TypeHello, hello(func(h *wire.Hello) { h.MaxMessage = 65536 }), true},
+		{"AUTH mac of 31 bytes", wire.TypeAuth, cb(map[uint64]any{1: make([]byte, 31)}), false},
+		{"AUTH mac of 33 bytes", wire.TypeAuth, cb(map[uint64]any{1: make([]byte, 33)}), false},
+		{"CLOSE empty code", wire.TypeClose, closeBody("", "protocol", ""), false},
+		{"CLOSE code with upper case", wire.TypeClose, closeBody("Going-away", "transient", ""), false},
+		{"CLOSE code with underscore", wire.TypeClose, closeBody("going_away", "transient", ""), false},
+		{"CLOSE code of 65 bytes", wire.TypeClose, closeBody(strings.Repeat("c", 65), "transient", ""), false},
+		{"CLOSE code of 64 bytes, unknown to this build", wire.TypeClose, closeBody(strings.Repeat("c", 64), "some-new-class", ""), true},
+		{"CLOSE empty class", wire.TypeClose, closeBody("going-away", "", ""), false},
+		{"CLOSE class with a dot", wire.TypeClose, closeBody("going-away", "trans.ient", ""), false},
+		{"CLOSE message of 1025 bytes", wire.TypeClose, closeBody("going-away", "transient", strings.Repeat("m", 1025)), false},
+		{"CLOSE message of 1024 bytes", wire.TypeClose, closeBody("going-away", "transient", strings.Repeat("m", 1024)), true},
+		{"ORIGIN all-zero origin", wire.TypeOrigin, body(&wire.Origin{Name: "a"}), false},
+		{"ORIGIN origin of 17 bytes", wire.TypeOrigin, cb(map[uint64]any{1: make([]byte, 17), 2: "a"}), false},
+		{"ORIGIN name \"a b\"", wire.TypeOrigin, body(&wire.Origin{Origin: originA, Name: "a b"}), false},
+		{"ORIGIN empty name", wire.TypeOrigin, body(&wire.Origin{Origin: originA, Name: ""}), false},
+		{"ORIGIN name of 65 bytes", wire.TypeOrigin, body(&wire.Origin{Origin: originA, Name: name64 + "x"}), false},
+		{"ACK1 position 0", wire.TypeAck1, body(&wire.Ack1{Position: 0}), false},
+		{"ACK1 position 1", wire.TypeAck1, body(&wire.Ack1{Position: 1}), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			frames, err := decode(cat(pingFrame, raw(c.typ, 0, 0, c.body)))
+			if c.ok {
+				if err != nil {
+					t.Fatalf("rejected: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("accepted: %#v", frames[1].Value)
+			}
+			if err.Code != wire.CodeBadField || err.Class != wire.ClassProtocol || err.Frame != c.typ || err.Offset != len(pingFrame) {
+				t.Fatalf("got %v (frame %s offset %d), want bad-field in %s at %d", err, err.Frame, err.Offset, c.typ, len(pingFrame))
+			}
+		})
+	}
+
+	// Validate agrees with the decoder on the typed values.
+	h := validHello()
+	h.Caps = []string{"b", "a"}
+	if h.Validate() == nil {
+		t.Fatal("Hello.Validate accepted unsorted capabilities")
+	}
+	if (&wire.Close{Code: "x", Class: "protocol", Message: strings.Repeat("m", 1025)}).Validate() == nil {
+		t.Fatal("Close.Validate accepted a 1025-byte message")
+	}
+}
+
+// txnBytes builds a transaction encoding from raw parts, without any check.
+type txnBytes struct {
+	format byte
+	origin wire.OriginID
+	seq    uint64
+	hlc    uint64
+	prev   wire.Hash
+	nops   []byte // varint
+	ops    []byte
+}
+
+func (x txnBytes) enc() []byte {
+	b := []byte{x.format}
+	b = append(b, x.origin[:]...)
+	b = binary.BigEndian.AppendUint64(b, x.seq)
+	b = binary.BigEndian.AppendUint64(b, x.hlc)
+	b = append(b, x.prev[:]...)
+	b = append(b, x.nops...)
+	return append(b, x.ops...)
+}
+
+func okTxn() txnBytes {
+	return txnBytes{format: 1, origin: originA, seq: 1, hlc: 99, nops: []byte{1},
+		ops: hx("01 01 74 01 6b 01 76")} // put table "t" key "k" value "v"
+}
+
+func txnWith(mod func(x *txnBytes)) []byte {
+	x := okTxn()
+	mod(&x)
+	return x.enc()
+}
+
+func posTxn(pos uint64, txn []byte) []byte {
+	return append(binary.BigEndian.AppendUint64(nil, pos), txn...)
+}
+
+// TestTxnEncodingRules: each rule of "Transaction encoding" rejects with bad-txn, both from
+// ParseTxn and from a TXN1 frame; the rules' bounds are accepted.
+func TestTxnEncodingRules(t *testing.T) {
+	prev := sha256.Sum256([]byte("prev"))
+	table64 := strings.Repeat("t", 64)
+	for _, c := range []struct {
+		name string
+		txn  []byte
+		ok   bool
+	}{
+		{"valid", okTxn().enc(), true},
+		{"seq 2 with a previous hash", txnWith(func(x *txnBytes) { x.seq, x.prev = 2, prev }), true},
+		{"put of an empty value", txnWith(func(x *txnBytes) { x.ops = hx("01 01 74 01 6b 00") }), true},
+		{"delete", txnWith(func(x *txnBytes) { x.ops = hx("02 01 74 01 6b") }), true},
+		{"table of 64 bytes", txnWith(func(x *txnBytes) { x.ops = cat(hx("01 40"), []byte(table64), hx("01 6b 00")) }), true},
+		{"key of 200 bytes (2-byte varint)", txnWith(func(x *txnBytes) { x.ops = cat(hx("02 01 74 c8 01"), make([]byte, 200)) }), true},
+		{"two operations", txnWith(func(x *txnBytes) { x.nops, x.ops = []byte{2}, hx("02 01 74 01 6b 01 01 74 01 6c 01 76") }), true},
+
+		{"empty", nil, false},
+		{"shorter than the fixed part", okTxn().enc()[:40], false},
+		{"fixed part only", okTxn().enc()[:65], false},
+		{"unknown format 0x02", txnWith(func(x *txnBytes) { x.format = 2 }), false},
+		{"unknown format 0x00", txnWith(func(x *txnBytes) { x.format = 0 }), false},
+		{"all-zero origin", txnWith(func(x *txnBytes) { x.origin = wire.OriginID{} }), false},
+		{"seq 0", txnWith(func(x *txnBytes) { x.seq = 0 }), false},
+		{"seq 1 with a previous hash", txnWith(func(x *txnBytes) { x.prev = prev }), false},
+		{"seq 2 with the zero previous hash", txnWith(func(x *txnBytes) { x.seq = 2 }), false},
+		{"zero operations", txnWith(func(x *txnBytes) { x.nops, x.ops = []byte{0}, nil }), false},
+		{"non-minimal operation count", txnWith(func(x *txnBytes) { x.nops = hx("81 00") }), false},
+		{"truncated operation count", txnWith(func(x *txnBytes) { x.nops, x.ops = hx("81"), nil }), false},
+		{"more operations than present", txnWith(func(x *txnBytes) { x.nops = []byte{2} }), false},
+		{"an absurd operation count", txnWith(func(x *txnBytes) { x.nops = hx("ffffffff0f") }), false},
+		{"op kind 0", txnWith(func(x *txnBytes) { x.ops[0] = 0 }), false},
+		{"op kind 3", txnWith(func(x *txnBytes) { x.ops[0] = 3 }), false},
+		{"empty table", txnWith(func(x *txnBytes) { x.ops = hx("01 00 01 6b 01 76 00") }), false},
+		{"table a/b", txnWith(func(x *txnBytes) { x.ops = hx("01 03 612f62 01 6b 01 76") }), false},
+		{"table of 65 bytes", txnWith(func(x *txnBytes) { x.ops = cat(hx("01 41"), []byte(table64+"t"), hx("01 6b 00")) }), false},
+		{"non-minimal table length", txnWith(func(x *txnBytes) { x.ops = hx("01 8100 74 01 6b 01 76") }), false},
+		{"empty key", txnWith(func(x *txnBytes) { x.ops = hx("01 01 74 00 01 76 00") }), false},
+		{"non-minimal key length", txnWith(func(x *txnBytes) { x.ops = hx("01 01 74 8100 6b 01 76") }), false},
+		{"non-minimal value length", txnWith(func(x *txnBytes) { x.ops = hx("01 01 74 01 6b 8100 76") }), false},
+		{"value past the end", txnWith(func(x *txnBytes) { x.ops = hx("01 01 74 01 6b 05 76") }), false},
+		{"missing value of a put", txnWith(func(x *txnBytes) { x.ops = hx("01 01 74 01 6b") }), false},
+		{"trailing bytes", txnWith(func(x *txnBytes) { x.ops = hx("01 01 74 01 6b 01 76 00") }), false},
+		{"a value after a delete", txnWith(func(x *txnBytes) { x.ops = hx("02 01 74 01 6b 01 76") }), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, perr := wire.ParseTxn(c.txn)
+			frames, ferr := decode(cat(pingFrame, raw(wire.TypeTxn1, 0, 0, posTxn(5, c.txn))))
+			if c.ok {
+				if perr != nil || ferr != nil {
+					t.Fatalf("rejected: %v / %v", perr, ferr)
+				}
+				if got := frames[1].Value.(*wire.Txn1); got.Position != 5 {
+					t.Fatalf("position %d", got.Position)
+				}
+				return
+			}
+			if perr == nil {
+				t.Fatal("ParseTxn accepted it")
+			}
+			if ferr == nil || ferr.Code != wire.CodeBadTxn || ferr.Class != wire.ClassProtocol || ferr.Frame != wire.TypeTxn1 || ferr.Offset != len(pingFrame) {
+				t.Fatalf("TXN1: %v, want bad-txn in TXN1 at %d", ferr, len(pingFrame))
+			}
+			// DecodeBody reports the same.
+			_, berr := wire.DecodeBody(wire.Frame{Header: wire.Header{Type: wire.TypeTxn1}, Body: posTxn(5, c.txn), Offset: 3})
+			if berr == nil || berr.Code != wire.CodeBadTxn || berr.Offset != 3 {
+				t.Fatalf("DecodeBody: %v", berr)
+			}
+		})
+	}
+
+	// The TXN1 body's own rules.
+	for _, c := range []struct {
+		name string
+		body []byte
+	}{
+		{"empty TXN1 body", nil},
+		{"TXN1 body of 7 bytes", make([]byte, 7)},
+		{"TXN1 position only", posTxn(1, nil)},
+		{"TXN1 position 0", posTxn(0, okTxn().enc())},
+	} {
+		_, err := decode(cat(pingFrame, raw(wire.TypeTxn1, 0, 0, c.body)))
+		if err == nil || err.Code != wire.CodeBadTxn || err.Offset != len(pingFrame) {
+			t.Errorf("%s: %v, want bad-txn at %d", c.name, err, len(pingFrame))
+		}
+		if _, _, perr := wire.ParseTxn1(c.body); perr == nil {
+			t.Errorf("%s: ParseTxn1 accepted it", c.name)
+		}
+	}
+}
+
+// TestTxnView: a parsed transaction reads back its header and operations in place, its
+// hash is SHA-256 of the encoding, and reading allocates nothing.
+func TestTxnView(t *testing.T) {
+	tx := sampleTxn()
+	enc, err := tx.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := wire.ParseTxn(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Origin != tx.Origin || v.Seq != tx.Seq || v.HLC != tx.HLC || v.Prev != tx.Prev || v.NumOps != len(tx.Ops) {
+		t.Fatalf("view %+v", v)
+	}
+	if v.HLC.WallMillis() != 1_800_000_000_123 || v.HLC.Logical() != 9 {
+		t.Fatalf("hlc %d %d", v.HLC.WallMillis(), v.HLC.Logical())
+	}
+	if !bytes.Equal(v.Raw(), enc) || v.Hash() != sha256.Sum256(enc) {
+		t.Fatal("raw or hash")
+	}
+	it := v.Ops()
+	var got []wire.Op
+	for op, ok := it.Next(); ok; op, ok = it.Next() {
+		got = append(got, op)
+	}
+	if _, ok := it.Next(); ok {
+		t.Fatal("iterator restarted")
+	}
+	if len(got) != len(tx.Ops) {
+		t.Fatalf("%d ops", len(got))
+	}
+	for i, op := range got {
+		want := tx.Ops[i]
+		if op.Kind != want.Kind || !bytes.Equal(op.Table, want.Table) || !bytes.Equal(op.Key, want.Key) || !bytes.Equal(op.Value, want.Value) {
+			t.Fatalf("op %d: %+v, want %+v", i, op, want)
+		}
+		if op.Kind == wire.OpDelete && op.Value != nil {
+			t.Fatalf("op %d: a delete with a value", i)
+		}
+	}
+	// The view aliases the encoding: the ops' bytes are inside it.
+	if k := got[0].Key; &k[0] != &enc[bytes.Index(enc, []byte("k1"))] {
+		t.Fatal("op key does not alias the encoding")
+	}
+	// Txn() is an owned copy equal to the original.
+	owned := v.Txn()
+	if !reflect.DeepEqual(owned, tx) {
+		t.Fatalf("Txn() = %+v\nwant %+v", owned, tx)
+	}
+	re, _ := owned.Encode()
+	if !bytes.Equal(re, enc) {
+		t.Fatal("owned copy re-encodes differently")
+	}
+	// Parsing and reading allocate nothing.
+	txn1 := posTxn(1, enc)
+	allocs := testing.AllocsPerRun(100, func() {
+		_, v, _ := wire.ParseTxn1(txn1)
+		it := v.Ops()
+		for _, ok := it.Next(); ok; _, ok = it.Next() {
+		}
+		_ = v.Hash()
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations", allocs)
+	}
+}
+
+// TestTxnAppendEncodingRefuses: the encoder refuses what a receiver would reject.
+func TestTxnAppendEncodingRefuses(t *testing.T) {
+	prev := sha256.Sum256([]byte("p"))
+	put := wire.Op{Kind: wire.OpPut, Table: []byte("t"), Key: []byte("k"), Value: []byte("v")}
+	base := func(mod func(x *wire.Txn)) wire.Txn {
+		x := wire.Txn{Origin: originA, Seq: 1, Ops: []wire.Op{put}}
+		mod(&x)
+		return x
+	}
+	op := func(o wire.Op) func(x *wire.Txn) { return func(x *wire.Txn) { x.Ops = []wire.Op{put, o} } }
+	cases := []struct {
+		name string
+		txn  wire.Txn
+	}{
+		{"seq 0", base(func(x *wire.Txn) { x.Seq = 0 })},
+		{"seq 1 with a previous hash", base(func(x *wire.Txn) { x.Prev = prev })},
+		{"seq 3 with the zero previous hash", base(func(x *wire.Txn) { x.Seq = 3 })},
+		{"no operations", base(func(x *wire.Txn) { x.Ops = nil })},
+		{"op kind 0", base(op(wire.Op{Kind: 0, Table: []byte("t"), Key: []byte("k")}))},
+		{"op kind 3", base(op(wire.Op{Kind: 3, Table: []byte("t"), Key: []byte("k")}))},
+		{"empty table", base(op(wire.Op{Kind: wire.OpPut, Key: []byte("k")}))},
+		{"table a/b", base(op(wire.Op{Kind: wire.OpPut, Table: []byte("a/b"), Key: []byte("k")}))},
+		{"table of 65 bytes", base(op(wire.Op{Kind: wire.OpPut, Table: bytes.Repeat([]byte("t"), 65), Key: []byte("k")}))},
+		{"empty key", base(op(wire.Op{Kind: wire.OpDelete, Table: []byte("t")}))},
+		{"a delete with a value", base(op(wire.Op{Kind: wire.OpDelete, Table: []byte("t"), Key: []byte("k"), Value: []byte("v")}))},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := c.txn.Encode(); err == nil {
+				t.Fatal("encoded")
+			}
+			// The same value in a TXN1 body is refused by AppendFrame too.
+			if out, err := wire.AppendFrame([]byte("keep"), 0, 0, &wire.Txn1{Position: 1, Txn: c.txn}); err == nil || string(out) != "keep" {
+				t.Fatalf("AppendFrame: %q, %v", out, err)
+			}
+		})
+	}
+	t.Run("all-zero origin", func(t *testing.T) {
+		x := base(func(x *wire.Txn) { x.Origin = wire.OriginID{} })
+		if _, err := x.Encode(); err == nil {
+			t.Fatal("a transaction with an all-zero origin id encoded; every receiver rejects it")
+		}
+	})
+	t.Run("error leaves dst unchanged", func(t *testing.T) {
+		for _, c := range cases {
+			dst := []byte("keep")
+			out, err := c.txn.AppendEncoding(dst)
+			if err == nil {
+				t.Fatalf("%s: encoded", c.name)
+			}
+			if string(out) != "keep" {
+				t.Fatalf("%s: AppendEncoding extended dst by %d bytes on error", c.name, len(out)-4)
+			}
+		}
+	})
+}
+
+// TestMessageWholeEqualsParts: a message of many frames decodes to what each frame decodes
+// to alone, at its offset; re-encoding the whole gives the message back.
+func TestMessageWholeEqualsParts(t *testing.T) {
+	var parts [][]byte
+	for _, s := range samples() {
+		parts = append(parts, frame(s.body))
+	}
+	parts = append(parts, raw(0x90, 0x03, 9, []byte("hint")), raw(0xfe, 0, 0, nil), frame(&wire.Ping{ID: 99}))
+	msg := cat(parts...)
+	whole, err := decode(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(whole) != len(parts) {
+		t.Fatalf("%d frames, want %d", len(whole), len(parts))
+	}
+	off := 0
+	for i, p := range parts {
+		alone, err := decode(p)
+		if err != nil || len(alone) != 1 {
+			t.Fatalf("frame %d alone: %v", i, err)
+		}
+		w, a := whole[i], alone[0]
+		if w.Offset != off || a.Offset != 0 {
+			t.Fatalf("frame %d: offset %d (alone %d), want %d", i, w.Offset, a.Offset, off)
+		}
+		if w.Header != a.Header || !bytes.Equal(w.Body, a.Body) || !reflect.DeepEqual(w.Value, a.Value) {
+			t.Fatalf("frame %d differs: %+v vs %+v", i, w, a)
+		}
+		if a.Value == nil && (a.Type != 0x90 && a.Type != 0xfe) {
+			t.Fatalf("frame %d has no value", i)
+		}
+		off += len(p)
+	}
+	re, rerr := wire.EncodeMessage(whole)
+	if rerr != nil || !bytes.Equal(re, msg) {
+		t.Fatalf("re-encoded whole message differs (%v)", rerr)
+	}
+}
+
+// TestDecodeMessageErrors: the error names the offending frame's type and header offset,
+// and the frames before it are returned; header rules apply in SPEC's order.
+func TestDecodeMessageErrors(t *testing.T) {
+	hello := frame(validHello())
+	prefixes := [][][]byte{nil, {pingFrame}, {pingFrame, hello}, {hello, raw(0x91, 0, 0, []byte("x")), pingFrame}}
+	hdr := func(typ wire.Type, flags uint8, ch, length uint32) []byte {
+		return wire.AppendHeader(nil, wire.Header{Type: typ, Flags: flags, Channel: ch, Length: length})
+	}
+	bad := []struct {
+		name  string
+		frame []byte
+		code  wire.Code
+		typ   wire.Type
+		last  bool // the frame runs to the end of the message
+	}{
+		{"truncated header", hx("04 00 00"), wire.CodeMalformedFrame, wire.TypePing, true},
+		{"one byte", hx("12"), wire.CodeMalformedFrame, wire.TypeAck1, true},
+		{"body past the end", cat(hdr(wire.TypePing, 0, 0, 10), hx("a1 01 07")), wire.CodeMalformedFrame, wire.TypePing, true},
+		{"body past the end by one byte", cat(hdr(wire.TypePing, 0, 0, 4), hx("a1 01 07")), wire.CodeMalformedFrame, wire.TypePing, true},
+		{"body over the frame limit", hdr(wire.TypePing, 0, 0, wire.MaxFrameBody+1), wire.CodeFrameTooLarge, wire.TypePing, false},
+		{"over the limit and past the end: the limit is checked first", cat(hdr(wire.TypeAck1, 0, 0, 1<<31), hx("a1")), wire.CodeFrameTooLarge, wire.TypeAck1, true},
+		{"undefined flags", raw(wire.TypePing, 1, 0, hx("a1 01 07")), wire.CodeBadFlags, wire.TypePing, false},
+		{"TXN1 compressed bit", raw(wire.TypeTxn1, 1, 0, posTxn(1, okTxn().enc())), wire.CodeBadFlags, wire.TypeTxn1, false},
+		{"flags are checked before the channel", raw(wire.TypePing, 0x80, 3, hx("a1 01 07")), wire.CodeBadFlags, wire.TypePing, false},
+		{"flags are checked before the body", raw(wire.TypePing, 2, 0, hx("ff")), wire.CodeBadFlags, wire.TypePing, false},
+		{"channel 5", raw(wire.TypePing, 0, 5, hx("a1 01 07")), wire.CodeBadChannel, wire.TypePing, false},
+		{"ORIGIN on a channel (version 1)", raw(wire.TypeOrigin, 0, 1, body(&wire.Origin{Origin: originA, Name: "a"})), wire.CodeBadChannel, wire.TypeOrigin, false},
+		{"the channel is checked before the body", raw(wire.TypeAck1, 0, 1, nil), wire.CodeBadChannel, wire.TypeAck1, false},
+		{"unknown critical type 0x7e", raw(0x7e, 0, 0, nil), wire.CodeUnknownFrame, 0x7e, false},
+		{"type 0x00", raw(0x00, 0, 0, nil), wire.CodeUnknownFrame, 0x00, false},
+		{"reserved control type 0x07", raw(0x07, 0, 0, hx("a0")), wire.CodeUnknownFrame, 0x07, false},
+		{"version 2 type 0x20", raw(0x20, 0, 0, hx("a0")), wire.CodeUnknownFrame, 0x20, false},
+		{"unknown critical type with flags and a channel", raw(0x50, 0xff, 9, nil), wire.CodeUnknownFrame, 0x50, false},
+		{"bad body", raw(wire.TypeAck1, 0, 0, hx("a1 01 00")), wire.CodeBadField, wire.TypeAck1, false},
+		{"bad CBOR", raw(wire.TypePong, 0, 0, hx("a0")), wire.CodeBadCBOR, wire.TypePong, false},
+		{"bad txn", raw(wire.TypeTxn1, 0, 0, posTxn(0, okTxn().enc())), wire.CodeBadTxn, wire.TypeTxn1, false},
+	}
+	for _, pre := range prefixes {
+		prefix := cat(pre...)
+		for _, b := range bad {
+			msg := cat(prefix, b.frame)
+			if !b.last {
+				msg = append(msg, pingFrame...) // a valid frame after the bad one is not decoded
+			}
+			frames, err := decode(msg)
+			if err == nil {
+				t.Fatalf("%s after %d frames: accepted", b.name, len(pre))
+			}
+			if err.Code != b.code || err.Frame != b.typ || err.Offset != len(prefix) {
+				t.Fatalf("%s after %d frames: %v (frame 0x%02x offset %d), want %s in 0x%02x at %d",
+					b.name, len(pre), err, uint8(err.Frame), err.Offset, b.code, uint8(b.typ), len(prefix))
+			}
+			if cl, _ := wire.ClassOf(b.code); err.Class != cl {
+				t.Fatalf("%s: class %s", b.name, err.Class)
+			}
+			if len(frames) != len(pre) {
+				t.Fatalf("%s after %d frames: %d frames returned", b.name, len(pre), len(frames))
+			}
+		}
+	}
+
+	// Message-level rules: not empty, not over the limit (offset 0).
+	if _, err := decode(nil); err == nil || err.Code != wire.CodeMalformedFrame || err.Offset != 0 {
+		t.Fatalf("empty message: %v", err)
+	}
+	big := cat(pingFrame, raw(0x90, 0, 0, make([]byte, 65536-len(pingFrame)-wire.HeaderSize)))
+	if _, err := wire.DecodeMessage(big, 65536, wire.MaxFrameBody); err != nil {
+		t.Fatalf("message at the limit: %v", err)
+	}
+	big = append(big, 0)
+	if _, err := wire.DecodeMessage(big, 65536, wire.MaxFrameBody); err == nil || err.Code != wire.CodeMessageTooLarge ||
+		err.Class != wire.ClassResourceLimit || err.Offset != 0 || err.Frame != wire.TypePing {
+		t.Fatalf("message over the limit: %v", err)
+	}
+	// A configured frame-body limit below the protocol's.
+	f := raw(wire.TypePing, 0, 0, cat(hx("a2 01 07 02 58 64"), make([]byte, 100)))
+	if _, err := wire.DecodeMessage(f, wire.DefaultMaxMessage, uint32(len(f)-wire.HeaderSize)); err != nil {
+		t.Fatalf("body at the configured limit: %v", err)
+	}
+	if _, err := wire.DecodeMessage(cat(pingFrame, f), wire.DefaultMaxMessage, uint32(len(f)-wire.HeaderSize-1)); err == nil ||
+		err.Code != wire.CodeFrameTooLarge || err.Offset != len(pingFrame) {
+		t.Fatalf("body over the configured limit: %v", err)
+	}
+}
+
+// TestIgnorableFrames: an unknown type with the ignorable bit is skipped whatever its flags
+// and channel (rule 5 applies to implemented types only); its bytes are kept.
+func TestIgnorableFrames(t *testing.T) {
+	for _, typ := range []wire.Type{0x80, 0x8f, 0x90, 0xfe, 0xff} {
+		f := raw(typ, 0xff, 0xffffffff, []byte{0xde, 0xad})
+		frames, err := decode(cat(pingFrame, f, pingFrame))
+		if err != nil {
+			t.Fatalf("0x%02x: %v", uint8(typ), err)
+		}
+		if len(frames) != 3 || frames[1].Value != nil || frames[1].Offset != len(pingFrame) || !bytes.Equal(frames[1].Body, []byte{0xde, 0xad}) {
+			t.Fatalf("0x%02x: %+v", uint8(typ), frames[1])
+		}
+		if !typ.Ignorable() || wire.Known(typ) {
+			t.Fatalf("0x%02x: ignorable %v known %v", uint8(typ), typ.Ignorable(), wire.Known(typ))
+		}
+		if _, derr := wire.DecodeBody(frames[1].Frame); derr == nil || derr.Code != wire.CodeUnknownFrame {
+			t.Fatalf("DecodeBody of an unknown type: %v", derr)
+		}
+	}
+}
+
+// TestErrorValues: codes, classes and the Error helpers.
+func TestErrorValues(t *testing.T) {
+	for _, c := range wire.Codes() {
+		cl, ok := wire.ClassOf(c)
+		if !ok || cl == "" {
+			t.Fatalf("code %s has no class", c)
+		}
+		e := wire.Errorf(c, "m")
+		if e.Class != cl || e.Offset != wire.NoOffset || e.Code != c {
+			t.Fatalf("Errorf(%s) = %+v", c, e)
+		}
+		// A code of class local never travels on the wire; every other one is a valid CLOSE.
+		cl2 := &wire.Close{Code: c, Class: cl}
+		if err := cl2.Validate(); err != nil {
+			t.Fatalf("CLOSE of %s: %v", c, err)
+		}
+	}
+	fe := wire.FrameError(wire.CodeBadFlags, wire.TypePing, 13, "x")
+	if fe.Frame != wire.TypePing || fe.Offset != 13 || fe.Class != wire.ClassProtocol {
+		t.Fatalf("FrameError %+v", fe)
+	}
+	if !errors.Is(fe, wire.Errorf(wire.CodeBadFlags, "other")) || errors.Is(fe, wire.Errorf(wire.CodeBadField, "")) {
+		t.Fatal("errors.Is does not match on the code")
+	}
+	if _, ok := wire.ClassOf("no-such-code"); ok {
+		t.Fatal("unknown code has a class")
+	}
+}
