@@ -60,6 +60,7 @@ var decodeCodes = map[wire.Code]bool{
 	wire.CodeBadCBOR:         true,
 	wire.CodeBadField:        true,
 	wire.CodeBadTxn:          true,
+	wire.CodeUnsupportedTxn:  true,
 }
 
 // checkKnown fails unless err has a code this build defines, with that code's class.
@@ -178,9 +179,10 @@ var limits = protocol.Limits{
 }
 
 // Session setup: the listener subscribes from subscribeFrom and the dialer (the side under
-// test) offers offered, so ACK1 up to the last offered position is valid; the dialer
-// subscribes from 0 with an empty vector, so TXN1 is allowed and every origin starts at seq
-// 0; and the dialer has PING 1 outstanding, so PONG {1: 1} is valid.
+// test) offers offered (of an origin it named), so ACK1 up to the last offered position is
+// valid; the dialer subscribes from 0 with an empty vector, so TXN1 of an origin named by
+// an ORIGIN frame is allowed and every origin starts at seq 0; and the dialer has PING 1
+// outstanding, so PONG {1: 1} is valid.
 const subscribeFrom = 40
 
 var (
@@ -219,6 +221,9 @@ func establish(t *testing.T) (*prototest.Pair, time.Time) {
 	if err := p.D.S.Subscribe(0, nil); err != nil {
 		t.Fatal(err)
 	}
+	if err := p.D.S.SetOriginName(prototest.Origin(9), "nine"); err != nil {
+		t.Fatal(err)
+	}
 	for i, e := range offered {
 		if err := p.D.S.Offer(uint64(subscribeFrom+1+i), e.Raw); err != nil {
 			t.Fatal(err)
@@ -254,13 +259,19 @@ func checkSession(t *testing.T, data []byte) {
 	rd := s.Ready()
 	st := s.Stats() // after Ready, which closes the message being built and counts it
 
-	// Events: counted by kind; data positions increase; EventClosed only last, once.
+	// Events: counted by kind; data positions increase; EventClosed only last, once; at
+	// most one EventIgnoredFrame, counting the frames skipped.
 	count := map[protocol.EventKind]int{}
-	var lastPos uint64
+	var lastPos, ignored uint64
 	var closedEv *protocol.Event
 	for i, e := range rd.Events {
 		count[e.Kind]++
 		switch e.Kind {
+		case protocol.EventIgnoredFrame:
+			if e.Count == 0 || !e.Frame.Ignorable() || wire.Known(e.Frame) {
+				t.Fatalf("event %d: %d ignored frames, the first of type %s", i, e.Count, e.Frame)
+			}
+			ignored += e.Count
 		case protocol.EventTxn, protocol.EventDuplicate, protocol.EventGap, protocol.EventDivergence:
 			if e.Position <= lastPos {
 				t.Fatalf("event %d (%s) at position %d after %d", i, e.Kind, e.Position, lastPos)
@@ -271,6 +282,8 @@ func checkSession(t *testing.T, data []byte) {
 				t.Fatalf("acked position %d outside (%d, %d]", e.Position, subscribeFrom, lastOff)
 			}
 		case protocol.EventClosed:
+			// EventClosed is the last event, also after skipped ignorable frames
+			// (corpus 77a79351999594f5 once found it emitted before their event).
 			if i != len(rd.Events)-1 {
 				t.Fatalf("EventClosed is event %d of %d", i, len(rd.Events))
 			}
@@ -319,11 +332,13 @@ func checkSession(t *testing.T, data []byte) {
 		{"Duplicates", d(st.Duplicates, before.Duplicates), protocol.EventDuplicate},
 		{"Gaps", d(st.Gaps, before.Gaps), protocol.EventGap},
 		{"Divergences", d(st.Divergences, before.Divergences), protocol.EventDivergence},
-		{"IgnoredFrames", d(st.IgnoredFrames, before.IgnoredFrames), protocol.EventIgnoredFrame},
 	} {
 		if c.n != uint64(count[c.kind]) {
 			t.Fatalf("%s +%d, but %d %s events", c.name, c.n, count[c.kind], c.kind)
 		}
+	}
+	if n := d(st.IgnoredFrames, before.IgnoredFrames); n != ignored || count[protocol.EventIgnoredFrame] > 1 {
+		t.Fatalf("IgnoredFrames +%d, but %d events counting %d frames (one per message)", n, count[protocol.EventIgnoredFrame], ignored)
 	}
 	if d(st.BytesOut, before.BytesOut) != uint64(out) {
 		t.Fatalf("BytesOut +%d, but %d bytes sent", d(st.BytesOut, before.BytesOut), out)
@@ -520,6 +535,13 @@ func seeds(tb testing.TB) []seed {
 	}
 	pingBody := ping[wire.HeaderSize:]
 	badPos := append(make([]byte, 8), ex("TXN1")[wire.HeaderSize+8:]...)
+	// The first TXN1 example with another format byte, and with another operation kind.
+	first := ex("TXN1")
+	format2 := append([]byte(nil), first...)
+	format2[wire.HeaderSize+8] = 2
+	kind3 := append([]byte(nil), first...)
+	kind3[len(kind3)-len("\x05users\x02k1\x02v1")-1] = 3 // the kind of its one operation, a put
+	own := raw(txn1, 0, 0, append([]byte{0, 0, 0, 0, 0, 0, 0, 1}, prototest.Chain(prototest.Origin(1), 1, 1, 1)[0].Raw...))
 	out = append(out,
 		seed{"malformed-empty", []byte{}},
 		seed{"malformed-truncated-header", []byte{0x04, 0x00, 0x00}},
@@ -535,8 +557,77 @@ func seeds(tb testing.TB) []seed {
 		seed{"malformed-tag", raw(wire.TypePing, 0, 0, []byte{0xa1, 0x01, 0xc1, 0x07})},
 		seed{"malformed-txn-position-0", raw(txn1, 0, 0, badPos)},
 		seed{"malformed-after-valid-frames", cat(ping, ex("PONG"), raw(0x7e, 0, 0, nil))},
+		seed{"malformed-txn-unnamed-origin", txns},
+		seed{"malformed-txn-own-origin", cat(prototest.Frame(&wire.Origin{Origin: prototest.Origin(1), Name: "a"}), own)},
+		seed{"malformed-txn-format-2", cat(ex("ORIGIN"), format2)},
+		seed{"malformed-txn-op-kind-3", cat(ex("ORIGIN"), kind3)},
+		seed{"malformed-origin-past-max-origins", cat(ex("ORIGIN"), prototest.Frame(&wire.Origin{Origin: prototest.Origin(10), Name: "ten"}),
+			prototest.Frame(&wire.Origin{Origin: prototest.Origin(11), Name: "eleven"}))},
+		// One byte past HELLO's own bound (printable, to keep the corpus file small).
+		seed{"malformed-hello-over-type-bound", raw(wire.TypeHello, 0, 0, bytes.Repeat([]byte("a"), wire.MaxHelloBody+1))},
+		seed{"malformed-float-in-unknown-key", raw(wire.TypePing, 0, 0, []byte{0xa2, 0x01, 0x07, 0x09, 0xf9, 0x3e, 0x00})},
+		seed{"ignorable-frames-coalesced", cat(raw(0x90, 0, 0, nil), ping, raw(0x91, 1, 2, []byte("x")), raw(0xff, 0, 0, nil))},
 	)
 	return out
+}
+
+// TestSeedOutcomes: the seeds of the rules added before the first release do what their
+// names say against the session under test (code "" means it stays established) and, when
+// wireCode is set, against wire.DecodeMessage at the protocol's default limits.
+func TestSeedOutcomes(t *testing.T) {
+	want := map[string]struct {
+		code     wire.Code
+		ignored  uint64
+		wireCode wire.Code
+	}{
+		"session-stream":                    {"", 1, ""},
+		"ignorable-frames-coalesced":        {"", 3, ""},
+		"malformed-txn-unnamed-origin":      {wire.CodeUnexpectedFrame, 0, ""},
+		"malformed-txn-own-origin":          {wire.CodeUnexpectedFrame, 0, ""},
+		"malformed-txn-format-2":            {wire.CodeUnsupportedTxn, 0, wire.CodeUnsupportedTxn},
+		"malformed-txn-op-kind-3":           {wire.CodeUnsupportedTxn, 0, wire.CodeUnsupportedTxn},
+		"malformed-origin-past-max-origins": {wire.CodeTooManyOrigins, 0, ""},
+		// The session under test has a frame-body limit of 1024; at the default limits the
+		// wire decoder is stopped by HELLO's own bound.
+		"malformed-hello-over-type-bound": {wire.CodeFrameTooLarge, 0, wire.CodeFrameTooLarge},
+		"malformed-float-in-unknown-key":  {wire.CodeBadCBOR, 0, wire.CodeBadCBOR},
+	}
+	seen := 0
+	for _, sd := range seeds(t) {
+		w, ok := want[sd.name]
+		if !ok {
+			continue
+		}
+		seen++
+		p, now := establish(t)
+		s := p.D.S
+		if err := s.Receive(now, sd.data); err != nil {
+			t.Fatalf("%s: %v", sd.name, err)
+		}
+		rd := s.Ready()
+		var evIgnored []uint64
+		for _, e := range rd.Events {
+			if e.Kind == protocol.EventIgnoredFrame {
+				evIgnored = append(evIgnored, e.Count)
+			}
+		}
+		switch {
+		case w.code == "" && (s.State() != protocol.StateEstablished || s.Err() != nil):
+			t.Errorf("%s: state %v, err %v", sd.name, s.State(), s.Err())
+		case w.code != "" && (s.Err() == nil || s.Err().Code != w.code):
+			t.Errorf("%s: err %v, want %s", sd.name, s.Err(), w.code)
+		case w.ignored > 0 && (len(evIgnored) != 1 || evIgnored[0] != w.ignored || s.Stats().IgnoredFrames != w.ignored):
+			t.Errorf("%s: ignored-frame events %v, IgnoredFrames %d; want one event of %d", sd.name, evIgnored, s.Stats().IgnoredFrames, w.ignored)
+		}
+		if w.wireCode != "" {
+			if _, err := wire.DecodeMessage(sd.data, wire.DefaultMaxMessage, wire.MaxFrameBody); err == nil || err.Code != w.wireCode {
+				t.Errorf("%s: DecodeMessage %v, want %s", sd.name, err, w.wireCode)
+			}
+		}
+	}
+	if seen != len(want) {
+		t.Fatalf("%d of the %d seeds found", seen, len(want))
+	}
 }
 
 var writeSeeds = flag.Bool("write-seeds", false, "TestWriteSeedCorpus: write FuzzDecode's seeds to testdata/fuzz/FuzzDecode")

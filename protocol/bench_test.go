@@ -39,7 +39,8 @@ func newReceiveBench(b *testing.B, records, perMessage int) *receiveBench {
 	return rb
 }
 
-// session returns a fresh established receiver, subscribed from position 0.
+// session returns a fresh established receiver, subscribed from position 0, to which the
+// sender named the chain's origin.
 func (rb *receiveBench) session(b *testing.B) *protocol.Session {
 	dc := prototest.Config(wire.RoleDialer, "r", 1)
 	dc.Limits.MaxUnackedBytes = 1 << 30
@@ -51,7 +52,12 @@ func (rb *receiveBench) session(b *testing.B) *protocol.Session {
 	if err := p.D.S.Subscribe(0, nil); err != nil {
 		b.Fatal(err)
 	}
-	p.D.S.Ready()
+	if err := p.D.S.Receive(p.Now, prototest.Frame(&wire.Origin{Origin: prototest.Origin(7), Name: "seven"})); err != nil {
+		b.Fatal(err)
+	}
+	if rd := p.D.S.Ready(); len(rd.Events) != 1 || rd.Events[0].Kind != protocol.EventOriginNamed {
+		b.Fatalf("naming the origin: %v", p.D.S.Err())
+	}
 	return p.D.S
 }
 
@@ -103,6 +109,9 @@ func BenchmarkSessionOffer(b *testing.B) {
 	_ = p.D.S.Subscribe(0, nil)
 	p.Pump(10)
 	s := p.L.S
+	if err := s.SetOriginName(prototest.Origin(7), "seven"); err != nil {
+		b.Fatal(err)
+	}
 	s.Ready()
 	b.SetBytes(int64(wire.HeaderSize + 8 + len(chain[0].Raw)))
 	b.ReportAllocs()

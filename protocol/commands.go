@@ -30,14 +30,23 @@ func (s *Session) Subscribe(from uint64, vector []Cursor) error {
 	if len(vector) > s.limits.MaxOrigins {
 		return wire.Errorf(wire.CodeTooManyOrigins, "vector of "+strconv.Itoa(len(vector))+" origins exceeds "+strconv.Itoa(s.limits.MaxOrigins))
 	}
+	seen := make(map[wire.OriginID]bool, len(vector))
 	for _, c := range vector {
 		if err := checkCursor(c); err != nil {
 			return err
 		}
-		if _, dup := s.vector[c.Origin]; dup {
+		if seen[c.Origin] {
 			return wire.Errorf(wire.CodeBadArgument, "origin "+c.Origin.String()+" appears twice in the vector")
 		}
-		s.vector[c.Origin] = chainPos{seq: c.Seq, hash: c.Hash}
+		seen[c.Origin] = true
+	}
+	for _, c := range vector {
+		if _, known := s.vector[c.Origin]; !known && len(s.vector) >= s.limits.MaxOrigins {
+			return wire.Errorf(wire.CodeTooManyOrigins, "the receive vector holds "+strconv.Itoa(s.limits.MaxOrigins)+" origins already")
+		}
+		p := s.vector[c.Origin] // keeps whether the peer named it
+		p.seq, p.hash = c.Seq, c.Hash
+		s.vector[c.Origin] = p
 	}
 	s.subscribed = true
 	s.lastPos, s.acked = from, from
@@ -74,7 +83,8 @@ func (s *Session) Observe(c Cursor) error {
 		return wire.Errorf(wire.CodeTooManyOrigins, "the receive vector holds "+strconv.Itoa(s.limits.MaxOrigins)+" origins already")
 	}
 	if c.Seq > old.seq {
-		s.vector[c.Origin] = chainPos{seq: c.Seq, hash: c.Hash}
+		old.seq, old.hash = c.Seq, c.Hash
+		s.vector[c.Origin] = old
 	}
 	return nil
 }
@@ -121,16 +131,28 @@ func (s *Session) Offer(position uint64, txn []byte) error {
 	if v.Origin == s.info.PeerOrigin {
 		return wire.Errorf(wire.CodeBadArgument, "the peer's own origin is never sent back to it")
 	}
-	size := wire.HeaderSize + 8 + len(txn)
-	if size > s.peerMaxMsg || 8+len(txn) > wire.MaxFrameBody {
-		return wire.Errorf(wire.CodeFrameTooLarge, "a frame of "+strconv.Itoa(size)+" bytes exceeds the peer's message limit of "+strconv.Itoa(s.peerMaxMsg))
+	name, named := s.names[v.Origin]
+	if !named {
+		return wire.Errorf(wire.CodeBadArgument, "origin "+v.Origin.String()+" has no name: SetOriginName first, its ORIGIN frame precedes its entries")
+	}
+	body := 8 + len(txn)
+	if body > s.peerFrame {
+		return wire.Errorf(wire.CodeFrameTooLarge, "a TXN1 body of "+strconv.Itoa(body)+" bytes exceeds the peer's frame limit of "+strconv.Itoa(s.peerFrame))
+	}
+	size := wire.HeaderSize + body
+	var origin []byte // the ORIGIN frame's body, when this is the origin's first entry here
+	if !s.announced[v.Origin] {
+		if origin, err = (&wire.Origin{Origin: v.Origin, Name: name}).AppendBody(nil); err != nil {
+			return wire.Errorf(wire.CodeInternal, "encoding ORIGIN: "+err.Error())
+		}
+		size += wire.HeaderSize + len(origin)
 	}
 	if s.outBytes > 0 && s.outBytes+size > s.limits.MaxSendBuffer {
 		return wire.Errorf(wire.CodeSendBufferFull, strconv.Itoa(s.outBytes)+" bytes are queued; take them with Ready first")
 	}
-	if name, ok := s.names[v.Origin]; ok && !s.announced[v.Origin] {
+	if origin != nil {
 		s.announced[v.Origin] = true
-		s.sendControl(&wire.Origin{Origin: v.Origin, Name: name})
+		s.sendRaw(wire.TypeOrigin, 0, origin)
 	}
 	s.lastSent = position
 	s.stats.TxnsSent++
@@ -156,6 +178,7 @@ func (s *Session) Ack(position uint64) error {
 		return nil
 	}
 	s.acked = position
+	wasPaused := s.ReadPaused()
 	for s.unackedHead < len(s.unacked) && s.unacked[s.unackedHead].pos <= position {
 		s.unackedBytes -= s.unacked[s.unackedHead].size
 		s.unackedHead++
@@ -165,6 +188,9 @@ func (s *Session) Ack(position uint64) error {
 	} else if s.unackedHead > len(s.unacked)/2 {
 		n := copy(s.unacked, s.unacked[s.unackedHead:])
 		s.unacked, s.unackedHead = s.unacked[:n], 0
+	}
+	if wasPaused && !s.ReadPaused() {
+		s.resumed = true
 	}
 	s.sendControl(&wire.Ack1{Position: position})
 	return nil

@@ -27,7 +27,8 @@ const (
 	EventDivergence
 	// EventAcked: the peer made every entry up to Position durable.
 	EventAcked
-	// EventIgnoredFrame: an unknown ignorable frame of type Frame was skipped and counted.
+	// EventIgnoredFrame: Count unknown ignorable frames of one message were skipped and
+	// counted; Frame is the type of the first.
 	EventIgnoredFrame
 	// EventClosed: the session is closed; Err says why and ByPeer whether the peer said so.
 	EventClosed
@@ -62,6 +63,7 @@ type Event struct {
 	Origin    wire.OriginID // EventOriginNamed
 	Name      string        // EventOriginNamed
 	Frame     wire.Type     // EventIgnoredFrame
+	Count     uint64        // EventIgnoredFrame
 	Handshake *HandshakeInfo
 	Err       *wire.Error // EventClosed
 	ByPeer    bool        // EventClosed

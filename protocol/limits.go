@@ -9,10 +9,13 @@ import (
 
 // Limits are a session's named bounds. The zero value of a field means its default.
 type Limits struct {
-	// MaxFrameBody bounds a received frame's body (default and ceiling: wire.MaxFrameBody).
+	// MaxFrameBody bounds a received frame's body (default and ceiling: wire.MaxFrameBody,
+	// at least wire.MinMaxFrame). It is advertised in HELLO: the peer refuses to queue a
+	// larger frame (Offer answers frame-too-large) rather than send it.
 	MaxFrameBody uint32
 	// MaxMessage bounds a received message; it is advertised in HELLO so the peer packs
-	// its messages within it (default wire.DefaultMaxMessage, at least wire.MinMaxMessage).
+	// its messages within it (default wire.DefaultMaxMessage, at least wire.MinMaxMessage
+	// and room for one frame of MaxFrameBody).
 	MaxMessage int
 	// MaxSendBuffer bounds the bytes queued for sending (data and control frames) beyond
 	// which Offer refuses, until the caller takes them with Ready (default 4 MiB). Offer
@@ -76,10 +79,12 @@ func (l Limits) WithDefaults() Limits {
 func (l Limits) Validate() *wire.Error {
 	bad := func(msg string) *wire.Error { return wire.Errorf(wire.CodeBadArgument, "limits: "+msg) }
 	switch {
-	case l.MaxFrameBody > wire.MaxFrameBody:
-		return bad("MaxFrameBody " + strconv.FormatUint(uint64(l.MaxFrameBody), 10) + " exceeds the protocol's " + strconv.Itoa(wire.MaxFrameBody))
+	case l.MaxFrameBody > wire.MaxFrameBody || l.MaxFrameBody < wire.MinMaxFrame:
+		return bad("MaxFrameBody " + strconv.FormatUint(uint64(l.MaxFrameBody), 10) + " is outside 1 KiB..16 MiB")
 	case l.MaxMessage < wire.MinMaxMessage || l.MaxMessage > maxMessageCeiling:
 		return bad("MaxMessage " + strconv.Itoa(l.MaxMessage) + " is outside 64 KiB..1 GiB")
+	case l.MaxMessage < int(l.MaxFrameBody)+wire.HeaderSize:
+		return bad("MaxMessage " + strconv.Itoa(l.MaxMessage) + " cannot hold a frame of MaxFrameBody " + strconv.FormatUint(uint64(l.MaxFrameBody), 10))
 	case l.MaxSendBuffer < 0 || l.MaxUnackedBytes < 0 || l.MaxOrigins < 0:
 		return bad("negative bound")
 	case l.HandshakeTimeout < 0 || l.PingInterval < 0 || l.LivenessTimeout < 0:

@@ -7,10 +7,12 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"plait/protocol"
 	"plait/protocol/prototest"
@@ -159,6 +161,14 @@ func checkClosed(t *testing.T, s *protocol.Session, msgs [][]byte, evs []protoco
 	if cl.Code != code || cl.Class != class {
 		t.Fatalf("CLOSE carries %s (%s), want %s (%s)", cl.Code, cl.Class, code, class)
 	}
+	// The message is the detail (frame, offset, reason), not the code and class again; it is
+	// valid UTF-8 within the CLOSE bound whatever the detail holds.
+	if !utf8.ValidString(cl.Message) || len(cl.Message) > wire.MaxCloseText {
+		t.Fatalf("CLOSE message of %d bytes, valid UTF-8 %v", len(cl.Message), utf8.ValidString(cl.Message))
+	}
+	if d := e.Detail(); utf8.ValidString(d) && len(d) <= wire.MaxCloseText && cl.Message != d {
+		t.Fatalf("CLOSE message %q, want the detail %q", cl.Message, d)
+	}
 	for _, f := range fs[:len(fs)-1] {
 		if f.Type == wire.TypeClose {
 			t.Fatal("more than one CLOSE sent")
@@ -229,6 +239,54 @@ func peerHello(mod func(h *wire.Hello)) []byte {
 
 func helloFrame(body []byte) []byte { return prototest.RawFrame(wire.TypeHello, 0, 0, body) }
 
+// cborBytes is the CBOR encoding of a byte string of n zero bytes (n < 65536).
+func cborBytes(n int) []byte {
+	switch {
+	case n < 24:
+		return append([]byte{0x40 + byte(n)}, make([]byte, n)...)
+	case n < 256:
+		return append([]byte{0x58, byte(n)}, make([]byte, n)...)
+	}
+	return append([]byte{0x59, byte(n >> 8), byte(n)}, make([]byte, n)...)
+}
+
+// helloOfSize is a valid peer HELLO body (peerHello, changed by mod) padded with an unknown
+// key to exactly size bytes.
+func helloOfSize(size int, mod func(h *wire.Hello)) []byte {
+	if b := peerHello(mod); len(b) == size {
+		return b
+	}
+	for n := max(0, size-len(peerHello(mod))-8); n <= size; n++ {
+		b := peerHello(func(h *wire.Hello) {
+			if mod != nil {
+				mod(h)
+			}
+			h.Extra = wire.Extra{20: cborBytes(n)}
+		})
+		if len(b) == size {
+			return b
+		}
+	}
+	panic("no HELLO body of exactly the size")
+}
+
+// entryOfBody is a seq-1 transaction of origin whose TXN1 body (position and encoding) is
+// exactly body bytes.
+func entryOfBody(origin wire.OriginID, body int) prototest.Entry {
+	for v := max(0, body-100); v <= body; v++ {
+		e := prototest.Chain(origin, 1, 1, v)[0]
+		if 8+len(e.Raw) == body {
+			return e
+		}
+	}
+	panic("no transaction of the size")
+}
+
+// originFrame is an ORIGIN frame naming o.
+func originFrame(o wire.OriginID, name string) []byte {
+	return prototest.Frame(&wire.Origin{Origin: o, Name: name})
+}
+
 // txnHead is the fixed part of an fxOrigin transaction at seq after prev.
 func txnHead(seq uint64, prev wire.Hash) []byte {
 	b := []byte{wire.TxnFormat1}
@@ -267,7 +325,7 @@ const (
 
 // inputCase is one received message that closes the session.
 type inputCase struct {
-	class  string // M1..M21 of SPEC's "Malformed input" table; "" for other input errors
+	class  string // M1..M22 of SPEC's "Malformed input" table; "" for other input errors
 	name   string
 	on     target
 	limits protocol.Limits                                               // D's limits (on D)
@@ -277,6 +335,7 @@ type inputCase struct {
 	code   wire.Code                                                     // expected
 	frame  wire.Type                                                     // expected Err().Frame
 	offset int                                                           // expected Err().Offset (wire.NoOffset, or anyOffset)
+	sends  []wire.Type                                                   // when set: the types of every frame sent in response
 	check  func(t *testing.T, s *protocol.Session, evs []protocol.Event) // more assertions
 }
 
@@ -300,7 +359,32 @@ func inputCases() []inputCase {
 		pb := peerHello(nil)
 		return cat(helloFrame(pb), prototest.AuthFor([]byte("test-secret"), wire.RoleDialer, pb, local))
 	}
+	// The handshake target is node 2: a peer HELLO with its origin id, then an AUTH.
+	selfHello := peerHello(func(h *wire.Hello) { h.Origin = prototest.Origin(2) })
+	selfAuth := func(secret string) func(local []byte) []byte {
+		return func(local []byte) []byte {
+			return cat(helloFrame(selfHello), prototest.AuthFor([]byte(secret), wire.RoleDialer, selfHello, local))
+		}
+	}
+	authThenClose := []wire.Type{wire.TypeAuth, wire.TypeClose}
 	helloLen := len(hello(nil))
+	ten := prototest.Chain(prototest.Origin(10), 2, 1, 1) // an origin D has not been told about
+	own := prototest.Chain(prototest.Origin(1), 1, 1, 1)  // D's own origin
+	format := func(f byte, raw []byte) []byte { return mutate(raw, func(b []byte) []byte { b[0] = f; return b }) }
+	noEvent := func(kind protocol.EventKind) func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
+		return func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
+			if slices.ContainsFunc(evs, func(e protocol.Event) bool { return e.Kind == kind }) {
+				t.Fatalf("events %v: want no %s", kinds(evs), kind)
+			}
+		}
+	}
+	names := func(origin wire.OriginID, n int) func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
+		return func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
+			if err := s.Err(); !strings.Contains(err.Message, origin.String()) || !strings.Contains(err.Message, "seq "+strconv.Itoa(n)) {
+				t.Fatalf("%v does not name origin %s seq %d", err, origin, n)
+			}
+		}
+	}
 	countIs := func(what string, get func(protocol.Stats) uint64, kind protocol.EventKind, expected uint64) func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
 		return func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
 			if n := get(s.Stats()); n != 1 {
@@ -314,7 +398,7 @@ func inputCases() []inputCase {
 	}
 	return []inputCase{
 		{class: "M1", name: "empty message", msg: []byte{}, code: wire.CodeMalformedFrame, frame: 0, offset: 0},
-		{class: "M2", name: "64 KiB + 1 against a 64 KiB limit", limits: protocol.Limits{MaxMessage: 64 << 10},
+		{class: "M2", name: "64 KiB + 1 against a 64 KiB limit", limits: protocol.Limits{MaxMessage: 64 << 10, MaxFrameBody: 64<<10 - wire.HeaderSize},
 			msg: ping(prototest.RawFrame(0x90, 0, 0, make([]byte, 64<<10+1-P-wire.HeaderSize))), code: wire.CodeMessageTooLarge, frame: wire.TypePing, offset: 0},
 		{class: "M3", name: "truncated header 04 00 00", msg: ping(hx("04 00 00")), code: wire.CodeMalformedFrame, frame: wire.TypePing, offset: P},
 		{class: "M3", name: "one byte of header", msg: ping(hx("11")), code: wire.CodeMalformedFrame, frame: wire.TypeTxn1, offset: P},
@@ -322,6 +406,12 @@ func inputCases() []inputCase {
 		{class: "M5", name: "length 2^24 + 1", msg: ping(hdr(wire.TypePing, 1<<24+1)), code: wire.CodeFrameTooLarge, frame: wire.TypePing, offset: P},
 		{class: "M5", name: "body over a configured limit of 1024", limits: protocol.Limits{MaxFrameBody: 1024},
 			msg: ping(prototest.RawFrame(0x90, 0, 0, make([]byte, 1025))), code: wire.CodeFrameTooLarge, frame: 0x90, offset: P},
+		{class: "M5", name: "TXN1 over a configured limit of 1024", limits: protocol.Limits{MaxFrameBody: 1024},
+			msg: ping(originFrame(prototest.Origin(10), "ten"), txn1(4, entryOfBody(prototest.Origin(10), 1025).Raw)), code: wire.CodeFrameTooLarge, frame: wire.TypeTxn1, offset: P + len(originFrame(prototest.Origin(10), "ten"))},
+		{class: "M5", name: "a PING body of 64 KiB + 1", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, make([]byte, 64<<10+1))), code: wire.CodeFrameTooLarge, frame: wire.TypePing, offset: P},
+		{class: "M5", name: "an ORIGIN body of 64 KiB + 1 with flags and a channel", msg: ping(prototest.RawFrame(wire.TypeOrigin, 1, 3, make([]byte, 64<<10+1))), code: wire.CodeFrameTooLarge, frame: wire.TypeOrigin, offset: P},
+		{class: "M5", name: "a HELLO body of 16 KiB + 1", on: onHandshake, msg: helloFrame(helloOfSize(16<<10+1, nil)), code: wire.CodeFrameTooLarge, frame: wire.TypeHello, offset: 0},
+		{class: "M5", name: "a HELLO body of 16 KiB + 1 once established", msg: ping(helloFrame(helloOfSize(16<<10+1, nil))), code: wire.CodeFrameTooLarge, frame: wire.TypeHello, offset: P},
 		{class: "M6", name: "PING with flags 0x01", msg: ping(prototest.RawFrame(wire.TypePing, 1, 0, hx("a1 01 07"))), code: wire.CodeBadFlags, frame: wire.TypePing, offset: P},
 		{class: "M6", name: "TXN1 with the reserved compressed bit", msg: ping(prototest.RawFrame(wire.TypeTxn1, 1, 0, txn1(4, fxChain[3].Raw)[wire.HeaderSize:])), code: wire.CodeBadFlags, frame: wire.TypeTxn1, offset: P},
 		{class: "M7", name: "PING on channel 5", msg: ping(prototest.RawFrame(wire.TypePing, 0, 5, hx("a1 01 07"))), code: wire.CodeBadChannel, frame: wire.TypePing, offset: P},
@@ -336,6 +426,11 @@ func inputCases() []inputCase {
 		{class: "M11", name: "{1: 7, 1: 7}", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a2 01 07 01 07"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
 		{class: "M12", name: "bf 01 07 ff", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("bf 01 07 ff"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
 		{class: "M13", name: "{1: 1(7)}", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a1 01 c1 07"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M13", name: "PING {1: 7, 9: 1.5}", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a2 01 07 09 f9 3e00"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M13", name: "PING {1: 7, 9: undefined}", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a2 01 07 09 f7"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M13", name: "a float deep in an unknown key of ORIGIN", msg: ping(prototest.RawFrame(wire.TypeOrigin, 0, 0, cat(hx("a3 01 50"), fxOrigin[:], hx("02 61 61 03 81 a1 01 fa 47c35000")))), code: wire.CodeBadCBOR, frame: wire.TypeOrigin, offset: P},
+		{class: "M13", name: "a boolean map key in an unknown key of ACK1", on: onL, msg: ping(prototest.RawFrame(wire.TypeAck1, 0, 0, hx("a2 01 01 02 a1 f5 00"))), code: wire.CodeBadCBOR, frame: wire.TypeAck1, offset: P},
+		{class: "M13", name: "a float in an unknown key of HELLO", on: onHandshake, msg: helloFrame(peerHello(func(h *wire.Hello) { h.Extra = wire.Extra{20: hx("f9 3c00")} })), code: wire.CodeBadCBOR, frame: wire.TypeHello, offset: 0},
 		{class: "M14", name: "nesting 9 deep", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a2 01 07 02"+strings.Repeat("81", 8)+"00"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
 		{class: "M14", name: "65 map pairs", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, mapPairs(65))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
 		{class: "M15", name: "{1: 0x1807} non-shortest", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a1 01 18 07"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
@@ -356,12 +451,16 @@ func inputCases() []inputCase {
 		{class: "M18", name: "HELLO name \"a b\"", on: onHandshake, msg: hello(func(h *wire.Hello) { h.Name = "a b" }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
 		{class: "M18", name: "HELLO versions 2..1", on: onHandshake, msg: hello(func(h *wire.Hello) { h.MinVersion, h.MaxVersion = 2, 1 }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
 		{class: "M18", name: "HELLO unsorted capabilities", on: onHandshake, msg: hello(func(h *wire.Hello) { h.Caps = []string{"b", "a"} }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
+		{class: "M18", name: "HELLO max message 65536 below max frame body 65527 + 10", on: onHandshake, msg: hello(func(h *wire.Hello) { h.MaxMessage, h.MaxFrame = 65536, 65527 }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
+		{class: "M18", name: "HELLO max message 65536 with the default max frame body", on: onHandshake, msg: hello(func(h *wire.Hello) { h.MaxMessage = 65536 }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
+		{class: "M18", name: "HELLO max frame body 1023", on: onHandshake, msg: hello(func(h *wire.Hello) { h.MaxFrame = 1023 }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
+		{class: "M18", name: "HELLO max frame body 16777217", on: onHandshake, msg: hello(func(h *wire.Hello) { h.MaxFrame = 16777217 }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
 		{class: "M18", name: "HELLO with a bad field once established", msg: ping(hello(func(h *wire.Hello) { h.Nonce = h.Nonce[:8] })), code: wire.CodeBadField, frame: wire.TypeHello, offset: P},
 		{class: "M18", name: "ORIGIN name \"a b\"", msg: ping(prototest.Frame(&wire.Origin{Origin: fxOrigin, Name: "a b"})), code: wire.CodeBadField, frame: wire.TypeOrigin, offset: P},
 		{class: "M18", name: "ACK1 position 0", on: onL, msg: ping(ack1(0)), code: wire.CodeBadField, frame: wire.TypeAck1, offset: P},
 		{class: "M19", name: "seq 0", msg: ping(txn1(4, cat(txnHead(0, wire.Hash{}), hx("01"), putT))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
-		{class: "M19", name: "unknown format", msg: ping(txn1(4, mutate(fxChain[3].Raw, func(b []byte) []byte { b[0] = 2; return b }))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
-		{class: "M19", name: "op kind 3", msg: ping(txn1(4, cat(goodHead, hx("01 03 01 74 01 6b")))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
+		{class: "M19", name: "format 0", msg: ping(txn1(4, format(0, fxChain[3].Raw))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
+		{class: "M19", name: "op kind 0", msg: ping(txn1(4, cat(goodHead, hx("01 00 01 74 01 6b")))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
 		{class: "M19", name: "table a/b", msg: ping(txn1(4, cat(goodHead, hx("01 01 03 612f62 01 6b 01 76")))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
 		{class: "M19", name: "empty key", msg: ping(txn1(4, cat(goodHead, hx("01 02 01 74 00")))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
 		{class: "M19", name: "non-minimal varint", msg: ping(txn1(4, cat(goodHead, hx("81 00"), putT))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
@@ -379,6 +478,13 @@ func inputCases() []inputCase {
 		{class: "M20", name: "HELLO once established", msg: ping(hello(func(h *wire.Hello) { h.Role = wire.RoleListener })), code: wire.CodeUnexpectedFrame, frame: wire.TypeHello, offset: P},
 		{class: "M20", name: "AUTH once established", msg: ping(prototest.AuthFor(nil, wire.RoleListener, nil, nil)), code: wire.CodeUnexpectedFrame, frame: wire.TypeAuth, offset: P},
 		{class: "M20", name: "ACK1 before SUBSCRIBE1", msg: ping(ack1(1)), code: wire.CodeUnexpectedFrame, frame: wire.TypeAck1, offset: P},
+		{class: "M20", name: "TXN1 before its origin's ORIGIN", msg: ping(txn1(4, ten[0].Raw)), code: wire.CodeUnexpectedFrame, frame: wire.TypeTxn1, offset: P,
+			check: noEvent(protocol.EventTxn)},
+		{class: "M20", name: "TXN1 of an origin named only after it", msg: ping(txn1(4, ten[0].Raw), originFrame(prototest.Origin(10), "ten")), code: wire.CodeUnexpectedFrame, frame: wire.TypeTxn1, offset: P,
+			check: noEvent(protocol.EventOriginNamed)},
+		{class: "M20", name: "TXN1 of the receiver's own origin", msg: ping(originFrame(prototest.Origin(1), "self"), txn1(4, own[0].Raw)), code: wire.CodeUnexpectedFrame, frame: wire.TypeTxn1, offset: P + len(originFrame(prototest.Origin(1), "self")),
+			check: noEvent(protocol.EventTxn)},
+		{class: "M20", name: "TXN1 of the receiver's own origin, unnamed", msg: ping(txn1(4, own[0].Raw)), code: wire.CodeUnexpectedFrame, frame: wire.TypeTxn1, offset: P},
 		{class: "M21", name: "a TXN1 position equal to the last", msg: ping(txn1(3, fxChain[3].Raw)), code: wire.CodeOutOfOrder, frame: wire.TypeTxn1, offset: P},
 		{class: "M21", name: "a TXN1 position below the last", msg: ping(txn1(2, fxChain[3].Raw)), code: wire.CodeOutOfOrder, frame: wire.TypeTxn1, offset: P},
 		{class: "M21", name: "a TXN1 position going back within a message", msg: ping(txn1(9, fxChain[3].Raw), txn1(5, fxChain[4].Raw)),
@@ -389,6 +495,13 @@ func inputCases() []inputCase {
 					t.Fatalf("the ACK1 before the error did not take effect: %v", kinds(evs))
 				}
 			}},
+		{class: "M22", name: "format 2", msg: ping(txn1(4, format(2, fxChain[3].Raw))), code: wire.CodeUnsupportedTxn, frame: wire.TypeTxn1, offset: P,
+			check: names(fxOrigin, 4)},
+		{class: "M22", name: "format 0xff of an unnamed origin", msg: ping(txn1(4, format(0xff, ten[0].Raw))), code: wire.CodeUnsupportedTxn, frame: wire.TypeTxn1, offset: P,
+			check: names(prototest.Origin(10), 1)},
+		{class: "M22", name: "op kind 3", msg: ping(txn1(4, cat(goodHead, hx("01 03 01 74 01 6b")))), code: wire.CodeUnsupportedTxn, frame: wire.TypeTxn1, offset: P},
+		{class: "M22", name: "op kind 0xff after a put", msg: ping(txn1(4, cat(goodHead, hx("02"), putT, hx("ff 01 74 01 6b")))), code: wire.CodeUnsupportedTxn, frame: wire.TypeTxn1, offset: P},
+		{class: "M22", name: "format 2 in the handshake", on: onHandshake, msg: txn1(1, format(2, fxChain[0].Raw)), code: wire.CodeUnsupportedTxn, frame: wire.TypeTxn1, offset: 0},
 
 		// Other errors caused by input.
 		{name: "ACK1 beyond the last position sent", on: onL, msg: ping(ack1(4)), code: wire.CodeBadField, frame: wire.TypeAck1, offset: P},
@@ -398,18 +511,39 @@ func inputCases() []inputCase {
 			check: countIs("divergence", func(s protocol.Stats) uint64 { return s.Divergences }, protocol.EventDivergence, 3)},
 		{name: "a gap", msg: ping(txn1(4, fxChain[4].Raw)), code: wire.CodeGapDetected, frame: wire.TypeTxn1, offset: P,
 			check: countIs("gap", func(s protocol.Stats) uint64 { return s.Gaps }, protocol.EventGap, 4)},
-		{name: "a first entry past seq 1 of an unknown origin", msg: ping(txn1(4, prototest.Chain(prototest.Origin(10), 2, 1, 1)[1].Raw)),
-			code: wire.CodeGapDetected, frame: wire.TypeTxn1, offset: P},
-		{name: "an origin past MaxOrigins", limits: protocol.Limits{MaxOrigins: 1}, msg: ping(txn1(4, prototest.Chain(prototest.Origin(10), 1, 1, 1)[0].Raw)),
-			code: wire.CodeTooManyOrigins, frame: wire.TypeTxn1, offset: P},
+		{name: "a first entry past seq 1 of a newly named origin", msg: ping(originFrame(prototest.Origin(10), "ten"), txn1(4, ten[1].Raw)),
+			code: wire.CodeGapDetected, frame: wire.TypeTxn1, offset: P + len(originFrame(prototest.Origin(10), "ten"))},
+		{name: "an ORIGIN past MaxOrigins", limits: protocol.Limits{MaxOrigins: 1}, msg: ping(originFrame(prototest.Origin(10), "ten")),
+			code: wire.CodeTooManyOrigins, frame: wire.TypeOrigin, offset: P, check: noEvent(protocol.EventOriginNamed)},
+		{name: "a renaming ORIGIN within MaxOrigins, then a new one past it", limits: protocol.Limits{MaxOrigins: 1},
+			msg:  ping(originFrame(fxOrigin, "renamed"), originFrame(prototest.Origin(10), "ten")),
+			code: wire.CodeTooManyOrigins, frame: wire.TypeOrigin, offset: P + len(originFrame(fxOrigin, "renamed")),
+			check: func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
+				if len(evs) != 2 || evs[0].Kind != protocol.EventOriginNamed || evs[0].Origin != fxOrigin || evs[0].Name != "renamed" {
+					t.Fatalf("events %+v: want the renaming ORIGIN to take effect", evs)
+				}
+			}},
+		{name: "the third origin's ORIGIN against MaxOrigins 2", limits: protocol.Limits{MaxOrigins: 2},
+			msg:  ping(originFrame(prototest.Origin(10), "ten"), txn1(4, ten[0].Raw), originFrame(prototest.Origin(11), "eleven")),
+			code: wire.CodeTooManyOrigins, frame: wire.TypeOrigin, offset: P + len(originFrame(prototest.Origin(10), "ten")) + len(txn1(4, ten[0].Raw)),
+			check: func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
+				if len(evs) != 3 || evs[1].Kind != protocol.EventTxn || evs[1].Txn.Origin != prototest.Origin(10) {
+					t.Fatalf("events %v: want origin 10 named and its entry applied first", kinds(evs))
+				}
+			}},
 		{name: "input while reads are paused", limits: protocol.Limits{MaxUnackedBytes: 1}, msg: ping7, code: wire.CodeReceiveBufferFull, offset: wire.NoOffset},
 		{name: "equal roles", on: onHandshake, msg: hello(func(h *wire.Hello) { h.Role = wire.RoleListener }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
-		{name: "the peer has our origin id", on: onHandshake, msg: hello(func(h *wire.Hello) { h.Origin = prototest.Origin(2) }), code: wire.CodeSelfConnect, frame: wire.TypeHello, offset: 0},
+		{name: "the peer has our origin id", on: onHandshake, msgFn: selfAuth("test-secret"), code: wire.CodeSelfConnect, frame: wire.TypeAuth, offset: len(helloFrame(selfHello)),
+			sends: authThenClose},
+		{name: "the peer has our origin id and a wrong MAC", on: onHandshake, msgFn: selfAuth("wrong"), code: wire.CodeAuthFailed, frame: wire.TypeAuth, offset: len(helloFrame(selfHello)),
+			sends: authThenClose},
+		{name: "the peer has our origin id and an unexpected name", on: onHandshake, cfg: func(c *protocol.Config) { c.ExpectedPeer = "q" }, msgFn: selfAuth("test-secret"),
+			code: wire.CodeSelfConnect, frame: wire.TypeAuth, offset: len(helloFrame(selfHello)), sends: authThenClose},
 		// The frame and offset of unsupported-version are checked by TestUnsupportedVersionNamesHello.
 		{name: "no common version", on: onHandshake, msg: hello(func(h *wire.Hello) { h.MinVersion, h.MaxVersion = 2, 2 }), code: wire.CodeUnsupportedVersion, offset: anyOffset},
-		{name: "a wrong MAC", on: onHandshake, msgFn: wrongAuth, code: wire.CodeAuthFailed, frame: wire.TypeAuth, offset: helloLen},
+		{name: "a wrong MAC", on: onHandshake, msgFn: wrongAuth, code: wire.CodeAuthFailed, frame: wire.TypeAuth, offset: helloLen, sends: authThenClose},
 		{name: "an unexpected peer name", on: onHandshake, cfg: func(c *protocol.Config) { c.ExpectedPeer = "q" }, msgFn: goodAuth,
-			code: wire.CodePeerNameMismatch, frame: wire.TypeAuth, offset: helloLen},
+			code: wire.CodePeerNameMismatch, frame: wire.TypeAuth, offset: helloLen, sends: authThenClose},
 	}
 }
 
@@ -490,6 +624,15 @@ func runInputCase(t *testing.T, c inputCase) {
 	} else if pong >= 0 {
 		t.Fatal("a PING was answered although the message was rejected before it")
 	}
+	if c.sends != nil {
+		var got []wire.Type
+		for _, f := range fs {
+			got = append(got, f.Type)
+		}
+		if !slices.Equal(got, c.sends) {
+			t.Fatalf("sent %v, want %v", got, c.sends)
+		}
+	}
 	if c.check != nil {
 		c.check(t, s, evs)
 	}
@@ -511,8 +654,8 @@ func TestMalformedInput(t *testing.T) {
 // table gives (M9 is TestMalformedM9IgnorableFrame).
 func TestMalformedTableCoversSpec(t *testing.T) {
 	table := spec(t).malformed
-	if len(table) != 21 {
-		t.Fatalf("SPEC.md lists %d malformed-input classes, want M1..M21", len(table))
+	if len(table) != 22 {
+		t.Fatalf("SPEC.md lists %d malformed-input classes, want M1..M22", len(table))
 	}
 	have := map[string]bool{"M9": true}
 	for _, c := range inputCases() {
@@ -540,7 +683,9 @@ func TestMalformedTableCoversSpec(t *testing.T) {
 }
 
 // TestMalformedM9IgnorableFrame: unknown ignorable frames are skipped and counted, whatever
-// their flags and channel, and the session stays established.
+// their flags and channel, and the session stays established. Each Receive reports the
+// frames it skipped as one event (Count of them, Frame the type of the first), while
+// Stats().IgnoredFrames counts every frame.
 func TestMalformedM9IgnorableFrame(t *testing.T) {
 	p := fixture(t, protocol.Limits{})
 	d := p.D
@@ -557,14 +702,8 @@ func TestMalformedM9IgnorableFrame(t *testing.T) {
 	if got := d.S.Stats().IgnoredFrames - before.IgnoredFrames; got != 3 {
 		t.Fatalf("IgnoredFrames +%d, want 3", got)
 	}
-	var ignored []wire.Type
-	for _, e := range evs {
-		if e.Kind == protocol.EventIgnoredFrame {
-			ignored = append(ignored, e.Frame)
-		}
-	}
-	if !slices.Equal(ignored, []wire.Type{0xfe, 0xfe, 0x80}) || len(evs) != 3 {
-		t.Fatalf("events %v, ignored %v", kinds(evs), ignored)
+	if len(evs) != 1 || evs[0].Kind != protocol.EventIgnoredFrame || evs[0].Count != 3 || evs[0].Frame != 0xfe {
+		t.Fatalf("events %+v, want one ignored-frame event of 3 frames, the first 0xfe", evs)
 	}
 	// Both PINGs, before and after the ignored frames, were answered; nothing else was sent.
 	if len(fs) != 2 || fs[0].Value.(*wire.Pong).ID != 7 || fs[1].Value.(*wire.Pong).ID != 8 {
@@ -573,6 +712,40 @@ func TestMalformedM9IgnorableFrame(t *testing.T) {
 	if d.S.Stats().ProtocolErrors != 0 {
 		t.Fatal("counted as a protocol error")
 	}
+
+	// One event per message: a message of 200 tiny ignorable frames, then one of a single
+	// frame, then one of none.
+	var flood []byte
+	for i := 0; i < 200; i++ {
+		flood = append(flood, prototest.RawFrame(wire.Type(0x90+i%16), 0, 0, nil)...)
+	}
+	for _, c := range []struct {
+		msg   []byte
+		count uint64
+		first wire.Type
+	}{
+		{flood, 200, 0x90},
+		{cat(ping7, prototest.RawFrame(0x8f, 0, 0, []byte{1})), 1, 0x8f},
+		{ping7, 0, 0},
+	} {
+		n, before := len(d.Events), d.S.Stats().IgnoredFrames
+		must(t, d.S.Receive(p.Now, c.msg))
+		d.Drain()
+		evs := d.Events[n:]
+		if got := d.S.Stats().IgnoredFrames - before; got != c.count {
+			t.Fatalf("IgnoredFrames +%d, want %d", got, c.count)
+		}
+		if c.count == 0 {
+			if len(evs) != 0 {
+				t.Fatalf("events %v for a message without ignorable frames", kinds(evs))
+			}
+			continue
+		}
+		if len(evs) != 1 || evs[0].Kind != protocol.EventIgnoredFrame || evs[0].Count != c.count || evs[0].Frame != c.first {
+			t.Fatalf("events %+v, want one ignored-frame event of %d frames, the first 0x%02x", evs, c.count, uint8(c.first))
+		}
+	}
+
 	// The stream continues.
 	must(t, p.L.S.Offer(4, fxChain[3].Raw))
 	p.Pump(10)
@@ -581,13 +754,33 @@ func TestMalformedM9IgnorableFrame(t *testing.T) {
 	}
 }
 
+// TestIgnorableFramesInHandshake: ignorable frames are skipped in the handshake too, around
+// the peer's HELLO, and reported once.
+func TestIgnorableFramesInHandshake(t *testing.T) {
+	s, _ := handshakeTarget(t, nil)
+	must(t, s.Receive(prototest.Epoch, cat(prototest.RawFrame(0x91, 0, 0, []byte("x")), helloFrame(peerHello(nil)), prototest.RawFrame(0xff, 1, 2, nil))))
+	rd := s.Ready()
+	if s.State() != protocol.StateAuthenticating {
+		t.Fatalf("state %v, err %v", s.State(), s.Err())
+	}
+	if len(rd.Events) != 1 || rd.Events[0].Kind != protocol.EventIgnoredFrame || rd.Events[0].Count != 2 || rd.Events[0].Frame != 0x91 {
+		t.Fatalf("events %+v", rd.Events)
+	}
+	if fs := frames(t, rd.Messages); len(fs) != 1 || fs[0].Type != wire.TypeAuth {
+		t.Fatalf("sent %+v", fs)
+	}
+	if s.Stats().IgnoredFrames != 2 {
+		t.Fatalf("IgnoredFrames %d", s.Stats().IgnoredFrames)
+	}
+}
+
 // TestMessageLimitBoundary: a message of exactly the advertised limit is accepted (M2's
 // boundary), and the limit is what the HELLO advertised.
 func TestMessageLimitBoundary(t *testing.T) {
-	p := fixture(t, protocol.Limits{MaxMessage: 64 << 10})
+	p := fixture(t, protocol.Limits{MaxMessage: 64 << 10, MaxFrameBody: 64<<10 - wire.HeaderSize})
 	hello := frames(t, p.D.Sent[:1])[0].Value.(*wire.Hello)
-	if hello.MaxMessage != 64<<10 {
-		t.Fatalf("advertised max message %d", hello.MaxMessage)
+	if hello.MaxMessage != 64<<10 || hello.MaxFrame != 64<<10-wire.HeaderSize {
+		t.Fatalf("advertised max message %d, max frame body %d", hello.MaxMessage, hello.MaxFrame)
 	}
 	msg := cat(ping7, prototest.RawFrame(0x90, 0, 0, make([]byte, 64<<10-len(ping7)-wire.HeaderSize)))
 	must(t, p.D.S.Receive(p.Now, msg))
@@ -658,6 +851,7 @@ func TestReadPausedBounds(t *testing.T) {
 	p := established(t, dc, prototest.Config(wire.RoleListener, "b", 2))
 	must(t, p.D.S.Subscribe(0, nil))
 	p.Pump(10)
+	must(t, p.L.S.SetOriginName(fxOrigin, "nine"))
 	chain := prototest.Chain(fxOrigin, 60, 1, 100)
 	// The sender's messages: single frames, and some of several frames.
 	groups := []int{1, 1, 1, 1, 5, 1, 3, 1, 1, 7, 2, 1, 1, 1, 6, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}
@@ -767,6 +961,7 @@ func TestReadPausedAtWindow(t *testing.T) {
 		paused bool
 	}{{size - 1, true}, {size, true}, {size + 1, false}} {
 		p := streaming(t, protocol.Limits{MaxUnackedBytes: c.window}, protocol.Limits{})
+		must(t, p.L.S.SetOriginName(fxOrigin, "nine"))
 		must(t, p.L.S.Offer(1, fxChain[0].Raw))
 		p.Pump(10)
 		if got := p.D.S.ReadPaused(); got != c.paused || p.D.S.HeldBytes() != size {
@@ -834,6 +1029,32 @@ func closingCases() []closingCase {
 		{"close with another wire code", wire.CodeTooManyOrigins, func(t *testing.T) (*protocol.Session, func()) {
 			p := defaultPair(t)
 			return p.D.S, func() { must(t, p.D.S.Close(wire.CodeTooManyOrigins, "store full")) }
+		}},
+		{"close with invalid UTF-8 in the message", wire.CodeGoingAway, func(t *testing.T) (*protocol.Session, func()) {
+			p := defaultPair(t)
+			return p.D.S, func() { must(t, p.D.S.Close(wire.CodeGoingAway, "bye \xff\xfe")) }
+		}},
+		{"liveness timeout after reads resumed", wire.CodeLivenessTimeout, func(t *testing.T) (*protocol.Session, func()) {
+			p := fixture(t, protocol.Limits{MaxUnackedBytes: 1})
+			s := p.D.S
+			if !s.ReadPaused() {
+				t.Fatal("not paused")
+			}
+			late := p.Now.Add(time.Minute)
+			must(t, s.Tick(late)) // paused: silence is this side's own
+			if s.State() != protocol.StateEstablished {
+				t.Fatalf("closed while paused: %v", s.Err())
+			}
+			must(t, s.Ack(3))
+			if !s.NextDeadline().Before(late.Add(time.Nanosecond)) {
+				t.Fatalf("no Tick due at once after resuming: deadline %v", s.NextDeadline())
+			}
+			must(t, s.Tick(late)) // restarts the liveness clock
+			must(t, s.Tick(late.Add(protocol.DefaultLivenessTimeout-time.Nanosecond)))
+			if s.State() != protocol.StateEstablished {
+				t.Fatalf("closed before the timeout: %v", s.Err())
+			}
+			return s, func() { must(t, s.Tick(late.Add(protocol.DefaultLivenessTimeout))) }
 		}},
 	}
 }
@@ -934,6 +1155,14 @@ func streaming(t *testing.T, dl, ll protocol.Limits) *prototest.Pair {
 	return p
 }
 
+// sending is streaming with fxOrigin named on L, so that L may offer its entries.
+func sending(t *testing.T, dl, ll protocol.Limits) *prototest.Pair {
+	t.Helper()
+	p := streaming(t, dl, ll)
+	must(t, p.L.S.SetOriginName(fxOrigin, "nine"))
+	return p
+}
+
 func refusedCases() []refusedCase {
 	est := func(t *testing.T) *prototest.Pair { return defaultPair(t) }
 	closed := func(t *testing.T) *protocol.Session {
@@ -946,17 +1175,28 @@ func refusedCases() []refusedCase {
 	h := fxChain[0].Hash
 	return []refusedCase{
 		{"Offer while the send buffer is full", wire.CodeSendBufferFull, func(t *testing.T) (*protocol.Session, func() error) {
-			p := streaming(t, protocol.Limits{}, protocol.Limits{MaxSendBuffer: 1})
+			p := sending(t, protocol.Limits{}, protocol.Limits{MaxSendBuffer: 1})
 			must(t, p.L.S.Offer(1, fxChain[0].Raw)) // an empty buffer always takes one frame
 			if p.L.S.SendBudget() != 0 {
 				t.Fatalf("budget %d", p.L.S.SendBudget())
 			}
 			return p.L.S, func() error { return p.L.S.Offer(2, fxChain[1].Raw) }
 		}},
-		{"Offer of a frame over the peer's message limit", wire.CodeFrameTooLarge, func(t *testing.T) (*protocol.Session, func() error) {
-			p := streaming(t, protocol.Limits{MaxMessage: 64 << 10}, protocol.Limits{})
+		{"Offer of a frame over the peer's 64 KiB limits", wire.CodeFrameTooLarge, func(t *testing.T) (*protocol.Session, func() error) {
+			p := sending(t, protocol.Limits{MaxMessage: 64 << 10, MaxFrameBody: 64<<10 - wire.HeaderSize}, protocol.Limits{})
 			big := prototest.Chain(fxOrigin, 1, 1, 64<<10)[0]
 			return p.L.S, func() error { return p.L.S.Offer(1, big.Raw) }
+		}},
+		{"Offer of a TXN1 body one byte over the peer's max frame body", wire.CodeFrameTooLarge, func(t *testing.T) (*protocol.Session, func() error) {
+			p := streaming(t, protocol.Limits{MaxFrameBody: 1024}, protocol.Limits{})
+			e := entryOfBody(fxOrigin, 1025)
+			must(t, p.L.S.SetOriginName(fxOrigin, "nine"))
+			return p.L.S, func() error { return p.L.S.Offer(1, e.Raw) }
+		}},
+		{"Offer of an origin without a name", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+			p := streaming(t, protocol.Limits{}, protocol.Limits{})
+			must(t, p.L.S.SetOriginName(prototest.Origin(20), "twenty")) // another origin's name does not do
+			return p.L.S, func() error { return p.L.S.Offer(1, fxChain[0].Raw) }
 		}},
 		{"Subscribe with a vector over MaxOrigins", wire.CodeTooManyOrigins, func(t *testing.T) (*protocol.Session, func() error) {
 			dc := prototest.Config(wire.RoleDialer, "a", 1)
@@ -1056,16 +1296,23 @@ func refusedCases() []refusedCase {
 			return p.D.S, func() error { return p.D.S.Close("no-such-code", "") }
 		}},
 		{"Offer at a position that does not advance", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
-			p := streaming(t, protocol.Limits{}, protocol.Limits{})
+			p := sending(t, protocol.Limits{}, protocol.Limits{})
 			must(t, p.L.S.Offer(5, fxChain[0].Raw))
 			return p.L.S, func() error { return p.L.S.Offer(5, fxChain[1].Raw) }
 		}},
+		{"Offer of a transaction of an unknown format", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+			p := sending(t, protocol.Limits{}, protocol.Limits{})
+			return p.L.S, func() error {
+				return p.L.S.Offer(1, mutate(fxChain[0].Raw, func(b []byte) []byte { b[0] = 2; return b }))
+			}
+		}},
 		{"Offer of an invalid transaction", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
-			p := streaming(t, protocol.Limits{}, protocol.Limits{})
+			p := sending(t, protocol.Limits{}, protocol.Limits{})
 			return p.L.S, func() error { return p.L.S.Offer(1, fxChain[0].Raw[:40]) }
 		}},
 		{"Offer of the peer's own origin", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
 			p := streaming(t, protocol.Limits{}, protocol.Limits{})
+			must(t, p.L.S.SetOriginName(prototest.Origin(1), "a"))
 			own := prototest.Chain(prototest.Origin(1), 1, 1, 1)[0] // D's origin
 			return p.L.S, func() error { return p.L.S.Offer(1, own.Raw) }
 		}},
@@ -1146,7 +1393,8 @@ func TestRefusedCommands(t *testing.T) {
 // TestSendBufferRecovers: after send-buffer-full, taking the output frees the budget.
 func TestSendBufferRecovers(t *testing.T) {
 	size := wire.HeaderSize + 8 + len(fxChain[0].Raw) // every fxChain frame has this size
-	p := streaming(t, protocol.Limits{}, protocol.Limits{MaxSendBuffer: 2*size + 10})
+	origin := len(originFrame(fxOrigin, "nine"))      // sent before the first, and counted
+	p := sending(t, protocol.Limits{}, protocol.Limits{MaxSendBuffer: origin + 2*size + 10})
 	l := p.L.S
 	must(t, l.Offer(1, fxChain[0].Raw))
 	if got := l.SendBudget(); got != size+10 {
@@ -1182,6 +1430,9 @@ func TestNewRejects(t *testing.T) {
 		{"MinVersion 2", func(c *protocol.Config) { c.MinVersion = 2 }},
 		{"MaxFrameBody over 16 MiB", func(c *protocol.Config) { c.Limits.MaxFrameBody = wire.MaxFrameBody + 1 }},
 		{"MaxMessage under 64 KiB", func(c *protocol.Config) { c.Limits.MaxMessage = 1000 }},
+		{"MaxMessage 64 KiB with the default MaxFrameBody", func(c *protocol.Config) { c.Limits.MaxMessage = 64 << 10 }},
+		{"MaxMessage 64 KiB with MaxFrameBody 64 KiB - 9", func(c *protocol.Config) { c.Limits.MaxMessage, c.Limits.MaxFrameBody = 64<<10, 64<<10-9 }},
+		{"MaxFrameBody 1023", func(c *protocol.Config) { c.Limits.MaxFrameBody = 1023 }},
 		{"negative MaxOrigins", func(c *protocol.Config) { c.Limits.MaxOrigins = -1 }},
 		{"liveness timeout not above the ping interval", func(c *protocol.Config) { c.Limits.LivenessTimeout = time.Second }},
 	} {
@@ -1191,6 +1442,18 @@ func TestNewRejects(t *testing.T) {
 		we, ok := err.(*wire.Error)
 		if s != nil || !ok || we.Code != wire.CodeBadArgument || we.Class != wire.ClassLocal {
 			t.Errorf("%s: %v, %v", c.name, s, err)
+		}
+	}
+	// The bounds themselves are accepted.
+	for _, l := range []protocol.Limits{
+		{MaxMessage: 64 << 10, MaxFrameBody: 64<<10 - wire.HeaderSize},
+		{MaxFrameBody: 1024},
+		{MaxMessage: wire.MaxFrameBody + wire.HeaderSize},
+	} {
+		cfg := prototest.Config(wire.RoleDialer, "a", 1)
+		cfg.Limits = l
+		if _, err := protocol.New(cfg); err != nil {
+			t.Errorf("limits %+v: %v", l, err)
 		}
 	}
 }

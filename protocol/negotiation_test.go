@@ -262,7 +262,13 @@ func TestManInTheMiddle(t *testing.T) {
 		{"unchanged (control)", dialer, func(h *wire.Hello) {}, false},
 		{"dialer's capabilities narrowed", dialer, func(h *wire.Hello) { h.Caps = h.Caps[1:] }, true},
 		{"listener's capabilities dropped", listener, func(h *wire.Hello) { h.Caps = nil }, true},
-		{"dialer's message limit lowered", dialer, func(h *wire.Hello) { h.MaxMessage = 64 << 10 }, true},
+		{"dialer's message limit lowered", dialer, func(h *wire.Hello) { h.MaxMessage, h.MaxFrame = 64<<10, 64<<10-wire.HeaderSize }, true},
+		{"listener's max frame body lowered", listener, func(h *wire.Hello) { h.MaxFrame = wire.MinMaxFrame }, true},
+		{"listener's max frame body dropped", listener, func(h *wire.Hello) { h.MaxFrame = 0 }, true},
+		// Not self-connect: identity is checked only after the MAC, so nobody on the path
+		// can make a node refuse a genuine peer.
+		{"dialer's origin replaced by the listener's", dialer, func(h *wire.Hello) { h.Origin = prototest.Origin(2) }, true},
+		{"listener's origin replaced by the dialer's", listener, func(h *wire.Hello) { h.Origin = prototest.Origin(1) }, true},
 		{"dialer's name changed", dialer, func(h *wire.Hello) { h.Name = "mallory" }, true},
 		{"listener's nonce replaced", listener, func(h *wire.Hello) { h.Nonce = prototest.Nonce(99) }, true},
 		{"an unknown key added to the dialer's HELLO", dialer, func(h *wire.Hello) { h.Extra = wire.Extra{40: hx("01")} }, true},
@@ -272,6 +278,7 @@ func TestManInTheMiddle(t *testing.T) {
 			lc := prototest.Config(wire.RoleListener, "b", 2)
 			dc.Capabilities = []string{"x", "y", "z"}
 			lc.Capabilities = []string{"x", "y", "z"}
+			lc.Limits.MaxFrameBody = 1 << 20 // advertised in key 9
 			p, err := prototest.NewPair(dc, lc)
 			must(t, err)
 			p.Tap = rewriteHello(c.from, p, c.mod)
@@ -456,5 +463,136 @@ func TestAuthReplay(t *testing.T) {
 	}
 	if !bytes.Equal(prototest.Frame(sent[0].Value), prototest.AuthFor(secret, wire.RoleListener, pb, own)) {
 		t.Fatal("the listener's AUTH is not its MAC over the transcript")
+	}
+}
+
+// TestSelfConnectAfterAuth: a peer with this node's own origin id is refused with
+// self-connect only once its AUTH verifies: the session answers its HELLO with AUTH as
+// usual, and a wrong MAC is auth-failed, not self-connect. Both sides of a node talking to
+// itself close with self-connect.
+func TestSelfConnectAfterAuth(t *testing.T) {
+	t.Run("hand-played peer", func(t *testing.T) {
+		for _, c := range []struct {
+			name   string
+			secret []byte
+			expect string // the listener's ExpectedPeer
+			code   wire.Code
+		}{
+			{"valid MAC", secret, "", wire.CodeSelfConnect},
+			{"valid MAC, unexpected name", secret, "q", wire.CodeSelfConnect},
+			{"wrong MAC", []byte("wrong"), "", wire.CodeAuthFailed},
+		} {
+			s, own := handshakeTarget(t, func(cfg *protocol.Config) { cfg.ExpectedPeer = c.expect }) // listener, origin 2
+			pb := peerHello(func(h *wire.Hello) { h.Origin = prototest.Origin(2) })
+			must(t, s.Receive(prototest.Epoch, helloFrame(pb)))
+			rd := s.Ready()
+			if s.State() != protocol.StateAuthenticating || len(rd.Events) != 0 {
+				t.Fatalf("%s: a HELLO with our origin id: state %v, err %v, events %v", c.name, s.State(), s.Err(), kinds(rd.Events))
+			}
+			sent := frames(t, rd.Messages)
+			if len(sent) != 1 || !bytes.Equal(prototest.Frame(sent[0].Value), prototest.AuthFor(secret, wire.RoleListener, pb, own)) {
+				t.Fatalf("%s: sent %+v, want the listener's AUTH", c.name, sent)
+			}
+			must(t, s.Receive(prototest.Epoch, prototest.AuthFor(c.secret, wire.RoleDialer, pb, own)))
+			rd = s.Ready()
+			e := s.Err()
+			if s.State() != protocol.StateClosed || e == nil || e.Code != c.code || e.Frame != wire.TypeAuth || e.Offset != 0 {
+				t.Fatalf("%s: err %+v, want %s at the AUTH", c.name, e, c.code)
+			}
+			if fs := frames(t, rd.Messages); len(fs) != 1 || fs[0].Value.(*wire.Close).Code != c.code {
+				t.Fatalf("%s: sent %+v", c.name, fs)
+			}
+			if slices.ContainsFunc(rd.Events, func(ev protocol.Event) bool { return ev.Kind == protocol.EventHandshake }) {
+				t.Fatalf("%s: handshake reported", c.name)
+			}
+		}
+	})
+	t.Run("a node dialing itself", func(t *testing.T) {
+		dc := prototest.Config(wire.RoleDialer, "a", 5)
+		lc := prototest.Config(wire.RoleListener, "a", 5)
+		p, err := prototest.NewPair(dc, lc)
+		must(t, err)
+		p.Pump(10)
+		for _, side := range []*prototest.Side{p.D, p.L} {
+			e := side.S.Err()
+			if e == nil || e.Code != wire.CodeSelfConnect || e.Class != wire.ClassRefused || e.Frame != wire.TypeAuth {
+				t.Fatalf("err %+v", e)
+			}
+			if ev := side.Last(protocol.EventClosed); ev == nil || ev.ByPeer || side.Count(protocol.EventHandshake) != 0 {
+				t.Fatalf("events %v", kinds(side.Events))
+			}
+			var types []wire.Type
+			for _, f := range frames(t, side.Sent) {
+				types = append(types, f.Type)
+			}
+			if !slices.Equal(types, []wire.Type{wire.TypeHello, wire.TypeAuth, wire.TypeClose}) {
+				t.Fatalf("sent %v", types)
+			}
+		}
+	})
+	t.Run("a node dialing itself with another secret", func(t *testing.T) {
+		dc := prototest.Config(wire.RoleDialer, "a", 5)
+		lc := prototest.Config(wire.RoleListener, "a", 5)
+		lc.Secret = []byte("other")
+		p, err := prototest.NewPair(dc, lc)
+		must(t, err)
+		p.Pump(10)
+		assertAuthFailed(t, p)
+	})
+}
+
+// TestAdvertisedFrameLimits: a session advertises its limits in HELLO (key 8 max message,
+// key 9 max frame body), and keeps the peer's: Offer refuses, with frame-too-large, a
+// transaction whose TXN1 body exceeds the peer's max frame body, and queues nothing for it.
+func TestAdvertisedFrameLimits(t *testing.T) {
+	for _, c := range []struct {
+		limits     protocol.Limits
+		frame, msg uint64
+	}{
+		{protocol.Limits{}, wire.MaxFrameBody, wire.DefaultMaxMessage},
+		{protocol.Limits{MaxFrameBody: 1024}, 1024, wire.DefaultMaxMessage},
+		{protocol.Limits{MaxFrameBody: 4096, MaxMessage: 65536}, 4096, 65536},
+	} {
+		cfg := prototest.Config(wire.RoleDialer, "a", 1)
+		cfg.Limits = c.limits
+		s, err := protocol.New(cfg)
+		must(t, err)
+		must(t, s.Start(prototest.Epoch, prototest.Nonce(1)))
+		h := frames(t, s.Ready().Messages)[0].Value.(*wire.Hello)
+		if f, m := h.Limits(); f != c.frame || m != c.msg {
+			t.Errorf("limits %+v: HELLO advertises max frame body %d, max message %d; want %d, %d", c.limits, f, m, c.frame, c.msg)
+		}
+	}
+
+	// A hand-played peer that advertises a max frame body of 1024 (the smallest allowed).
+	s, own := handshakeTarget(t, nil) // listener, origin 2
+	pb := peerHello(func(h *wire.Hello) { h.MaxFrame = wire.MinMaxFrame })
+	must(t, s.Receive(prototest.Epoch, cat(helloFrame(pb), prototest.AuthFor(secret, wire.RoleDialer, pb, own), prototest.Frame(&wire.Subscribe1{}))))
+	must(t, s.SetOriginName(fxOrigin, "nine"))
+	s.Ready()
+	if s.State() != protocol.StateEstablished {
+		t.Fatalf("state %v, err %v", s.State(), s.Err())
+	}
+	over := entryOfBody(fxOrigin, wire.MinMaxFrame+1)
+	budget := s.SendBudget()
+	err := s.Offer(1, over.Raw)
+	if we, ok := err.(*wire.Error); !ok || we.Code != wire.CodeFrameTooLarge || we.Class != wire.ClassResourceLimit || we.Offset != wire.NoOffset {
+		t.Fatalf("Offer of a %d-byte TXN1 body to a peer accepting %d: %v", 8+len(over.Raw), wire.MinMaxFrame, err)
+	}
+	if s.HasReady() || s.SendBudget() != budget || s.Stats().TxnsSent != 0 || s.State() != protocol.StateEstablished {
+		t.Fatal("a refused Offer queued something or changed the session")
+	}
+	// The largest body the peer accepts goes out, at the same position, after its origin's
+	// ORIGIN (which the refused Offer did not send).
+	at := entryOfBody(fxOrigin, wire.MinMaxFrame)
+	must(t, s.Offer(1, at.Raw))
+	fs := frames(t, s.Ready().Messages)
+	if len(fs) != 2 || fs[0].Type != wire.TypeOrigin || fs[1].Type != wire.TypeTxn1 || len(fs[1].Body) != wire.MinMaxFrame {
+		t.Fatalf("sent %+v", fs)
+	}
+	// The peer would accept it: it decodes within the advertised limit.
+	msg := cat(prototest.Frame(fs[0].Value), prototest.RawFrame(wire.TypeTxn1, 0, 0, fs[1].Body))
+	if _, err := wire.DecodeMessage(msg, wire.DefaultMaxMessage, wire.MinMaxFrame); err != nil {
+		t.Fatalf("the peer would reject it: %v", err)
 	}
 }

@@ -21,6 +21,7 @@ func (s *Session) Receive(now time.Time, msg []byte) error {
 		return wire.Errorf(wire.CodeClosed, "Receive on a closed session")
 	}
 	s.lastRecv = now
+	s.resumed = false
 	s.stats.MessagesIn++
 	s.stats.BytesIn += uint64(len(msg))
 	if s.ReadPaused() {
@@ -37,11 +38,21 @@ func (s *Session) Receive(now time.Time, msg []byte) error {
 		f, err := r.Next()
 		if err != nil {
 			s.fail(err)
-			return nil
+			break
 		}
 		s.frame(now, f)
 	}
+	s.flushIgnored()
 	return nil
+}
+
+// flushIgnored reports the ignorable frames skipped in the current message as one event:
+// a flood of tiny ignorable frames must not turn into a flood of events.
+func (s *Session) flushIgnored() {
+	if s.ignored > 0 {
+		s.emit(Event{Kind: EventIgnoredFrame, Frame: s.ignoredType, Count: s.ignored})
+		s.ignored = 0
+	}
 }
 
 // frame handles one frame whose header the reader has checked.
@@ -53,7 +64,10 @@ func (s *Session) frame(now time.Time, f wire.Frame) {
 	if !wire.Known(f.Type) {
 		if f.Type.Ignorable() {
 			s.stats.IgnoredFrames++
-			s.emit(Event{Kind: EventIgnoredFrame, Frame: f.Type})
+			if s.ignored == 0 {
+				s.ignoredType = f.Type
+			}
+			s.ignored++
 			return
 		}
 		s.fail(wire.FrameError(wire.CodeUnknownFrame, f.Type, f.Offset, "unknown critical frame type"))
@@ -94,7 +108,7 @@ func (s *Session) frame(now time.Time, f wire.Frame) {
 		s.pingOut = false
 		s.rtt = now.Sub(s.pingSent)
 	case *wire.Origin:
-		s.emit(Event{Kind: EventOriginNamed, Origin: b.Origin, Name: b.Name})
+		s.onOrigin(f, b)
 	case *wire.Subscribe1:
 		if s.peerSubscribed {
 			s.unexpected(f, "a second SUBSCRIBE1 on one connection")
@@ -115,12 +129,8 @@ func (s *Session) unexpected(f wire.Frame, why string) {
 }
 
 func (s *Session) onHello(f wire.Frame, h *wire.Hello) {
-	switch {
-	case h.Role == s.cfg.Role:
+	if h.Role == s.cfg.Role {
 		s.fail(wire.FrameError(wire.CodeBadField, f.Type, f.Offset, "both sides are "+h.Role.String()+"s"))
-		return
-	case h.Origin == s.cfg.Origin:
-		s.fail(wire.FrameError(wire.CodeSelfConnect, f.Type, f.Offset, "the peer has this node's own origin id"))
 		return
 	}
 	peer := handshake.Range{Min: h.MinVersion, Max: h.MaxVersion}
@@ -132,10 +142,8 @@ func (s *Session) onHello(f wire.Frame, h *wire.Hello) {
 	}
 	s.peerHello = append([]byte(nil), f.Body...)
 	s.peerRole = h.Role
-	s.peerMaxMsg = wire.DefaultMaxMessage
-	if h.MaxMessage != 0 {
-		s.peerMaxMsg = int(min(h.MaxMessage, maxMessageCeiling))
-	}
+	frame, msg := h.Limits()
+	s.peerFrame, s.peerMaxMsg = int(frame), int(min(msg, maxMessageCeiling))
 	s.pending = HandshakeInfo{
 		Version:       version,
 		Caps:          caps,
@@ -163,6 +171,12 @@ func (s *Session) onAuth(now time.Time, f wire.Frame, a *wire.Auth) {
 	if !handshake.Verify(s.cfg.Secret, s.peerRole, d, l, a.MAC) {
 		s.fail(wire.FrameError(wire.CodeAuthFailed, f.Type, f.Offset,
 			"the peer's handshake MAC does not verify: a different cluster secret, or a HELLO altered in transit"))
+		return
+	}
+	// Identity checks come after the MAC, so that nobody on the path can make a node refuse
+	// a genuine peer.
+	if s.pending.PeerOrigin == s.cfg.Origin {
+		s.fail(wire.FrameError(wire.CodeSelfConnect, f.Type, f.Offset, "the peer has this node's own origin id"))
 		return
 	}
 	if s.cfg.ExpectedPeer != "" && s.pending.PeerName != s.cfg.ExpectedPeer {
@@ -199,11 +213,15 @@ func (s *Session) onAck1(f wire.Frame, a *wire.Ack1) {
 func (s *Session) onTxn1(f wire.Frame) {
 	pos, v, err := wire.ParseTxn1(f.Body)
 	if err != nil {
-		s.fail(wire.FrameError(wire.CodeBadTxn, f.Type, f.Offset, err.Error()))
+		s.fail(wire.FrameError(wire.TxnErrorCode(err), f.Type, f.Offset, err.Error()))
 		return
 	}
 	if s.state != StateEstablished || !s.subscribed {
 		s.unexpected(f, "TXN1 on a connection this side has not subscribed to")
+		return
+	}
+	if v.Origin == s.cfg.Origin {
+		s.unexpected(f, "a transaction of this node's own origin sent back to it")
 		return
 	}
 	if pos <= s.lastPos {
@@ -217,7 +235,11 @@ func (s *Session) onTxn1(f wire.Frame) {
 	s.unacked = append(s.unacked, unackedFrame{pos: pos, size: size})
 	s.unackedBytes += size
 
-	c, known := s.vector[v.Origin]
+	c := s.vector[v.Origin]
+	if !c.named {
+		s.unexpected(f, "TXN1 of origin "+v.Origin.String()+" before its ORIGIN frame")
+		return
+	}
 	switch {
 	case v.Seq < c.seq, v.Seq == c.seq && v.Hash() == c.hash:
 		s.stats.Duplicates++
@@ -229,12 +251,7 @@ func (s *Session) onTxn1(f wire.Frame) {
 			s.diverged(f, pos, v, "entry "+strconv.FormatUint(v.Seq, 10)+" does not extend the chain held at "+strconv.FormatUint(c.seq, 10))
 			return
 		}
-		if !known && len(s.vector) >= s.limits.MaxOrigins {
-			s.fail(wire.FrameError(wire.CodeTooManyOrigins, f.Type, f.Offset, "the receive vector holds "+
-				strconv.Itoa(s.limits.MaxOrigins)+" origins already"))
-			return
-		}
-		s.vector[v.Origin] = chainPos{seq: v.Seq, hash: v.Hash()}
+		s.vector[v.Origin] = chainPos{seq: v.Seq, hash: v.Hash(), named: true}
 		s.emit(Event{Kind: EventTxn, Position: pos, Txn: v})
 	default:
 		s.stats.Gaps++
@@ -242,6 +259,19 @@ func (s *Session) onTxn1(f wire.Frame) {
 		s.fail(wire.FrameError(wire.CodeGapDetected, f.Type, f.Offset, "origin "+v.Origin.String()+" seq "+
 			strconv.FormatUint(v.Seq, 10)+" arrived where "+strconv.FormatUint(c.seq+1, 10)+" was expected"))
 	}
+}
+
+// onOrigin records that the peer named an origin; its entries may follow.
+func (s *Session) onOrigin(f wire.Frame, o *wire.Origin) {
+	c, known := s.vector[o.Origin]
+	if !known && len(s.vector) >= s.limits.MaxOrigins {
+		s.fail(wire.FrameError(wire.CodeTooManyOrigins, f.Type, f.Offset, "the receive vector holds "+
+			strconv.Itoa(s.limits.MaxOrigins)+" origins already"))
+		return
+	}
+	c.named = true
+	s.vector[o.Origin] = c
+	s.emit(Event{Kind: EventOriginNamed, Origin: o.Origin, Name: o.Name})
 }
 
 func (s *Session) diverged(f wire.Frame, pos uint64, v wire.TxnView, why string) {

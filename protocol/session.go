@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"strconv"
+	"strings"
 	"time"
 
 	"plait/protocol/handshake"
@@ -49,8 +51,9 @@ type Cursor struct {
 }
 
 type chainPos struct {
-	seq  uint64
-	hash wire.Hash
+	seq   uint64
+	hash  wire.Hash
+	named bool // the peer sent ORIGIN for it on this connection
 }
 
 type unackedFrame struct {
@@ -73,7 +76,8 @@ type Session struct {
 	pending    HandshakeInfo // negotiated from the peer's HELLO, not yet authenticated
 	info       HandshakeInfo // the outcome, once established
 	peerRole   wire.Role
-	peerMaxMsg int
+	peerMaxMsg int // the peer's advertised limits (until its HELLO: the smallest allowed)
+	peerFrame  int
 
 	// outputs
 	msgs      [][]byte
@@ -92,6 +96,10 @@ type Session struct {
 	pingOut  bool
 	rtt      time.Duration
 
+	// ignored frames of the current Receive, reported as one event
+	ignored     uint64
+	ignoredType wire.Type
+
 	// version 1, sending side
 	peerSubscribed bool
 	lastSent       uint64
@@ -103,10 +111,11 @@ type Session struct {
 	subscribed   bool
 	lastPos      uint64
 	acked        uint64
-	vector       map[wire.OriginID]chainPos
+	vector       map[wire.OriginID]chainPos // also records which origins the peer named
 	unacked      []unackedFrame
 	unackedHead  int
 	unackedBytes int
+	resumed      bool // reads resumed after a pause; the liveness clock restarts at the next Tick
 
 	stats Stats
 }
@@ -167,6 +176,7 @@ func (s *Session) Start(now time.Time, nonce []byte) error {
 		Caps:       s.cfg.Capabilities,
 		Nonce:      nonce,
 		MaxMessage: uint64(s.limits.MaxMessage),
+		MaxFrame:   uint64(s.limits.MaxFrameBody),
 	}
 	if err := h.Validate(); err != nil {
 		return wire.Errorf(wire.CodeBadArgument, "hello: "+err.Error())
@@ -177,7 +187,7 @@ func (s *Session) Start(now time.Time, nonce []byte) error {
 	}
 	s.localHello = body
 	s.start, s.lastRecv = now, now
-	s.peerMaxMsg = wire.MinMaxMessage // until the peer's HELLO says more
+	s.peerMaxMsg, s.peerFrame = wire.MinMaxMessage, wire.MinMaxFrame // until the peer's HELLO says more
 	s.state = StateHandshaking
 	s.sendRaw(wire.TypeHello, 0, body)
 	return nil
@@ -218,9 +228,11 @@ func (s *Session) Release(msg []byte) {
 func (s *Session) State() State { return s.state }
 
 // Connected is the one source of truth for "connected": established, and some byte came
-// from the peer within the liveness timeout.
+// from the peer within the liveness timeout, or this side's reads are paused (its own
+// silence proves nothing about the peer).
 func (s *Session) Connected(now time.Time) bool {
-	return s.state == StateEstablished && now.Sub(s.lastRecv) < s.limits.LivenessTimeout
+	return s.state == StateEstablished &&
+		(s.ReadPaused() || s.resumed || now.Sub(s.lastRecv) < s.limits.LivenessTimeout)
 }
 
 // LastReceive is when the session last received a message (Start's time before the first).
@@ -242,9 +254,10 @@ func (s *Session) Stats() Stats { return s.stats }
 func (s *Session) Err() *wire.Error { return s.closeErr }
 
 // HeldBytes is what the session holds on the caller's behalf: queued output not yet taken
-// by Ready, plus received data not yet acknowledged (version 1). It stays below
-// MaxSendBuffer + MaxUnackedBytes + MaxMessage plus the control frames of one input.
-func (s *Session) HeldBytes() int { return s.outBytes + s.unackedBytes }
+// by Ready, received data not yet acknowledged (version 1), and the peer's HELLO during the
+// handshake. It stays below MaxSendBuffer + MaxUnackedBytes + MaxMessage plus the control
+// frames of one input.
+func (s *Session) HeldBytes() int { return s.outBytes + s.unackedBytes + len(s.peerHello) }
 
 // ReadPaused is the version-1 "stop reading" signal: the caller must not call Receive
 // while it is true, and resumes after Ack brings the unacknowledged bytes below the
@@ -265,6 +278,9 @@ func (s *Session) NextDeadline() time.Time {
 	case StateHandshaking, StateAuthenticating:
 		return s.start.Add(s.limits.HandshakeTimeout)
 	case StateEstablished:
+		if s.resumed {
+			return s.lastRecv // due at once: the next Tick restarts the liveness clock
+		}
 		d := s.lastRecv.Add(s.limits.LivenessTimeout)
 		if !s.pingOut && s.nextPing.Before(d) {
 			d = s.nextPing
@@ -285,6 +301,12 @@ func (s *Session) Tick(now time.Time) error {
 			s.fail(wire.Errorf(wire.CodeHandshakeTimeout, "no authenticated handshake within "+s.limits.HandshakeTimeout.String()))
 		}
 	case StateEstablished:
+		if s.ReadPaused() || s.resumed {
+			// The caller is not reading, so silence proves nothing about the peer: the
+			// liveness clock restarts at the first Tick after reads resume.
+			s.lastRecv = now
+			s.resumed = false
+		}
 		if !now.Before(s.lastRecv.Add(s.limits.LivenessTimeout)) {
 			s.fail(wire.Errorf(wire.CodeLivenessTimeout, "no byte received for "+now.Sub(s.lastRecv).String()))
 			return nil
@@ -313,12 +335,13 @@ func (s *Session) fail(err *wire.Error) {
 		s.stats.ProtocolErrors++
 	}
 	if s.state != StateNew {
-		s.sendControl(&wire.Close{Code: err.Code, Class: err.Class, Message: truncateText(err.Error(), wire.MaxCloseText)})
+		s.sendControl(&wire.Close{Code: err.Code, Class: err.Class, Message: truncateText(strings.ToValidUTF8(err.Detail(), "?"), wire.MaxCloseText)})
 	}
 	s.closed(err, false)
 }
 
 func (s *Session) closed(err *wire.Error, byPeer bool) {
+	s.flushIgnored() // EventClosed is always the last event
 	s.state = StateClosed
 	s.closeErr = err
 	s.peerHello, s.localHello = nil, nil
@@ -327,8 +350,8 @@ func (s *Session) closed(err *wire.Error, byPeer bool) {
 }
 
 func quote(s string) string {
-	if len(s) > 80 {
-		s = s[:80] + "..."
+	if t := truncateText(s, 80); t != s {
+		s = t + "..."
 	}
-	return `"` + s + `"`
+	return strconv.Quote(s)
 }

@@ -75,6 +75,9 @@ func demo(out io.Writer) error {
 		prototest.Chain(prototest.Origin(2), 300, 1, 64),
 		prototest.Chain(prototest.Origin(3), 300, 3, 32),
 	}
+	// The origins' names: A's own, and the two it relays. A sender names every origin
+	// before offering its entries (each is announced in an ORIGIN frame).
+	names := map[wire.OriginID]string{prototest.Origin(1): "A", prototest.Origin(2): "X", prototest.Origin(3): "Y"}
 	for i := 0; i < 600; i++ {
 		for _, c := range chains {
 			if i < len(c) {
@@ -110,6 +113,11 @@ func demo(out io.Writer) error {
 			return err
 		}
 		p.Pump(10)
+		for o, name := range names {
+			if err := p.L.S.SetOriginName(o, name); err != nil {
+				return err
+			}
+		}
 		if err := p.D.S.Subscribe(cursor, b.vector()); err != nil {
 			return err
 		}
@@ -151,8 +159,18 @@ func demo(out io.Writer) error {
 		}
 		p.Pump(10)
 		st := p.D.S.Stats()
-		fmt.Fprintf(out, "round %d: B received %d, duplicates %d, gaps %d; cursor at %d of %d; held %d bytes\n",
-			round, st.TxnsReceived, st.Duplicates, st.Gaps, cursor, len(a.entries), p.D.S.HeldBytes())
+		var named []string
+		for _, ev := range p.D.Events {
+			if ev.Kind == protocol.EventOriginNamed {
+				named = append(named, ev.Name)
+			}
+		}
+		slices.Sort(named)
+		fmt.Fprintf(out, "round %d: B received %d, duplicates %d, gaps %d; cursor at %d of %d; held %d bytes; origins named %v\n",
+			round, st.TxnsReceived, st.Duplicates, st.Gaps, cursor, len(a.entries), p.D.S.HeldBytes(), named)
+		if len(named) != len(names) {
+			return fmt.Errorf("round %d: B learned the names %v, want all %d", round, named, len(names))
+		}
 	}
 	na, da := a.digest()
 	nb, db := b.digest()

@@ -49,6 +49,9 @@ const (
 // recordHeader is the size of a command's or record's header: kind or op, u32 length.
 const recordHeader = 5
 
+// MaxBatch bounds an input batch: the guest's alloc refuses more (returns 0).
+const MaxBatch = 256 << 20
+
 // Batch builds an input batch.
 type Batch struct{ b []byte }
 
@@ -215,6 +218,7 @@ type EventMsg struct {
 	Handshake *HandshakeMsg  `cbor:"8,keyasint,omitempty"`
 	Err       *ErrorMsg      `cbor:"9,keyasint,omitempty"`
 	ByPeer    bool           `cbor:"10,keyasint,omitempty"`
+	Count     uint64         `cbor:"11,keyasint,omitempty"`
 }
 
 // StatsMsg is a protocol.Stats.
@@ -252,6 +256,7 @@ type StatusMsg struct {
 	MinVersion  uint64        `cbor:"14,keyasint"` // the advertised range
 	MaxVersion  uint64        `cbor:"15,keyasint"`
 	Handshake   *HandshakeMsg `cbor:"16,keyasint,omitempty"` // once established
+	Limits      *LimitsMsg    `cbor:"17,keyasint,omitempty"` // in effect, defaults applied
 }
 
 // FrameMsg is one decoded frame.
@@ -260,7 +265,8 @@ type FrameMsg struct {
 	Flags   uint8  `cbor:"2,keyasint"`
 	Channel uint32 `cbor:"3,keyasint"`
 	Offset  uint64 `cbor:"4,keyasint"`
-	Encoded []byte `cbor:"5,keyasint"` // the frame as this build re-encodes it from its value
+	Encoded []byte `cbor:"5,keyasint"`           // the frame as this build re-encodes it from its value
+	Known   bool   `cbor:"6,keyasint,omitempty"` // this build implements the frame's type
 }
 
 // DecodedMsg is the answer to OpDecode.

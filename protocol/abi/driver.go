@@ -19,10 +19,13 @@ type Driver struct {
 	index  uint64
 }
 
-// Step runs every command of batch in order and returns the output batch: for each
-// command a RESULT record followed by the messages and events it produced, then one STATUS
-// record. The output is valid until the next Step. Step never panics: a malformed batch,
-// an unknown command or a panic inside the core becomes an error RESULT.
+// Step runs every command of batch in order and returns the output batch: a RESULT record
+// for each command (a DECODE's DECODED record right after its RESULT), then the session's
+// Ready: a MESSAGE record for each message and an EVENT record for each event, then one
+// STATUS record. Frames of several commands of one batch pack into shared messages, as they
+// do natively between two calls of Ready. The output is valid until the next Step. Step
+// never panics: a malformed batch, an unknown command or a panic inside the core becomes an
+// error RESULT.
 func (d *Driver) Step(batch []byte) []byte {
 	d.out = d.out[:0]
 	d.index = 0
@@ -41,6 +44,7 @@ func (d *Driver) Step(batch []byte) []byte {
 		off += recordHeader + n
 		d.command(op, payload)
 	}
+	d.drain()
 	d.status()
 	return d.out
 }
@@ -64,8 +68,8 @@ func (d *Driver) command(op Op, payload []byte) {
 	}()
 	err := d.run(op, payload)
 	d.result(op, err)
-	if d.s != nil {
-		d.drain()
+	if op == OpDecode {
+		d.decode(payload)
 	}
 }
 
@@ -81,8 +85,7 @@ func panicText(r any) string {
 
 func (d *Driver) run(op Op, p []byte) *wire.Error {
 	if op == OpDecode {
-		d.decode(p)
-		return nil
+		return nil // answered after its RESULT
 	}
 	if d.broken != "" {
 		return wire.Errorf(wire.CodeInternal, "session unusable after "+d.broken)
@@ -216,16 +219,27 @@ func (d *Driver) decode(msg []byte) {
 			break
 		}
 		m.Frames = append(m.Frames, FrameMsg{Type: uint8(f.Type), Flags: f.Flags, Channel: f.Channel,
-			Offset: uint64(f.Offset), Encoded: enc})
+			Offset: uint64(f.Offset), Encoded: enc, Known: wire.Known(f.Type)})
 	}
 	d.record(KindDecoded, &m)
 }
 
-// drain turns what the session produced into MESSAGE and EVENT records.
+// drain turns what the session produced into MESSAGE and EVENT records. A panic here makes
+// the session unusable and is reported by a RESULT with op 0 after the batch's commands.
 func (d *Driver) drain() {
+	if d.s == nil || d.broken != "" {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			d.broken = "a panic in the core: " + panicText(r)
+			d.result(0, wire.Errorf(wire.CodeInternal, d.broken))
+		}
+	}()
 	rd := d.s.Ready()
 	for _, m := range rd.Messages {
 		d.raw(KindMessage, m)
+		d.s.Release(m)
 	}
 	for i := range rd.Events {
 		d.record(KindEvent, EventOf(&rd.Events[i]))
@@ -235,7 +249,7 @@ func (d *Driver) drain() {
 // EventOf converts a protocol.Event.
 func EventOf(e *protocol.Event) *EventMsg {
 	m := &EventMsg{Kind: uint8(e.Kind), Position: e.Position, Expected: e.Expected, Name: e.Name,
-		Frame: uint8(e.Frame), Err: ErrorOf(e.Err), ByPeer: e.ByPeer}
+		Frame: uint8(e.Frame), Err: ErrorOf(e.Err), ByPeer: e.ByPeer, Count: e.Count}
 	if raw := e.Txn.Raw(); raw != nil {
 		m.Txn = raw
 	}
@@ -258,8 +272,22 @@ func (d *Driver) result(op Op, err *wire.Error) {
 	d.record(KindResult, &ResultMsg{Op: uint8(op), Index: d.index, Err: ErrorOf(err)})
 }
 
+// status appends the STATUS record. After a recovered panic it reports only that the
+// session is closed with an internal error: the session's own state is not trusted.
 func (d *Driver) status() {
 	m := StatusMsg{Configured: d.s != nil}
+	if d.broken != "" {
+		m.State = uint8(protocol.StateClosed)
+		m.Err = ErrorOf(wire.Errorf(wire.CodeInternal, d.broken))
+		d.record(KindStatus, &m)
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			d.broken = "a panic in the core: " + panicText(r)
+			d.status()
+		}
+	}()
 	if s := d.s; s != nil {
 		st := s.Stats()
 		m.State = uint8(s.State())
@@ -277,8 +305,15 @@ func (d *Driver) status() {
 			Duplicates: st.Duplicates, Gaps: st.Gaps, Divergences: st.Divergences,
 			IgnoredFrames: st.IgnoredFrames, ProtocolErrors: st.ProtocolErrors}
 		m.Err = ErrorOf(s.Err())
-		m.LastReceive = s.LastReceive().UnixNano()
-		m.Liveness = int64(s.Limits().LivenessTimeout)
+		if lr := s.LastReceive(); !lr.IsZero() {
+			m.LastReceive = lr.UnixNano()
+		}
+		l := s.Limits()
+		m.Liveness = int64(l.LivenessTimeout)
+		m.Limits = &LimitsMsg{MaxFrameBody: uint64(l.MaxFrameBody), MaxMessage: uint64(l.MaxMessage),
+			MaxSendBuffer: uint64(l.MaxSendBuffer), MaxUnackedBytes: uint64(l.MaxUnackedBytes),
+			MaxOrigins: uint64(l.MaxOrigins), HandshakeTimeout: uint64(l.HandshakeTimeout),
+			PingInterval: uint64(l.PingInterval), LivenessTimeout: uint64(l.LivenessTimeout)}
 		m.MinVersion, m.MaxVersion = s.Advertised()
 		if m.Version != 0 {
 			m.Handshake = handshakeOf(s.Handshake())

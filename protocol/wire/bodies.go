@@ -68,6 +68,7 @@ const (
 	MaxCaps       = 32
 	MaxCapLen     = 32
 	MinMaxMessage = 64 << 10 // the smallest message limit a HELLO may advertise
+	MinMaxFrame   = 1 << 10  // the smallest frame-body limit a HELLO may advertise
 	MaxCloseText  = 1024
 )
 
@@ -81,6 +82,7 @@ type Hello struct {
 	Caps       []string `cbor:"6,keyasint,omitempty"` // sorted, unique
 	Nonce      []byte   `cbor:"7,keyasint"`
 	MaxMessage uint64   `cbor:"8,keyasint,omitempty"` // largest message the sender accepts; 0: DefaultMaxMessage
+	MaxFrame   uint64   `cbor:"9,keyasint,omitempty"` // largest frame body the sender accepts; 0: MaxFrameBody
 	Unknown
 }
 
@@ -108,10 +110,27 @@ func (h *Hello) Validate() error {
 	if len(h.Nonce) < MinNonceLen || len(h.Nonce) > MaxNonceLen {
 		return badField("nonce of " + strconv.Itoa(len(h.Nonce)) + " bytes is outside 16..64")
 	}
-	if h.MaxMessage != 0 && h.MaxMessage < MinMaxMessage {
-		return badField("max message " + strconv.FormatUint(h.MaxMessage, 10) + " is below 65536")
+	frame, msg := h.Limits()
+	if frame < MinMaxFrame || frame > MaxFrameBody {
+		return badField("max frame body " + strconv.FormatUint(frame, 10) + " is outside 1024..16777216")
+	}
+	if msg < MinMaxMessage || msg < frame+HeaderSize {
+		return badField("max message " + strconv.FormatUint(msg, 10) + " is below 65536 or cannot hold a frame of the max frame body " + strconv.FormatUint(frame, 10))
 	}
 	return nil
+}
+
+// Limits returns the largest frame body and message the HELLO's sender accepts, with the
+// defaults for absent fields.
+func (h *Hello) Limits() (frameBody, message uint64) {
+	frameBody, message = h.MaxFrame, h.MaxMessage
+	if frameBody == 0 {
+		frameBody = MaxFrameBody
+	}
+	if message == 0 {
+		message = DefaultMaxMessage
+	}
+	return frameBody, message
 }
 
 // CheckCaps checks a capability list: at most 32 names of 1-32 bytes of [a-z0-9.-],
@@ -270,11 +289,11 @@ func (t *Txn1) AppendBody(dst []byte) ([]byte, error) {
 // ParseTxn1 parses a TXN body without copying: the returned view aliases body.
 func ParseTxn1(body []byte) (position uint64, v TxnView, err error) {
 	if len(body) < 8 {
-		return 0, TxnView{}, &txnError{"body of " + strconv.Itoa(len(body)) + " bytes has no room for the position"}
+		return 0, TxnView{}, badTxn("body of " + strconv.Itoa(len(body)) + " bytes has no room for the position")
 	}
 	position = binary.BigEndian.Uint64(body)
 	if position == 0 {
-		return 0, TxnView{}, &txnError{"position 0 is not a valid arrival position"}
+		return 0, TxnView{}, badTxn("position 0 is not a valid arrival position")
 	}
 	v, err = ParseTxn(body[8:])
 	return position, v, err
@@ -326,26 +345,26 @@ func nonZeroPosition(what string, p uint64) error {
 }
 
 func init() {
-	register(TypeHello, typeInfo{name: "HELLO",
-		decode: decodeControl[Hello](8, (*Hello).Validate, 1, 2, 3, 4, 5, 7)})
-	register(TypeAuth, typeInfo{name: "AUTH",
+	register(TypeHello, typeInfo{name: "HELLO", maxBody: MaxHelloBody,
+		decode: decodeControl[Hello](9, (*Hello).Validate, 1, 2, 3, 4, 5, 7)})
+	register(TypeAuth, typeInfo{name: "AUTH", maxBody: MaxControlBody,
 		decode: decodeControl[Auth](1, nil, 1)})
-	register(TypeClose, typeInfo{name: "CLOSE",
+	register(TypeClose, typeInfo{name: "CLOSE", maxBody: MaxControlBody,
 		decode: decodeControl[Close](3, (*Close).Validate, 1, 2)})
-	register(TypePing, typeInfo{name: "PING",
+	register(TypePing, typeInfo{name: "PING", maxBody: MaxControlBody,
 		decode: decodeControl[Ping](1, nil, 1)})
-	register(TypePong, typeInfo{name: "PONG",
+	register(TypePong, typeInfo{name: "PONG", maxBody: MaxControlBody,
 		decode: decodeControl[Pong](1, nil, 1)})
-	register(TypeOrigin, typeInfo{name: "ORIGIN",
+	register(TypeOrigin, typeInfo{name: "ORIGIN", maxBody: MaxControlBody,
 		decode: decodeControl[Origin](2, func(o *Origin) error {
 			if o.Origin.IsZero() {
 				return badField("origin id is all zero")
 			}
 			return checkName("origin name", o.Name)
 		}, 1, 2)})
-	register(TypeSubscribe1, typeInfo{name: "SUBSCRIBE1",
+	register(TypeSubscribe1, typeInfo{name: "SUBSCRIBE1", maxBody: MaxControlBody,
 		decode: decodeControl[Subscribe1](1, nil, 1)})
-	register(TypeAck1, typeInfo{name: "ACK1",
+	register(TypeAck1, typeInfo{name: "ACK1", maxBody: MaxControlBody,
 		decode: decodeControl[Ack1](1, func(a *Ack1) error { return nonZeroPosition("ack", a.Position) }, 1)})
 	register(TypeTxn1, typeInfo{name: "TXN1",
 		decode: func(b []byte) (Body, error) {

@@ -3,7 +3,9 @@ package wire
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 
 	"github.com/fxamacker/cbor/v2"
@@ -90,13 +92,18 @@ func decodeMap(b []byte, v any, known uint64, required ...uint64) (Extra, error)
 		return nil, err
 	}
 	var extra Extra
-	for k, r := range raw {
+	for _, k := range slices.Sorted(maps.Keys(raw)) { // sorted: errors must not depend on map order
 		if k >= 1 && k <= known {
 			continue
 		}
+		r := raw[k]
 		var x any
 		if err := decMode.Unmarshal(r, &x); err != nil {
 			return nil, err
+		}
+		if !allowedValue(x) {
+			return nil, errors.New("value of unknown key " + strconv.FormatUint(k, 10) +
+				" holds a floating-point number or a map key that is not an integer, text or byte string")
 		}
 		if re, err := encMode.Marshal(x); err != nil || !bytes.Equal(re, r) {
 			return nil, errors.New("value of unknown key " + strconv.FormatUint(k, 10) + " is not in Core Deterministic Encoding")
@@ -116,6 +123,35 @@ func decodeMap(b []byte, v any, known uint64, required ...uint64) (Extra, error)
 	return extra, nil
 }
 
+// allowedValue enforces, inside the value of an unknown key, what the typed fields get from
+// their Go types: no floating-point numbers (their canonical forms are the encoder's to
+// choose), and map keys that are integers, text strings or byte strings. It answers yes or
+// no, so that the error text cannot depend on the order maps are walked in.
+func allowedValue(x any) bool {
+	switch v := x.(type) {
+	case float32, float64:
+		return false
+	case []any:
+		for _, e := range v {
+			if !allowedValue(e) {
+				return false
+			}
+		}
+	case map[any]any:
+		for k, e := range v {
+			switch k.(type) {
+			case uint64, int64, string, cbor.ByteString:
+			default:
+				return false
+			}
+			if !allowedValue(e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // encodeMap encodes v in Core Deterministic Encoding, merged with extra keys.
 func encodeMap(v any, extra Extra) ([]byte, error) {
 	b, err := encMode.Marshal(v)
@@ -126,11 +162,11 @@ func encodeMap(v any, extra Extra) ([]byte, error) {
 	if err := decMode.Unmarshal(b, &m); err != nil {
 		return nil, err
 	}
-	for k, r := range extra {
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
 		if _, dup := m[k]; dup {
 			return nil, errors.New("extra key " + strconv.FormatUint(k, 10) + " collides with a known field")
 		}
-		m[k] = r
+		m[k] = extra[k]
 	}
 	return encMode.Marshal(m)
 }
@@ -143,7 +179,7 @@ func bodyError(f Frame, err error) *Error {
 	}
 	var te *txnError
 	if errors.As(err, &te) {
-		return FrameError(CodeBadTxn, f.Type, f.Offset, te.msg)
+		return FrameError(te.Code(), f.Type, f.Offset, te.msg)
 	}
 	return FrameError(CodeBadCBOR, f.Type, f.Offset, err.Error())
 }

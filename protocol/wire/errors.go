@@ -45,6 +45,7 @@ const (
 	CodeOutOfOrder         Code = "out-of-order"
 	CodeDivergence         Code = "divergence"
 	CodeUnsupportedVersion Code = "unsupported-version"
+	CodeUnsupportedTxn     Code = "unsupported-txn"
 	CodeAuthFailed         Code = "auth-failed"
 	CodePeerNameMismatch   Code = "peer-name-mismatch"
 	CodeSelfConnect        Code = "self-connect"
@@ -77,6 +78,7 @@ var codeClasses = map[Code]Class{
 	CodeOutOfOrder:         ClassProtocol,
 	CodeDivergence:         ClassProtocol,
 	CodeUnsupportedVersion: ClassUnsupported,
+	CodeUnsupportedTxn:     ClassUnsupported,
 	CodeAuthFailed:         ClassRefused,
 	CodePeerNameMismatch:   ClassRefused,
 	CodeSelfConnect:        ClassRefused,
@@ -160,14 +162,30 @@ func FrameError(code Code, t Type, off int, msg string) *Error {
 }
 
 func (e *Error) Error() string {
-	s := string(e.Code) + " (" + string(e.Class) + ")"
-	if e.Offset != NoOffset {
-		s += " in " + e.Frame.String() + " frame at offset " + strconv.Itoa(e.Offset)
+	return string(e.Code) + " (" + string(e.Class) + ")" + e.where() + e.colonMessage()
+}
+
+// Detail is the error without its code and class: the message and, for a frame, where it
+// was. It is what a CLOSE frame's message carries beside the code and class.
+func (e *Error) Detail() string {
+	if e.Offset == NoOffset {
+		return e.Message
 	}
-	if e.Message != "" {
-		s += ": " + e.Message
+	return e.Frame.String() + " frame at offset " + strconv.Itoa(e.Offset) + e.colonMessage()
+}
+
+func (e *Error) where() string {
+	if e.Offset == NoOffset {
+		return ""
 	}
-	return s
+	return " in " + e.Frame.String() + " frame at offset " + strconv.Itoa(e.Offset)
+}
+
+func (e *Error) colonMessage() string {
+	if e.Message == "" {
+		return ""
+	}
+	return ": " + e.Message
 }
 
 // Is lets errors.Is match on the code alone.

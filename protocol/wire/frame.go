@@ -43,6 +43,14 @@ const HeaderSize = 10
 // lower, never higher. A transaction of the contract's largest size (8 MiB) always fits.
 const MaxFrameBody = 16 << 20
 
+// Bounds on control bodies, whatever the configured frame limit: a peer cannot make a
+// receiver decode a large CBOR body, before or after the handshake. Frame types added later
+// state their own bounds.
+const (
+	MaxHelloBody   = 16 << 10
+	MaxControlBody = 64 << 10
+)
+
 // Header is a decoded frame header.
 type Header struct {
 	Type    Type
@@ -133,6 +141,10 @@ func (r *Reader) Next() (Frame, *Error) {
 	f := Frame{Header: h, Body: rest[HeaderSize:end:end], Offset: off}
 	r.off = off + end
 	if info := registry[h.Type]; info.name != "" {
+		if info.maxBody != 0 && h.Length > info.maxBody {
+			return f, FrameError(CodeFrameTooLarge, h.Type, off, "body of "+strconv.FormatUint(uint64(h.Length), 10)+
+				" bytes exceeds the "+strconv.FormatUint(uint64(info.maxBody), 10)+" bytes a "+info.name+" body may have")
+		}
 		if h.Flags&^info.flags != 0 {
 			return f, FrameError(CodeBadFlags, h.Type, off, "flags 0x"+strconv.FormatUint(uint64(h.Flags), 16)+" not defined for this type")
 		}
@@ -146,8 +158,9 @@ func (r *Reader) Next() (Frame, *Error) {
 // typeInfo is what the registry knows of a frame type.
 type typeInfo struct {
 	name    string
-	flags   uint8 // flag bits defined for the type; others must be zero
-	channel bool  // the frame may name a channel other than 0
+	flags   uint8  // flag bits defined for the type; others must be zero
+	channel bool   // the frame may name a channel other than 0
+	maxBody uint32 // bound on the body; 0: only the frame limit
 	decode  func(body []byte) (Body, error)
 }
 

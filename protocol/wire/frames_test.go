@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -109,7 +110,9 @@ type sample struct {
 func samples() []sample {
 	return []sample{
 		{"HELLO full", &wire.Hello{Role: wire.RoleListener, Name: "node-1.a_B", Origin: originA, MinVersion: 1, MaxVersion: 3,
-			Caps: []string{"a.b", "x-1", "z"}, Nonce: bytes.Repeat([]byte{0xab}, 64), MaxMessage: 1 << 20}},
+			Caps: []string{"a.b", "x-1", "z"}, Nonce: bytes.Repeat([]byte{0xab}, 64), MaxMessage: 1 << 20, MaxFrame: 1<<20 - wire.HeaderSize}},
+		{"HELLO with the smallest limits", &wire.Hello{Role: wire.RoleDialer, Name: "a", Origin: originA, MinVersion: 1, MaxVersion: 1,
+			Nonce: nonce16, MaxMessage: wire.MinMaxMessage, MaxFrame: wire.MinMaxFrame}},
 		{"HELLO minimal", &wire.Hello{Role: wire.RoleDialer, Name: "a", Origin: originA, MinVersion: 1, MaxVersion: 1, Nonce: nonce16}},
 		{"AUTH", &wire.Auth{MAC: mac(0xa0)}},
 		{"CLOSE", &wire.Close{Code: "unsupported-version", Class: "unsupported", Message: "no common protocol version: local 1..1, peer 3..5"}},
@@ -190,6 +193,10 @@ func TestKnownBodyBytes(t *testing.T) {
 		{"HELLO omits empty caps and max message", &wire.Hello{Role: wire.RoleListener, Name: "a", Origin: originA,
 			MinVersion: 1, MaxVersion: 1, Nonce: nonce16},
 			"a6 01 01 02 61 61 03 50 00112233445566778899aabbccddeeff 04 01 05 01 07 50 000102030405060708090a0b0c0d0e0f"},
+		{"HELLO with max message (8) and max frame body (9)", &wire.Hello{Role: wire.RoleListener, Name: "a", Origin: originA,
+			MinVersion: 1, MaxVersion: 1, Nonce: nonce16, MaxMessage: 65536, MaxFrame: 65526},
+			"a8 01 01 02 61 61 03 50 00112233445566778899aabbccddeeff 04 01 05 01 07 50 000102030405060708090a0b0c0d0e0f" +
+				"08 1a 00010000 09 19 fff6"},
 		{"TXN1", &wire.Txn1{Position: 1, Txn: wire.Txn{Origin: originA, Seq: 1, HLC: 5,
 			Ops: []wire.Op{{Kind: wire.OpDelete, Table: []byte("t"), Key: []byte("k")}}}},
 			"0000000000000001 01 00112233445566778899aabbccddeeff 0000000000000001 0000000000000005" +
@@ -217,13 +224,15 @@ func TestUnknownKeysPreserved(t *testing.T) {
 			wire.Extra{0: hx("61 7a"), 1 << 40: hx("f5")}},
 		{"CLOSE with key 4", wire.TypeClose, cb(map[uint64]any{1: "going-away", 2: "transient", 3: "bye", 4: []byte("later")}),
 			wire.Extra{4: hx("45 6c61746572")}},
-		{"HELLO with keys 9 and 20", wire.TypeHello, cb(map[uint64]any{1: 0, 2: "a", 3: originA[:], 4: 1, 5: 1, 7: nonce16,
-			9: false, 20: map[uint64]any{1: "future"}}), wire.Extra{9: hx("f4"), 20: hx("a1 01 66 667574757265")}},
+		{"HELLO with keys 10 and 20", wire.TypeHello, cb(map[uint64]any{1: 0, 2: "a", 3: originA[:], 4: 1, 5: 1, 7: nonce16,
+			10: false, 20: map[uint64]any{1: "future"}}), wire.Extra{10: hx("f4"), 20: hx("a1 01 66 667574757265")}},
+		{"HELLO with key 9 known and key 10 not", wire.TypeHello, cb(map[uint64]any{1: 0, 2: "a", 3: originA[:], 4: 1, 5: 1, 7: nonce16,
+			9: 4096, 10: "x"}), wire.Extra{10: hx("61 78")}},
 		{"ORIGIN with an unknown empty value", wire.TypeOrigin, cb(map[uint64]any{1: originA[:], 2: "a", 3: ""}),
 			wire.Extra{3: hx("60")}},
 		{"SUBSCRIBE1 with null", wire.TypeSubscribe1, cb(map[uint64]any{1: 0, 5: nil}), wire.Extra{5: hx("f6")}},
-		{"AUTH with a float", wire.TypeAuth, cat(hx("a2 01 58 20"), bytes.Repeat([]byte{1}, 32), hx("02 f9 3c00")),
-			wire.Extra{2: hx("f9 3c00")}},
+		{"AUTH with text, byte-string and negative map keys", wire.TypeAuth, cat(hx("a2 01 58 20"), bytes.Repeat([]byte{1}, 32), hx("02 a3 20 00 41 00 00 61 61 00")),
+			wire.Extra{2: hx("a3 20 00 41 00 00 61 61 00")}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			msg := raw(c.typ, 0, 0, c.body)
@@ -252,6 +261,13 @@ func TestUnknownKeysPreserved(t *testing.T) {
 	if err != nil || frames[0].Value.(*wire.Ping).ID != 7 {
 		t.Fatalf("PING id lost: %v", err)
 	}
+	frames, err = decode(raw(wire.TypeHello, 0, 0, cb(map[uint64]any{1: 0, 2: "a", 3: originA[:], 4: 1, 5: 1, 7: nonce16, 9: 4096})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := frames[0].Value.(*wire.Hello); h.MaxFrame != 4096 || len(h.Extra) != 0 {
+		t.Fatalf("HELLO key 9 decoded to MaxFrame %d, extra %x", h.MaxFrame, h.Extra)
+	}
 
 	// An extra key that collides with a known field cannot be encoded.
 	p := &wire.Ping{ID: 1}
@@ -266,10 +282,18 @@ func TestUnknownKeysPreserved(t *testing.T) {
 
 // TestUnknownKeyCanonicalValues: every well-formed, canonical CBOR value an unknown key may
 // hold is kept (SPEC: unknown keys are accepted after the same checks, including canonical
-// form), and the simple values SPEC excludes (all but false, true and null) are bad-cbor.
+// form). The simple values SPEC excludes (all but false, true and null), floating-point
+// numbers, and map keys other than integers, text and byte strings are bad-cbor at any
+// depth.
 func TestUnknownKeyCanonicalValues(t *testing.T) {
 	for _, v := range []string{"00", "20", "3bffffffffffffffff", "40", "60", "80", "a0", "f4", "f5", "f6",
-		"f9 3c00", "fa 47c35000", "82 01 61 61", "a2 00 00 61 61 00"} {
+		"82 01 61 61", "a2 00 00 61 61 00",
+		"a1 20 00",          // a negative integer key
+		"a1 41 00 00",       // a byte-string key
+		"a1 61 61 00",       // a text key
+		"81 a1 61 61 00",    // a text key inside an array
+		"a1 01 a1 41 00 f6", // a byte-string key two maps deep
+	} {
 		msg := raw(wire.TypePing, 0, 0, hx("a2 01 07 09 "+v))
 		frames, err := decode(msg)
 		if err != nil {
@@ -280,10 +304,32 @@ func TestUnknownKeyCanonicalValues(t *testing.T) {
 			t.Errorf("unknown value %s re-encodes to %x", v, re)
 		}
 	}
-	for _, v := range []string{"f7", "f0", "e0", "f8 20", "f8 ff", "82 01 f7"} {
-		msg := raw(wire.TypePing, 0, 0, hx("a2 01 07 09 "+v))
-		if _, err := decode(msg); err == nil || err.Code != wire.CodeBadCBOR || err.Offset != 0 {
-			t.Errorf("simple value %s: %v, want bad-cbor", v, err)
+	for _, c := range []struct{ what, v string }{
+		{"undefined", "f7"},
+		{"simple value 16", "f0"},
+		{"simple value 0", "e0"},
+		{"simple value 32", "f8 20"},
+		{"simple value 255", "f8 ff"},
+		{"undefined in an array", "82 01 f7"},
+		{"half-precision 1.0", "f9 3c00"},
+		{"half-precision 1.5", "f9 3e00"},
+		{"half-precision NaN", "f9 7e00"},
+		{"single-precision 100000.0", "fa 47c35000"},
+		{"double-precision 0.1", "fb 3fb999999999999a"},
+		{"a float in an array", "81 f9 3c00"},
+		{"a float two arrays deep", "81 81 f9 3c00"},
+		{"a float as a nested map's value", "a1 01 f9 3c00"},
+		{"a float map key", "a1 f9 3c00 00"},
+		{"a boolean map key", "a1 f5 00"},
+		{"a null map key", "a1 f6 00"},
+		{"an array map key", "a1 80 00"},
+		{"a map map key", "a1 a0 00"},
+		{"a boolean map key inside an array", "81 a1 f4 00"},
+		{"a boolean map key two maps deep", "a1 01 a1 f5 00"},
+	} {
+		msg := cat(pingFrame, raw(wire.TypePing, 0, 0, hx("a2 01 07 09 "+c.v)))
+		if _, err := decode(msg); err == nil || err.Code != wire.CodeBadCBOR || err.Frame != wire.TypePing || err.Offset != len(pingFrame) {
+			t.Errorf("%s (%s) in an unknown key: %v, want bad-cbor in PING at %d", c.what, c.v, err, len(pingFrame))
 		}
 	}
 }
@@ -340,7 +386,7 @@ func TestBadCBOR(t *testing.T) {
 		{"nesting 9 deep (arrays)", wire.TypePing, hx("a2 01 07 02" + strings.Repeat("81", 8) + "00")},
 		{"nesting 9 deep (maps)", wire.TypePing, hx("a2 01 07 02" + strings.Repeat("a1 01", 8) + "00")},
 		{"65 map pairs", wire.TypePing, pairs(65)},
-		{"an array of 65537 elements", wire.TypePing, cat(hx("a2 01 07 02 9a 00010001"), make([]byte, 65537))},
+		{"65 map pairs nested in an unknown key", wire.TypePing, cat(hx("a2 01 07 09"), pairs(65))},
 		{"non-shortest integer", wire.TypePing, hx("a1 01 18 07")},
 		{"non-shortest 8-byte integer", wire.TypePing, hx("a1 01 1b 0000000000000007")},
 		{"non-shortest key", wire.TypePing, hx("a1 18 01 07")},
@@ -351,8 +397,18 @@ func TestBadCBOR(t *testing.T) {
 		{"non-canonical unknown value", wire.TypePing, hx("a2 01 07 09 18 07")},
 		{"a float64 that fits float16", wire.TypePing, hx("a2 01 07 09 fb 3ff0000000000000")},
 		{"a two-byte simple value below 32", wire.TypePing, hx("a2 01 07 09 f8 10")},
+		{"PING {1: 7, 9: 1.5} (SPEC M13)", wire.TypePing, hx("a2 01 07 09 f9 3e00")},
+		{"PING {1: 7, 9: undefined} (SPEC M13)", wire.TypePing, hx("a2 01 07 09 f7")},
+		{"a float in an unknown key of AUTH", wire.TypeAuth, cat(hx("a2 01 58 20"), bytes.Repeat([]byte{1}, 32), hx("02 f9 3c00"))},
+		{"a float in an unknown key of HELLO", wire.TypeHello, helloMap(map[uint64]any{20: []any{float32(1.5)}})},
+		{"a boolean map key in an unknown key of CLOSE", wire.TypeClose, hx("a3 01 61 61 02 61 62 04 a1 f4 00")},
+		{"a float on a known field of ACK1", wire.TypeAck1, hx("a1 01 f9 3c00")},
 		{"empty optional capabilities", wire.TypeHello, helloMap(map[uint64]any{6: []string{}})},
 		{"empty optional max message", wire.TypeHello, helloMap(map[uint64]any{8: 0})},
+		{"empty optional max frame body", wire.TypeHello, helloMap(map[uint64]any{9: 0})},
+		{"HELLO max frame body as text", wire.TypeHello, helloMap(map[uint64]any{9: "1024"})},
+		{"HELLO max frame body negative", wire.TypeHello, helloMap(map[uint64]any{9: -1})},
+		{"HELLO max frame body as a float", wire.TypeHello, helloMap(map[uint64]any{9: float32(4096)})},
 		{"empty optional CLOSE message", wire.TypeClose, cb(map[uint64]any{1: "a", 2: "b", 3: ""})},
 		{"PING {}", wire.TypePing, hx("a0")},
 		{"PING {1: \"x\"}", wire.TypePing, hx("a1 01 61 78")},
@@ -389,18 +445,120 @@ func TestBadCBOR(t *testing.T) {
 		})
 	}
 
-	// The bounds themselves are accepted.
+	// The bounds themselves are accepted. (The array bound of 65536 elements cannot be
+	// reached through a control frame of this document: such an array is longer than the
+	// 64 KiB body bound, which TestControlBodyBounds checks.)
 	for _, c := range []struct {
 		name string
 		body []byte
 	}{
 		{"nesting 8 deep", hx("a2 01 07 02" + strings.Repeat("81", 7) + "00")},
 		{"64 map pairs", pairs(64)},
-		{"an array of 65536 elements", cat(hx("a2 01 07 02 9a 00010000"), make([]byte, 65536))},
+		{"64 map pairs nested in an unknown key", cat(hx("a2 01 07 09"), pairs(64))},
+		{"an array of 65000 elements", cat(hx("a2 01 07 02 99 fde8"), make([]byte, 65000))},
 	} {
 		if _, err := decode(raw(wire.TypePing, 0, 0, c.body)); err != nil {
 			t.Errorf("%s rejected: %v", c.name, err)
 		}
+	}
+}
+
+// padded returns the map m, with key pad holding a byte string sized so that the body is
+// exactly size bytes.
+func padded(m map[uint64]any, pad uint64, size int) []byte {
+	for n := max(0, size-len(cb(m))-16); n <= size; n++ {
+		m[pad] = make([]byte, n)
+		if b := cb(m); len(b) == size {
+			return b
+		} else if len(b) > size {
+			break
+		}
+	}
+	panic("padded: no body of exactly " + strconv.Itoa(size) + " bytes")
+}
+
+// TestControlBodyBounds: every control type has its own body bound, checked at the header
+// (SPEC framing rule 5, frame-too-large, before flags and channel): 16 KiB for HELLO, 64
+// KiB for every other control body, whatever the configured frame-body limit. A body at
+// the bound is decoded; TXN1 and unknown ignorable types have no bound of their own.
+func TestControlBodyBounds(t *testing.T) {
+	if wire.MaxHelloBody != 16384 || wire.MaxControlBody != 65536 {
+		t.Fatalf("bounds %d and %d, SPEC says 16384 and 65536", wire.MaxHelloBody, wire.MaxControlBody)
+	}
+	for _, typ := range wire.Registered() {
+		if typ == wire.TypeTxn1 {
+			continue
+		}
+		bound := wire.MaxControlBody
+		if typ == wire.TypeHello {
+			bound = wire.MaxHelloBody
+		}
+		// One past the bound: frame-too-large, even with undefined flags and a channel.
+		msg := cat(pingFrame, raw(typ, 0xff, 9, make([]byte, bound+1)), pingFrame)
+		frames, err := decode(msg)
+		if err == nil || err.Code != wire.CodeFrameTooLarge || err.Class != wire.ClassResourceLimit || err.Frame != typ ||
+			err.Offset != len(pingFrame) || len(frames) != 1 {
+			t.Errorf("%s body of %d bytes: %v after %d frames, want frame-too-large at %d", typ, bound+1, err, len(frames), len(pingFrame))
+		}
+		// At the bound the header passes: the flags are checked next, then the body.
+		if _, err := decode(cat(pingFrame, raw(typ, 1, 0, make([]byte, bound)))); err == nil || err.Code != wire.CodeBadFlags {
+			t.Errorf("%s body of %d bytes with flags 1: %v, want bad-flags", typ, bound, err)
+		}
+		if _, err := decode(cat(pingFrame, raw(typ, 0, 0, make([]byte, bound)))); err == nil || err.Code != wire.CodeBadCBOR || err.Offset != len(pingFrame) {
+			t.Errorf("%s body of %d zero bytes: %v, want bad-cbor (not a map)", typ, bound, err)
+		}
+		// A configured frame-body limit above the bound does not lift it.
+		if _, err := wire.DecodeMessage(raw(typ, 0, 0, make([]byte, bound+1)), wire.DefaultMaxMessage, uint32(bound)+100); err == nil ||
+			err.Code != wire.CodeFrameTooLarge {
+			t.Errorf("%s body of %d bytes under a frame limit of %d: %v", typ, bound+1, bound+100, err)
+		}
+	}
+
+	// Valid bodies of exactly the bound decode and re-encode; one byte more does not.
+	hello := func() map[uint64]any {
+		return map[uint64]any{1: 0, 2: "a", 3: originA[:], 4: 1, 5: 1, 7: nonce16}
+	}
+	for _, c := range []struct {
+		name string
+		typ  wire.Type
+		m    func() map[uint64]any
+		size int
+	}{
+		{"PING", wire.TypePing, func() map[uint64]any { return map[uint64]any{1: 7} }, wire.MaxControlBody},
+		{"CLOSE", wire.TypeClose, func() map[uint64]any { return map[uint64]any{1: "going-away", 2: "transient"} }, wire.MaxControlBody},
+		{"HELLO", wire.TypeHello, hello, wire.MaxHelloBody},
+	} {
+		at := padded(c.m(), 20, c.size)
+		msg := raw(c.typ, 0, 0, at)
+		frames, err := decode(msg)
+		if err != nil {
+			t.Errorf("%s body of exactly %d bytes: %v", c.name, c.size, err)
+			continue
+		}
+		if re, _ := wire.EncodeMessage(frames); !bytes.Equal(re, msg) {
+			t.Errorf("%s body of %d bytes does not re-encode", c.name, c.size)
+		}
+		over := padded(c.m(), 20, c.size+1)
+		if _, err := decode(raw(c.typ, 0, 0, over)); err == nil || err.Code != wire.CodeFrameTooLarge {
+			t.Errorf("valid %s body of %d bytes: %v, want frame-too-large", c.name, c.size+1, err)
+		}
+	}
+
+	// The bound is checked after the body is found within the message (rule 4 before 5).
+	short := cat(wire.AppendHeader(nil, wire.Header{Type: wire.TypePing, Length: wire.MaxControlBody + 1}), hx("a1 01 07"))
+	if _, err := decode(short); err == nil || err.Code != wire.CodeMalformedFrame {
+		t.Errorf("a PING over its bound and past the end of the message: %v, want malformed-frame", err)
+	}
+
+	// TXN1 has no bound of its own: a transaction larger than 64 KiB is decoded.
+	big := wire.Txn{Origin: originA, Seq: 1, Ops: []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte("k"), Value: make([]byte, 100<<10)}}}
+	f := frame(&wire.Txn1{Position: 1, Txn: big})
+	if frames, err := decode(f); err != nil || len(frames[0].Body) <= wire.MaxControlBody {
+		t.Errorf("TXN1 of %d bytes: %v", len(f), err)
+	}
+	// Nor has an unknown ignorable type.
+	if frames, err := decode(cat(raw(0x90, 0, 0, make([]byte, wire.MaxControlBody+1)), pingFrame)); err != nil || len(frames) != 2 {
+		t.Errorf("ignorable frame over 64 KiB: %v", err)
 	}
 }
 
@@ -462,8 +620,21 @@ func TestFieldRules(t *testing.T) {
 		{"HELLO nonce of 15 bytes", wire.TypeHello, hello(func(h *wire.Hello) { h.Nonce = nonce16[:15] }), false},
 		{"HELLO nonce of 65 bytes", wire.TypeHello, hello(func(h *wire.Hello) { h.Nonce = make([]byte, 65) }), false},
 		{"HELLO nonce of 64 bytes", wire.TypeHello, hello(func(h *wire.Hello) { h.Nonce = make([]byte, 64) }), true},
-		{"HELLO max message 65535", wire.TypeHello, hello(func(h *wire.Hello) { h.MaxMessage = 65535 }), false},
-		{"HELLO max message 65536", wire.TypeHello, hello(func(h *wire.Hello) { h.MaxMessage = 65536 }), true},
+		{"HELLO max message 65535", wire.TypeHello, hello(func(h *wire.Hello) { h.MaxMessage = 65535; h.MaxFrame = 1024 }), false},
+		{"HELLO max message 65536, max frame body 1024", wire.TypeHello, hello(func(h *wire.Hello) { h.MaxMessage = 65536; h.MaxFrame = 1024 }), true},
+		{"HELLO max message 65536, max frame body 65526", wire.TypeHello, hello(func(h *wire.Hello) { h.MaxMessage = 65536; h.MaxFrame = 65526 }), true},
+		{"HELLO max message 65536, max frame body 65527", wire.TypeHello, hello(func(h *wire.Hello) { h.MaxMessage = 65536; h.MaxFrame = 65527 }), false},
+		{"HELLO max message 65536 with the default max frame body", wire.TypeHello, hello(func(h *wire.Hello) { h.MaxMessage = 65536 }), false},
+		{"HELLO max message 16777225 with the default max frame body", wire.TypeHello, hello(func(h *wire.Hello) { h.MaxMessage = 16777225 }), false},
+		{"HELLO max message 16777226 with the default max frame body", wire.TypeHello, hello(func(h *wire.Hello) { h.MaxMessage = 16777226 }), true},
+		{"HELLO max message 1 MiB, max frame body 1 MiB - 10", wire.TypeHello, hello(func(h *wire.Hello) { h.MaxMessage = 1 << 20; h.MaxFrame = 1<<20 - 10 }), true},
+		{"HELLO max message 1 MiB, max frame body 1 MiB", wire.TypeHello, hello(func(h *wire.Hello) { h.MaxMessage = 1 << 20; h.MaxFrame = 1 << 20 }), false},
+		{"HELLO max frame body 1023", wire.TypeHello, hello(func(h *wire.Hello) { h.MaxFrame = 1023 }), false},
+		{"HELLO max frame body 1", wire.TypeHello, hello(func(h *wire.Hello) { h.MaxFrame = 1 }), false},
+		{"HELLO max frame body 1024", wire.TypeHello, hello(func(h *wire.Hello) { h.MaxFrame = 1024 }), true},
+		{"HELLO max frame body 16777216", wire.TypeHello, hello(func(h *wire.Hello) { h.MaxFrame = 16777216 }), true},
+		{"HELLO max frame body 16777217", wire.TypeHello, hello(func(h *wire.Hello) { h.MaxFrame = 16777217 }), false},
+		{"HELLO max frame body 2^32 + 1024", wire.TypeHello, hello(func(h *wire.Hello) { h.MaxFrame = 1<<32 + 1024; h.MaxMessage = 1 << 40 }), false},
 		{"AUTH mac of 31 bytes", wire.TypeAuth, cb(map[uint64]any{1: make([]byte, 31)}), false},
 		{"AUTH mac of 33 bytes", wire.TypeAuth, cb(map[uint64]any{1: make([]byte, 33)}), false},
 		{"CLOSE empty code", wire.TypeClose, closeBody("", "protocol", ""), false},
@@ -505,6 +676,25 @@ func TestFieldRules(t *testing.T) {
 	h.Caps = []string{"b", "a"}
 	if h.Validate() == nil {
 		t.Fatal("Hello.Validate accepted unsorted capabilities")
+	}
+	h = validHello()
+	h.MaxMessage = 65536
+	if h.Validate() == nil {
+		t.Fatal("Hello.Validate accepted a max message of 65536 with the default max frame body")
+	}
+	h.MaxFrame = 65526
+	if err := h.Validate(); err != nil {
+		t.Fatalf("Hello.Validate: %v", err)
+	}
+	// Limits applies the defaults of absent keys 8 and 9.
+	if f, m := validHello().Limits(); f != wire.MaxFrameBody || m != wire.DefaultMaxMessage {
+		t.Fatalf("default limits %d, %d", f, m)
+	}
+	if f, m := h.Limits(); f != 65526 || m != 65536 {
+		t.Fatalf("limits %d, %d", f, m)
+	}
+	if wire.DefaultMaxMessage != 16<<20+64<<10 || wire.MinMaxFrame != 1024 || wire.MinMaxMessage != 65536 {
+		t.Fatalf("constants %d %d %d differ from SPEC", wire.DefaultMaxMessage, wire.MinMaxFrame, wire.MinMaxMessage)
 	}
 	if (&wire.Close{Code: "x", Class: "protocol", Message: strings.Repeat("m", 1025)}).Validate() == nil {
 		t.Fatal("Close.Validate accepted a 1025-byte message")
@@ -548,55 +738,70 @@ func posTxn(pos uint64, txn []byte) []byte {
 }
 
 // TestTxnEncodingRules: each rule of "Transaction encoding" rejects with bad-txn, both from
-// ParseTxn and from a TXN1 frame; the rules' bounds are accepted.
+// ParseTxn and from a TXN1 frame; a format or operation kind this build does not know is
+// unsupported-txn instead (SPEC "Later formats"); the rules' bounds are accepted.
 func TestTxnEncodingRules(t *testing.T) {
 	prev := sha256.Sum256([]byte("prev"))
 	table64 := strings.Repeat("t", 64)
+	const (
+		ok          = wire.Code("")
+		bad         = wire.CodeBadTxn
+		unsupported = wire.CodeUnsupportedTxn
+	)
 	for _, c := range []struct {
 		name string
 		txn  []byte
-		ok   bool
+		code wire.Code
 	}{
-		{"valid", okTxn().enc(), true},
-		{"seq 2 with a previous hash", txnWith(func(x *txnBytes) { x.seq, x.prev = 2, prev }), true},
-		{"put of an empty value", txnWith(func(x *txnBytes) { x.ops = hx("01 01 74 01 6b 00") }), true},
-		{"delete", txnWith(func(x *txnBytes) { x.ops = hx("02 01 74 01 6b") }), true},
-		{"table of 64 bytes", txnWith(func(x *txnBytes) { x.ops = cat(hx("01 40"), []byte(table64), hx("01 6b 00")) }), true},
-		{"key of 200 bytes (2-byte varint)", txnWith(func(x *txnBytes) { x.ops = cat(hx("02 01 74 c8 01"), make([]byte, 200)) }), true},
-		{"two operations", txnWith(func(x *txnBytes) { x.nops, x.ops = []byte{2}, hx("02 01 74 01 6b 01 01 74 01 6c 01 76") }), true},
+		{"valid", okTxn().enc(), ok},
+		{"seq 2 with a previous hash", txnWith(func(x *txnBytes) { x.seq, x.prev = 2, prev }), ok},
+		{"put of an empty value", txnWith(func(x *txnBytes) { x.ops = hx("01 01 74 01 6b 00") }), ok},
+		{"delete", txnWith(func(x *txnBytes) { x.ops = hx("02 01 74 01 6b") }), ok},
+		{"table of 64 bytes", txnWith(func(x *txnBytes) { x.ops = cat(hx("01 40"), []byte(table64), hx("01 6b 00")) }), ok},
+		{"key of 200 bytes (2-byte varint)", txnWith(func(x *txnBytes) { x.ops = cat(hx("02 01 74 c8 01"), make([]byte, 200)) }), ok},
+		{"two operations", txnWith(func(x *txnBytes) { x.nops, x.ops = []byte{2}, hx("02 01 74 01 6b 01 01 74 01 6c 01 76") }), ok},
 
-		{"empty", nil, false},
-		{"shorter than the fixed part", okTxn().enc()[:40], false},
-		{"fixed part only", okTxn().enc()[:65], false},
-		{"unknown format 0x02", txnWith(func(x *txnBytes) { x.format = 2 }), false},
-		{"unknown format 0x00", txnWith(func(x *txnBytes) { x.format = 0 }), false},
-		{"all-zero origin", txnWith(func(x *txnBytes) { x.origin = wire.OriginID{} }), false},
-		{"seq 0", txnWith(func(x *txnBytes) { x.seq = 0 }), false},
-		{"seq 1 with a previous hash", txnWith(func(x *txnBytes) { x.prev = prev }), false},
-		{"seq 2 with the zero previous hash", txnWith(func(x *txnBytes) { x.seq = 2 }), false},
-		{"zero operations", txnWith(func(x *txnBytes) { x.nops, x.ops = []byte{0}, nil }), false},
-		{"non-minimal operation count", txnWith(func(x *txnBytes) { x.nops = hx("81 00") }), false},
-		{"truncated operation count", txnWith(func(x *txnBytes) { x.nops, x.ops = hx("81"), nil }), false},
-		{"more operations than present", txnWith(func(x *txnBytes) { x.nops = []byte{2} }), false},
-		{"an absurd operation count", txnWith(func(x *txnBytes) { x.nops = hx("ffffffff0f") }), false},
-		{"op kind 0", txnWith(func(x *txnBytes) { x.ops[0] = 0 }), false},
-		{"op kind 3", txnWith(func(x *txnBytes) { x.ops[0] = 3 }), false},
-		{"empty table", txnWith(func(x *txnBytes) { x.ops = hx("01 00 01 6b 01 76 00") }), false},
-		{"table a/b", txnWith(func(x *txnBytes) { x.ops = hx("01 03 612f62 01 6b 01 76") }), false},
-		{"table of 65 bytes", txnWith(func(x *txnBytes) { x.ops = cat(hx("01 41"), []byte(table64+"t"), hx("01 6b 00")) }), false},
-		{"non-minimal table length", txnWith(func(x *txnBytes) { x.ops = hx("01 8100 74 01 6b 01 76") }), false},
-		{"empty key", txnWith(func(x *txnBytes) { x.ops = hx("01 01 74 00 01 76 00") }), false},
-		{"non-minimal key length", txnWith(func(x *txnBytes) { x.ops = hx("01 01 74 8100 6b 01 76") }), false},
-		{"non-minimal value length", txnWith(func(x *txnBytes) { x.ops = hx("01 01 74 01 6b 8100 76") }), false},
-		{"value past the end", txnWith(func(x *txnBytes) { x.ops = hx("01 01 74 01 6b 05 76") }), false},
-		{"missing value of a put", txnWith(func(x *txnBytes) { x.ops = hx("01 01 74 01 6b") }), false},
-		{"trailing bytes", txnWith(func(x *txnBytes) { x.ops = hx("01 01 74 01 6b 01 76 00") }), false},
-		{"a value after a delete", txnWith(func(x *txnBytes) { x.ops = hx("02 01 74 01 6b 01 76") }), false},
+		{"empty", nil, bad},
+		{"shorter than the fixed part", okTxn().enc()[:40], bad},
+		{"fixed part only", okTxn().enc()[:65], bad},
+		{"format 0x00", txnWith(func(x *txnBytes) { x.format = 0 }), bad},
+		{"all-zero origin", txnWith(func(x *txnBytes) { x.origin = wire.OriginID{} }), bad},
+		{"seq 0", txnWith(func(x *txnBytes) { x.seq = 0 }), bad},
+		{"seq 1 with a previous hash", txnWith(func(x *txnBytes) { x.prev = prev }), bad},
+		{"seq 2 with the zero previous hash", txnWith(func(x *txnBytes) { x.seq = 2 }), bad},
+		{"zero operations", txnWith(func(x *txnBytes) { x.nops, x.ops = []byte{0}, nil }), bad},
+		{"non-minimal operation count", txnWith(func(x *txnBytes) { x.nops = hx("81 00") }), bad},
+		{"truncated operation count", txnWith(func(x *txnBytes) { x.nops, x.ops = hx("81"), nil }), bad},
+		{"more operations than present", txnWith(func(x *txnBytes) { x.nops = []byte{2} }), bad},
+		{"an absurd operation count", txnWith(func(x *txnBytes) { x.nops = hx("ffffffff0f") }), bad},
+		{"op kind 0", txnWith(func(x *txnBytes) { x.ops[0] = 0 }), bad},
+		{"op kind 0 after a valid operation", txnWith(func(x *txnBytes) { x.nops, x.ops = []byte{2}, hx("02 01 74 01 6b 00 01 74 01 6c") }), bad},
+		{"empty table", txnWith(func(x *txnBytes) { x.ops = hx("01 00 01 6b 01 76 00") }), bad},
+		{"table a/b", txnWith(func(x *txnBytes) { x.ops = hx("01 03 612f62 01 6b 01 76") }), bad},
+		{"table of 65 bytes", txnWith(func(x *txnBytes) { x.ops = cat(hx("01 41"), []byte(table64+"t"), hx("01 6b 00")) }), bad},
+		{"non-minimal table length", txnWith(func(x *txnBytes) { x.ops = hx("01 8100 74 01 6b 01 76") }), bad},
+		{"empty key", txnWith(func(x *txnBytes) { x.ops = hx("01 01 74 00 01 76 00") }), bad},
+		{"non-minimal key length", txnWith(func(x *txnBytes) { x.ops = hx("01 01 74 8100 6b 01 76") }), bad},
+		{"non-minimal value length", txnWith(func(x *txnBytes) { x.ops = hx("01 01 74 01 6b 8100 76") }), bad},
+		{"value past the end", txnWith(func(x *txnBytes) { x.ops = hx("01 01 74 01 6b 05 76") }), bad},
+		{"missing value of a put", txnWith(func(x *txnBytes) { x.ops = hx("01 01 74 01 6b") }), bad},
+		{"trailing bytes", txnWith(func(x *txnBytes) { x.ops = hx("01 01 74 01 6b 01 76 00") }), bad},
+		{"a value after a delete", txnWith(func(x *txnBytes) { x.ops = hx("02 01 74 01 6b 01 76") }), bad},
+		{"a bad operation before an unknown kind", txnWith(func(x *txnBytes) { x.nops, x.ops = []byte{2}, hx("01 03 612f62 01 6b 01 76 03") }), bad},
+
+		{"format 0x02", txnWith(func(x *txnBytes) { x.format = 2 }), unsupported},
+		{"format 0xff", txnWith(func(x *txnBytes) { x.format = 0xff }), unsupported},
+		{"format 0x02 with a body format 1 would reject", txnWith(func(x *txnBytes) { x.format, x.nops, x.ops = 2, []byte{0}, hx("ffff") }), unsupported},
+		{"format 0x02, the shared prefix only", txnWith(func(x *txnBytes) { x.format = 2 })[:65], unsupported},
+		{"op kind 3", txnWith(func(x *txnBytes) { x.ops[0] = 3 }), unsupported},
+		{"op kind 0xff", txnWith(func(x *txnBytes) { x.ops[0] = 0xff }), unsupported},
+		{"op kind 3 followed by what format 1 cannot read", txnWith(func(x *txnBytes) { x.ops = hx("03 ffffffff") }), unsupported},
+		{"op kind 3 after a valid operation", txnWith(func(x *txnBytes) { x.nops, x.ops = []byte{2}, hx("02 01 74 01 6b 03 ffffffff") }), unsupported},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, perr := wire.ParseTxn(c.txn)
 			frames, ferr := decode(cat(pingFrame, raw(wire.TypeTxn1, 0, 0, posTxn(5, c.txn))))
-			if c.ok {
+			if c.code == ok {
 				if perr != nil || ferr != nil {
 					t.Fatalf("rejected: %v / %v", perr, ferr)
 				}
@@ -608,18 +813,31 @@ func TestTxnEncodingRules(t *testing.T) {
 			if perr == nil {
 				t.Fatal("ParseTxn accepted it")
 			}
-			if ferr == nil || ferr.Code != wire.CodeBadTxn || ferr.Class != wire.ClassProtocol || ferr.Frame != wire.TypeTxn1 || ferr.Offset != len(pingFrame) {
-				t.Fatalf("TXN1: %v, want bad-txn in TXN1 at %d", ferr, len(pingFrame))
+			if got := wire.TxnErrorCode(perr); got != c.code {
+				t.Fatalf("TxnErrorCode(%v) = %s, want %s", perr, got, c.code)
+			}
+			class, _ := wire.ClassOf(c.code)
+			if ferr == nil || ferr.Code != c.code || ferr.Class != class || ferr.Frame != wire.TypeTxn1 || ferr.Offset != len(pingFrame) {
+				t.Fatalf("TXN1: %v, want %s in TXN1 at %d", ferr, c.code, len(pingFrame))
 			}
 			// DecodeBody reports the same.
 			_, berr := wire.DecodeBody(wire.Frame{Header: wire.Header{Type: wire.TypeTxn1}, Body: posTxn(5, c.txn), Offset: 3})
-			if berr == nil || berr.Code != wire.CodeBadTxn || berr.Offset != 3 {
+			if berr == nil || berr.Code != c.code || berr.Offset != 3 {
 				t.Fatalf("DecodeBody: %v", berr)
+			}
+			// An unknown format names the origin and the seq (SPEC "Later formats").
+			if c.code == unsupported && c.txn[0] != wire.TxnFormat1 {
+				if !strings.Contains(ferr.Message, originA.String()) || !strings.Contains(ferr.Message, "seq 1") {
+					t.Fatalf("unsupported-txn message %q does not name origin %s seq 1", ferr.Message, originA)
+				}
 			}
 		})
 	}
+	if cl, ok := wire.ClassOf(wire.CodeUnsupportedTxn); !ok || cl != wire.ClassUnsupported {
+		t.Fatalf("unsupported-txn has class %s, SPEC says unsupported", cl)
+	}
 
-	// The TXN1 body's own rules.
+	// The TXN1 body's own rules, checked before the transaction's.
 	for _, c := range []struct {
 		name string
 		body []byte
@@ -628,13 +846,17 @@ func TestTxnEncodingRules(t *testing.T) {
 		{"TXN1 body of 7 bytes", make([]byte, 7)},
 		{"TXN1 position only", posTxn(1, nil)},
 		{"TXN1 position 0", posTxn(0, okTxn().enc())},
+		{"TXN1 position 0 of an unknown format", posTxn(0, txnWith(func(x *txnBytes) { x.format = 2 }))},
 	} {
 		_, err := decode(cat(pingFrame, raw(wire.TypeTxn1, 0, 0, c.body)))
 		if err == nil || err.Code != wire.CodeBadTxn || err.Offset != len(pingFrame) {
 			t.Errorf("%s: %v, want bad-txn at %d", c.name, err, len(pingFrame))
 		}
-		if _, _, perr := wire.ParseTxn1(c.body); perr == nil {
+		_, _, perr := wire.ParseTxn1(c.body)
+		if perr == nil {
 			t.Errorf("%s: ParseTxn1 accepted it", c.name)
+		} else if wire.TxnErrorCode(perr) != wire.CodeBadTxn {
+			t.Errorf("%s: TxnErrorCode %s", c.name, wire.TxnErrorCode(perr))
 		}
 	}
 }
@@ -825,6 +1047,10 @@ func TestDecodeMessageErrors(t *testing.T) {
 		{"body past the end by one byte", cat(hdr(wire.TypePing, 0, 0, 4), hx("a1 01 07")), wire.CodeMalformedFrame, wire.TypePing, true},
 		{"body over the frame limit", hdr(wire.TypePing, 0, 0, wire.MaxFrameBody+1), wire.CodeFrameTooLarge, wire.TypePing, false},
 		{"over the limit and past the end: the limit is checked first", cat(hdr(wire.TypeAck1, 0, 0, 1<<31), hx("a1")), wire.CodeFrameTooLarge, wire.TypeAck1, true},
+		{"PING body over its type's bound", raw(wire.TypePing, 0, 0, make([]byte, wire.MaxControlBody+1)), wire.CodeFrameTooLarge, wire.TypePing, false},
+		{"the type's bound is checked before the flags and channel", raw(wire.TypeAck1, 0x80, 3, make([]byte, wire.MaxControlBody+1)), wire.CodeFrameTooLarge, wire.TypeAck1, false},
+		{"HELLO body over its type's bound", raw(wire.TypeHello, 0, 0, make([]byte, wire.MaxHelloBody+1)), wire.CodeFrameTooLarge, wire.TypeHello, false},
+		{"over the type's bound and past the end: the end is checked first", cat(hdr(wire.TypePing, 0, 0, wire.MaxControlBody+1), hx("a1 01 07")), wire.CodeMalformedFrame, wire.TypePing, true},
 		{"undefined flags", raw(wire.TypePing, 1, 0, hx("a1 01 07")), wire.CodeBadFlags, wire.TypePing, false},
 		{"TXN1 compressed bit", raw(wire.TypeTxn1, 1, 0, posTxn(1, okTxn().enc())), wire.CodeBadFlags, wire.TypeTxn1, false},
 		{"flags are checked before the channel", raw(wire.TypePing, 0x80, 3, hx("a1 01 07")), wire.CodeBadFlags, wire.TypePing, false},
@@ -840,6 +1066,8 @@ func TestDecodeMessageErrors(t *testing.T) {
 		{"bad body", raw(wire.TypeAck1, 0, 0, hx("a1 01 00")), wire.CodeBadField, wire.TypeAck1, false},
 		{"bad CBOR", raw(wire.TypePong, 0, 0, hx("a0")), wire.CodeBadCBOR, wire.TypePong, false},
 		{"bad txn", raw(wire.TypeTxn1, 0, 0, posTxn(0, okTxn().enc())), wire.CodeBadTxn, wire.TypeTxn1, false},
+		{"unsupported txn", raw(wire.TypeTxn1, 0, 0, posTxn(1, txnWith(func(x *txnBytes) { x.format = 2 }))), wire.CodeUnsupportedTxn, wire.TypeTxn1, false},
+		{"a float in an unknown key", raw(wire.TypePong, 0, 0, hx("a2 01 07 09 f9 3c00")), wire.CodeBadCBOR, wire.TypePong, false},
 	}
 	for _, pre := range prefixes {
 		prefix := cat(pre...)
@@ -936,5 +1164,23 @@ func TestErrorValues(t *testing.T) {
 	}
 	if _, ok := wire.ClassOf("no-such-code"); ok {
 		t.Fatal("unknown code has a class")
+	}
+
+	// Detail is the error without its code and class: what a CLOSE message carries.
+	for _, c := range []struct {
+		e             *wire.Error
+		detail, error string
+	}{
+		{fe, "PING frame at offset 13: x", "bad-flags (protocol) in PING frame at offset 13: x"},
+		{wire.FrameError(wire.CodeFrameTooLarge, wire.TypeHello, 0, ""), "HELLO frame at offset 0", "frame-too-large (resource-limit) in HELLO frame at offset 0"},
+		{wire.Errorf(wire.CodeGoingAway, "bye"), "bye", "going-away (transient): bye"},
+		{wire.Errorf(wire.CodeGoingAway, ""), "", "going-away (transient)"},
+	} {
+		if got := c.e.Detail(); got != c.detail {
+			t.Errorf("Detail() = %q, want %q", got, c.detail)
+		}
+		if got := c.e.Error(); got != c.error {
+			t.Errorf("Error() = %q, want %q", got, c.error)
+		}
 	}
 }

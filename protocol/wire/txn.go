@@ -41,11 +41,35 @@ type Txn struct {
 	Ops    []Op
 }
 
-type txnError struct{ msg string }
+// txnError is a transaction encoding this build rejects: malformed (bad-txn), or of a
+// format or operation kind it does not know (unsupported-txn).
+type txnError struct {
+	msg         string
+	unsupported bool
+}
 
 func (e *txnError) Error() string { return e.msg }
 
-func badTxn(msg string) error { return &txnError{msg} }
+// Code is the error code a receiver closes with.
+func (e *txnError) Code() Code {
+	if e.unsupported {
+		return CodeUnsupportedTxn
+	}
+	return CodeBadTxn
+}
+
+func badTxn(msg string) error { return &txnError{msg: msg} }
+
+func unsupportedTxn(msg string) error { return &txnError{msg: msg, unsupported: true} }
+
+// TxnErrorCode is the code for an error of ParseTxn or ParseTxn1: unsupported-txn for a
+// format or operation kind this build does not know, bad-txn otherwise.
+func TxnErrorCode(err error) Code {
+	if te, ok := err.(*txnError); ok {
+		return te.Code()
+	}
+	return CodeBadTxn
+}
 
 // AppendEncoding appends the transaction encoding (SPEC.md, "Transaction encoding") to dst,
 // after checking the rules a receiver checks.
@@ -108,9 +132,19 @@ func checkTxnHeader(seq uint64, prev Hash) error {
 	return nil
 }
 
+func checkKind(kind OpKind) error {
+	switch kind {
+	case OpPut, OpDelete:
+		return nil
+	case 0:
+		return badTxn("operation kind 0")
+	}
+	return unsupportedTxn("operation kind " + strconv.Itoa(int(kind)) + " is not put (1) or delete (2), the kinds of format 1")
+}
+
 func checkOp(kind OpKind, table, key []byte) error {
-	if kind != OpPut && kind != OpDelete {
-		return badTxn("operation kind " + strconv.Itoa(int(kind)) + " is neither put (1) nor delete (2)")
+	if err := checkKind(kind); err != nil {
+		return err
 	}
 	if !validNameBytes(table) {
 		return badTxn("table name " + strconv.Quote(string(table)) + " is not 1-64 bytes of [A-Za-z0-9_.-]")
@@ -135,19 +169,26 @@ type TxnView struct {
 
 // ParseTxn checks a transaction encoding completely and returns a view of it.
 func ParseTxn(b []byte) (TxnView, error) {
-	if len(b) < txnFixed+1 {
-		return TxnView{}, badTxn("encoding of " + strconv.Itoa(len(b)) + " bytes is shorter than its fixed part")
-	}
-	if b[0] != TxnFormat1 {
-		return TxnView{}, badTxn("unknown transaction format 0x" + strconv.FormatUint(uint64(b[0]), 16))
+	if len(b) < txnFixed {
+		return TxnView{}, badTxn("encoding of " + strconv.Itoa(len(b)) + " bytes is shorter than the prefix every format shares")
 	}
 	v := TxnView{raw: b}
 	copy(v.Origin[:], b[1:17])
 	v.Seq = binary.BigEndian.Uint64(b[17:25])
+	switch {
+	case b[0] == 0:
+		return TxnView{}, badTxn("transaction format 0")
+	case b[0] != TxnFormat1:
+		return TxnView{}, unsupportedTxn("origin " + v.Origin.String() + " seq " + strconv.FormatUint(v.Seq, 10) +
+			" has transaction format 0x" + strconv.FormatUint(uint64(b[0]), 16) + "; this build knows format 1")
+	}
 	v.HLC = HLC(binary.BigEndian.Uint64(b[25:33]))
 	copy(v.Prev[:], b[33:65])
 	if v.Origin.IsZero() {
 		return TxnView{}, badTxn("origin id is all zero")
+	}
+	if len(b) == txnFixed {
+		return TxnView{}, badTxn("no operation count")
 	}
 	if err := checkTxnHeader(v.Seq, v.Prev); err != nil {
 		return TxnView{}, err
@@ -157,8 +198,8 @@ func ParseTxn(b []byte) (TxnView, error) {
 	if err != nil {
 		return TxnView{}, err
 	}
-	// Every operation takes at least 5 bytes, so a count beyond that is a lie.
-	if n == 0 || n > uint64(len(b)-off)/5 {
+	// Every operation takes at least its kind byte, so a count beyond that is a lie.
+	if n == 0 || n > uint64(len(b)-off) {
 		return TxnView{}, badTxn("operation count " + strconv.FormatUint(n, 10) + " does not fit the encoding")
 	}
 	v.NumOps = int(n)
@@ -169,6 +210,12 @@ func ParseTxn(b []byte) (TxnView, error) {
 		}
 		kind := OpKind(b[off])
 		off++
+		if err := checkKind(kind); err != nil { // what follows an unknown kind is unknown
+			if te := err.(*txnError); te.unsupported {
+				te.msg = "origin " + v.Origin.String() + " seq " + strconv.FormatUint(v.Seq, 10) + ": " + te.msg
+			}
+			return TxnView{}, err
+		}
 		table, err := readBytes(b, &off, "table")
 		if err != nil {
 			return TxnView{}, err

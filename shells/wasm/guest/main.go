@@ -22,10 +22,14 @@ var (
 //go:wasmexport abi_version
 func abiVersion() int32 { return abi.Version }
 
-// alloc makes the input buffer at least n bytes long and returns its address.
+// alloc makes the input buffer at least n bytes long and returns its address, or 0 when n
+// is negative or above abi.MaxBatch.
 //
 //go:wasmexport alloc
 func alloc(n int32) int32 {
+	if n < 0 || int64(n) > abi.MaxBatch {
+		return 0
+	}
 	if n < 1 {
 		n = 1
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"plait/protocol/abi"
 )
 
 // Module is a compiled core, ready to instantiate.
@@ -100,6 +102,9 @@ func (in *Instance) Step(ctx context.Context, batch []byte) ([]byte, error) {
 	if in.dead != nil {
 		return nil, fmt.Errorf("%w: %v", ErrDead, in.dead)
 	}
+	if len(batch) > abi.MaxBatch {
+		return nil, fmt.Errorf("a batch of %d bytes exceeds the ABI's %d", len(batch), abi.MaxBatch)
+	}
 	out, err := in.call(ctx, batch)
 	if err != nil {
 		in.dead = err
@@ -115,6 +120,9 @@ func (in *Instance) call(ctx context.Context, batch []byte) ([]byte, error) {
 		return nil, fmt.Errorf("alloc: %w", err)
 	}
 	ptr := api.DecodeU32(res[0])
+	if ptr == 0 {
+		return nil, fmt.Errorf("alloc refused a batch of %d bytes", len(batch))
+	}
 	if !in.mem.Write(ptr, batch) {
 		return nil, fmt.Errorf("alloc returned %d, outside memory for %d bytes", ptr, len(batch))
 	}

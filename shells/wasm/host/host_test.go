@@ -16,7 +16,10 @@ import (
 	"plait/shells/wasm/host"
 )
 
-var coreWasm []byte
+var (
+	coreWasm []byte
+	cacheDir string // one compilation cache for the test binary: compile once, load fast
+)
 
 // TestMain builds the guest once with the release command (DESIGN.md §5), unless
 // PLAIT_CORE_WASM names an already built module (make wasm).
@@ -34,21 +37,26 @@ func TestMain(m *testing.M) {
 			os.Stderr.Write(out)
 			panic("building the guest: " + err.Error())
 		}
-		defer os.RemoveAll(dir)
 	}
 	var err error
 	if coreWasm, err = os.ReadFile(path); err != nil {
 		panic(err)
 	}
+	if cacheDir, err = os.MkdirTemp("", "plait-wazero-cache-"); err != nil {
+		panic(err)
+	}
 	code := m.Run()
-	os.RemoveAll(filepath.Dir(path)) // deferred calls do not run past os.Exit
+	os.RemoveAll(cacheDir)
+	if os.Getenv("PLAIT_CORE_WASM") == "" {
+		os.RemoveAll(filepath.Dir(path))
+	}
 	os.Exit(code)
 }
 
 func load(t *testing.T) (*host.Module, *host.Instance) {
 	t.Helper()
 	ctx := context.Background()
-	mod, err := host.Load(ctx, coreWasm, "")
+	mod, err := host.Load(ctx, coreWasm, cacheDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,6 +234,7 @@ func TestWasmAgainstNative(t *testing.T) {
 			}
 			pump()
 			mine := prototest.Chain(prototest.Origin(1), 3, 2, 10)
+			b.Name(prototest.Origin(1), "wasm")
 			for i, e := range mine {
 				b.Offer(uint64(i+1), e.Raw)
 			}
