@@ -1,9 +1,7 @@
 package fuzz
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"os"
@@ -446,44 +444,23 @@ type seed struct {
 	data []byte
 }
 
-// specExamples parses the ```frame NAME blocks of SPEC.md as protocol/wire's spec test
-// does: hex tokens, '#' comments.
+// specExamples returns the frame examples of SPEC.md as seeds.
 func specExamples(tb testing.TB) []seed {
 	tb.Helper()
-	f, err := os.Open(specPath)
+	spec, err := os.ReadFile(specPath)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer f.Close()
-	var out []seed
-	var cur *seed
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "```frame "):
-			cur = &seed{name: strings.TrimSpace(strings.TrimPrefix(line, "```frame "))}
-		case cur != nil && strings.HasPrefix(line, "```"):
-			out = append(out, *cur)
-			cur = nil
-		case cur != nil:
-			if i := strings.IndexByte(line, '#'); i >= 0 {
-				line = line[:i]
-			}
-			for _, tok := range strings.Fields(line) {
-				b, err := hex.DecodeString(tok)
-				if err != nil {
-					tb.Fatalf("%s:%d: %q is not hex", specPath, n, tok)
-				}
-				cur.data = append(cur.data, b...)
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
+	exs, err := prototest.ParseFrameExamples(string(spec))
+	if err != nil {
 		tb.Fatal(err)
 	}
-	if len(out) == 0 {
+	if len(exs) == 0 {
 		tb.Fatalf("%s has no frame examples", specPath)
+	}
+	out := make([]seed, len(exs))
+	for i, ex := range exs {
+		out[i] = seed{name: ex.Name, data: ex.Bytes}
 	}
 	return out
 }

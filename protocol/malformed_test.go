@@ -3,7 +3,6 @@ package protocol_test
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/hex"
 	"os"
 	"regexp"
 	"slices"
@@ -21,21 +20,9 @@ import (
 
 // ---- shared helpers (also used by negotiation_test.go and determinism_test.go) ----
 
-func hx(s string) []byte {
-	b, err := hex.DecodeString(strings.ReplaceAll(s, " ", ""))
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
+var hx = prototest.Hex // hand-written hex, spaces allowed
 
-func cat(parts ...[]byte) []byte {
-	var out []byte
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
-}
+var cat = prototest.Cat
 
 func must(t *testing.T, err error) {
 	t.Helper()

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"reflect"
 	"strconv"
@@ -13,25 +12,13 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
+	"plait/protocol/prototest"
 	"plait/protocol/wire"
 )
 
-// hx decodes hex with spaces, for hand-written bodies.
-func hx(s string) []byte {
-	b, err := hex.DecodeString(strings.ReplaceAll(s, " ", ""))
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
+var hx = prototest.Hex // hand-written hex, spaces allowed
 
-func cat(parts ...[]byte) []byte {
-	var out []byte
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
-}
+var cat = prototest.Cat
 
 var canon = func() cbor.EncMode {
 	m, err := cbor.CoreDetEncOptions().EncMode()

@@ -1,59 +1,27 @@
 package wire_test
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/hex"
 	"os"
 	"regexp"
-	"strings"
 	"testing"
 
+	"plait/protocol/prototest"
 	"plait/protocol/wire"
 )
 
-type example struct {
-	name  string
-	bytes []byte
-	line  int
-}
-
-// readExamples parses the ```frame NAME blocks of SPEC.md: hex tokens, '#' comments.
-func readExamples(t *testing.T) []example {
+// readExamples parses the frame examples of SPEC.md.
+func readExamples(t *testing.T) []prototest.Example {
 	t.Helper()
-	f, err := os.Open("../SPEC.md")
+	spec, err := os.ReadFile("../SPEC.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var out []example
-	var cur *example
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "```frame "):
-			cur = &example{name: strings.TrimSpace(strings.TrimPrefix(line, "```frame ")), line: n}
-		case cur != nil && strings.HasPrefix(line, "```"):
-			out = append(out, *cur)
-			cur = nil
-		case cur != nil:
-			if i := strings.IndexByte(line, '#'); i >= 0 {
-				line = line[:i]
-			}
-			for _, tok := range strings.Fields(line) {
-				b, err := hex.DecodeString(tok)
-				if err != nil {
-					t.Fatalf("SPEC.md:%d: %q is not hex", n, tok)
-				}
-				cur.bytes = append(cur.bytes, b...)
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
+	exs, err := prototest.ParseFrameExamples(string(spec))
+	if err != nil {
 		t.Fatal(err)
 	}
-	return out
+	return exs
 }
 
 // TestSpecExamples: every example decodes to exactly one frame of its type and re-encodes
@@ -63,31 +31,31 @@ func TestSpecExamples(t *testing.T) {
 	seen := map[wire.Type]bool{}
 	var prevTxn *wire.Txn1
 	for _, ex := range exs {
-		typ, ok := wire.TypeByName(ex.name)
+		typ, ok := wire.TypeByName(ex.Name)
 		if !ok {
-			t.Errorf("SPEC.md:%d: example of unregistered type %s", ex.line, ex.name)
+			t.Errorf("SPEC.md:%d: example of unregistered type %s", ex.Line, ex.Name)
 			continue
 		}
 		seen[typ] = true
-		frames, err := wire.DecodeMessage(ex.bytes, wire.DefaultMaxMessage, wire.MaxFrameBody)
+		frames, err := wire.DecodeMessage(ex.Bytes, wire.DefaultMaxMessage, wire.MaxFrameBody)
 		if err != nil {
-			t.Errorf("SPEC.md:%d: %s does not decode: %v", ex.line, ex.name, err)
+			t.Errorf("SPEC.md:%d: %s does not decode: %v", ex.Line, ex.Name, err)
 			continue
 		}
 		if len(frames) != 1 || frames[0].Type != typ || frames[0].Value == nil {
-			t.Errorf("SPEC.md:%d: %s decodes to %d frames", ex.line, ex.name, len(frames))
+			t.Errorf("SPEC.md:%d: %s decodes to %d frames", ex.Line, ex.Name, len(frames))
 			continue
 		}
 		re, rerr := wire.EncodeMessage(frames)
-		if rerr != nil || !bytes.Equal(re, ex.bytes) {
-			t.Errorf("SPEC.md:%d: %s re-encodes to %x (%v)", ex.line, ex.name, re, rerr)
+		if rerr != nil || !bytes.Equal(re, ex.Bytes) {
+			t.Errorf("SPEC.md:%d: %s re-encodes to %x (%v)", ex.Line, ex.Name, re, rerr)
 		}
 		if tx, ok := frames[0].Value.(*wire.Txn1); ok {
 			if prevTxn != nil && prevTxn.Txn.Origin == tx.Txn.Origin {
 				enc, _ := prevTxn.Txn.Encode()
 				v, _ := wire.ParseTxn(enc)
 				if tx.Txn.Seq != prevTxn.Txn.Seq+1 || tx.Txn.Prev != v.Hash() {
-					t.Errorf("SPEC.md:%d: TXN1 example does not extend the previous one's chain", ex.line)
+					t.Errorf("SPEC.md:%d: TXN1 example does not extend the previous one's chain", ex.Line)
 				}
 			}
 			prevTxn = tx
