@@ -8,6 +8,7 @@ require (
 )
 
 require (
+	github.com/leanovate/gopter v0.2.11 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	golang.org/x/sys v0.44.0 // indirect
 )

@@ -60,6 +60,12 @@ func init() {
 	}
 }
 
+// Marshal encodes v in Core Deterministic Encoding, as control bodies are.
+func Marshal(v any) ([]byte, error) { return encMode.Marshal(v) }
+
+// Unmarshal decodes b into v with the strict options of control bodies.
+func Unmarshal(b []byte, v any) error { return decMode.Unmarshal(b, v) }
+
 // Extra holds the keys of a control body that this build does not know. They are kept
 // verbatim so that a body re-encodes byte for byte and a newer peer's additions survive.
 type Extra map[uint64]cbor.RawMessage
