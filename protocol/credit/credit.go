@@ -1,11 +1,13 @@
 // Package credit owns version-2 flow control, one window at a time, as QUIC does: credit
 // is an absolute offset in the stream of DATA bytes (headers included) a receiver has
 // allowed. Grants are idempotent and never decrease, an overrun is an error, and a
-// receiver grants again as soon as half of its window is free, so a sender never waits for
-// a "blocked" signal. Frames are atomic (a transaction is never split), so a receiver that
-// has released everything also grants whenever less than one largest frame of credit is
-// left: a sender whose next frame is larger than its credit is never left waiting. A
-// session keeps one window per channel and one for the connection.
+// receiver grants again as soon as the sender has used half of what it could be allowed
+// now, so a sender never waits for a "blocked" signal. "What it could be allowed" is the
+// window less what the receiver still holds, not the whole window: bytes held by a stalled
+// consumer (a starved channel, within the connection's window) must not stop the grants the
+// others need. Frames are atomic (a transaction is never split), so a receiver also grants
+// whenever less than one largest frame of credit is left and a grant would make room for
+// one. A session keeps one window per channel and one for the connection.
 package credit
 
 import "strconv"
@@ -56,14 +58,20 @@ func (r *Receiver) Release(n uint64) {
 	r.consumed += min(n, r.Buffered())
 }
 
-// Grant returns a new limit, consumed + window, to send when at least half of the window
-// is free again beyond the last grant, or when nothing is buffered and less than one
-// largest frame of credit is left. The limit only grows.
+// Grant returns a new limit, consumed + window, when the sender has used at least half of
+// what it could be allowed now (its remaining credit is at most half of window - buffered),
+// or when less than one largest frame of credit remains and the grant would allow one. The
+// limit only grows.
 func (r *Receiver) Grant() (uint64, bool) {
 	next := r.consumed + r.window
-	half := next >= r.limit+(r.window+1)/2
-	idle := r.Buffered() == 0 && r.limit-r.received < r.maxFrame && next > r.limit
-	if !half && !idle {
+	if next <= r.limit {
+		return r.limit, false
+	}
+	remaining := r.limit - r.received // what the sender may still send
+	potential := next - r.received    // what it would be allowed after this grant
+	usedHalf := 2*remaining <= potential
+	frame := remaining < r.maxFrame && potential >= r.maxFrame
+	if !usedHalf && !frame {
 		return r.limit, false
 	}
 	r.limit = next

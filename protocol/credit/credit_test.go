@@ -111,6 +111,37 @@ func TestCreditAccounting(t *testing.T) {
 		}
 		return true
 	}, gen.UInt64Range(1, 256), gen.SliceOfN(300, gen.UInt64Range(1, 256))))
+	props.Property("bytes a stalled consumer holds never stop the grants others need", prop.ForAll(func(window, held uint64, sizes []uint64) bool {
+		// A connection window shared by a stalled channel, which holds `held` bytes it never
+		// releases, and a flowing one, released at once: while the stalled bytes leave room
+		// for a largest frame, the flowing channel never waits forever.
+		maxFrame := window / 4
+		held = min(held, window-maxFrame)
+		r := credit.NewReceiver(window, maxFrame)
+		var s credit.Sender
+		s.Update(r.Limit())
+		if held > 0 {
+			if !s.Send(held) || r.Receive(held) != nil {
+				return false
+			}
+		}
+		for _, n := range sizes {
+			n = max(1, min(n, maxFrame))
+			for tries := 0; !s.Send(n); tries++ {
+				if tries > 2 {
+					return false
+				}
+				if g, ok := r.Grant(); ok {
+					s.Update(g)
+				}
+			}
+			if r.Receive(n) != nil {
+				return false
+			}
+			r.Release(n)
+		}
+		return true
+	}, gen.UInt64Range(64, 4096), gen.UInt64Range(0, 4096), gen.SliceOfN(300, gen.UInt64Range(1, 1024))))
 	props.Property("an overrun is refused and accounts nothing", prop.ForAll(func(window, extra uint64) bool {
 		r := credit.NewReceiver(window, window)
 		if r.Receive(window+extra) == nil {
