@@ -362,11 +362,11 @@ func init() {
 			}
 			return checkName("origin name", o.Name)
 		}, 1, 2)})
-	register(TypeSubscribe1, typeInfo{name: "SUBSCRIBE1", maxBody: MaxControlBody,
+	register(TypeSubscribe1, typeInfo{name: "SUBSCRIBE1", maxBody: MaxControlBody, version: 1,
 		decode: decodeControl[Subscribe1](1, nil, 1)})
-	register(TypeAck1, typeInfo{name: "ACK1", maxBody: MaxControlBody,
+	register(TypeAck1, typeInfo{name: "ACK1", maxBody: MaxControlBody, version: 1,
 		decode: decodeControl[Ack1](1, func(a *Ack1) error { return nonZeroPosition("ack", a.Position) }, 1)})
-	register(TypeTxn1, typeInfo{name: "TXN1",
+	register(TypeTxn1, typeInfo{name: "TXN1", version: 1,
 		decode: func(b []byte) (Body, error) {
 			pos, v, err := ParseTxn1(b)
 			if err != nil {

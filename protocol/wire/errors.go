@@ -52,6 +52,9 @@ const (
 	CodeFrameTooLarge      Code = "frame-too-large"
 	CodeMessageTooLarge    Code = "message-too-large"
 	CodeTooManyOrigins     Code = "too-many-origins"
+	CodeTooManyChannels    Code = "too-many-channels"
+	CodeCreditOverrun      Code = "credit-overrun"
+	CodeNoCredit           Code = "no-credit"
 	CodeReceiveBufferFull  Code = "receive-buffer-full"
 	CodeSendBufferFull     Code = "send-buffer-full"
 	CodeHandshakeTimeout   Code = "handshake-timeout"
@@ -85,6 +88,9 @@ var codeClasses = map[Code]Class{
 	CodeFrameTooLarge:      ClassResourceLimit,
 	CodeMessageTooLarge:    ClassResourceLimit,
 	CodeTooManyOrigins:     ClassResourceLimit,
+	CodeTooManyChannels:    ClassResourceLimit,
+	CodeCreditOverrun:      ClassResourceLimit,
+	CodeNoCredit:           ClassLocal,
 	CodeReceiveBufferFull:  ClassResourceLimit,
 	CodeSendBufferFull:     ClassResourceLimit,
 	CodeHandshakeTimeout:   ClassTransient,

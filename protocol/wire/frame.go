@@ -24,6 +24,15 @@ const (
 	TypeSubscribe1 Type = 0x10 // version 1: stream from after this arrival position
 	TypeTxn1       Type = 0x11 // version 1: one transaction at an arrival position
 	TypeAck1       Type = 0x12 // version 1: durable up to this arrival position
+
+	TypeSubscribe   Type = 0x20 // version 2: open channels, one per origin, at the subscriber's positions
+	TypeUnsubscribe Type = 0x21 // version 2: close channels
+	TypeCursor      Type = 0x22 // version 2: durable positions on channels (cursor-vector deltas)
+	TypeData        Type = 0x23 // version 2: one transaction on a channel
+	TypeHeads       Type = 0x24 // version 2: the heads the sender holds, per origin
+	TypeCredit      Type = 0x25 // version 2: flow-control limits per channel and for the connection
+	TypeResend      Type = 0x26 // version 2: stream a channel again from a seq
+	TypeDivergence  Type = 0x27 // version 2: a channel's logs disagree; the channel is closed
 )
 
 // Ignorable reports whether an unknown frame of this type may be skipped.
@@ -151,6 +160,9 @@ func (r *Reader) Next() (Frame, *Error) {
 		if h.Channel != 0 && !info.channel {
 			return f, FrameError(CodeBadChannel, h.Type, off, "channel "+strconv.FormatUint(uint64(h.Channel), 10)+" on a connection-level frame")
 		}
+		if h.Channel == 0 && info.channel {
+			return f, FrameError(CodeBadChannel, h.Type, off, "channel 0 on a channel frame")
+		}
 	}
 	return f, nil
 }
@@ -159,8 +171,9 @@ func (r *Reader) Next() (Frame, *Error) {
 type typeInfo struct {
 	name    string
 	flags   uint8  // flag bits defined for the type; others must be zero
-	channel bool   // the frame may name a channel other than 0
+	channel bool   // the frame names a channel (never 0); other frames use channel 0
 	maxBody uint32 // bound on the body; 0: only the frame limit
+	version uint64 // the protocol version the frame belongs to; 0: every version
 	decode  func(body []byte) (Body, error)
 }
 
@@ -176,6 +189,9 @@ func register(t Type, info typeInfo) {
 
 // Known reports whether this build implements frame type t.
 func Known(t Type) bool { return registry[t].name != "" }
+
+// Version is the protocol version frame type t belongs to; 0 for frames of every version.
+func Version(t Type) uint64 { return registry[t].version }
 
 // Registered returns every frame type this build implements, in numeric order.
 func Registered() []Type {
