@@ -6,6 +6,17 @@ import (
 	"plait/protocol/wire"
 )
 
+// needV1 refuses a version-1 command on a connection of another version.
+func (s *Session) needV1(cmd string) *wire.Error {
+	if err := s.needEstablished(cmd); err != nil {
+		return err
+	}
+	if s.info.Version != 1 {
+		return wire.Errorf(wire.CodeInvalidState, cmd+" is a version-1 command; this connection runs version "+strconv.FormatUint(s.info.Version, 10))
+	}
+	return nil
+}
+
 func (s *Session) needEstablished(cmd string) *wire.Error {
 	switch s.state {
 	case StateEstablished:
@@ -21,7 +32,7 @@ func (s *Session) needEstablished(cmd string) *wire.Error {
 // highest seq this node applied and its chain hash. Origins not in the vector start at 0.
 func (s *Session) Subscribe(from uint64, vector []Cursor) error {
 	s.begin()
-	if err := s.needEstablished("Subscribe"); err != nil {
+	if err := s.needV1("Subscribe"); err != nil {
 		return err
 	}
 	if s.subscribed {
@@ -115,7 +126,7 @@ func (s *Session) SetOriginName(origin wire.OriginID, name string) error {
 // frame-too-large when it would not fit the peer's message limit.
 func (s *Session) Offer(position uint64, txn []byte) error {
 	s.begin()
-	if err := s.needEstablished("Offer"); err != nil {
+	if err := s.needV1("Offer"); err != nil {
 		return err
 	}
 	if !s.peerSubscribed {
@@ -140,20 +151,14 @@ func (s *Session) Offer(position uint64, txn []byte) error {
 		return wire.Errorf(wire.CodeFrameTooLarge, "a TXN1 body of "+strconv.Itoa(body)+" bytes exceeds the peer's frame limit of "+strconv.Itoa(s.peerFrame))
 	}
 	size := wire.HeaderSize + body
-	var origin []byte // the ORIGIN frame's body, when this is the origin's first entry here
-	if !s.announced[v.Origin] {
-		if origin, err = (&wire.Origin{Origin: v.Origin, Name: name}).AppendBody(nil); err != nil {
-			return wire.Errorf(wire.CodeInternal, "encoding ORIGIN: "+err.Error())
-		}
-		size += wire.HeaderSize + len(origin)
+	origin, err := s.originFrame(v.Origin, name) // when this is the origin's first entry here
+	if err != nil {
+		return err
 	}
-	if s.outBytes > 0 && s.outBytes+size > s.limits.MaxSendBuffer {
+	if s.outBytes > 0 && s.outBytes+size+len(origin) > s.limits.MaxSendBuffer {
 		return wire.Errorf(wire.CodeSendBufferFull, strconv.Itoa(s.outBytes)+" bytes are queued; take them with Ready first")
 	}
-	if origin != nil {
-		s.announced[v.Origin] = true
-		s.sendRaw(wire.TypeOrigin, 0, origin)
-	}
+	s.queueOrigin(v.Origin, origin)
 	s.lastSent = position
 	s.stats.TxnsSent++
 	s.sendTxn1(position, txn)
@@ -164,7 +169,7 @@ func (s *Session) Offer(position uint64, txn []byte) error {
 // duplicate of something durable). Call it only after the store reported durability.
 func (s *Session) Ack(position uint64) error {
 	s.begin()
-	if err := s.needEstablished("Ack"); err != nil {
+	if err := s.needV1("Ack"); err != nil {
 		return err
 	}
 	switch {

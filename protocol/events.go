@@ -32,6 +32,19 @@ const (
 	EventIgnoredFrame
 	// EventClosed: the session is closed; Err says why and ByPeer whether the peer said so.
 	EventClosed
+
+	// Version 2. On the sending side: the peer opened (EventSubscribed) or closed
+	// (EventUnsubscribed) the channel of Origin at its position (Seq, Hash); made entries up
+	// to Seq durable (EventCursor); asked for the origin's entries again from Expected
+	// (EventResend); raised credit (EventCredit; a zero Origin is the connection's). On the
+	// receiving side: the peer advertised heads (EventHeads). EventGap and EventDivergence
+	// report on a channel, which the session closes after a divergence (ByPeer when the peer
+	// reported it).
+	EventUnsubscribed
+	EventCursor
+	EventResend
+	EventCredit
+	EventHeads
 )
 
 var eventNames = [...]string{
@@ -45,6 +58,11 @@ var eventNames = [...]string{
 	EventAcked:        "acked",
 	EventIgnoredFrame: "ignored-frame",
 	EventClosed:       "closed",
+	EventUnsubscribed: "unsubscribed",
+	EventCursor:       "cursor",
+	EventResend:       "resend",
+	EventCredit:       "credit",
+	EventHeads:        "heads",
 }
 
 func (k EventKind) String() string {
@@ -60,10 +78,13 @@ type Event struct {
 	Position  uint64        // EventSubscribed, EventTxn, EventDuplicate, EventGap, EventDivergence, EventAcked
 	Txn       wire.TxnView  // EventTxn, EventDuplicate, EventGap, EventDivergence
 	Expected  uint64        // EventGap, EventDivergence: the seq the receiver expected or checked
-	Origin    wire.OriginID // EventOriginNamed
+	Origin    wire.OriginID // EventOriginNamed; version 2: the channel's origin
+	Seq       uint64        // version 2: a position (EventSubscribed, EventCursor, EventDivergence by the peer)
+	Hash      wire.Hash     // its chain hash
 	Name      string        // EventOriginNamed
 	Frame     wire.Type     // EventIgnoredFrame
 	Count     uint64        // EventIgnoredFrame
+	Heads     *wire.Heads   // EventHeads
 	Handshake *HandshakeInfo
 	Err       *wire.Error // EventClosed
 	ByPeer    bool        // EventClosed
@@ -98,4 +119,9 @@ type Stats struct {
 	Divergences             uint64
 	IgnoredFrames           uint64
 	ProtocolErrors          uint64
+	// Version 2.
+	ResendsRequested uint64 // RESEND frames sent after a gap
+	ResendsReceived  uint64 // RESEND frames served
+	Discarded        uint64 // entries dropped while a resend was outstanding
+	Stale            uint64 // DATA on a channel this side had closed
 }

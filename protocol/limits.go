@@ -24,9 +24,22 @@ type Limits struct {
 	// MaxUnackedBytes is the version-1 receive window: ReadPaused reports true while the
 	// received but unacknowledged data bytes reach it (default 8 MiB).
 	MaxUnackedBytes int
-	// MaxOrigins bounds the per-origin tables: the receive vector and the origin names
-	// (default 4096).
+	// MaxOrigins bounds the per-origin tables: the origins the peer names (in version 1
+	// with the receive vector; in version 2 they bound the heads it can advertise), the
+	// names given to the session, the heads it advertises and the vector of one
+	// SubscribeOrigins (default 4096). Channels the peer opens are bounded by MaxChannels.
 	MaxOrigins int
+	// MaxChannels bounds the open channels of each direction of a version-2 session
+	// (default 4096).
+	MaxChannels int
+	// MaxChannelBuffer is a version-2 channel's receive window: the data bytes received and
+	// not yet acknowledged on one channel (default wire.DefaultMaxMessage; at least one frame
+	// of MaxFrameBody).
+	MaxChannelBuffer int
+	// MaxSessionBuffer is the version-2 connection's receive window, over all channels
+	// (default 64 MiB; at least MaxChannelBuffer). A channel the caller stops acknowledging
+	// holds at most MaxChannelBuffer of it, so the others keep flowing.
+	MaxSessionBuffer int
 	// HandshakeTimeout bounds the time from Start to an authenticated session (default 10 s).
 	HandshakeTimeout time.Duration
 	// PingInterval is the time between PINGs (default 1 s).
@@ -40,6 +53,8 @@ const (
 	DefaultMaxSendBuffer    = 4 << 20
 	DefaultMaxUnackedBytes  = 8 << 20
 	DefaultMaxOrigins       = 4096
+	DefaultMaxChannels      = 4096
+	DefaultMaxSessionBuffer = 64 << 20
 	DefaultHandshakeTimeout = 10 * time.Second
 	DefaultPingInterval     = time.Second
 	DefaultLivenessTimeout  = 5 * time.Second
@@ -63,6 +78,15 @@ func (l Limits) WithDefaults() Limits {
 	if l.MaxOrigins == 0 {
 		l.MaxOrigins = DefaultMaxOrigins
 	}
+	if l.MaxChannels == 0 {
+		l.MaxChannels = DefaultMaxChannels
+	}
+	if l.MaxChannelBuffer == 0 {
+		l.MaxChannelBuffer = max(wire.DefaultMaxMessage, int(l.MaxFrameBody)+wire.HeaderSize)
+	}
+	if l.MaxSessionBuffer == 0 {
+		l.MaxSessionBuffer = max(DefaultMaxSessionBuffer, l.MaxChannelBuffer)
+	}
 	if l.HandshakeTimeout == 0 {
 		l.HandshakeTimeout = DefaultHandshakeTimeout
 	}
@@ -85,8 +109,12 @@ func (l Limits) Validate() *wire.Error {
 		return bad("MaxMessage " + strconv.Itoa(l.MaxMessage) + " is outside 64 KiB..1 GiB")
 	case l.MaxMessage < int(l.MaxFrameBody)+wire.HeaderSize:
 		return bad("MaxMessage " + strconv.Itoa(l.MaxMessage) + " cannot hold a frame of MaxFrameBody " + strconv.FormatUint(uint64(l.MaxFrameBody), 10))
-	case l.MaxSendBuffer < 0 || l.MaxUnackedBytes < 0 || l.MaxOrigins < 0:
+	case l.MaxSendBuffer < 0 || l.MaxUnackedBytes < 0 || l.MaxOrigins < 0 || l.MaxChannels < 0:
 		return bad("negative bound")
+	case l.MaxChannelBuffer < int(l.MaxFrameBody)+wire.HeaderSize:
+		return bad("MaxChannelBuffer " + strconv.Itoa(l.MaxChannelBuffer) + " cannot hold a frame of MaxFrameBody " + strconv.FormatUint(uint64(l.MaxFrameBody), 10))
+	case l.MaxSessionBuffer < l.MaxChannelBuffer:
+		return bad("MaxSessionBuffer " + strconv.Itoa(l.MaxSessionBuffer) + " is below MaxChannelBuffer " + strconv.Itoa(l.MaxChannelBuffer))
 	case l.HandshakeTimeout < 0 || l.PingInterval < 0 || l.LivenessTimeout < 0:
 		return bad("negative duration")
 	case l.LivenessTimeout <= l.PingInterval:

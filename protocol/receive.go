@@ -57,8 +57,12 @@ func (s *Session) flushIgnored() {
 
 // frame handles one frame whose header the reader has checked.
 func (s *Session) frame(now time.Time, f wire.Frame) {
-	if f.Type == wire.TypeTxn1 {
-		s.onTxn1(f) // the data path decodes in place
+	switch f.Type { // the data paths decode in place
+	case wire.TypeTxn1:
+		s.onTxn1(f)
+		return
+	case wire.TypeData:
+		s.onData(f)
 		return
 	}
 	if !wire.Known(f.Type) {
@@ -93,6 +97,10 @@ func (s *Session) frame(now time.Time, f wire.Frame) {
 		s.unexpected(f, "in state "+s.state.String())
 		return
 	}
+	if v := wire.Version(f.Type); v != 0 && v != s.info.Version {
+		s.unexpected(f, "a version-"+strconv.FormatUint(v, 10)+" frame on a version-"+strconv.FormatUint(s.info.Version, 10)+" connection")
+		return
+	}
 	switch b := body.(type) {
 	case *wire.Hello:
 		s.onHello(f, b)
@@ -120,7 +128,7 @@ func (s *Session) frame(now time.Time, f wire.Frame) {
 	case *wire.Ack1:
 		s.onAck1(f, b)
 	default:
-		s.unexpected(f, "not handled by this build")
+		s.onV2Control(f, body)
 	}
 }
 
@@ -216,8 +224,8 @@ func (s *Session) onTxn1(f wire.Frame) {
 		s.fail(wire.FrameError(wire.TxnErrorCode(err), f.Type, f.Offset, err.Error()))
 		return
 	}
-	if s.state != StateEstablished || !s.subscribed {
-		s.unexpected(f, "TXN1 on a connection this side has not subscribed to")
+	if s.state != StateEstablished || s.info.Version != 1 || !s.subscribed {
+		s.unexpected(f, "TXN1 on a connection that is not a version-1 one this side subscribed to")
 		return
 	}
 	if v.Origin == s.cfg.Origin {

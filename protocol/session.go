@@ -117,6 +117,9 @@ type Session struct {
 	unackedBytes int
 	resumed      bool // reads resumed after a pause; the liveness clock restarts at the next Tick
 
+	// version 2
+	v2 v2State
+
 	stats Stats
 }
 
@@ -147,14 +150,16 @@ func New(cfg Config) (*Session, error) {
 	}
 	cfg.Secret = append([]byte(nil), cfg.Secret...)
 	cfg.Capabilities = append([]string(nil), cfg.Capabilities...)
-	return &Session{
+	s := &Session{
 		cfg:       cfg,
 		limits:    limits,
 		rng:       rng,
 		names:     map[wire.OriginID]string{},
 		announced: map[wire.OriginID]bool{},
 		vector:    map[wire.OriginID]chainPos{},
-	}, nil
+	}
+	s.v2init()
+	return s, nil
 }
 
 // Advertised is the version range this session offers in its HELLO.
@@ -204,6 +209,9 @@ func (s *Session) begin() {
 // Ready returns and hands over everything produced since the last call.
 func (s *Session) Ready() Ready {
 	s.begin()
+	if s.isV2() {
+		s.flushV2()
+	}
 	s.flush()
 	rd := Ready{Messages: s.msgs, Events: s.events}
 	s.msgs = nil
@@ -254,10 +262,13 @@ func (s *Session) Stats() Stats { return s.stats }
 func (s *Session) Err() *wire.Error { return s.closeErr }
 
 // HeldBytes is what the session holds on the caller's behalf: queued output not yet taken
-// by Ready, received data not yet acknowledged (version 1), and the peer's HELLO during the
-// handshake. It stays below MaxSendBuffer + MaxUnackedBytes + MaxMessage plus the control
-// frames of one input.
-func (s *Session) HeldBytes() int { return s.outBytes + s.unackedBytes + len(s.peerHello) }
+// by Ready, received data not yet acknowledged (version 1's window, or version 2's
+// connection window), and the peer's HELLO during the handshake. It stays below
+// MaxSendBuffer + MaxUnackedBytes (version 1) or MaxSessionBuffer (version 2) + MaxMessage
+// plus the control frames of one input.
+func (s *Session) HeldBytes() int {
+	return s.outBytes + s.unackedBytes + len(s.peerHello) + int(s.v2.connIn.Buffered())
+}
 
 // ReadPaused is the version-1 "stop reading" signal: the caller must not call Receive
 // while it is true, and resumes after Ack brings the unacknowledged bytes below the

@@ -16,7 +16,8 @@ import (
 
 // Version is the ABI version this build implements; the guest exports it as abi_version.
 // Released versions are frozen: a new version only adds commands, record kinds or keys.
-const Version = 1
+// Version 2 adds the commands of protocol version 2.
+const Version = 2
 
 // Op is a command's opcode.
 type Op uint8
@@ -33,6 +34,16 @@ const (
 	OpName      Op = 0x09 // origin[16] | name
 	OpClose     Op = 0x0A // CBOR CloseMsg
 	OpDecode    Op = 0x0B // a message, decoded statelessly with the default limits
+
+	// ABI version 2: the commands of protocol version 2.
+	OpSubscribeOrigins   Op = 0x0C // CBOR SubscribeMsg, its vector (key 2) only
+	OpUnsubscribeOrigins Op = 0x0D // CBOR OriginsMsg
+	OpAckOrigin          Op = 0x0E // origin[16] | u64 seq
+	OpSend               Op = 0x0F // a transaction encoding
+	OpAdvertiseHeads     Op = 0x10 // CBOR HeadsMsg
+	OpWithdrawHeads      Op = 0x11 // CBOR OriginsMsg
+
+	lastOp = OpWithdrawHeads
 )
 
 // Kind is an output record's kind.
@@ -135,6 +146,59 @@ func (b *Batch) Close(code wire.Code, message string) error {
 // Decode appends OpDecode.
 func (b *Batch) Decode(msg []byte) { b.add(OpDecode, msg) }
 
+func (b *Batch) cbor(op Op, v any) error {
+	p, err := encMode.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b.add(op, p)
+	return nil
+}
+
+// SubscribeOrigins appends OpSubscribeOrigins.
+func (b *Batch) SubscribeOrigins(vec []CursorMsg) error {
+	return b.cbor(OpSubscribeOrigins, &SubscribeMsg{Vector: vec})
+}
+
+// UnsubscribeOrigins appends OpUnsubscribeOrigins.
+func (b *Batch) UnsubscribeOrigins(origins []wire.OriginID) error {
+	return b.cbor(OpUnsubscribeOrigins, &OriginsMsg{Origins: origins})
+}
+
+// AckOrigin appends OpAckOrigin.
+func (b *Batch) AckOrigin(origin wire.OriginID, seq uint64) { b.add(OpAckOrigin, origin[:], u64(seq)) }
+
+// Send appends OpSend.
+func (b *Batch) Send(txn []byte) { b.add(OpSend, txn) }
+
+// AdvertiseHeads appends OpAdvertiseHeads.
+func (b *Batch) AdvertiseHeads(heads []wire.Head) error {
+	return b.cbor(OpAdvertiseHeads, &HeadsMsg{Heads: heads})
+}
+
+// WithdrawHeads appends OpWithdrawHeads.
+func (b *Batch) WithdrawHeads(origins []wire.OriginID) error {
+	return b.cbor(OpWithdrawHeads, &OriginsMsg{Origins: origins})
+}
+
+// OriginsMsg is a list of origins.
+type OriginsMsg struct {
+	Origins []wire.OriginID `cbor:"1,keyasint"`
+}
+
+// HeadsMsg carries heads and withdrawn origins, as the HEADS frame does.
+type HeadsMsg struct {
+	Heads     []wire.Head     `cbor:"1,keyasint,omitempty"`
+	Withdrawn []wire.OriginID `cbor:"2,keyasint,omitempty"`
+}
+
+// CreditMsg is the credit Send has for one origin's channel.
+type CreditMsg struct {
+	_      struct{} `cbor:",toarray"`
+	Origin wire.OriginID
+	Credit uint64
+}
+
 // ConfigMsg is OpConfigure's payload.
 type ConfigMsg struct {
 	Role         uint8         `cbor:"1,keyasint"`
@@ -158,6 +222,9 @@ type LimitsMsg struct {
 	HandshakeTimeout uint64 `cbor:"6,keyasint,omitempty"`
 	PingInterval     uint64 `cbor:"7,keyasint,omitempty"`
 	LivenessTimeout  uint64 `cbor:"8,keyasint,omitempty"`
+	MaxChannels      uint64 `cbor:"9,keyasint,omitempty"`
+	MaxChannelBuffer uint64 `cbor:"10,keyasint,omitempty"`
+	MaxSessionBuffer uint64 `cbor:"11,keyasint,omitempty"`
 }
 
 // CursorMsg is one entry of a vector.
@@ -219,6 +286,9 @@ type EventMsg struct {
 	Err       *ErrorMsg      `cbor:"9,keyasint,omitempty"`
 	ByPeer    bool           `cbor:"10,keyasint,omitempty"`
 	Count     uint64         `cbor:"11,keyasint,omitempty"`
+	Seq       uint64         `cbor:"12,keyasint,omitempty"`
+	Hash      *wire.Hash     `cbor:"13,keyasint,omitempty"`
+	Heads     *HeadsMsg      `cbor:"14,keyasint,omitempty"`
 }
 
 // StatsMsg is a protocol.Stats.
@@ -234,6 +304,11 @@ type StatsMsg struct {
 	Divergences    uint64 `cbor:"9,keyasint"`
 	IgnoredFrames  uint64 `cbor:"10,keyasint"`
 	ProtocolErrors uint64 `cbor:"11,keyasint"`
+	// ABI version 2
+	ResendsRequested uint64 `cbor:"12,keyasint,omitempty"`
+	ResendsReceived  uint64 `cbor:"13,keyasint,omitempty"`
+	Discarded        uint64 `cbor:"14,keyasint,omitempty"`
+	Stale            uint64 `cbor:"15,keyasint,omitempty"`
 }
 
 // StatusMsg is the session's state after a batch.
@@ -257,6 +332,7 @@ type StatusMsg struct {
 	MaxVersion  uint64        `cbor:"15,keyasint"`
 	Handshake   *HandshakeMsg `cbor:"16,keyasint,omitempty"` // once established
 	Limits      *LimitsMsg    `cbor:"17,keyasint,omitempty"` // in effect, defaults applied
+	Credits     []CreditMsg   `cbor:"18,keyasint,omitempty"` // per origin the peer subscribed to, sorted
 }
 
 // FrameMsg is one decoded frame.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"plait/protocol"
+	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
 
@@ -93,7 +94,7 @@ func (d *Driver) run(op Op, p []byte) *wire.Error {
 	if op == OpConfigure {
 		return d.configure(p)
 	}
-	if op < OpConfigure || op > OpDecode {
+	if op < OpConfigure || op > lastOp {
 		return wire.Errorf(wire.CodeUnknownCommand, "unknown command 0x"+strconv.FormatUint(uint64(op), 16))
 	}
 	if d.s == nil {
@@ -155,6 +156,40 @@ func (d *Driver) run(op Op, p []byte) *wire.Error {
 			return wire.Errorf(wire.CodeBadArgument, "close payload: "+err.Error())
 		}
 		return asWire(d.s.Close(wire.Code(m.Code), m.Message))
+	case OpSubscribeOrigins:
+		var m SubscribeMsg
+		if err := decMode.Unmarshal(p, &m); err != nil {
+			return wire.Errorf(wire.CodeBadArgument, "subscribe payload: "+err.Error())
+		}
+		vec := make([]vector.Entry, len(m.Vector))
+		for i, c := range m.Vector {
+			vec[i] = vector.Entry{Origin: c.Origin, Seq: c.Seq, Hash: c.Hash}
+		}
+		return asWire(d.s.SubscribeOrigins(vec))
+	case OpUnsubscribeOrigins, OpWithdrawHeads:
+		var m OriginsMsg
+		if err := decMode.Unmarshal(p, &m); err != nil {
+			return wire.Errorf(wire.CodeBadArgument, "origins payload: "+err.Error())
+		}
+		if op == OpWithdrawHeads {
+			return asWire(d.s.WithdrawHeads(m.Origins))
+		}
+		return asWire(d.s.UnsubscribeOrigins(m.Origins))
+	case OpAckOrigin:
+		if len(p) != 16+8 {
+			return short(op)
+		}
+		var o wire.OriginID
+		copy(o[:], p[:16])
+		return asWire(d.s.AckOrigin(o, binary.BigEndian.Uint64(p[16:])))
+	case OpSend:
+		return asWire(d.s.Send(p))
+	case OpAdvertiseHeads:
+		var m HeadsMsg
+		if err := decMode.Unmarshal(p, &m); err != nil {
+			return wire.Errorf(wire.CodeBadArgument, "heads payload: "+err.Error())
+		}
+		return asWire(d.s.AdvertiseHeads(m.Heads))
 	}
 	return wire.Errorf(wire.CodeUnknownCommand, "unknown command 0x"+strconv.FormatUint(uint64(op), 16))
 }
@@ -199,6 +234,9 @@ func (d *Driver) configure(p []byte) *wire.Error {
 			HandshakeTimeout: time.Duration(min(m.Limits.HandshakeTimeout, 1<<62)),
 			PingInterval:     time.Duration(min(m.Limits.PingInterval, 1<<62)),
 			LivenessTimeout:  time.Duration(min(m.Limits.LivenessTimeout, 1<<62)),
+			MaxChannels:      int(min(m.Limits.MaxChannels, 1<<31)),
+			MaxChannelBuffer: int(min(m.Limits.MaxChannelBuffer, 1<<40)),
+			MaxSessionBuffer: int(min(m.Limits.MaxSessionBuffer, 1<<40)),
 		},
 	}
 	s, err := protocol.New(cfg)
@@ -249,7 +287,14 @@ func (d *Driver) drain() {
 // EventOf converts a protocol.Event.
 func EventOf(e *protocol.Event) *EventMsg {
 	m := &EventMsg{Kind: uint8(e.Kind), Position: e.Position, Expected: e.Expected, Name: e.Name,
-		Frame: uint8(e.Frame), Err: ErrorOf(e.Err), ByPeer: e.ByPeer, Count: e.Count}
+		Frame: uint8(e.Frame), Err: ErrorOf(e.Err), ByPeer: e.ByPeer, Count: e.Count, Seq: e.Seq}
+	if e.Hash != (wire.Hash{}) {
+		h := e.Hash
+		m.Hash = &h
+	}
+	if e.Heads != nil {
+		m.Heads = &HeadsMsg{Heads: e.Heads.Heads, Withdrawn: e.Heads.Withdrawn}
+	}
 	if raw := e.Txn.Raw(); raw != nil {
 		m.Txn = raw
 	}
@@ -303,7 +348,8 @@ func (d *Driver) status() {
 		m.Stats = StatsMsg{BytesIn: st.BytesIn, BytesOut: st.BytesOut, MessagesIn: st.MessagesIn,
 			MessagesOut: st.MessagesOut, TxnsReceived: st.TxnsReceived, TxnsSent: st.TxnsSent,
 			Duplicates: st.Duplicates, Gaps: st.Gaps, Divergences: st.Divergences,
-			IgnoredFrames: st.IgnoredFrames, ProtocolErrors: st.ProtocolErrors}
+			IgnoredFrames: st.IgnoredFrames, ProtocolErrors: st.ProtocolErrors,
+			ResendsRequested: st.ResendsRequested, ResendsReceived: st.ResendsReceived, Discarded: st.Discarded, Stale: st.Stale}
 		m.Err = ErrorOf(s.Err())
 		if lr := s.LastReceive(); !lr.IsZero() {
 			m.LastReceive = lr.UnixNano()
@@ -313,7 +359,11 @@ func (d *Driver) status() {
 		m.Limits = &LimitsMsg{MaxFrameBody: uint64(l.MaxFrameBody), MaxMessage: uint64(l.MaxMessage),
 			MaxSendBuffer: uint64(l.MaxSendBuffer), MaxUnackedBytes: uint64(l.MaxUnackedBytes),
 			MaxOrigins: uint64(l.MaxOrigins), HandshakeTimeout: uint64(l.HandshakeTimeout),
-			PingInterval: uint64(l.PingInterval), LivenessTimeout: uint64(l.LivenessTimeout)}
+			PingInterval: uint64(l.PingInterval), LivenessTimeout: uint64(l.LivenessTimeout),
+			MaxChannels: uint64(l.MaxChannels), MaxChannelBuffer: uint64(l.MaxChannelBuffer), MaxSessionBuffer: uint64(l.MaxSessionBuffer)}
+		for _, c := range s.Credits() {
+			m.Credits = append(m.Credits, CreditMsg{Origin: c.Origin, Credit: uint64(c.Credit)})
+		}
 		m.MinVersion, m.MaxVersion = s.Advertised()
 		if m.Version != 0 {
 			m.Handshake = handshakeOf(s.Handshake())

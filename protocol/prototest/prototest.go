@@ -71,9 +71,17 @@ func ChainFrom(origin wire.OriginID, seq uint64, prev wire.Hash, n, ops, valueLe
 	return out
 }
 
-// Config returns a valid session config for test node n.
+// Config returns a valid session config for test node n, speaking every version this build
+// implements.
 func Config(role wire.Role, name string, n byte) protocol.Config {
 	return protocol.Config{Role: role, Name: name, Origin: Origin(n), Secret: []byte("test-secret")}
+}
+
+// ConfigV1 is Config limited to protocol version 1, as a node run with --protocol-max 1.
+func ConfigV1(role wire.Role, name string, n byte) protocol.Config {
+	c := Config(role, name, n)
+	c.MaxVersion = 1
+	return c
 }
 
 // Side is one session of a Pair with everything it produced.

@@ -1,0 +1,412 @@
+package protocol
+
+import (
+	"slices"
+	"strconv"
+
+	"plait/protocol/credit"
+	"plait/protocol/wire"
+)
+
+// Version 2 (SPEC.md, "Version 2: per-origin channels"): one channel per origin and
+// direction on the connection, numbered by its subscriber; per-channel and per-connection
+// credit; every entry checked against the channel's chain position.
+
+// maxListEntries bounds the entries of one SUBSCRIBE, UNSUBSCRIBE, CURSOR, HEADS or CREDIT
+// this build sends, so that every such body stays within wire.MaxControlBody.
+const maxListEntries = 512
+
+// inChannel is a channel this side subscribed to: it receives the origin's entries.
+type inChannel struct {
+	id      uint32
+	origin  wire.OriginID
+	seq     uint64 // chain position received and checked
+	hash    wire.Hash
+	acked   uint64 // durable position acknowledged to the peer, and its chain hash
+	ackHash wire.Hash
+	win     credit.Receiver
+	pending []pendingEntry // checked, handed to the caller, not yet acknowledged
+	// resendFrom is the seq a RESEND asked for and not yet received (0: none);
+	// lastDiscarded the highest seq dropped meanwhile.
+	resendFrom    uint64
+	lastDiscarded uint64
+}
+
+type pendingEntry struct {
+	seq  uint64
+	hash wire.Hash
+	size uint64
+}
+
+// outChannel is a channel the peer subscribed to: this side sends the origin's entries.
+type outChannel struct {
+	id     uint32
+	origin wire.OriginID
+	next   uint64    // the seq Send must offer next
+	chain  wire.Hash // the chain hash next's entry must extend, until the first Send
+	first  bool      // the first Send checks the chain against the subscriber's position
+	acked  uint64
+	win    credit.Sender
+}
+
+type v2State struct {
+	in        map[uint32]*inChannel
+	inOrigin  map[wire.OriginID]*inChannel
+	lastIn    uint32 // the highest channel number this side allocated
+	connIn    credit.Receiver
+	connGiven bool // the connection's first CREDIT was sent
+	out       map[uint32]*outChannel
+	outOrigin map[wire.OriginID]*outChannel
+	lastOut   uint32 // the highest channel number the peer opened
+	connOut   credit.Sender
+
+	advertised map[wire.OriginID]uint64 // heads this side advertised
+	peerHeads  map[wire.OriginID]uint64 // heads the peer advertised
+
+	cursors []uint32 // channels whose acknowledged position moved since the last Ready
+	grants  []uint32 // channels that released credit since the last Ready
+	connRel bool     // the connection window released credit since the last Ready
+}
+
+func (s *Session) v2init() {
+	v := &s.v2
+	v.in, v.inOrigin = map[uint32]*inChannel{}, map[wire.OriginID]*inChannel{}
+	v.out, v.outOrigin = map[uint32]*outChannel{}, map[wire.OriginID]*outChannel{}
+	v.advertised, v.peerHeads = map[wire.OriginID]uint64{}, map[wire.OriginID]uint64{}
+	v.connIn = credit.NewReceiver(uint64(s.limits.MaxSessionBuffer), uint64(s.limits.MaxFrameBody)+wire.HeaderSize)
+}
+
+func (s *Session) isV2() bool { return s.state == StateEstablished && s.info.Version == 2 }
+
+// ---- receiving: DATA ----
+
+// onData checks one entry on a channel this side subscribed to.
+func (s *Session) onData(f wire.Frame) {
+	claimed, v, err := wire.ParseData(f.Body)
+	if err != nil {
+		s.fail(wire.FrameError(wire.TxnErrorCode(err), f.Type, f.Offset, err.Error()))
+		return
+	}
+	if !s.isV2() {
+		s.unexpected(f, "DATA on a connection that is not an established version-2 one")
+		return
+	}
+	size := uint64(wire.HeaderSize + len(f.Body))
+	if err := s.v2.connIn.Receive(size); err != nil {
+		s.fail(wire.FrameError(wire.CodeCreditOverrun, f.Type, f.Offset, "connection: "+err.Error()))
+		return
+	}
+	ch := s.v2.in[f.Channel]
+	if ch == nil {
+		if f.Channel > s.v2.lastIn {
+			s.fail(wire.FrameError(wire.CodeBadChannel, f.Type, f.Offset, "DATA on channel "+strconv.FormatUint(uint64(f.Channel), 10)+", which this side never opened"))
+			return
+		}
+		s.stats.Stale++ // in flight when this side closed the channel
+		s.releaseConn(size)
+		return
+	}
+	if err := ch.win.Receive(size); err != nil {
+		s.fail(wire.FrameError(wire.CodeCreditOverrun, f.Type, f.Offset, "channel "+strconv.FormatUint(uint64(ch.id), 10)+": "+err.Error()))
+		return
+	}
+	if v.Origin != ch.origin {
+		s.unexpected(f, "an entry of origin "+v.Origin.String()+" on the channel of origin "+ch.origin.String())
+		return
+	}
+	if !s.vector[v.Origin].named {
+		s.unexpected(f, "DATA of origin "+v.Origin.String()+" before its ORIGIN frame")
+		return
+	}
+	s.stats.TxnsReceived++
+	h := v.Hash()
+	switch {
+	case h != claimed:
+		s.divergedIn(ch, v, size, "entry "+strconv.FormatUint(v.Seq, 10)+" does not hash to the chain hash sent with it")
+	case v.Seq < ch.seq, v.Seq == ch.seq && h == ch.hash:
+		s.stats.Duplicates++
+		s.releaseIn(ch, size)
+		s.emit(Event{Kind: EventDuplicate, Origin: ch.origin, Txn: v})
+	case v.Seq == ch.seq:
+		s.divergedIn(ch, v, size, "entry "+strconv.FormatUint(v.Seq, 10)+" differs from the one received")
+	case v.Seq == ch.seq+1:
+		if v.Prev != ch.hash {
+			s.divergedIn(ch, v, size, "entry "+strconv.FormatUint(v.Seq, 10)+" does not extend the chain at "+strconv.FormatUint(ch.seq, 10))
+			return
+		}
+		ch.seq, ch.hash = v.Seq, h
+		ch.resendFrom, ch.lastDiscarded = 0, 0
+		ch.pending = append(ch.pending, pendingEntry{seq: v.Seq, hash: h, size: size})
+		s.emit(Event{Kind: EventTxn, Origin: ch.origin, Txn: v})
+	default:
+		s.releaseIn(ch, size)
+		if ch.resendFrom != 0 && v.Seq > ch.lastDiscarded {
+			// Still the stream from before the resend: drop it until the resend arrives.
+			ch.lastDiscarded = v.Seq
+			s.stats.Discarded++
+			return
+		}
+		// A new gap, or the resent stream skipped again: ask (again) from applied + 1.
+		s.stats.Gaps++
+		s.stats.ResendsRequested++
+		ch.resendFrom, ch.lastDiscarded = ch.seq+1, v.Seq
+		s.sendControl(&wire.Resend{Channel: ch.id, From: ch.seq + 1})
+		s.emit(Event{Kind: EventGap, Origin: ch.origin, Txn: v, Expected: ch.seq + 1})
+	}
+}
+
+// divergedIn reports a divergence on an incoming channel and closes it: the entry is not
+// applied; the peer is told with DIVERGENCE, side subscriber.
+func (s *Session) divergedIn(ch *inChannel, v wire.TxnView, size uint64, why string) {
+	s.stats.Divergences++
+	s.releaseIn(ch, size)
+	s.emit(Event{Kind: EventDivergence, Origin: ch.origin, Txn: v, Expected: v.Seq, Seq: ch.seq, Hash: ch.hash,
+		Err: wire.Errorf(wire.CodeDivergence, "origin "+ch.origin.String()+": "+why)})
+	s.sendControl(&wire.Divergence{Channel: ch.id, Seq: ch.seq, Hash: ch.hash, Side: wire.SideSubscriber})
+	s.closeIn(ch)
+}
+
+// closeIn forgets an incoming channel, releasing what it held of the connection window.
+func (s *Session) closeIn(ch *inChannel) {
+	s.releaseConn(ch.win.Buffered())
+	delete(s.v2.in, ch.id)
+	delete(s.v2.inOrigin, ch.origin)
+}
+
+// releaseIn frees bytes of a channel and of the connection, to be granted again at Ready.
+func (s *Session) releaseIn(ch *inChannel, n uint64) {
+	ch.win.Release(n)
+	s.releaseConn(n)
+	if !slices.Contains(s.v2.grants, ch.id) {
+		s.v2.grants = append(s.v2.grants, ch.id)
+	}
+}
+
+func (s *Session) releaseConn(n uint64) {
+	s.v2.connIn.Release(n)
+	s.v2.connRel = true
+}
+
+// ---- receiving: control frames of version 2 ----
+
+// onV2Control handles a decoded version-2 control frame of an established session. A
+// frame that lists channels takes effect whole or not at all: every entry is checked before
+// any changes state.
+func (s *Session) onV2Control(f wire.Frame, body wire.Body) {
+	switch b := body.(type) {
+	case *wire.Subscribe:
+		s.onSubscribe(f, b)
+	case *wire.Unsubscribe:
+		for _, id := range b.Channels {
+			if !s.knownOut(f, id) {
+				return
+			}
+		}
+		for _, id := range b.Channels {
+			if ch := s.v2.out[id]; ch != nil {
+				s.closeOut(ch)
+				s.emit(Event{Kind: EventUnsubscribed, Origin: ch.origin})
+			}
+		}
+	case *wire.Cursor:
+		for _, e := range b.Entries {
+			if !s.knownOut(f, e.Channel) {
+				return
+			}
+			switch ch := s.v2.out[e.Channel]; {
+			case ch == nil:
+			case e.Seq >= ch.next:
+				s.fail(wire.FrameError(wire.CodeBadField, f.Type, f.Offset, "cursor at seq "+strconv.FormatUint(e.Seq, 10)+
+					" on channel "+strconv.FormatUint(uint64(e.Channel), 10)+" beyond what was sent"))
+				return
+			case e.Seq < ch.acked:
+				s.fail(wire.FrameError(wire.CodeOutOfOrder, f.Type, f.Offset, "cursor on channel "+strconv.FormatUint(uint64(e.Channel), 10)+" went back"))
+				return
+			}
+		}
+		for _, e := range b.Entries {
+			if ch := s.v2.out[e.Channel]; ch != nil && e.Seq > ch.acked {
+				ch.acked = e.Seq
+				s.emit(Event{Kind: EventCursor, Origin: ch.origin, Seq: e.Seq, Hash: e.Hash})
+			}
+		}
+	case *wire.Credit:
+		for _, e := range b.Entries {
+			if e.Channel != 0 && !s.knownOut(f, e.Channel) {
+				return
+			}
+		}
+		for _, e := range b.Entries {
+			if e.Channel == 0 {
+				if s.v2.connOut.Update(e.Limit) {
+					s.emit(Event{Kind: EventCredit})
+				}
+			} else if ch := s.v2.out[e.Channel]; ch != nil && ch.win.Update(e.Limit) {
+				s.emit(Event{Kind: EventCredit, Origin: ch.origin})
+			}
+		}
+	case *wire.Resend:
+		if !s.knownOut(f, b.Channel) {
+			return
+		}
+		ch := s.v2.out[b.Channel]
+		if ch == nil {
+			return
+		}
+		if b.From <= ch.acked || b.From > ch.next {
+			s.fail(wire.FrameError(wire.CodeBadField, f.Type, f.Offset, "resend from "+strconv.FormatUint(b.From, 10)+
+				" outside what is sent and not yet acknowledged ("+strconv.FormatUint(ch.acked+1, 10)+".."+strconv.FormatUint(ch.next, 10)+")"))
+			return
+		}
+		ch.next, ch.first = b.From, false
+		s.stats.ResendsReceived++
+		s.emit(Event{Kind: EventResend, Origin: ch.origin, Expected: b.From})
+	case *wire.Divergence:
+		s.onDivergence(f, b)
+	case *wire.Heads:
+		s.onHeads(f, b)
+	default:
+		s.unexpected(f, "not handled by this build")
+	}
+}
+
+// knownOut checks that the peer opened channel id at some point (it may be closed since:
+// frames racing a close are ignored); otherwise it fails the session with bad-channel.
+func (s *Session) knownOut(f wire.Frame, id uint32) bool {
+	if id > s.v2.lastOut {
+		s.fail(wire.FrameError(wire.CodeBadChannel, f.Type, f.Offset, "channel "+strconv.FormatUint(uint64(id), 10)+" was never opened"))
+		return false
+	}
+	return true
+}
+
+func (s *Session) onSubscribe(f wire.Frame, b *wire.Subscribe) {
+	// Entries are ascending by channel (checked by the decoder): the first must be above
+	// every channel opened before.
+	if first := b.Entries[0].Channel; first <= s.v2.lastOut {
+		s.fail(wire.FrameError(wire.CodeBadChannel, f.Type, f.Offset, "channel "+strconv.FormatUint(uint64(first), 10)+
+			" is not above the last opened, "+strconv.FormatUint(uint64(s.v2.lastOut), 10)))
+		return
+	}
+	if n := len(s.v2.out) + len(b.Entries); n > s.limits.MaxChannels {
+		s.fail(wire.FrameError(wire.CodeTooManyChannels, f.Type, f.Offset, "the peer would have "+strconv.Itoa(n)+
+			" channels open; the bound is "+strconv.Itoa(s.limits.MaxChannels)))
+		return
+	}
+	for _, e := range b.Entries {
+		switch {
+		case s.v2.outOrigin[e.Origin] != nil:
+			s.fail(wire.FrameError(wire.CodeBadField, f.Type, f.Offset, "origin "+e.Origin.String()+" is already subscribed"))
+			return
+		case e.Origin == s.info.PeerOrigin:
+			s.fail(wire.FrameError(wire.CodeBadField, f.Type, f.Offset, "the peer subscribed to its own origin"))
+			return
+		}
+	}
+	for _, e := range b.Entries {
+		s.v2.lastOut = e.Channel
+		ch := &outChannel{id: e.Channel, origin: e.Origin, next: e.Seq + 1, chain: e.Hash, first: true, acked: e.Seq}
+		ch.win.Update(e.Credit)
+		s.v2.out[ch.id] = ch
+		s.v2.outOrigin[ch.origin] = ch
+		s.emit(Event{Kind: EventSubscribed, Origin: e.Origin, Seq: e.Seq, Hash: e.Hash})
+	}
+}
+
+func (s *Session) closeOut(ch *outChannel) {
+	delete(s.v2.out, ch.id)
+	delete(s.v2.outOrigin, ch.origin)
+}
+
+func (s *Session) onDivergence(f wire.Frame, b *wire.Divergence) {
+	ev := Event{Kind: EventDivergence, Seq: b.Seq, Hash: b.Hash, ByPeer: true}
+	if b.Side == wire.SideSubscriber { // about a channel this side sends on
+		if !s.knownOut(f, b.Channel) {
+			return
+		}
+		ch := s.v2.out[b.Channel]
+		if ch == nil {
+			return
+		}
+		ev.Origin = ch.origin
+		s.closeOut(ch)
+	} else { // the peer, sending, found this side's position not in its log
+		ch := s.v2.in[b.Channel]
+		if ch == nil {
+			if b.Channel > s.v2.lastIn {
+				s.fail(wire.FrameError(wire.CodeBadChannel, f.Type, f.Offset, "channel "+strconv.FormatUint(uint64(b.Channel), 10)+" was never opened"))
+			}
+			return
+		}
+		ev.Origin = ch.origin
+		s.closeIn(ch)
+	}
+	s.stats.Divergences++
+	ev.Err = wire.Errorf(wire.CodeDivergence, "the peer reports that origin "+ev.Origin.String()+" diverged at seq "+strconv.FormatUint(b.Seq, 10))
+	s.emit(ev)
+}
+
+func (s *Session) onHeads(f wire.Frame, b *wire.Heads) {
+	// Heads are of named origins only, and names count against MaxOrigins: the heads a
+	// peer advertises are bounded by the ORIGIN frames before them.
+	for _, h := range b.Heads {
+		switch {
+		case !s.vector[h.Origin].named:
+			s.unexpected(f, "a head of origin "+h.Origin.String()+" before its ORIGIN frame")
+			return
+		case h.Seq < s.v2.peerHeads[h.Origin]:
+			s.fail(wire.FrameError(wire.CodeOutOfOrder, f.Type, f.Offset, "the head of origin "+h.Origin.String()+" went back"))
+			return
+		}
+	}
+	for _, h := range b.Heads {
+		s.v2.peerHeads[h.Origin] = h.Seq
+	}
+	for _, o := range b.Withdrawn {
+		delete(s.v2.peerHeads, o)
+	}
+	s.emit(Event{Kind: EventHeads, Heads: b})
+}
+
+// flushV2 queues, at Ready, the acknowledgements and credit the caller's calls released:
+// one CURSOR and one CREDIT frame for all channels, in channel order.
+func (s *Session) flushV2() {
+	v := &s.v2
+	if len(v.cursors) > 0 {
+		slices.Sort(v.cursors)
+		var es []wire.CursorEntry
+		for _, id := range v.cursors {
+			if ch := v.in[id]; ch != nil {
+				es = append(es, wire.CursorEntry{Channel: id, Seq: ch.acked, Hash: ch.ackHash})
+			}
+		}
+		v.cursors = v.cursors[:0]
+		s.sendChunked(len(es), func(lo, hi int) wire.Body { return &wire.Cursor{Entries: es[lo:hi]} })
+	}
+	var cs []wire.CreditEntry
+	if v.connRel {
+		v.connRel = false
+		if limit, ok := v.connIn.Grant(); ok {
+			cs = append(cs, wire.CreditEntry{Channel: 0, Limit: limit})
+		}
+	}
+	if len(v.grants) > 0 {
+		slices.Sort(v.grants)
+		for _, id := range v.grants {
+			if ch := v.in[id]; ch != nil {
+				if limit, ok := ch.win.Grant(); ok {
+					cs = append(cs, wire.CreditEntry{Channel: id, Limit: limit})
+				}
+			}
+		}
+		v.grants = v.grants[:0]
+	}
+	s.sendChunked(len(cs), func(lo, hi int) wire.Body { return &wire.Credit{Entries: cs[lo:hi]} })
+}
+
+// sendChunked sends a list of n entries as frames of at most maxListEntries each.
+func (s *Session) sendChunked(n int, body func(lo, hi int) wire.Body) {
+	for lo := 0; lo < n; lo += maxListEntries {
+		s.sendControl(body(lo, min(n, lo+maxListEntries)))
+	}
+}
