@@ -204,8 +204,8 @@ var maxCloseFrame = func() int {
 // establish returns a pair whose dialer is established, subscribed both ways, with nothing
 // held, and the time to feed it input at.
 func establish(t *testing.T) (*prototest.Pair, time.Time) {
-	dc := prototest.Config(wire.RoleDialer, "a", 1)
-	lc := prototest.Config(wire.RoleListener, "b", 2)
+	dc := prototest.ConfigV1(wire.RoleDialer, "a", 1)
+	lc := prototest.ConfigV1(wire.RoleListener, "b", 2)
 	dc.Limits, lc.Limits = limits, limits
 	p, err := prototest.NewPair(dc, lc)
 	if err != nil {

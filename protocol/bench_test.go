@@ -6,6 +6,7 @@ import (
 
 	"plait/protocol"
 	"plait/protocol/prototest"
+	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
 
@@ -42,9 +43,9 @@ func newReceiveBench(b *testing.B, records, perMessage int) *receiveBench {
 // session returns a fresh established receiver, subscribed from position 0, to which the
 // sender named the chain's origin.
 func (rb *receiveBench) session(b *testing.B) *protocol.Session {
-	dc := prototest.Config(wire.RoleDialer, "r", 1)
+	dc := prototest.ConfigV1(wire.RoleDialer, "r", 1)
 	dc.Limits.MaxUnackedBytes = 1 << 30
-	p, err := prototest.NewPair(dc, prototest.Config(wire.RoleListener, "s", 2))
+	p, err := prototest.NewPair(dc, prototest.ConfigV1(wire.RoleListener, "s", 2))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func BenchmarkSessionReceive(b *testing.B) {
 // messages packed up to the peer's limit, and Ready handing them over (Release recycles).
 func BenchmarkSessionOffer(b *testing.B) {
 	chain := prototest.Chain(prototest.Origin(7), 1000, 1, 100)
-	p, err := prototest.NewPair(prototest.Config(wire.RoleDialer, "r", 1), prototest.Config(wire.RoleListener, "s", 2))
+	p, err := prototest.NewPair(prototest.ConfigV1(wire.RoleDialer, "r", 1), prototest.ConfigV1(wire.RoleListener, "s", 2))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -125,5 +126,83 @@ func BenchmarkSessionOffer(b *testing.B) {
 				s.Release(m)
 			}
 		}
+	}
+}
+
+// BenchmarkSessionReceiveV2 is the version-2 session step per received DATA frame with 16
+// channels active: each message holds one entry of every origin; the subscriber
+// acknowledges every channel once per 64 messages (1,024 frames), and Ready sends the
+// CURSOR and CREDIT frames that follow.
+func BenchmarkSessionReceiveV2(b *testing.B) {
+	const channels = 16
+	for _, records := range []int{1, 100} {
+		perChain := 4096 / records * 4 // bounds the cached messages to ~16 MB for 100 records
+		perChain -= perChain % 64
+		b.Run("channels=16/records="+strconv.Itoa(records), func(b *testing.B) {
+			origins := make([]wire.OriginID, channels)
+			chains := make([][]prototest.Entry, channels)
+			for c := range origins {
+				origins[c] = prototest.Origin(byte(100 + c))
+				chains[c] = prototest.Chain(origins[c], perChain, records, 100)
+			}
+			var named []byte
+			for c, o := range origins {
+				named = append(named, prototest.Frame(&wire.Origin{Origin: o, Name: "o" + strconv.Itoa(c)})...)
+			}
+			// Message k carries entry k of every origin, on channels 1..16.
+			msgs := make([][]byte, perChain)
+			for k := range msgs {
+				for c := range origins {
+					h := wire.AppendHeader(nil, wire.Header{Type: wire.TypeData, Channel: uint32(c + 1), Length: uint32(wire.DataHeader + len(chains[c][k].Raw))})
+					msgs[k] = append(append(append(msgs[k], h...), chains[c][k].Hash[:]...), chains[c][k].Raw...)
+				}
+			}
+			fresh := func() *protocol.Session {
+				p, err := prototest.NewPair(prototest.Config(wire.RoleDialer, "r", 1), prototest.Config(wire.RoleListener, "s", 2))
+				if err != nil {
+					b.Fatal(err)
+				}
+				p.Pump(10)
+				vec := make([]vector.Entry, channels)
+				for c, o := range origins {
+					vec[c] = vector.Entry{Origin: o}
+				}
+				if err := p.D.S.SubscribeOrigins(vec); err != nil {
+					b.Fatal(err)
+				}
+				if err := p.D.S.Receive(p.Now, named); err != nil {
+					b.Fatal(err)
+				}
+				p.D.S.Ready()
+				return p.D.S
+			}
+			s := fresh()
+			b.SetBytes(int64(len(msgs[0]) / channels))
+			b.ReportAllocs()
+			b.ResetTimer()
+			now := prototest.Epoch
+			k := 0
+			for i := 0; i < b.N; i += channels {
+				if k == perChain {
+					b.StopTimer()
+					s, k = fresh(), 0
+					b.StartTimer()
+				}
+				if err := s.Receive(now, msgs[k]); err != nil {
+					b.Fatal(err)
+				}
+				if rd := s.Ready(); len(rd.Events) != channels || rd.Events[0].Kind != protocol.EventTxn {
+					b.Fatalf("%d events, err %v", len(rd.Events), s.Err())
+				}
+				k++
+				if k%64 == 0 {
+					for _, o := range origins {
+						if err := s.AckOrigin(o, uint64(k)); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			}
+		})
 	}
 }

@@ -3,11 +3,13 @@ package protocol_test
 import (
 	"bytes"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
 	"plait/protocol"
 	"plait/protocol/prototest"
+	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
 
@@ -16,6 +18,7 @@ type scenarioRun struct {
 	dSent, lSent     [][]byte
 	dEvents, lEvents []protocol.Event
 	dStats, lStats   protocol.Stats
+	credits          [][]protocol.OriginCredit // the sender's credit after each round (version 2)
 }
 
 // runScenario plays a fixed script on a fresh pair: handshake, subscribe, 50 offers across
@@ -23,8 +26,8 @@ type scenarioRun struct {
 // closes the connection. The nonces are the only input that varies between calls.
 func runScenario(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 	t.Helper()
-	dc := prototest.Config(wire.RoleDialer, "a", 1)
-	lc := prototest.Config(wire.RoleListener, "b", 2)
+	dc := prototest.ConfigV1(wire.RoleDialer, "a", 1)
+	lc := prototest.ConfigV1(wire.RoleListener, "b", 2)
 	dc.Capabilities = []string{"x", "y"}
 	lc.Capabilities = []string{"y", "z"}
 	d, err := protocol.New(dc)
@@ -109,54 +112,303 @@ func equalMessages(a, b [][]byte) (int, bool) {
 	return min(len(a), len(b)), len(a) == len(b)
 }
 
-// TestDeterminism: the same inputs give byte-identical output and the same events.
+// runScenarioV2 plays a fixed version-2 script on a fresh pair of this build: handshake;
+// the listener names four origins and advertises their heads; the dialer subscribes to them
+// (one resumed from seq 2, one from a position the listener's log does not extend: the
+// listener reports DIVERGENCE); the listener streams within its credit while the dialer
+// acknowledges (CURSOR) and grants (CREDIT), with time passing (PINGs from Tick). In flight
+// one entry is dropped (a gap, answered by RESEND) and one is corrupted (a divergence: the
+// dialer reports DIVERGENCE, then subscribes the origin again from where it stands); the
+// dialer unsubscribes one origin with an entry of it in flight (stale); the listener
+// withdraws that head and advances the others; the dialer closes. The nonces are the only
+// input that varies between calls.
+func runScenarioV2(t *testing.T, dNonce, lNonce []byte) scenarioRun {
+	t.Helper()
+	dc := prototest.Config(wire.RoleDialer, "a", 1)
+	lc := prototest.Config(wire.RoleListener, "b", 2)
+	dc.Capabilities = []string{"x", "y"}
+	lc.Capabilities = []string{"y", "z"}
+	// Small windows, so that credit runs out and is granted again many times.
+	dc.Limits = protocol.Limits{MaxFrameBody: 1024, MaxMessage: 65536, MaxChannelBuffer: 2048, MaxSessionBuffer: 4096}
+	d, err := protocol.New(dc)
+	must(t, err)
+	l, err := protocol.New(lc)
+	must(t, err)
+	p := &prototest.Pair{D: &prototest.Side{S: d}, L: &prototest.Side{S: l}, Now: prototest.Epoch}
+	must(t, d.Start(p.Now, dNonce))
+	must(t, l.Start(p.Now, lNonce))
+	p.Pump(10)
+	if d.State() != protocol.StateEstablished || l.State() != protocol.StateEstablished || d.Handshake().Version != 2 {
+		t.Fatalf("handshake: %v / %v, version %d", d.Err(), l.Err(), d.Handshake().Version)
+	}
+
+	const n = 60
+	origins := []wire.OriginID{prototest.Origin(10), prototest.Origin(11), prototest.Origin(12), prototest.Origin(13)}
+	const gapped, corrupted, dropped, forked = 0, 1, 2, 3 // what happens to each origin
+	chains := make([][]prototest.Entry, len(origins))
+	head := func(i, seq int) wire.Head {
+		return wire.Head{Origin: origins[i], Seq: uint64(seq), HLC: wire.MakeHLC(1_800_000_000_000+uint64(seq), 0)}
+	}
+	var heads []wire.Head
+	for i, o := range origins {
+		chains[i] = prototest.Chain(o, n, 1+i%2, 40+8*i)
+		must(t, l.SetOriginName(o, "origin-"+string(rune('a'+i))))
+		heads = append(heads, head(i, 20))
+	}
+	must(t, l.AdvertiseHeads(heads))
+	fork := prototest.Chain(origins[forked], 3, 1, 7) // another log of the same origin
+	must(t, d.SubscribeOrigins([]vector.Entry{
+		{Origin: origins[gapped]},
+		{Origin: origins[corrupted], Seq: 2, Hash: chains[corrupted][1].Hash},
+		{Origin: origins[dropped]},
+		{Origin: origins[forked], Seq: 3, Hash: fork[2].Hash},
+	}))
+	p.Pump(10)
+
+	// In flight: drop gapped's seq 5 and corrupt corrupted's seq 7, once each.
+	var droppedOnce, corruptedOnce bool
+	p.Tap = func(from *prototest.Side, msg []byte) []byte {
+		if from != p.L {
+			return msg
+		}
+		fs, err := wire.DecodeMessage(msg, wire.DefaultMaxMessage, 0)
+		if err != nil {
+			t.Fatalf("the sender sent a malformed message: %v", err)
+		}
+		var out []byte
+		for _, f := range fs {
+			raw := msg[f.Offset : f.Offset+wire.HeaderSize+len(f.Body)]
+			if dt, ok := f.Value.(*wire.Data); ok {
+				switch {
+				case !droppedOnce && dt.Txn.Origin == origins[gapped] && dt.Txn.Seq == 5:
+					droppedOnce = true
+					continue
+				case !corruptedOnce && dt.Txn.Origin == origins[corrupted] && dt.Txn.Seq == 7:
+					corruptedOnce = true
+					raw = bytes.Clone(raw)
+					raw[len(raw)-1] ^= 0x55 // a value byte: the encoding still parses
+				}
+			}
+			out = append(out, raw...)
+		}
+		return out
+	}
+
+	next := make([]uint64, len(origins)) // the sender's next seq per origin; 0: not serving
+	applied := make([]uint64, len(origins))
+	acked := make([]uint64, len(origins))
+	dOpen := make([]bool, len(origins)) // the dialer's channel is open
+	for i := range dOpen {
+		dOpen[i] = true
+	}
+	applied[corrupted], acked[corrupted] = 2, 2
+	index := func(o wire.OriginID) int { return slices.Index(origins, o) }
+	var lSeen, dSeen int
+	var credits [][]protocol.OriginCredit
+	sideOne := false // the listener found the forked position
+	resubscribed := false
+	serve := func() {
+		for i := range origins {
+			for next[i] >= 1 && next[i] <= n {
+				e := chains[i][next[i]-1]
+				if l.Credit(origins[i]) < protocol.DataFrameSize(len(e.Raw)) {
+					break
+				}
+				err := l.Send(e.Raw)
+				if i == forked {
+					// The subscriber's position is not in this log: the channel is closed.
+					if we, ok := err.(*wire.Error); !ok || we.Code != wire.CodeDivergence || sideOne {
+						t.Fatalf("Send of the forked origin: %v", err)
+					}
+					sideOne = true
+					next[i] = 0
+					break
+				}
+				must(t, err)
+				next[i]++
+			}
+		}
+	}
+	events := func() {
+		for _, e := range p.L.Events[lSeen:] {
+			i := index(e.Origin)
+			switch e.Kind {
+			case protocol.EventSubscribed:
+				next[i] = e.Seq + 1
+			case protocol.EventResend:
+				next[i] = e.Expected
+			case protocol.EventUnsubscribed, protocol.EventDivergence:
+				next[i] = 0
+			}
+		}
+		lSeen = len(p.L.Events)
+		for _, e := range p.D.Events[dSeen:] {
+			i := index(e.Origin)
+			switch e.Kind {
+			case protocol.EventTxn:
+				if e.Txn.Seq != applied[i]+1 {
+					t.Fatalf("origin %d: applied seq %d after %d", i, e.Txn.Seq, applied[i])
+				}
+				applied[i] = e.Txn.Seq
+			case protocol.EventDivergence:
+				dOpen[i] = false
+			}
+		}
+		dSeen = len(p.D.Events)
+	}
+	for round := 0; ; round++ {
+		if round == 100 {
+			t.Fatalf("the stream did not complete: applied %v", applied)
+		}
+		switch round {
+		case 3: // with an entry of it in flight
+			must(t, d.UnsubscribeOrigins([]wire.OriginID{origins[dropped]}))
+			dOpen[dropped] = false
+		case 6:
+			must(t, l.WithdrawHeads([]wire.OriginID{origins[dropped], origins[forked]}))
+			must(t, l.AdvertiseHeads([]wire.Head{head(gapped, n), head(corrupted, n)}))
+		}
+		if !dOpen[corrupted] && !resubscribed {
+			// Subscribe again, a new channel, from the last entry that was applied.
+			resubscribed = true
+			must(t, d.SubscribeOrigins([]vector.Entry{{Origin: origins[corrupted], Seq: applied[corrupted], Hash: chains[corrupted][applied[corrupted]-1].Hash}}))
+			dOpen[corrupted] = true
+			acked[corrupted] = applied[corrupted]
+		}
+		serve()
+		if round%2 == 0 {
+			p.Now = p.Now.Add(400 * time.Millisecond)
+			must(t, d.Tick(p.Now))
+			must(t, l.Tick(p.Now))
+			p.Now = p.Now.Add(3 * time.Millisecond) // the round trip
+		}
+		p.Pump(10)
+		events()
+		for i := range origins {
+			if dOpen[i] && applied[i] > acked[i] {
+				must(t, d.AckOrigin(origins[i], applied[i]))
+				acked[i] = applied[i]
+			}
+		}
+		p.Pump(10)
+		events()
+		credits = append(credits, l.Credits())
+		if applied[gapped] == n && applied[corrupted] == n && resubscribed && round > 6 {
+			break
+		}
+	}
+	must(t, d.Close(wire.CodeGoingAway, "done"))
+	p.Pump(10)
+
+	if !droppedOnce || !corruptedOnce || !sideOne {
+		t.Fatalf("dropped %v, corrupted %v, forked position found %v", droppedOnce, corruptedOnce, sideOne)
+	}
+	if applied[dropped] == 0 || applied[dropped] == n || applied[forked] != 0 {
+		t.Fatalf("applied %v: want the unsubscribed origin part way, the forked one not at all", applied)
+	}
+	ds, ls := d.Stats(), l.Stats()
+	if ds.Gaps != 1 || ds.ResendsRequested != 1 || ls.ResendsReceived != 1 || ds.Divergences != 2 || ls.Divergences != 2 ||
+		ds.Stale == 0 || ds.Duplicates != 0 || ds.ProtocolErrors != 0 || ls.ProtocolErrors != 0 {
+		t.Fatalf("dialer stats %+v, listener stats %+v", ds, ls)
+	}
+	if e := l.Err(); e == nil || e.Code != wire.CodeGoingAway || l.State() != protocol.StateClosed {
+		t.Fatalf("listener: %v", e)
+	}
+	for _, s := range []*protocol.Session{d, l} {
+		if s.RTT() != 3*time.Millisecond {
+			t.Fatalf("rtt %v: PINGs were not answered", s.RTT())
+		}
+	}
+	return scenarioRun{dSent: p.D.Sent, lSent: p.L.Sent, dEvents: p.D.Events, lEvents: p.L.Events,
+		dStats: ds, lStats: ls, credits: credits}
+}
+
+// TestDeterminism: the same inputs give byte-identical output and the same events, for a
+// version-1 connection (two sessions configured to version 1, as release 0.1) and for a
+// version-2 one; between them the scenarios send every frame type this build registers.
 func TestDeterminism(t *testing.T) {
-	a := runScenario(t, prototest.Nonce(1), prototest.Nonce(2))
-	b := runScenario(t, prototest.Nonce(1), prototest.Nonce(2))
-	for _, c := range []struct {
-		side string
-		x, y [][]byte
-	}{{"dialer", a.dSent, b.dSent}, {"listener", a.lSent, b.lSent}} {
-		if i, ok := equalMessages(c.x, c.y); !ok {
-			t.Fatalf("%s: message %d differs (%d vs %d messages)", c.side, i, len(c.x), len(c.y))
-		}
-	}
-	if !reflect.DeepEqual(a.dEvents, b.dEvents) || !reflect.DeepEqual(a.lEvents, b.lEvents) {
-		t.Fatal("event sequences differ")
-	}
-	if a.dStats != b.dStats || a.lStats != b.lStats {
-		t.Fatalf("stats differ: %+v / %+v", a.dStats, b.dStats)
-	}
-	// The run exercised what it claims: pings on both sides, and every frame type of
-	// version 1 but AUTH's failure paths.
 	seen := map[wire.Type]int{}
-	for _, msgs := range [][][]byte{a.dSent, a.lSent} {
-		for _, f := range frames(t, msgs) {
-			seen[f.Type]++
-		}
+	for _, sc := range []struct {
+		name    string
+		version uint64
+		run     func(t *testing.T, dNonce, lNonce []byte) scenarioRun
+	}{
+		{"version 1", 1, runScenario},
+		{"version 2", 2, runScenarioV2},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			a := sc.run(t, prototest.Nonce(1), prototest.Nonce(2))
+			b := sc.run(t, prototest.Nonce(1), prototest.Nonce(2))
+			for _, c := range []struct {
+				side string
+				x, y [][]byte
+			}{{"dialer", a.dSent, b.dSent}, {"listener", a.lSent, b.lSent}} {
+				if i, ok := equalMessages(c.x, c.y); !ok {
+					t.Fatalf("%s: message %d differs (%d vs %d messages)", c.side, i, len(c.x), len(c.y))
+				}
+			}
+			if !reflect.DeepEqual(a.dEvents, b.dEvents) || !reflect.DeepEqual(a.lEvents, b.lEvents) {
+				t.Fatal("event sequences differ")
+			}
+			if a.dStats != b.dStats || a.lStats != b.lStats {
+				t.Fatalf("stats differ: %+v / %+v", a.dStats, b.dStats)
+			}
+			if !reflect.DeepEqual(a.credits, b.credits) {
+				t.Fatal("the sender's credit differs")
+			}
+			// Every frame sent belongs to the negotiated version (or to every version).
+			types := map[wire.Type]int{}
+			for _, msgs := range [][][]byte{a.dSent, a.lSent} {
+				for _, f := range frames(t, msgs) {
+					types[f.Type]++
+					seen[f.Type]++
+					if v := wire.Version(f.Type); v != 0 && v != sc.version {
+						t.Errorf("a version-%d frame %s on a version-%d connection", v, f.Type, sc.version)
+					}
+				}
+			}
+			for _, typ := range []wire.Type{wire.TypeHello, wire.TypeAuth, wire.TypePing, wire.TypePong, wire.TypeOrigin, wire.TypeClose} {
+				if types[typ] == 0 {
+					t.Errorf("the scenario sent no %s frame", typ)
+				}
+			}
+			if len(a.dEvents) == 0 || a.dEvents[len(a.dEvents)-1].Kind != protocol.EventClosed {
+				t.Fatal("the dialer did not close")
+			}
+			switch sc.version {
+			case 1:
+				if types[wire.TypeTxn1] != 52 || types[wire.TypeOrigin] != 3 {
+					t.Errorf("%d TXN1, %d ORIGIN frames", types[wire.TypeTxn1], types[wire.TypeOrigin])
+				}
+			case 2:
+				// One DIVERGENCE from each side, one RESEND, ORIGIN once per origin.
+				if types[wire.TypeDivergence] != 2 || types[wire.TypeResend] != 1 || types[wire.TypeOrigin] != 4 || types[wire.TypeUnsubscribe] != 1 {
+					t.Errorf("%d DIVERGENCE, %d RESEND, %d ORIGIN, %d UNSUBSCRIBE frames", types[wire.TypeDivergence], types[wire.TypeResend],
+						types[wire.TypeOrigin], types[wire.TypeUnsubscribe])
+				}
+				if types[wire.TypeCredit] < 5 || types[wire.TypeCursor] < 5 || types[wire.TypeHeads] != 3 || types[wire.TypeSubscribe] != 2 {
+					t.Errorf("%d CREDIT, %d CURSOR, %d HEADS, %d SUBSCRIBE frames", types[wire.TypeCredit], types[wire.TypeCursor],
+						types[wire.TypeHeads], types[wire.TypeSubscribe])
+				}
+			}
+
+			// The comparison is sensitive: another listener nonce changes the bytes of its
+			// HELLO and both AUTHs, and nothing else of either side's events.
+			c := sc.run(t, prototest.Nonce(1), prototest.Nonce(3))
+			if i, _ := equalMessages(a.lSent, c.lSent); i != 0 {
+				t.Fatalf("the listener's first message is unchanged by its nonce (first difference at %d)", i)
+			}
+			if i, _ := equalMessages(a.dSent, c.dSent); i != 1 {
+				t.Fatalf("the dialer's messages first differ at %d, want 1 (its AUTH)", i)
+			}
+			if !reflect.DeepEqual(a.dEvents, c.dEvents) || !reflect.DeepEqual(a.lEvents, c.lEvents) {
+				t.Fatal("the nonce changed the events")
+			}
+		})
 	}
 	for _, typ := range wire.Registered() {
 		if seen[typ] == 0 {
-			t.Errorf("the scenario sent no %s frame", typ)
+			t.Errorf("no scenario sent a %s frame", typ)
 		}
-	}
-	if seen[wire.TypeTxn1] != 52 || seen[wire.TypeOrigin] != 3 {
-		t.Errorf("%d TXN1, %d ORIGIN frames", seen[wire.TypeTxn1], seen[wire.TypeOrigin])
-	}
-	if len(a.dEvents) == 0 || a.dEvents[len(a.dEvents)-1].Kind != protocol.EventClosed {
-		t.Fatal("the dialer did not close")
-	}
-
-	// The comparison is sensitive: another listener nonce changes the bytes of its HELLO
-	// and both AUTHs, and nothing else of either side's events.
-	c := runScenario(t, prototest.Nonce(1), prototest.Nonce(3))
-	if i, _ := equalMessages(a.lSent, c.lSent); i != 0 {
-		t.Fatalf("the listener's first message is unchanged by its nonce (first difference at %d)", i)
-	}
-	if i, _ := equalMessages(a.dSent, c.dSent); i != 1 {
-		t.Fatalf("the dialer's messages first differ at %d, want 1 (its AUTH)", i)
-	}
-	if !reflect.DeepEqual(a.dEvents, c.dEvents) || !reflect.DeepEqual(a.lEvents, c.lEvents) {
-		t.Fatal("the nonce changed the events")
 	}
 }

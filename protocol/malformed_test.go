@@ -15,6 +15,7 @@ import (
 
 	"plait/protocol"
 	"plait/protocol/prototest"
+	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
 
@@ -59,6 +60,7 @@ func frames(t *testing.T, msgs [][]byte) []wire.Decoded {
 type specTables struct {
 	classOf   map[wire.Code]wire.Class
 	malformed map[string]wire.Code
+	examples  map[string]string // each malformed-input class's example column
 }
 
 var (
@@ -87,14 +89,16 @@ func spec(t *testing.T) specTables {
 			return
 		}
 		specData.malformed = map[string]wire.Code{}
-		row := regexp.MustCompile("(?m)^\\| (M[0-9]+) [^|]*\\|[^|]*\\|([^|]*)\\|$")
+		specData.examples = map[string]string{}
+		row := regexp.MustCompile("(?m)^\\| (M[0-9]+) [^|]*\\|([^|]*)\\|([^|]*)\\|$")
 		code := regexp.MustCompile("`([a-z-]+)`")
 		for _, m := range row.FindAllStringSubmatch(s[i:j], -1) {
 			var c wire.Code
-			if cm := code.FindStringSubmatch(m[2]); cm != nil {
+			if cm := code.FindStringSubmatch(m[3]); cm != nil {
 				c = wire.Code(cm[1])
 			}
 			specData.malformed[m[1]] = c
+			specData.examples[m[1]] = strings.TrimSpace(m[2])
 		}
 	})
 	if specErr != nil {
@@ -196,9 +200,9 @@ var (
 // output has been taken.
 func fixture(t *testing.T, dl protocol.Limits) *prototest.Pair {
 	t.Helper()
-	dc := prototest.Config(wire.RoleDialer, "a", 1)
+	dc := prototest.ConfigV1(wire.RoleDialer, "a", 1)
 	dc.Limits = dl
-	p := established(t, dc, prototest.Config(wire.RoleListener, "b", 2))
+	p := established(t, dc, prototest.ConfigV1(wire.RoleListener, "b", 2))
 	must(t, p.D.S.Subscribe(0, nil))
 	p.Pump(10)
 	must(t, p.L.S.SetOriginName(fxOrigin, "nine"))
@@ -212,6 +216,53 @@ func fixture(t *testing.T, dl protocol.Limits) *prototest.Pair {
 	p.D.Drain()
 	p.L.Drain()
 	return p
+}
+
+// The version-2 fixture: entries whose DATA frames all have the same size, so that credit
+// limits can be set in whole frames.
+var (
+	fxTen       = prototest.Origin(10)
+	fx2Chain    = prototest.Chain(fxOrigin, 6, 1, 300)
+	fx2TenChain = prototest.Chain(fxTen, 3, 1, 300)
+	fx2Size     = protocol.DataFrameSize(len(fx2Chain[0].Raw)) // every fx2 DATA frame, header included
+)
+
+// fxPairV2 returns an established version-2 pair (prototest.Config on both sides; D with
+// limits dl, L with ll) in which L named fxOrigin "nine" and origin 10 "ten" and advertised
+// their heads (6 and 3), D subscribed to both from seq 0 (channel 1: fxOrigin, channel 2:
+// origin 10) and received fx2Chain seq 1..3 on channel 1, not acknowledged. Both sides'
+// output has been taken.
+func fxPairV2(t *testing.T, dl, ll protocol.Limits) *prototest.Pair {
+	t.Helper()
+	dc, lc := prototest.Config(wire.RoleDialer, "a", 1), prototest.Config(wire.RoleListener, "b", 2)
+	dc.Limits, lc.Limits = dl, ll
+	p := established(t, dc, lc)
+	if v := p.D.S.Handshake().Version; v != 2 {
+		t.Fatalf("fixture: version %d", v)
+	}
+	must(t, p.L.S.SetOriginName(fxOrigin, "nine"))
+	must(t, p.L.S.SetOriginName(fxTen, "ten"))
+	must(t, p.L.S.AdvertiseHeads([]wire.Head{{Origin: fxOrigin, Seq: 6, HLC: 6}, {Origin: fxTen, Seq: 3, HLC: 3}}))
+	must(t, p.D.S.SubscribeOrigins([]vector.Entry{{Origin: fxOrigin}, {Origin: fxTen}}))
+	p.Pump(10)
+	if n := p.L.Count(protocol.EventSubscribed); n != 2 {
+		t.Fatalf("fixture: %d channels opened", n)
+	}
+	for i := 0; i < 3; i++ {
+		must(t, p.L.S.Send(fx2Chain[i].Raw))
+	}
+	p.Pump(10)
+	if n := p.D.Count(protocol.EventTxn); n != 3 || p.D.Count(protocol.EventHeads) != 1 {
+		t.Fatalf("fixture: %d txns received, %d HEADS", n, p.D.Count(protocol.EventHeads))
+	}
+	p.D.Drain()
+	p.L.Drain()
+	return p
+}
+
+// fxData is a DATA frame on channel ch carrying e with its chain hash.
+func fxData(ch uint32, e prototest.Entry) []byte {
+	return prototest.RawFrame(wire.TypeData, 0, ch, cat(e.Hash[:], e.Raw))
 }
 
 // peerHello is the HELLO body of a hand-played dialer talking to the handshake target.
@@ -308,14 +359,17 @@ const (
 	onD         target = iota // the established dialer: subscribed, positions 1..3 received
 	onL                       // the established listener: its peer subscribed, positions 1..3 sent
 	onHandshake               // a listener that sent its HELLO and waits for the peer's
+	onV2D                     // fxPairV2's dialer: subscribed to channels 1 and 2, fx2Chain 1..3 received on 1
+	onV2L                     // fxPairV2's listener: its peer opened channels 1 and 2, fx2Chain 1..3 sent on 1
 )
 
 // inputCase is one received message that closes the session.
 type inputCase struct {
-	class  string // M1..M22 of SPEC's "Malformed input" table; "" for other input errors
+	class  string // M1..M24 of SPEC's "Malformed input" table; "" for other input errors
 	name   string
 	on     target
-	limits protocol.Limits                                               // D's limits (on D)
+	limits protocol.Limits                                               // D's limits (on D, or on the version-2 fixture)
+	llim   protocol.Limits                                               // L's limits (version-2 fixture)
 	cfg    func(c *protocol.Config)                                      // the handshake target's config
 	msg    []byte                                                        // the message
 	msgFn  func(localHello []byte) []byte                                // or the message, built from the target's own HELLO body
@@ -402,10 +456,18 @@ func inputCases() []inputCase {
 		{class: "M6", name: "PING with flags 0x01", msg: ping(prototest.RawFrame(wire.TypePing, 1, 0, hx("a1 01 07"))), code: wire.CodeBadFlags, frame: wire.TypePing, offset: P},
 		{class: "M6", name: "TXN1 with the reserved compressed bit", msg: ping(prototest.RawFrame(wire.TypeTxn1, 1, 0, txn1(4, fxChain[3].Raw)[wire.HeaderSize:])), code: wire.CodeBadFlags, frame: wire.TypeTxn1, offset: P},
 		{class: "M7", name: "PING on channel 5", msg: ping(prototest.RawFrame(wire.TypePing, 0, 5, hx("a1 01 07"))), code: wire.CodeBadChannel, frame: wire.TypePing, offset: P},
+		{class: "M7", name: "DATA on channel 0", on: onV2D, msg: ping(fxData(0, fx2Chain[3])), code: wire.CodeBadChannel, frame: wire.TypeData, offset: P,
+			check: noEvent(protocol.EventTxn)},
+		{class: "M7", name: "DATA on a channel never opened", on: onV2D, msg: ping(fxData(3, fx2Chain[3])), code: wire.CodeBadChannel, frame: wire.TypeData, offset: P,
+			check: noEvent(protocol.EventTxn)},
+		{class: "M7", name: "DATA on a channel far above those opened", on: onV2D, msg: ping(fxData(1<<32-1, fx2Chain[3])), code: wire.CodeBadChannel, frame: wire.TypeData, offset: P},
+		{class: "M7", name: "CREDIT on channel 1 of the header", on: onV2L, msg: ping(prototest.RawFrame(wire.TypeCredit, 0, 1, hx("a1 01 81 82 01 19 ffff"))), code: wire.CodeBadChannel, frame: wire.TypeCredit, offset: P},
 		{class: "M7", name: "TXN1 on channel 1", msg: ping(prototest.RawFrame(wire.TypeTxn1, 0, 1, txn1(4, fxChain[3].Raw)[wire.HeaderSize:])), code: wire.CodeBadChannel, frame: wire.TypeTxn1, offset: P},
 		{class: "M8", name: "type 0x7e", msg: ping(prototest.RawFrame(0x7e, 0, 0, nil)), code: wire.CodeUnknownFrame, frame: 0x7e, offset: P},
 		{class: "M8", name: "type 0x00", msg: ping(prototest.RawFrame(0x00, 0, 0, hx("a0"))), code: wire.CodeUnknownFrame, frame: 0x00, offset: P},
-		{class: "M8", name: "reserved version-2 type 0x20", msg: ping(prototest.RawFrame(0x20, 0, 3, hx("a0"))), code: wire.CodeUnknownFrame, frame: 0x20, offset: P},
+		{class: "M8", name: "reserved version-2 type 0x28 on a channel", msg: ping(prototest.RawFrame(0x28, 0, 3, hx("a0"))), code: wire.CodeUnknownFrame, frame: 0x28, offset: P},
+		{class: "M8", name: "type 0x7e on a version-2 connection", on: onV2D, msg: ping(prototest.RawFrame(0x7e, 0, 0, nil)), code: wire.CodeUnknownFrame, frame: 0x7e, offset: P},
+		{class: "M8", name: "reserved version-2 type 0x2f on a version-2 connection", on: onV2L, msg: ping(prototest.RawFrame(0x2f, 0, 0, hx("a0"))), code: wire.CodeUnknownFrame, frame: 0x2f, offset: P},
 		{class: "M10", name: "an array", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("81 07"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
 		{class: "M10", name: "a truncated item", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a1 01 19 00"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
 		{class: "M10", name: "trailing bytes", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a1 01 07 07"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
@@ -472,6 +534,22 @@ func inputCases() []inputCase {
 		{class: "M20", name: "TXN1 of the receiver's own origin", msg: ping(originFrame(prototest.Origin(1), "self"), txn1(4, own[0].Raw)), code: wire.CodeUnexpectedFrame, frame: wire.TypeTxn1, offset: P + len(originFrame(prototest.Origin(1), "self")),
 			check: noEvent(protocol.EventTxn)},
 		{class: "M20", name: "TXN1 of the receiver's own origin, unnamed", msg: ping(txn1(4, own[0].Raw)), code: wire.CodeUnexpectedFrame, frame: wire.TypeTxn1, offset: P},
+		{class: "M20", name: "DATA on a version-1 connection", msg: ping(fxData(1, fxChain[3])), code: wire.CodeUnexpectedFrame, frame: wire.TypeData, offset: P,
+			check: noEvent(protocol.EventTxn)},
+		{class: "M20", name: "TXN1 on a version-2 connection", on: onV2D, msg: ping(txn1(4, fx2Chain[3].Raw)), code: wire.CodeUnexpectedFrame, frame: wire.TypeTxn1, offset: P,
+			check: noEvent(protocol.EventTxn)},
+		{class: "M20", name: "SUBSCRIBE1 on a version-2 connection", on: onV2L, msg: ping(prototest.Frame(&wire.Subscribe1{Position: 0})), code: wire.CodeUnexpectedFrame, frame: wire.TypeSubscribe1, offset: P,
+			check: noEvent(protocol.EventSubscribed)},
+		{class: "M20", name: "ACK1 on a version-2 connection", on: onV2L, msg: ping(ack1(1)), code: wire.CodeUnexpectedFrame, frame: wire.TypeAck1, offset: P},
+		{class: "M20", name: "SUBSCRIBE on a version-1 connection", on: onL,
+			msg:  ping(prototest.Frame(&wire.Subscribe{Entries: []wire.SubscribeEntry{{Channel: 1, Origin: fxOrigin, Credit: 1 << 20}}})),
+			code: wire.CodeUnexpectedFrame, frame: wire.TypeSubscribe, offset: P, check: noEvent(protocol.EventSubscribed)},
+		{class: "M20", name: "HEADS on a version-1 connection", msg: ping(prototest.Frame(&wire.Heads{Heads: []wire.Head{{Origin: fxOrigin, Seq: 3, HLC: 1}}})),
+			code: wire.CodeUnexpectedFrame, frame: wire.TypeHeads, offset: P, check: noEvent(protocol.EventHeads)},
+		{class: "M20", name: "DATA of another origin on a channel", on: onV2D, msg: ping(fxData(1, fx2TenChain[0])), code: wire.CodeUnexpectedFrame, frame: wire.TypeData, offset: P,
+			check: noEvent(protocol.EventTxn)},
+		{class: "M20", name: "a head of an origin never named", on: onV2D, msg: ping(prototest.Frame(&wire.Heads{Heads: []wire.Head{{Origin: prototest.Origin(11), Seq: 1, HLC: 1}}})),
+			code: wire.CodeUnexpectedFrame, frame: wire.TypeHeads, offset: P, check: noEvent(protocol.EventHeads)},
 		{class: "M21", name: "a TXN1 position equal to the last", msg: ping(txn1(3, fxChain[3].Raw)), code: wire.CodeOutOfOrder, frame: wire.TypeTxn1, offset: P},
 		{class: "M21", name: "a TXN1 position below the last", msg: ping(txn1(2, fxChain[3].Raw)), code: wire.CodeOutOfOrder, frame: wire.TypeTxn1, offset: P},
 		{class: "M21", name: "a TXN1 position going back within a message", msg: ping(txn1(9, fxChain[3].Raw), txn1(5, fxChain[4].Raw)),
@@ -482,6 +560,15 @@ func inputCases() []inputCase {
 					t.Fatalf("the ACK1 before the error did not take effect: %v", kinds(evs))
 				}
 			}},
+		{class: "M21", name: "a CURSOR going back", on: onV2L, msg: ping(fxCursor(1, 3, fx2Chain[2].Hash), fxCursor(1, 2, fx2Chain[1].Hash)),
+			code: wire.CodeOutOfOrder, frame: wire.TypeCursor, offset: P + len(fxCursor(1, 3, fx2Chain[2].Hash)),
+			check: func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
+				if evs[0].Kind != protocol.EventCursor || evs[0].Origin != fxOrigin || evs[0].Seq != 3 || evs[0].Hash != fx2Chain[2].Hash {
+					t.Fatalf("the CURSOR before the error did not take effect: %+v", evs[0])
+				}
+			}},
+		{class: "M21", name: "a head going back", on: onV2D, msg: ping(prototest.Frame(&wire.Heads{Heads: []wire.Head{{Origin: fxOrigin, Seq: 5, HLC: 9}}})),
+			code: wire.CodeOutOfOrder, frame: wire.TypeHeads, offset: P, check: noEvent(protocol.EventHeads)},
 		{class: "M22", name: "format 2", msg: ping(txn1(4, format(2, fxChain[3].Raw))), code: wire.CodeUnsupportedTxn, frame: wire.TypeTxn1, offset: P,
 			check: names(fxOrigin, 4)},
 		{class: "M22", name: "format 0xff of an unnamed origin", msg: ping(txn1(4, format(0xff, ten[0].Raw))), code: wire.CodeUnsupportedTxn, frame: wire.TypeTxn1, offset: P,
@@ -490,7 +577,80 @@ func inputCases() []inputCase {
 		{class: "M22", name: "op kind 0xff after a put", msg: ping(txn1(4, cat(goodHead, hx("02"), putT, hx("ff 01 74 01 6b")))), code: wire.CodeUnsupportedTxn, frame: wire.TypeTxn1, offset: P},
 		{class: "M22", name: "format 2 in the handshake", on: onHandshake, msg: txn1(1, format(2, fxChain[0].Raw)), code: wire.CodeUnsupportedTxn, frame: wire.TypeTxn1, offset: 0},
 
+		{class: "M22", name: "DATA of format 2", on: onV2D, msg: ping(prototest.RawFrame(wire.TypeData, 0, 1, cat(fx2Chain[3].Hash[:], format(2, fx2Chain[3].Raw)))),
+			code: wire.CodeUnsupportedTxn, frame: wire.TypeData, offset: P, check: names(fxOrigin, 4)},
+		{class: "M19", name: "DATA body shorter than its hash", on: onV2D, msg: ping(prototest.RawFrame(wire.TypeData, 0, 1, make([]byte, 31))), code: wire.CodeBadTxn, frame: wire.TypeData, offset: P},
+		{class: "M19", name: "DATA of seq 0", on: onV2D, msg: ping(prototest.RawFrame(wire.TypeData, 0, 1, cat(fx2Chain[3].Hash[:], txnHead(0, wire.Hash{}), hx("01"), putT))),
+			code: wire.CodeBadTxn, frame: wire.TypeData, offset: P},
+		{class: "M23", name: "DATA past its channel's limit", on: onV2D, limits: fxWindows(3*fx2Size+fx2Size/2, 8*fx2Size),
+			msg: ping(fxData(1, fx2Chain[3])), code: wire.CodeCreditOverrun, frame: wire.TypeData, offset: P,
+			check: fxOverrun("channel 1", 3*fx2Size+fx2Size/2, 4*fx2Size)},
+		{class: "M23", name: "DATA past its channel's limit, a frame after one that fits", on: onV2D, limits: fxWindows(4*fx2Size+fx2Size/2, 8*fx2Size),
+			msg: ping(fxData(1, fx2Chain[3]), fxData(1, fx2Chain[4])), code: wire.CodeCreditOverrun, frame: wire.TypeData, offset: P + fx2Size,
+			check: func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
+				fxOverrun("channel 1", 4*fx2Size+fx2Size/2, 5*fx2Size)(t, s, evs)
+				if evs[0].Kind != protocol.EventTxn || evs[0].Txn.Seq != 4 {
+					t.Fatalf("the DATA within the limit was not applied first: %v", kinds(evs))
+				}
+			}},
+		{class: "M23", name: "DATA past the connection's limit", on: onV2D, limits: fxWindows(3*fx2Size+fx2Size/2, 3*fx2Size+fx2Size/2),
+			msg: ping(fxData(2, fx2TenChain[0])), code: wire.CodeCreditOverrun, frame: wire.TypeData, offset: P,
+			check: fxOverrun("connection", 3*fx2Size+fx2Size/2, 4*fx2Size)},
+		{class: "M24", name: "SUBSCRIBE with channels out of order", on: onV2L,
+			msg: ping(prototest.Frame(&wire.Subscribe{Entries: []wire.SubscribeEntry{
+				{Channel: 4, Origin: prototest.Origin(11), Credit: 1 << 20}, {Channel: 3, Origin: prototest.Origin(12), Credit: 1 << 20}}})),
+			code: wire.CodeBadField, frame: wire.TypeSubscribe, offset: P, check: noEvent(protocol.EventSubscribed)},
+		{class: "M24", name: "a CURSOR at seq 0", on: onV2L, msg: ping(fxCursor(1, 0, wire.Hash{})), code: wire.CodeBadField, frame: wire.TypeCursor, offset: P,
+			check: noEvent(protocol.EventCursor)},
+		{class: "M24", name: "HEADS with an origin both advertised and withdrawn", on: onV2D,
+			msg:  ping(prototest.Frame(&wire.Heads{Heads: []wire.Head{{Origin: fxOrigin, Seq: 7, HLC: 7}}, Withdrawn: []wire.OriginID{fxOrigin}})),
+			code: wire.CodeBadField, frame: wire.TypeHeads, offset: P, check: noEvent(protocol.EventHeads)},
+		{class: "M24", name: "DIVERGENCE side 2", on: onV2D, msg: ping(prototest.Frame(&wire.Divergence{Channel: 1, Seq: 3, Hash: fx2Chain[2].Hash, Side: 2})),
+			code: wire.CodeBadField, frame: wire.TypeDivergence, offset: P, check: noEvent(protocol.EventDivergence)},
+		{class: "M24", name: "DIVERGENCE side 2 to the sender", on: onV2L, msg: ping(prototest.Frame(&wire.Divergence{Channel: 1, Seq: 3, Hash: fx2Chain[2].Hash, Side: 2})),
+			code: wire.CodeBadField, frame: wire.TypeDivergence, offset: P, check: noEvent(protocol.EventDivergence)},
+		{class: "M24", name: "RESEND from 0", on: onV2L, msg: ping(prototest.RawFrame(wire.TypeResend, 0, 0, hx("a2 01 01 02 00"))), code: wire.CodeBadField, frame: wire.TypeResend, offset: P},
+
 		// Other errors caused by input.
+		{name: "a SUBSCRIBE opening more channels than MaxChannels", on: onV2L, llim: protocol.Limits{MaxChannels: 2},
+			msg:  ping(prototest.Frame(&wire.Subscribe{Entries: []wire.SubscribeEntry{{Channel: 3, Origin: prototest.Origin(11), Credit: 1 << 20}}})),
+			code: wire.CodeTooManyChannels, frame: wire.TypeSubscribe, offset: P, check: noEvent(protocol.EventSubscribed)},
+		{name: "a SUBSCRIBE after an UNSUBSCRIBE within MaxChannels, then one past it", on: onV2L, llim: protocol.Limits{MaxChannels: 2},
+			msg: ping(prototest.Frame(&wire.Unsubscribe{Channels: []uint32{2}}),
+				prototest.Frame(&wire.Subscribe{Entries: []wire.SubscribeEntry{{Channel: 3, Origin: prototest.Origin(11), Credit: 1 << 20}}}),
+				prototest.Frame(&wire.Subscribe{Entries: []wire.SubscribeEntry{{Channel: 4, Origin: prototest.Origin(12), Credit: 1 << 20}}})),
+			code: wire.CodeTooManyChannels, frame: wire.TypeSubscribe,
+			offset: P + len(prototest.Frame(&wire.Unsubscribe{Channels: []uint32{2}})) +
+				len(prototest.Frame(&wire.Subscribe{Entries: []wire.SubscribeEntry{{Channel: 3, Origin: prototest.Origin(11), Credit: 1 << 20}}})),
+			check: func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
+				if len(evs) != 3 || evs[0].Kind != protocol.EventUnsubscribed || evs[0].Origin != fxTen ||
+					evs[1].Kind != protocol.EventSubscribed || evs[1].Origin != prototest.Origin(11) {
+					t.Fatalf("events %v: want channel 2 closed and channel 3 opened first", kinds(evs))
+				}
+			}},
+		{name: "a SUBSCRIBE of a channel not above the last opened", on: onV2L,
+			msg:  ping(prototest.Frame(&wire.Subscribe{Entries: []wire.SubscribeEntry{{Channel: 2, Origin: prototest.Origin(11), Credit: 1 << 20}}})),
+			code: wire.CodeBadChannel, frame: wire.TypeSubscribe, offset: P, check: noEvent(protocol.EventSubscribed)},
+		{name: "a SUBSCRIBE of an origin subscribed already", on: onV2L,
+			msg:  ping(prototest.Frame(&wire.Subscribe{Entries: []wire.SubscribeEntry{{Channel: 3, Origin: fxOrigin, Credit: 1 << 20}}})),
+			code: wire.CodeBadField, frame: wire.TypeSubscribe, offset: P, check: noEvent(protocol.EventSubscribed)},
+		{name: "a SUBSCRIBE of the subscriber's own origin", on: onV2L,
+			msg:  ping(prototest.Frame(&wire.Subscribe{Entries: []wire.SubscribeEntry{{Channel: 3, Origin: prototest.Origin(1), Credit: 1 << 20}}})),
+			code: wire.CodeBadField, frame: wire.TypeSubscribe, offset: P, check: noEvent(protocol.EventSubscribed)},
+		{name: "a CREDIT for a channel never opened", on: onV2L, msg: ping(prototest.Frame(&wire.Credit{Entries: []wire.CreditEntry{{Channel: 0, Limit: 1 << 40}, {Channel: 3, Limit: 1 << 40}}})),
+			code: wire.CodeBadChannel, frame: wire.TypeCredit, offset: P},
+		{name: "an UNSUBSCRIBE of a channel never opened", on: onV2L, msg: ping(prototest.Frame(&wire.Unsubscribe{Channels: []uint32{1, 3}})),
+			code: wire.CodeBadChannel, frame: wire.TypeUnsubscribe, offset: P},
+		{name: "a CURSOR beyond what was sent", on: onV2L, msg: ping(fxCursor(1, 4, fx2Chain[3].Hash)), code: wire.CodeBadField, frame: wire.TypeCursor, offset: P,
+			check: noEvent(protocol.EventCursor)},
+		{name: "a CURSOR on a channel never opened", on: onV2L, msg: ping(fxCursor(3, 1, fx2Chain[0].Hash)), code: wire.CodeBadChannel, frame: wire.TypeCursor, offset: P},
+		{name: "a RESEND from beyond one past what was sent", on: onV2L, msg: ping(prototest.Frame(&wire.Resend{Channel: 1, From: 5})), code: wire.CodeBadField, frame: wire.TypeResend, offset: P,
+			check: noEvent(protocol.EventResend)},
+		{name: "a DIVERGENCE of the sender about a channel never opened", on: onV2D,
+			msg:  ping(prototest.Frame(&wire.Divergence{Channel: 3, Side: wire.SideSender})),
+			code: wire.CodeBadChannel, frame: wire.TypeDivergence, offset: P, check: noEvent(protocol.EventDivergence)},
+		{name: "no common version with this build", on: onHandshake, cfg: func(c *protocol.Config) { c.MaxVersion = 0 },
+			msg: hello(func(h *wire.Hello) { h.MinVersion, h.MaxVersion = 3, 5 }), code: wire.CodeUnsupportedVersion, frame: wire.TypeHello, offset: 0},
 		{name: "ACK1 beyond the last position sent", on: onL, msg: ping(ack1(4)), code: wire.CodeBadField, frame: wire.TypeAck1, offset: P},
 		{name: "a txn whose prev hash is wrong", msg: ping(txn1(4, fxOther[3].Raw)), code: wire.CodeDivergence, frame: wire.TypeTxn1, offset: P,
 			check: countIs("divergence", func(s protocol.Stats) uint64 { return s.Divergences }, protocol.EventDivergence, 4)},
@@ -534,10 +694,35 @@ func inputCases() []inputCase {
 	}
 }
 
+// fxCursor is a CURSOR frame for one channel.
+func fxCursor(ch uint32, seq uint64, h wire.Hash) []byte {
+	return prototest.Frame(&wire.Cursor{Entries: []wire.CursorEntry{{Channel: ch, Seq: seq, Hash: h}}})
+}
+
+// fxWindows are version-2 receive windows of the given sizes, with the smallest frame
+// limits so that windows of a few fx2 frames are allowed.
+func fxWindows(channel, session int) protocol.Limits {
+	return protocol.Limits{MaxFrameBody: wire.MinMaxFrame, MaxMessage: wire.MinMaxMessage, MaxChannelBuffer: channel, MaxSessionBuffer: session}
+}
+
+// fxOverrun checks a credit-overrun: it names the window (channel n or the connection), the
+// granted limit and the offset the DATA would have reached, and nothing was applied.
+func fxOverrun(window string, limit, offset int) func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
+	return func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
+		m := s.Err().Message
+		if !strings.HasPrefix(m, window+":") || !strings.Contains(m, "offset "+strconv.Itoa(offset)) || !strings.Contains(m, "granted "+strconv.Itoa(limit)) {
+			t.Fatalf("%q: want the %s's overrun of %d at offset %d", m, window, limit, offset)
+		}
+		if st := s.Stats(); st.TxnsReceived != uint64(3+slices.IndexFunc(evs, func(e protocol.Event) bool { return e.Kind == protocol.EventClosed })) {
+			t.Fatalf("%d txns received: the overrunning DATA was counted", st.TxnsReceived)
+		}
+	}
+}
+
 // handshakeTarget returns a started listener whose HELLO was taken, and that HELLO's body.
 func handshakeTarget(t *testing.T, mod func(c *protocol.Config)) (*protocol.Session, []byte) {
 	t.Helper()
-	cfg := prototest.Config(wire.RoleListener, "b", 2)
+	cfg := prototest.ConfigV1(wire.RoleListener, "b", 2)
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -560,10 +745,15 @@ func runInputCase(t *testing.T, c inputCase) {
 		msg  = c.msg
 	)
 	switch c.on {
-	case onD, onL:
-		p := fixture(t, c.limits)
+	case onD, onL, onV2D, onV2L:
+		var p *prototest.Pair
+		if c.on == onV2D || c.on == onV2L {
+			p = fxPairV2(t, c.limits, c.llim)
+		} else {
+			p = fixture(t, c.limits)
+		}
 		side := p.D
-		if c.on == onL {
+		if c.on == onL || c.on == onV2L {
 			side = p.L
 		}
 		if c.code == wire.CodeReceiveBufferFull && !side.S.ReadPaused() {
@@ -641,8 +831,8 @@ func TestMalformedInput(t *testing.T) {
 // table gives (M9 is TestMalformedM9IgnorableFrame).
 func TestMalformedTableCoversSpec(t *testing.T) {
 	table := spec(t).malformed
-	if len(table) != 22 {
-		t.Fatalf("SPEC.md lists %d malformed-input classes, want M1..M22", len(table))
+	if len(table) != 24 {
+		t.Fatalf("SPEC.md lists %d malformed-input classes, want M1..M24", len(table))
 	}
 	have := map[string]bool{"M9": true}
 	for _, c := range inputCases() {
@@ -665,6 +855,21 @@ func TestMalformedTableCoversSpec(t *testing.T) {
 	for class := range table {
 		if !have[class] {
 			t.Errorf("no test for %s", class)
+		}
+	}
+	// The rows version 2 added or changed: every example text of the row has a case of its
+	// class (a case's name contains the example).
+	for _, class := range []string{"M7", "M20", "M23", "M24"} {
+		ex := spec(t).examples[class]
+		parts := strings.FieldsFunc(ex, func(r rune) bool { return r == ',' || r == ';' })
+		if len(parts) < 2 {
+			t.Errorf("%s: examples %q", class, ex)
+		}
+		for _, part := range parts {
+			part = strings.TrimSpace(part)
+			if !slices.ContainsFunc(inputCases(), func(c inputCase) bool { return c.class == class && strings.Contains(c.name, part) }) {
+				t.Errorf("%s: no case for SPEC's example %q", class, part)
+			}
 		}
 	}
 }
@@ -833,9 +1038,9 @@ func TestTxnBeforeSubscribeWithBadBody(t *testing.T) {
 // HeldBytes is exactly the unacknowledged TXN1 frames.
 func TestReadPausedBounds(t *testing.T) {
 	const window = 1000
-	dc := prototest.Config(wire.RoleDialer, "a", 1)
+	dc := prototest.ConfigV1(wire.RoleDialer, "a", 1)
 	dc.Limits.MaxUnackedBytes = window
-	p := established(t, dc, prototest.Config(wire.RoleListener, "b", 2))
+	p := established(t, dc, prototest.ConfigV1(wire.RoleListener, "b", 2))
 	must(t, p.D.S.Subscribe(0, nil))
 	p.Pump(10)
 	must(t, p.L.S.SetOriginName(fxOrigin, "nine"))
@@ -1133,8 +1338,8 @@ type refusedCase struct {
 // limits dl.
 func streaming(t *testing.T, dl, ll protocol.Limits) *prototest.Pair {
 	t.Helper()
-	dc := prototest.Config(wire.RoleDialer, "a", 1)
-	lc := prototest.Config(wire.RoleListener, "b", 2)
+	dc := prototest.ConfigV1(wire.RoleDialer, "a", 1)
+	lc := prototest.ConfigV1(wire.RoleListener, "b", 2)
 	dc.Limits, lc.Limits = dl, ll
 	p := established(t, dc, lc)
 	must(t, p.D.S.Subscribe(0, nil))
@@ -1186,24 +1391,24 @@ func refusedCases() []refusedCase {
 			return p.L.S, func() error { return p.L.S.Offer(1, fxChain[0].Raw) }
 		}},
 		{"Subscribe with a vector over MaxOrigins", wire.CodeTooManyOrigins, func(t *testing.T) (*protocol.Session, func() error) {
-			dc := prototest.Config(wire.RoleDialer, "a", 1)
+			dc := prototest.ConfigV1(wire.RoleDialer, "a", 1)
 			dc.Limits.MaxOrigins = 1
-			p := established(t, dc, prototest.Config(wire.RoleListener, "b", 2))
+			p := established(t, dc, prototest.ConfigV1(wire.RoleListener, "b", 2))
 			vec := []protocol.Cursor{{Origin: fxOrigin, Seq: 1, Hash: h}, {Origin: o}}
 			return p.D.S, func() error { return p.D.S.Subscribe(0, vec) }
 		}},
 		{"Observe of an origin over MaxOrigins", wire.CodeTooManyOrigins, func(t *testing.T) (*protocol.Session, func() error) {
-			dc := prototest.Config(wire.RoleDialer, "a", 1)
+			dc := prototest.ConfigV1(wire.RoleDialer, "a", 1)
 			dc.Limits.MaxOrigins = 1
-			p := established(t, dc, prototest.Config(wire.RoleListener, "b", 2))
+			p := established(t, dc, prototest.ConfigV1(wire.RoleListener, "b", 2))
 			must(t, p.D.S.Observe(protocol.Cursor{Origin: fxOrigin, Seq: 1, Hash: h}))
 			must(t, p.D.S.Observe(protocol.Cursor{Origin: fxOrigin, Seq: 2, Hash: fxChain[1].Hash})) // a known origin is fine
 			return p.D.S, func() error { return p.D.S.Observe(protocol.Cursor{Origin: o}) }
 		}},
 		{"SetOriginName of an origin over MaxOrigins", wire.CodeTooManyOrigins, func(t *testing.T) (*protocol.Session, func() error) {
-			lc := prototest.Config(wire.RoleListener, "b", 2)
+			lc := prototest.ConfigV1(wire.RoleListener, "b", 2)
 			lc.Limits.MaxOrigins = 1
-			p := established(t, prototest.Config(wire.RoleDialer, "a", 1), lc)
+			p := established(t, prototest.ConfigV1(wire.RoleDialer, "a", 1), lc)
 			must(t, p.L.S.SetOriginName(fxOrigin, "nine"))
 			must(t, p.L.S.SetOriginName(fxOrigin, "renamed"))
 			return p.L.S, func() error { return p.L.S.SetOriginName(o, "twenty") }
@@ -1241,12 +1446,12 @@ func refusedCases() []refusedCase {
 			return s, func() error { return s.Start(prototest.Epoch, prototest.Nonce(3)) }
 		}},
 		{"Receive before Start", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
-			s, err := protocol.New(prototest.Config(wire.RoleListener, "b", 2))
+			s, err := protocol.New(prototest.ConfigV1(wire.RoleListener, "b", 2))
 			must(t, err)
 			return s, func() error { return s.Receive(prototest.Epoch, helloFrame(peerHello(nil))) }
 		}},
 		{"Tick before Start", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
-			s, err := protocol.New(prototest.Config(wire.RoleListener, "b", 2))
+			s, err := protocol.New(prototest.ConfigV1(wire.RoleListener, "b", 2))
 			must(t, err)
 			return s, func() error { return s.Tick(prototest.Epoch) }
 		}},
@@ -1343,8 +1548,116 @@ func refusedCases() []refusedCase {
 			p := est(t)
 			return p.L.S, func() error { return p.L.S.SetOriginName(wire.OriginID{}, "zero") }
 		}},
+
+		// Version 2.
+		{"SubscribeOrigins of one channel more than MaxChannels", wire.CodeTooManyChannels, func(t *testing.T) (*protocol.Session, func() error) {
+			p := fxPairV2(t, protocol.Limits{MaxChannels: 2}, protocol.Limits{})
+			return p.D.S, func() error { return p.D.S.SubscribeOrigins([]vector.Entry{{Origin: prototest.Origin(11)}}) }
+		}},
+		{"SubscribeOrigins of more origins than MaxChannels at once", wire.CodeTooManyChannels, func(t *testing.T) (*protocol.Session, func() error) {
+			dc := prototest.Config(wire.RoleDialer, "a", 1)
+			dc.Limits.MaxChannels = 2
+			p := established(t, dc, prototest.Config(wire.RoleListener, "b", 2))
+			vec := []vector.Entry{{Origin: prototest.Origin(10)}, {Origin: prototest.Origin(11)}, {Origin: prototest.Origin(12)}}
+			return p.D.S, func() error { return p.D.S.SubscribeOrigins(vec) }
+		}},
+		{"SubscribeOrigins of more origins than MaxOrigins", wire.CodeTooManyOrigins, func(t *testing.T) (*protocol.Session, func() error) {
+			dc := prototest.Config(wire.RoleDialer, "a", 1)
+			dc.Limits.MaxOrigins = 1
+			p := established(t, dc, prototest.Config(wire.RoleListener, "b", 2))
+			vec := []vector.Entry{{Origin: prototest.Origin(10)}, {Origin: prototest.Origin(11)}}
+			return p.D.S, func() error { return p.D.S.SubscribeOrigins(vec) }
+		}},
+		{"Send beyond its channel's credit", wire.CodeNoCredit, func(t *testing.T) (*protocol.Session, func() error) {
+			// Channel windows of 3.5 frames, a connection window of 10: three frames were
+			// sent on channel 1, the fourth does not fit it.
+			p := fxPairV2(t, fxWindows(3*fx2Size+fx2Size/2, 10*fx2Size), protocol.Limits{})
+			if got := p.L.S.Credit(fxOrigin); got != fx2Size/2 {
+				t.Fatalf("credit %d, want %d", got, fx2Size/2)
+			}
+			return p.L.S, func() error { return p.L.S.Send(fx2Chain[3].Raw) }
+		}},
+		{"Send beyond the connection's credit", wire.CodeNoCredit, func(t *testing.T) (*protocol.Session, func() error) {
+			// Channel 2 has all of its own window, but the connection's is used up by channel 1.
+			p := fxPairV2(t, fxWindows(3*fx2Size+fx2Size/2, 3*fx2Size+fx2Size/2), protocol.Limits{})
+			if got := p.L.S.Credit(fxTen); got != fx2Size/2 {
+				t.Fatalf("credit %d, want %d", got, fx2Size/2)
+			}
+			return p.L.S, func() error { return p.L.S.Send(fx2TenChain[0].Raw) }
+		}},
+		{"Send of an origin the peer did not subscribe to", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
+			must(t, p.L.S.SetOriginName(prototest.Origin(11), "eleven"))
+			return p.L.S, func() error { return p.L.S.Send(prototest.Chain(prototest.Origin(11), 1, 1, 1)[0].Raw) }
+		}},
+		{"Send of a seq its channel does not need next", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
+			return p.L.S, func() error { return p.L.S.Send(fx2Chain[4].Raw) }
+		}},
+		{"Send of an invalid transaction", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
+			return p.L.S, func() error { return p.L.S.Send(fx2Chain[3].Raw[:60]) }
+		}},
+		{"Send on a version-1 connection", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+			p := sending(t, protocol.Limits{}, protocol.Limits{})
+			return p.L.S, func() error { return p.L.S.Send(fxChain[0].Raw) }
+		}},
+		{"SubscribeOrigins on a version-1 connection", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+			p := est(t)
+			return p.D.S, func() error { return p.D.S.SubscribeOrigins([]vector.Entry{{Origin: fxOrigin}}) }
+		}},
+		{"AdvertiseHeads on a version-1 connection", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+			p := sending(t, protocol.Limits{}, protocol.Limits{})
+			return p.L.S, func() error { return p.L.S.AdvertiseHeads([]wire.Head{{Origin: fxOrigin, Seq: 1, HLC: 1}}) }
+		}},
+		{"Subscribe on a version-2 connection", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
+			return p.D.S, func() error { return p.D.S.Subscribe(0, nil) }
+		}},
+		{"Offer on a version-2 connection", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
+			return p.L.S, func() error { return p.L.S.Offer(4, fx2Chain[3].Raw) }
+		}},
+		{"Ack on a version-2 connection", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
+			return p.D.S, func() error { return p.D.S.Ack(1) }
+		}},
+		{"SubscribeOrigins of this node's own origin", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
+			return p.D.S, func() error { return p.D.S.SubscribeOrigins([]vector.Entry{{Origin: prototest.Origin(1)}}) }
+		}},
+		{"SubscribeOrigins of an origin subscribed already", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
+			return p.D.S, func() error {
+				return p.D.S.SubscribeOrigins([]vector.Entry{{Origin: prototest.Origin(11)}, {Origin: fxTen}})
+			}
+		}},
+		{"AckOrigin beyond what was received", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
+			return p.D.S, func() error { return p.D.S.AckOrigin(fxOrigin, 4) }
+		}},
+		{"AckOrigin of an origin without a channel", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
+			return p.D.S, func() error { return p.D.S.AckOrigin(prototest.Origin(11), 1) }
+		}},
+		{"AdvertiseHeads of an origin without a name", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
+			return p.L.S, func() error { return p.L.S.AdvertiseHeads([]wire.Head{{Origin: prototest.Origin(11), Seq: 1, HLC: 1}}) }
+		}},
+		{"AdvertiseHeads going back", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
+			return p.L.S, func() error { return p.L.S.AdvertiseHeads([]wire.Head{{Origin: fxOrigin, Seq: 5, HLC: 1}}) }
+		}},
+		{"Send on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
+			s := closed(t)
+			return s, func() error { return s.Send(fxChain[0].Raw) }
+		}},
+		{"SubscribeOrigins on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
+			s := closed(t)
+			return s, func() error { return s.SubscribeOrigins([]vector.Entry{{Origin: fxOrigin}}) }
+		}},
 		{"Start with an 8-byte nonce", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
-			s, err := protocol.New(prototest.Config(wire.RoleListener, "b", 2))
+			s, err := protocol.New(prototest.ConfigV1(wire.RoleListener, "b", 2))
 			must(t, err)
 			return s, func() error { return s.Start(prototest.Epoch, make([]byte, 8)) }
 		}},
@@ -1423,7 +1736,7 @@ func TestNewRejects(t *testing.T) {
 		{"negative MaxOrigins", func(c *protocol.Config) { c.Limits.MaxOrigins = -1 }},
 		{"liveness timeout not above the ping interval", func(c *protocol.Config) { c.Limits.LivenessTimeout = time.Second }},
 	} {
-		cfg := prototest.Config(wire.RoleDialer, "a", 1)
+		cfg := prototest.ConfigV1(wire.RoleDialer, "a", 1)
 		c.mod(&cfg)
 		s, err := protocol.New(cfg)
 		we, ok := err.(*wire.Error)
@@ -1437,7 +1750,7 @@ func TestNewRejects(t *testing.T) {
 		{MaxFrameBody: 1024},
 		{MaxMessage: wire.MaxFrameBody + wire.HeaderSize},
 	} {
-		cfg := prototest.Config(wire.RoleDialer, "a", 1)
+		cfg := prototest.ConfigV1(wire.RoleDialer, "a", 1)
 		cfg.Limits = l
 		if _, err := protocol.New(cfg); err != nil {
 			t.Errorf("limits %+v: %v", l, err)

@@ -14,29 +14,37 @@ import (
 
 var secret = []byte("test-secret") // prototest.Config's secret
 
-// TestAdvertisedVersions: this build implements exactly 1..1; configuration narrows it,
-// never widens it, and the HELLO on the wire carries what Advertised reports.
+// TestAdvertisedVersions: this build implements exactly 1..2; configuration narrows it
+// (a configured max of 1 is `--protocol-max 1`), never widens it (a max of 5 is clamped to
+// 2), and the HELLO on the wire carries what Advertised reports.
 func TestAdvertisedVersions(t *testing.T) {
-	if r := handshake.Implemented(); r != (handshake.Range{Min: 1, Max: 1}) {
-		t.Fatalf("implemented %v", r)
+	if r := handshake.Implemented(); r != (handshake.Range{Min: 1, Max: 2}) {
+		t.Fatalf("implemented %v, want 1..2", r)
 	}
 	for _, c := range []struct {
 		min, max uint64
-		ok       bool
+		lo, hi   uint64 // advertised; 0..0: refused with bad-argument
 	}{
-		{0, 0, true},
-		{1, 1, true},
-		{0, 5, true}, // clamped to 1
-		{1, 5, true},
-		{1, 0, true},
-		{2, 0, false},
-		{2, 5, false},
-		{3, 3, false},
+		{0, 0, 1, 2},
+		{1, 1, 1, 1}, // --protocol-max 1
+		{0, 1, 1, 1},
+		{1, 2, 1, 2},
+		{0, 5, 1, 2}, // clamped to 2
+		{1, 5, 1, 2},
+		{1, 0, 1, 2},
+		{2, 0, 2, 2},
+		{2, 2, 2, 2},
+		{2, 5, 2, 2},
+		{0, 2, 1, 2},
+		{2, 1, 0, 0},
+		{3, 0, 0, 0},
+		{3, 3, 0, 0},
+		{3, 5, 0, 0},
 	} {
 		cfg := prototest.Config(wire.RoleDialer, "a", 1)
 		cfg.MinVersion, cfg.MaxVersion = c.min, c.max
 		s, err := protocol.New(cfg)
-		if !c.ok {
+		if c.hi == 0 {
 			we, isWire := err.(*wire.Error)
 			if s != nil || !isWire || we.Code != wire.CodeBadArgument || we.Class != wire.ClassLocal {
 				t.Errorf("configured %d..%d: %v, %v; want bad-argument", c.min, c.max, s, err)
@@ -47,13 +55,27 @@ func TestAdvertisedVersions(t *testing.T) {
 			t.Errorf("configured %d..%d: %v", c.min, c.max, err)
 			continue
 		}
-		if lo, hi := s.Advertised(); lo != 1 || hi != 1 {
-			t.Errorf("configured %d..%d advertises %d..%d, want 1..1", c.min, c.max, lo, hi)
+		if lo, hi := s.Advertised(); lo != c.lo || hi != c.hi {
+			t.Errorf("configured %d..%d advertises %d..%d, want %d..%d", c.min, c.max, lo, hi, c.lo, c.hi)
 		}
 		must(t, s.Start(prototest.Epoch, prototest.Nonce(1)))
 		h := frames(t, s.Ready().Messages)[0].Value.(*wire.Hello)
-		if h.MinVersion != 1 || h.MaxVersion != 1 {
-			t.Errorf("configured %d..%d: HELLO offers %d..%d", c.min, c.max, h.MinVersion, h.MaxVersion)
+		if h.MinVersion != c.lo || h.MaxVersion != c.hi {
+			t.Errorf("configured %d..%d: HELLO offers %d..%d, want %d..%d", c.min, c.max, h.MinVersion, h.MaxVersion, c.lo, c.hi)
+		}
+	}
+	// prototest's two configurations: the newest version, and pinned to version 1.
+	for _, c := range []struct {
+		cfg    protocol.Config
+		lo, hi uint64
+	}{
+		{prototest.Config(wire.RoleListener, "b", 2), 1, 2},
+		{prototest.ConfigV1(wire.RoleListener, "b", 2), 1, 1},
+	} {
+		s, err := protocol.New(c.cfg)
+		must(t, err)
+		if lo, hi := s.Advertised(); lo != c.lo || hi != c.hi {
+			t.Errorf("%+v advertises %d..%d, want %d..%d", c.cfg, lo, hi, c.lo, c.hi)
 		}
 	}
 }
@@ -95,80 +117,144 @@ func transcript(self wire.Role, own, peer []byte) (d, l []byte) {
 }
 
 // TestVersionNegotiationWithHandPlayedPeer: a peer played by hand, offering each range,
-// against a session of either role.
+// against a session of either role, of this build (1..2) and configured to version 1 (as
+// `--protocol-max 1`, what release 0.1 implements).
 func TestVersionNegotiationWithHandPlayedPeer(t *testing.T) {
-	for _, role := range []wire.Role{wire.RoleListener, wire.RoleDialer} {
-		other := 1 - role
-		for _, c := range []struct {
-			min, max uint64
-			version  uint64 // 0: unsupported
-		}{
-			{1, 1, 1},
-			{1, 2, 1},
-			{1, 5, 1},
-			{2, 2, 0},
-			{3, 5, 0},
-		} {
-			name := role.String() + " vs " + handshake.Range{Min: c.min, Max: c.max}.String()
-			t.Run(name, func(t *testing.T) {
-				cfg := prototest.Config(role, "s", 1)
-				s, err := protocol.New(cfg)
-				must(t, err)
-				must(t, s.Start(prototest.Epoch, prototest.Nonce(1)))
-				own := s.Ready().Messages[0][wire.HeaderSize:]
-				pb := prototest.HelloBody(&wire.Hello{Role: other, Name: "peer", Origin: prototest.Origin(7),
-					MinVersion: c.min, MaxVersion: c.max, Nonce: prototest.Nonce(50)})
-				must(t, s.Receive(prototest.Epoch, helloFrame(pb)))
-				rd := s.Ready()
-				sent := frames(t, rd.Messages)
-				if c.version == 0 {
-					if s.State() != protocol.StateClosed {
+	for _, local := range []handshake.Range{{Min: 1, Max: 2}, {Min: 1, Max: 1}} {
+		for _, role := range []wire.Role{wire.RoleListener, wire.RoleDialer} {
+			other := 1 - role
+			for _, c := range []struct {
+				min, max uint64
+				version  uint64 // 0: unsupported
+				v1       uint64 // the version against a local 1..1
+			}{
+				{1, 1, 1, 1},
+				{1, 2, 2, 1},
+				{1, 5, 2, 1},
+				{2, 2, 2, 0},
+				{2, 7, 2, 0},
+				{3, 5, 0, 0},
+			} {
+				version := c.version
+				if local.Max == 1 {
+					version = c.v1
+				}
+				name := "local " + local.String() + " " + role.String() + " vs " + handshake.Range{Min: c.min, Max: c.max}.String()
+				t.Run(name, func(t *testing.T) {
+					cfg := prototest.Config(role, "s", 1)
+					cfg.MaxVersion = local.Max
+					s, err := protocol.New(cfg)
+					must(t, err)
+					must(t, s.Start(prototest.Epoch, prototest.Nonce(1)))
+					own := s.Ready().Messages[0][wire.HeaderSize:]
+					pb := prototest.HelloBody(&wire.Hello{Role: other, Name: "peer", Origin: prototest.Origin(7),
+						MinVersion: c.min, MaxVersion: c.max, Nonce: prototest.Nonce(50)})
+					must(t, s.Receive(prototest.Epoch, helloFrame(pb)))
+					rd := s.Ready()
+					sent := frames(t, rd.Messages)
+					if version == 0 {
+						if s.State() != protocol.StateClosed {
+							t.Fatalf("state %v", s.State())
+						}
+						e := s.Err()
+						want := "local " + local.String() + ", peer " + handshake.Range{Min: c.min, Max: c.max}.String()
+						if e.Code != wire.CodeUnsupportedVersion || e.Class != wire.ClassUnsupported || !strings.Contains(e.Message, want) ||
+							e.Frame != wire.TypeHello || e.Offset != 0 {
+							t.Fatalf("err %+v, want unsupported-version naming %q at the HELLO", e, want)
+						}
+						if len(sent) != 1 {
+							t.Fatalf("sent %d frames; no AUTH may follow a failed negotiation", len(sent))
+						}
+						cl := sent[0].Value.(*wire.Close)
+						if cl.Code != wire.CodeUnsupportedVersion || cl.Class != wire.ClassUnsupported || !strings.Contains(cl.Message, want) {
+							t.Fatalf("CLOSE %+v, want its message to name %q", cl, want)
+						}
+						if len(rd.Events) != 1 || rd.Events[0].Kind != protocol.EventClosed {
+							t.Fatalf("events %v", kinds(rd.Events))
+						}
+						return
+					}
+					d, l := transcript(role, own, pb)
+					if len(sent) != 1 || sent[0].Type != wire.TypeAuth {
+						t.Fatalf("sent %+v, want AUTH", sent)
+					}
+					if !bytes.Equal(prototest.Frame(sent[0].Value), prototest.AuthFor(secret, role, d, l)) {
+						t.Fatal("the session's AUTH is not the MAC over both HELLOs as they crossed the wire")
+					}
+					if s.State() != protocol.StateAuthenticating {
 						t.Fatalf("state %v", s.State())
 					}
-					e := s.Err()
-					want := "local 1..1, peer " + handshake.Range{Min: c.min, Max: c.max}.String()
-					if e.Code != wire.CodeUnsupportedVersion || e.Class != wire.ClassUnsupported || !strings.Contains(e.Message, want) {
-						t.Fatalf("err %+v, want unsupported-version naming %q", e, want)
+					must(t, s.Receive(prototest.Epoch, prototest.AuthFor(secret, other, d, l)))
+					rd = s.Ready()
+					if s.State() != protocol.StateEstablished || len(rd.Events) != 1 || rd.Events[0].Kind != protocol.EventHandshake {
+						t.Fatalf("state %v, err %v, events %v", s.State(), s.Err(), kinds(rd.Events))
 					}
-					if len(sent) != 1 {
-						t.Fatalf("sent %d frames; no AUTH may follow a failed negotiation", len(sent))
+					if len(rd.Messages) != 0 {
+						t.Fatalf("sent %d messages once established; the caller starts the streams", len(rd.Messages))
 					}
-					cl := sent[0].Value.(*wire.Close)
-					if cl.Code != wire.CodeUnsupportedVersion || cl.Class != wire.ClassUnsupported || !strings.Contains(cl.Message, want) {
-						t.Fatalf("CLOSE %+v, want its message to name %q", cl, want)
+					h := rd.Events[0].Handshake
+					want := protocol.HandshakeInfo{Version: version, PeerName: "peer", PeerOrigin: prototest.Origin(7),
+						PeerMin: c.min, PeerMax: c.max, Authenticated: true}
+					if h.Version != want.Version || h.PeerName != want.PeerName || h.PeerOrigin != want.PeerOrigin ||
+						h.PeerMin != want.PeerMin || h.PeerMax != want.PeerMax || !h.Authenticated || len(h.Caps) != 0 {
+						t.Fatalf("handshake %+v, want %+v", h, want)
 					}
-					if len(rd.Events) != 1 || rd.Events[0].Kind != protocol.EventClosed {
-						t.Fatalf("events %v", kinds(rd.Events))
+					if got := s.Handshake(); got.Version != version || got.PeerMax != c.max {
+						t.Fatalf("Handshake() %+v", got)
 					}
-					return
-				}
-				d, l := transcript(role, own, pb)
-				if len(sent) != 1 || sent[0].Type != wire.TypeAuth {
-					t.Fatalf("sent %+v, want AUTH", sent)
-				}
-				if !bytes.Equal(prototest.Frame(sent[0].Value), prototest.AuthFor(secret, role, d, l)) {
-					t.Fatal("the session's AUTH is not the MAC over both HELLOs as they crossed the wire")
-				}
-				if s.State() != protocol.StateAuthenticating {
-					t.Fatalf("state %v", s.State())
-				}
-				must(t, s.Receive(prototest.Epoch, prototest.AuthFor(secret, other, d, l)))
-				rd = s.Ready()
-				if s.State() != protocol.StateEstablished || len(rd.Events) != 1 || rd.Events[0].Kind != protocol.EventHandshake {
-					t.Fatalf("state %v, err %v, events %v", s.State(), s.Err(), kinds(rd.Events))
-				}
-				h := rd.Events[0].Handshake
-				want := protocol.HandshakeInfo{Version: c.version, PeerName: "peer", PeerOrigin: prototest.Origin(7),
-					PeerMin: c.min, PeerMax: c.max, Authenticated: true}
-				if h.Version != want.Version || h.PeerName != want.PeerName || h.PeerOrigin != want.PeerOrigin ||
-					h.PeerMin != want.PeerMin || h.PeerMax != want.PeerMax || !h.Authenticated || len(h.Caps) != 0 {
-					t.Fatalf("handshake %+v, want %+v", h, want)
-				}
-				if got := s.Handshake(); got.Version != c.version || got.PeerMax != c.max {
-					t.Fatalf("Handshake() %+v", got)
-				}
-			})
+				})
+			}
 		}
+	}
+}
+
+// TestNegotiationBetweenSessions: two sessions of this build negotiate version 2; a
+// session of this build and one configured to version 1 (as `--protocol-max 1`, or as
+// release 0.1) negotiate version 1, in either role; each side reports the peer's range.
+func TestNegotiationBetweenSessions(t *testing.T) {
+	cur, v1 := prototest.Config, prototest.ConfigV1
+	for _, c := range []struct {
+		name             string
+		dialer, listener func(wire.Role, string, byte) protocol.Config
+		dMax, lMax       uint64 // advertised max versions
+		version          uint64
+	}{
+		{"current with current", cur, cur, 2, 2, 2},
+		{"current dialer with a version-1 listener", cur, v1, 2, 1, 1},
+		{"version-1 dialer with a current listener", v1, cur, 1, 2, 1},
+		{"version 1 with version 1", v1, v1, 1, 1, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := established(t, c.dialer(wire.RoleDialer, "a", 1), c.listener(wire.RoleListener, "b", 2))
+			for _, side := range []struct {
+				s        *prototest.Side
+				peerMax  uint64
+				ownMax   uint64
+				peerName string
+			}{{p.D, c.lMax, c.dMax, "b"}, {p.L, c.dMax, c.lMax, "a"}} {
+				ev := side.s.Last(protocol.EventHandshake)
+				if ev == nil || ev.Handshake.Version != c.version || side.s.S.Handshake().Version != c.version {
+					t.Fatalf("%s: handshake %+v, want version %d", side.peerName, ev, c.version)
+				}
+				h := ev.Handshake
+				if h.PeerMin != 1 || h.PeerMax != side.peerMax || h.PeerName != side.peerName || !h.Authenticated {
+					t.Fatalf("handshake %+v: want peer %s offering 1..%d", h, side.peerName, side.peerMax)
+				}
+				hello := frames(t, side.s.Sent[:1])[0].Value.(*wire.Hello)
+				if hello.MinVersion != 1 || hello.MaxVersion != side.ownMax {
+					t.Fatalf("HELLO offers %d..%d, want 1..%d", hello.MinVersion, hello.MaxVersion, side.ownMax)
+				}
+			}
+			// The negotiated version decides which commands the session takes.
+			v1err, v2err := p.D.S.Subscribe(0, nil), p.D.S.SubscribeOrigins(nil)
+			if c.version == 1 {
+				if v1err != nil || v2err == nil || v2err.(*wire.Error).Code != wire.CodeInvalidState {
+					t.Fatalf("version 1: Subscribe %v, SubscribeOrigins %v", v1err, v2err)
+				}
+			} else if v2err != nil || v1err == nil || v1err.(*wire.Error).Code != wire.CodeInvalidState {
+				t.Fatalf("version 2: Subscribe %v, SubscribeOrigins %v", v1err, v2err)
+			}
+		})
 	}
 }
 
@@ -294,48 +380,51 @@ func TestManInTheMiddle(t *testing.T) {
 	}
 }
 
-// TestDowngradeByHandPlayedDialer: a dialer offering 1..5, narrowed to 1..1 in flight,
-// is caught by the MAC on both ends (a build of this version picks 1 either way, but a
-// future build would be downgraded).
+// TestDowngradeByHandPlayedDialer: a dialer offering 1..5, narrowed to 1..1 in flight, is
+// caught by the MAC on both ends. Against this build (1..2) it is a real downgrade, from
+// version 2 to 1; against a listener configured to version 1 it picks 1 either way, and
+// the MAC still fails.
 func TestDowngradeByHandPlayedDialer(t *testing.T) {
-	for _, mitm := range []bool{false, true} {
-		s, own := handshakeTarget(t, nil) // listener "b"
-		offered := prototest.HelloBody(&wire.Hello{Role: wire.RoleDialer, Name: "p", Origin: prototest.Origin(7),
-			MinVersion: 1, MaxVersion: 5, Nonce: prototest.Nonce(40)})
-		delivered := offered
-		if mitm {
-			delivered = prototest.HelloBody(&wire.Hello{Role: wire.RoleDialer, Name: "p", Origin: prototest.Origin(7),
-				MinVersion: 1, MaxVersion: 1, Nonce: prototest.Nonce(40)})
-		}
-		must(t, s.Receive(prototest.Epoch, helloFrame(delivered)))
-		sent := frames(t, s.Ready().Messages)
-		if len(sent) != 1 || sent[0].Type != wire.TypeAuth {
-			t.Fatalf("mitm %v: sent %+v", mitm, sent)
-		}
-		theirs := prototest.Frame(sent[0].Value)
-		// The dialer checks the listener's AUTH against the HELLO it really sent.
-		dialerAccepts := bytes.Equal(theirs, prototest.AuthFor(secret, wire.RoleListener, offered, own))
-		if dialerAccepts == mitm {
-			t.Fatalf("mitm %v: the dialer would accept the listener's AUTH: %v", mitm, dialerAccepts)
-		}
-		// The dialer's AUTH covers the HELLO it sent.
-		must(t, s.Receive(prototest.Epoch, prototest.AuthFor(secret, wire.RoleDialer, offered, own)))
-		rd := s.Ready()
-		if !mitm {
-			if s.State() != protocol.StateEstablished || s.Handshake().PeerMax != 5 || s.Handshake().Version != 1 {
-				t.Fatalf("without a MITM: %v %+v", s.Err(), s.Handshake())
+	for _, local := range []uint64{2, 1} {
+		for _, mitm := range []bool{false, true} {
+			s, own := handshakeTarget(t, func(c *protocol.Config) { c.MaxVersion = local }) // listener "b"
+			offered := prototest.HelloBody(&wire.Hello{Role: wire.RoleDialer, Name: "p", Origin: prototest.Origin(7),
+				MinVersion: 1, MaxVersion: 5, Nonce: prototest.Nonce(40)})
+			delivered := offered
+			if mitm {
+				delivered = prototest.HelloBody(&wire.Hello{Role: wire.RoleDialer, Name: "p", Origin: prototest.Origin(7),
+					MinVersion: 1, MaxVersion: 1, Nonce: prototest.Nonce(40)})
 			}
-			continue
-		}
-		e := s.Err()
-		if e == nil || e.Code != wire.CodeAuthFailed || e.Frame != wire.TypeAuth || e.Offset != 0 {
-			t.Fatalf("listener err %+v", e)
-		}
-		if slices.ContainsFunc(rd.Events, func(ev protocol.Event) bool { return ev.Kind == protocol.EventHandshake }) {
-			t.Fatal("handshake reported")
-		}
-		if fs := frames(t, rd.Messages); len(fs) != 1 || fs[0].Value.(*wire.Close).Code != wire.CodeAuthFailed {
-			t.Fatalf("sent %+v", fs)
+			must(t, s.Receive(prototest.Epoch, helloFrame(delivered)))
+			sent := frames(t, s.Ready().Messages)
+			if len(sent) != 1 || sent[0].Type != wire.TypeAuth {
+				t.Fatalf("local max %d, mitm %v: sent %+v", local, mitm, sent)
+			}
+			theirs := prototest.Frame(sent[0].Value)
+			// The dialer checks the listener's AUTH against the HELLO it really sent.
+			dialerAccepts := bytes.Equal(theirs, prototest.AuthFor(secret, wire.RoleListener, offered, own))
+			if dialerAccepts == mitm {
+				t.Fatalf("local max %d, mitm %v: the dialer would accept the listener's AUTH: %v", local, mitm, dialerAccepts)
+			}
+			// The dialer's AUTH covers the HELLO it sent.
+			must(t, s.Receive(prototest.Epoch, prototest.AuthFor(secret, wire.RoleDialer, offered, own)))
+			rd := s.Ready()
+			if !mitm {
+				if s.State() != protocol.StateEstablished || s.Handshake().PeerMax != 5 || s.Handshake().Version != local {
+					t.Fatalf("local max %d without a MITM: %v %+v", local, s.Err(), s.Handshake())
+				}
+				continue
+			}
+			e := s.Err()
+			if e == nil || e.Code != wire.CodeAuthFailed || e.Frame != wire.TypeAuth || e.Offset != 0 {
+				t.Fatalf("local max %d: listener err %+v", local, e)
+			}
+			if slices.ContainsFunc(rd.Events, func(ev protocol.Event) bool { return ev.Kind == protocol.EventHandshake }) {
+				t.Fatal("handshake reported")
+			}
+			if fs := frames(t, rd.Messages); len(fs) != 1 || fs[0].Value.(*wire.Close).Code != wire.CodeAuthFailed {
+				t.Fatalf("sent %+v", fs)
+			}
 		}
 	}
 }

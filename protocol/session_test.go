@@ -30,12 +30,12 @@ func established(t *testing.T, dc, lc protocol.Config) *prototest.Pair {
 }
 
 func defaultPair(t *testing.T) *prototest.Pair {
-	return established(t, prototest.Config(wire.RoleDialer, "a", 1), prototest.Config(wire.RoleListener, "b", 2))
+	return established(t, prototest.ConfigV1(wire.RoleDialer, "a", 1), prototest.ConfigV1(wire.RoleListener, "b", 2))
 }
 
 func TestHandshakeEstablishes(t *testing.T) {
-	dc := prototest.Config(wire.RoleDialer, "a", 1)
-	lc := prototest.Config(wire.RoleListener, "b", 2)
+	dc := prototest.ConfigV1(wire.RoleDialer, "a", 1)
+	lc := prototest.ConfigV1(wire.RoleListener, "b", 2)
 	dc.Capabilities = []string{"x", "y", "z"}
 	lc.Capabilities = []string{"w", "y", "z"}
 	dc.ExpectedPeer = "b"
@@ -58,6 +58,44 @@ func TestHandshakeEstablishes(t *testing.T) {
 		}
 		if !c.side.S.Connected(p.Now) {
 			t.Fatal("not connected")
+		}
+	}
+}
+
+// TestHandshakeEstablishesV2: two sessions of this build establish version 2 with the
+// capabilities both offer; nothing is sent once established until the caller asks, and the
+// version-2 state starts empty (no credit, nothing held).
+func TestHandshakeEstablishesV2(t *testing.T) {
+	dc := prototest.Config(wire.RoleDialer, "a", 1)
+	lc := prototest.Config(wire.RoleListener, "b", 2)
+	dc.Capabilities = []string{"x", "y", "z"}
+	lc.Capabilities = []string{"w", "y", "z"}
+	lc.ExpectedPeer = "a"
+	p := established(t, dc, lc)
+	for _, c := range []struct {
+		side       *prototest.Side
+		peer       string
+		peerOrigin wire.OriginID
+	}{{p.D, "b", prototest.Origin(2)}, {p.L, "a", prototest.Origin(1)}} {
+		ev := c.side.Last(protocol.EventHandshake)
+		if ev == nil {
+			t.Fatal("no handshake event")
+		}
+		h := ev.Handshake
+		if h.Version != 2 || h.PeerMin != 1 || h.PeerMax != 2 || h.PeerName != c.peer || h.PeerOrigin != c.peerOrigin || !h.Authenticated ||
+			!slices.Equal(h.Caps, []string{"y", "z"}) {
+			t.Fatalf("handshake %+v", h)
+		}
+		s := c.side.S
+		if !s.Connected(p.Now) || s.Credits() != nil || s.Credit(prototest.Origin(9)) != 0 || s.HeldBytes() != 0 || s.ReadPaused() {
+			t.Fatalf("connected %v, credits %v, held %d", s.Connected(p.Now), s.Credits(), s.HeldBytes())
+		}
+		var types []wire.Type
+		for _, f := range frames(t, c.side.Sent) {
+			types = append(types, f.Type)
+		}
+		if !slices.Equal(types, []wire.Type{wire.TypeHello, wire.TypeAuth}) {
+			t.Fatalf("sent %v, want HELLO and AUTH only", types)
 		}
 	}
 }
@@ -131,8 +169,8 @@ func TestStreamV1(t *testing.T) {
 }
 
 func TestWrongSecret(t *testing.T) {
-	dc := prototest.Config(wire.RoleDialer, "a", 1)
-	lc := prototest.Config(wire.RoleListener, "b", 2)
+	dc := prototest.ConfigV1(wire.RoleDialer, "a", 1)
+	lc := prototest.ConfigV1(wire.RoleListener, "b", 2)
 	lc.Secret = []byte("other")
 	p, _ := prototest.NewPair(dc, lc)
 	p.Pump(10)
@@ -414,9 +452,9 @@ func TestOfferCountsOriginFrame(t *testing.T) {
 	txnFrame := func(e prototest.Entry) int { return wire.HeaderSize + 8 + len(e.Raw) }
 	queued := originFrame(nine, "nine") + txnFrame(first)
 	for _, extra := range []int{0, 1} {
-		lc := prototest.Config(wire.RoleListener, "b", 2)
+		lc := prototest.ConfigV1(wire.RoleListener, "b", 2)
 		lc.Limits.MaxSendBuffer = queued + txnFrame(second) + originFrame(eight, "eight") - 1 + extra
-		p := established(t, prototest.Config(wire.RoleDialer, "a", 1), lc)
+		p := established(t, prototest.ConfigV1(wire.RoleDialer, "a", 1), lc)
 		must(t, p.D.S.Subscribe(0, nil))
 		p.Pump(10)
 		p.L.Drain()

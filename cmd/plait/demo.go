@@ -91,8 +91,8 @@ func demo(out io.Writer) error {
 	}
 	fmt.Fprintf(out, "node A holds %d transactions of 3 origins\n", len(a.entries))
 
-	cfgA := prototest.Config(wire.RoleListener, "A", 1)
-	cfgB := prototest.Config(wire.RoleDialer, "B", 9)
+	cfgA := prototest.ConfigV1(wire.RoleListener, "A", 1)
+	cfgB := prototest.ConfigV1(wire.RoleDialer, "B", 9)
 	wrong := cfgB
 	wrong.Secret = []byte("not-the-cluster-secret")
 	p, err := prototest.NewPair(wrong, cfgA)

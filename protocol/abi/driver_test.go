@@ -1,11 +1,14 @@
 package abi_test
 
 import (
+	"bytes"
 	"testing"
+	"time"
 
 	"plait/protocol"
 	"plait/protocol/abi"
 	"plait/protocol/prototest"
+	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
 
@@ -38,12 +41,16 @@ func results(t *testing.T, out []byte) ([]abi.ResultMsg, abi.StatusMsg) {
 }
 
 // TestUnknownCommand: an opcode the ABI does not define is refused with unknown-command
-// (class local, about no frame), before and after OpConfigure, and the batch goes on.
+// (class local, about no frame), before and after OpConfigure, and the batch goes on. ABI
+// version 2 defines 0x01..0x11: one past the last (0x12) and above are unknown.
 //
 // internal, the other ABI-level code, is a recovered panic inside the core: no command
 // produces it without a defect, so no test does.
 func TestUnknownCommand(t *testing.T) {
-	unknown := []abi.Op{0x00, abi.OpDecode + 1, 0x7f, 0xff}
+	if abi.Version != 2 || abi.OpWithdrawHeads != 0x11 || abi.OpSubscribeOrigins != abi.OpDecode+1 {
+		t.Fatalf("ABI version %d defines up to 0x%02x", abi.Version, uint8(abi.OpWithdrawHeads))
+	}
+	unknown := []abi.Op{0x00, abi.OpWithdrawHeads + 1, 0x13, 0x7f, 0x80, 0xff}
 	var d abi.Driver
 	var b abi.Batch
 	for _, op := range unknown {
@@ -149,33 +156,66 @@ func TestOutputOrder(t *testing.T) {
 	}
 }
 
-// TestStatusBeforeStart: before START the last receive time is 0 and the limits in effect
-// are the defaults.
+// TestStatusBeforeStart: before START the last receive time is 0, the limits in effect are
+// the defaults (version 2's included), the advertised range is this build's 1..2 (1..1
+// with a max version of 1) and no origin has credit.
 func TestStatusBeforeStart(t *testing.T) {
+	def := protocol.Limits{}.WithDefaults()
+	for _, c := range []struct {
+		max    uint64
+		lo, hi uint64
+	}{{0, 1, 2}, {2, 1, 2}, {5, 1, 2}, {1, 1, 1}} {
+		var d abi.Driver
+		var b abi.Batch
+		if err := b.Configure(abi.ConfigMsg{Role: uint8(wire.RoleDialer), Name: "a", Origin: prototest.Origin(1), MaxVersion: c.max}); err != nil {
+			t.Fatal(err)
+		}
+		rs, st := results(t, d.Step(b.Bytes()))
+		if len(rs) != 1 || rs[0].Err != nil {
+			t.Fatalf("max %d: results %+v", c.max, rs)
+		}
+		want := abi.LimitsMsg{MaxFrameBody: uint64(def.MaxFrameBody), MaxMessage: uint64(def.MaxMessage),
+			MaxSendBuffer: uint64(def.MaxSendBuffer), MaxUnackedBytes: uint64(def.MaxUnackedBytes), MaxOrigins: uint64(def.MaxOrigins),
+			HandshakeTimeout: uint64(def.HandshakeTimeout), PingInterval: uint64(def.PingInterval), LivenessTimeout: uint64(def.LivenessTimeout),
+			MaxChannels: 4096, MaxChannelBuffer: uint64(wire.DefaultMaxMessage), MaxSessionBuffer: 64 << 20}
+		if st.LastReceive != 0 || st.Limits == nil || *st.Limits != want || st.Liveness != int64(def.LivenessTimeout) ||
+			st.MinVersion != c.lo || st.MaxVersion != c.hi || st.Version != 0 || st.Credits != nil {
+			t.Fatalf("max %d: status %+v limits %+v, want %d..%d and %+v", c.max, st, st.Limits, c.lo, c.hi, want)
+		}
+	}
+	// The version-2 limits are configured through keys 9..11 of CONFIGURE's limits.
 	var d abi.Driver
 	var b abi.Batch
-	if err := b.Configure(abi.ConfigMsg{Role: uint8(wire.RoleDialer), Name: "a", Origin: prototest.Origin(1)}); err != nil {
+	lim := abi.LimitsMsg{MaxFrameBody: 4096, MaxMessage: 65536, MaxChannels: 7, MaxChannelBuffer: 5000, MaxSessionBuffer: 20000}
+	if err := b.Configure(abi.ConfigMsg{Role: uint8(wire.RoleDialer), Name: "a", Origin: prototest.Origin(1), Limits: lim}); err != nil {
 		t.Fatal(err)
 	}
 	_, st := results(t, d.Step(b.Bytes()))
-	def := protocol.Limits{}.WithDefaults()
-	if st.LastReceive != 0 || st.Limits == nil || st.Limits.MaxMessage != uint64(def.MaxMessage) ||
-		st.Limits.LivenessTimeout != uint64(def.LivenessTimeout) || st.Liveness != int64(def.LivenessTimeout) ||
-		st.MinVersion != 1 || st.MaxVersion != 1 {
-		t.Fatalf("status %+v limits %+v", st, st.Limits)
+	if l := st.Limits; l == nil || l.MaxChannels != 7 || l.MaxChannelBuffer != 5000 || l.MaxSessionBuffer != 20000 || l.MaxFrameBody != 4096 {
+		t.Fatalf("limits %+v", st.Limits)
+	}
+	// Limits the session refuses are a bad-argument result, and nothing is configured.
+	d, b = abi.Driver{}, abi.Batch{}
+	lim.MaxSessionBuffer = 4999 // below MaxChannelBuffer
+	if err := b.Configure(abi.ConfigMsg{Role: uint8(wire.RoleDialer), Name: "a", Origin: prototest.Origin(1), Limits: lim}); err != nil {
+		t.Fatal(err)
+	}
+	rs, st := results(t, d.Step(b.Bytes()))
+	if len(rs) != 1 || rs[0].Err == nil || rs[0].Err.Code != string(wire.CodeBadArgument) || st.Configured {
+		t.Fatalf("results %+v, configured %v", rs, st.Configured)
 	}
 }
 
 // TestOffersShareMessages: a batch of offers produces one message holding every frame.
 func TestOffersShareMessages(t *testing.T) {
 	// A native listener session plays the peer; the driver is the dialer that offers.
-	lis, err := protocol.New(prototest.Config(wire.RoleListener, "l", 2))
+	lis, err := protocol.New(prototest.ConfigV1(wire.RoleListener, "l", 2))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var d abi.Driver
 	var b abi.Batch
-	cfg := prototest.Config(wire.RoleDialer, "a", 1)
+	cfg := prototest.ConfigV1(wire.RoleDialer, "a", 1)
 	if err := b.Configure(abi.ConfigMsg{Role: uint8(cfg.Role), Name: cfg.Name, Origin: cfg.Origin, Secret: cfg.Secret}); err != nil {
 		t.Fatal(err)
 	}
@@ -227,5 +267,483 @@ func TestOffersShareMessages(t *testing.T) {
 	frames, werr := wire.DecodeMessage(msgs[0], wire.DefaultMaxMessage, 0)
 	if werr != nil || len(frames) != 11 || frames[0].Type != wire.TypeOrigin {
 		t.Fatalf("%d frames, %v", len(frames), werr)
+	}
+}
+
+// link joins an abi.Driver, fed one batch at a time, and a native session playing its peer.
+type link struct {
+	t         *testing.T
+	d         abi.Driver
+	b         abi.Batch
+	nat       *protocol.Session
+	now       time.Time
+	results   []abi.ResultMsg // of the last step
+	events    []abi.EventMsg  // every event of the driver
+	frames    []wire.Decoded  // every frame the driver sent
+	natEvents []protocol.Event
+	status    abi.StatusMsg
+}
+
+// step runs the pending batch, hands the driver's messages to the native session and
+// returns the batch's results.
+func (k *link) step() []abi.ResultMsg {
+	k.t.Helper()
+	recs, err := abi.Split(k.d.Step(k.b.Bytes()))
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	k.b.Reset()
+	k.results = k.results[:0]
+	for _, r := range recs {
+		switch r.Kind {
+		case abi.KindResult:
+			var m abi.ResultMsg
+			if err := abi.Unmarshal(r.Payload, &m); err != nil {
+				k.t.Fatal(err)
+			}
+			k.results = append(k.results, m)
+		case abi.KindMessage:
+			msg := bytes.Clone(r.Payload)
+			fs, werr := wire.DecodeMessage(msg, wire.DefaultMaxMessage, 0)
+			if werr != nil {
+				k.t.Fatalf("the driver sent a malformed message: %v", werr)
+			}
+			k.frames = append(k.frames, fs...)
+			if err := k.nat.Receive(k.now, msg); err != nil {
+				k.t.Fatal(err)
+			}
+		case abi.KindEvent:
+			var m abi.EventMsg
+			if err := abi.Unmarshal(r.Payload, &m); err != nil {
+				k.t.Fatal(err)
+			}
+			k.events = append(k.events, m)
+		case abi.KindStatus:
+			k.status = abi.StatusMsg{}
+			if err := abi.Unmarshal(r.Payload, &k.status); err != nil {
+				k.t.Fatal(err)
+			}
+		}
+	}
+	return k.results
+}
+
+// ok steps and fails on any error result.
+func (k *link) ok() {
+	k.t.Helper()
+	for _, r := range k.step() {
+		if r.Err != nil {
+			k.t.Fatalf("command 0x%02x: %v", r.Op, r.Err.Wire())
+		}
+	}
+}
+
+// pump moves messages both ways until both sides are quiet.
+func (k *link) pump() {
+	k.t.Helper()
+	for round := 0; round < 20; round++ {
+		rd := k.nat.Ready()
+		k.natEvents = append(k.natEvents, rd.Events...)
+		for _, m := range rd.Messages {
+			k.b.Receive(k.now, m)
+		}
+		before := len(k.frames)
+		k.ok()
+		if len(rd.Messages) == 0 && len(k.frames) == before && !k.nat.HasReady() {
+			return
+		}
+	}
+	k.t.Fatal("no quiescence")
+}
+
+func (k *link) eventsOf(kind protocol.EventKind, from int) []abi.EventMsg {
+	var out []abi.EventMsg
+	for _, e := range k.events[from:] {
+		if protocol.EventKind(e.Kind) == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (k *link) natEventsOf(kind protocol.EventKind, from int) []protocol.Event {
+	var out []protocol.Event
+	for _, e := range k.natEvents[from:] {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (k *link) sentTypes(from int) []wire.Type {
+	var out []wire.Type
+	for _, f := range k.frames[from:] {
+		out = append(out, f.Type)
+	}
+	return out
+}
+
+// TestVersion2Commands: the opcodes of ABI version 2 drive a version-2 session against a
+// native one: SUBSCRIBE-ORIGINS opens channels (CREDIT, SUBSCRIBE), the entries arrive as
+// events naming their origin, ACK-ORIGIN sends CURSOR; in the other direction ADVERTISE-HEADS
+// and SEND stream the driver's own origin within the credit STATUS reports (key 18), SEND
+// beyond it is refused with no-credit, and UNSUBSCRIBE-ORIGINS and WITHDRAW-HEADS reach the
+// peer.
+func TestVersion2Commands(t *testing.T) {
+	nc := prototest.Config(wire.RoleListener, "b", 2)
+	// The native side subscribes with channel windows of 1034 bytes: two DATA frames of the
+	// driver's entries fit, a third does not.
+	nc.Limits = protocol.Limits{MaxFrameBody: wire.MinMaxFrame, MaxMessage: wire.MinMaxMessage, MaxChannelBuffer: wire.MinMaxFrame + wire.HeaderSize}
+	nat, err := protocol.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &link{t: t, nat: nat, now: prototest.Epoch}
+	lim := abi.LimitsMsg{MaxFrameBody: 1024, MaxMessage: 65536, MaxChannelBuffer: 4096, MaxSessionBuffer: 8192, MaxChannels: 4}
+	if err := k.b.Configure(abi.ConfigMsg{Role: uint8(wire.RoleDialer), Name: "a", Origin: prototest.Origin(1), Secret: nc.Secret, Limits: lim}); err != nil {
+		t.Fatal(err)
+	}
+	k.b.Start(k.now, prototest.Nonce(1))
+	if err := nat.Start(k.now, prototest.Nonce(2)); err != nil {
+		t.Fatal(err)
+	}
+	k.ok()
+	k.pump()
+	if k.status.Version != 2 || k.status.Handshake == nil || k.status.Handshake.PeerMax != 2 || nat.Handshake().Version != 2 ||
+		k.status.MinVersion != 1 || k.status.MaxVersion != 2 {
+		t.Fatalf("status %+v, native %+v", k.status, nat.Handshake())
+	}
+	if l := k.status.Limits; l.MaxChannels != 4 || l.MaxChannelBuffer != 4096 || l.MaxSessionBuffer != 8192 {
+		t.Fatalf("limits %+v", l)
+	}
+
+	// The native side offers two origins.
+	seven, eight := prototest.Origin(7), prototest.Origin(8)
+	c7, c8 := prototest.Chain(seven, 5, 1, 20), prototest.Chain(eight, 5, 2, 20)
+	for o, name := range map[wire.OriginID]string{seven: "seven", eight: "eight"} {
+		if err := nat.SetOriginName(o, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nat.AdvertiseHeads([]wire.Head{{Origin: seven, Seq: 5, HLC: 50}, {Origin: eight, Seq: 5, HLC: 80}}); err != nil {
+		t.Fatal(err)
+	}
+	k.pump()
+	hs := k.eventsOf(protocol.EventHeads, 0)
+	if len(hs) != 1 || hs[0].Heads == nil || len(hs[0].Heads.Heads) != 2 || hs[0].Heads.Heads[0].Origin != seven ||
+		hs[0].Heads.Heads[1].HLC != 80 || len(k.eventsOf(protocol.EventOriginNamed, 0)) != 2 {
+		t.Fatalf("events %+v", k.events)
+	}
+
+	// SUBSCRIBE-ORIGINS: seven from the start, eight resumed after seq 2.
+	f, e := len(k.frames), len(k.events)
+	if err := k.b.SubscribeOrigins([]abi.CursorMsg{{Origin: seven}, {Origin: eight, Seq: 2, Hash: c8[1].Hash}}); err != nil {
+		t.Fatal(err)
+	}
+	k.ok()
+	if got := k.sentTypes(f); len(got) != 2 || got[0] != wire.TypeCredit || got[1] != wire.TypeSubscribe {
+		t.Fatalf("sent %v, want CREDIT then SUBSCRIBE", got)
+	}
+	cr := k.frames[f].Value.(*wire.Credit)
+	sub := k.frames[f+1].Value.(*wire.Subscribe)
+	if len(cr.Entries) != 1 || cr.Entries[0] != (wire.CreditEntry{Channel: 0, Limit: 8192}) || len(sub.Entries) != 2 ||
+		sub.Entries[0] != (wire.SubscribeEntry{Channel: 1, Origin: seven, Credit: 4096}) ||
+		sub.Entries[1] != (wire.SubscribeEntry{Channel: 2, Origin: eight, Seq: 2, Hash: c8[1].Hash, Credit: 4096}) {
+		t.Fatalf("CREDIT %+v, SUBSCRIBE %+v", cr, sub)
+	}
+	k.pump()
+	if n := len(k.natEventsOf(protocol.EventSubscribed, 0)); n != 2 || nat.Credit(seven) != 4096 || nat.Credit(eight) != 4096 {
+		t.Fatalf("native: %d subscribed, credit %d / %d", n, nat.Credit(seven), nat.Credit(eight))
+	}
+	var held uint64
+	for _, x := range c7 {
+		if err := nat.Send(x.Raw); err != nil {
+			t.Fatal(err)
+		}
+		held += uint64(protocol.DataFrameSize(len(x.Raw)))
+	}
+	for _, x := range c8[2:] {
+		if err := nat.Send(x.Raw); err != nil {
+			t.Fatal(err)
+		}
+		held += uint64(protocol.DataFrameSize(len(x.Raw)))
+	}
+	k.pump()
+	txns := k.eventsOf(protocol.EventTxn, e)
+	if len(txns) != 8 || k.status.Stats.TxnsReceived != 8 || k.status.HeldBytes != held {
+		t.Fatalf("%d txns, stats %+v, held %d of %d", len(txns), k.status.Stats, k.status.HeldBytes, held)
+	}
+	for i, ev := range txns {
+		want, origin := c7[min(i, 4)], seven
+		if i >= 5 {
+			want, origin = c8[i-3], eight
+		}
+		if ev.Origin == nil || *ev.Origin != origin || !bytes.Equal(ev.Txn, want.Raw) {
+			t.Fatalf("txn event %d: %+v", i, ev)
+		}
+	}
+
+	// ACK-ORIGIN: one CURSOR for both channels; the bytes are released.
+	f, n := len(k.frames), len(k.natEvents)
+	k.b.AckOrigin(seven, 5)
+	k.b.AckOrigin(eight, 5)
+	k.ok()
+	if got := k.sentTypes(f); len(got) == 0 || got[0] != wire.TypeCursor {
+		t.Fatalf("sent %v, want CURSOR first", got)
+	}
+	if cu := k.frames[f].Value.(*wire.Cursor); len(cu.Entries) != 2 ||
+		cu.Entries[0] != (wire.CursorEntry{Channel: 1, Seq: 5, Hash: c7[4].Hash}) || cu.Entries[1] != (wire.CursorEntry{Channel: 2, Seq: 5, Hash: c8[4].Hash}) {
+		t.Fatalf("CURSOR %+v", k.frames[f].Value)
+	}
+	if k.status.HeldBytes != 0 {
+		t.Fatalf("held %d after acknowledging everything", k.status.HeldBytes)
+	}
+	k.pump()
+	if cs := k.natEventsOf(protocol.EventCursor, n); len(cs) != 2 || cs[0].Origin != seven || cs[0].Seq != 5 || cs[1].Origin != eight || cs[1].Hash != c8[4].Hash {
+		t.Fatalf("native cursor events %+v", cs)
+	}
+
+	// The other direction: the native side subscribes to the driver's own origin.
+	one := prototest.Origin(1)
+	mine := prototest.Chain(one, 3, 1, 300)
+	size := uint64(protocol.DataFrameSize(len(mine[0].Raw)))
+	window := uint64(wire.MinMaxFrame + wire.HeaderSize)
+	e = len(k.events)
+	if err := nat.SubscribeOrigins([]vector.Entry{{Origin: one}}); err != nil {
+		t.Fatal(err)
+	}
+	k.pump()
+	if s := k.eventsOf(protocol.EventSubscribed, e); len(s) != 1 || *s[0].Origin != one || s[0].Seq != 0 {
+		t.Fatalf("subscribed events %+v", s)
+	}
+	if len(k.status.Credits) != 1 || k.status.Credits[0].Origin != one || k.status.Credits[0].Credit != window {
+		t.Fatalf("credits %+v, want %d for origin 1", k.status.Credits, window)
+	}
+	f, n = len(k.frames), len(k.natEvents)
+	k.b.Name(one, "a")
+	if err := k.b.AdvertiseHeads([]wire.Head{{Origin: one, Seq: 3, HLC: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	k.b.Send(mine[0].Raw)
+	k.b.Send(mine[1].Raw)
+	k.b.Send(mine[2].Raw)            // beyond the channel's credit
+	k.b.Raw(abi.OpAckOrigin, one[:]) // 16 bytes: the wrong length
+	rs := k.step()
+	if len(rs) != 6 || rs[0].Err != nil || rs[1].Err != nil || rs[2].Err != nil || rs[3].Err != nil {
+		t.Fatalf("results %+v", rs)
+	}
+	if e := rs[4].Err.Wire(); e == nil || rs[4].Op != uint8(abi.OpSend) || e.Code != wire.CodeNoCredit || e.Class != wire.ClassLocal || e.Offset != wire.NoOffset {
+		t.Fatalf("SEND beyond the credit: %+v", e)
+	}
+	if e := rs[5].Err.Wire(); e == nil || e.Code != wire.CodeBadArgument {
+		t.Fatalf("ACK-ORIGIN of 16 bytes: %+v", e)
+	}
+	if len(k.status.Credits) != 1 || k.status.Credits[0].Credit != window-2*size || k.status.Stats.TxnsSent != 2 {
+		t.Fatalf("credits %+v, want %d; stats %+v", k.status.Credits, window-2*size, k.status.Stats)
+	}
+	if got := k.sentTypes(f); len(got) != 4 || got[0] != wire.TypeOrigin || got[1] != wire.TypeHeads || got[2] != wire.TypeData || got[3] != wire.TypeData {
+		t.Fatalf("sent %v", got)
+	}
+	if d := k.frames[f+2]; d.Channel != 1 || d.Value.(*wire.Data).Hash != mine[0].Hash {
+		t.Fatalf("DATA on channel %d", d.Channel)
+	}
+	k.pump()
+	if got := k.natEventsOf(protocol.EventTxn, n); len(got) != 2 || got[1].Txn.Seq != 2 || got[1].Origin != one {
+		t.Fatalf("native received %+v", got)
+	}
+	// The native side acknowledges; its grant reaches the driver, and the third entry goes.
+	e = len(k.events)
+	if err := nat.AckOrigin(one, 2); err != nil {
+		t.Fatal(err)
+	}
+	k.pump()
+	if c := k.eventsOf(protocol.EventCredit, e); len(c) == 0 || c[len(c)-1].Origin == nil || *c[len(c)-1].Origin != one {
+		t.Fatalf("credit events %+v", c)
+	}
+	if len(k.status.Credits) != 1 || k.status.Credits[0].Credit != window {
+		t.Fatalf("credits %+v after the grant, want %d", k.status.Credits, window)
+	}
+	k.b.Send(mine[2].Raw)
+	k.ok()
+	k.pump()
+	if got := k.natEventsOf(protocol.EventTxn, n); len(got) != 3 || got[2].Txn.Seq != 3 {
+		t.Fatalf("native received %d entries", len(got))
+	}
+
+	// UNSUBSCRIBE-ORIGINS and WITHDRAW-HEADS reach the peer.
+	f, n = len(k.frames), len(k.natEvents)
+	if err := k.b.UnsubscribeOrigins([]wire.OriginID{eight}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.b.WithdrawHeads([]wire.OriginID{one}); err != nil {
+		t.Fatal(err)
+	}
+	k.ok()
+	if got := k.sentTypes(f); len(got) != 2 || got[0] != wire.TypeUnsubscribe || got[1] != wire.TypeHeads ||
+		k.frames[f].Value.(*wire.Unsubscribe).Channels[0] != 2 || k.frames[f+1].Value.(*wire.Heads).Withdrawn[0] != one {
+		t.Fatalf("sent %v", got)
+	}
+	k.pump()
+	if u := k.natEventsOf(protocol.EventUnsubscribed, n); len(u) != 1 || u[0].Origin != eight || nat.Credit(eight) != 0 {
+		t.Fatalf("native unsubscribed events %+v", u)
+	}
+	if h := k.natEventsOf(protocol.EventHeads, n); len(h) != 1 || len(h[0].Heads.Withdrawn) != 1 || h[0].Heads.Withdrawn[0] != one {
+		t.Fatalf("native heads events %+v", h)
+	}
+	if k.status.State != uint8(protocol.StateEstablished) || nat.State() != protocol.StateEstablished || k.status.Stats.ProtocolErrors != 0 {
+		t.Fatalf("status %+v, native %v", k.status, nat.Err())
+	}
+}
+
+// TestVersion2CommandsRefused: the version-2 opcodes answer the session's refusals as error
+// results: on a version-1 session (invalid-state), with malformed payloads (bad-argument),
+// and before OpConfigure; the payload of SUBSCRIBE-ORIGINS may omit key 1, as ABI.md gives it.
+func TestVersion2CommandsRefused(t *testing.T) {
+	var d abi.Driver
+	var b abi.Batch
+	b.Send(nil)
+	rs, _ := results(t, d.Step(b.Bytes()))
+	if len(rs) != 1 || rs[0].Err == nil || rs[0].Err.Code != string(wire.CodeInvalidState) {
+		t.Fatalf("before OpConfigure: %+v", rs)
+	}
+
+	// A version-1 session (max version 1) in the handshake, then established.
+	nat, err := protocol.New(prototest.ConfigV1(wire.RoleListener, "b", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &link{t: t, nat: nat, now: prototest.Epoch}
+	if err := k.b.Configure(abi.ConfigMsg{Role: uint8(wire.RoleDialer), Name: "a", Origin: prototest.Origin(1), Secret: []byte("test-secret")}); err != nil {
+		t.Fatal(err)
+	}
+	k.b.Start(k.now, prototest.Nonce(1))
+	if err := nat.Start(k.now, prototest.Nonce(2)); err != nil {
+		t.Fatal(err)
+	}
+	k.ok()
+	k.pump()
+	if k.status.Version != 1 || k.status.MaxVersion != 2 || k.status.Handshake.PeerMax != 1 {
+		t.Fatalf("status %+v", k.status)
+	}
+	seven := prototest.Origin(7)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(k.b.SubscribeOrigins([]abi.CursorMsg{{Origin: seven}}))
+	must(k.b.UnsubscribeOrigins([]wire.OriginID{seven}))
+	k.b.AckOrigin(seven, 1)
+	k.b.Send(prototest.Chain(prototest.Origin(1), 1, 1, 1)[0].Raw)
+	must(k.b.AdvertiseHeads([]wire.Head{{Origin: seven, Seq: 1, HLC: 1}}))
+	must(k.b.WithdrawHeads([]wire.OriginID{seven}))
+	k.b.Raw(abi.OpSubscribeOrigins, []byte{0xff})                // not CBOR
+	k.b.Raw(abi.OpAckOrigin, make([]byte, 25))                   // one byte too many
+	k.b.Raw(abi.OpAdvertiseHeads, hexBytes("a1 01 81 82 00 00")) // a head of 2 elements
+	f := len(k.frames)
+	rs = k.step()
+	want := []wire.Code{wire.CodeInvalidState, wire.CodeInvalidState, wire.CodeInvalidState, wire.CodeInvalidState,
+		wire.CodeInvalidState, wire.CodeInvalidState, wire.CodeBadArgument, wire.CodeBadArgument, wire.CodeBadArgument}
+	ops := []abi.Op{abi.OpSubscribeOrigins, abi.OpUnsubscribeOrigins, abi.OpAckOrigin, abi.OpSend, abi.OpAdvertiseHeads,
+		abi.OpWithdrawHeads, abi.OpSubscribeOrigins, abi.OpAckOrigin, abi.OpAdvertiseHeads}
+	if len(rs) != len(want) {
+		t.Fatalf("%d results", len(rs))
+	}
+	for i, r := range rs {
+		if e := r.Err.Wire(); r.Op != uint8(ops[i]) || r.Index != uint64(i) || e == nil || e.Code != want[i] || e.Class != wire.ClassLocal {
+			t.Errorf("command %d (0x%02x): %+v, want %s", i, uint8(ops[i]), e, want[i])
+		}
+	}
+	if len(k.frames) != f || k.status.State != uint8(protocol.StateEstablished) {
+		t.Fatalf("refused commands sent %v; state %d", k.sentTypes(f), k.status.State)
+	}
+
+	// On a version-2 session, SUBSCRIBE-ORIGINS written as ABI.md gives it: {2: [...]}.
+	nat2, err := protocol.New(prototest.Config(wire.RoleListener, "b", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2 := &link{t: t, nat: nat2, now: prototest.Epoch}
+	if err := k2.b.Configure(abi.ConfigMsg{Role: uint8(wire.RoleDialer), Name: "a", Origin: prototest.Origin(1), Secret: []byte("test-secret")}); err != nil {
+		t.Fatal(err)
+	}
+	k2.b.Start(k2.now, prototest.Nonce(1))
+	if err := nat2.Start(k2.now, prototest.Nonce(2)); err != nil {
+		t.Fatal(err)
+	}
+	k2.ok()
+	k2.pump()
+	payload, err := wire.Marshal(map[uint64]any{2: []any{map[uint64]any{1: seven[:], 2: 0, 3: make([]byte, 32)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2.b.Raw(abi.OpSubscribeOrigins, payload)
+	k2.ok()
+	k2.pump()
+	if s := k2.natEventsOf(protocol.EventSubscribed, 0); len(s) != 1 || s[0].Origin != seven || s[0].Seq != 0 {
+		t.Fatalf("native subscribed events %+v", s)
+	}
+}
+
+func hexBytes(s string) []byte { return prototest.Hex(s) }
+
+// TestDecodeVersion2Frames: DECODE reads every frame type this build implements, version
+// 2's included, with their channels, outside any session; a DATA frame on channel 0 is
+// bad-channel at its offset.
+func TestDecodeVersion2Frames(t *testing.T) {
+	e := prototest.Chain(prototest.Origin(7), 1, 1, 10)[0]
+	sub := prototest.Frame(&wire.Subscribe{Entries: []wire.SubscribeEntry{{Channel: 1, Origin: prototest.Origin(7), Credit: 4096}}})
+	data := prototest.RawFrame(wire.TypeData, 0, 1, append(e.Hash[:], e.Raw...))
+	credit := prototest.Frame(&wire.Credit{Entries: []wire.CreditEntry{{Channel: 0, Limit: 1 << 20}}})
+	for _, c := range []struct {
+		name   string
+		msg    []byte
+		frames [][]byte
+		err    wire.Code
+		errAt  int
+	}{
+		{"SUBSCRIBE, DATA, CREDIT", append(append(append([]byte(nil), sub...), data...), credit...), [][]byte{sub, data, credit}, "", 0},
+		{"DATA on channel 0", append(append([]byte(nil), sub...), prototest.RawFrame(wire.TypeData, 0, 0, append(e.Hash[:], e.Raw...))...),
+			[][]byte{sub}, wire.CodeBadChannel, len(sub)},
+	} {
+		var d abi.Driver
+		var b abi.Batch
+		b.Decode(c.msg)
+		recs, err := abi.Split(d.Step(b.Bytes()))
+		if err != nil || len(recs) != 3 || recs[1].Kind != abi.KindDecoded {
+			t.Fatalf("%s: %d records, %v", c.name, len(recs), err)
+		}
+		var dec abi.DecodedMsg
+		if err := abi.Unmarshal(recs[1].Payload, &dec); err != nil {
+			t.Fatal(err)
+		}
+		if len(dec.Frames) != len(c.frames) {
+			t.Fatalf("%s: %d frames decoded, want %d", c.name, len(dec.Frames), len(c.frames))
+		}
+		off := 0
+		for i, f := range dec.Frames {
+			if !f.Known || !bytes.Equal(f.Encoded, c.frames[i]) || f.Offset != uint64(off) || f.Type != c.frames[i][0] {
+				t.Fatalf("%s: frame %d %+v", c.name, i, f)
+			}
+			wantCh := uint32(0)
+			if f.Type == uint8(wire.TypeData) {
+				wantCh = 1
+			}
+			if f.Channel != wantCh {
+				t.Fatalf("%s: frame %d on channel %d, want %d", c.name, i, f.Channel, wantCh)
+			}
+			off += len(c.frames[i])
+		}
+		if c.err == "" {
+			if dec.Err != nil {
+				t.Fatalf("%s: %+v", c.name, dec.Err)
+			}
+			continue
+		}
+		if e := dec.Err.Wire(); e == nil || e.Code != c.err || e.Frame != wire.TypeData || e.Offset != c.errAt {
+			t.Fatalf("%s: error %+v, want %s in DATA at %d", c.name, e, c.err, c.errAt)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"reflect"
 	"strconv"
@@ -89,30 +90,78 @@ func sampleTxn() wire.Txn {
 }
 
 type sample struct {
-	name string
-	body wire.Body
+	name    string
+	body    wire.Body
+	channel uint32 // the header's channel: DATA names one (never 0), every other type uses 0
+}
+
+// sampleFrame encodes a sample with its channel.
+func sampleFrame(s sample) []byte {
+	out, err := wire.AppendFrame(nil, 0, s.channel, s.body)
+	if err != nil {
+		panic(err)
+	}
+	return out
+}
+
+var (
+	originB = wire.OriginID{0xf0, 0xf1, 0xf2, 0xf3, 0xf4, 0xf5, 0xf6, 0xf7, 0xf8, 0xf9, 0xfa, 0xfb, 0xfc, 0xfd, 0xfe, 0xff}
+	hash9   = sha256.Sum256([]byte("nine"))
+)
+
+func hash9String() string { return hex.EncodeToString(hash9[:]) }
+
+// dataSample is a DATA body carrying sampleTxn with its real chain hash.
+func dataSample() *wire.Data {
+	tx := sampleTxn()
+	enc, err := tx.Encode()
+	if err != nil {
+		panic(err)
+	}
+	return &wire.Data{Hash: sha256.Sum256(enc), Txn: tx}
 }
 
 // samples holds representative values, at least one for every registered frame type.
 func samples() []sample {
 	return []sample{
-		{"HELLO full", &wire.Hello{Role: wire.RoleListener, Name: "node-1.a_B", Origin: originA, MinVersion: 1, MaxVersion: 3,
+		{name: "HELLO full", body: &wire.Hello{Role: wire.RoleListener, Name: "node-1.a_B", Origin: originA, MinVersion: 1, MaxVersion: 3,
 			Caps: []string{"a.b", "x-1", "z"}, Nonce: bytes.Repeat([]byte{0xab}, 64), MaxMessage: 1 << 20, MaxFrame: 1<<20 - wire.HeaderSize}},
-		{"HELLO with the smallest limits", &wire.Hello{Role: wire.RoleDialer, Name: "a", Origin: originA, MinVersion: 1, MaxVersion: 1,
+		{name: "HELLO with the smallest limits", body: &wire.Hello{Role: wire.RoleDialer, Name: "a", Origin: originA, MinVersion: 1, MaxVersion: 1,
 			Nonce: nonce16, MaxMessage: wire.MinMaxMessage, MaxFrame: wire.MinMaxFrame}},
-		{"HELLO minimal", &wire.Hello{Role: wire.RoleDialer, Name: "a", Origin: originA, MinVersion: 1, MaxVersion: 1, Nonce: nonce16}},
-		{"AUTH", &wire.Auth{MAC: mac(0xa0)}},
-		{"CLOSE", &wire.Close{Code: "unsupported-version", Class: "unsupported", Message: "no common protocol version: local 1..1, peer 3..5"}},
-		{"CLOSE without message", &wire.Close{Code: "going-away", Class: "transient"}},
-		{"PING", &wire.Ping{ID: 7}},
-		{"PING large id", &wire.Ping{ID: 1<<64 - 1}},
-		{"PING id 0", &wire.Ping{ID: 0}},
-		{"PONG", &wire.Pong{ID: 1 << 40}},
-		{"ORIGIN", &wire.Origin{Origin: originA, Name: "east-1"}},
-		{"SUBSCRIBE1 from the beginning", &wire.Subscribe1{Position: 0}},
-		{"SUBSCRIBE1", &wire.Subscribe1{Position: 41}},
-		{"TXN1", &wire.Txn1{Position: 42, Txn: sampleTxn()}},
-		{"ACK1", &wire.Ack1{Position: 1 << 33}},
+		{name: "HELLO minimal", body: &wire.Hello{Role: wire.RoleDialer, Name: "a", Origin: originA, MinVersion: 1, MaxVersion: 1, Nonce: nonce16}},
+		{name: "AUTH", body: &wire.Auth{MAC: mac(0xa0)}},
+		{name: "CLOSE", body: &wire.Close{Code: "unsupported-version", Class: "unsupported", Message: "no common protocol version: local 1..1, peer 3..5"}},
+		{name: "CLOSE without message", body: &wire.Close{Code: "going-away", Class: "transient"}},
+		{name: "PING", body: &wire.Ping{ID: 7}},
+		{name: "PING large id", body: &wire.Ping{ID: 1<<64 - 1}},
+		{name: "PING id 0", body: &wire.Ping{ID: 0}},
+		{name: "PONG", body: &wire.Pong{ID: 1 << 40}},
+		{name: "ORIGIN", body: &wire.Origin{Origin: originA, Name: "east-1"}},
+		{name: "SUBSCRIBE1 from the beginning", body: &wire.Subscribe1{Position: 0}},
+		{name: "SUBSCRIBE1", body: &wire.Subscribe1{Position: 41}},
+		{name: "TXN1", body: &wire.Txn1{Position: 42, Txn: sampleTxn()}},
+		{name: "ACK1", body: &wire.Ack1{Position: 1 << 33}},
+
+		// Version 2.
+		{name: "SUBSCRIBE of two origins", body: &wire.Subscribe{Entries: []wire.SubscribeEntry{
+			{Channel: 1, Origin: originA, Seq: 0, Credit: 65536},
+			{Channel: 2, Origin: originB, Seq: 9, Hash: hash9, Credit: 1 << 40}}}},
+		{name: "SUBSCRIBE at a high channel with credit 0", body: &wire.Subscribe{Entries: []wire.SubscribeEntry{
+			{Channel: 1<<32 - 1, Origin: originB, Seq: 1 << 50, Hash: hash9}}}},
+		{name: "UNSUBSCRIBE", body: &wire.Unsubscribe{Channels: []uint32{2, 7, 1<<32 - 1}}},
+		{name: "CURSOR", body: &wire.Cursor{Entries: []wire.CursorEntry{{Channel: 1, Seq: 1, Hash: hash9}, {Channel: 3, Seq: 1 << 40, Hash: hash9}}}},
+		{name: "DATA", body: dataSample(), channel: 1},
+		{name: "DATA on the highest channel", body: dataSample(), channel: 1<<32 - 1},
+		{name: "HEADS advertised and withdrawn", body: &wire.Heads{
+			Heads:     []wire.Head{{Origin: originA, Seq: 1, HLC: wire.MakeHLC(1_800_000_000_000, 0)}},
+			Withdrawn: []wire.OriginID{originB}}},
+		{name: "HEADS advertised only", body: &wire.Heads{Heads: []wire.Head{{Origin: originA, Seq: 3, HLC: 0}, {Origin: originB, Seq: 1 << 62, HLC: 1<<64 - 1}}}},
+		{name: "HEADS withdrawn only", body: &wire.Heads{Withdrawn: []wire.OriginID{originA, originB}}},
+		{name: "CREDIT of the connection and a channel", body: &wire.Credit{Entries: []wire.CreditEntry{{Channel: 0, Limit: 64 << 20}, {Channel: 1, Limit: 128 << 10}}}},
+		{name: "CREDIT of a channel, limit 0", body: &wire.Credit{Entries: []wire.CreditEntry{{Channel: 5, Limit: 0}}}},
+		{name: "RESEND", body: &wire.Resend{Channel: 1, From: 3}},
+		{name: "DIVERGENCE reported by the subscriber", body: &wire.Divergence{Channel: 1, Seq: 1, Hash: hash9, Side: wire.SideSubscriber}},
+		{name: "DIVERGENCE at seq 0 reported by the sender", body: &wire.Divergence{Channel: 4, Seq: 0, Side: wire.SideSender}},
 	}
 }
 
@@ -123,7 +172,7 @@ func TestFrameRoundTrip(t *testing.T) {
 	for _, s := range samples() {
 		t.Run(s.name, func(t *testing.T) {
 			covered[s.body.FrameType()] = true
-			enc := frame(s.body)
+			enc := sampleFrame(s)
 			frames, err := decode(enc)
 			if err != nil {
 				t.Fatalf("decode: %v", err)
@@ -132,7 +181,7 @@ func TestFrameRoundTrip(t *testing.T) {
 				t.Fatalf("%d frames", len(frames))
 			}
 			f := frames[0]
-			want := wire.Header{Type: s.body.FrameType(), Length: uint32(len(enc) - wire.HeaderSize)}
+			want := wire.Header{Type: s.body.FrameType(), Channel: s.channel, Length: uint32(len(enc) - wire.HeaderSize)}
 			if f.Header != want || f.Offset != 0 || !bytes.Equal(f.Body, enc[wire.HeaderSize:]) {
 				t.Fatalf("frame %+v offset %d, want header %+v", f.Header, f.Offset, want)
 			}
@@ -158,8 +207,29 @@ func TestFrameRoundTrip(t *testing.T) {
 			t.Errorf("TypeByName(%q) = %v, %v", typ.String(), got, ok)
 		}
 		if typ.Ignorable() {
-			t.Errorf("registered type %s is ignorable; version 1 defines only critical types", typ)
+			t.Errorf("registered type %s is ignorable; versions 1 and 2 define only critical types", typ)
 		}
+		// The registry's version column (SPEC "Frame registry", "since").
+		want := uint64(0)
+		switch {
+		case typ >= wire.TypeSubscribe1 && typ <= wire.TypeAck1:
+			want = 1
+		case typ >= wire.TypeSubscribe && typ <= wire.TypeDivergence:
+			want = 2
+		}
+		if got := wire.Version(typ); got != want {
+			t.Errorf("type %s belongs to version %d, SPEC's registry says %d", typ, got, want)
+		}
+	}
+	// Exactly the registry of SPEC: 0x01..0x06, 0x10..0x12 and 0x20..0x27.
+	var want []wire.Type
+	for _, r := range [][2]wire.Type{{0x01, 0x06}, {0x10, 0x12}, {0x20, 0x27}} {
+		for typ := r[0]; typ <= r[1]; typ++ {
+			want = append(want, typ)
+		}
+	}
+	if got := wire.Registered(); !reflect.DeepEqual(got, want) {
+		t.Errorf("registered %v, want %v", got, want)
 	}
 }
 
@@ -187,6 +257,22 @@ func TestKnownBodyBytes(t *testing.T) {
 		{"TXN1", &wire.Txn1{Position: 1, Txn: wire.Txn{Origin: originA, Seq: 1, HLC: 5,
 			Ops: []wire.Op{{Kind: wire.OpDelete, Table: []byte("t"), Key: []byte("k")}}}},
 			"0000000000000001 01 00112233445566778899aabbccddeeff 0000000000000001 0000000000000005" +
+				strings.Repeat("00", 32) + "01 02 01 74 01 6b"},
+		// Version 2: list entries are arrays of fixed length; HEADS omits an empty list.
+		{"SUBSCRIBE of one origin at seq 0", &wire.Subscribe{Entries: []wire.SubscribeEntry{{Channel: 1, Origin: originA, Credit: 65536}}},
+			"a1 01 81 85 01 50 00112233445566778899aabbccddeeff 00 5820" + strings.Repeat("00", 32) + "1a 00010000"},
+		{"UNSUBSCRIBE [2]", &wire.Unsubscribe{Channels: []uint32{2}}, "a1 01 81 02"},
+		{"CURSOR", &wire.Cursor{Entries: []wire.CursorEntry{{Channel: 1, Seq: 24, Hash: hash9}}},
+			"a1 01 81 83 01 18 18 5820" + hash9String()},
+		{"HEADS omits the empty heads", &wire.Heads{Withdrawn: []wire.OriginID{originB}}, "a1 02 81 50 f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff"},
+		{"HEADS omits the empty withdrawn list", &wire.Heads{Heads: []wire.Head{{Origin: originA, Seq: 1, HLC: 5}}},
+			"a1 01 81 83 50 00112233445566778899aabbccddeeff 01 05"},
+		{"CREDIT keeps channel 0 and limit 0", &wire.Credit{Entries: []wire.CreditEntry{{Channel: 0, Limit: 0}}}, "a1 01 81 82 00 00"},
+		{"RESEND", &wire.Resend{Channel: 1, From: 3}, "a2 01 01 02 03"},
+		{"DIVERGENCE keeps side 0 and the zero hash", &wire.Divergence{Channel: 1}, "a4 01 01 02 00 03 5820" + strings.Repeat("00", 32) + "04 00"},
+		{"DATA: the hash, then the encoding", &wire.Data{Hash: hash9, Txn: wire.Txn{Origin: originA, Seq: 1, HLC: 5,
+			Ops: []wire.Op{{Kind: wire.OpDelete, Table: []byte("t"), Key: []byte("k")}}}},
+			hash9String() + "01 00112233445566778899aabbccddeeff 0000000000000001 0000000000000005" +
 				strings.Repeat("00", 32) + "01 02 01 74 01 6b"},
 	} {
 		if got := body(c.body); !bytes.Equal(got, hx(c.want)) {
@@ -220,6 +306,10 @@ func TestUnknownKeysPreserved(t *testing.T) {
 		{"SUBSCRIBE1 with null", wire.TypeSubscribe1, cb(map[uint64]any{1: 0, 5: nil}), wire.Extra{5: hx("f6")}},
 		{"AUTH with text, byte-string and negative map keys", wire.TypeAuth, cat(hx("a2 01 58 20"), bytes.Repeat([]byte{1}, 32), hx("02 a3 20 00 41 00 00 61 61 00")),
 			wire.Extra{2: hx("a3 20 00 41 00 00 61 61 00")}},
+		{"CREDIT with key 2", wire.TypeCredit, cb(map[uint64]any{1: []any{v2Entry(0, 5)}, 2: "later"}), wire.Extra{2: hx("65 6c61746572")}},
+		{"HEADS with key 3 and only withdrawn origins", wire.TypeHeads, cb(map[uint64]any{2: []any{originA[:]}, 3: []any{uint64(1)}}), wire.Extra{3: hx("81 01")}},
+		{"DIVERGENCE with key 5", wire.TypeDivergence, cb(map[uint64]any{1: 1, 2: 0, 3: make([]byte, 32), 4: 1, 5: map[uint64]any{1: true}}),
+			wire.Extra{5: hx("a1 01 f5")}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			msg := raw(c.typ, 0, 0, c.body)
@@ -464,18 +554,21 @@ func padded(m map[uint64]any, pad uint64, size int) []byte {
 	panic("padded: no body of exactly " + strconv.Itoa(size) + " bytes")
 }
 
-// TestControlBodyBounds: every control type has its own body bound, checked at the header
-// (SPEC framing rule 5, frame-too-large, before flags and channel): 16 KiB for HELLO, 64
-// KiB for every other control body, whatever the configured frame-body limit. A body at
-// the bound is decoded; TXN1 and unknown ignorable types have no bound of their own.
+// TestControlBodyBounds: every control type (version 2's included) has its own body bound,
+// checked at the header (SPEC framing rule 5, frame-too-large, before flags and channel):
+// 16 KiB for HELLO, 64 KiB for every other control body, whatever the configured frame-body
+// limit. A body at the bound is decoded; the data types (TXN1, DATA) and unknown ignorable
+// types have no bound of their own.
 func TestControlBodyBounds(t *testing.T) {
 	if wire.MaxHelloBody != 16384 || wire.MaxControlBody != 65536 {
 		t.Fatalf("bounds %d and %d, SPEC says 16384 and 65536", wire.MaxHelloBody, wire.MaxControlBody)
 	}
+	controls := 0
 	for _, typ := range wire.Registered() {
-		if typ == wire.TypeTxn1 {
+		if typ == wire.TypeTxn1 || typ == wire.TypeData {
 			continue
 		}
+		controls++
 		bound := wire.MaxControlBody
 		if typ == wire.TypeHello {
 			bound = wire.MaxHelloBody
@@ -500,6 +593,9 @@ func TestControlBodyBounds(t *testing.T) {
 			t.Errorf("%s body of %d bytes under a frame limit of %d: %v", typ, bound+1, bound+100, err)
 		}
 	}
+	if controls != 6+2+7 {
+		t.Errorf("%d control types checked, want 15 (6 shared, 2 of version 1, 7 of version 2)", controls)
+	}
 
 	// Valid bodies of exactly the bound decode and re-encode; one byte more does not.
 	hello := func() map[uint64]any {
@@ -514,6 +610,15 @@ func TestControlBodyBounds(t *testing.T) {
 		{"PING", wire.TypePing, func() map[uint64]any { return map[uint64]any{1: 7} }, wire.MaxControlBody},
 		{"CLOSE", wire.TypeClose, func() map[uint64]any { return map[uint64]any{1: "going-away", 2: "transient"} }, wire.MaxControlBody},
 		{"HELLO", wire.TypeHello, hello, wire.MaxHelloBody},
+		{"SUBSCRIBE", wire.TypeSubscribe, func() map[uint64]any {
+			return map[uint64]any{1: []any{v2Entry(1, originA[:], 0, make([]byte, 32), 65536)}}
+		}, wire.MaxControlBody},
+		{"CURSOR", wire.TypeCursor, func() map[uint64]any { return map[uint64]any{1: []any{v2Entry(1, 1, hash9[:])}} }, wire.MaxControlBody},
+		{"HEADS", wire.TypeHeads, func() map[uint64]any { return map[uint64]any{2: []any{originA[:]}} }, wire.MaxControlBody},
+		{"CREDIT", wire.TypeCredit, func() map[uint64]any { return map[uint64]any{1: []any{v2Entry(0, 1<<20)}} }, wire.MaxControlBody},
+		{"DIVERGENCE", wire.TypeDivergence, func() map[uint64]any {
+			return map[uint64]any{1: 1, 2: 1, 3: hash9[:], 4: 0}
+		}, wire.MaxControlBody},
 	} {
 		at := padded(c.m(), 20, c.size)
 		msg := raw(c.typ, 0, 0, at)
@@ -542,6 +647,14 @@ func TestControlBodyBounds(t *testing.T) {
 	f := frame(&wire.Txn1{Position: 1, Txn: big})
 	if frames, err := decode(f); err != nil || len(frames[0].Body) <= wire.MaxControlBody {
 		t.Errorf("TXN1 of %d bytes: %v", len(f), err)
+	}
+	// Nor has DATA: 64 KiB + 1 of DATA body decodes (TestDataBody checks larger ones).
+	d := wire.Txn{Origin: originA, Seq: 1, Ops: []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte("k")}}}
+	for len(mustData(t, d)) != wire.HeaderSize+wire.MaxControlBody+1 {
+		d.Ops[0].Value = make([]byte, len(d.Ops[0].Value)+wire.HeaderSize+wire.MaxControlBody+1-len(mustData(t, d)))
+	}
+	if frames, err := decode(cat(pingFrame, mustData(t, d), pingFrame)); err != nil || len(frames) != 3 || len(frames[1].Body) != wire.MaxControlBody+1 {
+		t.Errorf("DATA body of %d bytes: %v", wire.MaxControlBody+1, err)
 	}
 	// Nor has an unknown ignorable type.
 	if frames, err := decode(cat(raw(0x90, 0, 0, make([]byte, wire.MaxControlBody+1)), pingFrame)); err != nil || len(frames) != 2 {
@@ -978,7 +1091,7 @@ func TestTxnAppendEncodingRefuses(t *testing.T) {
 func TestMessageWholeEqualsParts(t *testing.T) {
 	var parts [][]byte
 	for _, s := range samples() {
-		parts = append(parts, frame(s.body))
+		parts = append(parts, sampleFrame(s))
 	}
 	parts = append(parts, raw(0x90, 0x03, 9, []byte("hint")), raw(0xfe, 0, 0, nil), frame(&wire.Ping{ID: 99}))
 	msg := cat(parts...)
@@ -1048,7 +1161,15 @@ func TestDecodeMessageErrors(t *testing.T) {
 		{"unknown critical type 0x7e", raw(0x7e, 0, 0, nil), wire.CodeUnknownFrame, 0x7e, false},
 		{"type 0x00", raw(0x00, 0, 0, nil), wire.CodeUnknownFrame, 0x00, false},
 		{"reserved control type 0x07", raw(0x07, 0, 0, hx("a0")), wire.CodeUnknownFrame, 0x07, false},
-		{"version 2 type 0x20", raw(0x20, 0, 0, hx("a0")), wire.CodeUnknownFrame, 0x20, false},
+		{"reserved version-2 type 0x28", raw(0x28, 0, 0, hx("a0")), wire.CodeUnknownFrame, 0x28, false},
+		{"reserved version-2 type 0x2f on a channel", raw(0x2f, 0, 3, hx("a0")), wire.CodeUnknownFrame, 0x2f, false},
+		{"SUBSCRIBE on a channel", raw(wire.TypeSubscribe, 0, 1, hx("a0")), wire.CodeBadChannel, wire.TypeSubscribe, false},
+		{"CREDIT on a channel", raw(wire.TypeCredit, 0, 1, body(&wire.Credit{Entries: []wire.CreditEntry{{Channel: 1, Limit: 9}}})), wire.CodeBadChannel, wire.TypeCredit, false},
+		{"DATA on channel 0", raw(wire.TypeData, 0, 0, cat(hash9[:], okTxn().enc())), wire.CodeBadChannel, wire.TypeData, false},
+		{"DATA flags are checked before the channel", raw(wire.TypeData, 1, 0, cat(hash9[:], okTxn().enc())), wire.CodeBadFlags, wire.TypeData, false},
+		{"DATA body too short for its hash", raw(wire.TypeData, 0, 1, make([]byte, 31)), wire.CodeBadTxn, wire.TypeData, false},
+		{"version 2 type 0x20 with an empty body", raw(0x20, 0, 0, hx("a0")), wire.CodeBadCBOR, wire.TypeSubscribe, false},
+		{"a bad version-2 field", raw(wire.TypeResend, 0, 0, hx("a2 01 00 02 01")), wire.CodeBadField, wire.TypeResend, false},
 		{"unknown critical type with flags and a channel", raw(0x50, 0xff, 9, nil), wire.CodeUnknownFrame, 0x50, false},
 		{"bad body", raw(wire.TypeAck1, 0, 0, hx("a1 01 00")), wire.CodeBadField, wire.TypeAck1, false},
 		{"bad CBOR", raw(wire.TypePong, 0, 0, hx("a0")), wire.CodeBadCBOR, wire.TypePong, false},
@@ -1170,4 +1291,271 @@ func TestErrorValues(t *testing.T) {
 			t.Errorf("Error() = %q, want %q", got, c.error)
 		}
 	}
+}
+
+// v2Entry builds one list entry as a raw CBOR array, for bodies a typed value cannot
+// express.
+func v2Entry(parts ...any) []any { return parts }
+
+// TestV2FieldRules: each field rule of the version-2 bodies (their Validate) rejects a
+// well-typed value with bad-field, from the decoder and from Validate alike; the rules'
+// bounds are accepted.
+func TestV2FieldRules(t *testing.T) {
+	zero := wire.Hash{}
+	sub := func(es ...wire.SubscribeEntry) *wire.Subscribe { return &wire.Subscribe{Entries: es} }
+	se := func(ch uint32, o wire.OriginID, seq uint64, h wire.Hash) wire.SubscribeEntry {
+		return wire.SubscribeEntry{Channel: ch, Origin: o, Seq: seq, Hash: h, Credit: 1024}
+	}
+	cur := func(es ...wire.CursorEntry) *wire.Cursor { return &wire.Cursor{Entries: es} }
+	head := func(o wire.OriginID, seq uint64) wire.Head { return wire.Head{Origin: o, Seq: seq, HLC: 7} }
+	cred := func(es ...wire.CreditEntry) *wire.Credit { return &wire.Credit{Entries: es} }
+	type validator interface {
+		wire.Body
+		Validate() error
+	}
+	for _, c := range []struct {
+		name string
+		v    validator
+		ok   bool
+	}{
+		{"SUBSCRIBE valid", sub(se(1, originA, 0, zero), se(2, originB, 9, hash9)), true},
+		{"SUBSCRIBE channels with gaps", sub(se(3, originA, 0, zero), se(70000, originB, 0, zero)), true},
+		{"SUBSCRIBE with no entry", sub(), false},
+		{"SUBSCRIBE on channel 0", sub(se(0, originA, 0, zero)), false},
+		{"SUBSCRIBE with channels out of order (SPEC M24)", sub(se(2, originA, 0, zero), se(1, originB, 0, zero)), false},
+		{"SUBSCRIBE with a channel twice", sub(se(1, originA, 0, zero), se(1, originB, 0, zero)), false},
+		{"SUBSCRIBE of the all-zero origin", sub(se(1, wire.OriginID{}, 0, zero)), false},
+		{"SUBSCRIBE at seq 0 with a hash", sub(se(1, originA, 0, hash9)), false},
+		{"SUBSCRIBE at seq 9 without its hash", sub(se(1, originA, 9, zero)), false},
+		{"SUBSCRIBE of an origin twice", sub(se(1, originA, 0, zero), se(2, originA, 3, hash9)), false},
+		{"UNSUBSCRIBE valid", &wire.Unsubscribe{Channels: []uint32{1, 2, 9}}, true},
+		{"UNSUBSCRIBE of no channel", &wire.Unsubscribe{Channels: []uint32{}}, false},
+		{"UNSUBSCRIBE of channel 0", &wire.Unsubscribe{Channels: []uint32{0, 1}}, false},
+		{"UNSUBSCRIBE out of order", &wire.Unsubscribe{Channels: []uint32{2, 1}}, false},
+		{"UNSUBSCRIBE of a channel twice", &wire.Unsubscribe{Channels: []uint32{2, 2}}, false},
+		{"CURSOR valid", cur(wire.CursorEntry{Channel: 1, Seq: 1, Hash: hash9}, wire.CursorEntry{Channel: 2, Seq: 5, Hash: hash9}), true},
+		{"CURSOR with no entry", cur(), false},
+		{"CURSOR at seq 0 (SPEC M24)", cur(wire.CursorEntry{Channel: 1, Seq: 0}), false},
+		{"CURSOR at seq 0 with a hash", cur(wire.CursorEntry{Channel: 1, Seq: 0, Hash: hash9}), false},
+		{"CURSOR at seq 1 without its hash", cur(wire.CursorEntry{Channel: 1, Seq: 1}), false},
+		{"CURSOR on channel 0", cur(wire.CursorEntry{Channel: 0, Seq: 1, Hash: hash9}), false},
+		{"CURSOR channels out of order", cur(wire.CursorEntry{Channel: 2, Seq: 1, Hash: hash9}, wire.CursorEntry{Channel: 1, Seq: 1, Hash: hash9}), false},
+		{"HEADS valid", &wire.Heads{Heads: []wire.Head{head(originA, 1)}, Withdrawn: []wire.OriginID{originB}}, true},
+		{"HEADS with nothing to say", &wire.Heads{}, false},
+		{"HEADS with an origin both advertised and withdrawn (SPEC M24)", &wire.Heads{Heads: []wire.Head{head(originA, 1)}, Withdrawn: []wire.OriginID{originA}}, false},
+		{"HEADS with an origin both advertised and withdrawn, among others", &wire.Heads{Heads: []wire.Head{head(originA, 1), head(originB, 2)},
+			Withdrawn: []wire.OriginID{{0x01}, originB}}, false},
+		{"HEADS at seq 0", &wire.Heads{Heads: []wire.Head{head(originA, 0)}}, false},
+		{"HEADS of the all-zero origin", &wire.Heads{Heads: []wire.Head{head(wire.OriginID{}, 1)}}, false},
+		{"HEADS out of order", &wire.Heads{Heads: []wire.Head{head(originB, 1), head(originA, 1)}}, false},
+		{"HEADS with an origin twice", &wire.Heads{Heads: []wire.Head{head(originA, 1), head(originA, 2)}}, false},
+		{"HEADS withdrawing the all-zero origin", &wire.Heads{Withdrawn: []wire.OriginID{{}}}, false},
+		{"HEADS withdrawn out of order", &wire.Heads{Withdrawn: []wire.OriginID{originB, originA}}, false},
+		{"HEADS withdrawing an origin twice", &wire.Heads{Withdrawn: []wire.OriginID{originA, originA}}, false},
+		{"CREDIT valid", cred(wire.CreditEntry{Channel: 0, Limit: 1}, wire.CreditEntry{Channel: 3, Limit: 0}), true},
+		{"CREDIT with no entry", cred(), false},
+		{"CREDIT of the connection twice", cred(wire.CreditEntry{Channel: 0, Limit: 1}, wire.CreditEntry{Channel: 0, Limit: 2}), false},
+		{"CREDIT channels out of order", cred(wire.CreditEntry{Channel: 2, Limit: 1}, wire.CreditEntry{Channel: 1, Limit: 2}), false},
+		{"RESEND valid", &wire.Resend{Channel: 1, From: 1}, true},
+		{"RESEND on channel 0", &wire.Resend{Channel: 0, From: 1}, false},
+		{"RESEND from 0", &wire.Resend{Channel: 1, From: 0}, false},
+		{"DIVERGENCE valid, side 1", &wire.Divergence{Channel: 1, Seq: 2, Hash: hash9, Side: wire.SideSender}, true},
+		{"DIVERGENCE at seq 0", &wire.Divergence{Channel: 1}, true},
+		{"DIVERGENCE side 2 (SPEC M24)", &wire.Divergence{Channel: 1, Seq: 1, Hash: hash9, Side: 2}, false},
+		{"DIVERGENCE side 255", &wire.Divergence{Channel: 1, Seq: 1, Hash: hash9, Side: 255}, false},
+		{"DIVERGENCE on channel 0", &wire.Divergence{Channel: 0, Seq: 1, Hash: hash9}, false},
+		{"DIVERGENCE at seq 0 with a hash", &wire.Divergence{Channel: 1, Hash: hash9}, false},
+		{"DIVERGENCE at seq 1 without its hash", &wire.Divergence{Channel: 1, Seq: 1}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			verr := c.v.Validate()
+			frames, err := decode(cat(pingFrame, raw(c.v.FrameType(), 0, 0, body(c.v))))
+			if c.ok {
+				if verr != nil || err != nil {
+					t.Fatalf("rejected: %v / %v", verr, err)
+				}
+				if !reflect.DeepEqual(frames[1].Value, c.v) {
+					t.Fatalf("decoded %#v, want %#v", frames[1].Value, c.v)
+				}
+				return
+			}
+			if verr == nil {
+				t.Fatal("Validate accepted it")
+			}
+			if err == nil {
+				t.Fatalf("decoded: %#v", frames[1].Value)
+			}
+			if err.Code != wire.CodeBadField || err.Class != wire.ClassProtocol || err.Frame != c.v.FrameType() || err.Offset != len(pingFrame) {
+				t.Fatalf("got %v (frame %s offset %d), want bad-field in %s at %d", err, err.Frame, err.Offset, c.v.FrameType(), len(pingFrame))
+			}
+			if len(frames) != 1 {
+				t.Fatalf("%d frames before the error", len(frames))
+			}
+		})
+	}
+
+	// A fixed-size field of the wrong size inside an entry is a field error too.
+	for _, c := range []struct {
+		name string
+		typ  wire.Type
+		body []byte
+	}{
+		{"SUBSCRIBE origin of 15 bytes", wire.TypeSubscribe, cb(map[uint64]any{1: []any{v2Entry(1, originA[:15], 0, make([]byte, 32), 1)}})},
+		{"SUBSCRIBE hash of 31 bytes", wire.TypeSubscribe, cb(map[uint64]any{1: []any{v2Entry(1, originA[:], 0, make([]byte, 31), 1)}})},
+		{"CURSOR hash of 33 bytes", wire.TypeCursor, cb(map[uint64]any{1: []any{v2Entry(1, 1, make([]byte, 33))}})},
+		{"HEADS origin of 17 bytes", wire.TypeHeads, cb(map[uint64]any{1: []any{v2Entry(make([]byte, 17), 1, 1)}})},
+		{"HEADS withdrawn origin of 0 bytes", wire.TypeHeads, cb(map[uint64]any{2: []any{[]byte{}}})},
+		{"DIVERGENCE hash of 1 byte", wire.TypeDivergence, cb(map[uint64]any{1: 1, 2: 1, 3: []byte{1}, 4: 0})},
+	} {
+		if _, err := decode(cat(pingFrame, raw(c.typ, 0, 0, c.body))); err == nil || err.Code != wire.CodeBadField || err.Frame != c.typ || err.Offset != len(pingFrame) {
+			t.Errorf("%s: %v, want bad-field in %s at %d", c.name, err, c.typ, len(pingFrame))
+		}
+	}
+}
+
+// TestV2BadCBOR: the version-2 bodies follow the rules of "Control bodies": list entries
+// are arrays of exactly their length, fields have their types, required keys are present,
+// and an optional list present but empty is not canonical.
+func TestV2BadCBOR(t *testing.T) {
+	h := make([]byte, 32)
+	h[0] = 1
+	for _, c := range []struct {
+		name string
+		typ  wire.Type
+		body []byte
+	}{
+		{"SUBSCRIBE entry of 4 elements", wire.TypeSubscribe, cb(map[uint64]any{1: []any{v2Entry(1, originA[:], 0, make([]byte, 32))}})},
+		{"SUBSCRIBE entry of 6 elements", wire.TypeSubscribe, cb(map[uint64]any{1: []any{v2Entry(1, originA[:], 0, make([]byte, 32), 1, 0)}})},
+		{"SUBSCRIBE entry as an empty array", wire.TypeSubscribe, cb(map[uint64]any{1: []any{[]any{}}})},
+		{"SUBSCRIBE entry as a map", wire.TypeSubscribe, cb(map[uint64]any{1: []any{map[uint64]any{1: 1}}})},
+		{"SUBSCRIBE entries as a map", wire.TypeSubscribe, cb(map[uint64]any{1: map[uint64]any{1: 1}})},
+		{"SUBSCRIBE channel as text", wire.TypeSubscribe, cb(map[uint64]any{1: []any{v2Entry("1", originA[:], 0, make([]byte, 32), 1)}})},
+		{"SUBSCRIBE channel over 32 bits", wire.TypeSubscribe, cb(map[uint64]any{1: []any{v2Entry(uint64(1)<<32, originA[:], 0, make([]byte, 32), 1)}})},
+		{"SUBSCRIBE credit negative", wire.TypeSubscribe, cb(map[uint64]any{1: []any{v2Entry(1, originA[:], 0, make([]byte, 32), -1)}})},
+		{"SUBSCRIBE origin as text", wire.TypeSubscribe, cb(map[uint64]any{1: []any{v2Entry(1, "0123456789abcdef", 0, make([]byte, 32), 1)}})},
+		{"SUBSCRIBE without key 1", wire.TypeSubscribe, hx("a0")},
+		{"UNSUBSCRIBE channels as a number", wire.TypeUnsubscribe, hx("a1 01 02")},
+		{"UNSUBSCRIBE channel as an array", wire.TypeUnsubscribe, hx("a1 01 81 81 02")},
+		{"UNSUBSCRIBE without key 1", wire.TypeUnsubscribe, hx("a1 02 81 02")},
+		{"CURSOR entry of 2 elements", wire.TypeCursor, cb(map[uint64]any{1: []any{v2Entry(1, 1)}})},
+		{"CURSOR entry of 4 elements", wire.TypeCursor, cb(map[uint64]any{1: []any{v2Entry(1, 1, h, 0)}})},
+		{"CURSOR hash as text", wire.TypeCursor, cb(map[uint64]any{1: []any{v2Entry(1, 1, strings.Repeat("h", 32))}})},
+		{"HEADS entry of 2 elements", wire.TypeHeads, cb(map[uint64]any{1: []any{v2Entry(originA[:], 1)}})},
+		{"HEADS entry of 4 elements", wire.TypeHeads, cb(map[uint64]any{1: []any{v2Entry(originA[:], 1, 1, 1)}})},
+		{"HEADS with an empty optional heads list", wire.TypeHeads, cb(map[uint64]any{1: []any{}, 2: []any{originA[:]}})},
+		{"HEADS with an empty optional withdrawn list", wire.TypeHeads, cb(map[uint64]any{1: []any{v2Entry(originA[:], 1, 1)}, 2: []any{}})},
+		{"HEADS hlc negative", wire.TypeHeads, cb(map[uint64]any{1: []any{v2Entry(originA[:], 1, -5)}})},
+		{"CREDIT entry of 1 element", wire.TypeCredit, cb(map[uint64]any{1: []any{v2Entry(0)}})},
+		{"CREDIT entry of 3 elements", wire.TypeCredit, cb(map[uint64]any{1: []any{v2Entry(0, 1, 2)}})},
+		{"CREDIT limit as bytes", wire.TypeCredit, cb(map[uint64]any{1: []any{v2Entry(0, []byte{1})}})},
+		{"CREDIT limit as a float", wire.TypeCredit, hx("a1 01 81 82 00 f9 3c00")},
+		{"RESEND without from", wire.TypeResend, hx("a1 01 01")},
+		{"RESEND channel non-shortest", wire.TypeResend, hx("a2 01 18 01 02 03")},
+		{"DIVERGENCE without side", wire.TypeDivergence, cb(map[uint64]any{1: 1, 2: 1, 3: h})},
+		{"DIVERGENCE side over 8 bits", wire.TypeDivergence, cb(map[uint64]any{1: 1, 2: 1, 3: h, 4: 256})},
+		{"DIVERGENCE with a tag", wire.TypeDivergence, cat(hx("a4 01 01 02 01 03 5820"), h, hx("04 c1 00"))},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			frames, err := decode(cat(pingFrame, raw(c.typ, 0, 0, c.body)))
+			if err == nil {
+				t.Fatalf("accepted: %#v", frames[len(frames)-1].Value)
+			}
+			if err.Code != wire.CodeBadCBOR || err.Class != wire.ClassProtocol || err.Frame != c.typ || err.Offset != len(pingFrame) {
+				t.Fatalf("got %v (frame %s offset %d), want bad-cbor in %s at %d", err, err.Frame, err.Offset, c.typ, len(pingFrame))
+			}
+		})
+	}
+}
+
+// TestDataBody: DATA's binary body is the chain hash then a transaction encoding, decoded
+// by the transaction rules (bad-txn, unsupported-txn); a body too short for the hash is
+// bad-txn; DATA names a channel, never 0; bit 0 of its flags is reserved, so undefined in
+// this build; it has no body bound of its own.
+func TestDataBody(t *testing.T) {
+	enc := okTxn().enc()
+	good := cat(hash9[:], enc)
+	for _, c := range []struct {
+		name string
+		body []byte
+		code wire.Code
+	}{
+		{"empty", nil, wire.CodeBadTxn},
+		{"31 bytes", make([]byte, 31), wire.CodeBadTxn},
+		{"the hash only", hash9[:], wire.CodeBadTxn},
+		{"the hash and the fixed part only", cat(hash9[:], enc[:65]), wire.CodeBadTxn},
+		{"seq 0", cat(hash9[:], txnWith(func(x *txnBytes) { x.seq = 0 })), wire.CodeBadTxn},
+		{"trailing bytes", cat(good, hx("00")), wire.CodeBadTxn},
+		{"format 2", cat(hash9[:], txnWith(func(x *txnBytes) { x.format = 2 })), wire.CodeUnsupportedTxn},
+		{"op kind 3", cat(hash9[:], txnWith(func(x *txnBytes) { x.ops[0] = 3 })), wire.CodeUnsupportedTxn},
+	} {
+		_, _, perr := wire.ParseData(c.body)
+		if perr == nil || wire.TxnErrorCode(perr) != c.code {
+			t.Errorf("ParseData of %s: %v, want %s", c.name, perr, c.code)
+		}
+		_, err := decode(cat(pingFrame, raw(wire.TypeData, 0, 1, c.body), pingFrame))
+		if err == nil || err.Code != c.code || err.Frame != wire.TypeData || err.Offset != len(pingFrame) {
+			t.Errorf("DATA of %s: %v, want %s at %d", c.name, err, c.code, len(pingFrame))
+		}
+	}
+
+	// ParseData aliases the body and returns the claimed hash, whatever it is: whether it is
+	// the encoding's is the receiver's check.
+	claimed, v, err := wire.ParseData(good)
+	if err != nil || claimed != hash9 || !bytes.Equal(v.Raw(), enc) || v.Hash() == hash9 || &v.Raw()[0] != &good[32] {
+		t.Fatalf("ParseData: %v, claimed %x", err, claimed)
+	}
+	if wire.DataHeader != 32 {
+		t.Fatalf("DATA's fixed part is %d bytes, SPEC says 32", wire.DataHeader)
+	}
+
+	// The header rules: channel 0 is bad-channel, flags are bad-flags (checked first).
+	for _, c := range []struct {
+		name    string
+		flags   uint8
+		channel uint32
+		code    wire.Code
+	}{
+		{"DATA on channel 0", 0, 0, wire.CodeBadChannel},
+		{"DATA on channel 0 with a bad body", 0, 0, wire.CodeBadChannel},
+		{"DATA with the reserved compressed bit", 1, 1, wire.CodeBadFlags},
+		{"DATA with flags 0x80 on channel 0", 0x80, 0, wire.CodeBadFlags},
+	} {
+		b := good
+		if strings.Contains(c.name, "bad body") {
+			b = hx("00")
+		}
+		frames, err := decode(cat(pingFrame, raw(wire.TypeData, c.flags, c.channel, b), pingFrame))
+		if err == nil || err.Code != c.code || err.Frame != wire.TypeData || err.Offset != len(pingFrame) || len(frames) != 1 {
+			t.Errorf("%s: %v after %d frames, want %s at %d", c.name, err, len(frames), c.code, len(pingFrame))
+		}
+	}
+	// Any channel above 0 decodes; the channel is the header's.
+	for _, ch := range []uint32{1, 2, 1<<31 + 5, 1<<32 - 1} {
+		frames, err := decode(raw(wire.TypeData, 0, ch, good))
+		if err != nil || frames[0].Channel != ch || frames[0].Value.(*wire.Data).Hash != hash9 {
+			t.Errorf("DATA on channel %d: %v", ch, err)
+		}
+	}
+	// No bound of its own: a DATA body over 64 KiB decodes, up to the frame limit.
+	big := wire.Txn{Origin: originA, Seq: 1, Ops: []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte("k"), Value: make([]byte, 100<<10)}}}
+	f, ferr := wire.AppendFrame(nil, 0, 3, &wire.Data{Hash: hash9, Txn: big})
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	if frames, err := decode(f); err != nil || len(frames[0].Body) <= wire.MaxControlBody {
+		t.Errorf("DATA of %d bytes: %v", len(f), err)
+	}
+	if _, err := wire.DecodeMessage(f, wire.DefaultMaxMessage, uint32(len(f)-wire.HeaderSize-1)); err == nil || err.Code != wire.CodeFrameTooLarge {
+		t.Errorf("DATA one byte over a configured frame limit: %v", err)
+	}
+}
+
+// mustData encodes a DATA frame on channel 1 carrying txn.
+func mustData(t *testing.T, txn wire.Txn) []byte {
+	t.Helper()
+	f, err := wire.AppendFrame(nil, 0, 1, &wire.Data{Hash: hash9, Txn: txn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -12,6 +12,7 @@ import (
 	"plait/protocol"
 	"plait/protocol/abi"
 	"plait/protocol/prototest"
+	"plait/protocol/vector"
 	"plait/protocol/wire"
 	"plait/shells/wasm/host"
 )
@@ -61,8 +62,8 @@ func load(t *testing.T) (*host.Module, *host.Instance) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { mod.Close(ctx) })
-	if mod.ABIVersion() != abi.Version {
-		t.Fatalf("abi_version %d", mod.ABIVersion())
+	if mod.ABIVersion() != abi.Version || abi.Version != 2 {
+		t.Fatalf("abi_version %d, want 2 (abi.Version %d)", mod.ABIVersion(), abi.Version)
 	}
 	in, err := mod.Instantiate(ctx)
 	if err != nil {
@@ -149,7 +150,7 @@ func TestWasmAgainstNative(t *testing.T) {
 			b.Start(now, prototest.Nonce(1))
 			w.step(&b)
 
-			cfg := prototest.Config(1-wasmRole, "native", 2)
+			cfg := prototest.ConfigV1(1-wasmRole, "native", 2)
 			cfg.Secret = []byte("s")
 			nat, err := protocol.New(cfg)
 			if err != nil {
@@ -254,12 +255,202 @@ func TestWasmAgainstNative(t *testing.T) {
 	}
 }
 
+// twinLink joins a twin (WASM and native drivers fed the same batches) and a native session
+// playing their peer.
+type twinLink struct {
+	t         *testing.T
+	w         *twin
+	b         abi.Batch
+	nat       *protocol.Session
+	natEvents []protocol.Event
+	now       time.Time
+}
+
+// pump moves messages both ways until both sides are quiet; every batch is checked byte for
+// byte between WASM and native.
+func (k *twinLink) pump() {
+	k.t.Helper()
+	for round := 0; round < 20; round++ {
+		moved := false
+		rd := k.nat.Ready()
+		k.natEvents = append(k.natEvents, rd.Events...)
+		for _, m := range rd.Messages {
+			k.b.Receive(k.now, m)
+			moved = true
+		}
+		if len(k.b.Bytes()) > 0 {
+			k.w.step(&k.b)
+		}
+		for _, m := range k.w.msgs {
+			if err := k.nat.Receive(k.now, m); err != nil {
+				k.t.Fatal(err)
+			}
+			moved = true
+		}
+		k.w.msgs = nil
+		if !moved {
+			return
+		}
+	}
+	k.t.Fatal("no quiescence")
+}
+
+func (k *twinLink) natCount(kind protocol.EventKind) int {
+	n := 0
+	for _, e := range k.natEvents {
+		if e.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// TestWasmAgainstNativeV2: the built guest (ABI version 2) and the native session, both of
+// this build, negotiate protocol version 2 and run a short version-2 stream in both
+// directions and both roles, through every version-2 opcode; at every step a native driver
+// fed the same batches answers byte for byte the same.
+func TestWasmAgainstNativeV2(t *testing.T) {
+	for _, wasmRole := range []wire.Role{wire.RoleDialer, wire.RoleListener} {
+		t.Run(wasmRole.String(), func(t *testing.T) {
+			mod, in := load(t)
+			if mod.ABIVersion() != 2 || in == nil {
+				t.Fatalf("abi_version %d", mod.ABIVersion())
+			}
+			cfg := prototest.Config(1-wasmRole, "native", 2)
+			nat, err := protocol.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := &twinLink{t: t, w: &twin{t: t, in: in}, nat: nat, now: prototest.Epoch}
+			if err := k.b.Configure(abi.ConfigMsg{Role: uint8(wasmRole), Name: "wasm", Origin: prototest.Origin(1), Secret: cfg.Secret,
+				Limits: abi.LimitsMsg{MaxFrameBody: 65536, MaxMessage: 1 << 20, MaxChannelBuffer: 1 << 20, MaxSessionBuffer: 4 << 20}}); err != nil {
+				t.Fatal(err)
+			}
+			k.b.Start(k.now, prototest.Nonce(1))
+			k.w.step(&k.b)
+			if err := nat.Start(k.now, prototest.Nonce(2)); err != nil {
+				t.Fatal(err)
+			}
+			k.pump()
+			if k.w.count(protocol.EventHandshake) != 1 || nat.Handshake().Version != 2 {
+				t.Fatalf("handshake: wasm %+v native %v %v", k.w.events, nat.State(), nat.Err())
+			}
+			if st := k.w.status; st.Version != 2 || !st.Connected || st.MinVersion != 1 || st.MaxVersion != 2 || st.Limits.MaxChannelBuffer != 1<<20 {
+				t.Fatalf("status %+v", st)
+			}
+
+			// The native side offers origin 7; the WASM side subscribes, receives 5, acknowledges.
+			seven := prototest.Origin(7)
+			chain := prototest.Chain(seven, 5, 1, 100)
+			if err := nat.SetOriginName(seven, "seven"); err != nil {
+				t.Fatal(err)
+			}
+			if err := nat.AdvertiseHeads([]wire.Head{{Origin: seven, Seq: 5, HLC: 5}}); err != nil {
+				t.Fatal(err)
+			}
+			k.pump()
+			if k.w.count(protocol.EventHeads) != 1 {
+				t.Fatalf("no HEADS event: %+v", k.w.events)
+			}
+			if err := k.b.SubscribeOrigins([]abi.CursorMsg{{Origin: seven}}); err != nil {
+				t.Fatal(err)
+			}
+			k.w.step(&k.b)
+			k.pump()
+			if k.natCount(protocol.EventSubscribed) != 1 || nat.Credit(seven) != 1<<20 {
+				t.Fatalf("native: %d subscribed, credit %d", k.natCount(protocol.EventSubscribed), nat.Credit(seven))
+			}
+			for _, e := range chain {
+				if err := nat.Send(e.Raw); err != nil {
+					t.Fatal(err)
+				}
+			}
+			k.pump()
+			if n := k.w.count(protocol.EventTxn); n != 5 {
+				t.Fatalf("wasm applied %d of 5", n)
+			}
+			for i, e := range k.w.events[len(k.w.events)-5:] {
+				if !bytes.Equal(e.Txn, chain[i].Raw) || e.Origin == nil || *e.Origin != seven {
+					t.Fatalf("entry %d differs", i)
+				}
+			}
+			if k.w.status.HeldBytes == 0 {
+				t.Fatal("nothing held before the acknowledgement")
+			}
+			k.b.AckOrigin(seven, 5)
+			k.w.step(&k.b)
+			k.pump()
+			var cursor uint64
+			for _, e := range k.natEvents {
+				if e.Kind == protocol.EventCursor && e.Origin == seven {
+					cursor = e.Seq
+				}
+			}
+			if cursor != 5 || k.w.status.HeldBytes != 0 {
+				t.Fatalf("cursor %d, held %d", cursor, k.w.status.HeldBytes)
+			}
+
+			// The other direction: the native side subscribes to the WASM side's origin.
+			one := prototest.Origin(1)
+			if err := nat.SubscribeOrigins([]vector.Entry{{Origin: one}}); err != nil {
+				t.Fatal(err)
+			}
+			k.pump()
+			if cs := k.w.status.Credits; len(cs) != 1 || cs[0].Origin != one || cs[0].Credit != uint64(protocol.Limits{}.WithDefaults().MaxChannelBuffer) {
+				t.Fatalf("credits %+v", cs)
+			}
+			mine := prototest.Chain(one, 3, 2, 10)
+			k.b.Name(one, "wasm")
+			if err := k.b.AdvertiseHeads([]wire.Head{{Origin: one, Seq: 3, HLC: 3}}); err != nil {
+				t.Fatal(err)
+			}
+			var sent uint64
+			for _, e := range mine {
+				k.b.Send(e.Raw)
+				sent += uint64(protocol.DataFrameSize(len(e.Raw)))
+			}
+			k.w.step(&k.b)
+			if cs := k.w.status.Credits; len(cs) != 1 || cs[0].Credit != uint64(protocol.Limits{}.WithDefaults().MaxChannelBuffer)-sent {
+				t.Fatalf("credits %+v after sending %d bytes", cs, sent)
+			}
+			k.pump()
+			if n := k.natCount(protocol.EventTxn); n != 3 {
+				t.Fatalf("native received %d of 3", n)
+			}
+			if err := nat.AckOrigin(one, 3); err != nil {
+				t.Fatal(err)
+			}
+			k.pump()
+			if k.w.count(protocol.EventCursor) != 1 {
+				t.Fatalf("no cursor event: %+v", k.w.events)
+			}
+
+			// Moving single origins: the WASM side unsubscribes and withdraws.
+			if err := k.b.UnsubscribeOrigins([]wire.OriginID{seven}); err != nil {
+				t.Fatal(err)
+			}
+			if err := k.b.WithdrawHeads([]wire.OriginID{one}); err != nil {
+				t.Fatal(err)
+			}
+			k.w.step(&k.b)
+			k.pump()
+			if k.natCount(protocol.EventUnsubscribed) != 1 || k.natCount(protocol.EventHeads) != 2 || nat.Credit(seven) != 0 {
+				t.Fatalf("native events %d unsubscribed, %d heads", k.natCount(protocol.EventUnsubscribed), k.natCount(protocol.EventHeads))
+			}
+			if st := k.w.status; st.State != uint8(protocol.StateEstablished) || st.Stats.TxnsReceived != 5 || st.Stats.TxnsSent != 3 ||
+				st.Stats.ProtocolErrors != 0 || nat.State() != protocol.StateEstablished {
+				t.Fatalf("status %+v, native %v", st, nat.Err())
+			}
+		})
+	}
+}
+
 // TestUnknownCommandIsAnErrorResult: an unknown opcode, a truncated batch and a command
 // before configure come back as error results, never as a trap.
 func TestUnknownCommandIsAnErrorResult(t *testing.T) {
 	_, in := load(t)
 	var b abi.Batch
-	b.Raw(0x7f, []byte{1, 2, 3})
+	b.Raw(abi.OpWithdrawHeads+1, []byte{1, 2, 3}) // one past the last opcode of ABI version 2
 	b.Tick(prototest.Epoch)
 	bad := append(b.Bytes(), 0x03, 0, 0, 0, 9, 1) // claims 9 bytes, has 1
 	out, err := in.Step(context.Background(), bad)
