@@ -357,6 +357,7 @@ func (s *Session) closed(err *wire.Error, byPeer bool) {
 	s.closeErr = err
 	s.peerHello, s.localHello = nil, nil
 	s.unacked, s.unackedHead, s.unackedBytes = nil, 0, 0
+	s.v2init() // a closed session holds nothing for the peer's channels
 	s.emit(Event{Kind: EventClosed, Err: err, ByPeer: byPeer})
 }
 

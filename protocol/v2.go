@@ -65,7 +65,7 @@ type v2State struct {
 
 	cursors []uint32 // channels whose acknowledged position moved since the last Ready
 	grants  []uint32 // channels that released credit since the last Ready
-	connRel bool     // the connection window released credit since the last Ready
+	connRel bool     // the connection window received or released bytes since the last Ready
 }
 
 func (s *Session) v2init() {
@@ -96,6 +96,7 @@ func (s *Session) onData(f wire.Frame) {
 		s.fail(wire.FrameError(wire.CodeCreditOverrun, f.Type, f.Offset, "connection: "+err.Error()))
 		return
 	}
+	s.v2.connRel = true // receipts change what can be granted too (a stalled channel's above all)
 	ch := s.v2.in[f.Channel]
 	if ch == nil {
 		if f.Channel > s.v2.lastIn {

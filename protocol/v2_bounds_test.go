@@ -215,3 +215,29 @@ func TestNoCredit(t *testing.T) {
 	}
 	must(t, p.L.S.Send(chain[2].Raw))
 }
+
+// TestClosedHoldsNothing: a version-2 session closed with buffered entries holds nothing
+// for its channels any more; only the CLOSE it queued.
+func TestClosedHoldsNothing(t *testing.T) {
+	p := v2pair(t, protocol.Limits{})
+	a := prototest.Origin(7)
+	must(t, p.L.S.SetOriginName(a, "seven"))
+	must(t, p.D.S.SubscribeOrigins([]vector.Entry{{Origin: a}}))
+	p.Pump(10)
+	for _, e := range prototest.Chain(a, 5, 1, 100) {
+		must(t, p.L.S.Send(e.Raw))
+	}
+	p.Pump(10)
+	if p.D.S.HeldBytes() == 0 {
+		t.Fatal("nothing held before the close")
+	}
+	p.D.Drain()
+	must(t, p.D.S.Close(wire.CodeGoingAway, "bye"))
+	queued := 0
+	for _, m := range p.D.Drain() {
+		queued += len(m)
+	}
+	if p.D.S.HeldBytes() != 0 || queued == 0 {
+		t.Fatalf("held %d after the close (CLOSE queued: %d bytes, taken)", p.D.S.HeldBytes(), queued)
+	}
+}

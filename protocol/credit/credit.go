@@ -6,8 +6,9 @@
 // window less what the receiver still holds, not the whole window: bytes held by a stalled
 // consumer (a starved channel, within the connection's window) must not stop the grants the
 // others need. Frames are atomic (a transaction is never split), so a receiver also grants
-// whenever less than one largest frame of credit is left and a grant would make room for
-// one. A session keeps one window per channel and one for the connection.
+// whenever less than one largest frame of credit is left: the sender may be waiting for room
+// for its next frame, whatever its size. A session keeps one window per channel and one for
+// the connection, and asks for a grant after every change (bytes received or released).
 package credit
 
 import "strconv"
@@ -58,9 +59,9 @@ func (r *Receiver) Release(n uint64) {
 	r.consumed += min(n, r.Buffered())
 }
 
-// Grant returns a new limit, consumed + window, when the sender has used at least half of
-// what it could be allowed now (its remaining credit is at most half of window - buffered),
-// or when less than one largest frame of credit remains and the grant would allow one. The
+// Grant returns a new limit, consumed + window, when it is above the current one and the
+// sender has used at least half of what it could be allowed now (its remaining credit is at
+// most half of window - buffered), or less than one largest frame of credit remains. The
 // limit only grows.
 func (r *Receiver) Grant() (uint64, bool) {
 	next := r.consumed + r.window
@@ -69,9 +70,7 @@ func (r *Receiver) Grant() (uint64, bool) {
 	}
 	remaining := r.limit - r.received // what the sender may still send
 	potential := next - r.received    // what it would be allowed after this grant
-	usedHalf := 2*remaining <= potential
-	frame := remaining < r.maxFrame && potential >= r.maxFrame
-	if !usedHalf && !frame {
+	if 2*remaining > potential && remaining >= r.maxFrame {
 		return r.limit, false
 	}
 	r.limit = next
