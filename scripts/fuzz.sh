@@ -7,7 +7,9 @@
 #   FUZZTIME=1h scripts/fuzz.sh           long runs: no state is kept beyond the corpus files
 #
 # Targets are discovered as the `func Fuzz...` declarations in fuzz/*_test.go. Each runs as
-#   go test ./fuzz -run='^$' -fuzz="^${t}\$" -fuzztime=$FUZZTIME
+#   go test ./fuzz -run='^$' -fuzz="^${t}\$" -fuzztime=$FUZZTIME -fuzzminimizetime=$FUZZMINIMIZETIME
+# FUZZMINIMIZETIME (default 10s) bounds the minimizing of each new interesting input: Go's
+# default of 60s makes session targets spend most of a run minimizing.
 #
 # On the first failure the script stops, prints the reproducer Go wrote under
 # fuzz/testdata/fuzz/<Target>/ (leave it there: committed, it is a regression seed that
@@ -24,6 +26,7 @@ set -euo pipefail
 FUZZTIME="${1:-${FUZZTIME:-30s}}"
 MAX_NEW="${MAX_NEW:-20}"                  # new corpus files per target per run
 MAX_INPUT_BYTES="${MAX_INPUT_BYTES:-4096}" # size cap on a copied input, decoded
+FUZZMINIMIZETIME="${FUZZMINIMIZETIME:-10s}"
 PKG_DIR=fuzz
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -143,7 +146,7 @@ for t in "${targets[@]}"; do
 	corpus="$PKG_DIR/testdata/fuzz/$t"
 	ls "$corpus" 2>/dev/null | sort >"$tmp/before" || true
 	log="$tmp/$t.log"
-	if go test "./$PKG_DIR" -run='^$' -fuzz="^${t}\$" -fuzztime="$FUZZTIME" 2>&1 | tee "$log"; then
+	if go test "./$PKG_DIR" -run='^$' -fuzz="^${t}\$" -fuzztime="$FUZZTIME" -fuzzminimizetime="$FUZZMINIMIZETIME" 2>&1 | tee "$log"; then
 		collect "$t"
 		continue
 	fi
