@@ -248,18 +248,15 @@ func (s *Session) onTxn1(f wire.Frame) {
 		s.unexpected(f, "TXN1 of origin "+v.Origin.String()+" before its ORIGIN frame")
 		return
 	}
-	switch {
-	case v.Seq < c.seq, v.Seq == c.seq && v.Hash() == c.hash:
+	h := v.Hash()
+	switch verdict, why := checkEntry(c.seq, c.hash, &v, h); verdict {
+	case entryDuplicate:
 		s.stats.Duplicates++
 		s.emit(Event{Kind: EventDuplicate, Position: pos, Txn: v})
-	case v.Seq == c.seq:
-		s.diverged(f, pos, v, "entry "+strconv.FormatUint(v.Seq, 10)+" differs from the one applied")
-	case v.Seq == c.seq+1:
-		if v.Prev != c.hash {
-			s.diverged(f, pos, v, "entry "+strconv.FormatUint(v.Seq, 10)+" does not extend the chain held at "+strconv.FormatUint(c.seq, 10))
-			return
-		}
-		s.vector[v.Origin] = chainPos{seq: v.Seq, hash: v.Hash(), named: true}
+	case entryDiverges:
+		s.diverged(f, pos, v, why)
+	case entryExtends:
+		s.vector[v.Origin] = chainPos{seq: v.Seq, hash: h, named: true}
 		s.emit(Event{Kind: EventTxn, Position: pos, Txn: v})
 	default:
 		s.stats.Gaps++
@@ -280,6 +277,33 @@ func (s *Session) onOrigin(f wire.Frame, o *wire.Origin) {
 	c.named = true
 	s.vector[o.Origin] = c
 	s.emit(Event{Kind: EventOriginNamed, Origin: o.Origin, Name: o.Name})
+}
+
+// entryVerdict is what a received entry is to the chain position it is checked against.
+type entryVerdict uint8
+
+const (
+	entryExtends   entryVerdict = iota // seq == position + 1 and prev == the position's hash
+	entryDuplicate                     // at or below the position (and the same entry at it)
+	entryDiverges                      // not the entry the position holds, or not extending it
+	entryGap                           // beyond position + 1
+)
+
+// checkEntry classifies an entry, whose chain hash is h, against a chain position (seq,
+// hash): the receive check of both versions (SPEC.md, the tables of "Version 1" and
+// "Version 2"). For a divergence it also says why.
+func checkEntry(seq uint64, hash wire.Hash, v *wire.TxnView, h wire.Hash) (entryVerdict, string) {
+	switch {
+	case v.Seq < seq, v.Seq == seq && h == hash:
+		return entryDuplicate, ""
+	case v.Seq == seq:
+		return entryDiverges, "entry " + strconv.FormatUint(v.Seq, 10) + " differs from the one applied"
+	case v.Seq == seq+1 && v.Prev != hash:
+		return entryDiverges, "entry " + strconv.FormatUint(v.Seq, 10) + " does not extend the chain held at " + strconv.FormatUint(seq, 10)
+	case v.Seq == seq+1:
+		return entryExtends, ""
+	}
+	return entryGap, ""
 }
 
 func (s *Session) diverged(f wire.Frame, pos uint64, v wire.TxnView, why string) {

@@ -121,20 +121,18 @@ func (s *Session) onData(f wire.Frame) {
 	}
 	s.stats.TxnsReceived++
 	h := v.Hash()
-	switch {
-	case h != claimed:
+	if h != claimed {
 		s.divergedIn(ch, v, size, "entry "+strconv.FormatUint(v.Seq, 10)+" does not hash to the chain hash sent with it")
-	case v.Seq < ch.seq, v.Seq == ch.seq && h == ch.hash:
+		return
+	}
+	switch verdict, why := checkEntry(ch.seq, ch.hash, &v, h); verdict {
+	case entryDuplicate:
 		s.stats.Duplicates++
 		s.releaseIn(ch, size)
 		s.emit(Event{Kind: EventDuplicate, Origin: ch.origin, Txn: v})
-	case v.Seq == ch.seq:
-		s.divergedIn(ch, v, size, "entry "+strconv.FormatUint(v.Seq, 10)+" differs from the one received")
-	case v.Seq == ch.seq+1:
-		if v.Prev != ch.hash {
-			s.divergedIn(ch, v, size, "entry "+strconv.FormatUint(v.Seq, 10)+" does not extend the chain at "+strconv.FormatUint(ch.seq, 10))
-			return
-		}
+	case entryDiverges:
+		s.divergedIn(ch, v, size, why)
+	case entryExtends:
 		ch.seq, ch.hash = v.Seq, h
 		ch.resendFrom, ch.lastDiscarded = 0, 0
 		ch.pending = append(ch.pending, pendingEntry{seq: v.Seq, hash: h, size: size})
