@@ -25,7 +25,10 @@ type inChannel struct {
 	acked   uint64 // durable position acknowledged to the peer, and its chain hash
 	ackHash wire.Hash
 	win     credit.Receiver
-	pending []pendingEntry // checked, handed to the caller, not yet acknowledged
+	pending []pendingEntry // checked, handed to the caller, not yet acknowledged, from head
+	head    int
+	// queued for the next Ready: an acknowledgement (CURSOR) and a grant check (CREDIT)
+	cursorQueued, grantQueued bool
 	// resendFrom is the seq a RESEND asked for and not yet received (0: none);
 	// lastDiscarded the highest seq dropped meanwhile.
 	resendFrom    uint64
@@ -176,7 +179,8 @@ func (s *Session) closeIn(ch *inChannel) {
 func (s *Session) releaseIn(ch *inChannel, n uint64) {
 	ch.win.Release(n)
 	s.releaseConn(n)
-	if !slices.Contains(s.v2.grants, ch.id) {
+	if !ch.grantQueued {
+		ch.grantQueued = true
 		s.v2.grants = append(s.v2.grants, ch.id)
 	}
 }
@@ -376,6 +380,7 @@ func (s *Session) flushV2() {
 		var es []wire.CursorEntry
 		for _, id := range v.cursors {
 			if ch := v.in[id]; ch != nil {
+				ch.cursorQueued = false
 				es = append(es, wire.CursorEntry{Channel: id, Seq: ch.acked, Hash: ch.ackHash})
 			}
 		}
@@ -393,6 +398,7 @@ func (s *Session) flushV2() {
 		slices.Sort(v.grants)
 		for _, id := range v.grants {
 			if ch := v.in[id]; ch != nil {
+				ch.grantQueued = false
 				if limit, ok := ch.win.Grant(); ok {
 					cs = append(cs, wire.CreditEntry{Channel: id, Limit: limit})
 				}

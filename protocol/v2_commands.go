@@ -112,17 +112,21 @@ func (s *Session) AckOrigin(origin wire.OriginID, seq uint64) error {
 	case seq == ch.acked:
 		return nil
 	}
-	n := 0
 	var freed uint64
-	for n < len(ch.pending) && ch.pending[n].seq <= seq {
-		freed += ch.pending[n].size
-		ch.ackHash = ch.pending[n].hash
-		n++
+	for ch.head < len(ch.pending) && ch.pending[ch.head].seq <= seq {
+		freed += ch.pending[ch.head].size
+		ch.ackHash = ch.pending[ch.head].hash
+		ch.head++
 	}
-	ch.pending = ch.pending[:copy(ch.pending, ch.pending[n:])]
+	if ch.head == len(ch.pending) { // reuse the queue's memory; compact when half is spent
+		ch.pending, ch.head = ch.pending[:0], 0
+	} else if ch.head > len(ch.pending)/2 {
+		ch.pending, ch.head = ch.pending[:copy(ch.pending, ch.pending[ch.head:])], 0
+	}
 	ch.acked = seq
 	s.releaseIn(ch, freed)
-	if !slices.Contains(s.v2.cursors, ch.id) {
+	if !ch.cursorQueued {
+		ch.cursorQueued = true
 		s.v2.cursors = append(s.v2.cursors, ch.id)
 	}
 	return nil
