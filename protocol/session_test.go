@@ -33,69 +33,44 @@ func defaultPair(t *testing.T) *prototest.Pair {
 	return established(t, prototest.ConfigV1(wire.RoleDialer, "a", 1), prototest.ConfigV1(wire.RoleListener, "b", 2))
 }
 
+// TestHandshakeEstablishes: two sessions establish the version both offer (version 1 when
+// one is limited to it, else 2) with the capabilities both offer, each knowing the other;
+// until the caller asks, nothing but HELLO and AUTH was sent, and nothing is held.
 func TestHandshakeEstablishes(t *testing.T) {
-	dc := prototest.ConfigV1(wire.RoleDialer, "a", 1)
-	lc := prototest.ConfigV1(wire.RoleListener, "b", 2)
-	dc.Capabilities = []string{"x", "y", "z"}
-	lc.Capabilities = []string{"w", "y", "z"}
-	dc.ExpectedPeer = "b"
-	p := established(t, dc, lc)
-	for _, c := range []struct {
-		side       *prototest.Side
-		peer       string
-		peerOrigin wire.OriginID
-	}{{p.D, "b", prototest.Origin(2)}, {p.L, "a", prototest.Origin(1)}} {
-		ev := c.side.Last(protocol.EventHandshake)
-		if ev == nil {
-			t.Fatal("no handshake event")
-		}
-		h := ev.Handshake
-		if h.Version != 1 || h.PeerName != c.peer || h.PeerOrigin != c.peerOrigin || !h.Authenticated {
-			t.Fatalf("handshake %+v", h)
-		}
-		if len(h.Caps) != 2 || h.Caps[0] != "y" || h.Caps[1] != "z" {
-			t.Fatalf("caps %v", h.Caps)
-		}
-		if !c.side.S.Connected(p.Now) {
-			t.Fatal("not connected")
-		}
-	}
-}
-
-// TestHandshakeEstablishesV2: two sessions of this build establish version 2 with the
-// capabilities both offer; nothing is sent once established until the caller asks, and the
-// version-2 state starts empty (no credit, nothing held).
-func TestHandshakeEstablishesV2(t *testing.T) {
-	dc := prototest.Config(wire.RoleDialer, "a", 1)
-	lc := prototest.Config(wire.RoleListener, "b", 2)
-	dc.Capabilities = []string{"x", "y", "z"}
-	lc.Capabilities = []string{"w", "y", "z"}
-	lc.ExpectedPeer = "a"
-	p := established(t, dc, lc)
-	for _, c := range []struct {
-		side       *prototest.Side
-		peer       string
-		peerOrigin wire.OriginID
-	}{{p.D, "b", prototest.Origin(2)}, {p.L, "a", prototest.Origin(1)}} {
-		ev := c.side.Last(protocol.EventHandshake)
-		if ev == nil {
-			t.Fatal("no handshake event")
-		}
-		h := ev.Handshake
-		if h.Version != 2 || h.PeerMin != 1 || h.PeerMax != 2 || h.PeerName != c.peer || h.PeerOrigin != c.peerOrigin || !h.Authenticated ||
-			!slices.Equal(h.Caps, []string{"y", "z"}) {
-			t.Fatalf("handshake %+v", h)
-		}
-		s := c.side.S
-		if !s.Connected(p.Now) || s.Credits() != nil || s.Credit(prototest.Origin(9)) != 0 || s.HeldBytes() != 0 || s.ReadPaused() {
-			t.Fatalf("connected %v, credits %v, held %d", s.Connected(p.Now), s.Credits(), s.HeldBytes())
-		}
-		var types []wire.Type
-		for _, f := range frames(t, c.side.Sent) {
-			types = append(types, f.Type)
-		}
-		if !slices.Equal(types, []wire.Type{wire.TypeHello, wire.TypeAuth}) {
-			t.Fatalf("sent %v, want HELLO and AUTH only", types)
+	for _, version := range []uint64{1, 2} {
+		dc := prototest.Config(wire.RoleDialer, "a", 1)
+		lc := prototest.Config(wire.RoleListener, "b", 2)
+		dc.MaxVersion, lc.MaxVersion = version, 0 // the dialer's limit decides
+		dc.Capabilities = []string{"x", "y", "z"}
+		lc.Capabilities = []string{"w", "y", "z"}
+		dc.ExpectedPeer, lc.ExpectedPeer = "b", "a"
+		p := established(t, dc, lc)
+		for _, c := range []struct {
+			side             *prototest.Side
+			peer             string
+			peerOrigin       wire.OriginID
+			peerMin, peerMax uint64
+		}{{p.D, "b", prototest.Origin(2), 1, 2}, {p.L, "a", prototest.Origin(1), 1, version}} {
+			ev := c.side.Last(protocol.EventHandshake)
+			if ev == nil {
+				t.Fatalf("version %d: no handshake event", version)
+			}
+			h := ev.Handshake
+			if h.Version != version || h.PeerMin != c.peerMin || h.PeerMax != c.peerMax || h.PeerName != c.peer ||
+				h.PeerOrigin != c.peerOrigin || !h.Authenticated || !slices.Equal(h.Caps, []string{"y", "z"}) {
+				t.Fatalf("version %d: handshake %+v", version, h)
+			}
+			s := c.side.S
+			if !s.Connected(p.Now) || s.Credits() != nil || s.HeldBytes() != 0 || s.ReadPaused() {
+				t.Fatalf("version %d: connected %v, credits %v, held %d", version, s.Connected(p.Now), s.Credits(), s.HeldBytes())
+			}
+			var types []wire.Type
+			for _, f := range frames(t, c.side.Sent) {
+				types = append(types, f.Type)
+			}
+			if !slices.Equal(types, []wire.Type{wire.TypeHello, wire.TypeAuth}) {
+				t.Fatalf("version %d: sent %v before the caller asked for anything", version, types)
+			}
 		}
 	}
 }

@@ -23,6 +23,19 @@ func v2pair(t *testing.T, limits protocol.Limits) *prototest.Pair {
 	return p
 }
 
+// twoOrigins names origins 7 ("seven") and 8 ("eight") on the sender, subscribes the
+// receiver to both from the start, and returns their chains of n entries.
+func twoOrigins(t *testing.T, p *prototest.Pair, n, ops, valueLen int) (a, b wire.OriginID, chains map[wire.OriginID][]prototest.Entry) {
+	t.Helper()
+	a, b = prototest.Origin(7), prototest.Origin(8)
+	chains = map[wire.OriginID][]prototest.Entry{a: prototest.Chain(a, n, ops, valueLen), b: prototest.Chain(b, n, ops, valueLen)}
+	must(t, p.L.S.SetOriginName(a, "seven"))
+	must(t, p.L.S.SetOriginName(b, "eight"))
+	must(t, p.D.S.SubscribeOrigins([]vector.Entry{{Origin: a}, {Origin: b}}))
+	p.Pump(10)
+	return a, b, chains
+}
+
 // serve sends what the sender's credit allows of each chain, from each channel's next seq.
 func serve(t *testing.T, s *protocol.Session, chains map[wire.OriginID][]prototest.Entry, next map[wire.OriginID]uint64) {
 	t.Helper()
@@ -110,12 +123,7 @@ func TestV2Stream(t *testing.T) {
 // a divergence, not applied, and closes only its channel.
 func TestV2GapAndCorruption(t *testing.T) {
 	p := v2pair(t, protocol.Limits{})
-	a, b := prototest.Origin(7), prototest.Origin(8)
-	chains := map[wire.OriginID][]prototest.Entry{a: prototest.Chain(a, 10, 1, 20), b: prototest.Chain(b, 10, 1, 20)}
-	must(t, p.L.S.SetOriginName(a, "seven"))
-	must(t, p.L.S.SetOriginName(b, "eight"))
-	must(t, p.D.S.SubscribeOrigins([]vector.Entry{{Origin: a}, {Origin: b}}))
-	p.Pump(10)
+	a, b, chains := twoOrigins(t, p, 10, 1, 20)
 	// Drop a:3 in flight; corrupt b:5 in flight.
 	p.Tap = func(from *prototest.Side, msg []byte) []byte {
 		if from != p.L {
@@ -204,12 +212,7 @@ func drainTxns(t *testing.T, side *prototest.Side, applied map[wire.OriginID]uin
 func TestV2StarvedChannelDoesNotBlockOthers(t *testing.T) {
 	limits := protocol.Limits{MaxFrameBody: 1024, MaxMessage: 65536, MaxChannelBuffer: 4096, MaxSessionBuffer: 3 * 4096}
 	p := v2pair(t, limits)
-	a, b := prototest.Origin(7), prototest.Origin(8)
-	chains := map[wire.OriginID][]prototest.Entry{a: prototest.Chain(a, 300, 1, 40), b: prototest.Chain(b, 300, 1, 40)}
-	must(t, p.L.S.SetOriginName(a, "seven"))
-	must(t, p.L.S.SetOriginName(b, "eight"))
-	must(t, p.D.S.SubscribeOrigins([]vector.Entry{{Origin: a}, {Origin: b}}))
-	p.Pump(10)
+	a, b, chains := twoOrigins(t, p, 300, 1, 40)
 	next := map[wire.OriginID]uint64{a: 1, b: 1}
 	applied := map[wire.OriginID]uint64{}
 	for round := 0; round < 400 && applied[b] < 300; round++ {
@@ -248,12 +251,7 @@ func TestV2StarvedChannelDoesNotBlockOthers(t *testing.T) {
 // with nothing at or below it re-sent, and drops the entries that were in flight.
 func TestV2MoveOneOrigin(t *testing.T) {
 	p := v2pair(t, protocol.Limits{})
-	a, b := prototest.Origin(7), prototest.Origin(8)
-	chains := map[wire.OriginID][]prototest.Entry{a: prototest.Chain(a, 40, 1, 10), b: prototest.Chain(b, 40, 1, 10)}
-	must(t, p.L.S.SetOriginName(a, "seven"))
-	must(t, p.L.S.SetOriginName(b, "eight"))
-	must(t, p.D.S.SubscribeOrigins([]vector.Entry{{Origin: a}, {Origin: b}}))
-	p.Pump(10)
+	a, b, chains := twoOrigins(t, p, 40, 1, 10)
 	next := map[wire.OriginID]uint64{a: 1, b: 1}
 	applied := map[wire.OriginID]uint64{}
 	serve(t, p.L.S, map[wire.OriginID][]prototest.Entry{a: chains[a][:20], b: chains[b][:20]}, next)
