@@ -88,6 +88,9 @@ type Event struct {
 	Handshake *HandshakeInfo
 	Err       *wire.Error // EventClosed
 	ByPeer    bool        // EventClosed
+	// Outgoing: a version-2 EventDivergence closed a channel this side sends on (found by
+	// Send, or reported by the subscribing peer); otherwise one it subscribed to.
+	Outgoing bool
 }
 
 // HandshakeInfo is the outcome of a handshake.

@@ -331,7 +331,7 @@ func (s *Session) onDivergence(f wire.Frame, b *wire.Divergence) {
 		if ch == nil {
 			return
 		}
-		ev.Origin = ch.origin
+		ev.Origin, ev.Outgoing = ch.origin, true
 		s.closeOut(ch)
 	} else { // the peer, sending, found this side's position not in its log
 		ch := s.v2.in[b.Channel]

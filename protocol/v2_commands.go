@@ -203,7 +203,7 @@ func (s *Session) Send(txn []byte) error {
 		s.closeOut(ch)
 		err := wire.Errorf(wire.CodeDivergence, "origin "+v.Origin.String()+": the entry at seq "+strconv.FormatUint(v.Seq, 10)+
 			" does not extend the subscriber's position; the channel is closed")
-		s.emit(Event{Kind: EventDivergence, Origin: v.Origin, Seq: v.Seq - 1, Hash: v.Prev, Err: err})
+		s.emit(Event{Kind: EventDivergence, Origin: v.Origin, Seq: v.Seq - 1, Hash: v.Prev, Err: err, Outgoing: true})
 		return err
 	}
 	size := DataFrameSize(len(txn))

@@ -289,6 +289,7 @@ type EventMsg struct {
 	Seq       uint64         `cbor:"12,keyasint,omitempty"`
 	Hash      *wire.Hash     `cbor:"13,keyasint,omitempty"`
 	Heads     *HeadsMsg      `cbor:"14,keyasint,omitempty"`
+	Outgoing  bool           `cbor:"15,keyasint,omitempty"`
 }
 
 // StatsMsg is a protocol.Stats.

@@ -287,7 +287,8 @@ func (d *Driver) drain() {
 // EventOf converts a protocol.Event.
 func EventOf(e *protocol.Event) *EventMsg {
 	m := &EventMsg{Kind: uint8(e.Kind), Position: e.Position, Expected: e.Expected, Name: e.Name,
-		Frame: uint8(e.Frame), Err: ErrorOf(e.Err), ByPeer: e.ByPeer, Count: e.Count, Seq: e.Seq}
+		Frame: uint8(e.Frame), Err: ErrorOf(e.Err), ByPeer: e.ByPeer, Count: e.Count, Seq: e.Seq,
+		Outgoing: e.Outgoing}
 	if e.Hash != (wire.Hash{}) {
 		h := e.Hash
 		m.Hash = &h
