@@ -1,0 +1,248 @@
+// Package memstore owns the in-memory replica.Store: the reference implementation of the
+// store's semantics, which the simulator runs and the RocksDB store of the native shell
+// must match (both pass the suite of package storetest). Nothing is written to disk: what
+// Apply wrote survives a simulated process crash because a restarted replica is given the
+// same *Store, and Sync has nothing to do.
+package memstore
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+
+	"plait/protocol/replica"
+	"plait/protocol/vector"
+	"plait/protocol/wire"
+)
+
+// logKey names one log entry.
+type logKey struct {
+	origin wire.OriginID
+	seq    uint64
+}
+
+// Store is an in-memory replica.Store. Every byte slice it holds is its own copy and is
+// never modified once stored (a later write replaces it), so copies of the Store may share
+// them.
+type Store struct {
+	id       replica.Identity
+	cursor   vector.Vector
+	log      map[logKey][]byte
+	arrivals [][]byte                    // arrivals[pos-1] is the encoding at arrival position pos
+	tables   map[string][]replica.Record // per table, sorted by key
+	names    map[wire.OriginID]string
+	peers    map[wire.OriginID]uint64
+}
+
+var _ replica.Store = (*Store)(nil)
+
+// New returns an empty store with the given identity.
+func New(id replica.Identity) *Store {
+	return &Store{
+		id:     id,
+		log:    map[logKey][]byte{},
+		tables: map[string][]replica.Record{},
+		names:  map[wire.OriginID]string{},
+		peers:  map[wire.OriginID]uint64{},
+	}
+}
+
+// Clone returns an independent copy: writes to either store do not reach the other.
+func (s *Store) Clone() *Store {
+	c := &Store{
+		id:       s.id,
+		cursor:   s.cursor.Clone(),
+		log:      make(map[logKey][]byte, len(s.log)),
+		arrivals: slices.Clone(s.arrivals),
+		tables:   make(map[string][]replica.Record, len(s.tables)),
+		names:    make(map[wire.OriginID]string, len(s.names)),
+		peers:    make(map[wire.OriginID]uint64, len(s.peers)),
+	}
+	for k, v := range s.log {
+		c.log[k] = v
+	}
+	for k, v := range s.tables {
+		c.tables[k] = slices.Clone(v)
+	}
+	for k, v := range s.names {
+		c.names[k] = v
+	}
+	for k, v := range s.peers {
+		c.peers[k] = v
+	}
+	return c
+}
+
+// Identity returns the identity given to New.
+func (s *Store) Identity() (replica.Identity, error) { return s.id, nil }
+
+// Vector returns a copy of the cursor vector.
+func (s *Store) Vector() (vector.Vector, error) { return s.cursor.Clone(), nil }
+
+// Entry returns a copy of the transaction encoding at (origin, seq), or replica.ErrNotFound.
+func (s *Store) Entry(origin wire.OriginID, seq uint64) ([]byte, error) {
+	b, ok := s.log[logKey{origin, seq}]
+	if !ok {
+		return nil, replica.ErrNotFound
+	}
+	return bytes.Clone(b), nil
+}
+
+// Arrivals returns up to limit entries after position after, in arrival order (none when
+// limit is not positive).
+func (s *Store) Arrivals(after uint64, limit int) ([]replica.Arrival, error) {
+	var out []replica.Arrival
+	for i := after; i < uint64(len(s.arrivals)) && len(out) < limit; i++ {
+		out = append(out, replica.Arrival{Pos: i + 1, Txn: bytes.Clone(s.arrivals[i])})
+	}
+	return out, nil
+}
+
+// LastArrival returns the highest arrival position, 0 when the log is empty.
+func (s *Store) LastArrival() (uint64, error) { return uint64(len(s.arrivals)), nil }
+
+// Get returns a copy of the record's current version, tombstones included.
+func (s *Store) Get(table, key []byte) (replica.Record, bool, error) {
+	recs := s.tables[string(table)]
+	i, ok := search(recs, key)
+	if !ok {
+		return replica.Record{}, false, nil
+	}
+	return cloneRecord(recs[i]), true, nil
+}
+
+// Scan calls fn with a copy of each record of table whose key is after after, in key
+// order, tombstones included, until fn returns false.
+func (s *Store) Scan(table []byte, after []byte, fn func(replica.Record) bool) error {
+	recs := s.tables[string(table)]
+	i := 0
+	if after != nil {
+		j, found := search(recs, after)
+		if found {
+			j++
+		}
+		i = j
+	}
+	for ; i < len(recs); i++ {
+		if !fn(cloneRecord(recs[i])) {
+			break
+		}
+	}
+	return nil
+}
+
+// Tables returns the names of the tables that hold a record, sorted.
+func (s *Store) Tables() ([][]byte, error) {
+	out := make([][]byte, 0, len(s.tables))
+	for name := range s.tables {
+		out = append(out, []byte(name))
+	}
+	slices.SortFunc(out, bytes.Compare)
+	return out, nil
+}
+
+// Names returns a copy of the origin names.
+func (s *Store) Names() (map[wire.OriginID]string, error) {
+	out := make(map[wire.OriginID]string, len(s.names))
+	for k, v := range s.names {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// PeerCursor returns the version-1 cursor of a peer, 0 when none.
+func (s *Store) PeerCursor(peer wire.OriginID) (uint64, error) { return s.peers[peer], nil }
+
+// SetPeerCursor raises a peer's cursor; a lower position is ignored.
+func (s *Store) SetPeerCursor(peer wire.OriginID, pos uint64) error {
+	s.raisePeer(peer, pos)
+	return nil
+}
+
+func (s *Store) raisePeer(peer wire.OriginID, pos uint64) {
+	if pos > s.peers[peer] {
+		s.peers[peer] = pos
+	}
+}
+
+// Apply checks b completely, then writes all of it. It refuses, writing nothing:
+//   - a zero b.Origin (plain error);
+//   - b.Seq other than the origin's cursor + 1 (ErrNotNext);
+//   - b.Hash other than SHA-256 of b.Txn, a b.Txn that wire.ParseTxn rejects, or one whose
+//     origin or seq differs from b.Origin, b.Seq (plain errors);
+//   - a b.Txn whose previous hash is not the cursor's hash (ErrNotNext).
+//
+// The checks run in this order. Apply copies everything it keeps from b.
+func (s *Store) Apply(b *replica.Batch) (uint64, error) {
+	if err := s.check(b); err != nil {
+		return 0, err
+	}
+	txn := bytes.Clone(b.Txn)
+	s.arrivals = append(s.arrivals, txn)
+	pos := uint64(len(s.arrivals))
+	s.log[logKey{b.Origin, b.Seq}] = txn
+	s.cursor.Advance(vector.Entry{Origin: b.Origin, Seq: b.Seq, Hash: b.Hash})
+	for _, r := range b.Records {
+		s.put(cloneRecord(r))
+	}
+	if b.Name != "" {
+		s.names[b.Origin] = b.Name
+	}
+	if !b.PeerOrigin.IsZero() {
+		s.raisePeer(b.PeerOrigin, b.PeerCursor)
+	}
+	return pos, nil
+}
+
+func (s *Store) check(b *replica.Batch) error {
+	if b.Origin.IsZero() {
+		return errors.New("memstore: batch with an all-zero origin id")
+	}
+	cur := s.cursor.Get(b.Origin)
+	if b.Seq != cur.Seq+1 {
+		return fmt.Errorf("%w: origin %s seq %d, cursor at %d", replica.ErrNotNext, b.Origin, b.Seq, cur.Seq)
+	}
+	if b.Hash != sha256.Sum256(b.Txn) {
+		return fmt.Errorf("memstore: origin %s seq %d: the batch hash is not SHA-256 of its transaction", b.Origin, b.Seq)
+	}
+	v, err := wire.ParseTxn(b.Txn)
+	if err != nil {
+		return fmt.Errorf("memstore: origin %s seq %d: %w", b.Origin, b.Seq, err)
+	}
+	if v.Origin != b.Origin || v.Seq != b.Seq {
+		return fmt.Errorf("memstore: batch of origin %s seq %d carries the transaction of origin %s seq %d", b.Origin, b.Seq, v.Origin, v.Seq)
+	}
+	if v.Prev != cur.Hash {
+		return fmt.Errorf("%w: origin %s seq %d follows hash %s, cursor hash is %s", replica.ErrNotNext, b.Origin, b.Seq, v.Prev, cur.Hash)
+	}
+	return nil
+}
+
+// put inserts or replaces a record the store owns.
+func (s *Store) put(r replica.Record) {
+	recs := s.tables[string(r.Table)]
+	i, found := search(recs, r.Key)
+	if found {
+		recs[i] = r
+	} else {
+		recs = slices.Insert(recs, i, r)
+	}
+	s.tables[string(r.Table)] = recs
+}
+
+// search finds key in recs, sorted by key: its index, or where it would be inserted.
+func search(recs []replica.Record, key []byte) (int, bool) {
+	return slices.BinarySearchFunc(recs, key, func(r replica.Record, k []byte) int { return bytes.Compare(r.Key, k) })
+}
+
+func cloneRecord(r replica.Record) replica.Record {
+	r.Table = bytes.Clone(r.Table)
+	r.Key = bytes.Clone(r.Key)
+	r.Value = bytes.Clone(r.Value)
+	return r
+}
+
+// Sync does nothing: there is no power to lose.
+func (s *Store) Sync() error { return nil }

@@ -1,0 +1,227 @@
+package replica
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"plait/internal/mutate"
+	"plait/protocol/vector"
+	"plait/protocol/wire"
+)
+
+// Routing (CONTRACT.md, "Routing rule"): each origin comes from one source at a time, a
+// version-2 connection. Candidates are the origin itself when directly connected and the
+// peers advertising the origin with a head above the applied seq; the choice prefers the
+// origin itself, then the highest head, the lowest RTT and the lowest peer name. An origin
+// moves only when its source is lost (disconnected, withdrawn, diverged), when the origin
+// itself connects, or when another candidate's head stays ahead of the source's for the
+// move delay. A move touches only that origin's channel and resumes from this node's own
+// applied position, so nothing applied is sent again.
+
+type candidate struct {
+	c      *conn
+	direct bool
+	head   uint64
+}
+
+// route re-evaluates the source of every origin.
+func (r *Replica) route() {
+	r.routeDirty = false
+	for _, o := range r.originOrder {
+		if o != r.id.Origin {
+			r.routeOrigin(r.origins[o])
+		}
+	}
+}
+
+func (r *Replica) routeOrigin(st *originState) {
+	src := r.conns[st.source]
+	if st.source != 0 && (src == nil || !r.usable(src, st.id) || !src.direct(st.id) && !src.advertises(st.id)) {
+		if src != nil {
+			r.unsubscribe(src, st.id)
+		}
+		r.loseSource(st, ReasonWithdrawn)
+		src = nil
+	}
+	cands := r.candidates(st)
+	if src == nil {
+		if len(cands) > 0 {
+			r.moveTo(st, best(cands), st.lostReason)
+		}
+		return
+	}
+	if !src.direct(st.id) {
+		for _, k := range cands {
+			if k.direct {
+				r.moveTo(st, k, ReasonDirect)
+				return
+			}
+		}
+	}
+	srcHead := src.heads[st.id].Seq
+	var ahead []candidate
+	for _, k := range cands {
+		if k.c != src && k.head > srcHead {
+			ahead = append(ahead, k)
+		}
+	}
+	switch {
+	case len(ahead) == 0:
+		st.aheadSince = time.Time{}
+	case st.aheadSince.IsZero():
+		st.aheadSince = r.now
+	case !r.now.Before(st.aheadSince.Add(r.cfg.MoveDelay)):
+		r.moveTo(st, best(ahead), ReasonAhead)
+	}
+}
+
+// usable reports whether a connection can carry an origin now: an established version-2
+// session whose channel of the origin has not diverged recently.
+func (r *Replica) usable(c *conn, o wire.OriginID) bool {
+	if !c.established || c.version != 2 {
+		return false
+	}
+	if until, ok := c.excluded[o]; ok {
+		if r.now.Before(until) {
+			return false
+		}
+		delete(c.excluded, o)
+	}
+	return true
+}
+
+func (c *conn) direct(o wire.OriginID) bool { return c.peerOrigin == o }
+
+func (c *conn) advertises(o wire.OriginID) bool { _, ok := c.heads[o]; return ok }
+
+// candidates lists the connections an origin may be taken from, in connection order.
+func (r *Replica) candidates(st *originState) []candidate {
+	var cands []candidate
+	for _, id := range r.connOrder {
+		c := r.conns[id]
+		if !r.usable(c, st.id) {
+			continue
+		}
+		h, has := c.heads[st.id]
+		if c.direct(st.id) || has && h.Seq > st.applied.Seq {
+			cands = append(cands, candidate{c: c, direct: c.direct(st.id), head: h.Seq})
+		}
+	}
+	return cands
+}
+
+// best is the routing rule's choice: the origin itself, then the highest advertised head,
+// then the lowest RTT, then the lowest peer name.
+func best(cands []candidate) candidate {
+	return slices.MinFunc(cands, func(a, b candidate) int {
+		switch {
+		case a.direct != b.direct:
+			if a.direct {
+				return -1
+			}
+			return 1
+		case a.head != b.head:
+			if a.head > b.head {
+				return -1
+			}
+			return 1
+		case a.c.sess.RTT() != b.c.sess.RTT():
+			if a.c.sess.RTT() < b.c.sess.RTT() {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.c.peerName, b.c.peerName)
+	})
+}
+
+// moveTo makes k the origin's source: the old source's channel closes, the new one opens
+// at this node's applied position. A change of peer since the last source is a move.
+func (r *Replica) moveTo(st *originState, k candidate, why MoveReason) {
+	if old := r.conns[st.source]; old != nil {
+		r.unsubscribe(old, st.id)
+	}
+	m := Move{At: r.now, Origin: st.id, From: st.lastSource, To: k.c.peerName, Reason: why}
+	moved := st.lastSource != "" && st.lastSource != k.c.peerName
+	if !moved {
+		m.Reason = ReasonFirst
+	} else {
+		st.changes++
+	}
+	from := st.applied.Seq
+	if moved && mutate.BreakRouting {
+		from = 0 // test-only: the legacy re-streamed tail
+	}
+	st.source, st.lastSource, st.lostReason, st.aheadSince = k.c.id, k.c.peerName, "", time.Time{}
+	r.subscribe(k.c, st, from)
+	r.headsDirty[st.id] = true // split horizon: the new source is no longer told of it
+	r.moves = append(r.moves, m)
+}
+
+func subscribePosition(st *originState, from uint64) vector.Entry {
+	if from == st.applied.Seq {
+		return vector.Entry{Origin: st.id, Seq: st.applied.Seq, Hash: st.applied.Hash}
+	}
+	return vector.Entry{Origin: st.id}
+}
+
+func (r *Replica) subscribe(c *conn, st *originState, from uint64) {
+	r.unsubscribe(c, st.id)
+	if r.check(c.sess.SubscribeOrigins([]vector.Entry{subscribePosition(st, from)})) {
+		c.in[st.id] = true
+	}
+}
+
+func (r *Replica) unsubscribe(c *conn, o wire.OriginID) {
+	if c.in[o] {
+		delete(c.in, o)
+		r.check(c.sess.UnsubscribeOrigins([]wire.OriginID{o}))
+	}
+}
+
+// advertise tells every version-2 peer the heads of the origins this node holds, except
+// the peer's own and those taken from that peer (split horizon), and withdraws what no
+// longer qualifies.
+func (r *Replica) advertise() {
+	var dirty []wire.OriginID
+	if len(r.headsDirty) > 0 {
+		for o := range r.headsDirty {
+			dirty = append(dirty, o)
+		}
+		slices.SortFunc(dirty, cmpOrigin)
+		clear(r.headsDirty)
+	}
+	for _, id := range r.connOrder {
+		c := r.conns[id]
+		if !c.established || c.version != 2 {
+			continue
+		}
+		set := dirty
+		if c.fullAdv {
+			set, c.fullAdv = r.originOrder, false
+		}
+		var heads []wire.Head
+		var gone []wire.OriginID
+		for _, o := range set {
+			st := r.origins[o]
+			seq, hlc := st.applied.Seq, st.appliedHLC
+			if o == r.id.Origin && r.cfg.HoldUnsynced {
+				seq = min(seq, r.synced)
+			}
+			if seq > 0 && o != c.peerOrigin && st.source != c.id {
+				heads = append(heads, wire.Head{Origin: o, Seq: seq, HLC: hlc})
+				c.adv[o] = true
+			} else if c.adv[o] {
+				gone = append(gone, o)
+				delete(c.adv, o)
+			}
+		}
+		if len(heads) > 0 {
+			r.check(c.sess.AdvertiseHeads(heads))
+		}
+		if len(gone) > 0 {
+			r.check(c.sess.WithdrawHeads(gone))
+		}
+	}
+}

@@ -1,0 +1,117 @@
+package replica
+
+import (
+	"errors"
+	"math"
+
+	"plait/protocol"
+	"plait/protocol/wire"
+)
+
+// pump sends what every connection may send now: each version-2 channel the peer opened,
+// from its next seq while credit lasts, and the version-1 arrival stream while the peer's
+// unacknowledged bytes stay within the window.
+func (r *Replica) pump() {
+	for _, id := range r.connOrder {
+		c := r.conns[id]
+		if !c.established || c.sess.State() != protocol.StateEstablished {
+			continue
+		}
+		if c.version == 1 {
+			if c.v1Subscribed {
+				r.pumpV1(c)
+			}
+			continue
+		}
+		for _, o := range c.outOrder {
+			if !r.pumpV2(c, o, c.out[o]) {
+				break
+			}
+		}
+	}
+}
+
+// servable is the highest seq of an origin this node may send: all it applied, or for its
+// own origin with HoldUnsynced what is durable against power loss.
+func (r *Replica) servable(st *originState) uint64 {
+	if st.id == r.id.Origin && r.cfg.HoldUnsynced {
+		return min(st.applied.Seq, r.synced)
+	}
+	return st.applied.Seq
+}
+
+// pumpV2 sends one channel's entries; it reports false when the connection cannot take
+// more now (its send buffer is full or it closed).
+func (r *Replica) pumpV2(c *conn, o wire.OriginID, s *outStream) bool {
+	limit := r.servable(r.origins[o])
+	for s.next <= limit {
+		raw, err := r.store.Entry(o, s.next)
+		if !r.check(err) {
+			return false
+		}
+		if protocol.DataFrameSize(len(raw)) > c.sess.Credit(o) {
+			return true
+		}
+		if err := c.sess.Send(raw); err != nil {
+			return r.sendRefused(c, err)
+		}
+		s.next++
+	}
+	return true
+}
+
+// sendRefused handles a refused Send or Offer: a full send buffer waits for the next
+// round; a divergence found by Send closes only that channel (its event follows); an entry
+// the peer's frame limit cannot carry ends the connection, which could never make progress.
+func (r *Replica) sendRefused(c *conn, err error) bool {
+	var we *wire.Error
+	if errors.As(err, &we) {
+		switch we.Code {
+		case wire.CodeSendBufferFull:
+			return false
+		case wire.CodeDivergence:
+			return true
+		case wire.CodeFrameTooLarge:
+			_ = c.sess.Close(wire.CodeFrameTooLarge, we.Message)
+			return false
+		}
+	}
+	r.check(err)
+	return false
+}
+
+// pumpV1 offers the arrival log after the peer's position, skipping the peer's own
+// entries, within the window of unacknowledged bytes.
+func (r *Replica) pumpV1(c *conn) {
+	limit := uint64(math.MaxUint64)
+	if r.cfg.HoldUnsynced {
+		limit = r.syncedArrive
+	}
+	window := r.cfg.Limits.MaxUnackedBytes
+	for c.v1Unacked < window && c.v1After < min(r.arrivals, limit) {
+		batch, err := r.store.Arrivals(c.v1After, arrivalBatch)
+		if !r.check(err) || len(batch) == 0 {
+			return
+		}
+		for _, a := range batch {
+			if a.Pos > limit || c.v1Unacked >= window {
+				return
+			}
+			v, err := wire.ParseTxn(a.Txn)
+			if !r.check(err) {
+				return
+			}
+			if v.Origin == c.peerOrigin {
+				c.v1After = a.Pos
+				continue
+			}
+			if err := c.sess.Offer(a.Pos, a.Txn); err != nil {
+				r.sendRefused(c, err)
+				return
+			}
+			c.v1After = a.Pos
+			c.v1InFlight = append(c.v1InFlight, sentPos{pos: a.Pos, size: len(a.Txn)})
+			c.v1Unacked += len(a.Txn)
+		}
+	}
+}

@@ -1,0 +1,158 @@
+package replica
+
+import (
+	"slices"
+	"time"
+
+	"plait/protocol"
+	"plait/protocol/handshake"
+	"plait/protocol/wire"
+)
+
+// Status is every field of CONTRACT.md's /v1/status that is not about sockets: the shell
+// adds each peer's URL, its dialing state (connecting, backoff) and reconnects.
+type Status struct {
+	Node     NodeStatus
+	Origins  []OriginStatus // sorted by origin id, the local origin included
+	Peers    []PeerStatus   // open connections, by ConnID
+	Counters Counters
+}
+
+// NodeStatus is the node part of the status.
+type NodeStatus struct {
+	Name          string
+	Origin        wire.OriginID
+	ProtocolMin   uint64
+	ProtocolMax   uint64
+	Authenticated bool // a cluster secret keys every handshake
+}
+
+// OriginStatus is one origin as this node knows it.
+type OriginStatus struct {
+	Origin        wire.OriginID
+	Name          string
+	AppliedSeq    uint64
+	HeadSeq       uint64 // the highest seq known, from any peer's heads or applied
+	LagSeq        uint64 // HeadSeq - AppliedSeq
+	LagMs         uint64 // HLC milliseconds between the newest known and the newest applied entry
+	SourcePeer    string // the peer it is taken from now; empty for the local origin or none
+	SourceChanges uint64 // moves from one source to another since start
+	Diverged      bool   // a divergence was seen and no later entry applied since
+}
+
+// PeerStatus is one open connection.
+type PeerStatus struct {
+	Conn         ConnID
+	Name         string // the peer's name once the handshake told it (or the one dialed)
+	Origin       wire.OriginID
+	State        string // handshaking, streaming or closed
+	Connected    bool   // streaming with fresh liveness (Session.Connected)
+	Version      uint64
+	Capabilities []string
+	RTT          time.Duration
+	HeldBytes    int
+	Stats        protocol.Stats
+	LastError    *PeerError
+}
+
+// PeerError is the last error of a peer's connections.
+type PeerError struct {
+	Err *wire.Error
+	At  time.Time
+}
+
+// Counters are totals since the replica started (CONTRACT.md, "counters").
+type Counters struct {
+	TxnsApplied        uint64
+	DuplicatesReceived uint64
+	GapsDetected       uint64
+	ResendsRequested   uint64
+	ProtocolErrors     uint64
+	Divergences        uint64
+}
+
+// Counters returns the counters.
+func (r *Replica) Counters() Counters { return r.counters }
+
+// LastError is the last error recorded for a peer name, or nil.
+func (r *Replica) LastError(peer string) *PeerError {
+	if e, ok := r.lastErrors[peer]; ok {
+		return &e
+	}
+	return nil
+}
+
+// Status reports the node's state at now.
+func (r *Replica) Status(now time.Time) Status {
+	rng, err := handshake.Clamp(r.cfg.MinVersion, r.cfg.MaxVersion)
+	if err != nil {
+		rng = handshake.Implemented()
+	}
+	s := Status{Node: NodeStatus{Name: r.id.Name, Origin: r.id.Origin, ProtocolMin: rng.Min, ProtocolMax: rng.Max,
+		Authenticated: len(r.cfg.Secret) > 0}, Counters: r.counters}
+	for _, o := range r.originOrder {
+		st := r.origins[o]
+		os := OriginStatus{Origin: o, Name: st.name, AppliedSeq: st.applied.Seq, HeadSeq: max(st.headSeq, st.applied.Seq),
+			SourceChanges: st.changes, Diverged: st.diverged}
+		os.LagSeq = os.HeadSeq - os.AppliedSeq
+		if os.LagSeq > 0 && st.headHLC > st.appliedHLC {
+			os.LagMs = st.headHLC.WallMillis() - st.appliedHLC.WallMillis()
+		}
+		if c := r.conns[st.source]; c != nil {
+			os.SourcePeer = c.peerName
+		} else if o != r.id.Origin {
+			os.SourcePeer = st.legacySource
+		}
+		s.Origins = append(s.Origins, os)
+	}
+	for _, id := range r.connOrder {
+		c := r.conns[id]
+		p := PeerStatus{Conn: id, Name: c.peerName, Origin: c.peerOrigin, Connected: c.sess.Connected(now),
+			Version: c.version, RTT: c.sess.RTT(), HeldBytes: c.sess.HeldBytes(), Stats: c.sess.Stats()}
+		if p.Name == "" {
+			p.Name = c.expect
+		}
+		switch c.sess.State() {
+		case protocol.StateEstablished:
+			p.State = "streaming"
+			p.Capabilities = slices.Clone(c.sess.Handshake().Caps)
+		case protocol.StateClosed:
+			p.State = "closed"
+		default:
+			p.State = "handshaking"
+		}
+		p.LastError = r.LastError(p.Name)
+		s.Peers = append(s.Peers, p)
+	}
+	return s
+}
+
+// Origin reports one origin's status (the zero value with the id when unknown).
+func (r *Replica) Origin(o wire.OriginID) OriginStatus {
+	for _, os := range r.Status(r.now).Origins {
+		if os.Origin == o {
+			return os
+		}
+	}
+	return OriginStatus{Origin: o}
+}
+
+// OriginByName finds an origin's id by its human name.
+func (r *Replica) OriginByName(name string) (wire.OriginID, bool) {
+	for _, o := range r.originOrder {
+		if r.origins[o].name == name {
+			return o, true
+		}
+	}
+	return wire.OriginID{}, false
+}
+
+// Vector is the applied cursor vector, sorted by origin.
+func (r *Replica) Vector() []OriginStatus {
+	var out []OriginStatus
+	for _, o := range r.originOrder {
+		st := r.origins[o]
+		out = append(out, OriginStatus{Origin: o, Name: st.name, AppliedSeq: st.applied.Seq})
+	}
+	return out
+}

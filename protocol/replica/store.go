@@ -1,0 +1,113 @@
+package replica
+
+import (
+	"errors"
+
+	"plait/protocol/vector"
+	"plait/protocol/wire"
+)
+
+// Store is a node's durable state as the replica sees it. Every method is called from the
+// one goroutine that drives the replica. The in-memory store (package memstore) and the
+// RocksDB store of the native shell implement exactly these semantics, and both pass the
+// suite of package storetest.
+//
+// The store decides nothing: last-writer-wins, which entries to apply and when to
+// acknowledge are the replica's. The store's one rule of its own is atomicity: Apply
+// writes the records, the log entry, the arrival position, the cursor advance, the
+// origin's name and the peer cursor together or not at all, so that after a crash the
+// cursor is never ahead of the data.
+type Store interface {
+	// Identity is the node's origin id and name, fixed when the data directory was created.
+	Identity() (Identity, error)
+
+	// Vector returns the cursor vector: for each origin, the highest seq applied and its
+	// chain hash. Positions only grow, one seq at a time (Apply).
+	Vector() (vector.Vector, error)
+
+	// Entry returns the transaction encoding at (origin, seq), or ErrNotFound.
+	Entry(origin wire.OriginID, seq uint64) ([]byte, error)
+
+	// Arrivals returns up to limit log entries after arrival position after, in arrival
+	// order: the order this node applied them, over all origins (version 1 streams it).
+	// Positions start at 1 and are contiguous.
+	Arrivals(after uint64, limit int) ([]Arrival, error)
+
+	// LastArrival is the highest arrival position (0 when the log is empty).
+	LastArrival() (uint64, error)
+
+	// Get returns the current version of a record, tombstones included.
+	Get(table, key []byte) (Record, bool, error)
+
+	// Scan calls fn for the records of table in key order, starting after key after
+	// (nil: from the first), tombstones included, until fn returns false.
+	Scan(table []byte, after []byte, fn func(Record) bool) error
+
+	// Tables lists the tables that hold at least one record, tombstones included, sorted.
+	Tables() ([][]byte, error)
+
+	// Names returns the human name of every origin the store knows.
+	Names() (map[wire.OriginID]string, error)
+
+	// PeerCursor is the version-1 position this node processed in the arrival order of the
+	// peer with this origin id (0 when none).
+	PeerCursor(peer wire.OriginID) (uint64, error)
+
+	// SetPeerCursor raises a peer cursor outside an Apply (after duplicates); a lower
+	// position than stored is ignored.
+	SetPeerCursor(peer wire.OriginID, pos uint64) error
+
+	// Apply writes one transaction atomically: every record of b.Records, the log entry
+	// (origin, seq) with the next arrival position, the cursor of the origin to
+	// (b.Seq, b.Hash), b.Name as the origin's name when set, and b.PeerCursor when set.
+	// It refuses with ErrNotNext, writing nothing, unless b.Seq is the origin's cursor + 1.
+	// It returns the arrival position given to the entry. When Apply returns, the write
+	// survives a crash of the process; Sync makes it survive a power loss too.
+	Apply(b *Batch) (uint64, error)
+
+	// Sync makes every write so far durable against power loss (fsync).
+	Sync() error
+}
+
+// Identity is a node's identity.
+type Identity struct {
+	Origin wire.OriginID
+	Name   string
+}
+
+// Arrival is one log entry in arrival order.
+type Arrival struct {
+	Pos uint64
+	Txn []byte // the transaction encoding
+}
+
+// Record is one record's current version. A deleted record is a tombstone: it keeps the
+// version (HLC, origin) that deleted it, so that an older put arriving later loses.
+type Record struct {
+	Table   []byte
+	Key     []byte
+	Value   []byte
+	Deleted bool
+	HLC     wire.HLC
+	Origin  wire.OriginID
+}
+
+// Batch is one transaction to apply atomically.
+type Batch struct {
+	Origin  wire.OriginID
+	Seq     uint64
+	Hash    wire.Hash // chain hash of Txn: SHA-256 of the encoding
+	Txn     []byte    // the transaction encoding: the log entry
+	Records []Record  // record versions to write (the winners of last-writer-wins)
+	Name    string    // when not empty: the origin's name, persisted with the entry
+
+	// PeerCursor, when PeerOrigin is not zero, raises the version-1 cursor of that peer.
+	PeerOrigin wire.OriginID
+	PeerCursor uint64
+}
+
+// Store errors.
+var (
+	ErrNotFound = errors.New("replica: not found")
+	ErrNotNext  = errors.New("replica: the entry is not the origin's next seq")
+)
