@@ -52,6 +52,7 @@ func (r *Replica) receive(c *conn, v wire.TxnView, pos uint64) {
 		}
 	}
 	if c.version == 1 {
+		c.v1LastPos[v.Origin] = pos
 		r.ackV1(c, pos)
 	} else {
 		r.check(c.sess.AckOrigin(v.Origin, v.Seq))
@@ -112,6 +113,7 @@ func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) bo
 	r.arrivals = pos
 	st.namePersisted = st.namePersisted || b.Name != ""
 	st.applied.Seq, st.applied.Hash, st.appliedHLC = v.Seq, h, v.HLC
+	st.progressAt = r.now
 	if v.Seq >= st.headSeq {
 		st.headSeq, st.headHLC = v.Seq, v.HLC
 	}

@@ -25,6 +25,12 @@ type Config struct {
 	// MoveDelay is how long another candidate's advertised head must stay ahead of an
 	// origin's source before the origin moves to it (CONTRACT.md, routing rule; default 2 s).
 	MoveDelay time.Duration
+	// StallTimeout is how long an origin's source may advertise a head above the applied
+	// seq without an entry being applied before the replica treats it as a gap: the
+	// [T, head] hole of an entry lost at the tail of a stream, which no later entry would
+	// reveal. It resumes the channel from the applied seq and counts a gap and a resend
+	// request (default 3 s).
+	StallTimeout time.Duration
 	// DivergenceRetry is how long a (peer, origin) pair whose channel diverged is left out
 	// of the candidates, unless the connection is made again (default 10 s).
 	DivergenceRetry time.Duration
@@ -53,6 +59,7 @@ const (
 	DefaultMaxTxn          = 8 << 20
 	DefaultMoveDelay       = 2 * time.Second
 	DefaultDivergenceRetry = 10 * time.Second
+	DefaultStallTimeout    = 3 * time.Second
 	maxTableName           = 64
 	arrivalBatch           = 64
 )
@@ -69,6 +76,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MoveDelay == 0 {
 		c.MoveDelay = DefaultMoveDelay
+	}
+	if c.StallTimeout == 0 {
+		c.StallTimeout = DefaultStallTimeout
 	}
 	if c.DivergenceRetry == 0 {
 		c.DivergenceRetry = DefaultDivergenceRetry
@@ -99,6 +109,7 @@ type Move struct {
 	Origin   wire.OriginID
 	From, To string // peer names; From is empty for the first source after start
 	Reason   MoveReason
+	LostAt   time.Time // when the previous source was lost (zero when it was not)
 }
 
 // MoveReason says why an origin's source changed (CONTRACT.md, routing rule).
@@ -158,6 +169,8 @@ type originState struct {
 	changes       uint64
 	aheadSince    time.Time  // when another candidate's head got ahead of the source's
 	lostReason    MoveReason // why the last source was lost, until the next is chosen
+	lostAt        time.Time
+	progressAt    time.Time // the last apply, or the last (re)subscription
 	diverged      bool
 	divergedAt    uint64
 	legacySource  string // the version-1 peer that delivered the last applied entry
@@ -185,6 +198,8 @@ type conn struct {
 
 	// version 1
 	v1Subscribed bool
+	v1Start      uint64                   // the peer cursor this connection subscribed from
+	v1LastPos    map[wire.OriginID]uint64 // per origin, the last position processed here
 	v1After      uint64 // the last arrival position offered (or skipped)
 	v1InFlight   []sentPos
 	v1Unacked    int
@@ -356,8 +371,12 @@ func (r *Replica) NextDeadline() time.Time {
 		}
 	}
 	for _, o := range r.originOrder {
-		if st := r.origins[o]; !st.aheadSince.IsZero() {
+		st := r.origins[o]
+		if !st.aheadSince.IsZero() {
 			earlier(st.aheadSince.Add(r.cfg.MoveDelay))
+		}
+		if r.stalling(st) {
+			earlier(st.progressAt.Add(r.cfg.StallTimeout))
 		}
 	}
 	return next
@@ -547,6 +566,7 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 	case protocol.EventDuplicate:
 		r.counters.DuplicatesReceived++
 		if c.version == 1 {
+			c.v1LastPos[ev.Txn.Origin] = ev.Position
 			r.ackV1(c, ev.Position)
 			r.check(r.store.SetPeerCursor(c.peerOrigin, ev.Position))
 		}
@@ -554,6 +574,8 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 		r.counters.GapsDetected++
 		if c.version == 2 {
 			r.counters.ResendsRequested++
+		} else {
+			r.rewindV1(c, ev.Txn.Origin)
 		}
 	case protocol.EventDivergence:
 		r.onDivergence(c, ev)
@@ -619,11 +641,22 @@ func (r *Replica) onHandshake(c *conn) {
 		if pst := r.origins[c.peerOrigin]; pst.applied.Seq > 0 {
 			vec = append(vec, protocol.Cursor{Origin: c.peerOrigin, Seq: pst.applied.Seq, Hash: pst.applied.Hash})
 		}
+		c.v1Start, c.v1LastPos = from, map[wire.OriginID]uint64{}
 		r.check(c.sess.Subscribe(from, vec))
 		return
 	}
 	c.fullAdv = true
 	r.routeDirty = true
+}
+
+// rewindV1 moves a version-1 peer cursor back before an entry that never arrived: a gap
+// in origin o shows that the missing entry lies after the last entry of o processed on
+// this connection, and the scalar cursor may have passed it since. Without such an entry
+// it could lie anywhere: the peer's whole log is asked for again (its entries are then
+// duplicates, the price of version 1).
+func (r *Replica) rewindV1(c *conn, o wire.OriginID) {
+	pos := c.v1LastPos[o]
+	r.check(r.store.SetPeerCursor(c.peerOrigin, pos))
 }
 
 func (r *Replica) dialerOf(c *conn) wire.OriginID {
@@ -728,7 +761,7 @@ func (r *Replica) loseSource(st *originState, why MoveReason) {
 	st.source = 0
 	st.aheadSince = time.Time{}
 	if st.lostReason == "" {
-		st.lostReason = why
+		st.lostReason, st.lostAt = why, r.now
 	}
 	r.routeDirty = true
 }

@@ -59,6 +59,14 @@ func (r *Replica) routeOrigin(st *originState) {
 			}
 		}
 	}
+	if r.stalling(st) && !r.now.Before(st.progressAt.Add(r.cfg.StallTimeout)) {
+		// The source advertises entries that do not come: one was lost at the tail of the
+		// stream. Ask again from the applied seq.
+		r.counters.GapsDetected++
+		r.counters.ResendsRequested++
+		r.subscribe(src, st, st.applied.Seq)
+		return
+	}
 	srcHead := src.heads[st.id].Seq
 	var ahead []candidate
 	for _, k := range cands {
@@ -142,7 +150,7 @@ func (r *Replica) moveTo(st *originState, k candidate, why MoveReason) {
 	if old := r.conns[st.source]; old != nil {
 		r.unsubscribe(old, st.id)
 	}
-	m := Move{At: r.now, Origin: st.id, From: st.lastSource, To: k.c.peerName, Reason: why}
+	m := Move{At: r.now, Origin: st.id, From: st.lastSource, To: k.c.peerName, Reason: why, LostAt: st.lostAt}
 	moved := st.lastSource != "" && st.lastSource != k.c.peerName
 	if !moved {
 		m.Reason = ReasonFirst
@@ -153,7 +161,7 @@ func (r *Replica) moveTo(st *originState, k candidate, why MoveReason) {
 	if moved && mutate.BreakRouting {
 		from = 0 // test-only: the legacy re-streamed tail
 	}
-	st.source, st.lastSource, st.lostReason, st.aheadSince = k.c.id, k.c.peerName, "", time.Time{}
+	st.source, st.lastSource, st.lostReason, st.lostAt, st.aheadSince = k.c.id, k.c.peerName, "", time.Time{}, time.Time{}
 	r.subscribe(k.c, st, from)
 	r.headsDirty[st.id] = true // split horizon: the new source is no longer told of it
 	r.moves = append(r.moves, m)
@@ -166,8 +174,15 @@ func subscribePosition(st *originState, from uint64) vector.Entry {
 	return vector.Entry{Origin: st.id}
 }
 
+// stalling reports whether an origin's source advertises a head above the applied seq.
+func (r *Replica) stalling(st *originState) bool {
+	src := r.conns[st.source]
+	return src != nil && src.heads[st.id].Seq > st.applied.Seq
+}
+
 func (r *Replica) subscribe(c *conn, st *originState, from uint64) {
 	r.unsubscribe(c, st.id)
+	st.progressAt = r.now
 	if r.check(c.sess.SubscribeOrigins([]vector.Entry{subscribePosition(st, from)})) {
 		c.in[st.id] = true
 	}

@@ -53,8 +53,8 @@ type Store interface {
 	// peer with this origin id (0 when none).
 	PeerCursor(peer wire.OriginID) (uint64, error)
 
-	// SetPeerCursor raises a peer cursor outside an Apply (after duplicates); a lower
-	// position than stored is ignored.
+	// SetPeerCursor sets a peer cursor outside an Apply: higher after duplicates, lower
+	// when a version-1 gap shows that an entry before it never arrived.
 	SetPeerCursor(peer wire.OriginID, pos uint64) error
 
 	// Apply writes one transaction atomically: every record of b.Records, the log entry
@@ -101,7 +101,8 @@ type Batch struct {
 	Records []Record  // record versions to write (the winners of last-writer-wins)
 	Name    string    // when not empty: the origin's name, persisted with the entry
 
-	// PeerCursor, when PeerOrigin is not zero, raises the version-1 cursor of that peer.
+	// PeerCursor, when PeerOrigin is not zero, raises the version-1 cursor of that peer
+	// (a lower value is ignored).
 	PeerOrigin wire.OriginID
 	PeerCursor uint64
 }

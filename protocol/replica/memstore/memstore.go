@@ -155,9 +155,9 @@ func (s *Store) Names() (map[wire.OriginID]string, error) {
 // PeerCursor returns the version-1 cursor of a peer, 0 when none.
 func (s *Store) PeerCursor(peer wire.OriginID) (uint64, error) { return s.peers[peer], nil }
 
-// SetPeerCursor raises a peer's cursor; a lower position is ignored.
+// SetPeerCursor sets a peer's cursor, lower or higher.
 func (s *Store) SetPeerCursor(peer wire.OriginID, pos uint64) error {
-	s.raisePeer(peer, pos)
+	s.peers[peer] = pos
 	return nil
 }
 

@@ -519,7 +519,7 @@ func testPeerCursor(t *testing.T, s replica.Store) {
 	apply(t, s, a[1], 2)
 	check("batch with P at 3", 5, 0)
 	must(t, s.SetPeerCursor(peerP, 4))
-	check("SetPeerCursor(P, 4)", 5, 0)
+	check("SetPeerCursor(P, 4) sets it back", 4, 0)
 	must(t, s.SetPeerCursor(peerP, 8))
 	check("SetPeerCursor(P, 8)", 8, 0)
 	must(t, s.SetPeerCursor(peerQ, 2))

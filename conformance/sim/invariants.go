@@ -1,0 +1,313 @@
+package sim
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"time"
+
+	"plait/protocol"
+	"plait/protocol/replica"
+	"plait/protocol/replica/memstore"
+	"plait/protocol/wire"
+)
+
+// The invariants (DESIGN.md §5), checked throughout a run and at its end:
+//   - per-origin apply order strictly increasing, no transaction applied twice (recordingStore);
+//   - cursors never ahead of data (after every step);
+//   - held bytes within the sessions' bound (after every step);
+//   - every injected gap and corruption detected (around each delivery);
+//   - under version 2 only, nothing at or below a receiver's vector is re-sent: no
+//     duplicate is ever received; a move away from a lost source leaves it lost;
+//   - after healing, every replica holds every origin's whole log and the same records,
+//     versions included, so last-writer-wins decided the same everywhere (Converged).
+
+type invariants struct {
+	failures []string
+	// V2Only makes receiving any duplicate a failure: set when no node speaks version 1.
+	v2Only bool
+
+	injections []*injection
+	detected   int // faults the receiving session detected
+	covered    int // dropped entries that reached the receiver another way first
+}
+
+func (v *invariants) init() {}
+
+func (v *invariants) fail(now time.Time, format string, args ...any) {
+	if len(v.failures) < 20 {
+		v.failures = append(v.failures, fmt.Sprintf("%.3fs: ", now.Sub(Epoch).Seconds())+fmt.Sprintf(format, args...))
+	}
+}
+
+// Failures lists the invariant violations so far (at most 20).
+func (c *Cluster) Failures() []string { return slices.Clone(c.inv.failures) }
+
+// SetV2Only declares that every node speaks version 2, so no duplicate may be received.
+func (c *Cluster) SetV2Only(on bool) { c.inv.v2Only = on }
+
+func (v *invariants) injected(inj *injection) { v.injections = append(v.injections, inj) }
+
+func (v *invariants) crashed(n *Node) {
+	for _, e := range n.ends {
+		e.drops = nil
+	}
+}
+
+// move checks a source change against the routing rule's reasons.
+func (v *invariants) move(c *Cluster, n *Node, m replica.Move) {
+	// A connection that drops takes away the sources of the origins it carried, and no
+	// other: one origin's failover never moves another.
+	if m.Reason == replica.ReasonDisconnected && m.LostAt.Equal(c.now) && c.dropping != "" && m.From != c.dropping {
+		v.fail(c.now, "%s: origin %s lost its source %s when the connection to %s dropped", n.Name, c.originName(m.Origin), m.From, c.dropping)
+	}
+}
+
+// afterStep checks a node after each of its steps.
+func (v *invariants) afterStep(c *Cluster, n *Node) {
+	if n.Rep == nil {
+		return
+	}
+	if v.v2Only {
+		if d := n.Rep.Counters().DuplicatesReceived; d > 0 {
+			v.fail(c.now, "%s: %d duplicates received under version 2: an applied entry was sent again", n.Name, d)
+			v.v2Only = false // reported once
+		}
+	}
+	for _, id := range n.Rep.Conns() {
+		s := n.Rep.Session(id)
+		lim := s.Limits()
+		bound := lim.MaxSendBuffer + max(lim.MaxUnackedBytes, lim.MaxSessionBuffer) + lim.MaxMessage
+		if h := s.HeldBytes(); h > bound {
+			v.fail(c.now, "%s: a session holds %d bytes, beyond its bound %d", n.Name, h, bound)
+		}
+	}
+	vec, err := n.Store.Vector()
+	if err != nil {
+		v.fail(c.now, "%s: vector: %v", n.Name, err)
+		return
+	}
+	for _, e := range vec.Entries() {
+		raw, err := n.Store.Entry(e.Origin, e.Seq)
+		if err != nil || sha256.Sum256(raw) != e.Hash {
+			v.fail(c.now, "%s: the cursor of %s at %d is ahead of its data", n.Name, c.originName(e.Origin), e.Seq)
+		}
+	}
+}
+
+type deliverySnapshot struct {
+	sess  replica.Session
+	stats protocol.Stats
+	// drops this message can reveal: a later entry of the dropped entry's origin, while the
+	// receiver had not applied the dropped one
+	reveals []*injection
+}
+
+func (v *invariants) beforeDelivery(e *end, d delivery) deliverySnapshot {
+	snap := deliverySnapshot{sess: e.node.Rep.Session(e.id)}
+	if snap.sess != nil {
+		snap.stats = snap.sess.Stats()
+	}
+	if len(e.drops) == 0 {
+		return snap
+	}
+	later := map[wire.OriginID]uint64{}
+	r := wire.NewReader(d.msg, 0)
+	for r.More() {
+		f, err := r.Next()
+		if err != nil {
+			break
+		}
+		var tv wire.TxnView
+		var perr error
+		switch f.Type {
+		case wire.TypeData:
+			_, tv, perr = wire.ParseData(f.Body)
+		case wire.TypeTxn1:
+			_, tv, perr = wire.ParseTxn1(f.Body)
+		default:
+			continue
+		}
+		if perr == nil {
+			later[tv.Origin] = max(later[tv.Origin], tv.Seq)
+		}
+	}
+	keep := e.drops[:0]
+	for _, inj := range e.drops {
+		if later[inj.origin] > inj.seq {
+			if applied := e.node.Rep.Origin(inj.origin).AppliedSeq; applied >= inj.seq {
+				inj.resolved = true
+				v.covered++
+			} else {
+				snap.reveals = append(snap.reveals, inj)
+			}
+			continue
+		}
+		keep = append(keep, inj)
+	}
+	e.drops = keep
+	return snap
+}
+
+func (v *invariants) afterDelivery(c *Cluster, e *end, d delivery, snap deliverySnapshot) {
+	if snap.sess == nil {
+		return
+	}
+	after := snap.sess.Stats()
+	noticed := after.Gaps > snap.stats.Gaps || after.Stale > snap.stats.Stale || after.Discarded > snap.stats.Discarded
+	for _, inj := range snap.reveals {
+		inj.resolved = true
+		if !noticed {
+			v.fail(c.now, "%s: the entry %s/%d dropped on the way was not detected as a gap", e.node.Name, c.originName(inj.origin), inj.seq)
+			continue
+		}
+		v.detected++
+	}
+	if inj := d.check; inj != nil {
+		inj.resolved = true
+		if after.Divergences > snap.stats.Divergences || after.Stale > snap.stats.Stale {
+			v.detected++
+		} else {
+			v.fail(c.now, "%s: the corrupted entry %s/%d was not detected", e.node.Name, c.originName(inj.origin), inj.seq)
+		}
+	}
+}
+
+// recordingStore is a node's store, checking the apply order of every origin.
+type recordingStore struct {
+	*memstore.Store
+	inv  *invariants
+	node string
+	last map[wire.OriginID]uint64
+	now  func() time.Time
+}
+
+func newRecordingStore(s *memstore.Store, inv *invariants, node string) *recordingStore {
+	return &recordingStore{Store: s, inv: inv, node: node, last: map[wire.OriginID]uint64{}}
+}
+
+// Apply checks that an origin's entries are applied once each, in seq order.
+func (s *recordingStore) Apply(b *replica.Batch) (uint64, error) {
+	if b.Seq != s.last[b.Origin]+1 {
+		s.inv.fail(Epoch, "%s: origin %s applied at seq %d after %d", s.node, b.Origin, b.Seq, s.last[b.Origin])
+	}
+	pos, err := s.Store.Apply(b)
+	if err == nil {
+		s.last[b.Origin] = b.Seq
+	}
+	return pos, err
+}
+
+// Converged reports whether every node is up and holds every origin's whole log. It
+// returns why not.
+func (c *Cluster) Converged() (bool, string) {
+	heads := map[wire.OriginID]vecEntry{}
+	for _, name := range c.names {
+		n := c.nodes[name]
+		if n.Rep == nil {
+			return false, name + " is down"
+		}
+		vec, _ := n.Store.Vector()
+		e := vec.Get(n.origin)
+		heads[n.origin] = vecEntry{e.Seq, e.Hash}
+	}
+	for _, name := range c.names {
+		n := c.nodes[name]
+		vec, _ := n.Store.Vector()
+		for _, o := range c.names {
+			want := heads[c.nodes[o].origin]
+			got := vec.Get(c.nodes[o].origin)
+			if got.Seq != want.seq || got.Hash != want.hash {
+				return false, fmt.Sprintf("%s holds %s at %d of %d", name, o, got.Seq, want.seq)
+			}
+		}
+	}
+	return true, ""
+}
+
+type vecEntry struct {
+	seq  uint64
+	hash wire.Hash
+}
+
+// CheckConverged checks the end state: converged logs and identical records, versions
+// included, on every node. It records a failure when not, and returns the records' digest.
+func (c *Cluster) CheckConverged() (count int, digest string) {
+	if ok, why := c.Converged(); !ok {
+		c.inv.fail(c.now, "not converged: %s", why)
+		return 0, ""
+	}
+	var first []byte
+	for i, name := range c.names {
+		d, live := c.recordsDigest(c.nodes[name])
+		if i == 0 {
+			first, count = d, live
+			continue
+		}
+		if !bytes.Equal(d, first) {
+			c.inv.fail(c.now, "records of %s differ from those of %s", name, c.names[0])
+		}
+	}
+	for _, inj := range c.inv.injections {
+		_ = inj // unresolved ones were on connections that closed first: resumed by cursor
+	}
+	return count, hex.EncodeToString(first)[:16]
+}
+
+// recordsDigest hashes every record with its version, tombstones included, and counts the
+// live ones.
+func (c *Cluster) recordsDigest(n *Node) ([]byte, int) {
+	h := sha256.New()
+	live := 0
+	tables, _ := n.Store.Tables()
+	for _, t := range tables {
+		_ = n.Store.Scan(t, nil, func(r replica.Record) bool {
+			if !r.Deleted {
+				live++
+			}
+			fmt.Fprintf(h, "%q %q %q %v %d %x\n", r.Table, r.Key, r.Value, r.Deleted, r.HLC, r.Origin)
+			return true
+		})
+	}
+	return h.Sum(nil), live
+}
+
+// Faults reports the injected faults: how many hit an entry, how many the receiver
+// detected, and how many dropped entries reached it another way first.
+func (c *Cluster) Faults() (injected, detected, covered int) {
+	return len(c.inv.injections), c.inv.detected, c.inv.covered
+}
+
+// Heal raises every link, disarms faults and restarts crashed nodes, then runs until the
+// cluster converges or limit passes; it reports whether it converged.
+func (c *Cluster) Heal(limit time.Duration) bool {
+	c.ClearFaults()
+	for _, l := range c.sortedLinks() {
+		l.Up = true
+	}
+	for _, name := range c.names {
+		if n := c.nodes[name]; n.Rep == nil && !n.failed {
+			_ = c.Restart(name, n.MaxVersion)
+		}
+	}
+	for _, l := range c.sortedLinks() {
+		c.maybeDial(l)
+	}
+	return c.Stabilize(limit)
+}
+
+// Stabilize runs until the cluster converges or limit passes.
+func (c *Cluster) Stabilize(limit time.Duration) bool {
+	deadline := c.now.Add(limit)
+	for {
+		if ok, _ := c.Converged(); ok {
+			return true
+		}
+		if !c.now.Before(deadline) {
+			return false
+		}
+		c.Run(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,231 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"plait/protocol"
+	"plait/protocol/wire"
+)
+
+// Report is what one random run did and found.
+type Report struct {
+	Seed        uint64
+	Nodes       int
+	Links       int
+	Topology    string
+	Mixed       bool // some node spoke version 1 at some point
+	Writes      int
+	Disconnects int
+	Partitions  int
+	Crashes     int
+	Upgrades    int // restarts with another protocol-max
+	Injected    int // faults that hit an entry
+	Detected    int
+	Covered     int
+	Moves       int // source changes (not first choices)
+	Duplicates  uint64
+	Records     int
+	Digest      string
+	Virtual     time.Duration
+	Failures    []string
+}
+
+func (r Report) String() string {
+	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d upgrades=%d faults=%d detected=%d covered=%d moves=%d duplicates=%d records=%d digest=%s virtual=%s",
+		r.Seed, r.Nodes, r.Topology, r.Links, r.Mixed, r.Writes, r.Disconnects, r.Partitions, r.Crashes, r.Upgrades,
+		r.Injected, r.Detected, r.Covered, r.Moves, r.Duplicates, r.Records, r.Digest, r.Virtual)
+}
+
+// SimLimits are small session limits, so that flow control, paused reads and message
+// packing are exercised with the simulator's small transactions.
+var SimLimits = protocol.Limits{
+	MaxFrameBody:     64 << 10,
+	MaxMessage:       128 << 10,
+	MaxSendBuffer:    64 << 10,
+	MaxUnackedBytes:  16 << 10,
+	MaxChannelBuffer: 80 << 10,
+	MaxSessionBuffer: 160 << 10,
+}
+
+// Topologies the random runs draw from.
+var Topologies = []string{"chain", "star", "mesh", "tree", "ring", "diamond"}
+
+// Random runs one seeded schedule: a topology of 3 to 8 nodes, writes with overlapping
+// keys and deletes on every node, disconnects, partitions, crashes with restarts (some of
+// them rolling upgrades or downgrades in mixed-version runs) and faulty links that drop or
+// corrupt one entry; then it heals everything and checks convergence. newSession may be
+// nil (the native core).
+func Random(seed uint64, opts Options) Report {
+	opts.Seed = seed
+	if opts.Limits == (protocol.Limits{}) {
+		opts.Limits = SimLimits
+	}
+	c := New(opts)
+	rng := c.Rand()
+	rep := Report{Seed: seed}
+	n := 3 + rng.IntN(6)
+	rep.Nodes = n
+	rep.Mixed = rng.IntN(4) == 0
+	names := make([]string, n)
+	for i := range names {
+		names[i] = string(rune('A' + i))
+		var maxV uint64
+		if rep.Mixed && rng.IntN(3) == 0 {
+			maxV = 1
+		}
+		if err := c.AddNode(names[i], maxV); err != nil {
+			rep.Failures = append(rep.Failures, err.Error())
+			return rep
+		}
+	}
+	c.SetV2Only(!rep.Mixed)
+	rep.Topology = Topologies[rng.IntN(len(Topologies))]
+	for _, e := range Edges(rep.Topology, n) {
+		_ = c.Connect(names[e[0]], names[e[1]])
+	}
+	for range rng.IntN(3) { // redundant paths, so that relays can fail over
+		a, b := rng.IntN(n), rng.IntN(n)
+		if a != b && c.Link(names[a], names[b]) == nil {
+			_ = c.Connect(names[a], names[b])
+		}
+	}
+	rep.Links = len(c.links)
+	for _, l := range c.sortedLinks() {
+		l.MinDelay = time.Duration(1+rng.IntN(5)) * time.Millisecond
+		l.MaxDelay = l.MinDelay + time.Duration(rng.IntN(30))*time.Millisecond
+	}
+	links := c.sortedLinks()
+
+	const busy = 15 * time.Second
+	end := c.Now().Add(busy)
+	// Writes: 2 to 4 writers at a time over a small key space, so keys collide.
+	for t := c.Now().Add(200 * time.Millisecond); t.Before(end); t = t.Add(time.Duration(10+rng.IntN(60)) * time.Millisecond) {
+		node := names[rng.IntN(n)]
+		ops := randomOps(c, rng.IntN(3)+1)
+		c.At(t, func() {
+			if seq, _ := c.Write(node, ops); seq > 0 {
+				rep.Writes++
+			}
+		})
+	}
+	// Faults, about one a second.
+	for t := c.Now().Add(time.Second); t.Before(end); t = t.Add(time.Duration(300+rng.IntN(1400)) * time.Millisecond) {
+		l := links[rng.IntN(len(links))]
+		switch k := rng.IntN(100); {
+		case k < 30:
+			c.At(t, func() { rep.Disconnects++; _ = c.Disconnect(l.From, l.To) })
+		case k < 45:
+			d := time.Duration(500+rng.IntN(3000)) * time.Millisecond
+			c.At(t, func() { rep.Partitions++; _ = c.SetLink(l.From, l.To, false) })
+			c.At(t.Add(d), func() { _ = c.SetLink(l.From, l.To, true) })
+		case k < 65:
+			node := names[rng.IntN(n)]
+			d := time.Duration(200+rng.IntN(4000)) * time.Millisecond
+			version := c.Node(node).MaxVersion
+			if rep.Mixed && rng.IntN(2) == 0 {
+				version = 3 - max(version, 1) // 1 <-> 2: a rolling upgrade or downgrade
+			}
+			c.At(t, func() {
+				if c.Node(node).Rep != nil {
+					rep.Crashes++
+					_ = c.Crash(node)
+					c.At(c.Now().Add(d), func() {
+						if c.Node(node).Rep == nil {
+							if version != c.Node(node).MaxVersion {
+								rep.Upgrades++
+							}
+							_ = c.Restart(node, version)
+						}
+					})
+				}
+			})
+		case k < 85:
+			from, to := l.From, l.To
+			if rng.IntN(2) == 0 {
+				from, to = to, from
+			}
+			c.At(t, func() { _ = c.Inject(from, to, Drop) })
+		default:
+			from, to := l.From, l.To
+			if rng.IntN(2) == 0 {
+				from, to = to, from
+			}
+			c.At(t, func() { _ = c.Inject(from, to, Corrupt) })
+		}
+	}
+	c.RunUntil(end)
+	if !c.Heal(2 * time.Minute) {
+		_, why := c.Converged()
+		c.inv.fail(c.now, "did not converge within 2 minutes of healing: %s", why)
+	}
+	rep.Records, rep.Digest = c.CheckConverged()
+	rep.Injected, rep.Detected, rep.Covered = c.Faults()
+	for _, name := range names {
+		nd := c.Node(name)
+		for _, m := range nd.moves {
+			if m.From != "" && m.From != m.To {
+				rep.Moves++
+			}
+		}
+		if nd.Rep != nil {
+			rep.Duplicates += nd.Rep.Counters().DuplicatesReceived
+		}
+	}
+	if opts.Inspect != nil {
+		opts.Inspect(c)
+	}
+	rep.Virtual = c.Now().Sub(Epoch)
+	rep.Failures = c.Failures()
+	return rep
+}
+
+func randomOps(c *Cluster, n int) []wire.Op {
+	rng := c.Rand()
+	ops := make([]wire.Op, n)
+	for i := range ops {
+		key := []byte(fmt.Sprintf("k%02d", rng.IntN(24)))
+		table := []byte("t" + fmt.Sprint(rng.IntN(2)))
+		if rng.IntN(6) == 0 {
+			ops[i] = wire.Op{Kind: wire.OpDelete, Table: table, Key: key}
+			continue
+		}
+		ops[i] = wire.Op{Kind: wire.OpPut, Table: table, Key: key, Value: []byte(fmt.Sprintf("v%d", rng.Uint32()))}
+	}
+	return ops
+}
+
+// Edges returns a topology's links between nodes 0..n-1, each as (dialer, listener).
+func Edges(topology string, n int) [][2]int {
+	var es [][2]int
+	switch topology {
+	case "chain":
+		for i := 1; i < n; i++ {
+			es = append(es, [2]int{i, i - 1})
+		}
+	case "star":
+		for i := 1; i < n; i++ {
+			es = append(es, [2]int{i, 0})
+		}
+	case "mesh":
+		for i := 0; i < n; i++ {
+			for j := i + 1; j < n; j++ {
+				es = append(es, [2]int{j, i})
+			}
+		}
+	case "tree":
+		for i := 1; i < n; i++ {
+			es = append(es, [2]int{i, (i - 1) / 2})
+		}
+	case "ring":
+		for i := 0; i < n; i++ {
+			es = append(es, [2]int{(i + 1) % n, i})
+		}
+	case "diamond": // 0 reaches the rest through two relays 1 and 2; the rest hang off both
+		es = append(es, [2]int{1, 0}, [2]int{2, 0})
+		for i := 3; i < n; i++ {
+			es = append(es, [2]int{i, 1}, [2]int{i, 2})
+		}
+	}
+	return es
+}

@@ -1,0 +1,565 @@
+// Package sim owns the deterministic simulator: plait replica nodes (protocol/replica on
+// the in-memory store) wired through an in-memory network on a virtual clock. Everything
+// that varies (delays, nonces, faults, writes) comes from the events the caller schedules
+// and from one seeded generator, so a run is reproduced exactly by its seed or script.
+// Sessions are made through replica.Config.NewSession, so a cluster may run any build of
+// the protocol core that implements replica.Session. The invariants it checks are in
+// invariants.go.
+package sim
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"plait/protocol"
+	"plait/protocol/replica"
+	"plait/protocol/replica/memstore"
+	"plait/protocol/wire"
+)
+
+// Epoch is the virtual clock's start.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Options configure a cluster.
+type Options struct {
+	Seed       uint64
+	MinDelay   time.Duration // one-way network delay range of a link (default 1–20 ms)
+	MaxDelay   time.Duration
+	Redial     time.Duration // a dialer redials a lost connection after this (default 300 ms)
+	Limits     protocol.Limits
+	NewSession func(protocol.Config) (replica.Session, error)
+	// Trace, when set, receives one line per notable event (moves, faults, closes).
+	Trace func(string)
+	// Inspect, when set, is called with the cluster at the end of a random run.
+	Inspect func(*Cluster)
+}
+
+// Cluster is the simulated world.
+type Cluster struct {
+	opts  Options
+	rng   *rand.Rand
+	now   time.Time
+	queue eventQueue
+	seq   uint64
+
+	nodes map[string]*Node
+	names []string // in the order added
+	links map[[2]string]*Link
+
+	inv      invariants
+	dropping string // the peer whose connection a node is being told it lost
+}
+
+// Node is one simulated plait node.
+type Node struct {
+	Name       string
+	Store      *recordingStore
+	Rep        *replica.Replica // nil while crashed
+	MaxVersion uint64
+	origin     wire.OriginID
+	ends       map[replica.ConnID]*end
+	tickGen    uint64
+	starts     int
+	failed     bool // stopped by a replica failure: never restarted
+	tickAt     time.Time
+	tickArmed  bool
+	moves      []replica.Move
+}
+
+// Link is an edge of the topology: From dials To while both are up and the link is not
+// partitioned.
+type Link struct {
+	From, To    string
+	Up          bool
+	MinDelay    time.Duration
+	MaxDelay    time.Duration
+	conn        *connPair
+	redialAt    time.Time
+	faults      []*fault // pending faults on this link's directions
+	Connections int      // connections made
+}
+
+type connPair struct {
+	dialer, listener *end
+	link             *Link
+}
+
+// end is one side of a connection: what its node sends travels to the other end.
+type end struct {
+	node   *Node
+	id     replica.ConnID
+	peer   *end
+	pair   *connPair
+	queue  []delivery // in flight towards this end, in order
+	armed  bool
+	closed bool
+	drops  []*injection // entries dropped on the way here, until a later one shows whether it was seen
+}
+
+type delivery struct {
+	at    time.Time
+	msg   []byte
+	close bool // after the messages: the sender closed
+	check *injection
+}
+
+// New makes an empty cluster.
+func New(opts Options) *Cluster {
+	if opts.MinDelay == 0 && opts.MaxDelay == 0 {
+		opts.MinDelay, opts.MaxDelay = time.Millisecond, 20*time.Millisecond
+	}
+	if opts.Redial == 0 {
+		opts.Redial = 300 * time.Millisecond
+	}
+	c := &Cluster{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)), now: Epoch,
+		nodes: map[string]*Node{}, links: map[[2]string]*Link{}}
+	c.inv.init()
+	return c
+}
+
+// Now is the virtual time.
+func (c *Cluster) Now() time.Time { return c.now }
+
+// Rand is the cluster's seeded generator.
+func (c *Cluster) Rand() *rand.Rand { return c.rng }
+
+// Node returns a node by name (nil when unknown).
+func (c *Cluster) Node(name string) *Node { return c.nodes[name] }
+
+// Names lists the nodes in the order added.
+func (c *Cluster) Names() []string { return slices.Clone(c.names) }
+
+func (c *Cluster) trace(format string, args ...any) {
+	if c.opts.Trace != nil {
+		c.opts.Trace(fmt.Sprintf("%8.3fs ", c.now.Sub(Epoch).Seconds()) + fmt.Sprintf(format, args...))
+	}
+}
+
+// AddNode adds and starts a node speaking protocol versions up to maxVersion (0: newest).
+// Its origin id derives from its name, so scripts are reproducible.
+func (c *Cluster) AddNode(name string, maxVersion uint64) error {
+	if c.nodes[name] != nil {
+		return fmt.Errorf("node %s exists", name)
+	}
+	var o wire.OriginID
+	copy(o[:], fmt.Sprintf("%-15s", name))
+	o[15] = byte(len(c.names) + 1)
+	n := &Node{Name: name, MaxVersion: maxVersion, origin: o}
+	n.Store = newRecordingStore(memstore.New(replica.Identity{Origin: o, Name: name}), &c.inv, name)
+	c.nodes[name] = n
+	c.names = append(c.names, name)
+	return c.start(n)
+}
+
+func (c *Cluster) start(n *Node) error {
+	rep, err := replica.New(replica.Config{MaxVersion: n.MaxVersion, Secret: []byte("simulated cluster secret"),
+		Limits: c.opts.Limits, NewSession: c.opts.NewSession}, n.Store)
+	if err != nil {
+		return err
+	}
+	n.Rep, n.ends = rep, map[replica.ConnID]*end{}
+	n.starts++
+	c.after(n)
+	for _, l := range c.sortedLinks() {
+		if l.From == n.Name || l.To == n.Name {
+			c.maybeDial(l)
+		}
+	}
+	return nil
+}
+
+// Connect adds a link: from dials to (and redials after every loss while the link is up).
+func (c *Cluster) Connect(from, to string) error {
+	if c.nodes[from] == nil || c.nodes[to] == nil || from == to {
+		return fmt.Errorf("connect %s-%s: unknown node", from, to)
+	}
+	k := linkKey(from, to)
+	if c.links[k] != nil {
+		return fmt.Errorf("link %s-%s exists", from, to)
+	}
+	l := &Link{From: from, To: to, Up: true, MinDelay: c.opts.MinDelay, MaxDelay: c.opts.MaxDelay}
+	c.links[k] = l
+	c.maybeDial(l)
+	return nil
+}
+
+// Link returns the link between two nodes, either way round.
+func (c *Cluster) Link(a, b string) *Link { return c.links[linkKey(a, b)] }
+
+func linkKey(a, b string) [2]string {
+	if a > b {
+		a, b = b, a
+	}
+	return [2]string{a, b}
+}
+
+func (c *Cluster) sortedLinks() []*Link {
+	ks := make([][2]string, 0, len(c.links))
+	for k := range c.links {
+		ks = append(ks, k)
+	}
+	slices.SortFunc(ks, func(a, b [2]string) int { return strings.Compare(a[0]+"\x00"+a[1], b[0]+"\x00"+b[1]) })
+	ls := make([]*Link, len(ks))
+	for i, k := range ks {
+		ls[i] = c.links[k]
+	}
+	return ls
+}
+
+// SetLink raises or cuts a link (a partition cuts several). Cutting drops its connection.
+func (c *Cluster) SetLink(a, b string, up bool) error {
+	l := c.Link(a, b)
+	if l == nil {
+		return fmt.Errorf("no link %s-%s", a, b)
+	}
+	l.Up = up
+	if !up {
+		c.cut(l, "partitioned")
+	} else {
+		c.maybeDial(l)
+	}
+	return nil
+}
+
+// Disconnect drops a link's connection now; the dialer redials after the redial delay.
+func (c *Cluster) Disconnect(a, b string) error {
+	l := c.Link(a, b)
+	if l == nil {
+		return fmt.Errorf("no link %s-%s", a, b)
+	}
+	c.cut(l, "disconnected")
+	return nil
+}
+
+// cut drops a link's connection on both sides at once, as a reset socket does.
+func (c *Cluster) cut(l *Link, why string) {
+	p := l.conn
+	if p == nil {
+		return
+	}
+	l.conn = nil
+	c.trace("%s-%s %s", l.From, l.To, why)
+	for _, e := range []*end{p.dialer, p.listener} {
+		if !e.closed {
+			e.closed = true
+			c.lost(e, why)
+		}
+	}
+	l.redialAt = c.now.Add(c.opts.Redial)
+	c.schedule(l.redialAt, func() { c.maybeDial(l) })
+}
+
+// lost tells e's node that its connection is gone.
+func (c *Cluster) lost(e *end, why string) {
+	c.dropping = e.peer.node.Name
+	c.call(e.node, func(r *replica.Replica) error { return r.Disconnected(c.now, e.id, why) })
+	c.dropping = ""
+}
+
+// maybeDial makes the link's connection when both nodes are up, the link is, and none
+// exists.
+func (c *Cluster) maybeDial(l *Link) {
+	a, b := c.nodes[l.From], c.nodes[l.To]
+	if !l.Up || l.conn != nil || a.Rep == nil || b.Rep == nil || c.now.Before(l.redialAt) {
+		return
+	}
+	p := &connPair{link: l}
+	p.dialer = &end{node: a, pair: p}
+	p.listener = &end{node: b, pair: p}
+	p.dialer.peer, p.listener.peer = p.listener, p.dialer
+	l.conn = p
+	l.Connections++
+	for _, e := range []*end{p.dialer, p.listener} {
+		role, expect := wire.RoleListener, ""
+		if e == p.dialer {
+			role, expect = wire.RoleDialer, b.Name
+		}
+		nonce := make([]byte, 16)
+		for i := range nonce {
+			nonce[i] = byte(c.rng.Uint32())
+		}
+		id, err := e.node.Rep.Open(c.now, role, expect, nonce)
+		if err != nil {
+			c.inv.fail(c.now, "%s: open: %v", e.node.Name, err)
+			return
+		}
+		e.id = id
+		e.node.ends[id] = e
+	}
+	for _, n := range []*Node{a, b} {
+		c.flush(n)
+		c.after(n)
+	}
+}
+
+// Write applies a local write on a node; it reports the seq, or 0 when the node is down.
+func (c *Cluster) Write(node string, ops []wire.Op) (uint64, error) {
+	n := c.nodes[node]
+	if n == nil {
+		return 0, fmt.Errorf("unknown node %s", node)
+	}
+	if n.Rep == nil {
+		return 0, nil
+	}
+	var seq uint64
+	err := c.callErr(n, func(r *replica.Replica) error {
+		var err error
+		seq, err = r.Write(c.now, ops)
+		return err
+	})
+	return seq, err
+}
+
+// Crash stops a node at once: its connections reset, its replica's memory is lost, its
+// store keeps exactly what Apply wrote.
+func (c *Cluster) Crash(node string) error {
+	n := c.nodes[node]
+	if n == nil || n.Rep == nil {
+		return fmt.Errorf("crash %s: not running", node)
+	}
+	c.trace("%s crashes", node)
+	for _, l := range c.sortedLinks() {
+		if p := l.conn; p != nil && (l.From == node || l.To == node) {
+			l.conn = nil
+			for _, e := range []*end{p.dialer, p.listener} {
+				e.closed = true
+				if e.node != n {
+					c.lost(e, "peer crashed")
+				}
+			}
+			l.redialAt = c.now
+		}
+	}
+	c.inv.crashed(n)
+	n.Rep, n.ends = nil, nil
+	n.tickGen++
+	n.tickArmed = false
+	return nil
+}
+
+// Restart starts a crashed node from its store, speaking versions up to maxVersion
+// (0: newest): a rolling upgrade when it differs from before.
+func (c *Cluster) Restart(node string, maxVersion uint64) error {
+	n := c.nodes[node]
+	if n == nil || n.Rep != nil {
+		return fmt.Errorf("restart %s: not crashed", node)
+	}
+	n.MaxVersion = maxVersion
+	c.trace("%s restarts (protocol max %d)", node, maxVersion)
+	return c.start(n)
+}
+
+// call runs one replica call on a node and delivers what it produced; a replica error is
+// an invariant failure.
+func (c *Cluster) call(n *Node, f func(*replica.Replica) error) {
+	if err := c.callErr(n, f); err != nil {
+		c.inv.fail(c.now, "%s: %v", n.Name, err)
+	}
+}
+
+func (c *Cluster) callErr(n *Node, f func(*replica.Replica) error) error {
+	if n.Rep == nil {
+		return nil
+	}
+	err := f(n.Rep)
+	if errors.Is(err, replica.ErrStopped) {
+		// The replica refuses to go on (a store failure or a command it should never
+		// have issued): a failed run. The node stays down so the run can end.
+		c.inv.fail(c.now, "%s: %v", n.Name, err)
+		_ = c.Crash(n.Name)
+		n.failed = true
+		return err
+	}
+	var we *wire.Error
+	if err != nil && !(asWire(err, &we) && we.Code == wire.CodeBadArgument) && err != replica.ErrUnknownConn {
+		c.inv.fail(c.now, "%s: %v", n.Name, err)
+	}
+	c.flush(n)
+	c.after(n)
+	return err
+}
+
+// flush takes a node's output and puts it on the network.
+func (c *Cluster) flush(n *Node) {
+	if n.Rep == nil {
+		return
+	}
+	for _, m := range n.Rep.Moves() {
+		n.moves = append(n.moves, m)
+		c.inv.move(c, n, m)
+		if m.Reason != replica.ReasonFirst {
+			c.trace("%s: origin %s moves %s -> %s (%s)", n.Name, c.originName(m.Origin), m.From, m.To, m.Reason)
+		}
+	}
+	for _, out := range n.Rep.Output() {
+		e := n.ends[out.Conn]
+		if e == nil {
+			continue // a connection the network already dropped
+		}
+		for _, msg := range out.Messages {
+			c.send(e, msg)
+		}
+		if out.Closed {
+			delete(n.ends, out.Conn)
+			if !e.closed {
+				e.closed = true
+				c.push(e.peer, delivery{close: true})
+			}
+			if l := e.pair.link; l.conn == e.pair {
+				l.conn = nil
+				l.redialAt = c.now.Add(c.opts.Redial)
+				c.schedule(l.redialAt, func() { c.maybeDial(l) })
+			}
+		}
+	}
+	c.inv.afterStep(c, n)
+}
+
+func (c *Cluster) originName(o wire.OriginID) string {
+	for _, name := range c.names {
+		if c.nodes[name].origin == o {
+			return name
+		}
+	}
+	return o.String()
+}
+
+// send puts one message on the way to e's peer, through the link's faults.
+func (c *Cluster) send(e *end, msg []byte) {
+	if e.closed || e.peer.closed {
+		return
+	}
+	msg = slices.Clone(msg)
+	d := delivery{msg: msg}
+	c.applyFaults(e, &d)
+	if d.msg == nil {
+		return
+	}
+	c.push(e.peer, d)
+}
+
+// push queues a delivery to e after the link's delay, never overtaking what is queued.
+func (c *Cluster) push(e *end, d delivery) {
+	l := e.pair.link
+	at := c.now.Add(l.MinDelay)
+	if l.MaxDelay > l.MinDelay {
+		at = at.Add(time.Duration(c.rng.Int64N(int64(l.MaxDelay - l.MinDelay))))
+	}
+	if n := len(e.queue); n > 0 && at.Before(e.queue[n-1].at) {
+		at = e.queue[n-1].at
+	}
+	d.at = at
+	e.queue = append(e.queue, d)
+	c.arm(e)
+}
+
+func (c *Cluster) arm(e *end) {
+	if e.armed || len(e.queue) == 0 {
+		return
+	}
+	e.armed = true
+	c.schedule(e.queue[0].at, func() { c.deliver(e) })
+}
+
+// deliver hands the next message to e's node, unless its reads are paused.
+func (c *Cluster) deliver(e *end) {
+	e.armed = false
+	if e.closed || e.node.Rep == nil || len(e.queue) == 0 {
+		return
+	}
+	if e.node.Rep.ReadPaused(e.id) {
+		e.queue[0].at = c.now.Add(5 * time.Millisecond)
+		c.arm(e)
+		return
+	}
+	d := e.queue[0]
+	e.queue = e.queue[1:]
+	if d.close {
+		e.closed = true
+		c.lost(e, "closed by peer")
+	} else {
+		before := c.inv.beforeDelivery(e, d)
+		c.call(e.node, func(r *replica.Replica) error { return r.Receive(c.now, e.id, d.msg) })
+		c.inv.afterDelivery(c, e, d, before)
+	}
+	c.arm(e)
+}
+
+// after schedules the node's next timer.
+func (c *Cluster) after(n *Node) {
+	if n.Rep == nil {
+		return
+	}
+	d := n.Rep.NextDeadline()
+	if d.IsZero() {
+		return
+	}
+	if n.tickArmed && d.Equal(n.tickAt) {
+		return // that timer is set already
+	}
+	n.tickGen++
+	gen := n.tickGen
+	n.tickAt, n.tickArmed = d, true
+	c.schedule(d, func() {
+		if n.tickGen == gen && n.Rep != nil {
+			n.tickArmed = false
+			c.call(n, func(r *replica.Replica) error { return r.Tick(c.now) })
+		}
+	})
+}
+
+// schedule runs f at virtual time at (or now, if at is past).
+func (c *Cluster) schedule(at time.Time, f func()) {
+	if at.Before(c.now) {
+		at = c.now
+	}
+	c.seq++
+	heap.Push(&c.queue, &event{at: at, seq: c.seq, f: f})
+}
+
+// At schedules a caller's action.
+func (c *Cluster) At(at time.Time, f func()) { c.schedule(at, f) }
+
+// RunUntil processes events up to virtual time t (inclusive) and sets the clock to t.
+func (c *Cluster) RunUntil(t time.Time) {
+	for c.queue.Len() > 0 && !c.queue[0].at.After(t) {
+		ev := heap.Pop(&c.queue).(*event)
+		c.now = ev.at
+		ev.f()
+	}
+	if t.After(c.now) {
+		c.now = t
+	}
+}
+
+// Run advances the clock by d.
+func (c *Cluster) Run(d time.Duration) { c.RunUntil(c.now.Add(d)) }
+
+type event struct {
+	at  time.Time
+	seq uint64
+	f   func()
+}
+
+type eventQueue []*event
+
+func (q eventQueue) Len() int { return len(q) }
+func (q eventQueue) Less(i, j int) bool {
+	if !q[i].at.Equal(q[j].at) {
+		return q[i].at.Before(q[j].at)
+	}
+	return q[i].seq < q[j].seq
+}
+func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *eventQueue) Push(x any)   { *q = append(*q, x.(*event)) }
+func (q *eventQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
+}

@@ -1,0 +1,44 @@
+package conformance
+
+import (
+	"flag"
+	"testing"
+	"time"
+
+	"plait/conformance/sim"
+)
+
+var (
+	simSeed  = flag.Uint64("seed", 0, "replay one simulator seed (TestSim)")
+	simSeeds = flag.Int("seeds", 500, "how many seeds TestSim runs from -seed-base")
+	simBase  = flag.Uint64("seed-base", 1, "the first seed of TestSim's range")
+	simTrace = flag.Bool("sim.trace", false, "log the simulator's trace of a replayed seed")
+)
+
+// TestSim runs the CI's fixed range of simulator seeds (500 from 1), or replays one with
+// -seed=N (add -trace for what happened). Every failing seed is printed; make sim runs
+// fresh ranges.
+func TestSim(t *testing.T) {
+	if *simSeed != 0 {
+		var opts sim.Options
+		if *simTrace {
+			opts.Trace = func(s string) { t.Log(s) }
+		}
+		rep := sim.Random(*simSeed, opts)
+		t.Log(rep)
+		for _, f := range rep.Failures {
+			t.Error(f)
+		}
+		return
+	}
+	start := time.Now()
+	failed := 0
+	for seed := *simBase; seed < *simBase+uint64(*simSeeds); seed++ {
+		rep := sim.Random(seed, sim.Options{})
+		if len(rep.Failures) > 0 {
+			failed++
+			t.Errorf("FAILING SEED %d (replay: go test ./conformance -run 'TestSim$' -seed=%d -sim.trace -v): %s\n  %v", seed, seed, rep, rep.Failures)
+		}
+	}
+	t.Logf("%d seeds from %d: %d failed, %s", *simSeeds, *simBase, failed, time.Since(start).Round(time.Millisecond))
+}
