@@ -200,7 +200,7 @@ type conn struct {
 	v1Subscribed bool
 	v1Start      uint64                   // the peer cursor this connection subscribed from
 	v1LastPos    map[wire.OriginID]uint64 // per origin, the last position processed here
-	v1After      uint64 // the last arrival position offered (or skipped)
+	v1After      uint64                   // the last arrival position offered (or skipped)
 	v1InFlight   []sentPos
 	v1Unacked    int
 }
