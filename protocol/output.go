@@ -7,8 +7,10 @@ import (
 	"plait/protocol/wire"
 )
 
-// initialMessageCap is the capacity a new outgoing message buffer starts with.
-const initialMessageCap = 64 << 10
+// initialMessageCap is the capacity a new outgoing message buffer starts with: room for
+// the control frames of one step; a message of data grows by append (a caller that
+// returns messages with Release reuses the grown buffer).
+const initialMessageCap = 4 << 10
 
 // reserve makes room for a frame of size bytes (header included) in the message being
 // built, starting a new message when the frame would not fit the peer's limit.

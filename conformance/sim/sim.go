@@ -403,6 +403,7 @@ func (c *Cluster) flush(n *Node) {
 		}
 		for _, msg := range out.Messages {
 			c.send(e, msg)
+			n.Rep.Release(out.Conn, msg)
 		}
 		if out.Closed {
 			delete(n.ends, out.Conn)

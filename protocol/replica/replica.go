@@ -443,6 +443,13 @@ func cmpConn(a, b ConnID) int {
 	return 0
 }
 
+// Release gives a sent message of a connection back for reuse (optional).
+func (r *Replica) Release(id ConnID, msg []byte) {
+	if c := r.conns[id]; c != nil {
+		c.sess.Release(msg)
+	}
+}
+
 // Moves hands over the source changes since the last call (for the simulator and logs).
 func (r *Replica) Moves() []Move {
 	m := r.moves

@@ -18,6 +18,7 @@ type Session interface {
 	Tick(now time.Time) error
 	Ready() protocol.Ready
 	HasReady() bool
+	Release(msg []byte)
 	NextDeadline() time.Time
 	State() protocol.State
 	Handshake() protocol.HandshakeInfo
