@@ -4,10 +4,13 @@ GO        ?= go
 BUILD     := build
 CORE_WASM := $(BUILD)/core.wasm
 FUZZTIME  ?= 30s
+SEEDS     ?= 1000
+SEED_BASE ?=
+NODES     ?= 0
 # The exact release build of the WASM core (DESIGN.md §5, conformance/RELEASES.md).
 WASM_BUILD := GOFLAGS= CGO_ENABLED=0 GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildvcs=false -buildmode=c-shared
 
-.PHONY: all demo test check purity wasip1 vet fmt-check unit releases wasm fuzz bench clean
+.PHONY: all demo test check purity wasip1 vet fmt-check unit releases wasm fuzz sim bench clean
 
 all: test
 
@@ -46,6 +49,10 @@ wasm:
 ## fuzz: every fuzz target in turn for FUZZTIME; new interesting inputs join the corpus
 fuzz:
 	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+
+## sim: SEEDS random simulator seeds from SEED_BASE (default: now); prints every failing seed
+sim:
+	SEEDS=$(SEEDS) SEED_BASE=$(SEED_BASE) NODES=$(NODES) scripts/sim.sh
 
 ## bench: the benchmarks of BENCHMARKS.md
 bench:

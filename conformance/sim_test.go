@@ -13,6 +13,7 @@ var (
 	simSeeds = flag.Int("seeds", 500, "how many seeds TestSim runs from -seed-base")
 	simBase  = flag.Uint64("seed-base", 1, "the first seed of TestSim's range")
 	simTrace = flag.Bool("sim.trace", false, "log the simulator's trace of a replayed seed")
+	simNodes = flag.Int("sim.nodes", 0, "nodes of every random run (0: 3 to 8, drawn from the seed)")
 )
 
 // TestSim runs the CI's fixed range of simulator seeds (500 from 1), or replays one with
@@ -20,7 +21,7 @@ var (
 // fresh ranges.
 func TestSim(t *testing.T) {
 	if *simSeed != 0 {
-		var opts sim.Options
+		opts := sim.Options{Nodes: *simNodes}
 		if *simTrace {
 			opts.Trace = func(s string) { t.Log(s) }
 		}
@@ -32,13 +33,18 @@ func TestSim(t *testing.T) {
 		return
 	}
 	start := time.Now()
-	failed := 0
+	failed, largest := 0, 0
+	var virtual time.Duration
 	for seed := *simBase; seed < *simBase+uint64(*simSeeds); seed++ {
-		rep := sim.Random(seed, sim.Options{})
+		rep := sim.Random(seed, sim.Options{Nodes: *simNodes})
+		largest, virtual = max(largest, rep.Nodes), virtual+rep.Virtual
 		if len(rep.Failures) > 0 {
 			failed++
 			t.Errorf("FAILING SEED %d (replay: go test ./conformance -run 'TestSim$' -seed=%d -sim.trace -v): %s\n  %v", seed, seed, rep, rep.Failures)
 		}
 	}
-	t.Logf("%d seeds from %d: %d failed, %s", *simSeeds, *simBase, failed, time.Since(start).Round(time.Millisecond))
+	took := time.Since(start)
+	t.Logf("%d seeds from %d: %d failed, %s", *simSeeds, *simBase, failed, took.Round(time.Millisecond))
+	t.Logf("%.1f schedules per second; %.0fx virtual time; largest topology %d nodes",
+		float64(*simSeeds)/took.Seconds(), virtual.Seconds()/took.Seconds(), largest)
 }

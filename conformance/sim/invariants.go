@@ -298,6 +298,12 @@ func (c *Cluster) Faults() (injected, detected, covered int) {
 // Heal raises every link, disarms faults and restarts crashed nodes, then runs until the
 // cluster converges or limit passes; it reports whether it converged.
 func (c *Cluster) Heal(limit time.Duration) bool {
+	c.Restore()
+	return c.Stabilize(limit)
+}
+
+// Restore raises every link, disarms faults and restarts crashed nodes.
+func (c *Cluster) Restore() {
 	c.ClearFaults()
 	for _, l := range c.sortedLinks() {
 		l.Up = true
@@ -310,7 +316,6 @@ func (c *Cluster) Heal(limit time.Duration) bool {
 	for _, l := range c.sortedLinks() {
 		c.maybeDial(l)
 	}
-	return c.Stabilize(limit)
 }
 
 // Stabilize runs until the cluster converges or limit passes.

@@ -28,6 +28,7 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // Options configure a cluster.
 type Options struct {
 	Seed       uint64
+	Nodes      int           // Random: the number of nodes (0: 3 to 8, drawn from the seed)
 	MinDelay   time.Duration // one-way network delay range of a link (default 1–20 ms)
 	MaxDelay   time.Duration
 	Redial     time.Duration // a dialer redials a lost connection after this (default 300 ms)
