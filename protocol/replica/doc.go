@@ -1,0 +1,77 @@
+// Package replica owns one plait node's decisions: which peer each origin is taken from
+// and when it moves (CONTRACT.md's routing rule), what is relayed to whom, whether a
+// received entry is applied, skipped, re-requested or flagged, last-writer-wins, when an
+// entry is acknowledged (persist before ack), and the status a node reports. It drives
+// one protocol session per connection through their public API (the Session interface)
+// and keeps its durable state in a Store. Like the rest of protocol/, it does no I/O,
+// reads no clock and starts no goroutine: the same inputs give the same outputs, which is
+// what lets the simulator (conformance/sim) prove it under seeded faults.
+//
+// # The usage loop
+//
+// A shell (the native node, the simulator) owns the sockets, the clock and the store, and
+// drives one Replica from one goroutine:
+//
+//	r, err := replica.New(cfg, store)          // reads identity, cursor vector, origin names
+//	id, _ := r.Open(now, wire.RoleDialer, "B", nonce) // per socket dialed (or accepted:
+//	                                           // RoleListener, "")
+//	for {
+//		for _, out := range r.Output() {       // what each connection must send, in order
+//			for _, m := range out.Messages {
+//				sockets[out.Conn].Write(m) // one binary WebSocket message each
+//				r.Release(out.Conn, m)     // optional: reuse the buffer
+//			}
+//			if out.Closed {                // the session ended: close the socket
+//				sockets[out.Conn].Close()
+//			}
+//		}
+//		select {                               // then feed exactly one input
+//		case in := <-incoming:                 // not while r.ReadPaused(in.conn) (version 1)
+//			r.Receive(now, in.conn, in.msg)
+//		case <-timer(r.NextDeadline()):
+//			r.Tick(now)
+//		case id := <-socketGone:
+//			r.Disconnected(now, id, reason)
+//		case w := <-writes:
+//			seq, err := r.Write(now, w.ops) // a local transaction; answer after Store.Sync
+//			r.Synced(now)                   // with HoldUnsynced: what is durable may be served
+//		}
+//	}
+//
+// Every input settles completely before it returns: sessions' events are handled,
+// sources re-chosen, heads advertised and entries sent as far as credit allows. An error
+// wrapping ErrStopped means the store failed or the replica met a state it cannot explain;
+// the shell stops the node.
+//
+// # Decisions
+//
+//   - Receiving. Sessions check every entry against their channel (version 2) or receive
+//     vector (version 1); the replica checks it again against the store's cursor: the next
+//     seq with the right previous hash is applied (one atomic Store.Apply: records, log
+//     entry, cursor), one already held is a counted duplicate (and must be the same
+//     entry, else a divergence), one further ahead is a gap. Only then is it acknowledged.
+//   - Last-writer-wins. A record version is (HLC timestamp, origin id); an operation
+//     replaces a record unless the record's version is newer. Deletes leave tombstones
+//     that keep their version, so a late older put loses everywhere.
+//   - Routing (version 2). One source per origin: the origin itself when connected, else
+//     the peer advertising the highest head above the applied seq, then the lowest RTT,
+//     then the lowest name. An origin moves only when its source is lost (disconnected,
+//     withdrawn, diverged), the origin itself connects, or another head stays ahead for
+//     Config.MoveDelay. A move unsubscribes that origin's channel and subscribes it at
+//     the node's own applied position on the new source: no other origin is touched and
+//     nothing applied is sent again. A node never advertises an origin to its source
+//     (split horizon).
+//   - The [T, head] hole. A source that advertises a head above the applied seq while
+//     nothing is applied for Config.StallTimeout has lost an entry at the tail of the
+//     stream; the channel resumes from the applied seq, counted as a gap.
+//   - Version 1 peers. A connection negotiated at version 1 streams the sender's whole
+//     arrival order from the receiver's scalar cursor for that peer (persisted with each
+//     apply). The replica observes every apply on every version-1 session, so an entry
+//     applied through another path is a duplicate, not a gap. A gap closes the session and
+//     rewinds the scalar cursor to before the missing entry.
+//   - Divergence. An entry that contradicts the log is never applied; its origin is
+//     flagged (Status Diverged) until a later entry of it is applied, and the channel that
+//     carried it is left out of the candidates for Config.DivergenceRetry.
+//   - One connection per peer: when both sides dial, the connection dialed by the node
+//     with the lower origin id survives.
+package replica
