@@ -28,13 +28,14 @@ type Report struct {
 	Records     int
 	Digest      string
 	Virtual     time.Duration
+	SyncDelay   time.Duration // nodes held unsynced writes this long (0: not at all)
 	Failures    []string
 }
 
 func (r Report) String() string {
-	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d upgrades=%d faults=%d detected=%d covered=%d moves=%d duplicates=%d records=%d digest=%s virtual=%s",
+	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d upgrades=%d faults=%d detected=%d covered=%d moves=%d duplicates=%d records=%d digest=%s virtual=%s sync-delay=%s",
 		r.Seed, r.Nodes, r.Topology, r.Links, r.Mixed, r.Writes, r.Disconnects, r.Partitions, r.Crashes, r.Upgrades,
-		r.Injected, r.Detected, r.Covered, r.Moves, r.Duplicates, r.Records, r.Digest, r.Virtual)
+		r.Injected, r.Detected, r.Covered, r.Moves, r.Duplicates, r.Records, r.Digest, r.Virtual, r.SyncDelay)
 }
 
 // SimLimits are small session limits, so that flow control, paused reads and message
@@ -61,9 +62,14 @@ func Random(seed uint64, opts Options) Report {
 	if opts.Limits == (protocol.Limits{}) {
 		opts.Limits = SimLimits
 	}
+	if seed%2 == 0 && opts.SyncDelay == 0 {
+		// Half the runs serve local writes only once a simulated group commit made them
+		// durable (replica.Config.HoldUnsynced).
+		opts.SyncDelay = time.Duration(1+seed%20) * time.Millisecond
+	}
 	c := New(opts)
 	rng := c.Rand()
-	rep := Report{Seed: seed}
+	rep := Report{Seed: seed, SyncDelay: opts.SyncDelay}
 	n := 3 + rng.IntN(6)
 	if opts.Nodes > 0 {
 		n = opts.Nodes

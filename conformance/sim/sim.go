@@ -32,6 +32,10 @@ type Options struct {
 	MinDelay   time.Duration // one-way network delay range of a link (default 1–20 ms)
 	MaxDelay   time.Duration
 	Redial     time.Duration // a dialer redials a lost connection after this (default 300 ms)
+	// SyncDelay, when set, runs every node with replica.Config.HoldUnsynced: a write is
+	// made durable (Replica.Synced) this long after it is applied, as a group commit does,
+	// and only then served to peers.
+	SyncDelay time.Duration
 	Limits     protocol.Limits
 	NewSession func(protocol.Config) (replica.Session, error)
 	// Trace, when set, receives one line per notable event (moves, faults, closes).
@@ -69,6 +73,7 @@ type Node struct {
 	failed     bool // stopped by a replica failure: never restarted
 	tickAt     time.Time
 	tickArmed  bool
+	syncArmed  bool
 	moves      []replica.Move
 }
 
@@ -159,7 +164,7 @@ func (c *Cluster) AddNode(name string, maxVersion uint64) error {
 
 func (c *Cluster) start(n *Node) error {
 	rep, err := replica.New(replica.Config{MaxVersion: n.MaxVersion, Secret: []byte("simulated cluster secret"),
-		Limits: c.opts.Limits, NewSession: c.opts.NewSession}, n.Store)
+		Limits: c.opts.Limits, NewSession: c.opts.NewSession, HoldUnsynced: c.opts.SyncDelay > 0}, n.Store)
 	if err != nil {
 		return err
 	}
@@ -338,6 +343,7 @@ func (c *Cluster) Crash(node string) error {
 	}
 	c.inv.crashed(n)
 	n.Rep, n.ends = nil, nil
+	n.syncArmed = false
 	n.tickGen++
 	n.tickArmed = false
 	return nil
@@ -382,7 +388,24 @@ func (c *Cluster) callErr(n *Node, f func(*replica.Replica) error) error {
 	}
 	c.flush(n)
 	c.after(n)
+	c.syncLater(n)
 	return err
+}
+
+// syncLater makes what a node applied durable after the sync delay, as a group commit
+// does, when the replica waits for it.
+func (c *Cluster) syncLater(n *Node) {
+	if n.Rep == nil || n.syncArmed || !n.Rep.NeedsSync() {
+		return
+	}
+	n.syncArmed = true
+	rep := n.Rep
+	c.schedule(c.now.Add(c.opts.SyncDelay), func() {
+		if n.Rep == rep { // not crashed since
+			n.syncArmed = false
+			c.call(n, func(r *replica.Replica) error { return r.Synced(c.now) })
+		}
+	})
 }
 
 // flush takes a node's output and puts it on the network.

@@ -260,6 +260,13 @@ func ValidTable(name []byte) bool {
 	return true
 }
 
+// NeedsSync reports, with HoldUnsynced, whether something applied waits for a Synced
+// before it may be served: a local entry, or an arrival position a version-1 peer may be
+// sent. The shell syncs the store (group commit) and calls Synced.
+func (r *Replica) NeedsSync() bool {
+	return r.cfg.HoldUnsynced && (r.synced < r.origins[r.id.Origin].applied.Seq || r.syncedArrive < r.arrivals)
+}
+
 // Synced tells the replica that the shell made every write so far durable against power
 // loss (Store.Sync returned): with HoldUnsynced, entries up to here may now be served.
 func (r *Replica) Synced(now time.Time) error {
