@@ -27,15 +27,15 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Options configure a cluster.
 type Options struct {
-	Seed       uint64
-	Nodes      int           // Random: the number of nodes (0: 3 to 8, drawn from the seed)
-	MinDelay   time.Duration // one-way network delay range of a link (default 1–20 ms)
-	MaxDelay   time.Duration
-	Redial     time.Duration // a dialer redials a lost connection after this (default 300 ms)
+	Seed     uint64
+	Nodes    int           // Random: the number of nodes (0: 3 to 8, drawn from the seed)
+	MinDelay time.Duration // one-way network delay range of a link (default 1–20 ms)
+	MaxDelay time.Duration
+	Redial   time.Duration // a dialer redials a lost connection after this (default 300 ms)
 	// SyncDelay, when set, runs every node with replica.Config.HoldUnsynced: a write is
 	// made durable (Replica.Synced) this long after it is applied, as a group commit does,
 	// and only then served to peers.
-	SyncDelay time.Duration
+	SyncDelay  time.Duration
 	Limits     protocol.Limits
 	NewSession func(protocol.Config) (replica.Session, error)
 	// Trace, when set, receives one line per notable event (moves, faults, closes).
