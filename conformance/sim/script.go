@@ -505,7 +505,11 @@ func (s *Script) cmdPeers(args []Arg) (string, error) {
 		}
 		fmt.Fprintf(&b, "%s:\n", name)
 		for _, p := range n.Rep.Status(s.c.Now()).Peers {
-			fmt.Fprintf(&b, "  peer %-3s %s version=%d connected=%v\n", p.Name, p.State, p.Version, p.Connected)
+			dialer := p.Name
+			if p.Dialed {
+				dialer = name
+			}
+			fmt.Fprintf(&b, "  peer %-3s %s version=%d connected=%v dialed-by=%s\n", p.Name, p.State, p.Version, p.Connected, dialer)
 		}
 	}
 	return b.String(), nil

@@ -184,7 +184,7 @@ func (c *Cluster) Connect(from, to string) error {
 	if c.nodes[from] == nil || c.nodes[to] == nil || from == to {
 		return fmt.Errorf("connect %s-%s: unknown node", from, to)
 	}
-	k := linkKey(from, to)
+	k := [2]string{from, to}
 	if c.links[k] != nil {
 		return fmt.Errorf("link %s-%s exists", from, to)
 	}
@@ -194,14 +194,13 @@ func (c *Cluster) Connect(from, to string) error {
 	return nil
 }
 
-// Link returns the link between two nodes, either way round.
-func (c *Cluster) Link(a, b string) *Link { return c.links[linkKey(a, b)] }
-
-func linkKey(a, b string) [2]string {
-	if a > b {
-		a, b = b, a
+// Link returns the link between two nodes: the one a dials, else the one b dials. Both
+// may exist: then both nodes dial, and the replicas keep one connection.
+func (c *Cluster) Link(a, b string) *Link {
+	if l := c.links[[2]string{a, b}]; l != nil {
+		return l
 	}
-	return [2]string{a, b}
+	return c.links[[2]string{b, a}]
 }
 
 func (c *Cluster) sortedLinks() []*Link {
@@ -272,6 +271,13 @@ func (c *Cluster) lost(e *end, why string) {
 func (c *Cluster) maybeDial(l *Link) {
 	a, b := c.nodes[l.From], c.nodes[l.To]
 	if !l.Up || l.conn != nil || a.Rep == nil || b.Rep == nil || c.now.Before(l.redialAt) {
+		return
+	}
+	if r := c.links[[2]string{l.To, l.From}]; r != nil && r.conn != nil && r.Up && l.Connections > 0 {
+		// The peer dialed too and its connection is up: a shell does not redial a peer it
+		// is connected to (the first dials may cross). Look again after the redial delay.
+		l.redialAt = c.now.Add(c.opts.Redial)
+		c.schedule(l.redialAt, func() { c.maybeDial(l) })
 		return
 	}
 	p := &connPair{link: l}
@@ -430,6 +436,9 @@ func (c *Cluster) flush(n *Node) {
 			n.Rep.Release(out.Conn, msg)
 		}
 		if out.Closed {
+			if out.Err != nil && out.Err.Code != wire.CodeGapDetected {
+				c.trace("%s: connection to %s closed: %s", n.Name, e.peer.node.Name, out.Err.Code)
+			}
 			delete(n.ends, out.Conn)
 			if !e.closed {
 				e.closed = true

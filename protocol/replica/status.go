@@ -45,6 +45,7 @@ type PeerStatus struct {
 	Conn         ConnID
 	Name         string // the peer's name once the handshake told it (or the one dialed)
 	Origin       wire.OriginID
+	Dialed       bool   // this node dialed the connection
 	State        string // handshaking, streaming or closed
 	Connected    bool   // streaming with fresh liveness (Session.Connected)
 	Version      uint64
@@ -107,7 +108,7 @@ func (r *Replica) Status(now time.Time) Status {
 	}
 	for _, id := range r.connOrder {
 		c := r.conns[id]
-		p := PeerStatus{Conn: id, Name: c.peerName, Origin: c.peerOrigin, Connected: c.sess.Connected(now),
+		p := PeerStatus{Conn: id, Name: c.peerName, Origin: c.peerOrigin, Dialed: c.role == wire.RoleDialer, Connected: c.sess.Connected(now),
 			Version: c.version, RTT: c.sess.RTT(), HeldBytes: c.sess.HeldBytes(), Stats: c.sess.Stats()}
 		if p.Name == "" {
 			p.Name = c.expect
