@@ -189,13 +189,15 @@ func (r *Replica) Write(now time.Time, ops []wire.Op) (uint64, error) {
 		return 0, err
 	}
 	st := r.origins[r.id.Origin]
+	last := r.hlc
 	t := wire.Txn{Origin: r.id.Origin, Seq: st.applied.Seq + 1, HLC: r.tick(now), Prev: st.applied.Hash, Ops: ops}
 	enc, err := t.Encode()
-	if err != nil {
-		return 0, wire.Errorf(wire.CodeBadArgument, err.Error())
+	if err == nil && len(enc) > r.cfg.Write.MaxTxn {
+		err = errors.New("the transaction encodes to " + strconv.Itoa(len(enc)) + " bytes; the limit is " + strconv.Itoa(r.cfg.Write.MaxTxn))
 	}
-	if len(enc) > r.cfg.Write.MaxTxn {
-		return 0, wire.Errorf(wire.CodeBadArgument, "the transaction encodes to "+strconv.Itoa(len(enc))+" bytes; the limit is "+strconv.Itoa(r.cfg.Write.MaxTxn))
+	if err != nil {
+		r.hlc = last // a refused write changes nothing
+		return 0, wire.Errorf(wire.CodeBadArgument, err.Error())
 	}
 	v, err := wire.ParseTxn(enc)
 	if err != nil {
@@ -274,7 +276,10 @@ func (r *Replica) Synced(now time.Time) error {
 		return r.fatal
 	}
 	r.now = now
-	r.synced = r.origins[r.id.Origin].applied.Seq
+	if own := r.origins[r.id.Origin].applied.Seq; own != r.synced {
+		r.synced = own
+		r.headsDirty[r.id.Origin] = true // the head peers may now be told of
+	}
 	last, err := r.store.LastArrival()
 	if !r.check(err) {
 		return r.fatal

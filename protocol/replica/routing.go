@@ -67,6 +67,12 @@ func (r *Replica) routeOrigin(st *originState) {
 		r.subscribe(src, st, st.applied.Seq)
 		return
 	}
+	if src.direct(st.id) {
+		// The origin itself is the first choice: a relay that seems ahead only relays the
+		// origin's own entries, and moving to it would move straight back.
+		st.aheadSince = time.Time{}
+		return
+	}
 	srcHead := src.heads[st.id].Seq
 	var ahead []candidate
 	for _, k := range cands {

@@ -1,0 +1,983 @@
+package replica_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"plait/protocol/replica"
+	"plait/protocol/replica/memstore"
+	"plait/protocol/wire"
+)
+
+// The harness: replicas on in-memory stores, wired by hand on one virtual clock. Messages
+// travel per direction in FIFO order; pump delivers every message that is due (instant by
+// default) until nothing moves; a held direction keeps its messages queued; advance moves
+// the clock in small steps, ticking every replica and pumping after each.
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+var testSecret = []byte("replica unit test secret")
+
+// advanceStep is the clock step of advance: small against every timer of the tests (ping
+// interval 1 s, liveness 5 s, move delay 2 s).
+const advanceStep = 10 * time.Millisecond
+
+type harness struct {
+	t      *testing.T
+	now    time.Time
+	nodes  []*node
+	links  []*link
+	nonces byte
+	frames []sentFrame // the HEADS, SUBSCRIBE and UNSUBSCRIBE frames sent, in order
+	// drop, when set, removes the frames it returns true for from the messages sent (the
+	// rest of each message is re-encoded and delivered).
+	drop func(from, to string, f wire.Decoded) bool
+}
+
+type node struct {
+	h      *harness
+	name   string
+	origin wire.OriginID
+	store  *memstore.Store
+	cfg    replica.Config
+	rep    *replica.Replica
+	skew   time.Duration // this node's wall clock is the harness clock plus skew
+	ends   map[replica.ConnID]*end
+	moves  []replica.Move // every move reported since the node was added
+}
+
+// end is one side of a connection; queue holds what travels towards it.
+type end struct {
+	node      *node
+	id        replica.ConnID
+	peer      *end
+	link      *link
+	queue     []pending
+	closed    bool // this side's connection is gone
+	peerClose bool // the peer closed: after the queue, this side is told
+}
+
+type pending struct {
+	at  time.Time
+	msg []byte
+}
+
+// link is one connection: dialer dialed listener.
+type link struct {
+	dialer, listener *end
+	hold             bool          // nothing is delivered either way while set
+	latency          time.Duration // one-way delay of every message
+}
+
+type sentFrame struct {
+	from, to string
+	body     wire.Body
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	return &harness{t: t, now: epoch}
+}
+
+// addNode adds a replica named name on a new memstore; origin ids grow with the order
+// nodes are added (byte 0 and byte 15 are the node's 1-based index).
+func (h *harness) addNode(name string, cfg replica.Config) *node {
+	h.t.Helper()
+	var o wire.OriginID
+	i := byte(len(h.nodes) + 1)
+	o[0], o[15] = i, i
+	copy(o[1:15], name)
+	if cfg.Secret == nil {
+		cfg.Secret = testSecret
+	}
+	n := &node{h: h, name: name, origin: o, cfg: cfg,
+		store: memstore.New(replica.Identity{Origin: o, Name: name})}
+	n.start()
+	h.nodes = append(h.nodes, n)
+	return n
+}
+
+// start makes the node's replica on its store (again, for a restart: the connections are
+// forgotten, as after a process crash).
+func (n *node) start() {
+	n.h.t.Helper()
+	rep, err := replica.New(n.cfg, n.store)
+	if err != nil {
+		n.h.t.Fatalf("%s: replica.New: %v", n.name, err)
+	}
+	n.rep, n.ends = rep, map[replica.ConnID]*end{}
+}
+
+// restart drops the node's connections (the peers are told) and rebuilds its replica with
+// replica.New on the same store.
+func (n *node) restart() {
+	n.h.t.Helper()
+	for _, l := range n.h.links {
+		if l.dialer.node == n || l.listener.node == n {
+			for _, e := range []*end{l.dialer, l.listener} {
+				if e.node != n && !e.closed {
+					e.closed, e.queue = true, nil
+					delete(e.node.ends, e.id)
+					n.h.check(e.node, e.node.rep.Disconnected(e.node.clock(), e.id, "peer restarted"))
+				}
+				e.closed = true
+			}
+		}
+	}
+	n.start()
+	n.h.pump()
+}
+
+func (n *node) clock() time.Time { return n.h.now.Add(n.skew) }
+
+func (h *harness) check(n *node, err error) {
+	h.t.Helper()
+	if err != nil {
+		h.t.Fatalf("%s: %v", n.name, err)
+	}
+}
+
+func (h *harness) nonce() []byte {
+	h.nonces++
+	return bytes.Repeat([]byte{h.nonces}, 16)
+}
+
+// connect opens a connection from dialer to listener and pumps until it settles.
+func (h *harness) connect(dialer, listener *node) *link {
+	h.t.Helper()
+	l := h.open(dialer, listener)
+	h.pump()
+	return l
+}
+
+// open opens a connection without pumping.
+func (h *harness) open(dialer, listener *node) *link {
+	h.t.Helper()
+	l := &link{}
+	l.dialer = &end{node: dialer, link: l}
+	l.listener = &end{node: listener, link: l}
+	l.dialer.peer, l.listener.peer = l.listener, l.dialer
+	var err error
+	l.dialer.id, err = dialer.rep.Open(dialer.clock(), wire.RoleDialer, listener.name, h.nonce())
+	h.check(dialer, err)
+	l.listener.id, err = listener.rep.Open(listener.clock(), wire.RoleListener, "", h.nonce())
+	h.check(listener, err)
+	dialer.ends[l.dialer.id] = l.dialer
+	listener.ends[l.listener.id] = l.listener
+	h.links = append(h.links, l)
+	return l
+}
+
+// disconnect tells both ends that the connection is gone, dropping what was in flight.
+func (h *harness) disconnect(l *link) {
+	h.t.Helper()
+	for _, e := range []*end{l.dialer, l.listener} {
+		if !e.closed {
+			e.closed, e.queue = true, nil
+			delete(e.node.ends, e.id)
+			h.check(e.node, e.node.rep.Disconnected(e.node.clock(), e.id, "test cut"))
+		}
+	}
+	h.pump()
+}
+
+// collect takes every replica's moves and output and queues the messages.
+func (h *harness) collect() bool {
+	h.t.Helper()
+	sent := false
+	for _, n := range h.nodes {
+		n.moves = append(n.moves, n.rep.Moves()...)
+		for _, out := range n.rep.Output() {
+			e := n.ends[out.Conn]
+			if e == nil {
+				continue
+			}
+			for _, msg := range out.Messages {
+				sent = true
+				h.record(e, msg)
+				if msg = h.filter(e, msg); msg == nil {
+					continue
+				}
+				if !e.peer.closed {
+					e.peer.queue = append(e.peer.queue, pending{at: h.now.Add(e.link.latency), msg: bytes.Clone(msg)})
+				}
+			}
+			if out.Closed {
+				sent = true
+				e.closed = true
+				delete(n.ends, out.Conn)
+				e.peer.peerClose = true
+			}
+		}
+	}
+	return sent
+}
+
+// record keeps the routing frames a node sends, for the split-horizon checks.
+func (h *harness) record(e *end, msg []byte) {
+	h.t.Helper()
+	frames, derr := wire.DecodeMessage(msg, wire.DefaultMaxMessage, wire.MaxFrameBody)
+	if derr != nil {
+		h.t.Fatalf("%s -> %s: undecodable message: %v", e.node.name, e.peer.node.name, derr)
+	}
+	for _, f := range frames {
+		switch f.Value.(type) {
+		case *wire.Heads, *wire.Subscribe, *wire.Unsubscribe:
+			h.frames = append(h.frames, sentFrame{from: e.node.name, to: e.peer.node.name, body: f.Value})
+		}
+	}
+}
+
+// filter applies h.drop to one message; nil when nothing is left of it.
+func (h *harness) filter(e *end, msg []byte) []byte {
+	h.t.Helper()
+	if h.drop == nil {
+		return msg
+	}
+	frames, _ := wire.DecodeMessage(msg, wire.DefaultMaxMessage, wire.MaxFrameBody)
+	kept := frames[:0]
+	for _, f := range frames {
+		if !h.drop(e.node.name, e.peer.node.name, f) {
+			kept = append(kept, f)
+		}
+	}
+	if len(kept) == len(frames) {
+		return msg
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	out, err := wire.EncodeMessage(kept)
+	if err != nil {
+		h.t.Fatalf("re-encoding a filtered message: %v", err)
+	}
+	return out
+}
+
+// deliver hands e the messages due for it; it reports whether anything happened.
+func (h *harness) deliver(e *end) bool {
+	h.t.Helper()
+	if e.closed || e.link.hold {
+		return false
+	}
+	did := false
+	for len(e.queue) > 0 && !e.queue[0].at.After(h.now) && !e.node.rep.ReadPaused(e.id) {
+		msg := e.queue[0].msg
+		e.queue = e.queue[1:]
+		h.check(e.node, e.node.rep.Receive(e.node.clock(), e.id, msg))
+		did = true
+		if e.closed || e.node.ends[e.id] == nil {
+			return true // the session closed on it
+		}
+	}
+	if len(e.queue) == 0 && e.peerClose && !e.closed {
+		e.closed = true
+		delete(e.node.ends, e.id)
+		h.check(e.node, e.node.rep.Disconnected(e.node.clock(), e.id, "closed by peer"))
+		did = true
+	}
+	return did
+}
+
+// pump moves messages until nothing is due.
+func (h *harness) pump() {
+	h.t.Helper()
+	for range 100000 {
+		moved := h.collect()
+		for _, l := range h.links {
+			for _, e := range []*end{l.dialer, l.listener} {
+				if h.deliver(e) {
+					moved = true
+				}
+			}
+		}
+		if !moved {
+			return
+		}
+	}
+	h.t.Fatal("pump: no quiescence after 100000 rounds")
+}
+
+// advance moves the clock by d in steps of advanceStep, ticking every replica and pumping
+// after each step.
+func (h *harness) advance(d time.Duration) {
+	h.t.Helper()
+	for d > 0 {
+		s := min(d, advanceStep)
+		d -= s
+		h.now = h.now.Add(s)
+		for _, n := range h.nodes {
+			h.check(n, n.rep.Tick(n.clock()))
+		}
+		h.pump()
+	}
+}
+
+// takeMoves returns the node's moves since the last call.
+func (n *node) takeMoves() []replica.Move {
+	n.h.collect()
+	m := n.moves
+	n.moves = nil
+	return m
+}
+
+func put(table, key, value string) wire.Op {
+	return wire.Op{Kind: wire.OpPut, Table: []byte(table), Key: []byte(key), Value: []byte(value)}
+}
+
+func del(table, key string) wire.Op {
+	return wire.Op{Kind: wire.OpDelete, Table: []byte(table), Key: []byte(key)}
+}
+
+// write applies a local write at the node's clock; it fails the test on an error.
+func (n *node) write(ops ...wire.Op) uint64 {
+	n.h.t.Helper()
+	seq, err := n.rep.Write(n.clock(), ops)
+	if err != nil {
+		n.h.t.Fatalf("%s: write: %v", n.name, err)
+	}
+	return seq
+}
+
+// originStatus is what n reports of origin of.
+func (n *node) originStatus(of *node) replica.OriginStatus {
+	n.h.t.Helper()
+	for _, o := range n.rep.Status(n.clock()).Origins {
+		if o.Origin == of.origin {
+			return o
+		}
+	}
+	n.h.t.Fatalf("%s: no status of origin %s", n.name, of.name)
+	return replica.OriginStatus{}
+}
+
+// peerStatus is what n reports of its open connection to peer.
+func (n *node) peerStatus(peer string) replica.PeerStatus {
+	n.h.t.Helper()
+	for _, p := range n.rep.Status(n.clock()).Peers {
+		if p.Name == peer {
+			return p
+		}
+	}
+	n.h.t.Fatalf("%s: no open connection to %s", n.name, peer)
+	return replica.PeerStatus{}
+}
+
+// entry reads and parses the node's log entry (origin, seq).
+func (n *node) entry(of *node, seq uint64) ([]byte, wire.TxnView) {
+	n.h.t.Helper()
+	raw, err := n.store.Entry(of.origin, seq)
+	if err != nil {
+		n.h.t.Fatalf("%s: entry %s/%d: %v", n.name, of.name, seq, err)
+	}
+	v, err := wire.ParseTxn(raw)
+	if err != nil {
+		n.h.t.Fatalf("%s: entry %s/%d: %v", n.name, of.name, seq, err)
+	}
+	return raw, v
+}
+
+func (n *node) get(table, key string) (replica.Record, bool) {
+	n.h.t.Helper()
+	r, ok, err := n.store.Get([]byte(table), []byte(key))
+	if err != nil {
+		n.h.t.Fatal(err)
+	}
+	return r, ok
+}
+
+func (n *node) digest(table string) (int, string) {
+	n.h.t.Helper()
+	c, s, err := replica.Digest(n.store, []byte(table))
+	if err != nil {
+		n.h.t.Fatal(err)
+	}
+	return c, s
+}
+
+// applied is the node's cursor of every origin, from its store.
+func (n *node) applied() map[wire.OriginID]uint64 {
+	n.h.t.Helper()
+	vec, err := n.store.Vector()
+	if err != nil {
+		n.h.t.Fatal(err)
+	}
+	out := map[wire.OriginID]uint64{}
+	for _, e := range vec.Entries() {
+		out[e.Origin] = e.Seq
+	}
+	return out
+}
+
+// headsSent replays the HEADS frames from -> to and reports whether origin o is
+// advertised at the end, and whether it ever was.
+func (h *harness) headsSent(from, to string, o wire.OriginID) (now, ever bool) {
+	for _, f := range h.frames {
+		if f.from != from || f.to != to {
+			continue
+		}
+		if hd, ok := f.body.(*wire.Heads); ok {
+			for _, x := range hd.Heads {
+				if x.Origin == o {
+					now, ever = true, true
+				}
+			}
+			if slices.Contains(hd.Withdrawn, o) {
+				now = false
+			}
+		}
+	}
+	return now, ever
+}
+
+// subscribed reports whether from ever sent to a SUBSCRIBE naming origin o.
+func (h *harness) subscribed(from, to string, o wire.OriginID) bool {
+	for _, f := range h.frames {
+		if s, ok := f.body.(*wire.Subscribe); ok && f.from == from && f.to == to {
+			for _, e := range s.Entries {
+				if e.Origin == o {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func wantCounters(t *testing.T, n *node, want replica.Counters) {
+	t.Helper()
+	if got := n.rep.Counters(); got != want {
+		t.Errorf("%s counters = %+v, want %+v", n.name, got, want)
+	}
+}
+
+func wireCode(err error) wire.Code {
+	var we *wire.Error
+	if errors.As(err, &we) {
+		return we.Code
+	}
+	return ""
+}
+
+// TestChainRelay: A-B-C, C never connected to A. Everything A writes reaches C through B,
+// with C's status naming B as A's source and nothing re-delivered.
+func TestChainRelay(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{})
+	b := h.addNode("B", replica.Config{})
+	c := h.addNode("C", replica.Config{})
+	h.connect(a, b)
+	h.connect(b, c)
+	const n = 7
+	for i := range n {
+		if seq := a.write(put("t", fmt.Sprint("k", i), fmt.Sprint("v", i))); seq != uint64(i+1) {
+			t.Fatalf("write %d: seq %d", i, seq)
+		}
+		h.pump()
+	}
+	h.advance(3 * time.Second)
+
+	got := c.originStatus(a)
+	want := replica.OriginStatus{Origin: a.origin, Name: "A", AppliedSeq: n, HeadSeq: n, LagSeq: 0, LagMs: 0,
+		SourcePeer: "B", SourceChanges: 0}
+	if got != want {
+		t.Errorf("C's status of A = %+v\nwant %+v", got, want)
+	}
+	if got := b.originStatus(a); got.SourcePeer != "A" || got.AppliedSeq != n || got.SourceChanges != 0 {
+		t.Errorf("B's status of A = %+v, want source A, applied %d", got, n)
+	}
+	if got := a.originStatus(a); got.SourcePeer != "" || got.AppliedSeq != n {
+		t.Errorf("A's status of itself = %+v, want no source, applied %d", got, n)
+	}
+	st := c.rep.Status(c.clock())
+	if len(st.Peers) != 1 || st.Peers[0].Name != "B" || st.Peers[0].Version != 2 || st.Peers[0].State != "streaming" || !st.Peers[0].Connected {
+		t.Errorf("C's peers = %+v, want only B, streaming version 2", st.Peers)
+	}
+	if st.Node.Name != "C" || st.Node.Origin != c.origin || st.Node.ProtocolMin != 1 || st.Node.ProtocolMax != 2 || !st.Node.Authenticated {
+		t.Errorf("C's node status = %+v", st.Node)
+	}
+	wantCounters(t, c, replica.Counters{TxnsApplied: n})
+	wantCounters(t, b, replica.Counters{TxnsApplied: n})
+	// The origin counts its own writes as applied transactions.
+	wantCounters(t, a, replica.Counters{TxnsApplied: n})
+	for i := range n {
+		r, ok := c.get("t", fmt.Sprint("k", i))
+		if !ok || string(r.Value) != fmt.Sprint("v", i) || r.Origin != a.origin {
+			t.Errorf("C: k%d = %+v, %v", i, r, ok)
+		}
+	}
+	sameDigest(t, "t", a, b, c)
+	if n, _ := c.digest("t"); n != 7 {
+		t.Errorf("C holds %d live records, want 7", n)
+	}
+	// C's moves: the first source of A (B) and of B (B), none counted.
+	for _, m := range c.takeMoves() {
+		if m.Reason != replica.ReasonFirst || m.To != "B" || m.From != "" {
+			t.Errorf("C: unexpected move %+v", m)
+		}
+	}
+}
+
+// TestRestartResumes: a replica rebuilt with replica.New on the same store resumes with
+// the same vector, continues its own log at n+1 chained to entry n with an HLC above every
+// one it holds (even with its clock set back), and re-joins without duplicates.
+func TestRestartResumes(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{})
+	b := h.addNode("B", replica.Config{})
+	l := h.connect(a, b)
+	for i := range 3 {
+		a.write(put("t", fmt.Sprint("a", i), "x"))
+	}
+	a.skew = 50 * time.Millisecond // A's clock is ahead: B must stay above A's timestamps
+	for i := range 2 {
+		b.write(put("t", fmt.Sprint("b", i), "y"))
+	}
+	a.write(put("t", "a3", "x"))
+	a.skew = 0
+	h.pump()
+	h.disconnect(l)
+
+	before := b.rep.Vector()
+	_, last := b.entry(a, 4)
+	b.restart()
+	after := b.rep.Vector()
+	if !slices.Equal(before, after) {
+		t.Errorf("vector after restart = %+v\nwant %+v", after, before)
+	}
+	if got := b.originStatus(a); got.AppliedSeq != 4 || got.Name != "A" || got.SourcePeer != "" || got.SourceChanges != 0 {
+		t.Errorf("B's status of A after restart = %+v", got)
+	}
+	if got := b.originStatus(b); got.AppliedSeq != 2 || got.Name != "B" {
+		t.Errorf("B's status of itself after restart = %+v", got)
+	}
+	if got := b.rep.Counters(); got != (replica.Counters{}) {
+		t.Errorf("counters after restart = %+v, want zero", got)
+	}
+
+	b.skew = -10 * time.Second // the clock went back across the restart
+	if seq := b.write(put("t", "b2", "z")); seq != 3 {
+		t.Fatalf("first write after restart: seq %d, want 3", seq)
+	}
+	raw2, _ := b.entry(b, 2)
+	_, v3 := b.entry(b, 3)
+	if v3.Prev != sha256.Sum256(raw2) {
+		t.Errorf("entry 3 Prev = %x, want sha256 of entry 2 %x", v3.Prev, sha256.Sum256(raw2))
+	}
+	if v3.HLC != last.HLC+1 {
+		t.Errorf("entry 3 HLC = %v (wall %d logical %d), want the successor of A's newest %d/%d",
+			v3.HLC, v3.HLC.WallMillis(), v3.HLC.Logical(), last.HLC.WallMillis(), last.HLC.Logical())
+	}
+	b.skew = 0
+
+	h.connect(a, b)
+	a.write(put("t", "a4", "x"))
+	h.pump()
+	h.advance(2 * time.Second)
+	if got := a.applied(); got[b.origin] != 3 || got[a.origin] != 5 {
+		t.Errorf("A's vector = %v", got)
+	}
+	if got := b.applied(); got[b.origin] != 3 || got[a.origin] != 5 {
+		t.Errorf("B's vector = %v", got)
+	}
+	wantCounters(t, b, replica.Counters{TxnsApplied: 2}) // B's own entry 3 and A's entry 5
+	if got := a.rep.Counters(); got.DuplicatesReceived != 0 {
+		t.Errorf("A received duplicates: %+v", got)
+	}
+	sameDigest(t, "t", a, b)
+	if n, _ := b.digest("t"); n != 8 {
+		t.Errorf("B holds %d live records, want 8", n)
+	}
+}
+
+// TestVersion1Fallback: a node run with MaxVersion 1 talks version 1 to current nodes,
+// in both directions and as a relay between two current nodes.
+func TestVersion1Fallback(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{})
+	b := h.addNode("B", replica.Config{MaxVersion: 1})
+	c := h.addNode("C", replica.Config{})
+	h.connect(a, b)
+	for _, n := range []*node{a, b} {
+		other := map[string]string{"A": "B", "B": "A"}[n.name]
+		if p := n.peerStatus(other); p.Version != 1 || p.State != "streaming" || !p.Connected {
+			t.Errorf("%s's peer %s = version %d state %s connected %v, want version 1 streaming", n.name, other, p.Version, p.State, p.Connected)
+		}
+	}
+	if st := b.rep.Status(b.clock()); st.Node.ProtocolMin != 1 || st.Node.ProtocolMax != 1 {
+		t.Errorf("B's protocol range = %d..%d, want 1..1", st.Node.ProtocolMin, st.Node.ProtocolMax)
+	}
+	a.write(put("t", "from-a", "1"))
+	b.write(put("t", "from-b", "2"))
+	h.pump()
+	h.advance(time.Second)
+	for _, n := range []*node{a, b} {
+		if r, ok := n.get("t", "from-a"); !ok || string(r.Value) != "1" {
+			t.Errorf("%s: from-a = %+v %v", n.name, r, ok)
+		}
+		if r, ok := n.get("t", "from-b"); !ok || string(r.Value) != "2" {
+			t.Errorf("%s: from-b = %+v %v", n.name, r, ok)
+		}
+	}
+
+	// The relay: A (v2) - B (v1) - C (v2).
+	h.connect(b, c)
+	if p := c.peerStatus("B"); p.Version != 1 {
+		t.Errorf("C's peer B version %d, want 1", p.Version)
+	}
+	for i := range 3 {
+		a.write(put("t", fmt.Sprint("a", i), "x"))
+		c.write(put("t", fmt.Sprint("c", i), "y"))
+		h.pump()
+	}
+	h.advance(2 * time.Second)
+	want := map[wire.OriginID]uint64{a.origin: 4, b.origin: 1, c.origin: 3}
+	for _, n := range []*node{a, b, c} {
+		if got := n.applied(); !maps.Equal(got, want) {
+			t.Errorf("%s's vector = %v, want %v", n.name, got, want)
+		}
+	}
+	ca, ha := a.digest("t")
+	for _, n := range []*node{b, c} {
+		if cn, hn := n.digest("t"); cn != ca || hn != ha {
+			t.Errorf("%s digest %d %s, A %d %s", n.name, cn, hn, ca, ha)
+		}
+	}
+	if ca != 8 {
+		t.Errorf("A holds %d records, want 8", ca)
+	}
+	// Over version 1 the origin's source is the legacy peer that delivered its entries.
+	if got := c.originStatus(a); got.SourcePeer != "B" || got.AppliedSeq != 4 || got.LagSeq != 0 {
+		t.Errorf("C's status of A = %+v, want source B applied 4", got)
+	}
+	if got := a.originStatus(c); got.SourcePeer != "B" || got.AppliedSeq != 3 {
+		t.Errorf("A's status of C = %+v, want source B applied 3", got)
+	}
+	for _, n := range []*node{a, b, c} {
+		if got := n.rep.Counters(); got.ProtocolErrors != 0 || got.Divergences != 0 || got.GapsDetected != 0 {
+			t.Errorf("%s counters = %+v", n.name, got)
+		}
+	}
+	if got := c.originStatus(a).Name; got != "A" {
+		t.Errorf("C names origin A %q through the version-1 relay", got)
+	}
+}
+
+// dataSeq reports the origin and seq of a DATA or TXN1 frame.
+func dataSeq(f wire.Decoded) (wire.OriginID, uint64, bool) {
+	switch b := f.Value.(type) {
+	case *wire.Data:
+		return b.Txn.Origin, b.Txn.Seq, true
+	case *wire.Txn1:
+		return b.Txn.Origin, b.Txn.Seq, true
+	}
+	return wire.OriginID{}, 0, false
+}
+
+// dropOnce drops the first DATA frame from -> to carrying (origin, seq).
+func (h *harness) dropOnce(from, to *node, origin *node, seq uint64) *bool {
+	dropped := new(bool)
+	h.drop = func(f, t string, d wire.Decoded) bool {
+		if o, s, ok := dataSeq(d); ok && !*dropped && f == from.name && t == to.name && o == origin.origin && s == seq {
+			*dropped = true
+			return true
+		}
+		return false
+	}
+	return dropped
+}
+
+// TestStallResend: the last entry of a stream is lost; the source's heads show it; after
+// StallTimeout without progress the replica asks again from its applied seq.
+func TestStallResend(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{})
+	c := h.addNode("C", replica.Config{})
+	h.connect(a, c)
+	a.write(put("t", "k1", "v"))
+	h.pump()
+	progress := h.now
+	dropped := h.dropOnce(a, c, a, 2)
+	a.write(put("t", "k2", "v"))
+	h.pump()
+	if !*dropped {
+		t.Fatal("entry 2 was not sent")
+	}
+	if got := c.originStatus(a); got.AppliedSeq != 1 || got.HeadSeq != 2 || got.LagSeq != 1 {
+		t.Fatalf("C's status of A = %+v, want applied 1 head 2", got)
+	}
+	if dl := c.rep.NextDeadline(); dl.IsZero() || dl.After(progress.Add(replica.DefaultStallTimeout)) {
+		t.Errorf("C's next deadline %v is after the stall timeout %v", dl, progress.Add(replica.DefaultStallTimeout))
+	}
+	h.advance(replica.DefaultStallTimeout - advanceStep)
+	if got := c.originStatus(a).AppliedSeq; got != 1 {
+		t.Fatalf("C applied %d before the stall timeout", got)
+	}
+	wantCounters(t, c, replica.Counters{TxnsApplied: 1})
+	h.advance(advanceStep)
+	if got := c.originStatus(a); got.AppliedSeq != 2 || got.LagSeq != 0 || got.SourcePeer != "A" || got.SourceChanges != 0 {
+		t.Errorf("C's status of A after the stall timeout = %+v, want applied 2 from A", got)
+	}
+	wantCounters(t, c, replica.Counters{TxnsApplied: 2, GapsDetected: 1, ResendsRequested: 1})
+}
+
+// TestGapResend: an entry lost in the middle of a stream shows as a gap when the next one
+// arrives; the replica has it sent again and applies both, nothing twice.
+func TestGapResend(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{})
+	b := h.addNode("B", replica.Config{})
+	c := h.addNode("C", replica.Config{})
+	h.connect(a, b)
+	h.connect(b, c)
+	a.write(put("t", "k1", "v"))
+	h.pump()
+	dropped := h.dropOnce(b, c, a, 2)
+	a.write(put("t", "k2", "v"))
+	a.write(put("t", "k3", "v"))
+	h.pump()
+	h.advance(100 * time.Millisecond)
+	if !*dropped {
+		t.Fatal("entry 2 was not sent")
+	}
+	if got := c.originStatus(a); got.AppliedSeq != 3 || got.SourcePeer != "B" || got.SourceChanges != 0 {
+		t.Errorf("C's status of A = %+v, want applied 3 from B", got)
+	}
+	got := c.rep.Counters()
+	if got.TxnsApplied != 3 || got.GapsDetected != 1 || got.ResendsRequested != 1 || got.DuplicatesReceived != 0 || got.ProtocolErrors != 0 {
+		t.Errorf("C's counters = %+v, want 3 applied, 1 gap, 1 resend, no duplicates", got)
+	}
+	sameDigest(t, "t", a, b, c)
+}
+
+// TestDuplicateConnection: when both sides dial each other, the connection dialed by the
+// node with the lower origin id survives, on both sides.
+func TestDuplicateConnection(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{}) // the lower origin id
+	b := h.addNode("B", replica.Config{})
+	ab := h.open(a, b)
+	ba := h.open(b, a)
+	h.pump()
+	if ab.dialer.closed || ab.listener.closed {
+		t.Errorf("the connection A dialed was closed")
+	}
+	if !ba.dialer.closed || !ba.listener.closed {
+		t.Errorf("the connection B dialed survived")
+	}
+	for _, n := range []*node{a, b} {
+		ps := n.rep.Status(n.clock()).Peers
+		if len(ps) != 1 || ps[0].State != "streaming" {
+			t.Errorf("%s's peers = %+v, want one streaming", n.name, ps)
+		}
+	}
+	if c := a.rep.Conns(); len(c) != 1 || c[0] != ab.dialer.id {
+		t.Errorf("A's connections = %v, want [%d]", c, ab.dialer.id)
+	}
+	a.write(put("t", "k", "v"))
+	b.write(put("t", "k2", "v"))
+	h.pump()
+	if a.applied()[b.origin] != 1 || b.applied()[a.origin] != 1 {
+		t.Errorf("no replication over the surviving connection")
+	}
+	for _, n := range []*node{a, b} {
+		if got := n.rep.Counters(); got.DuplicatesReceived != 0 || got.ProtocolErrors != 0 {
+			t.Errorf("%s counters = %+v", n.name, got)
+		}
+	}
+}
+
+// TestHandshakeRefusals: a dialer that expects another name, or a different secret, or no
+// common version, gets the connection closed with the matching code, recorded as the
+// peer's last error.
+func TestHandshakeRefusals(t *testing.T) {
+	cases := []struct {
+		name   string
+		a, b   replica.Config
+		expect string
+		code   wire.Code
+	}{
+		{"name mismatch", replica.Config{}, replica.Config{}, "X", wire.CodePeerNameMismatch},
+		{"secret mismatch", replica.Config{}, replica.Config{Secret: []byte("another secret")}, "B", wire.CodeAuthFailed},
+		{"no common version", replica.Config{MinVersion: 2}, replica.Config{MaxVersion: 1}, "B", wire.CodeUnsupportedVersion},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			a := h.addNode("A", tc.a)
+			b := h.addNode("B", tc.b)
+			l := &link{}
+			l.dialer = &end{node: a, link: l}
+			l.listener = &end{node: b, link: l}
+			l.dialer.peer, l.listener.peer = l.listener, l.dialer
+			var err error
+			l.dialer.id, err = a.rep.Open(a.clock(), wire.RoleDialer, tc.expect, h.nonce())
+			h.check(a, err)
+			l.listener.id, err = b.rep.Open(b.clock(), wire.RoleListener, "", h.nonce())
+			h.check(b, err)
+			a.ends[l.dialer.id], b.ends[l.listener.id] = l.dialer, l.listener
+			h.links = append(h.links, l)
+			h.pump()
+			if !l.dialer.closed || !l.listener.closed {
+				t.Fatalf("the connection is still open")
+			}
+			if n := len(a.rep.Conns()) + len(b.rep.Conns()); n != 0 {
+				t.Errorf("%d connections left open", n)
+			}
+			e := a.rep.LastError(tc.expect)
+			if e == nil || e.Err.Code != tc.code {
+				t.Errorf("A's last error of %s = %+v, want code %s", tc.expect, e, tc.code)
+			}
+		})
+	}
+}
+
+// TestVersion1Restart: a version-1 node restarted on its store resumes from its peer
+// cursor: the entries written meanwhile on both sides arrive, none twice.
+func TestVersion1Restart(t *testing.T) {
+	h := newHarness(t)
+	x := h.addNode("X", replica.Config{})
+	y := h.addNode("Y", replica.Config{MaxVersion: 1})
+	h.connect(x, y)
+	for i := range 3 {
+		x.write(put("t", fmt.Sprint("x", i), "v"))
+		y.write(put("t", fmt.Sprint("y", i), "v"))
+	}
+	h.pump()
+	y.restart()
+	for i := range 2 {
+		x.write(put("t", fmt.Sprint("x", i+3), "v"))
+		y.write(put("t", fmt.Sprint("y", i+3), "v"))
+	}
+	h.connect(x, y)
+	h.advance(time.Second)
+	want := map[wire.OriginID]uint64{x.origin: 5, y.origin: 5}
+	for _, n := range []*node{x, y} {
+		if got := n.applied(); !maps.Equal(got, want) {
+			t.Errorf("%s's vector = %v, want %v", n.name, got, want)
+		}
+	}
+	wantCounters(t, x, replica.Counters{TxnsApplied: 10})
+	wantCounters(t, y, replica.Counters{TxnsApplied: 4}) // since the restart: 2 own, 2 of X
+	sameDigest(t, "t", x, y)
+}
+
+// TestHoldUnsynced: with HoldUnsynced, the local entries beyond the last Synced are not
+// served, to version-2 and version-1 peers alike; Synced releases them.
+func TestHoldUnsynced(t *testing.T) {
+	for _, v := range []uint64{2, 1} {
+		t.Run(fmt.Sprint("peer version ", v), func(t *testing.T) {
+			h := newHarness(t)
+			a := h.addNode("A", replica.Config{HoldUnsynced: true})
+			b := h.addNode("B", replica.Config{MaxVersion: v})
+			c := h.addNode("C", replica.Config{})
+			h.connect(a, b)
+			h.connect(b, c)
+			a.write(put("t", "k1", "v"))
+			a.write(put("t", "k2", "v"))
+			h.advance(time.Second)
+			if got := b.applied()[a.origin]; got != 0 {
+				t.Fatalf("B applied %d entries of A before A synced", got)
+			}
+			h.check(a, a.rep.Synced(a.clock()))
+			a.write(put("t", "k3", "v")) // not synced
+			h.advance(time.Second)
+			for _, n := range []*node{b, c} {
+				if got := n.applied()[a.origin]; got != 2 {
+					t.Errorf("%s applied A up to %d, want the 2 synced entries", n.name, got)
+				}
+			}
+			h.check(a, a.rep.Synced(a.clock()))
+			h.advance(time.Second)
+			for _, n := range []*node{b, c} {
+				if got := n.applied()[a.origin]; got != 3 {
+					t.Errorf("%s applied A up to %d after the second sync, want 3", n.name, got)
+				}
+			}
+			if v == 2 {
+				if got := c.originStatus(a); got.SourcePeer != "B" || got.LagSeq != 0 {
+					t.Errorf("C's status of A = %+v", got)
+				}
+			}
+		})
+	}
+}
+
+// TestHoldUnsyncedAdvertisesAfterSync: once Synced makes the local entries servable, the
+// peers are told the new head (HEADS), not only at the next write.
+func TestHoldUnsyncedAdvertisesAfterSync(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{HoldUnsynced: true})
+	b := h.addNode("B", replica.Config{})
+	h.connect(a, b)
+	a.write(put("t", "k1", "v"))
+	h.pump()
+	if now, _ := h.headsSent("A", "B", a.origin); now {
+		t.Fatal("A advertised an unsynced head")
+	}
+	h.check(a, a.rep.Synced(a.clock()))
+	h.advance(time.Second)
+	if got := b.applied()[a.origin]; got != 1 {
+		t.Fatalf("B applied A up to %d, want 1", got)
+	}
+	if now, _ := h.headsSent("A", "B", a.origin); !now {
+		t.Errorf("after Synced, A did not advertise its synced head to B")
+	}
+}
+
+// TestDivergence: an origin that reissues a seq with other content (its store went back,
+// as after a power loss with --sync none) is reported as diverged by its peer, which keeps
+// its own entry, does not pass the new one on, and retries after DivergenceRetry.
+func TestDivergence(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{})
+	b := h.addNode("B", replica.Config{})
+	c := h.addNode("C", replica.Config{})
+	ab := h.connect(a, b)
+	h.connect(b, c)
+	a.write(put("t", "k1", "v1"))
+	a.write(put("t", "k2", "v2"))
+	backup := a.store.Clone()
+	a.write(put("t", "k3", "v3"))
+	h.pump()
+	h.disconnect(ab)
+	a.store = backup // A loses its entry 3 and writes another one
+	a.restart()
+	if seq := a.write(put("t", "k3", "other")); seq != 3 {
+		t.Fatalf("A's reissued seq = %d", seq)
+	}
+	a.write(put("t", "k4", "x"))
+	h.connect(a, b)
+	h.advance(2 * time.Second)
+	if got := b.originStatus(a); got.AppliedSeq != 3 || !got.Diverged || got.HeadSeq != 4 {
+		t.Errorf("B's status of A = %+v, want applied 3, head 4, diverged", got)
+	}
+	if got := b.rep.Counters(); got.Divergences != 1 || got.TxnsApplied != 3 || got.ProtocolErrors != 0 {
+		t.Errorf("B's counters = %+v, want 1 divergence", got)
+	}
+	for _, n := range []*node{b, c} {
+		if r, _ := n.get("t", "k3"); string(r.Value) != "v3" {
+			t.Errorf("%s: k3 = %q, want the first entry's v3", n.name, r.Value)
+		}
+		if _, ok := n.get("t", "k4"); ok {
+			t.Errorf("%s applied an entry after the divergence", n.name)
+		}
+	}
+	if got := c.originStatus(a); got.AppliedSeq != 3 || got.Diverged {
+		t.Errorf("C's status of A = %+v, want applied 3, not diverged", got)
+	}
+	// The channel is retried after DivergenceRetry (10 s), and diverges again.
+	h.advance(replica.DefaultDivergenceRetry)
+	if got := b.rep.Counters().Divergences; got != 2 {
+		t.Errorf("B's divergences after the retry = %d, want 2", got)
+	}
+	if _, err := b.rep.Write(b.clock(), []wire.Op{put("t", "b", "still running")}); err != nil {
+		t.Errorf("B stopped: %v", err)
+	}
+}
