@@ -146,7 +146,8 @@ type Replica struct {
 	synced       uint64 // local seq durable against power loss (HoldUnsynced)
 	syncedArrive uint64 // arrival position durable against power loss (HoldUnsynced)
 
-	routeDirty bool
+	routeAll   bool                   // re-evaluate every origin's source (timers)
+	routeSome  map[wire.OriginID]bool // re-evaluate these (heads, lost sources, direct peers)
 	headsDirty map[wire.OriginID]bool
 	counters   Counters
 	moves      []Move
@@ -236,7 +237,7 @@ func New(cfg Config, store Store) (*Replica, error) {
 	}
 	r := &Replica{cfg: cfg, store: store, id: id,
 		origins: map[wire.OriginID]*originState{}, conns: map[ConnID]*conn{}, out: map[ConnID]*Output{},
-		headsDirty: map[wire.OriginID]bool{}, lastErrors: map[string]PeerError{}}
+		headsDirty: map[wire.OriginID]bool{}, routeSome: map[wire.OriginID]bool{}, lastErrors: map[string]PeerError{}}
 	names, err := store.Names()
 	if err != nil {
 		return nil, err
@@ -351,7 +352,7 @@ func (r *Replica) Tick(now time.Time) error {
 			_ = c.sess.Tick(now) // refused only on a closed session, which settle drops
 		}
 	}
-	r.routeDirty = true
+	r.routeAll = true // move delays, stalls and divergence retries are timers
 	return r.settle()
 }
 
@@ -487,7 +488,7 @@ func (r *Replica) settle() error {
 				}
 			}
 		}
-		if r.routeDirty {
+		if r.routeAll || len(r.routeSome) > 0 {
 			r.route()
 		}
 		r.advertise()
@@ -653,7 +654,7 @@ func (r *Replica) onHandshake(c *conn) {
 		return
 	}
 	c.fullAdv = true
-	r.routeDirty = true
+	r.routeSome[c.peerOrigin] = true // a direct candidate
 }
 
 // rewindV1 moves a version-1 peer cursor back before an entry that never arrived: a gap
@@ -694,10 +695,13 @@ func (r *Replica) onHeads(c *conn, h *wire.Heads) {
 			st.headSeq, st.headHLC = hd.Seq, hd.HLC
 		}
 	}
+	for _, hd := range h.Heads {
+		r.routeSome[hd.Origin] = true
+	}
 	for _, o := range h.Withdrawn {
 		delete(c.heads, o)
+		r.routeSome[o] = true
 	}
-	r.routeDirty = true
 }
 
 func (r *Replica) onDivergence(c *conn, ev *protocol.Event) {
@@ -759,7 +763,6 @@ func (r *Replica) drop(c *conn, _ *wire.Error) {
 			st.legacySource = ""
 		}
 	}
-	r.routeDirty = true
 }
 
 // loseSource records that an origin has no source any more; route chooses the next one
@@ -770,7 +773,7 @@ func (r *Replica) loseSource(st *originState, why MoveReason) {
 	if st.lostReason == "" {
 		st.lostReason, st.lostAt = why, r.now
 	}
-	r.routeDirty = true
+	r.routeSome[st.id] = true
 }
 
 // check records a failure that must stop the replica (a store error, or a command the

@@ -25,12 +25,22 @@ type candidate struct {
 	head   uint64
 }
 
-// route re-evaluates the source of every origin.
+// route re-evaluates the source of every origin (on Tick), or of those whose candidates
+// may have changed.
 func (r *Replica) route() {
-	r.routeDirty = false
-	for _, o := range r.originOrder {
+	set := r.originOrder
+	if !r.routeAll {
+		set = make([]wire.OriginID, 0, len(r.routeSome))
+		for o := range r.routeSome {
+			set = append(set, o)
+		}
+		slices.SortFunc(set, cmpOrigin)
+	}
+	r.routeAll = false
+	clear(r.routeSome)
+	for _, o := range set {
 		if o != r.id.Origin {
-			r.routeOrigin(r.origins[o])
+			r.routeOrigin(r.origin(o))
 		}
 	}
 }
