@@ -176,49 +176,34 @@ func (s *Script) cmdAddNodes(args []Arg) (string, error) {
 	return "", nil
 }
 
-// connect A-B ...: A dials B, and redials while the link is up.
-func (s *Script) cmdConnect(args []Arg) (string, error) {
-	ps, err := pairs(args, "-")
-	if err == nil {
-		err = s.needCluster()
+// eachLink calls f for each A-B argument, stopping at the first error.
+func (s *Script) eachLink(args []Arg, f func(a, b string) error) error {
+	if err := s.needCluster(); err != nil {
+		return err
 	}
+	ps, err := pairs(args, "-")
 	for _, p := range ps {
 		if err != nil {
 			break
 		}
-		err = s.c.Connect(p[0], p[1])
+		err = f(p[0], p[1])
 	}
-	return "", err
+	return err
+}
+
+// connect A-B ...: A dials B, and redials while the link is up.
+func (s *Script) cmdConnect(args []Arg) (string, error) {
+	return "", s.eachLink(args, func(a, b string) error { return s.c.Connect(a, b) })
 }
 
 // disconnect A-B ...: drop the connection; the dialer redials.
 func (s *Script) cmdDisconnect(args []Arg) (string, error) {
-	ps, err := pairs(args, "-")
-	if err == nil {
-		err = s.needCluster()
-	}
-	for _, p := range ps {
-		if err != nil {
-			break
-		}
-		err = s.c.Disconnect(p[0], p[1])
-	}
-	return "", err
+	return "", s.eachLink(args, func(a, b string) error { return s.c.Disconnect(a, b) })
 }
 
 // partition A-B ...: cut links until healed.
 func (s *Script) cmdPartition(args []Arg) (string, error) {
-	ps, err := pairs(args, "-")
-	if err == nil {
-		err = s.needCluster()
-	}
-	for _, p := range ps {
-		if err != nil {
-			break
-		}
-		err = s.c.SetLink(p[0], p[1], false)
-	}
-	return "", err
+	return "", s.eachLink(args, func(a, b string) error { return s.c.SetLink(a, b, false) })
 }
 
 // heal [A-B ...]: raise the links named, or with none raise every link, disarm faults,
