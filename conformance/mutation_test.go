@@ -17,6 +17,7 @@ func TestMutationsAreCaught(t *testing.T) {
 	}{
 		{"gap detection", &mutate.BreakGapDetection},
 		{"routing rule", &mutate.BreakRouting},
+		{"durability (unsynced entries served)", &mutate.ServeUnsynced},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			*m.switch_ = true

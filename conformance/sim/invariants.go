@@ -168,17 +168,34 @@ func (v *invariants) afterDelivery(c *Cluster, e *end, d delivery, snap delivery
 	}
 }
 
-// recordingStore is a node's store, checking the apply order of every origin.
+// recordingStore is a node's store, checking the apply order of every origin. It keeps
+// what its last Sync made durable, for a simulated power loss.
 type recordingStore struct {
 	*memstore.Store
-	inv  *invariants
-	node string
-	last map[wire.OriginID]uint64
-	now  func() time.Time
+	inv     *invariants
+	node    string
+	last    map[wire.OriginID]uint64
+	durable *memstore.Store
 }
 
 func newRecordingStore(s *memstore.Store, inv *invariants, node string) *recordingStore {
-	return &recordingStore{Store: s, inv: inv, node: node, last: map[wire.OriginID]uint64{}}
+	r := &recordingStore{Store: s, inv: inv, node: node, last: map[wire.OriginID]uint64{}, durable: s.Clone()}
+	vec, _ := s.Vector()
+	for _, e := range vec.Entries() {
+		r.last[e.Origin] = e.Seq
+	}
+	return r
+}
+
+// Sync makes every write so far survive a power loss.
+func (s *recordingStore) Sync() error {
+	s.durable = s.Store.Clone()
+	return s.Store.Sync()
+}
+
+// lostPower is the store after a power loss: what the last Sync made durable.
+func (s *recordingStore) lostPower() *recordingStore {
+	return newRecordingStore(s.durable.Clone(), s.inv, s.node)
 }
 
 // Apply checks that an origin's entries are applied once each, in seq order.

@@ -19,6 +19,7 @@ type Report struct {
 	Disconnects int
 	Partitions  int
 	Crashes     int
+	PowerLosses int // crashes that lost every write since the node's last Sync
 	Upgrades    int // restarts with another protocol-max
 	Injected    int // faults that hit an entry
 	Detected    int
@@ -33,8 +34,8 @@ type Report struct {
 }
 
 func (r Report) String() string {
-	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d upgrades=%d faults=%d detected=%d covered=%d moves=%d duplicates=%d records=%d digest=%s virtual=%s sync-delay=%s",
-		r.Seed, r.Nodes, r.Topology, r.Links, r.Mixed, r.Writes, r.Disconnects, r.Partitions, r.Crashes, r.Upgrades,
+	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d faults=%d detected=%d covered=%d moves=%d duplicates=%d records=%d digest=%s virtual=%s sync-delay=%s",
+		r.Seed, r.Nodes, r.Topology, r.Links, r.Mixed, r.Writes, r.Disconnects, r.Partitions, r.Crashes, r.PowerLosses, r.Upgrades,
 		r.Injected, r.Detected, r.Covered, r.Moves, r.Duplicates, r.Records, r.Digest, r.Virtual, r.SyncDelay)
 }
 
@@ -132,13 +133,19 @@ func Random(seed uint64, opts Options) Report {
 			node := names[rng.IntN(n)]
 			d := time.Duration(200+rng.IntN(4000)) * time.Millisecond
 			version := c.Node(node).MaxVersion
+			power := opts.SyncDelay > 0 && rng.IntN(2) == 0
 			if rep.Mixed && rng.IntN(2) == 0 {
 				version = 3 - max(version, 1) // 1 <-> 2: a rolling upgrade or downgrade
 			}
 			c.At(t, func() {
 				if c.Node(node).Rep != nil {
 					rep.Crashes++
-					_ = c.Crash(node)
+					if power {
+						rep.PowerLosses++
+						_ = c.PowerLoss(node)
+					} else {
+						_ = c.Crash(node)
+					}
 					c.At(c.Now().Add(d), func() {
 						if c.Node(node).Rep == nil {
 							if version != c.Node(node).MaxVersion {

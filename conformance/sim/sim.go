@@ -329,12 +329,29 @@ func (c *Cluster) Write(node string, ops []wire.Op) (uint64, error) {
 
 // Crash stops a node at once: its connections reset, its replica's memory is lost, its
 // store keeps exactly what Apply wrote.
-func (c *Cluster) Crash(node string) error {
+func (c *Cluster) Crash(node string) error { return c.crash(node, false) }
+
+// PowerLoss stops a node like Crash, and its store loses every write since its last Sync:
+// what a power loss does to a store that fsyncs only at Sync. Only nodes that hold
+// unsynced writes from peers (Options.SyncDelay) may lose power: the others served
+// entries that it would make them reissue.
+func (c *Cluster) PowerLoss(node string) error {
+	if c.opts.SyncDelay == 0 {
+		return fmt.Errorf("power loss of %s: the cluster runs without SyncDelay", node)
+	}
+	return c.crash(node, true)
+}
+
+func (c *Cluster) crash(node string, power bool) error {
 	n := c.nodes[node]
 	if n == nil || n.Rep == nil {
 		return fmt.Errorf("crash %s: not running", node)
 	}
-	c.trace("%s crashes", node)
+	if power {
+		c.trace("%s loses power", node)
+	} else {
+		c.trace("%s crashes", node)
+	}
 	for _, l := range c.sortedLinks() {
 		if p := l.conn; p != nil && (l.From == node || l.To == node) {
 			l.conn = nil
@@ -348,6 +365,9 @@ func (c *Cluster) Crash(node string) error {
 		}
 	}
 	c.inv.crashed(n)
+	if power {
+		n.Store = n.Store.lostPower()
+	}
 	n.Rep, n.ends = nil, nil
 	n.syncArmed = false
 	n.tickGen++
@@ -409,7 +429,12 @@ func (c *Cluster) syncLater(n *Node) {
 	c.schedule(c.now.Add(c.opts.SyncDelay), func() {
 		if n.Rep == rep { // not crashed since
 			n.syncArmed = false
-			c.call(n, func(r *replica.Replica) error { return r.Synced(c.now) })
+			c.call(n, func(r *replica.Replica) error {
+				if err := n.Store.Sync(); err != nil {
+					return err
+				}
+				return r.Synced(c.now)
+			})
 		}
 	})
 }

@@ -11,3 +11,7 @@ var BreakGapDetection bool
 // BreakRouting makes a replica resubscribe a moved origin from seq 0 instead of its own
 // applied position: the legacy engine's re-streamed tail after a relay failover.
 var BreakRouting bool
+
+// ServeUnsynced makes a replica ignore Config.HoldUnsynced: it serves entries a power
+// loss can still take back, so the origin may reissue their seqs with other content.
+var ServeUnsynced bool

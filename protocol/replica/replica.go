@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"plait/internal/mutate"
 	"plait/protocol"
 	"plait/protocol/vector"
 	"plait/protocol/wire"
@@ -225,6 +226,9 @@ var (
 // origin names, so that a restart resumes exactly where the data ends.
 func New(cfg Config, store Store) (*Replica, error) {
 	cfg = cfg.withDefaults()
+	if mutate.ServeUnsynced {
+		cfg.HoldUnsynced = false // test-only: serve what a power loss can take back
+	}
 	if err := cfg.Limits.Validate(); err != nil {
 		return nil, err
 	}
