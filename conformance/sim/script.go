@@ -404,8 +404,8 @@ func (s *Script) cmdStabilize(args []Arg) (string, error) {
 	return fmt.Sprintf("converged after %s\n", s.c.Now().Sub(start).Round(time.Millisecond)), nil
 }
 
-// status A ...: each node's origins (CONTRACT.md's origins[] fields).
-func (s *Script) cmdStatus(args []Arg) (string, error) {
+// report runs f for each node named in args, which must be running, into one output.
+func (s *Script) report(args []Arg, f func(b *strings.Builder, n *Node) error) (string, error) {
 	if err := s.needCluster(); err != nil {
 		return "", err
 	}
@@ -415,32 +415,33 @@ func (s *Script) cmdStatus(args []Arg) (string, error) {
 		if n == nil || n.Rep == nil {
 			return "", fmt.Errorf("%s is not running", name)
 		}
-		st := n.Rep.Status(s.c.Now())
-		fmt.Fprintf(&b, "%s:\n", name)
-		for _, o := range st.Origins {
-			fmt.Fprintf(&b, "  origin %-3s applied=%d head=%d lag=%d source=%q changes=%d diverged=%v\n",
-				o.Name, o.AppliedSeq, o.HeadSeq, o.LagSeq, o.SourcePeer, o.SourceChanges, o.Diverged)
+		if err := f(&b, n); err != nil {
+			return "", err
 		}
 	}
 	return b.String(), nil
 }
 
+// status A ...: each node's origins (CONTRACT.md's origins[] fields).
+func (s *Script) cmdStatus(args []Arg) (string, error) {
+	return s.report(args, func(b *strings.Builder, n *Node) error {
+		fmt.Fprintf(b, "%s:\n", n.Name)
+		for _, o := range n.Rep.Status(s.c.Now()).Origins {
+			fmt.Fprintf(b, "  origin %-3s applied=%d head=%d lag=%d source=%q changes=%d diverged=%v\n",
+				o.Name, o.AppliedSeq, o.HeadSeq, o.LagSeq, o.SourcePeer, o.SourceChanges, o.Diverged)
+		}
+		return nil
+	})
+}
+
 // counters A ...: each node's counters (CONTRACT.md's counters).
 func (s *Script) cmdCounters(args []Arg) (string, error) {
-	if err := s.needCluster(); err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	for _, name := range bare(args) {
-		n := s.c.Node(name)
-		if n == nil || n.Rep == nil {
-			return "", fmt.Errorf("%s is not running", name)
-		}
+	return s.report(args, func(b *strings.Builder, n *Node) error {
 		k := n.Rep.Counters()
-		fmt.Fprintf(&b, "%s: applied=%d duplicates=%d gaps=%d resends=%d protocol_errors=%d divergences=%d\n", name,
+		fmt.Fprintf(b, "%s: applied=%d duplicates=%d gaps=%d resends=%d protocol_errors=%d divergences=%d\n", n.Name,
 			k.TxnsApplied, k.DuplicatesReceived, k.GapsDetected, k.ResendsRequested, k.ProtocolErrors, k.Divergences)
-	}
-	return b.String(), nil
+		return nil
+	})
 }
 
 // check: convergence, identical records everywhere, and every invariant so far.
@@ -479,57 +480,38 @@ func Moves(n *Node) []replica.Move {
 
 // peers A ...: each node's connections: peer, state and negotiated version.
 func (s *Script) cmdPeers(args []Arg) (string, error) {
-	if err := s.needCluster(); err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	for _, name := range bare(args) {
-		n := s.c.Node(name)
-		if n == nil || n.Rep == nil {
-			return "", fmt.Errorf("%s is not running", name)
-		}
-		fmt.Fprintf(&b, "%s:\n", name)
+	return s.report(args, func(b *strings.Builder, n *Node) error {
+		fmt.Fprintf(b, "%s:\n", n.Name)
 		for _, p := range n.Rep.Status(s.c.Now()).Peers {
 			dialer := p.Name
 			if p.Dialed {
-				dialer = name
+				dialer = n.Name
 			}
-			fmt.Fprintf(&b, "  peer %-3s %s version=%d connected=%v dialed-by=%s\n", p.Name, p.State, p.Version, p.Connected, dialer)
+			fmt.Fprintf(b, "  peer %-3s %s version=%d connected=%v dialed-by=%s\n", p.Name, p.State, p.Version, p.Connected, dialer)
 		}
-	}
-	return b.String(), nil
+		return nil
+	})
 }
 
 // records A: every record the node holds, tombstones included, with the origin whose
 // write won.
 func (s *Script) cmdRecords(args []Arg) (string, error) {
-	if err := s.needCluster(); err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	for _, name := range bare(args) {
-		n := s.c.Node(name)
-		if n == nil {
-			return "", fmt.Errorf("unknown node %s", name)
-		}
-		fmt.Fprintf(&b, "%s:\n", name)
+	return s.report(args, func(b *strings.Builder, n *Node) error {
+		fmt.Fprintf(b, "%s:\n", n.Name)
 		tables, err := n.Store.Tables()
-		if err != nil {
-			return "", err
-		}
 		for _, t := range tables {
-			err := n.Store.Scan(t, nil, func(r replica.Record) bool {
+			if err != nil {
+				break
+			}
+			err = n.Store.Scan(t, nil, func(r replica.Record) bool {
 				if r.Deleted {
-					fmt.Fprintf(&b, "  %s/%s deleted by %s\n", r.Table, r.Key, s.c.originName(r.Origin))
+					fmt.Fprintf(b, "  %s/%s deleted by %s\n", r.Table, r.Key, s.c.originName(r.Origin))
 				} else {
-					fmt.Fprintf(&b, "  %s/%s = %q by %s\n", r.Table, r.Key, r.Value, s.c.originName(r.Origin))
+					fmt.Fprintf(b, "  %s/%s = %q by %s\n", r.Table, r.Key, r.Value, s.c.originName(r.Origin))
 				}
 				return true
 			})
-			if err != nil {
-				return "", err
-			}
 		}
-	}
-	return b.String(), nil
+		return err
+	})
 }
