@@ -57,24 +57,10 @@ func (c *Cluster) applyFaults(e *end, d *delivery) {
 		return
 	}
 	f := l.faults[i]
-	r := wire.NewReader(d.msg, 0)
-	for r.More() {
-		fr, err := r.Next()
-		if err != nil {
-			return
-		}
-		var v wire.TxnView
-		var perr error
-		switch {
-		case fr.Type == wire.TypeData:
-			_, v, perr = wire.ParseData(fr.Body)
-		case fr.Type == wire.TypeTxn1 && f.kind == Drop:
-			_, v, perr = wire.ParseTxn1(fr.Body)
-		default:
+	for _, ef := range entryFrames(d.msg) {
+		fr, v := ef.frame, ef.txn
+		if fr.Type != wire.TypeData && f.kind == Corrupt {
 			continue
-		}
-		if perr != nil {
-			return
 		}
 		inj := &injection{kind: f.kind, receiver: e.peer, origin: v.Origin, seq: v.Seq}
 		end := fr.Offset + wire.HeaderSize + len(fr.Body)
@@ -93,6 +79,39 @@ func (c *Cluster) applyFaults(e *end, d *delivery) {
 		c.trace("%s -> %s: %s entry %s/%d", e.node.Name, e.peer.node.Name, f.kind, c.originName(v.Origin), v.Seq)
 		return
 	}
+}
+
+// entryFrame is one entry a message carries: a version-2 DATA or version-1 TXN1 frame.
+type entryFrame struct {
+	frame wire.Frame
+	txn   wire.TxnView
+}
+
+// entryFrames lists the entries of a message, up to the first frame that does not parse.
+func entryFrames(msg []byte) []entryFrame {
+	var out []entryFrame
+	r := wire.NewReader(msg, 0)
+	for r.More() {
+		f, err := r.Next()
+		if err != nil {
+			break
+		}
+		var v wire.TxnView
+		var perr error
+		switch f.Type {
+		case wire.TypeData:
+			_, v, perr = wire.ParseData(f.Body)
+		case wire.TypeTxn1:
+			_, v, perr = wire.ParseTxn1(f.Body)
+		default:
+			continue
+		}
+		if perr != nil {
+			break
+		}
+		out = append(out, entryFrame{frame: f, txn: v})
+	}
+	return out
 }
 
 // ClearFaults disarms every fault not yet triggered.

@@ -103,25 +103,8 @@ func (v *invariants) beforeDelivery(e *end, d delivery) deliverySnapshot {
 		return snap
 	}
 	later := map[wire.OriginID]uint64{}
-	r := wire.NewReader(d.msg, 0)
-	for r.More() {
-		f, err := r.Next()
-		if err != nil {
-			break
-		}
-		var tv wire.TxnView
-		var perr error
-		switch f.Type {
-		case wire.TypeData:
-			_, tv, perr = wire.ParseData(f.Body)
-		case wire.TypeTxn1:
-			_, tv, perr = wire.ParseTxn1(f.Body)
-		default:
-			continue
-		}
-		if perr == nil {
-			later[tv.Origin] = max(later[tv.Origin], tv.Seq)
-		}
+	for _, ef := range entryFrames(d.msg) {
+		later[ef.txn.Origin] = max(later[ef.txn.Origin], ef.txn.Seq)
 	}
 	keep := e.drops[:0]
 	for _, inj := range e.drops {
