@@ -32,6 +32,7 @@ type invariants struct {
 	injections []*injection
 	detected   int // faults the receiving session detected
 	covered    int // dropped entries that reached the receiver another way first
+	resent     int // dropped entries sent again (a resubscription after a stall or reconnect)
 }
 
 func (v *invariants) init() {}
@@ -102,22 +103,30 @@ func (v *invariants) beforeDelivery(e *end, d delivery) deliverySnapshot {
 	if len(e.drops) == 0 {
 		return snap
 	}
-	later := map[wire.OriginID]uint64{}
-	for _, ef := range entryFrames(d.msg) {
-		later[ef.txn.Origin] = max(later[ef.txn.Origin], ef.txn.Seq)
-	}
+	// The first entry of a dropped entry's origin at or above its seq: the dropped entry
+	// itself (sent again after a resubscription) or a later one, which reveals the hole.
+	entries := entryFrames(d.msg)
 	keep := e.drops[:0]
 	for _, inj := range e.drops {
-		if later[inj.origin] > inj.seq {
-			if applied := e.node.Rep.Origin(inj.origin).AppliedSeq; applied >= inj.seq {
-				inj.resolved = true
-				v.covered++
-			} else {
-				snap.reveals = append(snap.reveals, inj)
+		first := uint64(0)
+		for _, ef := range entries {
+			if ef.txn.Origin == inj.origin && ef.txn.Seq >= inj.seq {
+				first = ef.txn.Seq
+				break
 			}
-			continue
 		}
-		keep = append(keep, inj)
+		switch applied := e.node.Rep.Origin(inj.origin).AppliedSeq; {
+		case first == 0:
+			keep = append(keep, inj)
+		case applied >= inj.seq:
+			inj.resolved = true // the node got it another way first
+			v.covered++
+		case first == inj.seq:
+			inj.resolved = true // it came again
+			v.resent++
+		default:
+			snap.reveals = append(snap.reveals, inj)
+		}
 	}
 	e.drops = keep
 	return snap
@@ -284,10 +293,12 @@ func (c *Cluster) recordsDigest(n *Node) ([]byte, int) {
 	return h.Sum(nil), live
 }
 
-// Faults reports the injected faults: how many hit an entry, how many the receiver
-// detected, and how many dropped entries reached it another way first.
-func (c *Cluster) Faults() (injected, detected, covered int) {
-	return len(c.inv.injections), c.inv.detected, c.inv.covered
+// Faults reports the injected faults: how many hit an entry, how many the receiving
+// session detected, how many dropped entries reached the receiver another way first, and
+// how many were sent again before a later entry showed the hole (after the replica's
+// stall rule, or a reconnect, resubscribed).
+func (c *Cluster) Faults() (injected, detected, covered, resent int) {
+	return len(c.inv.injections), c.inv.detected, c.inv.covered, c.inv.resent
 }
 
 // Heal raises every link, disarms faults and restarts crashed nodes, then runs until the

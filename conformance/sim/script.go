@@ -458,7 +458,7 @@ func (s *Script) cmdCheck(args []Arg) (string, error) {
 		}
 		return b.String(), nil
 	}
-	inj, det, cov := s.c.Faults()
+	inj, det, cov, resent := s.c.Faults()
 	running := 0
 	for _, n := range s.c.Names() {
 		if s.c.Node(n).Rep != nil {
@@ -467,7 +467,8 @@ func (s *Script) cmdCheck(args []Arg) (string, error) {
 	}
 	fmt.Fprintf(&b, "%d running nodes equal: %d live records, digest %s\n", running, count, digest)
 	if inj > 0 {
-		fmt.Fprintf(&b, "faults: %d injected, %d detected, %d reached the node another way first\n", inj, det, cov)
+		fmt.Fprintf(&b, "faults: %d injected, %d detected by the session, %d reached the node another way first, %d sent again before a later entry\n",
+			inj, det, cov, resent)
 	}
 	b.WriteString("invariants hold\n")
 	return b.String(), nil
