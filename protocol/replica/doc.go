@@ -56,7 +56,8 @@
 //   - Routing (version 2). One source per origin: the origin itself when connected, else
 //     the peer advertising the highest head above the applied seq, then the lowest RTT,
 //     then the lowest name. An origin moves only when its source is lost (disconnected,
-//     withdrawn, diverged), the origin itself connects, or another head stays ahead for
+//     withdrawn or behind the applied seq, diverged), the origin itself connects, or
+//     another head stays ahead for
 //     Config.MoveDelay. A move unsubscribes that origin's channel and subscribes it at
 //     the node's own applied position on the new source: no other origin is touched and
 //     nothing applied is sent again. A node never advertises an origin to its source

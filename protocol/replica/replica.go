@@ -122,6 +122,7 @@ const (
 	ReasonFirst        MoveReason = "first"
 	ReasonDisconnected MoveReason = "disconnected" // the source's connection closed
 	ReasonWithdrawn    MoveReason = "withdrawn"    // the source stopped advertising the origin
+	ReasonBehind       MoveReason = "behind"       // the source advertises less than this node applied
 	ReasonDiverged     MoveReason = "diverged"     // the source's channel diverged
 	ReasonDirect       MoveReason = "direct"       // the origin itself connected
 	ReasonAhead        MoveReason = "ahead"        // another head stayed ahead for MoveDelay
@@ -778,6 +779,7 @@ func (r *Replica) loseSource(st *originState, why MoveReason) {
 		st.lostReason, st.lostAt = why, r.now
 	}
 	r.routeSome[st.id] = true
+	r.headsDirty[st.id] = true // split horizon no longer hides it from the old source
 }
 
 // check records a failure that must stop the replica (a store error, or a command the

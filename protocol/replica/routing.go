@@ -47,12 +47,27 @@ func (r *Replica) route() {
 
 func (r *Replica) routeOrigin(st *originState) {
 	src := r.conns[st.source]
-	if st.source != 0 && (src == nil || !r.usable(src, st.id) || !src.direct(st.id) && !src.advertises(st.id)) {
-		if src != nil {
-			r.unsubscribe(src, st.id)
+	if st.source != 0 {
+		why := MoveReason("")
+		switch {
+		case src == nil || !r.usable(src, st.id):
+			why = ReasonWithdrawn
+		case src.direct(st.id):
+		case !src.advertises(st.id):
+			why = ReasonWithdrawn
+		case src.heads[st.id].Seq < st.applied.Seq:
+			// The source holds less than this node (it lost entries in a power loss, or
+			// this node got them over version 1): it cannot serve the origin, and split
+			// horizon would hide from it the entries it lacks.
+			why = ReasonBehind
 		}
-		r.loseSource(st, ReasonWithdrawn)
-		src = nil
+		if why != "" {
+			if src != nil {
+				r.unsubscribe(src, st.id)
+			}
+			r.loseSource(st, why)
+			src = nil
+		}
 	}
 	cands := r.candidates(st)
 	if src == nil {
