@@ -117,8 +117,8 @@ func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) bo
 	if v.Seq >= st.headSeq {
 		st.headSeq, st.headHLC = v.Seq, v.HLC
 	}
-	if st.diverged && v.Seq > st.divergedAt {
-		st.diverged = false
+	if st.diverged && v.Seq >= st.divergedAt {
+		st.diverged = false // the chain goes on past the entry that diverged
 	}
 	r.hlc = max(r.hlc, v.HLC)
 	r.counters.TxnsApplied++
@@ -262,28 +262,51 @@ func ValidTable(name []byte) bool {
 	return true
 }
 
-// NeedsSync reports, with HoldUnsynced, whether something applied waits for a Synced
-// before it may be served: a local entry, or an arrival position a version-1 peer may be
-// sent. The shell syncs the store (group commit) and calls Synced.
+// NeedsSync reports, with HoldUnsynced, whether something applied waits for a sync
+// before it may be served: a local entry, or an arrival position a subscribed version-1
+// peer may be sent. The shell takes a SyncPoint, syncs the store (group commit) and hands
+// the point back to Synced.
 func (r *Replica) NeedsSync() bool {
-	return r.cfg.HoldUnsynced && (r.synced < r.origins[r.id.Origin].applied.Seq || r.syncedArrive < r.arrivals)
+	if !r.cfg.HoldUnsynced {
+		return false
+	}
+	if r.synced < r.origins[r.id.Origin].applied.Seq {
+		return true
+	}
+	if r.syncedArrive < r.arrivals {
+		for _, id := range r.connOrder {
+			if c := r.conns[id]; c.version == 1 && c.v1Subscribed {
+				return true
+			}
+		}
+	}
+	return false
 }
 
-// Synced tells the replica that the shell made every write so far durable against power
-// loss (Store.Sync returned): with HoldUnsynced, entries up to here may now be served.
-func (r *Replica) Synced(now time.Time) error {
+// SyncPoint is what a sync covers: the local origin's seq and the arrival position
+// applied when it was taken.
+type SyncPoint struct {
+	Seq     uint64
+	Arrival uint64
+}
+
+// SyncPoint returns what the next Store.Sync will cover. Take it before calling Sync: the
+// replica may apply more while the sync runs.
+func (r *Replica) SyncPoint() SyncPoint {
+	return SyncPoint{Seq: r.origins[r.id.Origin].applied.Seq, Arrival: r.arrivals}
+}
+
+// Synced tells the replica that a Store.Sync started at p returned: with HoldUnsynced,
+// the entries it covers may now be served.
+func (r *Replica) Synced(now time.Time, p SyncPoint) error {
 	if r.fatal != nil {
 		return r.fatal
 	}
 	r.now = now
-	if own := r.origins[r.id.Origin].applied.Seq; own != r.synced {
-		r.synced = own
+	if p.Seq > r.synced {
+		r.synced = p.Seq
 		r.headsDirty[r.id.Origin] = true // the head peers may now be told of
 	}
-	last, err := r.store.LastArrival()
-	if !r.check(err) {
-		return r.fatal
-	}
-	r.syncedArrive = last
+	r.syncedArrive = max(r.syncedArrive, p.Arrival)
 	return r.settle()
 }

@@ -33,9 +33,13 @@
 //		case id := <-socketGone:
 //			r.Disconnected(now, id, reason)
 //		case w := <-writes:
-//			seq, err := r.Write(now, w.ops) // a local transaction; answer after Store.Sync
-//			r.Synced(now)                   // with HoldUnsynced: what is durable may be served
+//			seq, err := r.Write(now, w.ops) // a local transaction; answer after a sync
+//		case <-groupCommit:                  // with HoldUnsynced, while r.NeedsSync():
+//			p := r.SyncPoint()              // what the sync will cover
+//			store.Sync()                    // (may run on another goroutine)
+//			r.Synced(now, p)                // now it may be served
 //		}
+//		moves := r.Moves()                  // source changes, for logs (kept bounded)
 //	}
 //
 // Every input settles completely before it returns: sessions' events are handled,

@@ -63,6 +63,7 @@ const (
 	DefaultStallTimeout    = 3 * time.Second
 	maxTableName           = 64
 	arrivalBatch           = 64
+	maxMoves               = 1024
 )
 
 func (c Config) withDefaults() Config {
@@ -100,7 +101,7 @@ type Output struct {
 	Conn     ConnID
 	Messages [][]byte
 	Closed   bool
-	Err      *wire.Error // why it closed (nil for an orderly close by this side)
+	Err      *wire.Error // why it closed (going-away for an orderly close)
 }
 
 // Move is one change of an origin's source, recorded for the status and for the
@@ -220,7 +221,7 @@ type sentPos struct {
 // Errors of the replica's API.
 var (
 	ErrUnknownConn = errors.New("replica: unknown connection")
-	ErrStopped     = errors.New("replica: stopped after a store failure")
+	ErrStopped     = errors.New("replica: stopped")
 )
 
 // New opens a replica on its store: it reads the identity, the cursor vector and the
@@ -276,11 +277,17 @@ func New(cfg Config, store Store) (*Replica, error) {
 		st.appliedHLC, st.headHLC = v.HLC, v.HLC
 		r.hlc = max(r.hlc, v.HLC)
 	}
-	r.synced = r.origin(id.Origin).applied.Seq
 	if r.arrivals, err = store.LastArrival(); err != nil {
 		return nil, err
 	}
-	r.syncedArrive = r.arrivals
+	if cfg.HoldUnsynced {
+		// A process crash keeps writes that were applied but never synced: sync them now,
+		// before any of them is served.
+		if err := store.Sync(); err != nil {
+			return nil, err
+		}
+	}
+	r.synced, r.syncedArrive = r.origin(id.Origin).applied.Seq, r.arrivals
 	return r, nil
 }
 
@@ -457,6 +464,7 @@ func (r *Replica) Release(id ConnID, msg []byte) {
 }
 
 // Moves hands over the source changes since the last call (for the simulator and logs).
+// The replica keeps at most maxMoves of them between calls, the latest.
 func (r *Replica) Moves() []Move {
 	m := r.moves
 	r.moves = nil
@@ -553,6 +561,7 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 		if c.version == 1 {
 			c.v1Subscribed, c.v1After = true, ev.Position
 		} else {
+			r.origin(ev.Origin) // an origin this node may not hold (yet): nothing to send
 			c.out[ev.Origin] = &outStream{next: ev.Seq + 1}
 			c.sortOut()
 		}
@@ -636,8 +645,8 @@ func (r *Replica) onHandshake(c *conn) {
 		}
 	}
 	for _, o := range r.originOrder {
-		if st := r.origins[o]; st.name != "" {
-			r.check(c.sess.SetOriginName(o, st.name))
+		if st := r.origins[o]; st.name != "" && !r.checkConn(c, c.sess.SetOriginName(o, st.name)) {
+			return
 		}
 	}
 	if c.version == 1 {
@@ -687,7 +696,7 @@ func (r *Replica) learnName(o wire.OriginID, name string) {
 	st.name = name
 	for _, id := range r.connOrder {
 		if c := r.conns[id]; c.established {
-			r.check(c.sess.SetOriginName(o, name))
+			r.checkConn(c, c.sess.SetOriginName(o, name))
 		}
 	}
 }
@@ -710,9 +719,16 @@ func (r *Replica) onHeads(c *conn, h *wire.Heads) {
 }
 
 func (r *Replica) onDivergence(c *conn, ev *protocol.Event) {
-	r.counters.Divergences++
 	st := r.origin(ev.Origin)
-	st.diverged, st.divergedAt = true, max(ev.Seq, ev.Expected)
+	if !(ev.Outgoing && ev.ByPeer) {
+		// Found here: in an entry received, or (sending) a subscriber's position that is not
+		// in this node's log. What a peer found in an entry this node sent is the peer's
+		// to count; and this node's own origin is authoritative, never flagged here.
+		r.counters.Divergences++
+		if ev.Origin != r.id.Origin {
+			st.diverged, st.divergedAt = true, max(ev.Seq, ev.Expected)
+		}
+	}
 	switch {
 	case c.version != 2:
 		// Version 1 closes the session; the connection is made again.
@@ -780,6 +796,18 @@ func (r *Replica) loseSource(st *originState, why MoveReason) {
 	}
 	r.routeSome[st.id] = true
 	r.headsDirty[st.id] = true // split horizon no longer hides it from the old source
+}
+
+// checkConn is check for a command on one connection: a refusal for a resource limit
+// (the session names or is advertised more origins than its bound) ends that connection
+// with the error, not the node.
+func (r *Replica) checkConn(c *conn, err error) bool {
+	var we *wire.Error
+	if errors.As(err, &we) && we.Class == wire.ClassResourceLimit {
+		_ = c.sess.Close(we.Code, we.Message)
+		return false
+	}
+	return r.check(err)
 }
 
 // check records a failure that must stop the replica (a store error, or a command the

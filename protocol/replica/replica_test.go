@@ -885,7 +885,7 @@ func TestHoldUnsynced(t *testing.T) {
 			if got := b.applied()[a.origin]; got != 0 {
 				t.Fatalf("B applied %d entries of A before A synced", got)
 			}
-			h.check(a, a.rep.Synced(a.clock()))
+			h.check(a, a.rep.Synced(a.clock(), a.rep.SyncPoint()))
 			a.write(put("t", "k3", "v")) // not synced
 			h.advance(time.Second)
 			for _, n := range []*node{b, c} {
@@ -893,7 +893,7 @@ func TestHoldUnsynced(t *testing.T) {
 					t.Errorf("%s applied A up to %d, want the 2 synced entries", n.name, got)
 				}
 			}
-			h.check(a, a.rep.Synced(a.clock()))
+			h.check(a, a.rep.Synced(a.clock(), a.rep.SyncPoint()))
 			h.advance(time.Second)
 			for _, n := range []*node{b, c} {
 				if got := n.applied()[a.origin]; got != 3 {
@@ -921,7 +921,7 @@ func TestHoldUnsyncedAdvertisesAfterSync(t *testing.T) {
 	if now, _ := h.headsSent("A", "B", a.origin); now {
 		t.Fatal("A advertised an unsynced head")
 	}
-	h.check(a, a.rep.Synced(a.clock()))
+	h.check(a, a.rep.Synced(a.clock(), a.rep.SyncPoint()))
 	h.advance(time.Second)
 	if got := b.applied()[a.origin]; got != 1 {
 		t.Fatalf("B applied A up to %d, want 1", got)

@@ -195,6 +195,9 @@ func (r *Replica) moveTo(st *originState, k candidate, why MoveReason) {
 	st.source, st.lastSource, st.lostReason, st.lostAt, st.aheadSince = k.c.id, k.c.peerName, "", time.Time{}, time.Time{}
 	r.subscribe(k.c, st, from)
 	r.headsDirty[st.id] = true // split horizon: the new source is no longer told of it
+	if len(r.moves) == maxMoves {
+		r.moves = append(r.moves[:0], r.moves[1:]...)
+	}
 	r.moves = append(r.moves, m)
 }
 
@@ -264,10 +267,10 @@ func (r *Replica) advertise() {
 			}
 		}
 		if len(heads) > 0 {
-			r.check(c.sess.AdvertiseHeads(heads))
+			r.checkConn(c, c.sess.AdvertiseHeads(heads))
 		}
 		if len(gone) > 0 {
-			r.check(c.sess.WithdrawHeads(gone))
+			r.checkConn(c, c.sess.WithdrawHeads(gone))
 		}
 	}
 }

@@ -43,7 +43,7 @@ func (r *Replica) servable(st *originState) uint64 {
 // pumpV2 sends one channel's entries; it reports false when the connection cannot take
 // more now (its send buffer is full or it closed).
 func (r *Replica) pumpV2(c *conn, o wire.OriginID, s *outStream) bool {
-	limit := r.servable(r.origins[o])
+	limit := r.servable(r.origin(o))
 	for s.next <= limit {
 		raw, err := r.store.Entry(o, s.next)
 		if !r.check(err) {
