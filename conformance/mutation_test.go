@@ -18,6 +18,7 @@ func TestMutationsAreCaught(t *testing.T) {
 		{"gap detection", &mutate.BreakGapDetection},
 		{"routing rule", &mutate.BreakRouting},
 		{"durability (unsynced entries served)", &mutate.ServeUnsynced},
+		{"failover isolation (every origin resubscribed)", &mutate.BreakFailoverIsolation},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			*m.switch_ = true

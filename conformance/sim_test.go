@@ -9,7 +9,7 @@ import (
 )
 
 var (
-	simSeed  = flag.Uint64("seed", 0, "replay one simulator seed (TestSim)")
+	simSeed  = flag.Uint64("seed", 0, "replay one simulator seed (TestSim); any value, 0 included")
 	simSeeds = flag.Int("seeds", 500, "how many seeds TestSim runs from -seed-base")
 	simBase  = flag.Uint64("seed-base", 1, "the first seed of TestSim's range")
 	simTrace = flag.Bool("sim.trace", false, "log the simulator's trace of a replayed seed")
@@ -20,7 +20,9 @@ var (
 // -seed=N (add -trace for what happened). Every failing seed is printed; make sim runs
 // fresh ranges.
 func TestSim(t *testing.T) {
-	if *simSeed != 0 {
+	replay := false
+	flag.Visit(func(f *flag.Flag) { replay = replay || f.Name == "seed" })
+	if replay {
 		opts := sim.Options{Nodes: *simNodes}
 		if *simTrace {
 			opts.Trace = func(s string) { t.Log(s) }
@@ -40,7 +42,8 @@ func TestSim(t *testing.T) {
 		largest, virtual = max(largest, rep.Nodes), virtual+rep.Virtual
 		if len(rep.Failures) > 0 {
 			failed++
-			t.Errorf("FAILING SEED %d (replay: go test ./conformance -run 'TestSim$' -seed=%d -sim.trace -v): %s\n  %v", seed, seed, rep, rep.Failures)
+			t.Errorf("FAILING SEED %d (replay: go test ./conformance -run 'TestSim$' -seed=%d -sim.nodes=%d -sim.trace -v): %s\n  %v",
+				seed, seed, *simNodes, rep, rep.Failures)
 		}
 	}
 	took := time.Since(start)

@@ -17,6 +17,8 @@ import (
 type Script struct {
 	c       *Cluster
 	seed    uint64
+	sync    time.Duration // Options.SyncDelay of the cluster
+	anyV1   bool          // a node spoke version 1 at some point
 	trace   []string
 	written map[string]int // writes per node, numbering the values
 	moves   map[string]int // per node, moves reported so far
@@ -40,6 +42,8 @@ type handler func(s *Script, args []Arg) (string, error)
 
 var handlers = map[string]handler{
 	"seed":       (*Script).cmdSeed,
+	"sync-delay": (*Script).cmdSyncDelay,
+	"lose-power": (*Script).cmdLosePower,
 	"add-nodes":  (*Script).cmdAddNodes,
 	"connect":    (*Script).cmdConnect,
 	"disconnect": (*Script).cmdDisconnect,
@@ -81,7 +85,7 @@ func (s *Script) Run(cmd string, args []Arg) string {
 
 func (s *Script) cluster() *Cluster {
 	if s.c == nil {
-		s.c = New(Options{Seed: s.seed, Limits: SimLimits, Trace: func(l string) { s.trace = append(s.trace, l) }})
+		s.c = New(Options{Seed: s.seed, Limits: SimLimits, SyncDelay: s.sync, Trace: func(l string) { s.trace = append(s.trace, l) }})
 	}
 	return s.c
 }
@@ -162,12 +166,49 @@ func (s *Script) cmdSeed(args []Arg) (string, error) {
 	return "", err
 }
 
+// sync-delay D: before the first node, run every node holding unsynced writes back
+// until a simulated group commit D later (replica.Config.HoldUnsynced).
+func (s *Script) cmdSyncDelay(args []Arg) (string, error) {
+	if s.c != nil {
+		return "", fmt.Errorf("sync-delay must come before the first node")
+	}
+	w := bare(args)
+	if len(w) != 1 {
+		return "", fmt.Errorf("sync-delay DURATION")
+	}
+	d, err := time.ParseDuration(w[0])
+	s.sync = d
+	return "", err
+}
+
+// lose-power A ...: a crash that also loses every write since the node's last sync
+// (needs sync-delay).
+func (s *Script) cmdLosePower(args []Arg) (string, error) {
+	if err := s.needCluster(); err != nil {
+		return "", err
+	}
+	for _, n := range bare(args) {
+		if err := s.c.PowerLoss(n); err != nil {
+			return "", err
+		}
+	}
+	return "", nil
+}
+
+// versionSeen records a node's protocol-max: while no node ever speaks version 1, the
+// cluster promises that nothing is received twice, and a duplicate fails the script.
+func (s *Script) versionSeen(v uint64) {
+	s.anyV1 = s.anyV1 || v == 1
+	s.c.SetV2Only(!s.anyV1)
+}
+
 // add-nodes A B ... [version=1]
 func (s *Script) cmdAddNodes(args []Arg) (string, error) {
 	v, err := version(args)
 	if err != nil {
 		return "", err
 	}
+	defer func() { s.versionSeen(v) }()
 	for _, n := range bare(args) {
 		if err := s.cluster().AddNode(n, v); err != nil {
 			return "", err
@@ -328,6 +369,7 @@ func (s *Script) cmdRestart(args []Arg) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	s.versionSeen(v)
 	for _, n := range bare(args) {
 		if err := s.c.Restart(n, v); err != nil {
 			return "", err

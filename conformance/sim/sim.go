@@ -22,6 +22,9 @@ import (
 	"plait/protocol/wire"
 )
 
+// maxEventsPerInstant bounds the events at one virtual instant; more is a livelock.
+const maxEventsPerInstant = 100000
+
 // Epoch is the virtual clock's start.
 var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -56,8 +59,9 @@ type Cluster struct {
 	names []string // in the order added
 	links map[[2]string]*Link
 
-	inv      invariants
-	dropping string // the peer whose connection a node is being told it lost
+	inv             invariants
+	dropping        string                   // the peer whose connection a node is being told it lost
+	droppingSources map[wire.OriginID]string // the node's sources before
 }
 
 // Node is one simulated plait node.
@@ -156,7 +160,7 @@ func (c *Cluster) AddNode(name string, maxVersion uint64) error {
 	copy(o[:], fmt.Sprintf("%-15s", name))
 	o[15] = byte(len(c.names) + 1)
 	n := &Node{Name: name, MaxVersion: maxVersion, origin: o}
-	n.Store = newRecordingStore(memstore.New(replica.Identity{Origin: o, Name: name}), &c.inv, name)
+	n.Store = newRecordingStore(memstore.New(replica.Identity{Origin: o, Name: name}), &c.inv, name, c.Now)
 	c.nodes[name] = n
 	c.names = append(c.names, name)
 	return c.start(n)
@@ -164,7 +168,7 @@ func (c *Cluster) AddNode(name string, maxVersion uint64) error {
 
 func (c *Cluster) start(n *Node) error {
 	rep, err := replica.New(replica.Config{MaxVersion: n.MaxVersion, Secret: []byte("simulated cluster secret"),
-		Limits: c.opts.Limits, NewSession: c.opts.NewSession, HoldUnsynced: c.opts.SyncDelay > 0}, n.Store)
+		Limits: c.opts.Limits, NewSession: c.newSession(n), HoldUnsynced: c.opts.SyncDelay > 0}, n.Store)
 	if err != nil {
 		return err
 	}
@@ -261,9 +265,12 @@ func (c *Cluster) cut(l *Link, why string) {
 
 // lost tells e's node that its connection is gone.
 func (c *Cluster) lost(e *end, why string) {
-	c.dropping = e.peer.node.Name
+	c.dropping, c.droppingSources = e.peer.node.Name, map[wire.OriginID]string{}
+	for _, o := range e.node.Rep.Status(c.now).Origins {
+		c.droppingSources[o.Origin] = o.SourcePeer
+	}
 	c.call(e.node, func(r *replica.Replica) error { return r.Disconnected(c.now, e.id, why) })
-	c.dropping = ""
+	c.dropping, c.droppingSources = "", nil
 }
 
 // maybeDial makes the link's connection when both nodes are up, the link is, and none
@@ -430,10 +437,11 @@ func (c *Cluster) syncLater(n *Node) {
 		if n.Rep == rep { // not crashed since
 			n.syncArmed = false
 			c.call(n, func(r *replica.Replica) error {
+				p := r.SyncPoint()
 				if err := n.Store.Sync(); err != nil {
 					return err
 				}
-				return r.Synced(c.now)
+				return r.Synced(c.now, p)
 			})
 		}
 	})
@@ -586,8 +594,20 @@ func (c *Cluster) At(at time.Time, f func()) { c.schedule(at, f) }
 
 // RunUntil processes events up to virtual time t (inclusive) and sets the clock to t.
 func (c *Cluster) RunUntil(t time.Time) {
+	same := 0
 	for c.queue.Len() > 0 && !c.queue[0].at.After(t) {
 		ev := heap.Pop(&c.queue).(*event)
+		if ev.at.Equal(c.now) {
+			same++
+		} else {
+			same = 0
+		}
+		if same > maxEventsPerInstant {
+			// Timers due at once forever: a livelock. Fail the run and end it.
+			c.inv.fail(c.now, "livelock: more than %d events at one virtual instant", maxEventsPerInstant)
+			c.queue = nil
+			return
+		}
 		c.now = ev.at
 		ev.f()
 	}

@@ -15,3 +15,7 @@ var BreakRouting bool
 // ServeUnsynced makes a replica ignore Config.HoldUnsynced: it serves entries a power
 // loss can still take back, so the origin may reissue their seqs with other content.
 var ServeUnsynced bool
+
+// BreakFailoverIsolation makes a replica that loses a connection resubscribe every other
+// origin too: one origin's failover resetting the others' streams.
+var BreakFailoverIsolation bool

@@ -779,6 +779,8 @@ func (r *Replica) drop(c *conn, _ *wire.Error) {
 		st := r.origins[o]
 		if st.source == c.id {
 			r.loseSource(st, ReasonDisconnected)
+		} else if src := r.conns[st.source]; mutate.BreakFailoverIsolation && src != nil {
+			r.subscribe(src, st, st.applied.Seq) // test-only: a failover that resets every origin
 		}
 		if st.legacySource == c.peerName && c.version == 1 {
 			st.legacySource = ""
