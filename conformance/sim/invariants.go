@@ -298,12 +298,36 @@ func (c *Cluster) recordsDigest(n *Node) ([]byte, int) {
 	return h.Sum(nil), live
 }
 
-// Faults reports the injected faults: how many hit an entry, how many the receiving
-// session detected, how many dropped entries reached the receiver another way first, and
-// how many were sent again before a later entry showed the hole (after the replica's
-// stall rule, or a reconnect, resubscribed).
-func (c *Cluster) Faults() (injected, detected, covered, resent int) {
-	return len(c.inv.injections), c.inv.detected, c.inv.covered, c.inv.resent
+// FaultReport accounts for every injected fault.
+type FaultReport struct {
+	Injected int // faults that hit an entry
+	Detected int // found by the receiving session (a gap shown by a later entry, a corrupt entry)
+	Covered  int // dropped entries the receiver got another way first
+	Resent   int // dropped entries sent again before a later one showed the hole (a stall, a reconnect)
+	Closed   int // dropped entries whose connection closed before anything showed the hole
+}
+
+// Faults accounts for the injected faults; at the end of a run (settle) it also fails
+// any dropped entry still unaccounted for on a connection that is up, unless the receiver
+// holds it by now.
+func (c *Cluster) Faults(settle bool) FaultReport {
+	r := FaultReport{Injected: len(c.inv.injections), Detected: c.inv.detected, Covered: c.inv.covered, Resent: c.inv.resent}
+	for _, inj := range c.inv.injections {
+		if inj.resolved {
+			continue
+		}
+		switch e := inj.receiver; {
+		case e.closed || e.node.Rep == nil:
+			r.Closed++
+		case !settle:
+		case e.node.Rep.Origin(inj.origin).AppliedSeq >= inj.seq:
+			r.Covered++
+		default:
+			c.inv.fail(c.now, "%s: the entry %s/%d dropped on an open connection is still missing", e.node.Name,
+				c.originName(inj.origin), inj.seq)
+		}
+	}
+	return r
 }
 
 // Heal raises every link, disarms faults and restarts crashed nodes, then runs until the

@@ -25,6 +25,7 @@ type Report struct {
 	Detected    int
 	Covered     int
 	Resent      int
+	Closed      int // dropped entries whose connection closed before anything showed the hole
 	Moves       int // source changes (not first choices)
 	Duplicates  uint64
 	Records     int
@@ -35,9 +36,9 @@ type Report struct {
 }
 
 func (r Report) String() string {
-	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d faults=%d detected=%d covered=%d resent=%d moves=%d duplicates=%d records=%d digest=%s virtual=%s sync-delay=%s",
+	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d faults=%d detected=%d covered=%d resent=%d closed=%d moves=%d duplicates=%d records=%d digest=%s virtual=%s sync-delay=%s",
 		r.Seed, r.Nodes, r.Topology, r.Links, r.Mixed, r.Writes, r.Disconnects, r.Partitions, r.Crashes, r.PowerLosses, r.Upgrades,
-		r.Injected, r.Detected, r.Covered, r.Resent, r.Moves, r.Duplicates, r.Records, r.Digest, r.Virtual, r.SyncDelay)
+		r.Injected, r.Detected, r.Covered, r.Resent, r.Closed, r.Moves, r.Duplicates, r.Records, r.Digest, r.Virtual, r.SyncDelay)
 }
 
 // SimLimits are small session limits, so that the simulator's small transactions fill
@@ -201,7 +202,8 @@ func Random(seed uint64, opts Options) Report {
 		c.inv.fail(c.now, "did not converge within 2 minutes of healing: %s", why)
 	}
 	rep.Records, rep.Digest = c.CheckConverged()
-	rep.Injected, rep.Detected, rep.Covered, rep.Resent = c.Faults()
+	f := c.Faults(true)
+	rep.Injected, rep.Detected, rep.Covered, rep.Resent, rep.Closed = f.Injected, f.Detected, f.Covered, f.Resent, f.Closed
 	for _, name := range names {
 		nd := c.Node(name)
 		for _, m := range nd.moves {

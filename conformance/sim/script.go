@@ -492,6 +492,7 @@ func (s *Script) cmdCheck(args []Arg) (string, error) {
 		return "", err
 	}
 	count, digest := s.c.CheckConverged()
+	faults := s.c.Faults(true)
 	var b strings.Builder
 	if f := s.c.Failures(); len(f) > 0 {
 		b.WriteString("INVARIANTS FAILED:\n")
@@ -500,7 +501,6 @@ func (s *Script) cmdCheck(args []Arg) (string, error) {
 		}
 		return b.String(), nil
 	}
-	inj, det, cov, resent := s.c.Faults()
 	running := 0
 	for _, n := range s.c.Names() {
 		if s.c.Node(n).Rep != nil {
@@ -508,9 +508,9 @@ func (s *Script) cmdCheck(args []Arg) (string, error) {
 		}
 	}
 	fmt.Fprintf(&b, "%d running nodes equal: %d live records, digest %s\n", running, count, digest)
-	if inj > 0 {
-		fmt.Fprintf(&b, "faults: %d injected, %d detected by the session, %d reached the node another way first, %d sent again before a later entry\n",
-			inj, det, cov, resent)
+	if f := faults; f.Injected > 0 {
+		fmt.Fprintf(&b, "faults: %d injected, %d detected by the session, %d reached the node another way first, %d sent again before a later entry, %d ended with their connection\n",
+			f.Injected, f.Detected, f.Covered, f.Resent, f.Closed)
 	}
 	b.WriteString("invariants hold\n")
 	return b.String(), nil

@@ -304,7 +304,15 @@ func (r *Replica) Synced(now time.Time, p SyncPoint) error {
 	}
 	r.now = now
 	if p.Seq > r.synced {
-		r.synced = p.Seq
+		raw, err := r.store.Entry(r.id.Origin, p.Seq)
+		if !r.check(err) {
+			return r.fatal
+		}
+		v, err := wire.ParseTxn(raw)
+		if !r.check(err) {
+			return r.fatal
+		}
+		r.synced, r.syncedHLC = p.Seq, v.HLC
 		r.headsDirty[r.id.Origin] = true // the head peers may now be told of
 	}
 	r.syncedArrive = max(r.syncedArrive, p.Arrival)

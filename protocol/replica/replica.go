@@ -145,9 +145,10 @@ type Replica struct {
 	out         map[ConnID]*Output
 
 	hlc          wire.HLC
-	arrivals     uint64 // the last arrival position
-	synced       uint64 // local seq durable against power loss (HoldUnsynced)
-	syncedArrive uint64 // arrival position durable against power loss (HoldUnsynced)
+	arrivals     uint64   // the last arrival position
+	synced       uint64   // local seq durable against power loss (HoldUnsynced)
+	syncedHLC    wire.HLC // its timestamp
+	syncedArrive uint64   // arrival position durable against power loss (HoldUnsynced)
 
 	routeAll   bool                   // re-evaluate every origin's source (timers)
 	routeSome  map[wire.OriginID]bool // re-evaluate these (heads, lost sources, direct peers)
@@ -287,7 +288,8 @@ func New(cfg Config, store Store) (*Replica, error) {
 			return nil, err
 		}
 	}
-	r.synced, r.syncedArrive = r.origin(id.Origin).applied.Seq, r.arrivals
+	own := r.origin(id.Origin)
+	r.synced, r.syncedHLC, r.syncedArrive = own.applied.Seq, own.appliedHLC, r.arrivals
 	return r, nil
 }
 

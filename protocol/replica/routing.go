@@ -255,8 +255,8 @@ func (r *Replica) advertise() {
 		for _, o := range set {
 			st := r.origins[o]
 			seq, hlc := st.applied.Seq, st.appliedHLC
-			if o == r.id.Origin && r.cfg.HoldUnsynced {
-				seq = min(seq, r.synced)
+			if o == r.id.Origin && r.cfg.HoldUnsynced && r.synced < seq {
+				seq, hlc = r.synced, r.syncedHLC
 			}
 			if seq > 0 && o != c.peerOrigin && st.source != c.id {
 				heads = append(heads, wire.Head{Origin: o, Seq: seq, HLC: hlc})

@@ -14,6 +14,13 @@ func TestStore(t *testing.T) {
 	storetest.Run(t, func(*testing.T) replica.Store { return memstore.New(storetest.Identity) })
 }
 
+// TestStoreReopen: the in-memory store survives a simulated process crash as the same
+// value.
+func TestStoreReopen(t *testing.T) {
+	storetest.RunReopen(t, func(*testing.T) replica.Store { return memstore.New(storetest.Identity) },
+		func(_ *testing.T, s replica.Store) replica.Store { return s })
+}
+
 // TestCloneIsDeep writes to a clone and checks that the original did not change, and the
 // other way round.
 func TestCloneIsDeep(t *testing.T) {

@@ -88,6 +88,31 @@ func Run(t *testing.T, open func(t *testing.T) replica.Store) {
 	t.Run("Sync", func(t *testing.T) { testSync(t, open(t)) })
 }
 
+// RunReopen checks that a store keeps everything Apply wrote across a reopen: what a
+// restarted process finds (the Store contract: an Apply that returned survives a crash of
+// the process). open returns a new, empty store; reopen closes a store the way a killed
+// process leaves it (without Sync) and opens it again.
+func RunReopen(t *testing.T, open func(t *testing.T) replica.Store, reopen func(t *testing.T, s replica.Store) replica.Store) {
+	s := open(t)
+	a, b := Chain(t, originA, 3), Chain(t, originB, 2)
+	a[0].Name, b[0].Name = "alpha", "beta"
+	a[1].PeerOrigin, a[1].PeerCursor = peerP, 7
+	for i, batch := range []*replica.Batch{a[0], b[0], a[1], b[1], a[2]} {
+		apply(t, s, batch, uint64(i+1))
+	}
+	must(t, s.SetPeerCursor(peerQ, 3))
+	more := &chain{origin: originB, seq: b[1].Seq, prev: b[1].Hash} // a tombstone too
+	apply(t, s, more.next(t, del("t", fmt.Sprintf("%x-%d", originB[:2], 1))), 6)
+	before := dump(t, s, originA, originB, peerP, peerQ)
+	s = reopen(t, s)
+	if after := dump(t, s, originA, originB, peerP, peerQ); after != before {
+		t.Errorf("the store changed across a reopen:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	if id, err := s.Identity(); err != nil || id != Identity {
+		t.Errorf("Identity after a reopen = %+v, %v", id, err)
+	}
+}
+
 var (
 	originA = Origin(0xa1)
 	originB = Origin(0xb2)
