@@ -412,7 +412,7 @@ func (r *Replica) Disconnected(now time.Time, id ConnID, reason string) error {
 	if c.sess.State() != protocol.StateClosed && c.established && reason != "" {
 		r.recordError(c, wire.Errorf(wire.CodeClosed, "connection lost: "+reason))
 	}
-	r.drop(c, nil)
+	r.drop(c)
 	delete(r.out, id) // nothing more can be sent on it
 	return r.settle()
 }
@@ -756,7 +756,7 @@ func (r *Replica) onClosed(c *conn, ev *protocol.Event) {
 	}
 	o := r.output(c.id)
 	o.Closed, o.Err = true, ev.Err
-	r.drop(c, ev.Err)
+	r.drop(c)
 }
 
 func (r *Replica) recordError(c *conn, err *wire.Error) {
@@ -772,7 +772,7 @@ func (r *Replica) recordError(c *conn, err *wire.Error) {
 
 // drop forgets a connection: the origins it was the source of lose their source, and its
 // streams and advertised heads are gone.
-func (r *Replica) drop(c *conn, _ *wire.Error) {
+func (r *Replica) drop(c *conn) {
 	delete(r.conns, c.id)
 	if i := slices.Index(r.connOrder, c.id); i >= 0 {
 		r.connOrder = slices.Delete(r.connOrder, i, i+1)
