@@ -1,15 +1,20 @@
 package conformance
 
 import (
+	"flag"
+	"fmt"
 	"testing"
 
 	"plait/conformance/sim"
 	"plait/internal/mutate"
 )
 
+var mutationAll = flag.Bool("mutation.all", false, "TestMutationsAreCaught: run every seed of the range, count the failing ones")
+
 // TestMutationsAreCaught breaks one decision of the core at a time by a test-only switch
 // and requires the simulator to fail within the CI seed range: the invariants have teeth.
-// Each mutation stops at the first failing seed, which it reports.
+// Each mutation stops at the first failing seed, which it reports; with -mutation.all it
+// runs the whole range and reports how many seeds fail.
 func TestMutationsAreCaught(t *testing.T) {
 	for _, m := range []struct {
 		name    string
@@ -23,13 +28,26 @@ func TestMutationsAreCaught(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			*m.switch_ = true
 			defer func() { *m.switch_ = false }()
+			caught, first := 0, ""
 			for seed := *simBase; seed < *simBase+uint64(*simSeeds); seed++ {
 				if rep := sim.Random(seed, sim.Options{}); len(rep.Failures) > 0 {
-					t.Logf("broken %s caught by seed %d: %s", m.name, seed, rep.Failures[0])
-					return
+					caught++
+					if first == "" {
+						first = fmt.Sprintf("seed %d: %s", seed, rep.Failures[0])
+					}
+					if !*mutationAll {
+						break
+					}
 				}
 			}
-			t.Errorf("with %s broken, %d seeds from %d all passed: the invariants miss it", m.name, *simSeeds, *simBase)
+			if caught == 0 {
+				t.Errorf("with %s broken, %d seeds from %d all passed: the invariants miss it", m.name, *simSeeds, *simBase)
+				return
+			}
+			t.Logf("broken %s: first caught by %s", m.name, first)
+			if *mutationAll {
+				t.Logf("broken %s: %d of %d seeds fail", m.name, caught, *simSeeds)
+			}
 		})
 	}
 }
