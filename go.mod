@@ -10,6 +10,7 @@ require (
 )
 
 require (
+	github.com/linxGnu/grocksdb v1.7.14 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	golang.org/x/sys v0.44.0 // indirect

@@ -1,7 +1,9 @@
 package replica
 
 import (
+	"crypto/sha256"
 	"errors"
+	"fmt"
 
 	"plait/protocol/vector"
 	"plait/protocol/wire"
@@ -112,3 +114,31 @@ var (
 	ErrNotFound = errors.New("replica: not found")
 	ErrNotNext  = errors.New("replica: the entry is not the origin's next seq")
 )
+
+// CheckBatch is the check every Store's Apply makes before it writes anything, against the
+// origin's cursor: a non-zero origin; b.Seq is the cursor's seq + 1 (else ErrNotNext);
+// b.Hash is SHA-256 of b.Txn, which parses and is the entry of b.Origin at b.Seq; and the
+// transaction's previous hash is the cursor's hash (else ErrNotNext). The checks run in
+// this order.
+func CheckBatch(b *Batch, cursor vector.Entry) error {
+	if b.Origin.IsZero() {
+		return errors.New("store: batch with an all-zero origin id")
+	}
+	if b.Seq != cursor.Seq+1 {
+		return fmt.Errorf("%w: origin %s seq %d, cursor at %d", ErrNotNext, b.Origin, b.Seq, cursor.Seq)
+	}
+	if b.Hash != sha256.Sum256(b.Txn) {
+		return fmt.Errorf("store: origin %s seq %d: the batch hash is not SHA-256 of its transaction", b.Origin, b.Seq)
+	}
+	v, err := wire.ParseTxn(b.Txn)
+	if err != nil {
+		return fmt.Errorf("store: origin %s seq %d: %w", b.Origin, b.Seq, err)
+	}
+	if v.Origin != b.Origin || v.Seq != b.Seq {
+		return fmt.Errorf("store: batch of origin %s seq %d carries the transaction of origin %s seq %d", b.Origin, b.Seq, v.Origin, v.Seq)
+	}
+	if v.Prev != cursor.Hash {
+		return fmt.Errorf("%w: origin %s seq %d follows hash %s, cursor hash is %s", ErrNotNext, b.Origin, b.Seq, v.Prev, cursor.Hash)
+	}
+	return nil
+}

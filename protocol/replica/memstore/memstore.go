@@ -7,9 +7,6 @@ package memstore
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"errors"
-	"fmt"
 	"slices"
 
 	"plait/protocol/replica"
@@ -197,27 +194,7 @@ func (s *Store) Apply(b *replica.Batch) (uint64, error) {
 }
 
 func (s *Store) check(b *replica.Batch) error {
-	if b.Origin.IsZero() {
-		return errors.New("memstore: batch with an all-zero origin id")
-	}
-	cur := s.cursor.Get(b.Origin)
-	if b.Seq != cur.Seq+1 {
-		return fmt.Errorf("%w: origin %s seq %d, cursor at %d", replica.ErrNotNext, b.Origin, b.Seq, cur.Seq)
-	}
-	if b.Hash != sha256.Sum256(b.Txn) {
-		return fmt.Errorf("memstore: origin %s seq %d: the batch hash is not SHA-256 of its transaction", b.Origin, b.Seq)
-	}
-	v, err := wire.ParseTxn(b.Txn)
-	if err != nil {
-		return fmt.Errorf("memstore: origin %s seq %d: %w", b.Origin, b.Seq, err)
-	}
-	if v.Origin != b.Origin || v.Seq != b.Seq {
-		return fmt.Errorf("memstore: batch of origin %s seq %d carries the transaction of origin %s seq %d", b.Origin, b.Seq, v.Origin, v.Seq)
-	}
-	if v.Prev != cur.Hash {
-		return fmt.Errorf("%w: origin %s seq %d follows hash %s, cursor hash is %s", replica.ErrNotNext, b.Origin, b.Seq, v.Prev, cur.Hash)
-	}
-	return nil
+	return replica.CheckBatch(b, s.cursor.Get(b.Origin))
 }
 
 // put inserts or replaces a record the store owns.
