@@ -10,7 +10,7 @@ NODES     ?= 0
 # The exact release build of the WASM core (DESIGN.md §5, conformance/RELEASES.md).
 WASM_BUILD := GOFLAGS= CGO_ENABLED=0 GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildvcs=false -buildmode=c-shared
 
-.PHONY: all demo test check purity wasip1 vet fmt-check unit releases wasm fuzz sim bench clean
+.PHONY: all deps demo test check purity wasip1 vet fmt-check unit releases wasm fuzz sim bench clean
 
 all: test
 
@@ -18,8 +18,12 @@ all: test
 demo:
 	$(GO) run ./cmd/plait demo
 
+## deps: what the build needs beyond Go, when missing (librocksdb-dev, for the RocksDB store)
+deps:
+	@scripts/deps.sh
+
 ## test: everything CI runs
-test: fmt-check vet purity wasip1 wasm unit
+test: deps fmt-check vet purity wasip1 wasm unit
 
 ## purity: protocol/ imports nothing of DESIGN.md §1's list, reads no clock, starts no goroutine
 purity:

@@ -6,11 +6,11 @@ require (
 	github.com/cockroachdb/datadriven v1.0.3
 	github.com/fxamacker/cbor/v2 v2.10.0
 	github.com/leanovate/gopter v0.2.11
+	github.com/linxGnu/grocksdb v1.7.14
 	github.com/tetratelabs/wazero v1.12.0
 )
 
 require (
-	github.com/linxGnu/grocksdb v1.7.14 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	golang.org/x/sys v0.44.0 // indirect

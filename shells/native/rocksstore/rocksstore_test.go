@@ -1,0 +1,42 @@
+package rocksstore_test
+
+import (
+	"testing"
+
+	"plait/protocol/replica"
+	"plait/protocol/replica/storetest"
+	"plait/shells/native/rocksstore"
+)
+
+func open(t *testing.T, dir string) *rocksstore.Store {
+	t.Helper()
+	s, err := rocksstore.Open(dir, storetest.Identity, rocksstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestStore runs the Store suite of the in-memory store against RocksDB.
+func TestStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) replica.Store {
+		s := open(t, t.TempDir())
+		t.Cleanup(s.Close)
+		return s
+	})
+}
+
+// TestStoreReopen closes the database without Sync and opens the directory again: every
+// Apply that returned is there (the write-ahead log), as after kill -9.
+func TestStoreReopen(t *testing.T) {
+	var dir string
+	storetest.RunReopen(t, func(t *testing.T) replica.Store {
+		dir = t.TempDir()
+		return open(t, dir)
+	}, func(t *testing.T, s replica.Store) replica.Store {
+		s.(*rocksstore.Store).Close()
+		again := open(t, dir)
+		t.Cleanup(again.Close)
+		return again
+	})
+}
