@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/cockroachdb/datadriven v1.0.3
+	github.com/coder/websocket v1.8.15
 	github.com/fxamacker/cbor/v2 v2.10.0
 	github.com/leanovate/gopter v0.2.11
 	github.com/linxGnu/grocksdb v1.7.14

@@ -1,0 +1,218 @@
+package node
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"plait/protocol/replica"
+	"plait/protocol/wire"
+)
+
+// wsConn is one WebSocket and its replica connection. The loop queues messages; the
+// writer goroutine sends them in order; the reader goroutine feeds received messages to
+// the loop one at a time and waits while the replica pauses reads (version 1).
+type wsConn struct {
+	id     replica.ConnID
+	peer   string
+	ws     *websocket.Conn
+	mu     sync.Mutex
+	queue  [][]byte
+	ending bool          // close after the queue
+	wake   chan struct{} // the queue changed (capacity 1)
+	resume chan struct{} // reads may go on (capacity 1)
+	paused bool          // the reader waits for resume (loop only)
+	done   chan struct{}
+	once   sync.Once
+}
+
+func newConn(ws *websocket.Conn, peer string) *wsConn {
+	return &wsConn{ws: ws, peer: peer, wake: make(chan struct{}, 1), resume: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// send queues messages (the loop's side); end closes the socket after them.
+func (c *wsConn) send(msgs [][]byte, end bool) {
+	c.mu.Lock()
+	c.queue = append(c.queue, msgs...)
+	c.ending = c.ending || end
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close drops the socket now.
+func (c *wsConn) close() {
+	c.once.Do(func() {
+		close(c.done)
+		_ = c.ws.CloseNow()
+	})
+}
+
+// writer sends the queue until the connection ends.
+func (c *wsConn) writer(ctx context.Context) {
+	defer c.close()
+	for {
+		select {
+		case <-c.wake:
+		case <-c.done:
+			return
+		}
+		c.mu.Lock()
+		q, end := c.queue, c.ending
+		c.queue = nil
+		c.mu.Unlock()
+		for _, m := range q {
+			if err := c.ws.Write(ctx, websocket.MessageBinary, m); err != nil {
+				return
+			}
+		}
+		if end {
+			_ = c.ws.Close(websocket.StatusNormalClosure, "")
+			return
+		}
+	}
+}
+
+// serve runs a connection the replica opened as id until it ends: the writer in its own
+// goroutine, the reader here. The replica is told when the socket is gone.
+func (n *Node) serve(c *wsConn) {
+	c.ws.SetReadLimit(int64(n.cfg.Limits.WithDefaults().MaxMessage)) // the limit the session advertises
+	go c.writer(n.ctx)
+	reason := "closed"
+	for {
+		_, msg, err := c.ws.Read(n.ctx)
+		if err != nil {
+			reason = err.Error()
+			break
+		}
+		paused := false
+		if err := n.do(func() {
+			if n.conns[c.id] == nil {
+				return // the replica ended it already
+			}
+			n.check(n.rep.Receive(time.Now(), c.id, msg))
+			if n.rep.ReadPaused(c.id) {
+				c.paused, paused = true, true
+			}
+		}); err != nil {
+			break
+		}
+		if paused {
+			select {
+			case <-c.resume:
+			case <-c.done:
+			case <-n.ctx.Done():
+			}
+		}
+	}
+	c.close()
+	_ = n.do(func() {
+		if n.conns[c.id] != nil {
+			delete(n.conns, c.id)
+			n.check(n.rep.Disconnected(time.Now(), c.id, reason))
+		}
+	})
+}
+
+// open registers a socket with the replica.
+func (n *Node) open(ws *websocket.Conn, role wire.Role, peer string) (*wsConn, error) {
+	c := newConn(ws, peer)
+	var err error
+	if derr := n.do(func() {
+		c.id, err = n.rep.Open(time.Now(), role, peer, nonce())
+		if err == nil {
+			n.conns[c.id] = c
+		}
+	}); derr != nil {
+		return nil, derr
+	}
+	return c, err
+}
+
+// accept is GET /v1/replicate.
+func (n *Node) accept(w http.ResponseWriter, r *http.Request) {
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		return
+	}
+	c, err := n.open(ws, wire.RoleListener, "")
+	if err != nil {
+		_ = ws.CloseNow()
+		return
+	}
+	n.wg.Add(1)
+	defer n.wg.Done()
+	n.serve(c)
+}
+
+// replicateURL is a peer's replication endpoint: its URL, with /v1/replicate when the
+// path is empty.
+func replicateURL(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", err
+	}
+	if strings.Trim(u.Path, "/") == "" {
+		u.Path = "/v1/replicate"
+	}
+	return u.String(), nil
+}
+
+// connected reports whether the replica has an established connection to a peer.
+func (n *Node) connected(peer string) bool {
+	up := false
+	_ = n.do(func() {
+		for _, p := range n.rep.Status(time.Now()).Peers {
+			up = up || p.Name == peer && p.State == "streaming"
+		}
+	})
+	return up
+}
+
+// dialLoop keeps a connection to a peer: it dials, serves the connection until it ends,
+// and dials again after a backoff that doubles up to RedialMax, with jitter, and starts
+// over after a connection that lasted (real progress). While the peer's own connection to
+// this node is up, it does not dial.
+func (n *Node) dialLoop(p Peer) {
+	defer n.wg.Done()
+	target, err := replicateURL(p.URL)
+	if err != nil {
+		n.log.Error("peer URL", "peer", p.Name, "err", err)
+		return
+	}
+	backoff := n.cfg.RedialMin
+	for n.ctx.Err() == nil {
+		if !n.connected(p.Name) {
+			start := time.Now()
+			ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
+			ws, _, err := websocket.Dial(ctx, target, nil)
+			cancel()
+			if err == nil {
+				if c, err := n.open(ws, wire.RoleDialer, p.Name); err == nil {
+					n.serve(c)
+				} else {
+					_ = ws.CloseNow()
+				}
+			}
+			if time.Since(start) > 2*n.cfg.RedialMax {
+				backoff = n.cfg.RedialMin
+			}
+		} else {
+			backoff = n.cfg.RedialMin // the peer's connection serves: look again soon
+		}
+		wait := backoff/2 + time.Duration(rand.Int64N(int64(backoff/2)+1))
+		backoff = min(2*backoff, n.cfg.RedialMax)
+		select {
+		case <-time.After(wait):
+		case <-n.ctx.Done():
+		}
+	}
+}

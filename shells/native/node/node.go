@@ -1,0 +1,317 @@
+// Package node owns a running plait node's I/O around its replica: the RocksDB data
+// directory, the WebSocket listener and dialers, the clock, timers and group commit. Every
+// decision stays in protocol/replica; this package only drives it. One goroutine (the
+// loop) owns the replica and the store; every socket's reader and writer, every dialer
+// and every API call talk to it through closures run on that goroutine.
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"plait/protocol"
+	"plait/protocol/replica"
+	"plait/protocol/wire"
+	"plait/shells/native/rocksstore"
+)
+
+// SyncMode is CONTRACT.md's --sync.
+type SyncMode string
+
+// The sync modes.
+const (
+	SyncOrigin SyncMode = "origin" // local writes answered after an fsync (group commit)
+	SyncAll    SyncMode = "all"    // every apply fsynced
+	SyncNone   SyncMode = "none"   // no fsync (benchmarks)
+)
+
+// Peer is a peer this node dials.
+type Peer struct {
+	Name string
+	URL  string // ws://HOST:PORT; an empty path means /v1/replicate
+}
+
+// Config is a node's configuration.
+type Config struct {
+	Name        string
+	DataDir     string
+	Listener    net.Listener // the replication listener (serve closes it)
+	Peers       []Peer
+	Secret      []byte
+	ProtocolMax uint64
+	Sync        SyncMode
+	Limits      protocol.Limits
+	Logger      *slog.Logger
+	// RedialMin and RedialMax bound the dialers' exponential backoff (defaults 100 ms, 5 s).
+	RedialMin, RedialMax time.Duration
+}
+
+// Node is a running node.
+type Node struct {
+	cfg   Config
+	log   *slog.Logger
+	store *rocksstore.Store
+	rep   *replica.Replica
+
+	in       chan func()
+	conns    map[replica.ConnID]*wsConn // owned by the loop
+	waiters  []waiter                   // local writes waiting for their sync
+	synced   uint64                     // the local seq the last sync covered
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	srv      *http.Server
+	err      error // why the loop stopped
+	stopped  chan struct{}
+	stopOnce sync.Once
+}
+
+type waiter struct {
+	seq   uint64
+	reply chan writeResult
+}
+
+type writeResult struct {
+	seq uint64
+	err error
+}
+
+// Start opens the data directory and starts serving and dialing.
+func Start(cfg Config) (*Node, error) {
+	if cfg.Sync == "" {
+		cfg.Sync = SyncOrigin
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.RedialMin == 0 {
+		cfg.RedialMin = 100 * time.Millisecond
+	}
+	if cfg.RedialMax == 0 {
+		cfg.RedialMax = 5 * time.Second
+	}
+	var origin wire.OriginID
+	if _, err := rand.Read(origin[:]); err != nil {
+		return nil, err
+	}
+	store, err := rocksstore.Open(cfg.DataDir, replica.Identity{Origin: origin, Name: cfg.Name},
+		rocksstore.Options{SyncEveryApply: cfg.Sync == SyncAll})
+	if err != nil {
+		return nil, err
+	}
+	if id, _ := store.Identity(); id.Name != cfg.Name {
+		store.Close()
+		return nil, fmt.Errorf("node: the data directory %s belongs to node %q, not %q", cfg.DataDir, id.Name, cfg.Name)
+	}
+	rep, err := replica.New(replica.Config{MaxVersion: cfg.ProtocolMax, Secret: cfg.Secret, Limits: cfg.Limits,
+		HoldUnsynced: cfg.Sync != SyncNone}, store)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.Name), store: store, rep: rep, in: make(chan func(), 256),
+		conns: map[replica.ConnID]*wsConn{}, stopped: make(chan struct{})}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	go n.loop()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/replicate", n.accept)
+	n.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if cfg.Listener != nil {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			if err := n.srv.Serve(cfg.Listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				n.log.Error("replication listener", "err", err)
+			}
+		}()
+	}
+	for _, p := range cfg.Peers {
+		n.wg.Add(1)
+		go n.dialLoop(p)
+	}
+	return n, nil
+}
+
+// Stop closes every connection, stops the loop and closes the store. It may be called
+// more than once.
+func (n *Node) Stop() error {
+	n.stopOnce.Do(func() {
+		n.cancel()
+		_ = n.srv.Close()
+		n.wg.Wait()
+		<-n.stopped
+		n.store.Close()
+	})
+	return n.err
+}
+
+// do runs f on the loop and waits for it; it fails once the node is stopping.
+func (n *Node) do(f func()) error {
+	done := make(chan struct{})
+	select {
+	case n.in <- func() { f(); close(done) }:
+	case <-n.stopped:
+		return errStopped
+	}
+	select {
+	case <-done:
+		return nil
+	case <-n.stopped:
+		return errStopped
+	}
+}
+
+var errStopped = errors.New("node: stopped")
+
+// loop owns the replica: it runs closures, fires its timer and hands output to sockets.
+func (n *Node) loop() {
+	defer close(n.stopped)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		select {
+		case f := <-n.in:
+			f()
+		drain:
+			for range 64 { // a batch of inputs before the group commit
+				select {
+				case f := <-n.in:
+					f()
+				default:
+					break drain
+				}
+			}
+		case <-timer.C:
+			n.check(n.rep.Tick(time.Now()))
+		case <-n.ctx.Done():
+			for id, c := range n.conns {
+				c.close()
+				delete(n.conns, id)
+			}
+			for _, w := range n.waiters {
+				w.reply <- writeResult{err: errStopped}
+			}
+			return
+		}
+		n.groupCommit()
+		n.flush()
+		timer.Reset(n.untilDeadline())
+	}
+}
+
+func (n *Node) untilDeadline() time.Duration {
+	d := n.rep.NextDeadline()
+	if d.IsZero() {
+		return time.Hour
+	}
+	return max(time.Until(d), 0)
+}
+
+// check stops the node when the replica refuses to go on.
+func (n *Node) check(err error) {
+	if errors.Is(err, replica.ErrStopped) && n.err == nil {
+		n.err = err
+		n.log.Error("replica stopped", "err", err)
+		n.cancel()
+	}
+}
+
+// groupCommit syncs the store when the replica waits for it, then answers the local
+// writes the sync covers.
+func (n *Node) groupCommit() {
+	if n.rep.NeedsSync() {
+		p := n.rep.SyncPoint()
+		if err := n.store.Sync(); err != nil {
+			n.check(errors.Join(replica.ErrStopped, err))
+			return
+		}
+		n.check(n.rep.Synced(time.Now(), p))
+		n.synced = p.Seq
+	}
+	kept := n.waiters[:0]
+	for _, w := range n.waiters {
+		if n.cfg.Sync == SyncNone || w.seq <= n.synced {
+			w.reply <- writeResult{seq: w.seq}
+			continue
+		}
+		kept = append(kept, w)
+	}
+	n.waiters = kept
+}
+
+// flush hands every connection its messages, closes the ones whose session ended, and
+// lets paused readers go on.
+func (n *Node) flush() {
+	for _, out := range n.rep.Output() {
+		c := n.conns[out.Conn]
+		if c == nil {
+			continue
+		}
+		c.send(out.Messages, out.Closed)
+		if out.Closed {
+			delete(n.conns, out.Conn)
+			if out.Err != nil {
+				n.log.Info("connection closed", "peer", c.peer, "code", out.Err.Code, "msg", out.Err.Message)
+			}
+		}
+	}
+	for id, c := range n.conns {
+		if c.paused && !n.rep.ReadPaused(id) {
+			c.paused = false
+			c.resume <- struct{}{}
+		}
+	}
+}
+
+// Write applies a local transaction and answers once it is durable as the sync mode says.
+func (n *Node) Write(ctx context.Context, ops []wire.Op) (uint64, error) {
+	reply := make(chan writeResult, 1)
+	err := n.do(func() {
+		seq, err := n.rep.Write(time.Now(), ops)
+		if err != nil {
+			reply <- writeResult{err: err}
+			return
+		}
+		n.waiters = append(n.waiters, waiter{seq: seq, reply: reply})
+	})
+	if err != nil {
+		return 0, err
+	}
+	select {
+	case r := <-reply:
+		return r.seq, r.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-n.stopped:
+		return 0, errStopped
+	}
+}
+
+// Status is the replica's status now.
+func (n *Node) Status() (replica.Status, error) {
+	var st replica.Status
+	err := n.do(func() { st = n.rep.Status(time.Now()) })
+	return st, err
+}
+
+// Digest is a table's digest (replica.Digest).
+func (n *Node) Digest(table string) (count int, sum string, err error) {
+	if derr := n.do(func() { count, sum, err = replica.Digest(n.store, []byte(table)) }); derr != nil {
+		return 0, "", derr
+	}
+	return count, sum, err
+}
+
+// nonce is a fresh handshake nonce.
+func nonce() []byte {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return b
+}
