@@ -8,11 +8,20 @@ require (
 	github.com/fxamacker/cbor/v2 v2.10.0
 	github.com/leanovate/gopter v0.2.11
 	github.com/linxGnu/grocksdb v1.7.14
+	github.com/prometheus/client_golang v1.23.2
 	github.com/tetratelabs/wazero v1.12.0
 )
 
 require (
+	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
+	github.com/prometheus/client_model v0.6.2 // indirect
+	github.com/prometheus/common v0.66.1 // indirect
+	github.com/prometheus/procfs v0.16.1 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
+	go.yaml.in/yaml/v2 v2.4.2 // indirect
 	golang.org/x/sys v0.44.0 // indirect
+	google.golang.org/protobuf v1.36.8 // indirect
 )

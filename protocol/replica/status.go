@@ -54,6 +54,10 @@ type PeerStatus struct {
 	HeldBytes    int
 	Stats        protocol.Stats
 	LastError    *PeerError
+	// Filled by the shell, which dials: the configured URL, and how many times the
+	// connection was made again since start.
+	URL        string
+	Reconnects uint64
 }
 
 // PeerError is the last error of a peer's connections.

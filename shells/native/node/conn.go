@@ -189,19 +189,25 @@ func (n *Node) dialLoop(p Peer) {
 		return
 	}
 	backoff := n.cfg.RedialMin
+	made := 0
 	for n.ctx.Err() == nil {
 		if !n.connected(p.Name) {
 			start := time.Now()
+			n.setDial(p.Name, "connecting", 0)
 			ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
 			ws, _, err := websocket.Dial(ctx, target, nil)
 			cancel()
 			if err == nil {
 				if c, err := n.open(ws, wire.RoleDialer, p.Name); err == nil {
+					if made++; made > 1 {
+						n.setDial(p.Name, "connecting", 1)
+					}
 					n.serve(c)
 				} else {
 					_ = ws.CloseNow()
 				}
 			}
+			n.setDial(p.Name, "backoff", 0)
 			if time.Since(start) > 2*n.cfg.RedialMax {
 				backoff = n.cfg.RedialMin
 			}
@@ -215,4 +221,13 @@ func (n *Node) dialLoop(p Peer) {
 		case <-n.ctx.Done():
 		}
 	}
+}
+
+// setDial records a dialer's state and counts reconnects.
+func (n *Node) setDial(peer, state string, reconnect uint64) {
+	n.mu.Lock()
+	d := n.dials[peer]
+	d.state, d.reconnects = state, d.reconnects+reconnect
+	n.dials[peer] = d
+	n.mu.Unlock()
 }

@@ -6,6 +6,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -71,6 +73,15 @@ type Node struct {
 	err      error // why the loop stopped
 	stopped  chan struct{}
 	stopOnce sync.Once
+
+	mu    sync.Mutex           // guards dials
+	dials map[string]dialState // per configured peer
+}
+
+// dialState is what a dialer reports of its peer.
+type dialState struct {
+	state      string // connecting or backoff while there is no connection
+	reconnects uint64 // connections made after the first
 }
 
 type waiter struct {
@@ -117,7 +128,7 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.Name), store: store, rep: rep, in: make(chan func(), 256),
-		conns: map[replica.ConnID]*wsConn{}, stopped: make(chan struct{})}
+		conns: map[replica.ConnID]*wsConn{}, stopped: make(chan struct{}), dials: map[string]dialState{}}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	go n.loop()
 	mux := http.NewServeMux()
@@ -294,10 +305,24 @@ func (n *Node) Write(ctx context.Context, ops []wire.Op) (uint64, error) {
 	}
 }
 
-// Status is the replica's status now.
+// Status is the replica's status now, with every configured peer: its URL, reconnects
+// and, while it has no connection, its dialing state (connecting or backoff).
 func (n *Node) Status() (replica.Status, error) {
 	var st replica.Status
-	err := n.do(func() { st = n.rep.Status(time.Now()) })
+	err := n.do(func() {
+		st = n.rep.Status(time.Now())
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		for _, p := range n.cfg.Peers {
+			d := n.dials[p.Name]
+			i := slices.IndexFunc(st.Peers, func(ps replica.PeerStatus) bool { return ps.Name == p.Name })
+			if i < 0 {
+				st.Peers = append(st.Peers, replica.PeerStatus{Name: p.Name, State: d.state, LastError: n.rep.LastError(p.Name)})
+				i = len(st.Peers) - 1
+			}
+			st.Peers[i].URL, st.Peers[i].Reconnects = p.URL, d.reconnects
+		}
+	})
 	return st, err
 }
 
@@ -314,4 +339,39 @@ func nonce() []byte {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return b
+}
+
+// Get returns a record's current version (tombstones included).
+func (n *Node) Get(table, key []byte) (rec replica.Record, found bool, err error) {
+	if derr := n.do(func() { rec, found, err = n.store.Get(table, key) }); derr != nil {
+		return replica.Record{}, false, derr
+	}
+	return rec, found, err
+}
+
+// List returns up to limit live records of table whose keys start with prefix, after key
+// after (exclusive; nil: from the first), in key order, and whether more follow. Keys
+// before the prefix are skipped on the way (the Store scans from a key, not a prefix).
+func (n *Node) List(table, prefix, after []byte, limit int) (recs []replica.Record, more bool, err error) {
+	derr := n.do(func() {
+		err = n.store.Scan(table, after, func(r replica.Record) bool {
+			switch {
+			case bytes.Compare(r.Key, prefix) < 0:
+				return true // before the prefix
+			case !bytes.HasPrefix(r.Key, prefix):
+				return false // past it
+			case r.Deleted:
+				return true
+			case len(recs) == limit:
+				more = true
+				return false
+			}
+			recs = append(recs, r)
+			return true
+		})
+	})
+	if derr != nil {
+		return nil, false, derr
+	}
+	return recs, more, err
 }

@@ -1,0 +1,371 @@
+// Package httpapi owns a node's HTTP API (CONTRACT.md, "HTTP API" and "GET /v1/status"):
+// records, batches, listing, digests, status, Prometheus metrics and health, as JSON over
+// a node.Node. It decides nothing about replication; it checks requests against the
+// contract's bounds and turns them into node calls.
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"plait/protocol/replica"
+	"plait/protocol/wire"
+	"plait/shells/native/node"
+)
+
+// Limits are the API's bounds (CONTRACT.md); zero fields take the defaults.
+type Limits struct {
+	MaxValue     int // default 1 MiB
+	MaxBatchBody int // a batch request's JSON body (default 12 MiB: 8 MiB of transaction in base64)
+	MaxList      int // the largest listing page (default 1000)
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxValue == 0 {
+		l.MaxValue = replica.DefaultMaxValue
+	}
+	if l.MaxBatchBody == 0 {
+		l.MaxBatchBody = 12 << 20
+	}
+	if l.MaxList == 0 {
+		l.MaxList = 1000
+	}
+	return l
+}
+
+// API serves one node.
+type API struct {
+	n      *node.Node
+	limits Limits
+	mux    *http.ServeMux
+}
+
+// New returns the API of n.
+func New(n *node.Node, limits Limits) *API {
+	a := &API{n: n, limits: limits.withDefaults(), mux: http.NewServeMux()}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), &metrics{n: n})
+	a.mux.HandleFunc("PUT /v1/tables/{t}/records/{key...}", a.put)
+	a.mux.HandleFunc("GET /v1/tables/{t}/records/{key...}", a.get)
+	a.mux.HandleFunc("DELETE /v1/tables/{t}/records/{key...}", a.del)
+	a.mux.HandleFunc("POST /v1/tables/{t}/batch", a.batch)
+	a.mux.HandleFunc("GET /v1/tables/{t}/records", a.list)
+	a.mux.HandleFunc("GET /v1/tables/{t}/digest", a.digest)
+	a.mux.HandleFunc("GET /v1/status", a.status)
+	a.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	return a
+}
+
+// ServeHTTP serves a request.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
+
+// apiError is an error answer: {"error":{"code":...,"message":...}}.
+type apiError struct {
+	status  int
+	code    string
+	message string
+}
+
+func (e *apiError) Error() string { return e.code + ": " + e.message }
+
+func fail(w http.ResponseWriter, err error) {
+	var ae *apiError
+	var we *wire.Error
+	switch {
+	case errors.As(err, &ae):
+	case errors.As(err, &we) && we.Code == wire.CodeBadArgument:
+		ae = &apiError{http.StatusBadRequest, string(we.Code), we.Message}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		ae = &apiError{http.StatusServiceUnavailable, "unavailable", err.Error()}
+	default:
+		ae = &apiError{http.StatusInternalServerError, "internal", err.Error()}
+	}
+	body := map[string]any{"error": map[string]string{"code": ae.code, "message": ae.message}}
+	writeJSON(w, ae.status, body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// target reads and checks the table and key of a request.
+func target(r *http.Request, withKey bool) (table, key []byte, err error) {
+	table = []byte(r.PathValue("t"))
+	if !replica.ValidTable(table) {
+		return nil, nil, &apiError{http.StatusBadRequest, "bad-table", "a table name is 1 to 64 of [A-Za-z0-9_.-]"}
+	}
+	if withKey {
+		key = []byte(r.PathValue("key"))
+		if err := checkKey(key); err != nil {
+			return nil, nil, err
+		}
+	}
+	return table, key, nil
+}
+
+func checkKey(key []byte) error {
+	if len(key) == 0 || len(key) > replica.DefaultMaxKey {
+		return &apiError{http.StatusBadRequest, "bad-key", fmt.Sprintf("a key is 1 to %d bytes", replica.DefaultMaxKey)}
+	}
+	return nil
+}
+
+// readBody reads a body of at most limit bytes.
+func readBody(w http.ResponseWriter, r *http.Request, limit int) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(limit)))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, &apiError{http.StatusRequestEntityTooLarge, "too-large", fmt.Sprintf("the body exceeds %d bytes", limit)}
+	}
+	return b, err
+}
+
+func (a *API) write(w http.ResponseWriter, r *http.Request, ops []wire.Op) {
+	seq, err := a.n.Write(r.Context(), ops)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]uint64{"origin_seq": seq})
+}
+
+func (a *API) put(w http.ResponseWriter, r *http.Request) {
+	table, key, err := target(r, true)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	value, err := readBody(w, r, a.limits.MaxValue)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	a.write(w, r, []wire.Op{{Kind: wire.OpPut, Table: table, Key: key, Value: value}})
+}
+
+func (a *API) del(w http.ResponseWriter, r *http.Request) {
+	table, key, err := target(r, true)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	a.write(w, r, []wire.Op{{Kind: wire.OpDelete, Table: table, Key: key}})
+}
+
+func (a *API) get(w http.ResponseWriter, r *http.Request) {
+	table, key, err := target(r, true)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	rec, found, err := a.n.Get(table, key)
+	switch {
+	case err != nil:
+		fail(w, err)
+	case !found || rec.Deleted:
+		fail(w, &apiError{http.StatusNotFound, "not-found", "no record " + string(key) + " in table " + string(table)})
+	default:
+		w.Header().Set("Content-Type", "application/octet-stream")
+		_, _ = w.Write(rec.Value)
+	}
+}
+
+type batchOp struct {
+	Op       string  `json:"op"`
+	Key      string  `json:"key"`
+	Value    *string `json:"value"`
+	ValueB64 *string `json:"value_b64"`
+}
+
+func (a *API) batch(w http.ResponseWriter, r *http.Request) {
+	table, _, err := target(r, false)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	body, err := readBody(w, r, a.limits.MaxBatchBody)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	var req struct {
+		Ops []batchOp `json:"ops"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		fail(w, &apiError{http.StatusBadRequest, "bad-json", err.Error()})
+		return
+	}
+	if len(req.Ops) == 0 {
+		fail(w, &apiError{http.StatusBadRequest, "bad-json", `a batch needs "ops"`})
+		return
+	}
+	ops := make([]wire.Op, len(req.Ops))
+	for i, o := range req.Ops {
+		at := "op " + strconv.Itoa(i) + ": "
+		key := []byte(o.Key)
+		if err := checkKey(key); err != nil {
+			fail(w, &apiError{http.StatusBadRequest, "bad-key", at + err.(*apiError).message})
+			return
+		}
+		switch o.Op {
+		case "put":
+			var value []byte
+			switch {
+			case o.Value != nil && o.ValueB64 == nil:
+				value = []byte(*o.Value)
+			case o.ValueB64 != nil && o.Value == nil:
+				if value, err = base64.StdEncoding.DecodeString(*o.ValueB64); err != nil {
+					fail(w, &apiError{http.StatusBadRequest, "bad-json", at + "value_b64: " + err.Error()})
+					return
+				}
+			default:
+				fail(w, &apiError{http.StatusBadRequest, "bad-json", at + `a put has exactly one of "value" and "value_b64"`})
+				return
+			}
+			if len(value) > a.limits.MaxValue {
+				fail(w, &apiError{http.StatusRequestEntityTooLarge, "too-large", at + fmt.Sprintf("a value is at most %d bytes", a.limits.MaxValue)})
+				return
+			}
+			ops[i] = wire.Op{Kind: wire.OpPut, Table: table, Key: key, Value: value}
+		case "delete":
+			if o.Value != nil || o.ValueB64 != nil {
+				fail(w, &apiError{http.StatusBadRequest, "bad-json", at + "a delete has no value"})
+				return
+			}
+			ops[i] = wire.Op{Kind: wire.OpDelete, Table: table, Key: key}
+		default:
+			fail(w, &apiError{http.StatusBadRequest, "bad-op", at + `"op" is "put" or "delete"`})
+			return
+		}
+	}
+	a.write(w, r, ops)
+}
+
+// record is a listed record: value when the bytes are UTF-8, value_b64 otherwise.
+type record struct {
+	Key      string  `json:"key"`
+	Value    *string `json:"value,omitempty"`
+	ValueB64 *string `json:"value_b64,omitempty"`
+}
+
+func (a *API) list(w http.ResponseWriter, r *http.Request) {
+	table, _, err := target(r, false)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	q := r.URL.Query()
+	limit := a.limits.MaxList
+	if s := q.Get("limit"); s != "" {
+		if limit, err = strconv.Atoi(s); err != nil || limit < 1 || limit > a.limits.MaxList {
+			fail(w, &apiError{http.StatusBadRequest, "bad-limit", fmt.Sprintf("limit is 1 to %d", a.limits.MaxList)})
+			return
+		}
+	}
+	var after []byte
+	if q.Has("after") {
+		after = []byte(q.Get("after"))
+	}
+	recs, more, err := a.n.List(table, []byte(q.Get("prefix")), after, limit)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	out := struct {
+		Records []record `json:"records"`
+		Next    *string  `json:"next"`
+	}{Records: []record{}}
+	for _, rec := range recs {
+		x := record{Key: string(rec.Key)}
+		if utf8.Valid(rec.Value) {
+			v := string(rec.Value)
+			x.Value = &v
+		} else {
+			v := base64.StdEncoding.EncodeToString(rec.Value)
+			x.ValueB64 = &v
+		}
+		out.Records = append(out.Records, x)
+	}
+	if more && len(recs) > 0 {
+		next := string(recs[len(recs)-1].Key)
+		out.Next = &next
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (a *API) digest(w http.ResponseWriter, r *http.Request) {
+	table, _, err := target(r, false)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	count, sum, err := a.n.Digest(string(table))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"count": count, "hash": sum})
+}
+
+func (a *API) status(w http.ResponseWriter, _ *http.Request) {
+	st, err := a.n.Status()
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, StatusJSON(st))
+}
+
+// StatusJSON is CONTRACT.md's /v1/status document of a replica status.
+func StatusJSON(st replica.Status) map[string]any {
+	origins := []map[string]any{}
+	for _, o := range st.Origins {
+		origins = append(origins, map[string]any{"origin": hex.EncodeToString(o.Origin[:]), "name": o.Name,
+			"applied_seq": o.AppliedSeq, "head_seq": o.HeadSeq, "lag_seq": o.LagSeq, "lag_ms": o.LagMs,
+			"source_peer": o.SourcePeer, "source_changes": o.SourceChanges, "diverged": o.Diverged})
+	}
+	peers := []map[string]any{}
+	for _, p := range st.Peers {
+		caps := p.Capabilities
+		if caps == nil {
+			caps = []string{}
+		}
+		var lastErr any
+		if p.LastError != nil {
+			lastErr = map[string]string{"code": string(p.LastError.Err.Code), "class": string(p.LastError.Err.Class),
+				"message": p.LastError.Err.Message, "at": p.LastError.At.UTC().Format(time.RFC3339)}
+		}
+		peers = append(peers, map[string]any{"name": p.Name, "url": p.URL, "state": p.State, "connected": p.Connected,
+			"version": p.Version, "capabilities": caps, "rtt_ms": float64(p.RTT.Microseconds()) / 1000,
+			"reconnects": p.Reconnects, "last_error": lastErr})
+	}
+	c := st.Counters
+	return map[string]any{
+		"node": map[string]any{"name": st.Node.Name, "origin": hex.EncodeToString(st.Node.Origin[:]),
+			"protocol": map[string]uint64{"min": st.Node.ProtocolMin, "max": st.Node.ProtocolMax}, "authenticated": st.Node.Authenticated},
+		"origins": origins,
+		"peers":   peers,
+		"counters": map[string]uint64{"txns_applied": c.TxnsApplied, "duplicates_received": c.DuplicatesReceived,
+			"gaps_detected": c.GapsDetected, "resends_requested": c.ResendsRequested, "protocol_errors": c.ProtocolErrors,
+			"divergences": c.Divergences},
+	}
+}

@@ -1,0 +1,161 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"plait/shells/native/httpapi"
+	"plait/shells/native/node"
+)
+
+// startNode runs a node with its API on httptest; peers are URLs of other nodes' listeners.
+func startNode(t *testing.T, name string, peers ...node.Peer) (api *httptest.Server, replicate string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := node.Start(node.Config{Name: name, DataDir: t.TempDir(), Listener: l, Peers: peers,
+		Secret: []byte("http api test secret, long enough"), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api = httptest.NewServer(httpapi.New(n, httpapi.Limits{}))
+	t.Cleanup(func() {
+		api.Close()
+		if err := n.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return api, "ws://" + l.Addr().String()
+}
+
+func do(t *testing.T, method, url, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func want(t *testing.T, what string, status int, body string, wantStatus int, wantBody string) {
+	t.Helper()
+	if status != wantStatus || !strings.Contains(body, wantBody) {
+		t.Errorf("%s: %d %s, want %d with %s", what, status, strings.TrimSpace(body), wantStatus, wantBody)
+	}
+}
+
+func TestRecordsAndReplication(t *testing.T) {
+	a, aURL := startNode(t, "A")
+	b, _ := startNode(t, "B", node.Peer{Name: "A", URL: aURL})
+	s, body := do(t, "PUT", a.URL+"/v1/tables/t/records/k1", "one")
+	want(t, "put", s, body, 200, `{"origin_seq":1}`)
+	s, body = do(t, "PUT", a.URL+"/v1/tables/t/records/dir/k2", "two")
+	want(t, "put a key with a slash", s, body, 200, `{"origin_seq":2}`)
+	s, body = do(t, "GET", a.URL+"/v1/tables/t/records/dir/k2", "")
+	want(t, "get", s, body, 200, "two")
+	s, body = do(t, "POST", a.URL+"/v1/tables/t/batch",
+		`{"ops":[{"op":"put","key":"k3","value":"text"},{"op":"put","key":"k4","value_b64":"AP8="},{"op":"delete","key":"k1"}]}`)
+	want(t, "batch", s, body, 200, `{"origin_seq":3}`)
+	s, body = do(t, "GET", a.URL+"/v1/tables/t/records/k1", "")
+	want(t, "deleted", s, body, 404, `"not-found"`)
+	s, body = do(t, "DELETE", a.URL+"/v1/tables/t/records/missing", "")
+	want(t, "delete of a missing key", s, body, 200, `{"origin_seq":4}`)
+
+	s, body = do(t, "GET", a.URL+"/v1/tables/t/records?prefix=k&limit=1", "")
+	want(t, "list page 1", s, body, 200, `{"records":[{"key":"k3","value":"text"}],"next":"k3"}`)
+	s, body = do(t, "GET", a.URL+"/v1/tables/t/records?prefix=k&after=k3", "")
+	want(t, "list page 2", s, body, 200, `{"records":[{"key":"k4","value_b64":"AP8="}],"next":null}`)
+
+	// B replicates A: the digests become equal.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, da := do(t, "GET", a.URL+"/v1/tables/t/digest", "")
+		_, db := do(t, "GET", b.URL+"/v1/tables/t/digest", "")
+		if da == db && strings.Contains(da, `"count":3`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("digests: A %s, B %s", da, db)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_, body = do(t, "GET", b.URL+"/v1/status", "")
+	var st struct {
+		Node struct {
+			Name     string            `json:"name"`
+			Protocol map[string]uint64 `json:"protocol"`
+		} `json:"node"`
+		Origins []struct {
+			Name       string `json:"name"`
+			AppliedSeq uint64 `json:"applied_seq"`
+			SourcePeer string `json:"source_peer"`
+		} `json:"origins"`
+		Peers []struct {
+			Name      string `json:"name"`
+			URL       string `json:"url"`
+			State     string `json:"state"`
+			Connected bool   `json:"connected"`
+			Version   uint64 `json:"version"`
+		} `json:"peers"`
+		Counters map[string]uint64 `json:"counters"`
+	}
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		t.Fatal(err, body)
+	}
+	if st.Node.Name != "B" || st.Node.Protocol["max"] != 2 || st.Counters["txns_applied"] != 4 || len(st.Peers) != 1 ||
+		st.Peers[0].Name != "A" || st.Peers[0].URL != aURL || st.Peers[0].State != "streaming" || !st.Peers[0].Connected || st.Peers[0].Version != 2 {
+		t.Errorf("B's status: %s", body)
+	}
+	_, body = do(t, "GET", b.URL+"/metrics", "")
+	for _, m := range []string{"plait_txns_applied_total 4", `plait_peer_connected{peer="A"} 1`, `origin_name="A"} 4`, "go_goroutines"} {
+		if !strings.Contains(body, m) {
+			t.Errorf("metrics lack %q", m)
+		}
+	}
+	s, body = do(t, "GET", b.URL+"/healthz", "")
+	want(t, "healthz", s, body, 200, "ok")
+}
+
+func TestBadInput(t *testing.T) {
+	a, _ := startNode(t, "A")
+	for _, c := range []struct {
+		what, method, path, body string
+		status                   int
+		code                     string
+	}{
+		{"bad JSON", "POST", "/v1/tables/t/batch", `{"ops":[`, 400, "bad-json"},
+		{"unknown field", "POST", "/v1/tables/t/batch", `{"ops":[{"op":"put","key":"k","value":"v","x":1}]}`, 400, "bad-json"},
+		{"no ops", "POST", "/v1/tables/t/batch", `{"ops":[]}`, 400, "bad-json"},
+		{"unknown op", "POST", "/v1/tables/t/batch", `{"ops":[{"op":"upsert","key":"k","value":"v"}]}`, 400, "bad-op"},
+		{"both values", "POST", "/v1/tables/t/batch", `{"ops":[{"op":"put","key":"k","value":"v","value_b64":"AA=="}]}`, 400, "bad-json"},
+		{"bad base64", "POST", "/v1/tables/t/batch", `{"ops":[{"op":"put","key":"k","value_b64":"!"}]}`, 400, "bad-json"},
+		{"bad table", "PUT", "/v1/tables/no%20spaces/records/k", "v", 400, "bad-table"},
+		{"table of 65", "PUT", "/v1/tables/" + strings.Repeat("t", 65) + "/records/k", "v", 400, "bad-table"},
+		{"key of 1025", "PUT", "/v1/tables/t/records/" + strings.Repeat("k", 1025), "v", 400, "bad-key"},
+		{"empty batch key", "POST", "/v1/tables/t/batch", `{"ops":[{"op":"delete","key":""}]}`, 400, "bad-key"},
+		{"value of 1 MiB + 1", "PUT", "/v1/tables/t/records/k", strings.Repeat("v", 1<<20+1), 413, "too-large"},
+		{"bad limit", "GET", "/v1/tables/t/records?limit=0", "", 400, "bad-limit"},
+		{"missing", "GET", "/v1/tables/t/records/nothing", "", 404, "not-found"},
+	} {
+		s, body := do(t, c.method, a.URL+c.path, c.body)
+		want(t, c.what, s, body, c.status, `"code":"`+c.code+`"`)
+	}
+	// At the limits: accepted.
+	s, body := do(t, "PUT", a.URL+"/v1/tables/"+strings.Repeat("t", 64)+"/records/"+strings.Repeat("k", 1024), strings.Repeat("v", 1<<20))
+	want(t, "table of 64, key of 1024, value of 1 MiB", s, body, 200, `"origin_seq":1`)
+}

@@ -1,0 +1,64 @@
+package httpapi
+
+import (
+	"encoding/hex"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"plait/shells/native/node"
+)
+
+// metrics is CONTRACT.md's plait_* metrics, read from the node's status at each scrape.
+type metrics struct{ n *node.Node }
+
+var (
+	descApplied    = prometheus.NewDesc("plait_origin_applied_seq", "Highest seq of the origin applied here.", []string{"origin", "origin_name"}, nil)
+	descHead       = prometheus.NewDesc("plait_origin_head_seq", "Highest seq of the origin known here.", []string{"origin", "origin_name"}, nil)
+	descLag        = prometheus.NewDesc("plait_origin_lag_seconds", "HLC time between the newest known and the newest applied entry of the origin.", []string{"origin", "origin_name"}, nil)
+	descConnected  = prometheus.NewDesc("plait_peer_connected", "1 while the peer's connection streams with fresh liveness.", []string{"peer"}, nil)
+	descReconnects = prometheus.NewDesc("plait_peer_reconnects_total", "Connections to the peer made again since start.", []string{"peer"}, nil)
+	descCounters   = map[string]*prometheus.Desc{
+		"txns_applied":        prometheus.NewDesc("plait_txns_applied_total", "Transactions applied.", nil, nil),
+		"duplicates_received": prometheus.NewDesc("plait_duplicates_received_total", "Entries received that were applied already.", nil, nil),
+		"gaps_detected":       prometheus.NewDesc("plait_gaps_detected_total", "Gaps detected in received streams.", nil, nil),
+		"resends_requested":   prometheus.NewDesc("plait_resends_requested_total", "Resends asked of peers.", nil, nil),
+		"protocol_errors":     prometheus.NewDesc("plait_protocol_errors_total", "Connections closed for a protocol error.", nil, nil),
+		"divergences":         prometheus.NewDesc("plait_divergences_total", "Divergences found.", nil, nil),
+	}
+)
+
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descApplied, descHead, descLag, descConnected, descReconnects} {
+		ch <- d
+	}
+	for _, d := range descCounters {
+		ch <- d
+	}
+}
+
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	st, err := m.n.Status()
+	if err != nil {
+		return
+	}
+	for _, o := range st.Origins {
+		id := hex.EncodeToString(o.Origin[:])
+		ch <- prometheus.MustNewConstMetric(descApplied, prometheus.GaugeValue, float64(o.AppliedSeq), id, o.Name)
+		ch <- prometheus.MustNewConstMetric(descHead, prometheus.GaugeValue, float64(o.HeadSeq), id, o.Name)
+		ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(o.LagMs)/1000, id, o.Name)
+	}
+	for _, p := range st.Peers {
+		up := 0.0
+		if p.Connected {
+			up = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descConnected, prometheus.GaugeValue, up, p.Name)
+		ch <- prometheus.MustNewConstMetric(descReconnects, prometheus.CounterValue, float64(p.Reconnects), p.Name)
+	}
+	c := st.Counters
+	for name, v := range map[string]uint64{"txns_applied": c.TxnsApplied, "duplicates_received": c.DuplicatesReceived,
+		"gaps_detected": c.GapsDetected, "resends_requested": c.ResendsRequested, "protocol_errors": c.ProtocolErrors,
+		"divergences": c.Divergences} {
+		ch <- prometheus.MustNewConstMetric(descCounters[name], prometheus.CounterValue, float64(v))
+	}
+}
