@@ -1,6 +1,6 @@
-// Command plait is the plait replication node. Until the node lands (CONTRACT.md's serve,
-// status, check, bench), it offers `plait demo`: two protocol sessions in one process
-// replicating a log with the version-1 protocol.
+// Command plait is the plait replication node: `plait serve` runs one (CONTRACT.md).
+// `plait demo` is, until the node's four-node demo lands, two protocol sessions in one
+// process replicating a log with the version-1 protocol.
 package main
 
 import (
@@ -11,6 +11,7 @@ import (
 const usage = `usage: plait <command> [flags]
 
 commands:
+  serve   run a node (plait serve -h lists the flags)
   demo    two protocol sessions replicate a log in one process; exit 0 iff both
           sides end with the same digest
 `
@@ -21,6 +22,8 @@ func main() {
 		os.Exit(2)
 	}
 	switch os.Args[1] {
+	case "serve":
+		os.Exit(serve(os.Args[2:], os.Stderr))
 	case "demo":
 		if err := demo(os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "plait demo:", err)

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"plait/protocol/handshake"
+	"plait/shells/native/httpapi"
+	"plait/shells/native/node"
+)
+
+// minSecret is the shortest cluster secret accepted on a listener that is not loopback:
+// 128 bits (README, "The cluster secret is a key").
+const minSecret = 16
+
+// serveConfig is plait serve's flags, checked.
+type serveConfig struct {
+	node       node.Config
+	listen     string
+	httpListen string
+}
+
+type peerFlags []node.Peer
+
+func (p *peerFlags) String() string { return fmt.Sprint(*p) }
+
+func (p *peerFlags) Set(v string) error {
+	name, raw, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return errors.New("want NAME=URL")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "ws" || u.Host == "" {
+		return fmt.Errorf("%q is not a ws://HOST:PORT URL (wss:// arrives with TLS)", raw)
+	}
+	for _, q := range *p {
+		if q.Name == name {
+			return fmt.Errorf("peer %s given twice", name)
+		}
+	}
+	*p = append(*p, node.Peer{Name: name, URL: raw})
+	return nil
+}
+
+// parseServe reads plait serve's flags (CONTRACT.md). Errors name the flag.
+func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
+	fs := flag.NewFlagSet("plait serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	host, _ := os.Hostname()
+	name := fs.String("name", host, "the node's human name; unique in a cluster")
+	data := fs.String("data", "./plait-data", "data directory (created on first start)")
+	listen := fs.String("listen", "127.0.0.1:7400", "replication WebSocket listener")
+	httpListen := fs.String("http", "127.0.0.1:7401", "HTTP API, status and metrics")
+	var peers peerFlags
+	fs.Var(&peers, "peer", "NAME=URL: dial this peer and keep the connection up (repeatable)")
+	secret := fs.String("secret", os.Getenv("PLAIT_SECRET"), "cluster secret (or env PLAIT_SECRET); required when --listen is not loopback")
+	protoMax := fs.Uint64("protocol-max", 0, "speak protocol versions up to N only (0: newest)")
+	sync := fs.String("sync", "origin", "origin | all | none")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	switch node.SyncMode(*sync) {
+	case node.SyncOrigin, node.SyncAll, node.SyncNone:
+	default:
+		return nil, fmt.Errorf("--sync: %q is not origin, all or none", *sync)
+	}
+	if newest := handshake.Implemented().Max; *protoMax > newest {
+		return nil, fmt.Errorf("--protocol-max: %d is beyond the newest version, %d", *protoMax, newest)
+	}
+	if *name == "" {
+		return nil, errors.New("--name: empty (and the host has no name)")
+	}
+	for _, l := range []struct{ flag, addr string }{{"--listen", *listen}, {"--http", *httpListen}} {
+		if _, _, err := net.SplitHostPort(l.addr); err != nil {
+			return nil, fmt.Errorf("%s: %v", l.flag, err)
+		}
+	}
+	if !loopback(*listen) && len(*secret) < minSecret {
+		return nil, fmt.Errorf("--secret: a listener on %s (not loopback) needs a cluster secret of at least %d bytes (128 random bits, e.g. openssl rand -hex 32)", *listen, minSecret)
+	}
+	return &serveConfig{listen: *listen, httpListen: *httpListen, node: node.Config{Name: *name, DataDir: *data,
+		Peers: peers, Secret: []byte(*secret), ProtocolMax: *protoMax, Sync: node.SyncMode(*sync)}}, nil
+}
+
+// loopback reports whether a listen address binds only the loopback interface.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// serve is plait serve: it runs until SIGINT or SIGTERM. It returns the exit status.
+func serve(args []string, stderr io.Writer) int {
+	cfg, err := parseServe(args, stderr)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, "plait serve:", err)
+		}
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := runServe(ctx, cfg, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
+		fmt.Fprintln(stderr, "plait serve:", err)
+		return 1
+	}
+	return 0
+}
+
+// runServe binds both listeners, opens the node and serves until ctx ends.
+func runServe(ctx context.Context, cfg *serveConfig, log *slog.Logger) error {
+	repl, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	api, err := net.Listen("tcp", cfg.httpListen)
+	if err != nil {
+		repl.Close()
+		return fmt.Errorf("--http: %w", err)
+	}
+	cfg.node.Listener, cfg.node.Logger = repl, log
+	n, err := node.Start(cfg.node)
+	if err != nil {
+		repl.Close()
+		api.Close()
+		return err
+	}
+	srv := &http.Server{Handler: httpapi.New(n, httpapi.Limits{}), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(api); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http listener", "err", err)
+		}
+	}()
+	log.Info("serving", "name", cfg.node.Name, "listen", repl.Addr().String(), "http", api.Addr().String(), "data", cfg.node.DataDir)
+	<-ctx.Done()
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdown)
+	return n.Stop()
+}
