@@ -2,8 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestServeBadFlags: every bad flag exits with status 2 and a message naming the flag.
@@ -49,4 +54,49 @@ func TestServeDefaults(t *testing.T) {
 	if err != nil || string(cfg.node.Secret) != "from the environment, 32 bytes.." {
 		t.Errorf("PLAIT_SECRET: %v, %+v", err, cfg)
 	}
+}
+
+// TestStatusPrintsTables: plait status reads a node's /v1/status and prints its origins,
+// peers and counters.
+func TestStatusPrintsTables(t *testing.T) {
+	repl, api := freeAddr(t), freeAddr(t)
+	cfg, err := parseServe([]string{"--name", "S", "--data", t.TempDir(), "--listen", repl, "--http", api}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runServe(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	var out, errs bytes.Buffer
+	deadline := time.Now().Add(10 * time.Second)
+	for status([]string{"--http", api}, &out, &errs) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("plait status: %s", errs.String())
+		}
+		out.Reset()
+		errs.Reset()
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, want := range []string{"node S ", "ORIGIN", "APPLIED", "PEER", "txns_applied 0"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("plait status output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// freeAddr is a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
