@@ -253,7 +253,8 @@ type vecEntry struct {
 }
 
 // CheckConverged checks the end state: converged logs and identical records, versions
-// included, on every running node. It records a failure when not, and returns the records' digest.
+// included, on every running node, and each node's store passes replica.Audit (what
+// plait check runs on a data directory). It records a failure when not, and returns the records' digest.
 func (c *Cluster) CheckConverged() (count int, digest string) {
 	if ok, why := c.Converged(); !ok {
 		c.inv.fail(c.now, "not converged: %s", why)
@@ -272,6 +273,18 @@ func (c *Cluster) CheckConverged() (count int, digest string) {
 		}
 		if !bytes.Equal(d, first) {
 			c.inv.fail(c.now, "records of %s differ from those of %s", name, firstName)
+		}
+	}
+	for _, name := range c.names {
+		if c.nodes[name].Rep == nil {
+			continue
+		}
+		problems, err := replica.Audit(c.nodes[name].Store, 5)
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+		for _, p := range problems {
+			c.inv.fail(c.now, "%s: audit: %s", name, p)
 		}
 	}
 	if first == nil {

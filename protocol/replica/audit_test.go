@@ -1,0 +1,60 @@
+package replica_test
+
+import (
+	"strings"
+	"testing"
+
+	"plait/protocol/replica"
+	"plait/protocol/replica/memstore"
+	"plait/protocol/replica/storetest"
+)
+
+// TestAudit: a store written by the rules passes; records that are not what
+// last-writer-wins makes of the logs are reported.
+func TestAudit(t *testing.T) {
+	build := func(t *testing.T, mutate func(b *replica.Batch, i int)) *memstore.Store {
+		t.Helper()
+		s := memstore.New(storetest.Identity)
+		a, b := storetest.Chain(t, storetest.Origin(1), 3), storetest.Chain(t, storetest.Origin(2), 3)
+		for i, batch := range []*replica.Batch{a[0], b[0], a[1], b[1], a[2], b[2]} {
+			if mutate != nil {
+				mutate(batch, i)
+			}
+			if _, err := s.Apply(batch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return s
+	}
+	if problems, err := replica.Audit(build(t, nil), 0); err != nil || len(problems) != 0 {
+		t.Fatalf("a clean store: %v, %v", problems, err)
+	}
+	for _, c := range []struct {
+		name   string
+		mutate func(b *replica.Batch, i int)
+		want   string
+	}{
+		{"a value no log wrote", func(b *replica.Batch, i int) {
+			if i == 2 {
+				b.Records[0].Value = []byte("forged")
+			}
+		}, "is not what last-writer-wins makes"},
+		{"a record no log wrote", func(b *replica.Batch, i int) {
+			if i == 3 {
+				extra := b.Records[0]
+				extra.Key = []byte("extra")
+				b.Records = append(b.Records, extra)
+			}
+		}, "is in no log"},
+		{"a write not applied", func(b *replica.Batch, i int) {
+			if i == 4 {
+				b.Records = nil
+			}
+		}, "records, while the logs write"},
+	} {
+		problems, err := replica.Audit(build(t, c.mutate), 0)
+		if err != nil || len(problems) == 0 || !strings.Contains(strings.Join(problems, "\n"), c.want) {
+			t.Errorf("%s: %v, %v; want a problem saying %q", c.name, problems, err, c.want)
+		}
+	}
+}
