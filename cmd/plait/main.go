@@ -13,6 +13,7 @@ const usage = `usage: plait <command> [flags]
 commands:
   serve   run a node (plait serve -h lists the flags)
   status  a node's /v1/status as tables (--http HOST:PORT)
+  check   audit a stopped node's data directory (--data DIR); exit 0 iff all holds
   demo    two protocol sessions replicate a log in one process; exit 0 iff both
           sides end with the same digest
 `
@@ -27,6 +28,8 @@ func main() {
 		os.Exit(serve(os.Args[2:], os.Stderr))
 	case "status":
 		os.Exit(status(os.Args[2:], os.Stdout, os.Stderr))
+	case "check":
+		os.Exit(check(os.Args[2:], os.Stdout, os.Stderr))
 	case "demo":
 		if err := demo(os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "plait demo:", err)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -99,4 +100,44 @@ func freeAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// TestCheck: plait check passes a directory a node wrote and stopped, and refuses one that
+// holds no store.
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	api := freeAddr(t)
+	cfg, err := parseServe([]string{"--name", "K", "--data", dir, "--listen", freeAddr(t), "--http", api}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runServe(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		req, _ := http.NewRequest("PUT", "http://"+api+"/v1/tables/t/records/k", strings.NewReader("v"))
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the node never took a write")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var out, errs bytes.Buffer
+	if code := check([]string{"--data", dir}, &out, &errs); code != 0 || !strings.Contains(out.String(), "1 log entries") ||
+		!strings.Contains(out.String(), "every check holds") {
+		t.Errorf("plait check: exit %d\n%s%s", code, out.String(), errs.String())
+	}
+	if code := check([]string{"--data", t.TempDir()}, &out, &errs); code != 2 {
+		t.Errorf("plait check of an empty directory: exit %d, want 2", code)
+	}
 }
