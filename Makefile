@@ -14,8 +14,8 @@ WASM_BUILD := GOFLAGS= CGO_ENABLED=0 GOOS=wasip1 GOARCH=wasm $(GO) build -trimpa
 
 all: test
 
-## demo: two protocol sessions replicate a log in one process (exit 0 iff digests match)
-demo:
+## demo: four nodes in one process replicate, fail over and compare digests (exit 0 iff equal, nothing re-delivered)
+demo: deps
 	$(GO) run ./cmd/plait demo
 
 ## deps: what the build needs beyond Go, when missing (librocksdb-dev, for the RocksDB store)

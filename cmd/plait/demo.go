@@ -1,183 +1,234 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"context"
+	"errors"
 	"fmt"
 	"io"
-	"slices"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
 
-	"plait/protocol"
-	"plait/protocol/prototest"
+	"plait/protocol/replica"
 	"plait/protocol/wire"
+	"plait/shells/native/node"
 )
 
-// demoLog is a node's log in arrival order, and the records it holds.
-type demoLog struct {
-	entries [][]byte
-	records map[string]demoRecord
-	applied map[wire.OriginID]protocol.Cursor
-}
-
-type demoRecord struct {
-	value []byte
-	hlc   wire.HLC
-}
-
-func newDemoLog() *demoLog {
-	return &demoLog{records: map[string]demoRecord{}, applied: map[wire.OriginID]protocol.Cursor{}}
-}
-
-// apply applies a checked transaction by last-writer-wins and appends it to the log.
-func (l *demoLog) apply(v wire.TxnView) {
-	it := v.Ops()
-	for op, ok := it.Next(); ok; op, ok = it.Next() {
-		k := string(op.Table) + "/" + string(op.Key)
-		if old, ok := l.records[k]; ok && old.hlc > v.HLC {
-			continue
-		}
-		l.records[k] = demoRecord{value: append([]byte(nil), op.Value...), hlc: v.HLC}
-	}
-	l.entries = append(l.entries, append([]byte(nil), v.Raw()...))
-	l.applied[v.Origin] = protocol.Cursor{Origin: v.Origin, Seq: v.Seq, Hash: v.Hash()}
-}
-
-func (l *demoLog) digest() (int, string) {
-	keys := make([]string, 0, len(l.records))
-	for k := range l.records {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	h := sha256.New()
-	for _, k := range keys {
-		fmt.Fprintf(h, "%d:%s%d:", len(k), k, len(l.records[k].value))
-		h.Write(l.records[k].value)
-	}
-	return len(keys), hex.EncodeToString(h.Sum(nil))[:16]
-}
-
-func (l *demoLog) vector() []protocol.Cursor {
-	var v []protocol.Cursor
-	for _, c := range l.applied {
-		v = append(v, c)
-	}
-	slices.SortFunc(v, func(a, b protocol.Cursor) int { return slices.Compare(a.Origin[:], b.Origin[:]) })
-	return v
-}
-
-// demo replicates node A's log (its own writes and two relayed origins, interleaved) to
-// node B over version 1, drops the connection half way, resumes from B's durable cursor,
-// and compares digests. A wrong secret is refused first.
+// demo is plait demo (CONTRACT.md): four nodes in one process on loopback, on real
+// RocksDB in a temporary directory and real WebSockets. A -> B -> C, with a second relay
+// B2 that also carries A and joins once C takes A through B; writes on every node; lag
+// converging; B stops, and A's channel on C moves to B2 with nothing delivered twice.
+// It returns nil iff every running node ends with the same digest and no node received a
+// duplicate.
 func demo(out io.Writer) error {
-	a := newDemoLog()
-	chains := [][]prototest.Entry{
-		prototest.Chain(prototest.Origin(1), 600, 2, 64),
-		prototest.Chain(prototest.Origin(2), 300, 1, 64),
-		prototest.Chain(prototest.Origin(3), 300, 3, 32),
-	}
-	// The origins' names: A's own, and the two it relays. A sender names every origin
-	// before offering its entries (each is announced in an ORIGIN frame).
-	names := map[wire.OriginID]string{prototest.Origin(1): "A", prototest.Origin(2): "X", prototest.Origin(3): "Y"}
-	for i := 0; i < 600; i++ {
-		for _, c := range chains {
-			if i < len(c) {
-				v, err := wire.ParseTxn(c[i].Raw)
-				if err != nil {
-					return err
-				}
-				a.apply(v)
-			}
-		}
-	}
-	fmt.Fprintf(out, "node A holds %d transactions of 3 origins\n", len(a.entries))
-
-	cfgA := prototest.ConfigV1(wire.RoleListener, "A", 1)
-	cfgB := prototest.ConfigV1(wire.RoleDialer, "B", 9)
-	wrong := cfgB
-	wrong.Secret = []byte("not-the-cluster-secret")
-	p, err := prototest.NewPair(wrong, cfgA)
+	dir, err := os.MkdirTemp("", "plait-demo-")
 	if err != nil {
 		return err
 	}
-	p.Pump(10)
-	fmt.Fprintf(out, "B with a wrong secret: %v\n", p.D.S.Err())
-	if e := p.D.S.Err(); e == nil || e.Code != wire.CodeAuthFailed {
-		return fmt.Errorf("a wrong secret was not refused")
-	}
+	defer os.RemoveAll(dir)
+	d := &demoCluster{out: out, dir: dir, nodes: map[string]*demoNode{}}
+	defer d.stopAll()
 
-	b := newDemoLog()
-	var cursor uint64 // B's durable scalar cursor in A's arrival order
-	for round := 1; round <= 2; round++ {
-		p, err := prototest.NewPair(cfgB, cfgA)
+	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
+	say("plait demo: four nodes on 127.0.0.1, data in %s", dir)
+	b2Listener, err := net.Listen("tcp", "127.0.0.1:0") // B2's address, known before it starts
+	if err != nil {
+		return err
+	}
+	for _, n := range []struct {
+		name  string
+		peers []string
+	}{{"A", nil}, {"B", []string{"A"}}, {"C", []string{"B", "B2"}}} {
+		if err := d.start(n.name, n.peers, nil, b2Listener.Addr().String()); err != nil {
+			return err
+		}
+	}
+	say("\n1. A -> B -> C (C also dials B2, which is not up yet); 20 writes on each of A, B, C")
+	if err := d.writeAll(20, "A", "B", "C"); err != nil {
+		return err
+	}
+	if err := d.until("C takes A through B, caught up", func() bool {
+		o := d.origin("C", "A")
+		return o.SourcePeer == "B" && o.AppliedSeq == 20
+	}); err != nil {
+		return err
+	}
+	d.table("C")
+
+	say("\n2. B2 starts (it dials A); C connects to it; 20 more writes on each node")
+	if err := d.start("B2", []string{"A"}, b2Listener, ""); err != nil {
+		return err
+	}
+	if err := d.writeAll(20, "A", "B", "B2", "C"); err != nil {
+		return err
+	}
+	if err := d.converged("A", "B", "B2", "C"); err != nil {
+		return err
+	}
+	d.table("C")
+
+	say("\n3. B stops; 20 more writes on A, B2 and C: A's channel on C moves to B2")
+	if err := d.nodes["B"].Stop(); err != nil {
+		return err
+	}
+	d.nodes["B"].stopped = true
+	if err := d.writeAll(20, "A", "B2", "C"); err != nil {
+		return err
+	}
+	if err := d.converged("A", "B2", "C"); err != nil {
+		return err
+	}
+	d.table("C")
+
+	say("\n4. digests of table t")
+	var first string
+	equal, dups := true, uint64(0)
+	for _, name := range []string{"A", "B2", "C"} {
+		count, sum, err := d.nodes[name].Digest("t")
 		if err != nil {
 			return err
 		}
-		p.Pump(10)
-		for o, name := range names {
-			if err := p.L.S.SetOriginName(o, name); err != nil {
-				return err
-			}
-		}
-		if err := p.D.S.Subscribe(cursor, b.vector()); err != nil {
+		st, err := d.nodes[name].Status()
+		if err != nil {
 			return err
 		}
-		p.Pump(10)
-		sub := p.L.Last(protocol.EventSubscribed)
-		if sub == nil {
-			return fmt.Errorf("round %d: no subscription: %v", round, p.L.S.Err())
+		dups += st.Counters.DuplicatesReceived
+		say("  %-3s %d records %s  duplicates received %d", name, count, sum[:16], st.Counters.DuplicatesReceived)
+		if first == "" {
+			first = sum
 		}
-		next, limit := sub.Position, uint64(len(a.entries))
-		if round == 1 {
-			limit /= 2 // the connection drops half way
+		equal = equal && sum == first
+	}
+	o := d.origin("C", "A")
+	say("  C takes A from %s after %d source change(s)", o.SourcePeer, o.SourceChanges)
+	switch {
+	case !equal:
+		return errors.New("the digests differ")
+	case dups > 0:
+		return fmt.Errorf("%d entries were delivered twice", dups)
+	case o.SourcePeer != "B2":
+		return fmt.Errorf("C takes A from %q, not B2", o.SourcePeer)
+	}
+	say("digests equal, nothing delivered twice")
+	return nil
+}
+
+type demoCluster struct {
+	out   io.Writer
+	dir   string
+	nodes map[string]*demoNode
+	order []string
+}
+
+type demoNode struct {
+	*node.Node
+	url     string
+	stopped bool
+}
+
+var demoSecret = []byte("plait demo cluster secret, 32 bytes")
+
+// start runs a node; peers are names of nodes started before, or B2 at b2addr.
+func (d *demoCluster) start(name string, peers []string, l net.Listener, b2addr string) error {
+	var err error
+	if l == nil {
+		if l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return err
 		}
-		seen := len(p.D.Events)
-		for next < limit {
-			for next < limit && p.L.S.SendBudget() > len(a.entries[next])+32 {
-				if err := p.L.S.Offer(next+1, a.entries[next]); err != nil {
-					return err
-				}
-				next++
-			}
-			p.Pump(100)
-			for _, ev := range p.D.Events[seen:] {
-				if ev.Kind == protocol.EventTxn {
-					b.apply(ev.Txn)
-				}
-				if ev.Position > cursor && (ev.Kind == protocol.EventTxn || ev.Kind == protocol.EventDuplicate) {
-					cursor = ev.Position // durable: the demo's store is memory
-				}
-			}
-			seen = len(p.D.Events)
-			if cursor > 0 {
-				if err := p.D.S.Ack(cursor); err != nil {
-					return err
-				}
-			}
-			if err := p.D.S.Err(); err != nil {
+	}
+	var ps []node.Peer
+	for _, p := range peers {
+		url := "ws://" + b2addr
+		if n := d.nodes[p]; n != nil {
+			url = n.url
+		}
+		ps = append(ps, node.Peer{Name: p, URL: url})
+	}
+	n, err := node.Start(node.Config{Name: name, DataDir: filepath.Join(d.dir, name), Listener: l, Peers: ps,
+		Secret: demoSecret, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RedialMax: 500 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	d.nodes[name] = &demoNode{Node: n, url: "ws://" + l.Addr().String()}
+	d.order = append(d.order, name)
+	return nil
+}
+
+func (d *demoCluster) stopAll() {
+	for _, name := range d.order {
+		if n := d.nodes[name]; !n.stopped {
+			_ = n.Stop()
+		}
+	}
+}
+
+// writeAll writes k transactions on each named node, interleaved.
+func (d *demoCluster) writeAll(k int, names ...string) error {
+	ctx := context.Background()
+	for i := range k {
+		for _, name := range names {
+			key := fmt.Sprintf("%s-%d", name, i)
+			if _, err := d.nodes[name].Write(ctx, []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte(key),
+				Value: []byte(fmt.Sprintf("written on %s", name))}}); err != nil {
 				return err
 			}
 		}
-		p.Pump(10)
-		st := p.D.S.Stats()
-		var named []string
-		for _, ev := range p.D.Events {
-			if ev.Kind == protocol.EventOriginNamed {
-				named = append(named, ev.Name)
+	}
+	return nil
+}
+
+func (d *demoCluster) origin(at, of string) replica.OriginStatus {
+	st, err := d.nodes[at].Status()
+	if err != nil {
+		return replica.OriginStatus{}
+	}
+	for _, o := range st.Origins {
+		if o.Name == of {
+			return o
+		}
+	}
+	return replica.OriginStatus{}
+}
+
+// until polls cond for up to 30 s.
+func (d *demoCluster) until(what string, cond func() bool) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return errors.New("timed out: " + what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+// converged waits until every named node holds every named origin at its head.
+func (d *demoCluster) converged(names ...string) error {
+	return d.until("convergence", func() bool {
+		for _, at := range names {
+			for _, of := range names {
+				if o := d.origin(at, of); o.LagSeq != 0 || o.AppliedSeq != d.origin(of, of).AppliedSeq {
+					return false
+				}
 			}
 		}
-		slices.Sort(named)
-		fmt.Fprintf(out, "round %d: B received %d, duplicates %d, gaps %d; cursor at %d of %d; held %d bytes; origins named %v\n",
-			round, st.TxnsReceived, st.Duplicates, st.Gaps, cursor, len(a.entries), p.D.S.HeldBytes(), named)
-		if len(named) != len(names) {
-			return fmt.Errorf("round %d: B learned the names %v, want all %d", round, named, len(names))
-		}
+		return true
+	})
+}
+
+// table prints a node's origins.
+func (d *demoCluster) table(name string) {
+	st, err := d.nodes[name].Status()
+	if err != nil {
+		return
 	}
-	na, da := a.digest()
-	nb, db := b.digest()
-	fmt.Fprintf(out, "digest A: %d records %s\ndigest B: %d records %s\n", na, da, nb, db)
-	if na != nb || da != db {
-		return fmt.Errorf("digests differ")
+	t := tabwriter.NewWriter(d.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(t, "  %s:\tORIGIN\tAPPLIED\tHEAD\tLAG\tSOURCE\tCHANGES\n", name)
+	for _, o := range st.Origins {
+		fmt.Fprintf(t, "\t%s\t%d\t%d\t%d\t%s\t%d\n", o.Name, o.AppliedSeq, o.HeadSeq, o.LagSeq, dash(o.SourcePeer), o.SourceChanges)
 	}
-	fmt.Fprintln(out, "digests equal")
-	return nil
+	t.Flush()
 }
