@@ -7,10 +7,12 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
 
+	"plait/protocol"
 	"plait/protocol/replica"
 	"plait/protocol/wire"
 )
@@ -28,6 +30,8 @@ type wsConn struct {
 	wake   chan struct{} // the queue changed (capacity 1)
 	resume chan struct{} // reads may go on (capacity 1)
 	paused bool          // the reader waits for resume (loop only)
+	hs     *atomic.Int64 // the node's count of pending handshakes, while this one is
+	hsOnce sync.Once
 	done   chan struct{}
 	once   sync.Once
 }
@@ -102,6 +106,9 @@ func (n *Node) serve(c *wsConn) {
 			if n.rep.ReadPaused(c.id) {
 				c.paused, paused = true, true
 			}
+			if s := n.rep.Session(c.id); s != nil && s.State() == protocol.StateEstablished {
+				c.handshakeDone()
+			}
 		}); err != nil {
 			break
 		}
@@ -114,6 +121,7 @@ func (n *Node) serve(c *wsConn) {
 		}
 	}
 	c.close()
+	c.handshakeDone()
 	_ = n.do(func() {
 		if n.conns[c.id] != nil {
 			delete(n.conns, c.id)
@@ -137,17 +145,34 @@ func (n *Node) open(ws *websocket.Conn, role wire.Role, peer string) (*wsConn, e
 	return c, err
 }
 
-// accept is GET /v1/replicate.
+// handshakeDone takes the connection out of the pending handshakes, once.
+func (c *wsConn) handshakeDone() {
+	if c.hs != nil {
+		c.hsOnce.Do(func() { c.hs.Add(-1) })
+	}
+}
+
+// accept is GET /v1/replicate. Beyond MaxPendingHandshakes connections still in their
+// handshake, it answers 503 at once.
 func (n *Node) accept(w http.ResponseWriter, r *http.Request) {
+	if n.pending.Add(1) > int64(n.cfg.MaxPendingHandshakes) {
+		n.pending.Add(-1)
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "too many pending handshakes", http.StatusServiceUnavailable)
+		return
+	}
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
+		n.pending.Add(-1)
 		return
 	}
 	c, err := n.open(ws, wire.RoleListener, "")
 	if err != nil {
+		n.pending.Add(-1)
 		_ = ws.CloseNow()
 		return
 	}
+	c.hs = &n.pending
 	n.wg.Add(1)
 	defer n.wg.Done()
 	n.serve(c)

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"plait/protocol"
@@ -53,6 +54,9 @@ type Config struct {
 	Logger      *slog.Logger
 	// RedialMin and RedialMax bound the dialers' exponential backoff (defaults 100 ms, 5 s).
 	RedialMin, RedialMax time.Duration
+	// MaxPendingHandshakes bounds the accepted connections whose handshake has not
+	// completed; an upgrade request beyond it is refused at once with 503 (default 64).
+	MaxPendingHandshakes int
 }
 
 // Node is a running node.
@@ -76,6 +80,8 @@ type Node struct {
 
 	mu    sync.Mutex           // guards dials
 	dials map[string]dialState // per configured peer
+
+	pending atomic.Int64 // accepted connections not yet through their handshake
 }
 
 // dialState is what a dialer reports of its peer.
@@ -107,6 +113,9 @@ func Start(cfg Config) (*Node, error) {
 	}
 	if cfg.RedialMax == 0 {
 		cfg.RedialMax = 5 * time.Second
+	}
+	if cfg.MaxPendingHandshakes == 0 {
+		cfg.MaxPendingHandshakes = 64
 	}
 	var origin wire.OriginID
 	if _, err := rand.Read(origin[:]); err != nil {

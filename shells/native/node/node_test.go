@@ -6,9 +6,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"plait/protocol/replica"
 	"plait/protocol/wire"
@@ -26,6 +29,8 @@ func start(t *testing.T, name string, peers ...*testNode) *testNode {
 	return startIn(t, name, t.TempDir(), peers...)
 }
 
+var maxPending = 0 // startIn's MaxPendingHandshakes (0: the default)
+
 // startIn starts a node on the data directory dir.
 func startIn(t *testing.T, name, dir string, peers ...*testNode) *testNode {
 	t.Helper()
@@ -38,7 +43,8 @@ func startIn(t *testing.T, name, dir string, peers ...*testNode) *testNode {
 		ps = append(ps, node.Peer{Name: p.name, URL: p.url})
 	}
 	n, err := node.Start(node.Config{Name: name, DataDir: dir, Listener: l, Peers: ps,
-		Secret: []byte("node test secret of enough bytes"), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Secret: []byte("node test secret of enough bytes"), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		MaxPendingHandshakes: maxPending})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,4 +164,38 @@ func TestRestartResumes(t *testing.T) {
 			_ = n.Stop()
 		}
 	}
+}
+
+// TestPendingHandshakeLimit: beyond MaxPendingHandshakes connections that have not
+// completed their handshake, an upgrade is refused at once with 503; a slot frees when
+// such a connection goes away.
+func TestPendingHandshakeLimit(t *testing.T) {
+	maxPending = 2
+	defer func() { maxPending = 0 }()
+	a := start(t, "A")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var silent []*websocket.Conn
+	for range 2 {
+		ws, _, err := websocket.Dial(ctx, a.url+"/v1/replicate", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		silent = append(silent, ws) // never sends HELLO
+	}
+	// A stalled upgrade would end in the context's deadline with no response.
+	_, resp, err := websocket.Dial(ctx, a.url+"/v1/replicate", nil)
+	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("third pending handshake: %v, %+v; want 503", err, resp)
+	}
+	_ = silent[0].CloseNow()
+	waitFor(t, "a slot to free", func() bool {
+		ws, _, err := websocket.Dial(ctx, a.url+"/v1/replicate", nil)
+		if err != nil {
+			return false
+		}
+		_ = ws.CloseNow()
+		return true
+	})
+	_ = silent[1].CloseNow()
 }
