@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -66,6 +67,8 @@ func New(n *node.Node, limits Limits) *API {
 	a.mux.HandleFunc("GET /v1/tables/{t}/records", a.list)
 	a.mux.HandleFunc("GET /v1/tables/{t}/digest", a.digest)
 	a.mux.HandleFunc("GET /v1/status", a.status)
+	a.mux.HandleFunc("POST /v1/peers", a.addPeer)
+	a.mux.HandleFunc("DELETE /v1/peers/{name}", a.removePeer)
 	a.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 	return a
@@ -367,5 +370,50 @@ func StatusJSON(st replica.Status) map[string]any {
 		"counters": map[string]uint64{"txns_applied": c.TxnsApplied, "duplicates_received": c.DuplicatesReceived,
 			"gaps_detected": c.GapsDetected, "resends_requested": c.ResendsRequested, "protocol_errors": c.ProtocolErrors,
 			"divergences": c.Divergences},
+	}
+}
+
+func (a *API) addPeer(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r, 64<<10)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	var p struct {
+		Name string `json:"name"`
+		URL  string `json:"url"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		fail(w, &apiError{http.StatusBadRequest, "bad-json", err.Error()})
+		return
+	}
+	if !wire.ValidName(p.Name) {
+		fail(w, &apiError{http.StatusBadRequest, "bad-peer", "a peer needs a valid name"})
+		return
+	}
+	if u, err := url.Parse(p.URL); err != nil || u.Scheme != "ws" || u.Host == "" {
+		fail(w, &apiError{http.StatusBadRequest, "bad-peer", "url is ws://HOST:PORT"})
+		return
+	}
+	switch err := a.n.AddPeer(node.Peer{Name: p.Name, URL: p.URL}); {
+	case errors.Is(err, node.ErrPeerExists):
+		fail(w, &apiError{http.StatusConflict, "peer-exists", "peer " + p.Name + " is configured already"})
+	case err != nil:
+		fail(w, err)
+	default:
+		writeJSON(w, http.StatusCreated, map[string]string{"name": p.Name, "url": p.URL})
+	}
+}
+
+func (a *API) removePeer(w http.ResponseWriter, r *http.Request) {
+	switch err := a.n.RemovePeer(r.PathValue("name")); {
+	case errors.Is(err, node.ErrPeerUnknown):
+		fail(w, &apiError{http.StatusNotFound, "not-found", "no peer " + r.PathValue("name")})
+	case err != nil:
+		fail(w, err)
+	default:
+		w.WriteHeader(http.StatusNoContent)
 	}
 }

@@ -159,3 +159,48 @@ func TestBadInput(t *testing.T) {
 	s, body := do(t, "PUT", a.URL+"/v1/tables/"+strings.Repeat("t", 64)+"/records/"+strings.Repeat("k", 1024), strings.Repeat("v", 1<<20))
 	want(t, "table of 64, key of 1024, value of 1 MiB", s, body, 200, `"origin_seq":1`)
 }
+
+// TestPeers: a peer added with POST /v1/peers is dialed and kept in the data directory; a
+// second of the same name conflicts; DELETE closes its connection and forgets it.
+func TestPeers(t *testing.T) {
+	a, aURL := startNode(t, "A")
+	b, _ := startNode(t, "B")
+	s, body := do(t, "POST", b.URL+"/v1/peers", `{"name":"A","url":"`+aURL+`"}`)
+	want(t, "add", s, body, 201, `"name":"A"`)
+	s, body = do(t, "POST", b.URL+"/v1/peers", `{"name":"A","url":"`+aURL+`"}`)
+	want(t, "add again", s, body, 409, `"peer-exists"`)
+	s, body = do(t, "POST", b.URL+"/v1/peers", `{"name":"X","url":"http://h:1"}`)
+	want(t, "bad url", s, body, 400, `"bad-peer"`)
+	do(t, "PUT", a.URL+"/v1/tables/t/records/k", "v")
+	waitBody(t, b.URL+"/v1/tables/t/records/k", "v")
+	s, body = do(t, "DELETE", b.URL+"/v1/peers/A", "")
+	want(t, "remove", s, body, 204, "")
+	s, body = do(t, "DELETE", b.URL+"/v1/peers/A", "")
+	want(t, "remove again", s, body, 404, `"not-found"`)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, st := do(t, "GET", b.URL+"/v1/status", "")
+		if strings.Contains(st, `"peers":[]`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("B still lists a peer after DELETE: %s", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitBody polls a GET until it answers 200 with body.
+func waitBody(t *testing.T, url, body string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if s, got := do(t, "GET", url, ""); s == 200 && got == body {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %s never answered %q", url, body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -206,7 +206,7 @@ func (n *Node) connected(peer string) bool {
 // and dials again after a backoff that doubles up to RedialMax, with jitter, and starts
 // over after a connection that lasted (real progress). While the peer's own connection to
 // this node is up, it does not dial.
-func (n *Node) dialLoop(p Peer) {
+func (n *Node) dialLoop(ctx context.Context, p Peer) {
 	defer n.wg.Done()
 	target, err := replicateURL(p.URL)
 	if err != nil {
@@ -215,12 +215,12 @@ func (n *Node) dialLoop(p Peer) {
 	}
 	backoff := n.cfg.RedialMin
 	made := 0
-	for n.ctx.Err() == nil {
+	for ctx.Err() == nil {
 		if !n.connected(p.Name) {
 			start := time.Now()
 			n.setDial(p.Name, "connecting", 0)
-			ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
-			ws, _, err := websocket.Dial(ctx, target, nil)
+			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			ws, _, err := websocket.Dial(dctx, target, nil)
 			cancel()
 			if err == nil {
 				if c, err := n.open(ws, wire.RoleDialer, p.Name); err == nil {
@@ -243,7 +243,7 @@ func (n *Node) dialLoop(p Peer) {
 		backoff = min(2*backoff, n.cfg.RedialMax)
 		select {
 		case <-time.After(wait):
-		case <-n.ctx.Done():
+		case <-ctx.Done():
 		}
 	}
 }

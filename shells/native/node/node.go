@@ -78,10 +78,18 @@ type Node struct {
 	stopped  chan struct{}
 	stopOnce sync.Once
 
-	mu    sync.Mutex           // guards dials
+	mu    sync.Mutex           // guards dials and peers
 	dials map[string]dialState // per configured peer
+	peers map[string]*peerDial // the peers this node dials, by name
+	order []string             // their names, in the order added
 
 	pending atomic.Int64 // accepted connections not yet through their handshake
+}
+
+// peerDial is one peer's dialer.
+type peerDial struct {
+	Peer
+	cancel context.CancelFunc
 }
 
 // dialState is what a dialer reports of its peer.
@@ -137,7 +145,8 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.Name), store: store, rep: rep, in: make(chan func(), 256),
-		conns: map[replica.ConnID]*wsConn{}, stopped: make(chan struct{}), dials: map[string]dialState{}}
+		conns: map[replica.ConnID]*wsConn{}, stopped: make(chan struct{}), dials: map[string]dialState{},
+		peers: map[string]*peerDial{}}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	go n.loop()
 	mux := http.NewServeMux()
@@ -152,9 +161,18 @@ func Start(cfg Config) (*Node, error) {
 			}
 		}()
 	}
+	saved, err := store.DialPeers()
+	if err != nil {
+		_ = n.Stop()
+		return nil, err
+	}
 	for _, p := range cfg.Peers {
-		n.wg.Add(1)
-		go n.dialLoop(p)
+		n.dial(p)
+	}
+	for _, p := range saved { // merged with the flags; a flag's URL wins
+		if n.peers[p.Name] == nil {
+			n.dial(Peer{Name: p.Name, URL: p.URL})
+		}
 	}
 	return n, nil
 }
@@ -322,8 +340,8 @@ func (n *Node) Status() (replica.Status, error) {
 		st = n.rep.Status(time.Now())
 		n.mu.Lock()
 		defer n.mu.Unlock()
-		for _, p := range n.cfg.Peers {
-			d := n.dials[p.Name]
+		for _, name := range n.order {
+			p, d := n.peers[name], n.dials[name]
 			i := slices.IndexFunc(st.Peers, func(ps replica.PeerStatus) bool { return ps.Name == p.Name })
 			if i < 0 {
 				st.Peers = append(st.Peers, replica.PeerStatus{Name: p.Name, State: d.state, LastError: n.rep.LastError(p.Name)})
@@ -383,4 +401,73 @@ func (n *Node) List(table, prefix, after []byte, limit int) (recs []replica.Reco
 		return nil, false, derr
 	}
 	return recs, more, err
+}
+
+// dial starts a peer's dialer.
+func (n *Node) dial(p Peer) {
+	ctx, cancel := context.WithCancel(n.ctx)
+	n.mu.Lock()
+	n.peers[p.Name] = &peerDial{Peer: p, cancel: cancel}
+	n.order = append(n.order, p.Name)
+	n.mu.Unlock()
+	n.wg.Add(1)
+	go n.dialLoop(ctx, p)
+}
+
+// Errors of AddPeer and RemovePeer.
+var (
+	ErrPeerExists  = errors.New("node: a peer of that name is configured")
+	ErrPeerUnknown = errors.New("node: no peer of that name is configured")
+)
+
+// AddPeer starts dialing a peer and keeps it in the data directory (POST /v1/peers).
+func (n *Node) AddPeer(p Peer) error {
+	if _, err := replicateURL(p.URL); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	exists := n.peers[p.Name] != nil
+	n.mu.Unlock()
+	if exists {
+		return ErrPeerExists
+	}
+	var err error
+	if derr := n.do(func() { err = n.store.PutDialPeer(rocksstore.DialPeer{Name: p.Name, URL: p.URL}) }); derr != nil {
+		return derr
+	}
+	if err != nil {
+		return err
+	}
+	n.dial(p)
+	return nil
+}
+
+// RemovePeer stops dialing a peer, forgets it and closes its connection (DELETE
+// /v1/peers/{name}).
+func (n *Node) RemovePeer(name string) error {
+	n.mu.Lock()
+	p := n.peers[name]
+	if p != nil {
+		delete(n.peers, name)
+		n.order = slices.DeleteFunc(n.order, func(s string) bool { return s == name })
+		delete(n.dials, name)
+	}
+	n.mu.Unlock()
+	if p == nil {
+		return ErrPeerUnknown
+	}
+	p.cancel()
+	var err error
+	derr := n.do(func() {
+		err = n.store.DeleteDialPeer(name)
+		for _, ps := range n.rep.Status(time.Now()).Peers {
+			if ps.Name == name {
+				_ = n.rep.CloseConn(time.Now(), ps.Conn, "peer removed")
+			}
+		}
+	})
+	if derr != nil {
+		return derr
+	}
+	return err
 }

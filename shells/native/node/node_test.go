@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -198,4 +199,31 @@ func TestPendingHandshakeLimit(t *testing.T) {
 		return true
 	})
 	_ = silent[1].CloseNow()
+}
+
+// TestAddedPeerIsKept: a peer added through the API is dialed again after a restart.
+func TestAddedPeerIsKept(t *testing.T) {
+	a := start(t, "A")
+	dir := t.TempDir()
+	b := startIn(t, "B", dir)
+	if err := b.AddPeer(node.Peer{Name: "A", URL: a.url}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AddPeer(node.Peer{Name: "A", URL: a.url}); !errors.Is(err, node.ErrPeerExists) {
+		t.Errorf("adding A twice: %v", err)
+	}
+	if err := b.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	b = startIn(t, "B", dir)
+	waitFor(t, "B connected to A after the restart", func() bool {
+		st, _ := b.Status()
+		return len(st.Peers) == 1 && st.Peers[0].Name == "A" && st.Peers[0].State == "streaming"
+	})
+	if err := b.RemovePeer("A"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.RemovePeer("A"); !errors.Is(err, node.ErrPeerUnknown) {
+		t.Errorf("removing A twice: %v", err)
+	}
 }

@@ -15,6 +15,7 @@
 //	't' table                            a table that holds records (empty value)
 //	'n' origin                           an origin's name
 //	'p' peer origin                      a version-1 peer cursor (8)
+//	'd' name                             a peer added through the API: its URL
 //
 // Prefixes 'x' to 'z' are left for retention and repair (DESIGN.md §3, planned).
 package rocksstore
@@ -44,6 +45,7 @@ const (
 	pTable    = 't'
 	pName     = 'n'
 	pPeer     = 'p'
+	pDial     = 'd'
 )
 
 // Options configure a store.
@@ -352,3 +354,35 @@ func (s *Store) Apply(b *replica.Batch) (uint64, error) {
 
 // Sync makes every write so far survive a power loss: it fsyncs the write-ahead log.
 func (s *Store) Sync() error { return s.db.FlushWAL(true) }
+
+// DialPeer is a peer added through the API, kept in the data directory.
+type DialPeer struct {
+	Name string
+	URL  string
+}
+
+// DialPeers lists the peers added through the API, by name.
+func (s *Store) DialPeers() ([]DialPeer, error) {
+	var out []DialPeer
+	err := s.each([]byte{pDial}, nil, func(k, v []byte) (bool, error) {
+		out = append(out, DialPeer{Name: string(k[1:]), URL: string(v)})
+		return true, nil
+	})
+	return out, err
+}
+
+// PutDialPeer keeps a peer added through the API (synced: it is configuration).
+func (s *Store) PutDialPeer(p DialPeer) error {
+	wo := grocksdb.NewDefaultWriteOptions()
+	defer wo.Destroy()
+	wo.SetSync(true)
+	return s.db.Put(wo, key(pDial, []byte(p.Name)), []byte(p.URL))
+}
+
+// DeleteDialPeer forgets a peer added through the API.
+func (s *Store) DeleteDialPeer(name string) error {
+	wo := grocksdb.NewDefaultWriteOptions()
+	defer wo.Destroy()
+	wo.SetSync(true)
+	return s.db.Delete(wo, key(pDial, []byte(name)))
+}
