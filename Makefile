@@ -10,7 +10,7 @@ NODES     ?= 0
 # The exact release build of the WASM core (DESIGN.md §5, conformance/RELEASES.md).
 WASM_BUILD := GOFLAGS= CGO_ENABLED=0 GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildvcs=false -buildmode=c-shared
 
-.PHONY: all deps demo test check purity wasip1 vet fmt-check unit releases wasm fuzz sim bench clean
+.PHONY: all deps demo test check purity wasip1 vet fmt-check unit multiprocess releases wasm fuzz sim bench clean
 
 all: test
 
@@ -23,7 +23,7 @@ deps:
 	@scripts/deps.sh
 
 ## test: everything CI runs
-test: deps fmt-check vet purity wasip1 wasm unit
+test: deps fmt-check vet purity wasip1 wasm unit multiprocess
 
 ## purity: protocol/ imports nothing of DESIGN.md §1's list, reads no clock, starts no goroutine
 purity:
@@ -35,6 +35,7 @@ wasip1:
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags multiprocess ./tests/...
 	GOFLAGS= CGO_ENABLED=0 GOOS=wasip1 GOARCH=wasm $(GO) vet ./protocol/... ./shells/wasm/guest
 
 fmt-check:
@@ -44,6 +45,10 @@ fmt-check:
 ## unit: the Go tests (fuzz corpora are replayed; frozen releases' hashes verified)
 unit: wasm
 	PLAIT_CORE_WASM=$(abspath $(CORE_WASM)) $(GO) test ./...
+
+## multiprocess: the real binary as separate processes on 127.0.0.1 (after every other package, alone)
+multiprocess: unit
+	$(GO) test -tags multiprocess -count=1 -p 1 ./tests/multiprocess
 
 ## wasm: the protocol core as a WASM reactor module
 wasm:
