@@ -16,7 +16,9 @@ import (
 	"syscall"
 	"time"
 
+	"plait/protocol"
 	"plait/protocol/handshake"
+	"plait/protocol/replica"
 	"plait/shells/native/httpapi"
 	"plait/shells/native/node"
 )
@@ -68,6 +70,10 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	secret := fs.String("secret", os.Getenv("PLAIT_SECRET"), "cluster secret (or env PLAIT_SECRET); required when --listen is not loopback")
 	protoMax := fs.Uint64("protocol-max", 0, "speak protocol versions up to N only (0: newest)")
 	sync := fs.String("sync", "origin", "origin | all | none")
+	moveDelay := fs.Duration("move-delay", replica.DefaultMoveDelay, "how long another relay's head must stay ahead of an origin's source before the origin moves")
+	stall := fs.Duration("stall-timeout", replica.DefaultStallTimeout, "how long a source may advertise entries that do not come before it counts as a gap")
+	chanWin := fs.Int("channel-window", 0, "bytes received and not yet applied per origin channel (0: the default, one largest frame)")
+	sessWin := fs.Int("session-window", 0, "bytes received and not yet applied per connection (0: the default, 64 MiB)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -82,6 +88,19 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	if newest := handshake.Implemented().Max; *protoMax > newest {
 		return nil, fmt.Errorf("--protocol-max: %d is beyond the newest version, %d", *protoMax, newest)
 	}
+	if *moveDelay <= 0 {
+		return nil, fmt.Errorf("--move-delay: %v is not positive", *moveDelay)
+	}
+	if *stall <= 0 {
+		return nil, fmt.Errorf("--stall-timeout: %v is not positive", *stall)
+	}
+	limits := protocol.Limits{MaxChannelBuffer: *chanWin, MaxSessionBuffer: *sessWin}
+	if *chanWin < 0 || *sessWin < 0 {
+		return nil, errors.New("--channel-window, --session-window: a window is not negative")
+	}
+	if err := limits.WithDefaults().Validate(); err != nil {
+		return nil, fmt.Errorf("--channel-window, --session-window: %s", err.Message)
+	}
 	if *name == "" {
 		return nil, errors.New("--name: empty (and the host has no name)")
 	}
@@ -94,7 +113,8 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 		return nil, fmt.Errorf("--secret: a listener on %s (not loopback) needs a cluster secret of at least %d bytes (128 random bits, e.g. openssl rand -hex 32)", *listen, minSecret)
 	}
 	return &serveConfig{listen: *listen, httpListen: *httpListen, node: node.Config{Name: *name, DataDir: *data,
-		Peers: peers, Secret: []byte(*secret), ProtocolMax: *protoMax, Sync: node.SyncMode(*sync)}}, nil
+		Peers: peers, Secret: []byte(*secret), ProtocolMax: *protoMax, Sync: node.SyncMode(*sync),
+		MoveDelay: *moveDelay, StallTimeout: *stall, Limits: limits}}, nil
 }
 
 // loopback reports whether a listen address binds only the loopback interface.

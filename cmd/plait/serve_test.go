@@ -30,6 +30,10 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--listen", "0.0.0.0:7400", "--secret", "short"}, "--secret"},
 		{[]string{"--name", ""}, "--name"},
 		{[]string{"--bogus"}, "-bogus"},
+		{[]string{"--move-delay", "0s"}, "--move-delay"},
+		{[]string{"--stall-timeout", "-1s"}, "--stall-timeout"},
+		{[]string{"--channel-window", "100"}, "--channel-window"},
+		{[]string{"--session-window", "-1"}, "--session-window"},
 		{[]string{"extra"}, "extra"},
 	} {
 		var stderr bytes.Buffer

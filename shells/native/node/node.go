@@ -54,6 +54,8 @@ type Config struct {
 	Logger      *slog.Logger
 	// RedialMin and RedialMax bound the dialers' exponential backoff (defaults 100 ms, 5 s).
 	RedialMin, RedialMax time.Duration
+	// MoveDelay and StallTimeout are the replica's (0: its defaults, 2 s and 3 s).
+	MoveDelay, StallTimeout time.Duration
 	// MaxPendingHandshakes bounds the accepted connections whose handshake has not
 	// completed; an upgrade request beyond it is refused at once with 503 (default 64).
 	MaxPendingHandshakes int
@@ -139,7 +141,7 @@ func Start(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("node: the data directory %s belongs to node %q, not %q", cfg.DataDir, id.Name, cfg.Name)
 	}
 	rep, err := replica.New(replica.Config{MaxVersion: cfg.ProtocolMax, Secret: cfg.Secret, Limits: cfg.Limits,
-		HoldUnsynced: cfg.Sync != SyncNone}, store)
+		HoldUnsynced: cfg.Sync != SyncNone, MoveDelay: cfg.MoveDelay, StallTimeout: cfg.StallTimeout}, store)
 	if err != nil {
 		store.Close()
 		return nil, err
