@@ -5,8 +5,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
+	"plait/internal/testnet"
 	"strings"
 	"testing"
 	"time"
@@ -64,7 +64,7 @@ func TestServeDefaults(t *testing.T) {
 // TestStatusPrintsTables: plait status reads a node's /v1/status and prints its origins,
 // peers and counters.
 func TestStatusPrintsTables(t *testing.T) {
-	repl, api := freeAddr(t), freeAddr(t)
+	repl, api := testnet.FreeAddr(t), testnet.FreeAddr(t)
 	cfg, err := parseServe([]string{"--name", "S", "--data", t.TempDir(), "--listen", repl, "--http", api}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
@@ -95,23 +95,12 @@ func TestStatusPrintsTables(t *testing.T) {
 	}
 }
 
-// freeAddr is a loopback address with a port free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // TestCheck: plait check passes a directory a node wrote and stopped, and refuses one that
 // holds no store.
 func TestCheck(t *testing.T) {
 	dir := t.TempDir()
-	api := freeAddr(t)
-	cfg, err := parseServe([]string{"--name", "K", "--data", dir, "--listen", freeAddr(t), "--http", api}, &bytes.Buffer{})
+	api := testnet.FreeAddr(t)
+	cfg, err := parseServe([]string{"--name", "K", "--data", dir, "--listen", testnet.FreeAddr(t), "--http", api}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}

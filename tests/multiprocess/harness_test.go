@@ -10,11 +10,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"plait/internal/testnet"
 	"strings"
 	"syscall"
 	"testing"
@@ -54,21 +54,10 @@ type proc struct {
 	log    *os.File
 }
 
-// freeAddr is a loopback address whose port was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // serve starts a node named name; peers are NAME=URL flags.
 func serve(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, name: name, data: filepath.Join(t.TempDir(), name), listen: freeAddr(t), http: freeAddr(t), args: args}
+	p := &proc{t: t, name: name, data: filepath.Join(t.TempDir(), name), listen: testnet.FreeAddr(t), http: testnet.FreeAddr(t), args: args}
 	p.start()
 	t.Cleanup(p.kill)
 	return p
