@@ -162,13 +162,15 @@ func (n *Node) accept(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
-	if err != nil {
+	if err != nil { // Accept has answered the request with the error
 		n.pending.Add(-1)
+		n.log.Info("upgrade refused", "remote", r.RemoteAddr, "err", err)
 		return
 	}
 	c, err := n.open(ws, wire.RoleListener, "")
 	if err != nil {
 		n.pending.Add(-1)
+		n.log.Warn("connection refused by the replica", "remote", r.RemoteAddr, "err", err)
 		_ = ws.CloseNow()
 		return
 	}
@@ -222,15 +224,16 @@ func (n *Node) dialLoop(ctx context.Context, p Peer) {
 			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			ws, _, err := websocket.Dial(dctx, target, nil)
 			cancel()
-			if err == nil {
-				if c, err := n.open(ws, wire.RoleDialer, p.Name); err == nil {
-					if made++; made > 1 {
-						n.setDial(p.Name, "connecting", 1)
-					}
-					n.serve(c)
-				} else {
-					_ = ws.CloseNow()
+			if err != nil {
+				n.log.Info("dial failed", "peer", p.Name, "url", target, "err", err)
+			} else if c, err := n.open(ws, wire.RoleDialer, p.Name); err != nil {
+				n.log.Warn("connection refused by the replica", "peer", p.Name, "err", err)
+				_ = ws.CloseNow()
+			} else {
+				if made++; made > 1 {
+					n.setDial(p.Name, "connecting", 1)
 				}
+				n.serve(c)
 			}
 			n.setDial(p.Name, "backoff", 0)
 			if time.Since(start) > 2*n.cfg.RedialMax {
