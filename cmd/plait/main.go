@@ -14,6 +14,7 @@ commands:
   serve   run a node (plait serve -h lists the flags)
   status  a node's /v1/status as tables (--http HOST:PORT)
   check   audit a stopped node's data directory (--data DIR); exit 0 iff all holds
+  bench   replication beside raw RocksDB and raw WebSocket, in one process
   demo    two protocol sessions replicate a log in one process; exit 0 iff both
           sides end with the same digest
 `
@@ -30,6 +31,8 @@ func main() {
 		os.Exit(status(os.Args[2:], os.Stdout, os.Stderr))
 	case "check":
 		os.Exit(check(os.Args[2:], os.Stdout, os.Stderr))
+	case "bench":
+		os.Exit(bench(os.Args[2:], os.Stdout, os.Stderr))
 	case "demo":
 		if err := demo(os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "plait demo:", err)

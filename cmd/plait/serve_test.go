@@ -134,3 +134,19 @@ func TestCheck(t *testing.T) {
 		t.Errorf("plait check of an empty directory: exit %d, want 2", code)
 	}
 }
+
+// TestBench: plait bench runs on a small load and prints every row.
+func TestBench(t *testing.T) {
+	var out, errs bytes.Buffer
+	if code := bench([]string{"--records", "1000", "--latency-samples", "5"}, &out, &errs); code != 0 {
+		t.Fatalf("plait bench: exit %d: %s", code, errs.String())
+	}
+	for _, want := range []string{"raw RocksDB", "raw WebSocket", "replication A -> B", "write -> visible on B"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("plait bench output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if code := bench([]string{"--records", "150", "--per-txn", "100"}, &out, &errs); code != 2 {
+		t.Errorf("records not a multiple of per-txn: exit %d, want 2", code)
+	}
+}
