@@ -36,8 +36,6 @@ type invariants struct {
 	resent     int // dropped entries sent again (a resubscription after a stall or reconnect)
 }
 
-func (v *invariants) init() {}
-
 func (v *invariants) fail(now time.Time, format string, args ...any) {
 	if len(v.failures) < 20 {
 		v.failures = append(v.failures, fmt.Sprintf("%.3fs: ", now.Sub(Epoch).Seconds())+fmt.Sprintf(format, args...))
@@ -320,10 +318,9 @@ type FaultReport struct {
 	Closed   int // dropped entries whose connection closed before anything showed the hole
 }
 
-// Faults accounts for the injected faults; at the end of a run (settle) it also fails
-// any dropped entry still unaccounted for on a connection that is up, unless the receiver
-// holds it by now.
-func (c *Cluster) Faults(settle bool) FaultReport {
+// Faults accounts for the injected faults at the end of a run: it fails any dropped entry
+// still unaccounted for on a connection that is up, unless the receiver holds it by now.
+func (c *Cluster) Faults() FaultReport {
 	r := FaultReport{Injected: len(c.inv.injections), Detected: c.inv.detected, Covered: c.inv.covered, Resent: c.inv.resent}
 	for _, inj := range c.inv.injections {
 		if inj.resolved {
@@ -332,7 +329,6 @@ func (c *Cluster) Faults(settle bool) FaultReport {
 		switch e := inj.receiver; {
 		case e.closed || e.node.Rep == nil:
 			r.Closed++
-		case !settle:
 		case e.node.Rep.Origin(inj.origin).AppliedSeq >= inj.seq:
 			r.Covered++
 		default:

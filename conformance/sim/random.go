@@ -202,7 +202,7 @@ func Random(seed uint64, opts Options) Report {
 		c.inv.fail(c.now, "did not converge within 2 minutes of healing: %s", why)
 	}
 	rep.Records, rep.Digest = c.CheckConverged()
-	f := c.Faults(true)
+	f := c.Faults()
 	rep.Injected, rep.Detected, rep.Covered, rep.Resent, rep.Closed = f.Injected, f.Detected, f.Covered, f.Resent, f.Closed
 	for _, name := range names {
 		nd := c.Node(name)

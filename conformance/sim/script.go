@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -492,7 +491,7 @@ func (s *Script) cmdCheck(args []Arg) (string, error) {
 		return "", err
 	}
 	count, digest := s.c.CheckConverged()
-	faults := s.c.Faults(true)
+	faults := s.c.Faults()
 	var b strings.Builder
 	if f := s.c.Failures(); len(f) > 0 {
 		b.WriteString("INVARIANTS FAILED:\n")
@@ -514,11 +513,6 @@ func (s *Script) cmdCheck(args []Arg) (string, error) {
 	}
 	b.WriteString("invariants hold\n")
 	return b.String(), nil
-}
-
-// Moves lists the source changes of a node so far (not first choices).
-func Moves(n *Node) []replica.Move {
-	return slices.DeleteFunc(slices.Clone(n.moves), func(m replica.Move) bool { return m.Reason == replica.ReasonFirst })
 }
 
 // peers A ...: each node's connections: peer, state and negotiated version.

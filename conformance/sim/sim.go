@@ -128,7 +128,6 @@ func New(opts Options) *Cluster {
 	}
 	c := &Cluster{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)), now: Epoch,
 		nodes: map[string]*Node{}, links: map[[2]string]*Link{}}
-	c.inv.init()
 	return c
 }
 

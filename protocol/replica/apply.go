@@ -53,7 +53,7 @@ func (r *Replica) receive(c *conn, v wire.TxnView, pos uint64) {
 	}
 	if c.version == 1 {
 		c.v1LastPos[v.Origin] = pos
-		r.ackV1(c, pos)
+		r.check(c.sess.Ack(pos))
 	} else {
 		r.check(c.sess.AckOrigin(v.Origin, v.Seq))
 	}
@@ -85,10 +85,6 @@ func (r *Replica) restream(c *conn, st *originState) {
 	if st.source == c.id {
 		r.subscribe(c, st, st.applied.Seq)
 	}
-}
-
-func (r *Replica) ackV1(c *conn, pos uint64) {
-	r.check(c.sess.Ack(pos))
 }
 
 // apply writes one entry that extends its origin's log: the last-writer-wins winners, the

@@ -591,7 +591,7 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 		r.counters.DuplicatesReceived++
 		if c.version == 1 {
 			c.v1LastPos[ev.Txn.Origin] = ev.Position
-			r.ackV1(c, ev.Position)
+			r.check(c.sess.Ack(ev.Position))
 			r.check(r.store.SetPeerCursor(c.peerOrigin, ev.Position))
 		}
 	case protocol.EventGap:

@@ -96,19 +96,7 @@ func (r *Replica) Status(now time.Time) Status {
 	s := Status{Node: NodeStatus{Name: r.id.Name, Origin: r.id.Origin, ProtocolMin: rng.Min, ProtocolMax: rng.Max,
 		Authenticated: len(r.cfg.Secret) > 0}, Counters: r.counters}
 	for _, o := range r.originOrder {
-		st := r.origins[o]
-		os := OriginStatus{Origin: o, Name: st.name, AppliedSeq: st.applied.Seq, HeadSeq: max(st.headSeq, st.applied.Seq),
-			SourceChanges: st.changes, Diverged: st.diverged}
-		os.LagSeq = os.HeadSeq - os.AppliedSeq
-		if os.LagSeq > 0 && st.headHLC > st.appliedHLC {
-			os.LagMs = st.headHLC.WallMillis() - st.appliedHLC.WallMillis()
-		}
-		if c := r.conns[st.source]; c != nil {
-			os.SourcePeer = c.peerName
-		} else if o != r.id.Origin {
-			os.SourcePeer = st.legacySource
-		}
-		s.Origins = append(s.Origins, os)
+		s.Origins = append(s.Origins, r.originStatus(r.origins[o]))
 	}
 	for _, id := range r.connOrder {
 		c := r.conns[id]
@@ -134,22 +122,25 @@ func (r *Replica) Status(now time.Time) Status {
 
 // Origin reports one origin's status (the zero value with the id when unknown).
 func (r *Replica) Origin(o wire.OriginID) OriginStatus {
-	for _, os := range r.Status(r.now).Origins {
-		if os.Origin == o {
-			return os
-		}
+	if st := r.origins[o]; st != nil {
+		return r.originStatus(st)
 	}
 	return OriginStatus{Origin: o}
 }
 
-// OriginByName finds an origin's id by its human name.
-func (r *Replica) OriginByName(name string) (wire.OriginID, bool) {
-	for _, o := range r.originOrder {
-		if r.origins[o].name == name {
-			return o, true
-		}
+func (r *Replica) originStatus(st *originState) OriginStatus {
+	os := OriginStatus{Origin: st.id, Name: st.name, AppliedSeq: st.applied.Seq, HeadSeq: max(st.headSeq, st.applied.Seq),
+		SourceChanges: st.changes, Diverged: st.diverged}
+	os.LagSeq = os.HeadSeq - os.AppliedSeq
+	if os.LagSeq > 0 && st.headHLC > st.appliedHLC {
+		os.LagMs = st.headHLC.WallMillis() - st.appliedHLC.WallMillis()
 	}
-	return wire.OriginID{}, false
+	if c := r.conns[st.source]; c != nil {
+		os.SourcePeer = c.peerName
+	} else if st.id != r.id.Origin {
+		os.SourcePeer = st.legacySource
+	}
+	return os
 }
 
 // Vector is the applied cursor vector, sorted by origin.
