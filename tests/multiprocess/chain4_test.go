@@ -3,8 +3,6 @@
 package multiprocess
 
 import (
-	"net/http"
-	"strings"
 	"testing"
 	"time"
 )
@@ -22,16 +20,8 @@ func TestFourNodeChainFailover(t *testing.T) {
 	waitFor(t, "D taking A through C, and C through B", 30*time.Second, func() bool {
 		return d.origin("A").SourcePeer == "C" && c.origin("A").SourcePeer == "B" && d.origin("A").AppliedSeq > 5
 	})
-	req, _ := http.NewRequest("POST", "http://"+c.http+"/v1/peers", strings.NewReader(`{"name":"B2","url":"`+b2.url()+`"}`))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusCreated {
-		t.Fatalf("adding B2 to C: %v %v", err, resp)
-	}
-	resp.Body.Close()
-	waitFor(t, "C connected to B2", 30*time.Second, func() bool {
-		_, body := c.get("/v1/status")
-		return strings.Contains(body, `"name":"B2"`) && strings.Contains(body, `"state":"streaming"`)
-	})
+	c.addPeer(b2)
+	waitFor(t, "C connected to B2", 30*time.Second, func() bool { return c.connected("B2") })
 	b.kill()
 	before := d.origin("A").AppliedSeq
 	waitFor(t, "D advancing after the failover", 30*time.Second, func() bool { return d.origin("A").AppliedSeq > before+10 })

@@ -59,12 +59,7 @@ func TestRelayFailover(t *testing.T) {
 		o := c.origin("A")
 		return o.SourcePeer == "B" && o.AppliedSeq > 0
 	})
-	req, _ := http.NewRequest("POST", "http://"+c.http+"/v1/peers", strings.NewReader(`{"name":"B2","url":"`+b2.url()+`"}`))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusCreated {
-		t.Fatalf("adding B2 to C: %v %v", err, resp)
-	}
-	resp.Body.Close()
+	c.addPeer(b2)
 	wd := startWriters(t, d)
 	waitFor(t, "C taking D through B2", 30*time.Second, func() bool {
 		o := c.origin("D")

@@ -152,8 +152,36 @@ type originStatus struct {
 }
 
 type status struct {
-	Origins  []originStatus    `json:"origins"`
+	Origins []originStatus `json:"origins"`
+	Peers   []struct {
+		Name      string `json:"name"`
+		Connected bool   `json:"connected"`
+	} `json:"peers"`
 	Counters map[string]uint64 `json:"counters"`
+}
+
+// connected reports whether the node's connection to peer streams with fresh liveness.
+func (p *proc) connected(peer string) bool {
+	for _, q := range p.status().Peers {
+		if q.Name == peer && q.Connected {
+			return true
+		}
+	}
+	return false
+}
+
+// addPeer adds q as a peer through POST /v1/peers.
+func (p *proc) addPeer(q *proc) {
+	p.t.Helper()
+	req, _ := http.NewRequest("POST", "http://"+p.http+"/v1/peers", strings.NewReader(`{"name":"`+q.name+`","url":"`+q.url()+`"}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		p.t.Fatalf("adding %s to %s: %v", q.name, p.name, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		p.t.Fatalf("adding %s to %s: %s", q.name, p.name, resp.Status)
+	}
 }
 
 func (p *proc) status() status {

@@ -3,8 +3,6 @@
 package multiprocess
 
 import (
-	"net/http"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -22,12 +20,7 @@ func TestLegacyRelayFailover(t *testing.T) {
 	wa := startWriters(t, a)
 	waitFor(t, "C holding A's entries through B", 30*time.Second, func() bool { return c.origin("A").AppliedSeq > 20 })
 	b.kill()
-	req, _ := http.NewRequest("POST", "http://"+c.http+"/v1/peers", strings.NewReader(`{"name":"B2","url":"`+b2.url()+`"}`))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusCreated {
-		t.Fatalf("adding B2 to C: %v %v", err, resp)
-	}
-	resp.Body.Close()
+	c.addPeer(b2)
 	before := c.origin("A").AppliedSeq
 	waitFor(t, "C advancing through B2", 30*time.Second, func() bool { return c.origin("A").AppliedSeq > before+10 })
 	wa.halt()
@@ -80,10 +73,7 @@ func TestRollingUpgrade(t *testing.T) {
 func TestLiveness(t *testing.T) {
 	a := serve(t, "A")
 	b := serve(t, "B", "--peer", a.peer())
-	connected := func() bool {
-		_, body := b.get("/v1/status")
-		return strings.Contains(body, `"connected":true`)
-	}
+	connected := func() bool { return b.connected("A") }
 	waitFor(t, "B connected to A", 30*time.Second, connected)
 	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
