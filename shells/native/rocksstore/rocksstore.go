@@ -76,8 +76,19 @@ func Open(dir string, create replica.Identity, opts Options) (*Store, error) {
 	}
 	o := grocksdb.NewDefaultOptions()
 	o.SetCreateIfMissing(true)
-	db, err := grocksdb.OpenDb(o, dir)
+	// Last-writer-wins reads every written key first, and most are new: bloom filters in
+	// the memtable and the tables answer "absent" without searching.
+	o.SetMemtableWholeKeyFiltering(true)
+	t := grocksdb.NewDefaultBlockBasedTableOptions()
+	t.SetFilterPolicy(grocksdb.NewBloomFilterFull(10))
+	o.SetBlockBasedTableFactory(t)
+	o2, err := grocksdb.GetOptionsFromString(o, "memtable_prefix_bloom_size_ratio=0.1")
+	if err != nil {
+		return nil, err
+	}
+	db, err := grocksdb.OpenDb(o2, dir)
 	o.Destroy()
+	o2.Destroy()
 	if err != nil {
 		return nil, fmt.Errorf("rocksstore: opening %s: %w", dir, err)
 	}
@@ -327,10 +338,14 @@ func (s *Store) Apply(b *replica.Batch) (uint64, error) {
 	wb.Put(key(pLog, b.Origin[:], u64(b.Seq)), b.Txn)
 	wb.Put(key(pArrival, u64(pos)), append(b.Origin[:], u64(b.Seq)...))
 	wb.Put(key(pCursor, b.Origin[:]), append(u64(b.Seq), b.Hash[:]...))
+	var last []byte // the table whose 't' key is in the batch; a transaction seldom spans many
 	for i := range b.Records {
 		r := &b.Records[i]
 		wb.Put(append(tablePrefix(r.Table), r.Key...), encodeRecord(r))
-		wb.Put(key(pTable, r.Table), nil)
+		if !bytes.Equal(r.Table, last) {
+			wb.Put(key(pTable, r.Table), nil)
+			last = r.Table
+		}
 	}
 	if b.Name != "" {
 		wb.Put(key(pName, b.Origin[:]), []byte(b.Name))
