@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -32,6 +33,7 @@ func bench(args []string, stdout, stderr io.Writer) int {
 	perTxn := fs.Int("per-txn", 100, "records per transaction")
 	samples := fs.Int("latency-samples", 200, "single writes timed from A until visible on B")
 	sync := fs.String("sync", "origin", "origin | all | none (the nodes' --sync)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -51,6 +53,18 @@ func bench(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "plait bench: --cpuprofile:", err)
+			return 1
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
 	if err := runBench(stdout, dir, *records, *perTxn, *samples, node.SyncMode(*sync)); err != nil {
 		fmt.Fprintln(stderr, "plait bench:", err)
 		return 1

@@ -54,8 +54,8 @@ type PeerStatus struct {
 	HeldBytes    int
 	Stats        protocol.Stats
 	LastError    *PeerError
-	// Filled by the shell, which dials: the configured URL, and how many times the
-	// connection was made again since start.
+	// Filled by the shell, which dials: the configured URL, and how many times it dialed
+	// the peer after the first dial since start (successful or not).
 	URL        string
 	Reconnects uint64
 }

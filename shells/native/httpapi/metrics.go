@@ -16,7 +16,7 @@ var (
 	descHead       = prometheus.NewDesc("plait_origin_head_seq", "Highest seq of the origin known here.", []string{"origin", "origin_name"}, nil)
 	descLag        = prometheus.NewDesc("plait_origin_lag_seconds", "HLC time between the newest known and the newest applied entry of the origin.", []string{"origin", "origin_name"}, nil)
 	descConnected  = prometheus.NewDesc("plait_peer_connected", "1 while the peer's connection streams with fresh liveness.", []string{"peer"}, nil)
-	descReconnects = prometheus.NewDesc("plait_peer_reconnects_total", "Connections to the peer made again since start.", []string{"peer"}, nil)
+	descReconnects = prometheus.NewDesc("plait_peer_reconnects_total", "Dials of the peer after the first, since start.", []string{"peer"}, nil)
 	descCounters   = map[string]*prometheus.Desc{
 		"txns_applied":        prometheus.NewDesc("plait_txns_applied_total", "Transactions applied.", nil, nil),
 		"duplicates_received": prometheus.NewDesc("plait_duplicates_received_total", "Entries received that were applied already.", nil, nil),

@@ -32,8 +32,10 @@ type wsConn struct {
 	paused bool          // the reader waits for resume (loop only)
 	hs     *atomic.Int64 // the node's count of pending handshakes, while this one is
 	hsOnce sync.Once
-	done   chan struct{}
-	once   sync.Once
+	// established is set once the handshake completed.
+	established atomic.Bool
+	done        chan struct{}
+	once        sync.Once
 }
 
 func newConn(ws *websocket.Conn, peer string) *wsConn {
@@ -107,6 +109,7 @@ func (n *Node) serve(c *wsConn) {
 				c.paused, paused = true, true
 			}
 			if s := n.rep.Session(c.id); s != nil && s.State() == protocol.StateEstablished {
+				c.established.Store(true)
 				c.handshakeDone()
 			}
 		}); err != nil {
@@ -205,9 +208,12 @@ func (n *Node) connected(peer string) bool {
 }
 
 // dialLoop keeps a connection to a peer: it dials, serves the connection until it ends,
-// and dials again after a backoff that doubles up to RedialMax, with jitter, and starts
-// over after a connection that lasted (real progress). While the peer's own connection to
-// this node is up, it does not dial.
+// and dials again after a backoff that doubles up to RedialMax, with jitter. The backoff
+// starts over only after real progress: a connection whose handshake completed and that
+// lasted longer than two RedialMax. A peer that accepts and closes at once, or refuses, or
+// never completes the handshake is redialed at growing intervals. Every dial after the
+// first counts as a reconnect. While the peer's own connection to this node is up, it does
+// not dial.
 func (n *Node) dialLoop(ctx context.Context, p Peer) {
 	defer n.wg.Done()
 	target, err := replicateURL(p.URL)
@@ -216,29 +222,19 @@ func (n *Node) dialLoop(ctx context.Context, p Peer) {
 		return
 	}
 	backoff := n.cfg.RedialMin
-	made := 0
+	dialed := false
 	for ctx.Err() == nil {
 		if !n.connected(p.Name) {
-			start := time.Now()
-			n.setDial(p.Name, "connecting", 0)
-			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			ws, _, err := websocket.Dial(dctx, target, nil)
-			cancel()
-			if err != nil {
-				n.log.Info("dial failed", "peer", p.Name, "url", target, "err", err)
-			} else if c, err := n.open(ws, wire.RoleDialer, p.Name); err != nil {
-				n.log.Warn("connection refused by the replica", "peer", p.Name, "err", err)
-				_ = ws.CloseNow()
-			} else {
-				if made++; made > 1 {
-					n.setDial(p.Name, "connecting", 1)
-				}
-				n.serve(c)
+			var redial uint64
+			if dialed {
+				redial = 1
 			}
-			n.setDial(p.Name, "backoff", 0)
-			if time.Since(start) > 2*n.cfg.RedialMax {
+			dialed = true
+			n.setDial(p.Name, "connecting", redial)
+			if n.dialOnce(ctx, p, target) {
 				backoff = n.cfg.RedialMin
 			}
+			n.setDial(p.Name, "backoff", 0)
 		} else {
 			backoff = n.cfg.RedialMin // the peer's connection serves: look again soon
 		}
@@ -249,6 +245,27 @@ func (n *Node) dialLoop(ctx context.Context, p Peer) {
 		case <-ctx.Done():
 		}
 	}
+}
+
+// dialOnce dials a peer and serves the connection until it ends; it reports whether the
+// connection made real progress (its handshake completed and it lasted).
+func (n *Node) dialOnce(ctx context.Context, p Peer, target string) bool {
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ws, _, err := websocket.Dial(dctx, target, nil)
+	cancel()
+	if err != nil {
+		n.log.Info("dial failed", "peer", p.Name, "url", target, "err", err)
+		return false
+	}
+	c, err := n.open(ws, wire.RoleDialer, p.Name)
+	if err != nil {
+		n.log.Warn("connection refused by the replica", "peer", p.Name, "err", err)
+		_ = ws.CloseNow()
+		return false
+	}
+	start := time.Now()
+	n.serve(c)
+	return c.established.Load() && time.Since(start) > 2*n.cfg.RedialMax
 }
 
 // setDial records a dialer's state and counts reconnects.
