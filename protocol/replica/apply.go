@@ -117,6 +117,7 @@ func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) bo
 		st.diverged = false // the chain goes on past the entry that diverged
 	}
 	r.hlc = max(r.hlc, v.HLC)
+	r.storedHLC = max(r.storedHLC, v.HLC)
 	r.counters.TxnsApplied++
 	r.headsDirty[v.Origin] = true
 	for _, id := range r.connOrder {
@@ -131,8 +132,10 @@ func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) bo
 // when its version (HLC timestamp, then origin id) is not older than the record's. Equal
 // versions come only from one origin, whose entries every node applies in seq order, so
 // the outcome is the same everywhere. A later operation of one transaction on the same key
-// replaces an earlier one.
+// replaces an earlier one. A transaction newer than every stored version (a local write,
+// or an origin's entries arriving in order) wins without reading the store.
 func (r *Replica) lww(v *wire.TxnView, b *Batch) bool {
+	read := v.HLC <= r.storedHLC
 	idx := map[string]int{}
 	it := v.Ops()
 	for op, ok := it.Next(); ok; op, ok = it.Next() {
@@ -144,11 +147,15 @@ func (r *Replica) lww(v *wire.TxnView, b *Batch) bool {
 			}
 			continue
 		}
+		idx[k] = len(b.Records)
+		if !read {
+			b.Records = append(b.Records, rec)
+			continue
+		}
 		old, found, err := r.store.Get(op.Table, op.Key)
 		if !r.check(err) {
 			return false
 		}
-		idx[k] = len(b.Records)
 		if found && newer(old.HLC, old.Origin, v.HLC, v.Origin) {
 			b.Records = append(b.Records, Record{}) // the stored version wins; later ops of this key too
 			continue

@@ -145,6 +145,7 @@ type Replica struct {
 	out         map[ConnID]*Output
 
 	hlc          wire.HLC
+	storedHLC    wire.HLC // no stored record version is newer (Store.RecordHLC and later applies)
 	arrivals     uint64   // the last arrival position
 	synced       uint64   // local seq durable against power loss (HoldUnsynced)
 	syncedHLC    wire.HLC // its timestamp
@@ -277,6 +278,9 @@ func New(cfg Config, store Store) (*Replica, error) {
 		}
 		st.appliedHLC, st.headHLC = v.HLC, v.HLC
 		r.hlc = max(r.hlc, v.HLC)
+	}
+	if r.storedHLC, err = store.RecordHLC(); err != nil {
+		return nil, err
 	}
 	if r.arrivals, err = store.LastArrival(); err != nil {
 		return nil, err

@@ -41,6 +41,11 @@ type Store interface {
 	// Get returns the current version of a record, tombstones included.
 	Get(table, key []byte) (Record, bool, error)
 
+	// RecordHLC is the highest HLC of any record version Apply ever wrote (0 when none).
+	// It survives what the records survive. Last-writer-wins reads no record for an entry
+	// newer than it: no stored version can win.
+	RecordHLC() (wire.HLC, error)
+
 	// Scan calls fn for the records of table in key order, starting after key after
 	// (nil: from the first), tombstones included, until fn returns false.
 	Scan(table []byte, after []byte, fn func(Record) bool) error

@@ -31,6 +31,7 @@ type Store struct {
 	tables   map[string][]replica.Record // per table, sorted by key
 	names    map[wire.OriginID]string
 	peers    map[wire.OriginID]uint64
+	hlc      wire.HLC // the highest record HLC written
 }
 
 var _ replica.Store = (*Store)(nil)
@@ -56,6 +57,7 @@ func (s *Store) Clone() *Store {
 		tables:   make(map[string][]replica.Record, len(s.tables)),
 		names:    make(map[wire.OriginID]string, len(s.names)),
 		peers:    make(map[wire.OriginID]uint64, len(s.peers)),
+		hlc:      s.hlc,
 	}
 	for k, v := range s.log {
 		c.log[k] = v
@@ -99,6 +101,9 @@ func (s *Store) Arrivals(after uint64, limit int) ([]replica.Arrival, error) {
 
 // LastArrival returns the highest arrival position, 0 when the log is empty.
 func (s *Store) LastArrival() (uint64, error) { return uint64(len(s.arrivals)), nil }
+
+// RecordHLC is the highest HLC of a record version Apply wrote.
+func (s *Store) RecordHLC() (wire.HLC, error) { return s.hlc, nil }
 
 // Get returns a copy of the record's current version, tombstones included.
 func (s *Store) Get(table, key []byte) (replica.Record, bool, error) {
@@ -183,6 +188,7 @@ func (s *Store) Apply(b *replica.Batch) (uint64, error) {
 	s.cursor.Advance(vector.Entry{Origin: b.Origin, Seq: b.Seq, Hash: b.Hash})
 	for _, r := range b.Records {
 		s.put(cloneRecord(r))
+		s.hlc = max(s.hlc, r.HLC)
 	}
 	if b.Name != "" {
 		s.names[b.Origin] = b.Name

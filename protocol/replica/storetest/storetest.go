@@ -191,6 +191,9 @@ func dump(t *testing.T, s replica.Store, origins ...wire.OriginID) string {
 	last, err := s.LastArrival()
 	must(t, err)
 	fmt.Fprintf(&w, "last arrival %d\n", last)
+	hlc, err := s.RecordHLC()
+	must(t, err)
+	fmt.Fprintf(&w, "record hlc %d\n", hlc)
 	arr, err := s.Arrivals(0, 1000)
 	must(t, err)
 	for _, a := range arr {
@@ -423,9 +426,19 @@ func testRecords(t *testing.T, s replica.Store) {
 	a1 := a.next(t, put("u", "k1", "u-one"), put("t", "k3", "three"), put("t", "k1", "one"))
 	b1 := b.next(t, put("t", "k2", "two"), put("t", "\xff", "high"), put("a.b", "x", "y"))
 	a2 := a.next(t, del("t", "k2"), put("t", "k10", "ten"))
+	recordHLC := func(want wire.HLC, after string) {
+		t.Helper()
+		if got, err := s.RecordHLC(); err != nil || got != want {
+			t.Errorf("RecordHLC after %s = %d, %v; want %d", after, got, err, want)
+		}
+	}
+	recordHLC(0, "no apply")
 	apply(t, s, a1, 1)
+	recordHLC(a1.Records[0].HLC, "A seq 1")
 	apply(t, s, b1, 2)
+	recordHLC(b1.Records[0].HLC, "B seq 1") // the same wall time as A seq 1, a higher logical
 	apply(t, s, a2, 3)
+	recordHLC(a2.Records[0].HLC, "A seq 2")
 
 	r, ok := get(t, s, "t", "k2")
 	if !ok || !r.Deleted || r.HLC != a2.Records[0].HLC || r.Origin != originA ||
@@ -496,6 +509,11 @@ func testRecords(t *testing.T, s replica.Store) {
 	b2 := b.next(t, put("t", "k2", "back"))
 	b2.Records[0].HLC = 1
 	apply(t, s, b2, 4)
+	recordHLC(a2.Records[0].HLC, "a batch of older versions")
+	b3 := b.next(t, put("t", "k3", "x"))
+	b3.Records = nil // a transaction whose every version lost: no record written
+	apply(t, s, b3, 5)
+	recordHLC(a2.Records[0].HLC, "a batch without records")
 	r, ok = get(t, s, "t", "k2")
 	if !ok || r.Deleted || string(r.Value) != "back" || r.HLC != 1 || r.Origin != originB {
 		t.Errorf("Get(t, k2) after the put = %s, %v", fmtRecord(r), ok)

@@ -15,6 +15,7 @@
 //	't' table                            a table that holds records (empty value)
 //	'n' origin                           an origin's name
 //	'p' peer origin                      a version-1 peer cursor (8)
+//	'h'                                  the highest record HLC written (8)
 //	'd' name                             a peer added through the API: its URL
 //
 // Prefixes 'x' to 'z' are left for retention and repair (DESIGN.md §3, planned).
@@ -46,6 +47,7 @@ const (
 	pName     = 'n'
 	pPeer     = 'p'
 	pDial     = 'd'
+	pHLC      = 'h'
 )
 
 // Options configure a store.
@@ -64,6 +66,7 @@ type Store struct {
 	id       replica.Identity
 	cursor   vector.Vector // kept in memory: read on every Apply
 	arrivals uint64
+	hlc      wire.HLC // RecordHLC, kept in memory
 }
 
 var _ replica.Store = (*Store)(nil)
@@ -146,6 +149,9 @@ func (s *Store) load(create replica.Identity) error {
 	if err != nil {
 		return err
 	}
+	if err := s.loadHLC(); err != nil {
+		return err
+	}
 	it := s.db.NewIterator(s.ro)
 	defer it.Close()
 	it.SeekForPrev([]byte{pArrival, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
@@ -155,6 +161,32 @@ func (s *Store) load(create replica.Identity) error {
 		k.Free()
 	}
 	return it.Err()
+}
+
+// loadHLC reads RecordHLC. A directory written before the 'h' key existed has records
+// and no 'h': their highest HLC is found once and written.
+func (s *Store) loadHLC() error {
+	v, err := s.db.GetBytes(s.ro, []byte{pHLC})
+	switch {
+	case err != nil:
+		return err
+	case len(v) == 8:
+		s.hlc = wire.HLC(binary.BigEndian.Uint64(v))
+		return nil
+	case v != nil:
+		return errors.New("rocksstore: the record HLC is damaged")
+	}
+	err = s.each([]byte{pRecord}, nil, func(_, v []byte) (bool, error) {
+		if len(v) < 25 {
+			return false, errors.New("rocksstore: a record is damaged")
+		}
+		s.hlc = max(s.hlc, wire.HLC(binary.BigEndian.Uint64(v[1:9])))
+		return true, nil
+	})
+	if err != nil || s.hlc == 0 {
+		return err
+	}
+	return s.db.Put(s.wo, []byte{pHLC}, u64(uint64(s.hlc)))
 }
 
 // each calls fn for every key with prefix, from start (nil: the first), with copies of
@@ -230,6 +262,9 @@ func (s *Store) Arrivals(after uint64, limit int) ([]replica.Arrival, error) {
 
 // LastArrival is the highest arrival position.
 func (s *Store) LastArrival() (uint64, error) { return s.arrivals, nil }
+
+// RecordHLC is the highest HLC of a record version Apply wrote.
+func (s *Store) RecordHLC() (wire.HLC, error) { return s.hlc, nil }
 
 // Get returns a record's current version, tombstones included.
 func (s *Store) Get(table, k []byte) (replica.Record, bool, error) {
@@ -339,13 +374,18 @@ func (s *Store) Apply(b *replica.Batch) (uint64, error) {
 	wb.Put(key(pArrival, u64(pos)), append(b.Origin[:], u64(b.Seq)...))
 	wb.Put(key(pCursor, b.Origin[:]), append(u64(b.Seq), b.Hash[:]...))
 	var last []byte // the table whose 't' key is in the batch; a transaction seldom spans many
+	hlc := s.hlc
 	for i := range b.Records {
 		r := &b.Records[i]
+		hlc = max(hlc, r.HLC)
 		wb.Put(append(tablePrefix(r.Table), r.Key...), encodeRecord(r))
 		if !bytes.Equal(r.Table, last) {
 			wb.Put(key(pTable, r.Table), nil)
 			last = r.Table
 		}
+	}
+	if hlc > s.hlc {
+		wb.Put([]byte{pHLC}, u64(uint64(hlc)))
 	}
 	if b.Name != "" {
 		wb.Put(key(pName, b.Origin[:]), []byte(b.Name))
@@ -364,6 +404,7 @@ func (s *Store) Apply(b *replica.Batch) (uint64, error) {
 	}
 	s.cursor.Advance(vector.Entry{Origin: b.Origin, Seq: b.Seq, Hash: b.Hash})
 	s.arrivals = pos
+	s.hlc = hlc
 	return pos, nil
 }
 
