@@ -3,47 +3,63 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"errors"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
-	"slices"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/linxGnu/grocksdb"
 
-	"plait/protocol/wire"
 	"plait/shells/native/node"
 )
 
+// benchConfig is plait bench's flags.
+type benchConfig struct {
+	records, perTxn, samples, writers int
+	stalled                           int // records written while the receiver is stopped (0: skip)
+	sync                              node.SyncMode
+	dir                               string
+	value                             []byte
+}
+
 // bench is plait bench: replication measured beside the machine's physical limits, in one
-// process and one run (DESIGN.md §6): raw RocksDB batched writes of the same records and
-// raw WebSocket loopback messages, then two nodes replicating.
+// run (DESIGN.md §6): raw RocksDB batched writes of the same records and raw WebSocket
+// loopback messages, then nodes replicating: A -> B through the Go API and through HTTP
+// batches, write -> visible latency and the extra latency of a relay hop, 16 origins
+// against 1 over one connection, and memory with a stalled receiver.
 func bench(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("plait bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	records := fs.Int("records", 200_000, "records replicated")
-	perTxn := fs.Int("per-txn", 100, "records per transaction")
-	samples := fs.Int("latency-samples", 200, "single writes timed from A until visible on B")
+	var c benchConfig
+	fs.IntVar(&c.records, "records", 200_000, "records replicated in each throughput measure")
+	fs.IntVar(&c.perTxn, "per-txn", 100, "records per transaction")
+	fs.IntVar(&c.samples, "latency-samples", 1000, "single writes timed from A until visible on B and C")
+	fs.IntVar(&c.writers, "writers", 4, "concurrent writers on A")
+	fs.IntVar(&c.stalled, "stalled-records", 500_000, "records written to a node whose receiver is stopped (SIGSTOP), sender RSS sampled; 0 skips")
 	sync := fs.String("sync", "origin", "origin | all | none (the nodes' --sync)")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the in-process measures to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *records <= 0 || *perTxn <= 0 || *records%*perTxn != 0 {
+	c.sync = node.SyncMode(*sync)
+	switch {
+	case c.records <= 0 || c.perTxn <= 0 || c.records%c.perTxn != 0:
 		fmt.Fprintln(stderr, "plait bench: --records must be a positive multiple of --per-txn")
 		return 2
-	}
-	switch node.SyncMode(*sync) {
-	case node.SyncOrigin, node.SyncAll, node.SyncNone:
-	default:
+	case c.records%(16*c.perTxn) != 0:
+		fmt.Fprintln(stderr, "plait bench: --records must be a multiple of 16 transactions (the 16-origin measure splits them)")
+		return 2
+	case c.writers <= 0 || c.samples <= 0 || c.stalled < 0:
+		fmt.Fprintln(stderr, "plait bench: --writers and --latency-samples must be positive, --stalled-records not negative")
+		return 2
+	case c.sync != node.SyncOrigin && c.sync != node.SyncAll && c.sync != node.SyncNone:
 		fmt.Fprintf(stderr, "plait bench: --sync: %q is not origin, all or none\n", *sync)
 		return 2
 	}
@@ -53,6 +69,10 @@ func bench(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	c.dir = dir
+	raw := make([]byte, benchValue/2)
+	_, _ = rand.Read(raw)
+	c.value = []byte(hex.EncodeToString(raw)) // text, so the HTTP API carries it as is
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err == nil {
@@ -65,7 +85,7 @@ func bench(args []string, stdout, stderr io.Writer) int {
 		defer f.Close()
 		defer pprof.StopCPUProfile()
 	}
-	if err := runBench(stdout, dir, *records, *perTxn, *samples, node.SyncMode(*sync)); err != nil {
+	if err := runBench(stdout, &c); err != nil {
 		fmt.Fprintln(stderr, "plait bench:", err)
 		return 1
 	}
@@ -74,33 +94,74 @@ func bench(args []string, stdout, stderr io.Writer) int {
 
 const benchValue = 100 // bytes per record value; keys are 16 bytes
 
-func benchKey(i int) []byte { return []byte(fmt.Sprintf("key-%012d", i)) }
+func benchKey(i int) []byte { return fmt.Appendf(nil, "key-%012d", i) }
 
-func runBench(out io.Writer, dir string, records, perTxn, samples int, sync node.SyncMode) error {
-	value := make([]byte, benchValue)
-	_, _ = rand.Read(value)
-	fmt.Fprintf(out, "plait bench: %d records of 16 B keys and %d B values, %d per transaction, --sync %s\n\n", records, benchValue, perTxn, sync)
-
-	rocks, err := rawRocks(filepath.Join(dir, "raw"), records, perTxn, value)
-	if err != nil {
-		return err
-	}
-	wsRate, err := rawWebSocket(20_000, 1024)
-	if err != nil {
-		return err
-	}
-	repl, lat, err := replicate(dir, records, perTxn, samples, value, sync)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(out, "| measure | rate | ratio to its limit |")
+func runBench(out io.Writer, c *benchConfig) error {
+	fmt.Fprintf(out, "plait bench: 16 B keys, %d B values, %d records per transaction, --sync %s, %d writers\n\n",
+		benchValue, c.perTxn, c.sync, c.writers)
+	fmt.Fprintln(out, "| measure | result | ratio |")
 	fmt.Fprintln(out, "|---|---|---|")
-	fmt.Fprintf(out, "| raw RocksDB, batches of %d, no fsync (limit) | %.0f records/s | 1 |\n", perTxn, rocks)
-	fmt.Fprintf(out, "| raw WebSocket loopback, 1 KiB messages, pipelined (limit) | %.0f messages/s | 1 |\n", wsRate)
-	fmt.Fprintf(out, "| replication A -> B, applied on B | %.0f records/s | %.2f of raw RocksDB |\n", repl, repl/rocks)
-	fmt.Fprintf(out, "| write -> visible on B, p50 / p99 (%d single writes) | %s / %s | |\n", samples, lat[0], lat[1])
+	row := func(measure, result, ratio string) { fmt.Fprintf(out, "| %s | %s | %s |\n", measure, result, ratio) }
+
+	rocks, err := rawRocks(filepath.Join(c.dir, "raw"), c.records, c.perTxn, c.value)
+	if err != nil {
+		return err
+	}
+	row(fmt.Sprintf("raw RocksDB, %d records in batches of %d, no fsync (the limit)", c.records, c.perTxn), rate(rocks, "records"), "1")
+	ws, err := rawWebSocket(20_000, 1024)
+	if err != nil {
+		return err
+	}
+	row("raw WebSocket loopback, 20,000 pipelined 1 KiB messages (the limit)", rate(ws, "messages"), "1")
+
+	api, err := replicateAB(c, false)
+	if err != nil {
+		return err
+	}
+	row(fmt.Sprintf("replication A -> B, %d records written through the Go API", c.records), rate(api, "records"), ratio(api, rocks, "raw RocksDB"))
+	viaHTTP, err := replicateAB(c, true)
+	if err != nil {
+		return err
+	}
+	row(fmt.Sprintf("replication A -> B, %d records written as HTTP batches", c.records), rate(viaHTTP, "records"), ratio(viaHTTP, rocks, "raw RocksDB"))
+
+	lat, err := latency(c)
+	if err != nil {
+		return err
+	}
+	row(fmt.Sprintf("write -> visible on B (one hop), p50 / p99 of %d single writes", c.samples), lat.b[0].String()+" / "+lat.b[1].String(), "")
+	row("write -> visible on C (two hops, through B), p50 / p99", lat.c[0].String()+" / "+lat.c[1].String(), "")
+	row("extra latency of the relay hop (C minus B per write), p50 / p99", lat.hop[0].String()+" / "+lat.hop[1].String(), "")
+
+	one, err := origins(c, 1)
+	if err != nil {
+		return err
+	}
+	sixteen, err := origins(c, 16)
+	if err != nil {
+		return err
+	}
+	row(fmt.Sprintf("catch-up over one connection, %d records of 1 origin", c.records), rate(one, "records"), "1")
+	row(fmt.Sprintf("catch-up over one connection, the same records from 16 origins"), rate(sixteen, "records"), ratio(sixteen, one, "1 origin"))
+
+	if c.stalled > 0 {
+		st, err := stalledReceiver(c)
+		if err != nil {
+			return err
+		}
+		row("sender RSS before writing (receiver stopped)", mib(st.senderIdle), "")
+		row(fmt.Sprintf("sender peak RSS while %d records were written to it, receiver stopped", c.stalled), mib(st.senderPeak), fmt.Sprintf("+%s", mib(st.senderPeak-st.senderIdle)))
+		row("receiver RSS when stopped / peak after it resumed and caught up", mib(st.receiverStopped)+" / "+mib(st.receiverPeak), "")
+		row("receiver catch-up after resuming", rate(st.catchUp, "records"), "")
+	}
 	return nil
 }
+
+func rate(r float64, unit string) string { return fmt.Sprintf("%.0f %s/s", r, unit) }
+
+func ratio(r, limit float64, of string) string { return fmt.Sprintf("%.2f of %s", r/limit, of) }
+
+func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
 
 // rawRocks writes the records in batches straight to RocksDB: the storage limit.
 func rawRocks(dir string, records, perTxn int, value []byte) (float64, error) {
@@ -172,83 +233,4 @@ func rawWebSocket(n, size int) (float64, error) {
 		return 0, err
 	}
 	return float64(n) / time.Since(start).Seconds(), nil
-}
-
-// replicate runs nodes A and B (B dials A), writes the records on A and times until B
-// applied them; then times single writes from A until B serves them.
-func replicate(dir string, records, perTxn, samples int, value []byte, sync node.SyncMode) (float64, [2]time.Duration, error) {
-	var lat [2]time.Duration
-	start := func(name string, peers []node.Peer) (*node.Node, string, error) {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, "", err
-		}
-		n, err := node.Start(node.Config{Name: name, DataDir: filepath.Join(dir, name), Listener: l, Peers: peers,
-			Secret: []byte("plait bench secret of 32 bytes.."), Sync: sync, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		return n, "ws://" + l.Addr().String(), err
-	}
-	a, aURL, err := start("A", nil)
-	if err != nil {
-		return 0, lat, err
-	}
-	defer a.Stop()
-	b, _, err := start("B", []node.Peer{{Name: "A", URL: aURL}})
-	if err != nil {
-		return 0, lat, err
-	}
-	defer b.Stop()
-	ctx := context.Background()
-	applied := func() uint64 {
-		st, _ := b.Status()
-		for _, o := range st.Origins {
-			if o.Name == "A" {
-				return o.AppliedSeq
-			}
-		}
-		return 0
-	}
-	txns := uint64(records / perTxn)
-	begin := time.Now()
-	for i := 0; i < records; i += perTxn {
-		ops := make([]wire.Op, 0, perTxn)
-		for j := i; j < i+perTxn; j++ {
-			ops = append(ops, wire.Op{Kind: wire.OpPut, Table: []byte("t"), Key: benchKey(j), Value: value})
-		}
-		if _, err := a.Write(ctx, ops); err != nil {
-			return 0, lat, err
-		}
-	}
-	deadline := time.Now().Add(10 * time.Minute)
-	for applied() < txns {
-		if time.Now().After(deadline) {
-			return 0, lat, errors.New("B did not catch up within 10 minutes")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	rate := float64(records) / time.Since(begin).Seconds()
-	var ds []time.Duration
-	for i := range samples {
-		key := []byte(fmt.Sprintf("latency-%d", i))
-		t0 := time.Now()
-		if _, err := a.Write(ctx, []wire.Op{{Kind: wire.OpPut, Table: []byte("l"), Key: key, Value: value}}); err != nil {
-			return 0, lat, err
-		}
-		for {
-			if _, found, err := b.Get([]byte("l"), key); err != nil {
-				return 0, lat, err
-			} else if found {
-				break
-			}
-			if time.Since(t0) > time.Minute {
-				return 0, lat, errors.New("a write never became visible on B")
-			}
-			time.Sleep(50 * time.Microsecond)
-		}
-		ds = append(ds, time.Since(t0))
-	}
-	slices.Sort(ds)
-	if len(ds) > 0 {
-		lat = [2]time.Duration{ds[len(ds)/2].Round(time.Microsecond), ds[len(ds)*99/100].Round(time.Microsecond)}
-	}
-	return rate, lat, nil
 }

@@ -135,18 +135,29 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-// TestBench: plait bench runs on a small load and prints every row.
+// TestBench: plait bench runs on a small load and prints every row of the in-process
+// measures (the stalled receiver runs plait serve processes: the multi-process tests run
+// it from the real binary).
 func TestBench(t *testing.T) {
 	var out, errs bytes.Buffer
-	if code := bench([]string{"--records", "1000", "--latency-samples", "5"}, &out, &errs); code != 0 {
+	if code := bench([]string{"--records", "1600", "--latency-samples", "5", "--stalled-records", "0"}, &out, &errs); code != 0 {
 		t.Fatalf("plait bench: exit %d: %s", code, errs.String())
 	}
-	for _, want := range []string{"raw RocksDB", "raw WebSocket", "replication A -> B", "write -> visible on B"} {
+	for _, want := range []string{"raw RocksDB", "raw WebSocket", "replication A -> B, 1600 records written through the Go API",
+		"written as HTTP batches", "write -> visible on B", "visible on C (two hops", "relay hop",
+		"records of 1 origin", "from 16 origins"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("plait bench output lacks %q:\n%s", want, out.String())
 		}
 	}
-	if code := bench([]string{"--records", "150", "--per-txn", "100"}, &out, &errs); code != 2 {
-		t.Errorf("records not a multiple of per-txn: exit %d, want 2", code)
+	for _, args := range [][]string{
+		{"--records", "150", "--per-txn", "100"},  // not a multiple of per-txn
+		{"--records", "1000", "--per-txn", "100"}, // 10 transactions: not a multiple of 16
+		{"--writers", "0"},
+		{"--sync", "sometimes"},
+	} {
+		if code := bench(args, &out, &errs); code != 2 {
+			t.Errorf("plait bench %v: exit %d, want 2", args, code)
+		}
 	}
 }
