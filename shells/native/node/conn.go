@@ -26,6 +26,7 @@ type wsConn struct {
 	ws     *websocket.Conn
 	mu     sync.Mutex
 	queue  [][]byte
+	sent   [][]byte // written messages, for the loop to give back to the session (Release)
 	ending bool          // close after the queue
 	wake   chan struct{} // the queue changed (capacity 1)
 	resume chan struct{} // reads may go on (capacity 1)
@@ -42,16 +43,23 @@ func newConn(ws *websocket.Conn, peer string) *wsConn {
 	return &wsConn{ws: ws, peer: peer, wake: make(chan struct{}, 1), resume: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
-// send queues messages (the loop's side); end closes the socket after them.
-func (c *wsConn) send(msgs [][]byte, end bool) {
+// maxSent bounds the written messages a connection keeps for reuse: the session keeps one
+// spare buffer, the largest.
+const maxSent = 4
+
+// send queues messages (the loop's side); end closes the socket after them. It returns
+// the messages written since the last call, which the loop gives back to the session.
+func (c *wsConn) send(msgs [][]byte, end bool) (sent [][]byte) {
 	c.mu.Lock()
 	c.queue = append(c.queue, msgs...)
 	c.ending = c.ending || end
+	sent, c.sent = c.sent, nil
 	c.mu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
 	default:
 	}
+	return sent
 }
 
 // close drops the socket now.
@@ -80,6 +88,11 @@ func (c *wsConn) writer(ctx context.Context) {
 				return
 			}
 		}
+		c.mu.Lock()
+		if len(c.sent) < maxSent {
+			c.sent = append(c.sent, q[:min(len(q), maxSent-len(c.sent))]...)
+		}
+		c.mu.Unlock()
 		if end {
 			_ = c.ws.Close(websocket.StatusNormalClosure, "")
 			return

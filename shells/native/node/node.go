@@ -294,7 +294,9 @@ func (n *Node) flush() {
 		if c == nil {
 			continue
 		}
-		c.send(out.Messages, out.Closed)
+		for _, m := range c.send(out.Messages, out.Closed) {
+			n.rep.Release(out.Conn, m)
+		}
 		if out.Closed {
 			delete(n.conns, out.Conn)
 			if out.Err != nil {

@@ -67,6 +67,7 @@ type Store struct {
 	cursor   vector.Vector // kept in memory: read on every Apply
 	arrivals uint64
 	hlc      wire.HLC // RecordHLC, kept in memory
+	scratch  []byte   // Apply's buffer for record keys and values
 }
 
 var _ replica.Store = (*Store)(nil)
@@ -219,8 +220,11 @@ func key(prefix byte, parts ...[]byte) []byte {
 
 func u64(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
 
-func tablePrefix(table []byte) []byte {
-	return append(binary.AppendUvarint([]byte{pRecord}, uint64(len(table))), table...)
+func tablePrefix(table []byte) []byte { return appendTablePrefix(nil, table) }
+
+// appendTablePrefix appends the key prefix of a table's records to b.
+func appendTablePrefix(b, table []byte) []byte {
+	return append(binary.AppendUvarint(append(b, pRecord), uint64(len(table))), table...)
 }
 
 // Identity is the node's identity.
@@ -276,8 +280,8 @@ func (s *Store) Get(table, k []byte) (replica.Record, bool, error) {
 	return r, err == nil, err
 }
 
-func encodeRecord(r *replica.Record) []byte {
-	v := make([]byte, 0, 25+len(r.Value))
+// appendRecord appends a record's stored value to v: flags, HLC, origin, value.
+func appendRecord(v []byte, r *replica.Record) []byte {
 	flags := byte(0)
 	if r.Deleted {
 		flags = 1
@@ -378,7 +382,11 @@ func (s *Store) Apply(b *replica.Batch) (uint64, error) {
 	for i := range b.Records {
 		r := &b.Records[i]
 		hlc = max(hlc, r.HLC)
-		wb.Put(append(tablePrefix(r.Table), r.Key...), encodeRecord(r))
+		// Put copies key and value into the batch, so one scratch buffer serves every record.
+		s.scratch = append(appendTablePrefix(s.scratch[:0], r.Table), r.Key...)
+		k := len(s.scratch)
+		s.scratch = appendRecord(s.scratch, r)
+		wb.Put(s.scratch[:k], s.scratch[k:])
 		if !bytes.Equal(r.Table, last) {
 			wb.Put(key(pTable, r.Table), nil)
 			last = r.Table
