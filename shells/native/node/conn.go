@@ -26,7 +26,7 @@ type wsConn struct {
 	ws     *websocket.Conn
 	mu     sync.Mutex
 	queue  [][]byte
-	sent   [][]byte // written messages, for the loop to give back to the session (Release)
+	sent   [][]byte      // written messages, for the loop to give back to the session (Release)
 	ending bool          // close after the queue
 	wake   chan struct{} // the queue changed (capacity 1)
 	resume chan struct{} // reads may go on (capacity 1)
