@@ -63,9 +63,12 @@ fuzz:
 sim:
 	SEEDS=$(SEEDS) SEED_BASE=$(SEED_BASE) NODES=$(NODES) scripts/sim.sh
 
-## bench: the benchmarks of BENCHMARKS.md
-bench:
+## bench: the benchmarks of BENCHMARKS.md: the protocol core's, then plait bench (SYNC=origin)
+SYNC ?= origin
+bench: deps
 	$(GO) test -run='^$$' -bench=. -benchmem ./protocol/...
+	$(GO) build -o $(BUILD)/plait ./cmd/plait
+	$(BUILD)/plait bench --sync $(SYNC)
 
 clean:
 	rm -rf $(BUILD)

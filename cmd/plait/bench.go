@@ -45,7 +45,7 @@ func bench(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.stalled, "stalled-records", 500_000, "records written to a node whose receiver is stopped (SIGSTOP), sender RSS sampled; 0 skips")
 	sync := fs.String("sync", "origin", "origin | all | none (the nodes' --sync)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the in-process measures to this file")
-	if err := fs.Parse(args); err != nil {
+	if !parseFlags(fs, args) {
 		return 2
 	}
 	c.sync = node.SyncMode(*sync)

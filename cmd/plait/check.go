@@ -18,7 +18,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("plait check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("data", "./plait-data", "the data directory of a stopped node")
-	if err := fs.Parse(args); err != nil {
+	if !parseFlags(fs, args) {
 		return 2
 	}
 	if _, err := os.Stat(filepath.Join(*dir, "CURRENT")); err != nil {

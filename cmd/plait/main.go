@@ -1,9 +1,9 @@
-// Command plait is the plait replication node: `plait serve` runs one (CONTRACT.md).
-// `plait demo` is, until the node's four-node demo lands, two protocol sessions in one
-// process replicating a log with the version-1 protocol.
+// Command plait is the plait replication node: `plait serve` runs one (CONTRACT.md);
+// status, check, bench and demo are the README's other commands.
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 )
@@ -14,9 +14,9 @@ commands:
   serve   run a node (plait serve -h lists the flags)
   status  a node's /v1/status as tables (--http HOST:PORT)
   check   audit a stopped node's data directory (--data DIR); exit 0 iff all holds
-  bench   replication beside raw RocksDB and raw WebSocket, in one process
-  demo    two protocol sessions replicate a log in one process; exit 0 iff both
-          sides end with the same digest
+  bench   replication beside raw RocksDB and raw WebSocket, in one run (BENCHMARKS.md)
+  demo    four nodes in one process, a relay failover; exit 0 iff every node ends
+          with the same digest and nothing was delivered twice
 `
 
 func main() {
@@ -44,4 +44,16 @@ func main() {
 		fmt.Fprintf(os.Stderr, "plait: unknown command %q\n%s", os.Args[1], usage)
 		os.Exit(2)
 	}
+}
+
+// parseFlags parses a command's flags; a positional argument is refused, naming it.
+func parseFlags(fs *flag.FlagSet, args []string) bool {
+	if err := fs.Parse(args); err != nil {
+		return false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return false
+	}
+	return true
 }

@@ -19,9 +19,13 @@ import (
 	"plait/protocol"
 	"plait/protocol/handshake"
 	"plait/protocol/replica"
+	"plait/protocol/wire"
 	"plait/shells/native/httpapi"
 	"plait/shells/native/node"
 )
+
+// nameRule is what a node name is (wire.ValidName).
+const nameRule = "1 to 64 of [A-Za-z0-9_.-]"
 
 // minSecret is the shortest cluster secret accepted on a listener that is not loopback:
 // 128 bits (README, "The cluster secret is a key").
@@ -42,6 +46,9 @@ func (p *peerFlags) Set(v string) error {
 	name, raw, ok := strings.Cut(v, "=")
 	if !ok || name == "" {
 		return errors.New("want NAME=URL")
+	}
+	if !wire.ValidName(name) {
+		return fmt.Errorf("%q is not a node name (%s)", name, nameRule)
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "ws" || u.Host == "" {
@@ -103,6 +110,9 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	}
 	if *name == "" {
 		return nil, errors.New("--name: empty (and the host has no name)")
+	}
+	if !wire.ValidName(*name) {
+		return nil, fmt.Errorf("--name: %q is not a node name (%s)", *name, nameRule)
 	}
 	for _, l := range []struct{ flag, addr string }{{"--listen", *listen}, {"--http", *httpListen}} {
 		if _, _, err := net.SplitHostPort(l.addr); err != nil {

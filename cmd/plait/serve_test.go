@@ -29,6 +29,9 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--listen", "0.0.0.0:7400"}, "--secret"},
 		{[]string{"--listen", "0.0.0.0:7400", "--secret", "short"}, "--secret"},
 		{[]string{"--name", ""}, "--name"},
+		{[]string{"--name", "a b"}, "--name"},
+		{[]string{"--name", strings.Repeat("n", 65)}, "--name"},
+		{[]string{"--peer", "B/x=ws://h:1"}, "-peer"},
 		{[]string{"--bogus"}, "-bogus"},
 		{[]string{"--move-delay", "0s"}, "--move-delay"},
 		{[]string{"--stall-timeout", "-1s"}, "--stall-timeout"},
@@ -133,6 +136,14 @@ func TestCheck(t *testing.T) {
 	if code := check([]string{"--data", t.TempDir()}, &out, &errs); code != 2 {
 		t.Errorf("plait check of an empty directory: exit %d, want 2", code)
 	}
+	errs.Reset()
+	if code := check([]string{"--data", dir, "extra"}, &out, &errs); code != 2 || !strings.Contains(errs.String(), `"extra"`) {
+		t.Errorf("plait check with an argument: exit %d, %q; want 2 naming it", code, errs.String())
+	}
+	errs.Reset()
+	if code := status([]string{"extra"}, &out, &errs); code != 2 || !strings.Contains(errs.String(), `"extra"`) {
+		t.Errorf("plait status with an argument: exit %d, %q; want 2 naming it", code, errs.String())
+	}
 }
 
 // TestBench: plait bench runs on a small load and prints every row of the in-process
@@ -155,6 +166,7 @@ func TestBench(t *testing.T) {
 		{"--records", "1000", "--per-txn", "100"}, // 10 transactions: not a multiple of 16
 		{"--writers", "0"},
 		{"--sync", "sometimes"},
+		{"extra"},
 	} {
 		if code := bench(args, &out, &errs); code != 2 {
 			t.Errorf("plait bench %v: exit %d, want 2", args, code)

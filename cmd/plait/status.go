@@ -51,7 +51,7 @@ func status(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("plait status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("http", "127.0.0.1:7401", "the node's HTTP API")
-	if err := fs.Parse(args); err != nil {
+	if !parseFlags(fs, args) {
 		return 2
 	}
 	client := &http.Client{Timeout: 10 * time.Second}

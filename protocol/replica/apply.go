@@ -180,6 +180,10 @@ func newer(h1 wire.HLC, o1 wire.OriginID, h2 wire.HLC, o2 wire.OriginID) bool {
 	return bytes.Compare(o1[:], o2[:]) > 0
 }
 
+// ErrTxnTooLarge marks a refused write (bad-argument) whose transaction encodes to more
+// than the write limit's MaxTxn: the HTTP API answers it as too large.
+var ErrTxnTooLarge = errors.New("replica: the transaction is too large")
+
 // Write applies a local transaction: the next seq of this node's origin, chained to its
 // last entry, with an HLC timestamp above every one this node has seen. It returns the seq.
 // The operations are checked against the write limits; a refused write changes nothing.
@@ -200,7 +204,11 @@ func (r *Replica) Write(now time.Time, ops []wire.Op) (uint64, error) {
 	}
 	if err != nil {
 		r.hlc = last // a refused write changes nothing
-		return 0, wire.Errorf(wire.CodeBadArgument, err.Error())
+		werr := wire.Errorf(wire.CodeBadArgument, err.Error())
+		if len(enc) > r.cfg.Write.MaxTxn {
+			return 0, errors.Join(ErrTxnTooLarge, werr)
+		}
+		return 0, werr
 	}
 	v, err := wire.ParseTxn(enc)
 	if err != nil {

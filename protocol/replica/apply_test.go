@@ -3,6 +3,7 @@ package replica_test
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -138,8 +139,8 @@ func TestOversizedTxnRefused(t *testing.T) {
 	h := newHarness(t)
 	a := h.addNode("A", replica.Config{})
 	seq, err := a.rep.Write(a.clock(), bigTxn())
-	if seq != 0 || wireCode(err) != wire.CodeBadArgument {
-		t.Fatalf("Write = %d, %v; want 0 and bad-argument", seq, err)
+	if seq != 0 || wireCode(err) != wire.CodeBadArgument || !errors.Is(err, replica.ErrTxnTooLarge) {
+		t.Fatalf("Write = %d, %v; want 0 and bad-argument marked ErrTxnTooLarge", seq, err)
 	}
 	if got := a.applied(); len(got) != 0 {
 		t.Errorf("vector = %v, want empty", got)

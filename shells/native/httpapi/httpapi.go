@@ -70,12 +70,59 @@ func New(n *node.Node, limits Limits) *API {
 	a.mux.HandleFunc("POST /v1/peers", a.addPeer)
 	a.mux.HandleFunc("DELETE /v1/peers/{name}", a.removePeer)
 	a.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	a.mux.HandleFunc("GET /healthz", a.healthz)
 	return a
 }
 
-// ServeHTTP serves a request.
-func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
+// healthz answers 200 ok while the node serves, 503 once it stopped (a store failure
+// stops it).
+func (a *API) healthz(w http.ResponseWriter, _ *http.Request) {
+	if !a.n.Serving() {
+		fail(w, &apiError{http.StatusServiceUnavailable, "unavailable", "the node has stopped"})
+		return
+	}
+	_, _ = io.WriteString(w, "ok")
+}
+
+// ServeHTTP serves a request. A path or method the API does not have is answered in the
+// API's error form: not-found (404) or bad-method (405).
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := a.mux.Handler(r); pattern == "" {
+		probe := &statusProbe{header: http.Header{}}
+		a.mux.ServeHTTP(probe, r) // the mux's own answer, to tell 404 from 405
+		if allow := probe.header.Get("Allow"); allow != "" {
+			w.Header().Set("Allow", allow)
+		}
+		if probe.status == http.StatusMethodNotAllowed {
+			fail(w, &apiError{http.StatusMethodNotAllowed, "bad-method", r.Method + " is not allowed on " + r.URL.Path})
+			return
+		}
+		fail(w, &apiError{http.StatusNotFound, "not-found", "no such endpoint: " + r.URL.Path})
+		return
+	}
+	a.mux.ServeHTTP(w, r)
+}
+
+// statusProbe records the status a handler answers with, and drops the body.
+type statusProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *statusProbe) Header() http.Header { return p.header }
+
+func (p *statusProbe) Write(b []byte) (int, error) {
+	if p.status == 0 {
+		p.status = http.StatusOK
+	}
+	return len(b), nil
+}
+
+func (p *statusProbe) WriteHeader(status int) {
+	if p.status == 0 {
+		p.status = status
+	}
+}
 
 // apiError is an error answer: {"error":{"code":...,"message":...}}.
 type apiError struct {
@@ -91,6 +138,8 @@ func fail(w http.ResponseWriter, err error) {
 	var we *wire.Error
 	switch {
 	case errors.As(err, &ae):
+	case errors.Is(err, replica.ErrTxnTooLarge):
+		ae = &apiError{http.StatusRequestEntityTooLarge, "too-large", err.Error()}
 	case errors.As(err, &we) && we.Code == wire.CodeBadArgument:
 		ae = &apiError{http.StatusBadRequest, string(we.Code), we.Message}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

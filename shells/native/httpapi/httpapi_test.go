@@ -1,7 +1,9 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -10,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"plait/shells/native/httpapi"
 	"plait/shells/native/node"
@@ -151,6 +155,9 @@ func TestBadInput(t *testing.T) {
 		{"value of 1 MiB + 1", "PUT", "/v1/tables/t/records/k", strings.Repeat("v", 1<<20+1), 413, "too-large"},
 		{"bad limit", "GET", "/v1/tables/t/records?limit=0", "", 400, "bad-limit"},
 		{"missing", "GET", "/v1/tables/t/records/nothing", "", 404, "not-found"},
+		{"no such endpoint", "GET", "/v2/anything", "", 404, "not-found"},
+		{"no such method", "PATCH", "/v1/status", "", 405, "bad-method"},
+		{"a transaction over 8 MiB", "POST", "/v1/tables/t/batch", nineMiB(), 413, "too-large"},
 	} {
 		s, body := do(t, c.method, a.URL+c.path, c.body)
 		want(t, c.what, s, body, c.status, `"code":"`+c.code+`"`)
@@ -158,6 +165,67 @@ func TestBadInput(t *testing.T) {
 	// At the limits: accepted.
 	s, body := do(t, "PUT", a.URL+"/v1/tables/"+strings.Repeat("t", 64)+"/records/"+strings.Repeat("k", 1024), strings.Repeat("v", 1<<20))
 	want(t, "table of 64, key of 1024, value of 1 MiB", s, body, 200, `"origin_seq":1`)
+}
+
+// nineMiB is a batch of nine 1 MiB values: within the body limit, over 8 MiB encoded.
+func nineMiB() string {
+	var b strings.Builder
+	b.WriteString(`{"ops":[`)
+	for i := range 9 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"op":"put","key":"k%d","value":"%s"}`, i, strings.Repeat("v", 1<<20))
+	}
+	b.WriteString(`]}`)
+	return b.String()
+}
+
+// TestHealthAndMetrics: /healthz answers 200 while the node serves and 503 once it
+// stopped; /metrics answers while connections without a name yet (in their handshake)
+// are open, with one series per named peer.
+func TestHealthAndMetrics(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := node.Start(node.Config{Name: "A", DataDir: t.TempDir(), Listener: l,
+		Secret: []byte("http api test secret, long enough"), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(httpapi.New(n, httpapi.Limits{}))
+	defer api.Close()
+	s, body := do(t, "GET", api.URL+"/healthz", "")
+	want(t, "healthz while serving", s, body, 200, "ok")
+
+	// Two raw upgrades that never send a HELLO: two peers without a name.
+	for range 2 {
+		c, _, err := websocket.Dial(context.Background(), "ws://"+l.Addr().String()+"/v1/replicate", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, st := do(t, "GET", api.URL+"/v1/status", "")
+		if strings.Count(st, `"state":"handshaking"`) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the two upgrades never showed as handshaking: %s", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s, body = do(t, "GET", api.URL+"/metrics", "")
+	want(t, "metrics with two unnamed connections", s, body, 200, "plait_txns_applied_total 0")
+
+	if err := n.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	s, body = do(t, "GET", api.URL+"/healthz", "")
+	want(t, "healthz once stopped", s, body, 503, `"code":"unavailable"`)
 }
 
 // TestPeers: a peer added with POST /v1/peers is dialed and kept in the data directory; a

@@ -47,13 +47,27 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descHead, prometheus.GaugeValue, float64(o.HeadSeq), id, o.Name)
 		ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(o.LagMs)/1000, id, o.Name)
 	}
+	// One series per peer name: a connection still in its handshake has no name yet, and
+	// a peer may show twice (its connection and this node's, both dialing).
+	connected, reconnects := map[string]float64{}, map[string]float64{}
+	var names []string
 	for _, p := range st.Peers {
-		up := 0.0
-		if p.Connected {
-			up = 1
+		if p.Name == "" {
+			continue
 		}
-		ch <- prometheus.MustNewConstMetric(descConnected, prometheus.GaugeValue, up, p.Name)
-		ch <- prometheus.MustNewConstMetric(descReconnects, prometheus.CounterValue, float64(p.Reconnects), p.Name)
+		if _, seen := connected[p.Name]; !seen {
+			names = append(names, p.Name)
+		}
+		if p.Connected {
+			connected[p.Name] = 1
+		} else {
+			connected[p.Name] += 0
+		}
+		reconnects[p.Name] = max(reconnects[p.Name], float64(p.Reconnects))
+	}
+	for _, name := range names {
+		ch <- prometheus.MustNewConstMetric(descConnected, prometheus.GaugeValue, connected[name], name)
+		ch <- prometheus.MustNewConstMetric(descReconnects, prometheus.CounterValue, reconnects[name], name)
 	}
 	c := st.Counters
 	for name, v := range map[string]uint64{"txns_applied": c.TxnsApplied, "duplicates_received": c.DuplicatesReceived,

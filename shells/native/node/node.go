@@ -80,6 +80,8 @@ type Node struct {
 	stopped  chan struct{}
 	stopOnce sync.Once
 
+	peerMu sync.Mutex // serializes AddPeer and RemovePeer
+
 	mu    sync.Mutex           // guards dials and peers
 	dials map[string]dialState // per configured peer
 	peers map[string]*peerDial // the peers this node dials, by name
@@ -97,7 +99,7 @@ type peerDial struct {
 // dialState is what a dialer reports of its peer.
 type dialState struct {
 	state      string // connecting or backoff while there is no connection
-	reconnects uint64 // connections made after the first
+	reconnects uint64 // dials after the first, successful or not
 }
 
 type waiter struct {
@@ -190,6 +192,17 @@ func (n *Node) Stop() error {
 		n.store.Close()
 	})
 	return n.err
+}
+
+// Serving reports whether the node still runs: false once it stopped, by Stop or because
+// the replica refused to go on (a store failure).
+func (n *Node) Serving() bool {
+	select {
+	case <-n.stopped:
+		return false
+	default:
+		return true
+	}
 }
 
 // do runs f on the loop and waits for it; it fails once the node is stopping.
@@ -413,6 +426,7 @@ func (n *Node) dial(p Peer) {
 	n.mu.Lock()
 	n.peers[p.Name] = &peerDial{Peer: p, cancel: cancel}
 	n.order = append(n.order, p.Name)
+	n.dials[p.Name] = dialState{state: "connecting"}
 	n.mu.Unlock()
 	n.wg.Add(1)
 	go n.dialLoop(ctx, p)
@@ -429,6 +443,8 @@ func (n *Node) AddPeer(p Peer) error {
 	if _, err := replicateURL(p.URL); err != nil {
 		return err
 	}
+	n.peerMu.Lock() // two additions of one name: one wins, the other gets ErrPeerExists
+	defer n.peerMu.Unlock()
 	n.mu.Lock()
 	exists := n.peers[p.Name] != nil
 	n.mu.Unlock()
@@ -449,6 +465,8 @@ func (n *Node) AddPeer(p Peer) error {
 // RemovePeer stops dialing a peer, forgets it and closes its connection (DELETE
 // /v1/peers/{name}).
 func (n *Node) RemovePeer(name string) error {
+	n.peerMu.Lock()
+	defer n.peerMu.Unlock()
 	n.mu.Lock()
 	p := n.peers[name]
 	if p != nil {
