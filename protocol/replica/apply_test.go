@@ -3,8 +3,8 @@ package replica_test
 import (
 	"bytes"
 	"crypto/sha256"
-	"errors"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
