@@ -4,6 +4,7 @@ package multiprocess
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -95,53 +96,10 @@ func TestStalledReceiver(t *testing.T) {
 	}()
 
 	began := time.Now()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
-			defer client.CloseIdleConnections()
-			value := strings.Repeat(string(rune('a'+w)), valueLen)
-			var body bytes.Buffer
-			for {
-				batch := int(next.Add(1)) - 1
-				if batch >= records/perBatch {
-					return
-				}
-				body.Reset()
-				body.WriteString(`{"ops":[`)
-				for i := range perBatch {
-					if i > 0 {
-						body.WriteByte(',')
-					}
-					fmt.Fprintf(&body, `{"op":"put","key":"k%07d","value":"%s"}`, batch*perBatch+i, value)
-				}
-				body.WriteString(`]}`)
-				resp, err := client.Post("http://"+a.http+"/v1/tables/t/batch", "application/json", &body)
-				if err != nil {
-					errs <- err
-					return
-				}
-				msg, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 200 {
-					errs <- fmt.Errorf("batch %d: %s: %s", batch, resp.Status, msg)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	writeBatches(t, a, records/perBatch, perBatch, writers, valueLen)
 	wrote := time.Since(began)
 	close(stopSampling)
 	<-samplerDone
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
 	hwm, err := procStatusKB(apid, "VmHWM")
 	if err != nil {
 		t.Fatal(err)
@@ -188,4 +146,110 @@ func TestStalledReceiver(t *testing.T) {
 		p.stop()
 		p.check()
 	}
+}
+
+// writeBatches writes batches of perBatch puts (keys k0000000 on, values of valueLen
+// bytes) to p's table t as HTTP batches, from writers concurrent clients.
+func writeBatches(t *testing.T, p *proc, batches, perBatch, writers, valueLen int) {
+	t.Helper()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+			defer client.CloseIdleConnections()
+			value := strings.Repeat(string(rune('a'+w)), valueLen)
+			var body bytes.Buffer
+			for {
+				batch := int(next.Add(1)) - 1
+				if batch >= batches {
+					return
+				}
+				body.Reset()
+				body.WriteString(`{"ops":[`)
+				for i := range perBatch {
+					if i > 0 {
+						body.WriteByte(',')
+					}
+					fmt.Fprintf(&body, `{"op":"put","key":"k%07d","value":"%s"}`, batch*perBatch+i, value)
+				}
+				body.WriteString(`]}`)
+				resp, err := client.Post("http://"+p.http+"/v1/tables/t/batch", "application/json", &body)
+				if err != nil {
+					errs <- err
+					return
+				}
+				msg, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					errs <- fmt.Errorf("batch %d: %s: %s", batch, resp.Status, msg)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// TestStalledPeerIsRedialed: A dials B, B is stopped, and A has more to send than the
+// socket buffers take, so A's writer blocks on the stopped peer. Once A's session ends on
+// the liveness timeout, A must drop that socket and dial again (reconnects grows while B
+// is still stopped), rather than wait on the blocked socket for as long as B stays
+// stopped. After SIGCONT, B converges.
+func TestStalledPeerIsRedialed(t *testing.T) {
+	b := serve(t, "B")
+	a := serve(t, "A", "--peer", b.peer())
+	bpid := b.cmd.Process.Pid
+	t.Cleanup(func() { _ = syscall.Kill(bpid, syscall.SIGCONT) })
+	waitFor(t, "A and B connected", 30*time.Second, func() bool { return a.connected("B") && b.connected("A") })
+	if err := syscall.Kill(bpid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "B stopped", 10*time.Second, func() bool { return procState(bpid) == "T" })
+	writeBatches(t, a, 100, 1000, 2, 100) // 100,000 records, about 14 MB: beyond the socket buffers
+	// The liveness timeout (5 s), the close grace (2 s) and the first backoff (at most
+	// 100 ms) pass before A dials again; the dial to the stopped B then hangs in its
+	// upgrade, but it counts.
+	waitFor(t, "A redialing the stopped B", 30*time.Second, func() bool { return a.peerReconnects("B") >= 1 })
+	if st := procState(bpid); st != "T" {
+		t.Fatalf("B's state is %s, not stopped", st)
+	}
+	if err := syscall.Kill(bpid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	seq := a.origin("A").AppliedSeq
+	waitFor(t, "B converging on A's writes", 60*time.Second, func() bool { return b.origin("A").AppliedSeq == seq })
+	if da, db := a.digest("t"), b.digest("t"); da != db {
+		t.Errorf("digests differ: A %s, B %s", da, db)
+	}
+	for _, p := range []*proc{a, b} {
+		p.stop()
+		p.check()
+	}
+}
+
+// peerReconnects is the largest reconnects of p's peers[] entries named peer.
+func (p *proc) peerReconnects(peer string) uint64 {
+	p.t.Helper()
+	var st struct {
+		Peers []dialerStatus `json:"peers"`
+	}
+	_, body := p.get("/v1/status")
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		p.t.Fatalf("%s: status: %v: %s", p.name, err, body)
+	}
+	var n uint64
+	for _, d := range st.Peers {
+		if d.Name == peer {
+			n = max(n, d.Reconnects)
+		}
+	}
+	return n
 }

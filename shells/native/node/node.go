@@ -223,6 +223,10 @@ func (n *Node) do(f func()) error {
 
 var errStopped = errors.New("node: stopped")
 
+// closeGrace is how long a connection the replica closed may take to send its last
+// messages before the socket is dropped.
+const closeGrace = 2 * time.Second
+
 // loop owns the replica: it runs closures, fires its timer and hands output to sockets.
 func (n *Node) loop() {
 	defer close(n.stopped)
@@ -311,6 +315,10 @@ func (n *Node) flush() {
 			n.rep.Release(out.Conn, m)
 		}
 		if out.Closed {
+			// The writer sends the CLOSE frame if the peer still reads; a peer that does not
+			// (stopped, or its buffers full) must not pin the socket, its queue and both
+			// goroutines: the socket is dropped after a grace period either way.
+			time.AfterFunc(closeGrace, c.close)
 			delete(n.conns, out.Conn)
 			if out.Err != nil {
 				n.log.Info("connection closed", "peer", c.peer, "code", out.Err.Code, "msg", out.Err.Message)
