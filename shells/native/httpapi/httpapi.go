@@ -408,7 +408,7 @@ func StatusJSON(st replica.Status) map[string]any {
 		}
 		peers = append(peers, map[string]any{"name": p.Name, "url": p.URL, "state": p.State, "connected": p.Connected,
 			"version": p.Version, "capabilities": caps, "rtt_ms": float64(p.RTT.Microseconds()) / 1000,
-			"reconnects": p.Reconnects, "last_error": lastErr})
+			"reconnects": p.Reconnects, "held_bytes": p.HeldBytes, "last_error": lastErr})
 	}
 	c := st.Counters
 	return map[string]any{
