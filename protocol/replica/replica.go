@@ -213,6 +213,10 @@ type conn struct {
 
 type outStream struct {
 	next uint64 // the seq to send next
+	// blocked is the frame size of entry next when the channel's credit could not take
+	// it (0: not known): the stream waits for that much credit without reading the entry
+	// again.
+	blocked int
 }
 
 type sentPos struct {
@@ -575,7 +579,7 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 		c.dropOut(ev.Origin)
 	case protocol.EventResend:
 		if s := c.out[ev.Origin]; s != nil {
-			s.next = ev.Expected
+			s.next, s.blocked = ev.Expected, 0
 		}
 	case protocol.EventAcked:
 		n := 0

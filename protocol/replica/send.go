@@ -45,13 +45,18 @@ func (r *Replica) servable(st *originState) uint64 {
 func (r *Replica) pumpV2(c *conn, o wire.OriginID, s *outStream) bool {
 	limit := r.servable(r.origin(o))
 	for s.next <= limit {
+		if s.blocked > c.sess.Credit(o) {
+			return true
+		}
 		raw, err := r.store.Entry(o, s.next)
 		if !r.check(err) {
 			return false
 		}
-		if protocol.DataFrameSize(len(raw)) > c.sess.Credit(o) {
+		if size := protocol.DataFrameSize(len(raw)); size > c.sess.Credit(o) {
+			s.blocked = size
 			return true
 		}
+		s.blocked = 0
 		if err := c.sess.Send(raw); err != nil {
 			return r.sendRefused(c, err)
 		}
