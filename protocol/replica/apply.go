@@ -136,18 +136,23 @@ func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) bo
 // or an origin's entries arriving in order) wins without reading the store.
 func (r *Replica) lww(v *wire.TxnView, b *Batch) bool {
 	read := v.HLC <= r.storedHLC
-	idx := map[string]int{}
+	if r.lwwIdx == nil || len(r.lwwIdx) > 4096 { // a huge transaction's map is not kept
+		r.lwwIdx = map[string]int{}
+	}
+	idx := r.lwwIdx // the record index of each table and key seen in this transaction
+	clear(idx)
+	b.Records = make([]Record, 0, v.NumOps)
 	it := v.Ops()
 	for op, ok := it.Next(); ok; op, ok = it.Next() {
 		rec := Record{Table: op.Table, Key: op.Key, Value: op.Value, Deleted: op.Kind == wire.OpDelete, HLC: v.HLC, Origin: v.Origin}
-		k := string(op.Table) + "\x00" + string(op.Key)
-		if i, ok := idx[k]; ok {
+		r.lwwKey = append(append(append(r.lwwKey[:0], op.Table...), 0), op.Key...) // no table name holds a 0 byte
+		if i, ok := idx[string(r.lwwKey)]; ok {
 			if b.Records[i].Table != nil {
 				b.Records[i] = rec
 			}
 			continue
 		}
-		idx[k] = len(b.Records)
+		idx[string(r.lwwKey)] = len(b.Records)
 		if !read {
 			b.Records = append(b.Records, rec)
 			continue

@@ -145,11 +145,13 @@ type Replica struct {
 	out         map[ConnID]*Output
 
 	hlc          wire.HLC
-	storedHLC    wire.HLC // no stored record version is newer (Store.RecordHLC and later applies)
-	arrivals     uint64   // the last arrival position
-	synced       uint64   // local seq durable against power loss (HoldUnsynced)
-	syncedHLC    wire.HLC // its timestamp
-	syncedArrive uint64   // arrival position durable against power loss (HoldUnsynced)
+	storedHLC    wire.HLC       // no stored record version is newer (Store.RecordHLC and later applies)
+	lwwIdx       map[string]int // lww's scratch: record index by table and key
+	lwwKey       []byte         // lww's scratch: a table and key
+	arrivals     uint64         // the last arrival position
+	synced       uint64         // local seq durable against power loss (HoldUnsynced)
+	syncedHLC    wire.HLC       // its timestamp
+	syncedArrive uint64         // arrival position durable against power loss (HoldUnsynced)
 
 	routeAll   bool                   // re-evaluate every origin's source (timers)
 	routeSome  map[wire.OriginID]bool // re-evaluate these (heads, lost sources, direct peers)
