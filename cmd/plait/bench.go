@@ -41,7 +41,7 @@ func bench(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.records, "records", 200_000, "records replicated in each throughput measure")
 	fs.IntVar(&c.perTxn, "per-txn", 100, "records per transaction")
 	fs.IntVar(&c.samples, "latency-samples", 1000, "single writes timed from A until visible on B and C")
-	fs.IntVar(&c.writers, "writers", 4, "concurrent writers on A")
+	fs.IntVar(&c.writers, "writers", 16, "concurrent writers on A (group commit answers them together)")
 	fs.IntVar(&c.stalled, "stalled-records", 500_000, "records written to a node whose receiver is stopped (SIGSTOP), sender RSS sampled; 0 skips")
 	sync := fs.String("sync", "origin", "origin | all | none (the nodes' --sync)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the in-process measures to this file")

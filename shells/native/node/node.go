@@ -72,6 +72,8 @@ type Node struct {
 	conns    map[replica.ConnID]*wsConn // owned by the loop
 	waiters  []waiter                   // local writes waiting for their sync
 	synced   uint64                     // the local seq the last sync covered
+	syncing  bool                       // a sync runs (loop only)
+	syncWG   sync.WaitGroup             // the running sync, which Stop waits for
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -189,6 +191,7 @@ func (n *Node) Stop() error {
 		_ = n.srv.Close()
 		n.wg.Wait()
 		<-n.stopped
+		n.syncWG.Wait() // a sync still running uses the store
 		n.store.Close()
 	})
 	return n.err
@@ -280,17 +283,32 @@ func (n *Node) check(err error) {
 	}
 }
 
-// groupCommit syncs the store when the replica waits for it, then answers the local
-// writes the sync covers.
+// groupCommit starts a sync of the store when the replica waits for one and none runs,
+// and answers the local writes the last sync covered. The fsync runs off the loop, which
+// goes on applying, answering and sending meanwhile; everything applied while it runs
+// waits for the next one (the SyncPoint taken before it says what it covers).
 func (n *Node) groupCommit() {
-	if n.rep.NeedsSync() {
+	if !n.syncing && n.rep.NeedsSync() {
 		p := n.rep.SyncPoint()
-		if err := n.store.Sync(); err != nil {
-			n.check(errors.Join(replica.ErrStopped, err))
-			return
-		}
-		n.check(n.rep.Synced(time.Now(), p))
-		n.synced = p.Seq
+		n.syncing = true
+		n.syncWG.Add(1)
+		go func() {
+			defer n.syncWG.Done()
+			err := n.store.Sync()
+			done := func() {
+				n.syncing = false
+				if err != nil {
+					n.check(errors.Join(replica.ErrStopped, err))
+					return
+				}
+				n.check(n.rep.Synced(time.Now(), p))
+				n.synced = max(n.synced, p.Seq)
+			}
+			select {
+			case n.in <- done:
+			case <-n.stopped:
+			}
+		}()
 	}
 	kept := n.waiters[:0]
 	for _, w := range n.waiters {

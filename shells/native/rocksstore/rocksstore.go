@@ -416,7 +416,9 @@ func (s *Store) Apply(b *replica.Batch) (uint64, error) {
 	return pos, nil
 }
 
-// Sync makes every write so far survive a power loss: it fsyncs the write-ahead log.
+// Sync makes every write so far survive a power loss: it fsyncs the write-ahead log. Unlike
+// the other methods, it may run concurrently with them (the node's group commit runs it
+// off its loop); it must return before Close.
 func (s *Store) Sync() error { return s.db.FlushWAL(true) }
 
 // DialPeer is a peer added through the API, kept in the data directory.

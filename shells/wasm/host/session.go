@@ -1,0 +1,351 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"plait/protocol"
+	"plait/protocol/abi"
+	"plait/protocol/replica"
+	"plait/protocol/vector"
+	"plait/protocol/wire"
+)
+
+// DefaultCallTimeout bounds every call into an instance: a guest that runs longer is
+// stopped (the runtime closes the module on the context's end) and discarded.
+const DefaultCallTimeout = 10 * time.Second
+
+// Session is one protocol session run by an instance of a core module: the replica's
+// Session interface, so that a node or the simulator can run any build of the core that
+// speaks a released ABI. Every method is one command batch; the batch's STATUS record
+// answers the queries (State, Credit, HeldBytes, ...) until the next call. After a trap, a
+// deadline or any failed call the instance is discarded and every later call fails with
+// an internal error; the session then reports state closed with that error.
+type Session struct {
+	in      *Instance
+	abi     uint32
+	timeout time.Duration
+	batch   abi.Batch
+	st      abi.StatusMsg
+	ready   protocol.Ready
+	dead    *wire.Error
+	lastNow time.Time // the time the latest command carried
+}
+
+var _ replica.Session = (*Session)(nil)
+
+// NewSession instantiates the module and configures a session in it. timeout bounds each
+// call (0: DefaultCallTimeout).
+func (m *Module) NewSession(cfg protocol.Config, timeout time.Duration) (*Session, error) {
+	if timeout <= 0 {
+		timeout = DefaultCallTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	in, err := m.Instantiate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{in: in, abi: in.abiVersion, timeout: timeout}
+	l := cfg.Limits
+	msg := abi.ConfigMsg{Role: uint8(cfg.Role), Name: cfg.Name, Origin: cfg.Origin, Secret: cfg.Secret,
+		MinVersion: cfg.MinVersion, MaxVersion: cfg.MaxVersion, Capabilities: cfg.Capabilities, ExpectedPeer: cfg.ExpectedPeer,
+		Limits: abi.LimitsMsg{MaxFrameBody: uint64(l.MaxFrameBody), MaxMessage: uint64(l.MaxMessage),
+			MaxSendBuffer: uint64(l.MaxSendBuffer), MaxUnackedBytes: uint64(l.MaxUnackedBytes), MaxOrigins: uint64(l.MaxOrigins),
+			HandshakeTimeout: uint64(l.HandshakeTimeout), PingInterval: uint64(l.PingInterval), LivenessTimeout: uint64(l.LivenessTimeout),
+			MaxChannels: uint64(l.MaxChannels), MaxChannelBuffer: uint64(l.MaxChannelBuffer), MaxSessionBuffer: uint64(l.MaxSessionBuffer)}}
+	if err := s.call(time.Time{}, func(b *abi.Batch) error { return b.Configure(msg) }); err != nil {
+		_ = in.Close(context.Background())
+		return nil, err
+	}
+	return s, nil
+}
+
+// NewSessionFunc is a replica.Config.NewSession that runs every session in an instance of
+// m.
+func (m *Module) NewSessionFunc(timeout time.Duration) func(protocol.Config) (replica.Session, error) {
+	return func(cfg protocol.Config) (replica.Session, error) { return m.NewSession(cfg, timeout) }
+}
+
+// ABIVersion is the ABI version of the instance.
+func (s *Session) ABIVersion() uint32 { return s.abi }
+
+// call runs one command and takes in what the batch answered. It returns the command's
+// error, or an internal error when the instance failed.
+func (s *Session) call(now time.Time, fill func(b *abi.Batch) error) error {
+	if s.dead != nil {
+		return s.dead
+	}
+	if !now.IsZero() {
+		s.lastNow = now
+	}
+	s.batch.Reset()
+	if err := fill(&s.batch); err != nil {
+		return wire.Errorf(wire.CodeBadArgument, err.Error())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	out, err := s.in.Step(ctx, s.batch.Bytes())
+	cancel()
+	if err != nil {
+		return s.die(err)
+	}
+	recs, err := abi.Split(out)
+	if err != nil {
+		return s.die(err)
+	}
+	var cmdErr *wire.Error
+	results := 0
+	for _, r := range recs {
+		switch r.Kind {
+		case abi.KindResult:
+			var m abi.ResultMsg
+			if err := abi.Unmarshal(r.Payload, &m); err != nil {
+				return s.die(err)
+			}
+			if m.Err != nil && cmdErr == nil {
+				cmdErr = m.Err.Wire()
+			}
+			results++
+		case abi.KindMessage:
+			s.ready.Messages = append(s.ready.Messages, r.Payload) // out is the host's own copy
+		case abi.KindEvent:
+			var m abi.EventMsg
+			if err := abi.Unmarshal(r.Payload, &m); err != nil {
+				return s.die(err)
+			}
+			ev, err := eventOf(&m)
+			if err != nil {
+				return s.die(err)
+			}
+			s.ready.Events = append(s.ready.Events, ev)
+		case abi.KindStatus:
+			var st abi.StatusMsg // fresh: absent keys must not keep the previous values
+			if err := abi.Unmarshal(r.Payload, &st); err != nil {
+				return s.die(err)
+			}
+			s.st = st
+		}
+	}
+	if results == 0 {
+		return s.die(errors.New("the batch was answered without a RESULT"))
+	}
+	if cmdErr != nil {
+		return cmdErr
+	}
+	return nil
+}
+
+// die discards the instance after a failed call.
+func (s *Session) die(err error) error {
+	s.dead = wire.Errorf(wire.CodeInternal, "wasm core: "+err.Error())
+	s.st.State = uint8(protocol.StateClosed)
+	s.st.Err = abi.ErrorOf(s.dead)
+	_ = s.in.Close(context.Background())
+	return s.dead
+}
+
+// eventOf converts an EVENT record back to a protocol.Event.
+func eventOf(m *abi.EventMsg) (protocol.Event, error) {
+	e := protocol.Event{Kind: protocol.EventKind(m.Kind), Position: m.Position, Expected: m.Expected, Name: m.Name,
+		Frame: wire.Type(m.Frame), Err: m.Err.Wire(), ByPeer: m.ByPeer, Count: m.Count, Seq: m.Seq, Outgoing: m.Outgoing}
+	if m.Origin != nil {
+		e.Origin = *m.Origin
+	}
+	if m.Hash != nil {
+		e.Hash = *m.Hash
+	}
+	if m.Heads != nil {
+		e.Heads = &wire.Heads{Heads: m.Heads.Heads, Withdrawn: m.Heads.Withdrawn}
+	}
+	if m.Handshake != nil {
+		h := handshakeOf(m.Handshake)
+		e.Handshake = &h
+	}
+	if m.Txn != nil {
+		v, err := wire.ParseTxn(m.Txn)
+		if err != nil {
+			return e, fmt.Errorf("an event's transaction: %w", err)
+		}
+		e.Txn = v
+	}
+	return e, nil
+}
+
+func handshakeOf(m *abi.HandshakeMsg) protocol.HandshakeInfo {
+	return protocol.HandshakeInfo{Version: m.Version, Caps: m.Caps, PeerName: m.PeerName, PeerOrigin: m.PeerOrigin,
+		PeerMin: m.PeerMin, PeerMax: m.PeerMax, Authenticated: m.Authenticated}
+}
+
+// Start sends the HELLO.
+func (s *Session) Start(now time.Time, nonce []byte) error {
+	return s.call(now, func(b *abi.Batch) error { b.Start(now, nonce); return nil })
+}
+
+// Receive takes one message from the peer.
+func (s *Session) Receive(now time.Time, msg []byte) error {
+	return s.call(now, func(b *abi.Batch) error { b.Receive(now, msg); return nil })
+}
+
+// Tick runs the timers.
+func (s *Session) Tick(now time.Time) error {
+	return s.call(now, func(b *abi.Batch) error { b.Tick(now); return nil })
+}
+
+// Ready hands over what the session produced since the last Ready.
+func (s *Session) Ready() protocol.Ready {
+	rd := s.ready
+	s.ready = protocol.Ready{}
+	return rd
+}
+
+// HasReady reports whether Ready would return anything.
+func (s *Session) HasReady() bool { return len(s.ready.Messages) > 0 || len(s.ready.Events) > 0 }
+
+// Release does nothing: every message is the host's own copy.
+func (s *Session) Release([]byte) {}
+
+// NextDeadline is the time of the next timer (zero: none).
+func (s *Session) NextDeadline() time.Time {
+	if s.st.Deadline == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, s.st.Deadline).UTC()
+}
+
+// State is the session's state.
+func (s *Session) State() protocol.State { return protocol.State(s.st.State) }
+
+// Handshake is the handshake's outcome (the version alone before it completed).
+func (s *Session) Handshake() protocol.HandshakeInfo {
+	if s.st.Handshake != nil {
+		return handshakeOf(s.st.Handshake)
+	}
+	return protocol.HandshakeInfo{Version: s.st.Version}
+}
+
+// Connected answers as the native session does from the status: established, and a
+// byte received within the liveness timeout or reads paused. At the time of the latest
+// command it is the guest's own answer.
+func (s *Session) Connected(now time.Time) bool {
+	if now.Equal(s.lastNow) {
+		return s.st.Connected
+	}
+	return protocol.State(s.st.State) == protocol.StateEstablished &&
+		(s.st.ReadPaused || now.Sub(time.Unix(0, s.st.LastReceive)) < time.Duration(s.st.Liveness))
+}
+
+// RTT is the round trip of the last PING.
+func (s *Session) RTT() time.Duration { return time.Duration(s.st.RTT) }
+
+// HeldBytes is what the session holds received and not yet acknowledged.
+func (s *Session) HeldBytes() int { return int(s.st.HeldBytes) }
+
+// ReadPaused reports whether the caller should stop reading (version 1).
+func (s *Session) ReadPaused() bool { return s.st.ReadPaused }
+
+// Err is why the session closed.
+func (s *Session) Err() *wire.Error { return s.st.Err.Wire() }
+
+// Stats are the session's counters.
+func (s *Session) Stats() protocol.Stats {
+	m := s.st.Stats
+	return protocol.Stats{BytesIn: m.BytesIn, BytesOut: m.BytesOut, MessagesIn: m.MessagesIn, MessagesOut: m.MessagesOut,
+		TxnsReceived: m.TxnsReceived, TxnsSent: m.TxnsSent, Duplicates: m.Duplicates, Gaps: m.Gaps,
+		Divergences: m.Divergences, IgnoredFrames: m.IgnoredFrames, ProtocolErrors: m.ProtocolErrors,
+		ResendsRequested: m.ResendsRequested, ResendsReceived: m.ResendsReceived, Discarded: m.Discarded, Stale: m.Stale}
+}
+
+// Limits are the limits in effect.
+func (s *Session) Limits() protocol.Limits {
+	l := s.st.Limits
+	if l == nil {
+		return protocol.Limits{}.WithDefaults()
+	}
+	return protocol.Limits{MaxFrameBody: uint32(l.MaxFrameBody), MaxMessage: int(l.MaxMessage), MaxSendBuffer: int(l.MaxSendBuffer),
+		MaxUnackedBytes: int(l.MaxUnackedBytes), MaxOrigins: int(l.MaxOrigins), HandshakeTimeout: time.Duration(l.HandshakeTimeout),
+		PingInterval: time.Duration(l.PingInterval), LivenessTimeout: time.Duration(l.LivenessTimeout), MaxChannels: int(l.MaxChannels),
+		MaxChannelBuffer: int(l.MaxChannelBuffer), MaxSessionBuffer: int(l.MaxSessionBuffer)}
+}
+
+// Close closes the session with a CLOSE frame.
+func (s *Session) Close(code wire.Code, message string) error {
+	return s.call(time.Time{}, func(b *abi.Batch) error { return b.Close(code, message) })
+}
+
+// SetOriginName names an origin for the peer.
+func (s *Session) SetOriginName(origin wire.OriginID, name string) error {
+	return s.call(time.Time{}, func(b *abi.Batch) error { b.Name(origin, name); return nil })
+}
+
+// Subscribe (version 1) subscribes from a position with a vector.
+func (s *Session) Subscribe(from uint64, vec []protocol.Cursor) error {
+	m := abi.SubscribeMsg{From: from}
+	for _, c := range vec {
+		m.Vector = append(m.Vector, abi.CursorMsg{Origin: c.Origin, Seq: c.Seq, Hash: c.Hash})
+	}
+	return s.call(time.Time{}, func(b *abi.Batch) error { return b.Subscribe(m) })
+}
+
+// Offer (version 1) offers a transaction at an arrival position.
+func (s *Session) Offer(position uint64, txn []byte) error {
+	return s.call(time.Time{}, func(b *abi.Batch) error { b.Offer(position, txn); return nil })
+}
+
+// Ack (version 1) acknowledges up to a position.
+func (s *Session) Ack(position uint64) error {
+	return s.call(time.Time{}, func(b *abi.Batch) error { b.Ack(position); return nil })
+}
+
+// Observe (version 1) tells the session of an entry applied from elsewhere.
+func (s *Session) Observe(c protocol.Cursor) error {
+	return s.call(time.Time{}, func(b *abi.Batch) error { b.Observe(c.Origin, c.Seq, c.Hash); return nil })
+}
+
+// SendBudget (version 1) is how many bytes Offer may still queue.
+func (s *Session) SendBudget() int { return int(s.st.SendBudget) }
+
+// SubscribeOrigins (version 2) opens channels from the given cursors.
+func (s *Session) SubscribeOrigins(cursors []vector.Entry) error {
+	vec := make([]abi.CursorMsg, len(cursors))
+	for i, c := range cursors {
+		vec[i] = abi.CursorMsg{Origin: c.Origin, Seq: c.Seq, Hash: c.Hash}
+	}
+	return s.call(time.Time{}, func(b *abi.Batch) error { return b.SubscribeOrigins(vec) })
+}
+
+// UnsubscribeOrigins (version 2) closes channels.
+func (s *Session) UnsubscribeOrigins(origins []wire.OriginID) error {
+	return s.call(time.Time{}, func(b *abi.Batch) error { return b.UnsubscribeOrigins(origins) })
+}
+
+// AckOrigin (version 2) acknowledges a channel up to a seq.
+func (s *Session) AckOrigin(origin wire.OriginID, seq uint64) error {
+	return s.call(time.Time{}, func(b *abi.Batch) error { b.AckOrigin(origin, seq); return nil })
+}
+
+// Send (version 2) sends an entry on its origin's channel.
+func (s *Session) Send(txn []byte) error {
+	return s.call(time.Time{}, func(b *abi.Batch) error { b.Send(txn); return nil })
+}
+
+// Credit (version 2) is the credit of an origin's channel.
+func (s *Session) Credit(origin wire.OriginID) int {
+	for _, c := range s.st.Credits {
+		if c.Origin == origin {
+			return int(c.Credit)
+		}
+	}
+	return 0
+}
+
+// AdvertiseHeads (version 2) advertises heads.
+func (s *Session) AdvertiseHeads(heads []wire.Head) error {
+	return s.call(time.Time{}, func(b *abi.Batch) error { return b.AdvertiseHeads(heads) })
+}
+
+// WithdrawHeads (version 2) withdraws heads.
+func (s *Session) WithdrawHeads(origins []wire.OriginID) error {
+	return s.call(time.Time{}, func(b *abi.Batch) error { return b.WithdrawHeads(origins) })
+}
