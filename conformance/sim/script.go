@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"plait/protocol"
 	"plait/protocol/replica"
 	"plait/protocol/wire"
 )
@@ -21,6 +22,10 @@ type Script struct {
 	trace   []string
 	written map[string]int // writes per node, numbering the values
 	moves   map[string]int // per node, moves reported so far
+
+	// NewSession, when set before the first command, makes every session of the cluster
+	// (Options.NewSession): a scenario run on another build of the core.
+	NewSession func(protocol.Config) (replica.Session, error)
 }
 
 // Arg is one argument of a command.
@@ -84,7 +89,8 @@ func (s *Script) Run(cmd string, args []Arg) string {
 
 func (s *Script) cluster() *Cluster {
 	if s.c == nil {
-		s.c = New(Options{Seed: s.seed, Limits: SimLimits, SyncDelay: s.sync, Trace: func(l string) { s.trace = append(s.trace, l) }})
+		s.c = New(Options{Seed: s.seed, Limits: SimLimits, SyncDelay: s.sync, NewSession: s.NewSession,
+			Trace: func(l string) { s.trace = append(s.trace, l) }})
 	}
 	return s.c
 }

@@ -42,8 +42,11 @@ const (
 	OpSend               Op = 0x0F // a transaction encoding
 	OpAdvertiseHeads     Op = 0x10 // CBOR HeadsMsg
 	OpWithdrawHeads      Op = 0x11 // CBOR OriginsMsg
+	// OpReady hands over the session's output (empty payload). In a session configured with
+	// DeferReady, a batch carries MESSAGE and EVENT records only when it holds an OpReady.
+	OpReady Op = 0x12
 
-	lastOp = OpWithdrawHeads
+	lastOp = OpReady
 )
 
 // Kind is an output record's kind.
@@ -176,6 +179,9 @@ func (b *Batch) AdvertiseHeads(heads []wire.Head) error {
 	return b.cbor(OpAdvertiseHeads, &HeadsMsg{Heads: heads})
 }
 
+// Ready appends OpReady.
+func (b *Batch) Ready() { b.add(OpReady) }
+
 // WithdrawHeads appends OpWithdrawHeads.
 func (b *Batch) WithdrawHeads(origins []wire.OriginID) error {
 	return b.cbor(OpWithdrawHeads, &OriginsMsg{Origins: origins})
@@ -210,6 +216,10 @@ type ConfigMsg struct {
 	Capabilities []string      `cbor:"7,keyasint,omitempty"`
 	ExpectedPeer string        `cbor:"8,keyasint,omitempty"`
 	Limits       LimitsMsg     `cbor:"9,keyasint,omitempty"`
+	// DeferReady (ABI 2): the session's output stays in it until an OpReady, as a native
+	// caller's stays until it calls Ready, so frames of several batches share messages
+	// and the send budget counts them exactly as natively.
+	DeferReady bool `cbor:"10,keyasint,omitempty"`
 }
 
 // LimitsMsg carries protocol.Limits; durations in nanoseconds; 0 means the default.
@@ -334,6 +344,7 @@ type StatusMsg struct {
 	Handshake   *HandshakeMsg `cbor:"16,keyasint,omitempty"` // once established
 	Limits      *LimitsMsg    `cbor:"17,keyasint,omitempty"` // in effect, defaults applied
 	Credits     []CreditMsg   `cbor:"18,keyasint,omitempty"` // per origin the peer subscribed to, sorted
+	HasReady    bool          `cbor:"19,keyasint,omitempty"` // (ABI 2) output waits for OpReady
 }
 
 // FrameMsg is one decoded frame.

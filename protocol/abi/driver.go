@@ -13,11 +13,13 @@ import (
 // Driver runs batches of commands against one Session. The zero Driver is ready: its
 // first command must be OpConfigure (or OpDecode, which needs no session).
 type Driver struct {
-	s      *protocol.Session
-	now    time.Time
-	broken string // set after a recovered panic: the session can no longer be trusted
-	out    []byte
-	index  uint64
+	s          *protocol.Session
+	deferReady bool // DeferReady: drain only for an OpReady
+	ready      bool // the batch holds an OpReady
+	now        time.Time
+	broken     string // set after a recovered panic: the session can no longer be trusted
+	out        []byte
+	index      uint64
 }
 
 // Step runs every command of batch in order and returns the output batch: a RESULT record
@@ -30,6 +32,7 @@ type Driver struct {
 func (d *Driver) Step(batch []byte) []byte {
 	d.out = d.out[:0]
 	d.index = 0
+	d.ready = false
 	for off := 0; off < len(batch); d.index++ {
 		if len(batch)-off < recordHeader {
 			d.result(0, wire.Errorf(wire.CodeBadArgument, "truncated command header at byte "+strconv.Itoa(off)))
@@ -99,6 +102,10 @@ func (d *Driver) run(op Op, p []byte) *wire.Error {
 	}
 	if d.s == nil {
 		return wire.Errorf(wire.CodeInvalidState, "command before OpConfigure")
+	}
+	if op == OpReady {
+		d.ready = true // the output follows the RESULTs
+		return nil
 	}
 	switch op {
 	case OpStart, OpReceive, OpTick:
@@ -243,7 +250,7 @@ func (d *Driver) configure(p []byte) *wire.Error {
 	if err != nil {
 		return asWire(err)
 	}
-	d.s = s
+	d.s, d.deferReady = s, m.DeferReady
 	return nil
 }
 
@@ -265,7 +272,7 @@ func (d *Driver) decode(msg []byte) {
 // drain turns what the session produced into MESSAGE and EVENT records. A panic here makes
 // the session unusable and is reported by a RESULT with op 0 after the batch's commands.
 func (d *Driver) drain() {
-	if d.s == nil || d.broken != "" {
+	if d.s == nil || d.broken != "" || (d.deferReady && !d.ready) {
 		return
 	}
 	defer func() {
@@ -366,6 +373,7 @@ func (d *Driver) status() {
 			m.Credits = append(m.Credits, CreditMsg{Origin: c.Origin, Credit: uint64(c.Credit)})
 		}
 		m.MinVersion, m.MaxVersion = s.Advertised()
+		m.HasReady = d.deferReady && s.HasReady()
 		if m.Version != 0 {
 			m.Handshake = handshakeOf(s.Handshake())
 		}

@@ -42,15 +42,15 @@ func results(t *testing.T, out []byte) ([]abi.ResultMsg, abi.StatusMsg) {
 
 // TestUnknownCommand: an opcode the ABI does not define is refused with unknown-command
 // (class local, about no frame), before and after OpConfigure, and the batch goes on. ABI
-// version 2 defines 0x01..0x11: one past the last (0x12) and above are unknown.
+// version 2 defines 0x01..0x12: one past the last (0x13) and above are unknown.
 //
 // internal, the other ABI-level code, is a recovered panic inside the core: no command
 // produces it without a defect, so no test does.
 func TestUnknownCommand(t *testing.T) {
-	if abi.Version != 2 || abi.OpWithdrawHeads != 0x11 || abi.OpSubscribeOrigins != abi.OpDecode+1 {
-		t.Fatalf("ABI version %d defines up to 0x%02x", abi.Version, uint8(abi.OpWithdrawHeads))
+	if abi.Version != 2 || abi.OpReady != 0x12 || abi.OpSubscribeOrigins != abi.OpDecode+1 {
+		t.Fatalf("ABI version %d defines up to 0x%02x", abi.Version, uint8(abi.OpReady))
 	}
-	unknown := []abi.Op{0x00, abi.OpWithdrawHeads + 1, 0x13, 0x7f, 0x80, 0xff}
+	unknown := []abi.Op{0x00, abi.OpReady + 1, 0x14, 0x7f, 0x80, 0xff}
 	var d abi.Driver
 	var b abi.Batch
 	for _, op := range unknown {
@@ -153,6 +153,70 @@ func TestOutputOrder(t *testing.T) {
 	}
 	if protocol.EventKind(ev.Kind) != protocol.EventIgnoredFrame || ev.Count != 1 || ev.Frame != 0xfe {
 		t.Fatalf("event %+v", ev)
+	}
+}
+
+// TestDeferReady: a session configured with DeferReady keeps its output across batches, as
+// a native session keeps it until Ready: the batches of START and a RECEIVE carry no
+// MESSAGE or EVENT, STATUS says output waits, and OpReady then hands over the same records
+// a driver without DeferReady gave for the same commands in one batch. OpReady before
+// CONFIGURE is refused with invalid-state.
+func TestDeferReady(t *testing.T) {
+	cfg := abi.ConfigMsg{Role: uint8(wire.RoleDialer), Name: "a", Origin: prototest.Origin(1)}
+	var plain, deferred abi.Driver
+	var b abi.Batch
+	b.Ready()
+	if rs, _ := results(t, deferred.Step(b.Bytes())); len(rs) != 1 || rs[0].Err.Wire().Code != wire.CodeInvalidState {
+		t.Fatalf("OpReady before CONFIGURE: %+v", rs)
+	}
+
+	b.Reset()
+	if err := b.Configure(cfg); err != nil {
+		t.Fatal(err)
+	}
+	b.Start(prototest.Epoch, prototest.Nonce(1))
+	b.Receive(prototest.Epoch, prototest.RawFrame(0xfe, 0, 0, nil))
+	want := append([]byte(nil), plain.Step(b.Bytes())...)
+
+	cfg.DeferReady = true
+	for i, fill := range []func(){
+		func() { _ = b.Configure(cfg) },
+		func() { b.Start(prototest.Epoch, prototest.Nonce(1)) },
+		func() { b.Receive(prototest.Epoch, prototest.RawFrame(0xfe, 0, 0, nil)) },
+	} {
+		b.Reset()
+		fill()
+		out := deferred.Step(b.Bytes())
+		if ks := kinds(t, out); len(ks) != 2 || ks[0] != abi.KindResult || ks[1] != abi.KindStatus {
+			t.Fatalf("batch %d with DeferReady: kinds %v, want RESULT, STATUS", i, ks)
+		}
+		if _, st := results(t, out); st.HasReady != (i > 0) {
+			t.Fatalf("batch %d: HasReady %v", i, st.HasReady)
+		}
+	}
+	b.Reset()
+	b.Ready()
+	got := deferred.Step(b.Bytes())
+	if _, st := results(t, got); st.HasReady {
+		t.Fatal("HasReady after OpReady")
+	}
+	// The same MESSAGE and EVENT records (the RESULTs differ: three commands there, one here).
+	outputOf := func(out []byte) [][]byte {
+		recs, err := abi.Split(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var o [][]byte
+		for _, r := range recs {
+			if r.Kind == abi.KindMessage || r.Kind == abi.KindEvent {
+				o = append(o, append([]byte{byte(r.Kind)}, r.Payload...))
+			}
+		}
+		return o
+	}
+	w, g := outputOf(want), outputOf(got)
+	if len(w) != 2 || len(g) != len(w) || !bytes.Equal(w[0], g[0]) || !bytes.Equal(w[1], g[1]) {
+		t.Fatalf("output after OpReady differs from the undeferred batch:\n%x\n%x", g, w)
 	}
 }
 

@@ -3,6 +3,7 @@ package host_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -450,7 +451,7 @@ func TestWasmAgainstNativeV2(t *testing.T) {
 func TestUnknownCommandIsAnErrorResult(t *testing.T) {
 	_, in := load(t)
 	var b abi.Batch
-	b.Raw(abi.OpWithdrawHeads+1, []byte{1, 2, 3}) // one past the last opcode of ABI version 2
+	b.Raw(abi.OpReady+1, []byte{1, 2, 3}) // one past the last opcode of ABI version 2
 	b.Tick(prototest.Epoch)
 	bad := append(b.Bytes(), 0x03, 0, 0, 0, 9, 1) // claims 9 bytes, has 1
 	out, err := in.Step(context.Background(), bad)
@@ -491,5 +492,34 @@ func TestUnknownCommandIsAnErrorResult(t *testing.T) {
 	}
 	if _, err := in.Step(context.Background(), b.Bytes()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSessionAfterAFailedCall: once a call into its instance fails (here: the module was
+// closed under it), a Session answers every call with an internal error and reports state
+// closed with that error; it never traps the caller.
+func TestSessionAfterAFailedCall(t *testing.T) {
+	mod, _ := load(t)
+	s, err := mod.NewSession(protocol.Config{Role: wire.RoleDialer, Name: "a", Origin: prototest.Origin(1)}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(prototest.Epoch, prototest.Nonce(1)); err != nil {
+		t.Fatal(err)
+	}
+	if !s.HasReady() || len(s.Ready().Messages) != 1 || s.State() != protocol.StateHandshaking {
+		t.Fatalf("after Start: state %v", s.State())
+	}
+	mod.Close(context.Background())
+	err = s.Tick(prototest.Epoch)
+	var we *wire.Error
+	if !errors.As(err, &we) || we.Code != wire.CodeInternal {
+		t.Fatalf("Tick on a closed module: %v, want internal", err)
+	}
+	if s.State() != protocol.StateClosed || s.Err() == nil || s.Err().Code != wire.CodeInternal {
+		t.Fatalf("state %v, err %v", s.State(), s.Err())
+	}
+	if err2 := s.Send([]byte{1}); err2 == nil || err2.Error() != err.Error() {
+		t.Fatalf("a later call: %v, want the same error", err2)
 	}
 }

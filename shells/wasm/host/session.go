@@ -32,6 +32,10 @@ type Session struct {
 	ready   protocol.Ready
 	dead    *wire.Error
 	lastNow time.Time // the time the latest command carried
+	// deferred: the guest keeps its output until an OpReady (ABI 2's DeferReady), as a
+	// native session keeps it until Ready, so frames of several calls share messages
+	// exactly as natively. ABI 1 hands the output over after every command.
+	deferred bool
 }
 
 var _ replica.Session = (*Session)(nil)
@@ -48,14 +52,15 @@ func (m *Module) NewSession(cfg protocol.Config, timeout time.Duration) (*Sessio
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{in: in, abi: in.abiVersion, timeout: timeout}
+	s := &Session{in: in, abi: in.abiVersion, timeout: timeout, deferred: in.abiVersion >= 2}
 	l := cfg.Limits
 	msg := abi.ConfigMsg{Role: uint8(cfg.Role), Name: cfg.Name, Origin: cfg.Origin, Secret: cfg.Secret,
 		MinVersion: cfg.MinVersion, MaxVersion: cfg.MaxVersion, Capabilities: cfg.Capabilities, ExpectedPeer: cfg.ExpectedPeer,
 		Limits: abi.LimitsMsg{MaxFrameBody: uint64(l.MaxFrameBody), MaxMessage: uint64(l.MaxMessage),
 			MaxSendBuffer: uint64(l.MaxSendBuffer), MaxUnackedBytes: uint64(l.MaxUnackedBytes), MaxOrigins: uint64(l.MaxOrigins),
 			HandshakeTimeout: uint64(l.HandshakeTimeout), PingInterval: uint64(l.PingInterval), LivenessTimeout: uint64(l.LivenessTimeout),
-			MaxChannels: uint64(l.MaxChannels), MaxChannelBuffer: uint64(l.MaxChannelBuffer), MaxSessionBuffer: uint64(l.MaxSessionBuffer)}}
+			MaxChannels: uint64(l.MaxChannels), MaxChannelBuffer: uint64(l.MaxChannelBuffer), MaxSessionBuffer: uint64(l.MaxSessionBuffer)},
+		DeferReady: s.deferred}
 	if err := s.call(time.Time{}, func(b *abi.Batch) error { return b.Configure(msg) }); err != nil {
 		_ = in.Close(context.Background())
 		return nil, err
@@ -195,13 +200,18 @@ func (s *Session) Tick(now time.Time) error {
 
 // Ready hands over what the session produced since the last Ready.
 func (s *Session) Ready() protocol.Ready {
+	if s.deferred && s.st.HasReady {
+		_ = s.call(time.Time{}, func(b *abi.Batch) error { b.Ready(); return nil }) // a failure is the session's state
+	}
 	rd := s.ready
 	s.ready = protocol.Ready{}
 	return rd
 }
 
 // HasReady reports whether Ready would return anything.
-func (s *Session) HasReady() bool { return len(s.ready.Messages) > 0 || len(s.ready.Events) > 0 }
+func (s *Session) HasReady() bool {
+	return len(s.ready.Messages) > 0 || len(s.ready.Events) > 0 || (s.deferred && s.st.HasReady)
+}
 
 // Release does nothing: every message is the host's own copy.
 func (s *Session) Release([]byte) {}
