@@ -243,6 +243,10 @@ func (s *Session) Connected(now time.Time) bool {
 		(s.ReadPaused() || s.resumed || now.Sub(s.lastRecv) < s.limits.LivenessTimeout)
 }
 
+// ReadsResumed reports whether reads resumed after a pause and the liveness clock has not
+// restarted yet (at the next Tick): Connected holds meanwhile whatever the time.
+func (s *Session) ReadsResumed() bool { return s.resumed }
+
 // LastReceive is when the session last received a message (Start's time before the first).
 func (s *Session) LastReceive() time.Time { return s.lastRecv }
 

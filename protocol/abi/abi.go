@@ -345,6 +345,7 @@ type StatusMsg struct {
 	Limits      *LimitsMsg    `cbor:"17,keyasint,omitempty"` // in effect, defaults applied
 	Credits     []CreditMsg   `cbor:"18,keyasint,omitempty"` // per origin the peer subscribed to, sorted
 	HasReady    bool          `cbor:"19,keyasint,omitempty"` // (ABI 2) output waits for OpReady
+	Resumed     bool          `cbor:"20,keyasint,omitempty"` // (ABI 2) reads resumed, liveness clock not yet restarted
 }
 
 // FrameMsg is one decoded frame.

@@ -374,6 +374,7 @@ func (d *Driver) status() {
 		}
 		m.MinVersion, m.MaxVersion = s.Advertised()
 		m.HasReady = d.deferReady && s.HasReady()
+		m.Resumed = s.ReadsResumed()
 		if m.Version != 0 {
 			m.Handshake = handshakeOf(s.Handshake())
 		}

@@ -31,7 +31,6 @@ type Session struct {
 	st      abi.StatusMsg
 	ready   protocol.Ready
 	dead    *wire.Error
-	lastNow time.Time // the time the latest command carried
 	// deferred: the guest keeps its output until an OpReady (ABI 2's DeferReady), as a
 	// native session keeps it until Ready, so frames of several calls share messages
 	// exactly as natively. ABI 1 hands the output over after every command.
@@ -61,7 +60,7 @@ func (m *Module) NewSession(cfg protocol.Config, timeout time.Duration) (*Sessio
 			HandshakeTimeout: uint64(l.HandshakeTimeout), PingInterval: uint64(l.PingInterval), LivenessTimeout: uint64(l.LivenessTimeout),
 			MaxChannels: uint64(l.MaxChannels), MaxChannelBuffer: uint64(l.MaxChannelBuffer), MaxSessionBuffer: uint64(l.MaxSessionBuffer)},
 		DeferReady: s.deferred}
-	if err := s.call(time.Time{}, func(b *abi.Batch) error { return b.Configure(msg) }); err != nil {
+	if err := s.call(func(b *abi.Batch) error { return b.Configure(msg) }); err != nil {
 		_ = in.Close(context.Background())
 		return nil, err
 	}
@@ -79,12 +78,9 @@ func (s *Session) ABIVersion() uint32 { return s.abi }
 
 // call runs one command and takes in what the batch answered. It returns the command's
 // error, or an internal error when the instance failed.
-func (s *Session) call(now time.Time, fill func(b *abi.Batch) error) error {
+func (s *Session) call(fill func(b *abi.Batch) error) error {
 	if s.dead != nil {
 		return s.dead
-	}
-	if !now.IsZero() {
-		s.lastNow = now
 	}
 	s.batch.Reset()
 	if err := fill(&s.batch); err != nil {
@@ -185,23 +181,23 @@ func handshakeOf(m *abi.HandshakeMsg) protocol.HandshakeInfo {
 
 // Start sends the HELLO.
 func (s *Session) Start(now time.Time, nonce []byte) error {
-	return s.call(now, func(b *abi.Batch) error { b.Start(now, nonce); return nil })
+	return s.call(func(b *abi.Batch) error { b.Start(now, nonce); return nil })
 }
 
 // Receive takes one message from the peer.
 func (s *Session) Receive(now time.Time, msg []byte) error {
-	return s.call(now, func(b *abi.Batch) error { b.Receive(now, msg); return nil })
+	return s.call(func(b *abi.Batch) error { b.Receive(now, msg); return nil })
 }
 
 // Tick runs the timers.
 func (s *Session) Tick(now time.Time) error {
-	return s.call(now, func(b *abi.Batch) error { b.Tick(now); return nil })
+	return s.call(func(b *abi.Batch) error { b.Tick(now); return nil })
 }
 
 // Ready hands over what the session produced since the last Ready.
 func (s *Session) Ready() protocol.Ready {
 	if s.deferred && s.st.HasReady {
-		_ = s.call(time.Time{}, func(b *abi.Batch) error { b.Ready(); return nil }) // a failure is the session's state
+		_ = s.call(func(b *abi.Batch) error { b.Ready(); return nil }) // a failure is the session's state
 	}
 	rd := s.ready
 	s.ready = protocol.Ready{}
@@ -235,15 +231,11 @@ func (s *Session) Handshake() protocol.HandshakeInfo {
 	return protocol.HandshakeInfo{Version: s.st.Version}
 }
 
-// Connected answers as the native session does from the status: established, and a
-// byte received within the liveness timeout or reads paused. At the time of the latest
-// command it is the guest's own answer.
+// Connected answers as the native session does, from the status: established, and reads
+// paused or resumed (ABI 2 says so), or a byte received within the liveness timeout.
 func (s *Session) Connected(now time.Time) bool {
-	if now.Equal(s.lastNow) {
-		return s.st.Connected
-	}
 	return protocol.State(s.st.State) == protocol.StateEstablished &&
-		(s.st.ReadPaused || now.Sub(time.Unix(0, s.st.LastReceive)) < time.Duration(s.st.Liveness))
+		(s.st.ReadPaused || s.st.Resumed || now.Sub(time.Unix(0, s.st.LastReceive)) < time.Duration(s.st.Liveness))
 }
 
 // RTT is the round trip of the last PING.
@@ -281,12 +273,12 @@ func (s *Session) Limits() protocol.Limits {
 
 // Close closes the session with a CLOSE frame.
 func (s *Session) Close(code wire.Code, message string) error {
-	return s.call(time.Time{}, func(b *abi.Batch) error { return b.Close(code, message) })
+	return s.call(func(b *abi.Batch) error { return b.Close(code, message) })
 }
 
 // SetOriginName names an origin for the peer.
 func (s *Session) SetOriginName(origin wire.OriginID, name string) error {
-	return s.call(time.Time{}, func(b *abi.Batch) error { b.Name(origin, name); return nil })
+	return s.call(func(b *abi.Batch) error { b.Name(origin, name); return nil })
 }
 
 // Subscribe (version 1) subscribes from a position with a vector.
@@ -295,22 +287,22 @@ func (s *Session) Subscribe(from uint64, vec []protocol.Cursor) error {
 	for _, c := range vec {
 		m.Vector = append(m.Vector, abi.CursorMsg{Origin: c.Origin, Seq: c.Seq, Hash: c.Hash})
 	}
-	return s.call(time.Time{}, func(b *abi.Batch) error { return b.Subscribe(m) })
+	return s.call(func(b *abi.Batch) error { return b.Subscribe(m) })
 }
 
 // Offer (version 1) offers a transaction at an arrival position.
 func (s *Session) Offer(position uint64, txn []byte) error {
-	return s.call(time.Time{}, func(b *abi.Batch) error { b.Offer(position, txn); return nil })
+	return s.call(func(b *abi.Batch) error { b.Offer(position, txn); return nil })
 }
 
 // Ack (version 1) acknowledges up to a position.
 func (s *Session) Ack(position uint64) error {
-	return s.call(time.Time{}, func(b *abi.Batch) error { b.Ack(position); return nil })
+	return s.call(func(b *abi.Batch) error { b.Ack(position); return nil })
 }
 
 // Observe (version 1) tells the session of an entry applied from elsewhere.
 func (s *Session) Observe(c protocol.Cursor) error {
-	return s.call(time.Time{}, func(b *abi.Batch) error { b.Observe(c.Origin, c.Seq, c.Hash); return nil })
+	return s.call(func(b *abi.Batch) error { b.Observe(c.Origin, c.Seq, c.Hash); return nil })
 }
 
 // SendBudget (version 1) is how many bytes Offer may still queue.
@@ -322,22 +314,22 @@ func (s *Session) SubscribeOrigins(cursors []vector.Entry) error {
 	for i, c := range cursors {
 		vec[i] = abi.CursorMsg{Origin: c.Origin, Seq: c.Seq, Hash: c.Hash}
 	}
-	return s.call(time.Time{}, func(b *abi.Batch) error { return b.SubscribeOrigins(vec) })
+	return s.call(func(b *abi.Batch) error { return b.SubscribeOrigins(vec) })
 }
 
 // UnsubscribeOrigins (version 2) closes channels.
 func (s *Session) UnsubscribeOrigins(origins []wire.OriginID) error {
-	return s.call(time.Time{}, func(b *abi.Batch) error { return b.UnsubscribeOrigins(origins) })
+	return s.call(func(b *abi.Batch) error { return b.UnsubscribeOrigins(origins) })
 }
 
 // AckOrigin (version 2) acknowledges a channel up to a seq.
 func (s *Session) AckOrigin(origin wire.OriginID, seq uint64) error {
-	return s.call(time.Time{}, func(b *abi.Batch) error { b.AckOrigin(origin, seq); return nil })
+	return s.call(func(b *abi.Batch) error { b.AckOrigin(origin, seq); return nil })
 }
 
 // Send (version 2) sends an entry on its origin's channel.
 func (s *Session) Send(txn []byte) error {
-	return s.call(time.Time{}, func(b *abi.Batch) error { b.Send(txn); return nil })
+	return s.call(func(b *abi.Batch) error { b.Send(txn); return nil })
 }
 
 // Credit (version 2) is the credit of an origin's channel.
@@ -352,10 +344,10 @@ func (s *Session) Credit(origin wire.OriginID) int {
 
 // AdvertiseHeads (version 2) advertises heads.
 func (s *Session) AdvertiseHeads(heads []wire.Head) error {
-	return s.call(time.Time{}, func(b *abi.Batch) error { return b.AdvertiseHeads(heads) })
+	return s.call(func(b *abi.Batch) error { return b.AdvertiseHeads(heads) })
 }
 
 // WithdrawHeads (version 2) withdraws heads.
 func (s *Session) WithdrawHeads(origins []wire.OriginID) error {
-	return s.call(time.Time{}, func(b *abi.Batch) error { return b.WithdrawHeads(origins) })
+	return s.call(func(b *abi.Batch) error { return b.WithdrawHeads(origins) })
 }
