@@ -10,7 +10,7 @@ NODES     ?= 0
 # The exact release build of the WASM core (DESIGN.md §5, conformance/RELEASES.md).
 WASM_BUILD := GOFLAGS= CGO_ENABLED=0 GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildvcs=false -buildmode=c-shared
 
-.PHONY: all deps demo test check purity wasip1 vet fmt-check unit multiprocess releases wasm fuzz sim bench clean
+.PHONY: all deps demo test check purity wasip1 vet fmt-check unit multiprocess releases releases-check freeze conformance wasm fuzz sim bench clean
 
 all: test
 
@@ -23,7 +23,7 @@ deps:
 	@scripts/deps.sh
 
 ## test: everything CI runs
-test: deps fmt-check vet purity wasip1 wasm unit multiprocess
+test: deps fmt-check vet purity wasip1 wasm unit releases-check multiprocess
 
 ## purity: protocol/ imports nothing of DESIGN.md §1's list, reads no clock, starts no goroutine
 purity:
@@ -54,6 +54,17 @@ multiprocess: unit
 wasm:
 	@mkdir -p $(BUILD)
 	$(WASM_BUILD) -o $(CORE_WASM) ./shells/wasm/guest
+
+## freeze: freeze release RELEASE from COMMIT (a temporary worktree, the pinned command; RELEASES.md gains its row)
+freeze:
+	@test -n "$(RELEASE)" -a -n "$(COMMIT)" || { echo "usage: make freeze RELEASE=0.3 COMMIT=<sha>"; exit 2; }
+	scripts/freeze.sh $(RELEASE) $(COMMIT)
+
+## releases-check: rebuild every frozen release at its recorded commit; the SHA-256 must reproduce
+releases-check:
+	@if [ "$$(git rev-parse --is-shallow-repository)" = true ]; then \
+		echo "releases-check: skipped in a shallow clone (the releases' commits are not here)"; \
+	else scripts/freeze.sh --check; fi
 
 ## fuzz: every fuzz target in turn for FUZZTIME; new interesting inputs join the corpus
 fuzz:
