@@ -55,6 +55,11 @@ wasm:
 	@mkdir -p $(BUILD)
 	$(WASM_BUILD) -o $(CORE_WASM) ./shells/wasm/guest
 
+## conformance: the version matrix (every frozen release and the current build, native and WASM, against the current build), native/WASM identity, the releases' checks
+conformance: wasm
+	PLAIT_CORE_WASM=$(abspath $(CORE_WASM)) $(GO) test -count=1 -v ./conformance -run 'TestVersionMatrix|TestSimIdentityNativeWasm|TestScenariosUnderWasm|TestRelease' 2>&1 | \
+		grep -v '^=== RUN'
+
 ## freeze: freeze release RELEASE from COMMIT (a temporary worktree, the pinned command; RELEASES.md gains its row)
 freeze:
 	@test -n "$(RELEASE)" -a -n "$(COMMIT)" || { echo "usage: make freeze RELEASE=0.3 COMMIT=<sha>"; exit 2; }

@@ -19,7 +19,10 @@ type watchedSession struct {
 }
 
 func (c *Cluster) newSession(n *Node) func(protocol.Config) (replica.Session, error) {
-	newSession := c.opts.NewSession
+	newSession := n.NewSession
+	if newSession == nil {
+		newSession = c.opts.NewSession
+	}
 	if newSession == nil {
 		newSession = replica.NativeSession
 	}

@@ -70,6 +70,9 @@ type Node struct {
 	Store      *recordingStore
 	Rep        *replica.Replica // nil while crashed
 	MaxVersion uint64
+	// NewSession, when set, makes this node's sessions (a build of the core other than
+	// Options.NewSession's): the version matrix mixes builds in one cluster.
+	NewSession func(protocol.Config) (replica.Session, error)
 	origin     wire.OriginID
 	ends       map[replica.ConnID]*end
 	tickGen    uint64
@@ -152,13 +155,18 @@ func (c *Cluster) trace(format string, args ...any) {
 // AddNode adds and starts a node speaking protocol versions up to maxVersion (0: newest).
 // Its origin id derives from its name, so scripts are reproducible.
 func (c *Cluster) AddNode(name string, maxVersion uint64) error {
+	return c.AddNodeBuild(name, maxVersion, nil)
+}
+
+// AddNodeBuild is AddNode for a node whose sessions newSession makes (nil: the cluster's).
+func (c *Cluster) AddNodeBuild(name string, maxVersion uint64, newSession func(protocol.Config) (replica.Session, error)) error {
 	if c.nodes[name] != nil {
 		return fmt.Errorf("node %s exists", name)
 	}
 	var o wire.OriginID
 	copy(o[:], fmt.Sprintf("%-15s", name))
 	o[15] = byte(len(c.names) + 1)
-	n := &Node{Name: name, MaxVersion: maxVersion, origin: o}
+	n := &Node{Name: name, MaxVersion: maxVersion, origin: o, NewSession: newSession}
 	n.Store = newRecordingStore(memstore.New(replica.Identity{Origin: o, Name: name}), &c.inv, name, c.Now)
 	c.nodes[name] = n
 	c.names = append(c.names, name)
