@@ -57,8 +57,7 @@ wasm:
 
 ## conformance: the version matrix (every frozen release and the current build, native and WASM, against the current build), native/WASM identity, the releases' checks
 conformance: wasm
-	PLAIT_CORE_WASM=$(abspath $(CORE_WASM)) $(GO) test -count=1 -v ./conformance -run 'TestVersionMatrix|TestSimIdentityNativeWasm|TestScenariosUnderWasm|TestRelease' 2>&1 | \
-		grep -v '^=== RUN'
+	PLAIT_CORE_WASM=$(abspath $(CORE_WASM)) $(GO) test -count=1 -v ./conformance -run 'TestVersionMatrix|TestSimIdentityNativeWasm|TestScenariosUnderWasm|TestRelease'
 
 ## freeze: freeze release RELEASE from COMMIT (a temporary worktree, the pinned command; RELEASES.md gains its row)
 freeze:
