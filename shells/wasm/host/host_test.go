@@ -55,7 +55,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func load(t *testing.T) (*host.Module, *host.Instance) {
+func load(t testing.TB) (*host.Module, *host.Instance) {
 	t.Helper()
 	ctx := context.Background()
 	mod, err := host.Load(ctx, coreWasm, cacheDir)

@@ -24,7 +24,7 @@ const DefaultCallTimeout = 10 * time.Second
 // deadline or any failed call the instance is discarded and every later call fails with
 // an internal error; the session then reports state closed with that error.
 type Session struct {
-	in      *Instance
+	in      stepper
 	abi     uint32
 	timeout time.Duration
 	batch   abi.Batch
@@ -39,6 +39,12 @@ type Session struct {
 
 var _ replica.Session = (*Session)(nil)
 
+// stepper runs batches: an instance of a module, or the native driver.
+type stepper interface {
+	Step(ctx context.Context, batch []byte) ([]byte, error)
+	Close(ctx context.Context) error
+}
+
 // NewSession instantiates the module and configures a session in it. timeout bounds each
 // call (0: DefaultCallTimeout).
 func (m *Module) NewSession(cfg protocol.Config, timeout time.Duration) (*Session, error) {
@@ -51,7 +57,27 @@ func (m *Module) NewSession(cfg protocol.Config, timeout time.Duration) (*Sessio
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{in: in, abi: in.abiVersion, timeout: timeout, deferred: in.abiVersion >= 2}
+	return newSession(in, in.abiVersion, cfg, timeout)
+}
+
+// NewDriverSession is a Session whose batches run in this process's abi.Driver: the ABI's
+// own cost without WASM (benchmarks), and a reference the WASM build must equal.
+func NewDriverSession(cfg protocol.Config) (*Session, error) {
+	return newSession(&nativeStepper{}, abi.Version, cfg, DefaultCallTimeout)
+}
+
+// nativeStepper runs batches in an abi.Driver; the reply is copied, as a host copies an
+// instance's.
+type nativeStepper struct{ d abi.Driver }
+
+func (n *nativeStepper) Step(_ context.Context, batch []byte) ([]byte, error) {
+	return append([]byte(nil), n.d.Step(batch)...), nil
+}
+
+func (n *nativeStepper) Close(context.Context) error { return nil }
+
+func newSession(in stepper, abiVersion uint32, cfg protocol.Config, timeout time.Duration) (*Session, error) {
+	s := &Session{in: in, abi: abiVersion, timeout: timeout, deferred: abiVersion >= 2}
 	l := cfg.Limits
 	msg := abi.ConfigMsg{Role: uint8(cfg.Role), Name: cfg.Name, Origin: cfg.Origin, Secret: cfg.Secret,
 		MinVersion: cfg.MinVersion, MaxVersion: cfg.MaxVersion, Capabilities: cfg.Capabilities, ExpectedPeer: cfg.ExpectedPeer,
