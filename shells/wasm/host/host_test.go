@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -521,5 +522,35 @@ func TestSessionAfterAFailedCall(t *testing.T) {
 	}
 	if err2 := s.Send([]byte{1}); err2 == nil || err2.Error() != err.Error() {
 		t.Fatalf("a later call: %v, want the same error", err2)
+	}
+}
+
+// TestCallDeadline: a call that runs past its context's deadline is stopped inside the
+// guest (the runtime closes the module when the context ends) and the instance is
+// discarded: every later call fails with ErrDead.
+func TestCallDeadline(t *testing.T) {
+	_, in := load(t)
+	var b abi.Batch
+	msg := bytes.Repeat(prototest.Frame(&wire.Ping{ID: 1}), 4000) // 4,000 frames to decode and re-encode
+	for range 50 {
+		b.Decode(msg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := in.Step(ctx, b.Bytes())
+	if err == nil {
+		t.Fatalf("a batch of 200,000 frames to decode finished within 100 ms (%v): the deadline was not tested", time.Since(start))
+	}
+	took := time.Since(start)
+	if !strings.Contains(err.Error(), "step:") {
+		t.Fatalf("the deadline stopped %v, not the step call", err)
+	}
+	t.Logf("stopped after %v: %v", took, err)
+	if took > 2*time.Second {
+		t.Errorf("the call returned %v after its 100 ms deadline", took)
+	}
+	if _, err := in.Step(context.Background(), nil); !errors.Is(err, host.ErrDead) {
+		t.Fatalf("after the deadline: %v, want ErrDead", err)
 	}
 }
