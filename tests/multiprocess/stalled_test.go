@@ -4,7 +4,6 @@ package multiprocess
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -60,15 +59,7 @@ func TestStalledReceiver(t *testing.T) {
 	)
 	a := serve(t, "A")
 	b := serve(t, "B", "--peer", a.peer())
-	bpid := b.cmd.Process.Pid
-	// Registered after serve's kill, so it runs first: nothing is left stopped.
-	t.Cleanup(func() { _ = syscall.Kill(bpid, syscall.SIGCONT) })
-	waitFor(t, "A and B connected", 30*time.Second, func() bool { return a.connected("B") && b.connected("A") })
-
-	if err := syscall.Kill(bpid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "B stopped", 10*time.Second, func() bool { return procState(bpid) == "T" })
+	bpid := stopOnceConnected(t, a, b)
 
 	apid := a.cmd.Process.Pid
 	base, err := procStatusKB(apid, "VmRSS")
@@ -206,13 +197,7 @@ func writeBatches(t *testing.T, p *proc, batches, perBatch, writers, valueLen in
 func TestStalledPeerIsRedialed(t *testing.T) {
 	b := serve(t, "B")
 	a := serve(t, "A", "--peer", b.peer())
-	bpid := b.cmd.Process.Pid
-	t.Cleanup(func() { _ = syscall.Kill(bpid, syscall.SIGCONT) })
-	waitFor(t, "A and B connected", 30*time.Second, func() bool { return a.connected("B") && b.connected("A") })
-	if err := syscall.Kill(bpid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "B stopped", 10*time.Second, func() bool { return procState(bpid) == "T" })
+	bpid := stopOnceConnected(t, a, b)
 	writeBatches(t, a, 100, 1000, 2, 100) // 100,000 records, about 14 MB: beyond the socket buffers
 	// The liveness timeout (5 s), the close grace (2 s) and the first backoff (at most
 	// 100 ms) pass before A dials again; the dial to the stopped B then hangs in its
@@ -235,18 +220,25 @@ func TestStalledPeerIsRedialed(t *testing.T) {
 	}
 }
 
+// stopOnceConnected waits until a and b stream with each other, then stops b with SIGSTOP
+// (SIGCONT at cleanup, before serve's kill: nothing is left stopped) and returns its pid.
+func stopOnceConnected(t *testing.T, a, b *proc) int {
+	t.Helper()
+	bpid := b.cmd.Process.Pid
+	t.Cleanup(func() { _ = syscall.Kill(bpid, syscall.SIGCONT) })
+	waitFor(t, a.name+" and "+b.name+" connected", 30*time.Second, func() bool { return a.connected(b.name) && b.connected(a.name) })
+	if err := syscall.Kill(bpid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, b.name+" stopped", 10*time.Second, func() bool { return procState(bpid) == "T" })
+	return bpid
+}
+
 // peerReconnects is the largest reconnects of p's peers[] entries named peer.
 func (p *proc) peerReconnects(peer string) uint64 {
 	p.t.Helper()
-	var st struct {
-		Peers []dialerStatus `json:"peers"`
-	}
-	_, body := p.get("/v1/status")
-	if err := json.Unmarshal([]byte(body), &st); err != nil {
-		p.t.Fatalf("%s: status: %v: %s", p.name, err, body)
-	}
 	var n uint64
-	for _, d := range st.Peers {
+	for _, d := range p.peerEntries() {
 		if d.Name == peer {
 			n = max(n, d.Reconnects)
 		}

@@ -45,7 +45,8 @@ type dialerStatus struct {
 	Reconnects uint64 `json:"reconnects"`
 }
 
-func (p *proc) dialers() map[string]dialerStatus {
+// peerEntries are the peers[] entries of p's status.
+func (p *proc) peerEntries() []dialerStatus {
 	p.t.Helper()
 	var st struct {
 		Peers []dialerStatus `json:"peers"`
@@ -54,8 +55,13 @@ func (p *proc) dialers() map[string]dialerStatus {
 	if err := json.Unmarshal([]byte(body), &st); err != nil {
 		p.t.Fatalf("%s: status: %v: %s", p.name, err, body)
 	}
+	return st.Peers
+}
+
+func (p *proc) dialers() map[string]dialerStatus {
+	p.t.Helper()
 	m := map[string]dialerStatus{}
-	for _, d := range st.Peers {
+	for _, d := range p.peerEntries() {
 		if _, dup := m[d.Name]; dup {
 			p.t.Errorf("%s: two peers[] entries named %s", p.name, d.Name)
 		}
