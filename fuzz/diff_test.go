@@ -281,10 +281,10 @@ func newDiffState() (*diffState, error) {
 			return nil, err
 		}
 		n, w := d.native.sessions[v].setup, d.wasm.sessions[v].setup
-		for i := range n.outs {
-			if i >= len(w.outs) || !bytes.Equal(n.outs[i], w.outs[i]) || !bytes.Equal(n.batches[i], w.batches[i]) {
+		for i := range max(len(n.outs), len(w.outs)) {
+			if !bytes.Equal(at(n.batches, i), at(w.batches, i)) || !bytes.Equal(at(n.outs, i), at(w.outs, i)) {
 				return nil, fmt.Errorf("version %d setup, batch %d: native and wasm differ:\nnative:\n%s\nwasm:\n%s",
-					v, i, describe(n.outs[i]), describe(at(w.outs, i)))
+					v, i, describe(at(n.outs, i)), describe(at(w.outs, i)))
 			}
 		}
 	}
@@ -385,12 +385,15 @@ func (s *diffSession) replay() (runner, error) {
 	}
 	for i, batch := range s.setup.batches {
 		out, err := r.run(batch)
-		if err != nil {
-			return nil, err
-		}
-		if !bytes.Equal(out, s.setup.outs[i]) {
-			return nil, fmt.Errorf("build %s, version %d: replaying setup batch %d answers other bytes than recorded:\nnow:\n%s\nrecorded:\n%s",
+		if err == nil && !bytes.Equal(out, s.setup.outs[i]) {
+			err = fmt.Errorf("build %s, version %d: replaying setup batch %d answers other bytes than recorded:\nnow:\n%s\nrecorded:\n%s",
 				s.b.name, s.v, i, describe(out), describe(s.setup.outs[i]))
+		}
+		if err != nil {
+			if in, ok := r.(*wasmInstance); ok {
+				in.close()
+			}
+			return nil, err
 		}
 	}
 	return r, nil
@@ -1023,4 +1026,61 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	removeOwnedDirs()
 	os.Exit(code)
+}
+
+// TestKnownDifferencesFormat: the matcher of testdata/known_differences.txt, on made-up
+// lines: outcome patterns, the frame range, the same-offset rule, and rejected lines.
+func TestKnownDifferencesFormat(t *testing.T) {
+	rels := []conformance.Release{{Name: "0.1"}}
+	file := filepath.Join(t.TempDir(), "known.txt")
+	write := func(s string) {
+		if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("# comment\n\n0.1 session unknown-frame/protocol unexpected-frame/* frame=0x20-0x27 -- reason\n0.1 decode ok bad-cbor/protocol -- other\n")
+	known, err := loadKnownDifferences(file, rels)
+	if err != nil || len(known) != 2 {
+		t.Fatalf("%d entries, %v", len(known), err)
+	}
+	fail := func(code wire.Code, offset int64, frame int) outcome {
+		return outcome{code: code, class: wire.ClassProtocol, offset: offset, frame: frame}
+	}
+	ok := outcome{ok: true, offset: -1, frame: -1}
+	for _, c := range []struct {
+		release, what string
+		rel, cur      outcome
+		want          bool
+	}{
+		{"0.1", "session", fail(wire.CodeUnknownFrame, 10, 0x23), fail(wire.CodeUnexpectedFrame, 10, 0x23), true},
+		{"0.1", "session", fail(wire.CodeUnknownFrame, 10, 0x28), fail(wire.CodeUnexpectedFrame, 10, 0x28), false}, // frame out of range
+		{"0.1", "session", fail(wire.CodeUnknownFrame, 10, 0x23), fail(wire.CodeUnexpectedFrame, 0, 0x04), false},  // another frame
+		{"0.1", "session", fail(wire.CodeUnknownFrame, 10, 0x23), ok, false},
+		{"0.1", "decode", fail(wire.CodeUnknownFrame, 10, 0x23), fail(wire.CodeUnexpectedFrame, 10, 0x23), false},  // another comparison
+		{"0.2", "session", fail(wire.CodeUnknownFrame, 10, 0x23), fail(wire.CodeUnexpectedFrame, 10, 0x23), false}, // another release
+		{"0.1", "decode", ok, fail(wire.CodeBadCBOR, 3, 0x04), true},
+		{"0.1", "decode", ok, outcome{byPeer: true, code: wire.CodeBadCBOR, class: wire.ClassProtocol, offset: -1, frame: -1}, false},
+	} {
+		got := false
+		for _, k := range known {
+			got = got || k.matches(c.release, c.what, c.rel, c.cur)
+		}
+		if got != c.want {
+			t.Errorf("%s %s %s -> %s: matched %v, want %v", c.release, c.what, c.rel.detail(), c.cur.detail(), got, c.want)
+		}
+	}
+	for _, bad := range []string{
+		"0.1 session ok ok\n",                           // no reason
+		"0.1 session ok -- reason\n",                    // too few fields
+		"0.3 session ok ok -- reason\n",                 // no such release
+		"0.1 handshake ok ok -- reason\n",               // no such comparison
+		"0.1 session ok ok frame=0x30-0x20 -- reason\n", // empty range
+		"0.1 session ok ok range=1 -- reason\n",         // unknown condition
+		"0.1 session [ ok -- reason\n",                  // bad pattern
+	} {
+		write(bad)
+		if _, err := loadKnownDifferences(file, rels); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
 }
