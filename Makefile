@@ -10,7 +10,7 @@ NODES     ?= 0
 # The exact release build of the WASM core (DESIGN.md §5, conformance/RELEASES.md).
 WASM_BUILD := GOFLAGS= CGO_ENABLED=0 GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildvcs=false -buildmode=c-shared
 
-.PHONY: all deps demo test check purity wasip1 vet fmt-check unit multiprocess releases releases-check freeze conformance wasm fuzz sim bench clean
+.PHONY: all deps demo test check purity wasip1 vet fmt-check unit multiprocess releases releases-check freeze conformance wasm fuzz fuzz-ci sim bench clean
 
 all: test
 
@@ -23,7 +23,7 @@ deps:
 	@scripts/deps.sh
 
 ## test: everything CI runs
-test: deps fmt-check vet purity wasip1 wasm unit releases-check multiprocess
+test: deps fmt-check vet purity wasip1 wasm unit releases-check fuzz-ci multiprocess
 
 ## purity: protocol/ imports nothing of DESIGN.md §1's list, reads no clock, starts no goroutine
 purity:
@@ -69,6 +69,10 @@ releases-check:
 	@if [ "$$(git rev-parse --is-shallow-repository)" = true ]; then \
 		echo "releases-check: skipped in a shallow clone (the releases' commits are not here)"; \
 	else scripts/freeze.sh --check; fi
+
+## fuzz-ci: every fuzz target for 10 s, the corpus left as it is (make test; unit replays the corpus)
+fuzz-ci: wasm
+	PLAIT_CORE_WASM=$(abspath $(CORE_WASM)) MAX_NEW=0 FUZZTIME=10s scripts/fuzz.sh
 
 ## fuzz: every fuzz target in turn for FUZZTIME; new interesting inputs join the corpus
 fuzz:
