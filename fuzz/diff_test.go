@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -236,6 +238,9 @@ func newDiffState() (*diffState, error) {
 	for b, p := range paths {
 		wg.Go(func() {
 			wasm, err := os.ReadFile(p)
+			if sum := sha256.Sum256(wasm); err == nil && b.release != nil && hex.EncodeToString(sum[:]) != b.release.SHA256 {
+				err = fmt.Errorf("sha256 %x, RELEASES.md records %s", sum, b.release.SHA256)
+			}
 			if err == nil {
 				b.mod, err = loadWasm(context.Background(), b.name, wasm)
 			}
