@@ -18,6 +18,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"plait/protocol/abi"
+	"plait/shells/wasm/host"
 )
 
 // This file runs core modules (shells/wasm/ABI.md) for FuzzDiff. It does what
@@ -435,27 +436,7 @@ func (in *wasmInstance) run(batch []byte) ([]byte, error) {
 
 func (in *wasmInstance) call(batch []byte) ([]byte, error) {
 	defer watch(&in.m.name)()
-	ctx := context.Background()
-	res, err := in.alloc.Call(ctx, uint64(len(batch)))
-	if err != nil {
-		return nil, fmt.Errorf("alloc: %w", err)
-	}
-	ptr := api.DecodeU32(res[0])
-	if ptr == 0 {
-		return nil, fmt.Errorf("alloc refused a batch of %d bytes", len(batch))
-	}
-	if !in.mem.Write(ptr, batch) {
-		return nil, fmt.Errorf("alloc returned %d, outside memory for %d bytes", ptr, len(batch))
-	}
-	if res, err = in.step.Call(ctx, uint64(len(batch))); err != nil {
-		return nil, fmt.Errorf("step: %w", err)
-	}
-	outPtr, outLen := uint32(res[0]>>32), uint32(res[0])
-	view, ok := in.mem.Read(outPtr, outLen)
-	if !ok {
-		return nil, fmt.Errorf("step returned %d bytes at %d, outside memory", outLen, outPtr)
-	}
-	return append([]byte(nil), view...), nil
+	return host.Call(context.Background(), in.alloc, in.step, in.mem, batch)
 }
 
 // snapshot is an instance's state: its memory, its globals and its host state.

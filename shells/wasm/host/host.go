@@ -115,7 +115,15 @@ func (in *Instance) Step(ctx context.Context, batch []byte) ([]byte, error) {
 }
 
 func (in *Instance) call(ctx context.Context, batch []byte) ([]byte, error) {
-	res, err := in.alloc.Call(ctx, uint64(len(batch)))
+	return Call(ctx, in.alloc, in.step, in.mem, batch)
+}
+
+// Call runs one batch through a core's exports, as ABI.md says (alloc, write the batch,
+// step, read the reply), and returns a copy of the reply: a memory view dies when the
+// memory grows. It is the whole boundary; Instance uses it, and so can a host that
+// instantiates a core its own way (the fuzzers do).
+func Call(ctx context.Context, alloc, step api.Function, mem api.Memory, batch []byte) ([]byte, error) {
+	res, err := alloc.Call(ctx, uint64(len(batch)))
 	if err != nil {
 		return nil, fmt.Errorf("alloc: %w", err)
 	}
@@ -123,19 +131,18 @@ func (in *Instance) call(ctx context.Context, batch []byte) ([]byte, error) {
 	if ptr == 0 {
 		return nil, fmt.Errorf("alloc refused a batch of %d bytes", len(batch))
 	}
-	if !in.mem.Write(ptr, batch) {
+	if !mem.Write(ptr, batch) {
 		return nil, fmt.Errorf("alloc returned %d, outside memory for %d bytes", ptr, len(batch))
 	}
-	res, err = in.step.Call(ctx, uint64(len(batch)))
-	if err != nil {
+	if res, err = step.Call(ctx, uint64(len(batch))); err != nil {
 		return nil, fmt.Errorf("step: %w", err)
 	}
 	outPtr, outLen := uint32(res[0]>>32), uint32(res[0])
-	view, ok := in.mem.Read(outPtr, outLen)
+	view, ok := mem.Read(outPtr, outLen)
 	if !ok {
 		return nil, fmt.Errorf("step returned %d bytes at %d, outside memory", outLen, outPtr)
 	}
-	return append([]byte(nil), view...), nil // the view dies when memory grows
+	return append([]byte(nil), view...), nil
 }
 
 // Close releases the instance.
