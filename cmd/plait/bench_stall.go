@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -104,31 +103,17 @@ func (p *benchProc) memory(field string) (int64, error) {
 	return 0, fmt.Errorf("no %s in /proc/%d/status", field, p.cmd.Process.Pid)
 }
 
-// status reads the fields plait bench needs of GET /v1/status.
+// status reads GET /v1/status: each origin's applied seq and each peer's connected, by name.
 func (p *benchProc) status() (applied map[string]uint64, connected map[string]bool, err error) {
-	resp, err := http.Get("http://" + p.http + "/v1/status")
+	doc, err := fetchStatus(p.http)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer resp.Body.Close()
-	var st struct {
-		Origins []struct {
-			Name       string `json:"name"`
-			AppliedSeq uint64 `json:"applied_seq"`
-		} `json:"origins"`
-		Peers []struct {
-			Name      string `json:"name"`
-			Connected bool   `json:"connected"`
-		} `json:"peers"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return nil, nil, err
-	}
 	applied, connected = map[string]uint64{}, map[string]bool{}
-	for _, o := range st.Origins {
+	for _, o := range doc.Origins {
 		applied[o.Name] = o.AppliedSeq
 	}
-	for _, q := range st.Peers {
+	for _, q := range doc.Peers {
 		connected[q.Name] = q.Connected
 	}
 	return applied, connected, nil

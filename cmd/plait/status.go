@@ -54,24 +54,31 @@ func status(args []string, stdout, stderr io.Writer) int {
 	if !parseFlags(fs, args) {
 		return 2
 	}
-	client := &http.Client{Timeout: 10 * time.Second}
-	resp, err := client.Get("http://" + *addr + "/v1/status")
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = errors.New(resp.Status)
-	}
-	var doc statusDoc
-	if err == nil {
-		err = json.NewDecoder(resp.Body).Decode(&doc)
-	}
-	if resp != nil {
-		resp.Body.Close()
-	}
+	doc, err := fetchStatus(*addr)
 	if err != nil {
 		fmt.Fprintln(stderr, "plait status:", err)
 		return 1
 	}
-	printStatus(stdout, &doc)
+	printStatus(stdout, doc)
 	return 0
+}
+
+// fetchStatus reads GET /v1/status of the node whose HTTP API is at addr.
+func fetchStatus(addr string) (*statusDoc, error) {
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get("http://" + addr + "/v1/status")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, errors.New(resp.Status)
+	}
+	var doc statusDoc
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		return nil, err
+	}
+	return &doc, nil
 }
 
 func printStatus(w io.Writer, d *statusDoc) {

