@@ -11,26 +11,25 @@ import (
 
 var mutationAll = flag.Bool("mutation.all", false, "TestMutationsAreCaught: run every seed of the range, count the failing ones")
 
-// TestMutationsAreCaught breaks one decision of the core at a time by a test-only switch
+// TestMutationsAreCaught breaks one decision of the core at a time by a test-only mutation
 // and requires the simulator to fail within the CI seed range: the invariants have teeth.
 // Each mutation stops at the first failing seed, which it reports; with -mutation.all it
 // runs the whole range and reports how many seeds fail.
 func TestMutationsAreCaught(t *testing.T) {
 	for _, m := range []struct {
-		name    string
-		switch_ *bool
+		name string
+		set  mutate.Set
 	}{
-		{"gap detection", &mutate.BreakGapDetection},
-		{"routing rule", &mutate.BreakRouting},
-		{"durability (unsynced entries served)", &mutate.ServeUnsynced},
-		{"failover isolation (every origin resubscribed)", &mutate.BreakFailoverIsolation},
+		{"gap detection", mutate.Set{BreakGapDetection: true}},
+		{"routing rule", mutate.Set{BreakRouting: true}},
+		{"durability (unsynced entries served)", mutate.Set{ServeUnsynced: true}},
+		{"failover isolation (every origin resubscribed)", mutate.Set{BreakFailoverIsolation: true}},
 	} {
 		t.Run(m.name, func(t *testing.T) {
-			*m.switch_ = true
-			defer func() { *m.switch_ = false }()
+			t.Parallel() // each mutation is a value of its own runs: nothing is shared
 			caught, first := 0, ""
 			for seed := *simBase; seed < *simBase+uint64(*simSeeds); seed++ {
-				if rep := sim.Random(seed, sim.Options{}); len(rep.Failures) > 0 {
+				if rep := sim.Random(seed, sim.Options{Mutations: m.set}); len(rep.Failures) > 0 {
 					caught++
 					if first == "" {
 						first = fmt.Sprintf("seed %d: %s", seed, rep.Failures[0])

@@ -323,7 +323,7 @@ func TestReleasesStreamWithCurrent(t *testing.T) {
 					}
 					order := []prototest.Entry{c7[0], c8[0], c7[1], c7[2], c8[1]}
 					for i, e := range order {
-						if err := f.nat.Offer(uint64(i+1), e.Raw); err != nil {
+						if err := f.nat.V1().Offer(uint64(i+1), e.Raw); err != nil {
 							t.Fatal(err)
 						}
 					}
@@ -364,7 +364,7 @@ func TestReleasesStreamWithCurrent(t *testing.T) {
 
 					// The other direction: the current side subscribes, the frozen side offers
 					// its own origin.
-					if err := f.nat.Subscribe(0, nil); err != nil {
+					if err := f.nat.V1().Subscribe(0, nil); err != nil {
 						t.Fatal(err)
 					}
 					f.pump()
@@ -388,7 +388,7 @@ func TestReleasesStreamWithCurrent(t *testing.T) {
 					if len(recv) != 3 || name != "frozen" || recv[2].Position != 3 || recv[2].Txn.Seq != 3 {
 						t.Fatalf("native received %d entries, origin named %q", len(recv), name)
 					}
-					if err := f.nat.Ack(3); err != nil {
+					if err := f.nat.V1().Ack(3); err != nil {
 						t.Fatal(err)
 					}
 					f.pump()

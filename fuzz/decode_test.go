@@ -212,18 +212,18 @@ func establish(t *testing.T) (*prototest.Pair, time.Time) {
 		t.Fatal(err)
 	}
 	p.Pump(10)
-	if err := p.L.S.Subscribe(subscribeFrom, nil); err != nil {
+	if err := p.L.S.V1().Subscribe(subscribeFrom, nil); err != nil {
 		t.Fatal(err)
 	}
 	p.Pump(10)
-	if err := p.D.S.Subscribe(0, nil); err != nil {
+	if err := p.D.S.V1().Subscribe(0, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.D.S.SetOriginName(prototest.Origin(9), "nine"); err != nil {
 		t.Fatal(err)
 	}
 	for i, e := range offered {
-		if err := p.D.S.Offer(uint64(subscribeFrom+1+i), e.Raw); err != nil {
+		if err := p.D.S.V1().Offer(uint64(subscribeFrom+1+i), e.Raw); err != nil {
 			t.Fatal(err)
 		}
 	}

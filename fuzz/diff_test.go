@@ -601,7 +601,7 @@ func diffSetup(r runner, v uint64) (*recording, error) {
 	if v == 1 {
 		// FuzzDecode's establish: the peer subscribes from subscribeFrom, the session
 		// under test from 0 and offers the entries of origin 9 after naming it.
-		s.onPeer("subscribe", peer.Subscribe(subscribeFrom, nil))
+		s.onPeer("subscribe", peer.V1().Subscribe(subscribeFrom, nil))
 		serr := s.b.Subscribe(abi.SubscribeMsg{From: 0})
 		s.b.Name(prototest.Origin(9), "nine")
 		for i, e := range offered {
@@ -616,19 +616,19 @@ func diffSetup(r runner, v uint64) (*recording, error) {
 		}
 		hp, hr, hs := last(sessChainP, pOrigin), last(sessChainR, rOrigin), last(sessChainS, sOrigin)
 		s.onPeer("name and advertise", peer.SetOriginName(pOrigin, "b"), peer.SetOriginName(rOrigin, "nine"),
-			peer.AdvertiseHeads([]wire.Head{hp, hr}))
+			peer.V2().AdvertiseHeads([]wire.Head{hp, hr}))
 		s.b.Name(sOrigin, "a")
 		s.onSelf("name and advertise", s.b.AdvertiseHeads([]wire.Head{hs}))
 		s.onSelf("subscribe", s.b.SubscribeOrigins([]abi.CursorMsg{{Origin: pOrigin}, {Origin: rOrigin}}))
-		s.onPeer("subscribe", peer.SubscribeOrigins([]vector.Entry{{Origin: sOrigin}}))
-		s.onPeer("send", peer.Send(sessChainP[0].Raw), peer.Send(sessChainP[1].Raw), peer.Send(sessChainR[0].Raw))
+		s.onPeer("subscribe", peer.V2().Subscribe([]vector.Entry{{Origin: sOrigin}}))
+		s.onPeer("send", peer.V2().Send(sessChainP[0].Raw), peer.V2().Send(sessChainP[1].Raw), peer.V2().Send(sessChainR[0].Raw))
 		for _, e := range sessChainS[:3] {
 			s.b.Send(e.Raw)
 		}
 		s.onSelf("send")
 		s.b.AckOrigin(pOrigin, 1)
 		s.onSelf("ack")
-		s.onPeer("ack", peer.AckOrigin(sOrigin, 1))
+		s.onPeer("ack", peer.V2().Ack(sOrigin, 1))
 		s.now = sessNow
 	}
 	// The PING goes out and stays outstanding: its message is not delivered.

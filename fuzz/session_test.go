@@ -299,24 +299,24 @@ func recordSessionSetup() (*sessSetup, *prototest.Pair, error) {
 	hp.Origin, hr.Origin, hs.Origin = pOrigin, rOrigin, sOrigin
 
 	onP("name and advertise", func(s *protocol.Session) error {
-		return firstErr(s.SetOriginName(pOrigin, "b"), s.SetOriginName(rOrigin, "nine"), s.AdvertiseHeads([]wire.Head{hp, hr}))
+		return firstErr(s.SetOriginName(pOrigin, "b"), s.SetOriginName(rOrigin, "nine"), s.V2().AdvertiseHeads([]wire.Head{hp, hr}))
 	})
 	onS("name and advertise", func(s *protocol.Session) error {
-		return firstErr(s.SetOriginName(sOrigin, "a"), s.AdvertiseHeads([]wire.Head{hs}))
+		return firstErr(s.SetOriginName(sOrigin, "a"), s.V2().AdvertiseHeads([]wire.Head{hs}))
 	}, nil)
 	subs := []vector.Entry{{Origin: pOrigin}, {Origin: rOrigin}}
-	onS("subscribe", func(s *protocol.Session) error { return s.SubscribeOrigins(subs) },
+	onS("subscribe", func(s *protocol.Session) error { return s.V2().Subscribe(subs) },
 		func(m *v2Model) { m.subscribe(subs) })
-	onP("subscribe", func(s *protocol.Session) error { return s.SubscribeOrigins([]vector.Entry{{Origin: sOrigin}}) })
+	onP("subscribe", func(s *protocol.Session) error { return s.V2().Subscribe([]vector.Entry{{Origin: sOrigin}}) })
 	onP("send", func(s *protocol.Session) error {
-		return firstErr(s.Send(sessChainP[0].Raw), s.Send(sessChainP[1].Raw), s.Send(sessChainR[0].Raw))
+		return firstErr(s.V2().Send(sessChainP[0].Raw), s.V2().Send(sessChainP[1].Raw), s.V2().Send(sessChainR[0].Raw))
 	})
 	onS("send", func(s *protocol.Session) error {
-		return firstErr(s.Send(sessChainS[0].Raw), s.Send(sessChainS[1].Raw), s.Send(sessChainS[2].Raw))
+		return firstErr(s.V2().Send(sessChainS[0].Raw), s.V2().Send(sessChainS[1].Raw), s.V2().Send(sessChainS[2].Raw))
 	}, func(m *v2Model) { m.sent(sOrigin, 3) })
-	onS("ack", func(s *protocol.Session) error { return s.AckOrigin(pOrigin, 1) },
+	onS("ack", func(s *protocol.Session) error { return s.V2().Ack(pOrigin, 1) },
 		func(m *v2Model) { m.ack(pOrigin, 1) })
-	onP("ack", func(s *protocol.Session) error { return s.AckOrigin(sOrigin, 1) })
+	onP("ack", func(s *protocol.Session) error { return s.V2().Ack(sOrigin, 1) })
 	if ferr != nil {
 		return nil, nil, ferr
 	}
@@ -613,7 +613,7 @@ func (x *sessExec) ack() error {
 		if ch.seq == ch.acked {
 			continue
 		}
-		if err := x.s.AckOrigin(ch.origin, ch.seq); err != nil {
+		if err := x.s.V2().Ack(ch.origin, ch.seq); err != nil {
 			return fmt.Errorf("AckOrigin(%v, %d): %v", ch.origin, ch.seq, err)
 		}
 		x.m.ack(ch.origin, ch.seq)
@@ -974,7 +974,7 @@ func eventDiff(w, g *protocol.Event) string {
 	}
 	wr, gr := w.Txn.Raw(), g.Txn.Raw()
 	switch {
-	case w.Position != g.Position, w.Expected != g.Expected, w.Origin != g.Origin, w.Seq != g.Seq, w.Hash != g.Hash,
+	case w.Position != g.Position, w.Expected != g.Expected, w.From != g.From, w.DivergedAt != g.DivergedAt, w.Origin != g.Origin, w.Seq != g.Seq, w.Hash != g.Hash,
 		w.Name != g.Name, w.Frame != g.Frame, w.Count != g.Count, w.ByPeer != g.ByPeer, g.Handshake != nil:
 	case len(wr) != len(gr) || len(wr) > 0 && &wr[0] != &gr[0]:
 		return fmt.Sprintf("%s: the model's entry (%d bytes, seq %d) is not the session's (%d bytes, seq %d)", w.Kind, len(wr), w.Txn.Seq, len(gr), g.Txn.Seq)
@@ -985,10 +985,10 @@ func eventDiff(w, g *protocol.Event) string {
 	default:
 		return ""
 	}
-	return fmt.Sprintf("%s: the model's {pos %d expected %d origin %v seq %d hash %x name %q frame %s count %d by peer %v}, "+
-		"the session's {pos %d expected %d origin %v seq %d hash %x name %q frame %s count %d by peer %v handshake %v}", w.Kind,
-		w.Position, w.Expected, w.Origin, w.Seq, w.Hash, w.Name, w.Frame, w.Count, w.ByPeer,
-		g.Position, g.Expected, g.Origin, g.Seq, g.Hash, g.Name, g.Frame, g.Count, g.ByPeer, g.Handshake)
+	return fmt.Sprintf("%s: the model's {pos %d expected %d from %d diverged at %d origin %v seq %d hash %x name %q frame %s count %d by peer %v}, "+
+		"the session's {pos %d expected %d from %d diverged at %d origin %v seq %d hash %x name %q frame %s count %d by peer %v handshake %v}", w.Kind,
+		w.Position, w.Expected, w.From, w.DivergedAt, w.Origin, w.Seq, w.Hash, w.Name, w.Frame, w.Count, w.ByPeer,
+		g.Position, g.Expected, g.From, g.DivergedAt, g.Origin, g.Seq, g.Hash, g.Name, g.Frame, g.Count, g.ByPeer, g.Handshake)
 }
 
 func sameFrames(want []wire.Body, got []wire.Decoded) error {
@@ -1514,7 +1514,7 @@ func (m *v2Model) frame(p *mPred, f wire.Frame) {
 		}
 		ch.next = b.From
 		p.stats.ResendsReceived++
-		p.events = append(p.events, protocol.Event{Kind: protocol.EventResend, Origin: ch.origin, Expected: b.From})
+		p.events = append(p.events, protocol.Event{Kind: protocol.EventResend, Origin: ch.origin, From: b.From})
 	case *wire.Divergence:
 		var origin wire.OriginID
 		if b.Side == wire.SideSubscriber { // the peer subscribes: a channel the session sends on
@@ -1536,8 +1536,8 @@ func (m *v2Model) frame(p *mPred, f wire.Frame) {
 			m.closeIn(ch)
 		}
 		p.stats.Divergences++
-		p.events = append(p.events, protocol.Event{Kind: protocol.EventDivergence, Origin: origin, Seq: b.Seq, Hash: b.Hash, ByPeer: true,
-			Err: wire.Errorf(wire.CodeDivergence, "")})
+		p.events = append(p.events, protocol.Event{Kind: protocol.EventDivergence, Origin: origin, Seq: b.Seq, Hash: b.Hash, DivergedAt: b.Seq, ByPeer: true,
+			Err: wire.NewError(wire.CodeDivergence, "")})
 	default:
 		m.failAt(p, f, wire.CodeUnexpectedFrame)
 	}
@@ -1636,8 +1636,8 @@ func (m *v2Model) data(p *mPred, f wire.Frame) {
 func (m *v2Model) diverged(p *mPred, ch *mIn, v wire.TxnView, size uint64) {
 	p.stats.Divergences++
 	m.release(ch, size)
-	p.events = append(p.events, protocol.Event{Kind: protocol.EventDivergence, Origin: ch.origin, Txn: v, Expected: v.Seq,
-		Seq: ch.seq, Hash: ch.hash, Err: wire.Errorf(wire.CodeDivergence, "")})
+	p.events = append(p.events, protocol.Event{Kind: protocol.EventDivergence, Origin: ch.origin, Txn: v, DivergedAt: v.Seq,
+		Seq: ch.seq, Hash: ch.hash, Err: wire.NewError(wire.CodeDivergence, "")})
 	p.frames = append(p.frames, &wire.Divergence{Channel: ch.id, Seq: ch.seq, Hash: ch.hash, Side: wire.SideSubscriber})
 	m.closeIn(ch)
 }

@@ -50,7 +50,7 @@ func (rb *receiveBench) session(b *testing.B) *protocol.Session {
 		b.Fatal(err)
 	}
 	p.Pump(10)
-	if err := p.D.S.Subscribe(0, nil); err != nil {
+	if err := p.D.S.V1().Subscribe(0, nil); err != nil {
 		b.Fatal(err)
 	}
 	if err := p.D.S.Receive(p.Now, prototest.Frame(&wire.Origin{Origin: prototest.Origin(7), Name: "seven"})); err != nil {
@@ -89,7 +89,7 @@ func BenchmarkSessionReceive(b *testing.B) {
 					b.Fatalf("events %d, first %v, err %v", len(rd.Events), rd.Events[0].Kind, s.Err())
 				}
 				if pos := uint64(m * c.perMessage); pos%1000 < uint64(c.perMessage) {
-					if err := s.Ack(pos); err != nil {
+					if err := s.V1().Ack(pos); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -107,7 +107,7 @@ func BenchmarkSessionOffer(b *testing.B) {
 		b.Fatal(err)
 	}
 	p.Pump(10)
-	_ = p.D.S.Subscribe(0, nil)
+	_ = p.D.S.V1().Subscribe(0, nil)
 	p.Pump(10)
 	s := p.L.S
 	if err := s.SetOriginName(prototest.Origin(7), "seven"); err != nil {
@@ -118,7 +118,7 @@ func BenchmarkSessionOffer(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := s.Offer(uint64(i+1), chain[i%len(chain)].Raw); err != nil {
+		if err := s.V1().Offer(uint64(i+1), chain[i%len(chain)].Raw); err != nil {
 			b.Fatal(err)
 		}
 		if i%1000 == 999 {
@@ -167,7 +167,7 @@ func BenchmarkSessionReceiveV2(b *testing.B) {
 				for c, o := range origins {
 					vec[c] = vector.Entry{Origin: o}
 				}
-				if err := p.D.S.SubscribeOrigins(vec); err != nil {
+				if err := p.D.S.V2().Subscribe(vec); err != nil {
 					b.Fatal(err)
 				}
 				if err := p.D.S.Receive(p.Now, named); err != nil {
@@ -197,7 +197,7 @@ func BenchmarkSessionReceiveV2(b *testing.B) {
 				k++
 				if k%64 == 0 {
 					for _, o := range origins {
-						if err := s.AckOrigin(o, uint64(k)); err != nil {
+						if err := s.V2().Ack(o, uint64(k)); err != nil {
 							b.Fatal(err)
 						}
 					}

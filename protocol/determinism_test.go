@@ -43,7 +43,7 @@ func runScenario(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 	}
 
 	p.Now = p.Now.Add(10 * time.Millisecond)
-	must(t, d.Subscribe(0, nil))
+	must(t, d.V1().Subscribe(0, nil))
 	p.Pump(10)
 
 	origins := []wire.OriginID{prototest.Origin(10), prototest.Origin(11), prototest.Origin(12)}
@@ -56,7 +56,7 @@ func runScenario(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 	pos := uint64(0)
 	offer := func(e prototest.Entry) {
 		pos++
-		must(t, l.Offer(pos, e.Raw))
+		must(t, l.V1().Offer(pos, e.Raw))
 	}
 	for i := 0; i < 50; i++ {
 		o := (i*7 + i/3) % 3 // an irregular interleaving
@@ -68,12 +68,12 @@ func runScenario(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 			must(t, l.Tick(p.Now))
 			p.Now = p.Now.Add(3 * time.Millisecond) // the round trip
 			p.Pump(10)
-			must(t, d.Ack(pos))
+			must(t, d.V1().Ack(pos))
 			p.Pump(10)
 		}
 	}
 	p.Pump(10)
-	must(t, d.Ack(pos))
+	must(t, d.V1().Ack(pos))
 	p.Pump(10)
 	if p.D.Count(protocol.EventTxn) != 50 {
 		t.Fatalf("%d txns applied", p.D.Count(protocol.EventTxn))
@@ -155,9 +155,9 @@ func runScenarioV2(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 		must(t, l.SetOriginName(o, "origin-"+string(rune('a'+i))))
 		heads = append(heads, head(i, 20))
 	}
-	must(t, l.AdvertiseHeads(heads))
+	must(t, l.V2().AdvertiseHeads(heads))
 	fork := prototest.Chain(origins[forked], 3, 1, 7) // another log of the same origin
-	must(t, d.SubscribeOrigins([]vector.Entry{
+	must(t, d.V2().Subscribe([]vector.Entry{
 		{Origin: origins[gapped]},
 		{Origin: origins[corrupted], Seq: 2, Hash: chains[corrupted][1].Hash},
 		{Origin: origins[dropped]},
@@ -211,10 +211,10 @@ func runScenarioV2(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 		for i := range origins {
 			for next[i] >= 1 && next[i] <= n {
 				e := chains[i][next[i]-1]
-				if l.Credit(origins[i]) < protocol.DataFrameSize(len(e.Raw)) {
+				if l.V2().Credit(origins[i]) < protocol.DataFrameSize(len(e.Raw)) {
 					break
 				}
-				err := l.Send(e.Raw)
+				err := l.V2().Send(e.Raw)
 				if i == forked {
 					// The subscriber's position is not in this log: the channel is closed.
 					if we, ok := err.(*wire.Error); !ok || we.Code != wire.CodeDivergence || sideOne {
@@ -236,7 +236,7 @@ func runScenarioV2(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 			case protocol.EventSubscribed:
 				next[i] = e.Seq + 1
 			case protocol.EventResend:
-				next[i] = e.Expected
+				next[i] = e.From
 			case protocol.EventUnsubscribed, protocol.EventDivergence:
 				next[i] = 0
 			}
@@ -262,16 +262,16 @@ func runScenarioV2(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 		}
 		switch round {
 		case 3: // with an entry of it in flight
-			must(t, d.UnsubscribeOrigins([]wire.OriginID{origins[dropped]}))
+			must(t, d.V2().Unsubscribe([]wire.OriginID{origins[dropped]}))
 			dOpen[dropped] = false
 		case 6:
-			must(t, l.WithdrawHeads([]wire.OriginID{origins[dropped], origins[forked]}))
-			must(t, l.AdvertiseHeads([]wire.Head{head(gapped, n), head(corrupted, n)}))
+			must(t, l.V2().WithdrawHeads([]wire.OriginID{origins[dropped], origins[forked]}))
+			must(t, l.V2().AdvertiseHeads([]wire.Head{head(gapped, n), head(corrupted, n)}))
 		}
 		if !dOpen[corrupted] && !resubscribed {
 			// Subscribe again, a new channel, from the last entry that was applied.
 			resubscribed = true
-			must(t, d.SubscribeOrigins([]vector.Entry{{Origin: origins[corrupted], Seq: applied[corrupted], Hash: chains[corrupted][applied[corrupted]-1].Hash}}))
+			must(t, d.V2().Subscribe([]vector.Entry{{Origin: origins[corrupted], Seq: applied[corrupted], Hash: chains[corrupted][applied[corrupted]-1].Hash}}))
 			dOpen[corrupted] = true
 			acked[corrupted] = applied[corrupted]
 		}
@@ -286,13 +286,13 @@ func runScenarioV2(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 		events()
 		for i := range origins {
 			if dOpen[i] && applied[i] > acked[i] {
-				must(t, d.AckOrigin(origins[i], applied[i]))
+				must(t, d.V2().Ack(origins[i], applied[i]))
 				acked[i] = applied[i]
 			}
 		}
 		p.Pump(10)
 		events()
-		credits = append(credits, l.Credits())
+		credits = append(credits, l.V2().Credits())
 		if applied[gapped] == n && applied[corrupted] == n && resubscribed && round > 6 {
 			break
 		}

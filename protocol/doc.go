@@ -16,28 +16,45 @@
 //			conn.Write(m)                    // message, in order
 //		}
 //		for _, ev := range rd.Events {       // act on events before the next call: a
-//			handle(ev)                       // TxnReceived view aliases the received message
+//			handle(ev)                       // txn event's view aliases the received message
 //		}
 //		select {                             // then feed exactly one input
 //		case msg := <-incoming:              // (do not read the socket while ReadPaused())
 //			s.Receive(now, msg)
 //		case <-timer(s.NextDeadline()):
 //			s.Tick(now)
-//		case cmd := <-commands:              // Subscribe, Offer, Ack, Observe, Close, ...
-//			cmd(s)
+//		case cmd := <-commands:              // s.V2().Subscribe, s.V2().Ack, s.V1().Offer,
+//			cmd(s)                           // SetOriginName, Close, ...
 //		}
 //	}
 //
-// Persist before ack: a received transaction is acknowledged to the peer only when the
-// caller calls Ack after making it durable. Errors are values (*wire.Error) with a code, a
-// class and, for a received frame, its type and offset; a protocol error closes the session
-// with a CLOSE frame naming the code, and surfaces as an EventClosed.
+// Example (in example_test.go) runs that loop for two sessions joined by memory.
 //
-// Version 1 (this build) streams one interleaved log per connection, positioned by one
-// scalar cursor in the sender's arrival order. The receiver checks every entry against
-// its per-origin view (Subscribe's vector, raised by Observe): an entry at or below it is a
-// counted duplicate, one past it must extend the hash chain (otherwise divergence), one
-// further is a counted gap that closes the session so the caller resumes from its durable
-// cursor. Version 1 has no credits: memory is bounded by the caller not reading while
-// ReadPaused reports true.
+// # Two versions, two halves
+//
+// The handshake negotiates the highest version both sides offer (SPEC.md, "Handshake").
+// Each version has its own state (v1State, v2State), its own receive path (v1.go, v2.go)
+// and its own commands, reached through V1 and V2 so that a caller sees the version at
+// the call site; a command of the other version is refused with invalid-state.
+//
+// Version 1 streams one interleaved log per connection, positioned by one scalar cursor in
+// the sender's arrival order. The receiver checks every entry against its receive vector
+// (V1().Subscribe's, raised by V1().Observe): an entry at or below it is a counted
+// duplicate, one past it must extend the hash chain (otherwise divergence), one further is
+// a counted gap that closes the session so that the caller resumes from its durable
+// cursor. It has no credits: memory is bounded by the caller not reading while ReadPaused.
+//
+// Version 2 opens one channel per origin (V2().Subscribe, from the subscriber's cursor
+// vector), each with its own credit and the connection's, and checks every entry against
+// its channel's chain position: a duplicate is skipped and counted, a gap asks the peer to
+// resend from the next expected seq, a divergence closes only that channel. Heads
+// (V2().AdvertiseHeads) tell the peer how far this side holds each origin.
+//
+// # Persist before ack, errors, bounds
+//
+// A received transaction is acknowledged to the peer only when the caller calls V1().Ack
+// or V2().Ack after making it durable. Errors are values (*wire.Error) with a code, a
+// class and, for a received frame, its type and offset; a protocol error closes the
+// session with a CLOSE frame naming the code, and surfaces as an EventClosed. What a
+// session holds for its caller is bounded by its Limits and reported by HeldBytes.
 package protocol

@@ -4,47 +4,54 @@ import (
 	"plait/protocol/wire"
 )
 
-// EventKind says what an Event reports.
+// EventKind says what an Event reports. The values are explicit because they cross the WASM
+// ABI (abi.EventMsg's kind): a new kind takes a new number, and no number is ever reused.
 type EventKind uint8
 
+// The kinds. Which fields each one sets is the table in Event's documentation.
 const (
-	// EventHandshake: the session is established; Handshake holds the outcome.
-	EventHandshake EventKind = iota + 1
-	// EventSubscribed: the peer asked to be streamed every entry after Position (version 1).
-	EventSubscribed
-	// EventOriginNamed: the peer named an origin (Origin, Name).
-	EventOriginNamed
-	// EventTxn: a checked transaction extending its origin's chain, at Position. Apply it,
-	// then Ack. Txn aliases the received message.
-	EventTxn
-	// EventDuplicate: a transaction at or below the receive vector was skipped and counted.
-	EventDuplicate
-	// EventGap: a transaction beyond the next expected seq (Expected) arrived; the session
-	// closes with gap-detected so that the caller resumes from its durable cursor.
-	EventGap
-	// EventDivergence: a transaction does not extend the hash chain the receiver holds
-	// (Expected is the seq checked); it is not applied and the session closes.
-	EventDivergence
-	// EventAcked: the peer made every entry up to Position durable.
-	EventAcked
+	// EventHandshake: the session is established.
+	EventHandshake EventKind = 1
+	// EventSubscribed: the peer asked to be streamed entries: in version 1, every entry of
+	// the arrival order after Position; in version 2, the entries of Origin after (Seq, Hash).
+	EventSubscribed EventKind = 2
+	// EventOriginNamed: the peer named an origin; its entries and heads may follow.
+	EventOriginNamed EventKind = 3
+	// EventTxn: a checked transaction extending its origin's chain. Apply it, then
+	// acknowledge it (V1().Ack, V2().Ack).
+	EventTxn EventKind = 4
+	// EventDuplicate: a transaction at or below the receive position was skipped and
+	// counted.
+	EventDuplicate EventKind = 5
+	// EventGap: a transaction beyond the next expected seq arrived. Version 1 closes the
+	// session with gap-detected (the caller resumes from its durable cursor); version 2
+	// asks the peer to resend the channel from Expected.
+	EventGap EventKind = 6
+	// EventDivergence: the two logs of an origin disagree: a received transaction does not
+	// extend the chain the receiver holds (it is not applied), the sender's log does not
+	// extend a subscriber's position, or the peer reports either. Version 1 closes the
+	// session; version 2 closes only the channel.
+	EventDivergence EventKind = 7
+	// EventAcked: the peer made every entry up to Position durable (version 1).
+	EventAcked EventKind = 8
 	// EventIgnoredFrame: Count unknown ignorable frames of one message were skipped and
-	// counted; Frame is the type of the first.
-	EventIgnoredFrame
-	// EventClosed: the session is closed; Err says why and ByPeer whether the peer said so.
-	EventClosed
-
-	// Version 2. On the sending side: the peer opened (EventSubscribed) or closed
-	// (EventUnsubscribed) the channel of Origin at its position (Seq, Hash); made entries up
-	// to Seq durable (EventCursor); asked for the origin's entries again from Expected
-	// (EventResend); raised credit (EventCredit; a zero Origin is the connection's). On the
-	// receiving side: the peer advertised heads (EventHeads). EventGap and EventDivergence
-	// report on a channel, which the session closes after a divergence (ByPeer when the peer
-	// reported it).
-	EventUnsubscribed
-	EventCursor
-	EventResend
-	EventCredit
-	EventHeads
+	// counted.
+	EventIgnoredFrame EventKind = 9
+	// EventClosed: the session is closed; always the last event of a session.
+	EventClosed EventKind = 10
+	// EventUnsubscribed: the peer closed its channel of Origin (version 2, sending side).
+	EventUnsubscribed EventKind = 11
+	// EventCursor: the peer made Origin's entries up to (Seq, Hash) durable (version 2,
+	// sending side).
+	EventCursor EventKind = 12
+	// EventResend: the peer asks for Origin's entries again from From (version 2, sending
+	// side): the next Send of the channel is the entry at From.
+	EventResend EventKind = 13
+	// EventCredit: the peer raised the credit of Origin's channel, or of the connection
+	// when Origin is zero (version 2, sending side).
+	EventCredit EventKind = 14
+	// EventHeads: the peer advertised or withdrew heads (version 2, receiving side).
+	EventHeads EventKind = 15
 )
 
 var eventNames = [...]string{
@@ -72,24 +79,70 @@ func (k EventKind) String() string {
 	return "event-?"
 }
 
-// Event is one output of a session. Which fields are set depends on Kind.
+// Event is one output of a session. Each field has one meaning, whatever the kind; a kind
+// sets the fields of its row and leaves the others zero:
+//
+//	kind            version 1                        version 2
+//	handshake       Handshake                        Handshake
+//	subscribed      Position                         Origin, Seq, Hash
+//	origin-named    Origin, Name                     Origin, Name
+//	txn             Position, Txn                    Origin, Txn
+//	duplicate       Position, Txn                    Origin, Txn
+//	gap             Position, Txn, Expected          Origin, Txn, Expected
+//	divergence      Position, Txn, DivergedAt        Origin, DivergedAt, Seq, Hash, Err,
+//	                                                 and Txn (an entry received), ByPeer
+//	                                                 (reported by the peer), Outgoing
+//	acked           Position                         -
+//	ignored-frame   Frame, Count                     Frame, Count
+//	closed          Err, ByPeer                      Err, ByPeer
+//	unsubscribed    -                                Origin
+//	cursor          -                                Origin, Seq, Hash
+//	resend          -                                Origin, From
+//	credit          -                                Origin (zero: the connection's)
+//	heads           -                                Heads
 type Event struct {
-	Kind      EventKind
-	Position  uint64        // EventSubscribed, EventTxn, EventDuplicate, EventGap, EventDivergence, EventAcked
-	Txn       wire.TxnView  // EventTxn, EventDuplicate, EventGap, EventDivergence
-	Expected  uint64        // EventGap, EventDivergence: the seq the receiver expected or checked
-	Origin    wire.OriginID // EventOriginNamed; version 2: the channel's origin
-	Seq       uint64        // version 2: a position (EventSubscribed, EventCursor, EventDivergence by the peer)
-	Hash      wire.Hash     // its chain hash
-	Name      string        // EventOriginNamed
-	Frame     wire.Type     // EventIgnoredFrame
-	Count     uint64        // EventIgnoredFrame
-	Heads     *wire.Heads   // EventHeads
+	Kind EventKind
+	// Position is a position in the version-1 sender's arrival order: the one the peer
+	// subscribed after, the received entry's, or the one the peer acknowledged.
+	Position uint64
+	// Txn is the received transaction the event is about. It is a view into the received
+	// message, valid until the next call into the session.
+	Txn wire.TxnView
+	// Origin is the origin the event is about (version 2: the origin of the channel).
+	Origin wire.OriginID
+	// Name is the name the peer gave Origin.
+	Name string
+	// Seq and Hash are a chain position of Origin that the peer sent or that this side
+	// sends: the subscriber's position (subscribed), the acknowledged position (cursor), or
+	// the position a DIVERGENCE frame names (divergence: this side's when it found the
+	// divergence, the peer's when ByPeer).
+	Seq  uint64
+	Hash wire.Hash
+	// Expected is the seq the receiver expected next: its position + 1 (gap). Version 2
+	// asks the peer to resend from it.
+	Expected uint64
+	// From is the seq the peer asks to be sent again from (resend).
+	From uint64
+	// DivergedAt is the seq of Origin the divergence is about: the received entry's seq, or
+	// the position's when no entry was received (found by Send, or reported by the peer).
+	DivergedAt uint64
+	// Frame is the type of the first ignored frame of the message; Count how many were
+	// ignored.
+	Frame wire.Type
+	Count uint64
+	// Heads is the HEADS frame the peer sent.
+	Heads *wire.Heads
+	// Handshake is the handshake's outcome.
 	Handshake *HandshakeInfo
-	Err       *wire.Error // EventClosed
-	ByPeer    bool        // EventClosed
-	// Outgoing: a version-2 EventDivergence closed a channel this side sends on (found by
-	// Send, or reported by the subscribing peer); otherwise one it subscribed to.
+	// Err is why what the event reports closed: the session (closed), or a version-2
+	// channel (divergence).
+	Err *wire.Error
+	// ByPeer says the peer reported it: it sent the CLOSE (closed) or the DIVERGENCE
+	// (divergence).
+	ByPeer bool
+	// Outgoing says the version-2 channel that diverged is one this side sends on (found by
+	// Send, or reported by the subscribing peer); otherwise it is one this side subscribed
+	// to.
 	Outgoing bool
 }
 
@@ -122,7 +175,7 @@ type Stats struct {
 	Divergences             uint64
 	IgnoredFrames           uint64
 	ProtocolErrors          uint64
-	// Version 2.
+	// Version 2 only.
 	ResendsRequested uint64 // RESEND frames sent after a gap
 	ResendsReceived  uint64 // RESEND frames served
 	Discarded        uint64 // entries dropped while a resend was outstanding

@@ -101,7 +101,7 @@ func (l Limits) WithDefaults() Limits {
 
 // Validate checks limits that have their defaults applied.
 func (l Limits) Validate() *wire.Error {
-	bad := func(msg string) *wire.Error { return wire.Errorf(wire.CodeBadArgument, "limits: "+msg) }
+	bad := func(msg string) *wire.Error { return wire.NewError(wire.CodeBadArgument, "limits: "+msg) }
 	switch {
 	case l.MaxFrameBody > wire.MaxFrameBody || l.MaxFrameBody < wire.MinMaxFrame:
 		return bad("MaxFrameBody " + strconv.FormatUint(uint64(l.MaxFrameBody), 10) + " is outside 1 KiB..16 MiB")

@@ -203,11 +203,11 @@ func fixture(t *testing.T, dl protocol.Limits) *prototest.Pair {
 	dc := prototest.ConfigV1(wire.RoleDialer, "a", 1)
 	dc.Limits = dl
 	p := established(t, dc, prototest.ConfigV1(wire.RoleListener, "b", 2))
-	must(t, p.D.S.Subscribe(0, nil))
+	must(t, p.D.S.V1().Subscribe(0, nil))
 	p.Pump(10)
 	must(t, p.L.S.SetOriginName(fxOrigin, "nine"))
 	for i := 0; i < 3; i++ {
-		must(t, p.L.S.Offer(uint64(i+1), fxChain[i].Raw))
+		must(t, p.L.S.V1().Offer(uint64(i+1), fxChain[i].Raw))
 	}
 	p.Pump(10)
 	if n := p.D.Count(protocol.EventTxn); n != 3 {
@@ -242,14 +242,14 @@ func fxPairV2(t *testing.T, dl, ll protocol.Limits) *prototest.Pair {
 	}
 	must(t, p.L.S.SetOriginName(fxOrigin, "nine"))
 	must(t, p.L.S.SetOriginName(fxTen, "ten"))
-	must(t, p.L.S.AdvertiseHeads([]wire.Head{{Origin: fxOrigin, Seq: 6, HLC: 6}, {Origin: fxTen, Seq: 3, HLC: 3}}))
-	must(t, p.D.S.SubscribeOrigins([]vector.Entry{{Origin: fxOrigin}, {Origin: fxTen}}))
+	must(t, p.L.S.V2().AdvertiseHeads([]wire.Head{{Origin: fxOrigin, Seq: 6, HLC: 6}, {Origin: fxTen, Seq: 3, HLC: 3}}))
+	must(t, p.D.S.V2().Subscribe([]vector.Entry{{Origin: fxOrigin}, {Origin: fxTen}}))
 	p.Pump(10)
 	if n := p.L.Count(protocol.EventSubscribed); n != 2 {
 		t.Fatalf("fixture: %d channels opened", n)
 	}
 	for i := 0; i < 3; i++ {
-		must(t, p.L.S.Send(fx2Chain[i].Raw))
+		must(t, p.L.S.V2().Send(fx2Chain[i].Raw))
 	}
 	p.Pump(10)
 	if n := p.D.Count(protocol.EventTxn); n != 3 || p.D.Count(protocol.EventHeads) != 1 {
@@ -432,8 +432,14 @@ func inputCases() []inputCase {
 				t.Fatalf("%s counted %d times", what, n)
 			}
 			i := slices.IndexFunc(evs, func(e protocol.Event) bool { return e.Kind == kind })
-			if i < 0 || evs[i].Expected != expected || evs[i].Position != 4 {
-				t.Fatalf("no %s event with expected seq %d at position 4: %+v", kind, expected, evs)
+			seq := func(e protocol.Event) uint64 { // the one field of the kind that names the seq
+				if e.Kind == protocol.EventDivergence {
+					return e.DivergedAt
+				}
+				return e.Expected
+			}
+			if i < 0 || seq(evs[i]) != expected || evs[i].Position != 4 {
+				t.Fatalf("no %s event with seq %d at position 4: %+v", kind, expected, evs)
 			}
 		}
 	}
@@ -939,7 +945,7 @@ func TestMalformedM9IgnorableFrame(t *testing.T) {
 	}
 
 	// The stream continues.
-	must(t, p.L.S.Offer(4, fxChain[3].Raw))
+	must(t, p.L.S.V1().Offer(4, fxChain[3].Raw))
 	p.Pump(10)
 	if ev := d.Last(protocol.EventTxn); ev == nil || ev.Position != 4 {
 		t.Fatal("the stream did not continue")
@@ -983,7 +989,7 @@ func TestMessageLimitBoundary(t *testing.T) {
 	// several messages, none over 64 KiB.
 	big := prototest.ChainFrom(fxOrigin, 3, fxChain[2].Hash, 8, 1, 20<<10)
 	for i, e := range big {
-		must(t, p.L.S.Offer(uint64(4+i), e.Raw))
+		must(t, p.L.S.V1().Offer(uint64(4+i), e.Raw))
 	}
 	out := p.L.Drain()
 	if len(out) < 3 {
@@ -1041,7 +1047,7 @@ func TestReadPausedBounds(t *testing.T) {
 	dc := prototest.ConfigV1(wire.RoleDialer, "a", 1)
 	dc.Limits.MaxUnackedBytes = window
 	p := established(t, dc, prototest.ConfigV1(wire.RoleListener, "b", 2))
-	must(t, p.D.S.Subscribe(0, nil))
+	must(t, p.D.S.V1().Subscribe(0, nil))
 	p.Pump(10)
 	must(t, p.L.S.SetOriginName(fxOrigin, "nine"))
 	chain := prototest.Chain(fxOrigin, 60, 1, 100)
@@ -1057,7 +1063,7 @@ func TestReadPausedBounds(t *testing.T) {
 	for _, g := range groups {
 		for i := 0; i < g; i++ {
 			pos++
-			must(t, p.L.S.Offer(pos, chain[pos-1].Raw))
+			must(t, p.L.S.V1().Offer(pos, chain[pos-1].Raw))
 			all = append(all, sent{pos, wire.HeaderSize + 8 + len(chain[pos-1].Raw)})
 		}
 		out := p.L.Drain()
@@ -1086,14 +1092,14 @@ func TestReadPausedBounds(t *testing.T) {
 			last := d.Stats().TxnsReceived
 			half := acked + (last-acked)/2
 			if half > acked {
-				must(t, d.Ack(half))
+				must(t, d.V1().Ack(half))
 				acked = half
 				toL = append(toL, p.D.Drain()...)
 				if d.HeldBytes() != unacked(acked) {
 					t.Fatalf("after Ack(%d): held %d, want %d", half, d.HeldBytes(), unacked(acked))
 				}
 			}
-			must(t, d.Ack(last))
+			must(t, d.V1().Ack(last))
 			acked = last
 			if d.ReadPaused() {
 				t.Fatalf("still paused after acknowledging everything (held %d)", d.HeldBytes())
@@ -1154,12 +1160,12 @@ func TestReadPausedAtWindow(t *testing.T) {
 	}{{size - 1, true}, {size, true}, {size + 1, false}} {
 		p := streaming(t, protocol.Limits{MaxUnackedBytes: c.window}, protocol.Limits{})
 		must(t, p.L.S.SetOriginName(fxOrigin, "nine"))
-		must(t, p.L.S.Offer(1, fxChain[0].Raw))
+		must(t, p.L.S.V1().Offer(1, fxChain[0].Raw))
 		p.Pump(10)
 		if got := p.D.S.ReadPaused(); got != c.paused || p.D.S.HeldBytes() != size {
 			t.Fatalf("window %d, %d bytes held: paused %v", c.window, p.D.S.HeldBytes(), got)
 		}
-		must(t, p.D.S.Ack(1))
+		must(t, p.D.S.V1().Ack(1))
 		if p.D.S.ReadPaused() {
 			t.Fatalf("window %d: paused after Ack", c.window)
 		}
@@ -1237,7 +1243,7 @@ func closingCases() []closingCase {
 			if s.State() != protocol.StateEstablished {
 				t.Fatalf("closed while paused: %v", s.Err())
 			}
-			must(t, s.Ack(3))
+			must(t, s.V1().Ack(3))
 			if !s.NextDeadline().Before(late.Add(time.Nanosecond)) {
 				t.Fatalf("no Tick due at once after resuming: deadline %v", s.NextDeadline())
 			}
@@ -1342,7 +1348,7 @@ func streaming(t *testing.T, dl, ll protocol.Limits) *prototest.Pair {
 	lc := prototest.ConfigV1(wire.RoleListener, "b", 2)
 	dc.Limits, lc.Limits = dl, ll
 	p := established(t, dc, lc)
-	must(t, p.D.S.Subscribe(0, nil))
+	must(t, p.D.S.V1().Subscribe(0, nil))
 	p.Pump(10)
 	return p
 }
@@ -1368,42 +1374,42 @@ func refusedCases() []refusedCase {
 	return []refusedCase{
 		{"Offer while the send buffer is full", wire.CodeSendBufferFull, func(t *testing.T) (*protocol.Session, func() error) {
 			p := sending(t, protocol.Limits{}, protocol.Limits{MaxSendBuffer: 1})
-			must(t, p.L.S.Offer(1, fxChain[0].Raw)) // an empty buffer always takes one frame
+			must(t, p.L.S.V1().Offer(1, fxChain[0].Raw)) // an empty buffer always takes one frame
 			if p.L.S.SendBudget() != 0 {
 				t.Fatalf("budget %d", p.L.S.SendBudget())
 			}
-			return p.L.S, func() error { return p.L.S.Offer(2, fxChain[1].Raw) }
+			return p.L.S, func() error { return p.L.S.V1().Offer(2, fxChain[1].Raw) }
 		}},
 		{"Offer of a frame over the peer's 64 KiB limits", wire.CodeFrameTooLarge, func(t *testing.T) (*protocol.Session, func() error) {
 			p := sending(t, protocol.Limits{MaxMessage: 64 << 10, MaxFrameBody: 64<<10 - wire.HeaderSize}, protocol.Limits{})
 			big := prototest.Chain(fxOrigin, 1, 1, 64<<10)[0]
-			return p.L.S, func() error { return p.L.S.Offer(1, big.Raw) }
+			return p.L.S, func() error { return p.L.S.V1().Offer(1, big.Raw) }
 		}},
 		{"Offer of a TXN1 body one byte over the peer's max frame body", wire.CodeFrameTooLarge, func(t *testing.T) (*protocol.Session, func() error) {
 			p := streaming(t, protocol.Limits{MaxFrameBody: 1024}, protocol.Limits{})
 			e := entryOfBody(fxOrigin, 1025)
 			must(t, p.L.S.SetOriginName(fxOrigin, "nine"))
-			return p.L.S, func() error { return p.L.S.Offer(1, e.Raw) }
+			return p.L.S, func() error { return p.L.S.V1().Offer(1, e.Raw) }
 		}},
 		{"Offer of an origin without a name", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
 			p := streaming(t, protocol.Limits{}, protocol.Limits{})
 			must(t, p.L.S.SetOriginName(prototest.Origin(20), "twenty")) // another origin's name does not do
-			return p.L.S, func() error { return p.L.S.Offer(1, fxChain[0].Raw) }
+			return p.L.S, func() error { return p.L.S.V1().Offer(1, fxChain[0].Raw) }
 		}},
 		{"Subscribe with a vector over MaxOrigins", wire.CodeTooManyOrigins, func(t *testing.T) (*protocol.Session, func() error) {
 			dc := prototest.ConfigV1(wire.RoleDialer, "a", 1)
 			dc.Limits.MaxOrigins = 1
 			p := established(t, dc, prototest.ConfigV1(wire.RoleListener, "b", 2))
-			vec := []protocol.Cursor{{Origin: fxOrigin, Seq: 1, Hash: h}, {Origin: o}}
-			return p.D.S, func() error { return p.D.S.Subscribe(0, vec) }
+			vec := []vector.Entry{{Origin: fxOrigin, Seq: 1, Hash: h}, {Origin: o}}
+			return p.D.S, func() error { return p.D.S.V1().Subscribe(0, vec) }
 		}},
 		{"Observe of an origin over MaxOrigins", wire.CodeTooManyOrigins, func(t *testing.T) (*protocol.Session, func() error) {
 			dc := prototest.ConfigV1(wire.RoleDialer, "a", 1)
 			dc.Limits.MaxOrigins = 1
 			p := established(t, dc, prototest.ConfigV1(wire.RoleListener, "b", 2))
-			must(t, p.D.S.Observe(protocol.Cursor{Origin: fxOrigin, Seq: 1, Hash: h}))
-			must(t, p.D.S.Observe(protocol.Cursor{Origin: fxOrigin, Seq: 2, Hash: fxChain[1].Hash})) // a known origin is fine
-			return p.D.S, func() error { return p.D.S.Observe(protocol.Cursor{Origin: o}) }
+			must(t, p.D.S.V1().Observe(vector.Entry{Origin: fxOrigin, Seq: 1, Hash: h}))
+			must(t, p.D.S.V1().Observe(vector.Entry{Origin: fxOrigin, Seq: 2, Hash: fxChain[1].Hash})) // a known origin is fine
+			return p.D.S, func() error { return p.D.S.V1().Observe(vector.Entry{Origin: o}) }
 		}},
 		{"SetOriginName of an origin over MaxOrigins", wire.CodeTooManyOrigins, func(t *testing.T) (*protocol.Session, func() error) {
 			lc := prototest.ConfigV1(wire.RoleListener, "b", 2)
@@ -1415,19 +1421,19 @@ func refusedCases() []refusedCase {
 		}},
 		{"Offer on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
 			s := closed(t)
-			return s, func() error { return s.Offer(1, fxChain[0].Raw) }
+			return s, func() error { return s.V1().Offer(1, fxChain[0].Raw) }
 		}},
 		{"Ack on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
 			s := closed(t)
-			return s, func() error { return s.Ack(1) }
+			return s, func() error { return s.V1().Ack(1) }
 		}},
 		{"Subscribe on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
 			s := closed(t)
-			return s, func() error { return s.Subscribe(0, nil) }
+			return s, func() error { return s.V1().Subscribe(0, nil) }
 		}},
 		{"Observe on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
 			s := closed(t)
-			return s, func() error { return s.Observe(protocol.Cursor{Origin: o}) }
+			return s, func() error { return s.V1().Observe(vector.Entry{Origin: o}) }
 		}},
 		{"Receive on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
 			s := closed(t)
@@ -1457,27 +1463,27 @@ func refusedCases() []refusedCase {
 		}},
 		{"Subscribe during the handshake", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
 			s, _ := handshakeTarget(t, nil)
-			return s, func() error { return s.Subscribe(0, nil) }
+			return s, func() error { return s.V1().Subscribe(0, nil) }
 		}},
 		{"Offer during the handshake", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
 			s, _ := handshakeTarget(t, nil)
-			return s, func() error { return s.Offer(1, fxChain[0].Raw) }
+			return s, func() error { return s.V1().Offer(1, fxChain[0].Raw) }
 		}},
 		{"Ack during the handshake", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
 			s, _ := handshakeTarget(t, nil)
-			return s, func() error { return s.Ack(1) }
+			return s, func() error { return s.V1().Ack(1) }
 		}},
 		{"Subscribe twice", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
 			p := streaming(t, protocol.Limits{}, protocol.Limits{})
-			return p.D.S, func() error { return p.D.S.Subscribe(0, nil) }
+			return p.D.S, func() error { return p.D.S.V1().Subscribe(0, nil) }
 		}},
 		{"Offer before the peer subscribed", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
 			p := est(t)
-			return p.L.S, func() error { return p.L.S.Offer(1, fxChain[0].Raw) }
+			return p.L.S, func() error { return p.L.S.V1().Offer(1, fxChain[0].Raw) }
 		}},
 		{"Ack before Subscribe", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
 			p := est(t)
-			return p.D.S, func() error { return p.D.S.Ack(1) }
+			return p.D.S, func() error { return p.D.S.V1().Ack(1) }
 		}},
 		{"Close with a local code", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
 			p := est(t)
@@ -1489,56 +1495,56 @@ func refusedCases() []refusedCase {
 		}},
 		{"Offer at a position that does not advance", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
 			p := sending(t, protocol.Limits{}, protocol.Limits{})
-			must(t, p.L.S.Offer(5, fxChain[0].Raw))
-			return p.L.S, func() error { return p.L.S.Offer(5, fxChain[1].Raw) }
+			must(t, p.L.S.V1().Offer(5, fxChain[0].Raw))
+			return p.L.S, func() error { return p.L.S.V1().Offer(5, fxChain[1].Raw) }
 		}},
 		{"Offer of a transaction of an unknown format", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
 			p := sending(t, protocol.Limits{}, protocol.Limits{})
 			return p.L.S, func() error {
-				return p.L.S.Offer(1, mutate(fxChain[0].Raw, func(b []byte) []byte { b[0] = 2; return b }))
+				return p.L.S.V1().Offer(1, mutate(fxChain[0].Raw, func(b []byte) []byte { b[0] = 2; return b }))
 			}
 		}},
 		{"Offer of an invalid transaction", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
 			p := sending(t, protocol.Limits{}, protocol.Limits{})
-			return p.L.S, func() error { return p.L.S.Offer(1, fxChain[0].Raw[:40]) }
+			return p.L.S, func() error { return p.L.S.V1().Offer(1, fxChain[0].Raw[:40]) }
 		}},
 		{"Offer of the peer's own origin", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
 			p := streaming(t, protocol.Limits{}, protocol.Limits{})
 			must(t, p.L.S.SetOriginName(prototest.Origin(1), "a"))
 			own := prototest.Chain(prototest.Origin(1), 1, 1, 1)[0] // D's origin
-			return p.L.S, func() error { return p.L.S.Offer(1, own.Raw) }
+			return p.L.S, func() error { return p.L.S.V1().Offer(1, own.Raw) }
 		}},
 		{"Ack beyond the last position received", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
 			p := fixture(t, protocol.Limits{})
-			return p.D.S, func() error { return p.D.S.Ack(4) }
+			return p.D.S, func() error { return p.D.S.V1().Ack(4) }
 		}},
 		{"Ack going back", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
 			p := fixture(t, protocol.Limits{})
-			must(t, p.D.S.Ack(2))
+			must(t, p.D.S.V1().Ack(2))
 			p.D.Drain()
-			return p.D.S, func() error { return p.D.S.Ack(1) }
+			return p.D.S, func() error { return p.D.S.V1().Ack(1) }
 		}},
 		{"Subscribe with an all-zero origin", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
 			p := est(t)
-			return p.D.S, func() error { return p.D.S.Subscribe(0, []protocol.Cursor{{Seq: 1, Hash: h}}) }
+			return p.D.S, func() error { return p.D.S.V1().Subscribe(0, []vector.Entry{{Seq: 1, Hash: h}}) }
 		}},
 		{"Subscribe with a hash at seq 0", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
 			p := est(t)
-			return p.D.S, func() error { return p.D.S.Subscribe(0, []protocol.Cursor{{Origin: o, Hash: h}}) }
+			return p.D.S, func() error { return p.D.S.V1().Subscribe(0, []vector.Entry{{Origin: o, Hash: h}}) }
 		}},
 		{"Subscribe without the hash of seq 1", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
 			p := est(t)
-			return p.D.S, func() error { return p.D.S.Subscribe(0, []protocol.Cursor{{Origin: o, Seq: 1}}) }
+			return p.D.S, func() error { return p.D.S.V1().Subscribe(0, []vector.Entry{{Origin: o, Seq: 1}}) }
 		}},
 		{"Subscribe with an origin twice", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
 			p := est(t)
 			return p.D.S, func() error {
-				return p.D.S.Subscribe(0, []protocol.Cursor{{Origin: o}, {Origin: o, Seq: 1, Hash: h}})
+				return p.D.S.V1().Subscribe(0, []vector.Entry{{Origin: o}, {Origin: o, Seq: 1, Hash: h}})
 			}
 		}},
 		{"Observe without a hash", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
 			p := est(t)
-			return p.D.S, func() error { return p.D.S.Observe(protocol.Cursor{Origin: o, Seq: 3}) }
+			return p.D.S, func() error { return p.D.S.V1().Observe(vector.Entry{Origin: o, Seq: 3}) }
 		}},
 		{"SetOriginName with an invalid name", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
 			p := est(t)
@@ -1552,109 +1558,111 @@ func refusedCases() []refusedCase {
 		// Version 2.
 		{"SubscribeOrigins of one channel more than MaxChannels", wire.CodeTooManyChannels, func(t *testing.T) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{MaxChannels: 2}, protocol.Limits{})
-			return p.D.S, func() error { return p.D.S.SubscribeOrigins([]vector.Entry{{Origin: prototest.Origin(11)}}) }
+			return p.D.S, func() error { return p.D.S.V2().Subscribe([]vector.Entry{{Origin: prototest.Origin(11)}}) }
 		}},
 		{"SubscribeOrigins of more origins than MaxChannels at once", wire.CodeTooManyChannels, func(t *testing.T) (*protocol.Session, func() error) {
 			dc := prototest.Config(wire.RoleDialer, "a", 1)
 			dc.Limits.MaxChannels = 2
 			p := established(t, dc, prototest.Config(wire.RoleListener, "b", 2))
 			vec := []vector.Entry{{Origin: prototest.Origin(10)}, {Origin: prototest.Origin(11)}, {Origin: prototest.Origin(12)}}
-			return p.D.S, func() error { return p.D.S.SubscribeOrigins(vec) }
+			return p.D.S, func() error { return p.D.S.V2().Subscribe(vec) }
 		}},
 		{"SubscribeOrigins of more origins than MaxOrigins", wire.CodeTooManyOrigins, func(t *testing.T) (*protocol.Session, func() error) {
 			dc := prototest.Config(wire.RoleDialer, "a", 1)
 			dc.Limits.MaxOrigins = 1
 			p := established(t, dc, prototest.Config(wire.RoleListener, "b", 2))
 			vec := []vector.Entry{{Origin: prototest.Origin(10)}, {Origin: prototest.Origin(11)}}
-			return p.D.S, func() error { return p.D.S.SubscribeOrigins(vec) }
+			return p.D.S, func() error { return p.D.S.V2().Subscribe(vec) }
 		}},
 		{"Send beyond its channel's credit", wire.CodeNoCredit, func(t *testing.T) (*protocol.Session, func() error) {
 			// Channel windows of 3.5 frames, a connection window of 10: three frames were
 			// sent on channel 1, the fourth does not fit it.
 			p := fxPairV2(t, fxWindows(3*fx2Size+fx2Size/2, 10*fx2Size), protocol.Limits{})
-			if got := p.L.S.Credit(fxOrigin); got != fx2Size/2 {
+			if got := p.L.S.V2().Credit(fxOrigin); got != fx2Size/2 {
 				t.Fatalf("credit %d, want %d", got, fx2Size/2)
 			}
-			return p.L.S, func() error { return p.L.S.Send(fx2Chain[3].Raw) }
+			return p.L.S, func() error { return p.L.S.V2().Send(fx2Chain[3].Raw) }
 		}},
 		{"Send beyond the connection's credit", wire.CodeNoCredit, func(t *testing.T) (*protocol.Session, func() error) {
 			// Channel 2 has all of its own window, but the connection's is used up by channel 1.
 			p := fxPairV2(t, fxWindows(3*fx2Size+fx2Size/2, 3*fx2Size+fx2Size/2), protocol.Limits{})
-			if got := p.L.S.Credit(fxTen); got != fx2Size/2 {
+			if got := p.L.S.V2().Credit(fxTen); got != fx2Size/2 {
 				t.Fatalf("credit %d, want %d", got, fx2Size/2)
 			}
-			return p.L.S, func() error { return p.L.S.Send(fx2TenChain[0].Raw) }
+			return p.L.S, func() error { return p.L.S.V2().Send(fx2TenChain[0].Raw) }
 		}},
 		{"Send of an origin the peer did not subscribe to", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
 			must(t, p.L.S.SetOriginName(prototest.Origin(11), "eleven"))
-			return p.L.S, func() error { return p.L.S.Send(prototest.Chain(prototest.Origin(11), 1, 1, 1)[0].Raw) }
+			return p.L.S, func() error { return p.L.S.V2().Send(prototest.Chain(prototest.Origin(11), 1, 1, 1)[0].Raw) }
 		}},
 		{"Send of a seq its channel does not need next", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
-			return p.L.S, func() error { return p.L.S.Send(fx2Chain[4].Raw) }
+			return p.L.S, func() error { return p.L.S.V2().Send(fx2Chain[4].Raw) }
 		}},
 		{"Send of an invalid transaction", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
-			return p.L.S, func() error { return p.L.S.Send(fx2Chain[3].Raw[:60]) }
+			return p.L.S, func() error { return p.L.S.V2().Send(fx2Chain[3].Raw[:60]) }
 		}},
 		{"Send on a version-1 connection", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
 			p := sending(t, protocol.Limits{}, protocol.Limits{})
-			return p.L.S, func() error { return p.L.S.Send(fxChain[0].Raw) }
+			return p.L.S, func() error { return p.L.S.V2().Send(fxChain[0].Raw) }
 		}},
 		{"SubscribeOrigins on a version-1 connection", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
 			p := est(t)
-			return p.D.S, func() error { return p.D.S.SubscribeOrigins([]vector.Entry{{Origin: fxOrigin}}) }
+			return p.D.S, func() error { return p.D.S.V2().Subscribe([]vector.Entry{{Origin: fxOrigin}}) }
 		}},
 		{"AdvertiseHeads on a version-1 connection", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
 			p := sending(t, protocol.Limits{}, protocol.Limits{})
-			return p.L.S, func() error { return p.L.S.AdvertiseHeads([]wire.Head{{Origin: fxOrigin, Seq: 1, HLC: 1}}) }
+			return p.L.S, func() error { return p.L.S.V2().AdvertiseHeads([]wire.Head{{Origin: fxOrigin, Seq: 1, HLC: 1}}) }
 		}},
 		{"Subscribe on a version-2 connection", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
-			return p.D.S, func() error { return p.D.S.Subscribe(0, nil) }
+			return p.D.S, func() error { return p.D.S.V1().Subscribe(0, nil) }
 		}},
 		{"Offer on a version-2 connection", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
-			return p.L.S, func() error { return p.L.S.Offer(4, fx2Chain[3].Raw) }
+			return p.L.S, func() error { return p.L.S.V1().Offer(4, fx2Chain[3].Raw) }
 		}},
 		{"Ack on a version-2 connection", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
-			return p.D.S, func() error { return p.D.S.Ack(1) }
+			return p.D.S, func() error { return p.D.S.V1().Ack(1) }
 		}},
 		{"SubscribeOrigins of this node's own origin", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
-			return p.D.S, func() error { return p.D.S.SubscribeOrigins([]vector.Entry{{Origin: prototest.Origin(1)}}) }
+			return p.D.S, func() error { return p.D.S.V2().Subscribe([]vector.Entry{{Origin: prototest.Origin(1)}}) }
 		}},
 		{"SubscribeOrigins of an origin subscribed already", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
 			return p.D.S, func() error {
-				return p.D.S.SubscribeOrigins([]vector.Entry{{Origin: prototest.Origin(11)}, {Origin: fxTen}})
+				return p.D.S.V2().Subscribe([]vector.Entry{{Origin: prototest.Origin(11)}, {Origin: fxTen}})
 			}
 		}},
 		{"AckOrigin beyond what was received", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
-			return p.D.S, func() error { return p.D.S.AckOrigin(fxOrigin, 4) }
+			return p.D.S, func() error { return p.D.S.V2().Ack(fxOrigin, 4) }
 		}},
 		{"AckOrigin of an origin without a channel", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
-			return p.D.S, func() error { return p.D.S.AckOrigin(prototest.Origin(11), 1) }
+			return p.D.S, func() error { return p.D.S.V2().Ack(prototest.Origin(11), 1) }
 		}},
 		{"AdvertiseHeads of an origin without a name", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
-			return p.L.S, func() error { return p.L.S.AdvertiseHeads([]wire.Head{{Origin: prototest.Origin(11), Seq: 1, HLC: 1}}) }
+			return p.L.S, func() error {
+				return p.L.S.V2().AdvertiseHeads([]wire.Head{{Origin: prototest.Origin(11), Seq: 1, HLC: 1}})
+			}
 		}},
 		{"AdvertiseHeads going back", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
-			return p.L.S, func() error { return p.L.S.AdvertiseHeads([]wire.Head{{Origin: fxOrigin, Seq: 5, HLC: 1}}) }
+			return p.L.S, func() error { return p.L.S.V2().AdvertiseHeads([]wire.Head{{Origin: fxOrigin, Seq: 5, HLC: 1}}) }
 		}},
 		{"Send on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
 			s := closed(t)
-			return s, func() error { return s.Send(fxChain[0].Raw) }
+			return s, func() error { return s.V2().Send(fxChain[0].Raw) }
 		}},
 		{"SubscribeOrigins on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
 			s := closed(t)
-			return s, func() error { return s.SubscribeOrigins([]vector.Entry{{Origin: fxOrigin}}) }
+			return s, func() error { return s.V2().Subscribe([]vector.Entry{{Origin: fxOrigin}}) }
 		}},
 		{"Start with an 8-byte nonce", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
 			s, err := protocol.New(prototest.ConfigV1(wire.RoleListener, "b", 2))
@@ -1696,16 +1704,16 @@ func TestSendBufferRecovers(t *testing.T) {
 	origin := len(originFrame(fxOrigin, "nine"))      // sent before the first, and counted
 	p := sending(t, protocol.Limits{}, protocol.Limits{MaxSendBuffer: origin + 2*size + 10})
 	l := p.L.S
-	must(t, l.Offer(1, fxChain[0].Raw))
+	must(t, l.V1().Offer(1, fxChain[0].Raw))
 	if got := l.SendBudget(); got != size+10 {
 		t.Fatalf("budget %d, want %d", got, size+10)
 	}
-	must(t, l.Offer(2, fxChain[1].Raw))
-	if err := l.Offer(3, fxChain[2].Raw); err == nil || err.(*wire.Error).Code != wire.CodeSendBufferFull {
+	must(t, l.V1().Offer(2, fxChain[1].Raw))
+	if err := l.V1().Offer(3, fxChain[2].Raw); err == nil || err.(*wire.Error).Code != wire.CodeSendBufferFull {
 		t.Fatalf("third offer: %v", err)
 	}
 	p.Pump(10)
-	must(t, l.Offer(3, fxChain[2].Raw))
+	must(t, l.V1().Offer(3, fxChain[2].Raw))
 	p.Pump(10)
 	if n := p.D.Count(protocol.EventTxn); n != 3 {
 		t.Fatalf("%d txns", n)

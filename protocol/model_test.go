@@ -630,7 +630,7 @@ func (m *modelSystem) connect() {
 		}
 	}
 	if len(heads) > 0 {
-		if err := c.s.S.AdvertiseHeads(heads); err != nil {
+		if err := c.s.S.V2().AdvertiseHeads(heads); err != nil {
 			m.violate("AdvertiseHeads: %v", err)
 		}
 	}
@@ -653,7 +653,7 @@ func (m *modelSystem) subscribe(vec []vector.Entry, os []int) {
 		return
 	}
 	c := m.c
-	if err := c.r.S.SubscribeOrigins(vec); err != nil {
+	if err := c.r.S.V2().Subscribe(vec); err != nil {
 		m.violate("SubscribeOrigins(%v): %v", os, err)
 		return
 	}
@@ -814,7 +814,7 @@ func (m *modelSystem) handOver(o int, e protocol.Event, closedLater bool) {
 		return
 	}
 	m.apply(o, ent)
-	if err := c.r.S.AckOrigin(mOrigin[o], v.Seq); err != nil && !closedLater {
+	if err := c.r.S.V2().Ack(mOrigin[o], v.Seq); err != nil && !closedLater {
 		m.violate("AckOrigin(%s, %d): %v", mName[o], v.Seq, err)
 	}
 }
@@ -874,7 +874,7 @@ func (m *modelSystem) senderNode(evs []protocol.Event) {
 				m.violate("resend of origin %v on no channel", e.Origin)
 				continue
 			}
-			c.serveNext[o] = e.Expected
+			c.serveNext[o] = e.From
 		case protocol.EventDivergence:
 			c.sDivs++
 			if !e.ByPeer {
@@ -904,10 +904,10 @@ func (m *modelSystem) serve() {
 	for o := range mOrigin {
 		for c.serveOpen[o] && c.serveNext[o] <= uint64(len(m.logs[o])) {
 			e := m.logs[o][c.serveNext[o]-1]
-			if c.s.S.Credit(mOrigin[o]) < protocol.DataFrameSize(len(e.Raw)) {
+			if c.s.S.V2().Credit(mOrigin[o]) < protocol.DataFrameSize(len(e.Raw)) {
 				break
 			}
-			if err := c.s.S.Send(e.Raw); err != nil {
+			if err := c.s.S.V2().Send(e.Raw); err != nil {
 				if errCode(err) == wire.CodeSendBufferFull {
 					m.drainSender()
 					continue
@@ -1357,7 +1357,7 @@ func (m *modelSystem) unstarve(o int) {
 		m.apply(o, e)
 	}
 	if len(bl) > 0 {
-		if err := m.c.r.S.AckOrigin(mOrigin[o], bl[len(bl)-1].Seq); err != nil {
+		if err := m.c.r.S.V2().Ack(mOrigin[o], bl[len(bl)-1].Seq); err != nil {
 			m.violate("AckOrigin(%s) on unstarve: %v", mName[o], err)
 		}
 	}
@@ -1382,7 +1382,7 @@ func (m *modelSystem) exec(cmd modelCmd) {
 		}
 		m.logs[o] = append(m.logs[o], prototest.ChainFrom(mOrigin[o], uint64(n), prev, cmd.N, cmd.Ops, cmd.Len)...)
 		e := m.logs[o][len(m.logs[o])-1]
-		if err := c.s.S.AdvertiseHeads([]wire.Head{{Origin: mOrigin[o], Seq: e.Seq, HLC: hlcOf(e)}}); err != nil {
+		if err := c.s.S.V2().AdvertiseHeads([]wire.Head{{Origin: mOrigin[o], Seq: e.Seq, HLC: hlcOf(e)}}); err != nil {
 			m.violate("AdvertiseHeads: %v", err)
 		}
 		m.runSender()
@@ -1443,7 +1443,7 @@ func (m *modelSystem) exec(cmd modelCmd) {
 		m.subscribe([]vector.Entry{m.position(o)}, []int{o})
 		m.runReceiver()
 	case cmdUnsubscribe:
-		if err := c.r.S.UnsubscribeOrigins([]wire.OriginID{mOrigin[o]}); err != nil {
+		if err := c.r.S.V2().Unsubscribe([]wire.OriginID{mOrigin[o]}); err != nil {
 			m.violate("UnsubscribeOrigins(%s): %v", mName[o], err)
 		}
 		m.sub[o], m.starved[o] = false, false

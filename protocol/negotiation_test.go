@@ -246,7 +246,7 @@ func TestNegotiationBetweenSessions(t *testing.T) {
 				}
 			}
 			// The negotiated version decides which commands the session takes.
-			v1err, v2err := p.D.S.Subscribe(0, nil), p.D.S.SubscribeOrigins(nil)
+			v1err, v2err := p.D.S.V1().Subscribe(0, nil), p.D.S.V2().Subscribe(nil)
 			if c.version == 1 {
 				if v1err != nil || v2err == nil || v2err.(*wire.Error).Code != wire.CodeInvalidState {
 					t.Fatalf("version 1: Subscribe %v, SubscribeOrigins %v", v1err, v2err)
@@ -664,7 +664,7 @@ func TestAdvertisedFrameLimits(t *testing.T) {
 	}
 	over := entryOfBody(fxOrigin, wire.MinMaxFrame+1)
 	budget := s.SendBudget()
-	err := s.Offer(1, over.Raw)
+	err := s.V1().Offer(1, over.Raw)
 	if we, ok := err.(*wire.Error); !ok || we.Code != wire.CodeFrameTooLarge || we.Class != wire.ClassResourceLimit || we.Offset != wire.NoOffset {
 		t.Fatalf("Offer of a %d-byte TXN1 body to a peer accepting %d: %v", 8+len(over.Raw), wire.MinMaxFrame, err)
 	}
@@ -674,7 +674,7 @@ func TestAdvertisedFrameLimits(t *testing.T) {
 	// The largest body the peer accepts goes out, at the same position, after its origin's
 	// ORIGIN (which the refused Offer did not send).
 	at := entryOfBody(fxOrigin, wire.MinMaxFrame)
-	must(t, s.Offer(1, at.Raw))
+	must(t, s.V1().Offer(1, at.Raw))
 	fs := frames(t, s.Ready().Messages)
 	if len(fs) != 2 || fs[0].Type != wire.TypeOrigin || fs[1].Type != wire.TypeTxn1 || len(fs[1].Body) != wire.MinMaxFrame {
 		t.Fatalf("sent %+v", fs)

@@ -53,7 +53,7 @@ func (s *Session) sendControl(b wire.Body) {
 	body, err := b.AppendBody(nil)
 	if err != nil {
 		if s.state != StateClosed {
-			s.closed(wire.Errorf(wire.CodeInternal, "encoding "+b.FrameType().String()+": "+err.Error()), false)
+			s.closed(wire.NewError(wire.CodeInternal, "encoding "+b.FrameType().String()+": "+err.Error()), false)
 		}
 		return
 	}

@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"time"
 
-	"plait/internal/mutate"
 	"plait/protocol/handshake"
 	"plait/protocol/wire"
 )
@@ -17,17 +16,17 @@ func (s *Session) Receive(now time.Time, msg []byte) error {
 	s.begin()
 	switch s.state {
 	case StateNew:
-		return wire.Errorf(wire.CodeInvalidState, "Receive before Start")
+		return wire.NewError(wire.CodeInvalidState, "Receive before Start")
 	case StateClosed:
-		return wire.Errorf(wire.CodeClosed, "Receive on a closed session")
+		return wire.NewError(wire.CodeClosed, "Receive on a closed session")
 	}
 	s.lastRecv = now
 	s.resumed = false
 	s.stats.MessagesIn++
 	s.stats.BytesIn += uint64(len(msg))
 	if s.ReadPaused() {
-		s.fail(wire.Errorf(wire.CodeReceiveBufferFull, "a message arrived while reads were paused with "+
-			strconv.Itoa(s.unackedBytes)+" unacknowledged bytes"))
+		s.fail(wire.NewError(wire.CodeReceiveBufferFull, "a message arrived while reads were paused with "+
+			strconv.Itoa(s.v1.unacked.bytes)+" unacknowledged bytes"))
 		return nil
 	}
 	if err := wire.CheckMessage(msg, s.limits.MaxMessage); err != nil {
@@ -119,13 +118,7 @@ func (s *Session) frame(now time.Time, f wire.Frame) {
 	case *wire.Origin:
 		s.onOrigin(f, b)
 	case *wire.Subscribe1:
-		if s.peerSubscribed {
-			s.unexpected(f, "a second SUBSCRIBE1 on one connection")
-			return
-		}
-		s.peerSubscribed = true
-		s.lastSent, s.peerAcked = b.Position, b.Position
-		s.emit(Event{Kind: EventSubscribed, Position: b.Position})
+		s.onSubscribe1(f, b)
 	case *wire.Ack1:
 		s.onAck1(f, b)
 	default:
@@ -201,82 +194,16 @@ func (s *Session) onAuth(now time.Time, f wire.Frame, a *wire.Auth) {
 	s.emit(Event{Kind: EventHandshake, Handshake: &info})
 }
 
-func (s *Session) onAck1(f wire.Frame, a *wire.Ack1) {
-	switch {
-	case !s.peerSubscribed:
-		s.unexpected(f, "ACK1 before SUBSCRIBE1")
-	case a.Position > s.lastSent:
-		s.fail(wire.FrameError(wire.CodeBadField, f.Type, f.Offset, "acknowledges position "+
-			strconv.FormatUint(a.Position, 10)+" beyond the last sent "+strconv.FormatUint(s.lastSent, 10)))
-	case a.Position < s.peerAcked:
-		s.fail(wire.FrameError(wire.CodeOutOfOrder, f.Type, f.Offset, "acknowledgement went back from "+
-			strconv.FormatUint(s.peerAcked, 10)+" to "+strconv.FormatUint(a.Position, 10)))
-	case a.Position > s.peerAcked:
-		s.peerAcked = a.Position
-		s.emit(Event{Kind: EventAcked, Position: a.Position})
-	}
-}
-
-// onTxn1 checks one version-1 entry: its position advances the stream, and it extends,
-// repeats or skips past the origin's chain as the receive vector knows it.
-func (s *Session) onTxn1(f wire.Frame) {
-	pos, v, err := wire.ParseTxn1(f.Body)
-	if err != nil {
-		s.fail(wire.FrameError(wire.TxnErrorCode(err), f.Type, f.Offset, err.Error()))
-		return
-	}
-	if s.state != StateEstablished || s.info.Version != 1 || !s.subscribed {
-		s.unexpected(f, "TXN1 on a connection that is not a version-1 one this side subscribed to")
-		return
-	}
-	if v.Origin == s.cfg.Origin {
-		s.unexpected(f, "a transaction of this node's own origin sent back to it")
-		return
-	}
-	if pos <= s.lastPos {
-		s.fail(wire.FrameError(wire.CodeOutOfOrder, f.Type, f.Offset, "position "+strconv.FormatUint(pos, 10)+
-			" does not advance past "+strconv.FormatUint(s.lastPos, 10)))
-		return
-	}
-	s.lastPos = pos
-	s.stats.TxnsReceived++
-	size := wire.HeaderSize + len(f.Body)
-	s.unacked = append(s.unacked, unackedFrame{pos: pos, size: size})
-	s.unackedBytes += size
-
-	c := s.vector[v.Origin]
-	if !c.named {
-		s.unexpected(f, "TXN1 of origin "+v.Origin.String()+" before its ORIGIN frame")
-		return
-	}
-	h := v.Hash()
-	switch verdict, why := checkEntry(c.seq, c.hash, &v, h); verdict {
-	case entryDuplicate:
-		s.stats.Duplicates++
-		s.emit(Event{Kind: EventDuplicate, Position: pos, Txn: v})
-	case entryDiverges:
-		s.diverged(f, pos, v, why)
-	case entryExtends:
-		s.vector[v.Origin] = chainPos{seq: v.Seq, hash: h, named: true}
-		s.emit(Event{Kind: EventTxn, Position: pos, Txn: v})
-	default:
-		s.stats.Gaps++
-		s.emit(Event{Kind: EventGap, Position: pos, Txn: v, Expected: c.seq + 1})
-		s.fail(wire.FrameError(wire.CodeGapDetected, f.Type, f.Offset, "origin "+v.Origin.String()+" seq "+
-			strconv.FormatUint(v.Seq, 10)+" arrived where "+strconv.FormatUint(c.seq+1, 10)+" was expected"))
-	}
-}
-
 // onOrigin records that the peer named an origin; its entries may follow.
 func (s *Session) onOrigin(f wire.Frame, o *wire.Origin) {
-	c, known := s.vector[o.Origin]
-	if !known && len(s.vector) >= s.limits.MaxOrigins {
+	c, known := s.peerOrigins[o.Origin]
+	if !known && len(s.peerOrigins) >= s.limits.MaxOrigins {
 		s.fail(wire.FrameError(wire.CodeTooManyOrigins, f.Type, f.Offset, "the receive vector holds "+
 			strconv.Itoa(s.limits.MaxOrigins)+" origins already"))
 		return
 	}
 	c.named = true
-	s.vector[o.Origin] = c
+	s.peerOrigins[o.Origin] = c
 	s.emit(Event{Kind: EventOriginNamed, Origin: o.Origin, Name: o.Name})
 }
 
@@ -293,7 +220,7 @@ const (
 // checkEntry classifies an entry, whose chain hash is h, against a chain position (seq,
 // hash): the receive check of both versions (SPEC.md, the tables of "Version 1" and
 // "Version 2"). For a divergence it also says why.
-func checkEntry(seq uint64, hash wire.Hash, v *wire.TxnView, h wire.Hash) (entryVerdict, string) {
+func (s *Session) checkEntry(seq uint64, hash wire.Hash, v *wire.TxnView, h wire.Hash) (entryVerdict, string) {
 	switch {
 	case v.Seq < seq, v.Seq == seq && h == hash:
 		return entryDuplicate, ""
@@ -303,14 +230,8 @@ func checkEntry(seq uint64, hash wire.Hash, v *wire.TxnView, h wire.Hash) (entry
 		return entryDiverges, "entry " + strconv.FormatUint(v.Seq, 10) + " does not extend the chain held at " + strconv.FormatUint(seq, 10)
 	case v.Seq == seq+1:
 		return entryExtends, ""
-	case mutate.BreakGapDetection:
+	case s.cfg.Mutations.BreakGapDetection:
 		return entryExtends, "" // test-only: a receiver blind to gaps
 	}
 	return entryGap, ""
-}
-
-func (s *Session) diverged(f wire.Frame, pos uint64, v wire.TxnView, why string) {
-	s.stats.Divergences++
-	s.emit(Event{Kind: EventDivergence, Position: pos, Txn: v, Expected: v.Seq})
-	s.fail(wire.FrameError(wire.CodeDivergence, f.Type, f.Offset, "origin "+v.Origin.String()+": "+why))
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"plait/internal/mutate"
 	"plait/protocol/handshake"
 	"plait/protocol/wire"
 )
@@ -12,12 +13,14 @@ import (
 // State is where a session is in its life (SPEC.md, "Session states").
 type State uint8
 
+// The states. The values are explicit because they cross the WASM ABI (abi.StatusMsg's
+// state): they never change.
 const (
-	StateNew            State = iota // created, not started
-	StateHandshaking                 // HELLO sent, waiting for the peer's HELLO
-	StateAuthenticating              // AUTH sent, waiting for the peer's AUTH
-	StateEstablished                 // authenticated; streams may flow
-	StateClosed                      // closed; no further input is processed
+	StateNew            State = 0 // created, not started
+	StateHandshaking    State = 1 // HELLO sent, waiting for the peer's HELLO
+	StateAuthenticating State = 2 // AUTH sent, waiting for the peer's AUTH
+	StateEstablished    State = 3 // authenticated; streams may flow
+	StateClosed         State = 4 // closed; no further input is processed
 )
 
 var stateNames = [...]string{"new", "handshaking", "authenticating", "established", "closed"}
@@ -40,25 +43,18 @@ type Config struct {
 	Capabilities []string      // sorted, unique
 	ExpectedPeer string        // when set, a peer of another name is refused
 	Limits       Limits
+	// Mutations break a decision on purpose, for the mutation check's tests only; the zero
+	// value (every build's) breaks nothing. It does not cross the WASM ABI.
+	Mutations mutate.Set
 }
 
-// Cursor is a receiver's position in one origin's chain: the highest seq applied and the
-// chain hash of that entry (zero for seq 0).
-type Cursor struct {
-	Origin wire.OriginID
-	Seq    uint64
-	Hash   wire.Hash
-}
-
-type chainPos struct {
-	seq   uint64
-	hash  wire.Hash
-	named bool // the peer sent ORIGIN for it on this connection
-}
-
-type unackedFrame struct {
-	pos  uint64
-	size int
+// peerOrigin is what a session knows of one origin the peer may send: whether the peer
+// named it (both versions), and in version 1 the receive position its entries are checked
+// against. One table holds both so that MaxOrigins bounds them together.
+type peerOrigin struct {
+	named bool      // the peer sent ORIGIN for it on this connection
+	seq   uint64    // version 1: the highest seq received or observed
+	hash  wire.Hash // its chain hash
 }
 
 // Session is one side of one connection. It is not safe for concurrent use.
@@ -80,14 +76,13 @@ type Session struct {
 	peerFrame  int
 
 	// outputs
-	msgs      [][]byte
-	cur       []byte
-	spare     []byte
-	outBytes  int
-	events    []Event
-	evTaken   bool
-	closeErr  *wire.Error
-	closeSent bool
+	msgs     [][]byte
+	cur      []byte
+	spare    []byte
+	outBytes int
+	events   []Event
+	evTaken  bool
+	closeErr *wire.Error
 
 	// liveness
 	nextPing time.Time
@@ -95,30 +90,22 @@ type Session struct {
 	pingSent time.Time
 	pingOut  bool
 	rtt      time.Duration
+	// resumed: reads resumed after a version-1 pause; the liveness clock restarts at the
+	// next Tick (while reads are paused, the peer's silence proves nothing)
+	resumed bool
 
 	// ignored frames of the current Receive, reported as one event
 	ignored     uint64
 	ignoredType wire.Type
 
-	// version 1, sending side
-	peerSubscribed bool
-	lastSent       uint64
-	peerAcked      uint64
-	names          map[wire.OriginID]string
-	announced      map[wire.OriginID]bool
+	// both versions: origin names given by SetOriginName, the origins whose ORIGIN frame
+	// was sent, and what the peer told of its origins
+	names       map[wire.OriginID]string
+	announced   map[wire.OriginID]bool
+	peerOrigins map[wire.OriginID]peerOrigin
 
-	// version 1, receiving side
-	subscribed   bool
-	lastPos      uint64
-	acked        uint64
-	vector       map[wire.OriginID]chainPos // also records which origins the peer named
-	unacked      []unackedFrame
-	unackedHead  int
-	unackedBytes int
-	resumed      bool // reads resumed after a pause; the liveness clock restarts at the next Tick
-
-	// version 2
-	v2 v2State
+	v1 v1State // the version-1 stream, both directions (v1.go)
+	v2 v2State // the version-2 channels, both directions (v2.go)
 
 	stats Stats
 }
@@ -126,19 +113,19 @@ type Session struct {
 // New checks cfg and returns a session in StateNew.
 func New(cfg Config) (*Session, error) {
 	if cfg.Role != wire.RoleDialer && cfg.Role != wire.RoleListener {
-		return nil, wire.Errorf(wire.CodeBadArgument, "role must be dialer or listener")
+		return nil, wire.NewError(wire.CodeBadArgument, "role must be dialer or listener")
 	}
 	if !wire.ValidName(cfg.Name) {
-		return nil, wire.Errorf(wire.CodeBadArgument, "name "+quote(cfg.Name)+" is not 1-64 bytes of [A-Za-z0-9_.-]")
+		return nil, wire.NewError(wire.CodeBadArgument, "name "+quote(cfg.Name)+" is not 1-64 bytes of [A-Za-z0-9_.-]")
 	}
 	if cfg.Origin.IsZero() {
-		return nil, wire.Errorf(wire.CodeBadArgument, "origin id is all zero")
+		return nil, wire.NewError(wire.CodeBadArgument, "origin id is all zero")
 	}
 	if cfg.ExpectedPeer != "" && !wire.ValidName(cfg.ExpectedPeer) {
-		return nil, wire.Errorf(wire.CodeBadArgument, "expected peer name "+quote(cfg.ExpectedPeer)+" is not valid")
+		return nil, wire.NewError(wire.CodeBadArgument, "expected peer name "+quote(cfg.ExpectedPeer)+" is not valid")
 	}
 	if err := wire.CheckCaps(cfg.Capabilities); err != nil {
-		return nil, wire.Errorf(wire.CodeBadArgument, "capabilities: "+err.Error())
+		return nil, wire.NewError(wire.CodeBadArgument, "capabilities: "+err.Error())
 	}
 	rng, werr := handshake.Clamp(cfg.MinVersion, cfg.MaxVersion)
 	if werr != nil {
@@ -151,12 +138,12 @@ func New(cfg Config) (*Session, error) {
 	cfg.Secret = append([]byte(nil), cfg.Secret...)
 	cfg.Capabilities = append([]string(nil), cfg.Capabilities...)
 	s := &Session{
-		cfg:       cfg,
-		limits:    limits,
-		rng:       rng,
-		names:     map[wire.OriginID]string{},
-		announced: map[wire.OriginID]bool{},
-		vector:    map[wire.OriginID]chainPos{},
+		cfg:         cfg,
+		limits:      limits,
+		rng:         rng,
+		names:       map[wire.OriginID]string{},
+		announced:   map[wire.OriginID]bool{},
+		peerOrigins: map[wire.OriginID]peerOrigin{},
 	}
 	s.v2init()
 	return s, nil
@@ -170,7 +157,7 @@ func (s *Session) Advertised() (min, max uint64) { return s.rng.Min, s.rng.Max }
 func (s *Session) Start(now time.Time, nonce []byte) error {
 	s.begin()
 	if s.state != StateNew {
-		return wire.Errorf(wire.CodeInvalidState, "Start on a session in state "+s.state.String())
+		return wire.NewError(wire.CodeInvalidState, "Start on a session in state "+s.state.String())
 	}
 	h := wire.Hello{
 		Role:       s.cfg.Role,
@@ -184,11 +171,11 @@ func (s *Session) Start(now time.Time, nonce []byte) error {
 		MaxFrame:   uint64(s.limits.MaxFrameBody),
 	}
 	if err := h.Validate(); err != nil {
-		return wire.Errorf(wire.CodeBadArgument, "hello: "+err.Error())
+		return wire.NewError(wire.CodeBadArgument, "hello: "+err.Error())
 	}
 	body, err := h.AppendBody(nil)
 	if err != nil {
-		return wire.Errorf(wire.CodeInternal, "encoding hello: "+err.Error())
+		return wire.NewError(wire.CodeInternal, "encoding hello: "+err.Error())
 	}
 	s.localHello = body
 	s.start, s.lastRecv = now, now
@@ -271,15 +258,15 @@ func (s *Session) Err() *wire.Error { return s.closeErr }
 // MaxSendBuffer + MaxUnackedBytes (version 1) or MaxSessionBuffer (version 2) + MaxMessage
 // plus the control frames of one input.
 func (s *Session) HeldBytes() int {
-	return s.outBytes + s.unackedBytes + len(s.peerHello) + int(s.v2.connIn.Buffered())
+	return s.outBytes + s.v1.unacked.bytes + len(s.peerHello) + int(s.v2.connIn.Buffered())
 }
 
 // ReadPaused is the version-1 "stop reading" signal: the caller must not call Receive
 // while it is true, and resumes after Ack brings the unacknowledged bytes below the
 // window. A Receive while paused closes the session with receive-buffer-full.
-func (s *Session) ReadPaused() bool { return s.unackedBytes >= s.limits.MaxUnackedBytes }
+func (s *Session) ReadPaused() bool { return s.v1.unacked.bytes >= s.limits.MaxUnackedBytes }
 
-// SendBudget is how many more data bytes Offer accepts now.
+// SendBudget is how many more data bytes V1().Offer or V2().Send accepts now.
 func (s *Session) SendBudget() int {
 	if s.outBytes == 0 {
 		return max(s.limits.MaxSendBuffer, s.peerMaxMsg)
@@ -310,10 +297,10 @@ func (s *Session) Tick(now time.Time) error {
 	s.begin()
 	switch s.state {
 	case StateNew:
-		return wire.Errorf(wire.CodeInvalidState, "Tick before Start")
+		return wire.NewError(wire.CodeInvalidState, "Tick before Start")
 	case StateHandshaking, StateAuthenticating:
 		if !now.Before(s.start.Add(s.limits.HandshakeTimeout)) {
-			s.fail(wire.Errorf(wire.CodeHandshakeTimeout, "no authenticated handshake within "+s.limits.HandshakeTimeout.String()))
+			s.fail(wire.NewError(wire.CodeHandshakeTimeout, "no authenticated handshake within "+s.limits.HandshakeTimeout.String()))
 		}
 	case StateEstablished:
 		if s.ReadPaused() || s.resumed {
@@ -323,7 +310,7 @@ func (s *Session) Tick(now time.Time) error {
 			s.resumed = false
 		}
 		if !now.Before(s.lastRecv.Add(s.limits.LivenessTimeout)) {
-			s.fail(wire.Errorf(wire.CodeLivenessTimeout, "no byte received for "+now.Sub(s.lastRecv).String()))
+			s.fail(wire.NewError(wire.CodeLivenessTimeout, "no byte received for "+now.Sub(s.lastRecv).String()))
 			return nil
 		}
 		if !s.pingOut && !now.Before(s.nextPing) {
@@ -360,8 +347,8 @@ func (s *Session) closed(err *wire.Error, byPeer bool) {
 	s.state = StateClosed
 	s.closeErr = err
 	s.peerHello, s.localHello = nil, nil
-	s.unacked, s.unackedHead, s.unackedBytes = nil, 0, 0
-	s.v2init() // a closed session holds nothing for the peer's channels
+	s.v1.unacked = ackQueue[uint64]{} // nothing received is held any more
+	s.v2init()                        // a closed session holds nothing for the peer's channels
 	s.emit(Event{Kind: EventClosed, Err: err, ByPeer: byPeer})
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"plait/protocol"
 	"plait/protocol/prototest"
+	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
 
@@ -61,8 +62,8 @@ func TestHandshakeEstablishes(t *testing.T) {
 				t.Fatalf("version %d: handshake %+v", version, h)
 			}
 			s := c.side.S
-			if !s.Connected(p.Now) || s.Credits() != nil || s.HeldBytes() != 0 || s.ReadPaused() {
-				t.Fatalf("version %d: connected %v, credits %v, held %d", version, s.Connected(p.Now), s.Credits(), s.HeldBytes())
+			if !s.Connected(p.Now) || s.V2().Credits() != nil || s.HeldBytes() != 0 || s.ReadPaused() {
+				t.Fatalf("version %d: connected %v, credits %v, held %d", version, s.Connected(p.Now), s.V2().Credits(), s.HeldBytes())
 			}
 			var types []wire.Type
 			for _, f := range frames(t, c.side.Sent) {
@@ -79,7 +80,7 @@ func TestStreamV1(t *testing.T) {
 	p := defaultPair(t)
 	a := prototest.Origin(9)
 	chain := prototest.Chain(a, 20, 2, 10)
-	if err := p.D.S.Subscribe(0, nil); err != nil {
+	if err := p.D.S.V1().Subscribe(0, nil); err != nil {
 		t.Fatal(err)
 	}
 	p.Pump(10)
@@ -90,7 +91,7 @@ func TestStreamV1(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, e := range chain {
-		if err := p.L.S.Offer(uint64(i+1), e.Raw); err != nil {
+		if err := p.L.S.V1().Offer(uint64(i+1), e.Raw); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -108,7 +109,7 @@ func TestStreamV1(t *testing.T) {
 	if p.D.S.HeldBytes() == 0 {
 		t.Fatal("unacked bytes not held")
 	}
-	if err := p.D.S.Ack(20); err != nil {
+	if err := p.D.S.V1().Ack(20); err != nil {
 		t.Fatal(err)
 	}
 	p.Pump(10)
@@ -119,7 +120,7 @@ func TestStreamV1(t *testing.T) {
 		t.Fatalf("held %d after ack", p.D.S.HeldBytes())
 	}
 	// A duplicate is skipped and counted.
-	if err := p.L.S.Offer(21, chain[5].Raw); err != nil {
+	if err := p.L.S.V1().Offer(21, chain[5].Raw); err != nil {
 		t.Fatal(err)
 	}
 	p.Pump(10)
@@ -128,7 +129,7 @@ func TestStreamV1(t *testing.T) {
 	}
 	// A gap closes with gap-detected.
 	more := prototest.ChainFrom(a, 20, chain[19].Hash, 3, 1, 5)
-	if err := p.L.S.Offer(22, more[1].Raw); err != nil {
+	if err := p.L.S.V1().Offer(22, more[1].Raw); err != nil {
 		t.Fatal(err)
 	}
 	p.Pump(10)
@@ -150,7 +151,7 @@ func TestWrongSecret(t *testing.T) {
 	p, _ := prototest.NewPair(dc, lc)
 	p.Pump(10)
 	for _, s := range []*prototest.Side{p.D, p.L} {
-		if err := s.S.Err(); err == nil || !errors.Is(err, wire.Errorf(wire.CodeAuthFailed, "")) {
+		if err := s.S.Err(); err == nil || !errors.Is(err, wire.NewError(wire.CodeAuthFailed, "")) {
 			t.Fatalf("err %v", err)
 		}
 		if s.Count(protocol.EventHandshake) != 0 {
@@ -191,7 +192,7 @@ func TestOfferAnnouncesOrigins(t *testing.T) {
 	must(t, p.L.S.SetOriginName(b, "B"))
 	p.L.Drain()
 	for i, e := range []prototest.Entry{ca[0], cb[0], ca[1], cb[1], ca[2]} {
-		must(t, p.L.S.Offer(uint64(i+1), e.Raw))
+		must(t, p.L.S.V1().Offer(uint64(i+1), e.Raw))
 	}
 	sent := frames(t, p.L.Drain())
 	var got []string
@@ -239,7 +240,7 @@ func TestOfferNeedsOriginName(t *testing.T) {
 	p := streaming(t, protocol.Limits{}, protocol.Limits{})
 	l := p.L.S
 	p.L.Drain()
-	err := l.Offer(1, fxChain[0].Raw)
+	err := l.V1().Offer(1, fxChain[0].Raw)
 	if we, ok := err.(*wire.Error); !ok || we.Code != wire.CodeBadArgument || we.Class != wire.ClassLocal || !strings.Contains(we.Message, fxOrigin.String()) {
 		t.Fatalf("Offer of an unnamed origin: %v", err)
 	}
@@ -247,7 +248,7 @@ func TestOfferNeedsOriginName(t *testing.T) {
 		t.Fatal("a refused Offer queued something")
 	}
 	must(t, l.SetOriginName(fxOrigin, "nine"))
-	must(t, l.Offer(1, fxChain[0].Raw))
+	must(t, l.V1().Offer(1, fxChain[0].Raw))
 	fs := frames(t, p.L.Drain())
 	if len(fs) != 2 || fs[0].Value.(*wire.Origin).Name != "nine" || fs[1].Value.(*wire.Txn1).Position != 1 {
 		t.Fatalf("sent %+v", fs)
@@ -260,8 +261,8 @@ func TestTxnOfSubscribedOriginNeedsOrigin(t *testing.T) {
 	for _, named := range []bool{false, true} {
 		p := defaultPair(t)
 		d := p.D.S
-		must(t, d.Subscribe(0, []protocol.Cursor{{Origin: fxOrigin, Seq: 2, Hash: fxChain[1].Hash}}))
-		must(t, d.Observe(protocol.Cursor{Origin: fxOrigin, Seq: 2, Hash: fxChain[1].Hash}))
+		must(t, d.V1().Subscribe(0, []vector.Entry{{Origin: fxOrigin, Seq: 2, Hash: fxChain[1].Hash}}))
+		must(t, d.V1().Observe(vector.Entry{Origin: fxOrigin, Seq: 2, Hash: fxChain[1].Hash}))
 		p.D.Drain()
 		msg := txn1(1, fxChain[2].Raw)
 		if named {
@@ -309,7 +310,7 @@ func TestLivenessWhilePaused(t *testing.T) {
 			t.Fatalf("paused: closed after 30 s: %v", s.Err())
 		}
 		resumed := p.Now.Add(30 * time.Second)
-		must(t, s.Ack(3))
+		must(t, s.V1().Ack(3))
 		if s.ReadPaused() {
 			t.Fatal("still paused")
 		}
@@ -430,16 +431,16 @@ func TestOfferCountsOriginFrame(t *testing.T) {
 		lc := prototest.ConfigV1(wire.RoleListener, "b", 2)
 		lc.Limits.MaxSendBuffer = queued + txnFrame(second) + originFrame(eight, "eight") - 1 + extra
 		p := established(t, prototest.ConfigV1(wire.RoleDialer, "a", 1), lc)
-		must(t, p.D.S.Subscribe(0, nil))
+		must(t, p.D.S.V1().Subscribe(0, nil))
 		p.Pump(10)
 		p.L.Drain()
 		must(t, p.L.S.SetOriginName(nine, "nine"))
 		must(t, p.L.S.SetOriginName(eight, "eight"))
-		must(t, p.L.S.Offer(1, first.Raw))
+		must(t, p.L.S.V1().Offer(1, first.Raw))
 		if p.L.S.HeldBytes() != queued {
 			t.Fatalf("held %d, want %d", p.L.S.HeldBytes(), queued)
 		}
-		err := p.L.S.Offer(2, second.Raw)
+		err := p.L.S.V1().Offer(2, second.Raw)
 		if extra == 0 {
 			if we, ok := err.(*wire.Error); !ok || we.Code != wire.CodeSendBufferFull {
 				t.Fatalf("one byte short of ORIGIN and TXN1: %v, want send-buffer-full", err)

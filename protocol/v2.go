@@ -25,8 +25,7 @@ type inChannel struct {
 	acked   uint64 // durable position acknowledged to the peer, and its chain hash
 	ackHash wire.Hash
 	win     credit.Receiver
-	pending []pendingEntry // checked, handed to the caller, not yet acknowledged, from head
-	head    int
+	pending ackQueue[pendingEntry] // checked, handed to the caller, not yet acknowledged
 	// queued for the next Ready: an acknowledgement (CURSOR) and a grant check (CREDIT)
 	cursorQueued, grantQueued bool
 	// resendFrom is the seq a RESEND asked for and not yet received (0: none);
@@ -38,7 +37,6 @@ type inChannel struct {
 type pendingEntry struct {
 	seq  uint64
 	hash wire.Hash
-	size uint64
 }
 
 // outChannel is a channel the peer subscribed to: this side sends the origin's entries.
@@ -118,7 +116,7 @@ func (s *Session) onData(f wire.Frame) {
 		s.unexpected(f, "an entry of origin "+v.Origin.String()+" on the channel of origin "+ch.origin.String())
 		return
 	}
-	if !s.vector[v.Origin].named {
+	if !s.peerOrigins[v.Origin].named {
 		s.unexpected(f, "DATA of origin "+v.Origin.String()+" before its ORIGIN frame")
 		return
 	}
@@ -128,7 +126,7 @@ func (s *Session) onData(f wire.Frame) {
 		s.divergedIn(ch, v, size, "entry "+strconv.FormatUint(v.Seq, 10)+" does not hash to the chain hash sent with it")
 		return
 	}
-	switch verdict, why := checkEntry(ch.seq, ch.hash, &v, h); verdict {
+	switch verdict, why := s.checkEntry(ch.seq, ch.hash, &v, h); verdict {
 	case entryDuplicate:
 		s.stats.Duplicates++
 		s.releaseIn(ch, size)
@@ -138,7 +136,7 @@ func (s *Session) onData(f wire.Frame) {
 	case entryExtends:
 		ch.seq, ch.hash = v.Seq, h
 		ch.resendFrom, ch.lastDiscarded = 0, 0
-		ch.pending = append(ch.pending, pendingEntry{seq: v.Seq, hash: h, size: size})
+		ch.pending.push(pendingEntry{seq: v.Seq, hash: h}, int(size))
 		s.emit(Event{Kind: EventTxn, Origin: ch.origin, Txn: v})
 	default:
 		s.releaseIn(ch, size)
@@ -162,8 +160,8 @@ func (s *Session) onData(f wire.Frame) {
 func (s *Session) divergedIn(ch *inChannel, v wire.TxnView, size uint64, why string) {
 	s.stats.Divergences++
 	s.releaseIn(ch, size)
-	s.emit(Event{Kind: EventDivergence, Origin: ch.origin, Txn: v, Expected: v.Seq, Seq: ch.seq, Hash: ch.hash,
-		Err: wire.Errorf(wire.CodeDivergence, "origin "+ch.origin.String()+": "+why)})
+	s.emit(Event{Kind: EventDivergence, Origin: ch.origin, Txn: v, DivergedAt: v.Seq, Seq: ch.seq, Hash: ch.hash,
+		Err: wire.NewError(wire.CodeDivergence, "origin "+ch.origin.String()+": "+why)})
 	s.sendControl(&wire.Divergence{Channel: ch.id, Seq: ch.seq, Hash: ch.hash, Side: wire.SideSubscriber})
 	s.closeIn(ch)
 }
@@ -263,7 +261,7 @@ func (s *Session) onV2Control(f wire.Frame, body wire.Body) {
 		}
 		ch.next, ch.first = b.From, false
 		s.stats.ResendsReceived++
-		s.emit(Event{Kind: EventResend, Origin: ch.origin, Expected: b.From})
+		s.emit(Event{Kind: EventResend, Origin: ch.origin, From: b.From})
 	case *wire.Divergence:
 		s.onDivergence(f, b)
 	case *wire.Heads:
@@ -322,7 +320,7 @@ func (s *Session) closeOut(ch *outChannel) {
 }
 
 func (s *Session) onDivergence(f wire.Frame, b *wire.Divergence) {
-	ev := Event{Kind: EventDivergence, Seq: b.Seq, Hash: b.Hash, ByPeer: true}
+	ev := Event{Kind: EventDivergence, Seq: b.Seq, Hash: b.Hash, DivergedAt: b.Seq, ByPeer: true}
 	if b.Side == wire.SideSubscriber { // about a channel this side sends on
 		if !s.knownOut(f, b.Channel) {
 			return
@@ -345,7 +343,7 @@ func (s *Session) onDivergence(f wire.Frame, b *wire.Divergence) {
 		s.closeIn(ch)
 	}
 	s.stats.Divergences++
-	ev.Err = wire.Errorf(wire.CodeDivergence, "the peer reports that origin "+ev.Origin.String()+" diverged at seq "+strconv.FormatUint(b.Seq, 10))
+	ev.Err = wire.NewError(wire.CodeDivergence, "the peer reports that origin "+ev.Origin.String()+" diverged at seq "+strconv.FormatUint(b.Seq, 10))
 	s.emit(ev)
 }
 
@@ -354,7 +352,7 @@ func (s *Session) onHeads(f wire.Frame, b *wire.Heads) {
 	// peer advertises are bounded by the ORIGIN frames before them.
 	for _, h := range b.Heads {
 		switch {
-		case !s.vector[h.Origin].named:
+		case !s.peerOrigins[h.Origin].named:
 			s.unexpected(f, "a head of origin "+h.Origin.String()+" before its ORIGIN frame")
 			return
 		case h.Seq < s.v2.peerHeads[h.Origin]:

@@ -37,19 +37,19 @@ func origins(n int) []vector.Entry {
 func TestBoundChannels(t *testing.T) {
 	const max = 5
 	p := v2pair(t, protocol.Limits{MaxChannels: max})
-	must(t, p.D.S.SubscribeOrigins(origins(max)))
-	wantCode(t, p.D.S.SubscribeOrigins(origins(max + 1)[max:]), wire.CodeTooManyChannels)
+	must(t, p.D.S.V2().Subscribe(origins(max)))
+	wantCode(t, p.D.S.V2().Subscribe(origins(max + 1)[max:]), wire.CodeTooManyChannels)
 
 	// The peer (the listener, bound 3) is asked for 4 channels by a subscriber bound at 5.
 	lc := prototest.Config(wire.RoleListener, "s", 2)
 	lc.Limits.MaxChannels = 3
 	q := established(t, prototest.Config(wire.RoleDialer, "r", 1), lc)
-	must(t, q.D.S.SubscribeOrigins(origins(3)))
+	must(t, q.D.S.V2().Subscribe(origins(3)))
 	q.Pump(10)
 	if q.L.S.State() != protocol.StateEstablished || q.L.Count(protocol.EventSubscribed) != 3 {
 		t.Fatalf("at the bound: %v, %d subscribed", q.L.S.Err(), q.L.Count(protocol.EventSubscribed))
 	}
-	must(t, q.D.S.SubscribeOrigins(origins(4)[3:]))
+	must(t, q.D.S.V2().Subscribe(origins(4)[3:]))
 	q.Pump(10)
 	if e := q.L.S.Err(); e == nil || e.Code != wire.CodeTooManyChannels || e.Class != wire.ClassResourceLimit {
 		t.Fatalf("one past the bound: %v", e)
@@ -61,8 +61,8 @@ func TestBoundChannels(t *testing.T) {
 func TestBoundVector(t *testing.T) {
 	const max = 6
 	p := v2pair(t, protocol.Limits{MaxOrigins: max})
-	wantCode(t, p.D.S.SubscribeOrigins(origins(max+1)), wire.CodeTooManyOrigins)
-	must(t, p.D.S.SubscribeOrigins(origins(max)))
+	wantCode(t, p.D.S.V2().Subscribe(origins(max+1)), wire.CodeTooManyOrigins)
+	must(t, p.D.S.V2().Subscribe(origins(max)))
 
 	q := v2pair(t, protocol.Limits{MaxOrigins: max}) // the dialer receives heads
 	var heads []wire.Head
@@ -70,12 +70,12 @@ func TestBoundVector(t *testing.T) {
 		must(t, q.L.S.SetOriginName(o.Origin, "o"+string(rune('a'+i))))
 		heads = append(heads, wire.Head{Origin: o.Origin, Seq: 1, HLC: 1})
 	}
-	must(t, q.L.S.AdvertiseHeads(heads[:max]))
+	must(t, q.L.S.V2().AdvertiseHeads(heads[:max]))
 	q.Pump(10)
 	if q.D.S.State() != protocol.StateEstablished {
 		t.Fatalf("at the bound: %v", q.D.S.Err())
 	}
-	must(t, q.L.S.AdvertiseHeads(heads[max:]))
+	must(t, q.L.S.V2().AdvertiseHeads(heads[max:]))
 	q.Pump(10)
 	if e := q.D.S.Err(); e == nil || e.Code != wire.CodeTooManyOrigins {
 		t.Fatalf("one past the bound: %v", e)
@@ -118,7 +118,7 @@ func TestBoundBuffers(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			limits := protocol.Limits{MaxFrameBody: 2048, MaxMessage: 65536, MaxChannelBuffer: c.channel, MaxSessionBuffer: c.session}
 			p := v2pair(t, limits)
-			must(t, p.D.S.SubscribeOrigins([]vector.Entry{{Origin: a}, {Origin: b}}))
+			must(t, p.D.S.V2().Subscribe([]vector.Entry{{Origin: a}, {Origin: b}}))
 			p.D.Drain()
 			named := prototest.Cat(prototest.Frame(&wire.Origin{Origin: a, Name: "a"}), prototest.Frame(&wire.Origin{Origin: b, Name: "b"}))
 			must(t, p.D.S.Receive(p.Now, named))
@@ -170,9 +170,9 @@ func TestBoundFrame(t *testing.T) {
 	}{{at, true}, {over, false}} {
 		p := v2pair(t, protocol.Limits{MaxFrameBody: 2048, MaxMessage: 65536, MaxChannelBuffer: 8192, MaxSessionBuffer: 8192})
 		must(t, p.L.S.SetOriginName(a, "seven"))
-		must(t, p.D.S.SubscribeOrigins([]vector.Entry{{Origin: a}}))
+		must(t, p.D.S.V2().Subscribe([]vector.Entry{{Origin: a}}))
 		p.Pump(10)
-		err := p.L.S.Send(c.e.Raw)
+		err := p.L.S.V2().Send(c.e.Raw)
 		if c.ok {
 			must(t, err)
 			p.Pump(10)
@@ -198,22 +198,22 @@ func TestNoCredit(t *testing.T) {
 	size := protocol.DataFrameSize(len(chain[0].Raw))
 	p := v2pair(t, protocol.Limits{MaxFrameBody: 2048, MaxMessage: 65536, MaxChannelBuffer: 2 * size, MaxSessionBuffer: 4 * size})
 	must(t, p.L.S.SetOriginName(a, "seven"))
-	must(t, p.D.S.SubscribeOrigins([]vector.Entry{{Origin: a}}))
+	must(t, p.D.S.V2().Subscribe([]vector.Entry{{Origin: a}}))
 	p.Pump(10)
-	must(t, p.L.S.Send(chain[0].Raw))
-	must(t, p.L.S.Send(chain[1].Raw))
+	must(t, p.L.S.V2().Send(chain[0].Raw))
+	must(t, p.L.S.V2().Send(chain[1].Raw))
 	held := p.L.S.HeldBytes()
-	wantCode(t, p.L.S.Send(chain[2].Raw), wire.CodeNoCredit)
-	if p.L.S.HeldBytes() != held || p.L.S.Credit(a) != 0 {
-		t.Fatalf("a refused Send changed the session: held %d -> %d, credit %d", held, p.L.S.HeldBytes(), p.L.S.Credit(a))
+	wantCode(t, p.L.S.V2().Send(chain[2].Raw), wire.CodeNoCredit)
+	if p.L.S.HeldBytes() != held || p.L.S.V2().Credit(a) != 0 {
+		t.Fatalf("a refused Send changed the session: held %d -> %d, credit %d", held, p.L.S.HeldBytes(), p.L.S.V2().Credit(a))
 	}
 	p.Pump(10)
-	must(t, p.D.S.AckOrigin(a, 2))
+	must(t, p.D.S.V2().Ack(a, 2))
 	p.Pump(10)
-	if p.L.S.Credit(a) < size || p.L.Last(protocol.EventCredit) == nil {
-		t.Fatalf("credit %d after the ack", p.L.S.Credit(a))
+	if p.L.S.V2().Credit(a) < size || p.L.Last(protocol.EventCredit) == nil {
+		t.Fatalf("credit %d after the ack", p.L.S.V2().Credit(a))
 	}
-	must(t, p.L.S.Send(chain[2].Raw))
+	must(t, p.L.S.V2().Send(chain[2].Raw))
 }
 
 // TestClosedHoldsNothing: a version-2 session closed with buffered entries holds nothing
@@ -222,10 +222,10 @@ func TestClosedHoldsNothing(t *testing.T) {
 	p := v2pair(t, protocol.Limits{})
 	a := prototest.Origin(7)
 	must(t, p.L.S.SetOriginName(a, "seven"))
-	must(t, p.D.S.SubscribeOrigins([]vector.Entry{{Origin: a}}))
+	must(t, p.D.S.V2().Subscribe([]vector.Entry{{Origin: a}}))
 	p.Pump(10)
 	for _, e := range prototest.Chain(a, 5, 1, 100) {
-		must(t, p.L.S.Send(e.Raw))
+		must(t, p.L.S.V2().Send(e.Raw))
 	}
 	p.Pump(10)
 	if p.D.S.HeldBytes() == 0 {

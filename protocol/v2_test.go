@@ -31,7 +31,7 @@ func twoOrigins(t *testing.T, p *prototest.Pair, n, ops, valueLen int) (a, b wir
 	chains = map[wire.OriginID][]prototest.Entry{a: prototest.Chain(a, n, ops, valueLen), b: prototest.Chain(b, n, ops, valueLen)}
 	must(t, p.L.S.SetOriginName(a, "seven"))
 	must(t, p.L.S.SetOriginName(b, "eight"))
-	must(t, p.D.S.SubscribeOrigins([]vector.Entry{{Origin: a}, {Origin: b}}))
+	must(t, p.D.S.V2().Subscribe([]vector.Entry{{Origin: a}, {Origin: b}}))
 	p.Pump(10)
 	return a, b, chains
 }
@@ -42,10 +42,10 @@ func serve(t *testing.T, s *protocol.Session, chains map[wire.OriginID][]protote
 	for o, chain := range chains {
 		for next[o] >= 1 && next[o] <= uint64(len(chain)) {
 			e := chain[next[o]-1]
-			if s.Credit(o) < protocol.DataFrameSize(len(e.Raw)) {
+			if s.V2().Credit(o) < protocol.DataFrameSize(len(e.Raw)) {
 				break
 			}
-			if err := s.Send(e.Raw); err != nil {
+			if err := s.V2().Send(e.Raw); err != nil {
 				t.Fatalf("send %d: %v", next[o], err)
 			}
 			next[o]++
@@ -60,9 +60,9 @@ func TestV2Stream(t *testing.T) {
 	for o, name := range map[wire.OriginID]string{a: "seven", b: "eight"} {
 		must(t, p.L.S.SetOriginName(o, name))
 	}
-	must(t, p.L.S.AdvertiseHeads([]wire.Head{{Origin: a, Seq: 200, HLC: 5}, {Origin: b, Seq: 200, HLC: 6}}))
+	must(t, p.L.S.V2().AdvertiseHeads([]wire.Head{{Origin: a, Seq: 200, HLC: 5}, {Origin: b, Seq: 200, HLC: 6}}))
 	// Resume a from seq 50, b from the start.
-	must(t, p.D.S.SubscribeOrigins([]vector.Entry{{Origin: a, Seq: 50, Hash: chains[a][49].Hash}, {Origin: b}}))
+	must(t, p.D.S.V2().Subscribe([]vector.Entry{{Origin: a, Seq: 50, Hash: chains[a][49].Hash}, {Origin: b}}))
 	p.Pump(10)
 	if p.D.Count(protocol.EventHeads) != 1 || p.L.Count(protocol.EventSubscribed) != 2 {
 		t.Fatalf("heads %d subscribed %d", p.D.Count(protocol.EventHeads), p.L.Count(protocol.EventSubscribed))
@@ -91,7 +91,7 @@ func TestV2Stream(t *testing.T) {
 		p.D.Events = p.D.Events[:0]
 		for o, seq := range applied {
 			if seq > 0 {
-				must(t, p.D.S.AckOrigin(o, seq))
+				must(t, p.D.S.V2().Ack(o, seq))
 			}
 		}
 		if p.D.S.HeldBytes() > 8192+65536 {
@@ -159,7 +159,7 @@ func TestV2GapAndCorruption(t *testing.T) {
 	if ev := p.D.Last(protocol.EventDivergence); ev == nil || ev.Origin != b || ev.Txn.Seq != 5 {
 		t.Fatalf("divergence %+v", ev)
 	}
-	if ev := p.L.Last(protocol.EventResend); ev == nil || ev.Origin != a || ev.Expected != 3 {
+	if ev := p.L.Last(protocol.EventResend); ev == nil || ev.Origin != a || ev.From != 3 {
 		t.Fatalf("resend %+v", ev)
 	}
 	if ev := p.L.Last(protocol.EventDivergence); ev == nil || ev.Origin != b || !ev.ByPeer {
@@ -220,7 +220,7 @@ func TestV2StarvedChannelDoesNotBlockOthers(t *testing.T) {
 		p.Pump(10)
 		drainTxns(t, p.D, applied)
 		if applied[b] > 0 {
-			must(t, p.D.S.AckOrigin(b, applied[b])) // a is never acknowledged
+			must(t, p.D.S.V2().Ack(b, applied[b])) // a is never acknowledged
 		}
 		if held := p.D.S.HeldBytes(); held > limits.MaxSessionBuffer+limits.MaxMessage {
 			t.Fatalf("held %d", held)
@@ -235,7 +235,7 @@ func TestV2StarvedChannelDoesNotBlockOthers(t *testing.T) {
 	}
 	// Acknowledging a releases its credit and it streams to the end.
 	for round := 0; round < 400 && applied[a] < 300; round++ {
-		must(t, p.D.S.AckOrigin(a, applied[a]))
+		must(t, p.D.S.V2().Ack(a, applied[a]))
 		p.Pump(10)
 		serve(t, p.L.S, chains, next)
 		p.Pump(10)
@@ -259,7 +259,7 @@ func TestV2MoveOneOrigin(t *testing.T) {
 	drainTxns(t, p.D, applied)
 	// Entries 21..25 of a are in flight when the subscriber drops a's channel.
 	serve(t, p.L.S, map[wire.OriginID][]prototest.Entry{a: chains[a][:25]}, next)
-	must(t, p.D.S.UnsubscribeOrigins([]wire.OriginID{a}))
+	must(t, p.D.S.V2().Unsubscribe([]wire.OriginID{a}))
 	p.Pump(10)
 	drainTxns(t, p.D, applied)
 	if applied[a] != 20 || p.D.S.Stats().Stale != 5 || p.L.Count(protocol.EventUnsubscribed) != 1 {
@@ -268,7 +268,7 @@ func TestV2MoveOneOrigin(t *testing.T) {
 	sentBefore := len(p.L.Sent)
 	// b goes on; a comes back from the subscriber's own position (20).
 	c := chains[a][19]
-	must(t, p.D.S.SubscribeOrigins([]vector.Entry{{Origin: a, Seq: 20, Hash: c.Hash}}))
+	must(t, p.D.S.V2().Subscribe([]vector.Entry{{Origin: a, Seq: 20, Hash: c.Hash}}))
 	p.Pump(10)
 	ev := p.L.Last(protocol.EventSubscribed)
 	if ev == nil || ev.Origin != a || ev.Seq != 20 {
@@ -303,9 +303,9 @@ func TestV2SenderFindsDivergence(t *testing.T) {
 	theirs := prototest.Chain(a, 5, 2, 10) // another log of a: same seqs, other entries
 	must(t, p.L.S.SetOriginName(a, "seven"))
 	must(t, p.L.S.SetOriginName(b, "eight"))
-	must(t, p.D.S.SubscribeOrigins([]vector.Entry{{Origin: a, Seq: 3, Hash: theirs[2].Hash}, {Origin: b}}))
+	must(t, p.D.S.V2().Subscribe([]vector.Entry{{Origin: a, Seq: 3, Hash: theirs[2].Hash}, {Origin: b}}))
 	p.Pump(10)
-	err := p.L.S.Send(mine[3].Raw)
+	err := p.L.S.V2().Send(mine[3].Raw)
 	if we, ok := err.(*wire.Error); !ok || we.Code != wire.CodeDivergence {
 		t.Fatalf("send past a foreign position: %v", err)
 	}
@@ -314,12 +314,12 @@ func TestV2SenderFindsDivergence(t *testing.T) {
 	if ev == nil || ev.Origin != a || !ev.ByPeer || ev.Seq != 3 || ev.Hash != mine[2].Hash {
 		t.Fatalf("subscriber's divergence %+v", ev)
 	}
-	if p.L.S.Credit(a) != 0 || p.D.S.AckOrigin(a, 1) == nil {
+	if p.L.S.V2().Credit(a) != 0 || p.D.S.V2().Ack(a, 1) == nil {
 		t.Fatal("a's channel is still open")
 	}
 	bs := prototest.Chain(b, 3, 1, 10)
 	for _, e := range bs {
-		must(t, p.L.S.Send(e.Raw))
+		must(t, p.L.S.V2().Send(e.Raw))
 	}
 	p.Pump(10)
 	if p.D.Count(protocol.EventTxn) != 3 || p.D.S.State() != protocol.StateEstablished || p.L.S.State() != protocol.StateEstablished {
@@ -337,9 +337,9 @@ func TestV2HeadsAndCursor(t *testing.T) {
 	a, b := prototest.Origin(7), prototest.Origin(8)
 	must(t, p.L.S.SetOriginName(a, "seven"))
 	must(t, p.L.S.SetOriginName(b, "eight"))
-	must(t, p.L.S.AdvertiseHeads([]wire.Head{{Origin: a, Seq: 3, HLC: 10}, {Origin: b, Seq: 1, HLC: 11}}))
-	must(t, p.L.S.AdvertiseHeads([]wire.Head{{Origin: a, Seq: 3, HLC: 10}, {Origin: b, Seq: 2, HLC: 12}})) // only b moved
-	must(t, p.L.S.WithdrawHeads([]wire.OriginID{a}))
+	must(t, p.L.S.V2().AdvertiseHeads([]wire.Head{{Origin: a, Seq: 3, HLC: 10}, {Origin: b, Seq: 1, HLC: 11}}))
+	must(t, p.L.S.V2().AdvertiseHeads([]wire.Head{{Origin: a, Seq: 3, HLC: 10}, {Origin: b, Seq: 2, HLC: 12}})) // only b moved
+	must(t, p.L.S.V2().WithdrawHeads([]wire.OriginID{a}))
 	p.Pump(10)
 	var got [][]wire.Head
 	var withdrawn []wire.OriginID
@@ -353,17 +353,17 @@ func TestV2HeadsAndCursor(t *testing.T) {
 		len(withdrawn) != 1 || withdrawn[0] != a || p.D.Count(protocol.EventOriginNamed) != 2 {
 		t.Fatalf("heads %v withdrawn %v named %d", got, withdrawn, p.D.Count(protocol.EventOriginNamed))
 	}
-	if err := p.L.S.AdvertiseHeads([]wire.Head{{Origin: b, Seq: 1, HLC: 11}}); err == nil {
+	if err := p.L.S.V2().AdvertiseHeads([]wire.Head{{Origin: b, Seq: 1, HLC: 11}}); err == nil {
 		t.Fatal("a head went back")
 	}
 	chain := prototest.Chain(a, 4, 1, 10)
-	must(t, p.D.S.SubscribeOrigins([]vector.Entry{{Origin: a}}))
+	must(t, p.D.S.V2().Subscribe([]vector.Entry{{Origin: a}}))
 	p.Pump(10)
 	for _, e := range chain {
-		must(t, p.L.S.Send(e.Raw))
+		must(t, p.L.S.V2().Send(e.Raw))
 	}
 	p.Pump(10)
-	must(t, p.D.S.AckOrigin(a, 3))
+	must(t, p.D.S.V2().Ack(a, 3))
 	p.Pump(10)
 	ev := p.L.Last(protocol.EventCursor)
 	if ev == nil || ev.Origin != a || ev.Seq != 3 || ev.Hash != chain[2].Hash {

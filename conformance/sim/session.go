@@ -51,16 +51,45 @@ func (w *watchedSession) Receive(now time.Time, msg []byte) error {
 	return err
 }
 
-func (w *watchedSession) Send(txn []byte) error {
-	err := w.Session.Send(txn)
-	w.held()
+// V1 and V2 watch the commands that queue entries or move channels.
+func (w *watchedSession) V1() protocol.V1Commands { return watchedV1{w.Session.V1(), w} }
+
+func (w *watchedSession) V2() protocol.V2Commands { return watchedV2{w.Session.V2(), w} }
+
+type watchedV1 struct {
+	protocol.V1Commands
+	w *watchedSession
+}
+
+func (v watchedV1) Offer(pos uint64, txn []byte) error {
+	err := v.V1Commands.Offer(pos, txn)
+	v.w.held()
 	return err
 }
 
-func (w *watchedSession) Offer(pos uint64, txn []byte) error {
-	err := w.Session.Offer(pos, txn)
-	w.held()
+type watchedV2 struct {
+	protocol.V2Commands
+	w *watchedSession
+}
+
+func (v watchedV2) Send(txn []byte) error {
+	err := v.V2Commands.Send(txn)
+	v.w.held()
 	return err
+}
+
+func (v watchedV2) Subscribe(cursors []vector.Entry) error {
+	for _, e := range cursors {
+		v.w.untouched(e.Origin)
+	}
+	return v.V2Commands.Subscribe(cursors)
+}
+
+func (v watchedV2) Unsubscribe(origins []wire.OriginID) error {
+	for _, o := range origins {
+		v.w.untouched(o)
+	}
+	return v.V2Commands.Unsubscribe(origins)
 }
 
 // untouched checks that a channel opened or closed while a connection drops belongs to an
@@ -74,18 +103,4 @@ func (w *watchedSession) untouched(o wire.OriginID) {
 		c.inv.fail(c.now, "%s: the channel of origin %s (source %q) changed when the connection to %s dropped",
 			w.node.Name, c.originName(o), src, c.dropping)
 	}
-}
-
-func (w *watchedSession) SubscribeOrigins(cursors []vector.Entry) error {
-	for _, e := range cursors {
-		w.untouched(e.Origin)
-	}
-	return w.Session.SubscribeOrigins(cursors)
-}
-
-func (w *watchedSession) UnsubscribeOrigins(origins []wire.OriginID) error {
-	for _, o := range origins {
-		w.untouched(o)
-	}
-	return w.Session.UnsubscribeOrigins(origins)
 }

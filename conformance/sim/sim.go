@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"plait/internal/mutate"
 	"plait/protocol"
 	"plait/protocol/replica"
 	"plait/protocol/replica/memstore"
@@ -45,6 +46,8 @@ type Options struct {
 	Trace func(string)
 	// Inspect, when set, is called with the cluster at the end of a random run.
 	Inspect func(*Cluster)
+	// Mutations break a decision of every node on purpose (the mutation check).
+	Mutations mutate.Set
 }
 
 // Cluster is the simulated world.
@@ -73,15 +76,17 @@ type Node struct {
 	// NewSession, when set, makes this node's sessions (a build of the core other than
 	// Options.NewSession's): the version matrix mixes builds in one cluster.
 	NewSession func(protocol.Config) (replica.Session, error)
-	origin     wire.OriginID
-	ends       map[replica.ConnID]*end
-	tickGen    uint64
-	starts     int
-	failed     bool // stopped by a replica failure: never restarted
-	tickAt     time.Time
-	tickArmed  bool
-	syncArmed  bool
-	moves      []replica.Move
+	// Versions is the protocol version the node spoke at each start, in order.
+	Versions  []uint64
+	origin    wire.OriginID
+	ends      map[replica.ConnID]*end
+	tickGen   uint64
+	starts    int
+	failed    bool // stopped by a replica failure: never restarted
+	tickAt    time.Time
+	tickArmed bool
+	syncArmed bool
+	moves     []replica.Move
 }
 
 // Link is an edge of the topology: From dials To while both are up and the link is not
@@ -175,7 +180,8 @@ func (c *Cluster) AddNodeBuild(name string, maxVersion uint64, newSession func(p
 
 func (c *Cluster) start(n *Node) error {
 	rep, err := replica.New(replica.Config{MaxVersion: n.MaxVersion, Secret: []byte("simulated cluster secret"),
-		Limits: c.opts.Limits, NewSession: c.newSession(n), HoldUnsynced: c.opts.SyncDelay > 0}, n.Store)
+		Limits: c.opts.Limits, NewSession: c.newSession(n), HoldUnsynced: c.opts.SyncDelay > 0,
+		Mutations: c.opts.Mutations}, n.Store)
 	if err != nil {
 		return err
 	}

@@ -1,21 +1,22 @@
-// Package mutate owns the test-only switches that break one decision of the core on
-// purpose, so that the simulator can show its invariants catch the breakage (a mutation
-// check). Every switch is false in every build; only tests set them, and they must set
-// them back.
+// Package mutate owns the test-only mutations: switches that break one decision of the
+// core on purpose, so that a test can show that the simulator's invariants catch the
+// breakage (the mutation check). A Set is a value handed to a session (protocol.Config)
+// or a replica (replica.Config), never global state: tests that use it run in parallel,
+// and a production configuration holds the zero Set, which breaks nothing.
 package mutate
 
-// BreakGapDetection makes a session accept an entry beyond the next expected seq as if it
-// extended the chain: a receiver that no longer detects gaps.
-var BreakGapDetection bool
-
-// BreakRouting makes a replica resubscribe a moved origin from seq 0 instead of its own
-// applied position: the legacy engine's re-streamed tail after a relay failover.
-var BreakRouting bool
-
-// ServeUnsynced makes a replica ignore Config.HoldUnsynced: it serves entries a power
-// loss can still take back, so the origin may reissue their seqs with other content.
-var ServeUnsynced bool
-
-// BreakFailoverIsolation makes a replica that loses a connection resubscribe every other
-// origin too: one origin's failover resetting the others' streams.
-var BreakFailoverIsolation bool
+// Set says which decisions to break. The zero value breaks none.
+type Set struct {
+	// BreakGapDetection makes a session accept an entry beyond the next expected seq as if
+	// it extended the chain: a receiver that no longer detects gaps.
+	BreakGapDetection bool
+	// BreakRouting makes a replica resubscribe a moved origin from seq 0 instead of its own
+	// applied position: the legacy engine's re-streamed tail after a relay failover.
+	BreakRouting bool
+	// ServeUnsynced makes a replica ignore Config.HoldUnsynced: it serves entries a power
+	// loss can still take back, so the origin may reissue their seqs with other content.
+	ServeUnsynced bool
+	// BreakFailoverIsolation makes a replica that loses a connection resubscribe every
+	// other origin too: one origin's failover resetting the others' streams.
+	BreakFailoverIsolation bool
+}

@@ -416,11 +416,11 @@ func Split(out []byte) ([]Record, error) {
 	var recs []Record
 	for off := 0; off < len(out); {
 		if len(out)-off < recordHeader {
-			return recs, wire.Errorf(wire.CodeBadArgument, "truncated record header at "+strconv.Itoa(off))
+			return recs, wire.NewError(wire.CodeBadArgument, "truncated record header at "+strconv.Itoa(off))
 		}
 		n := int(binary.BigEndian.Uint32(out[off+1:]))
 		if n > len(out)-off-recordHeader {
-			return recs, wire.Errorf(wire.CodeBadArgument, "record at "+strconv.Itoa(off)+" runs past the end")
+			return recs, wire.NewError(wire.CodeBadArgument, "record at "+strconv.Itoa(off)+" runs past the end")
 		}
 		recs = append(recs, Record{Kind: Kind(out[off]), Payload: out[off+recordHeader : off+recordHeader+n]})
 		off += recordHeader + n

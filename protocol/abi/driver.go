@@ -35,13 +35,13 @@ func (d *Driver) Step(batch []byte) []byte {
 	d.ready = false
 	for off := 0; off < len(batch); d.index++ {
 		if len(batch)-off < recordHeader {
-			d.result(0, wire.Errorf(wire.CodeBadArgument, "truncated command header at byte "+strconv.Itoa(off)))
+			d.result(0, wire.NewError(wire.CodeBadArgument, "truncated command header at byte "+strconv.Itoa(off)))
 			break
 		}
 		op := Op(batch[off])
 		n := int(binary.BigEndian.Uint32(batch[off+1:]))
 		if n > len(batch)-off-recordHeader {
-			d.result(op, wire.Errorf(wire.CodeBadArgument, "command at byte "+strconv.Itoa(off)+" runs past the end of the batch"))
+			d.result(op, wire.NewError(wire.CodeBadArgument, "command at byte "+strconv.Itoa(off)+" runs past the end of the batch"))
 			break
 		}
 		payload := batch[off+recordHeader : off+recordHeader+n]
@@ -57,7 +57,7 @@ func (d *Driver) Step(batch []byte) []byte {
 func (d *Driver) Reject(msg string) []byte {
 	d.out = d.out[:0]
 	d.index = 0
-	d.result(0, wire.Errorf(wire.CodeBadArgument, msg))
+	d.result(0, wire.NewError(wire.CodeBadArgument, msg))
 	d.status()
 	return d.out
 }
@@ -67,7 +67,7 @@ func (d *Driver) command(op Op, payload []byte) {
 	defer func() {
 		if r := recover(); r != nil {
 			d.broken = "a panic in the core: " + panicText(r)
-			d.result(op, wire.Errorf(wire.CodeInternal, d.broken))
+			d.result(op, wire.NewError(wire.CodeInternal, d.broken))
 		}
 	}()
 	err := d.run(op, payload)
@@ -92,16 +92,16 @@ func (d *Driver) run(op Op, p []byte) *wire.Error {
 		return nil // answered after its RESULT
 	}
 	if d.broken != "" {
-		return wire.Errorf(wire.CodeInternal, "session unusable after "+d.broken)
+		return wire.NewError(wire.CodeInternal, "session unusable after "+d.broken)
 	}
 	if op == OpConfigure {
 		return d.configure(p)
 	}
 	if op < OpConfigure || op > lastOp {
-		return wire.Errorf(wire.CodeUnknownCommand, "unknown command 0x"+strconv.FormatUint(uint64(op), 16))
+		return wire.NewError(wire.CodeUnknownCommand, "unknown command 0x"+strconv.FormatUint(uint64(op), 16))
 	}
 	if d.s == nil {
-		return wire.Errorf(wire.CodeInvalidState, "command before OpConfigure")
+		return wire.NewError(wire.CodeInvalidState, "command before OpConfigure")
 	}
 	if op == OpReady {
 		d.ready = true // the output follows the RESULTs
@@ -125,31 +125,31 @@ func (d *Driver) run(op Op, p []byte) *wire.Error {
 	case OpSubscribe:
 		var m SubscribeMsg
 		if err := decMode.Unmarshal(p, &m); err != nil {
-			return wire.Errorf(wire.CodeBadArgument, "subscribe payload: "+err.Error())
+			return wire.NewError(wire.CodeBadArgument, "subscribe payload: "+err.Error())
 		}
-		vec := make([]protocol.Cursor, len(m.Vector))
+		vec := make([]vector.Entry, len(m.Vector))
 		for i, c := range m.Vector {
-			vec[i] = protocol.Cursor{Origin: c.Origin, Seq: c.Seq, Hash: c.Hash}
+			vec[i] = vector.Entry{Origin: c.Origin, Seq: c.Seq, Hash: c.Hash}
 		}
-		return asWire(d.s.Subscribe(m.From, vec))
+		return asWire(d.s.V1().Subscribe(m.From, vec))
 	case OpOffer, OpAck:
 		if len(p) < 8 || (op == OpAck && len(p) != 8) {
 			return short(op)
 		}
 		pos := binary.BigEndian.Uint64(p)
 		if op == OpAck {
-			return asWire(d.s.Ack(pos))
+			return asWire(d.s.V1().Ack(pos))
 		}
-		return asWire(d.s.Offer(pos, p[8:]))
+		return asWire(d.s.V1().Offer(pos, p[8:]))
 	case OpObserve:
 		if len(p) != 16+8+32 {
 			return short(op)
 		}
-		var c protocol.Cursor
+		var c vector.Entry
 		copy(c.Origin[:], p[:16])
 		c.Seq = binary.BigEndian.Uint64(p[16:24])
 		copy(c.Hash[:], p[24:])
-		return asWire(d.s.Observe(c))
+		return asWire(d.s.V1().Observe(c))
 	case OpName:
 		if len(p) < 16 {
 			return short(op)
@@ -160,49 +160,49 @@ func (d *Driver) run(op Op, p []byte) *wire.Error {
 	case OpClose:
 		var m CloseMsg
 		if err := decMode.Unmarshal(p, &m); err != nil {
-			return wire.Errorf(wire.CodeBadArgument, "close payload: "+err.Error())
+			return wire.NewError(wire.CodeBadArgument, "close payload: "+err.Error())
 		}
 		return asWire(d.s.Close(wire.Code(m.Code), m.Message))
 	case OpSubscribeOrigins:
 		var m SubscribeMsg
 		if err := decMode.Unmarshal(p, &m); err != nil {
-			return wire.Errorf(wire.CodeBadArgument, "subscribe payload: "+err.Error())
+			return wire.NewError(wire.CodeBadArgument, "subscribe payload: "+err.Error())
 		}
 		vec := make([]vector.Entry, len(m.Vector))
 		for i, c := range m.Vector {
 			vec[i] = vector.Entry{Origin: c.Origin, Seq: c.Seq, Hash: c.Hash}
 		}
-		return asWire(d.s.SubscribeOrigins(vec))
+		return asWire(d.s.V2().Subscribe(vec))
 	case OpUnsubscribeOrigins, OpWithdrawHeads:
 		var m OriginsMsg
 		if err := decMode.Unmarshal(p, &m); err != nil {
-			return wire.Errorf(wire.CodeBadArgument, "origins payload: "+err.Error())
+			return wire.NewError(wire.CodeBadArgument, "origins payload: "+err.Error())
 		}
 		if op == OpWithdrawHeads {
-			return asWire(d.s.WithdrawHeads(m.Origins))
+			return asWire(d.s.V2().WithdrawHeads(m.Origins))
 		}
-		return asWire(d.s.UnsubscribeOrigins(m.Origins))
+		return asWire(d.s.V2().Unsubscribe(m.Origins))
 	case OpAckOrigin:
 		if len(p) != 16+8 {
 			return short(op)
 		}
 		var o wire.OriginID
 		copy(o[:], p[:16])
-		return asWire(d.s.AckOrigin(o, binary.BigEndian.Uint64(p[16:])))
+		return asWire(d.s.V2().Ack(o, binary.BigEndian.Uint64(p[16:])))
 	case OpSend:
-		return asWire(d.s.Send(p))
+		return asWire(d.s.V2().Send(p))
 	case OpAdvertiseHeads:
 		var m HeadsMsg
 		if err := decMode.Unmarshal(p, &m); err != nil {
-			return wire.Errorf(wire.CodeBadArgument, "heads payload: "+err.Error())
+			return wire.NewError(wire.CodeBadArgument, "heads payload: "+err.Error())
 		}
-		return asWire(d.s.AdvertiseHeads(m.Heads))
+		return asWire(d.s.V2().AdvertiseHeads(m.Heads))
 	}
-	return wire.Errorf(wire.CodeUnknownCommand, "unknown command 0x"+strconv.FormatUint(uint64(op), 16))
+	return wire.NewError(wire.CodeUnknownCommand, "unknown command 0x"+strconv.FormatUint(uint64(op), 16))
 }
 
 func short(op Op) *wire.Error {
-	return wire.Errorf(wire.CodeBadArgument, "payload of command 0x"+strconv.FormatUint(uint64(op), 16)+" has the wrong length")
+	return wire.NewError(wire.CodeBadArgument, "payload of command 0x"+strconv.FormatUint(uint64(op), 16)+" has the wrong length")
 }
 
 func asWire(err error) *wire.Error {
@@ -212,16 +212,16 @@ func asWire(err error) *wire.Error {
 	if we, ok := err.(*wire.Error); ok {
 		return we
 	}
-	return wire.Errorf(wire.CodeInternal, err.Error())
+	return wire.NewError(wire.CodeInternal, err.Error())
 }
 
 func (d *Driver) configure(p []byte) *wire.Error {
 	if d.s != nil {
-		return wire.Errorf(wire.CodeInvalidState, "the session is already configured; one instance runs one session")
+		return wire.NewError(wire.CodeInvalidState, "the session is already configured; one instance runs one session")
 	}
 	var m ConfigMsg
 	if err := decMode.Unmarshal(p, &m); err != nil {
-		return wire.Errorf(wire.CodeBadArgument, "config payload: "+err.Error())
+		return wire.NewError(wire.CodeBadArgument, "config payload: "+err.Error())
 	}
 	cfg := protocol.Config{
 		Role:         wire.Role(m.Role),
@@ -278,7 +278,7 @@ func (d *Driver) drain() {
 	defer func() {
 		if r := recover(); r != nil {
 			d.broken = "a panic in the core: " + panicText(r)
-			d.result(0, wire.Errorf(wire.CodeInternal, d.broken))
+			d.result(0, wire.NewError(wire.CodeInternal, d.broken))
 		}
 	}()
 	rd := d.s.Ready()
@@ -291,36 +291,6 @@ func (d *Driver) drain() {
 	}
 }
 
-// EventOf converts a protocol.Event.
-func EventOf(e *protocol.Event) *EventMsg {
-	m := &EventMsg{Kind: uint8(e.Kind), Position: e.Position, Expected: e.Expected, Name: e.Name,
-		Frame: uint8(e.Frame), Err: ErrorOf(e.Err), ByPeer: e.ByPeer, Count: e.Count, Seq: e.Seq,
-		Outgoing: e.Outgoing}
-	if e.Hash != (wire.Hash{}) {
-		h := e.Hash
-		m.Hash = &h
-	}
-	if e.Heads != nil {
-		m.Heads = &HeadsMsg{Heads: e.Heads.Heads, Withdrawn: e.Heads.Withdrawn}
-	}
-	if raw := e.Txn.Raw(); raw != nil {
-		m.Txn = raw
-	}
-	if !e.Origin.IsZero() {
-		o := e.Origin
-		m.Origin = &o
-	}
-	if e.Handshake != nil {
-		m.Handshake = handshakeOf(*e.Handshake)
-	}
-	return m
-}
-
-func handshakeOf(h protocol.HandshakeInfo) *HandshakeMsg {
-	return &HandshakeMsg{Version: h.Version, Caps: h.Caps, PeerName: h.PeerName, PeerOrigin: h.PeerOrigin,
-		PeerMin: h.PeerMin, PeerMax: h.PeerMax, Authenticated: h.Authenticated}
-}
-
 func (d *Driver) result(op Op, err *wire.Error) {
 	d.record(KindResult, &ResultMsg{Op: uint8(op), Index: d.index, Err: ErrorOf(err)})
 }
@@ -331,7 +301,7 @@ func (d *Driver) status() {
 	m := StatusMsg{Configured: d.s != nil}
 	if d.broken != "" {
 		m.State = uint8(protocol.StateClosed)
-		m.Err = ErrorOf(wire.Errorf(wire.CodeInternal, d.broken))
+		m.Err = ErrorOf(wire.NewError(wire.CodeInternal, d.broken))
 		d.record(KindStatus, &m)
 		return
 	}
@@ -369,14 +339,14 @@ func (d *Driver) status() {
 			MaxOrigins: uint64(l.MaxOrigins), HandshakeTimeout: uint64(l.HandshakeTimeout),
 			PingInterval: uint64(l.PingInterval), LivenessTimeout: uint64(l.LivenessTimeout),
 			MaxChannels: uint64(l.MaxChannels), MaxChannelBuffer: uint64(l.MaxChannelBuffer), MaxSessionBuffer: uint64(l.MaxSessionBuffer)}
-		for _, c := range s.Credits() {
+		for _, c := range s.V2().Credits() {
 			m.Credits = append(m.Credits, CreditMsg{Origin: c.Origin, Credit: uint64(c.Credit)})
 		}
 		m.MinVersion, m.MaxVersion = s.Advertised()
 		m.HasReady = d.deferReady && s.HasReady()
 		m.Resumed = s.ReadsResumed()
 		if m.Version != 0 {
-			m.Handshake = handshakeOf(s.Handshake())
+			m.Handshake = HandshakeOf(s.Handshake())
 		}
 	}
 	d.record(KindStatus, &m)
@@ -386,7 +356,7 @@ func (d *Driver) record(k Kind, v any) {
 	p, err := encMode.Marshal(v)
 	if err != nil {
 		// Every record type encodes by construction; say so rather than drop it.
-		p, _ = encMode.Marshal(&ResultMsg{Index: d.index, Err: ErrorOf(wire.Errorf(wire.CodeInternal, "encoding a record: "+err.Error()))})
+		p, _ = encMode.Marshal(&ResultMsg{Index: d.index, Err: ErrorOf(wire.NewError(wire.CodeInternal, "encoding a record: "+err.Error()))})
 		k = KindResult
 	}
 	d.raw(k, p)

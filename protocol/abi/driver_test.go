@@ -307,7 +307,7 @@ func TestOffersShareMessages(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		exchange()
 	}
-	if err := lis.Subscribe(0, nil); err != nil {
+	if err := lis.V1().Subscribe(0, nil); err != nil {
 		t.Fatal(err)
 	}
 	exchange()
@@ -490,7 +490,7 @@ func TestVersion2Commands(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := nat.AdvertiseHeads([]wire.Head{{Origin: seven, Seq: 5, HLC: 50}, {Origin: eight, Seq: 5, HLC: 80}}); err != nil {
+	if err := nat.V2().AdvertiseHeads([]wire.Head{{Origin: seven, Seq: 5, HLC: 50}, {Origin: eight, Seq: 5, HLC: 80}}); err != nil {
 		t.Fatal(err)
 	}
 	k.pump()
@@ -517,18 +517,18 @@ func TestVersion2Commands(t *testing.T) {
 		t.Fatalf("CREDIT %+v, SUBSCRIBE %+v", cr, sub)
 	}
 	k.pump()
-	if n := len(k.natEventsOf(protocol.EventSubscribed, 0)); n != 2 || nat.Credit(seven) != 4096 || nat.Credit(eight) != 4096 {
-		t.Fatalf("native: %d subscribed, credit %d / %d", n, nat.Credit(seven), nat.Credit(eight))
+	if n := len(k.natEventsOf(protocol.EventSubscribed, 0)); n != 2 || nat.V2().Credit(seven) != 4096 || nat.V2().Credit(eight) != 4096 {
+		t.Fatalf("native: %d subscribed, credit %d / %d", n, nat.V2().Credit(seven), nat.V2().Credit(eight))
 	}
 	var held uint64
 	for _, x := range c7 {
-		if err := nat.Send(x.Raw); err != nil {
+		if err := nat.V2().Send(x.Raw); err != nil {
 			t.Fatal(err)
 		}
 		held += uint64(protocol.DataFrameSize(len(x.Raw)))
 	}
 	for _, x := range c8[2:] {
-		if err := nat.Send(x.Raw); err != nil {
+		if err := nat.V2().Send(x.Raw); err != nil {
 			t.Fatal(err)
 		}
 		held += uint64(protocol.DataFrameSize(len(x.Raw)))
@@ -574,7 +574,7 @@ func TestVersion2Commands(t *testing.T) {
 	size := uint64(protocol.DataFrameSize(len(mine[0].Raw)))
 	window := uint64(wire.MinMaxFrame + wire.HeaderSize)
 	e = len(k.events)
-	if err := nat.SubscribeOrigins([]vector.Entry{{Origin: one}}); err != nil {
+	if err := nat.V2().Subscribe([]vector.Entry{{Origin: one}}); err != nil {
 		t.Fatal(err)
 	}
 	k.pump()
@@ -618,7 +618,7 @@ func TestVersion2Commands(t *testing.T) {
 	}
 	// The native side acknowledges; its grant reaches the driver, and the third entry goes.
 	e = len(k.events)
-	if err := nat.AckOrigin(one, 2); err != nil {
+	if err := nat.V2().Ack(one, 2); err != nil {
 		t.Fatal(err)
 	}
 	k.pump()
@@ -649,7 +649,7 @@ func TestVersion2Commands(t *testing.T) {
 		t.Fatalf("sent %v", got)
 	}
 	k.pump()
-	if u := k.natEventsOf(protocol.EventUnsubscribed, n); len(u) != 1 || u[0].Origin != eight || nat.Credit(eight) != 0 {
+	if u := k.natEventsOf(protocol.EventUnsubscribed, n); len(u) != 1 || u[0].Origin != eight || nat.V2().Credit(eight) != 0 {
 		t.Fatalf("native unsubscribed events %+v", u)
 	}
 	if h := k.natEventsOf(protocol.EventHeads, n); len(h) != 1 || len(h[0].Heads.Withdrawn) != 1 || h[0].Heads.Withdrawn[0] != one {

@@ -36,7 +36,7 @@ func Clamp(min, max uint64) (Range, *wire.Error) {
 		r.Max = max
 	}
 	if r.Min > r.Max {
-		return r, wire.Errorf(wire.CodeBadArgument, "configured versions "+strconv.FormatUint(min, 10)+".."+
+		return r, wire.NewError(wire.CodeBadArgument, "configured versions "+strconv.FormatUint(min, 10)+".."+
 			strconv.FormatUint(max, 10)+" leave nothing of the implemented "+Implemented().String())
 	}
 	return r, nil
@@ -48,7 +48,7 @@ func Clamp(min, max uint64) (Range, *wire.Error) {
 func Negotiate(local, peer Range, localCaps, peerCaps []string) (uint64, []string, *wire.Error) {
 	lo, hi := max(local.Min, peer.Min), min(local.Max, peer.Max)
 	if lo > hi {
-		return 0, nil, wire.Errorf(wire.CodeUnsupportedVersion,
+		return 0, nil, wire.NewError(wire.CodeUnsupportedVersion,
 			"no common protocol version: local "+local.String()+", peer "+peer.String())
 	}
 	var caps []string

@@ -3,13 +3,14 @@ package replica
 import (
 	"bytes"
 	"crypto/sha256"
-	"errors"
 	"strconv"
-	"time"
 
-	"plait/protocol"
+	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
+
+// Receiving: the replica's own check of every entry a session delivers, then apply
+// (last-writer-wins) and acknowledge.
 
 // receive decides what to do with an entry a session checked against its channel (version
 // 2) or receive vector (version 1), against what this node applied: apply it when it
@@ -22,7 +23,7 @@ func (r *Replica) receive(c *conn, v wire.TxnView, pos uint64) {
 	switch {
 	case v.Origin == r.id.Origin:
 		// Sessions refuse this node's own entries; reaching here is a bug.
-		r.check(errors.New("replica: a session delivered this node's own entry " + strconv.FormatUint(v.Seq, 10)))
+		r.check(errorf("a session delivered this node's own entry %d", v.Seq))
 		return
 	case v.Seq <= st.applied.Seq:
 		raw, err := r.store.Entry(v.Origin, v.Seq)
@@ -53,9 +54,9 @@ func (r *Replica) receive(c *conn, v wire.TxnView, pos uint64) {
 	}
 	if c.version == 1 {
 		c.v1LastPos[v.Origin] = pos
-		r.check(c.sess.Ack(pos))
+		r.check(c.sess.V1().Ack(pos))
 	} else {
-		r.check(c.sess.AckOrigin(v.Origin, v.Seq))
+		r.check(c.sess.V2().Ack(v.Origin, v.Seq))
 	}
 }
 
@@ -64,7 +65,7 @@ func (r *Replica) divergedHere(c *conn, st *originState, seq uint64, why string)
 	r.counters.Divergences++
 	st.diverged, st.divergedAt = true, seq
 	if c.version == 1 {
-		_ = c.sess.Close(wire.CodeDivergence, "origin "+st.id.String()+": "+why)
+		r.closeConn(c, wire.CodeDivergence, "origin "+st.id.String()+": "+why)
 		return
 	}
 	r.unsubscribe(c, st.id)
@@ -78,13 +79,23 @@ func (r *Replica) divergedHere(c *conn, st *originState, seq uint64, why string)
 // could not see.
 func (r *Replica) restream(c *conn, st *originState) {
 	if c.version == 1 {
-		_ = c.sess.Close(wire.CodeGapDetected, "origin "+st.id.String()+" is ahead of the applied log")
+		r.closeConn(c, wire.CodeGapDetected, "origin "+st.id.String()+" is ahead of the applied log")
 		return
 	}
 	r.unsubscribe(c, st.id)
 	if st.source == c.id {
 		r.subscribe(c, st, st.applied.Seq)
 	}
+}
+
+// rewindV1 moves a version-1 peer cursor back before an entry that never arrived: a gap
+// in origin o shows that the missing entry lies after the last entry of o processed on
+// this connection, and the scalar cursor may have passed it since. Without such an entry
+// it could lie anywhere: the peer's whole log is asked for again (its entries are then
+// duplicates, the price of version 1).
+func (r *Replica) rewindV1(c *conn, o wire.OriginID) {
+	pos := c.v1LastPos[o]
+	r.check(r.store.SetPeerCursor(c.peerOrigin, pos))
 }
 
 // apply writes one entry that extends its origin's log: the last-writer-wins winners, the
@@ -122,7 +133,7 @@ func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) bo
 	r.headsDirty[v.Origin] = true
 	for _, id := range r.connOrder {
 		if c := r.conns[id]; c.established && c.version == 1 && c != from && c.peerOrigin != v.Origin {
-			r.check(c.sess.Observe(protocol.Cursor{Origin: v.Origin, Seq: v.Seq, Hash: h}))
+			r.check(c.sess.V1().Observe(vector.Entry{Origin: v.Origin, Seq: v.Seq, Hash: h}))
 		}
 	}
 	return true
@@ -183,154 +194,4 @@ func newer(h1 wire.HLC, o1 wire.OriginID, h2 wire.HLC, o2 wire.OriginID) bool {
 		return h1 > h2
 	}
 	return bytes.Compare(o1[:], o2[:]) > 0
-}
-
-// ErrTxnTooLarge marks a refused write (bad-argument) whose transaction encodes to more
-// than the write limit's MaxTxn: the HTTP API answers it as too large.
-var ErrTxnTooLarge = errors.New("replica: the transaction is too large")
-
-// Write applies a local transaction: the next seq of this node's origin, chained to its
-// last entry, with an HLC timestamp above every one this node has seen. It returns the seq.
-// The operations are checked against the write limits; a refused write changes nothing.
-func (r *Replica) Write(now time.Time, ops []wire.Op) (uint64, error) {
-	if r.fatal != nil {
-		return 0, r.fatal
-	}
-	r.now = now
-	if err := r.checkOps(ops); err != nil {
-		return 0, err
-	}
-	st := r.origins[r.id.Origin]
-	last := r.hlc
-	t := wire.Txn{Origin: r.id.Origin, Seq: st.applied.Seq + 1, HLC: r.tick(now), Prev: st.applied.Hash, Ops: ops}
-	enc, err := t.Encode()
-	if err == nil && len(enc) > r.cfg.Write.MaxTxn {
-		err = errors.New("the transaction encodes to " + strconv.Itoa(len(enc)) + " bytes; the limit is " + strconv.Itoa(r.cfg.Write.MaxTxn))
-	}
-	if err != nil {
-		r.hlc = last // a refused write changes nothing
-		werr := wire.Errorf(wire.CodeBadArgument, err.Error())
-		if len(enc) > r.cfg.Write.MaxTxn {
-			return 0, errors.Join(ErrTxnTooLarge, werr)
-		}
-		return 0, werr
-	}
-	v, err := wire.ParseTxn(enc)
-	if err != nil {
-		return 0, wire.Errorf(wire.CodeInternal, err.Error())
-	}
-	if !r.apply(&v, v.Hash(), nil, 0) {
-		return 0, r.fatal
-	}
-	return t.Seq, r.settle()
-}
-
-// tick returns the next HLC timestamp of a local write: the wall clock when it is ahead
-// of every timestamp seen, otherwise the last one's logical successor.
-func (r *Replica) tick(now time.Time) wire.HLC {
-	wall := uint64(max(now.UnixMilli(), 0))
-	switch {
-	case wall > r.hlc.WallMillis():
-		r.hlc = wire.MakeHLC(wall, 0)
-	case r.hlc.Logical() < 0xffff:
-		r.hlc++
-	default:
-		r.hlc = wire.MakeHLC(r.hlc.WallMillis()+1, 0)
-	}
-	return r.hlc
-}
-
-// checkOps checks a local write against CONTRACT.md's bounds.
-func (r *Replica) checkOps(ops []wire.Op) error {
-	if len(ops) == 0 {
-		return wire.Errorf(wire.CodeBadArgument, "a write needs at least one operation")
-	}
-	for i, op := range ops {
-		at := "operation " + strconv.Itoa(i) + ": "
-		switch {
-		case !ValidTable(op.Table):
-			return wire.Errorf(wire.CodeBadArgument, at+"a table name is 1 to 64 of [A-Za-z0-9_.-]")
-		case len(op.Key) == 0 || len(op.Key) > r.cfg.Write.MaxKey:
-			return wire.Errorf(wire.CodeBadArgument, at+"a key is 1 to "+strconv.Itoa(r.cfg.Write.MaxKey)+" bytes")
-		case op.Kind == wire.OpPut && len(op.Value) > r.cfg.Write.MaxValue:
-			return wire.Errorf(wire.CodeBadArgument, at+"a value is at most "+strconv.Itoa(r.cfg.Write.MaxValue)+" bytes")
-		case op.Kind == wire.OpDelete && len(op.Value) != 0:
-			return wire.Errorf(wire.CodeBadArgument, at+"a delete carries no value")
-		case op.Kind != wire.OpPut && op.Kind != wire.OpDelete:
-			return wire.Errorf(wire.CodeBadArgument, at+"unknown operation kind "+strconv.Itoa(int(op.Kind)))
-		}
-	}
-	return nil
-}
-
-// ValidTable reports whether name is a table name: 1 to 64 of [A-Za-z0-9_.-].
-func ValidTable(name []byte) bool {
-	if len(name) == 0 || len(name) > maxTableName {
-		return false
-	}
-	for _, c := range name {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '.', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// NeedsSync reports, with HoldUnsynced, whether something applied waits for a sync
-// before it may be served: a local entry, or an arrival position a subscribed version-1
-// peer may be sent. The shell takes a SyncPoint, syncs the store (group commit) and hands
-// the point back to Synced.
-func (r *Replica) NeedsSync() bool {
-	if !r.cfg.HoldUnsynced {
-		return false
-	}
-	if r.synced < r.origins[r.id.Origin].applied.Seq {
-		return true
-	}
-	if r.syncedArrive < r.arrivals {
-		for _, id := range r.connOrder {
-			if c := r.conns[id]; c.version == 1 && c.v1Subscribed {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// SyncPoint is what a sync covers: the local origin's seq and the arrival position
-// applied when it was taken.
-type SyncPoint struct {
-	Seq     uint64
-	Arrival uint64
-}
-
-// SyncPoint returns what the next Store.Sync will cover. Take it before calling Sync: the
-// replica may apply more while the sync runs.
-func (r *Replica) SyncPoint() SyncPoint {
-	return SyncPoint{Seq: r.origins[r.id.Origin].applied.Seq, Arrival: r.arrivals}
-}
-
-// Synced tells the replica that a Store.Sync started at p returned: with HoldUnsynced,
-// the entries it covers may now be served.
-func (r *Replica) Synced(now time.Time, p SyncPoint) error {
-	if r.fatal != nil {
-		return r.fatal
-	}
-	r.now = now
-	if p.Seq > r.synced {
-		raw, err := r.store.Entry(r.id.Origin, p.Seq)
-		if !r.check(err) {
-			return r.fatal
-		}
-		v, err := wire.ParseTxn(raw)
-		if !r.check(err) {
-			return r.fatal
-		}
-		r.synced, r.syncedHLC = p.Seq, v.HLC
-		r.headsDirty[r.id.Origin] = true // the head peers may now be told of
-	}
-	r.syncedArrive = max(r.syncedArrive, p.Arrival)
-	return r.settle()
 }

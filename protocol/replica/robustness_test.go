@@ -72,7 +72,7 @@ func TestSubscribeToAnUnknownOrigin(t *testing.T) {
 	h := newHarness(t)
 	a := h.addNode("A", replica.Config{})
 	p := newRawPeer(t, a.rep, "X", wire.OriginID{0xee, 1})
-	if err := p.s.SubscribeOrigins([]vector.Entry{{Origin: wire.OriginID{0xdd, 2}}}); err != nil {
+	if err := p.s.V2().Subscribe([]vector.Entry{{Origin: wire.OriginID{0xdd, 2}}}); err != nil {
 		t.Fatal(err)
 	}
 	p.pump()

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"plait/internal/mutate"
 	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
@@ -189,7 +188,7 @@ func (r *Replica) moveTo(st *originState, k candidate, why MoveReason) {
 		st.changes++
 	}
 	from := st.applied.Seq
-	if moved && mutate.BreakRouting {
+	if moved && r.cfg.Mutations.BreakRouting {
 		from = 0 // test-only: the legacy re-streamed tail
 	}
 	st.source, st.lastSource, st.lostReason, st.lostAt, st.aheadSince = k.c.id, k.c.peerName, "", time.Time{}, time.Time{}
@@ -217,7 +216,7 @@ func (r *Replica) stalling(st *originState) bool {
 func (r *Replica) subscribe(c *conn, st *originState, from uint64) {
 	r.unsubscribe(c, st.id)
 	st.progressAt = r.now
-	if r.check(c.sess.SubscribeOrigins([]vector.Entry{subscribePosition(st, from)})) {
+	if r.check(c.sess.V2().Subscribe([]vector.Entry{subscribePosition(st, from)})) {
 		c.in[st.id] = true
 	}
 }
@@ -225,7 +224,7 @@ func (r *Replica) subscribe(c *conn, st *originState, from uint64) {
 func (r *Replica) unsubscribe(c *conn, o wire.OriginID) {
 	if c.in[o] {
 		delete(c.in, o)
-		r.check(c.sess.UnsubscribeOrigins([]wire.OriginID{o}))
+		r.check(c.sess.V2().Unsubscribe([]wire.OriginID{o}))
 	}
 }
 
@@ -267,10 +266,55 @@ func (r *Replica) advertise() {
 			}
 		}
 		if len(heads) > 0 {
-			r.checkConn(c, c.sess.AdvertiseHeads(heads))
+			r.checkConn(c, c.sess.V2().AdvertiseHeads(heads))
 		}
 		if len(gone) > 0 {
-			r.checkConn(c, c.sess.WithdrawHeads(gone))
+			r.checkConn(c, c.sess.V2().WithdrawHeads(gone))
 		}
 	}
+}
+
+// Move is one change of an origin's source, recorded for the status and for the
+// simulator's invariants.
+type Move struct {
+	At       time.Time
+	Origin   wire.OriginID
+	From, To string // peer names; From is empty for the first source after start
+	Reason   MoveReason
+	LostAt   time.Time // when the previous source was lost (zero when it was not)
+}
+
+// MoveReason says why an origin's source changed (CONTRACT.md, routing rule).
+type MoveReason string
+
+// The reasons of the routing rule. ReasonFirst is not a move (source_changes does not
+// count it): the first source chosen since start, or the same peer again after it was lost.
+const (
+	ReasonFirst        MoveReason = "first"
+	ReasonDisconnected MoveReason = "disconnected" // the source's connection closed
+	ReasonWithdrawn    MoveReason = "withdrawn"    // the source stopped advertising the origin
+	ReasonBehind       MoveReason = "behind"       // the source advertises less than this node applied
+	ReasonDiverged     MoveReason = "diverged"     // the source's channel diverged
+	ReasonDirect       MoveReason = "direct"       // the origin itself connected
+	ReasonAhead        MoveReason = "ahead"        // another head stayed ahead for MoveDelay
+)
+
+// Moves hands over the source changes since the last call (for the simulator and logs).
+// The replica keeps at most maxMoves of them between calls, the latest.
+func (r *Replica) Moves() []Move {
+	m := r.moves
+	r.moves = nil
+	return m
+}
+
+// loseSource records that an origin has no source any more; route chooses the next one
+// and counts the move, giving the first reason the source was lost for.
+func (r *Replica) loseSource(st *originState, why MoveReason) {
+	st.source = 0
+	st.aheadSince = time.Time{}
+	if st.lostReason == "" {
+		st.lostReason, st.lostAt = why, r.now
+	}
+	r.routeSome[st.id] = true
+	r.headsDirty[st.id] = true // split horizon no longer hides it from the old source
 }

@@ -45,19 +45,19 @@ func (r *Replica) servable(st *originState) uint64 {
 func (r *Replica) pumpV2(c *conn, o wire.OriginID, s *outStream) bool {
 	limit := r.servable(r.origin(o))
 	for s.next <= limit {
-		if s.blocked > c.sess.Credit(o) {
+		if s.blocked > c.sess.V2().Credit(o) {
 			return true
 		}
 		raw, err := r.store.Entry(o, s.next)
 		if !r.check(err) {
 			return false
 		}
-		if size := protocol.DataFrameSize(len(raw)); size > c.sess.Credit(o) {
+		if size := protocol.DataFrameSize(len(raw)); size > c.sess.V2().Credit(o) {
 			s.blocked = size
 			return true
 		}
 		s.blocked = 0
-		if err := c.sess.Send(raw); err != nil {
+		if err := c.sess.V2().Send(raw); err != nil {
 			return r.sendRefused(c, err)
 		}
 		s.next++
@@ -77,7 +77,7 @@ func (r *Replica) sendRefused(c *conn, err error) bool {
 		case wire.CodeDivergence:
 			return true
 		case wire.CodeFrameTooLarge:
-			_ = c.sess.Close(wire.CodeFrameTooLarge, we.Message)
+			r.closeConn(c, wire.CodeFrameTooLarge, we.Message)
 			return false
 		}
 	}
@@ -110,7 +110,7 @@ func (r *Replica) pumpV1(c *conn) {
 				c.v1After = a.Pos
 				continue
 			}
-			if err := c.sess.Offer(a.Pos, a.Txn); err != nil {
+			if err := c.sess.V1().Offer(a.Pos, a.Txn); err != nil {
 				r.sendRefused(c, err)
 				return
 			}

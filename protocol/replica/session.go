@@ -4,14 +4,14 @@ import (
 	"time"
 
 	"plait/protocol"
-	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
 
 // Session is the public API of one peer connection's protocol core, as the replica uses
 // it. *protocol.Session implements it; the WASM host (shells/wasm/host) implements it for
 // a build of the core running under wazero, so that the simulator can put frozen builds in
-// a cluster. Config.NewSession chooses the implementation.
+// a cluster. Config.NewSession chooses the implementation. The commands of one protocol
+// version are behind V1 and V2, so that every call site shows the version it needs.
 type Session interface {
 	Start(now time.Time, nonce []byte) error
 	Receive(now time.Time, msg []byte) error
@@ -26,27 +26,15 @@ type Session interface {
 	RTT() time.Duration
 	HeldBytes() int
 	ReadPaused() bool
+	SendBudget() int
 	Err() *wire.Error
 	Stats() protocol.Stats
 	Limits() protocol.Limits
 	Close(code wire.Code, message string) error
 	SetOriginName(origin wire.OriginID, name string) error
 
-	// Version 1.
-	Subscribe(from uint64, vector []protocol.Cursor) error
-	Offer(position uint64, txn []byte) error
-	Ack(position uint64) error
-	Observe(c protocol.Cursor) error
-	SendBudget() int
-
-	// Version 2.
-	SubscribeOrigins(cursors []vector.Entry) error
-	UnsubscribeOrigins(origins []wire.OriginID) error
-	AckOrigin(origin wire.OriginID, seq uint64) error
-	Send(txn []byte) error
-	Credit(origin wire.OriginID) int
-	AdvertiseHeads(heads []wire.Head) error
-	WithdrawHeads(origins []wire.OriginID) error
+	V1() protocol.V1Commands
+	V2() protocol.V2Commands
 }
 
 var _ Session = (*protocol.Session)(nil)

@@ -127,20 +127,20 @@ var (
 // this order.
 func CheckBatch(b *Batch, cursor vector.Entry) error {
 	if b.Origin.IsZero() {
-		return errors.New("store: batch with an all-zero origin id")
+		return errorf("batch with an all-zero origin id")
 	}
 	if b.Seq != cursor.Seq+1 {
 		return fmt.Errorf("%w: origin %s seq %d, cursor at %d", ErrNotNext, b.Origin, b.Seq, cursor.Seq)
 	}
 	if b.Hash != sha256.Sum256(b.Txn) {
-		return fmt.Errorf("store: origin %s seq %d: the batch hash is not SHA-256 of its transaction", b.Origin, b.Seq)
+		return errorf("batch of origin %s seq %d: the batch hash is not SHA-256 of its transaction", b.Origin, b.Seq)
 	}
 	v, err := wire.ParseTxn(b.Txn)
 	if err != nil {
-		return fmt.Errorf("store: origin %s seq %d: %w", b.Origin, b.Seq, err)
+		return errorf("batch of origin %s seq %d: %w", b.Origin, b.Seq, err)
 	}
 	if v.Origin != b.Origin || v.Seq != b.Seq {
-		return fmt.Errorf("store: batch of origin %s seq %d carries the transaction of origin %s seq %d", b.Origin, b.Seq, v.Origin, v.Seq)
+		return errorf("batch of origin %s seq %d carries the transaction of origin %s seq %d", b.Origin, b.Seq, v.Origin, v.Seq)
 	}
 	if v.Prev != cursor.Hash {
 		return fmt.Errorf("%w: origin %s seq %d follows hash %s, cursor hash is %s", ErrNotNext, b.Origin, b.Seq, v.Prev, cursor.Hash)

@@ -23,7 +23,7 @@ func AppendFrame(dst []byte, flags uint8, channel uint32, b Body) ([]byte, error
 	}
 	n := len(dst) - start - HeaderSize
 	if n > MaxFrameBody {
-		return dst[:start], Errorf(CodeFrameTooLarge, b.FrameType().String()+" body of "+strconv.Itoa(n)+" bytes exceeds the protocol limit")
+		return dst[:start], NewError(CodeFrameTooLarge, b.FrameType().String()+" body of "+strconv.Itoa(n)+" bytes exceeds the protocol limit")
 	}
 	binary.BigEndian.PutUint32(dst[start+6:], uint32(n))
 	return dst, nil

@@ -150,8 +150,9 @@ type Error struct {
 	Message string
 }
 
-// Errorf builds an Error of a defined code that is not about a frame.
-func Errorf(code Code, msg string) *Error {
+// NewError builds an Error of a defined code that is not about a frame. The message is
+// plain text (not a format): the code and class say what kind of error it is.
+func NewError(code Code, msg string) *Error {
 	cl, ok := codeClasses[code]
 	if !ok {
 		cl = ClassLocal
@@ -161,7 +162,7 @@ func Errorf(code Code, msg string) *Error {
 
 // FrameError builds an Error about the frame of type t at offset off.
 func FrameError(code Code, t Type, off int, msg string) *Error {
-	e := Errorf(code, msg)
+	e := NewError(code, msg)
 	e.Frame = t
 	e.Offset = off
 	return e

@@ -1253,9 +1253,9 @@ func TestErrorValues(t *testing.T) {
 		if !ok || cl == "" {
 			t.Fatalf("code %s has no class", c)
 		}
-		e := wire.Errorf(c, "m")
+		e := wire.NewError(c, "m")
 		if e.Class != cl || e.Offset != wire.NoOffset || e.Code != c {
-			t.Fatalf("Errorf(%s) = %+v", c, e)
+			t.Fatalf("NewError(%s) = %+v", c, e)
 		}
 		// A code of class local never travels on the wire; every other one is a valid CLOSE.
 		cl2 := &wire.Close{Code: c, Class: cl}
@@ -1267,7 +1267,7 @@ func TestErrorValues(t *testing.T) {
 	if fe.Frame != wire.TypePing || fe.Offset != 13 || fe.Class != wire.ClassProtocol {
 		t.Fatalf("FrameError %+v", fe)
 	}
-	if !errors.Is(fe, wire.Errorf(wire.CodeBadFlags, "other")) || errors.Is(fe, wire.Errorf(wire.CodeBadField, "")) {
+	if !errors.Is(fe, wire.NewError(wire.CodeBadFlags, "other")) || errors.Is(fe, wire.NewError(wire.CodeBadField, "")) {
 		t.Fatal("errors.Is does not match on the code")
 	}
 	if _, ok := wire.ClassOf("no-such-code"); ok {
@@ -1281,8 +1281,8 @@ func TestErrorValues(t *testing.T) {
 	}{
 		{fe, "PING frame at offset 13: x", "bad-flags (protocol) in PING frame at offset 13: x"},
 		{wire.FrameError(wire.CodeFrameTooLarge, wire.TypeHello, 0, ""), "HELLO frame at offset 0", "frame-too-large (resource-limit) in HELLO frame at offset 0"},
-		{wire.Errorf(wire.CodeGoingAway, "bye"), "bye", "going-away (transient): bye"},
-		{wire.Errorf(wire.CodeGoingAway, ""), "", "going-away (transient)"},
+		{wire.NewError(wire.CodeGoingAway, "bye"), "bye", "going-away (transient): bye"},
+		{wire.NewError(wire.CodeGoingAway, ""), "", "going-away (transient)"},
 	} {
 		if got := c.e.Detail(); got != c.detail {
 			t.Errorf("Detail() = %q, want %q", got, c.detail)

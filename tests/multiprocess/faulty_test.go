@@ -101,7 +101,7 @@ func TestFaultyPeer(t *testing.T) {
 	if err := s.SetOriginName(origin, "F"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AdvertiseHeads([]wire.Head{{Origin: origin, Seq: 5, HLC: wire.MakeHLC(1_800_000_000_005, 0)}}); err != nil {
+	if err := s.V2().AdvertiseHeads([]wire.Head{{Origin: origin, Seq: 5, HLC: wire.MakeHLC(1_800_000_000_005, 0)}}); err != nil {
 		t.Fatal(err)
 	}
 	f.flush()
@@ -109,7 +109,7 @@ func TestFaultyPeer(t *testing.T) {
 		f.receive(ctx)
 	}
 	for _, e := range chain[:2] {
-		if err := s.Send(e.Raw); err != nil {
+		if err := s.V2().Send(e.Raw); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -119,7 +119,7 @@ func TestFaultyPeer(t *testing.T) {
 		f.receive(ctx)
 	}
 	for _, e := range chain[2:4] { // the resend asked from 3
-		if err := s.Send(e.Raw); err != nil {
+		if err := s.V2().Send(e.Raw); err != nil {
 			t.Fatal(err)
 		}
 	}

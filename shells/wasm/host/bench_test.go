@@ -75,7 +75,7 @@ func record(b testing.TB, messages int) *recording {
 	if err := sender.SetOriginName(rec.origin, "seven"); err != nil {
 		b.Fatal(err)
 	}
-	if err := receiver.SubscribeOrigins([]vector.Entry{{Origin: rec.origin}}); err != nil {
+	if err := receiver.V2().Subscribe([]vector.Entry{{Origin: rec.origin}}); err != nil {
 		b.Fatal(err)
 	}
 	toSender()
@@ -83,7 +83,7 @@ func record(b testing.TB, messages int) *recording {
 	chain := prototest.Chain(rec.origin, messages*framesPerMessage, 1, 100)
 	for i := range messages {
 		for _, e := range chain[i*framesPerMessage : (i+1)*framesPerMessage] {
-			if err := sender.Send(e.Raw); err != nil {
+			if err := sender.V2().Send(e.Raw); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -94,7 +94,7 @@ func record(b testing.TB, messages int) *recording {
 		rec.data = append(rec.data, msgs[0])
 		seq := uint64((i + 1) * framesPerMessage)
 		rec.lastSeq = append(rec.lastSeq, seq)
-		if err := receiver.AckOrigin(rec.origin, seq); err != nil {
+		if err := receiver.V2().Ack(rec.origin, seq); err != nil {
 			b.Fatal(err)
 		}
 		toSender()
@@ -119,7 +119,7 @@ func (rec *recording) replay(b testing.TB, newSession func(protocol.Config) (rep
 		}
 		s.Ready()
 	}
-	if err := s.SubscribeOrigins([]vector.Entry{{Origin: rec.origin}}); err != nil {
+	if err := s.V2().Subscribe([]vector.Entry{{Origin: rec.origin}}); err != nil {
 		b.Fatal(err)
 	}
 	s.Ready()
@@ -155,7 +155,7 @@ func BenchmarkReceive100Frames(b *testing.B) {
 				if err := s.Receive(rec.at, rec.data[next]); err != nil {
 					b.Fatal(err)
 				}
-				if err := s.AckOrigin(rec.origin, rec.lastSeq[next]); err != nil {
+				if err := s.V2().Ack(rec.origin, rec.lastSeq[next]); err != nil {
 					b.Fatal(err)
 				}
 				rd := s.Ready()

@@ -206,7 +206,7 @@ func TestWasmAgainstNative(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, e := range chain {
-				if err := nat.Offer(uint64(i+1), e.Raw); err != nil {
+				if err := nat.V1().Offer(uint64(i+1), e.Raw); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -232,7 +232,7 @@ func TestWasmAgainstNative(t *testing.T) {
 				t.Fatalf("acked %d, held %d", acked, w.status.HeldBytes)
 			}
 			// And the other direction: the native side subscribes, the WASM side offers.
-			if err := nat.Subscribe(0, nil); err != nil {
+			if err := nat.V1().Subscribe(0, nil); err != nil {
 				t.Fatal(err)
 			}
 			pump()
@@ -347,7 +347,7 @@ func TestWasmAgainstNativeV2(t *testing.T) {
 			if err := nat.SetOriginName(seven, "seven"); err != nil {
 				t.Fatal(err)
 			}
-			if err := nat.AdvertiseHeads([]wire.Head{{Origin: seven, Seq: 5, HLC: 5}}); err != nil {
+			if err := nat.V2().AdvertiseHeads([]wire.Head{{Origin: seven, Seq: 5, HLC: 5}}); err != nil {
 				t.Fatal(err)
 			}
 			k.pump()
@@ -359,11 +359,11 @@ func TestWasmAgainstNativeV2(t *testing.T) {
 			}
 			k.w.step(&k.b)
 			k.pump()
-			if k.natCount(protocol.EventSubscribed) != 1 || nat.Credit(seven) != 1<<20 {
-				t.Fatalf("native: %d subscribed, credit %d", k.natCount(protocol.EventSubscribed), nat.Credit(seven))
+			if k.natCount(protocol.EventSubscribed) != 1 || nat.V2().Credit(seven) != 1<<20 {
+				t.Fatalf("native: %d subscribed, credit %d", k.natCount(protocol.EventSubscribed), nat.V2().Credit(seven))
 			}
 			for _, e := range chain {
-				if err := nat.Send(e.Raw); err != nil {
+				if err := nat.V2().Send(e.Raw); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -394,7 +394,7 @@ func TestWasmAgainstNativeV2(t *testing.T) {
 
 			// The other direction: the native side subscribes to the WASM side's origin.
 			one := prototest.Origin(1)
-			if err := nat.SubscribeOrigins([]vector.Entry{{Origin: one}}); err != nil {
+			if err := nat.V2().Subscribe([]vector.Entry{{Origin: one}}); err != nil {
 				t.Fatal(err)
 			}
 			k.pump()
@@ -419,7 +419,7 @@ func TestWasmAgainstNativeV2(t *testing.T) {
 			if n := k.natCount(protocol.EventTxn); n != 3 {
 				t.Fatalf("native received %d of 3", n)
 			}
-			if err := nat.AckOrigin(one, 3); err != nil {
+			if err := nat.V2().Ack(one, 3); err != nil {
 				t.Fatal(err)
 			}
 			k.pump()
@@ -436,7 +436,7 @@ func TestWasmAgainstNativeV2(t *testing.T) {
 			}
 			k.w.step(&k.b)
 			k.pump()
-			if k.natCount(protocol.EventUnsubscribed) != 1 || k.natCount(protocol.EventHeads) != 2 || nat.Credit(seven) != 0 {
+			if k.natCount(protocol.EventUnsubscribed) != 1 || k.natCount(protocol.EventHeads) != 2 || nat.V2().Credit(seven) != 0 {
 				t.Fatalf("native events %d unsubscribed, %d heads", k.natCount(protocol.EventUnsubscribed), k.natCount(protocol.EventHeads))
 			}
 			if st := k.w.status; st.State != uint8(protocol.StateEstablished) || st.Stats.TxnsReceived != 5 || st.Stats.TxnsSent != 3 ||
@@ -520,7 +520,7 @@ func TestSessionAfterAFailedCall(t *testing.T) {
 	if s.State() != protocol.StateClosed || s.Err() == nil || s.Err().Code != wire.CodeInternal {
 		t.Fatalf("state %v, err %v", s.State(), s.Err())
 	}
-	if err2 := s.Send([]byte{1}); err2 == nil || err2.Error() != err.Error() {
+	if err2 := s.V2().Send([]byte{1}); err2 == nil || err2.Error() != err.Error() {
 		t.Fatalf("a later call: %v, want the same error", err2)
 	}
 }

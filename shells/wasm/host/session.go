@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"plait/protocol"
@@ -110,7 +109,7 @@ func (s *Session) call(fill func(b *abi.Batch) error) error {
 	}
 	s.batch.Reset()
 	if err := fill(&s.batch); err != nil {
-		return wire.Errorf(wire.CodeBadArgument, err.Error())
+		return wire.NewError(wire.CodeBadArgument, err.Error())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	out, err := s.in.Step(ctx, s.batch.Bytes())
@@ -142,7 +141,7 @@ func (s *Session) call(fill func(b *abi.Batch) error) error {
 			if err := abi.Unmarshal(r.Payload, &m); err != nil {
 				return s.die(err)
 			}
-			ev, err := eventOf(&m)
+			ev, err := m.Event()
 			if err != nil {
 				return s.die(err)
 			}
@@ -166,43 +165,11 @@ func (s *Session) call(fill func(b *abi.Batch) error) error {
 
 // die discards the instance after a failed call.
 func (s *Session) die(err error) error {
-	s.dead = wire.Errorf(wire.CodeInternal, "wasm core: "+err.Error())
+	s.dead = wire.NewError(wire.CodeInternal, "wasm core: "+err.Error())
 	s.st.State = uint8(protocol.StateClosed)
 	s.st.Err = abi.ErrorOf(s.dead)
 	_ = s.in.Close(context.Background())
 	return s.dead
-}
-
-// eventOf converts an EVENT record back to a protocol.Event.
-func eventOf(m *abi.EventMsg) (protocol.Event, error) {
-	e := protocol.Event{Kind: protocol.EventKind(m.Kind), Position: m.Position, Expected: m.Expected, Name: m.Name,
-		Frame: wire.Type(m.Frame), Err: m.Err.Wire(), ByPeer: m.ByPeer, Count: m.Count, Seq: m.Seq, Outgoing: m.Outgoing}
-	if m.Origin != nil {
-		e.Origin = *m.Origin
-	}
-	if m.Hash != nil {
-		e.Hash = *m.Hash
-	}
-	if m.Heads != nil {
-		e.Heads = &wire.Heads{Heads: m.Heads.Heads, Withdrawn: m.Heads.Withdrawn}
-	}
-	if m.Handshake != nil {
-		h := handshakeOf(m.Handshake)
-		e.Handshake = &h
-	}
-	if m.Txn != nil {
-		v, err := wire.ParseTxn(m.Txn)
-		if err != nil {
-			return e, fmt.Errorf("an event's transaction: %w", err)
-		}
-		e.Txn = v
-	}
-	return e, nil
-}
-
-func handshakeOf(m *abi.HandshakeMsg) protocol.HandshakeInfo {
-	return protocol.HandshakeInfo{Version: m.Version, Caps: m.Caps, PeerName: m.PeerName, PeerOrigin: m.PeerOrigin,
-		PeerMin: m.PeerMin, PeerMax: m.PeerMax, Authenticated: m.Authenticated}
 }
 
 // Start sends the HELLO.
@@ -252,7 +219,7 @@ func (s *Session) State() protocol.State { return protocol.State(s.st.State) }
 // Handshake is the handshake's outcome (the version alone before it completed).
 func (s *Session) Handshake() protocol.HandshakeInfo {
 	if s.st.Handshake != nil {
-		return handshakeOf(s.st.Handshake)
+		return s.st.Handshake.Info()
 	}
 	return protocol.HandshakeInfo{Version: s.st.Version}
 }
@@ -307,73 +274,82 @@ func (s *Session) SetOriginName(origin wire.OriginID, name string) error {
 	return s.call(func(b *abi.Batch) error { b.Name(origin, name); return nil })
 }
 
-// Subscribe (version 1) subscribes from a position with a vector.
-func (s *Session) Subscribe(from uint64, vec []protocol.Cursor) error {
-	m := abi.SubscribeMsg{From: from}
-	for _, c := range vec {
-		m.Vector = append(m.Vector, abi.CursorMsg{Origin: c.Origin, Seq: c.Seq, Hash: c.Hash})
-	}
-	return s.call(func(b *abi.Batch) error { return b.Subscribe(m) })
-}
-
-// Offer (version 1) offers a transaction at an arrival position.
-func (s *Session) Offer(position uint64, txn []byte) error {
-	return s.call(func(b *abi.Batch) error { b.Offer(position, txn); return nil })
-}
-
-// Ack (version 1) acknowledges up to a position.
-func (s *Session) Ack(position uint64) error {
-	return s.call(func(b *abi.Batch) error { b.Ack(position); return nil })
-}
-
-// Observe (version 1) tells the session of an entry applied from elsewhere.
-func (s *Session) Observe(c protocol.Cursor) error {
-	return s.call(func(b *abi.Batch) error { b.Observe(c.Origin, c.Seq, c.Hash); return nil })
-}
-
-// SendBudget (version 1) is how many bytes Offer may still queue.
+// SendBudget is how many bytes Offer or Send may still queue.
 func (s *Session) SendBudget() int { return int(s.st.SendBudget) }
 
-// SubscribeOrigins (version 2) opens channels from the given cursors.
-func (s *Session) SubscribeOrigins(cursors []vector.Entry) error {
-	vec := make([]abi.CursorMsg, len(cursors))
-	for i, c := range cursors {
-		vec[i] = abi.CursorMsg{Origin: c.Origin, Seq: c.Seq, Hash: c.Hash}
+// V1 returns the version-1 commands, each one command batch.
+func (s *Session) V1() protocol.V1Commands { return (*v1Commands)(s) }
+
+// V2 returns the version-2 commands, each one command batch (Credit and Credits answer
+// from the last status).
+func (s *Session) V2() protocol.V2Commands { return (*v2Commands)(s) }
+
+type (
+	v1Commands Session
+	v2Commands Session
+)
+
+func (c *v1Commands) Subscribe(from uint64, vec []vector.Entry) error {
+	m := abi.SubscribeMsg{From: from}
+	for _, e := range vec {
+		m.Vector = append(m.Vector, abi.CursorMsg{Origin: e.Origin, Seq: e.Seq, Hash: e.Hash})
 	}
-	return s.call(func(b *abi.Batch) error { return b.SubscribeOrigins(vec) })
+	return (*Session)(c).call(func(b *abi.Batch) error { return b.Subscribe(m) })
 }
 
-// UnsubscribeOrigins (version 2) closes channels.
-func (s *Session) UnsubscribeOrigins(origins []wire.OriginID) error {
-	return s.call(func(b *abi.Batch) error { return b.UnsubscribeOrigins(origins) })
+func (c *v1Commands) Offer(position uint64, txn []byte) error {
+	return (*Session)(c).call(func(b *abi.Batch) error { b.Offer(position, txn); return nil })
 }
 
-// AckOrigin (version 2) acknowledges a channel up to a seq.
-func (s *Session) AckOrigin(origin wire.OriginID, seq uint64) error {
-	return s.call(func(b *abi.Batch) error { b.AckOrigin(origin, seq); return nil })
+func (c *v1Commands) Ack(position uint64) error {
+	return (*Session)(c).call(func(b *abi.Batch) error { b.Ack(position); return nil })
 }
 
-// Send (version 2) sends an entry on its origin's channel.
-func (s *Session) Send(txn []byte) error {
-	return s.call(func(b *abi.Batch) error { b.Send(txn); return nil })
+func (c *v1Commands) Observe(e vector.Entry) error {
+	return (*Session)(c).call(func(b *abi.Batch) error { b.Observe(e.Origin, e.Seq, e.Hash); return nil })
 }
 
-// Credit (version 2) is the credit of an origin's channel.
-func (s *Session) Credit(origin wire.OriginID) int {
-	for _, c := range s.st.Credits {
-		if c.Origin == origin {
-			return int(c.Credit)
+func (c *v2Commands) Subscribe(cursors []vector.Entry) error {
+	vec := make([]abi.CursorMsg, len(cursors))
+	for i, e := range cursors {
+		vec[i] = abi.CursorMsg{Origin: e.Origin, Seq: e.Seq, Hash: e.Hash}
+	}
+	return (*Session)(c).call(func(b *abi.Batch) error { return b.SubscribeOrigins(vec) })
+}
+
+func (c *v2Commands) Unsubscribe(origins []wire.OriginID) error {
+	return (*Session)(c).call(func(b *abi.Batch) error { return b.UnsubscribeOrigins(origins) })
+}
+
+func (c *v2Commands) Ack(origin wire.OriginID, seq uint64) error {
+	return (*Session)(c).call(func(b *abi.Batch) error { b.AckOrigin(origin, seq); return nil })
+}
+
+func (c *v2Commands) Send(txn []byte) error {
+	return (*Session)(c).call(func(b *abi.Batch) error { b.Send(txn); return nil })
+}
+
+func (c *v2Commands) Credit(origin wire.OriginID) int {
+	for _, cr := range c.st.Credits {
+		if cr.Origin == origin {
+			return int(cr.Credit)
 		}
 	}
 	return 0
 }
 
-// AdvertiseHeads (version 2) advertises heads.
-func (s *Session) AdvertiseHeads(heads []wire.Head) error {
-	return s.call(func(b *abi.Batch) error { return b.AdvertiseHeads(heads) })
+func (c *v2Commands) Credits() []protocol.OriginCredit {
+	var out []protocol.OriginCredit
+	for _, cr := range c.st.Credits { // sorted by origin, as the session lists them
+		out = append(out, protocol.OriginCredit{Origin: cr.Origin, Credit: int(cr.Credit)})
+	}
+	return out
 }
 
-// WithdrawHeads (version 2) withdraws heads.
-func (s *Session) WithdrawHeads(origins []wire.OriginID) error {
-	return s.call(func(b *abi.Batch) error { return b.WithdrawHeads(origins) })
+func (c *v2Commands) AdvertiseHeads(heads []wire.Head) error {
+	return (*Session)(c).call(func(b *abi.Batch) error { return b.AdvertiseHeads(heads) })
+}
+
+func (c *v2Commands) WithdrawHeads(origins []wire.OriginID) error {
+	return (*Session)(c).call(func(b *abi.Batch) error { return b.WithdrawHeads(origins) })
 }

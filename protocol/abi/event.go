@@ -1,0 +1,100 @@
+package abi
+
+import (
+	"fmt"
+
+	"plait/protocol"
+	"plait/protocol/wire"
+)
+
+// The one mapping between protocol.Event and EventMsg, both ways: the guest and the native
+// driver encode events with EventOf, and a host decodes them with EventMsg.Event. EventMsg
+// keeps ABI 2's keys and values whatever protocol.Event's fields are called: key 4
+// (Expected) carries a gap's expected seq, a resend's start and the seq of a received
+// entry that diverged; key 12 and 13 (Seq, Hash) a chain position.
+
+// EventOf converts a protocol.Event.
+func EventOf(e *protocol.Event) *EventMsg {
+	m := &EventMsg{Kind: uint8(e.Kind), Position: e.Position, Name: e.Name,
+		Frame: uint8(e.Frame), Err: ErrorOf(e.Err), ByPeer: e.ByPeer, Count: e.Count, Seq: e.Seq,
+		Outgoing: e.Outgoing}
+	switch e.Kind {
+	case protocol.EventGap:
+		m.Expected = e.Expected
+	case protocol.EventResend:
+		m.Expected = e.From
+	case protocol.EventDivergence:
+		if e.Txn.Raw() != nil { // about a received entry: its seq (otherwise it is Seq's)
+			m.Expected = e.DivergedAt
+		}
+	}
+	if e.Hash != (wire.Hash{}) {
+		h := e.Hash
+		m.Hash = &h
+	}
+	if e.Heads != nil {
+		m.Heads = &HeadsMsg{Heads: e.Heads.Heads, Withdrawn: e.Heads.Withdrawn}
+	}
+	if raw := e.Txn.Raw(); raw != nil {
+		m.Txn = raw
+	}
+	if !e.Origin.IsZero() {
+		o := e.Origin
+		m.Origin = &o
+	}
+	if e.Handshake != nil {
+		m.Handshake = HandshakeOf(*e.Handshake)
+	}
+	return m
+}
+
+// Event converts an EVENT record back to a protocol.Event. Its transaction is parsed (the
+// view aliases m.Txn); a record whose transaction does not parse is an error.
+func (m *EventMsg) Event() (protocol.Event, error) {
+	e := protocol.Event{Kind: protocol.EventKind(m.Kind), Position: m.Position, Name: m.Name,
+		Frame: wire.Type(m.Frame), Err: m.Err.Wire(), ByPeer: m.ByPeer, Count: m.Count, Seq: m.Seq, Outgoing: m.Outgoing}
+	switch e.Kind {
+	case protocol.EventGap:
+		e.Expected = m.Expected
+	case protocol.EventResend:
+		e.From = m.Expected
+	case protocol.EventDivergence:
+		e.DivergedAt = m.Seq
+		if m.Txn != nil {
+			e.DivergedAt = m.Expected
+		}
+	}
+	if m.Origin != nil {
+		e.Origin = *m.Origin
+	}
+	if m.Hash != nil {
+		e.Hash = *m.Hash
+	}
+	if m.Heads != nil {
+		e.Heads = &wire.Heads{Heads: m.Heads.Heads, Withdrawn: m.Heads.Withdrawn}
+	}
+	if m.Handshake != nil {
+		h := m.Handshake.Info()
+		e.Handshake = &h
+	}
+	if m.Txn != nil {
+		v, err := wire.ParseTxn(m.Txn)
+		if err != nil {
+			return e, fmt.Errorf("abi: an event's transaction: %w", err)
+		}
+		e.Txn = v
+	}
+	return e, nil
+}
+
+// HandshakeOf converts a protocol.HandshakeInfo.
+func HandshakeOf(h protocol.HandshakeInfo) *HandshakeMsg {
+	return &HandshakeMsg{Version: h.Version, Caps: h.Caps, PeerName: h.PeerName, PeerOrigin: h.PeerOrigin,
+		PeerMin: h.PeerMin, PeerMax: h.PeerMax, Authenticated: h.Authenticated}
+}
+
+// Info converts back to a protocol.HandshakeInfo.
+func (m *HandshakeMsg) Info() protocol.HandshakeInfo {
+	return protocol.HandshakeInfo{Version: m.Version, Caps: m.Caps, PeerName: m.PeerName, PeerOrigin: m.PeerOrigin,
+		PeerMin: m.PeerMin, PeerMax: m.PeerMax, Authenticated: m.Authenticated}
+}

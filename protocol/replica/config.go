@@ -1,0 +1,94 @@
+package replica
+
+import (
+	"time"
+
+	"plait/internal/mutate"
+
+	"plait/protocol"
+)
+
+// Configuration: what a replica needs besides its store, and the defaults.
+
+// Config is what a replica needs besides its store.
+type Config struct {
+	// MinVersion and MaxVersion bound the protocol versions its sessions offer (0: the
+	// oldest and the newest implemented). A node run with MaxVersion 1 is a legacy peer.
+	MinVersion, MaxVersion uint64
+	Secret                 []byte
+	Capabilities           []string
+	Limits                 protocol.Limits // every session's limits
+	Write                  WriteLimits
+
+	// MoveDelay is how long another candidate's advertised head must stay ahead of an
+	// origin's source before the origin moves to it (CONTRACT.md, routing rule; default 2 s).
+	MoveDelay time.Duration
+	// StallTimeout is how long an origin's source may advertise a head above the applied
+	// seq without an entry being applied before the replica treats it as a gap: the
+	// [T, head] hole of an entry lost at the tail of a stream, which no later entry would
+	// reveal. It resumes the channel from the applied seq and counts a gap and a resend
+	// request (default 3 s).
+	StallTimeout time.Duration
+	// DivergenceRetry is how long a (peer, origin) pair whose channel diverged is left out
+	// of the candidates, unless the connection is made again (default 10 s).
+	DivergenceRetry time.Duration
+
+	// HoldUnsynced keeps entries that are not yet durable against power loss from peers:
+	// the local origin's entries beyond the last Synced, and, for version-1 peers, arrival
+	// positions beyond it (so a power loss cannot renumber positions a peer holds). Without
+	// it everything applied is served at once (a process crash loses nothing applied).
+	HoldUnsynced bool
+
+	// NewSession makes the protocol core of one connection (default NativeSession).
+	NewSession func(protocol.Config) (Session, error)
+
+	// Mutations break a decision on purpose, for the mutation check's tests only; the zero
+	// value breaks nothing. Sessions get them too (the native core's gap detection).
+	Mutations mutate.Set
+}
+
+// WriteLimits bound a local write (CONTRACT.md, HTTP API). Zero fields take the defaults.
+type WriteLimits struct {
+	MaxKey   int // default 1024 bytes
+	MaxValue int // default 1 MiB
+	MaxTxn   int // default 8 MiB of transaction encoding
+}
+
+// Default bounds and delays.
+const (
+	DefaultMaxKey          = 1024
+	DefaultMaxValue        = 1 << 20
+	DefaultMaxTxn          = 8 << 20
+	DefaultMoveDelay       = 2 * time.Second
+	DefaultDivergenceRetry = 10 * time.Second
+	DefaultStallTimeout    = 3 * time.Second
+	maxTableName           = 64
+	arrivalBatch           = 64
+	maxMoves               = 1024
+)
+
+func (c Config) withDefaults() Config {
+	if c.Write.MaxKey == 0 {
+		c.Write.MaxKey = DefaultMaxKey
+	}
+	if c.Write.MaxValue == 0 {
+		c.Write.MaxValue = DefaultMaxValue
+	}
+	if c.Write.MaxTxn == 0 {
+		c.Write.MaxTxn = DefaultMaxTxn
+	}
+	if c.MoveDelay == 0 {
+		c.MoveDelay = DefaultMoveDelay
+	}
+	if c.StallTimeout == 0 {
+		c.StallTimeout = DefaultStallTimeout
+	}
+	if c.DivergenceRetry == 0 {
+		c.DivergenceRetry = DefaultDivergenceRetry
+	}
+	if c.NewSession == nil {
+		c.NewSession = NativeSession
+	}
+	c.Limits = c.Limits.WithDefaults()
+	return c
+}

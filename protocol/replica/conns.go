@@ -1,0 +1,233 @@
+package replica
+
+import (
+	"slices"
+	"time"
+
+	"plait/protocol"
+	"plait/protocol/vector"
+	"plait/protocol/wire"
+)
+
+// Connections: one per socket, from Open to drop, and the arbitration that keeps one
+// connection per peer.
+
+// ConnID names one connection of a replica, from 1, never reused.
+type ConnID uint64
+
+// conn is one connection and what the replica tracks of it.
+type conn struct {
+	id          ConnID
+	sess        Session
+	role        wire.Role
+	expect      string
+	established bool
+	version     uint64
+	peerName    string
+	peerOrigin  wire.OriginID
+
+	// version 2
+	heads    map[wire.OriginID]wire.Head // advertised by the peer
+	adv      map[wire.OriginID]bool      // advertised to the peer
+	fullAdv  bool                        // advertise every origin at the next settle
+	in       map[wire.OriginID]bool      // origins this side subscribed to on this connection
+	out      map[wire.OriginID]*outStream
+	outOrder []wire.OriginID
+	excluded map[wire.OriginID]time.Time // diverged channels, left out until then
+
+	// version 1
+	v1Subscribed bool
+	v1Start      uint64                   // the peer cursor this connection subscribed from
+	v1LastPos    map[wire.OriginID]uint64 // per origin, the last position processed here
+	v1After      uint64                   // the last arrival position offered (or skipped)
+	v1InFlight   []sentPos
+	v1Unacked    int
+}
+
+type outStream struct {
+	next uint64 // the seq to send next
+	// blocked is the frame size of entry next when the channel's credit could not take
+	// it (0: not known): the stream waits for that much credit without reading the entry
+	// again.
+	blocked int
+}
+
+type sentPos struct {
+	pos  uint64
+	size int
+}
+
+// Open starts a connection's session: the shell calls it for each socket it dialed
+// (RoleDialer, expectPeer the configured name) or accepted (RoleListener, expectPeer
+// empty), with a fresh nonce of 16 to 64 bytes. The session's first messages are in the
+// next Output.
+func (r *Replica) Open(now time.Time, role wire.Role, expectPeer string, nonce []byte) (ConnID, error) {
+	if r.fatal != nil {
+		return 0, r.fatal
+	}
+	r.now = now
+	s, err := r.cfg.NewSession(protocol.Config{Role: role, Name: r.id.Name, Origin: r.id.Origin, Secret: r.cfg.Secret,
+		MinVersion: r.cfg.MinVersion, MaxVersion: r.cfg.MaxVersion, Capabilities: r.cfg.Capabilities,
+		ExpectedPeer: expectPeer, Limits: r.cfg.Limits, Mutations: r.cfg.Mutations})
+	if err != nil {
+		return 0, err
+	}
+	if err := s.Start(now, nonce); err != nil {
+		return 0, err
+	}
+	r.lastConn++
+	c := &conn{id: r.lastConn, sess: s, role: role, expect: expectPeer,
+		heads: map[wire.OriginID]wire.Head{}, adv: map[wire.OriginID]bool{}, in: map[wire.OriginID]bool{},
+		out: map[wire.OriginID]*outStream{}, excluded: map[wire.OriginID]time.Time{}}
+	r.conns[c.id] = c
+	r.connOrder = append(r.connOrder, c.id)
+	return c.id, r.settle()
+}
+
+// Disconnected tells the replica that a connection's socket is gone (read or write
+// failed, or the shell closed it). Its session is dropped; the origins it carried move.
+func (r *Replica) Disconnected(now time.Time, id ConnID, reason string) error {
+	if r.fatal != nil {
+		return r.fatal
+	}
+	c := r.conns[id]
+	if c == nil {
+		return nil
+	}
+	r.now = now
+	r.drain(c)
+	if c.sess.State() != protocol.StateClosed && c.established && reason != "" {
+		r.recordError(c, wire.NewError(wire.CodeClosed, "connection lost: "+reason))
+	}
+	r.drop(c)
+	delete(r.out, id) // nothing more can be sent on it
+	return r.settle()
+}
+
+// CloseConn closes one connection with going-away (an orderly stop, or a peer removed).
+func (r *Replica) CloseConn(now time.Time, id ConnID, why string) error {
+	c := r.conns[id]
+	if c == nil {
+		return ErrUnknownConn
+	}
+	r.now = now
+	r.closeConn(c, wire.CodeGoingAway, why)
+	return r.settle()
+}
+
+func (r *Replica) onHandshake(c *conn) {
+	info := c.sess.Handshake()
+	c.established, c.version, c.peerName, c.peerOrigin = true, info.Version, info.PeerName, info.PeerOrigin
+	r.learnName(info.PeerOrigin, info.PeerName)
+	// One connection per peer: when both sides dialed, the one dialed by the lower origin
+	// id survives; a second connection of the same dialer replaces the older one.
+	for _, id := range r.connOrder {
+		d := r.conns[id]
+		if d == c || !d.established || d.peerOrigin != c.peerOrigin || d.sess.State() == protocol.StateClosed {
+			continue
+		}
+		loser := d
+		if r.dialerOf(c) != r.dialerOf(d) && cmpOrigin(r.dialerOf(c), r.dialerOf(d)) > 0 {
+			loser = c
+		}
+		r.closeConn(loser, wire.CodeGoingAway, "duplicate connection to "+c.peerName)
+		if loser == c {
+			return
+		}
+	}
+	for _, o := range r.originOrder {
+		if st := r.origins[o]; st.name != "" && !r.checkConn(c, c.sess.SetOriginName(o, st.name)) {
+			return
+		}
+	}
+	if c.version == 1 {
+		from, err := r.store.PeerCursor(c.peerOrigin)
+		if !r.check(err) {
+			return
+		}
+		var vec []vector.Entry
+		for _, o := range r.originOrder {
+			if st := r.origins[o]; st.applied.Seq > 0 && o != c.peerOrigin && o != r.id.Origin {
+				vec = append(vec, vector.Entry{Origin: o, Seq: st.applied.Seq, Hash: st.applied.Hash})
+			}
+		}
+		if pst := r.origins[c.peerOrigin]; pst.applied.Seq > 0 {
+			vec = append(vec, vector.Entry{Origin: c.peerOrigin, Seq: pst.applied.Seq, Hash: pst.applied.Hash})
+		}
+		c.v1Start, c.v1LastPos = from, map[wire.OriginID]uint64{}
+		r.check(c.sess.V1().Subscribe(from, vec))
+		return
+	}
+	c.fullAdv = true
+	r.routeSome[c.peerOrigin] = true // a direct candidate
+}
+
+func (r *Replica) dialerOf(c *conn) wire.OriginID {
+	if c.role == wire.RoleDialer {
+		return r.id.Origin
+	}
+	return c.peerOrigin
+}
+
+// drop forgets a connection: the origins it was the source of lose their source, and its
+// streams and advertised heads are gone.
+func (r *Replica) drop(c *conn) {
+	delete(r.conns, c.id)
+	if i := slices.Index(r.connOrder, c.id); i >= 0 {
+		r.connOrder = slices.Delete(r.connOrder, i, i+1)
+	}
+	for _, o := range r.originOrder {
+		st := r.origins[o]
+		if st.source == c.id {
+			r.loseSource(st, ReasonDisconnected)
+		} else if src := r.conns[st.source]; r.cfg.Mutations.BreakFailoverIsolation && src != nil {
+			r.subscribe(src, st, st.applied.Seq) // test-only: a failover that resets every origin
+		}
+		if st.legacySource == c.peerName && c.version == 1 {
+			st.legacySource = ""
+		}
+	}
+}
+
+func (c *conn) sortOut() {
+	c.outOrder = c.outOrder[:0]
+	for o := range c.out {
+		c.outOrder = append(c.outOrder, o)
+	}
+	slices.SortFunc(c.outOrder, cmpOrigin)
+}
+
+func (c *conn) dropOut(o wire.OriginID) {
+	if c.out[o] != nil {
+		delete(c.out, o)
+		c.sortOut()
+	}
+}
+
+// ReadPaused reports whether the shell must stop reading the connection (version 1).
+func (r *Replica) ReadPaused(id ConnID) bool {
+	c := r.conns[id]
+	return c != nil && c.sess.ReadPaused()
+}
+
+// Session returns a connection's session, for inspection (held bytes, stats); nil when
+// unknown.
+func (r *Replica) Session(id ConnID) Session {
+	if c := r.conns[id]; c != nil {
+		return c.sess
+	}
+	return nil
+}
+
+// Conns lists the open connections, ascending.
+func (r *Replica) Conns() []ConnID { return slices.Clone(r.connOrder) }
+
+func cmpConn(a, b ConnID) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,164 @@
+package replica
+
+import (
+	"plait/protocol"
+	"plait/protocol/wire"
+)
+
+// Event dispatch: what the replica does with each event its sessions report.
+
+// drain takes one session's output and acts on its events.
+func (r *Replica) drain(c *conn) {
+	rd := c.sess.Ready()
+	if len(rd.Messages) > 0 {
+		o := r.output(c.id)
+		o.Messages = append(o.Messages, rd.Messages...)
+	}
+	// Commands issued while handling the events reuse the session's event buffer: copy.
+	evs := append(r.evbuf[:0], rd.Events...)
+	r.evbuf = evs[:0]
+	for i := range evs {
+		if r.conns[c.id] == nil || r.fatal != nil {
+			return
+		}
+		r.onEvent(c, &evs[i])
+	}
+}
+
+func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
+	switch ev.Kind {
+	case protocol.EventHandshake:
+		r.onHandshake(c)
+	case protocol.EventOriginNamed:
+		r.learnName(ev.Origin, ev.Name)
+	case protocol.EventSubscribed:
+		if c.version == 1 {
+			c.v1Subscribed, c.v1After = true, ev.Position
+		} else {
+			r.origin(ev.Origin) // an origin this node may not hold (yet): nothing to send
+			c.out[ev.Origin] = &outStream{next: ev.Seq + 1}
+			c.sortOut()
+		}
+	case protocol.EventUnsubscribed:
+		c.dropOut(ev.Origin)
+	case protocol.EventResend:
+		if s := c.out[ev.Origin]; s != nil {
+			s.next, s.blocked = ev.From, 0
+		}
+	case protocol.EventAcked:
+		n := 0
+		for _, p := range c.v1InFlight {
+			if p.pos > ev.Position {
+				break
+			}
+			c.v1Unacked -= p.size
+			n++
+		}
+		c.v1InFlight = c.v1InFlight[:copy(c.v1InFlight, c.v1InFlight[n:])]
+	case protocol.EventHeads:
+		r.onHeads(c, ev.Heads)
+	case protocol.EventTxn:
+		r.receive(c, ev.Txn, ev.Position)
+	case protocol.EventDuplicate:
+		r.counters.DuplicatesReceived++
+		if c.version == 1 {
+			c.v1LastPos[ev.Txn.Origin] = ev.Position
+			r.check(c.sess.V1().Ack(ev.Position))
+			r.check(r.store.SetPeerCursor(c.peerOrigin, ev.Position))
+		}
+	case protocol.EventGap:
+		r.counters.GapsDetected++
+		if c.version == 2 {
+			r.counters.ResendsRequested++
+		} else {
+			r.rewindV1(c, ev.Txn.Origin)
+		}
+	case protocol.EventDivergence:
+		r.onDivergence(c, ev)
+	case protocol.EventClosed:
+		r.onClosed(c, ev)
+	case protocol.EventCursor, protocol.EventCredit, protocol.EventIgnoredFrame:
+		// Credit and acknowledgements are acted on by pump; ignored frames are counted by
+		// the session (Stats).
+	}
+}
+
+func (r *Replica) learnName(o wire.OriginID, name string) {
+	st := r.origin(o)
+	if st.name != "" || o == r.id.Origin {
+		return
+	}
+	st.name = name
+	for _, id := range r.connOrder {
+		if c := r.conns[id]; c.established {
+			r.checkConn(c, c.sess.SetOriginName(o, name))
+		}
+	}
+}
+
+func (r *Replica) onHeads(c *conn, h *wire.Heads) {
+	for _, hd := range h.Heads {
+		c.heads[hd.Origin] = hd
+		st := r.origin(hd.Origin)
+		if hd.Seq > st.headSeq {
+			st.headSeq, st.headHLC = hd.Seq, hd.HLC
+		}
+	}
+	for _, hd := range h.Heads {
+		r.routeSome[hd.Origin] = true
+	}
+	for _, o := range h.Withdrawn {
+		delete(c.heads, o)
+		r.routeSome[o] = true
+	}
+}
+
+func (r *Replica) onDivergence(c *conn, ev *protocol.Event) {
+	st := r.origin(ev.Origin)
+	if !(ev.Outgoing && ev.ByPeer) {
+		// Found here: in an entry received, or (sending) a subscriber's position that is not
+		// in this node's log. What a peer found in an entry this node sent is the peer's
+		// to count; and this node's own origin is authoritative, never flagged here.
+		r.counters.Divergences++
+		if ev.Origin != r.id.Origin {
+			st.diverged, st.divergedAt = true, ev.DivergedAt
+		}
+	}
+	switch {
+	case c.version != 2:
+		// Version 1 closes the session; the connection is made again.
+	case ev.Outgoing:
+		c.dropOut(ev.Origin)
+	default: // a channel this side subscribed to, closed by the session
+		delete(c.in, ev.Origin)
+		c.excluded[ev.Origin] = r.now.Add(r.cfg.DivergenceRetry)
+		if st.source == c.id {
+			r.loseSource(st, ReasonDiverged)
+		}
+	}
+}
+
+func (r *Replica) onClosed(c *conn, ev *protocol.Event) {
+	if ev.Err != nil {
+		if ev.Err.Class == wire.ClassProtocol && ev.Err.Code != wire.CodeDivergence && ev.Err.Code != wire.CodeGapDetected {
+			r.counters.ProtocolErrors++
+		}
+		if ev.Err.Code != wire.CodeGoingAway || ev.ByPeer {
+			r.recordError(c, ev.Err)
+		}
+	}
+	o := r.output(c.id)
+	o.Closed, o.Err = true, ev.Err
+	r.drop(c)
+}
+
+func (r *Replica) recordError(c *conn, err *wire.Error) {
+	name := c.peerName
+	if name == "" {
+		name = c.expect
+	}
+	if name == "" {
+		return // a connection that never named itself: counted only
+	}
+	r.lastErrors[name] = PeerError{Err: err, At: r.now}
+}

@@ -1,0 +1,164 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"plait/protocol/wire"
+)
+
+// Local writes: the next entry of this node's own origin, its HLC timestamp, and the
+// group commit that makes it servable.
+
+// ErrTxnTooLarge marks a refused write (bad-argument) whose transaction encodes to more
+// than the write limit's MaxTxn: the HTTP API answers it as too large.
+var ErrTxnTooLarge = errors.New("replica: the transaction is too large")
+
+// Write applies a local transaction: the next seq of this node's origin, chained to its
+// last entry, with an HLC timestamp above every one this node has seen. It returns the seq.
+// The operations are checked against the write limits; a refused write changes nothing.
+func (r *Replica) Write(now time.Time, ops []wire.Op) (uint64, error) {
+	if r.fatal != nil {
+		return 0, r.fatal
+	}
+	r.now = now
+	if err := r.checkOps(ops); err != nil {
+		return 0, err
+	}
+	st := r.origins[r.id.Origin]
+	last := r.hlc
+	t := wire.Txn{Origin: r.id.Origin, Seq: st.applied.Seq + 1, HLC: r.advanceClock(now), Prev: st.applied.Hash, Ops: ops}
+	enc, err := t.Encode()
+	if err == nil && len(enc) > r.cfg.Write.MaxTxn {
+		err = fmt.Errorf("the transaction encodes to %d bytes; the limit is %d", len(enc), r.cfg.Write.MaxTxn)
+	}
+	if err != nil {
+		r.hlc = last // a refused write changes nothing
+		werr := wire.NewError(wire.CodeBadArgument, err.Error())
+		if len(enc) > r.cfg.Write.MaxTxn {
+			return 0, errors.Join(ErrTxnTooLarge, werr)
+		}
+		return 0, werr
+	}
+	v, err := wire.ParseTxn(enc)
+	if err != nil {
+		return 0, wire.NewError(wire.CodeInternal, err.Error())
+	}
+	if !r.apply(&v, v.Hash(), nil, 0) {
+		return 0, r.fatal
+	}
+	return t.Seq, r.settle()
+}
+
+// advanceClock advances the hybrid logical clock for a local write and returns the
+// write's timestamp: the wall clock when it is ahead of every timestamp seen, otherwise
+// the last one's logical successor. (Tick is the timer input; this is the clock.)
+func (r *Replica) advanceClock(now time.Time) wire.HLC {
+	wall := uint64(max(now.UnixMilli(), 0))
+	switch {
+	case wall > r.hlc.WallMillis():
+		r.hlc = wire.MakeHLC(wall, 0)
+	case r.hlc.Logical() < 0xffff:
+		r.hlc++
+	default:
+		r.hlc = wire.MakeHLC(r.hlc.WallMillis()+1, 0)
+	}
+	return r.hlc
+}
+
+// checkOps checks a local write against CONTRACT.md's bounds.
+func (r *Replica) checkOps(ops []wire.Op) error {
+	if len(ops) == 0 {
+		return wire.NewError(wire.CodeBadArgument, "a write needs at least one operation")
+	}
+	for i, op := range ops {
+		at := "operation " + strconv.Itoa(i) + ": "
+		switch {
+		case !ValidTable(op.Table):
+			return wire.NewError(wire.CodeBadArgument, at+"a table name is 1 to 64 of [A-Za-z0-9_.-]")
+		case len(op.Key) == 0 || len(op.Key) > r.cfg.Write.MaxKey:
+			return wire.NewError(wire.CodeBadArgument, at+"a key is 1 to "+strconv.Itoa(r.cfg.Write.MaxKey)+" bytes")
+		case op.Kind == wire.OpPut && len(op.Value) > r.cfg.Write.MaxValue:
+			return wire.NewError(wire.CodeBadArgument, at+"a value is at most "+strconv.Itoa(r.cfg.Write.MaxValue)+" bytes")
+		case op.Kind == wire.OpDelete && len(op.Value) != 0:
+			return wire.NewError(wire.CodeBadArgument, at+"a delete carries no value")
+		case op.Kind != wire.OpPut && op.Kind != wire.OpDelete:
+			return wire.NewError(wire.CodeBadArgument, at+"unknown operation kind "+strconv.Itoa(int(op.Kind)))
+		}
+	}
+	return nil
+}
+
+// ValidTable reports whether name is a table name: 1 to 64 of [A-Za-z0-9_.-].
+func ValidTable(name []byte) bool {
+	if len(name) == 0 || len(name) > maxTableName {
+		return false
+	}
+	for _, c := range name {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '.', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// NeedsSync reports, with HoldUnsynced, whether something applied waits for a sync
+// before it may be served: a local entry, or an arrival position a subscribed version-1
+// peer may be sent. The shell takes a SyncPoint, syncs the store (group commit) and hands
+// the point back to Synced.
+func (r *Replica) NeedsSync() bool {
+	if !r.cfg.HoldUnsynced {
+		return false
+	}
+	if r.synced < r.origins[r.id.Origin].applied.Seq {
+		return true
+	}
+	if r.syncedArrive < r.arrivals {
+		for _, id := range r.connOrder {
+			if c := r.conns[id]; c.version == 1 && c.v1Subscribed {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// SyncPoint is what a sync covers: the local origin's seq and the arrival position
+// applied when it was taken.
+type SyncPoint struct {
+	Seq     uint64
+	Arrival uint64
+}
+
+// SyncPoint returns what the next Store.Sync will cover. Take it before calling Sync: the
+// replica may apply more while the sync runs.
+func (r *Replica) SyncPoint() SyncPoint {
+	return SyncPoint{Seq: r.origins[r.id.Origin].applied.Seq, Arrival: r.arrivals}
+}
+
+// Synced tells the replica that a Store.Sync started at p returned: with HoldUnsynced,
+// the entries it covers may now be served.
+func (r *Replica) Synced(now time.Time, p SyncPoint) error {
+	if r.fatal != nil {
+		return r.fatal
+	}
+	r.now = now
+	if p.Seq > r.synced {
+		raw, err := r.store.Entry(r.id.Origin, p.Seq)
+		if !r.check(err) {
+			return r.fatal
+		}
+		v, err := wire.ParseTxn(raw)
+		if !r.check(err) {
+			return r.fatal
+		}
+		r.synced, r.syncedHLC = p.Seq, v.HLC
+		r.headsDirty[r.id.Origin] = true // the head peers may now be told of
+	}
+	r.syncedArrive = max(r.syncedArrive, p.Arrival)
+	return r.settle()
+}
