@@ -20,7 +20,8 @@ type Report struct {
 	Partitions  int
 	Crashes     int
 	PowerLosses int // crashes that lost every write since the node's last Sync
-	Upgrades    int // restarts with another protocol-max
+	Upgrades    int // restarts at a newer protocol version than the node spoke before
+	Downgrades  int // restarts at an older one
 	Injected    int // faults that hit an entry
 	Detected    int
 	Covered     int
@@ -36,8 +37,8 @@ type Report struct {
 }
 
 func (r Report) String() string {
-	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d faults=%d detected=%d covered=%d resent=%d closed=%d moves=%d duplicates=%d records=%d digest=%s virtual=%s sync-delay=%s",
-		r.Seed, r.Nodes, r.Topology, r.Links, r.Mixed, r.Writes, r.Disconnects, r.Partitions, r.Crashes, r.PowerLosses, r.Upgrades,
+	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d downgrades=%d faults=%d detected=%d covered=%d resent=%d closed=%d moves=%d duplicates=%d records=%d digest=%s virtual=%s sync-delay=%s",
+		r.Seed, r.Nodes, r.Topology, r.Links, r.Mixed, r.Writes, r.Disconnects, r.Partitions, r.Crashes, r.PowerLosses, r.Upgrades, r.Downgrades,
 		r.Injected, r.Detected, r.Covered, r.Resent, r.Closed, r.Moves, r.Duplicates, r.Records, r.Digest, r.Virtual, r.SyncDelay)
 }
 
@@ -81,7 +82,7 @@ func Random(seed uint64, opts Options) Report {
 	rep.Nodes = n
 	rep.Mixed = rng.IntN(4) == 0
 	names := make([]string, n)
-	versions := map[string]uint64{} // as drawn: every version a node may run at is one of these
+	versions := map[string]uint64{} // the version each node speaks at its next start
 	anyV1 := false
 	for i := range names {
 		names[i] = nodeName(i)
@@ -89,7 +90,7 @@ func Random(seed uint64, opts Options) Report {
 		if rep.Mixed && rng.IntN(3) == 0 {
 			maxV, anyV1 = 1, true
 		}
-		versions[names[i]] = max(maxV, 2) % 3 // 0 and 2 are both version 2
+		versions[names[i]] = speaks(maxV)
 		if err := c.AddNode(names[i], maxV); err != nil {
 			rep.Failures = append(rep.Failures, err.Error())
 			return rep
@@ -155,8 +156,11 @@ func Random(seed uint64, opts Options) Report {
 					}
 					c.At(c.Now().Add(d), func() {
 						if c.Node(node).Rep == nil {
-							if version != max(c.Node(node).MaxVersion, 2)%3 {
+							switch before := speaks(c.Node(node).MaxVersion); {
+							case version > before:
 								rep.Upgrades++
+							case version < before:
+								rep.Downgrades++
 							}
 							_ = c.Restart(node, version)
 						}
@@ -279,4 +283,13 @@ func nodeName(i int) string {
 		return string(rune('A' + i))
 	}
 	return string(rune('A'+i%26)) + fmt.Sprint(i/26)
+}
+
+// speaks is the protocol version a node started with protocol-max maxVersion speaks with
+// a peer of the current build: maxVersion, or the newest (2) for 0.
+func speaks(maxVersion uint64) uint64 {
+	if maxVersion == 0 {
+		return 2
+	}
+	return maxVersion
 }

@@ -187,6 +187,7 @@ func (c *Cluster) start(n *Node) error {
 	}
 	n.Rep, n.ends = rep, map[replica.ConnID]*end{}
 	n.starts++
+	n.Versions = append(n.Versions, speaks(n.MaxVersion))
 	c.after(n)
 	for _, l := range c.sortedLinks() {
 		if l.From == n.Name || l.To == n.Name {
