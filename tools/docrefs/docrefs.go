@@ -139,14 +139,14 @@ func (c *Checker) CheckFile(rel string, content []byte) []Failure {
 	fenced := false
 	for i, line := range strings.Split(string(content), "\n") {
 		n := i + 1
-		var linkSpans [][2]int // where link targets are, so a mention there is not checked twice
+		var linkSpans [][2]int // where links are, so a mention in one is not checked twice
 		if markdown {
 			if fence(line) {
 				fenced = !fenced
 			} else if !fenced {
 				for _, m := range link.FindAllStringSubmatchIndex(codeSpan.ReplaceAllStringFunc(line, blank), -1) {
 					target := line[m[2]:m[3]]
-					linkSpans = append(linkSpans, [2]int{m[2], m[3]})
+					linkSpans = append(linkSpans, [2]int{m[0], m[1]})
 					if why := c.checkLink(dir, target); why != "" {
 						fail(n, target, why)
 					}
@@ -157,7 +157,7 @@ func (c *Checker) CheckFile(rel string, content []byte) []Failure {
 			ref := line[m[0]:m[1]]
 			if m[1] < len(line) && wordByte(line[m[1]]) || strings.HasPrefix(ref, "//") ||
 				slices.ContainsFunc(linkSpans, func(s [2]int) bool { return m[0] >= s[0] && m[0] < s[1] }) {
-				continue // longer than .md, part of a URL, or a link target checked above
+				continue // longer than .md, part of a URL, or in a link checked above
 			}
 			if _, why := c.resolve(dir, ref); why != "" {
 				fail(n, ref, why)

@@ -96,6 +96,7 @@ func TestLinks(t *testing.T) {
 		{"in a code span", "README" + md, "`[a](missing" + md + ")` is how a link is written", []string{"missing" + md}},
 		{"in a code block", "README" + md, "```\n[a](nowhere)\n```\n", nil},
 		{"to a missing file", "README" + md, "[gone](docs/contract" + md + ")", []string{"docs/contract" + md}},
+		{"reported once", "README" + md, "[gone" + md + "](gone" + md + ")", []string{"gone" + md}},
 		{"to a missing directory", "README" + md, "[x](shells/native/absent)", []string{"shells/native/absent"}},
 		{"relative to the file, not the root", "docs/design" + md, "[spec](protocol/SPEC" + md + ")", []string{"protocol/SPEC" + md}},
 		{"out of the repository", "README" + md, "[shared](../shared/DESIGN" + md + ")", []string{"../shared/DESIGN" + md}},
