@@ -23,13 +23,19 @@ type Failure struct {
 
 func (f Failure) String() string { return fmt.Sprintf("%s:%d: %s: %s", f.File, f.Line, f.Ref, f.Why) }
 
+// sect is the section sign.
+const sect = "\u00a7"
+
 // The patterns are assembled from pieces so that this file states them without matching
 // them itself.
 var (
 	// mdName is a mention of a Markdown file: a path-like token ending in .md.
 	mdName = regexp.MustCompile(`[A-Za-z0-9_./-]*[A-Za-z0-9_-]+\.` + `md`)
 	// section is a Markdown file name, the section sign and a section number.
-	section = regexp.MustCompile(`([A-Za-z0-9_./-]*[A-Za-z0-9_-]+\.` + `md)\s?` + "\u00a7" + `\s?([0-9]+(?:\.[0-9]+)*)`)
+	section = regexp.MustCompile(`([A-Za-z0-9_./-]*[A-Za-z0-9_-]+\.` + `md)\s?` + sect + `\s?([0-9]+(?:\.[0-9]+)*)`)
+	// linkSection is a Markdown link to a Markdown file, with or without an anchor,
+	// followed by the section sign and a section number.
+	linkSection = regexp.MustCompile(`\]\(([^()\s#]+\.` + `md)(?:#[^()\s]*)?\)\s?` + "\u00a7" + `\s?([0-9]+(?:\.[0-9]+)*)`)
 	// issueNumber is a mention of an issue by its number.
 	issueNumber = regexp.MustCompile(`(?i)\bissue` + `s? #?[0-9]+\b`)
 	// link is a Markdown inline link or image: [text](target) or [text](target "title").
@@ -173,6 +179,22 @@ func (c *Checker) CheckFile(rel string, content []byte) []Failure {
 			}
 			if !c.hasSection(file, m[2]) {
 				fail(n, m[0], file+" has no heading that starts with "+m[2]+".")
+			}
+		}
+		if markdown && !fenced {
+			for _, m := range linkSection.FindAllStringSubmatch(line, -1) {
+				if c.checkLink(dir, m[1]) != "" || scheme.MatchString(m[1]) {
+					continue // reported as a link, or not in the repository
+				}
+				file := m[1]
+				if strings.HasPrefix(file, "/") {
+					file = path.Clean(strings.TrimPrefix(file, "/"))
+				} else {
+					file = path.Join(dir, file)
+				}
+				if !c.hasSection(file, m[2]) {
+					fail(n, file+" "+sect+m[2], file+" has no heading that starts with "+m[2]+".")
+				}
 			}
 		}
 		for _, m := range issueNumber.FindAllString(line, -1) {

@@ -33,7 +33,6 @@ func TestRepository(t *testing.T) {
 // the references it shows failing.
 const (
 	md    = ".m" + "d"
-	sect  = "\u00a7"
 	issue = "iss" + "ue"
 )
 
@@ -145,6 +144,23 @@ func TestSections(t *testing.T) {
 		{"a section of a missing file", "// DESIGN" + md + " " + sect + "5", []string{"DESIGN" + md}},
 	} {
 		t.Run(c.name, func(t *testing.T) { expect(t, check(t, "shells/native/node/x.go", c.content), c.fails...) })
+	}
+}
+
+// TestLinkSections: in Markdown, a link to a document followed by a section number names
+// a section of the linked file.
+func TestLinkSections(t *testing.T) {
+	for _, c := range []struct {
+		name, file, content string
+		fails               []string
+	}{
+		{"a section", "docs/contract" + md, "see [design](design" + md + ") " + sect + "1", nil},
+		{"with an anchor", "README" + md, "[design](docs/design" + md + "#x) " + sect + "9.3", nil},
+		{"no such section", "docs/contract" + md, "see [design](design" + md + ") " + sect + "7", []string{"docs/design" + md + " " + sect + "7"}},
+		{"a missing file", "docs/contract" + md, "[ops](operations" + md + ") " + sect + "4", []string{"operations" + md}},
+		{"in a code block", "docs/contract" + md, "```\n[design](design" + md + ") " + sect + "7\n```\n", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) { expect(t, check(t, c.file, c.content), c.fails...) })
 	}
 }
 
