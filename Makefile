@@ -7,7 +7,7 @@ FUZZTIME  ?= 30s
 SEEDS     ?= 1000
 SEED_BASE ?=
 NODES     ?= 0
-# The exact release build of the WASM core (DESIGN.md §5, conformance/RELEASES.md).
+# The exact release build of the WASM core (docs/design.md §8, conformance/RELEASES.md).
 WASM_BUILD := GOFLAGS= CGO_ENABLED=0 GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildvcs=false -buildmode=c-shared
 
 .PHONY: all deps demo test check purity wasip1 vet fmt-check unit multiprocess releases releases-check freeze conformance wasm fuzz fuzz-ci sim bench clean
@@ -25,7 +25,7 @@ deps:
 ## test: everything CI runs
 test: deps fmt-check vet purity wasip1 wasm unit releases-check fuzz-ci multiprocess
 
-## purity: protocol/ imports nothing of DESIGN.md §1's list, reads no clock, starts no goroutine
+## purity: protocol/ imports nothing of docs/design.md §2's list, reads no clock, starts no goroutine
 purity:
 	$(GO) run ./tools/purity ./protocol/...
 
@@ -59,7 +59,7 @@ wasm:
 conformance: wasm
 	PLAIT_CORE_WASM=$(abspath $(CORE_WASM)) $(GO) test -count=1 -v ./conformance -run 'TestVersionMatrix|TestSimIdentityNativeWasm|TestScenariosUnderWasm|TestRelease'
 
-## freeze: freeze release RELEASE from COMMIT (a temporary worktree, the pinned command; RELEASES.md gains its row)
+## freeze: freeze release RELEASE from COMMIT (a temporary worktree, the pinned command; conformance/RELEASES.md gains its row)
 freeze:
 	@test -n "$(RELEASE)" -a -n "$(COMMIT)" || { echo "usage: make freeze RELEASE=0.3 COMMIT=<sha>"; exit 2; }
 	scripts/freeze.sh $(RELEASE) $(COMMIT)

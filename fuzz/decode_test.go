@@ -15,7 +15,7 @@ import (
 	"plait/protocol/wire"
 )
 
-// specPath is SPEC.md, relative to this package (go test runs in the package directory).
+// specPath is protocol/SPEC.md, relative to this package (go test runs in the package directory).
 const specPath = "../protocol/SPEC.md"
 
 // FuzzDecode feeds one message to the decode loop, twice: to wire.DecodeMessage with the
@@ -444,7 +444,7 @@ type seed struct {
 	data []byte
 }
 
-// specExamples returns the frame examples of SPEC.md as seeds.
+// specExamples returns the frame examples of protocol/SPEC.md as seeds.
 func specExamples(tb testing.TB) []seed {
 	tb.Helper()
 	spec, err := os.ReadFile(specPath)
@@ -465,7 +465,7 @@ func specExamples(tb testing.TB) []seed {
 	return out
 }
 
-// seeds returns the seed inputs: every SPEC.md example, all of them as one message, a
+// seeds returns the seed inputs: every protocol/SPEC.md example, all of them as one message, a
 // stream the session under test accepts, and malformed input of each header and body class.
 func seeds(tb testing.TB) []seed {
 	tb.Helper()
@@ -484,7 +484,7 @@ func seeds(tb testing.TB) []seed {
 				return e.data
 			}
 		}
-		tb.Fatalf("SPEC.md has no %s example", name)
+		tb.Fatalf("protocol/SPEC.md has no %s example", name)
 		return nil
 	}
 	raw := prototest.RawFrame
@@ -610,7 +610,7 @@ func TestSeedOutcomes(t *testing.T) {
 var writeSeeds = flag.Bool("write-seeds", false, "TestWriteSeedCorpus: write FuzzDecode's seeds to testdata/fuzz/FuzzDecode")
 
 // TestWriteSeedCorpus writes the seeds of FuzzDecode as corpus files (Go's "go test fuzz
-// v1" format), so that the committed corpus holds them too. Run it after SPEC.md's
+// v1" format), so that the committed corpus holds them too. Run it after protocol/SPEC.md's
 // examples change:
 //
 //	go test ./fuzz -run=TestWriteSeedCorpus -write-seeds

@@ -89,7 +89,7 @@ const diffCrossCheckEvery = 256
 // knownDifferencesPath lists the intended differences between releases and this build.
 const knownDifferencesPath = "testdata/known_differences.txt"
 
-// diffSeeds: FuzzDecode's seeds (SPEC.md's examples, a version-1 stream, malformed input of
+// diffSeeds: FuzzDecode's seeds (protocol/SPEC.md's examples, a version-1 stream, malformed input of
 // every class) and committed corpus, and every message of FuzzSession's seeds and committed
 // corpus (version 2), each once.
 func diffSeeds(tb testing.TB) [][]byte {
@@ -239,7 +239,7 @@ func newDiffState() (*diffState, error) {
 		wg.Go(func() {
 			wasm, err := os.ReadFile(p)
 			if sum := sha256.Sum256(wasm); err == nil && b.release != nil && hex.EncodeToString(sum[:]) != b.release.SHA256 {
-				err = fmt.Errorf("sha256 %x, RELEASES.md records %s", sum, b.release.SHA256)
+				err = fmt.Errorf("sha256 %x, conformance/RELEASES.md records %s", sum, b.release.SHA256)
 			}
 			if err == nil {
 				b.mod, err = loadWasm(context.Background(), b.name, wasm)
@@ -315,7 +315,7 @@ func (b *diffBuild) init() error {
 		}
 		b.decoder = in
 		if b.release != nil && b.mod.abiVersion != b.release.ABI {
-			return fmt.Errorf("release %s: abi_version %d, RELEASES.md says %d", b.name, b.mod.abiVersion, b.release.ABI)
+			return fmt.Errorf("release %s: abi_version %d, conformance/RELEASES.md says %d", b.name, b.mod.abiVersion, b.release.ABI)
 		}
 	}
 	// The advertised range, from a configured session's STATUS.
@@ -340,7 +340,7 @@ func (b *diffBuild) init() error {
 		in.close()
 	}
 	if b.release != nil && (b.minV != b.release.MinProto || b.maxV != b.release.MaxProto) {
-		return fmt.Errorf("release %s advertises versions %d..%d, RELEASES.md says %d..%d", b.name, b.minV, b.maxV, b.release.MinProto, b.release.MaxProto)
+		return fmt.Errorf("release %s advertises versions %d..%d, conformance/RELEASES.md says %d..%d", b.name, b.minV, b.maxV, b.release.MinProto, b.release.MaxProto)
 	}
 	return nil
 }
@@ -954,7 +954,7 @@ func loadKnownDifferences(file string, rels []conformance.Release) ([]knownDiff,
 		}
 		k := knownDiff{line: n, release: fs[0], what: fs[1], rel: fs[2], cur: fs[3], frameLo: -1, frameHi: -1, reason: reason}
 		if !names[k.release] {
-			return nil, bad("no release " + k.release + " in RELEASES.md")
+			return nil, bad("no release " + k.release + " in conformance/RELEASES.md")
 		}
 		if k.what != "decode" && k.what != "session" {
 			return nil, bad("the comparison is decode or session")

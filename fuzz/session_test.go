@@ -98,11 +98,11 @@ import (
 //     EventGap carry an entry whose hash matched its frame too (a mismatch is a divergence).
 //  7. Credit the session grants only grows per channel (CREDIT limits strictly increase).
 //
-// And against a reference model of SPEC.md's version-2 receive rules (v2Model, written
+// And against a reference model of protocol/SPEC.md's version-2 receive rules (v2Model, written
 // from the spec, not from the core), after every message:
 //
 //  8. The session fails at the frame the model predicts, with one of the codes of the rules
-//     that frame breaks (SPEC.md does not order them), or stays established when the model
+//     that frame breaks (protocol/SPEC.md does not order them), or stays established when the model
 //     does; the peer's CLOSE closes it with the peer's code and wire.PeerClass's class.
 //  9. It emits exactly the events the model predicts, in order, with their fields (a data
 //     event carries the very transaction of its DATA frame); before closing on a frame that
@@ -110,7 +110,7 @@ import (
 //  10. It sends exactly the frames the model predicts (PONG, RESEND, DIVERGENCE, CLOSE), then
 //     at Ready one CURSOR of the acknowledged open channels and at most one CREDIT whose
 //     grants are each released + window above the last grant, connection first, channels
-//     ascending, including every grant SPEC.md's rule makes due (half of the window free
+//     ascending, including every grant protocol/SPEC.md's rule makes due (half of the window free
 //     beyond the last grant, or nothing buffered and less than one largest frame left).
 //  11. Its counters move as predicted; established, HeldBytes after Ready is the data
 //     received and not yet released.
@@ -1051,10 +1051,10 @@ func (p *mPred) sameStats(before, st protocol.Stats) error {
 
 // ---- the reference model ----
 
-// v2Model is the session under test as SPEC.md describes it, from the handshake on: the
+// v2Model is the session under test as protocol/SPEC.md describes it, from the handshake on: the
 // frame rules of "Framing", the receive checks of "Version 2: per-origin channels" (DATA,
 // SUBSCRIBE, UNSUBSCRIBE, CURSOR, CREDIT, RESEND, DIVERGENCE, HEADS), ORIGIN, PING and PONG,
-// CLOSE and the classes of "Errors". Where SPEC.md leaves an order open (which of two
+// CLOSE and the classes of "Errors". Where protocol/SPEC.md leaves an order open (which of two
 // broken rules of one frame is reported), it follows the core's order; the body decoding
 // is wire.DecodeBody's, which FuzzDecode checks.
 type v2Model struct {
@@ -1078,7 +1078,7 @@ type mWindow struct{ window, limit, recv, consumed uint64 }
 
 func (w *mWindow) buffered() uint64 { return w.recv - w.consumed }
 
-// grantDue is SPEC.md's rule of when a receiver must grant (released + window): at least
+// grantDue is protocol/SPEC.md's rule of when a receiver must grant (released + window): at least
 // half of the window is free beyond the last grant, or nothing is buffered and less than one
 // largest frame of credit is left. It may grant more often: a grant of released + window
 // above the last one is always allowed.
@@ -1322,7 +1322,7 @@ func (m *v2Model) close(p *mPred, err *wire.Error, byPeer bool) {
 	p.events = append(p.events, protocol.Event{Kind: protocol.EventClosed, Err: err, ByPeer: byPeer})
 }
 
-// failAt closes because frame f breaks the rules of codes (in no particular order: SPEC.md
+// failAt closes because frame f breaks the rules of codes (in no particular order: protocol/SPEC.md
 // does not say which of two broken rules a receiver reports).
 func (m *v2Model) failAt(p *mPred, f wire.Frame, codes ...wire.Code) {
 	m.fail(p, wire.FrameError(codes[0], f.Type, f.Offset, "predicted by the model"), codes...)
@@ -1552,7 +1552,7 @@ func (m *v2Model) outOrigin(o wire.OriginID) *mOut {
 	return nil
 }
 
-// outChannel is SPEC.md's rule for a channel the peer names: open, closed since (the frame
+// outChannel is protocol/SPEC.md's rule for a channel the peer names: open, closed since (the frame
 // raced the close: ignored), or never opened (bad-channel).
 func (m *v2Model) outChannel(p *mPred, f wire.Frame, id uint32) (*mOut, bool) {
 	if ch := m.out[id]; ch != nil {
@@ -1565,7 +1565,7 @@ func (m *v2Model) outChannel(p *mPred, f wire.Frame, id uint32) (*mOut, bool) {
 	return nil, true
 }
 
-// data is SPEC.md's receive checks on DATA: the body decodes, then the connection's and the
+// data is protocol/SPEC.md's receive checks on DATA: the body decodes, then the connection's and the
 // channel's credit, a channel that was opened, of the entry's origin (in no particular
 // order), then the chain.
 func (m *v2Model) data(p *mPred, f wire.Frame) {
@@ -1693,7 +1693,7 @@ func bigChain(origin wire.OriginID, seq uint64, prev wire.Hash, n int) []protote
 	return out
 }
 
-// sessionSeeds returns the seeds: SPEC.md's examples as they are, the version-2 ones
+// sessionSeeds returns the seeds: protocol/SPEC.md's examples as they are, the version-2 ones
 // adjusted to the setup's channels and origins (valid), and the error classes of version 2.
 func sessionSeeds(tb testing.TB) []sessSeed {
 	tb.Helper()
@@ -1703,7 +1703,7 @@ func sessionSeeds(tb testing.TB) []sessSeed {
 		out = append(out, sessSeed{name: name, data: sessionInput(mode, msgs...), code: code, events: events})
 	}
 
-	// SPEC.md's examples, unchanged, each as one message, and all of them as one.
+	// protocol/SPEC.md's examples, unchanged, each as one message, and all of them as one.
 	specCodes := map[string]wire.Code{
 		"HELLO": wire.CodeUnexpectedFrame, "AUTH": wire.CodeUnexpectedFrame, "CLOSE": wire.CodeUnsupportedVersion,
 		"PING": "", "PONG": wire.CodeUnexpectedFrame, "ORIGIN": "", "SUBSCRIBE1": wire.CodeUnexpectedFrame,
@@ -1734,12 +1734,12 @@ func sessionSeeds(tb testing.TB) []sessSeed {
 	adj := func(name string, fix func(d *wire.Decoded)) []byte {
 		fs, err := wire.DecodeMessage(ex[name], wire.DefaultMaxMessage, wire.MaxFrameBody)
 		if err != nil || len(fs) != 1 {
-			tb.Fatalf("SPEC.md's %s example: %d frames, %v", name, len(fs), err)
+			tb.Fatalf("protocol/SPEC.md's %s example: %d frames, %v", name, len(fs), err)
 		}
 		fix(&fs[0])
 		b, aerr := wire.AppendFrame(nil, fs[0].Flags, fs[0].Channel, fs[0].Value)
 		if aerr != nil {
-			tb.Fatalf("SPEC.md's %s example adjusted: %v", name, aerr)
+			tb.Fatalf("protocol/SPEC.md's %s example adjusted: %v", name, aerr)
 		}
 		return b
 	}
@@ -1934,7 +1934,7 @@ func TestSessionSeedOutcomes(t *testing.T) {
 var writeSessionSeeds = flag.Bool("write-session-seeds", false, "TestWriteSessionSeedCorpus: write FuzzSession's seeds to testdata/fuzz/FuzzSession")
 
 // TestWriteSessionSeedCorpus writes the seeds of FuzzSession as corpus files, so that the
-// committed corpus holds them too. Run it after SPEC.md's examples or the setup change:
+// committed corpus holds them too. Run it after protocol/SPEC.md's examples or the setup change:
 //
 //	go test ./fuzz -run=TestWriteSessionSeedCorpus -write-session-seeds
 func TestWriteSessionSeedCorpus(t *testing.T) {

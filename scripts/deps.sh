@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/deps.sh — installs what the build needs beyond the Go toolchain, when missing:
 # Debian's librocksdb-dev 7.8.3, the C library grocksdb v1.7.14 links against
-# (../shared/TOOLCHAIN.md). A fresh machine needs `apt-get update` first.
+# (docs/design.md §12). A fresh machine needs `apt-get update` first.
 set -euo pipefail
 if dpkg -s librocksdb-dev >/dev/null 2>&1; then
 	exit 0

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# scripts/freeze.sh — the engine of `make freeze` and `make releases-check` (DESIGN.md §5,
+# scripts/freeze.sh — the engine of `make freeze` and `make releases-check` (docs/design.md §8,
 # conformance/RELEASES.md).
 #
 #   scripts/freeze.sh RELEASE COMMIT   freeze a new release: build the core at COMMIT in a
 #                                      temporary worktree with the pinned command, commit-ready
 #                                      under conformance/releases/RELEASE/core.wasm, and add its
-#                                      row to RELEASES.md's table
-#   scripts/freeze.sh --check          rebuild every release of RELEASES.md at its recorded
+#                                      row to conformance/RELEASES.md's table
+#   scripts/freeze.sh --check          rebuild every release of conformance/RELEASES.md at its recorded
 #                                      commit and check the SHA-256 reproduces
 #
 # The build runs in `git worktree add --detach` of the commit, so nothing of the working

@@ -14,7 +14,7 @@ import (
 	"plait/protocol/wire"
 )
 
-// The invariants (DESIGN.md §5), checked throughout a run and at its end:
+// The invariants (docs/design.md §9.3), checked throughout a run and at its end:
 //   - per-origin apply order strictly increasing, no transaction applied twice (recordingStore);
 //   - cursors never ahead of data (at every apply);
 //   - held bytes within the sessions' bound (after every step);

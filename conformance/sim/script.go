@@ -469,7 +469,7 @@ func (s *Script) report(args []Arg, f func(b *strings.Builder, n *Node) error) (
 	return b.String(), nil
 }
 
-// status A ...: each node's origins (CONTRACT.md's origins[] fields).
+// status A ...: each node's origins (the origins[] fields of docs/contract.md §8.2).
 func (s *Script) cmdStatus(args []Arg) (string, error) {
 	return s.report(args, func(b *strings.Builder, n *Node) error {
 		fmt.Fprintf(b, "%s:\n", n.Name)
@@ -481,7 +481,7 @@ func (s *Script) cmdStatus(args []Arg) (string, error) {
 	})
 }
 
-// counters A ...: each node's counters (CONTRACT.md's counters).
+// counters A ...: each node's counters (the counters of docs/contract.md §8.4).
 func (s *Script) cmdCounters(args []Arg) (string, error) {
 	return s.report(args, func(b *strings.Builder, n *Node) error {
 		k := n.Rep.Counters()

@@ -662,7 +662,7 @@ func TestVersion2Commands(t *testing.T) {
 
 // TestVersion2CommandsRefused: the version-2 opcodes answer the session's refusals as error
 // results: on a version-1 session (invalid-state), with malformed payloads (bad-argument),
-// and before OpConfigure; the payload of SUBSCRIBE-ORIGINS may omit key 1, as ABI.md gives it.
+// and before OpConfigure; the payload of SUBSCRIBE-ORIGINS may omit key 1, as shells/wasm/ABI.md gives it.
 func TestVersion2CommandsRefused(t *testing.T) {
 	var d abi.Driver
 	var b abi.Batch
@@ -724,7 +724,7 @@ func TestVersion2CommandsRefused(t *testing.T) {
 		t.Fatalf("refused commands sent %v; state %d", k.sentTypes(f), k.status.State)
 	}
 
-	// On a version-2 session, SUBSCRIBE-ORIGINS written as ABI.md gives it: {2: [...]}.
+	// On a version-2 session, SUBSCRIBE-ORIGINS written as shells/wasm/ABI.md gives it: {2: [...]}.
 	nat2, err := protocol.New(prototest.Config(wire.RoleListener, "b", 2))
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	"plait/protocol/wire"
 )
 
-// TestWriteValidation: every write outside CONTRACT.md's bounds is refused with
+// TestWriteValidation: every write outside the bounds of docs/contract.md §6.1 is refused with
 // bad-argument and writes nothing; valid writes get contiguous seqs chained by hash.
 func TestWriteValidation(t *testing.T) {
 	h := newHarness(t)

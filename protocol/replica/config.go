@@ -21,7 +21,7 @@ type Config struct {
 	Write                  WriteLimits
 
 	// MoveDelay is how long another candidate's advertised head must stay ahead of an
-	// origin's source before the origin moves to it (CONTRACT.md, routing rule; default 2 s).
+	// origin's source before the origin moves to it (docs/contract.md §10; default 2 s).
 	MoveDelay time.Duration
 	// StallTimeout is how long an origin's source may advertise a head above the applied
 	// seq without an entry being applied before the replica treats it as a gap: the
@@ -47,7 +47,7 @@ type Config struct {
 	Mutations mutate.Set
 }
 
-// WriteLimits bound a local write (CONTRACT.md, HTTP API). Zero fields take the defaults.
+// WriteLimits bound a local write (docs/contract.md §6.1). Zero fields take the defaults.
 type WriteLimits struct {
 	MaxKey   int // default 1024 bytes
 	MaxValue int // default 1 MiB

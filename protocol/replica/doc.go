@@ -1,5 +1,5 @@
 // Package replica owns one plait node's decisions: which peer each origin is taken from
-// and when it moves (CONTRACT.md's routing rule), what is relayed to whom, whether a
+// and when it moves (the routing rule, docs/contract.md §10), what is relayed to whom, whether a
 // received entry is applied, skipped, re-requested or flagged, last-writer-wins, when an
 // entry is acknowledged (persist before ack), and the status a node reports. It drives
 // one protocol session per connection through their public API (the Session interface)

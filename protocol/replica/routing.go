@@ -9,7 +9,7 @@ import (
 	"plait/protocol/wire"
 )
 
-// Routing (CONTRACT.md, "Routing rule"): each origin comes from one source at a time, a
+// Routing (docs/contract.md §10): each origin comes from one source at a time, a
 // version-2 connection. Candidates are the origin itself when directly connected and the
 // peers advertising the origin with a head above the applied seq; the choice prefers the
 // origin itself, then the highest head, the lowest RTT and the lowest peer name. An origin
@@ -284,7 +284,7 @@ type Move struct {
 	LostAt   time.Time // when the previous source was lost (zero when it was not)
 }
 
-// MoveReason says why an origin's source changed (CONTRACT.md, routing rule).
+// MoveReason says why an origin's source changed (docs/contract.md §10).
 type MoveReason string
 
 // The reasons of the routing rule. ReasonFirst is not a move (source_changes does not

@@ -9,7 +9,7 @@ import (
 	"plait/protocol/wire"
 )
 
-// Status is every field of CONTRACT.md's /v1/status that is not about sockets: the shell
+// Status is every field of /v1/status (docs/contract.md §8) that is not about sockets: the shell
 // adds each peer's URL, its dialing state (connecting, backoff) and reconnects.
 type Status struct {
 	Node     NodeStatus
@@ -66,7 +66,7 @@ type PeerError struct {
 	At  time.Time
 }
 
-// Counters are totals since the replica started (CONTRACT.md, "counters").
+// Counters are totals since the replica started (docs/contract.md §8.4).
 type Counters struct {
 	TxnsApplied        uint64
 	DuplicatesReceived uint64

