@@ -6,12 +6,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"plait/protocol"
 	"plait/protocol/replica"
 	"plait/protocol/replica/memstore"
+	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
 
@@ -445,4 +448,120 @@ func TestLWWAfterRestartReadsStoredVersions(t *testing.T) {
 	}
 	ms := uint64(epoch.UnixMilli())
 	sameVersion(t, "u", "k", replica.Record{Deleted: true, HLC: wire.MakeHLC(ms+30, 0), Origin: b.origin}, b, c)
+}
+
+// olderChannel makes a replica's sessions (Config.NewSession) native ones whose next
+// Subscribe naming the armed position's origin opens that channel at the armed position
+// instead of the one the replica asked for, once: a core whose channel lags the store's
+// cursor, which is what the replica's own check of every entry against the store is for.
+type olderChannel struct {
+	at *vector.Entry // armed; nil once used
+}
+
+func (o *olderChannel) newSession(cfg protocol.Config) (replica.Session, error) {
+	s, err := protocol.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return olderSession{Session: s, o: o}, nil
+}
+
+type olderSession struct {
+	*protocol.Session
+	o *olderChannel
+}
+
+func (s olderSession) V2() protocol.V2Commands { return olderV2{V2Commands: s.Session.V2(), o: s.o} }
+
+type olderV2 struct {
+	protocol.V2Commands
+	o *olderChannel
+}
+
+func (v olderV2) Subscribe(cursors []vector.Entry) error {
+	if at := v.o.at; at != nil {
+		if i := slices.IndexFunc(cursors, func(e vector.Entry) bool { return e.Origin == at.Origin }); i >= 0 {
+			cursors = slices.Clone(cursors)
+			cursors[i], v.o.at = *at, nil
+		}
+	}
+	return v.V2Commands.Subscribe(cursors)
+}
+
+// TestDuplicateFromAnotherConnection: C applies A's entries 1 and 2 through the relay B;
+// then A connects directly and C's channel on A opens at entry 1, below what C applied, so
+// A sends entry 2 again. C's check against its cursor counts one duplicate and applies
+// nothing: the store's log, arrival order and records stay as they were. The duplicate is
+// acknowledged (C holds none of it, A is told with a CURSOR) and the channel goes on.
+func TestDuplicateFromAnotherConnection(t *testing.T) {
+	h := newHarness(t)
+	older := &olderChannel{}
+	a := h.addNode("A", replica.Config{})
+	b := h.addNode("B", replica.Config{})
+	c := h.addNode("C", replica.Config{NewSession: older.newSession})
+	h.connect(b, a)
+	h.connect(c, b)
+	a.write(put("t", "k1", "v1"))
+	a.write(put("t", "k2", "v2"))
+	h.pump()
+	if got := c.originStatus(a); got.SourcePeer != "B" || got.AppliedSeq != 2 {
+		t.Fatalf("C's status of A = %+v, want applied 2 through B", got)
+	}
+	before := c.rep.Counters()
+	lastBefore, err := c.store.LastArrival()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw1, _ := c.entry(a, 1)
+	raw2, _ := c.entry(a, 2)
+	rec2, _ := c.get("t", "k2")
+
+	older.at = &vector.Entry{Origin: a.origin, Seq: 1, Hash: sha256.Sum256(raw1)}
+	ac := h.connect(a, c)
+	if older.at != nil {
+		t.Fatal("C did not subscribe to A on the direct connection")
+	}
+	if got := c.originStatus(a); got.SourcePeer != "A" || got.AppliedSeq != 2 {
+		t.Fatalf("C's status of A with A connected = %+v, want applied 2 from A", got)
+	}
+	// The entry extends the channel, so the session hands it on: the replica's own check
+	// against its cursor is what finds it applied.
+	if st := c.rep.Session(ac.listener.id).Stats(); st.TxnsReceived != 1 || st.Duplicates != 0 {
+		t.Fatalf("C's session on A's connection: %d entries received, %d duplicates; want 1 and 0", st.TxnsReceived, st.Duplicates)
+	}
+	want := before
+	want.DuplicatesReceived++
+	wantCounters(t, c, want)
+	if last, _ := c.store.LastArrival(); last != lastBefore {
+		t.Errorf("C's last arrival = %d after the duplicate, want %d: it was applied again", last, lastBefore)
+	}
+	if again, _ := c.entry(a, 2); !bytes.Equal(again, raw2) {
+		t.Errorf("C's log entry A/2 changed after the duplicate")
+	}
+	if got := c.applied()[a.origin]; got != 2 {
+		t.Errorf("C's cursor of A = %d, want 2", got)
+	}
+	if r, _ := c.get("t", "k2"); !bytes.Equal(r.Value, rec2.Value) || r.HLC != rec2.HLC || r.Origin != rec2.Origin {
+		t.Errorf("C: t/k2 = %+v after the duplicate, want %+v", r, rec2)
+	}
+	if held := c.rep.Session(ac.listener.id).HeldBytes(); held != 0 {
+		t.Errorf("C holds %d bytes on A's connection: the duplicate was not acknowledged", held)
+	}
+	// The CURSOR leaves with C's next message on the connection: its PING exchange.
+	h.advance(time.Second)
+	if got := h.acked("C", "A", a.origin); got != 2 {
+		t.Errorf("C acknowledged A's channel up to %d, want 2", got)
+	}
+
+	a.write(put("t", "k3", "v3"))
+	h.pump()
+	if got := c.originStatus(a); got.AppliedSeq != 3 || got.SourcePeer != "A" {
+		t.Errorf("C's status of A after A's next write = %+v, want applied 3 from A", got)
+	}
+	want.TxnsApplied++
+	wantCounters(t, c, want)
+	h.advance(time.Second)
+	if got := h.acked("C", "A", a.origin); got != 3 {
+		t.Errorf("C acknowledged A's channel up to %d, want 3", got)
+	}
 }

@@ -34,7 +34,7 @@ type harness struct {
 	nodes  []*node
 	links  []*link
 	nonces byte
-	frames []sentFrame // the HEADS, SUBSCRIBE and UNSUBSCRIBE frames sent, in order
+	frames []sentFrame // the HEADS, SUBSCRIBE, UNSUBSCRIBE and CURSOR frames sent, in order
 	// drop, when set, removes the frames it returns true for from the messages sent (the
 	// rest of each message is re-encoded and delivered).
 	drop func(from, to string, f wire.Decoded) bool
@@ -219,7 +219,8 @@ func (h *harness) collect() bool {
 	return sent
 }
 
-// record keeps the routing frames a node sends, for the split-horizon checks.
+// record keeps the routing frames a node sends, for the split-horizon checks, and its
+// acknowledgements.
 func (h *harness) record(e *end, msg []byte) {
 	h.t.Helper()
 	frames, derr := wire.DecodeMessage(msg, wire.DefaultMaxMessage, wire.MaxFrameBody)
@@ -228,7 +229,7 @@ func (h *harness) record(e *end, msg []byte) {
 	}
 	for _, f := range frames {
 		switch f.Value.(type) {
-		case *wire.Heads, *wire.Subscribe, *wire.Unsubscribe:
+		case *wire.Heads, *wire.Subscribe, *wire.Unsubscribe, *wire.Cursor:
 			h.frames = append(h.frames, sentFrame{from: e.node.name, to: e.peer.node.name, body: f.Value})
 		}
 	}
@@ -448,6 +449,34 @@ func (h *harness) subscribed(from, to string, o wire.OriginID) bool {
 		}
 	}
 	return false
+}
+
+// acked is the highest seq from acknowledged (CURSOR) on a channel of origin o it
+// subscribed to on to; channel numbers are per connection, so from and to must have had
+// one connection.
+func (h *harness) acked(from, to string, o wire.OriginID) uint64 {
+	channels := map[uint32]bool{}
+	var seq uint64
+	for _, f := range h.frames {
+		if f.from != from || f.to != to {
+			continue
+		}
+		switch b := f.body.(type) {
+		case *wire.Subscribe:
+			for _, e := range b.Entries {
+				if e.Origin == o {
+					channels[e.Channel] = true
+				}
+			}
+		case *wire.Cursor:
+			for _, e := range b.Entries {
+				if channels[e.Channel] {
+					seq = max(seq, e.Seq)
+				}
+			}
+		}
+	}
+	return seq
 }
 
 func wantCounters(t *testing.T, n *node, want replica.Counters) {
