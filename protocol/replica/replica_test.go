@@ -320,6 +320,40 @@ func (h *harness) advance(d time.Duration) {
 	}
 }
 
+// tickDeadlines runs the shell's loop on the virtual clock up to until, ticking nothing in
+// between deadlines: the clock jumps to the earliest NextDeadline of any node, the nodes
+// due then are ticked and the messages pumped, until no deadline is left before until.
+func (h *harness) tickDeadlines(until time.Time) {
+	h.t.Helper()
+	for range 10000 {
+		var next time.Time
+		for _, n := range h.nodes {
+			if d := n.rep.NextDeadline(); !d.IsZero() && (next.IsZero() || d.Add(-n.skew).Before(next)) {
+				next = d.Add(-n.skew)
+			}
+		}
+		if next.IsZero() || next.After(until) {
+			h.now = until
+			return
+		}
+		h.now = maxTime(h.now, next)
+		for _, n := range h.nodes {
+			if d := n.rep.NextDeadline(); !d.IsZero() && !n.clock().Before(d) {
+				h.check(n, n.rep.Tick(n.clock()))
+			}
+		}
+		h.pump()
+	}
+	h.t.Fatal("tickDeadlines: still due after 10000 deadlines")
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // takeMoves returns the node's moves since the last call.
 func (n *node) takeMoves() []replica.Move {
 	n.h.collect()
@@ -754,6 +788,58 @@ func TestStallResend(t *testing.T) {
 		t.Errorf("C's status of A after the stall timeout = %+v, want applied 2 from A", got)
 	}
 	wantCounters(t, c, replica.Counters{TxnsApplied: 2, GapsDetected: 1, ResendsRequested: 1})
+}
+
+// TestStallDeadline: a shell that ticks only at NextDeadline resumes a stalled origin in
+// time. A's entry 2 is lost on the way to C a while after C applied entry 1, while A's
+// heads tell C of it; C's next deadline is no later than its last progress (the apply of
+// entry 1, then the resubscription) plus the stall timeout, and ticking at it resumes the
+// channel, a gap and a resend request each time. The stall timeout is shorter than every
+// session timer, so no other deadline would tick C in time.
+func TestStallDeadline(t *testing.T) {
+	const stall = 300 * time.Millisecond // PINGs go every second
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{})
+	c := h.addNode("C", replica.Config{StallTimeout: stall})
+	h.connect(a, c)
+	a.write(put("t", "k1", "v"))
+	h.pump()
+	progress := h.now // C applied entry 1
+	lost := 0
+	h.drop = func(from, to string, f wire.Decoded) bool {
+		if o, seq, ok := dataSeq(f); ok && from == "A" && to == "C" && o == a.origin && seq == 2 && lost < 2 {
+			lost++ // the first send and the first resend
+			return true
+		}
+		return false
+	}
+	h.now = h.now.Add(100 * time.Millisecond) // before any timer of A or C
+	a.write(put("t", "k2", "v"))
+	h.pump()
+	if got := c.originStatus(a); lost != 1 || got.AppliedSeq != 1 || got.HeadSeq != 2 {
+		t.Fatalf("C's status of A = %+v with %d entries lost, want applied 1 head 2 and entry 2 lost", got, lost)
+	}
+	for round, want := range []replica.Counters{
+		{TxnsApplied: 1, GapsDetected: 1, ResendsRequested: 1}, // the resend is lost too
+		{TxnsApplied: 2, GapsDetected: 2, ResendsRequested: 2},
+	} {
+		due := progress.Add(stall)
+		if dl := c.rep.NextDeadline(); dl.IsZero() || dl.After(due) {
+			t.Fatalf("round %d: C's next deadline %v is later than its last progress %v plus the stall timeout",
+				round, dl.Sub(epoch), progress.Sub(epoch))
+		}
+		h.tickDeadlines(due.Add(-time.Millisecond))
+		wantCounters(t, c, replica.Counters{TxnsApplied: 1, GapsDetected: uint64(round), ResendsRequested: uint64(round)})
+		h.tickDeadlines(due)
+		if got := c.originStatus(a); got.AppliedSeq != want.TxnsApplied || got.SourcePeer != "A" {
+			t.Errorf("round %d: C's status of A at the stall deadline = %+v, want applied %d from A", round, got, want.TxnsApplied)
+		}
+		wantCounters(t, c, want)
+		progress = due // the resubscription
+	}
+	if lost != 2 {
+		t.Errorf("%d sends of entry 2 lost, want 2", lost)
+	}
 }
 
 // TestGapResend: an entry lost in the middle of a stream shows as a gap when the next one
