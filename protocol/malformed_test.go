@@ -19,41 +19,10 @@ import (
 	"plait/protocol/wire"
 )
 
-// ---- shared helpers (also used by negotiation_test.go and determinism_test.go) ----
-
-var hx = prototest.Hex // hand-written hex, spaces allowed
-
-var cat = prototest.Cat
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // ctext is a short CBOR text string (under 24 bytes).
 func ctext(s string) []byte { return append([]byte{0x60 + byte(len(s))}, s...) }
 
-func txn1(pos uint64, txn []byte) []byte {
-	return prototest.RawFrame(wire.TypeTxn1, 0, 0, append(binary.BigEndian.AppendUint64(nil, pos), txn...))
-}
-
 func ack1(pos uint64) []byte { return prototest.Frame(&wire.Ack1{Position: pos}) }
-
-// frames decodes every message a session sent, in order.
-func frames(t *testing.T, msgs [][]byte) []wire.Decoded {
-	t.Helper()
-	var out []wire.Decoded
-	for _, m := range msgs {
-		fs, err := wire.DecodeMessage(m, wire.DefaultMaxMessage, wire.MaxFrameBody)
-		if err != nil {
-			t.Fatalf("the session sent a malformed message %x: %v", m, err)
-		}
-		out = append(out, fs...)
-	}
-	return out
-}
 
 // spec holds the tables of SPEC.md the tests check against: each error code's class, and
 // each malformed-input class's resulting code ("" for M9, which is not an error).
@@ -178,45 +147,8 @@ func checkClosed(t *testing.T, s *protocol.Session, msgs [][]byte, evs []protoco
 // anyOffset skips the frame and offset check of checkClosed.
 const anyOffset = -2
 
-func kinds(evs []protocol.Event) []string {
-	var out []string
-	for _, e := range evs {
-		out = append(out, e.Kind.String())
-	}
-	return out
-}
-
-// ---- the fixture every established-session case starts from ----
-
-var (
-	fxOrigin = prototest.Origin(9)
-	fxChain  = prototest.Chain(fxOrigin, 6, 1, 4)
-	fxOther  = prototest.Chain(fxOrigin, 6, 1, 5) // the same origin, different entries: a forked log
-	ping7    = prototest.Frame(&wire.Ping{ID: 7})
-)
-
-// fixture returns an established pair in which D (limits dl) subscribed from 0 and received
-// positions 1..3 (fxChain seq 1..3, announced as origin "nine") from L. Both sides'
-// output has been taken.
-func fixture(t *testing.T, dl protocol.Limits) *prototest.Pair {
-	t.Helper()
-	dc := prototest.ConfigV1(wire.RoleDialer, "a", 1)
-	dc.Limits = dl
-	p := established(t, dc, prototest.ConfigV1(wire.RoleListener, "b", 2))
-	must(t, p.D.S.V1().Subscribe(0, nil))
-	p.Pump(10)
-	must(t, p.L.S.SetOriginName(fxOrigin, "nine"))
-	for i := 0; i < 3; i++ {
-		must(t, p.L.S.V1().Offer(uint64(i+1), fxChain[i].Raw))
-	}
-	p.Pump(10)
-	if n := p.D.Count(protocol.EventTxn); n != 3 {
-		t.Fatalf("fixture: %d txns received", n)
-	}
-	p.D.Drain()
-	p.L.Drain()
-	return p
-}
+// fxOther is a fork of fxChain's log: the same origin, different entries.
+var fxOther = prototest.Chain(fxOrigin, 6, 1, 5)
 
 // The version-2 fixture: entries whose DATA frames all have the same size, so that credit
 // limits can be set in whole frames.
@@ -263,66 +195,6 @@ func fxPairV2(t *testing.T, dl, ll protocol.Limits) *prototest.Pair {
 // fxData is a DATA frame on channel ch carrying e with its chain hash.
 func fxData(ch uint32, e prototest.Entry) []byte {
 	return prototest.RawFrame(wire.TypeData, 0, ch, cat(e.Hash[:], e.Raw))
-}
-
-// peerHello is the HELLO body of a hand-played dialer talking to the handshake target.
-func peerHello(mod func(h *wire.Hello)) []byte {
-	h := &wire.Hello{Role: wire.RoleDialer, Name: "p", Origin: prototest.Origin(7), MinVersion: 1, MaxVersion: 1,
-		Nonce: prototest.Nonce(40)}
-	if mod != nil {
-		mod(h)
-	}
-	return prototest.HelloBody(h)
-}
-
-func helloFrame(body []byte) []byte { return prototest.RawFrame(wire.TypeHello, 0, 0, body) }
-
-// cborBytes is the CBOR encoding of a byte string of n zero bytes (n < 65536).
-func cborBytes(n int) []byte {
-	switch {
-	case n < 24:
-		return append([]byte{0x40 + byte(n)}, make([]byte, n)...)
-	case n < 256:
-		return append([]byte{0x58, byte(n)}, make([]byte, n)...)
-	}
-	return append([]byte{0x59, byte(n >> 8), byte(n)}, make([]byte, n)...)
-}
-
-// helloOfSize is a valid peer HELLO body (peerHello, changed by mod) padded with an unknown
-// key to exactly size bytes.
-func helloOfSize(size int, mod func(h *wire.Hello)) []byte {
-	if b := peerHello(mod); len(b) == size {
-		return b
-	}
-	for n := max(0, size-len(peerHello(mod))-8); n <= size; n++ {
-		b := peerHello(func(h *wire.Hello) {
-			if mod != nil {
-				mod(h)
-			}
-			h.Extra = wire.Extra{20: cborBytes(n)}
-		})
-		if len(b) == size {
-			return b
-		}
-	}
-	panic("no HELLO body of exactly the size")
-}
-
-// entryOfBody is a seq-1 transaction of origin whose TXN1 body (position and encoding) is
-// exactly body bytes.
-func entryOfBody(origin wire.OriginID, body int) prototest.Entry {
-	for v := max(0, body-100); v <= body; v++ {
-		e := prototest.Chain(origin, 1, 1, v)[0]
-		if 8+len(e.Raw) == body {
-			return e
-		}
-	}
-	panic("no transaction of the size")
-}
-
-// originFrame is an ORIGIN frame naming o.
-func originFrame(o wire.OriginID, name string) []byte {
-	return prototest.Frame(&wire.Origin{Origin: o, Name: name})
 }
 
 // txnHead is the fixed part of an fxOrigin transaction at seq after prev.
@@ -723,23 +595,6 @@ func fxOverrun(window string, limit, offset int) func(t *testing.T, s *protocol.
 			t.Fatalf("%d txns received: the overrunning DATA was counted", st.TxnsReceived)
 		}
 	}
-}
-
-// handshakeTarget returns a started listener whose HELLO was taken, and that HELLO's body.
-func handshakeTarget(t *testing.T, mod func(c *protocol.Config)) (*protocol.Session, []byte) {
-	t.Helper()
-	cfg := prototest.ConfigV1(wire.RoleListener, "b", 2)
-	if mod != nil {
-		mod(&cfg)
-	}
-	s, err := protocol.New(cfg)
-	must(t, err)
-	must(t, s.Start(prototest.Epoch, prototest.Nonce(2)))
-	rd := s.Ready()
-	if len(rd.Messages) != 1 {
-		t.Fatalf("%d messages after Start", len(rd.Messages))
-	}
-	return s, append([]byte(nil), rd.Messages[0][wire.HeaderSize:]...)
 }
 
 func runInputCase(t *testing.T, c inputCase) {
@@ -1338,19 +1193,6 @@ type refusedCase struct {
 	name string
 	code wire.Code
 	run  func(t *testing.T) (*protocol.Session, func() error)
-}
-
-// streaming returns an established pair whose D subscribed from 0, with L limits ll and D
-// limits dl.
-func streaming(t *testing.T, dl, ll protocol.Limits) *prototest.Pair {
-	t.Helper()
-	dc := prototest.ConfigV1(wire.RoleDialer, "a", 1)
-	lc := prototest.ConfigV1(wire.RoleListener, "b", 2)
-	dc.Limits, lc.Limits = dl, ll
-	p := established(t, dc, lc)
-	must(t, p.D.S.V1().Subscribe(0, nil))
-	p.Pump(10)
-	return p
 }
 
 // sending is streaming with fxOrigin named on L, so that L may offer its entries.

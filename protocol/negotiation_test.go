@@ -12,8 +12,6 @@ import (
 	"plait/protocol/wire"
 )
 
-var secret = []byte("test-secret") // prototest.Config's secret
-
 // TestAdvertisedVersions: this build implements exactly 1..2; configuration narrows it
 // (a configured max of 1 is `--protocol-max 1`), never widens it (a max of 5 is clamped to
 // 2), and the HELLO on the wire carries what Advertised reports.

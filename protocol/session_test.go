@@ -15,25 +15,6 @@ import (
 	"plait/protocol/wire"
 )
 
-func established(t *testing.T, dc, lc protocol.Config) *prototest.Pair {
-	t.Helper()
-	p, err := prototest.NewPair(dc, lc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Pump(10)
-	for _, s := range []*prototest.Side{p.D, p.L} {
-		if s.S.State() != protocol.StateEstablished {
-			t.Fatalf("state %v, err %v", s.S.State(), s.S.Err())
-		}
-	}
-	return p
-}
-
-func defaultPair(t *testing.T) *prototest.Pair {
-	return established(t, prototest.ConfigV1(wire.RoleDialer, "a", 1), prototest.ConfigV1(wire.RoleListener, "b", 2))
-}
-
 // TestHandshakeEstablishes: two sessions establish the version both offer (version 1 when
 // one is limited to it, else 2) with the capabilities both offer, each knowing the other;
 // until the caller asks, nothing but HELLO and AUTH was sent, and nothing is held.

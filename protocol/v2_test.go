@@ -10,19 +10,6 @@ import (
 	"plait/protocol/wire"
 )
 
-// v2pair is an established version-2 pair: the dialer subscribes (receives), the listener
-// sends. Both hold a name for the origins used.
-func v2pair(t *testing.T, limits protocol.Limits) *prototest.Pair {
-	t.Helper()
-	dc := prototest.Config(wire.RoleDialer, "r", 1)
-	dc.Limits = limits
-	p := established(t, dc, prototest.Config(wire.RoleListener, "s", 2))
-	if p.D.S.Handshake().Version != 2 {
-		t.Fatalf("version %d", p.D.S.Handshake().Version)
-	}
-	return p
-}
-
 // twoOrigins names origins 7 ("seven") and 8 ("eight") on the sender, subscribes the
 // receiver to both from the start, and returns their chains of n entries.
 func twoOrigins(t *testing.T, p *prototest.Pair, n, ops, valueLen int) (a, b wire.OriginID, chains map[wire.OriginID][]prototest.Entry) {

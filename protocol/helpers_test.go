@@ -1,0 +1,228 @@
+package protocol_test
+
+// The helpers here are the ones several test files of this package share; a helper that
+// only one file uses stays in that file.
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"plait/protocol"
+	"plait/protocol/prototest"
+	"plait/protocol/wire"
+)
+
+// ---- shorthand ----
+
+// hx writes test bytes as hex by hand, spaces allowed.
+var hx = prototest.Hex
+
+// cat joins the frames and parts of a hand-built message.
+var cat = prototest.Cat
+
+// must stops the test on an error from a step that only sets the scene.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ---- reading what a session produced ----
+
+// frames decodes every message a session sent, in order.
+func frames(t *testing.T, msgs [][]byte) []wire.Decoded {
+	t.Helper()
+	var out []wire.Decoded
+	for _, m := range msgs {
+		fs, err := wire.DecodeMessage(m, wire.DefaultMaxMessage, wire.MaxFrameBody)
+		if err != nil {
+			t.Fatalf("the session sent a malformed message %x: %v", m, err)
+		}
+		out = append(out, fs...)
+	}
+	return out
+}
+
+// kinds names the kinds of events, for failure messages.
+func kinds(evs []protocol.Event) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Kind.String())
+	}
+	return out
+}
+
+// ---- established pairs ----
+
+// established returns a started pair of sessions of configs dc and lc, pumped until both
+// are established (or the test fails).
+func established(t *testing.T, dc, lc protocol.Config) *prototest.Pair {
+	t.Helper()
+	p, err := prototest.NewPair(dc, lc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Pump(10)
+	for _, s := range []*prototest.Side{p.D, p.L} {
+		if s.S.State() != protocol.StateEstablished {
+			t.Fatalf("state %v, err %v", s.S.State(), s.S.Err())
+		}
+	}
+	return p
+}
+
+// defaultPair is an established version-1 pair with default limits: dialer "a" (node 1),
+// listener "b" (node 2).
+func defaultPair(t *testing.T) *prototest.Pair {
+	return established(t, prototest.ConfigV1(wire.RoleDialer, "a", 1), prototest.ConfigV1(wire.RoleListener, "b", 2))
+}
+
+// streaming returns an established pair whose D subscribed from 0, with L limits ll and D
+// limits dl.
+func streaming(t *testing.T, dl, ll protocol.Limits) *prototest.Pair {
+	t.Helper()
+	dc := prototest.ConfigV1(wire.RoleDialer, "a", 1)
+	lc := prototest.ConfigV1(wire.RoleListener, "b", 2)
+	dc.Limits, lc.Limits = dl, ll
+	p := established(t, dc, lc)
+	must(t, p.D.S.V1().Subscribe(0, nil))
+	p.Pump(10)
+	return p
+}
+
+// fxOrigin and its log fxChain are the entries the version-1 fixture streams.
+var (
+	fxOrigin = prototest.Origin(9)
+	fxChain  = prototest.Chain(fxOrigin, 6, 1, 4)
+)
+
+// fixture returns an established pair in which D (limits dl) subscribed from 0 and received
+// positions 1..3 (fxChain seq 1..3, announced as origin "nine") from L. Both sides'
+// output has been taken.
+func fixture(t *testing.T, dl protocol.Limits) *prototest.Pair {
+	t.Helper()
+	dc := prototest.ConfigV1(wire.RoleDialer, "a", 1)
+	dc.Limits = dl
+	p := established(t, dc, prototest.ConfigV1(wire.RoleListener, "b", 2))
+	must(t, p.D.S.V1().Subscribe(0, nil))
+	p.Pump(10)
+	must(t, p.L.S.SetOriginName(fxOrigin, "nine"))
+	for i := 0; i < 3; i++ {
+		must(t, p.L.S.V1().Offer(uint64(i+1), fxChain[i].Raw))
+	}
+	p.Pump(10)
+	if n := p.D.Count(protocol.EventTxn); n != 3 {
+		t.Fatalf("fixture: %d txns received", n)
+	}
+	p.D.Drain()
+	p.L.Drain()
+	return p
+}
+
+// v2pair is an established version-2 pair of prototest.Config sessions: the dialer (with
+// limits) to subscribe and receive, the listener to send. No origin is named yet.
+func v2pair(t *testing.T, limits protocol.Limits) *prototest.Pair {
+	t.Helper()
+	dc := prototest.Config(wire.RoleDialer, "r", 1)
+	dc.Limits = limits
+	p := established(t, dc, prototest.Config(wire.RoleListener, "s", 2))
+	if p.D.S.Handshake().Version != 2 {
+		t.Fatalf("version %d", p.D.S.Handshake().Version)
+	}
+	return p
+}
+
+// ---- a peer played by hand ----
+
+// secret is prototest.Config's secret, for computing the MAC of a hand-played peer's AUTH.
+var secret = []byte("test-secret")
+
+// handshakeTarget returns a started listener whose HELLO was taken, and that HELLO's body.
+func handshakeTarget(t *testing.T, mod func(c *protocol.Config)) (*protocol.Session, []byte) {
+	t.Helper()
+	cfg := prototest.ConfigV1(wire.RoleListener, "b", 2)
+	if mod != nil {
+		mod(&cfg)
+	}
+	s, err := protocol.New(cfg)
+	must(t, err)
+	must(t, s.Start(prototest.Epoch, prototest.Nonce(2)))
+	rd := s.Ready()
+	if len(rd.Messages) != 1 {
+		t.Fatalf("%d messages after Start", len(rd.Messages))
+	}
+	return s, append([]byte(nil), rd.Messages[0][wire.HeaderSize:]...)
+}
+
+// peerHello is the HELLO body of a hand-played dialer talking to the handshake target.
+func peerHello(mod func(h *wire.Hello)) []byte {
+	h := &wire.Hello{Role: wire.RoleDialer, Name: "p", Origin: prototest.Origin(7), MinVersion: 1, MaxVersion: 1,
+		Nonce: prototest.Nonce(40)}
+	if mod != nil {
+		mod(h)
+	}
+	return prototest.HelloBody(h)
+}
+
+// helloFrame frames a HELLO body as it is, valid or not.
+func helloFrame(body []byte) []byte { return prototest.RawFrame(wire.TypeHello, 0, 0, body) }
+
+// helloOfSize is a valid peer HELLO body (peerHello, changed by mod) padded with an unknown
+// key to exactly size bytes.
+func helloOfSize(size int, mod func(h *wire.Hello)) []byte {
+	if b := peerHello(mod); len(b) == size {
+		return b
+	}
+	for n := max(0, size-len(peerHello(mod))-8); n <= size; n++ {
+		b := peerHello(func(h *wire.Hello) {
+			if mod != nil {
+				mod(h)
+			}
+			h.Extra = wire.Extra{20: cborBytes(n)}
+		})
+		if len(b) == size {
+			return b
+		}
+	}
+	panic("no HELLO body of exactly the size")
+}
+
+// cborBytes is the CBOR encoding of a byte string of n zero bytes (n < 65536).
+func cborBytes(n int) []byte {
+	switch {
+	case n < 24:
+		return append([]byte{0x40 + byte(n)}, make([]byte, n)...)
+	case n < 256:
+		return append([]byte{0x58, byte(n)}, make([]byte, n)...)
+	}
+	return append([]byte{0x59, byte(n >> 8), byte(n)}, make([]byte, n)...)
+}
+
+// ---- frames built by hand ----
+
+// ping7 is a valid PING frame to lead a hand-built message: its PONG shows that the
+// session processed what came before the frame under test.
+var ping7 = prototest.Frame(&wire.Ping{ID: 7})
+
+// txn1 is a TXN1 frame of a transaction's encoding at a position, valid or not.
+func txn1(pos uint64, txn []byte) []byte {
+	return prototest.RawFrame(wire.TypeTxn1, 0, 0, append(binary.BigEndian.AppendUint64(nil, pos), txn...))
+}
+
+// originFrame is an ORIGIN frame naming o.
+func originFrame(o wire.OriginID, name string) []byte {
+	return prototest.Frame(&wire.Origin{Origin: o, Name: name})
+}
+
+// entryOfBody is a seq-1 transaction of origin whose TXN1 body (position and encoding) is
+// exactly body bytes.
+func entryOfBody(origin wire.OriginID, body int) prototest.Entry {
+	for v := max(0, body-100); v <= body; v++ {
+		e := prototest.Chain(origin, 1, 1, v)[0]
+		if 8+len(e.Raw) == body {
+			return e
+		}
+	}
+	panic("no transaction of the size")
+}
