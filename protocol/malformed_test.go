@@ -240,129 +240,155 @@ type inputCase struct {
 	class  string // M1..M24 of SPEC's "Malformed input" table; "" for other input errors
 	name   string
 	on     target
-	limits protocol.Limits                                               // D's limits (on D, or on the version-2 fixture)
-	llim   protocol.Limits                                               // L's limits (version-2 fixture)
-	cfg    func(c *protocol.Config)                                      // the handshake target's config
-	msg    []byte                                                        // the message
-	msgFn  func(localHello []byte) []byte                                // or the message, built from the target's own HELLO body
-	code   wire.Code                                                     // expected
-	frame  wire.Type                                                     // expected Err().Frame
-	offset int                                                           // expected Err().Offset (wire.NoOffset, or anyOffset)
-	sends  []wire.Type                                                   // when set: the types of every frame sent in response
-	check  func(t *testing.T, s *protocol.Session, evs []protocol.Event) // more assertions
+	limits protocol.Limits                // D's limits (on D, or on the version-2 fixture)
+	llim   protocol.Limits                // L's limits (version-2 fixture)
+	cfg    func(c *protocol.Config)       // the handshake target's config
+	msg    []byte                         // the message
+	msgFn  func(localHello []byte) []byte // or the message, built from the target's own HELLO body
+	code   wire.Code                      // expected
+	frame  wire.Type                      // expected Err().Frame
+	offset int                            // expected Err().Offset (wire.NoOffset, or anyOffset)
+	sends  []wire.Type                    // when set: the types of every frame sent in response
+	check  inputCheck                     // more assertions
 }
 
+// The builders of inputCases: each makes a message, a part of one, or a check, so that a
+// case reads as data.
+
+// inputCheck is an input case's assertions beyond checkClosed's: on the session the message
+// closed, and the events the message produced.
+type inputCheck func(t *testing.T, s *protocol.Session, evs []protocol.Event)
+
+// pingThen is a message of ping7 followed by parts. The frame under test comes after a
+// PING, so that its PONG shows the frames before the offending one took effect.
+func pingThen(parts ...[]byte) []byte { return cat(append([][]byte{ping7}, parts...)...) }
+
+// rawHeader is a frame header announcing length body bytes, without the body.
+func rawHeader(typ wire.Type, length uint32) []byte {
+	return wire.AppendHeader(nil, wire.Header{Type: typ, Length: length})
+}
+
+// closeBody is a CLOSE body (going-away, transient) whose message, key 3, is msg as it is
+// encoded, valid or not.
+func closeBody(msg []byte) []byte {
+	return cat(hx("a3 01"), ctext("going-away"), hx("02"), ctext("transient"), hx("03"), msg)
+}
+
+// peerHelloFrame is the HELLO frame of peerHello(mod).
+func peerHelloFrame(mod func(h *wire.Hello)) []byte { return helloFrame(peerHello(mod)) }
+
+// selfHello is the HELLO body of a peer that has the handshake target's own origin id
+// (node 2).
+var selfHello = peerHello(func(h *wire.Hello) { h.Origin = prototest.Origin(2) })
+
+// helloThenAuth builds, from the handshake target's own HELLO body, a hand-played dialer's
+// HELLO of body hello and its AUTH under key.
+func helloThenAuth(hello []byte, key string) func(local []byte) []byte {
+	return func(local []byte) []byte {
+		return cat(helloFrame(hello), prototest.AuthFor([]byte(key), wire.RoleDialer, hello, local))
+	}
+}
+
+// withFormat is a copy of the transaction raw with its format byte set to f.
+func withFormat(f byte, raw []byte) []byte {
+	return mutate(raw, func(b []byte) []byte { b[0] = f; return b })
+}
+
+// noEvent checks that the message produced no event of kind.
+func noEvent(kind protocol.EventKind) inputCheck {
+	return func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
+		if slices.ContainsFunc(evs, func(e protocol.Event) bool { return e.Kind == kind }) {
+			t.Fatalf("events %v: want no %s", kinds(evs), kind)
+		}
+	}
+}
+
+// errNames checks that the session's error names the entry of origin at seq n.
+func errNames(origin wire.OriginID, n int) inputCheck {
+	return func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
+		if err := s.Err(); !strings.Contains(err.Message, origin.String()) || !strings.Contains(err.Message, "seq "+strconv.Itoa(n)) {
+			t.Fatalf("%v does not name origin %s seq %d", err, origin, n)
+		}
+	}
+}
+
+// countIs checks that the stat get (what, for the message) counted one, and that an event
+// of kind names seq expected at position 4.
+func countIs(what string, get func(protocol.Stats) uint64, kind protocol.EventKind, expected uint64) inputCheck {
+	return func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
+		if n := get(s.Stats()); n != 1 {
+			t.Fatalf("%s counted %d times", what, n)
+		}
+		i := slices.IndexFunc(evs, func(e protocol.Event) bool { return e.Kind == kind })
+		seq := func(e protocol.Event) uint64 { // the one field of the kind that names the seq
+			if e.Kind == protocol.EventDivergence {
+				return e.DivergedAt
+			}
+			return e.Expected
+		}
+		if i < 0 || seq(evs[i]) != expected || evs[i].Position != 4 {
+			t.Fatalf("no %s event with seq %d at position 4: %+v", kind, expected, evs)
+		}
+	}
+}
+
+// inputCases is TestMalformedInput's table: one message each that closes the session.
 func inputCases() []inputCase {
-	P := len(ping7)
-	ping := func(parts ...[]byte) []byte { return cat(append([][]byte{ping7}, parts...)...) }
-	hdr := func(typ wire.Type, length uint32) []byte {
-		return wire.AppendHeader(nil, wire.Header{Type: typ, Length: length})
-	}
-	closeBody := func(msg []byte) []byte {
-		return cat(hx("a3 01"), ctext("going-away"), hx("02"), ctext("transient"), hx("03"), msg)
-	}
+	P := len(ping7)                         // the offset of the frame after the leading PING
 	goodHead := txnHead(4, fxChain[2].Hash) // the next entry's fixed part
 	putT := hx("01 01 74 01 6b 01 76")      // put table "t" key "k" value "v"
-	hello := func(mod func(h *wire.Hello)) []byte { return helloFrame(peerHello(mod)) }
-	wrongAuth := func(local []byte) []byte {
-		pb := peerHello(nil)
-		return cat(helloFrame(pb), prototest.AuthFor([]byte("wrong"), wire.RoleDialer, pb, local))
-	}
-	goodAuth := func(local []byte) []byte {
-		pb := peerHello(nil)
-		return cat(helloFrame(pb), prototest.AuthFor([]byte("test-secret"), wire.RoleDialer, pb, local))
-	}
-	// The handshake target is node 2: a peer HELLO with its origin id, then an AUTH.
-	selfHello := peerHello(func(h *wire.Hello) { h.Origin = prototest.Origin(2) })
-	selfAuth := func(secret string) func(local []byte) []byte {
-		return func(local []byte) []byte {
-			return cat(helloFrame(selfHello), prototest.AuthFor([]byte(secret), wire.RoleDialer, selfHello, local))
-		}
-	}
 	authThenClose := []wire.Type{wire.TypeAuth, wire.TypeClose}
-	helloLen := len(hello(nil))
+	helloLen := len(peerHelloFrame(nil))
 	ten := prototest.Chain(prototest.Origin(10), 2, 1, 1) // an origin D has not been told about
 	own := prototest.Chain(prototest.Origin(1), 1, 1, 1)  // D's own origin
-	format := func(f byte, raw []byte) []byte { return mutate(raw, func(b []byte) []byte { b[0] = f; return b }) }
-	noEvent := func(kind protocol.EventKind) func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
-		return func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
-			if slices.ContainsFunc(evs, func(e protocol.Event) bool { return e.Kind == kind }) {
-				t.Fatalf("events %v: want no %s", kinds(evs), kind)
-			}
-		}
-	}
-	names := func(origin wire.OriginID, n int) func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
-		return func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
-			if err := s.Err(); !strings.Contains(err.Message, origin.String()) || !strings.Contains(err.Message, "seq "+strconv.Itoa(n)) {
-				t.Fatalf("%v does not name origin %s seq %d", err, origin, n)
-			}
-		}
-	}
-	countIs := func(what string, get func(protocol.Stats) uint64, kind protocol.EventKind, expected uint64) func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
-		return func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
-			if n := get(s.Stats()); n != 1 {
-				t.Fatalf("%s counted %d times", what, n)
-			}
-			i := slices.IndexFunc(evs, func(e protocol.Event) bool { return e.Kind == kind })
-			seq := func(e protocol.Event) uint64 { // the one field of the kind that names the seq
-				if e.Kind == protocol.EventDivergence {
-					return e.DivergedAt
-				}
-				return e.Expected
-			}
-			if i < 0 || seq(evs[i]) != expected || evs[i].Position != 4 {
-				t.Fatalf("no %s event with seq %d at position 4: %+v", kind, expected, evs)
-			}
-		}
-	}
 	return []inputCase{
 		{class: "M1", name: "empty message", msg: []byte{}, code: wire.CodeMalformedFrame, frame: 0, offset: 0},
 		{class: "M2", name: "64 KiB + 1 against a 64 KiB limit", limits: protocol.Limits{MaxMessage: 64 << 10, MaxFrameBody: 64<<10 - wire.HeaderSize},
-			msg: ping(prototest.RawFrame(0x90, 0, 0, make([]byte, 64<<10+1-P-wire.HeaderSize))), code: wire.CodeMessageTooLarge, frame: wire.TypePing, offset: 0},
-		{class: "M3", name: "truncated header 04 00 00", msg: ping(hx("04 00 00")), code: wire.CodeMalformedFrame, frame: wire.TypePing, offset: P},
-		{class: "M3", name: "one byte of header", msg: ping(hx("11")), code: wire.CodeMalformedFrame, frame: wire.TypeTxn1, offset: P},
-		{class: "M4", name: "length 10, 3 bytes follow", msg: ping(hdr(wire.TypePing, 10), hx("a1 01 07")), code: wire.CodeMalformedFrame, frame: wire.TypePing, offset: P},
-		{class: "M5", name: "length 2^24 + 1", msg: ping(hdr(wire.TypePing, 1<<24+1)), code: wire.CodeFrameTooLarge, frame: wire.TypePing, offset: P},
+			msg: pingThen(prototest.RawFrame(0x90, 0, 0, make([]byte, 64<<10+1-P-wire.HeaderSize))), code: wire.CodeMessageTooLarge, frame: wire.TypePing, offset: 0},
+		{class: "M3", name: "truncated header 04 00 00", msg: pingThen(hx("04 00 00")), code: wire.CodeMalformedFrame, frame: wire.TypePing, offset: P},
+		{class: "M3", name: "one byte of header", msg: pingThen(hx("11")), code: wire.CodeMalformedFrame, frame: wire.TypeTxn1, offset: P},
+		{class: "M4", name: "length 10, 3 bytes follow", msg: pingThen(rawHeader(wire.TypePing, 10), hx("a1 01 07")), code: wire.CodeMalformedFrame, frame: wire.TypePing, offset: P},
+		{class: "M5", name: "length 2^24 + 1", msg: pingThen(rawHeader(wire.TypePing, 1<<24+1)), code: wire.CodeFrameTooLarge, frame: wire.TypePing, offset: P},
 		{class: "M5", name: "body over a configured limit of 1024", limits: protocol.Limits{MaxFrameBody: 1024},
-			msg: ping(prototest.RawFrame(0x90, 0, 0, make([]byte, 1025))), code: wire.CodeFrameTooLarge, frame: 0x90, offset: P},
+			msg: pingThen(prototest.RawFrame(0x90, 0, 0, make([]byte, 1025))), code: wire.CodeFrameTooLarge, frame: 0x90, offset: P},
 		{class: "M5", name: "TXN1 over a configured limit of 1024", limits: protocol.Limits{MaxFrameBody: 1024},
-			msg: ping(originFrame(prototest.Origin(10), "ten"), txn1(4, entryOfBody(prototest.Origin(10), 1025).Raw)), code: wire.CodeFrameTooLarge, frame: wire.TypeTxn1, offset: P + len(originFrame(prototest.Origin(10), "ten"))},
-		{class: "M5", name: "a PING body of 64 KiB + 1", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, make([]byte, 64<<10+1))), code: wire.CodeFrameTooLarge, frame: wire.TypePing, offset: P},
-		{class: "M5", name: "an ORIGIN body of 64 KiB + 1 with flags and a channel", msg: ping(prototest.RawFrame(wire.TypeOrigin, 1, 3, make([]byte, 64<<10+1))), code: wire.CodeFrameTooLarge, frame: wire.TypeOrigin, offset: P},
+			msg: pingThen(originFrame(prototest.Origin(10), "ten"), txn1(4, entryOfBody(prototest.Origin(10), 1025).Raw)), code: wire.CodeFrameTooLarge, frame: wire.TypeTxn1, offset: P + len(originFrame(prototest.Origin(10), "ten"))},
+		{class: "M5", name: "a PING body of 64 KiB + 1", msg: pingThen(prototest.RawFrame(wire.TypePing, 0, 0, make([]byte, 64<<10+1))), code: wire.CodeFrameTooLarge, frame: wire.TypePing, offset: P},
+		{class: "M5", name: "an ORIGIN body of 64 KiB + 1 with flags and a channel", msg: pingThen(prototest.RawFrame(wire.TypeOrigin, 1, 3, make([]byte, 64<<10+1))), code: wire.CodeFrameTooLarge, frame: wire.TypeOrigin, offset: P},
 		{class: "M5", name: "a HELLO body of 16 KiB + 1", on: onHandshake, msg: helloFrame(helloOfSize(16<<10+1, nil)), code: wire.CodeFrameTooLarge, frame: wire.TypeHello, offset: 0},
-		{class: "M5", name: "a HELLO body of 16 KiB + 1 once established", msg: ping(helloFrame(helloOfSize(16<<10+1, nil))), code: wire.CodeFrameTooLarge, frame: wire.TypeHello, offset: P},
-		{class: "M6", name: "PING with flags 0x01", msg: ping(prototest.RawFrame(wire.TypePing, 1, 0, hx("a1 01 07"))), code: wire.CodeBadFlags, frame: wire.TypePing, offset: P},
-		{class: "M6", name: "TXN1 with the reserved compressed bit", msg: ping(prototest.RawFrame(wire.TypeTxn1, 1, 0, txn1(4, fxChain[3].Raw)[wire.HeaderSize:])), code: wire.CodeBadFlags, frame: wire.TypeTxn1, offset: P},
-		{class: "M7", name: "PING on channel 5", msg: ping(prototest.RawFrame(wire.TypePing, 0, 5, hx("a1 01 07"))), code: wire.CodeBadChannel, frame: wire.TypePing, offset: P},
-		{class: "M7", name: "DATA on channel 0", on: onV2D, msg: ping(fxData(0, fx2Chain[3])), code: wire.CodeBadChannel, frame: wire.TypeData, offset: P,
+		{class: "M5", name: "a HELLO body of 16 KiB + 1 once established", msg: pingThen(helloFrame(helloOfSize(16<<10+1, nil))), code: wire.CodeFrameTooLarge, frame: wire.TypeHello, offset: P},
+		{class: "M6", name: "PING with flags 0x01", msg: pingThen(prototest.RawFrame(wire.TypePing, 1, 0, hx("a1 01 07"))), code: wire.CodeBadFlags, frame: wire.TypePing, offset: P},
+		{class: "M6", name: "TXN1 with the reserved compressed bit", msg: pingThen(prototest.RawFrame(wire.TypeTxn1, 1, 0, txn1(4, fxChain[3].Raw)[wire.HeaderSize:])), code: wire.CodeBadFlags, frame: wire.TypeTxn1, offset: P},
+		{class: "M7", name: "PING on channel 5", msg: pingThen(prototest.RawFrame(wire.TypePing, 0, 5, hx("a1 01 07"))), code: wire.CodeBadChannel, frame: wire.TypePing, offset: P},
+		{class: "M7", name: "DATA on channel 0", on: onV2D, msg: pingThen(fxData(0, fx2Chain[3])), code: wire.CodeBadChannel, frame: wire.TypeData, offset: P,
 			check: noEvent(protocol.EventTxn)},
-		{class: "M7", name: "DATA on a channel never opened", on: onV2D, msg: ping(fxData(3, fx2Chain[3])), code: wire.CodeBadChannel, frame: wire.TypeData, offset: P,
+		{class: "M7", name: "DATA on a channel never opened", on: onV2D, msg: pingThen(fxData(3, fx2Chain[3])), code: wire.CodeBadChannel, frame: wire.TypeData, offset: P,
 			check: noEvent(protocol.EventTxn)},
-		{class: "M7", name: "DATA on a channel far above those opened", on: onV2D, msg: ping(fxData(1<<32-1, fx2Chain[3])), code: wire.CodeBadChannel, frame: wire.TypeData, offset: P},
-		{class: "M7", name: "CREDIT on channel 1 of the header", on: onV2L, msg: ping(prototest.RawFrame(wire.TypeCredit, 0, 1, hx("a1 01 81 82 01 19 ffff"))), code: wire.CodeBadChannel, frame: wire.TypeCredit, offset: P},
-		{class: "M7", name: "TXN1 on channel 1", msg: ping(prototest.RawFrame(wire.TypeTxn1, 0, 1, txn1(4, fxChain[3].Raw)[wire.HeaderSize:])), code: wire.CodeBadChannel, frame: wire.TypeTxn1, offset: P},
-		{class: "M8", name: "type 0x7e", msg: ping(prototest.RawFrame(0x7e, 0, 0, nil)), code: wire.CodeUnknownFrame, frame: 0x7e, offset: P},
-		{class: "M8", name: "type 0x00", msg: ping(prototest.RawFrame(0x00, 0, 0, hx("a0"))), code: wire.CodeUnknownFrame, frame: 0x00, offset: P},
-		{class: "M8", name: "reserved version-2 type 0x28 on a channel", msg: ping(prototest.RawFrame(0x28, 0, 3, hx("a0"))), code: wire.CodeUnknownFrame, frame: 0x28, offset: P},
-		{class: "M8", name: "type 0x7e on a version-2 connection", on: onV2D, msg: ping(prototest.RawFrame(0x7e, 0, 0, nil)), code: wire.CodeUnknownFrame, frame: 0x7e, offset: P},
-		{class: "M8", name: "reserved version-2 type 0x2f on a version-2 connection", on: onV2L, msg: ping(prototest.RawFrame(0x2f, 0, 0, hx("a0"))), code: wire.CodeUnknownFrame, frame: 0x2f, offset: P},
-		{class: "M10", name: "an array", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("81 07"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
-		{class: "M10", name: "a truncated item", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a1 01 19 00"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
-		{class: "M10", name: "trailing bytes", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a1 01 07 07"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
-		{class: "M10", name: "an empty body", msg: ping(prototest.RawFrame(wire.TypeAck1, 0, 0, nil)), code: wire.CodeBadCBOR, frame: wire.TypeAck1, offset: P},
-		{class: "M11", name: "{1: 7, 1: 7}", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a2 01 07 01 07"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
-		{class: "M12", name: "bf 01 07 ff", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("bf 01 07 ff"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
-		{class: "M13", name: "{1: 1(7)}", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a1 01 c1 07"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
-		{class: "M13", name: "PING {1: 7, 9: 1.5}", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a2 01 07 09 f9 3e00"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
-		{class: "M13", name: "PING {1: 7, 9: undefined}", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a2 01 07 09 f7"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
-		{class: "M13", name: "a float deep in an unknown key of ORIGIN", msg: ping(prototest.RawFrame(wire.TypeOrigin, 0, 0, cat(hx("a3 01 50"), fxOrigin[:], hx("02 61 61 03 81 a1 01 fa 47c35000")))), code: wire.CodeBadCBOR, frame: wire.TypeOrigin, offset: P},
-		{class: "M13", name: "a boolean map key in an unknown key of ACK1", on: onL, msg: ping(prototest.RawFrame(wire.TypeAck1, 0, 0, hx("a2 01 01 02 a1 f5 00"))), code: wire.CodeBadCBOR, frame: wire.TypeAck1, offset: P},
+		{class: "M7", name: "DATA on a channel far above those opened", on: onV2D, msg: pingThen(fxData(1<<32-1, fx2Chain[3])), code: wire.CodeBadChannel, frame: wire.TypeData, offset: P},
+		{class: "M7", name: "CREDIT on channel 1 of the header", on: onV2L, msg: pingThen(prototest.RawFrame(wire.TypeCredit, 0, 1, hx("a1 01 81 82 01 19 ffff"))), code: wire.CodeBadChannel, frame: wire.TypeCredit, offset: P},
+		{class: "M7", name: "TXN1 on channel 1", msg: pingThen(prototest.RawFrame(wire.TypeTxn1, 0, 1, txn1(4, fxChain[3].Raw)[wire.HeaderSize:])), code: wire.CodeBadChannel, frame: wire.TypeTxn1, offset: P},
+		{class: "M8", name: "type 0x7e", msg: pingThen(prototest.RawFrame(0x7e, 0, 0, nil)), code: wire.CodeUnknownFrame, frame: 0x7e, offset: P},
+		{class: "M8", name: "type 0x00", msg: pingThen(prototest.RawFrame(0x00, 0, 0, hx("a0"))), code: wire.CodeUnknownFrame, frame: 0x00, offset: P},
+		{class: "M8", name: "reserved version-2 type 0x28 on a channel", msg: pingThen(prototest.RawFrame(0x28, 0, 3, hx("a0"))), code: wire.CodeUnknownFrame, frame: 0x28, offset: P},
+		{class: "M8", name: "type 0x7e on a version-2 connection", on: onV2D, msg: pingThen(prototest.RawFrame(0x7e, 0, 0, nil)), code: wire.CodeUnknownFrame, frame: 0x7e, offset: P},
+		{class: "M8", name: "reserved version-2 type 0x2f on a version-2 connection", on: onV2L, msg: pingThen(prototest.RawFrame(0x2f, 0, 0, hx("a0"))), code: wire.CodeUnknownFrame, frame: 0x2f, offset: P},
+		{class: "M10", name: "an array", msg: pingThen(prototest.RawFrame(wire.TypePing, 0, 0, hx("81 07"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M10", name: "a truncated item", msg: pingThen(prototest.RawFrame(wire.TypePing, 0, 0, hx("a1 01 19 00"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M10", name: "trailing bytes", msg: pingThen(prototest.RawFrame(wire.TypePing, 0, 0, hx("a1 01 07 07"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M10", name: "an empty body", msg: pingThen(prototest.RawFrame(wire.TypeAck1, 0, 0, nil)), code: wire.CodeBadCBOR, frame: wire.TypeAck1, offset: P},
+		{class: "M11", name: "{1: 7, 1: 7}", msg: pingThen(prototest.RawFrame(wire.TypePing, 0, 0, hx("a2 01 07 01 07"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M12", name: "bf 01 07 ff", msg: pingThen(prototest.RawFrame(wire.TypePing, 0, 0, hx("bf 01 07 ff"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M13", name: "{1: 1(7)}", msg: pingThen(prototest.RawFrame(wire.TypePing, 0, 0, hx("a1 01 c1 07"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M13", name: "PING {1: 7, 9: 1.5}", msg: pingThen(prototest.RawFrame(wire.TypePing, 0, 0, hx("a2 01 07 09 f9 3e00"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M13", name: "PING {1: 7, 9: undefined}", msg: pingThen(prototest.RawFrame(wire.TypePing, 0, 0, hx("a2 01 07 09 f7"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M13", name: "a float deep in an unknown key of ORIGIN", msg: pingThen(prototest.RawFrame(wire.TypeOrigin, 0, 0, cat(hx("a3 01 50"), fxOrigin[:], hx("02 61 61 03 81 a1 01 fa 47c35000")))), code: wire.CodeBadCBOR, frame: wire.TypeOrigin, offset: P},
+		{class: "M13", name: "a boolean map key in an unknown key of ACK1", on: onL, msg: pingThen(prototest.RawFrame(wire.TypeAck1, 0, 0, hx("a2 01 01 02 a1 f5 00"))), code: wire.CodeBadCBOR, frame: wire.TypeAck1, offset: P},
 		{class: "M13", name: "a float in an unknown key of HELLO", on: onHandshake, msg: helloFrame(peerHello(func(h *wire.Hello) { h.Extra = wire.Extra{20: hx("f9 3c00")} })), code: wire.CodeBadCBOR, frame: wire.TypeHello, offset: 0},
-		{class: "M14", name: "nesting 9 deep", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a2 01 07 02"+strings.Repeat("81", 8)+"00"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
-		{class: "M14", name: "65 map pairs", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, mapPairs(65))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
-		{class: "M15", name: "{1: 0x1807} non-shortest", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a1 01 18 07"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
-		{class: "M15", name: "unsorted keys", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a2 02 01 01 07"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
-		{class: "M15", name: "CLOSE with an empty optional message", msg: ping(prototest.RawFrame(wire.TypeClose, 0, 0, closeBody(ctext("")))), code: wire.CodeBadCBOR, frame: wire.TypeClose, offset: P},
+		{class: "M14", name: "nesting 9 deep", msg: pingThen(prototest.RawFrame(wire.TypePing, 0, 0, hx("a2 01 07 02"+strings.Repeat("81", 8)+"00"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M14", name: "65 map pairs", msg: pingThen(prototest.RawFrame(wire.TypePing, 0, 0, mapPairs(65))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M15", name: "{1: 0x1807} non-shortest", msg: pingThen(prototest.RawFrame(wire.TypePing, 0, 0, hx("a1 01 18 07"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M15", name: "unsorted keys", msg: pingThen(prototest.RawFrame(wire.TypePing, 0, 0, hx("a2 02 01 01 07"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M15", name: "CLOSE with an empty optional message", msg: pingThen(prototest.RawFrame(wire.TypeClose, 0, 0, closeBody(ctext("")))), code: wire.CodeBadCBOR, frame: wire.TypeClose, offset: P},
 		{class: "M15", name: "HELLO with empty optional capabilities", on: onHandshake,
 			msgFn: func([]byte) []byte {
 				// Keys 1..5, then 6: [] inserted before 7: nonce (the last 18 bytes).
@@ -370,101 +396,101 @@ func inputCases() []inputCase {
 				i := len(pb) - 18
 				return helloFrame(cat([]byte{pb[0] + 1}, pb[1:i], hx("06 80"), pb[i:]))
 			}, code: wire.CodeBadCBOR, frame: wire.TypeHello, offset: 0},
-		{class: "M16", name: "PING {}", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a0"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
-		{class: "M16", name: "PING {1: \"x\"}", msg: ping(prototest.RawFrame(wire.TypePing, 0, 0, hx("a1 01 61 78"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
-		{class: "M16", name: "ORIGIN without a name", msg: ping(prototest.RawFrame(wire.TypeOrigin, 0, 0, cat(hx("a1 01 50"), fxOrigin[:]))), code: wire.CodeBadCBOR, frame: wire.TypeOrigin, offset: P},
-		{class: "M17", name: "CLOSE message ff", msg: ping(prototest.RawFrame(wire.TypeClose, 0, 0, closeBody(hx("61 ff")))), code: wire.CodeBadCBOR, frame: wire.TypeClose, offset: P},
-		{class: "M18", name: "HELLO nonce of 8 bytes", on: onHandshake, msg: hello(func(h *wire.Hello) { h.Nonce = h.Nonce[:8] }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
-		{class: "M18", name: "HELLO name \"a b\"", on: onHandshake, msg: hello(func(h *wire.Hello) { h.Name = "a b" }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
-		{class: "M18", name: "HELLO versions 2..1", on: onHandshake, msg: hello(func(h *wire.Hello) { h.MinVersion, h.MaxVersion = 2, 1 }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
-		{class: "M18", name: "HELLO unsorted capabilities", on: onHandshake, msg: hello(func(h *wire.Hello) { h.Caps = []string{"b", "a"} }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
-		{class: "M18", name: "HELLO max message 65536 below max frame body 65527 + 10", on: onHandshake, msg: hello(func(h *wire.Hello) { h.MaxMessage, h.MaxFrame = 65536, 65527 }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
-		{class: "M18", name: "HELLO max message 65536 with the default max frame body", on: onHandshake, msg: hello(func(h *wire.Hello) { h.MaxMessage = 65536 }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
-		{class: "M18", name: "HELLO max frame body 1023", on: onHandshake, msg: hello(func(h *wire.Hello) { h.MaxFrame = 1023 }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
-		{class: "M18", name: "HELLO max frame body 16777217", on: onHandshake, msg: hello(func(h *wire.Hello) { h.MaxFrame = 16777217 }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
-		{class: "M18", name: "HELLO with a bad field once established", msg: ping(hello(func(h *wire.Hello) { h.Nonce = h.Nonce[:8] })), code: wire.CodeBadField, frame: wire.TypeHello, offset: P},
-		{class: "M18", name: "ORIGIN name \"a b\"", msg: ping(prototest.Frame(&wire.Origin{Origin: fxOrigin, Name: "a b"})), code: wire.CodeBadField, frame: wire.TypeOrigin, offset: P},
-		{class: "M18", name: "ACK1 position 0", on: onL, msg: ping(ack1(0)), code: wire.CodeBadField, frame: wire.TypeAck1, offset: P},
-		{class: "M19", name: "seq 0", msg: ping(txn1(4, cat(txnHead(0, wire.Hash{}), hx("01"), putT))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
-		{class: "M19", name: "format 0", msg: ping(txn1(4, format(0, fxChain[3].Raw))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
-		{class: "M19", name: "op kind 0", msg: ping(txn1(4, cat(goodHead, hx("01 00 01 74 01 6b")))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
-		{class: "M19", name: "table a/b", msg: ping(txn1(4, cat(goodHead, hx("01 01 03 612f62 01 6b 01 76")))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
-		{class: "M19", name: "empty key", msg: ping(txn1(4, cat(goodHead, hx("01 02 01 74 00")))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
-		{class: "M19", name: "non-minimal varint", msg: ping(txn1(4, cat(goodHead, hx("81 00"), putT))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
-		{class: "M19", name: "trailing bytes", msg: ping(txn1(4, cat(fxChain[3].Raw, hx("00")))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
-		{class: "M19", name: "position 0", msg: ping(txn1(0, fxChain[3].Raw)), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
-		{class: "M19", name: "body shorter than a position", msg: ping(prototest.RawFrame(wire.TypeTxn1, 0, 0, hx("0000"))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
-		{class: "M20", name: "TXN1 before SUBSCRIBE1", on: onL, msg: ping(txn1(1, fxChain[0].Raw)), code: wire.CodeUnexpectedFrame, frame: wire.TypeTxn1, offset: P},
+		{class: "M16", name: "PING {}", msg: pingThen(prototest.RawFrame(wire.TypePing, 0, 0, hx("a0"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M16", name: "PING {1: \"x\"}", msg: pingThen(prototest.RawFrame(wire.TypePing, 0, 0, hx("a1 01 61 78"))), code: wire.CodeBadCBOR, frame: wire.TypePing, offset: P},
+		{class: "M16", name: "ORIGIN without a name", msg: pingThen(prototest.RawFrame(wire.TypeOrigin, 0, 0, cat(hx("a1 01 50"), fxOrigin[:]))), code: wire.CodeBadCBOR, frame: wire.TypeOrigin, offset: P},
+		{class: "M17", name: "CLOSE message ff", msg: pingThen(prototest.RawFrame(wire.TypeClose, 0, 0, closeBody(hx("61 ff")))), code: wire.CodeBadCBOR, frame: wire.TypeClose, offset: P},
+		{class: "M18", name: "HELLO nonce of 8 bytes", on: onHandshake, msg: peerHelloFrame(func(h *wire.Hello) { h.Nonce = h.Nonce[:8] }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
+		{class: "M18", name: "HELLO name \"a b\"", on: onHandshake, msg: peerHelloFrame(func(h *wire.Hello) { h.Name = "a b" }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
+		{class: "M18", name: "HELLO versions 2..1", on: onHandshake, msg: peerHelloFrame(func(h *wire.Hello) { h.MinVersion, h.MaxVersion = 2, 1 }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
+		{class: "M18", name: "HELLO unsorted capabilities", on: onHandshake, msg: peerHelloFrame(func(h *wire.Hello) { h.Caps = []string{"b", "a"} }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
+		{class: "M18", name: "HELLO max message 65536 below max frame body 65527 + 10", on: onHandshake, msg: peerHelloFrame(func(h *wire.Hello) { h.MaxMessage, h.MaxFrame = 65536, 65527 }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
+		{class: "M18", name: "HELLO max message 65536 with the default max frame body", on: onHandshake, msg: peerHelloFrame(func(h *wire.Hello) { h.MaxMessage = 65536 }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
+		{class: "M18", name: "HELLO max frame body 1023", on: onHandshake, msg: peerHelloFrame(func(h *wire.Hello) { h.MaxFrame = 1023 }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
+		{class: "M18", name: "HELLO max frame body 16777217", on: onHandshake, msg: peerHelloFrame(func(h *wire.Hello) { h.MaxFrame = 16777217 }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
+		{class: "M18", name: "HELLO with a bad field once established", msg: pingThen(peerHelloFrame(func(h *wire.Hello) { h.Nonce = h.Nonce[:8] })), code: wire.CodeBadField, frame: wire.TypeHello, offset: P},
+		{class: "M18", name: "ORIGIN name \"a b\"", msg: pingThen(prototest.Frame(&wire.Origin{Origin: fxOrigin, Name: "a b"})), code: wire.CodeBadField, frame: wire.TypeOrigin, offset: P},
+		{class: "M18", name: "ACK1 position 0", on: onL, msg: pingThen(ack1(0)), code: wire.CodeBadField, frame: wire.TypeAck1, offset: P},
+		{class: "M19", name: "seq 0", msg: pingThen(txn1(4, cat(txnHead(0, wire.Hash{}), hx("01"), putT))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
+		{class: "M19", name: "format 0", msg: pingThen(txn1(4, withFormat(0, fxChain[3].Raw))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
+		{class: "M19", name: "op kind 0", msg: pingThen(txn1(4, cat(goodHead, hx("01 00 01 74 01 6b")))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
+		{class: "M19", name: "table a/b", msg: pingThen(txn1(4, cat(goodHead, hx("01 01 03 612f62 01 6b 01 76")))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
+		{class: "M19", name: "empty key", msg: pingThen(txn1(4, cat(goodHead, hx("01 02 01 74 00")))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
+		{class: "M19", name: "non-minimal varint", msg: pingThen(txn1(4, cat(goodHead, hx("81 00"), putT))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
+		{class: "M19", name: "trailing bytes", msg: pingThen(txn1(4, cat(fxChain[3].Raw, hx("00")))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
+		{class: "M19", name: "position 0", msg: pingThen(txn1(0, fxChain[3].Raw)), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
+		{class: "M19", name: "body shorter than a position", msg: pingThen(prototest.RawFrame(wire.TypeTxn1, 0, 0, hx("0000"))), code: wire.CodeBadTxn, frame: wire.TypeTxn1, offset: P},
+		{class: "M20", name: "TXN1 before SUBSCRIBE1", on: onL, msg: pingThen(txn1(1, fxChain[0].Raw)), code: wire.CodeUnexpectedFrame, frame: wire.TypeTxn1, offset: P},
 		{class: "M20", name: "AUTH before HELLO", on: onHandshake, msg: prototest.AuthFor([]byte("test-secret"), wire.RoleDialer, nil, nil), code: wire.CodeUnexpectedFrame, frame: wire.TypeAuth, offset: 0},
-		{class: "M20", name: "a second SUBSCRIBE1", on: onL, msg: ping(prototest.Frame(&wire.Subscribe1{Position: 0})), code: wire.CodeUnexpectedFrame, frame: wire.TypeSubscribe1, offset: P},
-		{class: "M20", name: "an unsolicited PONG", msg: ping(prototest.Frame(&wire.Pong{ID: 1})), code: wire.CodeUnexpectedFrame, frame: wire.TypePong, offset: P},
-		{class: "M20", name: "a second HELLO in the handshake", on: onHandshake, msg: cat(hello(nil), hello(nil)), code: wire.CodeUnexpectedFrame, frame: wire.TypeHello, offset: helloLen},
+		{class: "M20", name: "a second SUBSCRIBE1", on: onL, msg: pingThen(prototest.Frame(&wire.Subscribe1{Position: 0})), code: wire.CodeUnexpectedFrame, frame: wire.TypeSubscribe1, offset: P},
+		{class: "M20", name: "an unsolicited PONG", msg: pingThen(prototest.Frame(&wire.Pong{ID: 1})), code: wire.CodeUnexpectedFrame, frame: wire.TypePong, offset: P},
+		{class: "M20", name: "a second HELLO in the handshake", on: onHandshake, msg: cat(peerHelloFrame(nil), peerHelloFrame(nil)), code: wire.CodeUnexpectedFrame, frame: wire.TypeHello, offset: helloLen},
 		{class: "M20", name: "PING before the handshake completed", on: onHandshake, msg: ping7, code: wire.CodeUnexpectedFrame, frame: wire.TypePing, offset: 0},
-		{class: "M20", name: "PING after HELLO, before AUTH", on: onHandshake, msg: cat(hello(nil), ping7), code: wire.CodeUnexpectedFrame, frame: wire.TypePing, offset: helloLen},
+		{class: "M20", name: "PING after HELLO, before AUTH", on: onHandshake, msg: cat(peerHelloFrame(nil), ping7), code: wire.CodeUnexpectedFrame, frame: wire.TypePing, offset: helloLen},
 		{class: "M20", name: "TXN1 in the handshake", on: onHandshake, msg: txn1(1, fxChain[0].Raw), code: wire.CodeUnexpectedFrame, frame: wire.TypeTxn1, offset: 0},
-		{class: "M20", name: "HELLO once established", msg: ping(hello(func(h *wire.Hello) { h.Role = wire.RoleListener })), code: wire.CodeUnexpectedFrame, frame: wire.TypeHello, offset: P},
-		{class: "M20", name: "AUTH once established", msg: ping(prototest.AuthFor(nil, wire.RoleListener, nil, nil)), code: wire.CodeUnexpectedFrame, frame: wire.TypeAuth, offset: P},
-		{class: "M20", name: "ACK1 before SUBSCRIBE1", msg: ping(ack1(1)), code: wire.CodeUnexpectedFrame, frame: wire.TypeAck1, offset: P},
-		{class: "M20", name: "TXN1 before its origin's ORIGIN", msg: ping(txn1(4, ten[0].Raw)), code: wire.CodeUnexpectedFrame, frame: wire.TypeTxn1, offset: P,
+		{class: "M20", name: "HELLO once established", msg: pingThen(peerHelloFrame(func(h *wire.Hello) { h.Role = wire.RoleListener })), code: wire.CodeUnexpectedFrame, frame: wire.TypeHello, offset: P},
+		{class: "M20", name: "AUTH once established", msg: pingThen(prototest.AuthFor(nil, wire.RoleListener, nil, nil)), code: wire.CodeUnexpectedFrame, frame: wire.TypeAuth, offset: P},
+		{class: "M20", name: "ACK1 before SUBSCRIBE1", msg: pingThen(ack1(1)), code: wire.CodeUnexpectedFrame, frame: wire.TypeAck1, offset: P},
+		{class: "M20", name: "TXN1 before its origin's ORIGIN", msg: pingThen(txn1(4, ten[0].Raw)), code: wire.CodeUnexpectedFrame, frame: wire.TypeTxn1, offset: P,
 			check: noEvent(protocol.EventTxn)},
-		{class: "M20", name: "TXN1 of an origin named only after it", msg: ping(txn1(4, ten[0].Raw), originFrame(prototest.Origin(10), "ten")), code: wire.CodeUnexpectedFrame, frame: wire.TypeTxn1, offset: P,
+		{class: "M20", name: "TXN1 of an origin named only after it", msg: pingThen(txn1(4, ten[0].Raw), originFrame(prototest.Origin(10), "ten")), code: wire.CodeUnexpectedFrame, frame: wire.TypeTxn1, offset: P,
 			check: noEvent(protocol.EventOriginNamed)},
-		{class: "M20", name: "TXN1 of the receiver's own origin", msg: ping(originFrame(prototest.Origin(1), "self"), txn1(4, own[0].Raw)), code: wire.CodeUnexpectedFrame, frame: wire.TypeTxn1, offset: P + len(originFrame(prototest.Origin(1), "self")),
+		{class: "M20", name: "TXN1 of the receiver's own origin", msg: pingThen(originFrame(prototest.Origin(1), "self"), txn1(4, own[0].Raw)), code: wire.CodeUnexpectedFrame, frame: wire.TypeTxn1, offset: P + len(originFrame(prototest.Origin(1), "self")),
 			check: noEvent(protocol.EventTxn)},
-		{class: "M20", name: "TXN1 of the receiver's own origin, unnamed", msg: ping(txn1(4, own[0].Raw)), code: wire.CodeUnexpectedFrame, frame: wire.TypeTxn1, offset: P},
-		{class: "M20", name: "DATA on a version-1 connection", msg: ping(fxData(1, fxChain[3])), code: wire.CodeUnexpectedFrame, frame: wire.TypeData, offset: P,
+		{class: "M20", name: "TXN1 of the receiver's own origin, unnamed", msg: pingThen(txn1(4, own[0].Raw)), code: wire.CodeUnexpectedFrame, frame: wire.TypeTxn1, offset: P},
+		{class: "M20", name: "DATA on a version-1 connection", msg: pingThen(fxData(1, fxChain[3])), code: wire.CodeUnexpectedFrame, frame: wire.TypeData, offset: P,
 			check: noEvent(protocol.EventTxn)},
-		{class: "M20", name: "TXN1 on a version-2 connection", on: onV2D, msg: ping(txn1(4, fx2Chain[3].Raw)), code: wire.CodeUnexpectedFrame, frame: wire.TypeTxn1, offset: P,
+		{class: "M20", name: "TXN1 on a version-2 connection", on: onV2D, msg: pingThen(txn1(4, fx2Chain[3].Raw)), code: wire.CodeUnexpectedFrame, frame: wire.TypeTxn1, offset: P,
 			check: noEvent(protocol.EventTxn)},
-		{class: "M20", name: "SUBSCRIBE1 on a version-2 connection", on: onV2L, msg: ping(prototest.Frame(&wire.Subscribe1{Position: 0})), code: wire.CodeUnexpectedFrame, frame: wire.TypeSubscribe1, offset: P,
+		{class: "M20", name: "SUBSCRIBE1 on a version-2 connection", on: onV2L, msg: pingThen(prototest.Frame(&wire.Subscribe1{Position: 0})), code: wire.CodeUnexpectedFrame, frame: wire.TypeSubscribe1, offset: P,
 			check: noEvent(protocol.EventSubscribed)},
-		{class: "M20", name: "ACK1 on a version-2 connection", on: onV2L, msg: ping(ack1(1)), code: wire.CodeUnexpectedFrame, frame: wire.TypeAck1, offset: P},
+		{class: "M20", name: "ACK1 on a version-2 connection", on: onV2L, msg: pingThen(ack1(1)), code: wire.CodeUnexpectedFrame, frame: wire.TypeAck1, offset: P},
 		{class: "M20", name: "SUBSCRIBE on a version-1 connection", on: onL,
-			msg:  ping(prototest.Frame(&wire.Subscribe{Entries: []wire.SubscribeEntry{{Channel: 1, Origin: fxOrigin, Credit: 1 << 20}}})),
+			msg:  pingThen(prototest.Frame(&wire.Subscribe{Entries: []wire.SubscribeEntry{{Channel: 1, Origin: fxOrigin, Credit: 1 << 20}}})),
 			code: wire.CodeUnexpectedFrame, frame: wire.TypeSubscribe, offset: P, check: noEvent(protocol.EventSubscribed)},
-		{class: "M20", name: "HEADS on a version-1 connection", msg: ping(prototest.Frame(&wire.Heads{Heads: []wire.Head{{Origin: fxOrigin, Seq: 3, HLC: 1}}})),
+		{class: "M20", name: "HEADS on a version-1 connection", msg: pingThen(prototest.Frame(&wire.Heads{Heads: []wire.Head{{Origin: fxOrigin, Seq: 3, HLC: 1}}})),
 			code: wire.CodeUnexpectedFrame, frame: wire.TypeHeads, offset: P, check: noEvent(protocol.EventHeads)},
-		{class: "M20", name: "DATA of another origin on a channel", on: onV2D, msg: ping(fxData(1, fx2TenChain[0])), code: wire.CodeUnexpectedFrame, frame: wire.TypeData, offset: P,
+		{class: "M20", name: "DATA of another origin on a channel", on: onV2D, msg: pingThen(fxData(1, fx2TenChain[0])), code: wire.CodeUnexpectedFrame, frame: wire.TypeData, offset: P,
 			check: noEvent(protocol.EventTxn)},
-		{class: "M20", name: "a head of an origin never named", on: onV2D, msg: ping(prototest.Frame(&wire.Heads{Heads: []wire.Head{{Origin: prototest.Origin(11), Seq: 1, HLC: 1}}})),
+		{class: "M20", name: "a head of an origin never named", on: onV2D, msg: pingThen(prototest.Frame(&wire.Heads{Heads: []wire.Head{{Origin: prototest.Origin(11), Seq: 1, HLC: 1}}})),
 			code: wire.CodeUnexpectedFrame, frame: wire.TypeHeads, offset: P, check: noEvent(protocol.EventHeads)},
-		{class: "M21", name: "a TXN1 position equal to the last", msg: ping(txn1(3, fxChain[3].Raw)), code: wire.CodeOutOfOrder, frame: wire.TypeTxn1, offset: P},
-		{class: "M21", name: "a TXN1 position below the last", msg: ping(txn1(2, fxChain[3].Raw)), code: wire.CodeOutOfOrder, frame: wire.TypeTxn1, offset: P},
-		{class: "M21", name: "a TXN1 position going back within a message", msg: ping(txn1(9, fxChain[3].Raw), txn1(5, fxChain[4].Raw)),
+		{class: "M21", name: "a TXN1 position equal to the last", msg: pingThen(txn1(3, fxChain[3].Raw)), code: wire.CodeOutOfOrder, frame: wire.TypeTxn1, offset: P},
+		{class: "M21", name: "a TXN1 position below the last", msg: pingThen(txn1(2, fxChain[3].Raw)), code: wire.CodeOutOfOrder, frame: wire.TypeTxn1, offset: P},
+		{class: "M21", name: "a TXN1 position going back within a message", msg: pingThen(txn1(9, fxChain[3].Raw), txn1(5, fxChain[4].Raw)),
 			code: wire.CodeOutOfOrder, frame: wire.TypeTxn1, offset: P + len(txn1(9, fxChain[3].Raw))},
-		{class: "M21", name: "an ACK1 going back", on: onL, msg: ping(ack1(2), ack1(1)), code: wire.CodeOutOfOrder, frame: wire.TypeAck1, offset: P + len(ack1(2)),
+		{class: "M21", name: "an ACK1 going back", on: onL, msg: pingThen(ack1(2), ack1(1)), code: wire.CodeOutOfOrder, frame: wire.TypeAck1, offset: P + len(ack1(2)),
 			check: func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
 				if evs[0].Kind != protocol.EventAcked || evs[0].Position != 2 {
 					t.Fatalf("the ACK1 before the error did not take effect: %v", kinds(evs))
 				}
 			}},
-		{class: "M21", name: "a CURSOR going back", on: onV2L, msg: ping(fxCursor(1, 3, fx2Chain[2].Hash), fxCursor(1, 2, fx2Chain[1].Hash)),
+		{class: "M21", name: "a CURSOR going back", on: onV2L, msg: pingThen(fxCursor(1, 3, fx2Chain[2].Hash), fxCursor(1, 2, fx2Chain[1].Hash)),
 			code: wire.CodeOutOfOrder, frame: wire.TypeCursor, offset: P + len(fxCursor(1, 3, fx2Chain[2].Hash)),
 			check: func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
 				if evs[0].Kind != protocol.EventCursor || evs[0].Origin != fxOrigin || evs[0].Seq != 3 || evs[0].Hash != fx2Chain[2].Hash {
 					t.Fatalf("the CURSOR before the error did not take effect: %+v", evs[0])
 				}
 			}},
-		{class: "M21", name: "a head going back", on: onV2D, msg: ping(prototest.Frame(&wire.Heads{Heads: []wire.Head{{Origin: fxOrigin, Seq: 5, HLC: 9}}})),
+		{class: "M21", name: "a head going back", on: onV2D, msg: pingThen(prototest.Frame(&wire.Heads{Heads: []wire.Head{{Origin: fxOrigin, Seq: 5, HLC: 9}}})),
 			code: wire.CodeOutOfOrder, frame: wire.TypeHeads, offset: P, check: noEvent(protocol.EventHeads)},
-		{class: "M22", name: "format 2", msg: ping(txn1(4, format(2, fxChain[3].Raw))), code: wire.CodeUnsupportedTxn, frame: wire.TypeTxn1, offset: P,
-			check: names(fxOrigin, 4)},
-		{class: "M22", name: "format 0xff of an unnamed origin", msg: ping(txn1(4, format(0xff, ten[0].Raw))), code: wire.CodeUnsupportedTxn, frame: wire.TypeTxn1, offset: P,
-			check: names(prototest.Origin(10), 1)},
-		{class: "M22", name: "op kind 3", msg: ping(txn1(4, cat(goodHead, hx("01 03 01 74 01 6b")))), code: wire.CodeUnsupportedTxn, frame: wire.TypeTxn1, offset: P},
-		{class: "M22", name: "op kind 0xff after a put", msg: ping(txn1(4, cat(goodHead, hx("02"), putT, hx("ff 01 74 01 6b")))), code: wire.CodeUnsupportedTxn, frame: wire.TypeTxn1, offset: P},
-		{class: "M22", name: "format 2 in the handshake", on: onHandshake, msg: txn1(1, format(2, fxChain[0].Raw)), code: wire.CodeUnsupportedTxn, frame: wire.TypeTxn1, offset: 0},
+		{class: "M22", name: "format 2", msg: pingThen(txn1(4, withFormat(2, fxChain[3].Raw))), code: wire.CodeUnsupportedTxn, frame: wire.TypeTxn1, offset: P,
+			check: errNames(fxOrigin, 4)},
+		{class: "M22", name: "format 0xff of an unnamed origin", msg: pingThen(txn1(4, withFormat(0xff, ten[0].Raw))), code: wire.CodeUnsupportedTxn, frame: wire.TypeTxn1, offset: P,
+			check: errNames(prototest.Origin(10), 1)},
+		{class: "M22", name: "op kind 3", msg: pingThen(txn1(4, cat(goodHead, hx("01 03 01 74 01 6b")))), code: wire.CodeUnsupportedTxn, frame: wire.TypeTxn1, offset: P},
+		{class: "M22", name: "op kind 0xff after a put", msg: pingThen(txn1(4, cat(goodHead, hx("02"), putT, hx("ff 01 74 01 6b")))), code: wire.CodeUnsupportedTxn, frame: wire.TypeTxn1, offset: P},
+		{class: "M22", name: "format 2 in the handshake", on: onHandshake, msg: txn1(1, withFormat(2, fxChain[0].Raw)), code: wire.CodeUnsupportedTxn, frame: wire.TypeTxn1, offset: 0},
 
-		{class: "M22", name: "DATA of format 2", on: onV2D, msg: ping(prototest.RawFrame(wire.TypeData, 0, 1, cat(fx2Chain[3].Hash[:], format(2, fx2Chain[3].Raw)))),
-			code: wire.CodeUnsupportedTxn, frame: wire.TypeData, offset: P, check: names(fxOrigin, 4)},
-		{class: "M19", name: "DATA body shorter than its hash", on: onV2D, msg: ping(prototest.RawFrame(wire.TypeData, 0, 1, make([]byte, 31))), code: wire.CodeBadTxn, frame: wire.TypeData, offset: P},
-		{class: "M19", name: "DATA of seq 0", on: onV2D, msg: ping(prototest.RawFrame(wire.TypeData, 0, 1, cat(fx2Chain[3].Hash[:], txnHead(0, wire.Hash{}), hx("01"), putT))),
+		{class: "M22", name: "DATA of format 2", on: onV2D, msg: pingThen(prototest.RawFrame(wire.TypeData, 0, 1, cat(fx2Chain[3].Hash[:], withFormat(2, fx2Chain[3].Raw)))),
+			code: wire.CodeUnsupportedTxn, frame: wire.TypeData, offset: P, check: errNames(fxOrigin, 4)},
+		{class: "M19", name: "DATA body shorter than its hash", on: onV2D, msg: pingThen(prototest.RawFrame(wire.TypeData, 0, 1, make([]byte, 31))), code: wire.CodeBadTxn, frame: wire.TypeData, offset: P},
+		{class: "M19", name: "DATA of seq 0", on: onV2D, msg: pingThen(prototest.RawFrame(wire.TypeData, 0, 1, cat(fx2Chain[3].Hash[:], txnHead(0, wire.Hash{}), hx("01"), putT))),
 			code: wire.CodeBadTxn, frame: wire.TypeData, offset: P},
 		{class: "M23", name: "DATA past its channel's limit", on: onV2D, limits: fxWindows(3*fx2Size+fx2Size/2, 8*fx2Size),
-			msg: ping(fxData(1, fx2Chain[3])), code: wire.CodeCreditOverrun, frame: wire.TypeData, offset: P,
+			msg: pingThen(fxData(1, fx2Chain[3])), code: wire.CodeCreditOverrun, frame: wire.TypeData, offset: P,
 			check: fxOverrun("channel 1", 3*fx2Size+fx2Size/2, 4*fx2Size)},
 		{class: "M23", name: "DATA past its channel's limit, a frame after one that fits", on: onV2D, limits: fxWindows(4*fx2Size+fx2Size/2, 8*fx2Size),
-			msg: ping(fxData(1, fx2Chain[3]), fxData(1, fx2Chain[4])), code: wire.CodeCreditOverrun, frame: wire.TypeData, offset: P + fx2Size,
+			msg: pingThen(fxData(1, fx2Chain[3]), fxData(1, fx2Chain[4])), code: wire.CodeCreditOverrun, frame: wire.TypeData, offset: P + fx2Size,
 			check: func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
 				fxOverrun("channel 1", 4*fx2Size+fx2Size/2, 5*fx2Size)(t, s, evs)
 				if evs[0].Kind != protocol.EventTxn || evs[0].Txn.Seq != 4 {
@@ -472,29 +498,29 @@ func inputCases() []inputCase {
 				}
 			}},
 		{class: "M23", name: "DATA past the connection's limit", on: onV2D, limits: fxWindows(3*fx2Size+fx2Size/2, 3*fx2Size+fx2Size/2),
-			msg: ping(fxData(2, fx2TenChain[0])), code: wire.CodeCreditOverrun, frame: wire.TypeData, offset: P,
+			msg: pingThen(fxData(2, fx2TenChain[0])), code: wire.CodeCreditOverrun, frame: wire.TypeData, offset: P,
 			check: fxOverrun("connection", 3*fx2Size+fx2Size/2, 4*fx2Size)},
 		{class: "M24", name: "SUBSCRIBE with channels out of order", on: onV2L,
-			msg: ping(prototest.Frame(&wire.Subscribe{Entries: []wire.SubscribeEntry{
+			msg: pingThen(prototest.Frame(&wire.Subscribe{Entries: []wire.SubscribeEntry{
 				{Channel: 4, Origin: prototest.Origin(11), Credit: 1 << 20}, {Channel: 3, Origin: prototest.Origin(12), Credit: 1 << 20}}})),
 			code: wire.CodeBadField, frame: wire.TypeSubscribe, offset: P, check: noEvent(protocol.EventSubscribed)},
-		{class: "M24", name: "a CURSOR at seq 0", on: onV2L, msg: ping(fxCursor(1, 0, wire.Hash{})), code: wire.CodeBadField, frame: wire.TypeCursor, offset: P,
+		{class: "M24", name: "a CURSOR at seq 0", on: onV2L, msg: pingThen(fxCursor(1, 0, wire.Hash{})), code: wire.CodeBadField, frame: wire.TypeCursor, offset: P,
 			check: noEvent(protocol.EventCursor)},
 		{class: "M24", name: "HEADS with an origin both advertised and withdrawn", on: onV2D,
-			msg:  ping(prototest.Frame(&wire.Heads{Heads: []wire.Head{{Origin: fxOrigin, Seq: 7, HLC: 7}}, Withdrawn: []wire.OriginID{fxOrigin}})),
+			msg:  pingThen(prototest.Frame(&wire.Heads{Heads: []wire.Head{{Origin: fxOrigin, Seq: 7, HLC: 7}}, Withdrawn: []wire.OriginID{fxOrigin}})),
 			code: wire.CodeBadField, frame: wire.TypeHeads, offset: P, check: noEvent(protocol.EventHeads)},
-		{class: "M24", name: "DIVERGENCE side 2", on: onV2D, msg: ping(prototest.Frame(&wire.Divergence{Channel: 1, Seq: 3, Hash: fx2Chain[2].Hash, Side: 2})),
+		{class: "M24", name: "DIVERGENCE side 2", on: onV2D, msg: pingThen(prototest.Frame(&wire.Divergence{Channel: 1, Seq: 3, Hash: fx2Chain[2].Hash, Side: 2})),
 			code: wire.CodeBadField, frame: wire.TypeDivergence, offset: P, check: noEvent(protocol.EventDivergence)},
-		{class: "M24", name: "DIVERGENCE side 2 to the sender", on: onV2L, msg: ping(prototest.Frame(&wire.Divergence{Channel: 1, Seq: 3, Hash: fx2Chain[2].Hash, Side: 2})),
+		{class: "M24", name: "DIVERGENCE side 2 to the sender", on: onV2L, msg: pingThen(prototest.Frame(&wire.Divergence{Channel: 1, Seq: 3, Hash: fx2Chain[2].Hash, Side: 2})),
 			code: wire.CodeBadField, frame: wire.TypeDivergence, offset: P, check: noEvent(protocol.EventDivergence)},
-		{class: "M24", name: "RESEND from 0", on: onV2L, msg: ping(prototest.RawFrame(wire.TypeResend, 0, 0, hx("a2 01 01 02 00"))), code: wire.CodeBadField, frame: wire.TypeResend, offset: P},
+		{class: "M24", name: "RESEND from 0", on: onV2L, msg: pingThen(prototest.RawFrame(wire.TypeResend, 0, 0, hx("a2 01 01 02 00"))), code: wire.CodeBadField, frame: wire.TypeResend, offset: P},
 
 		// Other errors caused by input.
 		{name: "a SUBSCRIBE opening more channels than MaxChannels", on: onV2L, llim: protocol.Limits{MaxChannels: 2},
-			msg:  ping(prototest.Frame(&wire.Subscribe{Entries: []wire.SubscribeEntry{{Channel: 3, Origin: prototest.Origin(11), Credit: 1 << 20}}})),
+			msg:  pingThen(prototest.Frame(&wire.Subscribe{Entries: []wire.SubscribeEntry{{Channel: 3, Origin: prototest.Origin(11), Credit: 1 << 20}}})),
 			code: wire.CodeTooManyChannels, frame: wire.TypeSubscribe, offset: P, check: noEvent(protocol.EventSubscribed)},
 		{name: "a SUBSCRIBE after an UNSUBSCRIBE within MaxChannels, then one past it", on: onV2L, llim: protocol.Limits{MaxChannels: 2},
-			msg: ping(prototest.Frame(&wire.Unsubscribe{Channels: []uint32{2}}),
+			msg: pingThen(prototest.Frame(&wire.Unsubscribe{Channels: []uint32{2}}),
 				prototest.Frame(&wire.Subscribe{Entries: []wire.SubscribeEntry{{Channel: 3, Origin: prototest.Origin(11), Credit: 1 << 20}}}),
 				prototest.Frame(&wire.Subscribe{Entries: []wire.SubscribeEntry{{Channel: 4, Origin: prototest.Origin(12), Credit: 1 << 20}}})),
 			code: wire.CodeTooManyChannels, frame: wire.TypeSubscribe,
@@ -507,41 +533,41 @@ func inputCases() []inputCase {
 				}
 			}},
 		{name: "a SUBSCRIBE of a channel not above the last opened", on: onV2L,
-			msg:  ping(prototest.Frame(&wire.Subscribe{Entries: []wire.SubscribeEntry{{Channel: 2, Origin: prototest.Origin(11), Credit: 1 << 20}}})),
+			msg:  pingThen(prototest.Frame(&wire.Subscribe{Entries: []wire.SubscribeEntry{{Channel: 2, Origin: prototest.Origin(11), Credit: 1 << 20}}})),
 			code: wire.CodeBadChannel, frame: wire.TypeSubscribe, offset: P, check: noEvent(protocol.EventSubscribed)},
 		{name: "a SUBSCRIBE of an origin subscribed already", on: onV2L,
-			msg:  ping(prototest.Frame(&wire.Subscribe{Entries: []wire.SubscribeEntry{{Channel: 3, Origin: fxOrigin, Credit: 1 << 20}}})),
+			msg:  pingThen(prototest.Frame(&wire.Subscribe{Entries: []wire.SubscribeEntry{{Channel: 3, Origin: fxOrigin, Credit: 1 << 20}}})),
 			code: wire.CodeBadField, frame: wire.TypeSubscribe, offset: P, check: noEvent(protocol.EventSubscribed)},
 		{name: "a SUBSCRIBE of the subscriber's own origin", on: onV2L,
-			msg:  ping(prototest.Frame(&wire.Subscribe{Entries: []wire.SubscribeEntry{{Channel: 3, Origin: prototest.Origin(1), Credit: 1 << 20}}})),
+			msg:  pingThen(prototest.Frame(&wire.Subscribe{Entries: []wire.SubscribeEntry{{Channel: 3, Origin: prototest.Origin(1), Credit: 1 << 20}}})),
 			code: wire.CodeBadField, frame: wire.TypeSubscribe, offset: P, check: noEvent(protocol.EventSubscribed)},
-		{name: "a CREDIT for a channel never opened", on: onV2L, msg: ping(prototest.Frame(&wire.Credit{Entries: []wire.CreditEntry{{Channel: 0, Limit: 1 << 40}, {Channel: 3, Limit: 1 << 40}}})),
+		{name: "a CREDIT for a channel never opened", on: onV2L, msg: pingThen(prototest.Frame(&wire.Credit{Entries: []wire.CreditEntry{{Channel: 0, Limit: 1 << 40}, {Channel: 3, Limit: 1 << 40}}})),
 			code: wire.CodeBadChannel, frame: wire.TypeCredit, offset: P},
-		{name: "an UNSUBSCRIBE of a channel never opened", on: onV2L, msg: ping(prototest.Frame(&wire.Unsubscribe{Channels: []uint32{1, 3}})),
+		{name: "an UNSUBSCRIBE of a channel never opened", on: onV2L, msg: pingThen(prototest.Frame(&wire.Unsubscribe{Channels: []uint32{1, 3}})),
 			code: wire.CodeBadChannel, frame: wire.TypeUnsubscribe, offset: P},
-		{name: "a CURSOR beyond what was sent", on: onV2L, msg: ping(fxCursor(1, 4, fx2Chain[3].Hash)), code: wire.CodeBadField, frame: wire.TypeCursor, offset: P,
+		{name: "a CURSOR beyond what was sent", on: onV2L, msg: pingThen(fxCursor(1, 4, fx2Chain[3].Hash)), code: wire.CodeBadField, frame: wire.TypeCursor, offset: P,
 			check: noEvent(protocol.EventCursor)},
-		{name: "a CURSOR on a channel never opened", on: onV2L, msg: ping(fxCursor(3, 1, fx2Chain[0].Hash)), code: wire.CodeBadChannel, frame: wire.TypeCursor, offset: P},
-		{name: "a RESEND from beyond one past what was sent", on: onV2L, msg: ping(prototest.Frame(&wire.Resend{Channel: 1, From: 5})), code: wire.CodeBadField, frame: wire.TypeResend, offset: P,
+		{name: "a CURSOR on a channel never opened", on: onV2L, msg: pingThen(fxCursor(3, 1, fx2Chain[0].Hash)), code: wire.CodeBadChannel, frame: wire.TypeCursor, offset: P},
+		{name: "a RESEND from beyond one past what was sent", on: onV2L, msg: pingThen(prototest.Frame(&wire.Resend{Channel: 1, From: 5})), code: wire.CodeBadField, frame: wire.TypeResend, offset: P,
 			check: noEvent(protocol.EventResend)},
 		{name: "a DIVERGENCE of the sender about a channel never opened", on: onV2D,
-			msg:  ping(prototest.Frame(&wire.Divergence{Channel: 3, Side: wire.SideSender})),
+			msg:  pingThen(prototest.Frame(&wire.Divergence{Channel: 3, Side: wire.SideSender})),
 			code: wire.CodeBadChannel, frame: wire.TypeDivergence, offset: P, check: noEvent(protocol.EventDivergence)},
 		{name: "no common version with this build", on: onHandshake, cfg: func(c *protocol.Config) { c.MaxVersion = 0 },
-			msg: hello(func(h *wire.Hello) { h.MinVersion, h.MaxVersion = 3, 5 }), code: wire.CodeUnsupportedVersion, frame: wire.TypeHello, offset: 0},
-		{name: "ACK1 beyond the last position sent", on: onL, msg: ping(ack1(4)), code: wire.CodeBadField, frame: wire.TypeAck1, offset: P},
-		{name: "a txn whose prev hash is wrong", msg: ping(txn1(4, fxOther[3].Raw)), code: wire.CodeDivergence, frame: wire.TypeTxn1, offset: P,
+			msg: peerHelloFrame(func(h *wire.Hello) { h.MinVersion, h.MaxVersion = 3, 5 }), code: wire.CodeUnsupportedVersion, frame: wire.TypeHello, offset: 0},
+		{name: "ACK1 beyond the last position sent", on: onL, msg: pingThen(ack1(4)), code: wire.CodeBadField, frame: wire.TypeAck1, offset: P},
+		{name: "a txn whose prev hash is wrong", msg: pingThen(txn1(4, fxOther[3].Raw)), code: wire.CodeDivergence, frame: wire.TypeTxn1, offset: P,
 			check: countIs("divergence", func(s protocol.Stats) uint64 { return s.Divergences }, protocol.EventDivergence, 4)},
-		{name: "a different txn at the applied seq", msg: ping(txn1(4, fxOther[2].Raw)), code: wire.CodeDivergence, frame: wire.TypeTxn1, offset: P,
+		{name: "a different txn at the applied seq", msg: pingThen(txn1(4, fxOther[2].Raw)), code: wire.CodeDivergence, frame: wire.TypeTxn1, offset: P,
 			check: countIs("divergence", func(s protocol.Stats) uint64 { return s.Divergences }, protocol.EventDivergence, 3)},
-		{name: "a gap", msg: ping(txn1(4, fxChain[4].Raw)), code: wire.CodeGapDetected, frame: wire.TypeTxn1, offset: P,
+		{name: "a gap", msg: pingThen(txn1(4, fxChain[4].Raw)), code: wire.CodeGapDetected, frame: wire.TypeTxn1, offset: P,
 			check: countIs("gap", func(s protocol.Stats) uint64 { return s.Gaps }, protocol.EventGap, 4)},
-		{name: "a first entry past seq 1 of a newly named origin", msg: ping(originFrame(prototest.Origin(10), "ten"), txn1(4, ten[1].Raw)),
+		{name: "a first entry past seq 1 of a newly named origin", msg: pingThen(originFrame(prototest.Origin(10), "ten"), txn1(4, ten[1].Raw)),
 			code: wire.CodeGapDetected, frame: wire.TypeTxn1, offset: P + len(originFrame(prototest.Origin(10), "ten"))},
-		{name: "an ORIGIN past MaxOrigins", limits: protocol.Limits{MaxOrigins: 1}, msg: ping(originFrame(prototest.Origin(10), "ten")),
+		{name: "an ORIGIN past MaxOrigins", limits: protocol.Limits{MaxOrigins: 1}, msg: pingThen(originFrame(prototest.Origin(10), "ten")),
 			code: wire.CodeTooManyOrigins, frame: wire.TypeOrigin, offset: P, check: noEvent(protocol.EventOriginNamed)},
 		{name: "a renaming ORIGIN within MaxOrigins, then a new one past it", limits: protocol.Limits{MaxOrigins: 1},
-			msg:  ping(originFrame(fxOrigin, "renamed"), originFrame(prototest.Origin(10), "ten")),
+			msg:  pingThen(originFrame(fxOrigin, "renamed"), originFrame(prototest.Origin(10), "ten")),
 			code: wire.CodeTooManyOrigins, frame: wire.TypeOrigin, offset: P + len(originFrame(fxOrigin, "renamed")),
 			check: func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
 				if len(evs) != 2 || evs[0].Kind != protocol.EventOriginNamed || evs[0].Origin != fxOrigin || evs[0].Name != "renamed" {
@@ -549,7 +575,7 @@ func inputCases() []inputCase {
 				}
 			}},
 		{name: "the third origin's ORIGIN against MaxOrigins 2", limits: protocol.Limits{MaxOrigins: 2},
-			msg:  ping(originFrame(prototest.Origin(10), "ten"), txn1(4, ten[0].Raw), originFrame(prototest.Origin(11), "eleven")),
+			msg:  pingThen(originFrame(prototest.Origin(10), "ten"), txn1(4, ten[0].Raw), originFrame(prototest.Origin(11), "eleven")),
 			code: wire.CodeTooManyOrigins, frame: wire.TypeOrigin, offset: P + len(originFrame(prototest.Origin(10), "ten")) + len(txn1(4, ten[0].Raw)),
 			check: func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
 				if len(evs) != 3 || evs[1].Kind != protocol.EventTxn || evs[1].Txn.Origin != prototest.Origin(10) {
@@ -557,17 +583,17 @@ func inputCases() []inputCase {
 				}
 			}},
 		{name: "input while reads are paused", limits: protocol.Limits{MaxUnackedBytes: 1}, msg: ping7, code: wire.CodeReceiveBufferFull, offset: wire.NoOffset},
-		{name: "equal roles", on: onHandshake, msg: hello(func(h *wire.Hello) { h.Role = wire.RoleListener }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
-		{name: "the peer has our origin id", on: onHandshake, msgFn: selfAuth("test-secret"), code: wire.CodeSelfConnect, frame: wire.TypeAuth, offset: len(helloFrame(selfHello)),
+		{name: "equal roles", on: onHandshake, msg: peerHelloFrame(func(h *wire.Hello) { h.Role = wire.RoleListener }), code: wire.CodeBadField, frame: wire.TypeHello, offset: 0},
+		{name: "the peer has our origin id", on: onHandshake, msgFn: helloThenAuth(selfHello, "test-secret"), code: wire.CodeSelfConnect, frame: wire.TypeAuth, offset: len(helloFrame(selfHello)),
 			sends: authThenClose},
-		{name: "the peer has our origin id and a wrong MAC", on: onHandshake, msgFn: selfAuth("wrong"), code: wire.CodeAuthFailed, frame: wire.TypeAuth, offset: len(helloFrame(selfHello)),
+		{name: "the peer has our origin id and a wrong MAC", on: onHandshake, msgFn: helloThenAuth(selfHello, "wrong"), code: wire.CodeAuthFailed, frame: wire.TypeAuth, offset: len(helloFrame(selfHello)),
 			sends: authThenClose},
-		{name: "the peer has our origin id and an unexpected name", on: onHandshake, cfg: func(c *protocol.Config) { c.ExpectedPeer = "q" }, msgFn: selfAuth("test-secret"),
+		{name: "the peer has our origin id and an unexpected name", on: onHandshake, cfg: func(c *protocol.Config) { c.ExpectedPeer = "q" }, msgFn: helloThenAuth(selfHello, "test-secret"),
 			code: wire.CodeSelfConnect, frame: wire.TypeAuth, offset: len(helloFrame(selfHello)), sends: authThenClose},
 		// The frame and offset of unsupported-version are checked by TestUnsupportedVersionNamesHello.
-		{name: "no common version", on: onHandshake, msg: hello(func(h *wire.Hello) { h.MinVersion, h.MaxVersion = 2, 2 }), code: wire.CodeUnsupportedVersion, offset: anyOffset},
-		{name: "a wrong MAC", on: onHandshake, msgFn: wrongAuth, code: wire.CodeAuthFailed, frame: wire.TypeAuth, offset: helloLen, sends: authThenClose},
-		{name: "an unexpected peer name", on: onHandshake, cfg: func(c *protocol.Config) { c.ExpectedPeer = "q" }, msgFn: goodAuth,
+		{name: "no common version", on: onHandshake, msg: peerHelloFrame(func(h *wire.Hello) { h.MinVersion, h.MaxVersion = 2, 2 }), code: wire.CodeUnsupportedVersion, offset: anyOffset},
+		{name: "a wrong MAC", on: onHandshake, msgFn: helloThenAuth(peerHello(nil), "wrong"), code: wire.CodeAuthFailed, frame: wire.TypeAuth, offset: helloLen, sends: authThenClose},
+		{name: "an unexpected peer name", on: onHandshake, cfg: func(c *protocol.Config) { c.ExpectedPeer = "q" }, msgFn: helloThenAuth(peerHello(nil), "test-secret"),
 			code: wire.CodePeerNameMismatch, frame: wire.TypeAuth, offset: helloLen, sends: authThenClose},
 	}
 }
@@ -585,7 +611,7 @@ func fxWindows(channel, session int) protocol.Limits {
 
 // fxOverrun checks a credit-overrun: it names the window (channel n or the connection), the
 // granted limit and the offset the DATA would have reached, and nothing was applied.
-func fxOverrun(window string, limit, offset int) func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
+func fxOverrun(window string, limit, offset int) inputCheck {
 	return func(t *testing.T, s *protocol.Session, evs []protocol.Event) {
 		m := s.Err().Message
 		if !strings.HasPrefix(m, window+":") || !strings.Contains(m, "offset "+strconv.Itoa(offset)) || !strings.Contains(m, "granted "+strconv.Itoa(limit)) {
@@ -1035,6 +1061,7 @@ type closingCase struct {
 	run func(t *testing.T) (*protocol.Session, func())
 }
 
+// closingCases is TestClosingCommands' table.
 func closingCases() []closingCase {
 	return []closingCase{
 		{"handshake timeout while handshaking", wire.CodeHandshakeTimeout, func(t *testing.T) (*protocol.Session, func()) {
@@ -1203,14 +1230,17 @@ func sending(t *testing.T, dl, ll protocol.Limits) *prototest.Pair {
 	return p
 }
 
+// closedSession is the dialer of a defaultPair closed by its own Close, its output taken:
+// the session of refusedCases' commands on a closed session.
+func closedSession(t *testing.T) *protocol.Session {
+	p := defaultPair(t)
+	must(t, p.D.S.Close(wire.CodeGoingAway, ""))
+	p.D.S.Ready()
+	return p.D.S
+}
+
+// refusedCases is TestRefusedCommands' table.
 func refusedCases() []refusedCase {
-	est := func(t *testing.T) *prototest.Pair { return defaultPair(t) }
-	closed := func(t *testing.T) *protocol.Session {
-		p := defaultPair(t)
-		must(t, p.D.S.Close(wire.CodeGoingAway, ""))
-		p.D.S.Ready()
-		return p.D.S
-	}
 	o := prototest.Origin(20)
 	h := fxChain[0].Hash
 	return []refusedCase{
@@ -1262,31 +1292,31 @@ func refusedCases() []refusedCase {
 			return p.L.S, func() error { return p.L.S.SetOriginName(o, "twenty") }
 		}},
 		{"Offer on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
-			s := closed(t)
+			s := closedSession(t)
 			return s, func() error { return s.V1().Offer(1, fxChain[0].Raw) }
 		}},
 		{"Ack on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
-			s := closed(t)
+			s := closedSession(t)
 			return s, func() error { return s.V1().Ack(1) }
 		}},
 		{"Subscribe on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
-			s := closed(t)
+			s := closedSession(t)
 			return s, func() error { return s.V1().Subscribe(0, nil) }
 		}},
 		{"Observe on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
-			s := closed(t)
+			s := closedSession(t)
 			return s, func() error { return s.V1().Observe(vector.Entry{Origin: o}) }
 		}},
 		{"Receive on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
-			s := closed(t)
+			s := closedSession(t)
 			return s, func() error { return s.Receive(prototest.Epoch, ping7) }
 		}},
 		{"Close on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
-			s := closed(t)
+			s := closedSession(t)
 			return s, func() error { return s.Close(wire.CodeGoingAway, "") }
 		}},
 		{"SetOriginName on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
-			s := closed(t)
+			s := closedSession(t)
 			return s, func() error { return s.SetOriginName(o, "twenty") }
 		}},
 		{"Start twice", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
@@ -1320,19 +1350,19 @@ func refusedCases() []refusedCase {
 			return p.D.S, func() error { return p.D.S.V1().Subscribe(0, nil) }
 		}},
 		{"Offer before the peer subscribed", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
-			p := est(t)
+			p := defaultPair(t)
 			return p.L.S, func() error { return p.L.S.V1().Offer(1, fxChain[0].Raw) }
 		}},
 		{"Ack before Subscribe", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
-			p := est(t)
+			p := defaultPair(t)
 			return p.D.S, func() error { return p.D.S.V1().Ack(1) }
 		}},
 		{"Close with a local code", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
-			p := est(t)
+			p := defaultPair(t)
 			return p.D.S, func() error { return p.D.S.Close(wire.CodeInvalidState, "") }
 		}},
 		{"Close with an undefined code", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
-			p := est(t)
+			p := defaultPair(t)
 			return p.D.S, func() error { return p.D.S.Close("no-such-code", "") }
 		}},
 		{"Offer at a position that does not advance", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
@@ -1367,33 +1397,33 @@ func refusedCases() []refusedCase {
 			return p.D.S, func() error { return p.D.S.V1().Ack(1) }
 		}},
 		{"Subscribe with an all-zero origin", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
-			p := est(t)
+			p := defaultPair(t)
 			return p.D.S, func() error { return p.D.S.V1().Subscribe(0, []vector.Entry{{Seq: 1, Hash: h}}) }
 		}},
 		{"Subscribe with a hash at seq 0", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
-			p := est(t)
+			p := defaultPair(t)
 			return p.D.S, func() error { return p.D.S.V1().Subscribe(0, []vector.Entry{{Origin: o, Hash: h}}) }
 		}},
 		{"Subscribe without the hash of seq 1", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
-			p := est(t)
+			p := defaultPair(t)
 			return p.D.S, func() error { return p.D.S.V1().Subscribe(0, []vector.Entry{{Origin: o, Seq: 1}}) }
 		}},
 		{"Subscribe with an origin twice", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
-			p := est(t)
+			p := defaultPair(t)
 			return p.D.S, func() error {
 				return p.D.S.V1().Subscribe(0, []vector.Entry{{Origin: o}, {Origin: o, Seq: 1, Hash: h}})
 			}
 		}},
 		{"Observe without a hash", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
-			p := est(t)
+			p := defaultPair(t)
 			return p.D.S, func() error { return p.D.S.V1().Observe(vector.Entry{Origin: o, Seq: 3}) }
 		}},
 		{"SetOriginName with an invalid name", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
-			p := est(t)
+			p := defaultPair(t)
 			return p.L.S, func() error { return p.L.S.SetOriginName(o, "a b") }
 		}},
 		{"SetOriginName of the all-zero origin", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
-			p := est(t)
+			p := defaultPair(t)
 			return p.L.S, func() error { return p.L.S.SetOriginName(wire.OriginID{}, "zero") }
 		}},
 
@@ -1451,7 +1481,7 @@ func refusedCases() []refusedCase {
 			return p.L.S, func() error { return p.L.S.V2().Send(fxChain[0].Raw) }
 		}},
 		{"SubscribeOrigins on a version-1 connection", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
-			p := est(t)
+			p := defaultPair(t)
 			return p.D.S, func() error { return p.D.S.V2().Subscribe([]vector.Entry{{Origin: fxOrigin}}) }
 		}},
 		{"AdvertiseHeads on a version-1 connection", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
@@ -1499,11 +1529,11 @@ func refusedCases() []refusedCase {
 			return p.L.S, func() error { return p.L.S.V2().AdvertiseHeads([]wire.Head{{Origin: fxOrigin, Seq: 5, HLC: 1}}) }
 		}},
 		{"Send on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
-			s := closed(t)
+			s := closedSession(t)
 			return s, func() error { return s.V2().Send(fxChain[0].Raw) }
 		}},
 		{"SubscribeOrigins on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
-			s := closed(t)
+			s := closedSession(t)
 			return s, func() error { return s.V2().Subscribe([]vector.Entry{{Origin: fxOrigin}}) }
 		}},
 		{"Start with an 8-byte nonce", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
