@@ -4,8 +4,11 @@ package protocol_test
 // only one file uses stays in that file.
 
 import (
+	"bytes"
 	"encoding/binary"
+	"slices"
 	"testing"
+	"time"
 
 	"plait/protocol"
 	"plait/protocol/prototest"
@@ -51,6 +54,51 @@ func kinds(evs []protocol.Event) []string {
 		out = append(out, e.Kind.String())
 	}
 	return out
+}
+
+// ---- what a test gave a session ----
+
+// fed records the messages a test gives sessions by hand. If the test fails, its output
+// holds each one's exact bytes in hex, with the session it went to and the virtual time,
+// so that a reader can replay the failure; a table test records in its runner, once for
+// every case.
+type fed struct {
+	sessions []*protocol.Session // in the order they were first fed
+	msgs     []fedMessage
+}
+
+type fedMessage struct {
+	session int           // index in sessions
+	at      time.Duration // since prototest.Epoch
+	bytes   []byte
+}
+
+// recordFed returns an empty record that t logs if it fails.
+func recordFed(t *testing.T) *fed {
+	f := &fed{}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		if len(f.msgs) == 0 {
+			t.Log("no message was fed to a session by hand")
+		}
+		for i, m := range f.msgs {
+			t.Logf("message %d of %d fed to session %d at Epoch+%v, hex: %x", i+1, len(f.msgs), m.session+1, m.at, m.bytes)
+		}
+	})
+	return f
+}
+
+// receive records msg and gives it to s at now.
+func (f *fed) receive(s *protocol.Session, now time.Time, msg []byte) error {
+	i := slices.Index(f.sessions, s)
+	if i < 0 {
+		i = len(f.sessions)
+		f.sessions = append(f.sessions, s)
+	}
+	f.msgs = append(f.msgs, fedMessage{session: i, at: now.Sub(prototest.Epoch), bytes: bytes.Clone(msg)})
+	return s.Receive(now, msg)
 }
 
 // ---- established pairs ----

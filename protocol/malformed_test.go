@@ -624,6 +624,7 @@ func fxOverrun(window string, limit, offset int) inputCheck {
 }
 
 func runInputCase(t *testing.T, c inputCase) {
+	in := recordFed(t)
 	var (
 		s    *protocol.Session
 		msgs [][]byte
@@ -650,7 +651,7 @@ func runInputCase(t *testing.T, c inputCase) {
 			t.Fatalf("fixture has %d protocol errors", n)
 		}
 		n := len(side.Events)
-		rerr = side.S.Receive(p.Now, msg)
+		rerr = in.receive(side.S, p.Now, msg)
 		msgs = side.Drain()
 		evs = side.Events[n:]
 		s = side.S
@@ -660,7 +661,7 @@ func runInputCase(t *testing.T, c inputCase) {
 		if c.msgFn != nil {
 			msg = c.msgFn(local)
 		}
-		rerr = s.Receive(prototest.Epoch, msg)
+		rerr = in.receive(s, prototest.Epoch, msg)
 		rd := s.Ready()
 		msgs, evs = rd.Messages, slices.Clone(rd.Events)
 	}
@@ -772,7 +773,8 @@ func TestMalformedM9IgnorableFrame(t *testing.T) {
 	n := len(d.Events)
 	msg := cat(ping7, prototest.RawFrame(0xfe, 0, 0, []byte("hint")), prototest.RawFrame(0xfe, 0xff, 77, nil),
 		prototest.RawFrame(0x80, 0, 0, hx("a0")), prototest.Frame(&wire.Ping{ID: 8}))
-	must(t, d.S.Receive(p.Now, msg))
+	in := recordFed(t)
+	must(t, in.receive(d.S, p.Now, msg))
 	fs := frames(t, d.Drain())
 	evs := d.Events[n:]
 	if d.S.State() != protocol.StateEstablished || d.S.Err() != nil {
@@ -808,7 +810,7 @@ func TestMalformedM9IgnorableFrame(t *testing.T) {
 		{ping7, 0, 0},
 	} {
 		n, before := len(d.Events), d.S.Stats().IgnoredFrames
-		must(t, d.S.Receive(p.Now, c.msg))
+		must(t, in.receive(d.S, p.Now, c.msg))
 		d.Drain()
 		evs := d.Events[n:]
 		if got := d.S.Stats().IgnoredFrames - before; got != c.count {
@@ -1057,14 +1059,15 @@ func TestReadPausedAtWindow(t *testing.T) {
 type closingCase struct {
 	name string
 	code wire.Code
-	// run prepares a session and returns it with the action that closes it.
-	run func(t *testing.T) (*protocol.Session, func())
+	// run prepares a session and returns it with the action that closes it; it gives the
+	// session any message through in.
+	run func(t *testing.T, in *fed) (*protocol.Session, func())
 }
 
 // closingCases is TestClosingCommands' table.
 func closingCases() []closingCase {
 	return []closingCase{
-		{"handshake timeout while handshaking", wire.CodeHandshakeTimeout, func(t *testing.T) (*protocol.Session, func()) {
+		{"handshake timeout while handshaking", wire.CodeHandshakeTimeout, func(t *testing.T, in *fed) (*protocol.Session, func()) {
 			s, _ := handshakeTarget(t, nil)
 			if dl := s.NextDeadline(); !dl.Equal(prototest.Epoch.Add(protocol.DefaultHandshakeTimeout)) {
 				t.Fatalf("deadline %v", dl)
@@ -1075,20 +1078,20 @@ func closingCases() []closingCase {
 			}
 			return s, func() { must(t, s.Tick(prototest.Epoch.Add(protocol.DefaultHandshakeTimeout))) }
 		}},
-		{"handshake timeout while authenticating", wire.CodeHandshakeTimeout, func(t *testing.T) (*protocol.Session, func()) {
+		{"handshake timeout while authenticating", wire.CodeHandshakeTimeout, func(t *testing.T, in *fed) (*protocol.Session, func()) {
 			s, _ := handshakeTarget(t, func(c *protocol.Config) { c.Limits.HandshakeTimeout = 3 * time.Second })
-			must(t, s.Receive(prototest.Epoch.Add(2*time.Second), helloFrame(peerHello(nil))))
+			must(t, in.receive(s, prototest.Epoch.Add(2*time.Second), helloFrame(peerHello(nil))))
 			if s.State() != protocol.StateAuthenticating {
 				t.Fatalf("state %v", s.State())
 			}
 			// Input does not extend the handshake deadline.
 			return s, func() { must(t, s.Tick(prototest.Epoch.Add(3*time.Second))) }
 		}},
-		{"liveness timeout", wire.CodeLivenessTimeout, func(t *testing.T) (*protocol.Session, func()) {
+		{"liveness timeout", wire.CodeLivenessTimeout, func(t *testing.T, in *fed) (*protocol.Session, func()) {
 			p := defaultPair(t)
 			s := p.D.S
 			last := p.Now.Add(2 * time.Second)
-			must(t, s.Receive(last, ping7)) // any frame counts as a byte received
+			must(t, in.receive(s, last, ping7)) // any frame counts as a byte received
 			must(t, s.Tick(last.Add(protocol.DefaultLivenessTimeout-time.Nanosecond)))
 			if s.State() != protocol.StateEstablished || !s.Connected(last.Add(protocol.DefaultLivenessTimeout-time.Nanosecond)) {
 				t.Fatalf("closed before the timeout: %v", s.Err())
@@ -1098,23 +1101,23 @@ func closingCases() []closingCase {
 			}
 			return s, func() { must(t, s.Tick(last.Add(protocol.DefaultLivenessTimeout))) }
 		}},
-		{"orderly close", wire.CodeGoingAway, func(t *testing.T) (*protocol.Session, func()) {
+		{"orderly close", wire.CodeGoingAway, func(t *testing.T, in *fed) (*protocol.Session, func()) {
 			p := defaultPair(t)
 			return p.L.S, func() { must(t, p.L.S.Close(wire.CodeGoingAway, "shutting down")) }
 		}},
-		{"close during the handshake", wire.CodeGoingAway, func(t *testing.T) (*protocol.Session, func()) {
+		{"close during the handshake", wire.CodeGoingAway, func(t *testing.T, in *fed) (*protocol.Session, func()) {
 			s, _ := handshakeTarget(t, nil)
 			return s, func() { must(t, s.Close(wire.CodeGoingAway, "")) }
 		}},
-		{"close with another wire code", wire.CodeTooManyOrigins, func(t *testing.T) (*protocol.Session, func()) {
+		{"close with another wire code", wire.CodeTooManyOrigins, func(t *testing.T, in *fed) (*protocol.Session, func()) {
 			p := defaultPair(t)
 			return p.D.S, func() { must(t, p.D.S.Close(wire.CodeTooManyOrigins, "store full")) }
 		}},
-		{"close with invalid UTF-8 in the message", wire.CodeGoingAway, func(t *testing.T) (*protocol.Session, func()) {
+		{"close with invalid UTF-8 in the message", wire.CodeGoingAway, func(t *testing.T, in *fed) (*protocol.Session, func()) {
 			p := defaultPair(t)
 			return p.D.S, func() { must(t, p.D.S.Close(wire.CodeGoingAway, "bye \xff\xfe")) }
 		}},
-		{"liveness timeout after reads resumed", wire.CodeLivenessTimeout, func(t *testing.T) (*protocol.Session, func()) {
+		{"liveness timeout after reads resumed", wire.CodeLivenessTimeout, func(t *testing.T, in *fed) (*protocol.Session, func()) {
 			p := fixture(t, protocol.Limits{MaxUnackedBytes: 1})
 			s := p.D.S
 			if !s.ReadPaused() {
@@ -1142,7 +1145,7 @@ func closingCases() []closingCase {
 func TestClosingCommands(t *testing.T) {
 	for _, c := range closingCases() {
 		t.Run(c.name, func(t *testing.T) {
-			s, act := c.run(t)
+			s, act := c.run(t, recordFed(t))
 			s.Ready()
 			act()
 			rd := s.Ready()
@@ -1177,6 +1180,7 @@ func TestPeerClose(t *testing.T) {
 
 	// The class the receiver acts on (SPEC "Errors"): its own for a code it defines, the
 	// peer's for a newer code, protocol for local or unknown classes.
+	in := recordFed(t)
 	for _, c := range []struct {
 		code  wire.Code
 		class wire.Class
@@ -1198,7 +1202,7 @@ func TestPeerClose(t *testing.T) {
 				s, _ = handshakeTarget(t, nil)
 			}
 			s.Ready()
-			must(t, s.Receive(prototest.Epoch, cat(prototest.Frame(&wire.Close{Code: c.code, Class: c.class, Message: "m"}), ping7)))
+			must(t, in.receive(s, prototest.Epoch, cat(prototest.Frame(&wire.Close{Code: c.code, Class: c.class, Message: "m"}), ping7)))
 			rd := s.Ready()
 			e := s.Err()
 			if s.State() != protocol.StateClosed || e.Code != c.code || e.Class != c.want || e.Message != "m" || len(rd.Messages) != 0 {
@@ -1219,7 +1223,7 @@ func TestPeerClose(t *testing.T) {
 type refusedCase struct {
 	name string
 	code wire.Code
-	run  func(t *testing.T) (*protocol.Session, func() error)
+	run  func(t *testing.T, in *fed) (*protocol.Session, func() error)
 }
 
 // sending is streaming with fxOrigin named on L, so that L may offer its entries.
@@ -1244,7 +1248,7 @@ func refusedCases() []refusedCase {
 	o := prototest.Origin(20)
 	h := fxChain[0].Hash
 	return []refusedCase{
-		{"Offer while the send buffer is full", wire.CodeSendBufferFull, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Offer while the send buffer is full", wire.CodeSendBufferFull, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := sending(t, protocol.Limits{}, protocol.Limits{MaxSendBuffer: 1})
 			must(t, p.L.S.V1().Offer(1, fxChain[0].Raw)) // an empty buffer always takes one frame
 			if p.L.S.SendBudget() != 0 {
@@ -1252,30 +1256,30 @@ func refusedCases() []refusedCase {
 			}
 			return p.L.S, func() error { return p.L.S.V1().Offer(2, fxChain[1].Raw) }
 		}},
-		{"Offer of a frame over the peer's 64 KiB limits", wire.CodeFrameTooLarge, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Offer of a frame over the peer's 64 KiB limits", wire.CodeFrameTooLarge, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := sending(t, protocol.Limits{MaxMessage: 64 << 10, MaxFrameBody: 64<<10 - wire.HeaderSize}, protocol.Limits{})
 			big := prototest.Chain(fxOrigin, 1, 1, 64<<10)[0]
 			return p.L.S, func() error { return p.L.S.V1().Offer(1, big.Raw) }
 		}},
-		{"Offer of a TXN1 body one byte over the peer's max frame body", wire.CodeFrameTooLarge, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Offer of a TXN1 body one byte over the peer's max frame body", wire.CodeFrameTooLarge, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := streaming(t, protocol.Limits{MaxFrameBody: 1024}, protocol.Limits{})
 			e := entryOfBody(fxOrigin, 1025)
 			must(t, p.L.S.SetOriginName(fxOrigin, "nine"))
 			return p.L.S, func() error { return p.L.S.V1().Offer(1, e.Raw) }
 		}},
-		{"Offer of an origin without a name", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Offer of an origin without a name", wire.CodeBadArgument, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := streaming(t, protocol.Limits{}, protocol.Limits{})
 			must(t, p.L.S.SetOriginName(prototest.Origin(20), "twenty")) // another origin's name does not do
 			return p.L.S, func() error { return p.L.S.V1().Offer(1, fxChain[0].Raw) }
 		}},
-		{"Subscribe with a vector over MaxOrigins", wire.CodeTooManyOrigins, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Subscribe with a vector over MaxOrigins", wire.CodeTooManyOrigins, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			dc := prototest.ConfigV1(wire.RoleDialer, "a", 1)
 			dc.Limits.MaxOrigins = 1
 			p := established(t, dc, prototest.ConfigV1(wire.RoleListener, "b", 2))
 			vec := []vector.Entry{{Origin: fxOrigin, Seq: 1, Hash: h}, {Origin: o}}
 			return p.D.S, func() error { return p.D.S.V1().Subscribe(0, vec) }
 		}},
-		{"Observe of an origin over MaxOrigins", wire.CodeTooManyOrigins, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Observe of an origin over MaxOrigins", wire.CodeTooManyOrigins, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			dc := prototest.ConfigV1(wire.RoleDialer, "a", 1)
 			dc.Limits.MaxOrigins = 1
 			p := established(t, dc, prototest.ConfigV1(wire.RoleListener, "b", 2))
@@ -1283,7 +1287,7 @@ func refusedCases() []refusedCase {
 			must(t, p.D.S.V1().Observe(vector.Entry{Origin: fxOrigin, Seq: 2, Hash: fxChain[1].Hash})) // a known origin is fine
 			return p.D.S, func() error { return p.D.S.V1().Observe(vector.Entry{Origin: o}) }
 		}},
-		{"SetOriginName of an origin over MaxOrigins", wire.CodeTooManyOrigins, func(t *testing.T) (*protocol.Session, func() error) {
+		{"SetOriginName of an origin over MaxOrigins", wire.CodeTooManyOrigins, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			lc := prototest.ConfigV1(wire.RoleListener, "b", 2)
 			lc.Limits.MaxOrigins = 1
 			p := established(t, prototest.ConfigV1(wire.RoleDialer, "a", 1), lc)
@@ -1291,162 +1295,162 @@ func refusedCases() []refusedCase {
 			must(t, p.L.S.SetOriginName(fxOrigin, "renamed"))
 			return p.L.S, func() error { return p.L.S.SetOriginName(o, "twenty") }
 		}},
-		{"Offer on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Offer on a closed session", wire.CodeClosed, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			s := closedSession(t)
 			return s, func() error { return s.V1().Offer(1, fxChain[0].Raw) }
 		}},
-		{"Ack on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Ack on a closed session", wire.CodeClosed, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			s := closedSession(t)
 			return s, func() error { return s.V1().Ack(1) }
 		}},
-		{"Subscribe on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Subscribe on a closed session", wire.CodeClosed, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			s := closedSession(t)
 			return s, func() error { return s.V1().Subscribe(0, nil) }
 		}},
-		{"Observe on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Observe on a closed session", wire.CodeClosed, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			s := closedSession(t)
 			return s, func() error { return s.V1().Observe(vector.Entry{Origin: o}) }
 		}},
-		{"Receive on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Receive on a closed session", wire.CodeClosed, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			s := closedSession(t)
-			return s, func() error { return s.Receive(prototest.Epoch, ping7) }
+			return s, func() error { return in.receive(s, prototest.Epoch, ping7) }
 		}},
-		{"Close on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Close on a closed session", wire.CodeClosed, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			s := closedSession(t)
 			return s, func() error { return s.Close(wire.CodeGoingAway, "") }
 		}},
-		{"SetOriginName on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
+		{"SetOriginName on a closed session", wire.CodeClosed, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			s := closedSession(t)
 			return s, func() error { return s.SetOriginName(o, "twenty") }
 		}},
-		{"Start twice", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Start twice", wire.CodeInvalidState, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			s, _ := handshakeTarget(t, nil)
 			return s, func() error { return s.Start(prototest.Epoch, prototest.Nonce(3)) }
 		}},
-		{"Receive before Start", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Receive before Start", wire.CodeInvalidState, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			s, err := protocol.New(prototest.ConfigV1(wire.RoleListener, "b", 2))
 			must(t, err)
-			return s, func() error { return s.Receive(prototest.Epoch, helloFrame(peerHello(nil))) }
+			return s, func() error { return in.receive(s, prototest.Epoch, helloFrame(peerHello(nil))) }
 		}},
-		{"Tick before Start", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Tick before Start", wire.CodeInvalidState, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			s, err := protocol.New(prototest.ConfigV1(wire.RoleListener, "b", 2))
 			must(t, err)
 			return s, func() error { return s.Tick(prototest.Epoch) }
 		}},
-		{"Subscribe during the handshake", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Subscribe during the handshake", wire.CodeInvalidState, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			s, _ := handshakeTarget(t, nil)
 			return s, func() error { return s.V1().Subscribe(0, nil) }
 		}},
-		{"Offer during the handshake", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Offer during the handshake", wire.CodeInvalidState, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			s, _ := handshakeTarget(t, nil)
 			return s, func() error { return s.V1().Offer(1, fxChain[0].Raw) }
 		}},
-		{"Ack during the handshake", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Ack during the handshake", wire.CodeInvalidState, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			s, _ := handshakeTarget(t, nil)
 			return s, func() error { return s.V1().Ack(1) }
 		}},
-		{"Subscribe twice", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Subscribe twice", wire.CodeInvalidState, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := streaming(t, protocol.Limits{}, protocol.Limits{})
 			return p.D.S, func() error { return p.D.S.V1().Subscribe(0, nil) }
 		}},
-		{"Offer before the peer subscribed", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Offer before the peer subscribed", wire.CodeInvalidState, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := defaultPair(t)
 			return p.L.S, func() error { return p.L.S.V1().Offer(1, fxChain[0].Raw) }
 		}},
-		{"Ack before Subscribe", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Ack before Subscribe", wire.CodeInvalidState, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := defaultPair(t)
 			return p.D.S, func() error { return p.D.S.V1().Ack(1) }
 		}},
-		{"Close with a local code", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Close with a local code", wire.CodeBadArgument, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := defaultPair(t)
 			return p.D.S, func() error { return p.D.S.Close(wire.CodeInvalidState, "") }
 		}},
-		{"Close with an undefined code", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Close with an undefined code", wire.CodeBadArgument, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := defaultPair(t)
 			return p.D.S, func() error { return p.D.S.Close("no-such-code", "") }
 		}},
-		{"Offer at a position that does not advance", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Offer at a position that does not advance", wire.CodeBadArgument, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := sending(t, protocol.Limits{}, protocol.Limits{})
 			must(t, p.L.S.V1().Offer(5, fxChain[0].Raw))
 			return p.L.S, func() error { return p.L.S.V1().Offer(5, fxChain[1].Raw) }
 		}},
-		{"Offer of a transaction of an unknown format", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Offer of a transaction of an unknown format", wire.CodeBadArgument, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := sending(t, protocol.Limits{}, protocol.Limits{})
 			return p.L.S, func() error {
 				return p.L.S.V1().Offer(1, mutate(fxChain[0].Raw, func(b []byte) []byte { b[0] = 2; return b }))
 			}
 		}},
-		{"Offer of an invalid transaction", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Offer of an invalid transaction", wire.CodeBadArgument, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := sending(t, protocol.Limits{}, protocol.Limits{})
 			return p.L.S, func() error { return p.L.S.V1().Offer(1, fxChain[0].Raw[:40]) }
 		}},
-		{"Offer of the peer's own origin", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Offer of the peer's own origin", wire.CodeBadArgument, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := streaming(t, protocol.Limits{}, protocol.Limits{})
 			must(t, p.L.S.SetOriginName(prototest.Origin(1), "a"))
 			own := prototest.Chain(prototest.Origin(1), 1, 1, 1)[0] // D's origin
 			return p.L.S, func() error { return p.L.S.V1().Offer(1, own.Raw) }
 		}},
-		{"Ack beyond the last position received", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Ack beyond the last position received", wire.CodeBadArgument, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := fixture(t, protocol.Limits{})
 			return p.D.S, func() error { return p.D.S.V1().Ack(4) }
 		}},
-		{"Ack going back", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Ack going back", wire.CodeBadArgument, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := fixture(t, protocol.Limits{})
 			must(t, p.D.S.V1().Ack(2))
 			p.D.Drain()
 			return p.D.S, func() error { return p.D.S.V1().Ack(1) }
 		}},
-		{"Subscribe with an all-zero origin", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Subscribe with an all-zero origin", wire.CodeBadArgument, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := defaultPair(t)
 			return p.D.S, func() error { return p.D.S.V1().Subscribe(0, []vector.Entry{{Seq: 1, Hash: h}}) }
 		}},
-		{"Subscribe with a hash at seq 0", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Subscribe with a hash at seq 0", wire.CodeBadArgument, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := defaultPair(t)
 			return p.D.S, func() error { return p.D.S.V1().Subscribe(0, []vector.Entry{{Origin: o, Hash: h}}) }
 		}},
-		{"Subscribe without the hash of seq 1", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Subscribe without the hash of seq 1", wire.CodeBadArgument, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := defaultPair(t)
 			return p.D.S, func() error { return p.D.S.V1().Subscribe(0, []vector.Entry{{Origin: o, Seq: 1}}) }
 		}},
-		{"Subscribe with an origin twice", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Subscribe with an origin twice", wire.CodeBadArgument, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := defaultPair(t)
 			return p.D.S, func() error {
 				return p.D.S.V1().Subscribe(0, []vector.Entry{{Origin: o}, {Origin: o, Seq: 1, Hash: h}})
 			}
 		}},
-		{"Observe without a hash", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Observe without a hash", wire.CodeBadArgument, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := defaultPair(t)
 			return p.D.S, func() error { return p.D.S.V1().Observe(vector.Entry{Origin: o, Seq: 3}) }
 		}},
-		{"SetOriginName with an invalid name", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+		{"SetOriginName with an invalid name", wire.CodeBadArgument, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := defaultPair(t)
 			return p.L.S, func() error { return p.L.S.SetOriginName(o, "a b") }
 		}},
-		{"SetOriginName of the all-zero origin", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+		{"SetOriginName of the all-zero origin", wire.CodeBadArgument, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := defaultPair(t)
 			return p.L.S, func() error { return p.L.S.SetOriginName(wire.OriginID{}, "zero") }
 		}},
 
 		// Version 2.
-		{"SubscribeOrigins of one channel more than MaxChannels", wire.CodeTooManyChannels, func(t *testing.T) (*protocol.Session, func() error) {
+		{"SubscribeOrigins of one channel more than MaxChannels", wire.CodeTooManyChannels, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{MaxChannels: 2}, protocol.Limits{})
 			return p.D.S, func() error { return p.D.S.V2().Subscribe([]vector.Entry{{Origin: prototest.Origin(11)}}) }
 		}},
-		{"SubscribeOrigins of more origins than MaxChannels at once", wire.CodeTooManyChannels, func(t *testing.T) (*protocol.Session, func() error) {
+		{"SubscribeOrigins of more origins than MaxChannels at once", wire.CodeTooManyChannels, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			dc := prototest.Config(wire.RoleDialer, "a", 1)
 			dc.Limits.MaxChannels = 2
 			p := established(t, dc, prototest.Config(wire.RoleListener, "b", 2))
 			vec := []vector.Entry{{Origin: prototest.Origin(10)}, {Origin: prototest.Origin(11)}, {Origin: prototest.Origin(12)}}
 			return p.D.S, func() error { return p.D.S.V2().Subscribe(vec) }
 		}},
-		{"SubscribeOrigins of more origins than MaxOrigins", wire.CodeTooManyOrigins, func(t *testing.T) (*protocol.Session, func() error) {
+		{"SubscribeOrigins of more origins than MaxOrigins", wire.CodeTooManyOrigins, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			dc := prototest.Config(wire.RoleDialer, "a", 1)
 			dc.Limits.MaxOrigins = 1
 			p := established(t, dc, prototest.Config(wire.RoleListener, "b", 2))
 			vec := []vector.Entry{{Origin: prototest.Origin(10)}, {Origin: prototest.Origin(11)}}
 			return p.D.S, func() error { return p.D.S.V2().Subscribe(vec) }
 		}},
-		{"Send beyond its channel's credit", wire.CodeNoCredit, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Send beyond its channel's credit", wire.CodeNoCredit, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			// Channel windows of 3.5 frames, a connection window of 10: three frames were
 			// sent on channel 1, the fourth does not fit it.
 			p := fxPairV2(t, fxWindows(3*fx2Size+fx2Size/2, 10*fx2Size), protocol.Limits{})
@@ -1455,7 +1459,7 @@ func refusedCases() []refusedCase {
 			}
 			return p.L.S, func() error { return p.L.S.V2().Send(fx2Chain[3].Raw) }
 		}},
-		{"Send beyond the connection's credit", wire.CodeNoCredit, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Send beyond the connection's credit", wire.CodeNoCredit, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			// Channel 2 has all of its own window, but the connection's is used up by channel 1.
 			p := fxPairV2(t, fxWindows(3*fx2Size+fx2Size/2, 3*fx2Size+fx2Size/2), protocol.Limits{})
 			if got := p.L.S.V2().Credit(fxTen); got != fx2Size/2 {
@@ -1463,80 +1467,80 @@ func refusedCases() []refusedCase {
 			}
 			return p.L.S, func() error { return p.L.S.V2().Send(fx2TenChain[0].Raw) }
 		}},
-		{"Send of an origin the peer did not subscribe to", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Send of an origin the peer did not subscribe to", wire.CodeInvalidState, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
 			must(t, p.L.S.SetOriginName(prototest.Origin(11), "eleven"))
 			return p.L.S, func() error { return p.L.S.V2().Send(prototest.Chain(prototest.Origin(11), 1, 1, 1)[0].Raw) }
 		}},
-		{"Send of a seq its channel does not need next", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Send of a seq its channel does not need next", wire.CodeBadArgument, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
 			return p.L.S, func() error { return p.L.S.V2().Send(fx2Chain[4].Raw) }
 		}},
-		{"Send of an invalid transaction", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Send of an invalid transaction", wire.CodeBadArgument, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
 			return p.L.S, func() error { return p.L.S.V2().Send(fx2Chain[3].Raw[:60]) }
 		}},
-		{"Send on a version-1 connection", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Send on a version-1 connection", wire.CodeInvalidState, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := sending(t, protocol.Limits{}, protocol.Limits{})
 			return p.L.S, func() error { return p.L.S.V2().Send(fxChain[0].Raw) }
 		}},
-		{"SubscribeOrigins on a version-1 connection", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+		{"SubscribeOrigins on a version-1 connection", wire.CodeInvalidState, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := defaultPair(t)
 			return p.D.S, func() error { return p.D.S.V2().Subscribe([]vector.Entry{{Origin: fxOrigin}}) }
 		}},
-		{"AdvertiseHeads on a version-1 connection", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+		{"AdvertiseHeads on a version-1 connection", wire.CodeInvalidState, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := sending(t, protocol.Limits{}, protocol.Limits{})
 			return p.L.S, func() error { return p.L.S.V2().AdvertiseHeads([]wire.Head{{Origin: fxOrigin, Seq: 1, HLC: 1}}) }
 		}},
-		{"Subscribe on a version-2 connection", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Subscribe on a version-2 connection", wire.CodeInvalidState, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
 			return p.D.S, func() error { return p.D.S.V1().Subscribe(0, nil) }
 		}},
-		{"Offer on a version-2 connection", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Offer on a version-2 connection", wire.CodeInvalidState, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
 			return p.L.S, func() error { return p.L.S.V1().Offer(4, fx2Chain[3].Raw) }
 		}},
-		{"Ack on a version-2 connection", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Ack on a version-2 connection", wire.CodeInvalidState, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
 			return p.D.S, func() error { return p.D.S.V1().Ack(1) }
 		}},
-		{"SubscribeOrigins of this node's own origin", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+		{"SubscribeOrigins of this node's own origin", wire.CodeBadArgument, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
 			return p.D.S, func() error { return p.D.S.V2().Subscribe([]vector.Entry{{Origin: prototest.Origin(1)}}) }
 		}},
-		{"SubscribeOrigins of an origin subscribed already", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+		{"SubscribeOrigins of an origin subscribed already", wire.CodeBadArgument, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
 			return p.D.S, func() error {
 				return p.D.S.V2().Subscribe([]vector.Entry{{Origin: prototest.Origin(11)}, {Origin: fxTen}})
 			}
 		}},
-		{"AckOrigin beyond what was received", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+		{"AckOrigin beyond what was received", wire.CodeBadArgument, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
 			return p.D.S, func() error { return p.D.S.V2().Ack(fxOrigin, 4) }
 		}},
-		{"AckOrigin of an origin without a channel", wire.CodeInvalidState, func(t *testing.T) (*protocol.Session, func() error) {
+		{"AckOrigin of an origin without a channel", wire.CodeInvalidState, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
 			return p.D.S, func() error { return p.D.S.V2().Ack(prototest.Origin(11), 1) }
 		}},
-		{"AdvertiseHeads of an origin without a name", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+		{"AdvertiseHeads of an origin without a name", wire.CodeBadArgument, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
 			return p.L.S, func() error {
 				return p.L.S.V2().AdvertiseHeads([]wire.Head{{Origin: prototest.Origin(11), Seq: 1, HLC: 1}})
 			}
 		}},
-		{"AdvertiseHeads going back", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+		{"AdvertiseHeads going back", wire.CodeBadArgument, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			p := fxPairV2(t, protocol.Limits{}, protocol.Limits{})
 			return p.L.S, func() error { return p.L.S.V2().AdvertiseHeads([]wire.Head{{Origin: fxOrigin, Seq: 5, HLC: 1}}) }
 		}},
-		{"Send on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Send on a closed session", wire.CodeClosed, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			s := closedSession(t)
 			return s, func() error { return s.V2().Send(fxChain[0].Raw) }
 		}},
-		{"SubscribeOrigins on a closed session", wire.CodeClosed, func(t *testing.T) (*protocol.Session, func() error) {
+		{"SubscribeOrigins on a closed session", wire.CodeClosed, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			s := closedSession(t)
 			return s, func() error { return s.V2().Subscribe([]vector.Entry{{Origin: fxOrigin}}) }
 		}},
-		{"Start with an 8-byte nonce", wire.CodeBadArgument, func(t *testing.T) (*protocol.Session, func() error) {
+		{"Start with an 8-byte nonce", wire.CodeBadArgument, func(t *testing.T, in *fed) (*protocol.Session, func() error) {
 			s, err := protocol.New(prototest.ConfigV1(wire.RoleListener, "b", 2))
 			must(t, err)
 			return s, func() error { return s.Start(prototest.Epoch, make([]byte, 8)) }
@@ -1547,7 +1551,7 @@ func refusedCases() []refusedCase {
 func TestRefusedCommands(t *testing.T) {
 	for _, c := range refusedCases() {
 		t.Run(c.name, func(t *testing.T) {
-			s, cmd := c.run(t)
+			s, cmd := c.run(t, recordFed(t))
 			state, held, stats := s.State(), s.HeldBytes(), s.Stats()
 			budget, deadline := s.SendBudget(), s.NextDeadline()
 			err := cmd()
