@@ -139,6 +139,7 @@ func TestVersionNegotiationWithHandPlayedPeer(t *testing.T) {
 				}
 				name := "local " + local.String() + " " + role.String() + " vs " + handshake.Range{Min: c.min, Max: c.max}.String()
 				t.Run(name, func(t *testing.T) {
+					in := recordFed(t)
 					cfg := prototest.Config(role, "s", 1)
 					cfg.MaxVersion = local.Max
 					s, err := protocol.New(cfg)
@@ -147,7 +148,7 @@ func TestVersionNegotiationWithHandPlayedPeer(t *testing.T) {
 					own := s.Ready().Messages[0][wire.HeaderSize:]
 					pb := prototest.HelloBody(&wire.Hello{Role: other, Name: "peer", Origin: prototest.Origin(7),
 						MinVersion: c.min, MaxVersion: c.max, Nonce: prototest.Nonce(50)})
-					must(t, s.Receive(prototest.Epoch, helloFrame(pb)))
+					must(t, in.receive(s, prototest.Epoch, helloFrame(pb)))
 					rd := s.Ready()
 					sent := frames(t, rd.Messages)
 					if version == 0 {
@@ -182,7 +183,7 @@ func TestVersionNegotiationWithHandPlayedPeer(t *testing.T) {
 					if s.State() != protocol.StateAuthenticating {
 						t.Fatalf("state %v", s.State())
 					}
-					must(t, s.Receive(prototest.Epoch, prototest.AuthFor(secret, other, d, l)))
+					must(t, in.receive(s, prototest.Epoch, prototest.AuthFor(secret, other, d, l)))
 					rd = s.Ready()
 					if s.State() != protocol.StateEstablished || len(rd.Events) != 1 || rd.Events[0].Kind != protocol.EventHandshake {
 						t.Fatalf("state %v, err %v, events %v", s.State(), s.Err(), kinds(rd.Events))
@@ -383,6 +384,7 @@ func TestManInTheMiddle(t *testing.T) {
 // version 2 to 1; against a listener configured to version 1 it picks 1 either way, and
 // the MAC still fails.
 func TestDowngradeByHandPlayedDialer(t *testing.T) {
+	in := recordFed(t)
 	for _, local := range []uint64{2, 1} {
 		for _, mitm := range []bool{false, true} {
 			s, own := handshakeTarget(t, func(c *protocol.Config) { c.MaxVersion = local }) // listener "b"
@@ -393,7 +395,7 @@ func TestDowngradeByHandPlayedDialer(t *testing.T) {
 				delivered = prototest.HelloBody(&wire.Hello{Role: wire.RoleDialer, Name: "p", Origin: prototest.Origin(7),
 					MinVersion: 1, MaxVersion: 1, Nonce: prototest.Nonce(40)})
 			}
-			must(t, s.Receive(prototest.Epoch, helloFrame(delivered)))
+			must(t, in.receive(s, prototest.Epoch, helloFrame(delivered)))
 			sent := frames(t, s.Ready().Messages)
 			if len(sent) != 1 || sent[0].Type != wire.TypeAuth {
 				t.Fatalf("local max %d, mitm %v: sent %+v", local, mitm, sent)
@@ -405,7 +407,7 @@ func TestDowngradeByHandPlayedDialer(t *testing.T) {
 				t.Fatalf("local max %d, mitm %v: the dialer would accept the listener's AUTH: %v", local, mitm, dialerAccepts)
 			}
 			// The dialer's AUTH covers the HELLO it sent.
-			must(t, s.Receive(prototest.Epoch, prototest.AuthFor(secret, wire.RoleDialer, offered, own)))
+			must(t, in.receive(s, prototest.Epoch, prototest.AuthFor(secret, wire.RoleDialer, offered, own)))
 			rd := s.Ready()
 			if !mitm {
 				if s.State() != protocol.StateEstablished || s.Handshake().PeerMax != 5 || s.Handshake().Version != local {
@@ -509,6 +511,7 @@ func TestAuthReplay(t *testing.T) {
 	if hello == nil || auth == nil {
 		t.Fatal("nothing recorded")
 	}
+	in := recordFed(t)
 	for _, c := range []struct {
 		nonce byte
 		ok    bool
@@ -521,8 +524,8 @@ func TestAuthReplay(t *testing.T) {
 		must(t, err)
 		must(t, s.Start(prototest.Epoch, prototest.Nonce(c.nonce)))
 		s.Ready()
-		must(t, s.Receive(prototest.Epoch, hello))
-		must(t, s.Receive(prototest.Epoch, auth))
+		must(t, in.receive(s, prototest.Epoch, hello))
+		must(t, in.receive(s, prototest.Epoch, auth))
 		rd := s.Ready()
 		if c.ok {
 			if s.State() != protocol.StateEstablished {
@@ -542,9 +545,9 @@ func TestAuthReplay(t *testing.T) {
 	// the sender's role).
 	s, own := handshakeTarget(t, nil)
 	pb := peerHello(nil)
-	must(t, s.Receive(prototest.Epoch, helloFrame(pb)))
+	must(t, in.receive(s, prototest.Epoch, helloFrame(pb)))
 	sent := frames(t, s.Ready().Messages)
-	must(t, s.Receive(prototest.Epoch, prototest.Frame(sent[0].Value)))
+	must(t, in.receive(s, prototest.Epoch, prototest.Frame(sent[0].Value)))
 	if e := s.Err(); e == nil || e.Code != wire.CodeAuthFailed {
 		t.Fatalf("reflected AUTH: %v", e)
 	}
@@ -559,6 +562,7 @@ func TestAuthReplay(t *testing.T) {
 // itself close with self-connect.
 func TestSelfConnectAfterAuth(t *testing.T) {
 	t.Run("hand-played peer", func(t *testing.T) {
+		in := recordFed(t)
 		for _, c := range []struct {
 			name   string
 			secret []byte
@@ -571,7 +575,7 @@ func TestSelfConnectAfterAuth(t *testing.T) {
 		} {
 			s, own := handshakeTarget(t, func(cfg *protocol.Config) { cfg.ExpectedPeer = c.expect }) // listener, origin 2
 			pb := peerHello(func(h *wire.Hello) { h.Origin = prototest.Origin(2) })
-			must(t, s.Receive(prototest.Epoch, helloFrame(pb)))
+			must(t, in.receive(s, prototest.Epoch, helloFrame(pb)))
 			rd := s.Ready()
 			if s.State() != protocol.StateAuthenticating || len(rd.Events) != 0 {
 				t.Fatalf("%s: a HELLO with our origin id: state %v, err %v, events %v", c.name, s.State(), s.Err(), kinds(rd.Events))
@@ -580,7 +584,7 @@ func TestSelfConnectAfterAuth(t *testing.T) {
 			if len(sent) != 1 || !bytes.Equal(prototest.Frame(sent[0].Value), prototest.AuthFor(secret, wire.RoleListener, pb, own)) {
 				t.Fatalf("%s: sent %+v, want the listener's AUTH", c.name, sent)
 			}
-			must(t, s.Receive(prototest.Epoch, prototest.AuthFor(c.secret, wire.RoleDialer, pb, own)))
+			must(t, in.receive(s, prototest.Epoch, prototest.AuthFor(c.secret, wire.RoleDialer, pb, own)))
 			rd = s.Ready()
 			e := s.Err()
 			if s.State() != protocol.StateClosed || e == nil || e.Code != c.code || e.Frame != wire.TypeAuth || e.Offset != 0 {

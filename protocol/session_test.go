@@ -239,6 +239,7 @@ func TestOfferNeedsOriginName(t *testing.T) {
 // TestTxnOfSubscribedOriginNeedsOrigin: the receive vector (Subscribe, Observe) does not
 // name an origin; only the peer's ORIGIN on this connection does.
 func TestTxnOfSubscribedOriginNeedsOrigin(t *testing.T) {
+	in := recordFed(t)
 	for _, named := range []bool{false, true} {
 		p := defaultPair(t)
 		d := p.D.S
@@ -250,7 +251,7 @@ func TestTxnOfSubscribedOriginNeedsOrigin(t *testing.T) {
 			msg = cat(originFrame(fxOrigin, "nine"), msg)
 		}
 		n := len(p.D.Events)
-		must(t, d.Receive(p.Now, msg))
+		must(t, in.receive(d, p.Now, msg))
 		p.D.Drain()
 		if !named {
 			if e := d.Err(); e == nil || e.Code != wire.CodeUnexpectedFrame || e.Frame != wire.TypeTxn1 || e.Offset != 0 {
@@ -317,6 +318,7 @@ func TestLivenessWhilePaused(t *testing.T) {
 // TestHeldBytesHandshake: the peer's HELLO body is held during the handshake, and counted in
 // HeldBytes, up to the HELLO bound; it is released once established or closed.
 func TestHeldBytesHandshake(t *testing.T) {
+	in := recordFed(t)
 	for _, c := range []struct {
 		name string
 		size int // the peer's HELLO body
@@ -331,7 +333,7 @@ func TestHeldBytesHandshake(t *testing.T) {
 			t.Fatalf("%s: held %d before the peer's HELLO", c.name, s.HeldBytes())
 		}
 		pb := helloOfSize(c.size, nil)
-		must(t, s.Receive(prototest.Epoch, helloFrame(pb)))
+		must(t, in.receive(s, prototest.Epoch, helloFrame(pb)))
 		auth := len(prototest.AuthFor(secret, wire.RoleListener, nil, nil)) // the AUTH queued
 		if got := s.HeldBytes(); got != c.size+auth {
 			t.Fatalf("%s: held %d, want the %d-byte HELLO and the %d-byte AUTH", c.name, got, c.size, auth)
@@ -344,7 +346,7 @@ func TestHeldBytesHandshake(t *testing.T) {
 		if !c.ok {
 			key = []byte("wrong")
 		}
-		must(t, s.Receive(prototest.Epoch, prototest.AuthFor(key, wire.RoleDialer, pb, own)))
+		must(t, in.receive(s, prototest.Epoch, prototest.AuthFor(key, wire.RoleDialer, pb, own)))
 		s.Ready()
 		if (s.State() == protocol.StateEstablished) != c.ok || s.HeldBytes() != 0 {
 			t.Fatalf("%s: state %v, held %d after the AUTH", c.name, s.State(), s.HeldBytes())
@@ -356,6 +358,7 @@ func TestHeldBytesHandshake(t *testing.T) {
 // reason) without the code and class it carries beside it, always valid UTF-8 and at most
 // 1024 bytes; the peer reports it as the error's message.
 func TestCloseMessageIsDetail(t *testing.T) {
+	in := recordFed(t)
 	long := strings.Repeat("é", 600) // 1200 bytes
 	for _, c := range []struct {
 		name string
@@ -372,7 +375,7 @@ func TestCloseMessageIsDetail(t *testing.T) {
 		{"Close with an empty message", func(p *prototest.Pair) { must(t, p.D.S.Close(wire.CodeGoingAway, "")) },
 			wire.CodeGoingAway, ""},
 		{"a frame error", func(p *prototest.Pair) {
-			must(t, p.D.S.Receive(p.Now, cat(ping7, prototest.RawFrame(wire.TypePing, 1, 0, hx("a1 01 07")))))
+			must(t, in.receive(p.D.S, p.Now, cat(ping7, prototest.RawFrame(wire.TypePing, 1, 0, hx("a1 01 07")))))
 		},
 			wire.CodeBadFlags, "PING frame at offset 13: flags 0x1 not defined for this type"},
 	} {
@@ -388,7 +391,7 @@ func TestCloseMessageIsDetail(t *testing.T) {
 		}
 		// The peer reports the message it received.
 		for _, m := range frames(t, [][]byte{prototest.Frame(cl)}) {
-			must(t, p.L.S.Receive(p.Now, prototest.Frame(m.Value)))
+			must(t, in.receive(p.L.S, p.Now, prototest.Frame(m.Value)))
 		}
 		if e := p.L.S.Err(); e == nil || e.Code != c.code || e.Message != c.want {
 			t.Fatalf("%s: the peer reports %+v", c.name, e)

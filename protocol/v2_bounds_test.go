@@ -116,12 +116,13 @@ func TestBoundBuffers(t *testing.T) {
 		{"session one frame past", 4 * size, 6*size + 1, 4, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			in := recordFed(t)
 			limits := protocol.Limits{MaxFrameBody: 2048, MaxMessage: 65536, MaxChannelBuffer: c.channel, MaxSessionBuffer: c.session}
 			p := v2pair(t, limits)
 			must(t, p.D.S.V2().Subscribe([]vector.Entry{{Origin: a}, {Origin: b}}))
 			p.D.Drain()
 			named := prototest.Cat(prototest.Frame(&wire.Origin{Origin: a, Name: "a"}), prototest.Frame(&wire.Origin{Origin: b, Name: "b"}))
-			must(t, p.D.S.Receive(p.Now, named))
+			must(t, in.receive(p.D.S, p.Now, named))
 			msgs := 0
 			for i := 0; i < c.perChan; i++ {
 				for ch, chain := range [][]prototest.Entry{entry, entryB} {
@@ -131,7 +132,7 @@ func TestBoundBuffers(t *testing.T) {
 					if p.D.S.State() != protocol.StateEstablished {
 						break
 					}
-					must(t, p.D.S.Receive(p.Now, dataFrame(t, uint32(ch+1), chain[i])))
+					must(t, in.receive(p.D.S, p.Now, dataFrame(t, uint32(ch+1), chain[i])))
 					msgs++
 				}
 			}
@@ -152,6 +153,7 @@ func TestBoundBuffers(t *testing.T) {
 // TestBoundFrame: a DATA body at the peer's frame limit is sent, one byte more is refused
 // before anything is queued; a receiver refuses a body past its own limit.
 func TestBoundFrame(t *testing.T) {
+	in := recordFed(t)
 	a := prototest.Origin(7)
 	// Transactions whose DATA bodies are exactly 2048 and 2049 bytes.
 	body := func(e prototest.Entry) int { return protocol.DataFrameSize(len(e.Raw)) - wire.HeaderSize }
@@ -183,7 +185,7 @@ func TestBoundFrame(t *testing.T) {
 		}
 		wantCode(t, err, wire.CodeFrameTooLarge)
 		// Forced past the sender's check, the receiver refuses it.
-		must(t, p.D.S.Receive(p.Now, dataFrame(t, 1, c.e)))
+		must(t, in.receive(p.D.S, p.Now, dataFrame(t, 1, c.e)))
 		if e := p.D.S.Err(); e == nil || e.Code != wire.CodeFrameTooLarge {
 			t.Fatalf("receiver: %v", e)
 		}
