@@ -139,6 +139,14 @@ func streaming(t *testing.T, dl, ll protocol.Limits) *prototest.Pair {
 	return p
 }
 
+// sending is streaming with fxOrigin named on L, so that L may offer its entries.
+func sending(t *testing.T, dl, ll protocol.Limits) *prototest.Pair {
+	t.Helper()
+	p := streaming(t, dl, ll)
+	must(t, p.L.S.SetOriginName(fxOrigin, "nine"))
+	return p
+}
+
 // fxOrigin and its log fxChain are the entries the version-1 fixture streams.
 var (
 	fxOrigin = prototest.Origin(9)
@@ -150,12 +158,7 @@ var (
 // output has been taken.
 func fixture(t *testing.T, dl protocol.Limits) *prototest.Pair {
 	t.Helper()
-	dc := prototest.ConfigV1(wire.RoleDialer, "a", 1)
-	dc.Limits = dl
-	p := established(t, dc, prototest.ConfigV1(wire.RoleListener, "b", 2))
-	must(t, p.D.S.V1().Subscribe(0, nil))
-	p.Pump(10)
-	must(t, p.L.S.SetOriginName(fxOrigin, "nine"))
+	p := sending(t, dl, protocol.Limits{})
 	for i := 0; i < 3; i++ {
 		must(t, p.L.S.V1().Offer(uint64(i+1), fxChain[i].Raw))
 	}

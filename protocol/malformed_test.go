@@ -1226,14 +1226,6 @@ type refusedCase struct {
 	run  func(t *testing.T, in *fed) (*protocol.Session, func() error)
 }
 
-// sending is streaming with fxOrigin named on L, so that L may offer its entries.
-func sending(t *testing.T, dl, ll protocol.Limits) *prototest.Pair {
-	t.Helper()
-	p := streaming(t, dl, ll)
-	must(t, p.L.S.SetOriginName(fxOrigin, "nine"))
-	return p
-}
-
 // closedSession is the dialer of a defaultPair closed by its own Close, its output taken:
 // the session of refusedCases' commands on a closed session.
 func closedSession(t *testing.T) *protocol.Session {
