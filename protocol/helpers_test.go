@@ -67,10 +67,11 @@ type fed struct {
 	msgs     []fedMessage
 }
 
+// fedMessage is one message of a fed record.
 type fedMessage struct {
 	session int           // index in sessions
 	at      time.Duration // since prototest.Epoch
-	bytes   []byte
+	msg     []byte        // a copy: the caller may reuse its buffer
 }
 
 // recordFed returns an empty record that t logs if it fails.
@@ -84,7 +85,7 @@ func recordFed(t *testing.T) *fed {
 			t.Log("no message was fed to a session by hand")
 		}
 		for i, m := range f.msgs {
-			t.Logf("message %d of %d fed to session %d at Epoch+%v, hex: %x", i+1, len(f.msgs), m.session+1, m.at, m.bytes)
+			t.Logf("message %d of %d fed to session %d at Epoch+%v, hex: %x", i+1, len(f.msgs), m.session+1, m.at, m.msg)
 		}
 	})
 	return f
@@ -97,7 +98,7 @@ func (f *fed) receive(s *protocol.Session, now time.Time, msg []byte) error {
 		i = len(f.sessions)
 		f.sessions = append(f.sessions, s)
 	}
-	f.msgs = append(f.msgs, fedMessage{session: i, at: now.Sub(prototest.Epoch), bytes: bytes.Clone(msg)})
+	f.msgs = append(f.msgs, fedMessage{session: i, at: now.Sub(prototest.Epoch), msg: bytes.Clone(msg)})
 	return s.Receive(now, msg)
 }
 
