@@ -21,17 +21,15 @@ func Example() {
 	_ = dialer.Start(now, prototest.Nonce(1))
 	_ = listener.Start(now, prototest.Nonce(2))
 
-	// deliver moves each side's messages to the other until a round moves none, and prints
-	// the events: what a shell's loop does with a socket.
+	// deliver moves each side's output to the other while either has some, and prints the
+	// events: what a shell's loop does with a socket.
 	deliver := func() {
-		for moved := true; moved; {
-			moved = false
+		for dialer.HasReady() || listener.HasReady() {
 			for _, p := range []struct {
 				name     string
 				from, to *protocol.Session
 			}{{"B", dialer, listener}, {"A", listener, dialer}} {
 				rd := p.from.Ready()
-				moved = moved || len(rd.Events) > 0 // handling them may queue more (an Ack)
 				for _, ev := range rd.Events {
 					switch ev.Kind {
 					case protocol.EventHandshake:
@@ -48,7 +46,6 @@ func Example() {
 				}
 				for _, m := range rd.Messages {
 					_ = p.to.Receive(now, m)
-					moved = true
 				}
 			}
 		}

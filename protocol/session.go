@@ -207,9 +207,12 @@ func (s *Session) Ready() Ready {
 	return rd
 }
 
-// HasReady reports whether Ready would return anything.
+// HasReady reports whether Ready may return anything: messages, events, or (version 2)
+// the acknowledgements and credit that calls since the last Ready released. A caller that
+// drains a session only while HasReady holds sends every acknowledgement in the same step.
 func (s *Session) HasReady() bool {
-	return len(s.msgs) > 0 || len(s.cur) > 0 || (!s.evTaken && len(s.events) > 0)
+	return len(s.msgs) > 0 || len(s.cur) > 0 || (!s.evTaken && len(s.events) > 0) ||
+		(s.isV2() && s.v2.flushPending())
 }
 
 // Release gives a sent message's memory back for reuse. Optional.

@@ -369,6 +369,15 @@ func (s *Session) onHeads(f wire.Frame, b *wire.Heads) {
 	s.emit(Event{Kind: EventHeads, Heads: b})
 }
 
+// flushPending reports whether flushV2 may queue something: acknowledgements or credit
+// the caller's calls released (V2().Ack), or bytes received or released on the
+// connection's window. Without it a caller that asks HasReady before Ready would keep an
+// acknowledgement until the next message arrives, and a sender out of credit would wait
+// for it.
+func (v *v2State) flushPending() bool {
+	return len(v.cursors) > 0 || len(v.grants) > 0 || v.connRel
+}
+
 // flushV2 queues, at Ready, the acknowledgements and credit the caller's calls released:
 // one CURSOR and one CREDIT frame for all channels, in channel order.
 func (s *Session) flushV2() {
