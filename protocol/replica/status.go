@@ -45,9 +45,9 @@ type PeerStatus struct {
 	Conn         ConnID
 	Name         string // the peer's name once the handshake told it (or the one dialed)
 	Origin       wire.OriginID
-	Dialed       bool   // this node dialed the connection
-	State        string // handshaking, streaming or closed
-	Connected    bool   // streaming with fresh liveness (Session.Connected)
+	Dialed       bool      // this node dialed the connection
+	State        PeerState // PeerHandshaking, PeerStreaming or PeerClosed
+	Connected    bool      // streaming with fresh liveness (Session.Connected)
 	Version      uint64
 	Capabilities []string
 	RTT          time.Duration
@@ -59,6 +59,20 @@ type PeerStatus struct {
 	URL        string
 	Reconnects uint64
 }
+
+// PeerState is where a peer stands, as /v1/status's peers[].state says it
+// (docs/contract.md). The replica reports the states of a connection; the shell, which
+// dials, reports the two of a configured peer that has none.
+type PeerState string
+
+// The peer states.
+const (
+	PeerHandshaking PeerState = "handshaking" // connected, the handshake not yet complete
+	PeerStreaming   PeerState = "streaming"   // the handshake completed
+	PeerClosed      PeerState = "closed"      // the session ended; the socket is going
+	PeerConnecting  PeerState = "connecting"  // the shell dials the peer (no connection yet)
+	PeerBackoff     PeerState = "backoff"     // the shell waits before dialing again
+)
 
 // PeerError is the last error of a peer's connections.
 type PeerError struct {
@@ -107,12 +121,12 @@ func (r *Replica) Status(now time.Time) Status {
 		}
 		switch c.sess.State() {
 		case protocol.StateEstablished:
-			p.State = "streaming"
+			p.State = PeerStreaming
 			p.Capabilities = slices.Clone(c.sess.Handshake().Caps)
 		case protocol.StateClosed:
-			p.State = "closed"
+			p.State = PeerClosed
 		default:
-			p.State = "handshaking"
+			p.State = PeerHandshaking
 		}
 		p.LastError = r.LastError(p.Name)
 		s.Peers = append(s.Peers, p)

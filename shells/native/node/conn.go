@@ -214,7 +214,7 @@ func (n *Node) connected(peer string) bool {
 	up := false
 	_ = n.do(func() {
 		for _, p := range n.rep.Status(time.Now()).Peers {
-			up = up || p.Name == peer && p.State == "streaming"
+			up = up || p.Name == peer && p.State == replica.PeerStreaming
 		}
 	})
 	return up
@@ -243,11 +243,11 @@ func (n *Node) dialLoop(ctx context.Context, p Peer) {
 				redial = 1
 			}
 			dialed = true
-			n.setDial(p.Name, "connecting", redial)
+			n.setDial(p.Name, replica.PeerConnecting, redial)
 			if n.dialOnce(ctx, p, target) {
 				backoff = n.cfg.RedialMin
 			}
-			n.setDial(p.Name, "backoff", 0)
+			n.setDial(p.Name, replica.PeerBackoff, 0)
 		} else {
 			backoff = n.cfg.RedialMin // the peer's connection serves: look again soon
 		}
@@ -282,7 +282,7 @@ func (n *Node) dialOnce(ctx context.Context, p Peer, target string) bool {
 }
 
 // setDial records a dialer's state and counts reconnects.
-func (n *Node) setDial(peer, state string, reconnect uint64) {
+func (n *Node) setDial(peer string, state replica.PeerState, reconnect uint64) {
 	n.mu.Lock()
 	d := n.dials[peer]
 	d.state, d.reconnects = state, d.reconnects+reconnect

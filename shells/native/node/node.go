@@ -100,8 +100,8 @@ type peerDial struct {
 
 // dialState is what a dialer reports of its peer.
 type dialState struct {
-	state      string // connecting or backoff while there is no connection
-	reconnects uint64 // dials after the first, successful or not
+	state      replica.PeerState // PeerConnecting or PeerBackoff while there is no connection
+	reconnects uint64            // dials after the first, successful or not
 }
 
 type waiter struct {
@@ -452,7 +452,7 @@ func (n *Node) dial(p Peer) {
 	n.mu.Lock()
 	n.peers[p.Name] = &peerDial{Peer: p, cancel: cancel}
 	n.order = append(n.order, p.Name)
-	n.dials[p.Name] = dialState{state: "connecting"}
+	n.dials[p.Name] = dialState{state: replica.PeerConnecting}
 	n.mu.Unlock()
 	n.wg.Add(1)
 	go n.dialLoop(ctx, p)

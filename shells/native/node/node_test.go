@@ -218,7 +218,7 @@ func TestAddedPeerIsKept(t *testing.T) {
 	b = startIn(t, "B", dir)
 	waitFor(t, "B connected to A after the restart", func() bool {
 		st, _ := b.Status()
-		return len(st.Peers) == 1 && st.Peers[0].Name == "A" && st.Peers[0].State == "streaming"
+		return len(st.Peers) == 1 && st.Peers[0].Name == "A" && st.Peers[0].State == replica.PeerStreaming
 	})
 	if err := b.RemovePeer("A"); err != nil {
 		t.Fatal(err)
