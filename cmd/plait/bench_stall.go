@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"plait/shells/native/httpapi"
 )
 
 // stallResult is the memory of a sender and its stopped receiver, each its own process.
@@ -105,7 +107,7 @@ func (p *benchProc) memory(field string) (int64, error) {
 
 // status reads GET /v1/status: each origin's applied seq and each peer's connected, by name.
 func (p *benchProc) status() (applied map[string]uint64, connected map[string]bool, err error) {
-	doc, err := fetchStatus(p.http)
+	doc, err := httpapi.ReadStatus(http.DefaultClient, p.http)
 	if err != nil {
 		return nil, nil, err
 	}

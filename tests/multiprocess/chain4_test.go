@@ -34,7 +34,7 @@ func TestFourNodeChainFailover(t *testing.T) {
 		t.Errorf("D's status of A: %+v, want C, no change, lag 0", o)
 	}
 	for _, p := range []*proc{c, d} {
-		if dups := p.status().Counters["duplicates_received"]; dups != 0 {
+		if dups := p.status().Counters.DuplicatesReceived; dups != 0 {
 			t.Errorf("%s received %d duplicates", p.name, dups)
 		}
 	}

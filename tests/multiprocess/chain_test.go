@@ -22,7 +22,7 @@ func TestThreeHopChain(t *testing.T) {
 	if o := c.origin("A"); o.SourcePeer != "B" || o.LagSeq != 0 || o.HeadSeq != 100 || o.SourceChanges != 0 {
 		t.Errorf("C's status of A: %+v, want source B, head 100, lag 0", o)
 	}
-	if d := c.status().Counters["duplicates_received"]; d != 0 {
+	if d := c.status().Counters.DuplicatesReceived; d != 0 {
 		t.Errorf("C received %d duplicates", d)
 	}
 	if da, dc := a.digest("t"), c.digest("t"); da != dc {

@@ -38,7 +38,7 @@ func TestCursorlessRelayedOrigin(t *testing.T) {
 		return true
 	})
 	st := b.status()
-	if st.Counters["duplicates_received"] != 0 || st.Counters["gaps_detected"] > 1 || st.Counters["resends_requested"] > 1 {
+	if st.Counters.DuplicatesReceived != 0 || st.Counters.GapsDetected > 1 || st.Counters.ResendsRequested > 1 {
 		t.Errorf("B's counters after returning: %v, want no duplicate and at most one resend", st.Counters)
 	}
 	for _, p := range []*proc{a, c, d} {

@@ -68,7 +68,7 @@ func TestRelayFailover(t *testing.T) {
 	if o := c.origin("A"); o.SourcePeer != "B" {
 		t.Fatalf("C moved A before the failover: %+v", o)
 	}
-	dups := c.status().Counters["duplicates_received"]
+	dups := c.status().Counters.DuplicatesReceived
 
 	b.kill() // kill -9 under writes
 	before := c.origin("D").AppliedSeq
@@ -85,7 +85,7 @@ func TestRelayFailover(t *testing.T) {
 	if o := c.origin("D"); o.SourceChanges != 0 || o.SourcePeer != "B2" {
 		t.Errorf("C's status of D: %+v, want B2 and no change", o)
 	}
-	if got := c.status().Counters["duplicates_received"]; got != dups {
+	if got := c.status().Counters.DuplicatesReceived; got != dups {
 		t.Errorf("C's duplicates went from %d to %d across the failover", dups, got)
 	}
 	for _, p := range []*proc{a, b2, c, d} {

@@ -129,7 +129,7 @@ func TestFaultyPeer(t *testing.T) {
 	f.rawData(chain[4].Hash, corrupt)
 	waitFor(t, "the node reporting the faults", 20*time.Second, func() bool {
 		c := n.status().Counters
-		return c["gaps_detected"] >= 1 && c["resends_requested"] >= 1 && c["divergences"] >= 1
+		return c.GapsDetected >= 1 && c.ResendsRequested >= 1 && c.Divergences >= 1
 	})
 	if o := n.origin("F"); o.AppliedSeq != 4 {
 		t.Errorf("the node applied F up to %d, want 4: never the corrupt entry 5", o.AppliedSeq)

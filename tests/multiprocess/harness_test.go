@@ -7,7 +7,6 @@
 package multiprocess
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"plait/shells/native/httpapi"
 )
 
 // binary is the plait binary, built once per test run.
@@ -142,32 +143,9 @@ func (p *proc) put(table, key, value string) {
 	}
 }
 
-type originStatus struct {
-	Name          string `json:"name"`
-	AppliedSeq    uint64 `json:"applied_seq"`
-	HeadSeq       uint64 `json:"head_seq"`
-	LagSeq        uint64 `json:"lag_seq"`
-	SourcePeer    string `json:"source_peer"`
-	SourceChanges uint64 `json:"source_changes"`
-}
-
-type status struct {
-	Origins []originStatus `json:"origins"`
-	Peers   []struct {
-		Name      string `json:"name"`
-		Connected bool   `json:"connected"`
-	} `json:"peers"`
-	Counters map[string]uint64 `json:"counters"`
-}
-
 // connected reports whether the node's connection to peer streams with fresh liveness.
 func (p *proc) connected(peer string) bool {
-	for _, q := range p.status().Peers {
-		if q.Name == peer && q.Connected {
-			return true
-		}
-	}
-	return false
+	return p.status().Connected(peer)
 }
 
 // addPeer adds q as a peer through POST /v1/peers.
@@ -184,23 +162,19 @@ func (p *proc) addPeer(q *proc) {
 	}
 }
 
-func (p *proc) status() status {
+func (p *proc) status() httpapi.StatusDoc {
 	p.t.Helper()
-	var st status
-	_, body := p.get("/v1/status")
-	if err := json.Unmarshal([]byte(body), &st); err != nil {
-		p.t.Fatalf("%s: status: %v: %s", p.name, err, body)
+	st, err := httpapi.ReadStatus(http.DefaultClient, p.http)
+	if err != nil {
+		p.t.Fatalf("%s: status: %v", p.name, err)
 	}
 	return st
 }
 
-func (p *proc) origin(name string) originStatus {
-	for _, o := range p.status().Origins {
-		if o.Name == name {
-			return o
-		}
-	}
-	return originStatus{}
+// origin is p's status of the origin of that name (the zero value when p has none).
+func (p *proc) origin(name string) httpapi.OriginDoc {
+	o, _ := p.status().Origin(name)
+	return o
 }
 
 func (p *proc) digest(table string) string {

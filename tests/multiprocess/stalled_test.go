@@ -124,7 +124,7 @@ func TestStalledReceiver(t *testing.T) {
 	}
 	waitFor(t, "B converging on A's writes", 60*time.Second, func() bool { return b.origin("A").AppliedSeq == seq })
 	t.Logf("B converged %v after SIGCONT; B's counters %v", time.Since(resumed).Round(time.Millisecond), b.status().Counters)
-	if d := b.status().Counters["duplicates_received"]; d != 0 {
+	if d := b.status().Counters.DuplicatesReceived; d != 0 {
 		t.Errorf("B received %d duplicates", d)
 	}
 	if o := b.origin("A"); o.HeadSeq != seq || o.LagSeq != 0 {
@@ -238,7 +238,7 @@ func stopOnceConnected(t *testing.T, a, b *proc) int {
 func (p *proc) peerReconnects(peer string) uint64 {
 	p.t.Helper()
 	var n uint64
-	for _, d := range p.peerEntries() {
+	for _, d := range p.status().Peers {
 		if d.Name == peer {
 			n = max(n, d.Reconnects)
 		}

@@ -3,7 +3,6 @@
 package multiprocess
 
 import (
-	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -12,6 +11,9 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"plait/protocol/replica"
+	"plait/shells/native/httpapi"
 )
 
 // The dialer's backoff (shells/native/node, dialLoop): the wait after a failed dial is
@@ -37,31 +39,12 @@ func maxReconnects(elapsed time.Duration) uint64 {
 	}
 }
 
-// dialerStatus is a peers[] entry's dialing fields.
-type dialerStatus struct {
-	Name       string `json:"name"`
-	State      string `json:"state"`
-	Connected  bool   `json:"connected"`
-	Reconnects uint64 `json:"reconnects"`
-}
-
-// peerEntries are the peers[] entries of p's status.
-func (p *proc) peerEntries() []dialerStatus {
+// dialers are p's peers[] entries by name; a name must show once (a bad peer never
+// connects, so it has no second entry of its own connection).
+func (p *proc) dialers() map[string]httpapi.PeerDoc {
 	p.t.Helper()
-	var st struct {
-		Peers []dialerStatus `json:"peers"`
-	}
-	_, body := p.get("/v1/status")
-	if err := json.Unmarshal([]byte(body), &st); err != nil {
-		p.t.Fatalf("%s: status: %v: %s", p.name, err, body)
-	}
-	return st.Peers
-}
-
-func (p *proc) dialers() map[string]dialerStatus {
-	p.t.Helper()
-	m := map[string]dialerStatus{}
-	for _, d := range p.peerEntries() {
+	m := map[string]httpapi.PeerDoc{}
+	for _, d := range p.status().Peers {
 		if _, dup := m[d.Name]; dup {
 			p.t.Errorf("%s: two peers[] entries named %s", p.name, d.Name)
 		}
@@ -143,7 +126,7 @@ func TestRedialStorm(t *testing.T) {
 	start := time.Now() // before the process exists: no dial can be earlier
 	n := serve(t, "N", "--peer", bad[0].name+"=ws://"+bad[0].addr, "--peer", bad[1].name+"=ws://"+bad[1].addr)
 
-	states := map[string]map[string]int{}
+	states := map[string]map[replica.PeerState]int{}
 	last := map[string]uint64{}
 	waitFor(t, "the 30 s window", window+10*time.Second, func() bool {
 		ds := n.dialers()
@@ -155,10 +138,10 @@ func TestRedialStorm(t *testing.T) {
 				t.Fatalf("no peers[] entry for %s in %v", b.name, ds)
 			}
 			if states[b.name] == nil {
-				states[b.name] = map[string]int{}
+				states[b.name] = map[replica.PeerState]int{}
 			}
 			states[b.name][d.State]++
-			if d.Connected || d.State == "streaming" {
+			if d.Connected || d.State == replica.PeerStreaming {
 				t.Errorf("%s: %+v, but it never completes a handshake", b.name, d)
 			}
 			if d.Reconnects < last[b.name] {

@@ -25,7 +25,7 @@ func TestLegacyRelayFailover(t *testing.T) {
 	waitFor(t, "C advancing through B2", 30*time.Second, func() bool { return c.origin("A").AppliedSeq > before+10 })
 	wa.halt()
 	waitFor(t, "C converging through B2", 30*time.Second, func() bool { return c.origin("A").AppliedSeq == a.origin("A").AppliedSeq })
-	d := c.status().Counters["duplicates_received"]
+	d := c.status().Counters.DuplicatesReceived
 	if d == 0 {
 		t.Error("C at version 1 received no duplicate after the failover: the legacy behaviour is not what the test assumes")
 	}

@@ -1,14 +1,14 @@
 // Package httpapi owns a node's HTTP API (CONTRACT.md, "HTTP API" and "GET /v1/status"):
 // records, batches, listing, digests, status, Prometheus metrics and health, as JSON over
 // a node.Node. It decides nothing about replication; it checks requests against the
-// contract's bounds and turns them into node calls.
+// contract's bounds and turns them into node calls. StatusDoc is its status document,
+// which ReadStatus reads from a node for the clients in this repository.
 package httpapi
 
 import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -384,42 +383,7 @@ func (a *API) status(w http.ResponseWriter, _ *http.Request) {
 		fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, StatusJSON(st))
-}
-
-// StatusJSON is CONTRACT.md's /v1/status document of a replica status.
-func StatusJSON(st replica.Status) map[string]any {
-	origins := []map[string]any{}
-	for _, o := range st.Origins {
-		origins = append(origins, map[string]any{"origin": hex.EncodeToString(o.Origin[:]), "name": o.Name,
-			"applied_seq": o.AppliedSeq, "head_seq": o.HeadSeq, "lag_seq": o.LagSeq, "lag_ms": o.LagMs,
-			"source_peer": o.SourcePeer, "source_changes": o.SourceChanges, "diverged": o.Diverged})
-	}
-	peers := []map[string]any{}
-	for _, p := range st.Peers {
-		caps := p.Capabilities
-		if caps == nil {
-			caps = []string{}
-		}
-		var lastErr any
-		if p.LastError != nil {
-			lastErr = map[string]string{"code": string(p.LastError.Err.Code), "class": string(p.LastError.Err.Class),
-				"message": p.LastError.Err.Message, "at": p.LastError.At.UTC().Format(time.RFC3339)}
-		}
-		peers = append(peers, map[string]any{"name": p.Name, "url": p.URL, "state": p.State, "connected": p.Connected,
-			"version": p.Version, "capabilities": caps, "rtt_ms": float64(p.RTT.Microseconds()) / 1000,
-			"reconnects": p.Reconnects, "held_bytes": p.HeldBytes, "last_error": lastErr})
-	}
-	c := st.Counters
-	return map[string]any{
-		"node": map[string]any{"name": st.Node.Name, "origin": hex.EncodeToString(st.Node.Origin[:]),
-			"protocol": map[string]uint64{"min": st.Node.ProtocolMin, "max": st.Node.ProtocolMax}, "authenticated": st.Node.Authenticated},
-		"origins": origins,
-		"peers":   peers,
-		"counters": map[string]uint64{"txns_applied": c.TxnsApplied, "duplicates_received": c.DuplicatesReceived,
-			"gaps_detected": c.GapsDetected, "resends_requested": c.ResendsRequested, "protocol_errors": c.ProtocolErrors,
-			"divergences": c.Divergences},
-	}
+	writeJSON(w, http.StatusOK, NewStatusDoc(st))
 }
 
 func (a *API) addPeer(w http.ResponseWriter, r *http.Request) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"plait/protocol/replica"
 	"plait/shells/native/httpapi"
 	"plait/shells/native/node"
 )
@@ -99,30 +100,12 @@ func TestRecordsAndReplication(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	_, body = do(t, "GET", b.URL+"/v1/status", "")
-	var st struct {
-		Node struct {
-			Name     string            `json:"name"`
-			Protocol map[string]uint64 `json:"protocol"`
-		} `json:"node"`
-		Origins []struct {
-			Name       string `json:"name"`
-			AppliedSeq uint64 `json:"applied_seq"`
-			SourcePeer string `json:"source_peer"`
-		} `json:"origins"`
-		Peers []struct {
-			Name      string `json:"name"`
-			URL       string `json:"url"`
-			State     string `json:"state"`
-			Connected bool   `json:"connected"`
-			Version   uint64 `json:"version"`
-		} `json:"peers"`
-		Counters map[string]uint64 `json:"counters"`
-	}
+	var st httpapi.StatusDoc
 	if err := json.Unmarshal([]byte(body), &st); err != nil {
 		t.Fatal(err, body)
 	}
-	if st.Node.Name != "B" || st.Node.Protocol["max"] != 2 || st.Counters["txns_applied"] != 4 || len(st.Peers) != 1 ||
-		st.Peers[0].Name != "A" || st.Peers[0].URL != aURL || st.Peers[0].State != "streaming" || !st.Peers[0].Connected || st.Peers[0].Version != 2 {
+	if st.Node.Name != "B" || st.Node.Protocol.Max != 2 || st.Counters.TxnsApplied != 4 || len(st.Peers) != 1 ||
+		st.Peers[0].Name != "A" || st.Peers[0].URL != aURL || st.Peers[0].State != replica.PeerStreaming || !st.Peers[0].Connected || st.Peers[0].Version != 2 {
 		t.Errorf("B's status: %s", body)
 	}
 	_, body = do(t, "GET", b.URL+"/metrics", "")

@@ -1,0 +1,155 @@
+package httpapi
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"plait/protocol/replica"
+)
+
+// StatusDoc is the GET /v1/status document (docs/contract.md, "GET /v1/status"): what the
+// handler encodes and what plait status, the cluster harness and the tests decode.
+//
+// The fields of every part stand in the order of their JSON names, so that the encoding
+// is, byte for byte, the one of the map this type replaced (encoding/json sorts map keys).
+// Lists are never null: an empty one is [].
+type StatusDoc struct {
+	Counters CountersDoc `json:"counters"`
+	Node     NodeDoc     `json:"node"`
+	Origins  []OriginDoc `json:"origins"`
+	Peers    []PeerDoc   `json:"peers"`
+}
+
+// NodeDoc is the document's node.
+type NodeDoc struct {
+	Authenticated bool          `json:"authenticated"` // a cluster secret keys every handshake
+	Name          string        `json:"name"`
+	Origin        string        `json:"origin"` // the origin id in hex
+	Protocol      ProtocolRange `json:"protocol"`
+}
+
+// ProtocolRange is the protocol versions a node speaks.
+type ProtocolRange struct {
+	Max uint64 `json:"max"`
+	Min uint64 `json:"min"`
+}
+
+// OriginDoc is one origin as the node knows it (replica.OriginStatus).
+type OriginDoc struct {
+	AppliedSeq    uint64 `json:"applied_seq"`
+	Diverged      bool   `json:"diverged"`
+	HeadSeq       uint64 `json:"head_seq"`
+	LagMs         uint64 `json:"lag_ms"`
+	LagSeq        uint64 `json:"lag_seq"` // head_seq - applied_seq
+	Name          string `json:"name"`
+	Origin        string `json:"origin"` // the origin id in hex
+	SourceChanges uint64 `json:"source_changes"`
+	SourcePeer    string `json:"source_peer"` // empty for the local origin, or none
+}
+
+// PeerDoc is one peers[] entry: an open connection, or a configured peer that has none.
+type PeerDoc struct {
+	Capabilities []string          `json:"capabilities"` // [] before the handshake
+	Connected    bool              `json:"connected"`
+	HeldBytes    int               `json:"held_bytes"`
+	LastError    *PeerErrorDoc     `json:"last_error"` // null when there was none
+	Name         string            `json:"name"`
+	Reconnects   uint64            `json:"reconnects"`
+	RTTMs        float64           `json:"rtt_ms"` // milliseconds, to the microsecond
+	State        replica.PeerState `json:"state"`
+	URL          string            `json:"url"`
+	Version      uint64            `json:"version"`
+}
+
+// PeerErrorDoc is a peer's last error.
+type PeerErrorDoc struct {
+	At      string `json:"at"` // RFC 3339, UTC, to the second
+	Class   string `json:"class"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// CountersDoc is the document's counters (replica.Counters).
+type CountersDoc struct {
+	Divergences        uint64 `json:"divergences"`
+	DuplicatesReceived uint64 `json:"duplicates_received"`
+	GapsDetected       uint64 `json:"gaps_detected"`
+	ProtocolErrors     uint64 `json:"protocol_errors"`
+	ResendsRequested   uint64 `json:"resends_requested"`
+	TxnsApplied        uint64 `json:"txns_applied"`
+}
+
+// NewStatusDoc is the document of a replica status (as node.Node.Status gives it, with
+// the dialed peers' URLs and states).
+func NewStatusDoc(st replica.Status) StatusDoc {
+	d := StatusDoc{
+		Node: NodeDoc{Authenticated: st.Node.Authenticated, Name: st.Node.Name, Origin: hex.EncodeToString(st.Node.Origin[:]),
+			Protocol: ProtocolRange{Max: st.Node.ProtocolMax, Min: st.Node.ProtocolMin}},
+		Origins: make([]OriginDoc, 0, len(st.Origins)),
+		Peers:   make([]PeerDoc, 0, len(st.Peers)),
+		Counters: CountersDoc{Divergences: st.Counters.Divergences, DuplicatesReceived: st.Counters.DuplicatesReceived,
+			GapsDetected: st.Counters.GapsDetected, ProtocolErrors: st.Counters.ProtocolErrors,
+			ResendsRequested: st.Counters.ResendsRequested, TxnsApplied: st.Counters.TxnsApplied},
+	}
+	for _, o := range st.Origins {
+		d.Origins = append(d.Origins, OriginDoc{AppliedSeq: o.AppliedSeq, Diverged: o.Diverged, HeadSeq: o.HeadSeq,
+			LagMs: o.LagMs, LagSeq: o.LagSeq, Name: o.Name, Origin: hex.EncodeToString(o.Origin[:]),
+			SourceChanges: o.SourceChanges, SourcePeer: o.SourcePeer})
+	}
+	for _, p := range st.Peers {
+		caps := p.Capabilities
+		if caps == nil {
+			caps = []string{}
+		}
+		var lastErr *PeerErrorDoc
+		if e := p.LastError; e != nil && e.Err != nil {
+			lastErr = &PeerErrorDoc{At: e.At.UTC().Format(time.RFC3339), Class: string(e.Err.Class),
+				Code: string(e.Err.Code), Message: e.Err.Message}
+		}
+		d.Peers = append(d.Peers, PeerDoc{Capabilities: caps, Connected: p.Connected, HeldBytes: p.HeldBytes,
+			LastError: lastErr, Name: p.Name, Reconnects: p.Reconnects, RTTMs: float64(p.RTT.Microseconds()) / 1000,
+			State: p.State, URL: p.URL, Version: p.Version})
+	}
+	return d
+}
+
+// Origin is the document's origin of that name (false when it has none).
+func (d StatusDoc) Origin(name string) (OriginDoc, bool) {
+	for _, o := range d.Origins {
+		if o.Name == name {
+			return o, true
+		}
+	}
+	return OriginDoc{}, false
+}
+
+// Connected reports whether a peers[] entry of that name is connected (streaming with
+// fresh liveness). A peer may show twice, its connection and this node's dial.
+func (d StatusDoc) Connected(peer string) bool {
+	for _, p := range d.Peers {
+		if p.Name == peer && p.Connected {
+			return true
+		}
+	}
+	return false
+}
+
+// ReadStatus reads GET /v1/status of the node whose HTTP API is at addr (HOST:PORT).
+func ReadStatus(client *http.Client, addr string) (StatusDoc, error) {
+	resp, err := client.Get("http://" + addr + "/v1/status")
+	if err != nil {
+		return StatusDoc{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return StatusDoc{}, errors.New(resp.Status)
+	}
+	var d StatusDoc
+	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
+		return StatusDoc{}, err
+	}
+	return d, nil
+}

@@ -1,0 +1,98 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"plait/protocol/replica"
+	"plait/protocol/wire"
+	"plait/shells/native/httpapi"
+)
+
+// statusGoldens are replica statuses and the exact /v1/status document of each: every
+// field set; a peer without capabilities or last error beside no origins; the zero
+// status (empty lists, never null). The documents were first taken from the map-based
+// encoding StatusDoc replaced.
+var statusGoldens = []struct {
+	name   string
+	status replica.Status
+	doc    string
+}{
+	{"every field set", replica.Status{
+		Node: replica.NodeStatus{Name: "B", Origin: wire.OriginID{0xb0, 0x01}, ProtocolMin: 1, ProtocolMax: 2, Authenticated: true},
+		Origins: []replica.OriginStatus{
+			{Origin: wire.OriginID{0xa0, 0x01}, Name: "A", AppliedSeq: 7, HeadSeq: 10, LagSeq: 3, LagMs: 250, SourcePeer: "R", SourceChanges: 2, Diverged: true},
+			{Origin: wire.OriginID{0xb0, 0x01}, Name: "B", AppliedSeq: 42, HeadSeq: 42},
+		},
+		Peers: []replica.PeerStatus{{Conn: 3, Name: "R", Origin: wire.OriginID{0xc0}, Dialed: true, State: replica.PeerStreaming,
+			Connected: true, Version: 2, Capabilities: []string{"cap-a", "cap-b"}, RTT: 1234567 * time.Nanosecond, HeldBytes: 4096,
+			LastError: &replica.PeerError{Err: wire.Errorf(wire.CodeDivergence, "entry 5 of A: hash differs"),
+				At: time.Date(2031, 5, 6, 7, 8, 9, 500, time.FixedZone("UTC+2", 2*3600))},
+			URL: "ws://127.0.0.1:7400", Reconnects: 5}},
+		Counters: replica.Counters{TxnsApplied: 11, DuplicatesReceived: 12, GapsDetected: 13, ResendsRequested: 14,
+			ProtocolErrors: 15, Divergences: 16},
+	}, `{
+		"counters": {"divergences": 16, "duplicates_received": 12, "gaps_detected": 13, "protocol_errors": 15,
+			"resends_requested": 14, "txns_applied": 11},
+		"node": {"authenticated": true, "name": "B", "origin": "b0010000000000000000000000000000", "protocol": {"max": 2, "min": 1}},
+		"origins": [
+			{"applied_seq": 7, "diverged": true, "head_seq": 10, "lag_ms": 250, "lag_seq": 3, "name": "A",
+				"origin": "a0010000000000000000000000000000", "source_changes": 2, "source_peer": "R"},
+			{"applied_seq": 42, "diverged": false, "head_seq": 42, "lag_ms": 0, "lag_seq": 0, "name": "B",
+				"origin": "b0010000000000000000000000000000", "source_changes": 0, "source_peer": ""}
+		],
+		"peers": [
+			{"capabilities": ["cap-a", "cap-b"], "connected": true, "held_bytes": 4096,
+				"last_error": {"at": "2031-05-06T05:08:09Z", "class": "protocol", "code": "divergence", "message": "entry 5 of A: hash differs"},
+				"name": "R", "reconnects": 5, "rtt_ms": 1.234, "state": "streaming", "url": "ws://127.0.0.1:7400", "version": 2}
+		]
+	}`},
+	{"no origins, a peer without capabilities or error", replica.Status{
+		Node:  replica.NodeStatus{Name: "N", Origin: wire.OriginID{0x01}, ProtocolMin: 1, ProtocolMax: 1},
+		Peers: []replica.PeerStatus{{Name: "P", State: replica.PeerBackoff, URL: "ws://h:1"}},
+	}, `{
+		"counters": {"divergences": 0, "duplicates_received": 0, "gaps_detected": 0, "protocol_errors": 0,
+			"resends_requested": 0, "txns_applied": 0},
+		"node": {"authenticated": false, "name": "N", "origin": "01000000000000000000000000000000", "protocol": {"max": 1, "min": 1}},
+		"origins": [],
+		"peers": [
+			{"capabilities": [], "connected": false, "held_bytes": 0, "last_error": null, "name": "P", "reconnects": 0,
+				"rtt_ms": 0, "state": "backoff", "url": "ws://h:1", "version": 0}
+		]
+	}`},
+	{"the zero status", replica.Status{}, `{
+		"counters": {"divergences": 0, "duplicates_received": 0, "gaps_detected": 0, "protocol_errors": 0,
+			"resends_requested": 0, "txns_applied": 0},
+		"node": {"authenticated": false, "name": "", "origin": "00000000000000000000000000000000", "protocol": {"max": 0, "min": 0}},
+		"origins": [],
+		"peers": []
+	}`},
+}
+
+// TestStatusDocEncoding pins the document byte for byte, and that a reader decoding it
+// gets back what encodes to the same bytes (plait status and the harness decode it).
+func TestStatusDocEncoding(t *testing.T) {
+	for _, c := range statusGoldens {
+		var want bytes.Buffer
+		if err := json.Compact(&want, []byte(c.doc)); err != nil {
+			t.Fatalf("%s: the golden document: %v", c.name, err)
+		}
+		got, err := json.Marshal(httpapi.NewStatusDoc(c.status))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, want.Bytes())
+			continue
+		}
+		var back httpapi.StatusDoc
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Fatalf("%s: decoding: %v", c.name, err)
+		}
+		if again, _ := json.Marshal(back); !bytes.Equal(again, got) {
+			t.Errorf("%s: decoded and encoded again:\n got %s\nwant %s", c.name, again, got)
+		}
+	}
+}
