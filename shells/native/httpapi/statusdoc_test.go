@@ -96,3 +96,23 @@ func TestStatusDocEncoding(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusDocLag: an origin behind its head shows lag_seq = head_seq - applied_seq, not
+// 0 and not either seq.
+func TestStatusDocLag(t *testing.T) {
+	st := replica.Status{Origins: []replica.OriginStatus{{Name: "A", AppliedSeq: 7, HeadSeq: 10, LagSeq: 3, LagMs: 40}}}
+	b, err := json.Marshal(httpapi.NewStatusDoc(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Origins []map[string]any `json:"origins"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	o := doc.Origins[0]
+	if o["head_seq"] != 10.0 || o["applied_seq"] != 7.0 || o["lag_seq"] != 3.0 || o["lag_ms"] != 40.0 {
+		t.Errorf("origin A at 7 of 10: %s, want head_seq 10, applied_seq 7, lag_seq 3, lag_ms 40", b)
+	}
+}
