@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -50,9 +49,8 @@ func (p *peerFlags) Set(v string) error {
 	if !wire.ValidName(name) {
 		return fmt.Errorf("%q is not a node name (%s)", name, nameRule)
 	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "ws" || u.Host == "" {
-		return fmt.Errorf("%q is not a ws://HOST:PORT URL (wss:// arrives with TLS)", raw)
+	if _, err := node.ParsePeerURL(raw); err != nil {
+		return err
 	}
 	for _, q := range *p {
 		if q.Name == name {

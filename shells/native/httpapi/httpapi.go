@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"unicode/utf8"
 
@@ -406,11 +405,10 @@ func (a *API) addPeer(w http.ResponseWriter, r *http.Request) {
 		fail(w, &apiError{http.StatusBadRequest, "bad-peer", "a peer needs a valid name"})
 		return
 	}
-	if u, err := url.Parse(p.URL); err != nil || u.Scheme != "ws" || u.Host == "" {
-		fail(w, &apiError{http.StatusBadRequest, "bad-peer", "url is ws://HOST:PORT"})
-		return
-	}
+	var bad *node.PeerURLError
 	switch err := a.n.AddPeer(node.Peer{Name: p.Name, URL: p.URL}); {
+	case errors.As(err, &bad):
+		fail(w, &apiError{http.StatusBadRequest, "bad-peer", bad.Error()})
 	case errors.Is(err, node.ErrPeerExists):
 		fail(w, &apiError{http.StatusConflict, "peer-exists", "peer " + p.Name + " is configured already"})
 	case err != nil:

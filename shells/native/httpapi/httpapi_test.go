@@ -220,8 +220,10 @@ func TestPeers(t *testing.T) {
 	want(t, "add", s, body, 201, `"name":"A"`)
 	s, body = do(t, "POST", b.URL+"/v1/peers", `{"name":"A","url":"`+aURL+`"}`)
 	want(t, "add again", s, body, 409, `"peer-exists"`)
-	s, body = do(t, "POST", b.URL+"/v1/peers", `{"name":"X","url":"http://h:1"}`)
-	want(t, "bad url", s, body, 400, `"bad-peer"`)
+	for _, bad := range []string{"http://h:1", "wss://h:1", "ws://:1", "ws://h:1?x", "ws://h:65536"} {
+		s, body = do(t, "POST", b.URL+"/v1/peers", `{"name":"X","url":"`+bad+`"}`)
+		want(t, "url "+bad, s, body, 400, `"bad-peer"`)
+	}
 	do(t, "PUT", a.URL+"/v1/tables/t/records/k", "v")
 	waitBody(t, b.URL+"/v1/tables/t/records/k", "v")
 	s, body = do(t, "DELETE", b.URL+"/v1/peers/A", "")

@@ -4,8 +4,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -196,19 +194,6 @@ func (n *Node) accept(w http.ResponseWriter, r *http.Request) {
 	n.serve(c)
 }
 
-// replicateURL is a peer's replication endpoint: its URL, with /v1/replicate when the
-// path is empty.
-func replicateURL(raw string) (string, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "", err
-	}
-	if strings.Trim(u.Path, "/") == "" {
-		u.Path = "/v1/replicate"
-	}
-	return u.String(), nil
-}
-
 // connected reports whether the replica has an established connection to a peer.
 func (n *Node) connected(peer string) bool {
 	up := false
@@ -229,8 +214,8 @@ func (n *Node) connected(peer string) bool {
 // not dial.
 func (n *Node) dialLoop(ctx context.Context, p Peer) {
 	defer n.wg.Done()
-	target, err := replicateURL(p.URL)
-	if err != nil {
+	target, err := ParsePeerURL(p.URL)
+	if err != nil { // Start and AddPeer refuse such a URL; a data directory may hold one from before they did
 		n.log.Error("peer URL", "peer", p.Name, "err", err)
 		return
 	}

@@ -38,7 +38,7 @@ const (
 // Peer is a peer this node dials.
 type Peer struct {
 	Name string
-	URL  string // ws://HOST:PORT; an empty path means /v1/replicate
+	URL  string // ws://HOST[:PORT] (ParsePeerURL); an empty path means /v1/replicate
 }
 
 // Config is a node's configuration.
@@ -130,6 +130,11 @@ func Start(cfg Config) (*Node, error) {
 	}
 	if cfg.MaxPendingHandshakes == 0 {
 		cfg.MaxPendingHandshakes = 64
+	}
+	for _, p := range cfg.Peers {
+		if _, err := ParsePeerURL(p.URL); err != nil {
+			return nil, fmt.Errorf("node: peer %s: %w", p.Name, err)
+		}
 	}
 	var origin wire.OriginID
 	if _, err := rand.Read(origin[:]); err != nil {
@@ -464,9 +469,10 @@ var (
 	ErrPeerUnknown = errors.New("node: no peer of that name is configured")
 )
 
-// AddPeer starts dialing a peer and keeps it in the data directory (POST /v1/peers).
+// AddPeer starts dialing a peer and keeps it in the data directory (POST /v1/peers). A
+// URL ParsePeerURL refuses is refused with its *PeerURLError.
 func (n *Node) AddPeer(p Peer) error {
-	if _, err := replicateURL(p.URL); err != nil {
+	if _, err := ParsePeerURL(p.URL); err != nil {
 		return err
 	}
 	n.peerMu.Lock() // two additions of one name: one wins, the other gets ErrPeerExists
