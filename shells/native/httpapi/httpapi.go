@@ -26,17 +26,15 @@ import (
 	"plait/shells/native/node"
 )
 
-// Limits are the API's bounds (CONTRACT.md); zero fields take the defaults.
+// Limits are the API's own bounds (CONTRACT.md); zero fields take the defaults. A key's
+// and a value's bounds are the node's (node.Node.WriteLimits): the API refuses exactly
+// what the replica would, only earlier and with its own error codes.
 type Limits struct {
-	MaxValue     int // default 1 MiB
 	MaxBatchBody int // a batch request's JSON body (default 12 MiB: 8 MiB of transaction in base64)
 	MaxList      int // the largest listing page (default 1000)
 }
 
 func (l Limits) withDefaults() Limits {
-	if l.MaxValue == 0 {
-		l.MaxValue = replica.DefaultMaxValue
-	}
 	if l.MaxBatchBody == 0 {
 		l.MaxBatchBody = 12 << 20
 	}
@@ -48,14 +46,15 @@ func (l Limits) withDefaults() Limits {
 
 // API serves one node.
 type API struct {
-	n      *node.Node
-	limits Limits
-	mux    *http.ServeMux
+	n           *node.Node
+	limits      Limits
+	writeLimits replica.WriteLimits // the node's
+	mux         *http.ServeMux
 }
 
 // New returns the API of n.
 func New(n *node.Node, limits Limits) *API {
-	a := &API{n: n, limits: limits.withDefaults(), mux: http.NewServeMux()}
+	a := &API{n: n, limits: limits.withDefaults(), writeLimits: n.WriteLimits(), mux: http.NewServeMux()}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), &metrics{n: n})
 	a.mux.HandleFunc("PUT /v1/tables/{t}/records/{key...}", a.put)
@@ -156,23 +155,23 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // target reads and checks the table and key of a request.
-func target(r *http.Request, withKey bool) (table, key []byte, err error) {
+func (a *API) target(r *http.Request, withKey bool) (table, key []byte, err error) {
 	table = []byte(r.PathValue("t"))
 	if !replica.ValidTable(table) {
 		return nil, nil, &apiError{http.StatusBadRequest, "bad-table", "a table name is 1 to 64 of [A-Za-z0-9_.-]"}
 	}
 	if withKey {
 		key = []byte(r.PathValue("key"))
-		if err := checkKey(key); err != nil {
+		if err := a.checkKey(key); err != nil {
 			return nil, nil, err
 		}
 	}
 	return table, key, nil
 }
 
-func checkKey(key []byte) error {
-	if len(key) == 0 || len(key) > replica.DefaultMaxKey {
-		return &apiError{http.StatusBadRequest, "bad-key", fmt.Sprintf("a key is 1 to %d bytes", replica.DefaultMaxKey)}
+func (a *API) checkKey(key []byte) error {
+	if len(key) == 0 || len(key) > a.writeLimits.MaxKey {
+		return &apiError{http.StatusBadRequest, "bad-key", fmt.Sprintf("a key is 1 to %d bytes", a.writeLimits.MaxKey)}
 	}
 	return nil
 }
@@ -197,12 +196,12 @@ func (a *API) write(w http.ResponseWriter, r *http.Request, ops []wire.Op) {
 }
 
 func (a *API) put(w http.ResponseWriter, r *http.Request) {
-	table, key, err := target(r, true)
+	table, key, err := a.target(r, true)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	value, err := readBody(w, r, a.limits.MaxValue)
+	value, err := readBody(w, r, a.writeLimits.MaxValue)
 	if err != nil {
 		fail(w, err)
 		return
@@ -211,7 +210,7 @@ func (a *API) put(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) del(w http.ResponseWriter, r *http.Request) {
-	table, key, err := target(r, true)
+	table, key, err := a.target(r, true)
 	if err != nil {
 		fail(w, err)
 		return
@@ -220,7 +219,7 @@ func (a *API) del(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) get(w http.ResponseWriter, r *http.Request) {
-	table, key, err := target(r, true)
+	table, key, err := a.target(r, true)
 	if err != nil {
 		fail(w, err)
 		return
@@ -245,7 +244,7 @@ type batchOp struct {
 }
 
 func (a *API) batch(w http.ResponseWriter, r *http.Request) {
-	table, _, err := target(r, false)
+	table, _, err := a.target(r, false)
 	if err != nil {
 		fail(w, err)
 		return
@@ -272,7 +271,7 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request) {
 	for i, o := range req.Ops {
 		at := "op " + strconv.Itoa(i) + ": "
 		key := []byte(o.Key)
-		if err := checkKey(key); err != nil {
+		if err := a.checkKey(key); err != nil {
 			fail(w, &apiError{http.StatusBadRequest, "bad-key", at + err.(*apiError).message})
 			return
 		}
@@ -291,8 +290,8 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request) {
 				fail(w, &apiError{http.StatusBadRequest, "bad-json", at + `a put has exactly one of "value" and "value_b64"`})
 				return
 			}
-			if len(value) > a.limits.MaxValue {
-				fail(w, &apiError{http.StatusRequestEntityTooLarge, "too-large", at + fmt.Sprintf("a value is at most %d bytes", a.limits.MaxValue)})
+			if len(value) > a.writeLimits.MaxValue {
+				fail(w, &apiError{http.StatusRequestEntityTooLarge, "too-large", at + fmt.Sprintf("a value is at most %d bytes", a.writeLimits.MaxValue)})
 				return
 			}
 			ops[i] = wire.Op{Kind: wire.OpPut, Table: table, Key: key, Value: value}
@@ -318,7 +317,7 @@ type record struct {
 }
 
 func (a *API) list(w http.ResponseWriter, r *http.Request) {
-	table, _, err := target(r, false)
+	table, _, err := a.target(r, false)
 	if err != nil {
 		fail(w, err)
 		return
@@ -363,7 +362,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) digest(w http.ResponseWriter, r *http.Request) {
-	table, _, err := target(r, false)
+	table, _, err := a.target(r, false)
 	if err != nil {
 		fail(w, err)
 		return

@@ -23,12 +23,20 @@ import (
 // startNode runs a node with its API on httptest; peers are URLs of other nodes' listeners.
 func startNode(t *testing.T, name string, peers ...node.Peer) (api *httptest.Server, replicate string) {
 	t.Helper()
+	return startNodeWith(t, node.Config{Name: name, Peers: peers})
+}
+
+// startNodeWith runs a node of cfg, with a data directory, listener, secret and logger of
+// its own, and its API on httptest.
+func startNodeWith(t *testing.T, cfg node.Config) (api *httptest.Server, replicate string) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := node.Start(node.Config{Name: name, DataDir: t.TempDir(), Listener: l, Peers: peers,
-		Secret: []byte("http api test secret, long enough"), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	cfg.DataDir, cfg.Listener, cfg.Secret = t.TempDir(), l, []byte("http api test secret, long enough")
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	n, err := node.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,6 +156,34 @@ func TestBadInput(t *testing.T) {
 	// At the limits: accepted.
 	s, body := do(t, "PUT", a.URL+"/v1/tables/"+strings.Repeat("t", 64)+"/records/"+strings.Repeat("k", 1024), strings.Repeat("v", 1<<20))
 	want(t, "table of 64, key of 1024, value of 1 MiB", s, body, 200, `"origin_seq":1`)
+}
+
+// TestConfiguredWriteLimits: with a node's write limits set below the defaults, the API
+// takes a key and a value at the limits, single and in a batch, and refuses one byte past
+// either with the contract's codes; the defaults no longer apply.
+func TestConfiguredWriteLimits(t *testing.T) {
+	const maxKey, maxValue = 8, 64
+	a, _ := startNodeWith(t, node.Config{Name: "A", Write: replica.WriteLimits{MaxKey: maxKey, MaxValue: maxValue}})
+	key, value := strings.Repeat("k", maxKey), strings.Repeat("v", maxValue)
+	batch := func(key, value string) string {
+		return `{"ops":[{"op":"put","key":"` + key + `","value":"` + value + `"}]}`
+	}
+	for _, c := range []struct {
+		what, method, path, body string
+		status                   int
+		want                     string
+	}{
+		{"key and value at the limits", "PUT", "/v1/tables/t/records/" + key, value, 200, `"origin_seq":1`},
+		{"a batch at the limits", "POST", "/v1/tables/t/batch", batch(key, value), 200, `"origin_seq":2`},
+		{"a key one past", "PUT", "/v1/tables/t/records/" + key + "k", "v", 400, `"code":"bad-key"`},
+		{"a batch key one past", "POST", "/v1/tables/t/batch", batch(key+"k", "v"), 400, `"code":"bad-key"`},
+		{"a value one past", "PUT", "/v1/tables/t/records/k", value + "v", 413, `"code":"too-large"`},
+		{"a batch value one past", "POST", "/v1/tables/t/batch", batch("k", value+"v"), 413, `"code":"too-large"`},
+		{"a key within the default, past the limit", "PUT", "/v1/tables/t/records/" + strings.Repeat("k", 1024), "v", 400, `"code":"bad-key"`},
+	} {
+		s, body := do(t, c.method, a.URL+c.path, c.body)
+		want(t, c.what, s, body, c.status, c.want)
+	}
 }
 
 // nineMiB is a batch of nine 1 MiB values: within the body limit, over 8 MiB encoded.

@@ -51,7 +51,10 @@ type Config struct {
 	ProtocolMax uint64
 	Sync        SyncMode
 	Limits      protocol.Limits
-	Logger      *slog.Logger
+	// Write bounds a local write (zero fields: the replica's defaults); the HTTP API checks
+	// requests against the same bounds (WriteLimits).
+	Write  replica.WriteLimits
+	Logger *slog.Logger
 	// RedialMin and RedialMax bound the dialers' exponential backoff (defaults 100 ms, 5 s).
 	RedialMin, RedialMax time.Duration
 	// MoveDelay and StallTimeout are the replica's (0: its defaults, 2 s and 3 s).
@@ -131,6 +134,9 @@ func Start(cfg Config) (*Node, error) {
 	if cfg.MaxPendingHandshakes == 0 {
 		cfg.MaxPendingHandshakes = 64
 	}
+	if w := cfg.Write; w.MaxKey < 0 || w.MaxValue < 0 || w.MaxTxn < 0 {
+		return nil, fmt.Errorf("node: write limits %+v: a limit is not negative", w)
+	}
 	for _, p := range cfg.Peers {
 		if _, err := ParsePeerURL(p.URL); err != nil {
 			return nil, fmt.Errorf("node: peer %s: %w", p.Name, err)
@@ -149,7 +155,7 @@ func Start(cfg Config) (*Node, error) {
 		store.Close()
 		return nil, fmt.Errorf("node: the data directory %s belongs to node %q, not %q", cfg.DataDir, id.Name, cfg.Name)
 	}
-	rep, err := replica.New(replica.Config{MaxVersion: cfg.ProtocolMax, Secret: cfg.Secret, Limits: cfg.Limits,
+	rep, err := replica.New(replica.Config{MaxVersion: cfg.ProtocolMax, Secret: cfg.Secret, Limits: cfg.Limits, Write: cfg.Write,
 		HoldUnsynced: cfg.Sync != SyncNone, MoveDelay: cfg.MoveDelay, StallTimeout: cfg.StallTimeout}, store)
 	if err != nil {
 		store.Close()
@@ -200,6 +206,22 @@ func (n *Node) Stop() error {
 		n.store.Close()
 	})
 	return n.err
+}
+
+// WriteLimits are the bounds this node's replica checks every local write against: the
+// configured ones, with the replica's defaults for the zero fields.
+func (n *Node) WriteLimits() replica.WriteLimits {
+	w := n.cfg.Write
+	if w.MaxKey == 0 {
+		w.MaxKey = replica.DefaultMaxKey
+	}
+	if w.MaxValue == 0 {
+		w.MaxValue = replica.DefaultMaxValue
+	}
+	if w.MaxTxn == 0 {
+		w.MaxTxn = replica.DefaultMaxTxn
+	}
+	return w
 }
 
 // Serving reports whether the node still runs: false once it stopped, by Stop or because

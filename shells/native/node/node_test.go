@@ -227,3 +227,38 @@ func TestAddedPeerIsKept(t *testing.T) {
 		t.Errorf("removing A twice: %v", err)
 	}
 }
+
+// TestWriteLimits: the configured write limits reach the replica: a local write one byte
+// past them is refused, one at them is taken; WriteLimits reports them, with the defaults
+// for the fields left zero.
+func TestWriteLimits(t *testing.T) {
+	n, err := node.Start(node.Config{Name: "A", DataDir: t.TempDir(), Write: replica.WriteLimits{MaxKey: 4, MaxValue: 8},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := n.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	if got, want := n.WriteLimits(), (replica.WriteLimits{MaxKey: 4, MaxValue: 8, MaxTxn: replica.DefaultMaxTxn}); got != want {
+		t.Errorf("WriteLimits() = %+v, want %+v", got, want)
+	}
+	put := func(key, value string) error {
+		_, err := n.Write(context.Background(), []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte(key), Value: []byte(value)}})
+		return err
+	}
+	if err := put("kkkk", "vvvvvvvv"); err != nil {
+		t.Errorf("a key of 4 and a value of 8: %v", err)
+	}
+	var we *wire.Error
+	for _, c := range [][2]string{{"kkkkk", "v"}, {"k", "vvvvvvvvv"}} {
+		if err := put(c[0], c[1]); !errors.As(err, &we) || we.Code != wire.CodeBadArgument {
+			t.Errorf("key %q, value %q: %v, want bad-argument", c[0], c[1], err)
+		}
+	}
+	if _, err := node.Start(node.Config{Name: "B", DataDir: t.TempDir(), Write: replica.WriteLimits{MaxValue: -1}}); err == nil {
+		t.Error("a negative value limit was taken")
+	}
+}
