@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -68,7 +69,10 @@ func do(t *testing.T, method, url, body string) (int, string) {
 func want(t *testing.T, what string, status int, body string, wantStatus int, wantBody string) {
 	t.Helper()
 	if status != wantStatus || !strings.Contains(body, wantBody) {
-		t.Errorf("%s: %d %s, want %d with %s", what, status, strings.TrimSpace(body), wantStatus, wantBody)
+		if body = strings.TrimSpace(body); len(body) > 200 { // a value at a limit is a MiB
+			body = fmt.Sprintf("%s... (%d bytes)", body[:200], len(body))
+		}
+		t.Errorf("%s: %d %s, want %d with %s", what, status, body, wantStatus, wantBody)
 	}
 }
 
@@ -192,6 +196,47 @@ func TestConfiguredWriteLimits(t *testing.T) {
 	} {
 		s, body := do(t, c.method, a.URL+c.path, c.body)
 		want(t, c.what, s, body, c.status, c.want)
+	}
+}
+
+// TestBatchValueLimit: a batch with a value one byte over the limit (as value or as
+// value_b64) is refused with 413 too-large and writes nothing, not even its other ops:
+// the records are absent and the origin's applied seq did not move. A value exactly at
+// the limit is taken whole.
+func TestBatchValueLimit(t *testing.T) {
+	a, _ := startNode(t, "A")
+	const limit = replica.DefaultMaxValue
+	applied := func() uint64 {
+		t.Helper()
+		st, err := httpapi.ReadStatus(http.DefaultClient, strings.TrimPrefix(a.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _ := st.Origin("A")
+		return o.AppliedSeq
+	}
+	s, body := do(t, "PUT", a.URL+"/v1/tables/t/records/before", "v")
+	want(t, "a first write", s, body, 200, `"origin_seq":1`)
+	over := strings.Repeat("v", limit+1)
+	for _, op := range []string{
+		`{"op":"put","key":"big","value":"` + over + `"}`,
+		`{"op":"put","key":"big","value_b64":"` + base64.StdEncoding.EncodeToString([]byte(over)) + `"}`,
+	} {
+		s, body = do(t, "POST", a.URL+"/v1/tables/t/batch", `{"ops":[{"op":"put","key":"small","value":"x"},`+op+`]}`)
+		want(t, "a batch with a value of the limit + 1", s, body, 413, `"code":"too-large"`)
+		for _, key := range []string{"small", "big"} {
+			s, body = do(t, "GET", a.URL+"/v1/tables/t/records/"+key, "")
+			want(t, "after the refused batch, "+key, s, body, 404, `"code":"not-found"`)
+		}
+		if seq := applied(); seq != 1 {
+			t.Errorf("A's applied seq is %d after a refused batch, want 1", seq)
+		}
+	}
+	at := strings.Repeat("w", limit)
+	s, body = do(t, "POST", a.URL+"/v1/tables/t/batch", `{"ops":[{"op":"put","key":"big","value":"`+at+`"}]}`)
+	want(t, "a batch with a value at the limit", s, body, 200, `"origin_seq":2`)
+	if s, body = do(t, "GET", a.URL+"/v1/tables/t/records/big", ""); s != 200 || body != at {
+		t.Errorf("the value at the limit reads back as %d bytes (status %d), want %d", len(body), s, limit)
 	}
 }
 
