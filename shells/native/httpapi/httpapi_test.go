@@ -240,6 +240,32 @@ func TestBatchValueLimit(t *testing.T) {
 	}
 }
 
+// TestDigestCoversTheLastKey: changing the value of a table's last key (in key order)
+// changes GET /v1/tables/{t}/digest, with the count unchanged, and changing it back
+// restores the digest exactly.
+func TestDigestCoversTheLastKey(t *testing.T) {
+	a, _ := startNode(t, "A")
+	for _, kv := range [][2]string{{"a", "1"}, {"m", "2"}, {"z", "3"}} {
+		s, body := do(t, "PUT", a.URL+"/v1/tables/t/records/"+kv[0], kv[1])
+		want(t, "put "+kv[0], s, body, 200, `"origin_seq"`)
+	}
+	digest := func() string {
+		t.Helper()
+		s, body := do(t, "GET", a.URL+"/v1/tables/t/digest", "")
+		want(t, "digest", s, body, 200, `"count":3`)
+		return body
+	}
+	before := digest()
+	do(t, "PUT", a.URL+"/v1/tables/t/records/z", "4")
+	if changed := digest(); changed == before {
+		t.Errorf("the digest %s did not change with the last key's value", changed)
+	}
+	do(t, "PUT", a.URL+"/v1/tables/t/records/z", "3")
+	if back := digest(); back != before {
+		t.Errorf("the last key's value restored: digest %s, want %s again", back, before)
+	}
+}
+
 // nineMiB is a batch of nine 1 MiB values: within the body limit, over 8 MiB encoded.
 func nineMiB() string {
 	var b strings.Builder
