@@ -1,0 +1,91 @@
+package cluster_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"plait/internal/cluster"
+	"plait/protocol/wire"
+	"plait/shells/native/httpapi"
+	"plait/shells/native/node"
+)
+
+var secret = []byte("cluster test secret of 32 bytes.")
+
+// TestLocalNodes: two nodes in this process, B dialing A; B's status document shows A
+// connected and A's write applied; one serves its HTTP API, which answers the same
+// document; a node in this process cannot be killed; Stop is idempotent.
+func TestLocalNodes(t *testing.T) {
+	a, err := cluster.StartLocal(node.Config{Name: "A", DataDir: t.TempDir(), Secret: secret}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop(t, a)
+	b, err := cluster.StartLocal(node.Config{Name: "B", DataDir: t.TempDir(), Secret: secret, Peers: []node.Peer{a.Peer()}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop(t, b)
+	if a.HTTP == "" || b.HTTP != "" || !strings.HasPrefix(a.URL, "ws://127.0.0.1:") || a.PeerFlag() != "A="+a.URL {
+		t.Errorf("A at %q and %q (%s), B's HTTP %q", a.URL, a.HTTP, a.PeerFlag(), b.HTTP)
+	}
+	if _, err := a.Local.Write(context.Background(), []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte("k"), Value: []byte("v")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.WaitFor("B holding A's write", 20*time.Second, func() bool {
+		st, err := b.Status()
+		o, _ := st.Origin("A")
+		return err == nil && st.Connected("A") && o.AppliedSeq == 1
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// A's document, through the Go API and through its HTTP API.
+	local, err := a.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, err := httpapi.ReadStatus(http.DefaultClient, a.HTTP)
+	if err != nil || served.Node != local.Node || len(served.Origins) != len(local.Origins) {
+		t.Errorf("A's status over HTTP: %+v, %v; through the Go API: %+v", served.Node, err, local.Node)
+	}
+	if err := b.Kill(); err == nil {
+		t.Error("a node in this process was killed")
+	}
+	for range 2 {
+		if err := b.Stop(); err != nil {
+			t.Errorf("stopping B: %v", err)
+		}
+	}
+}
+
+// TestWaitFor: a condition that holds ends the wait; one that never does is an error
+// naming what was awaited, once the bound passed.
+func TestWaitFor(t *testing.T) {
+	n := 0
+	if err := cluster.WaitFor("three polls", time.Second, func() bool { n++; return n == 3 }); err != nil || n != 3 {
+		t.Errorf("WaitFor: %v after %d polls", err, n)
+	}
+	begin := time.Now()
+	err := cluster.WaitEvery("nothing", 50*time.Millisecond, time.Millisecond, func() bool { return false })
+	if err == nil || !strings.Contains(err.Error(), "nothing") || time.Since(begin) < 50*time.Millisecond {
+		t.Errorf("WaitEvery of a condition that never holds: %v after %v", err, time.Since(begin))
+	}
+}
+
+// TestProcessNeedsABinary: a process of a binary that does not exist is an error, not a
+// hang.
+func TestProcessNeedsABinary(t *testing.T) {
+	if _, err := cluster.StartProcess(cluster.Process{Binary: "/nonexistent/plait", Name: "P", DataDir: t.TempDir()}); err == nil {
+		t.Error("a process of /nonexistent/plait started")
+	}
+}
+
+func stop(t *testing.T, n *cluster.Node) {
+	t.Helper()
+	if err := n.Stop(); err != nil {
+		t.Errorf("stopping %s: %v", n.Name, err)
+	}
+}

@@ -1,0 +1,191 @@
+package cluster
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Process is a `plait serve` process to run.
+type Process struct {
+	Binary  string // the plait binary
+	Name    string
+	DataDir string
+	Secret  string    // the cluster secret, given as PLAIT_SECRET (kept off the command line)
+	Args    []string  // serve flags after --name, --data, --listen and --http (--peer, --sync, ...)
+	Output  io.Writer // the process's stdout and stderr (nil: discarded)
+}
+
+// Bounds of a process's life.
+const (
+	StartBound = 30 * time.Second // from exec until /healthz answers 200
+	StopBound  = 30 * time.Second // from SIGTERM (or SIGKILL) until it exited
+)
+
+// process is a Node's process: its configuration and, while one runs, the command.
+type process struct {
+	cfg     Process
+	listen  string
+	cmd     *exec.Cmd     // nil while none runs
+	exited  chan struct{} // closed once cmd exited
+	exitErr error         // cmd.Wait's, once exited is closed
+}
+
+// StartProcess runs plait serve as p says, on two free 127.0.0.1 ports, and returns once
+// its /healthz answers 200. A process that exits first, or is not healthy within
+// StartBound, is an error (and killed).
+func StartProcess(p Process) (*Node, error) {
+	listen, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	httpAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{Name: p.Name, DataDir: p.DataDir, URL: "ws://" + listen, HTTP: httpAddr,
+		proc: &process{cfg: p, listen: listen}}
+	if err := n.Restart(p.Args...); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// Restart starts a process that was stopped or killed again, on its data directory and
+// addresses, with args as its further serve flags (in place of the ones before), and
+// returns once it is healthy.
+func (n *Node) Restart(args ...string) error {
+	p := n.proc
+	if p == nil {
+		return fmt.Errorf("cluster: %s runs in this process; only a process can be restarted", n.Name)
+	}
+	if p.cmd != nil {
+		return fmt.Errorf("cluster: %s is running", n.Name)
+	}
+	p.cfg.Args = args
+	cmd := exec.Command(p.cfg.Binary, append([]string{"serve", "--name", n.Name, "--data", n.DataDir,
+		"--listen", p.listen, "--http", n.HTTP}, args...)...)
+	cmd.Env = append(os.Environ(), "PLAIT_SECRET="+p.cfg.Secret)
+	cmd.Stdout, cmd.Stderr = p.cfg.Output, p.cfg.Output
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("cluster: starting %s: %w", n.Name, err)
+	}
+	p.cmd, p.exited = cmd, make(chan struct{})
+	go func() {
+		p.exitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	var exited bool
+	err := WaitFor(n.Name+" healthy", StartBound, func() bool {
+		select {
+		case <-p.exited:
+			exited = true
+			return true
+		default:
+		}
+		resp, err := client.Get("http://" + n.HTTP + "/healthz")
+		if err != nil {
+			return false // not listening yet
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if exited {
+		p.cmd = nil
+		if err := exitError(n.Name, p.exitErr); err != nil {
+			return fmt.Errorf("%w, before it was healthy", err)
+		}
+		return fmt.Errorf("cluster: %s exited with status 0 before it was healthy", n.Name)
+	}
+	if err != nil {
+		return errors.Join(err, p.kill())
+	}
+	return nil
+}
+
+// stop is Node.Stop of a process.
+func (p *process) stop() error {
+	if p.cmd == nil {
+		return nil
+	}
+	// A signal fails only once the process is gone; its exit status then says how it went.
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		err := exitError(p.cfg.Name, p.exitErr)
+		p.cmd = nil
+		return err
+	case <-time.After(StopBound):
+		return errors.Join(fmt.Errorf("cluster: %s did not stop within %s of SIGTERM", p.cfg.Name, StopBound), p.kill())
+	}
+}
+
+// kill is Node.Kill: SIGKILL and the wait for the exit. How it exited does not matter
+// (killed, by definition), unless it does not exit at all.
+func (p *process) kill() error {
+	if p.cmd == nil {
+		return nil
+	}
+	_ = p.cmd.Process.Kill() // fails only once the process is gone, which is the aim
+	select {
+	case <-p.exited:
+		p.cmd = nil
+		return nil
+	case <-time.After(StopBound):
+		return fmt.Errorf("cluster: %s did not exit within %s of SIGKILL", p.cfg.Name, StopBound)
+	}
+}
+
+// procStatus is the value of a field of /proc/PID/status of the running process.
+func (n *Node) procStatus(field string) (string, error) {
+	pid := n.Pid()
+	if pid == 0 {
+		return "", fmt.Errorf("cluster: %s is not a running process", n.Name)
+	}
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
+			return strings.TrimSpace(rest), nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	return "", fmt.Errorf("cluster: no %s in /proc/%d/status", field, pid)
+}
+
+// Memory is a memory field of a process's /proc/PID/status (VmRSS, VmHWM), in bytes.
+func (n *Node) Memory(field string) (int64, error) {
+	v, err := n.procStatus(field)
+	if err != nil {
+		return 0, err
+	}
+	kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(v, "kB")), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("cluster: %s of %s: %w", field, n.Name, err)
+	}
+	return kb << 10, nil
+}
+
+// Stopped reports whether a process is stopped (SIGSTOP: state T in /proc/PID/status).
+func (n *Node) Stopped() (bool, error) {
+	v, err := n.procStatus("State")
+	if err != nil {
+		return false, err
+	}
+	return strings.HasPrefix(v, "T"), nil
+}
