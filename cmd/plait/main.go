@@ -32,7 +32,7 @@ func main() {
 	case "check":
 		os.Exit(check(os.Args[2:], os.Stdout, os.Stderr))
 	case "bench":
-		os.Exit(bench(os.Args[2:], os.Stdout, os.Stderr))
+		os.Exit(benchmark(os.Args[2:], os.Stdout, os.Stderr))
 	case "demo":
 		if err := demo(os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "plait demo:", err)

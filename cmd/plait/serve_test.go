@@ -154,7 +154,7 @@ func TestCheck(t *testing.T) {
 // it from the real binary).
 func TestBench(t *testing.T) {
 	var out, errs bytes.Buffer
-	if code := bench([]string{"--records", "1600", "--latency-samples", "5", "--stalled-records", "0"}, &out, &errs); code != 0 {
+	if code := benchmark([]string{"--records", "1600", "--latency-samples", "5", "--stalled-records", "0"}, &out, &errs); code != 0 {
 		t.Fatalf("plait bench: exit %d: %s", code, errs.String())
 	}
 	for _, want := range []string{"raw RocksDB", "raw WebSocket", "replication A -> B, 1600 records written through the Go API",
@@ -171,7 +171,7 @@ func TestBench(t *testing.T) {
 		{"--sync", "sometimes"},
 		{"extra"},
 	} {
-		if code := bench(args, &out, &errs); code != 2 {
+		if code := benchmark(args, &out, &errs); code != 2 {
 			t.Errorf("plait bench %v: exit %d, want 2", args, code)
 		}
 	}

@@ -1,0 +1,225 @@
+// Package bench owns plait bench's measures (BENCHMARKS.md): replication beside the
+// machine's physical limits, in one run. Raw RocksDB batched writes of the same records
+// and raw WebSocket loopback messages give the limits; nodes of internal/cluster then
+// replicate A -> B through the Go API and through HTTP batches, time write -> visible at
+// one and two hops, catch up 16 origins against 1 over one connection, and, as plait
+// serve processes, hold a stalled receiver's backlog. Run prints one table row a measure.
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/linxGnu/grocksdb"
+
+	"plait/shells/native/node"
+)
+
+// Config is a run's load. Its fields are plait bench's flags, which Check's errors name.
+type Config struct {
+	Records int           // records replicated in each throughput measure (--records)
+	PerTxn  int           // records per transaction (--per-txn)
+	Samples int           // single writes timed from A until visible on B and C (--latency-samples)
+	Writers int           // concurrent writers on A (--writers)
+	Stalled int           // records written while the receiver is stopped; 0 skips the measure (--stalled-records)
+	Sync    node.SyncMode // the nodes' --sync (--sync)
+	// Binary is the plait binary whose serve runs the stalled-receiver measure's nodes
+	// (needed only when Stalled > 0; it is not a flag).
+	Binary string
+}
+
+// Check says what is wrong with a load, naming the flag.
+func (c Config) Check() error {
+	switch {
+	case c.Records <= 0 || c.PerTxn <= 0 || c.Records%c.PerTxn != 0:
+		return errors.New("--records must be a positive multiple of --per-txn")
+	case c.Records%(16*c.PerTxn) != 0:
+		return errors.New("--records must be a multiple of 16 transactions (the 16-origin measure splits them)")
+	case c.Writers <= 0 || c.Samples <= 0 || c.Stalled < 0:
+		return errors.New("--writers and --latency-samples must be positive, --stalled-records not negative")
+	case c.Sync != node.SyncOrigin && c.Sync != node.SyncAll && c.Sync != node.SyncNone:
+		return fmt.Errorf("--sync: %q is not origin, all or none", c.Sync)
+	}
+	return nil
+}
+
+// run is one Run: its load, its directory and the records' value.
+type run struct {
+	Config
+	dir   string
+	value []byte
+}
+
+// Run measures the load c and writes the table to out, in a temporary directory it
+// removes after.
+func Run(out io.Writer, c Config) error {
+	if err := c.Check(); err != nil {
+		return err
+	}
+	if c.Stalled > 0 && c.Binary == "" {
+		return errors.New("the stalled-receiver measure needs Config.Binary, the plait binary")
+	}
+	dir, err := os.MkdirTemp("", "plait-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	raw := make([]byte, benchValue/2)
+	_, _ = rand.Read(raw) // crypto/rand.Read never fails (it crashes the program instead)
+	// The value is text, so the HTTP API carries it as is.
+	r := &run{Config: c, dir: dir, value: []byte(hex.EncodeToString(raw))}
+	return r.measure(out)
+}
+
+const benchValue = 100 // bytes per record value; keys are 16 bytes
+
+func benchKey(i int) []byte { return fmt.Appendf(nil, "key-%012d", i) }
+
+func (c *run) measure(out io.Writer) error {
+	fmt.Fprintf(out, "plait bench: 16 B keys, %d B values, %d records per transaction, --sync %s, %d writers\n\n",
+		benchValue, c.PerTxn, c.Sync, c.Writers)
+	fmt.Fprintln(out, "| measure | result | ratio |")
+	fmt.Fprintln(out, "|---|---|---|")
+	row := func(measure, result, ratio string) { fmt.Fprintf(out, "| %s | %s | %s |\n", measure, result, ratio) }
+
+	rocks, err := rawRocks(filepath.Join(c.dir, "raw"), c.Records, c.PerTxn, c.value)
+	if err != nil {
+		return err
+	}
+	row(fmt.Sprintf("raw RocksDB, %d records in batches of %d, no fsync (the limit)", c.Records, c.PerTxn), rate(rocks, "records"), "1")
+	ws, err := rawWebSocket(20_000, 1024)
+	if err != nil {
+		return err
+	}
+	row("raw WebSocket loopback, 20,000 pipelined 1 KiB messages (the limit)", rate(ws, "messages"), "1")
+
+	api, err := c.replicateAB(false)
+	if err != nil {
+		return err
+	}
+	row(fmt.Sprintf("replication A -> B, %d records written through the Go API", c.Records), rate(api, "records"), ratio(api, rocks, "raw RocksDB"))
+	viaHTTP, err := c.replicateAB(true)
+	if err != nil {
+		return err
+	}
+	row(fmt.Sprintf("replication A -> B, %d records written as HTTP batches", c.Records), rate(viaHTTP, "records"), ratio(viaHTTP, rocks, "raw RocksDB"))
+
+	lat, err := c.latency()
+	if err != nil {
+		return err
+	}
+	row(fmt.Sprintf("write -> visible on B (one hop), p50 / p99 of %d single writes", c.Samples), lat.b[0].String()+" / "+lat.b[1].String(), "")
+	row("write -> visible on C (two hops, through B), p50 / p99", lat.c[0].String()+" / "+lat.c[1].String(), "")
+	row("extra latency of the relay hop (C minus B per write), p50 / p99", lat.hop[0].String()+" / "+lat.hop[1].String(), "")
+
+	one, err := c.origins(1)
+	if err != nil {
+		return err
+	}
+	sixteen, err := c.origins(16)
+	if err != nil {
+		return err
+	}
+	row(fmt.Sprintf("catch-up over one connection, %d records of 1 origin", c.Records), rate(one, "records"), "1")
+	row("catch-up over one connection, the same records from 16 origins", rate(sixteen, "records"), ratio(sixteen, one, "1 origin"))
+
+	if c.Stalled > 0 {
+		st, err := c.stalledReceiver()
+		if err != nil {
+			return err
+		}
+		row("sender RSS before writing (receiver stopped)", mib(st.senderIdle), "")
+		row(fmt.Sprintf("sender peak RSS while %d records were written to it, receiver stopped", c.Stalled), mib(st.senderPeak), fmt.Sprintf("+%s", mib(st.senderPeak-st.senderIdle)))
+		row("receiver RSS when stopped / peak after it resumed and caught up", mib(st.receiverStopped)+" / "+mib(st.receiverPeak), "")
+		row("receiver catch-up after resuming", rate(st.catchUp, "records"), "")
+	}
+	return nil
+}
+
+func rate(r float64, unit string) string { return fmt.Sprintf("%.0f %s/s", r, unit) }
+
+func ratio(r, limit float64, of string) string { return fmt.Sprintf("%.2f of %s", r/limit, of) }
+
+func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+
+// rawRocks writes the records in batches straight to RocksDB: the storage limit.
+func rawRocks(dir string, records, perTxn int, value []byte) (float64, error) {
+	o := grocksdb.NewDefaultOptions()
+	o.SetCreateIfMissing(true)
+	db, err := grocksdb.OpenDb(o, dir)
+	o.Destroy()
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	wo := grocksdb.NewDefaultWriteOptions()
+	defer wo.Destroy()
+	start := time.Now()
+	for i := 0; i < records; i += perTxn {
+		wb := grocksdb.NewWriteBatch()
+		for j := i; j < i+perTxn; j++ {
+			wb.Put(benchKey(j), value)
+		}
+		err := db.Write(wo, wb)
+		wb.Destroy()
+		if err != nil {
+			return 0, err
+		}
+	}
+	return float64(records) / time.Since(start).Seconds(), nil
+}
+
+// rawWebSocket sends n messages of size bytes over a loopback WebSocket: the transport
+// limit.
+func rawWebSocket(n, size int) (float64, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	got := make(chan error, 1)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			got <- err
+			return
+		}
+		c.SetReadLimit(int64(size) + 1024)
+		for range n {
+			if _, _, err := c.Read(r.Context()); err != nil {
+				got <- err
+				return
+			}
+		}
+		got <- nil
+		_ = c.Close(websocket.StatusNormalClosure, "")
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	defer srv.Close()
+	ctx := context.Background()
+	c, _, err := websocket.Dial(ctx, "ws://"+l.Addr().String(), nil)
+	if err != nil {
+		return 0, err
+	}
+	defer c.CloseNow()
+	msg := make([]byte, size)
+	start := time.Now()
+	for range n {
+		if err := c.Write(ctx, websocket.MessageBinary, msg); err != nil {
+			return 0, err
+		}
+	}
+	if err := <-got; err != nil {
+		return 0, err
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}

@@ -1,0 +1,283 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"plait/internal/cluster"
+	"plait/protocol/wire"
+	"plait/shells/native/node"
+)
+
+// benchSecret is the cluster secret of plait bench's nodes.
+const benchSecret = "plait bench secret of 32 bytes.."
+
+// benchBound is the longest any measure may take.
+const benchBound = 10 * time.Minute
+
+// pollEvery is how often a measure looks whether its records arrived: the catch-up
+// times are read to within it.
+const pollEvery = 2 * time.Millisecond
+
+// startNode starts a node of this process in dir/name that dials peers; serveHTTP also
+// serves its HTTP API.
+func (c *run) startNode(dir, name string, serveHTTP bool, peers ...*cluster.Node) (*cluster.Node, error) {
+	var dial []node.Peer
+	for _, p := range peers {
+		dial = append(dial, p.Peer())
+	}
+	return cluster.StartLocal(node.Config{Name: name, DataDir: filepath.Join(dir, name), Peers: dial,
+		Secret: []byte(benchSecret), Sync: c.Sync}, serveHTTP)
+}
+
+// stop stops a measure's node once the measure is done (or failed): how the node stops
+// no longer changes a result, and a failed measure's error is the one to report.
+func stop(n *cluster.Node) { _ = n.Stop() }
+
+// hasAll reports whether n applied every origin up to its seq.
+func hasAll(n *cluster.Node, want map[string]uint64) bool {
+	st, err := n.Status()
+	if err != nil {
+		return false // stopping; the wait's bound reports it
+	}
+	for name, seq := range want {
+		if o, _ := st.Origin(name); o.AppliedSeq < seq {
+			return false
+		}
+	}
+	return true
+}
+
+// connected reports whether n streams with every one of peers.
+func connected(n *cluster.Node, peers ...*cluster.Node) bool {
+	st, err := n.Status()
+	return err == nil && !slices.ContainsFunc(peers, func(p *cluster.Node) bool { return !st.Connected(p.Name) })
+}
+
+// writeRecords writes count records with keys from first on n, PerTxn to a transaction,
+// from writers concurrent writers, through the Go API or as HTTP batches. It returns the
+// number of transactions.
+func (c *run) writeRecords(n *cluster.Node, first, count, writers int, viaHTTP bool) (uint64, error) {
+	txns := count / c.PerTxn
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: writers}}
+	defer client.CloseIdleConnections()
+	next := make(chan int, txns)
+	for t := range txns {
+		next <- first + t*c.PerTxn
+	}
+	close(next)
+	errs := make(chan error, writers)
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range next {
+				var err error
+				if viaHTTP {
+					err = postBatch(client, n.HTTP, k, c.PerTxn, c.value)
+				} else {
+					ops := make([]wire.Op, 0, c.PerTxn)
+					for j := k; j < k+c.PerTxn; j++ {
+						ops = append(ops, wire.Op{Kind: wire.OpPut, Table: []byte("t"), Key: benchKey(j), Value: c.value})
+					}
+					_, err = n.Local.Write(context.Background(), ops)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return uint64(txns), <-errs
+}
+
+// postBatch writes records first..first+n-1 as one POST /v1/tables/t/batch to the HTTP
+// API at addr.
+func postBatch(client *http.Client, addr string, first, n int, value []byte) error {
+	var body bytes.Buffer
+	body.WriteString(`{"ops":[`)
+	for j := first; j < first+n; j++ {
+		if j > first {
+			body.WriteByte(',')
+		}
+		fmt.Fprintf(&body, `{"op":"put","key":"%s","value":"%s"}`, benchKey(j), value)
+	}
+	body.WriteString(`]}`)
+	resp, err := client.Post("http://"+addr+"/v1/tables/t/batch", "application/json", &body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(resp.Body) // the status is the error; the body only explains it
+		return fmt.Errorf("batch: %s: %s", resp.Status, msg)
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err
+}
+
+// replicateAB writes the records on A, which B dials, and returns the records per second
+// until B applied the last one.
+func (c *run) replicateAB(viaHTTP bool) (float64, error) {
+	dir := filepath.Join(c.dir, fmt.Sprintf("ab-http-%v", viaHTTP))
+	a, err := c.startNode(dir, "A", viaHTTP)
+	if err != nil {
+		return 0, err
+	}
+	defer stop(a)
+	b, err := c.startNode(dir, "B", false, a)
+	if err != nil {
+		return 0, err
+	}
+	defer stop(b)
+	if err := cluster.WaitEvery("B connected to A", time.Minute, pollEvery, func() bool { return connected(b, a) }); err != nil {
+		return 0, err
+	}
+	begin := time.Now()
+	txns, err := c.writeRecords(a, 0, c.Records, c.Writers, viaHTTP)
+	if err != nil {
+		return 0, err
+	}
+	if err := cluster.WaitEvery("B applied A's writes", benchBound, pollEvery, func() bool { return hasAll(b, map[string]uint64{"A": txns}) }); err != nil {
+		return 0, err
+	}
+	return float64(c.Records) / time.Since(begin).Seconds(), nil
+}
+
+// latencies are write -> visible percentiles (p50, p99) at one hop (B), at two hops (C,
+// through B), and of the second hop alone (C minus B for each write).
+type latencies struct{ b, c, hop [2]time.Duration }
+
+// latency times single writes on A of the chain A <- B <- C until B and C serve them.
+func (c *run) latency() (latencies, error) {
+	var res latencies
+	dir := filepath.Join(c.dir, "latency")
+	a, err := c.startNode(dir, "A", false)
+	if err != nil {
+		return res, err
+	}
+	defer stop(a)
+	b, err := c.startNode(dir, "B", false, a)
+	if err != nil {
+		return res, err
+	}
+	defer stop(b)
+	cn, err := c.startNode(dir, "C", false, b)
+	if err != nil {
+		return res, err
+	}
+	defer stop(cn)
+	if err := cluster.WaitEvery("the chain connected", time.Minute, pollEvery, func() bool { return connected(b, a) && connected(cn, b) }); err != nil {
+		return res, err
+	}
+	// visible polls n's Go API every 20 µs: a latency is read to within that.
+	visible := func(n *cluster.Node, key []byte, t0 time.Time, at *time.Duration) error {
+		for time.Since(t0) < time.Minute {
+			if _, found, err := n.Local.Get([]byte("l"), key); err != nil {
+				return err
+			} else if found {
+				*at = time.Since(t0)
+				return nil
+			}
+			time.Sleep(20 * time.Microsecond)
+		}
+		return errors.New("a write never became visible on " + n.Name)
+	}
+	var atB, atC, hop []time.Duration
+	for i := range c.Samples {
+		key := fmt.Appendf(nil, "latency-%d", i)
+		t0 := time.Now()
+		if _, err := a.Local.Write(context.Background(), []wire.Op{{Kind: wire.OpPut, Table: []byte("l"), Key: key, Value: c.value}}); err != nil {
+			return res, err
+		}
+		var db, dc time.Duration
+		var eb error
+		done := make(chan struct{})
+		go func() { eb = visible(b, key, t0, &db); close(done) }()
+		ec := visible(cn, key, t0, &dc)
+		<-done
+		if err := errors.Join(eb, ec); err != nil {
+			return res, err
+		}
+		atB, atC, hop = append(atB, db), append(atC, dc), append(hop, dc-db)
+	}
+	return latencies{b: percentiles(atB), c: percentiles(atC), hop: percentiles(hop)}, nil
+}
+
+func percentiles(ds []time.Duration) [2]time.Duration {
+	slices.Sort(ds)
+	return [2]time.Duration{ds[len(ds)/2].Round(time.Microsecond), ds[len(ds)*99/100].Round(time.Microsecond)}
+}
+
+// origins writes the records on k origin nodes (a k-th each), which a hub H dials; once H
+// holds them all, the origins stop, and a node R dials H and catches up over that one
+// connection. It returns R's catch-up rate in records per second.
+func (c *run) origins(k int) (float64, error) {
+	dir := filepath.Join(c.dir, fmt.Sprintf("origins-%d", k))
+	var srcs []*cluster.Node
+	defer func() {
+		for _, o := range srcs {
+			stop(o)
+		}
+	}()
+	for i := range k {
+		o, err := c.startNode(dir, fmt.Sprintf("O%d", i+1), false)
+		if err != nil {
+			return 0, err
+		}
+		srcs = append(srcs, o)
+	}
+	hub, err := c.startNode(dir, "H", false, srcs...)
+	if err != nil {
+		return 0, err
+	}
+	defer stop(hub)
+	want := map[string]uint64{}
+	var mu sync.Mutex
+	errs := make(chan error, k)
+	per := c.Records / k
+	for i, o := range srcs {
+		go func() {
+			txns, err := c.writeRecords(o, i*per, per, max(1, c.Writers/k), false)
+			mu.Lock()
+			want[o.Name] = txns
+			mu.Unlock()
+			errs <- err
+		}()
+	}
+	for range k {
+		if err := <-errs; err != nil {
+			return 0, err
+		}
+	}
+	if err := cluster.WaitEvery("the hub holds every origin", benchBound, pollEvery, func() bool { return hasAll(hub, want) }); err != nil {
+		return 0, err
+	}
+	// The origins would go on receiving one another's records through the hub while R
+	// catches up; they are done, so they stop and only the hub serves.
+	for _, o := range srcs {
+		stop(o)
+	}
+	begin := time.Now()
+	r, err := c.startNode(dir, "R", false, hub)
+	if err != nil {
+		return 0, err
+	}
+	defer stop(r)
+	if err := cluster.WaitEvery("R caught up", benchBound, pollEvery, func() bool { return hasAll(r, want) }); err != nil {
+		return 0, err
+	}
+	return float64(c.Records) / time.Since(begin).Seconds(), nil
+}
