@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+
+	"plait/internal/demo"
 )
 
 const usage = `usage: plait <command> [flags]
@@ -34,7 +36,7 @@ func main() {
 	case "bench":
 		os.Exit(benchmark(os.Args[2:], os.Stdout, os.Stderr))
 	case "demo":
-		if err := demo(os.Stdout); err != nil {
+		if err := demo.Run(os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "plait demo:", err)
 			os.Exit(1)
 		}

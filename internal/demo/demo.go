@@ -1,35 +1,36 @@
-package main
+// Package demo owns plait demo (docs/contract.md): four nodes in one process on loopback,
+// on real RocksDB in a temporary directory and real WebSockets, run by internal/cluster.
+// A -> B -> C, with a second relay B2 that also carries A and joins once C takes A
+// through B; writes on every node; lag converging; B stops, and A's channel on C moves to
+// B2 with nothing delivered twice.
+package demo
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
 
-	"plait/protocol/replica"
+	"plait/internal/cluster"
 	"plait/protocol/wire"
+	"plait/shells/native/httpapi"
 	"plait/shells/native/node"
 )
 
-// demo is plait demo (CONTRACT.md): four nodes in one process on loopback, on real
-// RocksDB in a temporary directory and real WebSockets. A -> B -> C, with a second relay
-// B2 that also carries A and joins once C takes A through B; writes on every node; lag
-// converging; B stops, and A's channel on C moves to B2 with nothing delivered twice.
-// It returns nil iff every running node ends with the same digest and no node received a
-// duplicate.
-func demo(out io.Writer) error {
+// Run runs the demo, telling out what happens. It returns nil iff every running node
+// ends with the same digest and no node received a duplicate.
+func Run(out io.Writer) error {
 	dir, err := os.MkdirTemp("", "plait-demo-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	d := &demoCluster{out: out, dir: dir, nodes: map[string]*demoNode{}}
+	d := &demoCluster{out: out, dir: dir, nodes: map[string]*cluster.Node{}}
 	defer d.stopAll()
 
 	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
@@ -74,7 +75,6 @@ func demo(out io.Writer) error {
 	if err := d.nodes["B"].Stop(); err != nil {
 		return err
 	}
-	d.nodes["B"].stopped = true
 	if err := d.writeAll(20, "A", "B2", "C"); err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func demo(out io.Writer) error {
 	var first string
 	equal, dups := true, uint64(0)
 	for _, name := range []string{"A", "B2", "C"} {
-		count, sum, err := d.nodes[name].Digest("t")
+		count, sum, err := d.nodes[name].Local.Digest("t")
 		if err != nil {
 			return err
 		}
@@ -119,49 +119,37 @@ func demo(out io.Writer) error {
 type demoCluster struct {
 	out   io.Writer
 	dir   string
-	nodes map[string]*demoNode
+	nodes map[string]*cluster.Node
 	order []string
-}
-
-type demoNode struct {
-	*node.Node
-	url     string
-	stopped bool
 }
 
 var demoSecret = []byte("plait demo cluster secret, 32 bytes")
 
 // start runs a node; peers are names of nodes started before, or B2 at b2addr.
 func (d *demoCluster) start(name string, peers []string, l net.Listener, b2addr string) error {
-	var err error
-	if l == nil {
-		if l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			return err
-		}
-	}
 	var ps []node.Peer
 	for _, p := range peers {
 		url := "ws://" + b2addr
 		if n := d.nodes[p]; n != nil {
-			url = n.url
+			url = n.URL
 		}
 		ps = append(ps, node.Peer{Name: p, URL: url})
 	}
-	n, err := node.Start(node.Config{Name: name, DataDir: filepath.Join(d.dir, name), Listener: l, Peers: ps,
-		Secret: demoSecret, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RedialMax: 500 * time.Millisecond})
+	n, err := cluster.StartLocal(node.Config{Name: name, DataDir: filepath.Join(d.dir, name), Listener: l, Peers: ps,
+		Secret: demoSecret, RedialMax: 500 * time.Millisecond}, false)
 	if err != nil {
 		return err
 	}
-	d.nodes[name] = &demoNode{Node: n, url: "ws://" + l.Addr().String()}
+	d.nodes[name] = n
 	d.order = append(d.order, name)
 	return nil
 }
 
+// stopAll stops every node, B again included (a no-op). The demo's outcome is decided by
+// then; a node that fails to stop cannot change it.
 func (d *demoCluster) stopAll() {
 	for _, name := range d.order {
-		if n := d.nodes[name]; !n.stopped {
-			_ = n.Stop()
-		}
+		_ = d.nodes[name].Stop()
 	}
 }
 
@@ -171,7 +159,7 @@ func (d *demoCluster) writeAll(k int, names ...string) error {
 	for i := range k {
 		for _, name := range names {
 			key := fmt.Sprintf("%s-%d", name, i)
-			if _, err := d.nodes[name].Write(ctx, []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte(key),
+			if _, err := d.nodes[name].Local.Write(ctx, []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte(key),
 				Value: []byte(fmt.Sprintf("written on %s", name))}}); err != nil {
 				return err
 			}
@@ -180,29 +168,20 @@ func (d *demoCluster) writeAll(k int, names ...string) error {
 	return nil
 }
 
-func (d *demoCluster) origin(at, of string) replica.OriginStatus {
+// origin is at's status of the origin of, or the zero value when at has none (or is
+// stopping: every wait on it then runs into its bound).
+func (d *demoCluster) origin(at, of string) httpapi.OriginDoc {
 	st, err := d.nodes[at].Status()
 	if err != nil {
-		return replica.OriginStatus{}
+		return httpapi.OriginDoc{}
 	}
-	for _, o := range st.Origins {
-		if o.Name == of {
-			return o
-		}
-	}
-	return replica.OriginStatus{}
+	o, _ := st.Origin(of)
+	return o
 }
 
 // until polls cond for up to 30 s.
 func (d *demoCluster) until(what string, cond func() bool) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return errors.New("timed out: " + what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return nil
+	return cluster.WaitFor(what, 30*time.Second, cond)
 }
 
 // converged waits until every named node holds every named origin at its head.
@@ -219,7 +198,7 @@ func (d *demoCluster) converged(names ...string) error {
 	})
 }
 
-// table prints a node's origins.
+// table prints a node's origins; a node that cannot tell them (stopping) prints none.
 func (d *demoCluster) table(name string) {
 	st, err := d.nodes[name].Status()
 	if err != nil {
@@ -231,4 +210,11 @@ func (d *demoCluster) table(name string) {
 		fmt.Fprintf(t, "\t%s\t%d\t%d\t%d\t%s\t%d\n", o.Name, o.AppliedSeq, o.HeadSeq, o.LagSeq, dash(o.SourcePeer), o.SourceChanges)
 	}
 	t.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
