@@ -26,7 +26,7 @@ func TestBadInput(t *testing.T) {
 		{"key at 1024", "PUT", "/v1/tables/t/records/" + strings.Repeat("k", 1024), "v", 200, ""},
 		{"value at 1 MiB", "PUT", "/v1/tables/t/records/big", strings.Repeat("v", 1<<20), 200, ""},
 	} {
-		req, _ := http.NewRequest(c.method, "http://"+n.http+c.path, strings.NewReader(c.body))
+		req, _ := http.NewRequest(c.method, "http://"+n.HTTP+c.path, strings.NewReader(c.body))
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatalf("%s: %v", c.what, err)

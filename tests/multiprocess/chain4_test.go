@@ -12,10 +12,10 @@ import (
 // hop); D keeps taking A through C without a change; nobody receives a duplicate.
 func TestFourNodeChainFailover(t *testing.T) {
 	a := serve(t, "A")
-	b := serve(t, "B", "--peer", a.peer())
-	b2 := serve(t, "B2", "--peer", a.peer())
-	c := serve(t, "C", "--peer", b.peer())
-	d := serve(t, "D", "--peer", c.peer())
+	b := serve(t, "B", "--peer", a.PeerFlag())
+	b2 := serve(t, "B2", "--peer", a.PeerFlag())
+	c := serve(t, "C", "--peer", b.PeerFlag())
+	d := serve(t, "D", "--peer", c.PeerFlag())
 	w := startWriters(t, a)
 	waitFor(t, "D taking A through C, and C through B", 30*time.Second, func() bool {
 		return d.origin("A").SourcePeer == "C" && c.origin("A").SourcePeer == "B" && d.origin("A").AppliedSeq > 5
@@ -35,7 +35,7 @@ func TestFourNodeChainFailover(t *testing.T) {
 	}
 	for _, p := range []*proc{c, d} {
 		if dups := p.status().Counters.DuplicatesReceived; dups != 0 {
-			t.Errorf("%s received %d duplicates", p.name, dups)
+			t.Errorf("%s received %d duplicates", p.Name, dups)
 		}
 	}
 	for _, p := range []*proc{a, b2, c, d} {

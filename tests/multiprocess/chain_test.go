@@ -13,8 +13,8 @@ import (
 // passes on every data directory.
 func TestThreeHopChain(t *testing.T) {
 	a := serve(t, "A")
-	b := serve(t, "B", "--peer", a.peer())
-	c := serve(t, "C", "--peer", b.peer())
+	b := serve(t, "B", "--peer", a.PeerFlag())
+	c := serve(t, "C", "--peer", b.PeerFlag())
 	for i := range 100 {
 		a.put("t", fmt.Sprint("k", i), fmt.Sprint("v", i))
 	}

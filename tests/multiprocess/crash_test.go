@@ -24,11 +24,11 @@ func overlapping(p *proc, seed uint64, stop chan struct{}, wg *sync.WaitGroup) {
 		case <-time.After(5 * time.Millisecond):
 		}
 		key := fmt.Sprint("k", rng.IntN(50))
-		method, body := "PUT", fmt.Sprintf("%s-%d", p.name, rng.Uint32())
+		method, body := "PUT", fmt.Sprintf("%s-%d", p.Name, rng.Uint32())
 		if rng.IntN(4) == 0 {
 			method, body = "DELETE", ""
 		}
-		req, _ := http.NewRequest(method, "http://"+p.http+"/v1/tables/t/records/"+key, strings.NewReader(body))
+		req, _ := http.NewRequest(method, "http://"+p.HTTP+"/v1/tables/t/records/"+key, strings.NewReader(body))
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 		}
@@ -40,7 +40,7 @@ func overlapping(p *proc, seed uint64, stop chan struct{}, wg *sync.WaitGroup) {
 // same digest and plait check passes on both directories.
 func TestCrashSafety(t *testing.T) {
 	a := serve(t, "A")
-	b := serve(t, "B", "--peer", a.peer())
+	b := serve(t, "B", "--peer", a.PeerFlag())
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(2)

@@ -14,8 +14,8 @@ import (
 func TestCursorlessRelayedOrigin(t *testing.T) {
 	a := serve(t, "A")
 	c := serve(t, "C")
-	b := serve(t, "B", "--peer", a.peer(), "--peer", c.peer())
-	d := serve(t, "D", "--peer", c.peer())
+	b := serve(t, "B", "--peer", a.PeerFlag(), "--peer", c.PeerFlag())
+	d := serve(t, "D", "--peer", c.PeerFlag())
 	w := startWriters(t, a, c, d)
 	waitFor(t, "B taking D through C", 30*time.Second, func() bool {
 		o := b.origin("D")
@@ -30,7 +30,7 @@ func TestCursorlessRelayedOrigin(t *testing.T) {
 	waitFor(t, "every node converging", 30*time.Second, func() bool {
 		for _, at := range all {
 			for _, of := range all {
-				if at.origin(of.name).AppliedSeq != of.origin(of.name).AppliedSeq {
+				if at.origin(of.Name).AppliedSeq != of.origin(of.Name).AppliedSeq {
 					return false
 				}
 			}
@@ -43,7 +43,7 @@ func TestCursorlessRelayedOrigin(t *testing.T) {
 	}
 	for _, p := range []*proc{a, c, d} {
 		if b.digest("t") != p.digest("t") {
-			t.Errorf("B's digest differs from %s's", p.name)
+			t.Errorf("B's digest differs from %s's", p.Name)
 		}
 	}
 	for _, p := range all {

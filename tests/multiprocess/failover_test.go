@@ -29,7 +29,7 @@ func startWriters(t *testing.T, nodes ...*proc) *writer {
 					return
 				case <-time.After(20 * time.Millisecond):
 				}
-				req, _ := http.NewRequest("PUT", "http://"+p.http+"/v1/tables/t/records/"+fmt.Sprintf("%s-%d", p.name, i), strings.NewReader("v"))
+				req, _ := http.NewRequest("PUT", "http://"+p.HTTP+"/v1/tables/t/records/"+fmt.Sprintf("%s-%d", p.Name, i), strings.NewReader("v"))
 				if resp, err := http.DefaultClient.Do(req); err == nil {
 					resp.Body.Close()
 				}
@@ -50,10 +50,10 @@ func (w *writer) halt() {
 // source_changes stays 0 and its applied seq advances during the outage.
 func TestRelayFailover(t *testing.T) {
 	a := serve(t, "A")
-	b := serve(t, "B", "--peer", a.peer())
-	b2 := serve(t, "B2", "--peer", a.peer())
-	d := serve(t, "D", "--peer", b2.peer())
-	c := serve(t, "C", "--peer", b.peer())
+	b := serve(t, "B", "--peer", a.PeerFlag())
+	b2 := serve(t, "B2", "--peer", a.PeerFlag())
+	d := serve(t, "D", "--peer", b2.PeerFlag())
+	c := serve(t, "C", "--peer", b.PeerFlag())
 	wa := startWriters(t, a)
 	waitFor(t, "C taking A through B", 30*time.Second, func() bool {
 		o := c.origin("A")
@@ -90,7 +90,7 @@ func TestRelayFailover(t *testing.T) {
 	}
 	for _, p := range []*proc{a, b2, c, d} {
 		if p.digest("t") != a.digest("t") {
-			t.Errorf("%s's digest differs from A's", p.name)
+			t.Errorf("%s's digest differs from A's", p.Name)
 		}
 	}
 	for _, p := range []*proc{a, b2, c, d} {

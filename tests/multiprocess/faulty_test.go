@@ -78,14 +78,14 @@ func TestFaultyPeer(t *testing.T) {
 	n := serve(t, "N")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	ws, _, err := websocket.Dial(ctx, n.url()+"/v1/replicate", nil)
+	ws, _, err := websocket.Dial(ctx, n.URL+"/v1/replicate", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ws.CloseNow()
 	origin := wire.OriginID{0xfa, 0x01}
 	s, err := protocol.New(protocol.Config{Role: wire.RoleDialer, Name: "F", Origin: origin,
-		Secret: []byte("multi-process test secret, 32 bytes"), ExpectedPeer: "N"})
+		Secret: []byte(secret), ExpectedPeer: "N"})
 	if err != nil {
 		t.Fatal(err)
 	}

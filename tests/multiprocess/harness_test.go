@@ -1,9 +1,9 @@
 //go:build multiprocess
 
 // Package multiprocess holds the tests that run the real plait binary as separate
-// processes on 127.0.0.1, with real RocksDB data directories in temp dirs and real
-// WebSockets (issue 5). They need the build tag multiprocess and run after every other
-// package, one at a time (make test does both).
+// processes on 127.0.0.1 (internal/cluster runs them), with real RocksDB data directories
+// in temp dirs and real WebSockets. They need the build tag multiprocess and run after
+// every other package, one at a time (make test does both).
 package multiprocess
 
 import (
@@ -13,12 +13,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"plait/internal/testnet"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"plait/internal/cluster"
 	"plait/shells/native/httpapi"
 )
 
@@ -43,85 +42,62 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// proc is one plait serve process.
+// secret is every test node's cluster secret.
+const secret = "multi-process test secret, 32 bytes"
+
+// proc is one plait serve process of a test: a cluster.Node whose failures fail the test.
 type proc struct {
-	t      *testing.T
-	name   string
-	data   string
-	listen string
-	http   string
-	args   []string
-	cmd    *exec.Cmd
-	log    *os.File
+	*cluster.Node
+	t    *testing.T
+	args []string // serve's further flags, at every start
 }
 
-// serve starts a node named name; peers are NAME=URL flags.
+// serve starts a node named name with the further serve flags args (--peer NAME=URL,
+// ...); it is killed at the test's end if it still runs. Its output goes to a log file in
+// the test's temporary directory.
 func serve(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, name: name, data: filepath.Join(t.TempDir(), name), listen: testnet.FreeAddr(t), http: testnet.FreeAddr(t), args: args}
-	p.start()
+	log, err := os.CreateTemp(t.TempDir(), name+"-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { log.Close() })
+	n, err := cluster.StartProcess(cluster.Process{Binary: binary, Name: name, DataDir: filepath.Join(t.TempDir(), name),
+		Secret: secret, Args: args, Output: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{Node: n, t: t, args: args}
 	t.Cleanup(p.kill)
 	return p
 }
 
-func (p *proc) url() string { return "ws://" + p.listen }
-
-func (p *proc) peer() string { return p.name + "=" + p.url() }
-
-// start runs the process and waits for /healthz.
+// start starts the node again, on its data directory and addresses, with p.args.
 func (p *proc) start() {
 	p.t.Helper()
-	args := append([]string{"serve", "--name", p.name, "--data", p.data, "--listen", p.listen, "--http", p.http,
-		"--secret", "multi-process test secret, 32 bytes"}, p.args...)
-	p.cmd = exec.Command(binary, args...)
-	log, err := os.CreateTemp(p.t.TempDir(), p.name+"-*.log")
-	if err != nil {
+	if err := p.Restart(p.args...); err != nil {
 		p.t.Fatal(err)
 	}
-	p.log = log
-	p.cmd.Stdout, p.cmd.Stderr = log, log
-	if err := p.cmd.Start(); err != nil {
-		p.t.Fatal(err)
-	}
-	waitFor(p.t, p.name+" healthy", 20*time.Second, func() bool {
-		s, _ := p.get("/healthz")
-		return s == 200
-	})
 }
 
-// stop ends the process with SIGTERM and waits for it.
+// stop ends the process with SIGTERM and waits for it: it must exit with status 0.
 func (p *proc) stop() {
 	p.t.Helper()
-	if p.cmd == nil {
-		return
+	if err := p.Stop(); err != nil {
+		p.t.Error(err)
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			p.t.Errorf("%s exited: %v", p.name, err)
-		}
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-done
-		p.t.Errorf("%s did not stop on SIGTERM", p.name)
-	}
-	p.cmd = nil
 }
 
-// kill ends the process at once (kill -9); used by cleanup.
+// kill ends the process at once (kill -9).
 func (p *proc) kill() {
-	if p.cmd != nil {
-		_ = p.cmd.Process.Kill()
-		_ = p.cmd.Wait()
-		p.cmd = nil
+	p.t.Helper()
+	if err := p.Kill(); err != nil {
+		p.t.Error(err)
 	}
 }
 
 func (p *proc) get(path string) (int, string) {
-	resp, err := http.Get("http://" + p.http + path)
+	resp, err := http.Get("http://" + p.HTTP + path)
 	if err != nil {
 		return 0, err.Error()
 	}
@@ -132,14 +108,14 @@ func (p *proc) get(path string) (int, string) {
 
 func (p *proc) put(table, key, value string) {
 	p.t.Helper()
-	req, _ := http.NewRequest("PUT", "http://"+p.http+"/v1/tables/"+table+"/records/"+key, strings.NewReader(value))
+	req, _ := http.NewRequest("PUT", "http://"+p.HTTP+"/v1/tables/"+table+"/records/"+key, strings.NewReader(value))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		p.t.Fatalf("%s: put: %v", p.name, err)
+		p.t.Fatalf("%s: put: %v", p.Name, err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
-		p.t.Fatalf("%s: put: %s", p.name, resp.Status)
+		p.t.Fatalf("%s: put: %s", p.Name, resp.Status)
 	}
 }
 
@@ -151,22 +127,22 @@ func (p *proc) connected(peer string) bool {
 // addPeer adds q as a peer through POST /v1/peers.
 func (p *proc) addPeer(q *proc) {
 	p.t.Helper()
-	req, _ := http.NewRequest("POST", "http://"+p.http+"/v1/peers", strings.NewReader(`{"name":"`+q.name+`","url":"`+q.url()+`"}`))
+	req, _ := http.NewRequest("POST", "http://"+p.HTTP+"/v1/peers", strings.NewReader(`{"name":"`+q.Name+`","url":"`+q.URL+`"}`))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		p.t.Fatalf("adding %s to %s: %v", q.name, p.name, err)
+		p.t.Fatalf("adding %s to %s: %v", q.Name, p.Name, err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusCreated {
-		p.t.Fatalf("adding %s to %s: %s", q.name, p.name, resp.Status)
+		p.t.Fatalf("adding %s to %s: %s", q.Name, p.Name, resp.Status)
 	}
 }
 
 func (p *proc) status() httpapi.StatusDoc {
 	p.t.Helper()
-	st, err := httpapi.ReadStatus(http.DefaultClient, p.http)
+	st, err := p.Status()
 	if err != nil {
-		p.t.Fatalf("%s: status: %v", p.name, err)
+		p.t.Fatalf("%s: status: %v", p.Name, err)
 	}
 	return st
 }
@@ -185,20 +161,16 @@ func (p *proc) digest(table string) string {
 // check runs plait check on the stopped node's data directory.
 func (p *proc) check() {
 	p.t.Helper()
-	out, err := exec.Command(binary, "check", "--data", p.data).CombinedOutput()
+	out, err := exec.Command(binary, "check", "--data", p.DataDir).CombinedOutput()
 	if err != nil {
-		p.t.Errorf("plait check %s: %v\n%s", p.name, err, out)
+		p.t.Errorf("plait check %s: %v\n%s", p.Name, err, out)
 	}
 }
 
-// waitFor polls cond until it holds or the bound passes.
+// waitFor polls cond until it holds; past the bound the test fails.
 func waitFor(t *testing.T, what string, bound time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(bound)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := cluster.WaitFor(what, bound, cond); err != nil {
+		t.Fatal(err)
 	}
 }

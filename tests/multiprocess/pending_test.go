@@ -28,14 +28,14 @@ func TestPendingUpgradesRefused(t *testing.T) {
 		}
 	}()
 	for range limit {
-		ws, _, err := websocket.Dial(ctx, n.url()+"/v1/replicate", nil)
+		ws, _, err := websocket.Dial(ctx, n.URL+"/v1/replicate", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		silent = append(silent, ws) // never sends a HELLO
 	}
 	// A stalled upgrade would end in the context's deadline with no response.
-	_, resp, err := websocket.Dial(ctx, n.url()+"/v1/replicate", nil)
+	_, resp, err := websocket.Dial(ctx, n.URL+"/v1/replicate", nil)
 	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("upgrade %d: %v, %+v; want 503", limit+1, err, resp)
 	}
@@ -50,7 +50,7 @@ func TestPendingUpgradesRefused(t *testing.T) {
 	waitFor(t, "an upgrade accepted again", 20*time.Second, func() bool {
 		dctx, dcancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer dcancel()
-		ws, _, err := websocket.Dial(dctx, n.url()+"/v1/replicate", nil)
+		ws, _, err := websocket.Dial(dctx, n.URL+"/v1/replicate", nil)
 		if err != nil {
 			return false
 		}

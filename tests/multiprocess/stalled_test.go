@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,31 +14,6 @@ import (
 	"testing"
 	"time"
 )
-
-// procStatusKB reads a field in kB (VmRSS, VmHWM) of /proc/<pid>/status.
-func procStatusKB(pid int, field string) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			return strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
-}
-
-// procState is the state letter of /proc/<pid>/status (T when stopped).
-func procState(pid int) string {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "State:"); ok {
-			return strings.TrimSpace(rest)[:1]
-		}
-	}
-	return ""
-}
 
 // TestStalledReceiver: B dials A, then is stopped with SIGSTOP. 500,000 records of 100
 // bytes are written to A in batches of 1,000 by four writers while A's resident memory is
@@ -58,15 +31,14 @@ func TestStalledReceiver(t *testing.T) {
 		valueLen = 100
 	)
 	a := serve(t, "A")
-	b := serve(t, "B", "--peer", a.peer())
-	bpid := stopOnceConnected(t, a, b)
+	b := serve(t, "B", "--peer", a.PeerFlag())
+	stopOnceConnected(t, a, b)
 
-	apid := a.cmd.Process.Pid
-	base, err := procStatusKB(apid, "VmRSS")
+	base, err := a.Memory("VmRSS")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var peak atomic.Uint64
+	var peak atomic.Int64
 	peak.Store(base)
 	samplerDone := make(chan struct{})
 	stopSampling := make(chan struct{})
@@ -80,7 +52,8 @@ func TestStalledReceiver(t *testing.T) {
 				return
 			case <-tick.C:
 			}
-			if rss, err := procStatusKB(apid, "VmRSS"); err == nil && rss > peak.Load() {
+			// A failed sample is skipped: VmHWM, read after the writes, covers every moment.
+			if rss, err := a.Memory("VmRSS"); err == nil && rss > peak.Load() {
 				peak.Store(rss)
 			}
 		}
@@ -91,19 +64,19 @@ func TestStalledReceiver(t *testing.T) {
 	wrote := time.Since(began)
 	close(stopSampling)
 	<-samplerDone
-	hwm, err := procStatusKB(apid, "VmHWM")
+	hwm, err := a.Memory("VmHWM")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := procState(bpid); st != "T" {
-		t.Fatalf("B's state is %s, not stopped, after the writes", st)
+	if !b.stopped() {
+		t.Fatal("B is not stopped after the writes")
 	}
 	seq := a.origin("A").AppliedSeq
 	if seq != records/perBatch {
 		t.Errorf("A's own applied seq is %d after %d batches", seq, records/perBatch)
 	}
 	t.Logf("wrote %d records in %v; A's RSS: %d MiB before, peak %d MiB sampled, VmHWM %d MiB",
-		records, wrote.Round(time.Millisecond), base>>10, peak.Load()>>10, hwm>>10)
+		records, wrote.Round(time.Millisecond), base>>20, peak.Load()>>20, hwm>>20)
 
 	// The bound, from measurement on a 2-core machine (MiB of A's RSS, sampled peak and
 	// VmHWM): with B stalled, 140 to 155 over 21 runs; with no peer at all, 115; with B
@@ -114,12 +87,12 @@ func TestStalledReceiver(t *testing.T) {
 	// run's backlog through), peaked at 213 to 224 MiB. 184 MiB, halfway, leaves 29 MiB of
 	// headroom above the highest bounded run and fails such a sender by 29 MiB or more.
 	const boundMiB = 184
-	if max(peak.Load(), hwm)>>10 > boundMiB {
-		t.Errorf("A's peak RSS %d MiB (VmHWM %d MiB) exceeds %d MiB with B stalled", peak.Load()>>10, hwm>>10, boundMiB)
+	if max(peak.Load(), hwm)>>20 > boundMiB {
+		t.Errorf("A's peak RSS %d MiB (VmHWM %d MiB) exceeds %d MiB with B stalled", peak.Load()>>20, hwm>>20, boundMiB)
 	}
 
 	resumed := time.Now()
-	if err := syscall.Kill(bpid, syscall.SIGCONT); err != nil {
+	if err := b.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "B converging on A's writes", 60*time.Second, func() bool { return b.origin("A").AppliedSeq == seq })
@@ -168,7 +141,7 @@ func writeBatches(t *testing.T, p *proc, batches, perBatch, writers, valueLen in
 					fmt.Fprintf(&body, `{"op":"put","key":"k%07d","value":"%s"}`, batch*perBatch+i, value)
 				}
 				body.WriteString(`]}`)
-				resp, err := client.Post("http://"+p.http+"/v1/tables/t/batch", "application/json", &body)
+				resp, err := client.Post("http://"+p.HTTP+"/v1/tables/t/batch", "application/json", &body)
 				if err != nil {
 					errs <- err
 					return
@@ -196,17 +169,17 @@ func writeBatches(t *testing.T, p *proc, batches, perBatch, writers, valueLen in
 // stopped. After SIGCONT, B converges.
 func TestStalledPeerIsRedialed(t *testing.T) {
 	b := serve(t, "B")
-	a := serve(t, "A", "--peer", b.peer())
-	bpid := stopOnceConnected(t, a, b)
+	a := serve(t, "A", "--peer", b.PeerFlag())
+	stopOnceConnected(t, a, b)
 	writeBatches(t, a, 100, 1000, 2, 100) // 100,000 records, about 14 MB: beyond the socket buffers
 	// The liveness timeout (5 s), the close grace (2 s) and the first backoff (at most
 	// 100 ms) pass before A dials again; the dial to the stopped B then hangs in its
 	// upgrade, but it counts.
 	waitFor(t, "A redialing the stopped B", 30*time.Second, func() bool { return a.peerReconnects("B") >= 1 })
-	if st := procState(bpid); st != "T" {
-		t.Fatalf("B's state is %s, not stopped", st)
+	if !b.stopped() {
+		t.Fatal("B is not stopped")
 	}
-	if err := syscall.Kill(bpid, syscall.SIGCONT); err != nil {
+	if err := b.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	seq := a.origin("A").AppliedSeq
@@ -220,18 +193,25 @@ func TestStalledPeerIsRedialed(t *testing.T) {
 	}
 }
 
-// stopOnceConnected waits until a and b stream with each other, then stops b with SIGSTOP
-// (SIGCONT at cleanup, before serve's kill: nothing is left stopped) and returns its pid.
-func stopOnceConnected(t *testing.T, a, b *proc) int {
+// stopOnceConnected waits until a and b stream with each other, then stops b with
+// SIGSTOP (serve's kill at cleanup ends it stopped or not).
+func stopOnceConnected(t *testing.T, a, b *proc) {
 	t.Helper()
-	bpid := b.cmd.Process.Pid
-	t.Cleanup(func() { _ = syscall.Kill(bpid, syscall.SIGCONT) })
-	waitFor(t, a.name+" and "+b.name+" connected", 30*time.Second, func() bool { return a.connected(b.name) && b.connected(a.name) })
-	if err := syscall.Kill(bpid, syscall.SIGSTOP); err != nil {
+	waitFor(t, a.Name+" and "+b.Name+" connected", 30*time.Second, func() bool { return a.connected(b.Name) && b.connected(a.Name) })
+	if err := b.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, b.name+" stopped", 10*time.Second, func() bool { return procState(bpid) == "T" })
-	return bpid
+	waitFor(t, b.Name+" stopped", 10*time.Second, b.stopped)
+}
+
+// stopped reports whether the process is stopped (SIGSTOP).
+func (p *proc) stopped() bool {
+	p.t.Helper()
+	stopped, err := p.Stopped()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return stopped
 }
 
 // peerReconnects is the largest reconnects of p's peers[] entries named peer.

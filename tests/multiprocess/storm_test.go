@@ -46,7 +46,7 @@ func (p *proc) dialers() map[string]httpapi.PeerDoc {
 	m := map[string]httpapi.PeerDoc{}
 	for _, d := range p.status().Peers {
 		if _, dup := m[d.Name]; dup {
-			p.t.Errorf("%s: two peers[] entries named %s", p.name, d.Name)
+			p.t.Errorf("%s: two peers[] entries named %s", p.Name, d.Name)
 		}
 		m[d.Name] = d
 	}

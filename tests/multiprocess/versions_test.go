@@ -14,9 +14,9 @@ import (
 // again as duplicates. It still converges. This is the behaviour version 2 removes.
 func TestLegacyRelayFailover(t *testing.T) {
 	a := serve(t, "A")
-	b := serve(t, "B", "--peer", a.peer())
-	b2 := serve(t, "B2", "--peer", a.peer())
-	c := serve(t, "C", "--peer", b.peer(), "--protocol-max", "1")
+	b := serve(t, "B", "--peer", a.PeerFlag())
+	b2 := serve(t, "B2", "--peer", a.PeerFlag())
+	c := serve(t, "C", "--peer", b.PeerFlag(), "--protocol-max", "1")
 	wa := startWriters(t, a)
 	waitFor(t, "C holding A's entries through B", 30*time.Second, func() bool { return c.origin("A").AppliedSeq > 20 })
 	b.kill()
@@ -45,12 +45,12 @@ func TestLegacyRelayFailover(t *testing.T) {
 // the same data directory at version 2 under continuous writes; the chain converges.
 func TestRollingUpgrade(t *testing.T) {
 	a := serve(t, "A")
-	b := serve(t, "B", "--peer", a.peer(), "--protocol-max", "1")
-	c := serve(t, "C", "--peer", b.peer())
+	b := serve(t, "B", "--peer", a.PeerFlag(), "--protocol-max", "1")
+	c := serve(t, "C", "--peer", b.PeerFlag())
 	wa, wc := startWriters(t, a), startWriters(t, c)
 	waitFor(t, "C holding A's entries through the version-1 B", 30*time.Second, func() bool { return c.origin("A").AppliedSeq > 10 })
 	b.stop()
-	b.args = []string{"--peer", a.peer(), "--protocol-max", "2"}
+	b.args = []string{"--peer", a.PeerFlag(), "--protocol-max", "2"}
 	b.start()
 	before := c.origin("A").AppliedSeq
 	waitFor(t, "C advancing through the upgraded B", 30*time.Second, func() bool { return c.origin("A").AppliedSeq > before+10 })
@@ -72,14 +72,14 @@ func TestRollingUpgrade(t *testing.T) {
 // timeout has passed; after SIGCONT it resumes without loss.
 func TestLiveness(t *testing.T) {
 	a := serve(t, "A")
-	b := serve(t, "B", "--peer", a.peer())
+	b := serve(t, "B", "--peer", a.PeerFlag())
 	connected := func() bool { return b.connected("A") }
 	waitFor(t, "B connected to A", 30*time.Second, connected)
-	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := a.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "B seeing A gone", 30*time.Second, func() bool { return !connected() })
-	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := a.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "B connected again", 30*time.Second, connected)
