@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"path/filepath"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -54,28 +53,9 @@ func (c *run) stalledReceiver() (stallResult, error) {
 	if res.receiverStopped, err = b.Memory("VmRSS"); err != nil {
 		return res, err
 	}
-	var peak atomic.Int64
-	stopSampling := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		t := time.NewTicker(20 * time.Millisecond)
-		defer t.Stop()
-		for {
-			// A failed sample is skipped: VmHWM, read after the writes, covers every moment.
-			if rss, err := a.Memory("VmRSS"); err == nil && rss > peak.Load() {
-				peak.Store(rss)
-			}
-			select {
-			case <-t.C:
-			case <-stopSampling:
-				return
-			}
-		}
-	}()
+	watch := a.WatchRSS(20 * time.Millisecond)
 	txns, err := c.writeRecords(a, 0, c.Stalled, c.Writers, true)
-	close(stopSampling)
-	<-sampled
+	peak := watch()
 	if err != nil {
 		return res, err
 	}
@@ -83,7 +63,7 @@ func (c *run) stalledReceiver() (stallResult, error) {
 	if err != nil {
 		return res, err
 	}
-	res.senderPeak = max(peak.Load(), hwm)
+	res.senderPeak = max(peak, hwm)
 	begin := time.Now()
 	if err := b.Signal(syscall.SIGCONT); err != nil {
 		return res, err

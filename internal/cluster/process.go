@@ -181,6 +181,34 @@ func (n *Node) Memory(field string) (int64, error) {
 	return kb << 10, nil
 }
 
+// WatchRSS samples the process's resident memory (VmRSS) now and every every, until the
+// returned stop is called; stop returns the largest sample, in bytes (0 when none
+// succeeded). A failed sample is skipped: VmHWM, read after, covers every moment.
+func (n *Node) WatchRSS(every time.Duration) (stop func() int64) {
+	var peak int64 // the sampler's until done is closed
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			if rss, err := n.Memory("VmRSS"); err == nil {
+				peak = max(peak, rss)
+			}
+			select {
+			case <-t.C:
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() int64 {
+		close(quit)
+		<-done
+		return peak
+	}
+}
+
 // Stopped reports whether a process is stopped (SIGSTOP: state T in /proc/PID/status).
 func (n *Node) Stopped() (bool, error) {
 	v, err := n.procStatus("State")

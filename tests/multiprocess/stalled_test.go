@@ -38,32 +38,12 @@ func TestStalledReceiver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var peak atomic.Int64
-	peak.Store(base)
-	samplerDone := make(chan struct{})
-	stopSampling := make(chan struct{})
-	go func() {
-		defer close(samplerDone)
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stopSampling:
-				return
-			case <-tick.C:
-			}
-			// A failed sample is skipped: VmHWM, read after the writes, covers every moment.
-			if rss, err := a.Memory("VmRSS"); err == nil && rss > peak.Load() {
-				peak.Store(rss)
-			}
-		}
-	}()
+	watch := a.WatchRSS(100 * time.Millisecond)
 
 	began := time.Now()
 	writeBatches(t, a, records/perBatch, perBatch, writers, valueLen)
 	wrote := time.Since(began)
-	close(stopSampling)
-	<-samplerDone
+	peak := max(watch(), base)
 	hwm, err := a.Memory("VmHWM")
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +56,7 @@ func TestStalledReceiver(t *testing.T) {
 		t.Errorf("A's own applied seq is %d after %d batches", seq, records/perBatch)
 	}
 	t.Logf("wrote %d records in %v; A's RSS: %d MiB before, peak %d MiB sampled, VmHWM %d MiB",
-		records, wrote.Round(time.Millisecond), base>>20, peak.Load()>>20, hwm>>20)
+		records, wrote.Round(time.Millisecond), base>>20, peak>>20, hwm>>20)
 
 	// The bound, from measurement on a 2-core machine (MiB of A's RSS, sampled peak and
 	// VmHWM): with B stalled, 140 to 155 over 21 runs; with no peer at all, 115; with B
@@ -87,8 +67,8 @@ func TestStalledReceiver(t *testing.T) {
 	// run's backlog through), peaked at 213 to 224 MiB. 184 MiB, halfway, leaves 29 MiB of
 	// headroom above the highest bounded run and fails such a sender by 29 MiB or more.
 	const boundMiB = 184
-	if max(peak.Load(), hwm)>>20 > boundMiB {
-		t.Errorf("A's peak RSS %d MiB (VmHWM %d MiB) exceeds %d MiB with B stalled", peak.Load()>>20, hwm>>20, boundMiB)
+	if max(peak, hwm)>>20 > boundMiB {
+		t.Errorf("A's peak RSS %d MiB (VmHWM %d MiB) exceeds %d MiB with B stalled", peak>>20, hwm>>20, boundMiB)
 	}
 
 	resumed := time.Now()
