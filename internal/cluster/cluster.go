@@ -17,7 +17,8 @@ import (
 	"plait/shells/native/node"
 )
 
-// Node is a running node, in this process or a process of its own.
+// Node is a running node, in this process or a process of its own. Its fields and Status
+// may be used from any goroutine; Stop, Kill and Restart from one at a time.
 type Node struct {
 	Name    string
 	DataDir string

@@ -51,8 +51,8 @@ type Config struct {
 	ProtocolMax uint64
 	Sync        SyncMode
 	Limits      protocol.Limits
-	// Write bounds a local write (zero fields: the replica's defaults); the HTTP API checks
-	// requests against the same bounds (WriteLimits).
+	// Write bounds a local write (zero fields: replica.DefaultMaxKey, DefaultMaxValue and
+	// DefaultMaxTxn); the HTTP API checks requests against the same bounds (WriteLimits).
 	Write  replica.WriteLimits
 	Logger *slog.Logger
 	// RedialMin and RedialMax bound the dialers' exponential backoff (defaults 100 ms, 5 s).
@@ -137,6 +137,17 @@ func Start(cfg Config) (*Node, error) {
 	if w := cfg.Write; w.MaxKey < 0 || w.MaxValue < 0 || w.MaxTxn < 0 {
 		return nil, fmt.Errorf("node: write limits %+v: a limit is not negative", w)
 	}
+	// The defaults are filled here, not left to the replica, so that WriteLimits reports
+	// exactly the bounds the replica was given.
+	if cfg.Write.MaxKey == 0 {
+		cfg.Write.MaxKey = replica.DefaultMaxKey
+	}
+	if cfg.Write.MaxValue == 0 {
+		cfg.Write.MaxValue = replica.DefaultMaxValue
+	}
+	if cfg.Write.MaxTxn == 0 {
+		cfg.Write.MaxTxn = replica.DefaultMaxTxn
+	}
 	for _, p := range cfg.Peers {
 		if _, err := ParsePeerURL(p.URL); err != nil {
 			return nil, fmt.Errorf("node: peer %s: %w", p.Name, err)
@@ -210,19 +221,7 @@ func (n *Node) Stop() error {
 
 // WriteLimits are the bounds this node's replica checks every local write against: the
 // configured ones, with the replica's defaults for the zero fields.
-func (n *Node) WriteLimits() replica.WriteLimits {
-	w := n.cfg.Write
-	if w.MaxKey == 0 {
-		w.MaxKey = replica.DefaultMaxKey
-	}
-	if w.MaxValue == 0 {
-		w.MaxValue = replica.DefaultMaxValue
-	}
-	if w.MaxTxn == 0 {
-		w.MaxTxn = replica.DefaultMaxTxn
-	}
-	return w
-}
+func (n *Node) WriteLimits() replica.WriteLimits { return n.cfg.Write }
 
 // Serving reports whether the node still runs: false once it stopped, by Stop or because
 // the replica refused to go on (a store failure).
