@@ -1,0 +1,44 @@
+package bench
+
+import (
+	"io"
+	"strings"
+	"testing"
+
+	"plait/shells/native/node"
+)
+
+// TestCheck: every load the measures cannot split or run is refused, naming the flag; a
+// stalled-receiver measure without the plait binary is refused before anything runs.
+func TestCheck(t *testing.T) {
+	good := Config{Records: 1600, PerTxn: 100, Samples: 1, Writers: 1, Sync: node.SyncNone}
+	if err := good.Check(); err != nil {
+		t.Fatalf("a good load: %v", err)
+	}
+	for _, c := range []struct {
+		change func(*Config)
+		flag   string
+	}{
+		{func(c *Config) { c.PerTxn = 0 }, "--per-txn"},
+		{func(c *Config) { c.Records = 150 }, "--per-txn"},
+		{func(c *Config) { c.Records = 1000 }, "16 transactions"},
+		{func(c *Config) { c.Writers = 0 }, "--writers"},
+		{func(c *Config) { c.Samples = 0 }, "--latency-samples"},
+		{func(c *Config) { c.Stalled = -1 }, "--stalled-records"},
+		{func(c *Config) { c.Sync = "sometimes" }, "--sync"},
+	} {
+		bad := good
+		c.change(&bad)
+		if err := bad.Check(); err == nil || !strings.Contains(err.Error(), c.flag) {
+			t.Errorf("%+v: %v, want an error naming %s", bad, err, c.flag)
+		}
+		if err := Run(io.Discard, bad); err == nil {
+			t.Errorf("Run of %+v ran", bad)
+		}
+	}
+	stalled := good
+	stalled.Stalled = 1000
+	if err := Run(io.Discard, stalled); err == nil || !strings.Contains(err.Error(), "Binary") {
+		t.Errorf("Run with a stalled receiver and no binary: %v", err)
+	}
+}
