@@ -1,4 +1,4 @@
-// Command plait is the plait replication node: `plait serve` runs one (CONTRACT.md);
+// Command plait is the plait replication node: `plait serve` runs one (docs/contract.md §2);
 // status, check, bench and demo are the README's other commands.
 package main
 

@@ -61,7 +61,7 @@ func (p *peerFlags) Set(v string) error {
 	return nil
 }
 
-// parseServe reads plait serve's flags (CONTRACT.md). Errors name the flag.
+// parseServe reads plait serve's flags (docs/contract.md §2). Errors name the flag.
 func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs := flag.NewFlagSet("plait serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)

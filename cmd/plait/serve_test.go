@@ -49,7 +49,7 @@ func TestServeBadFlags(t *testing.T) {
 	}
 }
 
-// TestServeDefaults: no flags at all is a valid configuration (CONTRACT.md).
+// TestServeDefaults: no flags at all is a valid configuration (docs/contract.md §2).
 func TestServeDefaults(t *testing.T) {
 	t.Setenv("PLAIT_SECRET", "")
 	cfg, err := parseServe(nil, &bytes.Buffer{})

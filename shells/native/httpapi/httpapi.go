@@ -1,4 +1,4 @@
-// Package httpapi owns a node's HTTP API (CONTRACT.md, "HTTP API" and "GET /v1/status"):
+// Package httpapi owns a node's HTTP API (docs/contract.md §6 and §8):
 // records, batches, listing, digests, status, Prometheus metrics and health, as JSON over
 // a node.Node. It decides nothing about replication; it checks requests against the
 // contract's bounds and turns them into node calls. StatusDoc is its status document,
@@ -26,7 +26,7 @@ import (
 	"plait/shells/native/node"
 )
 
-// Limits are the API's own bounds (CONTRACT.md); zero fields take the defaults. A key's
+// Limits are the API's own bounds (docs/contract.md §6.1); zero fields take the defaults. A key's
 // and a value's bounds are the node's (node.Node.WriteLimits): the API refuses exactly
 // what the replica would, only earlier and with its own error codes.
 type Limits struct {

@@ -8,7 +8,7 @@ import (
 	"plait/shells/native/node"
 )
 
-// metrics is CONTRACT.md's plait_* metrics, read from the node's status at each scrape.
+// metrics is the plait_* metrics of docs/contract.md §9, read from the node's status at each scrape.
 type metrics struct{ n *node.Node }
 
 var (

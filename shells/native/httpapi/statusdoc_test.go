@@ -28,7 +28,7 @@ var statusGoldens = []struct {
 		},
 		Peers: []replica.PeerStatus{{Conn: 3, Name: "R", Origin: wire.OriginID{0xc0}, Dialed: true, State: replica.PeerStreaming,
 			Connected: true, Version: 2, Capabilities: []string{"cap-a", "cap-b"}, RTT: 1234567 * time.Nanosecond, HeldBytes: 4096,
-			LastError: &replica.PeerError{Err: wire.Errorf(wire.CodeDivergence, "entry 5 of A: hash differs"),
+			LastError: &replica.PeerError{Err: wire.NewError(wire.CodeDivergence, "entry 5 of A: hash differs"),
 				At: time.Date(2031, 5, 6, 7, 8, 9, 500, time.FixedZone("UTC+2", 2*3600))},
 			URL: "ws://127.0.0.1:7400", Reconnects: 5}},
 		Counters: replica.Counters{TxnsApplied: 11, DuplicatesReceived: 12, GapsDetected: 13, ResendsRequested: 14,

@@ -25,7 +25,7 @@ import (
 	"plait/shells/native/rocksstore"
 )
 
-// SyncMode is CONTRACT.md's --sync.
+// SyncMode is --sync (docs/contract.md §3).
 type SyncMode string
 
 // The sync modes.
