@@ -296,6 +296,7 @@ func (c *Cluster) CheckConverged() (count int, digest string) {
 func (c *Cluster) recordsDigest(n *Node) ([]byte, int) {
 	h := sha256.New()
 	live := 0
+	// The in-memory store's reads never fail: there is no error to report.
 	tables, _ := n.Store.Tables()
 	for _, t := range tables {
 		_ = n.Store.Scan(t, nil, func(r replica.Record) bool {
@@ -354,7 +355,7 @@ func (c *Cluster) Restore() {
 	}
 	for _, name := range c.names {
 		if n := c.nodes[name]; n.Rep == nil && !n.failed {
-			_ = c.Restart(name, n.MaxVersion)
+			_ = c.Restart(name, n.MaxVersion) // it is down (checked above): not refused
 		}
 	}
 	for _, l := range c.sortedLinks() {

@@ -98,12 +98,12 @@ func Random(seed uint64, opts Options) Report {
 	}
 	rep.Topology = Topologies[rng.IntN(len(Topologies))]
 	for _, e := range Edges(rep.Topology, n) {
-		_ = c.Connect(names[e[0]], names[e[1]])
+		_ = c.Connect(names[e[0]], names[e[1]]) // refused only for unknown nodes or a second link: neither here
 	}
 	for range rng.IntN(3) { // redundant paths, so that relays can fail over
 		a, b := rng.IntN(n), rng.IntN(n)
 		if a != b && c.Link(names[a], names[b]) == nil {
-			_ = c.Connect(names[a], names[b])
+			_ = c.Connect(names[a], names[b]) // a != b and no link yet: it cannot be refused
 		}
 	}
 	rep.Links = len(c.links)
@@ -148,6 +148,7 @@ func Random(seed uint64, opts Options) Report {
 			c.At(t, func() {
 				if c.Node(node).Rep != nil {
 					rep.Crashes++
+					// The node runs (checked above), so neither can be refused.
 					if power {
 						rep.PowerLosses++
 						_ = c.PowerLoss(node)
@@ -162,7 +163,7 @@ func Random(seed uint64, opts Options) Report {
 							case version < before:
 								rep.Downgrades++
 							}
-							_ = c.Restart(node, version)
+							_ = c.Restart(node, version) // it is down (checked above): not refused
 						}
 					})
 				}

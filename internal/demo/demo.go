@@ -149,7 +149,7 @@ func (d *demoCluster) start(name string, peers []string, l net.Listener, b2addr 
 // then; a node that fails to stop cannot change it.
 func (d *demoCluster) stopAll() {
 	for _, name := range d.order {
-		_ = d.nodes[name].Stop()
+		_ = d.nodes[name].Stop() // cleanup after the verdict: the digests decided it
 	}
 }
 

@@ -152,7 +152,7 @@ func (p *Pair) step(from, to *Side) bool {
 		if to.S.State() == protocol.StateClosed {
 			continue
 		}
-		_ = to.S.Receive(p.Now, m)
+		_ = to.S.Receive(p.Now, m) // refused only on a closed session, whose state the test reads
 		to.take()
 	}
 	return moved

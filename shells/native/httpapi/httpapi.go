@@ -78,7 +78,7 @@ func (a *API) healthz(w http.ResponseWriter, _ *http.Request) {
 		fail(w, &apiError{http.StatusServiceUnavailable, "unavailable", "the node has stopped"})
 		return
 	}
-	_, _ = io.WriteString(w, "ok")
+	_, _ = io.WriteString(w, "ok") // an error means the client went away: nothing to answer
 }
 
 // ServeHTTP serves a request. A path or method the API does not have is answered in the
@@ -151,7 +151,7 @@ func fail(w http.ResponseWriter, err error) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	_ = json.NewEncoder(w).Encode(v) // the status line is sent; an error means the client went away
 }
 
 // target reads and checks the table and key of a request.
@@ -232,7 +232,7 @@ func (a *API) get(w http.ResponseWriter, r *http.Request) {
 		fail(w, &apiError{http.StatusNotFound, "not-found", "no record " + string(key) + " in table " + string(table)})
 	default:
 		w.Header().Set("Content-Type", "application/octet-stream")
-		_, _ = w.Write(rec.Value)
+		_, _ = w.Write(rec.Value) // an error means the client went away: nothing to answer
 	}
 }
 

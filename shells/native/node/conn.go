@@ -64,7 +64,7 @@ func (c *wsConn) send(msgs [][]byte, end bool) (sent [][]byte) {
 func (c *wsConn) close() {
 	c.once.Do(func() {
 		close(c.done)
-		_ = c.ws.CloseNow()
+		_ = c.ws.CloseNow() // the socket is dropped either way; an error means it was closed already
 	})
 }
 
@@ -92,7 +92,7 @@ func (c *wsConn) writer(ctx context.Context) {
 		}
 		c.mu.Unlock()
 		if end {
-			_ = c.ws.Close(websocket.StatusNormalClosure, "")
+			_ = c.ws.Close(websocket.StatusNormalClosure, "") // an error means the peer is gone: the writer ends either way
 			return
 		}
 	}
@@ -136,6 +136,7 @@ func (n *Node) serve(c *wsConn) {
 	}
 	c.close()
 	c.handshakeDone()
+	// n.do fails only once the node is stopping, when there is no replica to tell.
 	_ = n.do(func() {
 		if n.conns[c.id] != nil {
 			delete(n.conns, c.id)
@@ -185,7 +186,7 @@ func (n *Node) accept(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		n.pending.Add(-1)
 		n.log.Warn("connection refused by the replica", "remote", r.RemoteAddr, "err", err)
-		_ = ws.CloseNow()
+		_ = ws.CloseNow() // refused: the socket is dropped whatever closing it says
 		return
 	}
 	c.hs = &n.pending
@@ -197,6 +198,7 @@ func (n *Node) accept(w http.ResponseWriter, r *http.Request) {
 // connected reports whether the replica has an established connection to a peer.
 func (n *Node) connected(peer string) bool {
 	up := false
+	// n.do fails only once the node is stopping: then nothing is connected (up stays false).
 	_ = n.do(func() {
 		for _, p := range n.rep.Status(time.Now()).Peers {
 			up = up || p.Name == peer && p.State == replica.PeerStreaming
@@ -258,7 +260,7 @@ func (n *Node) dialOnce(ctx context.Context, p Peer, target string) bool {
 	c, err := n.open(ws, wire.RoleDialer, p.Name)
 	if err != nil {
 		n.log.Warn("connection refused by the replica", "peer", p.Name, "err", err)
-		_ = ws.CloseNow()
+		_ = ws.CloseNow() // refused: the socket is dropped whatever closing it says
 		return false
 	}
 	start := time.Now()

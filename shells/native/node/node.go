@@ -191,7 +191,7 @@ func Start(cfg Config) (*Node, error) {
 	}
 	saved, err := store.DialPeers()
 	if err != nil {
-		_ = n.Stop()
+		_ = n.Stop() // the store's error is the one to report
 		return nil, err
 	}
 	for _, p := range cfg.Peers {
@@ -210,7 +210,7 @@ func Start(cfg Config) (*Node, error) {
 func (n *Node) Stop() error {
 	n.stopOnce.Do(func() {
 		n.cancel()
-		_ = n.srv.Close()
+		_ = n.srv.Close() // fails only with the listener's close error: the loop and the store stop next
 		n.wg.Wait()
 		<-n.stopped
 		n.syncWG.Wait() // a sync still running uses the store
@@ -433,7 +433,7 @@ func (n *Node) Digest(table string) (count int, sum string, err error) {
 // nonce is a fresh handshake nonce.
 func nonce() []byte {
 	b := make([]byte, 16)
-	_, _ = rand.Read(b)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (it crashes the program instead)
 	return b
 }
 
@@ -537,7 +537,7 @@ func (n *Node) RemovePeer(name string) error {
 		err = n.store.DeleteDialPeer(name)
 		for _, ps := range n.rep.Status(time.Now()).Peers {
 			if ps.Name == name {
-				_ = n.rep.CloseConn(time.Now(), ps.Conn, "peer removed")
+				n.check(n.rep.CloseConn(time.Now(), ps.Conn, "peer removed"))
 			}
 		}
 	})

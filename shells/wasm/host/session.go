@@ -86,7 +86,7 @@ func newSession(in stepper, abiVersion uint32, cfg protocol.Config, timeout time
 			MaxChannels: uint64(l.MaxChannels), MaxChannelBuffer: uint64(l.MaxChannelBuffer), MaxSessionBuffer: uint64(l.MaxSessionBuffer)},
 		DeferReady: s.deferred}
 	if err := s.call(func(b *abi.Batch) error { return b.Configure(msg) }); err != nil {
-		_ = in.Close(context.Background())
+		_ = in.Close(context.Background()) // a discarded instance; the configure error is the one to report
 		return nil, err
 	}
 	return s, nil
@@ -168,7 +168,7 @@ func (s *Session) die(err error) error {
 	s.dead = wire.NewError(wire.CodeInternal, "wasm core: "+err.Error())
 	s.st.State = uint8(protocol.StateClosed)
 	s.st.Err = abi.ErrorOf(s.dead)
-	_ = s.in.Close(context.Background())
+	_ = s.in.Close(context.Background()) // discarded after a failed call: err is what the caller learns
 	return s.dead
 }
 
