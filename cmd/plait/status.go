@@ -50,13 +50,8 @@ func printStatus(w io.Writer, d httpapi.StatusDoc) {
 	}
 	t.Flush()
 	fmt.Fprintln(w)
-	c := d.Counters
-	for _, k := range []struct {
-		name  string
-		value uint64
-	}{{"txns_applied", c.TxnsApplied}, {"duplicates_received", c.DuplicatesReceived}, {"gaps_detected", c.GapsDetected},
-		{"resends_requested", c.ResendsRequested}, {"protocol_errors", c.ProtocolErrors}, {"divergences", c.Divergences}} {
-		fmt.Fprintf(w, "%s %d\n", k.name, k.value)
+	for _, c := range d.Counters.List() {
+		fmt.Fprintf(w, "%s %d\n", c.Name, c.Value)
 	}
 }
 

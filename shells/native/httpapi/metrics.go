@@ -17,7 +17,8 @@ var (
 	descLag        = prometheus.NewDesc("plait_origin_lag_seconds", "HLC time between the newest known and the newest applied entry of the origin.", []string{"origin", "origin_name"}, nil)
 	descConnected  = prometheus.NewDesc("plait_peer_connected", "1 while the peer's connection streams with fresh liveness.", []string{"peer"}, nil)
 	descReconnects = prometheus.NewDesc("plait_peer_reconnects_total", "Dials of the peer after the first, since start.", []string{"peer"}, nil)
-	descCounters   = map[string]*prometheus.Desc{
+	// descCounters has a metric for each name of CountersDoc.List (a test keeps them equal).
+	descCounters = map[string]*prometheus.Desc{
 		"txns_applied":        prometheus.NewDesc("plait_txns_applied_total", "Transactions applied.", nil, nil),
 		"duplicates_received": prometheus.NewDesc("plait_duplicates_received_total", "Entries received that were applied already.", nil, nil),
 		"gaps_detected":       prometheus.NewDesc("plait_gaps_detected_total", "Gaps detected in received streams.", nil, nil),
@@ -69,10 +70,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descConnected, prometheus.GaugeValue, connected[name], name)
 		ch <- prometheus.MustNewConstMetric(descReconnects, prometheus.CounterValue, reconnects[name], name)
 	}
-	c := st.Counters
-	for name, v := range map[string]uint64{"txns_applied": c.TxnsApplied, "duplicates_received": c.DuplicatesReceived,
-		"gaps_detected": c.GapsDetected, "resends_requested": c.ResendsRequested, "protocol_errors": c.ProtocolErrors,
-		"divergences": c.Divergences} {
-		ch <- prometheus.MustNewConstMetric(descCounters[name], prometheus.CounterValue, float64(v))
+	for _, c := range NewStatusDoc(st).Counters.List() {
+		ch <- prometheus.MustNewConstMetric(descCounters[c.Name], prometheus.CounterValue, float64(c.Value))
 	}
 }

@@ -82,6 +82,20 @@ type CountersDoc struct {
 	TxnsApplied        uint64 `json:"txns_applied"`
 }
 
+// Counter is one counter of the document: its name there and its value.
+type Counter struct {
+	Name  string
+	Value uint64
+}
+
+// List is every counter, in the order docs/contract.md §8.4 gives them: the one list that
+// /metrics and plait status print, so a counter added to the document reaches both.
+func (c CountersDoc) List() []Counter {
+	return []Counter{{"txns_applied", c.TxnsApplied}, {"duplicates_received", c.DuplicatesReceived},
+		{"gaps_detected", c.GapsDetected}, {"resends_requested", c.ResendsRequested},
+		{"protocol_errors", c.ProtocolErrors}, {"divergences", c.Divergences}}
+}
+
 // NewStatusDoc is the document of a replica status (as node.Node.Status gives it, with
 // the dialed peers' URLs and states).
 func NewStatusDoc(st replica.Status) StatusDoc {

@@ -493,6 +493,9 @@ var (
 // AddPeer starts dialing a peer and keeps it in the data directory (POST /v1/peers). A
 // URL ParsePeerURL refuses is refused with its *PeerURLError.
 func (n *Node) AddPeer(p Peer) error {
+	if !wire.ValidName(p.Name) {
+		return fmt.Errorf("node: peer name %q is not 1 to 64 of [A-Za-z0-9_.-]", p.Name)
+	}
 	if _, err := ParsePeerURL(p.URL); err != nil {
 		return err
 	}
