@@ -3,22 +3,32 @@ package replica
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"strconv"
 
-	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
 
 // Audit checks a store's data offline (plait check): every origin's log is contiguous
-// from seq 1 and its hash chain holds; each cursor names the last entry of its log; the
-// arrival order holds every log entry exactly once; and the records are exactly what
-// last-writer-wins makes of the logs replayed in arrival order. It returns the problems
-// found, at most limit of them (0: no bound), or an error when the store cannot be read.
-// It holds every record in memory while it runs.
+// from its floor up and its hash chain holds from the floor's hash; each cursor names the
+// last entry of its log; the log's bytes are what it holds; the arrival order above the
+// arrival floor holds exactly the log entries above each log's Below, once each; and the
+// records are what last-writer-wins makes of the logs (a record written by a purged entry,
+// at or below its origin's floor, stands where no kept entry overrides it). It returns the
+// problems found, at most limit of them (0: no bound), or an error when the store cannot
+// be read. It holds every record in memory while it runs.
 func Audit(s Store, limit int) ([]string, error) {
 	a := &audit{limit: limit}
 	vec, err := s.Vector()
+	if err != nil {
+		return nil, err
+	}
+	logs, err := s.Logs()
+	if err != nil {
+		return nil, err
+	}
+	afloor, err := s.ArrivalFloor()
 	if err != nil {
 		return nil, err
 	}
@@ -28,7 +38,7 @@ func Audit(s Store, limit int) ([]string, error) {
 	}
 	seen := map[string]bool{} // (origin, seq) reached through the arrival order
 	want := map[string]Record{}
-	for pos := uint64(0); pos < last; {
+	for pos := afloor; pos < last; {
 		batch, err := s.Arrivals(pos, 256)
 		if err != nil {
 			return nil, err
@@ -51,19 +61,34 @@ func Audit(s Store, limit int) ([]string, error) {
 			if seen[id] {
 				a.add("arrival %d: origin %s seq %d arrived twice", arr.Pos, v.Origin, v.Seq)
 			}
+			if v.Seq <= logs[v.Origin].Below {
+				a.add("arrival %d: origin %s seq %d is in the arrival order, below its log's below %d", arr.Pos, v.Origin, v.Seq, logs[v.Origin].Below)
+			}
 			seen[id] = true
 			replayLWW(want, &v)
 		}
 	}
+	inOrder := 0 // log entries the arrival order should hold
 	for _, e := range vec.Entries() {
-		prev := wire.Hash{}
-		for seq := uint64(1); seq <= e.Seq; seq++ {
+		l := logs[e.Origin]
+		if l.Floor.Seq > l.Below || l.Below > e.Seq || (e.Seq > 0 && l.Floor.Seq >= e.Seq) {
+			a.add("origin %s: floor %d, below %d and cursor %d are out of order", e.Origin, l.Floor.Seq, l.Below, e.Seq)
+		}
+		if l.Floor.Seq > 0 {
+			if _, err := s.Entry(e.Origin, l.Floor.Seq); !errors.Is(err, ErrPurged) {
+				a.add("origin %s: the entry at the floor %d is not reported purged (%v)", e.Origin, l.Floor.Seq, err)
+			}
+		}
+		prev, held := l.Floor.Hash, uint64(0)
+		for seq := l.Floor.Seq + 1; seq <= e.Seq; seq++ {
 			raw, err := s.Entry(e.Origin, seq)
 			if err != nil {
 				a.add("origin %s: log entry %d: %v", e.Origin, seq, err)
 				break
 			}
+			held += uint64(len(raw))
 			v, err := wire.ParseTxn(raw)
+			inIndex := seen[string(e.Origin[:])+strconv.FormatUint(seq, 10)]
 			switch {
 			case err != nil:
 				a.add("origin %s: log entry %d: %v", e.Origin, seq, err)
@@ -71,35 +96,44 @@ func Audit(s Store, limit int) ([]string, error) {
 				a.add("origin %s: log entry %d holds origin %s seq %d", e.Origin, seq, v.Origin, v.Seq)
 			case v.Prev != prev:
 				a.add("origin %s: log entry %d does not extend the chain of entry %d", e.Origin, seq, seq-1)
-			case !seen[string(e.Origin[:])+strconv.FormatUint(seq, 10)]:
+			case seq > l.Below && !inIndex:
 				a.add("origin %s: log entry %d is not in the arrival order", e.Origin, seq)
+			case seq <= l.Below:
+				replayLWW(want, &v) // kept below the arrival floor: not replayed above
 			}
 			prev = sha256.Sum256(raw)
 		}
 		if prev != e.Hash {
 			a.add("origin %s: the cursor at %d does not name the log's last entry", e.Origin, e.Seq)
 		}
+		if held != l.Bytes {
+			a.add("origin %s: the log holds %d bytes, its count says %d", e.Origin, held, l.Bytes)
+		}
 		if _, err := s.Entry(e.Origin, e.Seq+1); err == nil {
 			a.add("origin %s: the log goes on past the cursor at %d", e.Origin, e.Seq)
 		}
+		inOrder += int(e.Seq - min(e.Seq, l.Below))
 	}
-	if len(seen) != countEntries(vec.Entries()) {
-		a.add("the arrival order holds %d entries, the cursors cover %d", len(seen), countEntries(vec.Entries()))
+	if len(seen) != inOrder {
+		a.add("the arrival order holds %d entries, the logs above their below %d", len(seen), inOrder)
 	}
 	tables, err := s.Tables()
 	if err != nil {
 		return nil, err
 	}
-	have := 0
+	found := map[string]bool{}
 	for _, t := range tables {
 		err := s.Scan(t, nil, func(r Record) bool {
-			have++
 			k := recordKey(r.Table, r.Key)
+			found[k] = true
 			w, ok := want[k]
+			fromPurged := r.HLC <= logs[r.Origin].Floor.HLC // written by an entry no longer in the log
 			switch {
+			case ok && w.Deleted == r.Deleted && w.HLC == r.HLC && w.Origin == r.Origin && bytes.Equal(w.Value, r.Value):
+			case fromPurged && (!ok || newer(r.HLC, r.Origin, w.HLC, w.Origin)):
 			case !ok:
 				a.add("record %s/%q is in no log", r.Table, r.Key)
-			case w.Deleted != r.Deleted || w.HLC != r.HLC || w.Origin != r.Origin || !bytes.Equal(w.Value, r.Value):
+			default:
 				a.add("record %s/%q is not what last-writer-wins makes of the logs", r.Table, r.Key)
 			}
 			return true
@@ -108,8 +142,14 @@ func Audit(s Store, limit int) ([]string, error) {
 			return nil, err
 		}
 	}
-	if have != len(want) {
-		a.add("%d records, while the logs write %d", have, len(want))
+	missing := 0
+	for k := range want {
+		if !found[k] {
+			missing++
+		}
+	}
+	if missing > 0 {
+		a.add("%d records that the logs write are missing", missing)
 	}
 	return a.problems, nil
 }
@@ -123,14 +163,6 @@ func (a *audit) add(format string, args ...any) {
 	if a.limit == 0 || len(a.problems) < a.limit {
 		a.problems = append(a.problems, fmt.Sprintf(format, args...))
 	}
-}
-
-func countEntries(es []vector.Entry) int {
-	n := 0
-	for _, e := range es {
-		n += int(e.Seq)
-	}
-	return n
 }
 
 func recordKey(table, key []byte) string { return string(table) + "\x00" + string(key) }

@@ -29,6 +29,15 @@ func TestAudit(t *testing.T) {
 	if problems, err := replica.Audit(build(t, nil), 0); err != nil || len(problems) != 0 {
 		t.Fatalf("a clean store: %v, %v", problems, err)
 	}
+	// Purged: origin 1 to 2 (positions 1 and 3, the arrival floor at 3: origin 2's first
+	// entry stays in its log below it). The records origin 1's purged entries wrote stand.
+	purged := build(t, nil)
+	if err := purged.Purge(&replica.Purge{Logs: []replica.PurgeLog{{Origin: storetest.Origin(1), To: 2}}, ArrivalFloor: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if problems, err := replica.Audit(purged, 0); err != nil || len(problems) != 0 {
+		t.Fatalf("a clean store with a purged log: %v, %v", problems, err)
+	}
 	for _, c := range []struct {
 		name   string
 		mutate func(b *replica.Batch, i int)
@@ -50,7 +59,7 @@ func TestAudit(t *testing.T) {
 			if i == 4 {
 				b.Records = nil
 			}
-		}, "records, while the logs write"},
+		}, "records that the logs write are missing"},
 	} {
 		problems, err := replica.Audit(build(t, c.mutate), 0)
 		if err != nil || len(problems) == 0 || !strings.Contains(strings.Join(problems, "\n"), c.want) {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"time"
 
 	"plait/protocol/vector"
 	"plait/protocol/wire"
@@ -27,12 +28,14 @@ type Store interface {
 	// chain hash. Positions only grow, one seq at a time (Apply).
 	Vector() (vector.Vector, error)
 
-	// Entry returns the transaction encoding at (origin, seq), or ErrNotFound.
+	// Entry returns the transaction encoding at (origin, seq), ErrPurged when seq is at or
+	// below the origin's floor, or ErrNotFound.
 	Entry(origin wire.OriginID, seq uint64) ([]byte, error)
 
 	// Arrivals returns up to limit log entries after arrival position after, in arrival
 	// order: the order this node applied them, over all origins (version 1 streams it).
-	// Positions start at 1 and are contiguous.
+	// Positions start at 1 and are contiguous above the arrival floor; it refuses with
+	// ErrPurged when after is below the arrival floor.
 	Arrivals(after uint64, limit int) ([]Arrival, error)
 
 	// LastArrival is the highest arrival position (0 when the log is empty).
@@ -74,6 +77,77 @@ type Store interface {
 
 	// Sync makes every write so far durable against power loss (fsync).
 	Sync() error
+
+	// Logs describes the log of every origin of Vector: its floor, which of its entries
+	// are no longer in the arrival order, and the bytes it holds.
+	Logs() (map[wire.OriginID]Log, error)
+
+	// ArrivalFloor is the highest arrival position purged from the arrival order (0 when
+	// none).
+	ArrivalFloor() (uint64, error)
+
+	// Purge writes one retention step atomically, after checking it with CheckPurge; it
+	// refuses with an error wrapping ErrBadPurge, writing nothing, when the check fails.
+	Purge(p *Purge) error
+
+	// Holds lists the retention holds kept for peers, by peer and then origin.
+	Holds() ([]Hold, error)
+
+	// PutHolds adds or replaces holds (one per peer and origin).
+	PutHolds(hs []Hold) error
+
+	// DeleteHolds forgets every hold of a peer.
+	DeleteHolds(peer string) error
+}
+
+// Log is one origin's log as a store holds it: exactly the entries Floor.Seq+1 to the
+// origin's cursor, so its hash chain verifies from Floor.Hash.
+type Log struct {
+	// Floor is the highest entry purged (the zero Floor while none is).
+	Floor Floor
+	// Below is the highest seq of the origin whose arrival position is at or below the
+	// arrival floor (at least Floor.Seq): the entries Floor.Seq+1 to Below are kept in the
+	// log (for a peer that holds them, or as the origin's head) but are no longer in the
+	// arrival order; the arrival order holds the entries above Below.
+	Below uint64
+	// Bytes is the size of the transaction encodings the log holds.
+	Bytes uint64
+}
+
+// Floor is the highest entry purged from an origin's log: its seq, chain hash and HLC
+// timestamp.
+type Floor struct {
+	Seq  uint64
+	Hash wire.Hash
+	HLC  wire.HLC
+}
+
+// Purge is one retention step. Each listed log loses its entries up to seq To: To is above
+// the log's floor and below its cursor (an origin's head is never purged). The arrival
+// order loses every position up to ArrivalFloor, which is not below the current one; every
+// entry purged must have its arrival position at or below it, and the entries of those
+// positions that stay in their logs become the logs' Below.
+type Purge struct {
+	Logs         []PurgeLog
+	ArrivalFloor uint64
+}
+
+// PurgeLog is one log's part of a Purge.
+type PurgeLog struct {
+	Origin wire.OriginID
+	To     uint64
+}
+
+// Hold is a peer's claim on one log: the peer has acknowledged (or advertises) the
+// origin's entries up to Seq, and retention keeps the entries above it while the hold
+// lasts. Origin zero is a version-1 peer's hold on the arrival order, Seq then being an
+// arrival position. Since is when Seq last advanced, or when the hold was made: a hold
+// that has not advanced for Config.RetainHold lapses.
+type Hold struct {
+	Peer   string
+	Origin wire.OriginID
+	Seq    uint64
+	Since  time.Time
 }
 
 // Identity is a node's identity.
@@ -118,6 +192,8 @@ type Batch struct {
 var (
 	ErrNotFound = errors.New("replica: not found")
 	ErrNotNext  = errors.New("replica: the entry is not the origin's next seq")
+	ErrPurged   = errors.New("replica: purged")
+	ErrBadPurge = errors.New("replica: a purge the logs do not allow")
 )
 
 // CheckBatch is the check every Store's Apply makes before it writes anything, against the

@@ -8,6 +8,7 @@ package memstore
 import (
 	"bytes"
 	"slices"
+	"strings"
 
 	"plait/protocol/replica"
 	"plait/protocol/vector"
@@ -27,11 +28,19 @@ type Store struct {
 	id       replica.Identity
 	cursor   vector.Vector
 	log      map[logKey][]byte
-	arrivals [][]byte                    // arrivals[pos-1] is the encoding at arrival position pos
-	tables   map[string][]replica.Record // per table, sorted by key
+	logs     map[wire.OriginID]replica.Log // floor, below and bytes of each origin's log
+	arrivals [][]byte                      // arrivals[pos-1] is the encoding at arrival position pos (nil once purged)
+	afloor   uint64                        // the arrival floor
+	tables   map[string][]replica.Record   // per table, sorted by key
 	names    map[wire.OriginID]string
 	peers    map[wire.OriginID]uint64
+	holds    map[holdKey]replica.Hold
 	hlc      wire.HLC // the highest record HLC written
+}
+
+type holdKey struct {
+	peer   string
+	origin wire.OriginID
 }
 
 var _ replica.Store = (*Store)(nil)
@@ -41,9 +50,11 @@ func New(id replica.Identity) *Store {
 	return &Store{
 		id:     id,
 		log:    map[logKey][]byte{},
+		logs:   map[wire.OriginID]replica.Log{},
 		tables: map[string][]replica.Record{},
 		names:  map[wire.OriginID]string{},
 		peers:  map[wire.OriginID]uint64{},
+		holds:  map[holdKey]replica.Hold{},
 	}
 }
 
@@ -53,7 +64,10 @@ func (s *Store) Clone() *Store {
 		id:       s.id,
 		cursor:   s.cursor.Clone(),
 		log:      make(map[logKey][]byte, len(s.log)),
+		logs:     make(map[wire.OriginID]replica.Log, len(s.logs)),
 		arrivals: slices.Clone(s.arrivals),
+		afloor:   s.afloor,
+		holds:    make(map[holdKey]replica.Hold, len(s.holds)),
 		tables:   make(map[string][]replica.Record, len(s.tables)),
 		names:    make(map[wire.OriginID]string, len(s.names)),
 		peers:    make(map[wire.OriginID]uint64, len(s.peers)),
@@ -61,6 +75,12 @@ func (s *Store) Clone() *Store {
 	}
 	for k, v := range s.log {
 		c.log[k] = v
+	}
+	for k, v := range s.logs {
+		c.logs[k] = v
+	}
+	for k, v := range s.holds {
+		c.holds[k] = v
 	}
 	for k, v := range s.tables {
 		c.tables[k] = slices.Clone(v)
@@ -80,18 +100,25 @@ func (s *Store) Identity() (replica.Identity, error) { return s.id, nil }
 // Vector returns a copy of the cursor vector.
 func (s *Store) Vector() (vector.Vector, error) { return s.cursor.Clone(), nil }
 
-// Entry returns a copy of the transaction encoding at (origin, seq), or replica.ErrNotFound.
+// Entry returns a copy of the transaction encoding at (origin, seq), replica.ErrPurged at
+// or below the origin's floor, or replica.ErrNotFound.
 func (s *Store) Entry(origin wire.OriginID, seq uint64) ([]byte, error) {
 	b, ok := s.log[logKey{origin, seq}]
 	if !ok {
+		if seq > 0 && seq <= s.logs[origin].Floor.Seq {
+			return nil, replica.ErrPurged
+		}
 		return nil, replica.ErrNotFound
 	}
 	return bytes.Clone(b), nil
 }
 
 // Arrivals returns up to limit entries after position after, in arrival order (none when
-// limit is not positive).
+// limit is not positive); replica.ErrPurged when after is below the arrival floor.
 func (s *Store) Arrivals(after uint64, limit int) ([]replica.Arrival, error) {
+	if after < s.afloor {
+		return nil, replica.ErrPurged
+	}
 	var out []replica.Arrival
 	for i := after; i < uint64(len(s.arrivals)) && len(out) < limit; i++ {
 		out = append(out, replica.Arrival{Pos: i + 1, Txn: bytes.Clone(s.arrivals[i])})
@@ -185,6 +212,9 @@ func (s *Store) Apply(b *replica.Batch) (uint64, error) {
 	s.arrivals = append(s.arrivals, txn)
 	pos := uint64(len(s.arrivals))
 	s.log[logKey{b.Origin, b.Seq}] = txn
+	l := s.logs[b.Origin]
+	l.Bytes += uint64(len(txn))
+	s.logs[b.Origin] = l
 	s.cursor.Advance(vector.Entry{Origin: b.Origin, Seq: b.Seq, Hash: b.Hash})
 	for _, r := range b.Records {
 		s.put(cloneRecord(r))
@@ -229,3 +259,68 @@ func cloneRecord(r replica.Record) replica.Record {
 
 // Sync does nothing: there is no power to lose.
 func (s *Store) Sync() error { return nil }
+
+// Logs returns each origin's log: floor, below and bytes.
+func (s *Store) Logs() (map[wire.OriginID]replica.Log, error) {
+	out := make(map[wire.OriginID]replica.Log, len(s.logs))
+	for o, l := range s.logs {
+		out[o] = l
+	}
+	return out, nil
+}
+
+// ArrivalFloor is the highest arrival position purged.
+func (s *Store) ArrivalFloor() (uint64, error) { return s.afloor, nil }
+
+// Purge checks p with replica.CheckPurge, then writes all of it.
+func (s *Store) Purge(p *replica.Purge) error {
+	plan, err := replica.CheckPurge(p, replica.PurgeView{Logs: s.logs, Cursors: s.cursor, ArrivalFloor: s.afloor,
+		LastArrival: uint64(len(s.arrivals)), Entry: s.Entry, Arrivals: s.Arrivals})
+	if err != nil {
+		return err
+	}
+	for _, pl := range plan.Logs {
+		for seq := pl.From; seq <= pl.To; seq++ {
+			delete(s.log, logKey{pl.Origin, seq})
+		}
+		s.logs[pl.Origin] = pl.Log
+	}
+	for i := s.afloor; i < plan.ArrivalFloor; i++ {
+		s.arrivals[i] = nil
+	}
+	s.afloor = plan.ArrivalFloor
+	return nil
+}
+
+// Holds lists the holds, by peer and then origin.
+func (s *Store) Holds() ([]replica.Hold, error) {
+	out := make([]replica.Hold, 0, len(s.holds))
+	for _, h := range s.holds {
+		out = append(out, h)
+	}
+	slices.SortFunc(out, func(a, b replica.Hold) int {
+		if a.Peer != b.Peer {
+			return strings.Compare(a.Peer, b.Peer)
+		}
+		return bytes.Compare(a.Origin[:], b.Origin[:])
+	})
+	return out, nil
+}
+
+// PutHolds adds or replaces holds.
+func (s *Store) PutHolds(hs []replica.Hold) error {
+	for _, h := range hs {
+		s.holds[holdKey{h.Peer, h.Origin}] = h
+	}
+	return nil
+}
+
+// DeleteHolds forgets every hold of a peer.
+func (s *Store) DeleteHolds(peer string) error {
+	for k := range s.holds {
+		if k.peer == peer {
+			delete(s.holds, k)
+		}
+	}
+	return nil
+}

@@ -86,6 +86,10 @@ func Run(t *testing.T, open func(t *testing.T) replica.Store) {
 	t.Run("PeerCursor", func(t *testing.T) { testPeerCursor(t, open(t)) })
 	t.Run("BufferReuse", func(t *testing.T) { testBufferReuse(t, open(t)) })
 	t.Run("Sync", func(t *testing.T) { testSync(t, open(t)) })
+	t.Run("LogBytes", func(t *testing.T) { testLogBytes(t, open(t)) })
+	t.Run("Purge", func(t *testing.T) { testPurge(t, open(t)) })
+	t.Run("PurgeRefusesWritingNothing", func(t *testing.T) { testPurgeRefuses(t, open(t)) })
+	t.Run("Holds", func(t *testing.T) { testHolds(t, open(t)) })
 }
 
 // RunReopen checks that a store keeps everything Apply wrote across a reopen: what a
@@ -103,6 +107,12 @@ func RunReopen(t *testing.T, open func(t *testing.T) replica.Store, reopen func(
 	must(t, s.SetPeerCursor(peerQ, 3))
 	more := &chain{origin: originB, seq: b[1].Seq, prev: b[1].Hash} // a tombstone too
 	apply(t, s, more.next(t, del("t", fmt.Sprintf("%x-%d", originB[:2], 1))), 6)
+	// A purge (A to 1 with the arrival floor at 1; B's first entry, position 2, stays as a
+	// straggler after the floor passes it at 3) and holds.
+	must(t, s.Purge(&replica.Purge{Logs: []replica.PurgeLog{{Origin: originA, To: 1}}, ArrivalFloor: 1}))
+	must(t, s.Purge(&replica.Purge{ArrivalFloor: 3}))
+	must(t, s.PutHolds([]replica.Hold{{Peer: "P", Origin: originA, Seq: 2, Since: holdTime(1)},
+		{Peer: "Q", Seq: 4, Since: holdTime(2)}}))
 	before := dump(t, s, originA, originB, peerP, peerQ)
 	s = reopen(t, s)
 	if after := dump(t, s, originA, originB, peerP, peerQ); after != before {
@@ -194,7 +204,22 @@ func dump(t *testing.T, s replica.Store, origins ...wire.OriginID) string {
 	hlc, err := s.RecordHLC()
 	must(t, err)
 	fmt.Fprintf(&w, "record hlc %d\n", hlc)
-	arr, err := s.Arrivals(0, 1000)
+	logs, err := s.Logs()
+	must(t, err)
+	for _, e := range v.Entries() {
+		l := logs[e.Origin]
+		fmt.Fprintf(&w, "log %x floor %d %x hlc %d below %d bytes %d\n", e.Origin[:2], l.Floor.Seq, l.Floor.Hash[:4],
+			l.Floor.HLC, l.Below, l.Bytes)
+	}
+	afloor, err := s.ArrivalFloor()
+	must(t, err)
+	fmt.Fprintf(&w, "arrival floor %d\n", afloor)
+	holds, err := s.Holds()
+	must(t, err)
+	for _, h := range holds {
+		fmt.Fprintf(&w, "hold %q %x %d %d\n", h.Peer, h.Origin[:2], h.Seq, h.Since.UnixNano())
+	}
+	arr, err := s.Arrivals(afloor, 1000)
 	must(t, err)
 	for _, a := range arr {
 		fmt.Fprintf(&w, "arrival %d %x\n", a.Pos, sha256.Sum256(a.Txn))
@@ -203,6 +228,10 @@ func dump(t *testing.T, s replica.Store, origins ...wire.OriginID) string {
 		for seq := uint64(1); seq <= 8; seq++ {
 			b, err := s.Entry(o, seq)
 			if errors.Is(err, replica.ErrNotFound) {
+				continue
+			}
+			if errors.Is(err, replica.ErrPurged) {
+				fmt.Fprintf(&w, "entry %x %d purged\n", o[:2], seq)
 				continue
 			}
 			must(t, err)

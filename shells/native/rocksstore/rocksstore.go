@@ -8,7 +8,7 @@
 // Layout (integers big-endian, so keys sort by them):
 //
 //	'i'                                  identity: origin id (16) | name
-//	'c' origin                           cursor: seq (8) | chain hash (32)
+//	'c' origin                           cursor: seq (8) | chain hash (32) | log bytes (8)
 //	'l' origin seq                       log entry: the transaction encoding
 //	'a' pos                              arrival: origin (16) | seq (8)
 //	'r' uvarint(len(table)) table key    record: flags (1: deleted) | HLC (8) | origin (16) | value
@@ -17,8 +17,13 @@
 //	'p' peer origin                      a version-1 peer cursor (8)
 //	'h'                                  the highest record HLC written (8)
 //	'd' name                             a peer added through the API: its URL
+//	'f' origin                           the log's floor: seq (8) | chain hash (32) | HLC (8) | below (8)
+//	'g'                                  the arrival floor (8)
+//	'k' peer 0x00 origin                 a retention hold: seq (8) | since, Unix ns (8)
 //
-// Prefixes 'x' to 'z' are left for retention and repair (docs/design.md §11).
+// A cursor of 40 bytes (written before the log bytes were kept) has its log's bytes
+// counted once when the store opens. Prefixes 'x' to 'z' are left for repair
+// (docs/design.md §11).
 package rocksstore
 
 import (
@@ -28,6 +33,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/linxGnu/grocksdb"
 
@@ -48,6 +55,9 @@ const (
 	pPeer     = 'p'
 	pDial     = 'd'
 	pHLC      = 'h'
+	pFloor    = 'f'
+	pAFloor   = 'g'
+	pHold     = 'k'
 )
 
 // Options configure a store.
@@ -65,9 +75,14 @@ type Store struct {
 	wo       *grocksdb.WriteOptions
 	id       replica.Identity
 	cursor   vector.Vector // kept in memory: read on every Apply
+	logs     map[wire.OriginID]replica.Log
 	arrivals uint64
+	afloor   uint64   // the arrival floor
 	hlc      wire.HLC // RecordHLC, kept in memory
 	scratch  []byte   // Apply's buffer for record keys and values
+
+	compactMu sync.Mutex       // guards toCompact: Purge adds, CompactLogs (off the loop) takes
+	toCompact []grocksdb.Range // the key ranges purged since the last CompactLogs
 }
 
 var _ replica.Store = (*Store)(nil)
@@ -96,7 +111,8 @@ func Open(dir string, create replica.Identity, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rocksstore: opening %s: %w", dir, err)
 	}
-	s := &Store{db: db, ro: grocksdb.NewDefaultReadOptions(), wo: grocksdb.NewDefaultWriteOptions()}
+	s := &Store{db: db, ro: grocksdb.NewDefaultReadOptions(), wo: grocksdb.NewDefaultWriteOptions(),
+		logs: map[wire.OriginID]replica.Log{}}
 	s.wo.SetSync(opts.SyncEveryApply)
 	if err := s.load(create); err != nil {
 		s.Close()
@@ -137,18 +153,54 @@ func (s *Store) load(create replica.Identity) error {
 		copy(s.id.Origin[:], v[:16])
 		s.id.Name = string(v[16:])
 	}
+	var uncounted []wire.OriginID // cursors written before log bytes were kept
 	err = s.each([]byte{pCursor}, nil, func(k, v []byte) (bool, error) {
-		if len(k) != 17 || len(v) != 40 {
+		if len(k) != 17 || (len(v) != 40 && len(v) != 48) {
 			return false, errors.New("rocksstore: a cursor record is damaged")
 		}
 		e := vector.Entry{Seq: binary.BigEndian.Uint64(v)}
 		copy(e.Origin[:], k[1:])
-		copy(e.Hash[:], v[8:])
+		copy(e.Hash[:], v[8:40])
 		s.cursor.Advance(e)
+		l := s.logs[e.Origin]
+		if len(v) == 48 {
+			l.Bytes = binary.BigEndian.Uint64(v[40:])
+		} else {
+			uncounted = append(uncounted, e.Origin)
+		}
+		s.logs[e.Origin] = l
 		return true, nil
 	})
 	if err != nil {
 		return err
+	}
+	err = s.each([]byte{pFloor}, nil, func(k, v []byte) (bool, error) {
+		if len(k) != 17 || len(v) != 56 {
+			return false, errors.New("rocksstore: a log floor record is damaged")
+		}
+		var o wire.OriginID
+		copy(o[:], k[1:])
+		l := s.logs[o]
+		l.Floor.Seq = binary.BigEndian.Uint64(v)
+		copy(l.Floor.Hash[:], v[8:40])
+		l.Floor.HLC = wire.HLC(binary.BigEndian.Uint64(v[40:48]))
+		l.Below = binary.BigEndian.Uint64(v[48:])
+		s.logs[o] = l
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.countLogs(uncounted); err != nil {
+		return err
+	}
+	switch v, err := s.db.GetBytes(s.ro, []byte{pAFloor}); {
+	case err != nil:
+		return err
+	case len(v) == 8:
+		s.afloor = binary.BigEndian.Uint64(v)
+	case v != nil:
+		return errors.New("rocksstore: the arrival floor is damaged")
 	}
 	if err := s.loadHLC(); err != nil {
 		return err
@@ -188,6 +240,42 @@ func (s *Store) loadHLC() error {
 		return err
 	}
 	return s.db.Put(s.wo, []byte{pHLC}, u64(uint64(s.hlc)))
+}
+
+// countLogs counts the log bytes of origins whose cursor records predate them, and
+// writes their cursors in the current form.
+func (s *Store) countLogs(origins []wire.OriginID) error {
+	for _, o := range origins {
+		l := s.logs[o]
+		l.Bytes = 0
+		err := s.each(key(pLog, o[:]), nil, func(_, v []byte) (bool, error) {
+			l.Bytes += uint64(len(v))
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		s.logs[o] = l
+		if err := s.db.Put(s.wo, key(pCursor, o[:]), s.cursorValue(s.cursor.Get(o), l.Bytes)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cursorValue is a cursor record: seq, chain hash, log bytes.
+func (s *Store) cursorValue(e vector.Entry, logBytes uint64) []byte {
+	v := binary.BigEndian.AppendUint64(make([]byte, 0, 48), e.Seq)
+	v = append(v, e.Hash[:]...)
+	return binary.BigEndian.AppendUint64(v, logBytes)
+}
+
+// floorValue is a log floor record: seq, chain hash, HLC, below.
+func floorValue(l replica.Log) []byte {
+	v := binary.BigEndian.AppendUint64(make([]byte, 0, 56), l.Floor.Seq)
+	v = append(v, l.Floor.Hash[:]...)
+	v = binary.BigEndian.AppendUint64(v, uint64(l.Floor.HLC))
+	return binary.BigEndian.AppendUint64(v, l.Below)
 }
 
 // each calls fn for every key with prefix, from start (nil: the first), with copies of
@@ -233,8 +321,12 @@ func (s *Store) Identity() (replica.Identity, error) { return s.id, nil }
 // Vector returns the cursor vector.
 func (s *Store) Vector() (vector.Vector, error) { return s.cursor.Clone(), nil }
 
-// Entry returns the transaction encoding at (origin, seq), or replica.ErrNotFound.
+// Entry returns the transaction encoding at (origin, seq), replica.ErrPurged at or below
+// the origin's floor, or replica.ErrNotFound.
 func (s *Store) Entry(origin wire.OriginID, seq uint64) ([]byte, error) {
+	if seq > 0 && seq <= s.logs[origin].Floor.Seq {
+		return nil, replica.ErrPurged
+	}
 	v, err := s.db.GetBytes(s.ro, key(pLog, origin[:], u64(seq)))
 	if err == nil && v == nil {
 		err = replica.ErrNotFound
@@ -245,6 +337,9 @@ func (s *Store) Entry(origin wire.OriginID, seq uint64) ([]byte, error) {
 // Arrivals returns up to limit log entries after arrival position after.
 func (s *Store) Arrivals(after uint64, limit int) ([]replica.Arrival, error) {
 	var out []replica.Arrival
+	if after < s.afloor {
+		return nil, replica.ErrPurged
+	}
 	if limit <= 0 || after >= s.arrivals {
 		return nil, nil
 	}
@@ -376,7 +471,8 @@ func (s *Store) Apply(b *replica.Batch) (uint64, error) {
 	defer wb.Destroy()
 	wb.Put(key(pLog, b.Origin[:], u64(b.Seq)), b.Txn)
 	wb.Put(key(pArrival, u64(pos)), append(b.Origin[:], u64(b.Seq)...))
-	wb.Put(key(pCursor, b.Origin[:]), append(u64(b.Seq), b.Hash[:]...))
+	logBytes := s.logs[b.Origin].Bytes + uint64(len(b.Txn))
+	wb.Put(key(pCursor, b.Origin[:]), s.cursorValue(vector.Entry{Seq: b.Seq, Hash: b.Hash}, logBytes))
 	var last []byte // the table whose 't' key is in the batch; a transaction seldom spans many
 	hlc := s.hlc
 	for i := range b.Records {
@@ -411,10 +507,140 @@ func (s *Store) Apply(b *replica.Batch) (uint64, error) {
 		return 0, fmt.Errorf("rocksstore: applying origin %s seq %d: %w", b.Origin, b.Seq, err)
 	}
 	s.cursor.Advance(vector.Entry{Origin: b.Origin, Seq: b.Seq, Hash: b.Hash})
+	l := s.logs[b.Origin]
+	l.Bytes = logBytes
+	s.logs[b.Origin] = l
 	s.arrivals = pos
 	s.hlc = hlc
 	return pos, nil
 }
+
+// Logs returns each origin's log: floor, below and bytes.
+func (s *Store) Logs() (map[wire.OriginID]replica.Log, error) {
+	out := make(map[wire.OriginID]replica.Log, len(s.logs))
+	for o, l := range s.logs {
+		out[o] = l
+	}
+	return out, nil
+}
+
+// ArrivalFloor is the highest arrival position purged.
+func (s *Store) ArrivalFloor() (uint64, error) { return s.afloor, nil }
+
+// Purge checks p with replica.CheckPurge, then writes it as one batch: range deletions of
+// the purged log entries and arrival positions, and the new floors, cursors (their log
+// bytes) and arrival floor. The space comes back when compaction rewrites the ranges
+// (CompactLogs).
+func (s *Store) Purge(p *replica.Purge) error {
+	plan, err := replica.CheckPurge(p, replica.PurgeView{Logs: s.logs, Cursors: s.cursor, ArrivalFloor: s.afloor,
+		LastArrival: s.arrivals, Entry: s.Entry, Arrivals: s.Arrivals})
+	if err != nil {
+		return err
+	}
+	wb := grocksdb.NewWriteBatch()
+	defer wb.Destroy()
+	for _, pl := range plan.Logs {
+		if pl.To >= pl.From {
+			wb.DeleteRange(key(pLog, pl.Origin[:], u64(pl.From)), key(pLog, pl.Origin[:], u64(pl.To+1)))
+		}
+		wb.Put(key(pFloor, pl.Origin[:]), floorValue(pl.Log))
+		wb.Put(key(pCursor, pl.Origin[:]), s.cursorValue(s.cursor.Get(pl.Origin), pl.Log.Bytes))
+	}
+	if plan.ArrivalFloor > s.afloor {
+		wb.DeleteRange(key(pArrival, u64(s.afloor+1)), key(pArrival, u64(plan.ArrivalFloor+1)))
+		wb.Put([]byte{pAFloor}, u64(plan.ArrivalFloor))
+	}
+	if err := s.db.Write(s.wo, wb); err != nil {
+		return fmt.Errorf("rocksstore: purging: %w", err)
+	}
+	var purged []grocksdb.Range
+	for _, pl := range plan.Logs {
+		s.logs[pl.Origin] = pl.Log
+		if pl.To >= pl.From {
+			purged = append(purged, grocksdb.Range{Start: key(pLog, pl.Origin[:], u64(pl.From)), Limit: key(pLog, pl.Origin[:], u64(pl.To+1))})
+		}
+	}
+	if plan.ArrivalFloor > s.afloor {
+		purged = append(purged, grocksdb.Range{Start: key(pArrival, u64(s.afloor+1)), Limit: key(pArrival, u64(plan.ArrivalFloor+1))})
+	}
+	s.afloor = plan.ArrivalFloor
+	s.compactMu.Lock()
+	s.toCompact = mergeRanges(append(s.toCompact, purged...))
+	s.compactMu.Unlock()
+	return nil
+}
+
+// mergeRanges sorts key ranges and joins those that overlap or touch, so that the ranges
+// of many small purges of one log compact as one.
+func mergeRanges(rs []grocksdb.Range) []grocksdb.Range {
+	slices.SortFunc(rs, func(a, b grocksdb.Range) int { return bytes.Compare(a.Start, b.Start) })
+	out := rs[:0]
+	for _, r := range rs {
+		if n := len(out); n > 0 && bytes.Compare(r.Start, out[n-1].Limit) <= 0 {
+			if bytes.Compare(r.Limit, out[n-1].Limit) > 0 {
+				out[n-1].Limit = r.Limit
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// CompactLogs compacts the key ranges purged since its last call, so that the space of
+// the purged entries returns to the file system (a range deletion only marks it). It
+// reports whether there was anything to compact. Like Sync, it may run concurrently with
+// the other methods (off the node's loop); it must return before Close.
+func (s *Store) CompactLogs() bool {
+	s.compactMu.Lock()
+	rs := s.toCompact
+	s.toCompact = nil
+	s.compactMu.Unlock()
+	for _, r := range rs {
+		s.db.CompactRange(r)
+	}
+	return len(rs) > 0
+}
+
+// Holds lists the retention holds, by peer and then origin.
+func (s *Store) Holds() ([]replica.Hold, error) {
+	var out []replica.Hold
+	err := s.each([]byte{pHold}, nil, func(k, v []byte) (bool, error) {
+		i := bytes.IndexByte(k[1:], 0)
+		if i < 0 || len(k) != 1+i+1+16 || len(v) != 16 {
+			return false, errors.New("rocksstore: a retention hold is damaged")
+		}
+		h := replica.Hold{Peer: string(k[1 : 1+i]), Seq: binary.BigEndian.Uint64(v),
+			Since: time.Unix(0, int64(binary.BigEndian.Uint64(v[8:]))).UTC()}
+		copy(h.Origin[:], k[1+i+1:])
+		out = append(out, h)
+		return true, nil
+	})
+	return out, err
+}
+
+// PutHolds adds or replaces holds, in one batch.
+func (s *Store) PutHolds(hs []replica.Hold) error {
+	wb := grocksdb.NewWriteBatch()
+	defer wb.Destroy()
+	for _, h := range hs {
+		if !wire.ValidName(h.Peer) {
+			return fmt.Errorf("rocksstore: a hold for peer %q: not a node name", h.Peer)
+		}
+		wb.Put(holdKey(h.Peer, h.Origin), binary.BigEndian.AppendUint64(u64(h.Seq), uint64(h.Since.UnixNano())))
+	}
+	return s.db.Write(s.wo, wb)
+}
+
+// DeleteHolds forgets every hold of a peer.
+func (s *Store) DeleteHolds(peer string) error {
+	wb := grocksdb.NewWriteBatch()
+	defer wb.Destroy()
+	wb.DeleteRange(key(pHold, []byte(peer), []byte{0}), key(pHold, []byte(peer), []byte{1}))
+	return s.db.Write(s.wo, wb)
+}
+
+func holdKey(peer string, o wire.OriginID) []byte { return key(pHold, []byte(peer), []byte{0}, o[:]) }
 
 // Sync makes every write so far survive a power loss: it fsyncs the write-ahead log. Unlike
 // the other methods, it may run concurrently with them (the node's group commit runs it
