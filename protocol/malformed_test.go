@@ -1640,6 +1640,8 @@ var codesElsewhere = map[wire.Code]string{
 	// internal is a recovered panic in the core: no input or command produces it without a
 	// defect, so no test can (abi.Driver turns a panic into it).
 	wire.CodeInternal: "not producible without a core defect",
+	// purged is the replica's answer to a peer below a log's floor, not a session's.
+	wire.CodePurged: "protocol/replica/retention_test.go",
 }
 
 // TestEveryCodeProduced: every code of wire.Codes() is produced by at least one case of the

@@ -19,4 +19,7 @@ type Set struct {
 	// BreakFailoverIsolation makes a replica that loses a connection resubscribe every
 	// other origin too: one origin's failover resetting the others' streams.
 	BreakFailoverIsolation bool
+	// IgnoreHolds makes retention purge what it may by age and bytes, whatever peers still
+	// need: a lagging peer finds its next entries gone.
+	IgnoreHolds bool
 }

@@ -39,6 +39,21 @@ type Config struct {
 	// it everything applied is served at once (a process crash loses nothing applied).
 	HoldUnsynced bool
 
+	// Retention (bounded history, retention.go). RetainAge: an entry may be purged once its
+	// HLC timestamp is older than this (default 72 h). RetainBytes: past this many bytes of
+	// origin logs on this node (transaction encodings), the oldest entries in arrival order
+	// are purged first (0: no bound). RetainHold: an entry that a holding peer has not
+	// acknowledged is kept whatever the two bounds say, until the peer's hold has not
+	// advanced for this long (default 24 h).
+	RetainAge   time.Duration
+	RetainBytes uint64
+	RetainHold  time.Duration
+	// PurgeStep bounds the entries one retention step examines (default 4096), and
+	// RetentionInterval is how often retention runs while the last step had nothing more
+	// to purge (default 1 s).
+	PurgeStep         int
+	RetentionInterval time.Duration
+
 	// NewSession makes the protocol core of one connection (default NativeSession).
 	NewSession func(protocol.Config) (Session, error)
 
@@ -62,6 +77,10 @@ const (
 	DefaultMoveDelay       = 2 * time.Second
 	DefaultDivergenceRetry = 10 * time.Second
 	DefaultStallTimeout    = 3 * time.Second
+	DefaultRetainAge       = 72 * time.Hour
+	DefaultRetainHold      = 24 * time.Hour
+	DefaultPurgeStep       = 4096
+	DefaultRetentionEvery  = time.Second
 	maxTableName           = 64
 	arrivalBatch           = 64
 	maxMoves               = 1024
@@ -85,6 +104,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DivergenceRetry == 0 {
 		c.DivergenceRetry = DefaultDivergenceRetry
+	}
+	if c.RetainAge == 0 {
+		c.RetainAge = DefaultRetainAge
+	}
+	if c.RetainHold == 0 {
+		c.RetainHold = DefaultRetainHold
+	}
+	if c.PurgeStep == 0 {
+		c.PurgeStep = DefaultPurgeStep
+	}
+	if c.RetentionInterval == 0 {
+		c.RetentionInterval = DefaultRetentionEvery
 	}
 	if c.NewSession == nil {
 		c.NewSession = NativeSession

@@ -34,6 +34,7 @@ type conn struct {
 	out      map[wire.OriginID]*outStream
 	outOrder []wire.OriginID
 	excluded map[wire.OriginID]time.Time // diverged channels, left out until then
+	purged   map[wire.OriginID]bool      // origins withdrawn from the peer: it asked below their floors
 
 	// version 1
 	v1Subscribed bool
@@ -78,7 +79,7 @@ func (r *Replica) Open(now time.Time, role wire.Role, expectPeer string, nonce [
 	r.lastConn++
 	c := &conn{id: r.lastConn, sess: s, role: role, expect: expectPeer,
 		heads: map[wire.OriginID]wire.Head{}, adv: map[wire.OriginID]bool{}, in: map[wire.OriginID]bool{},
-		out: map[wire.OriginID]*outStream{}, excluded: map[wire.OriginID]time.Time{}}
+		out: map[wire.OriginID]*outStream{}, excluded: map[wire.OriginID]time.Time{}, purged: map[wire.OriginID]bool{}}
 	r.conns[c.id] = c
 	r.connOrder = append(r.connOrder, c.id)
 	return c.id, r.settle()

@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"strconv"
+
 	"plait/protocol"
 	"plait/protocol/wire"
 )
@@ -32,20 +34,32 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 	case protocol.EventOriginNamed:
 		r.learnName(ev.Origin, ev.Name)
 	case protocol.EventSubscribed:
-		if c.version == 1 {
+		switch {
+		case c.version == 1 && ev.Position < r.ret.afloor:
+			r.purgedAnswer(c, wire.OriginID{}, "the arrival order is purged up to "+strconv.FormatUint(r.ret.afloor, 10))
+		case c.version == 1:
 			c.v1Subscribed, c.v1After = true, ev.Position
-		} else {
+			r.holdAt(c.peerName, wire.OriginID{}, ev.Position, true)
+		case ev.Seq < r.floor(ev.Origin).Seq:
+			r.purgedAnswer(c, ev.Origin, "origin "+ev.Origin.String()+" is purged up to "+strconv.FormatUint(r.floor(ev.Origin).Seq, 10))
+		default:
 			r.origin(ev.Origin) // an origin this node may not hold (yet): nothing to send
 			c.out[ev.Origin] = &outStream{next: ev.Seq + 1}
 			c.sortOut()
+			r.holdAt(c.peerName, ev.Origin, ev.Seq, true)
 		}
 	case protocol.EventUnsubscribed:
 		c.dropOut(ev.Origin)
 	case protocol.EventResend:
-		if s := c.out[ev.Origin]; s != nil {
+		if ev.From <= r.floor(ev.Origin).Seq {
+			r.purgedAnswer(c, ev.Origin, "origin "+ev.Origin.String()+" is purged up to "+strconv.FormatUint(r.floor(ev.Origin).Seq, 10))
+		} else if s := c.out[ev.Origin]; s != nil {
 			s.next, s.blocked = ev.From, 0
 		}
+	case protocol.EventCursor:
+		r.advanceHold(c.peerName, ev.Origin, ev.Seq)
 	case protocol.EventAcked:
+		r.advanceHold(c.peerName, wire.OriginID{}, ev.Position)
 		n := 0
 		for _, p := range c.v1InFlight {
 			if p.pos > ev.Position {
@@ -77,9 +91,8 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 		r.onDivergence(c, ev)
 	case protocol.EventClosed:
 		r.onClosed(c, ev)
-	case protocol.EventCursor, protocol.EventCredit, protocol.EventIgnoredFrame:
-		// Credit and acknowledgements are acted on by pump; ignored frames are counted by
-		// the session (Stats).
+	case protocol.EventCredit, protocol.EventIgnoredFrame:
+		// Credit is acted on by pump; ignored frames are counted by the session (Stats).
 	}
 }
 
@@ -103,6 +116,7 @@ func (r *Replica) onHeads(c *conn, h *wire.Heads) {
 		if hd.Seq > st.headSeq {
 			st.headSeq, st.headHLC = hd.Seq, hd.HLC
 		}
+		r.advanceHold(c.peerName, hd.Origin, hd.Seq) // a peer's position is its head too
 	}
 	for _, hd := range h.Heads {
 		r.routeSome[hd.Origin] = true

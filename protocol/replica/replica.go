@@ -41,6 +41,7 @@ type Replica struct {
 	moves      []Move
 	lastErrors map[string]PeerError
 	evbuf      []protocol.Event
+	ret        retention // bounded history (retention.go)
 	fatal      error
 }
 
@@ -74,6 +75,9 @@ func New(cfg Config, store Store) (*Replica, error) {
 	}
 	if err := cfg.Limits.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.RetainAge < 0 || cfg.RetainHold < 0 || cfg.PurgeStep < 0 || cfg.RetentionInterval < 0 {
+		return nil, errorf("retention: a negative age, hold, step or interval")
 	}
 	id, err := store.Identity()
 	if err != nil {
@@ -117,6 +121,9 @@ func New(cfg Config, store Store) (*Replica, error) {
 		}
 		st.appliedHLC, st.headHLC = v.HLC, v.HLC
 		r.hlc = max(r.hlc, v.HLC)
+	}
+	if err := r.loadRetention(); err != nil {
+		return nil, err
 	}
 	if r.storedHLC, err = store.RecordHLC(); err != nil {
 		return nil, err
@@ -183,6 +190,7 @@ func (r *Replica) Tick(now time.Time) error {
 		}
 	}
 	r.routeAll = true // move delays, stalls and divergence retries are timers
+	r.retain()
 	return r.settle()
 }
 
@@ -210,6 +218,7 @@ func (r *Replica) NextDeadline() time.Time {
 			earlier(st.progressAt.Add(r.cfg.StallTimeout))
 		}
 	}
+	earlier(r.ret.nextAt)
 	return next
 }
 
@@ -246,6 +255,15 @@ func (r *Replica) Release(id ConnID, msg []byte) {
 // settle drains every session until none has anything ready, acting on its events and
 // re-evaluating routing, advertised heads and sending in between.
 func (r *Replica) settle() error {
+	if r.ret.nextAt.IsZero() {
+		r.ret.nextAt = r.now // the first retention step runs at the next Tick
+	}
+	if r.ret.restarted {
+		r.ret.restarted = false
+		for _, h := range r.ret.holds {
+			h.since = r.now
+		}
+	}
 	for {
 		busy := false
 		for i := 0; i < len(r.connOrder); i++ {

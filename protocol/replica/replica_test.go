@@ -380,6 +380,16 @@ func (n *node) write(ops ...wire.Op) uint64 {
 	return seq
 }
 
+// logBytes is the bytes of of's log in n's store.
+func (n *node) logBytes(of *node) uint64 {
+	n.h.t.Helper()
+	logs, err := n.store.Logs()
+	if err != nil {
+		n.h.t.Fatal(err)
+	}
+	return logs[of.origin].Bytes
+}
+
 // originStatus is what n reports of origin of.
 func (n *node) originStatus(of *node) replica.OriginStatus {
 	n.h.t.Helper()
@@ -548,7 +558,7 @@ func TestChainRelay(t *testing.T) {
 
 	got := c.originStatus(a)
 	want := replica.OriginStatus{Origin: a.origin, Name: "A", AppliedSeq: n, HeadSeq: n, LagSeq: 0, LagMs: 0,
-		SourcePeer: "B", SourceChanges: 0}
+		SourcePeer: "B", SourceChanges: 0, LogBytes: c.logBytes(a)}
 	if got != want {
 		t.Errorf("C's status of A = %+v\nwant %+v", got, want)
 	}

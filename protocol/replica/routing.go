@@ -257,7 +257,7 @@ func (r *Replica) advertise() {
 			if o == r.id.Origin && r.cfg.HoldUnsynced && r.synced < seq {
 				seq, hlc = r.synced, r.syncedHLC
 			}
-			if seq > 0 && o != c.peerOrigin && st.source != c.id {
+			if seq > 0 && o != c.peerOrigin && st.source != c.id && !c.purged[o] {
 				heads = append(heads, wire.Head{Origin: o, Seq: seq, HLC: hlc})
 				c.adv[o] = true
 			} else if c.adv[o] {

@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"math"
+	"strconv"
 
 	"plait/protocol"
 	"plait/protocol/wire"
@@ -49,6 +50,10 @@ func (r *Replica) pumpV2(c *conn, o wire.OriginID, s *outStream) bool {
 			return true
 		}
 		raw, err := r.store.Entry(o, s.next)
+		if isPurged(err) { // the peer's hold lapsed while it was behind
+			r.purgedAnswer(c, o, "origin "+o.String()+" is purged past "+strconv.FormatUint(s.next, 10))
+			return c.sess.State() == protocol.StateEstablished
+		}
 		if !r.check(err) {
 			return false
 		}
@@ -95,6 +100,10 @@ func (r *Replica) pumpV1(c *conn) {
 	window := r.cfg.Limits.MaxUnackedBytes
 	for c.v1Unacked < window && c.v1After < min(r.arrivals, limit) {
 		batch, err := r.store.Arrivals(c.v1After, arrivalBatch)
+		if isPurged(err) { // the peer's hold lapsed while it was behind
+			r.purgedAnswer(c, wire.OriginID{}, "the arrival order is purged past "+strconv.FormatUint(c.v1After, 10))
+			return
+		}
 		if !r.check(err) || len(batch) == 0 {
 			return
 		}

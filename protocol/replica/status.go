@@ -38,6 +38,8 @@ type OriginStatus struct {
 	SourcePeer    string // the peer it is taken from now; empty for the local origin or none
 	SourceChanges uint64 // moves from one source to another since start
 	Diverged      bool   // a divergence was seen and no later entry applied since
+	FloorSeq      uint64 // the highest seq purged from the log here (0: none)
+	LogBytes      uint64 // the bytes of transaction encodings the log holds here
 }
 
 // PeerStatus is one open connection.
@@ -54,6 +56,10 @@ type PeerStatus struct {
 	HeldBytes    int
 	Stats        protocol.Stats
 	LastError    *PeerError
+	// RetentionHeldEntries and RetentionHeldBytes are what the peer's retention holds kept
+	// from the last retention step: entries it would have purged but for them.
+	RetentionHeldEntries uint64
+	RetentionHeldBytes   uint64
 	// Filled by the shell, which dials: the configured URL, and how many times it dialed
 	// the peer after the first dial since start (successful or not).
 	URL        string
@@ -88,6 +94,8 @@ type Counters struct {
 	ResendsRequested   uint64
 	ProtocolErrors     uint64
 	Divergences        uint64
+	PurgedAnswers      uint64 // peers answered that what they asked for is purged
+	EntriesPurged      uint64 // log entries retention purged
 }
 
 // Counters returns the counters.
@@ -129,6 +137,7 @@ func (r *Replica) Status(now time.Time) Status {
 			p.State = PeerHandshaking
 		}
 		p.LastError = r.LastError(p.Name)
+		p.RetentionHeldEntries, p.RetentionHeldBytes = r.RetentionHeld(p.Name)
 		s.Peers = append(s.Peers, p)
 	}
 	return s
@@ -143,8 +152,9 @@ func (r *Replica) Origin(o wire.OriginID) OriginStatus {
 }
 
 func (r *Replica) originStatus(st *originState) OriginStatus {
+	l := r.ret.logs[st.id]
 	os := OriginStatus{Origin: st.id, Name: st.name, AppliedSeq: st.applied.Seq, HeadSeq: max(st.headSeq, st.applied.Seq),
-		SourceChanges: st.changes, Diverged: st.diverged}
+		SourceChanges: st.changes, Diverged: st.diverged, FloorSeq: l.Floor.Seq, LogBytes: l.Bytes}
 	os.LagSeq = os.HeadSeq - os.AppliedSeq
 	if os.LagSeq > 0 && st.headHLC > st.appliedHLC {
 		os.LagMs = st.headHLC.WallMillis() - st.appliedHLC.WallMillis()

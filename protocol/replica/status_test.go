@@ -31,7 +31,8 @@ func TestOriginLag(t *testing.T) {
 		h.pump()
 	}
 	// LagSeq 5 - 2; LagMs from entry 5's HLC (+120 ms) and entry 2's (+0 ms, logical 1).
-	want := replica.OriginStatus{Origin: a.origin, Name: "A", AppliedSeq: 2, HeadSeq: 5, LagSeq: 3, LagMs: 120, SourcePeer: "A"}
+	want := replica.OriginStatus{Origin: a.origin, Name: "A", AppliedSeq: 2, HeadSeq: 5, LagSeq: 3, LagMs: 120, SourcePeer: "A",
+		LogBytes: c.logBytes(a)}
 	got := c.originStatus(a)
 	if got != want {
 		t.Errorf("C's status of A with entries 3 to 5 held back = %+v\nwant %+v", got, want)
@@ -42,7 +43,7 @@ func TestOriginLag(t *testing.T) {
 
 	h.drop = nil
 	h.advance(replica.DefaultStallTimeout) // the stall resend brings entries 3 to 5
-	want.AppliedSeq, want.LagSeq, want.LagMs = 5, 0, 0
+	want.AppliedSeq, want.LagSeq, want.LagMs, want.LogBytes = 5, 0, 0, c.logBytes(a)
 	if got := c.originStatus(a); got != want {
 		t.Errorf("C's status of A once the entries arrived = %+v\nwant %+v", got, want)
 	}

@@ -46,6 +46,7 @@ const (
 	CodeDivergence         Code = "divergence"
 	CodeUnsupportedVersion Code = "unsupported-version"
 	CodeUnsupportedTxn     Code = "unsupported-txn"
+	CodePurged             Code = "purged"
 	CodeAuthFailed         Code = "auth-failed"
 	CodePeerNameMismatch   Code = "peer-name-mismatch"
 	CodeSelfConnect        Code = "self-connect"
@@ -82,6 +83,7 @@ var codeClasses = map[Code]Class{
 	CodeDivergence:         ClassProtocol,
 	CodeUnsupportedVersion: ClassUnsupported,
 	CodeUnsupportedTxn:     ClassUnsupported,
+	CodePurged:             ClassUnsupported,
 	CodeAuthFailed:         ClassRefused,
 	CodePeerNameMismatch:   ClassRefused,
 	CodeSelfConnect:        ClassRefused,

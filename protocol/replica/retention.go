@@ -1,0 +1,421 @@
+package replica
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"plait/protocol/wire"
+)
+
+// Retention: bounded history (docs/design.md §14). Every origin log on this node, its own
+// and every relayed one, is kept from a floor up. An entry may be purged once its HLC
+// timestamp is older than Config.RetainAge, or while the logs hold more than
+// Config.RetainBytes, oldest in arrival order first; but never an origin's head, never the
+// local origin's entries not yet synced (HoldUnsynced), and never an entry a holding peer
+// has not acknowledged. A hold is a peer's position in one log, made when the peer
+// subscribes to the origin here (or, version 1, to the arrival order) and advanced by its
+// acknowledgements and the heads it advertises; it lapses after Config.RetainHold without
+// advancing. Purging runs on Tick as bounded steps (Config.PurgeStep entries examined),
+// each one Store.Purge.
+
+// holdKey names a hold: a peer and an origin (zero: the version-1 arrival order).
+type holdKey struct {
+	peer   string
+	origin wire.OriginID
+}
+
+// hold is a peer's position in one log and when it last advanced.
+type hold struct {
+	seq   uint64
+	since time.Time
+	dirty bool // not yet written to the store
+}
+
+// heldBack is what a peer's holds kept from the last retention step: the entries (and
+// their bytes) that step would have purged but for them.
+type heldBack struct{ entries, bytes uint64 }
+
+// retention is the replica's state of bounded history.
+type retention struct {
+	logs   map[wire.OriginID]Log // as the store holds them (kept in step with Apply and Purge)
+	afloor uint64
+	holds  map[holdKey]*hold
+	nextAt time.Time // the next retention step
+	held   map[string]heldBack
+	// restarted: holds were read from the store, and their since waits for the first
+	// input's time
+	restarted bool
+}
+
+// loadRetention reads the logs, the arrival floor and the holds.
+func (r *Replica) loadRetention() error {
+	logs, err := r.store.Logs()
+	if err != nil {
+		return err
+	}
+	af, err := r.store.ArrivalFloor()
+	if err != nil {
+		return err
+	}
+	hs, err := r.store.Holds()
+	if err != nil {
+		return err
+	}
+	r.ret = retention{logs: logs, afloor: af, holds: map[holdKey]*hold{}, held: map[string]heldBack{}}
+	for _, h := range hs {
+		// since is set at the first input (settle): the peers were cut off by this node's
+		// own stop, and each gets RetainHold from its return to come back.
+		r.ret.holds[holdKey{h.Peer, h.Origin}] = &hold{seq: h.Seq, since: h.Since, dirty: true}
+	}
+	r.ret.restarted = len(hs) > 0
+	return nil
+}
+
+// floor is an origin's log floor on this node.
+func (r *Replica) floor(o wire.OriginID) Floor { return r.ret.logs[o].Floor }
+
+// applied records an Apply's bytes in the origin's log.
+func (r *Replica) logApplied(o wire.OriginID, n int) {
+	l := r.ret.logs[o]
+	l.Bytes += uint64(n)
+	r.ret.logs[o] = l
+}
+
+// holdAt makes or moves a peer's hold: to seq at the peer's (re)subscription, which may
+// be lower than before (it lost entries), or as an advance (only upwards).
+func (r *Replica) holdAt(peer string, o wire.OriginID, seq uint64, reset bool) {
+	if peer == "" {
+		return
+	}
+	k := holdKey{peer, o}
+	h := r.ret.holds[k]
+	switch {
+	case h == nil:
+		h = &hold{seq: seq, since: r.now}
+		r.ret.holds[k] = h
+	case reset && seq != h.seq:
+		h.seq, h.since = seq, r.now
+	case seq > h.seq:
+		// An advance is written with the next retention step: lost in a crash, the hold
+		// is only lower than it was, which keeps more.
+		h.seq, h.since, h.dirty = seq, r.now, true
+		return
+	default:
+		return
+	}
+	// A new hold, or one moved down, is written at once: a crash must not forget what a
+	// peer still needs.
+	h.dirty = false
+	r.check(r.store.PutHolds([]Hold{{Peer: peer, Origin: o, Seq: h.seq, Since: h.since}}))
+}
+
+// advanceHold moves an existing hold up (a CURSOR, an ACK1, an advertised head).
+func (r *Replica) advanceHold(peer string, o wire.OriginID, seq uint64) {
+	if r.ret.holds[holdKey{peer, o}] != nil {
+		r.holdAt(peer, o, seq, false)
+	}
+}
+
+// ReleaseHolds forgets every hold of a peer (the peer was removed).
+func (r *Replica) ReleaseHolds(peer string) error {
+	if r.fatal != nil {
+		return r.fatal
+	}
+	for k := range r.ret.holds {
+		if k.peer == peer {
+			delete(r.ret.holds, k)
+		}
+	}
+	delete(r.ret.held, peer)
+	r.check(r.store.DeleteHolds(peer))
+	return r.fatal
+}
+
+// RetentionHeld is what a peer's holds kept from the last retention step: entries and
+// their bytes.
+func (r *Replica) RetentionHeld(peer string) (entries, bytes uint64) {
+	h := r.ret.held[peer]
+	return h.entries, h.bytes
+}
+
+// limits is what the holds allow retention to purge now: per origin, the lowest held seq
+// (absent: no hold), and the lowest version-1 arrival position held (0 with hasV1 false:
+// none). Holds that have not advanced for RetainHold lapse and are forgotten; a hold at
+// or past the log's head holds nothing, and counts as advancing.
+func (r *Replica) holdLimits() (perOrigin map[wire.OriginID]uint64, v1 uint64, hasV1 bool, lapsed []holdKey) {
+	perOrigin = map[wire.OriginID]uint64{}
+	for k, h := range r.ret.holds {
+		head := r.arrivals
+		if !k.origin.IsZero() {
+			head = r.origin(k.origin).applied.Seq
+		}
+		if h.seq >= head {
+			h.since = r.now // caught up: nothing is held, and the peer is not behind
+			continue
+		}
+		if r.now.Sub(h.since) >= r.cfg.RetainHold {
+			lapsed = append(lapsed, k)
+			continue
+		}
+		if k.origin.IsZero() {
+			if !hasV1 || h.seq < v1 {
+				v1, hasV1 = h.seq, true
+			}
+		} else if cur, ok := perOrigin[k.origin]; !ok || h.seq < cur {
+			perOrigin[k.origin] = h.seq
+		}
+	}
+	return perOrigin, v1, hasV1, lapsed
+}
+
+// retain runs one retention step when it is due.
+func (r *Replica) retain() {
+	if r.now.Before(r.ret.nextAt) {
+		return
+	}
+	r.ret.nextAt = r.now.Add(r.cfg.RetentionInterval)
+	perOrigin, v1, hasV1, lapsed := r.holdLimits()
+	for _, k := range lapsed {
+		delete(r.ret.holds, k)
+	}
+	st := retentionStep{r: r, budget: r.cfg.PurgeStep, limits: perOrigin, next: map[wire.OriginID]uint64{},
+		held: map[string]heldBack{}}
+	for _, l := range r.ret.logs {
+		st.total += l.Bytes
+	}
+	if r.cfg.RetainBytes > 0 && st.total > r.cfg.RetainBytes {
+		st.over = st.total - r.cfg.RetainBytes
+	}
+	st.ageLimit = uint64(max(r.now.Add(-r.cfg.RetainAge).UnixMilli(), 0))
+	if !st.stragglers() || !st.arrivalOrder(v1, hasV1) {
+		return // a store failure: r.fatal says why
+	}
+	r.ret.held = st.held
+	p := &Purge{ArrivalFloor: max(r.ret.afloor, st.afloor)}
+	for _, o := range r.originOrder {
+		if to, ok := st.next[o]; ok && to > r.floor(o).Seq {
+			p.Logs = append(p.Logs, PurgeLog{Origin: o, To: to})
+		}
+	}
+	if len(p.Logs) > 0 || p.ArrivalFloor > r.ret.afloor {
+		if !r.check(r.store.Purge(p)) {
+			return
+		}
+		logs, err := r.store.Logs()
+		if !r.check(err) {
+			return
+		}
+		r.ret.logs, r.ret.afloor = logs, p.ArrivalFloor
+		r.counters.EntriesPurged += st.purged
+	}
+	if st.budget <= 0 {
+		r.ret.nextAt = r.now // more may be due: the next Tick goes on
+	}
+	r.persistHolds(lapsed)
+}
+
+// persistHolds writes the holds that changed and forgets the lapsed ones in the store.
+func (r *Replica) persistHolds(lapsed []holdKey) {
+	var dirty []Hold
+	for k, h := range r.ret.holds {
+		if h.dirty {
+			dirty = append(dirty, Hold{Peer: k.peer, Origin: k.origin, Seq: h.seq, Since: h.since})
+			h.dirty = false
+		}
+	}
+	if len(dirty) > 0 {
+		slices.SortFunc(dirty, func(a, b Hold) int {
+			if c := strings.Compare(a.Peer, b.Peer); c != 0 {
+				return c
+			}
+			return bytes.Compare(a.Origin[:], b.Origin[:])
+		})
+		r.check(r.store.PutHolds(dirty))
+	}
+	// A lapsed hold of a peer that holds nothing else goes with all of that peer's; a
+	// peer's other holds stay (the store forgets per peer).
+	peers := map[string]bool{}
+	for _, k := range lapsed {
+		peers[k.peer] = true
+	}
+	for k := range r.ret.holds {
+		delete(peers, k.peer)
+	}
+	names := make([]string, 0, len(peers))
+	for p := range peers {
+		names = append(names, p)
+	}
+	slices.Sort(names)
+	for _, p := range names {
+		r.check(r.store.DeleteHolds(p))
+	}
+}
+
+// retentionStep is one step's decision: which entries go, within its budget.
+type retentionStep struct {
+	r        *Replica
+	budget   int                      // entries it may still examine
+	limits   map[wire.OriginID]uint64 // the lowest held seq per origin
+	next     map[wire.OriginID]uint64 // each log's floor after the step, where it moves
+	afloor   uint64                   // the arrival floor after the step (0: unmoved)
+	total    uint64                   // the logs' bytes before the step
+	over     uint64                   // bytes past RetainBytes still to purge
+	ageLimit uint64                   // HLC wall milliseconds: older entries may go
+	purged   uint64
+	held     map[string]heldBack
+}
+
+// verdict is what a step makes of one entry.
+type verdict uint8
+
+const (
+	purge    verdict = iota
+	tooYoung         // neither old enough nor wanted for bytes: later entries are younger still
+	kept             // the head, or not yet synced
+	held             // purgeable but for a peer's hold
+)
+
+// judge decides one entry (o, seq) of size n and timestamp hlc. With decide it is next in
+// its log and goes when it may (the step counts it); without, an earlier entry of its log
+// stays and judge only finds whether a hold is what keeps it. An entry held is counted
+// against each peer whose hold keeps it.
+func (st *retentionStep) judge(o wire.OriginID, seq uint64, hlc wire.HLC, n int, decide bool) verdict {
+	r := st.r
+	os := r.origin(o)
+	switch {
+	case seq >= os.applied.Seq:
+		return kept // the head stays, so the chain can go on from it
+	case o == r.id.Origin && r.cfg.HoldUnsynced && seq > r.synced:
+		return kept // not yet durable, nor served
+	case hlc.WallMillis() >= st.ageLimit && st.over == 0:
+		return tooYoung
+	}
+	if lim, ok := st.limits[o]; ok && seq > lim && !r.cfg.Mutations.IgnoreHolds {
+		for k, h := range r.ret.holds {
+			if k.origin == o && h.seq < seq && r.now.Sub(h.since) < r.cfg.RetainHold {
+				hb := st.held[k.peer]
+				hb.entries++
+				hb.bytes += uint64(n)
+				st.held[k.peer] = hb
+			}
+		}
+		return held
+	}
+	if decide {
+		st.purged++
+		st.over -= min(st.over, uint64(n))
+	}
+	return purge
+}
+
+// floorOf is a log's floor as the step has moved it so far.
+func (st *retentionStep) floorOf(o wire.OriginID) uint64 {
+	if f, ok := st.next[o]; ok {
+		return f
+	}
+	return st.r.floor(o).Seq
+}
+
+// stragglers purges, log by log, the entries that the arrival floor passed while they were
+// kept: they are older in arrival order than every entry still in it.
+func (st *retentionStep) stragglers() bool {
+	r := st.r
+	for _, o := range r.originOrder {
+		l := r.ret.logs[o]
+		for seq := l.Floor.Seq + 1; seq <= l.Below && st.budget > 0; seq++ {
+			st.budget--
+			raw, err := r.store.Entry(o, seq)
+			if !r.check(err) {
+				return false
+			}
+			v, err := wire.ParseTxn(raw)
+			if !r.check(err) {
+				return false
+			}
+			next := st.floorOf(o) == seq-1 // every earlier entry of the run goes
+			switch st.judge(o, seq, v.HLC, len(raw), next) {
+			case purge:
+				if next {
+					st.next[o] = seq
+				}
+			case held:
+				// the rest of the run is counted against the holds too
+			default:
+				seq = l.Below // kept or too young: the rest of the run stays
+			}
+		}
+	}
+	return true
+}
+
+// arrivalOrder walks the arrival order from its floor: an entry next in its log goes when
+// it may; one kept (a head, held) is passed over, and stays in its log below the arrival
+// floor once a later entry goes; the walk ends at the first entry too young to go, at the
+// version-1 holds, or when the budget is spent.
+func (st *retentionStep) arrivalOrder(v1 uint64, hasV1 bool) bool {
+	r := st.r
+	after := r.ret.afloor
+	for st.budget > 0 && after < r.arrivals {
+		if hasV1 && after >= v1 {
+			return true // a version-1 peer still needs every position above v1
+		}
+		n := min(st.budget, arrivalBatch)
+		batch, err := r.store.Arrivals(after, n)
+		if !r.check(err) {
+			return false
+		}
+		if len(batch) == 0 {
+			return true
+		}
+		for _, a := range batch {
+			if hasV1 && a.Pos > v1 {
+				return true
+			}
+			st.budget--
+			after = a.Pos
+			v, err := wire.ParseTxn(a.Txn)
+			if !r.check(err) {
+				return false
+			}
+			if v.Seq != st.floorOf(v.Origin)+1 {
+				st.judge(v.Origin, v.Seq, v.HLC, len(a.Txn), false) // an earlier entry stays: counted if held
+				continue
+			}
+			switch st.judge(v.Origin, v.Seq, v.HLC, len(a.Txn), true) {
+			case purge:
+				st.next[v.Origin] = v.Seq
+				st.afloor = a.Pos
+			case tooYoung:
+				return true
+			}
+			if st.budget <= 0 {
+				return true
+			}
+		}
+	}
+	return true
+}
+
+// purgedAnswer answers a peer that asks for entries below a log's floor (docs/contract.md
+// §16): this node's own origin, or any origin to a version-1 peer, closes the connection
+// with purged; a relayed origin is withdrawn from a version-2 peer, which is sent no entry
+// of it on this connection.
+func (r *Replica) purgedAnswer(c *conn, o wire.OriginID, why string) {
+	r.counters.PurgedAnswers++
+	if c.version == 1 || o == r.id.Origin {
+		r.closeConn(c, wire.CodePurged, why)
+		return
+	}
+	c.purged[o] = true
+	c.dropOut(o)
+	if c.adv[o] {
+		delete(c.adv, o)
+		r.checkConn(c, c.sess.V2().WithdrawHeads([]wire.OriginID{o}))
+	}
+}
+
+// isPurged reports whether err says an entry is below its log's floor.
+func isPurged(err error) bool { return errors.Is(err, ErrPurged) }
