@@ -31,8 +31,8 @@ func check(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer s.Close()
-	// The store reads its identity, cursor vector and last arrival position when it opens
-	// (an error there is Open's); afterwards these answer from memory and do not fail.
+	// The store reads its identity, cursor vector and logs when it opens (an error there is
+	// Open's); afterwards these answer from memory and do not fail.
 	id, _ := s.Identity()
 	problems, err := replica.Audit(s, 100)
 	if err != nil {
@@ -40,8 +40,12 @@ func check(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	vec, _ := s.Vector()
-	last, _ := s.LastArrival()
-	fmt.Fprintf(stdout, "node %s (origin %x): %d origins, %d log entries\n", id.Name, id.Origin[:], vec.Len(), last)
+	logs, _ := s.Logs()
+	held := uint64(0)
+	for _, e := range vec.Entries() {
+		held += e.Seq - logs[e.Origin].Floor.Seq
+	}
+	fmt.Fprintf(stdout, "node %s (origin %x): %d origins, %d log entries\n", id.Name, id.Origin[:], vec.Len(), held)
 	for _, p := range problems {
 		fmt.Fprintln(stdout, "PROBLEM:", p)
 	}

@@ -77,6 +77,9 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	sync := fs.String("sync", "origin", "origin | all | none")
 	moveDelay := fs.Duration("move-delay", replica.DefaultMoveDelay, "how long another relay's head must stay ahead of an origin's source before the origin moves")
 	stall := fs.Duration("stall-timeout", replica.DefaultStallTimeout, "how long a source may advertise entries that do not come before it counts as a gap")
+	retainAge := fs.Duration("retain-age", replica.DefaultRetainAge, "log entries older than this (by HLC time) may be purged")
+	retainBytes := fs.Uint64("retain-bytes", 0, "past this many bytes of origin logs, the oldest entries in arrival order are purged first (0: no bound)")
+	retainHold := fs.Duration("retain-hold", replica.DefaultRetainHold, "entries a peer still needs are kept, until it has not advanced for this long")
 	chanWin := fs.Int("channel-window", 0, "bytes received and not yet applied per origin channel (0: the default, one largest frame)")
 	sessWin := fs.Int("session-window", 0, "bytes received and not yet applied per connection (0: the default, 64 MiB)")
 	if err := fs.Parse(args); err != nil {
@@ -98,6 +101,12 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	}
 	if *stall <= 0 {
 		return nil, fmt.Errorf("--stall-timeout: %v is not positive", *stall)
+	}
+	if *retainAge <= 0 {
+		return nil, fmt.Errorf("--retain-age: %v is not positive", *retainAge)
+	}
+	if *retainHold <= 0 {
+		return nil, fmt.Errorf("--retain-hold: %v is not positive", *retainHold)
 	}
 	limits := protocol.Limits{MaxChannelBuffer: *chanWin, MaxSessionBuffer: *sessWin}
 	if *chanWin < 0 || *sessWin < 0 {
@@ -122,7 +131,8 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	}
 	return &serveConfig{listen: *listen, httpListen: *httpListen, node: node.Config{Name: *name, DataDir: *data,
 		Peers: peers, Secret: []byte(*secret), ProtocolMax: *protoMax, Sync: node.SyncMode(*sync),
-		MoveDelay: *moveDelay, StallTimeout: *stall, Limits: limits}}, nil
+		MoveDelay: *moveDelay, StallTimeout: *stall, Limits: limits,
+		RetainAge: *retainAge, RetainBytes: *retainBytes, RetainHold: *retainHold}}, nil
 }
 
 // loopback reports whether a listen address binds only the loopback interface.

@@ -38,6 +38,10 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--bogus"}, "-bogus"},
 		{[]string{"--move-delay", "0s"}, "--move-delay"},
 		{[]string{"--stall-timeout", "-1s"}, "--stall-timeout"},
+		{[]string{"--retain-age", "0s"}, "--retain-age"},
+		{[]string{"--retain-hold", "-1s"}, "--retain-hold"},
+		{[]string{"--retain-bytes", "-1"}, "-retain-bytes"},
+		{[]string{"--retain-bytes", "1KiB"}, "-retain-bytes"},
 		{[]string{"--channel-window", "100"}, "--channel-window"},
 		{[]string{"--session-window", "-1"}, "--session-window"},
 		{[]string{"extra"}, "extra"},
@@ -59,6 +63,14 @@ func TestServeDefaults(t *testing.T) {
 	if cfg.listen != "127.0.0.1:7400" || cfg.httpListen != "127.0.0.1:7401" || cfg.node.DataDir != "./plait-data" ||
 		cfg.node.Sync != "origin" || cfg.node.ProtocolMax != 0 || cfg.node.Name == "" {
 		t.Errorf("defaults: %+v", cfg)
+	}
+	if cfg.node.RetainAge != 72*time.Hour || cfg.node.RetainBytes != 0 || cfg.node.RetainHold != 24*time.Hour {
+		t.Errorf("retention defaults: age %v, bytes %d, hold %v", cfg.node.RetainAge, cfg.node.RetainBytes, cfg.node.RetainHold)
+	}
+	// The smallest retention a node takes: one nanosecond, one byte.
+	cfg, err = parseServe([]string{"--retain-age", "1ns", "--retain-hold", "1ns", "--retain-bytes", "1"}, &bytes.Buffer{})
+	if err != nil || cfg.node.RetainAge != 1 || cfg.node.RetainHold != 1 || cfg.node.RetainBytes != 1 {
+		t.Errorf("the smallest retention: %v, %+v", err, cfg)
 	}
 	t.Setenv("PLAIT_SECRET", "from the environment, 32 bytes..")
 	cfg, err = parseServe([]string{"--listen", "0.0.0.0:7400"}, &bytes.Buffer{})

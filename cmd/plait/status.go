@@ -32,21 +32,22 @@ func printStatus(w io.Writer, d httpapi.StatusDoc) {
 	fmt.Fprintf(w, "node %s  origin %s  protocol %d..%d  authenticated %v\n\n", d.Node.Name, d.Node.Origin,
 		d.Node.Protocol.Min, d.Node.Protocol.Max, d.Node.Authenticated)
 	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(t, "ORIGIN\tAPPLIED\tHEAD\tLAG\tLAG MS\tSOURCE\tCHANGES\tDIVERGED")
+	fmt.Fprintln(t, "ORIGIN\tAPPLIED\tHEAD\tLAG\tLAG MS\tSOURCE\tCHANGES\tDIVERGED\tFLOOR\tLOG BYTES")
 	for _, o := range d.Origins {
-		fmt.Fprintf(t, "%s\t%d\t%d\t%d\t%d\t%s\t%d\t%v\n", o.Name, o.AppliedSeq, o.HeadSeq, o.LagSeq, o.LagMs,
-			dash(o.SourcePeer), o.SourceChanges, o.Diverged)
+		fmt.Fprintf(t, "%s\t%d\t%d\t%d\t%d\t%s\t%d\t%v\t%d\t%d\n", o.Name, o.AppliedSeq, o.HeadSeq, o.LagSeq, o.LagMs,
+			dash(o.SourcePeer), o.SourceChanges, o.Diverged, o.FloorSeq, o.LogBytes)
 	}
 	t.Flush()
 	fmt.Fprintln(w)
 	t = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(t, "PEER\tURL\tSTATE\tCONNECTED\tVERSION\tRTT MS\tRECONNECTS\tLAST ERROR")
+	fmt.Fprintln(t, "PEER\tURL\tSTATE\tCONNECTED\tVERSION\tRTT MS\tRECONNECTS\tHOLDS BACK\tLAST ERROR")
 	for _, p := range d.Peers {
 		last := "-"
 		if p.LastError != nil {
 			last = p.LastError.Code + ": " + p.LastError.Message
 		}
-		fmt.Fprintf(t, "%s\t%s\t%s\t%v\t%d\t%.1f\t%d\t%s\n", p.Name, dash(p.URL), p.State, p.Connected, p.Version, p.RTTMs, p.Reconnects, last)
+		fmt.Fprintf(t, "%s\t%s\t%s\t%v\t%d\t%.1f\t%d\t%d B\t%s\n", p.Name, dash(p.URL), p.State, p.Connected, p.Version, p.RTTMs,
+			p.Reconnects, p.RetentionHeldBytes, last)
 	}
 	t.Flush()
 	fmt.Fprintln(w)

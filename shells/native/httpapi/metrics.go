@@ -15,6 +15,9 @@ var (
 	descApplied    = prometheus.NewDesc("plait_origin_applied_seq", "Highest seq of the origin applied here.", []string{"origin", "origin_name"}, nil)
 	descHead       = prometheus.NewDesc("plait_origin_head_seq", "Highest seq of the origin known here.", []string{"origin", "origin_name"}, nil)
 	descLag        = prometheus.NewDesc("plait_origin_lag_seconds", "HLC time between the newest known and the newest applied entry of the origin.", []string{"origin", "origin_name"}, nil)
+	descFloor      = prometheus.NewDesc("plait_origin_floor_seq", "Highest seq of the origin purged from the log here (0: none).", []string{"origin", "origin_name"}, nil)
+	descLogBytes   = prometheus.NewDesc("plait_origin_log_bytes", "Bytes of transaction encodings the origin's log holds here.", []string{"origin", "origin_name"}, nil)
+	descHeld       = prometheus.NewDesc("plait_peer_retention_held_bytes", "Bytes of log entries the peer's retention holds kept from the last retention step.", []string{"peer"}, nil)
 	descConnected  = prometheus.NewDesc("plait_peer_connected", "1 while the peer's connection streams with fresh liveness.", []string{"peer"}, nil)
 	descReconnects = prometheus.NewDesc("plait_peer_reconnects_total", "Dials of the peer after the first, since start.", []string{"peer"}, nil)
 	// descCounters has a metric for each name of CountersDoc.List (a test keeps them equal).
@@ -25,11 +28,13 @@ var (
 		"resends_requested":   prometheus.NewDesc("plait_resends_requested_total", "Resends asked of peers.", nil, nil),
 		"protocol_errors":     prometheus.NewDesc("plait_protocol_errors_total", "Connections closed for a protocol error.", nil, nil),
 		"divergences":         prometheus.NewDesc("plait_divergences_total", "Divergences found.", nil, nil),
+		"purged_answers":      prometheus.NewDesc("plait_purged_answers_total", "Peers answered that what they asked for is purged.", nil, nil),
+		"entries_purged":      prometheus.NewDesc("plait_entries_purged_total", "Log entries retention purged.", nil, nil),
 	}
 )
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descApplied, descHead, descLag, descConnected, descReconnects} {
+	for _, d := range []*prometheus.Desc{descApplied, descHead, descLag, descFloor, descLogBytes, descConnected, descReconnects, descHeld} {
 		ch <- d
 	}
 	for _, d := range descCounters {
@@ -47,10 +52,12 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descApplied, prometheus.GaugeValue, float64(o.AppliedSeq), id, o.Name)
 		ch <- prometheus.MustNewConstMetric(descHead, prometheus.GaugeValue, float64(o.HeadSeq), id, o.Name)
 		ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(o.LagMs)/1000, id, o.Name)
+		ch <- prometheus.MustNewConstMetric(descFloor, prometheus.GaugeValue, float64(o.FloorSeq), id, o.Name)
+		ch <- prometheus.MustNewConstMetric(descLogBytes, prometheus.GaugeValue, float64(o.LogBytes), id, o.Name)
 	}
 	// One series per peer name: a connection still in its handshake has no name yet, and
 	// a peer may show twice (its connection and this node's, both dialing).
-	connected, reconnects := map[string]float64{}, map[string]float64{}
+	connected, reconnects, held := map[string]float64{}, map[string]float64{}, map[string]float64{}
 	var names []string
 	for _, p := range st.Peers {
 		if p.Name == "" {
@@ -65,10 +72,12 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 			connected[p.Name] += 0
 		}
 		reconnects[p.Name] = max(reconnects[p.Name], float64(p.Reconnects))
+		held[p.Name] = float64(p.RetentionHeldBytes) // per peer name: the same for each of its rows
 	}
 	for _, name := range names {
 		ch <- prometheus.MustNewConstMetric(descConnected, prometheus.GaugeValue, connected[name], name)
 		ch <- prometheus.MustNewConstMetric(descReconnects, prometheus.CounterValue, reconnects[name], name)
+		ch <- prometheus.MustNewConstMetric(descHeld, prometheus.GaugeValue, held[name], name)
 	}
 	for _, c := range NewStatusDoc(st).Counters.List() {
 		ch <- prometheus.MustNewConstMetric(descCounters[c.Name], prometheus.CounterValue, float64(c.Value))

@@ -9,7 +9,8 @@ import (
 // value, and /metrics has a metric for each: a counter added to the document but not to
 // the list, or to the list but not to the metrics, fails here.
 func TestCountersList(t *testing.T) {
-	c := CountersDoc{TxnsApplied: 1, DuplicatesReceived: 2, GapsDetected: 3, ResendsRequested: 4, ProtocolErrors: 5, Divergences: 6}
+	c := CountersDoc{TxnsApplied: 1, DuplicatesReceived: 2, GapsDetected: 3, ResendsRequested: 4, ProtocolErrors: 5, Divergences: 6,
+		PurgedAnswers: 7, EntriesPurged: 8}
 	var fromJSON map[string]uint64
 	raw, err := json.Marshal(c)
 	if err != nil {

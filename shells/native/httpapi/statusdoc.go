@@ -41,9 +41,11 @@ type ProtocolRange struct {
 type OriginDoc struct {
 	AppliedSeq    uint64 `json:"applied_seq"`
 	Diverged      bool   `json:"diverged"`
+	FloorSeq      uint64 `json:"floor_seq"` // the highest seq purged from the log here; 0: none
 	HeadSeq       uint64 `json:"head_seq"`
 	LagMs         uint64 `json:"lag_ms"`
-	LagSeq        uint64 `json:"lag_seq"` // head_seq - applied_seq
+	LagSeq        uint64 `json:"lag_seq"`   // head_seq - applied_seq
+	LogBytes      uint64 `json:"log_bytes"` // transaction-encoding bytes the log holds here
 	Name          string `json:"name"`
 	Origin        string `json:"origin"` // the origin id in hex
 	SourceChanges uint64 `json:"source_changes"`
@@ -52,16 +54,20 @@ type OriginDoc struct {
 
 // PeerDoc is one peers[] entry: an open connection, or a configured peer that has none.
 type PeerDoc struct {
-	Capabilities []string          `json:"capabilities"` // [] before the handshake
-	Connected    bool              `json:"connected"`
-	HeldBytes    int               `json:"held_bytes"`
-	LastError    *PeerErrorDoc     `json:"last_error"` // null when there was none
-	Name         string            `json:"name"`
-	Reconnects   uint64            `json:"reconnects"`
-	RTTMs        float64           `json:"rtt_ms"` // milliseconds, to the microsecond
-	State        replica.PeerState `json:"state"`
-	URL          string            `json:"url"`
-	Version      uint64            `json:"version"`
+	Capabilities []string      `json:"capabilities"` // [] before the handshake
+	Connected    bool          `json:"connected"`
+	HeldBytes    int           `json:"held_bytes"`
+	LastError    *PeerErrorDoc `json:"last_error"` // null when there was none
+	Name         string        `json:"name"`
+	Reconnects   uint64        `json:"reconnects"`
+	// RetentionHeldBytes and RetentionHeldEntries: what this peer's retention holds kept
+	// from the last retention step (0: it holds nothing back).
+	RetentionHeldBytes   uint64            `json:"retention_held_bytes"`
+	RetentionHeldEntries uint64            `json:"retention_held_entries"`
+	RTTMs                float64           `json:"rtt_ms"` // milliseconds, to the microsecond
+	State                replica.PeerState `json:"state"`
+	URL                  string            `json:"url"`
+	Version              uint64            `json:"version"`
 }
 
 // PeerErrorDoc is a peer's last error.
@@ -76,8 +82,10 @@ type PeerErrorDoc struct {
 type CountersDoc struct {
 	Divergences        uint64 `json:"divergences"`
 	DuplicatesReceived uint64 `json:"duplicates_received"`
+	EntriesPurged      uint64 `json:"entries_purged"`
 	GapsDetected       uint64 `json:"gaps_detected"`
 	ProtocolErrors     uint64 `json:"protocol_errors"`
+	PurgedAnswers      uint64 `json:"purged_answers"`
 	ResendsRequested   uint64 `json:"resends_requested"`
 	TxnsApplied        uint64 `json:"txns_applied"`
 }
@@ -93,7 +101,8 @@ type Counter struct {
 func (c CountersDoc) List() []Counter {
 	return []Counter{{"txns_applied", c.TxnsApplied}, {"duplicates_received", c.DuplicatesReceived},
 		{"gaps_detected", c.GapsDetected}, {"resends_requested", c.ResendsRequested},
-		{"protocol_errors", c.ProtocolErrors}, {"divergences", c.Divergences}}
+		{"protocol_errors", c.ProtocolErrors}, {"divergences", c.Divergences},
+		{"purged_answers", c.PurgedAnswers}, {"entries_purged", c.EntriesPurged}}
 }
 
 // NewStatusDoc is the document of a replica status (as node.Node.Status gives it, with
@@ -106,12 +115,13 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 		Peers:   make([]PeerDoc, 0, len(st.Peers)),
 		Counters: CountersDoc{Divergences: st.Counters.Divergences, DuplicatesReceived: st.Counters.DuplicatesReceived,
 			GapsDetected: st.Counters.GapsDetected, ProtocolErrors: st.Counters.ProtocolErrors,
-			ResendsRequested: st.Counters.ResendsRequested, TxnsApplied: st.Counters.TxnsApplied},
+			ResendsRequested: st.Counters.ResendsRequested, TxnsApplied: st.Counters.TxnsApplied,
+			PurgedAnswers: st.Counters.PurgedAnswers, EntriesPurged: st.Counters.EntriesPurged},
 	}
 	for _, o := range st.Origins {
-		d.Origins = append(d.Origins, OriginDoc{AppliedSeq: o.AppliedSeq, Diverged: o.Diverged, HeadSeq: o.HeadSeq,
-			LagMs: o.LagMs, LagSeq: o.LagSeq, Name: o.Name, Origin: hex.EncodeToString(o.Origin[:]),
-			SourceChanges: o.SourceChanges, SourcePeer: o.SourcePeer})
+		d.Origins = append(d.Origins, OriginDoc{AppliedSeq: o.AppliedSeq, Diverged: o.Diverged, FloorSeq: o.FloorSeq,
+			HeadSeq: o.HeadSeq, LagMs: o.LagMs, LagSeq: o.LagSeq, LogBytes: o.LogBytes, Name: o.Name,
+			Origin: hex.EncodeToString(o.Origin[:]), SourceChanges: o.SourceChanges, SourcePeer: o.SourcePeer})
 	}
 	for _, p := range st.Peers {
 		caps := p.Capabilities
@@ -124,7 +134,8 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 				Code: string(e.Err.Code), Message: e.Err.Message}
 		}
 		d.Peers = append(d.Peers, PeerDoc{Capabilities: caps, Connected: p.Connected, HeldBytes: p.HeldBytes,
-			LastError: lastErr, Name: p.Name, Reconnects: p.Reconnects, RTTMs: float64(p.RTT.Microseconds()) / 1000,
+			LastError: lastErr, Name: p.Name, Reconnects: p.Reconnects, RetentionHeldBytes: p.RetentionHeldBytes,
+			RetentionHeldEntries: p.RetentionHeldEntries, RTTMs: float64(p.RTT.Microseconds()) / 1000,
 			State: p.State, URL: p.URL, Version: p.Version})
 	}
 	return d

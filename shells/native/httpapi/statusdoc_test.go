@@ -14,7 +14,7 @@ import (
 // statusGoldens are replica statuses and the exact /v1/status document of each: every
 // field set; a peer without capabilities or last error beside no origins; the zero
 // status (empty lists, never null). The documents were first taken from the map-based
-// encoding StatusDoc replaced.
+// encoding StatusDoc replaced; the retention fields were added since.
 var statusGoldens = []struct {
 	name   string
 	status replica.Status
@@ -23,48 +23,50 @@ var statusGoldens = []struct {
 	{"every field set", replica.Status{
 		Node: replica.NodeStatus{Name: "B", Origin: wire.OriginID{0xb0, 0x01}, ProtocolMin: 1, ProtocolMax: 2, Authenticated: true},
 		Origins: []replica.OriginStatus{
-			{Origin: wire.OriginID{0xa0, 0x01}, Name: "A", AppliedSeq: 7, HeadSeq: 10, LagSeq: 3, LagMs: 250, SourcePeer: "R", SourceChanges: 2, Diverged: true},
+			{Origin: wire.OriginID{0xa0, 0x01}, Name: "A", AppliedSeq: 7, HeadSeq: 10, LagSeq: 3, LagMs: 250, SourcePeer: "R", SourceChanges: 2, Diverged: true,
+				FloorSeq: 4, LogBytes: 777},
 			{Origin: wire.OriginID{0xb0, 0x01}, Name: "B", AppliedSeq: 42, HeadSeq: 42},
 		},
 		Peers: []replica.PeerStatus{{Conn: 3, Name: "R", Origin: wire.OriginID{0xc0}, Dialed: true, State: replica.PeerStreaming,
 			Connected: true, Version: 2, Capabilities: []string{"cap-a", "cap-b"}, RTT: 1234567 * time.Nanosecond, HeldBytes: 4096,
 			LastError: &replica.PeerError{Err: wire.NewError(wire.CodeDivergence, "entry 5 of A: hash differs"),
 				At: time.Date(2031, 5, 6, 7, 8, 9, 500, time.FixedZone("UTC+2", 2*3600))},
-			URL: "ws://127.0.0.1:7400", Reconnects: 5}},
+			URL: "ws://127.0.0.1:7400", Reconnects: 5, RetentionHeldEntries: 6, RetentionHeldBytes: 888}},
 		Counters: replica.Counters{TxnsApplied: 11, DuplicatesReceived: 12, GapsDetected: 13, ResendsRequested: 14,
-			ProtocolErrors: 15, Divergences: 16},
+			ProtocolErrors: 15, Divergences: 16, PurgedAnswers: 17, EntriesPurged: 18},
 	}, `{
-		"counters": {"divergences": 16, "duplicates_received": 12, "gaps_detected": 13, "protocol_errors": 15,
-			"resends_requested": 14, "txns_applied": 11},
+		"counters": {"divergences": 16, "duplicates_received": 12, "entries_purged": 18, "gaps_detected": 13, "protocol_errors": 15,
+			"purged_answers": 17, "resends_requested": 14, "txns_applied": 11},
 		"node": {"authenticated": true, "name": "B", "origin": "b0010000000000000000000000000000", "protocol": {"max": 2, "min": 1}},
 		"origins": [
-			{"applied_seq": 7, "diverged": true, "head_seq": 10, "lag_ms": 250, "lag_seq": 3, "name": "A",
+			{"applied_seq": 7, "diverged": true, "floor_seq": 4, "head_seq": 10, "lag_ms": 250, "lag_seq": 3, "log_bytes": 777, "name": "A",
 				"origin": "a0010000000000000000000000000000", "source_changes": 2, "source_peer": "R"},
-			{"applied_seq": 42, "diverged": false, "head_seq": 42, "lag_ms": 0, "lag_seq": 0, "name": "B",
+			{"applied_seq": 42, "diverged": false, "floor_seq": 0, "head_seq": 42, "lag_ms": 0, "lag_seq": 0, "log_bytes": 0, "name": "B",
 				"origin": "b0010000000000000000000000000000", "source_changes": 0, "source_peer": ""}
 		],
 		"peers": [
 			{"capabilities": ["cap-a", "cap-b"], "connected": true, "held_bytes": 4096,
 				"last_error": {"at": "2031-05-06T05:08:09Z", "class": "protocol", "code": "divergence", "message": "entry 5 of A: hash differs"},
-				"name": "R", "reconnects": 5, "rtt_ms": 1.234, "state": "streaming", "url": "ws://127.0.0.1:7400", "version": 2}
+				"name": "R", "reconnects": 5, "retention_held_bytes": 888, "retention_held_entries": 6,
+				"rtt_ms": 1.234, "state": "streaming", "url": "ws://127.0.0.1:7400", "version": 2}
 		]
 	}`},
 	{"no origins, a peer without capabilities or error", replica.Status{
 		Node:  replica.NodeStatus{Name: "N", Origin: wire.OriginID{0x01}, ProtocolMin: 1, ProtocolMax: 1},
 		Peers: []replica.PeerStatus{{Name: "P", State: replica.PeerBackoff, URL: "ws://h:1"}},
 	}, `{
-		"counters": {"divergences": 0, "duplicates_received": 0, "gaps_detected": 0, "protocol_errors": 0,
-			"resends_requested": 0, "txns_applied": 0},
+		"counters": {"divergences": 0, "duplicates_received": 0, "entries_purged": 0, "gaps_detected": 0, "protocol_errors": 0,
+			"purged_answers": 0, "resends_requested": 0, "txns_applied": 0},
 		"node": {"authenticated": false, "name": "N", "origin": "01000000000000000000000000000000", "protocol": {"max": 1, "min": 1}},
 		"origins": [],
 		"peers": [
 			{"capabilities": [], "connected": false, "held_bytes": 0, "last_error": null, "name": "P", "reconnects": 0,
-				"rtt_ms": 0, "state": "backoff", "url": "ws://h:1", "version": 0}
+				"retention_held_bytes": 0, "retention_held_entries": 0, "rtt_ms": 0, "state": "backoff", "url": "ws://h:1", "version": 0}
 		]
 	}`},
 	{"the zero status", replica.Status{}, `{
-		"counters": {"divergences": 0, "duplicates_received": 0, "gaps_detected": 0, "protocol_errors": 0,
-			"resends_requested": 0, "txns_applied": 0},
+		"counters": {"divergences": 0, "duplicates_received": 0, "entries_purged": 0, "gaps_detected": 0, "protocol_errors": 0,
+			"purged_answers": 0, "resends_requested": 0, "txns_applied": 0},
 		"node": {"authenticated": false, "name": "", "origin": "00000000000000000000000000000000", "protocol": {"max": 0, "min": 0}},
 		"origins": [],
 		"peers": []

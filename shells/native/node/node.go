@@ -62,6 +62,11 @@ type Config struct {
 	// MaxPendingHandshakes bounds the accepted connections whose handshake has not
 	// completed; an upgrade request beyond it is refused at once with 503 (default 64).
 	MaxPendingHandshakes int
+	// RetainAge, RetainBytes and RetainHold are the replica's retention (0: its defaults,
+	// 72 h, no bound and 24 h).
+	RetainAge   time.Duration
+	RetainBytes uint64
+	RetainHold  time.Duration
 }
 
 // Node is a running node.
@@ -71,19 +76,22 @@ type Node struct {
 	store *rocksstore.Store
 	rep   *replica.Replica
 
-	in       chan func()
-	conns    map[replica.ConnID]*wsConn // owned by the loop
-	waiters  []waiter                   // local writes waiting for their sync
-	synced   uint64                     // the local seq the last sync covered
-	syncing  bool                       // a sync runs (loop only)
-	syncWG   sync.WaitGroup             // the running sync, which Stop waits for
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	srv      *http.Server
-	err      error // why the loop stopped
-	stopped  chan struct{}
-	stopOnce sync.Once
+	in      chan func()
+	conns   map[replica.ConnID]*wsConn // owned by the loop
+	waiters []waiter                   // local writes waiting for their sync
+	synced  uint64                     // the local seq the last sync covered
+	syncing bool                       // a sync runs (loop only)
+	syncWG  sync.WaitGroup             // the running sync and compaction, which Stop waits for
+	// compaction of purged log ranges, off the loop: running, and the purges it covered
+	compacting bool
+	compacted  uint64
+	ctx        context.Context
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	srv        *http.Server
+	err        error // why the loop stopped
+	stopped    chan struct{}
+	stopOnce   sync.Once
 
 	peerMu sync.Mutex // serializes AddPeer and RemovePeer
 
@@ -167,7 +175,8 @@ func Start(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("node: the data directory %s belongs to node %q, not %q", cfg.DataDir, id.Name, cfg.Name)
 	}
 	rep, err := replica.New(replica.Config{MaxVersion: cfg.ProtocolMax, Secret: cfg.Secret, Limits: cfg.Limits, Write: cfg.Write,
-		HoldUnsynced: cfg.Sync != SyncNone, MoveDelay: cfg.MoveDelay, StallTimeout: cfg.StallTimeout}, store)
+		HoldUnsynced: cfg.Sync != SyncNone, MoveDelay: cfg.MoveDelay, StallTimeout: cfg.StallTimeout,
+		RetainAge: cfg.RetainAge, RetainBytes: cfg.RetainBytes, RetainHold: cfg.RetainHold}, store)
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -287,6 +296,7 @@ func (n *Node) loop() {
 			return
 		}
 		n.groupCommit()
+		n.compact()
 		n.flush()
 		timer.Reset(n.untilDeadline())
 	}
@@ -345,6 +355,26 @@ func (n *Node) groupCommit() {
 		kept = append(kept, w)
 	}
 	n.waiters = kept
+}
+
+// compact lets the store compact the log ranges that retention purged, off the loop (a
+// manual compaction may take seconds): the disk space comes back, where range deletions
+// alone would only hide the entries. One runs at a time.
+func (n *Node) compact() {
+	purged := n.rep.Counters().EntriesPurged
+	if n.compacting || purged == n.compacted {
+		return
+	}
+	n.compacting, n.compacted = true, purged
+	n.syncWG.Add(1)
+	go func() {
+		defer n.syncWG.Done()
+		n.store.CompactLogs()
+		select {
+		case n.in <- func() { n.compacting = false }:
+		case <-n.stopped:
+		}
+	}()
 }
 
 // flush hands every connection its messages, closes the ones whose session ended, and
@@ -413,7 +443,9 @@ func (n *Node) Status() (replica.Status, error) {
 			p, d := n.peers[name], n.dials[name]
 			i := slices.IndexFunc(st.Peers, func(ps replica.PeerStatus) bool { return ps.Name == p.Name })
 			if i < 0 {
-				st.Peers = append(st.Peers, replica.PeerStatus{Name: p.Name, State: d.state, LastError: n.rep.LastError(p.Name)})
+				ps := replica.PeerStatus{Name: p.Name, State: d.state, LastError: n.rep.LastError(p.Name)}
+				ps.RetentionHeldEntries, ps.RetentionHeldBytes = n.rep.RetentionHeld(p.Name)
+				st.Peers = append(st.Peers, ps)
 				i = len(st.Peers) - 1
 			}
 			st.Peers[i].URL, st.Peers[i].Reconnects = p.URL, d.reconnects
@@ -537,7 +569,7 @@ func (n *Node) RemovePeer(name string) error {
 	p.cancel()
 	var err error
 	derr := n.do(func() {
-		err = n.store.DeleteDialPeer(name)
+		err = errors.Join(n.store.DeleteDialPeer(name), n.rep.ReleaseHolds(name))
 		for _, ps := range n.rep.Status(time.Now()).Peers {
 			if ps.Name == name {
 				n.check(n.rep.CloseConn(time.Now(), ps.Conn, "peer removed"))
