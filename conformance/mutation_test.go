@@ -24,6 +24,7 @@ func TestMutationsAreCaught(t *testing.T) {
 		{"routing rule", mutate.Set{BreakRouting: true}},
 		{"durability (unsynced entries served)", mutate.Set{ServeUnsynced: true}},
 		{"failover isolation (every origin resubscribed)", mutate.Set{BreakFailoverIsolation: true}},
+		{"retention holds (entries a peer still needs purged)", mutate.Set{IgnoreHolds: true}},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel() // each mutation is a value of its own runs: nothing is shared

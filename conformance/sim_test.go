@@ -35,19 +35,29 @@ func TestSim(t *testing.T) {
 		return
 	}
 	start := time.Now()
-	failed, largest := 0, 0
+	failed, largest, retaining, purgedRuns := 0, 0, 0, 0
 	var virtual time.Duration
 	for seed := *simBase; seed < *simBase+uint64(*simSeeds); seed++ {
 		rep := sim.Random(seed, sim.Options{Nodes: *simNodes})
 		largest, virtual = max(largest, rep.Nodes), virtual+rep.Virtual
+		if rep.RetainBytes > 0 {
+			retaining++
+			if rep.Purged > 0 {
+				purgedRuns++
+			}
+		}
 		if len(rep.Failures) > 0 {
 			failed++
 			t.Errorf("FAILING SEED %d (replay: go test ./conformance -run 'TestSim$' -seed=%d -sim.nodes=%d -sim.trace -v): %s\n  %v",
 				seed, seed, *simNodes, rep, rep.Failures)
 		}
 	}
+	if retaining > 0 && purgedRuns < retaining*9/10 {
+		t.Errorf("%d of %d runs with retention purged anything: the range does not exercise it", purgedRuns, retaining)
+	}
 	took := time.Since(start)
-	t.Logf("%d seeds from %d: %d failed, %s", *simSeeds, *simBase, failed, took.Round(time.Millisecond))
+	t.Logf("%d seeds from %d: %d failed, %s; %d with retention, %d of them purged", *simSeeds, *simBase, failed,
+		took.Round(time.Millisecond), retaining, purgedRuns)
 	t.Logf("%.1f schedules per second; %.0fx virtual time; largest topology %d nodes",
 		float64(*simSeeds)/took.Seconds(), virtual.Seconds()/took.Seconds(), largest)
 }

@@ -10,36 +10,39 @@ import (
 
 // Report is what one random run did and found.
 type Report struct {
-	Seed        uint64
-	Nodes       int
-	Links       int
-	Topology    string
-	Mixed       bool // some node spoke version 1 at some point
-	Writes      int
-	Disconnects int
-	Partitions  int
-	Crashes     int
-	PowerLosses int // crashes that lost every write since the node's last Sync
-	Upgrades    int // restarts at a newer protocol version than the node spoke before
-	Downgrades  int // restarts at an older one
-	Injected    int // faults that hit an entry
-	Detected    int
-	Covered     int
-	Resent      int
-	Closed      int // dropped entries whose connection closed before anything showed the hole
-	Moves       int // source changes (not first choices)
-	Duplicates  uint64
-	Records     int
-	Digest      string
-	Virtual     time.Duration
-	SyncDelay   time.Duration // nodes held unsynced writes this long (0: not at all)
-	Failures    []string
+	Seed          uint64
+	Nodes         int
+	Links         int
+	Topology      string
+	Mixed         bool // some node spoke version 1 at some point
+	Writes        int
+	Disconnects   int
+	Partitions    int
+	Crashes       int
+	PowerLosses   int    // crashes that lost every write since the node's last Sync
+	Upgrades      int    // restarts at a newer protocol version than the node spoke before
+	Downgrades    int    // restarts at an older one
+	RetainBytes   uint64 // the nodes' retention bound (0: the defaults)
+	Purged        uint64 // log entries purged, over every node
+	PurgedAnswers uint64 // peers answered purged, over every node
+	Injected      int    // faults that hit an entry
+	Detected      int
+	Covered       int
+	Resent        int
+	Closed        int // dropped entries whose connection closed before anything showed the hole
+	Moves         int // source changes (not first choices)
+	Duplicates    uint64
+	Records       int
+	Digest        string
+	Virtual       time.Duration
+	SyncDelay     time.Duration // nodes held unsynced writes this long (0: not at all)
+	Failures      []string
 }
 
 func (r Report) String() string {
-	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d downgrades=%d faults=%d detected=%d covered=%d resent=%d closed=%d moves=%d duplicates=%d records=%d digest=%s virtual=%s sync-delay=%s",
+	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d downgrades=%d faults=%d detected=%d covered=%d resent=%d closed=%d moves=%d duplicates=%d retain-bytes=%d purged=%d purged-answers=%d records=%d digest=%s virtual=%s sync-delay=%s",
 		r.Seed, r.Nodes, r.Topology, r.Links, r.Mixed, r.Writes, r.Disconnects, r.Partitions, r.Crashes, r.PowerLosses, r.Upgrades, r.Downgrades,
-		r.Injected, r.Detected, r.Covered, r.Resent, r.Closed, r.Moves, r.Duplicates, r.Records, r.Digest, r.Virtual, r.SyncDelay)
+		r.Injected, r.Detected, r.Covered, r.Resent, r.Closed, r.Moves, r.Duplicates, r.RetainBytes, r.Purged, r.PurgedAnswers, r.Records, r.Digest, r.Virtual, r.SyncDelay)
 }
 
 // SimLimits are small session limits, so that the simulator's small transactions fill
@@ -72,15 +75,28 @@ func Random(seed uint64, opts Options) Report {
 		// durable (replica.Config.HoldUnsynced).
 		opts.SyncDelay = time.Duration(1+seed%20) * time.Millisecond
 	}
+	if seed%3 == 1 && opts.RetainAge == 0 && opts.RetainBytes == 0 {
+		// A third of the runs purge their logs as they go: a few KiB of logs, entries of a
+		// few seconds. Holds outlast every partition and crash of a run, so that no node
+		// falls below a floor it would need a copy to pass.
+		opts.RetainBytes = 2048 + (seed%7)*1024
+		opts.RetainAge = time.Duration(2+seed%5) * time.Second
+		opts.RetainHold = 30 * time.Second
+	}
 	c := New(opts)
 	rng := c.Rand()
-	rep := Report{Seed: seed, SyncDelay: opts.SyncDelay}
+	rep := Report{Seed: seed, SyncDelay: opts.SyncDelay, RetainBytes: opts.RetainBytes}
 	n := 3 + rng.IntN(6)
 	if opts.Nodes > 0 {
 		n = opts.Nodes
 	}
 	rep.Nodes = n
-	rep.Mixed = rng.IntN(4) == 0
+	// Runs with retention speak version 2 only and lose no power: a version-1 peer that
+	// resumes below an arrival floor, or a node whose power loss took back entries it had
+	// acknowledged, is answered purged, and converges only by a base copy (docs/design.md
+	// §14). The draws stay the same, so the other runs keep their schedules.
+	retaining := opts.RetainBytes > 0
+	rep.Mixed = rng.IntN(4) == 0 && !retaining
 	names := make([]string, n)
 	versions := map[string]uint64{} // the version each node speaks at its next start
 	anyV1 := false
@@ -115,6 +131,18 @@ func Random(seed uint64, opts Options) Report {
 
 	const busy = 15 * time.Second
 	end := c.Now().Add(busy)
+	if retaining {
+		// Every origin writes first, before any fault: each node then subscribes to each
+		// origin at some peer, which holds it from there. A node that never subscribed to
+		// an origin before its peers purged it could only catch up by a base copy.
+		for i, name := range names {
+			c.At(c.Now().Add(time.Duration(50+10*i)*time.Millisecond), func() {
+				if seq, _ := c.Write(name, []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte("first-" + name), Value: []byte("1")}}); seq > 0 {
+					rep.Writes++
+				}
+			})
+		}
+	}
 	// Writes: 2 to 4 writers at a time over a small key space, so keys collide.
 	for t := c.Now().Add(200 * time.Millisecond); t.Before(end); t = t.Add(time.Duration(10+rng.IntN(60)) * time.Millisecond) {
 		node := names[rng.IntN(n)]
@@ -139,7 +167,7 @@ func Random(seed uint64, opts Options) Report {
 			node := names[rng.IntN(n)]
 			d := time.Duration(200+rng.IntN(4000)) * time.Millisecond
 			version := versions[node]
-			power := opts.SyncDelay > 0 && rng.IntN(2) == 0
+			power := opts.SyncDelay > 0 && rng.IntN(2) == 0 && !retaining
 			if rep.Mixed && rng.IntN(2) == 0 {
 				version = 3 - version // 1 <-> 2: a rolling upgrade or downgrade
 				versions[node] = version
@@ -217,7 +245,10 @@ func Random(seed uint64, opts Options) Report {
 			}
 		}
 		if nd.Rep != nil {
-			rep.Duplicates += nd.Rep.Counters().DuplicatesReceived
+			cs := nd.Rep.Counters()
+			rep.Duplicates += cs.DuplicatesReceived
+			rep.Purged += cs.EntriesPurged
+			rep.PurgedAnswers += cs.PurgedAnswers
 		}
 	}
 	if opts.Inspect != nil {

@@ -48,6 +48,11 @@ type Options struct {
 	Inspect func(*Cluster)
 	// Mutations break a decision of every node on purpose (the mutation check).
 	Mutations mutate.Set
+	// RetainAge, RetainBytes and RetainHold are every node's retention (0: the replica's
+	// defaults, under which a run of seconds purges nothing).
+	RetainAge   time.Duration
+	RetainBytes uint64
+	RetainHold  time.Duration
 }
 
 // Cluster is the simulated world.
@@ -181,7 +186,8 @@ func (c *Cluster) AddNodeBuild(name string, maxVersion uint64, newSession func(p
 func (c *Cluster) start(n *Node) error {
 	rep, err := replica.New(replica.Config{MaxVersion: n.MaxVersion, Secret: []byte("simulated cluster secret"),
 		Limits: c.opts.Limits, NewSession: c.newSession(n), HoldUnsynced: c.opts.SyncDelay > 0,
-		Mutations: c.opts.Mutations}, n.Store)
+		Mutations: c.opts.Mutations, RetainAge: c.opts.RetainAge, RetainBytes: c.opts.RetainBytes,
+		RetainHold: c.opts.RetainHold}, n.Store)
 	if err != nil {
 		return err
 	}
