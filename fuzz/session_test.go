@@ -250,8 +250,8 @@ func buildSessionSetup() (*sessSetup, error) {
 
 // recordSessionSetup establishes the pair and records the inputs of the session under test.
 func recordSessionSetup() (*sessSetup, *prototest.Pair, error) {
-	dc := prototest.Config(wire.RoleDialer, "a", 1)
-	lc := prototest.Config(wire.RoleListener, "b", 2)
+	dc := prototest.ConfigV2(wire.RoleDialer, "a", 1)
+	lc := prototest.ConfigV2(wire.RoleListener, "b", 2)
 	dc.Limits, lc.Limits = sessLimits, sessLimits
 	p, err := prototest.NewPair(dc, lc)
 	if err != nil {

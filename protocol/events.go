@@ -50,8 +50,13 @@ const (
 	// EventCredit: the peer raised the credit of Origin's channel, or of the connection
 	// when Origin is zero (version 2, sending side).
 	EventCredit EventKind = 14
-	// EventHeads: the peer advertised or withdrew heads (version 2, receiving side).
+	// EventHeads: the peer advertised or withdrew heads (version 2, receiving side), or
+	// advertised floors (version 3).
 	EventHeads EventKind = 15
+	// EventPurged: the peer cannot serve Origin's channel from the position asked: its log
+	// begins above it, after the floor (Seq, Hash). The channel is closed (version 3,
+	// receiving side).
+	EventPurged EventKind = 16
 )
 
 var eventNames = [...]string{
@@ -70,6 +75,7 @@ var eventNames = [...]string{
 	EventResend:       "resend",
 	EventCredit:       "credit",
 	EventHeads:        "heads",
+	EventPurged:       "purged",
 }
 
 func (k EventKind) String() string {
@@ -100,6 +106,7 @@ func (k EventKind) String() string {
 //	resend          -                                Origin, From
 //	credit          -                                Origin (zero: the connection's)
 //	heads           -                                Heads
+//	purged          -                                Origin, Seq, Hash (version 3)
 type Event struct {
 	Kind EventKind
 	// Position is a position in the version-1 sender's arrival order: the one the peer
@@ -113,9 +120,9 @@ type Event struct {
 	// Name is the name the peer gave Origin.
 	Name string
 	// Seq and Hash are a chain position of Origin that the peer sent or that this side
-	// sends: the subscriber's position (subscribed), the acknowledged position (cursor), or
-	// the position a DIVERGENCE frame names (divergence: this side's when it found the
-	// divergence, the peer's when ByPeer).
+	// sends: the subscriber's position (subscribed), the acknowledged position (cursor), the
+	// position a DIVERGENCE frame names (divergence: this side's when it found the
+	// divergence, the peer's when ByPeer), or the peer's floor (purged).
 	Seq  uint64
 	Hash wire.Hash
 	// Expected is the seq the receiver expected next: its position + 1 (gap). Version 2

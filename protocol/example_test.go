@@ -11,7 +11,7 @@ import (
 )
 
 // Example is a session's life on both ends of one connection, joined by memory: the
-// handshake, a version-2 channel from the subscriber's position, one entry sent, received,
+// handshake (version 3, the newest), a channel from the subscriber's position, one entry sent, received,
 // acknowledged after it is "durable", and an orderly close.
 func Example() {
 	now := time.Unix(1_800_000_000, 0).UTC()
@@ -63,8 +63,8 @@ func Example() {
 	_ = dialer.Close(wire.CodeGoingAway, "done")
 	deliver()
 	// Output:
-	// B: handshake, version 2 with A
-	// A: handshake, version 2 with B
+	// B: handshake, version 3 with A
+	// A: handshake, version 3 with B
 	// A: subscribed origin 0013 at seq 0
 	// B: txn seq 1
 	// A: cursor origin 0013 at seq 1

@@ -176,9 +176,9 @@ func fixture(t *testing.T, dl protocol.Limits) *prototest.Pair {
 // limits) to subscribe and receive, the listener to send. No origin is named yet.
 func v2pair(t *testing.T, limits protocol.Limits) *prototest.Pair {
 	t.Helper()
-	dc := prototest.Config(wire.RoleDialer, "r", 1)
+	dc := prototest.ConfigV2(wire.RoleDialer, "r", 1)
 	dc.Limits = limits
-	p := established(t, dc, prototest.Config(wire.RoleListener, "s", 2))
+	p := established(t, dc, prototest.ConfigV2(wire.RoleListener, "s", 2))
 	if p.D.S.Handshake().Version != 2 {
 		t.Fatalf("version %d", p.D.S.Handshake().Version)
 	}

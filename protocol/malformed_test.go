@@ -166,7 +166,7 @@ var (
 // output has been taken.
 func fxPairV2(t *testing.T, dl, ll protocol.Limits) *prototest.Pair {
 	t.Helper()
-	dc, lc := prototest.Config(wire.RoleDialer, "a", 1), prototest.Config(wire.RoleListener, "b", 2)
+	dc, lc := prototest.ConfigV2(wire.RoleDialer, "a", 1), prototest.ConfigV2(wire.RoleListener, "b", 2)
 	dc.Limits, lc.Limits = dl, ll
 	p := established(t, dc, lc)
 	if v := p.D.S.Handshake().Version; v != 2 {
@@ -554,7 +554,7 @@ func inputCases() []inputCase {
 			msg:  pingThen(prototest.Frame(&wire.Divergence{Channel: 3, Side: wire.SideSender})),
 			code: wire.CodeBadChannel, frame: wire.TypeDivergence, offset: P, check: noEvent(protocol.EventDivergence)},
 		{name: "no common version with this build", on: onHandshake, cfg: func(c *protocol.Config) { c.MaxVersion = 0 },
-			msg: peerHelloFrame(func(h *wire.Hello) { h.MinVersion, h.MaxVersion = 3, 5 }), code: wire.CodeUnsupportedVersion, frame: wire.TypeHello, offset: 0},
+			msg: peerHelloFrame(func(h *wire.Hello) { h.MinVersion, h.MaxVersion = 4, 5 }), code: wire.CodeUnsupportedVersion, frame: wire.TypeHello, offset: 0},
 		{name: "ACK1 beyond the last position sent", on: onL, msg: pingThen(ack1(4)), code: wire.CodeBadField, frame: wire.TypeAck1, offset: P},
 		{name: "a txn whose prev hash is wrong", msg: pingThen(txn1(4, fxOther[3].Raw)), code: wire.CodeDivergence, frame: wire.TypeTxn1, offset: P,
 			check: countIs("divergence", func(s protocol.Stats) uint64 { return s.Divergences }, protocol.EventDivergence, 4)},
@@ -895,7 +895,7 @@ func TestMessageLimitBoundary(t *testing.T) {
 // Err() should name the frame and its offset.
 func TestUnsupportedVersionNamesHello(t *testing.T) {
 	s, _ := handshakeTarget(t, nil)
-	must(t, s.Receive(prototest.Epoch, helloFrame(peerHello(func(h *wire.Hello) { h.MinVersion, h.MaxVersion = 3, 5 }))))
+	must(t, s.Receive(prototest.Epoch, helloFrame(peerHello(func(h *wire.Hello) { h.MinVersion, h.MaxVersion = 4, 5 }))))
 	e := s.Err()
 	if e == nil || e.Code != wire.CodeUnsupportedVersion {
 		t.Fatalf("err %v", e)

@@ -588,8 +588,8 @@ func errCode(err error) wire.Code {
 // ---- connecting ----
 
 func (m *modelSystem) connect() {
-	rc := prototest.Config(wire.RoleDialer, "recv", 1)
-	sc := prototest.Config(wire.RoleListener, "send", 2)
+	rc := prototest.ConfigV2(wire.RoleDialer, "recv", 1)
+	sc := prototest.ConfigV2(wire.RoleListener, "send", 2)
 	rc.Limits, sc.Limits = modelLimits, modelLimits
 	c := &modelConn{known: map[uint32]uint64{}, knownOrigin: map[uint32]int{}, lastSent: map[uint32]uint64{},
 		grant: map[uint32]uint64{}, leak: map[uint32]uint64{}}

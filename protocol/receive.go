@@ -97,7 +97,7 @@ func (s *Session) frame(now time.Time, f wire.Frame) {
 		s.unexpected(f, "in state "+s.state.String())
 		return
 	}
-	if v := wire.Version(f.Type); v != 0 && v != s.info.Version {
+	if v := wire.Version(f.Type); !frameOfVersion(v, s.info.Version) {
 		s.unexpected(f, "a version-"+strconv.FormatUint(v, 10)+" frame on a version-"+strconv.FormatUint(s.info.Version, 10)+" connection")
 		return
 	}
@@ -124,6 +124,12 @@ func (s *Session) frame(now time.Time, f wire.Frame) {
 	default:
 		s.onV2Control(f, body)
 	}
+}
+
+// frameOfVersion reports whether a frame of version v (0: every version) belongs on a
+// connection of version conn: its own version's, and on version 3 version 2's too.
+func frameOfVersion(v, conn uint64) bool {
+	return v == 0 || v == conn || (v >= 2 && conn > v)
 }
 
 func (s *Session) unexpected(f wire.Frame, why string) {

@@ -15,11 +15,11 @@ import (
 	"plait/protocol/wire"
 )
 
-// TestHandshakeEstablishes: two sessions establish the version both offer (version 1 when
-// one is limited to it, else 2) with the capabilities both offer, each knowing the other;
-// until the caller asks, nothing but HELLO and AUTH was sent, and nothing is held.
+// TestHandshakeEstablishes: two sessions establish the version both offer (the dialer's
+// limit, 1 to 3) with the capabilities both offer, each knowing the other; until the
+// caller asks, nothing but HELLO and AUTH was sent, and nothing is held.
 func TestHandshakeEstablishes(t *testing.T) {
-	for _, version := range []uint64{1, 2} {
+	for _, version := range []uint64{1, 2, 3} {
 		dc := prototest.Config(wire.RoleDialer, "a", 1)
 		lc := prototest.Config(wire.RoleListener, "b", 2)
 		dc.MaxVersion, lc.MaxVersion = version, 0 // the dialer's limit decides
@@ -32,7 +32,7 @@ func TestHandshakeEstablishes(t *testing.T) {
 			peer             string
 			peerOrigin       wire.OriginID
 			peerMin, peerMax uint64
-		}{{p.D, "b", prototest.Origin(2), 1, 2}, {p.L, "a", prototest.Origin(1), 1, version}} {
+		}{{p.D, "b", prototest.Origin(2), 1, 3}, {p.L, "a", prototest.Origin(1), 1, version}} {
 			ev := c.side.Last(protocol.EventHandshake)
 			if ev == nil {
 				t.Fatalf("version %d: no handshake event", version)

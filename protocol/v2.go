@@ -63,6 +63,8 @@ type v2State struct {
 
 	advertised map[wire.OriginID]uint64 // heads this side advertised
 	peerHeads  map[wire.OriginID]uint64 // heads the peer advertised
+	advFloors  map[wire.OriginID]uint64 // version 3: floors this side advertised
+	peerFloors map[wire.OriginID]uint64 // version 3: floors the peer advertised
 
 	cursors []uint32 // channels whose acknowledged position moved since the last Ready
 	grants  []uint32 // channels that released credit since the last Ready
@@ -74,10 +76,13 @@ func (s *Session) v2init() {
 	v.in, v.inOrigin = map[uint32]*inChannel{}, map[wire.OriginID]*inChannel{}
 	v.out, v.outOrigin = map[uint32]*outChannel{}, map[wire.OriginID]*outChannel{}
 	v.advertised, v.peerHeads = map[wire.OriginID]uint64{}, map[wire.OriginID]uint64{}
+	v.advFloors, v.peerFloors = map[wire.OriginID]uint64{}, map[wire.OriginID]uint64{}
 	v.connIn = credit.NewReceiver(uint64(s.limits.MaxSessionBuffer), uint64(s.limits.MaxFrameBody)+wire.HeaderSize)
 }
 
-func (s *Session) isV2() bool { return s.state == StateEstablished && s.info.Version == 2 }
+// isV2 reports whether the session is established at version 2 or later: version 3 is
+// version 2 and more.
+func (s *Session) isV2() bool { return s.state == StateEstablished && s.info.Version >= 2 }
 
 // ---- receiving: DATA ----
 
@@ -266,6 +271,8 @@ func (s *Session) onV2Control(f wire.Frame, body wire.Body) {
 		s.onDivergence(f, b)
 	case *wire.Heads:
 		s.onHeads(f, b)
+	case *wire.Purged:
+		s.onPurged(f, b)
 	default:
 		s.unexpected(f, "not handled by this build")
 	}
@@ -360,13 +367,54 @@ func (s *Session) onHeads(f wire.Frame, b *wire.Heads) {
 			return
 		}
 	}
+	if s.info.Version < 3 {
+		// Floors are version 3's: a version-2 peer sends none, and a receiver ignores them,
+		// judging the rest as version 2 does.
+		if len(b.Heads) == 0 && len(b.Withdrawn) == 0 {
+			s.fail(wire.FrameError(wire.CodeBadField, f.Type, f.Offset, "HEADS with no head and nothing withdrawn"))
+			return
+		}
+		b.Floors = nil
+	}
+	for _, fl := range b.Floors {
+		switch {
+		case !s.peerOrigins[fl.Origin].named:
+			s.unexpected(f, "a floor of origin "+fl.Origin.String()+" before its ORIGIN frame")
+			return
+		case fl.Seq < s.v2.peerFloors[fl.Origin]:
+			s.fail(wire.FrameError(wire.CodeOutOfOrder, f.Type, f.Offset, "the floor of origin "+fl.Origin.String()+" went back"))
+			return
+		}
+	}
 	for _, h := range b.Heads {
 		s.v2.peerHeads[h.Origin] = h.Seq
 	}
 	for _, o := range b.Withdrawn {
 		delete(s.v2.peerHeads, o)
 	}
+	for _, fl := range b.Floors {
+		s.v2.peerFloors[fl.Origin] = fl.Seq
+	}
 	s.emit(Event{Kind: EventHeads, Heads: b})
+}
+
+// onPurged closes a channel this side subscribed to that the sender cannot serve: it asked
+// below the sender's floor.
+func (s *Session) onPurged(f wire.Frame, b *wire.Purged) {
+	ch := s.v2.in[b.Channel]
+	if ch == nil {
+		if b.Channel > s.v2.lastIn {
+			s.fail(wire.FrameError(wire.CodeBadChannel, f.Type, f.Offset, "channel "+strconv.FormatUint(uint64(b.Channel), 10)+" was never opened"))
+		}
+		return // it raced this side's close
+	}
+	if b.Seq <= ch.seq {
+		s.fail(wire.FrameError(wire.CodeBadField, f.Type, f.Offset, "a floor at "+strconv.FormatUint(b.Seq, 10)+
+			" is not above the position asked from, "+strconv.FormatUint(ch.seq, 10)))
+		return
+	}
+	s.closeIn(ch)
+	s.emit(Event{Kind: EventPurged, Origin: ch.origin, Seq: b.Seq, Hash: b.Hash})
 }
 
 // flushPending reports whether flushV2 may queue something: acknowledgements or credit

@@ -61,7 +61,7 @@ func (s *Session) needV2(cmd string) *wire.Error {
 	if err := s.needEstablished(cmd); err != nil {
 		return err
 	}
-	if s.info.Version != 2 {
+	if s.info.Version < 2 {
 		return wire.NewError(wire.CodeInvalidState, cmd+" on a version-"+strconv.FormatUint(s.info.Version, 10)+" connection")
 	}
 	return nil

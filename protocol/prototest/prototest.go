@@ -77,6 +77,14 @@ func Config(role wire.Role, name string, n byte) protocol.Config {
 	return protocol.Config{Role: role, Name: name, Origin: Origin(n), Secret: []byte("test-secret")}
 }
 
+// ConfigV2 is Config limited to protocol version 2, as a node run with --protocol-max 2:
+// what the tests of version 2's frames and rules use, so that they test exactly version 2.
+func ConfigV2(role wire.Role, name string, n byte) protocol.Config {
+	c := Config(role, name, n)
+	c.MaxVersion = 2
+	return c
+}
+
 // ConfigV1 is Config limited to protocol version 1, as a node run with --protocol-max 1.
 func ConfigV1(role wire.Role, name string, n byte) protocol.Config {
 	c := Config(role, name, n)

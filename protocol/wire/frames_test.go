@@ -157,6 +157,9 @@ func samples() []sample {
 			Withdrawn: []wire.OriginID{originB}}},
 		{name: "HEADS advertised only", body: &wire.Heads{Heads: []wire.Head{{Origin: originA, Seq: 3, HLC: 0}, {Origin: originB, Seq: 1 << 62, HLC: 1<<64 - 1}}}},
 		{name: "HEADS withdrawn only", body: &wire.Heads{Withdrawn: []wire.OriginID{originA, originB}}},
+		{name: "HEADS with floors (version 3)", body: &wire.Heads{Heads: []wire.Head{{Origin: originA, Seq: 9, HLC: 7}},
+			Floors: []wire.Floor{{Origin: originA, Seq: 4, Hash: hash9}, {Origin: originB, Seq: 1, Hash: hash9}}}},
+		{name: "PURGED", body: &wire.Purged{Channel: 3, Seq: 4, Hash: hash9}},
 		{name: "CREDIT of the connection and a channel", body: &wire.Credit{Entries: []wire.CreditEntry{{Channel: 0, Limit: 64 << 20}, {Channel: 1, Limit: 128 << 10}}}},
 		{name: "CREDIT of a channel, limit 0", body: &wire.Credit{Entries: []wire.CreditEntry{{Channel: 5, Limit: 0}}}},
 		{name: "RESEND", body: &wire.Resend{Channel: 1, From: 3}},
@@ -216,14 +219,16 @@ func TestFrameRoundTrip(t *testing.T) {
 			want = 1
 		case typ >= wire.TypeSubscribe && typ <= wire.TypeDivergence:
 			want = 2
+		case typ == wire.TypePurged:
+			want = 3
 		}
 		if got := wire.Version(typ); got != want {
 			t.Errorf("type %s belongs to version %d, SPEC's registry says %d", typ, got, want)
 		}
 	}
-	// Exactly the registry of SPEC: 0x01..0x06, 0x10..0x12 and 0x20..0x27.
+	// Exactly the registry of SPEC: 0x01..0x06, 0x10..0x12, 0x20..0x27 and 0x30.
 	var want []wire.Type
-	for _, r := range [][2]wire.Type{{0x01, 0x06}, {0x10, 0x12}, {0x20, 0x27}} {
+	for _, r := range [][2]wire.Type{{0x01, 0x06}, {0x10, 0x12}, {0x20, 0x27}, {0x30, 0x30}} {
 		for typ := r[0]; typ <= r[1]; typ++ {
 			want = append(want, typ)
 		}
@@ -307,7 +312,8 @@ func TestUnknownKeysPreserved(t *testing.T) {
 		{"AUTH with text, byte-string and negative map keys", wire.TypeAuth, cat(hx("a2 01 58 20"), bytes.Repeat([]byte{1}, 32), hx("02 a3 20 00 41 00 00 61 61 00")),
 			wire.Extra{2: hx("a3 20 00 41 00 00 61 61 00")}},
 		{"CREDIT with key 2", wire.TypeCredit, cb(map[uint64]any{1: []any{v2Entry(0, 5)}, 2: "later"}), wire.Extra{2: hx("65 6c61746572")}},
-		{"HEADS with key 3 and only withdrawn origins", wire.TypeHeads, cb(map[uint64]any{2: []any{originA[:]}, 3: []any{uint64(1)}}), wire.Extra{3: hx("81 01")}},
+		{"HEADS with key 4 and only withdrawn origins", wire.TypeHeads, cb(map[uint64]any{2: []any{originA[:]}, 4: []any{uint64(1)}}), wire.Extra{4: hx("81 01")}},
+		{"PURGED with key 4", wire.TypePurged, cb(map[uint64]any{1: 2, 2: 1, 3: hash9[:], 4: "later"}), wire.Extra{4: hx("65 6c61746572")}},
 		{"DIVERGENCE with key 5", wire.TypeDivergence, cb(map[uint64]any{1: 1, 2: 0, 3: make([]byte, 32), 4: 1, 5: map[uint64]any{1: true}}),
 			wire.Extra{5: hx("a1 01 f5")}},
 	} {
@@ -593,8 +599,8 @@ func TestControlBodyBounds(t *testing.T) {
 			t.Errorf("%s body of %d bytes under a frame limit of %d: %v", typ, bound+1, bound+100, err)
 		}
 	}
-	if controls != 6+2+7 {
-		t.Errorf("%d control types checked, want 15 (6 shared, 2 of version 1, 7 of version 2)", controls)
+	if controls != 6+2+7+1 {
+		t.Errorf("%d control types checked, want 16 (6 shared, 2 of version 1, 7 of version 2, 1 of version 3)", controls)
 	}
 
 	// Valid bodies of exactly the bound decode and re-encode; one byte more does not.
@@ -1342,6 +1348,16 @@ func TestV2FieldRules(t *testing.T) {
 		{"CURSOR channels out of order", cur(wire.CursorEntry{Channel: 2, Seq: 1, Hash: hash9}, wire.CursorEntry{Channel: 1, Seq: 1, Hash: hash9}), false},
 		{"HEADS valid", &wire.Heads{Heads: []wire.Head{head(originA, 1)}, Withdrawn: []wire.OriginID{originB}}, true},
 		{"HEADS with nothing to say", &wire.Heads{}, false},
+		{"HEADS with floors only", &wire.Heads{Floors: []wire.Floor{{Origin: originA, Seq: 1, Hash: hash9}}}, true},
+		{"HEADS with a floor at seq 0", &wire.Heads{Floors: []wire.Floor{{Origin: originA, Hash: hash9}}}, false},
+		{"HEADS with a floor without its hash", &wire.Heads{Floors: []wire.Floor{{Origin: originA, Seq: 1}}}, false},
+		{"HEADS with a floor of the all-zero origin", &wire.Heads{Floors: []wire.Floor{{Seq: 1, Hash: hash9}}}, false},
+		{"HEADS with floors out of order", &wire.Heads{Floors: []wire.Floor{{Origin: originB, Seq: 1, Hash: hash9}, {Origin: originA, Seq: 1, Hash: hash9}}}, false},
+		{"HEADS with a floor of a withdrawn origin", &wire.Heads{Withdrawn: []wire.OriginID{originA}, Floors: []wire.Floor{{Origin: originA, Seq: 1, Hash: hash9}}}, false},
+		{"PURGED valid", &wire.Purged{Channel: 1, Seq: 1, Hash: hash9}, true},
+		{"PURGED on channel 0", &wire.Purged{Seq: 1, Hash: hash9}, false},
+		{"PURGED at seq 0", &wire.Purged{Channel: 1}, false},
+		{"PURGED without its hash", &wire.Purged{Channel: 1, Seq: 3}, false},
 		{"HEADS with an origin both advertised and withdrawn (SPEC M24)", &wire.Heads{Heads: []wire.Head{head(originA, 1)}, Withdrawn: []wire.OriginID{originA}}, false},
 		{"HEADS with an origin both advertised and withdrawn, among others", &wire.Heads{Heads: []wire.Head{head(originA, 1), head(originB, 2)},
 			Withdrawn: []wire.OriginID{{0x01}, originB}}, false},

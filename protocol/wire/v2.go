@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 )
 
@@ -154,6 +155,9 @@ type Head struct {
 type Heads struct {
 	Heads     []Head     `cbor:"1,keyasint,omitempty"`
 	Withdrawn []OriginID `cbor:"2,keyasint,omitempty"`
+	// Floors (version 3, key 3): the highest entry the sender purged from each origin's log,
+	// for origins whose floor is new or moved; a key that earlier builds keep as unknown.
+	Floors []Floor `cbor:"3,keyasint,omitempty"`
 	Unknown
 }
 
@@ -161,11 +165,23 @@ func (*Heads) FrameType() Type { return TypeHeads }
 
 func (h *Heads) AppendBody(dst []byte) ([]byte, error) { return appendMap(dst, h, h.Extra) }
 
-// Validate: something to say; each list strictly ascending by origin; no origin in both;
-// heads at seq >= 1.
+// Validate: something to say; each list strictly ascending by origin; no origin both a
+// head and withdrawn, nor both withdrawn and given a floor; heads at seq >= 1; floors at
+// seq >= 1 with their chain hash.
 func (h *Heads) Validate() error {
-	if len(h.Heads) == 0 && len(h.Withdrawn) == 0 {
-		return badField("HEADS with no head and nothing withdrawn")
+	if len(h.Heads) == 0 && len(h.Withdrawn) == 0 && len(h.Floors) == 0 {
+		return badField("HEADS with no head, nothing withdrawn and no floor")
+	}
+	for i, f := range h.Floors {
+		if f.Origin.IsZero() || f.Seq == 0 || f.Hash == (Hash{}) {
+			return badField("a floor needs a non-zero origin, seq >= 1 and its chain hash")
+		}
+		if i > 0 && bytes.Compare(h.Floors[i-1].Origin[:], f.Origin[:]) >= 0 {
+			return badField("floors are not strictly ascending by origin")
+		}
+		if slices.Contains(h.Withdrawn, f.Origin) {
+			return badField("origin " + f.Origin.String() + " is both withdrawn and given a floor")
+		}
 	}
 	for i, e := range h.Heads {
 		if e.Origin.IsZero() || e.Seq == 0 {
@@ -323,7 +339,7 @@ func init() {
 	register(TypeSubscribe, withDecode(control("SUBSCRIBE"), decodeControl[Subscribe](1, (*Subscribe).Validate, 1)))
 	register(TypeUnsubscribe, withDecode(control("UNSUBSCRIBE"), decodeControl[Unsubscribe](1, (*Unsubscribe).Validate, 1)))
 	register(TypeCursor, withDecode(control("CURSOR"), decodeControl[Cursor](1, (*Cursor).Validate, 1)))
-	register(TypeHeads, withDecode(control("HEADS"), decodeControl[Heads](2, (*Heads).Validate)))
+	register(TypeHeads, withDecode(control("HEADS"), decodeControl[Heads](3, (*Heads).Validate)))
 	register(TypeCredit, withDecode(control("CREDIT"), decodeControl[Credit](1, (*Credit).Validate, 1)))
 	register(TypeResend, withDecode(control("RESEND"), decodeControl[Resend](2, (*Resend).Validate, 1, 2)))
 	register(TypeDivergence, withDecode(control("DIVERGENCE"), decodeControl[Divergence](4, (*Divergence).Validate, 1, 2, 3, 4)))

@@ -1,0 +1,101 @@
+package protocol
+
+import (
+	"bytes"
+	"slices"
+	"strconv"
+
+	"plait/protocol/wire"
+)
+
+// V3Commands are the commands only a version-3 connection takes (Session.V3): what bounded
+// history adds to version 2. On an older connection they are refused with invalid-state.
+type V3Commands interface {
+	// AdvertiseFloors tells the peer how far this side purged each origin's log: its floor
+	// (the highest seq purged and its chain hash), in a HEADS frame's key 3. Only floors
+	// that moved since the last call are sent; floors never go back. Every origin needs a
+	// name (SetOriginName); its ORIGIN frame goes first.
+	AdvertiseFloors(floors []wire.Floor) error
+	// Purged answers the peer's channel of origin: it asks for entries at or below this
+	// side's floor (seq, hash), which this side no longer holds. It sends PURGED and
+	// closes the channel.
+	Purged(origin wire.OriginID, seq uint64, hash wire.Hash) error
+}
+
+// V3 returns the version-3 commands of the session.
+func (s *Session) V3() V3Commands { return (*v3Commands)(s) }
+
+// v3Commands is a Session seen through its version-3 commands.
+type v3Commands Session
+
+func (s *Session) needV3(cmd string) *wire.Error {
+	if err := s.needEstablished(cmd); err != nil {
+		return err
+	}
+	if s.info.Version < 3 {
+		return wire.NewError(wire.CodeInvalidState, cmd+" on a version-"+strconv.FormatUint(s.info.Version, 10)+" connection")
+	}
+	return nil
+}
+
+func (c *v3Commands) AdvertiseFloors(floors []wire.Floor) error {
+	s := (*Session)(c)
+	s.begin()
+	if err := s.needV3("AdvertiseFloors"); err != nil {
+		return err
+	}
+	var fresh []wire.Floor
+	seen := make(map[wire.OriginID]bool, len(floors))
+	for _, f := range floors {
+		old := s.v2.advFloors[f.Origin]
+		switch {
+		case f.Origin.IsZero() || f.Seq == 0 || f.Hash == (wire.Hash{}):
+			return wire.NewError(wire.CodeBadArgument, "a floor needs a non-zero origin, seq >= 1 and its chain hash")
+		case seen[f.Origin]:
+			return wire.NewError(wire.CodeBadArgument, "origin "+f.Origin.String()+" twice in one call")
+		case f.Seq < old:
+			return wire.NewError(wire.CodeBadArgument, "the floor of origin "+f.Origin.String()+" would go back")
+		case s.names[f.Origin] == "":
+			return wire.NewError(wire.CodeBadArgument, "origin "+f.Origin.String()+" has no name: SetOriginName first")
+		case f.Seq == old:
+			continue
+		}
+		seen[f.Origin] = true
+		fresh = append(fresh, f)
+	}
+	if len(s.v2.advFloors)+len(fresh) > s.limits.MaxOrigins {
+		return wire.NewError(wire.CodeTooManyOrigins, "advertising floors of more than "+strconv.Itoa(s.limits.MaxOrigins)+" origins")
+	}
+	slices.SortFunc(fresh, func(a, b wire.Floor) int { return bytes.Compare(a.Origin[:], b.Origin[:]) })
+	for _, f := range fresh {
+		frame, err := s.originFrame(f.Origin, s.names[f.Origin])
+		if err != nil {
+			return err
+		}
+		s.queueOrigin(f.Origin, frame)
+		s.v2.advFloors[f.Origin] = f.Seq
+	}
+	s.sendChunked(len(fresh), func(lo, hi int) wire.Body { return &wire.Heads{Floors: fresh[lo:hi]} })
+	return nil
+}
+
+func (c *v3Commands) Purged(origin wire.OriginID, seq uint64, hash wire.Hash) error {
+	s := (*Session)(c)
+	s.begin()
+	if err := s.needV3("Purged"); err != nil {
+		return err
+	}
+	ch := s.v2.outOrigin[origin]
+	switch {
+	case ch == nil:
+		return wire.NewError(wire.CodeInvalidState, "the peer has not subscribed to origin "+origin.String())
+	case seq == 0 || hash == (wire.Hash{}):
+		return wire.NewError(wire.CodeBadArgument, "a floor is at seq >= 1 with its chain hash")
+	case seq < ch.next:
+		return wire.NewError(wire.CodeBadArgument, "the channel of origin "+origin.String()+" asks from "+
+			strconv.FormatUint(ch.next, 10)+", above the floor "+strconv.FormatUint(seq, 10))
+	}
+	s.sendControl(&wire.Purged{Channel: ch.id, Seq: seq, Hash: hash})
+	s.closeOut(ch)
+	return nil
+}
