@@ -16,8 +16,9 @@ import (
 
 // Version is the ABI version this build implements; the guest exports it as abi_version.
 // Released versions are frozen: a new version only adds commands, record kinds or keys.
-// Version 2 adds the commands of protocol version 2.
-const Version = 2
+// Version 2 adds the commands of protocol version 2, version 3 those of protocol version 3
+// (floors and the purged answer).
+const Version = 3
 
 // Op is a command's opcode.
 type Op uint8
@@ -46,7 +47,11 @@ const (
 	// DeferReady, a batch carries MESSAGE and EVENT records only when it holds an OpReady.
 	OpReady Op = 0x12
 
-	lastOp = OpReady
+	// ABI version 3: the commands of protocol version 3.
+	OpAdvertiseFloors Op = 0x13 // CBOR HeadsMsg, its floors (key 3) only
+	OpPurged          Op = 0x14 // origin[16] | u64 seq | hash[32]
+
+	lastOp = OpPurged
 )
 
 // Kind is an output record's kind.
@@ -182,6 +187,16 @@ func (b *Batch) AdvertiseHeads(heads []wire.Head) error {
 // Ready appends OpReady.
 func (b *Batch) Ready() { b.add(OpReady) }
 
+// AdvertiseFloors appends OpAdvertiseFloors.
+func (b *Batch) AdvertiseFloors(floors []wire.Floor) error {
+	return b.cbor(OpAdvertiseFloors, &HeadsMsg{Floors: floors})
+}
+
+// Purged appends OpPurged.
+func (b *Batch) Purged(origin wire.OriginID, seq uint64, hash wire.Hash) {
+	b.add(OpPurged, origin[:], u64(seq), hash[:])
+}
+
 // WithdrawHeads appends OpWithdrawHeads.
 func (b *Batch) WithdrawHeads(origins []wire.OriginID) error {
 	return b.cbor(OpWithdrawHeads, &OriginsMsg{Origins: origins})
@@ -192,10 +207,11 @@ type OriginsMsg struct {
 	Origins []wire.OriginID `cbor:"1,keyasint"`
 }
 
-// HeadsMsg carries heads and withdrawn origins, as the HEADS frame does.
+// HeadsMsg carries heads, withdrawn origins and (ABI 3) floors, as the HEADS frame does.
 type HeadsMsg struct {
 	Heads     []wire.Head     `cbor:"1,keyasint,omitempty"`
 	Withdrawn []wire.OriginID `cbor:"2,keyasint,omitempty"`
+	Floors    []wire.Floor    `cbor:"3,keyasint,omitempty"`
 }
 
 // CreditMsg is the credit Send has for one origin's channel.

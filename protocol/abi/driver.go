@@ -191,12 +191,24 @@ func (d *Driver) run(op Op, p []byte) *wire.Error {
 		return asWire(d.s.V2().Ack(o, binary.BigEndian.Uint64(p[16:])))
 	case OpSend:
 		return asWire(d.s.V2().Send(p))
-	case OpAdvertiseHeads:
+	case OpAdvertiseHeads, OpAdvertiseFloors:
 		var m HeadsMsg
 		if err := decMode.Unmarshal(p, &m); err != nil {
 			return wire.NewError(wire.CodeBadArgument, "heads payload: "+err.Error())
 		}
+		if op == OpAdvertiseFloors {
+			return asWire(d.s.V3().AdvertiseFloors(m.Floors))
+		}
 		return asWire(d.s.V2().AdvertiseHeads(m.Heads))
+	case OpPurged:
+		if len(p) != 16+8+32 {
+			return short(op)
+		}
+		var o wire.OriginID
+		var h wire.Hash
+		copy(o[:], p[:16])
+		copy(h[:], p[24:])
+		return asWire(d.s.V3().Purged(o, binary.BigEndian.Uint64(p[16:24]), h))
 	}
 	return wire.NewError(wire.CodeUnknownCommand, "unknown command 0x"+strconv.FormatUint(uint64(op), 16))
 }

@@ -42,15 +42,15 @@ func results(t *testing.T, out []byte) ([]abi.ResultMsg, abi.StatusMsg) {
 
 // TestUnknownCommand: an opcode the ABI does not define is refused with unknown-command
 // (class local, about no frame), before and after OpConfigure, and the batch goes on. ABI
-// version 2 defines 0x01..0x12: one past the last (0x13) and above are unknown.
+// version 3 defines 0x01..0x14: one past the last (0x15) and above are unknown.
 //
 // internal, the other ABI-level code, is a recovered panic inside the core: no command
 // produces it without a defect, so no test does.
 func TestUnknownCommand(t *testing.T) {
-	if abi.Version != 2 || abi.OpReady != 0x12 || abi.OpSubscribeOrigins != abi.OpDecode+1 {
-		t.Fatalf("ABI version %d defines up to 0x%02x", abi.Version, uint8(abi.OpReady))
+	if abi.Version != 3 || abi.OpPurged != 0x14 || abi.OpAdvertiseFloors != abi.OpReady+1 || abi.OpSubscribeOrigins != abi.OpDecode+1 {
+		t.Fatalf("ABI version %d defines up to 0x%02x", abi.Version, uint8(abi.OpPurged))
 	}
-	unknown := []abi.Op{0x00, abi.OpReady + 1, 0x14, 0x7f, 0x80, 0xff}
+	unknown := []abi.Op{0x00, abi.OpPurged + 1, 0x16, 0x7f, 0x80, 0xff}
 	var d abi.Driver
 	var b abi.Batch
 	for _, op := range unknown {
@@ -221,14 +221,14 @@ func TestDeferReady(t *testing.T) {
 }
 
 // TestStatusBeforeStart: before START the last receive time is 0, the limits in effect are
-// the defaults (version 2's included), the advertised range is this build's 1..2 (1..1
-// with a max version of 1) and no origin has credit.
+// the defaults (version 2's included), the advertised range is this build's 1..3 (1..2 and
+// 1..1 with a max version of 2 and 1) and no origin has credit.
 func TestStatusBeforeStart(t *testing.T) {
 	def := protocol.Limits{}.WithDefaults()
 	for _, c := range []struct {
 		max    uint64
 		lo, hi uint64
-	}{{0, 1, 2}, {2, 1, 2}, {5, 1, 2}, {1, 1, 1}} {
+	}{{0, 1, 3}, {3, 1, 3}, {5, 1, 3}, {2, 1, 2}, {1, 1, 1}} {
 		var d abi.Driver
 		var b abi.Batch
 		if err := b.Configure(abi.ConfigMsg{Role: uint8(wire.RoleDialer), Name: "a", Origin: prototest.Origin(1), MaxVersion: c.max}); err != nil {
@@ -465,7 +465,8 @@ func TestVersion2Commands(t *testing.T) {
 	}
 	k := &link{t: t, nat: nat, now: prototest.Epoch}
 	lim := abi.LimitsMsg{MaxFrameBody: 1024, MaxMessage: 65536, MaxChannelBuffer: 4096, MaxSessionBuffer: 8192, MaxChannels: 4}
-	if err := k.b.Configure(abi.ConfigMsg{Role: uint8(wire.RoleDialer), Name: "a", Origin: prototest.Origin(1), Secret: nc.Secret, Limits: lim}); err != nil {
+	if err := k.b.Configure(abi.ConfigMsg{Role: uint8(wire.RoleDialer), Name: "a", Origin: prototest.Origin(1), Secret: nc.Secret, Limits: lim,
+		MaxVersion: 2}); err != nil {
 		t.Fatal(err)
 	}
 	k.b.Start(k.now, prototest.Nonce(1))
@@ -474,7 +475,7 @@ func TestVersion2Commands(t *testing.T) {
 	}
 	k.ok()
 	k.pump()
-	if k.status.Version != 2 || k.status.Handshake == nil || k.status.Handshake.PeerMax != 2 || nat.Handshake().Version != 2 ||
+	if k.status.Version != 2 || k.status.Handshake == nil || k.status.Handshake.PeerMax != 3 || nat.Handshake().Version != 2 ||
 		k.status.MinVersion != 1 || k.status.MaxVersion != 2 {
 		t.Fatalf("status %+v, native %+v", k.status, nat.Handshake())
 	}
@@ -687,7 +688,7 @@ func TestVersion2CommandsRefused(t *testing.T) {
 	}
 	k.ok()
 	k.pump()
-	if k.status.Version != 1 || k.status.MaxVersion != 2 || k.status.Handshake.PeerMax != 1 {
+	if k.status.Version != 1 || k.status.MaxVersion != 3 || k.status.Handshake.PeerMax != 1 {
 		t.Fatalf("status %+v", k.status)
 	}
 	seven := prototest.Origin(7)
@@ -809,5 +810,95 @@ func TestDecodeVersion2Frames(t *testing.T) {
 		if e := dec.Err.Wire(); e == nil || e.Code != c.err || e.Frame != wire.TypeData || e.Offset != c.errAt {
 			t.Fatalf("%s: error %+v, want %s in DATA at %d", c.name, e, c.err, c.errAt)
 		}
+	}
+}
+
+// TestVersion3Commands: over ABI 3 a session at protocol version 3 takes OpAdvertiseFloors
+// and OpPurged, and reports the native peer's floors (HEADS key 3) and PURGED answer as
+// EVENT records: heads with floors, and kind purged with the origin and the floor.
+func TestVersion3Commands(t *testing.T) {
+	nat, err := protocol.New(prototest.Config(wire.RoleListener, "b", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &link{t: t, nat: nat, now: prototest.Epoch}
+	if err := k.b.Configure(abi.ConfigMsg{Role: uint8(wire.RoleDialer), Name: "a", Origin: prototest.Origin(1), Secret: []byte("test-secret")}); err != nil {
+		t.Fatal(err)
+	}
+	k.b.Start(k.now, prototest.Nonce(1))
+	if err := nat.Start(k.now, prototest.Nonce(2)); err != nil {
+		t.Fatal(err)
+	}
+	k.ok()
+	k.pump()
+	if k.status.Version != 3 {
+		t.Fatalf("status %+v", k.status)
+	}
+	seven, one := prototest.Origin(7), prototest.Origin(1)
+	c7, c1 := prototest.Chain(seven, 4, 1, 8), prototest.Chain(one, 3, 1, 8)
+
+	// The native side names seven and advertises its head and floor; the driver's event
+	// carries both.
+	if err := nat.SetOriginName(seven, "seven"); err != nil {
+		t.Fatal(err)
+	}
+	if err := nat.V2().AdvertiseHeads([]wire.Head{{Origin: seven, Seq: 4, HLC: 4}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nat.V3().AdvertiseFloors([]wire.Floor{{Origin: seven, Seq: 2, Hash: c7[1].Hash}}); err != nil {
+		t.Fatal(err)
+	}
+	k.pump()
+	hs := k.eventsOf(protocol.EventHeads, 0)
+	if len(hs) != 2 || hs[1].Heads == nil || len(hs[1].Heads.Floors) != 1 || hs[1].Heads.Floors[0] != (wire.Floor{Origin: seven, Seq: 2, Hash: c7[1].Hash}) {
+		t.Fatalf("heads events %+v", hs)
+	}
+
+	// The driver subscribes below the floor; the native side answers PURGED.
+	if err := k.b.SubscribeOrigins([]abi.CursorMsg{{Origin: seven}}); err != nil {
+		t.Fatal(err)
+	}
+	k.ok()
+	k.pump()
+	if err := nat.V3().Purged(seven, 2, c7[1].Hash); err != nil {
+		t.Fatal(err)
+	}
+	k.pump()
+	ps := k.eventsOf(protocol.EventPurged, 0)
+	if len(ps) != 1 || ps[0].Origin == nil || *ps[0].Origin != seven || ps[0].Seq != 2 || ps[0].Hash == nil || *ps[0].Hash != c7[1].Hash {
+		t.Fatalf("purged events %+v", ps)
+	}
+	if ev, err := ps[0].Event(); err != nil || ev.Kind != protocol.EventPurged || ev.Origin != seven || ev.Seq != 2 || ev.Hash != c7[1].Hash {
+		t.Fatalf("the purged event converted back: %+v, %v", ev, err)
+	}
+
+	// The driver, sending its own origin: OpAdvertiseFloors and OpPurged reach the native
+	// side as a floor and a PURGED.
+	k.b.Name(one, "a")
+	if err := k.b.AdvertiseHeads([]wire.Head{{Origin: one, Seq: 3, HLC: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.b.AdvertiseFloors([]wire.Floor{{Origin: one, Seq: 1, Hash: c1[0].Hash}}); err != nil {
+		t.Fatal(err)
+	}
+	k.ok()
+	k.pump()
+	if h := k.natEventsOf(protocol.EventHeads, 0); len(h) != 2 || len(h[1].Heads.Floors) != 1 || h[1].Heads.Floors[0].Seq != 1 {
+		t.Fatalf("native heads events %+v", h)
+	}
+	if err := nat.V2().Subscribe([]vector.Entry{{Origin: one}}); err != nil {
+		t.Fatal(err)
+	}
+	k.pump()
+	k.b.Purged(one, 1, c1[0].Hash)
+	k.ok()
+	k.pump()
+	if p := k.natEventsOf(protocol.EventPurged, 0); len(p) != 1 || p[0].Origin != one || p[0].Seq != 1 {
+		t.Fatalf("native purged events %+v", p)
+	}
+	// OpPurged with a payload of the wrong length is refused.
+	k.b.Raw(abi.OpPurged, make([]byte, 10))
+	if rs := k.step(); len(rs) != 1 || rs[0].Err == nil || rs[0].Err.Code != string(wire.CodeBadArgument) {
+		t.Fatalf("a short OpPurged: %+v", rs)
 	}
 }

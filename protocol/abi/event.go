@@ -33,7 +33,7 @@ func EventOf(e *protocol.Event) *EventMsg {
 		m.Hash = &h
 	}
 	if e.Heads != nil {
-		m.Heads = &HeadsMsg{Heads: e.Heads.Heads, Withdrawn: e.Heads.Withdrawn}
+		m.Heads = &HeadsMsg{Heads: e.Heads.Heads, Withdrawn: e.Heads.Withdrawn, Floors: e.Heads.Floors}
 	}
 	if raw := e.Txn.Raw(); raw != nil {
 		m.Txn = raw
@@ -71,7 +71,7 @@ func (m *EventMsg) Event() (protocol.Event, error) {
 		e.Hash = *m.Hash
 	}
 	if m.Heads != nil {
-		e.Heads = &wire.Heads{Heads: m.Heads.Heads, Withdrawn: m.Heads.Withdrawn}
+		e.Heads = &wire.Heads{Heads: m.Heads.Heads, Withdrawn: m.Heads.Withdrawn, Floors: m.Heads.Floors}
 	}
 	if m.Handshake != nil {
 		h := m.Handshake.Info()

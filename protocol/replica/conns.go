@@ -35,6 +35,7 @@ type conn struct {
 	outOrder []wire.OriginID
 	excluded map[wire.OriginID]time.Time // diverged channels, left out until then
 	purged   map[wire.OriginID]bool      // origins withdrawn from the peer: it asked below their floors
+	floors   map[wire.OriginID]uint64    // version 3: the floors the peer advertised or answered
 
 	// version 1
 	v1Subscribed bool
@@ -79,7 +80,8 @@ func (r *Replica) Open(now time.Time, role wire.Role, expectPeer string, nonce [
 	r.lastConn++
 	c := &conn{id: r.lastConn, sess: s, role: role, expect: expectPeer,
 		heads: map[wire.OriginID]wire.Head{}, adv: map[wire.OriginID]bool{}, in: map[wire.OriginID]bool{},
-		out: map[wire.OriginID]*outStream{}, excluded: map[wire.OriginID]time.Time{}, purged: map[wire.OriginID]bool{}}
+		out: map[wire.OriginID]*outStream{}, excluded: map[wire.OriginID]time.Time{}, purged: map[wire.OriginID]bool{},
+		floors: map[wire.OriginID]uint64{}}
 	r.conns[c.id] = c
 	r.connOrder = append(r.connOrder, c.id)
 	return c.id, r.settle()

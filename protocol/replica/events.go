@@ -82,7 +82,7 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 		}
 	case protocol.EventGap:
 		r.counters.GapsDetected++
-		if c.version == 2 {
+		if c.version >= 2 {
 			r.counters.ResendsRequested++
 		} else {
 			r.rewindV1(c, ev.Txn.Origin)
@@ -91,6 +91,8 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 		r.onDivergence(c, ev)
 	case protocol.EventClosed:
 		r.onClosed(c, ev)
+	case protocol.EventPurged:
+		r.onPurged(c, ev)
 	case protocol.EventCredit, protocol.EventIgnoredFrame:
 		// Credit is acted on by pump; ignored frames are counted by the session (Stats).
 	}
@@ -125,6 +127,20 @@ func (r *Replica) onHeads(c *conn, h *wire.Heads) {
 		delete(c.heads, o)
 		r.routeSome[o] = true
 	}
+	for _, f := range h.Floors { // version 3: where the peer's logs begin
+		c.floors[f.Origin] = f.Seq
+		r.routeSome[f.Origin] = true
+	}
+}
+
+// onPurged takes in that a peer cannot serve an origin from this node's position: its log
+// begins above it (version 3). The channel is closed; the origin looks for another source.
+func (r *Replica) onPurged(c *conn, ev *protocol.Event) {
+	c.floors[ev.Origin] = max(c.floors[ev.Origin], ev.Seq)
+	delete(c.in, ev.Origin)
+	if st := r.origin(ev.Origin); st.source == c.id {
+		r.loseSource(st, ReasonPurged)
+	}
 }
 
 func (r *Replica) onDivergence(c *conn, ev *protocol.Event) {
@@ -139,7 +155,7 @@ func (r *Replica) onDivergence(c *conn, ev *protocol.Event) {
 		}
 	}
 	switch {
-	case c.version != 2:
+	case c.version < 2:
 		// Version 1 closes the session; the connection is made again.
 	case ev.Outgoing:
 		c.dropOut(ev.Origin)

@@ -210,6 +210,9 @@ func (r *Replica) retain() {
 		}
 		r.ret.logs, r.ret.afloor = logs, p.ArrivalFloor
 		r.counters.EntriesPurged += st.purged
+		for _, l := range p.Logs {
+			r.headsDirty[l.Origin] = true // version-3 peers are told the new floor
+		}
 	}
 	if st.budget <= 0 {
 		r.ret.nextAt = r.now // more may be due: the next Tick goes on
@@ -405,6 +408,12 @@ func (st *retentionStep) arrivalOrder(v1 uint64, hasV1 bool) bool {
 // of it on this connection.
 func (r *Replica) purgedAnswer(c *conn, o wire.OriginID, why string) {
 	r.counters.PurgedAnswers++
+	if c.version >= 3 {
+		f := r.floor(o)
+		c.dropOut(o)
+		r.checkConn(c, c.sess.V3().Purged(o, f.Seq, f.Hash))
+		return
+	}
 	if c.version == 1 || o == r.id.Origin {
 		r.closeConn(c, wire.CodePurged, why)
 		return

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"plait/protocol"
 	"plait/protocol/replica"
 	"plait/protocol/vector"
 	"plait/protocol/wire"
@@ -100,13 +101,13 @@ func TestRetentionByAge(t *testing.T) {
 // TestRetentionHoldsALaggingPeer: a peer that was sent an origin and fell behind holds its
 // entries past RetainAge; the hold shows in RetentionHeld, survives a restart of the node,
 // and lapses after RetainHold without progress (counted from the node's restart, which cut
-// the peer off too). The peer, back below the floor of the
-// node's own origin, is answered purged.
+// the peer off too). The peer, a version-2 one back below the floor of the node's own
+// origin, is answered purged.
 func TestRetentionHoldsALaggingPeer(t *testing.T) {
 	h := newHarness(t)
-	cfg := replica.Config{RetainAge: time.Second, RetainHold: 10 * time.Second}
+	cfg := replica.Config{RetainAge: time.Second, RetainHold: 10 * time.Second, MaxVersion: 2}
 	a := h.addNode("A", cfg)
-	c := h.addNode("C", replica.Config{})
+	c := h.addNode("C", replica.Config{MaxVersion: 2})
 	ca := h.connect(c, a)
 	writeN(a, 0, 3)
 	h.disconnect(ca)
@@ -158,10 +159,10 @@ func TestRetentionHoldsALaggingPeer(t *testing.T) {
 // connection stays up for everything else.
 func TestRetentionRelayWithdraws(t *testing.T) {
 	h := newHarness(t)
-	short := replica.Config{RetainAge: time.Second, RetainHold: 2 * time.Second}
-	a := h.addNode("A", replica.Config{})
+	short := replica.Config{RetainAge: time.Second, RetainHold: 2 * time.Second, MaxVersion: 2}
+	a := h.addNode("A", replica.Config{MaxVersion: 2})
 	b := h.addNode("B", short)
-	c := h.addNode("C", replica.Config{})
+	c := h.addNode("C", replica.Config{MaxVersion: 2})
 	h.connect(b, a)
 	cb := h.connect(c, b)
 	writeN(a, 0, 2)
@@ -288,4 +289,80 @@ func TestDuplicateBelowFloor(t *testing.T) {
 	}
 	c.wantFloor(a, 9)
 	c.audit()
+}
+
+// TestRetentionVersion3Floors: over version 3 a relay advertises its floors, and a node whose
+// applied seq is below a peer's floor does not take the origin from that peer (it asks
+// nothing it could not get); it takes it from a peer that can serve it.
+func TestRetentionVersion3Floors(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{})
+	b := h.addNode("B", replica.Config{RetainAge: time.Second, RetainHold: 2 * time.Second})
+	c := h.addNode("C", replica.Config{})
+	h.connect(b, a)
+	cb := h.connect(c, b)
+	writeN(a, 0, 2)
+	h.disconnect(cb)
+	writeN(a, 2, 8)
+	h.advance(4 * time.Second)
+	b.wantFloor(a, 9)
+	h.connect(c, b)
+	if got := b.rep.Counters().PurgedAnswers; got != 0 {
+		t.Errorf("B answered purged %d times; C knew B's floor and asked nothing", got)
+	}
+	if st := c.originStatus(a); st.AppliedSeq != 2 || st.SourcePeer != "" {
+		t.Errorf("C's status of A with only B, floor 9, connected = %+v, want applied 2 and no source", st)
+	}
+	h.connect(c, a) // A holds its whole log: C takes A from A
+	if st := c.originStatus(a); st.AppliedSeq != 10 || st.SourcePeer != "A" {
+		t.Errorf("C's status of A with A connected = %+v, want applied 10 from A", st)
+	}
+}
+
+// TestRetentionVersion3PurgedAnswer: a version-3 subscriber whose next entries a relay purged
+// while it was subscribed (its hold lapsed while credit kept the relay from sending) is
+// answered PURGED: the channel closes, the connection stays, and the subscriber drops the
+// relay as the origin's source.
+func TestRetentionVersion3PurgedAnswer(t *testing.T) {
+	h := newHarness(t)
+	small := protocol.Limits{MaxFrameBody: 1 << 10, MaxMessage: 64 << 10, MaxChannelBuffer: 2 << 10}
+	a := h.addNode("A", replica.Config{})
+	b := h.addNode("B", replica.Config{RetainAge: time.Second, RetainHold: 2 * time.Second, Limits: small})
+	c := h.addNode("C", replica.Config{Limits: small})
+	h.connect(b, a)
+	cb := h.connect(c, b)
+	cb.hold = true // nothing reaches C, nor its acknowledgements and credit B
+	for i := range 30 {
+		a.write(put("t", fmt.Sprint("k", i), string(make([]byte, 200))))
+		h.pump()
+	}
+	h.advance(3 * time.Second) // B's hold for C lapses; B purges what it could not send
+	if f := b.logOf(a).Floor.Seq; f < 10 {
+		t.Fatalf("B's floor of A is %d: the test needs it past what B sent C", f)
+	}
+	cb.hold = false
+	h.pump()
+	if got := b.rep.Counters().PurgedAnswers; got != 1 {
+		t.Errorf("B answered purged %d times, want 1", got)
+	}
+	if st := c.originStatus(a); st.SourcePeer != "" || st.AppliedSeq >= 30 {
+		t.Errorf("C's status of A = %+v, want no source and not all of A", st)
+	}
+	if !c.peerStatus("B").Connected {
+		t.Errorf("a PURGED closed C's connection to B")
+	}
+	c.takeMoves()
+	h.connect(c, a) // A can serve it: the origin moves there, for the reason it left B
+	var last replica.Move
+	for _, m := range c.takeMoves() {
+		if m.Origin == a.origin {
+			last = m
+		}
+	}
+	if last.From != "B" || last.To != "A" || last.Reason != replica.ReasonPurged {
+		t.Errorf("C's move of A = %+v, want B -> A, reason purged", last)
+	}
+	if st := c.originStatus(a); st.AppliedSeq != 30 {
+		t.Errorf("C applied A up to %d from A, want 30", st.AppliedSeq)
+	}
 }

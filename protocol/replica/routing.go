@@ -114,10 +114,10 @@ func (r *Replica) routeOrigin(st *originState) {
 	}
 }
 
-// usable reports whether a connection can carry an origin now: an established version-2
-// session whose channel of the origin has not diverged recently.
+// usable reports whether a connection can carry an origin now: an established session of
+// version 2 or later whose channel of the origin has not diverged recently.
 func (r *Replica) usable(c *conn, o wire.OriginID) bool {
-	if !c.established || c.version != 2 {
+	if !c.established || c.version < 2 {
 		return false
 	}
 	if until, ok := c.excluded[o]; ok {
@@ -142,6 +142,9 @@ func (r *Replica) candidates(st *originState) []candidate {
 			continue
 		}
 		h, has := c.heads[st.id]
+		if c.floors[st.id] > st.applied.Seq {
+			continue // version 3: its floor is above what this node applied
+		}
 		if c.direct(st.id) || has && h.Seq > st.applied.Seq {
 			cands = append(cands, candidate{c: c, direct: c.direct(st.id), head: h.Seq})
 		}
@@ -242,7 +245,7 @@ func (r *Replica) advertise() {
 	}
 	for _, id := range r.connOrder {
 		c := r.conns[id]
-		if !c.established || c.version != 2 {
+		if !c.established || c.version < 2 {
 			continue
 		}
 		set := dirty
@@ -251,6 +254,7 @@ func (r *Replica) advertise() {
 		}
 		var heads []wire.Head
 		var gone []wire.OriginID
+		var floors []wire.Floor
 		for _, o := range set {
 			st := r.origins[o]
 			seq, hlc := st.applied.Seq, st.appliedHLC
@@ -260,6 +264,9 @@ func (r *Replica) advertise() {
 			if seq > 0 && o != c.peerOrigin && st.source != c.id && !c.purged[o] {
 				heads = append(heads, wire.Head{Origin: o, Seq: seq, HLC: hlc})
 				c.adv[o] = true
+				if f := r.floor(o); f.Seq > 0 && c.version >= 3 {
+					floors = append(floors, wire.Floor{Origin: o, Seq: f.Seq, Hash: f.Hash})
+				}
 			} else if c.adv[o] {
 				gone = append(gone, o)
 				delete(c.adv, o)
@@ -270,6 +277,9 @@ func (r *Replica) advertise() {
 		}
 		if len(gone) > 0 {
 			r.checkConn(c, c.sess.V2().WithdrawHeads(gone))
+		}
+		if len(floors) > 0 { // the session sends only the floors that moved
+			r.checkConn(c, c.sess.V3().AdvertiseFloors(floors))
 		}
 	}
 }
@@ -297,6 +307,7 @@ const (
 	ReasonDiverged     MoveReason = "diverged"     // the source's channel diverged
 	ReasonDirect       MoveReason = "direct"       // the origin itself connected
 	ReasonAhead        MoveReason = "ahead"        // another head stayed ahead for MoveDelay
+	ReasonPurged       MoveReason = "purged"       // the source answered PURGED: its log begins above this node's position (version 3)
 )
 
 // Moves hands over the source changes since the last call (for the simulator and logs).

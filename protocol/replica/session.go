@@ -11,7 +11,7 @@ import (
 // it. *protocol.Session implements it; the WASM host (shells/wasm/host) implements it for
 // a build of the core running under wazero, so that the simulator can put frozen builds in
 // a cluster. Config.NewSession chooses the implementation. The commands of one protocol
-// version are behind V1 and V2, so that every call site shows the version it needs.
+// version are behind V1, V2 and V3, so that every call site shows the version it needs.
 type Session interface {
 	Start(now time.Time, nonce []byte) error
 	Receive(now time.Time, msg []byte) error
@@ -35,6 +35,7 @@ type Session interface {
 
 	V1() protocol.V1Commands
 	V2() protocol.V2Commands
+	V3() protocol.V3Commands
 }
 
 var _ Session = (*protocol.Session)(nil)

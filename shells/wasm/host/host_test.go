@@ -64,8 +64,8 @@ func load(t testing.TB) (*host.Module, *host.Instance) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { mod.Close(ctx) })
-	if mod.ABIVersion() != abi.Version || abi.Version != 2 {
-		t.Fatalf("abi_version %d, want 2 (abi.Version %d)", mod.ABIVersion(), abi.Version)
+	if mod.ABIVersion() != abi.Version || abi.Version != 3 {
+		t.Fatalf("abi_version %d, want 3 (abi.Version %d)", mod.ABIVersion(), abi.Version)
 	}
 	in, err := mod.Instantiate(ctx)
 	if err != nil {
@@ -307,18 +307,18 @@ func (k *twinLink) natCount(kind protocol.EventKind) int {
 	return n
 }
 
-// TestWasmAgainstNativeV2: the built guest (ABI version 2) and the native session, both of
-// this build, negotiate protocol version 2 and run a short version-2 stream in both
+// TestWasmAgainstNativeV2: the built guest (this ABI version) and the native session, both of
+// this build, the native one limited to version 2, negotiate protocol version 2 and run a short version-2 stream in both
 // directions and both roles, through every version-2 opcode; at every step a native driver
 // fed the same batches answers byte for byte the same.
 func TestWasmAgainstNativeV2(t *testing.T) {
 	for _, wasmRole := range []wire.Role{wire.RoleDialer, wire.RoleListener} {
 		t.Run(wasmRole.String(), func(t *testing.T) {
 			mod, in := load(t)
-			if mod.ABIVersion() != 2 || in == nil {
+			if mod.ABIVersion() != abi.Version || in == nil {
 				t.Fatalf("abi_version %d", mod.ABIVersion())
 			}
-			cfg := prototest.Config(1-wasmRole, "native", 2)
+			cfg := prototest.ConfigV2(1-wasmRole, "native", 2)
 			nat, err := protocol.New(cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -337,7 +337,7 @@ func TestWasmAgainstNativeV2(t *testing.T) {
 			if k.w.count(protocol.EventHandshake) != 1 || nat.Handshake().Version != 2 {
 				t.Fatalf("handshake: wasm %+v native %v %v", k.w.events, nat.State(), nat.Err())
 			}
-			if st := k.w.status; st.Version != 2 || !st.Connected || st.MinVersion != 1 || st.MaxVersion != 2 || st.Limits.MaxChannelBuffer != 1<<20 {
+			if st := k.w.status; st.Version != 2 || !st.Connected || st.MinVersion != 1 || st.MaxVersion != 3 || st.Limits.MaxChannelBuffer != 1<<20 {
 				t.Fatalf("status %+v", st)
 			}
 
@@ -452,7 +452,7 @@ func TestWasmAgainstNativeV2(t *testing.T) {
 func TestUnknownCommandIsAnErrorResult(t *testing.T) {
 	_, in := load(t)
 	var b abi.Batch
-	b.Raw(abi.OpReady+1, []byte{1, 2, 3}) // one past the last opcode of ABI version 2
+	b.Raw(abi.OpPurged+1, []byte{1, 2, 3}) // one past the last opcode of ABI version 3
 	b.Tick(prototest.Epoch)
 	bad := append(b.Bytes(), 0x03, 0, 0, 0, 9, 1) // claims 9 bytes, has 1
 	out, err := in.Step(context.Background(), bad)

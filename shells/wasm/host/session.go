@@ -284,10 +284,23 @@ func (s *Session) V1() protocol.V1Commands { return (*v1Commands)(s) }
 // from the last status).
 func (s *Session) V2() protocol.V2Commands { return (*v2Commands)(s) }
 
+// V3 returns the version-3 commands, each one command batch (a module of ABI 3 or later:
+// an older one never negotiates version 3).
+func (s *Session) V3() protocol.V3Commands { return (*v3Commands)(s) }
+
 type (
 	v1Commands Session
 	v2Commands Session
+	v3Commands Session
 )
+
+func (c *v3Commands) AdvertiseFloors(floors []wire.Floor) error {
+	return (*Session)(c).call(func(b *abi.Batch) error { return b.AdvertiseFloors(floors) })
+}
+
+func (c *v3Commands) Purged(origin wire.OriginID, seq uint64, hash wire.Hash) error {
+	return (*Session)(c).call(func(b *abi.Batch) error { b.Purged(origin, seq, hash); return nil })
+}
 
 func (c *v1Commands) Subscribe(from uint64, vec []vector.Entry) error {
 	m := abi.SubscribeMsg{From: from}
