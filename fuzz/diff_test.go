@@ -911,7 +911,11 @@ func (k knownDiff) matches(release, what string, rel, cur outcome) bool {
 	if !rel.ok && !cur.ok && rel.offset != cur.offset {
 		return false // a known difference is another verdict on the same frame
 	}
-	return k.frameLo < 0 || (rel.frame >= k.frameLo && rel.frame <= k.frameHi)
+	frame := rel.frame
+	if rel.ok {
+		frame = cur.frame // what this build refuses where the release takes it
+	}
+	return k.frameLo < 0 || (frame >= k.frameLo && frame <= k.frameHi)
 }
 
 // loadKnownDifferences reads the intended differences between releases and this build.
@@ -922,7 +926,8 @@ func (k knownDiff) matches(release, what string, rel, cur outcome) bool {
 // An outcome is "ok" (decoded, or still established) or "<code>/<class>" of the error,
 // prefixed "peer:" when the peer's CLOSE closed the session; a pattern may use path.Match's
 // wildcards ("unknown-frame/*"). frame= restricts the entry to inputs where the release's
-// error is at a frame of that type (hex, 0x..), or of a type in that range. The reason is
+// error is at a frame of that type (hex, 0x..), or of a type in that range (where the
+// release's outcome is ok, to inputs where this build's error is). The reason is
 // required: why the difference is intended (a bug fixed after the freeze, a frame type
 // added later, ...).
 func loadKnownDifferences(file string, rels []conformance.Release) ([]knownDiff, error) {

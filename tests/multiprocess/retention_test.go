@@ -97,30 +97,57 @@ func TestRetentionBoundsTheDataDirectory(t *testing.T) {
 }
 
 // TestRetentionPurgedAnswer: a node that stays away past --retain-hold while its peer's
-// logs purge by --retain-age comes back below the floor of the peer's own origin: the peer
-// answers purged, which the returning node shows as its last error, and counts it.
+// logs purge by --retain-age comes back below the floor of the peer's own origin. A
+// version-2 node is answered purged, which it shows as its last error, and which the peer
+// counts; a version-3 node is answered PURGED on its channel of the origin (it subscribes to
+// a peer's own origin at once, before the peer's heads tell the floor), keeps its
+// connection, and shows the origin with no source and its lag.
 func TestRetentionPurgedAnswer(t *testing.T) {
-	a := serve(t, "A", "--retain-age", "1s", "--retain-hold", "2s")
-	b := serve(t, "B", "--peer", a.PeerFlag())
-	waitFor(t, "B connected to A", 20*time.Second, func() bool { return b.connected("A") })
-	a.put("t", "k1", "v1")
-	waitFor(t, "B applied A's first write", 20*time.Second, func() bool { return b.origin("A").AppliedSeq == 1 })
-	b.stop()
-	for i := 2; i <= 5; i++ {
-		a.put("t", fmt.Sprint("k", i), "v")
-	}
-	waitFor(t, "A purged its log past B's position", 30*time.Second, func() bool { return a.origin("A").FloorSeq == 4 })
-	b.start()
-	waitFor(t, "A answered B purged", 30*time.Second, func() bool { return a.status().Counters.PurgedAnswers > 0 })
-	waitFor(t, "B shows the purged answer", 30*time.Second, func() bool {
-		for _, p := range b.status().Peers {
-			if p.Name == "A" && p.LastError != nil && p.LastError.Code == "purged" && p.LastError.Class == "unsupported" {
-				return true
+	for _, c := range []struct {
+		name  string
+		extra []string
+	}{{"version 2", []string{"--protocol-max", "2"}}, {"version 3", nil}} {
+		t.Run(c.name, func(t *testing.T) {
+			a := serve(t, "A", "--retain-age", "1s", "--retain-hold", "2s")
+			b := serve(t, "B", append([]string{"--peer", a.PeerFlag()}, c.extra...)...)
+			waitFor(t, "B connected to A", 20*time.Second, func() bool { return b.connected("A") })
+			a.put("t", "k1", "v1")
+			waitFor(t, "B applied A's first write", 20*time.Second, func() bool { return b.origin("A").AppliedSeq == 1 })
+			b.stop()
+			for i := 2; i <= 5; i++ {
+				a.put("t", fmt.Sprint("k", i), "v")
 			}
-		}
-		return false
-	})
-	if got := b.origin("A").AppliedSeq; got != 1 {
-		t.Errorf("B applied A up to %d, want 1: nothing below a floor is streamed", got)
+			waitFor(t, "A purged its log past B's position", 30*time.Second, func() bool { return a.origin("A").FloorSeq == 4 })
+			b.start()
+			if c.extra != nil {
+				waitFor(t, "A answered B purged", 30*time.Second, func() bool { return a.status().Counters.PurgedAnswers > 0 })
+				waitFor(t, "B shows the purged answer", 30*time.Second, func() bool {
+					for _, p := range b.status().Peers {
+						if p.Name == "A" && p.LastError != nil && p.LastError.Code == "purged" && p.LastError.Class == "unsupported" {
+							return true
+						}
+					}
+					return false
+				})
+			} else {
+				waitFor(t, "B connected to A again, seeing A's head", 30*time.Second, func() bool {
+					return b.connected("A") && b.origin("A").HeadSeq == 5
+				})
+				if o := b.origin("A"); o.SourcePeer != "" || o.LagSeq != 4 {
+					t.Errorf("B's status of A = %+v, want no source and a lag of 4", o)
+				}
+				if got := a.status().Counters.PurgedAnswers; got != 1 {
+					t.Errorf("A answered purged %d times, want 1 (a PURGED, then B knows the floor)", got)
+				}
+				for _, p := range b.status().Peers {
+					if p.Name == "A" && p.LastError != nil && p.LastError.Code == "purged" {
+						t.Errorf("B's connection to A closed with purged; version 3 answers on the channel")
+					}
+				}
+			}
+			if got := b.origin("A").AppliedSeq; got != 1 {
+				t.Errorf("B applied A up to %d, want 1: nothing below a floor is streamed", got)
+			}
+		})
 	}
 }
