@@ -336,6 +336,7 @@ func TestDeterminism(t *testing.T) {
 		{"version 1", 1, runScenario},
 		{"version 2", 2, runScenarioV2},
 		{"version 3", 3, runScenarioV3},
+		{"version 3 copy", 4, runScenarioCopy},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			a := sc.run(t, prototest.Nonce(1), prototest.Nonce(2))
@@ -390,6 +391,13 @@ func TestDeterminism(t *testing.T) {
 				if types[wire.TypeCredit] < 5 || types[wire.TypeCursor] < 5 || types[wire.TypeHeads] != 3 || types[wire.TypeSubscribe] != 2 {
 					t.Errorf("%d CREDIT, %d CURSOR, %d HEADS, %d SUBSCRIBE frames", types[wire.TypeCredit], types[wire.TypeCursor],
 						types[wire.TypeHeads], types[wire.TypeSubscribe])
+				}
+			case 4:
+				// A copy whole (two chunks), one resumed and refused busy.
+				if types[wire.TypeCopy] != 2 || types[wire.TypeCopyBegin] != 1 || types[wire.TypeChunk] != 2 ||
+					types[wire.TypeCopyEnd] != 1 || types[wire.TypeCopyAbort] != 1 {
+					t.Errorf("%d COPY, %d COPYBEGIN, %d CHUNK, %d COPYEND, %d COPYABORT frames", types[wire.TypeCopy], types[wire.TypeCopyBegin],
+						types[wire.TypeChunk], types[wire.TypeCopyEnd], types[wire.TypeCopyAbort])
 				}
 			case 3:
 				// A head and a floor, one PURGED answer, then one entry from the floor.
@@ -452,6 +460,59 @@ func runScenarioV3(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 	must(t, d.V2().Subscribe([]vector.Entry{{Origin: o, Seq: 3, Hash: chain[2].Hash}}))
 	p.Pump(10)
 	must(t, l.V2().Send(chain[3].Raw))
+	p.Pump(10)
+	p.Now = p.Now.Add(1500 * time.Millisecond) // a PING each way
+	must(t, d.Tick(p.Now))
+	must(t, l.Tick(p.Now))
+	p.Pump(10)
+	must(t, d.Close(wire.CodeGoingAway, "done"))
+	p.Pump(10)
+	return scenarioRun{dSent: p.D.Sent, lSent: p.L.Sent, dEvents: p.D.Events, lEvents: p.L.Events,
+		dStats: d.Stats(), lStats: l.Stats()}
+}
+
+// runScenarioCopy plays the base copy: the subscriber asks for a copy, the sender begins it
+// and streams two chunks, the subscriber acknowledges them, the copy ends; a second copy,
+// after a resume point, is refused as busy.
+func runScenarioCopy(t *testing.T, dNonce, lNonce []byte) scenarioRun {
+	t.Helper()
+	d, err := protocol.New(prototest.Config(wire.RoleDialer, "a", 1))
+	must(t, err)
+	l, err := protocol.New(prototest.Config(wire.RoleListener, "b", 2))
+	must(t, err)
+	p := &prototest.Pair{D: &prototest.Side{S: d}, L: &prototest.Side{S: l}, Now: prototest.Epoch}
+	must(t, d.Start(p.Now, dNonce))
+	must(t, l.Start(p.Now, lNonce))
+	p.Pump(10)
+	o := prototest.Origin(7)
+	chain := prototest.Chain(o, 3, 1, 4)
+	must(t, l.SetOriginName(o, "seven"))
+	must(t, d.V3().RequestCopy(nil, nil))
+	p.Pump(10)
+	must(t, l.V3().BeginCopy([]wire.CopyPosition{{Origin: o, Seq: 3, Hash: chain[2].Hash, HLC: 9}}, 2, 3, 64))
+	for _, c := range []struct {
+		table string
+		keys  []string
+	}{{"t", []string{"a", "b"}}, {"u", []string{"a"}}} {
+		var recs []wire.CopyRecord
+		for _, k := range c.keys {
+			recs = append(recs, wire.CopyRecord{Key: []byte(k), Value: []byte("v"), HLC: 9, Origin: o})
+		}
+		body, err := wire.AppendChunk(nil, []byte(c.table), recs)
+		must(t, err)
+		must(t, l.V3().SendChunk(body))
+	}
+	p.Pump(10)
+	must(t, d.V3().AckChunk())
+	must(t, d.V3().AckChunk())
+	must(t, l.V3().EndCopy())
+	p.Pump(10)
+	if ev := p.D.Last(protocol.EventCopyEnd); ev == nil || ev.Count != 3 {
+		t.Fatalf("the subscriber's copy-end event: %+v", ev)
+	}
+	must(t, d.V3().RequestCopy([]byte("u"), []byte("a")))
+	p.Pump(10)
+	must(t, l.V3().AbortCopy(true, wire.CodeCopyBusy, "busy"))
 	p.Pump(10)
 	p.Now = p.Now.Add(1500 * time.Millisecond) // a PING each way
 	must(t, d.Tick(p.Now))

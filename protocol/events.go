@@ -57,25 +57,44 @@ const (
 	// begins above it, after the floor (Seq, Hash). The channel is closed (version 3,
 	// receiving side).
 	EventPurged EventKind = 16
+	// EventCopyRequested: the peer asks for a base copy of this side's records after the
+	// point in Copy (version 3, sending side). Answer with V3().BeginCopy and chunks, or
+	// V3().AbortCopy.
+	EventCopyRequested EventKind = 17
+	// EventCopyBegin: the copy this side asked for begins, or goes on, with the part of the
+	// snapshot's vector in CopyBegin (version 3, receiving side).
+	EventCopyBegin EventKind = 18
+	// EventChunk: a checked chunk of the copy (Chunk). Merge it durably, then V3().AckChunk.
+	EventChunk EventKind = 19
+	// EventCopyEnd: the copy was received whole: Count records (version 3, receiving side).
+	EventCopyEnd EventKind = 20
+	// EventCopyAborted: a copy stopped early because of Err: the one this side serves when
+	// Outgoing, the one it receives otherwise; ByPeer when the peer stopped it.
+	EventCopyAborted EventKind = 21
 )
 
 var eventNames = [...]string{
-	EventHandshake:    "handshake",
-	EventSubscribed:   "subscribed",
-	EventOriginNamed:  "origin-named",
-	EventTxn:          "txn",
-	EventDuplicate:    "duplicate",
-	EventGap:          "gap",
-	EventDivergence:   "divergence",
-	EventAcked:        "acked",
-	EventIgnoredFrame: "ignored-frame",
-	EventClosed:       "closed",
-	EventUnsubscribed: "unsubscribed",
-	EventCursor:       "cursor",
-	EventResend:       "resend",
-	EventCredit:       "credit",
-	EventHeads:        "heads",
-	EventPurged:       "purged",
+	EventHandshake:     "handshake",
+	EventSubscribed:    "subscribed",
+	EventOriginNamed:   "origin-named",
+	EventTxn:           "txn",
+	EventDuplicate:     "duplicate",
+	EventGap:           "gap",
+	EventDivergence:    "divergence",
+	EventAcked:         "acked",
+	EventIgnoredFrame:  "ignored-frame",
+	EventClosed:        "closed",
+	EventUnsubscribed:  "unsubscribed",
+	EventCursor:        "cursor",
+	EventResend:        "resend",
+	EventCredit:        "credit",
+	EventHeads:         "heads",
+	EventPurged:        "purged",
+	EventCopyRequested: "copy-requested",
+	EventCopyBegin:     "copy-begin",
+	EventChunk:         "chunk",
+	EventCopyEnd:       "copy-end",
+	EventCopyAborted:   "copy-aborted",
 }
 
 func (k EventKind) String() string {
@@ -104,9 +123,14 @@ func (k EventKind) String() string {
 //	unsubscribed    -                                Origin
 //	cursor          -                                Origin, Seq, Hash
 //	resend          -                                Origin, From
-//	credit          -                                Origin (zero: the connection's)
+//	credit          -                                Origin (zero: the connection's or the copy's)
 //	heads           -                                Heads
 //	purged          -                                Origin, Seq, Hash (version 3)
+//	copy-requested  -                                Copy (version 3)
+//	copy-begin      -                                CopyBegin (version 3)
+//	chunk           -                                Chunk (version 3)
+//	copy-end        -                                Count (version 3)
+//	copy-aborted    -                                Err, ByPeer, Outgoing (version 3)
 type Event struct {
 	Kind EventKind
 	// Position is a position in the version-1 sender's arrival order: the one the peer
@@ -134,22 +158,28 @@ type Event struct {
 	// the position's when no entry was received (found by Send, or reported by the peer).
 	DivergedAt uint64
 	// Frame is the type of the first ignored frame of the message; Count how many were
-	// ignored.
+	// ignored (ignored-frame), or how many records a copy carried (copy-end).
 	Frame wire.Type
 	Count uint64
 	// Heads is the HEADS frame the peer sent.
 	Heads *wire.Heads
+	// Copy is the peer's copy request; CopyBegin a COPYBEGIN frame it sent; Chunk a chunk
+	// of the copy, a view into the received message valid until the next call into the
+	// session.
+	Copy      *wire.Copy
+	CopyBegin *wire.CopyBegin
+	Chunk     *wire.ChunkView
 	// Handshake is the handshake's outcome.
 	Handshake *HandshakeInfo
-	// Err is why what the event reports closed: the session (closed), or a version-2
-	// channel (divergence).
+	// Err is why what the event reports closed: the session (closed), a version-2 channel
+	// (divergence), or a copy (copy-aborted).
 	Err *wire.Error
-	// ByPeer says the peer reported it: it sent the CLOSE (closed) or the DIVERGENCE
-	// (divergence).
+	// ByPeer says the peer reported it: it sent the CLOSE (closed), the DIVERGENCE
+	// (divergence) or the COPYABORT (copy-aborted).
 	ByPeer bool
 	// Outgoing says the version-2 channel that diverged is one this side sends on (found by
-	// Send, or reported by the subscribing peer); otherwise it is one this side subscribed
-	// to.
+	// Send, or reported by the subscribing peer), or the copy aborted is the one this side
+	// serves; otherwise it is one this side subscribed to, or the copy it receives.
 	Outgoing bool
 }
 

@@ -237,7 +237,7 @@ const (
 
 // inputCase is one received message that closes the session.
 type inputCase struct {
-	class  string // M1..M24 of SPEC's "Malformed input" table; "" for other input errors
+	class  string // M1..M24 of SPEC's "Malformed input" table (M25 closes a copy, not the session); "" for other input errors
 	name   string
 	on     target
 	limits protocol.Limits                // D's limits (on D, or on the version-2 fixture)
@@ -719,10 +719,12 @@ func TestMalformedInput(t *testing.T) {
 // table gives (M9 is TestMalformedM9IgnorableFrame).
 func TestMalformedTableCoversSpec(t *testing.T) {
 	table := spec(t).malformed
-	if len(table) != 24 {
-		t.Fatalf("SPEC.md lists %d malformed-input classes, want M1..M24", len(table))
+	if len(table) != 25 {
+		t.Fatalf("SPEC.md lists %d malformed-input classes, want M1..M25", len(table))
 	}
-	have := map[string]bool{"M9": true}
+	// M9 is TestMalformedM9IgnorableFrame; M25, which closes a copy and not the session,
+	// TestMalformedM25CopyChunks.
+	have := map[string]bool{"M9": true, "M25": true}
 	for _, c := range inputCases() {
 		if c.class == "" {
 			continue
@@ -1642,6 +1644,9 @@ var codesElsewhere = map[wire.Code]string{
 	wire.CodeInternal: "not producible without a core defect",
 	// purged is the replica's answer to a peer below a log's floor, not a session's.
 	wire.CodePurged: "protocol/replica/retention_test.go",
+	// The copy's codes close a copy, not the session.
+	wire.CodeBadChunk: "protocol/copy_test.go TestMalformedM25CopyChunks, TestCopyBadChunk",
+	wire.CodeCopyBusy: "protocol/copy_test.go TestCopyAbort (a sender's answer)",
 }
 
 // TestEveryCodeProduced: every code of wire.Codes() is produced by at least one case of the

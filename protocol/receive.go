@@ -64,6 +64,9 @@ func (s *Session) frame(now time.Time, f wire.Frame) {
 	case wire.TypeData:
 		s.onData(f)
 		return
+	case wire.TypeChunk:
+		s.onChunk(f)
+		return
 	}
 	if !wire.Known(f.Type) {
 		if f.Type.Ignorable() {

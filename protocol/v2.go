@@ -65,6 +65,8 @@ type v2State struct {
 	peerHeads  map[wire.OriginID]uint64 // heads the peer advertised
 	advFloors  map[wire.OriginID]uint64 // version 3: floors this side advertised
 	peerFloors map[wire.OriginID]uint64 // version 3: floors the peer advertised
+	copyIn     *copyIn                  // version 3: the copy this side receives (copy.go)
+	copyOut    *copyOut                 // version 3: the copy this side serves
 
 	cursors []uint32 // channels whose acknowledged position moved since the last Ready
 	grants  []uint32 // channels that released credit since the last Ready
@@ -105,6 +107,10 @@ func (s *Session) onData(f wire.Frame) {
 	s.v2.connRel = true // receipts change what can be granted too (a stalled channel's above all)
 	ch := s.v2.in[f.Channel]
 	if ch == nil {
+		if c := s.v2.copyIn; c != nil && c.id == f.Channel {
+			s.unexpected(f, "DATA on copy channel "+strconv.FormatUint(uint64(f.Channel), 10))
+			return
+		}
 		if f.Channel > s.v2.lastIn {
 			s.fail(wire.FrameError(wire.CodeBadChannel, f.Type, f.Offset, "DATA on channel "+strconv.FormatUint(uint64(f.Channel), 10)+", which this side never opened"))
 			return
@@ -249,6 +255,8 @@ func (s *Session) onV2Control(f wire.Frame, body wire.Body) {
 				}
 			} else if ch := s.v2.out[e.Channel]; ch != nil && ch.win.Update(e.Limit) {
 				s.emit(Event{Kind: EventCredit, Origin: ch.origin})
+			} else if c := s.v2.copyOut; c != nil && c.id == e.Channel && c.win.Update(e.Limit) {
+				s.emit(Event{Kind: EventCredit})
 			}
 		}
 	case *wire.Resend:
@@ -273,6 +281,14 @@ func (s *Session) onV2Control(f wire.Frame, body wire.Body) {
 		s.onHeads(f, b)
 	case *wire.Purged:
 		s.onPurged(f, b)
+	case *wire.Copy:
+		s.onCopy(f, b)
+	case *wire.CopyBegin:
+		s.onCopyBegin(f, b)
+	case *wire.CopyEnd:
+		s.onCopyEnd(f, b)
+	case *wire.CopyAbort:
+		s.onCopyAbort(f, b)
 	default:
 		s.unexpected(f, "not handled by this build")
 	}
@@ -457,6 +473,8 @@ func (s *Session) flushV2() {
 				if limit, ok := ch.win.Grant(); ok {
 					cs = append(cs, wire.CreditEntry{Channel: id, Limit: limit})
 				}
+			} else if e, ok := s.copyGrant(id); ok {
+				cs = append(cs, e)
 			}
 		}
 		v.grants = v.grants[:0]

@@ -20,6 +20,33 @@ type V3Commands interface {
 	// side's floor (seq, hash), which this side no longer holds. It sends PURGED and
 	// closes the channel.
 	Purged(origin wire.OriginID, seq uint64, hash wire.Hash) error
+
+	// RequestCopy asks the peer for a base copy of its records after (table, key), or of
+	// all of them when both are nil (SPEC.md, "The base copy"). The copy's records arrive as
+	// EventCopyBegin, EventChunk and EventCopyEnd, or it stops with EventCopyAborted. One copy
+	// is received at a time; the first call grants the connection's credit, as Subscribe's.
+	RequestCopy(table, key []byte) error
+	// AckChunk tells the session that the oldest chunk it handed over (EventChunk) is
+	// durable here: its bytes are released to the peer as credit.
+	AckChunk() error
+	// AbortCopy stops the copy this side serves (outgoing) or receives, telling the peer
+	// with code (one that travels on the wire: copy-busy, going-away, bad-chunk...).
+	AbortCopy(outgoing bool, code wire.Code, msg string) error
+
+	// BeginCopy answers the peer's copy request (EventCopyRequested): the cursor vector of
+	// the snapshot the copy streams, ascending by origin, with how large it is (tables, and
+	// estimates of records and bytes; 0 when unknown). Every origin needs a name.
+	BeginCopy(positions []wire.CopyPosition, tables, records, size uint64) error
+	// SendChunk queues one CHUNK body (wire.AppendChunk) on the copy: its first record
+	// above the last one sent. It is refused with no-credit beyond CopyCredit,
+	// send-buffer-full beyond the send buffer and frame-too-large beyond the peer's frame
+	// limit; nothing is queued then.
+	SendChunk(body []byte) error
+	// CopyCredit is how many CHUNK bytes (header included, ChunkFrameSize) SendChunk may
+	// queue now; 0 when no copy is served.
+	CopyCredit() int
+	// EndCopy tells the peer that the snapshot was copied whole, and closes the copy.
+	EndCopy() error
 }
 
 // V3 returns the version-3 commands of the session.

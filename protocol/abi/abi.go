@@ -17,7 +17,7 @@ import (
 // Version is the ABI version this build implements; the guest exports it as abi_version.
 // Released versions are frozen: a new version only adds commands, record kinds or keys.
 // Version 2 adds the commands of protocol version 2, version 3 those of protocol version 3
-// (floors and the purged answer).
+// (floors, the purged answer and the base copy).
 const Version = 3
 
 // Op is a command's opcode.
@@ -50,8 +50,14 @@ const (
 	// ABI version 3: the commands of protocol version 3.
 	OpAdvertiseFloors Op = 0x13 // CBOR HeadsMsg, its floors (key 3) only
 	OpPurged          Op = 0x14 // origin[16] | u64 seq | hash[32]
+	OpRequestCopy     Op = 0x15 // CBOR CopyMsg, its resume point (keys 3 and 4) only
+	OpAckChunk        Op = 0x16 // empty
+	OpAbortCopy       Op = 0x17 // CBOR AbortCopyMsg
+	OpBeginCopy       Op = 0x18 // CBOR CopyBeginMsg, without its channel (key 1)
+	OpSendChunk       Op = 0x19 // a CHUNK body
+	OpEndCopy         Op = 0x1A // empty
 
-	lastOp = OpPurged
+	lastOp = OpEndCopy
 )
 
 // Kind is an output record's kind.
@@ -197,6 +203,30 @@ func (b *Batch) Purged(origin wire.OriginID, seq uint64, hash wire.Hash) {
 	b.add(OpPurged, origin[:], u64(seq), hash[:])
 }
 
+// RequestCopy appends OpRequestCopy.
+func (b *Batch) RequestCopy(table, key []byte) error {
+	return b.cbor(OpRequestCopy, &CopyMsg{Table: table, Key: key})
+}
+
+// AckChunk appends OpAckChunk.
+func (b *Batch) AckChunk() { b.add(OpAckChunk) }
+
+// AbortCopy appends OpAbortCopy.
+func (b *Batch) AbortCopy(outgoing bool, code wire.Code, msg string) error {
+	return b.cbor(OpAbortCopy, &AbortCopyMsg{Outgoing: outgoing, Code: string(code), Message: msg})
+}
+
+// BeginCopy appends OpBeginCopy.
+func (b *Batch) BeginCopy(positions []wire.CopyPosition, tables, records, size uint64) error {
+	return b.cbor(OpBeginCopy, &CopyBeginMsg{Positions: positions, Tables: tables, Records: records, Bytes: size})
+}
+
+// SendChunk appends OpSendChunk.
+func (b *Batch) SendChunk(body []byte) { b.add(OpSendChunk, body) }
+
+// EndCopy appends OpEndCopy.
+func (b *Batch) EndCopy() { b.add(OpEndCopy) }
+
 // WithdrawHeads appends OpWithdrawHeads.
 func (b *Batch) WithdrawHeads(origins []wire.OriginID) error {
 	return b.cbor(OpWithdrawHeads, &OriginsMsg{Origins: origins})
@@ -212,6 +242,30 @@ type HeadsMsg struct {
 	Heads     []wire.Head     `cbor:"1,keyasint,omitempty"`
 	Withdrawn []wire.OriginID `cbor:"2,keyasint,omitempty"`
 	Floors    []wire.Floor    `cbor:"3,keyasint,omitempty"`
+}
+
+// CopyMsg (ABI 3) is a copy request, as the COPY frame carries it.
+type CopyMsg struct {
+	Channel uint32 `cbor:"1,keyasint,omitempty"`
+	Credit  uint64 `cbor:"2,keyasint,omitempty"`
+	Table   []byte `cbor:"3,keyasint,omitempty"`
+	Key     []byte `cbor:"4,keyasint,omitempty"`
+}
+
+// CopyBeginMsg (ABI 3) is a COPYBEGIN's content.
+type CopyBeginMsg struct {
+	Channel   uint32              `cbor:"1,keyasint,omitempty"`
+	Positions []wire.CopyPosition `cbor:"2,keyasint,omitempty"`
+	Tables    uint64              `cbor:"3,keyasint,omitempty"`
+	Records   uint64              `cbor:"4,keyasint,omitempty"`
+	Bytes     uint64              `cbor:"5,keyasint,omitempty"`
+}
+
+// AbortCopyMsg (ABI 3) is OpAbortCopy's payload.
+type AbortCopyMsg struct {
+	Outgoing bool   `cbor:"1,keyasint,omitempty"`
+	Code     string `cbor:"2,keyasint"`
+	Message  string `cbor:"3,keyasint,omitempty"`
 }
 
 // CreditMsg is the credit Send has for one origin's channel.
@@ -316,6 +370,10 @@ type EventMsg struct {
 	Hash      *wire.Hash     `cbor:"13,keyasint,omitempty"`
 	Heads     *HeadsMsg      `cbor:"14,keyasint,omitempty"`
 	Outgoing  bool           `cbor:"15,keyasint,omitempty"`
+	// ABI version 3: the base copy.
+	Copy      *CopyMsg      `cbor:"16,keyasint,omitempty"`
+	CopyBegin *CopyBeginMsg `cbor:"17,keyasint,omitempty"`
+	Chunk     []byte        `cbor:"18,keyasint,omitempty"` // the CHUNK body
 }
 
 // StatsMsg is a protocol.Stats.
@@ -362,6 +420,7 @@ type StatusMsg struct {
 	Credits     []CreditMsg   `cbor:"18,keyasint,omitempty"` // per origin the peer subscribed to, sorted
 	HasReady    bool          `cbor:"19,keyasint,omitempty"` // (ABI 2) output waits for OpReady
 	Resumed     bool          `cbor:"20,keyasint,omitempty"` // (ABI 2) reads resumed, liveness clock not yet restarted
+	CopyCredit  uint64        `cbor:"21,keyasint,omitempty"` // (ABI 3) the credit SendChunk has
 }
 
 // FrameMsg is one decoded frame.

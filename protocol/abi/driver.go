@@ -209,6 +209,34 @@ func (d *Driver) run(op Op, p []byte) *wire.Error {
 		copy(o[:], p[:16])
 		copy(h[:], p[24:])
 		return asWire(d.s.V3().Purged(o, binary.BigEndian.Uint64(p[16:24]), h))
+	case OpRequestCopy:
+		var m CopyMsg
+		if err := decMode.Unmarshal(p, &m); err != nil {
+			return wire.NewError(wire.CodeBadArgument, "copy payload: "+err.Error())
+		}
+		return asWire(d.s.V3().RequestCopy(m.Table, m.Key))
+	case OpAckChunk, OpEndCopy:
+		if len(p) != 0 {
+			return short(op)
+		}
+		if op == OpEndCopy {
+			return asWire(d.s.V3().EndCopy())
+		}
+		return asWire(d.s.V3().AckChunk())
+	case OpAbortCopy:
+		var m AbortCopyMsg
+		if err := decMode.Unmarshal(p, &m); err != nil {
+			return wire.NewError(wire.CodeBadArgument, "abort payload: "+err.Error())
+		}
+		return asWire(d.s.V3().AbortCopy(m.Outgoing, wire.Code(m.Code), m.Message))
+	case OpBeginCopy:
+		var m CopyBeginMsg
+		if err := decMode.Unmarshal(p, &m); err != nil {
+			return wire.NewError(wire.CodeBadArgument, "copy-begin payload: "+err.Error())
+		}
+		return asWire(d.s.V3().BeginCopy(m.Positions, m.Tables, m.Records, m.Bytes))
+	case OpSendChunk:
+		return asWire(d.s.V3().SendChunk(p))
 	}
 	return wire.NewError(wire.CodeUnknownCommand, "unknown command 0x"+strconv.FormatUint(uint64(op), 16))
 }
@@ -357,6 +385,7 @@ func (d *Driver) status() {
 		m.MinVersion, m.MaxVersion = s.Advertised()
 		m.HasReady = d.deferReady && s.HasReady()
 		m.Resumed = s.ReadsResumed()
+		m.CopyCredit = uint64(s.V3().CopyCredit())
 		if m.Version != 0 {
 			m.Handshake = HandshakeOf(s.Handshake())
 		}

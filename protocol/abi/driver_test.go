@@ -42,15 +42,15 @@ func results(t *testing.T, out []byte) ([]abi.ResultMsg, abi.StatusMsg) {
 
 // TestUnknownCommand: an opcode the ABI does not define is refused with unknown-command
 // (class local, about no frame), before and after OpConfigure, and the batch goes on. ABI
-// version 3 defines 0x01..0x14: one past the last (0x15) and above are unknown.
+// version 3 defines 0x01..0x1a: one past the last (0x1b) and above are unknown.
 //
 // internal, the other ABI-level code, is a recovered panic inside the core: no command
 // produces it without a defect, so no test does.
 func TestUnknownCommand(t *testing.T) {
-	if abi.Version != 3 || abi.OpPurged != 0x14 || abi.OpAdvertiseFloors != abi.OpReady+1 || abi.OpSubscribeOrigins != abi.OpDecode+1 {
-		t.Fatalf("ABI version %d defines up to 0x%02x", abi.Version, uint8(abi.OpPurged))
+	if abi.Version != 3 || abi.OpEndCopy != 0x1a || abi.OpRequestCopy != abi.OpPurged+1 || abi.OpAdvertiseFloors != abi.OpReady+1 || abi.OpSubscribeOrigins != abi.OpDecode+1 {
+		t.Fatalf("ABI version %d defines up to 0x%02x", abi.Version, uint8(abi.OpEndCopy))
 	}
-	unknown := []abi.Op{0x00, abi.OpPurged + 1, 0x16, 0x7f, 0x80, 0xff}
+	unknown := []abi.Op{0x00, abi.OpEndCopy + 1, 0x1c, 0x7f, 0x80, 0xff}
 	var d abi.Driver
 	var b abi.Batch
 	for _, op := range unknown {
@@ -900,5 +900,110 @@ func TestVersion3Commands(t *testing.T) {
 	k.b.Raw(abi.OpPurged, make([]byte, 10))
 	if rs := k.step(); len(rs) != 1 || rs[0].Err == nil || rs[0].Err.Code != string(wire.CodeBadArgument) {
 		t.Fatalf("a short OpPurged: %+v", rs)
+	}
+}
+
+// TestCopyCommands: over ABI 3 the base copy runs both ways between the driver and a
+// native session: the driver asks (OpRequestCopy), receives COPYBEGIN and a chunk as EVENT
+// records (copy-begin, chunk with its body, copy-end with the count), acknowledges the chunk
+// (OpAckChunk); then serves one (OpBeginCopy, OpSendChunk with the credit its STATUS
+// reports, OpEndCopy) and aborts another (OpAbortCopy).
+func TestCopyCommands(t *testing.T) {
+	nat, err := protocol.New(prototest.Config(wire.RoleListener, "b", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &link{t: t, nat: nat, now: prototest.Epoch}
+	if err := k.b.Configure(abi.ConfigMsg{Role: uint8(wire.RoleDialer), Name: "a", Origin: prototest.Origin(1), Secret: []byte("test-secret")}); err != nil {
+		t.Fatal(err)
+	}
+	k.b.Start(k.now, prototest.Nonce(1))
+	if err := nat.Start(k.now, prototest.Nonce(2)); err != nil {
+		t.Fatal(err)
+	}
+	k.ok()
+	k.pump()
+	seven := prototest.Origin(7)
+	c7 := prototest.Chain(seven, 2, 1, 8)
+	pos := []wire.CopyPosition{{Origin: seven, Seq: 2, Hash: c7[1].Hash, HLC: 5}}
+	body, err := wire.AppendChunk(nil, []byte("t"), []wire.CopyRecord{{Key: []byte("k"), Value: []byte("v"), HLC: 5, Origin: seven}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The driver receives a copy.
+	if err := k.b.RequestCopy([]byte("t"), []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	k.ok()
+	k.pump()
+	if err := nat.SetOriginName(seven, "seven"); err != nil {
+		t.Fatal(err)
+	}
+	if err := nat.V3().BeginCopy(pos, 1, 1, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := nat.V3().SendChunk(body); err != nil {
+		t.Fatal(err)
+	}
+	if err := nat.V3().EndCopy(); err != nil {
+		t.Fatal(err)
+	}
+	k.pump()
+	bs, cs, es := k.eventsOf(protocol.EventCopyBegin, 0), k.eventsOf(protocol.EventChunk, 0), k.eventsOf(protocol.EventCopyEnd, 0)
+	if len(bs) != 1 || bs[0].CopyBegin == nil || len(bs[0].CopyBegin.Positions) != 1 || bs[0].CopyBegin.Positions[0] != pos[0] || bs[0].CopyBegin.Bytes != 10 ||
+		len(cs) != 1 || !bytes.Equal(cs[0].Chunk, body) || len(es) != 1 || es[0].Count != 1 {
+		t.Fatalf("copy events: %+v %+v %+v", bs, cs, es)
+	}
+	if ev, err := cs[0].Event(); err != nil || ev.Chunk == nil || string(ev.Chunk.Table) != "t" || ev.Chunk.Count != 1 {
+		t.Fatalf("the chunk event converted back: %+v, %v", ev, err)
+	}
+	k.b.AckChunk()
+	if rs := k.step(); len(rs) != 1 || rs[0].Err == nil || rs[0].Err.Code != string(wire.CodeInvalidState) {
+		t.Fatalf("OpAckChunk after the copy ended: %+v", rs)
+	}
+
+	// The driver serves a copy.
+	if err := nat.V3().RequestCopy(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	k.pump()
+	rq := k.eventsOf(protocol.EventCopyRequested, 0)
+	if len(rq) != 1 || rq[0].Copy == nil || rq[0].Copy.Channel == 0 || rq[0].Copy.Credit == 0 {
+		t.Fatalf("copy-requested events %+v", rq)
+	}
+	k.b.Name(seven, "seven")
+	if err := k.b.BeginCopy(pos, 1, 1, 10); err != nil {
+		t.Fatal(err)
+	}
+	k.ok()
+	if k.status.CopyCredit == 0 {
+		t.Fatalf("status %+v: no copy credit", k.status)
+	}
+	k.b.SendChunk(body)
+	k.b.EndCopy()
+	k.ok()
+	k.pump()
+	if n := k.natEventsOf(protocol.EventChunk, 0); len(n) != 1 {
+		t.Fatalf("native chunk events %+v", n)
+	}
+	if e := k.natEventsOf(protocol.EventCopyEnd, 0); len(e) != 1 || e[0].Count != 1 {
+		t.Fatalf("native copy-end events %+v", e)
+	}
+	if err := nat.V3().RequestCopy(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	k.pump()
+	if err := k.b.AbortCopy(true, wire.CodeCopyBusy, "busy"); err != nil {
+		t.Fatal(err)
+	}
+	k.ok()
+	k.pump()
+	if a := k.natEventsOf(protocol.EventCopyAborted, 0); len(a) != 1 || a[0].Err.Code != wire.CodeCopyBusy || !a[0].ByPeer {
+		t.Fatalf("native copy-aborted events %+v", a)
+	}
+	k.b.Raw(abi.OpEndCopy, []byte{1})
+	if rs := k.step(); len(rs) != 1 || rs[0].Err == nil || rs[0].Err.Code != string(wire.CodeBadArgument) {
+		t.Fatalf("OpEndCopy with a payload: %+v", rs)
 	}
 }

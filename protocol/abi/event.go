@@ -45,6 +45,15 @@ func EventOf(e *protocol.Event) *EventMsg {
 	if e.Handshake != nil {
 		m.Handshake = HandshakeOf(*e.Handshake)
 	}
+	if c := e.Copy; c != nil {
+		m.Copy = &CopyMsg{Channel: c.Channel, Credit: c.Credit, Table: c.Table, Key: c.Key}
+	}
+	if b := e.CopyBegin; b != nil {
+		m.CopyBegin = &CopyBeginMsg{Channel: b.Channel, Positions: b.Positions, Tables: b.Tables, Records: b.Records, Bytes: b.Bytes}
+	}
+	if e.Chunk != nil {
+		m.Chunk = e.Chunk.Raw()
+	}
 	return m
 }
 
@@ -76,6 +85,19 @@ func (m *EventMsg) Event() (protocol.Event, error) {
 	if m.Handshake != nil {
 		h := m.Handshake.Info()
 		e.Handshake = &h
+	}
+	if c := m.Copy; c != nil {
+		e.Copy = &wire.Copy{Channel: c.Channel, Credit: c.Credit, Table: c.Table, Key: c.Key}
+	}
+	if b := m.CopyBegin; b != nil {
+		e.CopyBegin = &wire.CopyBegin{Channel: b.Channel, Positions: b.Positions, Tables: b.Tables, Records: b.Records, Bytes: b.Bytes}
+	}
+	if m.Chunk != nil {
+		v, err := wire.ParseChunk(m.Chunk)
+		if err != nil {
+			return e, fmt.Errorf("abi: an event's chunk: %w", err)
+		}
+		e.Chunk = &v
 	}
 	if m.Txn != nil {
 		v, err := wire.ParseTxn(m.Txn)

@@ -187,6 +187,10 @@ func bodyError(f Frame, err error) *Error {
 	if errors.As(err, &te) {
 		return FrameError(te.Code(), f.Type, f.Offset, te.msg)
 	}
+	var ce *chunkError
+	if errors.As(err, &ce) {
+		return FrameError(CodeBadChunk, f.Type, f.Offset, ce.msg)
+	}
 	return FrameError(CodeBadCBOR, f.Type, f.Offset, err.Error())
 }
 

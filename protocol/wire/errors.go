@@ -47,6 +47,8 @@ const (
 	CodeUnsupportedVersion Code = "unsupported-version"
 	CodeUnsupportedTxn     Code = "unsupported-txn"
 	CodePurged             Code = "purged"
+	CodeBadChunk           Code = "bad-chunk"
+	CodeCopyBusy           Code = "copy-busy"
 	CodeAuthFailed         Code = "auth-failed"
 	CodePeerNameMismatch   Code = "peer-name-mismatch"
 	CodeSelfConnect        Code = "self-connect"
@@ -84,6 +86,8 @@ var codeClasses = map[Code]Class{
 	CodeUnsupportedVersion: ClassUnsupported,
 	CodeUnsupportedTxn:     ClassUnsupported,
 	CodePurged:             ClassUnsupported,
+	CodeBadChunk:           ClassProtocol,
+	CodeCopyBusy:           ClassTransient,
 	CodeAuthFailed:         ClassRefused,
 	CodePeerNameMismatch:   ClassRefused,
 	CodeSelfConnect:        ClassRefused,

@@ -121,6 +121,14 @@ func dataSample() *wire.Data {
 	return &wire.Data{Hash: sha256.Sum256(enc), Txn: tx}
 }
 
+func chunkSample() *wire.Chunk {
+	return &wire.Chunk{Table: []byte("users"), Records: []wire.CopyRecord{
+		{Key: []byte("a"), Value: []byte("1"), HLC: wire.MakeHLC(1_800_000_000_000, 1), Origin: originA},
+		{Key: []byte("b"), Deleted: true, HLC: 5, Origin: originB},
+		{Key: []byte("c"), Value: []byte{}, HLC: 1<<64 - 1, Origin: originA},
+	}}
+}
+
 // samples holds representative values, at least one for every registered frame type.
 func samples() []sample {
 	return []sample{
@@ -160,6 +168,17 @@ func samples() []sample {
 		{name: "HEADS with floors (version 3)", body: &wire.Heads{Heads: []wire.Head{{Origin: originA, Seq: 9, HLC: 7}},
 			Floors: []wire.Floor{{Origin: originA, Seq: 4, Hash: hash9}, {Origin: originB, Seq: 1, Hash: hash9}}}},
 		{name: "PURGED", body: &wire.Purged{Channel: 3, Seq: 4, Hash: hash9}},
+		{name: "COPY from the first record", body: &wire.Copy{Channel: 2, Credit: 16 << 20}},
+		{name: "COPY after a point", body: &wire.Copy{Channel: 9, Credit: 1, Table: []byte("t"), Key: []byte("k\x00")}},
+		{name: "COPYBEGIN", body: &wire.CopyBegin{Channel: 2, Positions: []wire.CopyPosition{
+			{Origin: originA, Seq: 7, Hash: hash9, HLC: wire.MakeHLC(1_800_000_000_000, 3)}, {Origin: originB, Seq: 1, Hash: hash9}},
+			Tables: 3, Records: 1 << 20, Bytes: 1 << 30}},
+		{name: "COPYBEGIN of an empty sender", body: &wire.CopyBegin{Channel: 2}},
+		{name: "CHUNK", body: chunkSample(), channel: 2},
+		{name: "COPYEND", body: &wire.CopyEnd{Channel: 2, Records: 1 << 20}},
+		{name: "COPYEND of nothing", body: &wire.CopyEnd{Channel: 2}},
+		{name: "COPYABORT by the sender", body: &wire.CopyAbort{Channel: 2, Side: wire.SideSender, Code: wire.CodeCopyBusy, Class: wire.ClassTransient, Message: "2 copies run"}},
+		{name: "COPYABORT by the subscriber", body: &wire.CopyAbort{Channel: 2, Code: wire.CodeBadChunk, Class: wire.ClassProtocol}},
 		{name: "CREDIT of the connection and a channel", body: &wire.Credit{Entries: []wire.CreditEntry{{Channel: 0, Limit: 64 << 20}, {Channel: 1, Limit: 128 << 10}}}},
 		{name: "CREDIT of a channel, limit 0", body: &wire.Credit{Entries: []wire.CreditEntry{{Channel: 5, Limit: 0}}}},
 		{name: "RESEND", body: &wire.Resend{Channel: 1, From: 3}},
@@ -219,16 +238,16 @@ func TestFrameRoundTrip(t *testing.T) {
 			want = 1
 		case typ >= wire.TypeSubscribe && typ <= wire.TypeDivergence:
 			want = 2
-		case typ == wire.TypePurged:
+		case typ >= wire.TypePurged && typ <= wire.TypeCopyAbort:
 			want = 3
 		}
 		if got := wire.Version(typ); got != want {
 			t.Errorf("type %s belongs to version %d, SPEC's registry says %d", typ, got, want)
 		}
 	}
-	// Exactly the registry of SPEC: 0x01..0x06, 0x10..0x12, 0x20..0x27 and 0x30.
+	// Exactly the registry of SPEC: 0x01..0x06, 0x10..0x12, 0x20..0x27 and 0x30..0x35.
 	var want []wire.Type
-	for _, r := range [][2]wire.Type{{0x01, 0x06}, {0x10, 0x12}, {0x20, 0x27}, {0x30, 0x30}} {
+	for _, r := range [][2]wire.Type{{0x01, 0x06}, {0x10, 0x12}, {0x20, 0x27}, {0x30, 0x35}} {
 		for typ := r[0]; typ <= r[1]; typ++ {
 			want = append(want, typ)
 		}
@@ -571,7 +590,7 @@ func TestControlBodyBounds(t *testing.T) {
 	}
 	controls := 0
 	for _, typ := range wire.Registered() {
-		if typ == wire.TypeTxn1 || typ == wire.TypeData {
+		if typ == wire.TypeTxn1 || typ == wire.TypeData || typ == wire.TypeChunk {
 			continue
 		}
 		controls++
@@ -599,8 +618,8 @@ func TestControlBodyBounds(t *testing.T) {
 			t.Errorf("%s body of %d bytes under a frame limit of %d: %v", typ, bound+1, bound+100, err)
 		}
 	}
-	if controls != 6+2+7+1 {
-		t.Errorf("%d control types checked, want 16 (6 shared, 2 of version 1, 7 of version 2, 1 of version 3)", controls)
+	if controls != 6+2+7+5 {
+		t.Errorf("%d control types checked, want 20 (6 shared, 2 of version 1, 7 of version 2, 5 of version 3)", controls)
 	}
 
 	// Valid bodies of exactly the bound decode and re-encode; one byte more does not.

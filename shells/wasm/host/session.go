@@ -302,6 +302,33 @@ func (c *v3Commands) Purged(origin wire.OriginID, seq uint64, hash wire.Hash) er
 	return (*Session)(c).call(func(b *abi.Batch) error { b.Purged(origin, seq, hash); return nil })
 }
 
+func (c *v3Commands) RequestCopy(table, key []byte) error {
+	return (*Session)(c).call(func(b *abi.Batch) error { return b.RequestCopy(table, key) })
+}
+
+func (c *v3Commands) AckChunk() error {
+	return (*Session)(c).call(func(b *abi.Batch) error { b.AckChunk(); return nil })
+}
+
+func (c *v3Commands) AbortCopy(outgoing bool, code wire.Code, msg string) error {
+	return (*Session)(c).call(func(b *abi.Batch) error { return b.AbortCopy(outgoing, code, msg) })
+}
+
+func (c *v3Commands) BeginCopy(positions []wire.CopyPosition, tables, records, size uint64) error {
+	return (*Session)(c).call(func(b *abi.Batch) error { return b.BeginCopy(positions, tables, records, size) })
+}
+
+func (c *v3Commands) SendChunk(body []byte) error {
+	return (*Session)(c).call(func(b *abi.Batch) error { b.SendChunk(body); return nil })
+}
+
+// CopyCredit answers from the last status.
+func (c *v3Commands) CopyCredit() int { return int(c.st.CopyCredit) }
+
+func (c *v3Commands) EndCopy() error {
+	return (*Session)(c).call(func(b *abi.Batch) error { b.EndCopy(); return nil })
+}
+
 func (c *v1Commands) Subscribe(from uint64, vec []vector.Entry) error {
 	m := abi.SubscribeMsg{From: from}
 	for _, e := range vec {
