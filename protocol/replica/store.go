@@ -98,6 +98,90 @@ type Store interface {
 
 	// DeleteHolds forgets every hold of a peer.
 	DeleteHolds(peer string) error
+
+	// DropTombstones deletes the listed tombstones, each only while it is still the
+	// record's current version (same HLC and origin, deleted); any other record is left as
+	// it is. One atomic write.
+	DropTombstones(ts []Record) error
+
+	// Snapshot opens a consistent read-only view of the records as they are now, for a
+	// base copy this node serves. It stays valid, whatever is written after, until
+	// Release.
+	Snapshot() (Snapshot, error)
+
+	// CopyState is the base copy this node is taking, nil when none: it is written with
+	// every chunk (ApplyCopy), in the same atomic write, and removed when the copy ends.
+	CopyState() (*CopyState, error)
+
+	// ApplyCopy writes one copied chunk atomically: b.Records (put as they are), the
+	// deletion of b.Deletes, and b.State as the copy state; RecordHLC rises to the highest
+	// HLC of b.Records. When it returns the write survives a crash of the process.
+	ApplyCopy(b *CopyBatch) error
+
+	// EndCopy ends the copy atomically, after checking e with CheckCopyEnd: each log of
+	// e.Logs jumps to its copied position (cursor and floor there, every entry it held
+	// dropped), the arrival floor rises to the last arrival when a log jumped, e.Deletes are
+	// deleted, and the copy state is removed. It refuses (an error wrapping ErrBadCopy),
+	// writing nothing, when the check fails.
+	EndCopy(e *CopyEnd) error
+}
+
+// Snapshot is a consistent read-only view of a store's records.
+type Snapshot interface {
+	// Records calls fn for the records after (table, key) in (table, key) order — tables
+	// by their bytes, then keys by theirs — tombstones included, until fn returns false.
+	// A nil table starts at the first record. The record's slices are fn's to keep.
+	Records(table, key []byte, fn func(Record) bool) error
+	// Size is the number of tables, and estimates of the records and of their bytes (keys,
+	// values and versions), for progress.
+	Size() (tables, records, bytes uint64, err error)
+	// Release frees the view; it must not be used after.
+	Release()
+}
+
+// CopyState is the base copy a node is taking (docs/design.md §15), as durable as the
+// records it copied.
+type CopyState struct {
+	// Peer is the peer the copy was last taken from (resuming may take it from another).
+	Peer string `cbor:"1,keyasint"`
+	// Table and Key are the last record copied (both nil before the first chunk): the
+	// range up to them is merged, and the copy resumes after them.
+	Table []byte `cbor:"2,keyasint,omitempty"`
+	Key   []byte `cbor:"3,keyasint,omitempty"`
+	// Vector is, per origin, the lowest position of every snapshot the copy took records
+	// from; an origin missing from one of them is missing here. The copy ends at it.
+	Vector []wire.CopyPosition `cbor:"4,keyasint,omitempty"`
+	// Snapshots counts the snapshots the copy took records from (1 + its resumes).
+	Snapshots uint64 `cbor:"5,keyasint,omitempty"`
+	// Records and Bytes are what the copy carried so far (records written or skipped),
+	// Deleted the records it removed (superseded at the sender, their tombstones gone).
+	Records uint64 `cbor:"6,keyasint,omitempty"`
+	Bytes   uint64 `cbor:"7,keyasint,omitempty"`
+	Deleted uint64 `cbor:"8,keyasint,omitempty"`
+	// Started is when the copy began (Unix nanoseconds).
+	Started int64 `cbor:"9,keyasint,omitempty"`
+	// Tables counts the tables the copy reached (the one it is in included).
+	Tables uint64 `cbor:"10,keyasint,omitempty"`
+}
+
+// CopyBatch is one copied chunk to write atomically.
+type CopyBatch struct {
+	Records []Record // record versions to write: the merge's winners
+	Deletes []Record // records to delete (Table and Key)
+	State   CopyState
+}
+
+// CopyEnd is the end of a copy to write atomically.
+type CopyEnd struct {
+	Logs    []CopiedLog // sorted by origin
+	Deletes []Record    // records to delete (Table and Key)
+}
+
+// CopiedLog is one log a copy raises: its cursor and its floor become Position, and the
+// entries it held (all below Position) are dropped.
+type CopiedLog struct {
+	Origin   wire.OriginID
+	Position wire.CopyPosition
 }
 
 // Log is one origin's log as a store holds it: exactly the entries Floor.Seq+1 to the
@@ -194,6 +278,7 @@ var (
 	ErrNotNext  = errors.New("replica: the entry is not the origin's next seq")
 	ErrPurged   = errors.New("replica: purged")
 	ErrBadPurge = errors.New("replica: a purge the logs do not allow")
+	ErrBadCopy  = errors.New("replica: a copy's end the logs do not allow")
 )
 
 // CheckBatch is the check every Store's Apply makes before it writes anything, against the

@@ -35,7 +35,8 @@ type Store struct {
 	names    map[wire.OriginID]string
 	peers    map[wire.OriginID]uint64
 	holds    map[holdKey]replica.Hold
-	hlc      wire.HLC // the highest record HLC written
+	hlc      wire.HLC            // the highest record HLC written
+	copying  *replica.CopyState // the copy being taken (nil: none)
 }
 
 type holdKey struct {
@@ -72,6 +73,7 @@ func (s *Store) Clone() *Store {
 		names:    make(map[wire.OriginID]string, len(s.names)),
 		peers:    make(map[wire.OriginID]uint64, len(s.peers)),
 		hlc:      s.hlc,
+		copying:  cloneCopyState(s.copying),
 	}
 	for k, v := range s.log {
 		c.log[k] = v
@@ -322,5 +324,133 @@ func (s *Store) DeleteHolds(peer string) error {
 			delete(s.holds, k)
 		}
 	}
+	return nil
+}
+
+// DropTombstones deletes each listed tombstone that is still its record's version.
+func (s *Store) DropTombstones(ts []replica.Record) error {
+	for _, t := range ts {
+		recs := s.tables[string(t.Table)]
+		if i, ok := search(recs, t.Key); ok && recs[i].Deleted && recs[i].HLC == t.HLC && recs[i].Origin == t.Origin {
+			s.remove(t.Table, t.Key)
+		}
+	}
+	return nil
+}
+
+// remove deletes a record, and its table when it was the last.
+func (s *Store) remove(table, key []byte) {
+	recs := s.tables[string(table)]
+	if i, ok := search(recs, key); ok {
+		recs = slices.Delete(recs, i, i+1)
+		if len(recs) == 0 {
+			delete(s.tables, string(table))
+		} else {
+			s.tables[string(table)] = recs
+		}
+	}
+}
+
+// snapshot is a copy of the tables: records are never modified once stored, so sharing
+// them with the store is safe; the per-table slices are cloned.
+type snapshot struct {
+	tables map[string][]replica.Record
+	names  []string
+}
+
+// Snapshot returns a view of the records as they are now.
+func (s *Store) Snapshot() (replica.Snapshot, error) {
+	sn := &snapshot{tables: make(map[string][]replica.Record, len(s.tables))}
+	for t, recs := range s.tables {
+		sn.tables[t] = slices.Clone(recs)
+		sn.names = append(sn.names, t)
+	}
+	slices.Sort(sn.names)
+	return sn, nil
+}
+
+// Records calls fn for the records after (table, key), in (table, key) order.
+func (sn *snapshot) Records(table, key []byte, fn func(replica.Record) bool) error {
+	i, _ := slices.BinarySearch(sn.names, string(table))
+	for ; i < len(sn.names); i++ {
+		recs := sn.tables[sn.names[i]]
+		j := 0
+		if table != nil && sn.names[i] == string(table) {
+			j, _ = search(recs, key)
+			if j < len(recs) && bytes.Equal(recs[j].Key, key) {
+				j++
+			}
+		}
+		for ; j < len(recs); j++ {
+			if !fn(cloneRecord(recs[j])) {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// Size counts the tables, records and their bytes exactly.
+func (sn *snapshot) Size() (tables, records, size uint64, err error) {
+	for _, recs := range sn.tables {
+		for _, r := range recs {
+			records++
+			size += uint64(len(r.Key) + len(r.Value) + 24)
+		}
+	}
+	return uint64(len(sn.tables)), records, size, nil
+}
+
+// Release does nothing: the view is garbage once dropped.
+func (sn *snapshot) Release() {}
+
+// CopyState returns a copy of the copy being taken, nil when none.
+func (s *Store) CopyState() (*replica.CopyState, error) { return cloneCopyState(s.copying), nil }
+
+func cloneCopyState(c *replica.CopyState) *replica.CopyState {
+	if c == nil {
+		return nil
+	}
+	d := *c
+	d.Table, d.Key, d.Vector = bytes.Clone(c.Table), bytes.Clone(c.Key), slices.Clone(c.Vector)
+	return &d
+}
+
+// ApplyCopy writes one copied chunk: its records, its deletions and the copy state.
+func (s *Store) ApplyCopy(b *replica.CopyBatch) error {
+	for _, r := range b.Deletes {
+		s.remove(r.Table, r.Key)
+	}
+	for _, r := range b.Records {
+		s.put(cloneRecord(r))
+		s.hlc = max(s.hlc, r.HLC)
+	}
+	st := b.State
+	s.copying = cloneCopyState(&st)
+	return nil
+}
+
+// EndCopy checks e with replica.CheckCopyEnd, then writes all of it.
+func (s *Store) EndCopy(e *replica.CopyEnd) error {
+	plan, err := replica.CheckCopyEnd(e, replica.CopyEndView{Identity: s.id.Origin, Logs: s.logs, Cursors: s.cursor,
+		ArrivalFloor: s.afloor, LastArrival: uint64(len(s.arrivals))})
+	if err != nil {
+		return err
+	}
+	s.logs = replica.LogsAfterCopy(plan, s.logs, s.cursor, s.afloor)
+	for _, rl := range plan.Logs {
+		for seq := rl.From; seq <= rl.To; seq++ {
+			delete(s.log, logKey{rl.Origin, seq})
+		}
+		s.cursor.Advance(rl.Cursor)
+	}
+	for i := s.afloor; i < plan.ArrivalFloor; i++ {
+		s.arrivals[i] = nil
+	}
+	s.afloor = plan.ArrivalFloor
+	for _, r := range e.Deletes {
+		s.remove(r.Table, r.Key)
+	}
+	s.copying = nil
 	return nil
 }

@@ -90,6 +90,10 @@ func Run(t *testing.T, open func(t *testing.T) replica.Store) {
 	t.Run("Purge", func(t *testing.T) { testPurge(t, open(t)) })
 	t.Run("PurgeRefusesWritingNothing", func(t *testing.T) { testPurgeRefuses(t, open(t)) })
 	t.Run("Holds", func(t *testing.T) { testHolds(t, open(t)) })
+	t.Run("Snapshot", func(t *testing.T) { testSnapshot(t, open(t)) })
+	t.Run("ApplyCopy", func(t *testing.T) { testApplyCopy(t, open(t)) })
+	t.Run("EndCopy", func(t *testing.T) { testEndCopy(t, open(t)) })
+	t.Run("DropTombstones", func(t *testing.T) { testDropTombstones(t, open(t)) })
 }
 
 // RunReopen checks that a store keeps everything Apply wrote across a reopen: what a
@@ -113,6 +117,10 @@ func RunReopen(t *testing.T, open func(t *testing.T) replica.Store, reopen func(
 	must(t, s.Purge(&replica.Purge{ArrivalFloor: 3}))
 	must(t, s.PutHolds([]replica.Hold{{Peer: "P", Origin: originA, Seq: 2, Since: holdTime(1)},
 		{Peer: "Q", Seq: 4, Since: holdTime(2)}}))
+	// A copy being taken: its records and state.
+	must(t, s.ApplyCopy(&replica.CopyBatch{Records: []replica.Record{rec("u", "k", "v", 5, originC)},
+		State: replica.CopyState{Peer: "P", Table: []byte("u"), Key: []byte("k"), Snapshots: 1, Records: 1, Started: 3,
+			Vector: []wire.CopyPosition{{Origin: originC, Seq: 2, Hash: wire.Hash{2}, HLC: 5}}}}))
 	before := dump(t, s, originA, originB, peerP, peerQ)
 	s = reopen(t, s)
 	if after := dump(t, s, originA, originB, peerP, peerQ); after != before {
@@ -218,6 +226,11 @@ func dump(t *testing.T, s replica.Store, origins ...wire.OriginID) string {
 	must(t, err)
 	for _, h := range holds {
 		fmt.Fprintf(&w, "hold %q %x %d %d\n", h.Peer, h.Origin[:2], h.Seq, h.Since.UnixNano())
+	}
+	if cs, err := s.CopyState(); err != nil {
+		t.Fatal(err)
+	} else if cs != nil {
+		fmt.Fprintf(&w, "copy state %+v\n", *cs)
 	}
 	arr, err := s.Arrivals(afloor, 1000)
 	must(t, err)

@@ -20,6 +20,7 @@
 //	'f' origin                           the log's floor: seq (8) | chain hash (32) | HLC (8) | below (8)
 //	'g'                                  the arrival floor (8)
 //	'k' peer 0x00 origin                 a retention hold: seq (8) | since, Unix ns (8)
+//	'b'                                  the base copy being taken: replica.CopyState in CBOR
 //
 // A cursor of 40 bytes (written before the log bytes were kept) has its log's bytes
 // counted once when the store opens. Prefixes 'x' to 'z' are left for repair
@@ -58,6 +59,7 @@ const (
 	pFloor    = 'f'
 	pAFloor   = 'g'
 	pHold     = 'k'
+	pCopy     = 'b'
 )
 
 // Options configure a store.

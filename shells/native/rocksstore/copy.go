@@ -1,0 +1,282 @@
+package rocksstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/linxGnu/grocksdb"
+
+	"plait/protocol/replica"
+	"plait/protocol/wire"
+)
+
+// The base copy's part of the store: snapshots served, the copy state taken, tombstones
+// dropped. Each write is one batch.
+
+// snapshot is a RocksDB snapshot and the read options that read through it.
+type snapshot struct {
+	s    *Store
+	snap *grocksdb.Snapshot
+	ro   *grocksdb.ReadOptions
+}
+
+// Snapshot opens a RocksDB snapshot of the whole key space. Its reads skip the block
+// cache: a copy reads every record once, and would evict what the node's own reads need.
+func (s *Store) Snapshot() (replica.Snapshot, error) {
+	sn := &snapshot{s: s, snap: s.db.NewSnapshot(), ro: grocksdb.NewDefaultReadOptions()}
+	sn.ro.SetSnapshot(sn.snap)
+	sn.ro.SetFillCache(false)
+	return sn, nil
+}
+
+// Release frees the snapshot.
+func (sn *snapshot) Release() {
+	sn.s.db.ReleaseSnapshot(sn.snap)
+	sn.ro.Destroy()
+}
+
+// tables lists the snapshot's tables from start on, in order.
+func (sn *snapshot) tables(start []byte) ([][]byte, error) {
+	var out [][]byte
+	it := sn.s.db.NewIterator(sn.ro)
+	defer it.Close()
+	for it.Seek(key(pTable, start)); it.ValidForPrefix([]byte{pTable}); it.Next() {
+		k := it.Key()
+		out = append(out, bytes.Clone(k.Data()[1:]))
+		k.Free()
+	}
+	return out, it.Err()
+}
+
+// Records calls fn for the records after (table, key), table by table: the store keeps a
+// table's records under a prefix of its length and name, so tables are visited in the
+// order of their names ('t' keys) and each one's records in key order.
+func (sn *snapshot) Records(table, after []byte, fn func(replica.Record) bool) error {
+	names, err := sn.tables(table)
+	if err != nil {
+		return err
+	}
+	it := sn.s.db.NewIterator(sn.ro)
+	defer it.Close()
+	for _, t := range names {
+		prefix := tablePrefix(t)
+		start := prefix
+		skip := table != nil && bytes.Equal(t, table)
+		if skip {
+			start = append(bytes.Clone(prefix), after...)
+		}
+		for it.Seek(start); it.ValidForPrefix(prefix); it.Next() {
+			k, v := it.Key(), it.Value()
+			rk := k.Data()[len(prefix):]
+			if skip && bytes.Equal(rk, after) {
+				k.Free()
+				v.Free()
+				continue
+			}
+			r, err := decodeRecord(t, rk, v.Data())
+			k.Free()
+			v.Free()
+			if err != nil {
+				return err
+			}
+			if !fn(r) {
+				return nil
+			}
+		}
+		if err := it.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Size counts the snapshot's tables and estimates its records: RocksDB's estimate of its
+// keys less the log entries and arrival positions this store holds, which it knows
+// exactly. The bytes are not estimated (0).
+func (sn *snapshot) Size() (tables, records, size uint64, err error) {
+	names, err := sn.tables(nil)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	n, _ := sn.s.db.GetIntProperty("rocksdb.estimate-num-keys")
+	var other uint64
+	for o, l := range sn.s.logs {
+		other += sn.s.cursor.Get(o).Seq - l.Floor.Seq + 2 // the entries, the cursor, the floor
+	}
+	other += sn.s.arrivals - sn.s.afloor + uint64(len(names))
+	if n > other {
+		records = n - other
+	}
+	return uint64(len(names)), records, 0, nil
+}
+
+// CopyState reads the copy being taken.
+func (s *Store) CopyState() (*replica.CopyState, error) {
+	v, err := s.db.GetBytes(s.ro, []byte{pCopy})
+	if err != nil || v == nil {
+		return nil, err
+	}
+	var c replica.CopyState
+	if err := wire.Unmarshal(v, &c); err != nil {
+		return nil, fmt.Errorf("rocksstore: the copy state is damaged: %w", err)
+	}
+	return &c, nil
+}
+
+// ApplyCopy writes one copied chunk as one batch: the records, the deletions, the copy
+// state and RecordHLC. A table that loses its last record loses its 't' key too.
+func (s *Store) ApplyCopy(b *replica.CopyBatch) error {
+	state, err := wire.Marshal(&b.State)
+	if err != nil {
+		return fmt.Errorf("rocksstore: encoding the copy state: %w", err)
+	}
+	wb := grocksdb.NewWriteBatch()
+	defer wb.Destroy()
+	hlc := s.hlc
+	var last []byte
+	for i := range b.Records {
+		r := &b.Records[i]
+		hlc = max(hlc, r.HLC)
+		s.scratch = append(appendTablePrefix(s.scratch[:0], r.Table), r.Key...)
+		k := len(s.scratch)
+		s.scratch = appendRecord(s.scratch, r)
+		wb.Put(s.scratch[:k], s.scratch[k:])
+		if !bytes.Equal(r.Table, last) {
+			wb.Put(key(pTable, r.Table), nil)
+			last = r.Table
+		}
+	}
+	emptied, err := s.deleteRecords(wb, b.Deletes, b.Records)
+	if err != nil {
+		return err
+	}
+	if hlc > s.hlc {
+		wb.Put([]byte{pHLC}, u64(uint64(hlc)))
+	}
+	wb.Put([]byte{pCopy}, state)
+	for _, t := range emptied {
+		wb.Delete(key(pTable, t))
+	}
+	if err := s.db.Write(s.wo, wb); err != nil {
+		return fmt.Errorf("rocksstore: writing a copied chunk: %w", err)
+	}
+	s.hlc = hlc
+	return nil
+}
+
+// deleteRecords adds the deletion of recs to wb, and returns the tables it empties: those
+// whose every record is deleted and none is put (puts: the batch's records).
+func (s *Store) deleteRecords(wb *grocksdb.WriteBatch, recs, puts []replica.Record) ([][]byte, error) {
+	gone := map[string]map[string]bool{}
+	for _, r := range recs {
+		wb.Delete(append(tablePrefix(r.Table), r.Key...))
+		if gone[string(r.Table)] == nil {
+			gone[string(r.Table)] = map[string]bool{}
+		}
+		gone[string(r.Table)][string(r.Key)] = true
+	}
+	for _, r := range puts {
+		delete(gone, string(r.Table))
+	}
+	var emptied [][]byte
+	for t, keys := range gone {
+		left := false
+		err := s.each(tablePrefix([]byte(t)), nil, func(k, _ []byte) (bool, error) {
+			left = !keys[string(k[len(tablePrefix([]byte(t))):])]
+			return !left, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if !left {
+			emptied = append(emptied, []byte(t))
+		}
+	}
+	return emptied, nil
+}
+
+// EndCopy checks e with replica.CheckCopyEnd, then writes it as one batch: the raised logs'
+// cursors and floors, range deletions of the entries they held and of the arrival
+// positions below the new arrival floor, the other logs' floors (their Below), the
+// deletions, and the removal of the copy state.
+func (s *Store) EndCopy(e *replica.CopyEnd) error {
+	plan, err := replica.CheckCopyEnd(e, replica.CopyEndView{Identity: s.id.Origin, Logs: s.logs, Cursors: s.cursor,
+		ArrivalFloor: s.afloor, LastArrival: s.arrivals})
+	if err != nil {
+		return err
+	}
+	logs := replica.LogsAfterCopy(plan, s.logs, s.cursor, s.afloor)
+	wb := grocksdb.NewWriteBatch()
+	defer wb.Destroy()
+	var ranges []grocksdb.Range
+	for _, rl := range plan.Logs {
+		if rl.To >= rl.From {
+			r := grocksdb.Range{Start: key(pLog, rl.Origin[:], u64(rl.From)), Limit: key(pLog, rl.Origin[:], u64(rl.To+1))}
+			wb.DeleteRange(r.Start, r.Limit)
+			ranges = append(ranges, r)
+		}
+		wb.Put(key(pCursor, rl.Origin[:]), s.cursorValue(rl.Cursor, 0))
+	}
+	for o, l := range logs {
+		if l != s.logs[o] {
+			wb.Put(key(pFloor, o[:]), floorValue(l))
+		}
+	}
+	if plan.ArrivalFloor > s.afloor {
+		r := grocksdb.Range{Start: key(pArrival, u64(s.afloor+1)), Limit: key(pArrival, u64(plan.ArrivalFloor+1))}
+		wb.DeleteRange(r.Start, r.Limit)
+		ranges = append(ranges, r)
+		wb.Put([]byte{pAFloor}, u64(plan.ArrivalFloor))
+	}
+	emptied, err := s.deleteRecords(wb, e.Deletes, nil)
+	if err != nil {
+		return err
+	}
+	for _, t := range emptied {
+		wb.Delete(key(pTable, t))
+	}
+	wb.Delete([]byte{pCopy})
+	if err := s.db.Write(s.wo, wb); err != nil {
+		return fmt.Errorf("rocksstore: ending the copy: %w", err)
+	}
+	for _, rl := range plan.Logs {
+		s.cursor.Advance(rl.Cursor)
+	}
+	s.logs, s.afloor = logs, plan.ArrivalFloor
+	s.compactMu.Lock()
+	s.toCompact = mergeRanges(append(s.toCompact, ranges...))
+	s.compactMu.Unlock()
+	return nil
+}
+
+// DropTombstones deletes, in one batch, each listed tombstone that is still its record's
+// version.
+func (s *Store) DropTombstones(ts []replica.Record) error {
+	var drop []replica.Record
+	for _, t := range ts {
+		cur, found, err := s.Get(t.Table, t.Key)
+		if err != nil {
+			return err
+		}
+		if found && cur.Deleted && cur.HLC == t.HLC && cur.Origin == t.Origin {
+			drop = append(drop, t)
+		}
+	}
+	if len(drop) == 0 {
+		return nil
+	}
+	wb := grocksdb.NewWriteBatch()
+	defer wb.Destroy()
+	emptied, err := s.deleteRecords(wb, drop, nil)
+	if err != nil {
+		return err
+	}
+	for _, t := range emptied {
+		wb.Delete(key(pTable, t))
+	}
+	if err := s.db.Write(s.wo, wb); err != nil {
+		return errors.Join(errors.New("rocksstore: dropping tombstones"), err)
+	}
+	return nil
+}
