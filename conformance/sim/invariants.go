@@ -211,6 +211,17 @@ func (s *recordingStore) Apply(b *replica.Batch) (uint64, error) {
 	return pos, err
 }
 
+// EndCopy records the logs a copy raised: their next entry follows the copied position.
+func (s *recordingStore) EndCopy(e *replica.CopyEnd) error {
+	err := s.Store.EndCopy(e)
+	if err == nil {
+		for _, l := range e.Logs {
+			s.last[l.Origin] = l.Position.Seq
+		}
+	}
+	return err
+}
+
 // Converged reports whether every running node holds, of every origin, the most any
 // running node holds (a crashed node's origin included), and the same entry there. It
 // returns why not.

@@ -22,4 +22,11 @@ type Set struct {
 	// IgnoreHolds makes retention purge what it may by age and bytes, whatever peers still
 	// need: a lagging peer finds its next entries gone.
 	IgnoreHolds bool
+	// ReplacingCopy makes a base copy replace the receiver's records instead of merging:
+	// every copied version is written, and every record of the receiver the copy lacks is
+	// deleted (the failure of a copy that wipes the joiner first).
+	ReplacingCopy bool
+	// CopyCursorApart makes a base copy write each chunk's records and its copy cursor in
+	// two writes, the cursor after: a crash between them leaves a cursor that lags its data.
+	CopyCursorApart bool
 }

@@ -14,8 +14,12 @@ import (
 // from its floor up and its hash chain holds from the floor's hash; each cursor names the
 // last entry of its log; the log's bytes are what it holds; the arrival order above the
 // arrival floor holds exactly the log entries above each log's Below, once each; and the
-// records are what last-writer-wins makes of the logs (a record written by a purged entry,
-// at or below its origin's floor, stands where no kept entry overrides it). It returns the
+// records are what last-writer-wins makes of the logs, allowing for history the logs no
+// longer hold: a record written by a purged or copied entry (at or below its origin's
+// floor), or copied from a snapshot ahead of this node's log of its origin, stands where
+// no kept entry overrides it; a tombstone may be dropped; and a record a kept entry wrote
+// may be gone when a floor's timestamp is above its version (a delete below that floor
+// removed it). A log a copy raised may hold no entry: its floor is then its cursor. It returns the
 // problems found, at most limit of them (0: no bound), or an error when the store cannot
 // be read. It holds every record in memory while it runs.
 func Audit(s Store, limit int) ([]string, error) {
@@ -68,10 +72,14 @@ func Audit(s Store, limit int) ([]string, error) {
 			replayLWW(want, &v)
 		}
 	}
-	inOrder := 0 // log entries the arrival order should hold
+	inOrder := 0                            // log entries the arrival order should hold
+	headHLC := map[wire.OriginID]wire.HLC{} // each log's last entry's timestamp (its floor's when it holds none)
+	var floorHLC wire.HLC                   // the highest floor timestamp of any log
 	for _, e := range vec.Entries() {
 		l := logs[e.Origin]
-		if l.Floor.Seq > l.Below || l.Below > e.Seq || (e.Seq > 0 && l.Floor.Seq >= e.Seq) {
+		headHLC[e.Origin] = l.Floor.HLC
+		floorHLC = max(floorHLC, l.Floor.HLC)
+		if l.Floor.Seq > l.Below || l.Below > e.Seq || l.Floor.Seq > e.Seq {
 			a.add("origin %s: floor %d, below %d and cursor %d are out of order", e.Origin, l.Floor.Seq, l.Below, e.Seq)
 		}
 		if l.Floor.Seq > 0 {
@@ -101,6 +109,9 @@ func Audit(s Store, limit int) ([]string, error) {
 			case seq <= l.Below:
 				replayLWW(want, &v) // kept below the arrival floor: not replayed above
 			}
+			if err == nil {
+				headHLC[e.Origin] = v.HLC
+			}
 			prev = sha256.Sum256(raw)
 		}
 		if prev != e.Hash {
@@ -128,9 +139,12 @@ func Audit(s Store, limit int) ([]string, error) {
 			found[k] = true
 			w, ok := want[k]
 			fromPurged := r.HLC <= logs[r.Origin].Floor.HLC // written by an entry no longer in the log
+			// Copied from a snapshot that held more of the origin than this node's log: the
+			// log catches up when the origin streams from the copy's position.
+			copiedAhead := r.HLC > headHLC[r.Origin]
 			switch {
 			case ok && w.Deleted == r.Deleted && w.HLC == r.HLC && w.Origin == r.Origin && bytes.Equal(w.Value, r.Value):
-			case fromPurged && (!ok || newer(r.HLC, r.Origin, w.HLC, w.Origin)):
+			case (fromPurged || copiedAhead) && (!ok || newer(r.HLC, r.Origin, w.HLC, w.Origin)):
 			case !ok:
 				a.add("record %s/%q is in no log", r.Table, r.Key)
 			default:
@@ -143,8 +157,11 @@ func Audit(s Store, limit int) ([]string, error) {
 		}
 	}
 	missing := 0
-	for k := range want {
-		if !found[k] {
+	for k, w := range want {
+		// A tombstone may be dropped (docs/design.md §14); a record may be gone by a delete
+		// that is no longer in any log: one below a floor (purged, or taken by a copy whose
+		// sender had dropped its tombstone).
+		if !found[k] && !w.Deleted && w.HLC > floorHLC {
 			missing++
 		}
 	}

@@ -54,6 +54,15 @@ type Config struct {
 	PurgeStep         int
 	RetentionInterval time.Duration
 
+	// Base copies (copying.go). MaxCopies bounds the copies this node serves at once
+	// (default 2; -1: none): one more is answered copy-busy. CopyChunk is the size a copy's
+	// chunks aim at (default 1 MiB, MinCopyChunk to the frame body limit; a record larger
+	// goes alone). CopyRetry is how long a copy stopped early waits before it resumes, and
+	// how long a peer that answered copy-busy is passed over (default 2 s).
+	MaxCopies int
+	CopyChunk int
+	CopyRetry time.Duration
+
 	// NewSession makes the protocol core of one connection (default NativeSession).
 	NewSession func(protocol.Config) (Session, error)
 
@@ -81,6 +90,10 @@ const (
 	DefaultRetainHold      = 24 * time.Hour
 	DefaultPurgeStep       = 4096
 	DefaultRetentionEvery  = time.Second
+	DefaultMaxCopies       = 2
+	DefaultCopyChunk       = 1 << 20
+	MinCopyChunk           = 1 << 10
+	DefaultCopyRetry       = 2 * time.Second
 	maxTableName           = 64
 	arrivalBatch           = 64
 	maxMoves               = 1024
@@ -117,9 +130,21 @@ func (c Config) withDefaults() Config {
 	if c.RetentionInterval == 0 {
 		c.RetentionInterval = DefaultRetentionEvery
 	}
+	switch c.MaxCopies {
+	case 0:
+		c.MaxCopies = DefaultMaxCopies
+	case -1:
+		c.MaxCopies = 0
+	}
+	if c.CopyRetry == 0 {
+		c.CopyRetry = DefaultCopyRetry
+	}
 	if c.NewSession == nil {
 		c.NewSession = NativeSession
 	}
 	c.Limits = c.Limits.WithDefaults()
+	if c.CopyChunk == 0 {
+		c.CopyChunk = min(DefaultCopyChunk, int(c.Limits.MaxFrameBody))
+	}
 	return c
 }

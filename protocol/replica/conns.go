@@ -175,6 +175,10 @@ func (r *Replica) dialerOf(c *conn) wire.OriginID {
 // drop forgets a connection: the origins it was the source of lose their source, and its
 // streams and advertised heads are gone.
 func (r *Replica) drop(c *conn) {
+	if t := r.cp.take; t != nil && t.conn == c.id {
+		r.stopTaking(wire.NewError(wire.CodeClosed, "the connection to "+c.peerName+" ended"))
+	}
+	r.stopServing(c.id)
 	delete(r.conns, c.id)
 	if i := slices.Index(r.connOrder, c.id); i >= 0 {
 		r.connOrder = slices.Delete(r.connOrder, i, i+1)

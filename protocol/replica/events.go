@@ -93,6 +93,16 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 		r.onClosed(c, ev)
 	case protocol.EventPurged:
 		r.onPurged(c, ev)
+	case protocol.EventCopyRequested:
+		r.onCopyRequested(c, ev.Copy)
+	case protocol.EventCopyBegin:
+		r.onCopyBegin(c, ev.CopyBegin)
+	case protocol.EventChunk:
+		r.onChunk(c, ev.Chunk)
+	case protocol.EventCopyEnd:
+		r.onCopyEnd(c)
+	case protocol.EventCopyAborted:
+		r.onCopyAborted(c, ev)
 	case protocol.EventCredit, protocol.EventIgnoredFrame:
 		// Credit is acted on by pump; ignored frames are counted by the session (Stats).
 	}

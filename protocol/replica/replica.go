@@ -42,6 +42,7 @@ type Replica struct {
 	lastErrors map[string]PeerError
 	evbuf      []protocol.Event
 	ret        retention // bounded history (retention.go)
+	cp         copying   // base copies taken and served (copying.go)
 	fatal      error
 }
 
@@ -79,6 +80,10 @@ func New(cfg Config, store Store) (*Replica, error) {
 	if cfg.RetainAge < 0 || cfg.RetainHold < 0 || cfg.PurgeStep < 0 || cfg.RetentionInterval < 0 {
 		return nil, errorf("retention: a negative age, hold, step or interval")
 	}
+	if cfg.MaxCopies < 0 || cfg.CopyRetry < 0 || cfg.CopyChunk < MinCopyChunk || cfg.CopyChunk > int(cfg.Limits.MaxFrameBody) {
+		return nil, errorf("copies: MaxCopies and CopyRetry may not be negative, and CopyChunk is %d..%d bytes (the frame body limit)",
+			MinCopyChunk, cfg.Limits.MaxFrameBody)
+	}
 	id, err := store.Identity()
 	if err != nil {
 		return nil, err
@@ -101,6 +106,12 @@ func New(cfg Config, store Store) (*Replica, error) {
 			st.name, st.namePersisted = n, true
 		}
 	}
+	if err := r.loadRetention(); err != nil {
+		return nil, err
+	}
+	if err := r.loadCopy(); err != nil {
+		return nil, err
+	}
 	vec, err := store.Vector()
 	if err != nil {
 		return nil, err
@@ -109,6 +120,12 @@ func New(cfg Config, store Store) (*Replica, error) {
 		st := r.origin(e.Origin)
 		st.applied, st.headSeq = e, e.Seq
 		if e.Seq == 0 {
+			continue
+		}
+		if f := r.floor(e.Origin); f.Seq == e.Seq {
+			// A log a copy raised holds no entry yet: its floor is the head.
+			st.appliedHLC, st.headHLC = f.HLC, f.HLC
+			r.hlc = max(r.hlc, f.HLC)
 			continue
 		}
 		raw, err := store.Entry(e.Origin, e.Seq)
@@ -122,12 +139,10 @@ func New(cfg Config, store Store) (*Replica, error) {
 		st.appliedHLC, st.headHLC = v.HLC, v.HLC
 		r.hlc = max(r.hlc, v.HLC)
 	}
-	if err := r.loadRetention(); err != nil {
-		return nil, err
-	}
 	if r.storedHLC, err = store.RecordHLC(); err != nil {
 		return nil, err
 	}
+	r.hlc = max(r.hlc, r.storedHLC) // local writes order after every stored version, copied ones included
 	if r.arrivals, err = store.LastArrival(); err != nil {
 		return nil, err
 	}
@@ -219,6 +234,12 @@ func (r *Replica) NextDeadline() time.Time {
 		}
 	}
 	earlier(r.ret.nextAt)
+	if r.cp.retryAt.After(r.now) {
+		earlier(r.cp.retryAt)
+	}
+	for _, t := range r.cp.busy {
+		earlier(t)
+	}
 	return next
 }
 

@@ -177,6 +177,7 @@ func (r *Replica) retain() {
 		return
 	}
 	r.ret.nextAt = r.now.Add(r.cfg.RetentionInterval)
+	r.refreshCopyHolds()
 	perOrigin, v1, hasV1, lapsed := r.holdLimits()
 	for _, k := range lapsed {
 		delete(r.ret.holds, k)

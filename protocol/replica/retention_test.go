@@ -293,11 +293,12 @@ func TestDuplicateBelowFloor(t *testing.T) {
 
 // TestRetentionVersion3Floors: over version 3 a relay advertises its floors, and a node whose
 // applied seq is below a peer's floor does not take the origin from that peer (it asks
-// nothing it could not get); it takes it from a peer that can serve it.
+// nothing it could not get); it takes it from a peer that can serve it. (B serves no copy
+// here, so that C waits for A: copies are TestCopy*'s.)
 func TestRetentionVersion3Floors(t *testing.T) {
 	h := newHarness(t)
 	a := h.addNode("A", replica.Config{})
-	b := h.addNode("B", replica.Config{RetainAge: time.Second, RetainHold: 2 * time.Second})
+	b := h.addNode("B", replica.Config{RetainAge: time.Second, RetainHold: 2 * time.Second, MaxCopies: -1})
 	c := h.addNode("C", replica.Config{})
 	h.connect(b, a)
 	cb := h.connect(c, b)
@@ -322,12 +323,12 @@ func TestRetentionVersion3Floors(t *testing.T) {
 // TestRetentionVersion3PurgedAnswer: a version-3 subscriber whose next entries a relay purged
 // while it was subscribed (its hold lapsed while credit kept the relay from sending) is
 // answered PURGED: the channel closes, the connection stays, and the subscriber drops the
-// relay as the origin's source.
+// relay as the origin's source. (B serves no copy here, so that C waits for A.)
 func TestRetentionVersion3PurgedAnswer(t *testing.T) {
 	h := newHarness(t)
 	small := protocol.Limits{MaxFrameBody: 1 << 10, MaxMessage: 64 << 10, MaxChannelBuffer: 2 << 10}
 	a := h.addNode("A", replica.Config{})
-	b := h.addNode("B", replica.Config{RetainAge: time.Second, RetainHold: 2 * time.Second, Limits: small})
+	b := h.addNode("B", replica.Config{RetainAge: time.Second, RetainHold: 2 * time.Second, Limits: small, MaxCopies: -1})
 	c := h.addNode("C", replica.Config{Limits: small})
 	h.connect(b, a)
 	cb := h.connect(c, b)

@@ -42,6 +42,7 @@ func (r *Replica) route() {
 			r.routeOrigin(r.origin(o))
 		}
 	}
+	r.maybeCopy()
 }
 
 func (r *Replica) routeOrigin(st *originState) {

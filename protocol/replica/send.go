@@ -24,10 +24,15 @@ func (r *Replica) pump() {
 			}
 			continue
 		}
+		more := true
 		for _, o := range c.outOrder {
-			if !r.pumpV2(c, o, c.out[o]) {
+			if more = r.pumpV2(c, o, c.out[o]); !more {
 				break
 			}
+		}
+		// A copy takes what the origins' streams leave of the connection: live entries first.
+		if s := r.cp.serving[c.id]; s != nil && more {
+			r.pumpCopy(c, s)
 		}
 	}
 }

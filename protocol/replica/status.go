@@ -60,6 +60,8 @@ type PeerStatus struct {
 	// from the last retention step: entries it would have purged but for them.
 	RetentionHeldEntries uint64
 	RetentionHeldBytes   uint64
+	// Copy is the base copy this node takes from, or serves to, the peer (nil: none).
+	Copy *CopyProgress
 	// Filled by the shell, which dials: the configured URL, and how many times it dialed
 	// the peer after the first dial since start (successful or not).
 	URL        string
@@ -96,6 +98,18 @@ type Counters struct {
 	Divergences        uint64
 	PurgedAnswers      uint64 // peers answered that what they asked for is purged
 	EntriesPurged      uint64 // log entries retention purged
+	TombstonesDropped  uint64 // tombstones retention dropped (docs/design.md §14)
+
+	// Base copies (docs/design.md §15).
+	CopiesStarted   uint64 // copies this node began taking
+	CopiesResumed   uint64 // runs that went on with a copy after it stopped early
+	CopiesCompleted uint64 // copies taken whole
+	CopyRecords     uint64 // records received in copies (merged or not)
+	CopyBytes       uint64 // chunk bytes received in copies
+	CopiesServed    uint64 // copies this node began serving
+	CopiesBusy      uint64 // copy requests refused at MaxCopies (copy-busy)
+	CopiesRefused   uint64 // copies this node refused to take (its own origin ahead of its log)
+	BadChunks       uint64 // copies stopped because a chunk broke the copy's rules (bad-chunk)
 }
 
 // Counters returns the counters.
@@ -138,6 +152,7 @@ func (r *Replica) Status(now time.Time) Status {
 		}
 		p.LastError = r.LastError(p.Name)
 		p.RetentionHeldEntries, p.RetentionHeldBytes = r.RetentionHeld(p.Name)
+		p.Copy = r.copyProgress(id)
 		s.Peers = append(s.Peers, p)
 	}
 	return s

@@ -35,7 +35,7 @@ type Store struct {
 	names    map[wire.OriginID]string
 	peers    map[wire.OriginID]uint64
 	holds    map[holdKey]replica.Hold
-	hlc      wire.HLC            // the highest record HLC written
+	hlc      wire.HLC           // the highest record HLC written
 	copying  *replica.CopyState // the copy being taken (nil: none)
 }
 

@@ -137,7 +137,7 @@ func testEndCopy(t *testing.T, s replica.Store) {
 		{Logs: []replica.CopiedLog{{Origin: originA, Position: wire.CopyPosition{Origin: originA, Seq: 3, Hash: wire.Hash{3}}}}}, // at the cursor
 		{Logs: []replica.CopiedLog{{Origin: Identity.Origin, Position: wire.CopyPosition{Origin: Identity.Origin, Seq: 3, Hash: wire.Hash{3}}}}},
 		{Logs: []replica.CopiedLog{{Origin: originC, Position: posC}, {Origin: originA, Position: posA}}}, // not ascending
-		{Logs: []replica.CopiedLog{{Origin: originA, Position: posC}}},                                  // another origin's position
+		{Logs: []replica.CopiedLog{{Origin: originA, Position: posC}}},                                    // another origin's position
 		{Logs: []replica.CopiedLog{{Origin: originA, Position: wire.CopyPosition{Origin: originA, Seq: 10}}}},
 	} {
 		if err := s.EndCopy(e); !errors.Is(err, replica.ErrBadCopy) {

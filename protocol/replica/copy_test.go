@@ -1,0 +1,283 @@
+package replica_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"plait/protocol"
+	"plait/protocol/replica"
+	"plait/protocol/wire"
+)
+
+// The base copy, against the harness's real sessions on a virtual clock.
+
+// records lists every record of a node's table, tombstones included, as "key=value",
+// "key deleted" and versions, for comparing two nodes' stores exactly.
+func (n *node) records(table string) []string {
+	n.h.t.Helper()
+	var out []string
+	err := n.store.Scan([]byte(table), nil, func(r replica.Record) bool {
+		if r.Deleted {
+			out = append(out, fmt.Sprintf("%s deleted @%d/%x", r.Key, r.HLC, r.Origin[:1]))
+		} else {
+			out = append(out, fmt.Sprintf("%s=%s @%d/%x", r.Key, r.Value, r.HLC, r.Origin[:1]))
+		}
+		return true
+	})
+	if err != nil {
+		n.h.t.Fatal(err)
+	}
+	return out
+}
+
+func sameRecords(t *testing.T, table string, nodes ...*node) {
+	t.Helper()
+	want := nodes[0].records(table)
+	for _, n := range nodes[1:] {
+		got := n.records(table)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("table %s on %s:\n%v\non %s:\n%v", table, nodes[0].name, want, n.name, got)
+		}
+	}
+}
+
+// purgedCluster is A with history purged: 40 writes to 20 keys, some deleted, in two
+// tables, then a purge that leaves only A's head.
+func purgedCluster(t *testing.T, acfg replica.Config) (*harness, *node) {
+	h := newHarness(t)
+	acfg.RetainAge = time.Second
+	a := h.addNode("A", acfg)
+	for i := range 40 {
+		a.write(put("t", fmt.Sprint("k", i%20), fmt.Sprint("v", i)), put("u", fmt.Sprint("x", i%7), fmt.Sprint(i)))
+		if i%9 == 8 {
+			a.write(del("t", fmt.Sprint("k", i%20)))
+		}
+	}
+	h.advance(2 * time.Second)
+	if f := a.logOf(a).Floor.Seq; f < 40 {
+		t.Fatalf("A's floor is %d: the test needs its log purged", f)
+	}
+	return h, a
+}
+
+// TestCopyEmptyNodeJoins: an empty node joining a node whose log is purged is answered
+// PURGED, takes a copy, and ends with the same records (versions and tombstones included),
+// A's position as its floor and cursor, and A's later writes streamed from there; it
+// answers purged below its new floor, and its store audits.
+func TestCopyEmptyNodeJoins(t *testing.T) {
+	h, a := purgedCluster(t, replica.Config{})
+	b := h.addNode("B", replica.Config{CopyChunk: 1 << 10})
+	h.connect(b, a)
+	head := a.originStatus(a).AppliedSeq
+	sameRecords(t, "t", a, b)
+	sameRecords(t, "u", a, b)
+	if st := b.originStatus(a); st.AppliedSeq != head || st.FloorSeq != head || st.LogBytes != 0 {
+		t.Fatalf("B's status of A after the copy = %+v, want applied and floor at A's head %d", st, head)
+	}
+	bc, ac := b.rep.Counters(), a.rep.Counters()
+	if bc.CopiesStarted != 1 || bc.CopiesCompleted != 1 || bc.CopyRecords == 0 || bc.CopyBytes == 0 || ac.CopiesServed != 1 {
+		t.Fatalf("counters: B %+v, A %+v", bc, ac)
+	}
+	if a.rep.Counters().PurgedAnswers == 0 {
+		t.Error("A never answered purged: the copy was not what the purge asked for")
+	}
+	a.write(put("t", "after", "copy"))
+	h.pump()
+	if st := b.originStatus(a); st.AppliedSeq != head+1 || st.SourcePeer != "A" {
+		t.Fatalf("B's status of A after a write following the copy = %+v", st)
+	}
+	sameRecords(t, "t", a, b)
+	b.audit()
+	evs := b.rep.CopyEvents()
+	if len(evs) != 2 || evs[0].Kind != replica.CopyStarted || evs[1].Kind != replica.CopyCompleted || evs[1].Peer != "A" {
+		t.Errorf("B's copy events %+v", evs)
+	}
+	// B, now holding A from its floor, serves a third node a copy (that node knows B's
+	// floor: it asks for nothing below it), and answers a version-2 node below it purged.
+	c := h.addNode("C", replica.Config{})
+	h.connect(c, b)
+	if got := b.rep.Counters().CopiesServed; got != 1 {
+		t.Errorf("B served %d copies to C, want 1", got)
+	}
+	sameRecords(t, "t", a, b, c)
+	d := h.addNode("D", replica.Config{MaxVersion: 2})
+	h.connect(d, b)
+	if got := b.rep.Counters().PurgedAnswers; got == 0 {
+		t.Error("B did not answer the version-2 node purged below its new floor")
+	}
+}
+
+// TestCopyMerges: a node back after its hold lapsed, with writes nobody else has, takes a
+// copy that merges: its own writes survive and then reach A, those made during the copy
+// too (after A's snapshot: the copy does not hold them); a version of its that A superseded
+// is replaced, and one newer than A's stays; a record A deleted goes.
+func TestCopyMerges(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{RetainAge: time.Second, RetainHold: 2 * time.Second})
+	b := h.addNode("B", replica.Config{})
+	ba := h.connect(b, a)
+	a.write(put("t", "shared", "a1"))
+	b.write(put("t", "old-b", "b1"), put("t", "both", "b-early"))
+	h.pump()
+	h.disconnect(ba)
+	// Apart: B writes what A never sees; A supersedes B's "both", deletes B's "old-b".
+	b.write(put("t", "only-b", "b2"))
+	h.advance(time.Millisecond)
+	a.write(put("t", "both", "a-later"), del("t", "old-b"))
+	for i := range 10 {
+		a.write(put("t", fmt.Sprint("a", i), "x"))
+	}
+	h.advance(5 * time.Second) // B's hold lapses; A purges its log of A and B
+	if f := a.logOf(a).Floor.Seq; f < 5 {
+		t.Fatalf("A's floor of A is %d", f)
+	}
+	ba = h.open(b, a)
+	h.stepUntil(ba, func() bool { return a.rep.Counters().CopiesServed == 1 })
+	b.write(put("t", "zz-during", "b3"), put("t", "a0", "b-newer")) // after A's snapshot
+	h.pump()
+	if got := b.rep.Counters().CopiesCompleted; got != 1 {
+		t.Fatalf("B completed %d copies", got)
+	}
+	for key, want := range map[string]string{"only-b": "b2", "both": "a-later", "shared": "a1", "a9": "x", "zz-during": "b3", "a0": "b-newer"} {
+		if r, ok := b.get("t", key); !ok || r.Deleted || string(r.Value) != want {
+			t.Errorf("B's %s after the copy = %+v, want %s", key, r, want)
+		}
+	}
+	if r, ok := b.get("t", "old-b"); ok && !r.Deleted {
+		t.Errorf("B's old-b survived A's delete: %+v", r)
+	}
+	h.pump()
+	if r, ok := a.get("t", "only-b"); !ok || string(r.Value) != "b2" {
+		t.Errorf("B's own write did not reach A after the copy: %+v", r)
+	}
+	if _, d1 := a.digest("t"); true {
+		if _, d2 := b.digest("t"); d1 != d2 {
+			t.Errorf("digests differ after the copy: A %s, B %s", d1, d2)
+		}
+	}
+	b.audit()
+	a.audit()
+}
+
+// TestCopyResumes: a copy cut off by a lost connection and by a restart of the receiver
+// goes on from the last chunk made durable, on a new snapshot each time: every record is
+// merged once (none copied again after a resume), the copy's position is the lowest of its
+// snapshots, and writes made meanwhile converge.
+func TestCopyResumes(t *testing.T) {
+	h, a := purgedCluster(t, replica.Config{})
+	for i := range 200 {
+		a.write(put("big", fmt.Sprintf("k%03d", i), string(make([]byte, 300))))
+	}
+	h.advance(2 * time.Second)
+	small := protocol.Limits{MaxFrameBody: 2 << 10, MaxMessage: 64 << 10, MaxChannelBuffer: 4 << 10, MaxSessionBuffer: 8 << 10}
+	b := h.addNode("B", replica.Config{CopyChunk: 1 << 10, Limits: small, CopyRetry: 100 * time.Millisecond})
+	copied := func() uint64 {
+		if st, _ := b.store.CopyState(); st != nil {
+			return st.Records
+		}
+		return 0
+	}
+	ba := h.open(b, a)
+	h.stepUntil(ba, func() bool { return copied() > 0 }) // a chunk made durable, then the cut
+	h.disconnect(ba)
+	first := copied()
+	a.write(put("big", "k999", "written during the copy"))
+	h.advance(200 * time.Millisecond) // CopyRetry
+	ba = h.open(b, a)
+	h.stepUntil(ba, func() bool { return copied() > first })
+	before := b.rep.Counters().CopyRecords
+	b.restart() // a crash: the store keeps what ApplyCopy wrote
+	if st, _ := b.store.CopyState(); st == nil || st.Records <= first || st.Snapshots < 2 {
+		t.Fatalf("after the second run: %+v (first run: %d records)", st, first)
+	}
+	h.connect(b, a)
+	h.advance(time.Second)
+	if got := b.rep.Counters(); got.CopiesCompleted != 1 || got.CopiesResumed == 0 {
+		t.Fatalf("B's counters %+v: want one copy completed after resumes", got)
+	}
+	total := 0
+	for _, table := range []string{"t", "u", "big"} {
+		sameRecords(t, table, a, b)
+		total += len(a.records(table))
+	}
+	// Each chunk is merged and its cursor written in one write, and a resume starts after
+	// the last record made durable: no record is merged twice.
+	if got := before + b.rep.Counters().CopyRecords; got != uint64(total) {
+		t.Errorf("B merged %d copied records over three runs; A holds %d", got, total)
+	}
+	if st := b.originStatus(a); st.AppliedSeq != a.originStatus(a).AppliedSeq {
+		t.Fatalf("B's status of A %+v", st)
+	}
+	b.audit()
+}
+
+// TestCopyBusy: a node serving MaxCopies copies answers the next copy-busy; the refused
+// node waits and copies once the first is done.
+func TestCopyBusy(t *testing.T) {
+	h, a := purgedCluster(t, replica.Config{MaxCopies: 1})
+	for i := range 200 { // more than a window: the first copy stays open a while
+		a.write(put("big", fmt.Sprintf("k%03d", i), string(make([]byte, 300))))
+	}
+	h.advance(2 * time.Second)
+	small := protocol.Limits{MaxFrameBody: 2 << 10, MaxMessage: 64 << 10, MaxChannelBuffer: 4 << 10, MaxSessionBuffer: 8 << 10}
+	b := h.addNode("B", replica.Config{CopyChunk: 1 << 10, Limits: small})
+	c := h.addNode("C", replica.Config{CopyChunk: 1 << 10, Limits: small, CopyRetry: 50 * time.Millisecond})
+	ba := h.open(b, a)
+	h.stepUntil(ba, func() bool { return a.rep.Counters().CopiesServed == 1 })
+	ba.hold = true // B's copy stays open while C asks
+	h.connect(c, a)
+	if got := a.rep.Counters().CopiesBusy; got == 0 {
+		t.Fatalf("A answered C %d copy-busy", got)
+	}
+	ba.hold = false
+	h.advance(time.Second)
+	if got := a.rep.Counters(); got.CopiesBusy == 0 || got.CopiesServed != 2 {
+		t.Fatalf("A's counters %+v: want a copy-busy answer, then both served", got)
+	}
+	sameRecords(t, "t", a, b, c)
+	sameRecords(t, "big", a, b, c)
+}
+
+// TestCopyRefusesOriginRewind: a node whose own origin a copy shows beyond its log (a data
+// directory older than its history elsewhere) refuses the copy and takes no other.
+func TestCopyRefusesOriginRewind(t *testing.T) {
+	h, a := purgedCluster(t, replica.Config{})
+	b := h.addNode("B", replica.Config{})
+	old := b.store.Clone() // a backup of B from before it wrote anything
+	ab := h.connect(b, a)
+	for i := range 5 {
+		b.write(put("t", fmt.Sprint("b", i), "x"))
+	}
+	h.pump()
+	h.disconnect(ab)
+	// B comes back from a backup taken before its 5 writes; A purged its log of B.
+	b.store = old
+	b.start()
+	h.advance(3 * time.Second)
+	a.write(put("t", "k0", "newer"))
+	h.advance(2 * time.Second)
+	h.connect(b, a)
+	if got := b.rep.Counters(); got.CopiesRefused != 1 || got.CopiesCompleted != 0 {
+		t.Fatalf("B's counters %+v: want the copy refused", got)
+	}
+	if e := b.rep.LastError("A"); e == nil || e.Err.Code != wire.CodeGoingAway {
+		t.Errorf("B's last error for A: %+v", e)
+	}
+}
+
+// stepUntil delivers l's messages one round at a time until cond holds (at most 10000
+// rounds), the other links' messages too.
+func (h *harness) stepUntil(l *link, cond func() bool) {
+	h.t.Helper()
+	for range 10000 {
+		if cond() {
+			return
+		}
+		h.collect()
+		for _, e := range []*end{l.dialer, l.listener} {
+			h.deliver(e)
+		}
+	}
+	h.t.Fatal("stepUntil: the condition never held")
+}

@@ -1,0 +1,720 @@
+package replica
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"strconv"
+	"time"
+
+	"plait/protocol"
+	"plait/protocol/wire"
+)
+
+// The base copy (docs/design.md §15). A node that no log can serve from its position takes
+// a copy of a version-3 peer's records, merges it into its own, and then streams each
+// origin from the positions the copy's snapshots cover, which the peer keeps for it. A
+// node serves at most Config.MaxCopies copies at once, each from one snapshot of its store.
+//
+// The merge never replaces: a copied version wins only where it is newer than the
+// receiver's, and a version this node already applied is never taken again; a record of
+// the receiver that the sender's snapshot lacks is removed only when the snapshot's vector
+// shows the sender applied the write that made it (the sender then deleted it, and
+// dropped the tombstone); anything else the receiver holds stays, and its own writes
+// replicate as before.
+
+// copyTake is the copy this node is taking now, on one connection.
+type copyTake struct {
+	conn     ConnID
+	peer     string
+	snap     map[wire.OriginID]wire.CopyPosition // the current snapshot's vector, as COPYBEGIN gives it
+	merged   bool                                // the current snapshot's vector is in the state's
+	total    CopyTotals
+	runStart time.Time // this run of the copy (since the last resume)
+	runBytes uint64
+}
+
+// CopyTotals is what a sender says of its snapshot, for progress: 0 when unknown.
+type CopyTotals struct {
+	Tables, Records, Bytes uint64
+}
+
+// copyServe is a copy this node serves on one connection.
+type copyServe struct {
+	snap       Snapshot
+	table, key []byte // the last record sent (nil: the request's point, or the start)
+	records    uint64
+	bytes      uint64
+	started    time.Time
+	total      CopyTotals
+	pending    []Record // read from the snapshot, not yet sent (one chunk's worth at most)
+	limit      int      // the chunk size aimed at (Config.CopyChunk, lower after a peer's frame limit refused one)
+}
+
+// copying is the replica's state of base copies.
+type copying struct {
+	state   *CopyState // the copy being taken, as the store holds it (nil: none)
+	take    *copyTake  // the run taking it now (nil: none)
+	serving map[ConnID]*copyServe
+	retryAt time.Time            // no copy is asked for before then (after a refusal)
+	busy    map[string]time.Time // peers that answered copy-busy, until then
+	log     []CopyEvent
+	rewound bool // a copy showed this node's own origin ahead of its log: no more copies
+}
+
+// CopyEvent is one copy starting, resuming, ending or stopping, for the shell's log.
+type CopyEvent struct {
+	At      time.Time
+	Peer    string
+	Kind    CopyEventKind
+	Records uint64 // copied so far
+	Bytes   uint64
+	Err     *wire.Error // why it stopped (stopped, refused)
+}
+
+// CopyEventKind says what a CopyEvent reports.
+type CopyEventKind string
+
+// The copy events.
+const (
+	CopyStarted   CopyEventKind = "started"   // this node began taking a copy
+	CopyResumed   CopyEventKind = "resumed"   // it went on with one, after the last record made durable
+	CopyCompleted CopyEventKind = "completed" // the copy ended and its positions were taken
+	CopyStopped   CopyEventKind = "stopped"   // the run stopped early; the copy resumes later
+	CopyServed    CopyEventKind = "served"    // this node began serving a copy to Peer
+	CopyRefused   CopyEventKind = "refused"   // this node refused a copy (its own origin ahead of its log)
+)
+
+const maxCopyEvents = 256
+
+func (r *Replica) copyEvent(e CopyEvent) {
+	e.At = r.now
+	if len(r.cp.log) == maxCopyEvents {
+		r.cp.log = append(r.cp.log[:0], r.cp.log[1:]...)
+	}
+	r.cp.log = append(r.cp.log, e)
+}
+
+// CopyEvents hands over the copy events since the last call (at most maxCopyEvents, the
+// latest).
+func (r *Replica) CopyEvents() []CopyEvent {
+	e := r.cp.log
+	r.cp.log = nil
+	return e
+}
+
+// loadCopy reads the copy being taken, if any.
+func (r *Replica) loadCopy() error {
+	st, err := r.store.CopyState()
+	if err != nil {
+		return err
+	}
+	r.cp = copying{state: st, serving: map[ConnID]*copyServe{}, busy: map[string]time.Time{}}
+	return nil
+}
+
+// ---- taking a copy ----
+
+// blockedBy reports whether connection c holds origin st above this node's position but
+// cannot serve it: its floor is above the applied seq (version 3).
+func (r *Replica) blockedBy(c *conn, st *originState) bool {
+	h, has := c.heads[st.id]
+	return c.version >= 3 && c.floors[st.id] > st.applied.Seq && (c.direct(st.id) || has && h.Seq > st.applied.Seq)
+}
+
+// maybeCopy starts or resumes the copy when one is needed and none runs: a copy was left
+// unfinished, or an origin has no candidate and a version-3 peer holds it beyond a floor
+// above this node's position.
+func (r *Replica) maybeCopy() {
+	if r.cp.take != nil || r.cp.rewound || r.now.Before(r.cp.retryAt) {
+		return
+	}
+	var pick *conn
+	if r.cp.state != nil {
+		for _, id := range r.connOrder {
+			c := r.conns[id]
+			if r.copyable(c) && (pick == nil || c.peerName == r.cp.state.Peer) {
+				pick = c
+			}
+		}
+	} else {
+		for _, o := range r.originOrder {
+			st := r.origins[o]
+			if o == r.id.Origin || st.source != 0 || len(r.candidates(st)) > 0 {
+				continue
+			}
+			for _, id := range r.connOrder {
+				if c := r.conns[id]; r.copyable(c) && r.blockedBy(c, st) {
+					pick = c
+					break
+				}
+			}
+			if pick != nil {
+				break
+			}
+		}
+	}
+	if pick != nil {
+		r.startCopy(pick)
+	}
+}
+
+// copyable reports whether a connection may serve a copy now: established at version 3
+// and not busy.
+func (r *Replica) copyable(c *conn) bool {
+	if !c.established || c.version < 3 || c.sess.State() != protocol.StateEstablished {
+		return false
+	}
+	if until, ok := r.cp.busy[c.peerName]; ok {
+		if r.now.Before(until) {
+			return false
+		}
+		delete(r.cp.busy, c.peerName)
+	}
+	return true
+}
+
+func (r *Replica) startCopy(c *conn) {
+	var table, key []byte
+	kind := CopyStarted
+	if st := r.cp.state; st != nil {
+		table, key, kind = st.Table, st.Key, CopyResumed
+		r.counters.CopiesResumed++
+	} else {
+		r.counters.CopiesStarted++
+	}
+	if !r.checkConn(c, c.sess.V3().RequestCopy(table, key)) {
+		return
+	}
+	r.cp.take = &copyTake{conn: c.id, peer: c.peerName, snap: map[wire.OriginID]wire.CopyPosition{}, runStart: r.now}
+	ev := CopyEvent{Peer: c.peerName, Kind: kind}
+	if st := r.cp.state; st != nil {
+		ev.Records, ev.Bytes = st.Records, st.Bytes
+	}
+	r.copyEvent(ev)
+}
+
+// onCopyBegin takes in part of the snapshot's vector. A position of this node's own origin
+// above its log is an origin rewind (this data directory is older than its own history
+// elsewhere): the copy is refused, and no other is asked for.
+func (r *Replica) onCopyBegin(c *conn, b *wire.CopyBegin) {
+	t := r.cp.take
+	if t == nil || t.conn != c.id {
+		return
+	}
+	if b.Tables != 0 || b.Records != 0 || b.Bytes != 0 {
+		t.total = CopyTotals{Tables: b.Tables, Records: b.Records, Bytes: b.Bytes}
+	}
+	own := r.origin(r.id.Origin).applied.Seq
+	for _, p := range b.Positions {
+		if p.Origin == r.id.Origin && p.Seq > own {
+			r.cp.rewound = true
+			r.counters.CopiesRefused++
+			err := wire.NewError(wire.CodeGoingAway, "origin rewind: the copy holds this node's own origin at seq "+
+				strconv.FormatUint(p.Seq, 10)+", beyond its log's "+strconv.FormatUint(own, 10))
+			r.recordError(c, err)
+			r.copyEvent(CopyEvent{Peer: c.peerName, Kind: CopyRefused, Err: err})
+			r.checkConn(c, c.sess.V3().AbortCopy(false, wire.CodeGoingAway, err.Message))
+			r.cp.take = nil
+			return
+		}
+		t.snap[p.Origin] = p
+	}
+}
+
+// mergedVector is the state's vector with the current snapshot's merged in: per origin
+// the lower position, and an origin only both hold (the first snapshot's as it is).
+func (r *Replica) mergedVector(st *CopyState, t *copyTake) []wire.CopyPosition {
+	if st.Snapshots == 0 {
+		out := make([]wire.CopyPosition, 0, len(t.snap))
+		for _, p := range t.snap {
+			out = append(out, p)
+		}
+		slices.SortFunc(out, func(a, b wire.CopyPosition) int { return cmpOrigin(a.Origin, b.Origin) })
+		return out
+	}
+	var out []wire.CopyPosition
+	for _, p := range st.Vector {
+		q, ok := t.snap[p.Origin]
+		switch {
+		case !ok:
+		case q.Seq < p.Seq:
+			out = append(out, q)
+		default:
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// nextState is the copy state after a chunk or the end: the current snapshot's vector
+// merged in once.
+func (r *Replica) nextState(t *copyTake) CopyState {
+	var st CopyState
+	if r.cp.state != nil {
+		st = *r.cp.state
+		st.Table, st.Key = bytes.Clone(st.Table), bytes.Clone(st.Key)
+	} else {
+		st.Started = r.now.UnixNano()
+	}
+	st.Peer = t.peer
+	if !t.merged {
+		st.Vector = r.mergedVector(&st, t)
+		st.Snapshots++
+	}
+	return st
+}
+
+// seen reports whether this node applied the write that made version (hlc, o): its
+// origin's entries carry strictly increasing timestamps, so an entry at or below the
+// applied one's timestamp is applied.
+func (r *Replica) seen(hlc wire.HLC, o wire.OriginID) bool {
+	st := r.origins[o]
+	return st != nil && st.applied.Seq > 0 && hlc <= st.appliedHLC
+}
+
+// coveredLocal lists this node's records in the range a chunk covers: after (fromTable,
+// fromKey) (nil: the start) up to and including (toTable, toKey) (nil: the end).
+func (r *Replica) coveredLocal(fromTable, fromKey, toTable, toKey []byte) ([]Record, bool) {
+	tables, err := r.store.Tables()
+	if !r.check(err) {
+		return nil, false
+	}
+	var out []Record
+	for _, t := range tables {
+		if fromTable != nil && bytes.Compare(t, fromTable) < 0 {
+			continue
+		}
+		if toTable != nil && bytes.Compare(t, toTable) > 0 {
+			break
+		}
+		var after []byte
+		if fromTable != nil && bytes.Equal(t, fromTable) {
+			after = fromKey
+		}
+		last := toTable != nil && bytes.Equal(t, toTable)
+		err := r.store.Scan(t, after, func(rec Record) bool {
+			if last && bytes.Compare(rec.Key, toKey) > 0 {
+				return false
+			}
+			out = append(out, rec)
+			return true
+		})
+		if !r.check(err) {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// superseded lists the records of local absent from the copied set that the snapshot shows
+// the sender deleted: live versions whose write its vector covers.
+func (r *Replica) superseded(local []Record, copied map[string]bool, t *copyTake) []Record {
+	var out []Record
+	for _, l := range local {
+		if l.Deleted || copied[string(l.Key)] {
+			continue
+		}
+		if p, ok := t.snap[l.Origin]; r.cfg.Mutations.ReplacingCopy || ok && l.HLC <= p.HLC {
+			out = append(out, Record{Table: l.Table, Key: l.Key})
+		}
+	}
+	return out
+}
+
+// onChunk merges one chunk: each copied version this node has not seen and that is newer
+// than its own is written; its own records in the range the chunk covers that the sender
+// deleted are removed; the copy state moves to the chunk's last record, in the same write.
+func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
+	t := r.cp.take
+	if t == nil || t.conn != c.id {
+		return
+	}
+	next := r.nextState(t)
+	local, ok := r.coveredLocal(next.Table, next.Key, v.Table, v.Last)
+	if !ok {
+		return
+	}
+	mine := make(map[string]Record, len(local))
+	for _, l := range local {
+		if bytes.Equal(l.Table, v.Table) {
+			mine[string(l.Key)] = l
+		}
+	}
+	b := &CopyBatch{}
+	copied := make(map[string]bool, v.Count)
+	var hlc wire.HLC
+	it := v.Records()
+	for {
+		cr, more, _ := it.Next() // the session checked every record
+		if !more {
+			break
+		}
+		copied[string(cr.Key)] = true
+		hlc = max(hlc, cr.HLC)
+		old, has := mine[string(cr.Key)]
+		switch {
+		case r.cfg.Mutations.ReplacingCopy:
+		case r.seen(cr.HLC, cr.Origin):
+			continue // applied here already: what this node holds is that version or later
+		case has && !newer(cr.HLC, cr.Origin, old.HLC, old.Origin):
+			continue // this node's own version is newer
+		}
+		b.Records = append(b.Records, Record{Table: bytes.Clone(v.Table), Key: bytes.Clone(cr.Key),
+			Value: bytes.Clone(cr.Value), Deleted: cr.Deleted, HLC: cr.HLC, Origin: cr.Origin})
+	}
+	b.Deletes = r.supersededAcross(local, v.Table, copied, t)
+	if !bytes.Equal(next.Table, v.Table) {
+		next.Tables++
+	}
+	next.Table, next.Key = bytes.Clone(v.Table), bytes.Clone(v.Last)
+	next.Records += uint64(v.Count)
+	next.Bytes += uint64(len(v.Raw()))
+	next.Deleted += uint64(len(b.Deletes))
+	b.State = next
+	if r.cfg.Mutations.CopyCursorApart {
+		// test-only: the records first, the cursor in a write of its own after them
+		b.State = r.stateOrEmpty()
+		if !r.check(r.store.ApplyCopy(b)) {
+			return
+		}
+		b = &CopyBatch{State: next}
+	}
+	if !r.check(r.store.ApplyCopy(b)) {
+		return
+	}
+	t.merged = true
+	t.runBytes += uint64(len(v.Raw()))
+	r.cp.state = &next
+	r.storedHLC = max(r.storedHLC, hlc)
+	r.hlc = max(r.hlc, hlc) // later local writes order after every copied version
+	r.counters.CopyRecords += uint64(v.Count)
+	r.counters.CopyBytes += uint64(len(v.Raw()))
+	r.checkConn(c, c.sess.V3().AckChunk())
+}
+
+// supersededAcross is superseded over a chunk's whole range: the records of the chunk's
+// table are judged against the chunk's keys, those of tables before it (wholly covered) as
+// absent.
+func (r *Replica) supersededAcross(local []Record, table []byte, copied map[string]bool, t *copyTake) []Record {
+	var same, other []Record
+	for _, l := range local {
+		if bytes.Equal(l.Table, table) {
+			same = append(same, l)
+		} else {
+			other = append(other, l)
+		}
+	}
+	out := r.superseded(same, copied, t)
+	return append(out, r.superseded(other, map[string]bool{}, t)...)
+}
+
+// stateOrEmpty is the copy state as the store holds it (for the CopyCursorApart mutation).
+func (r *Replica) stateOrEmpty() CopyState {
+	if r.cp.state != nil {
+		return *r.cp.state
+	}
+	return CopyState{Peer: r.cp.take.peer, Started: r.now.UnixNano()}
+}
+
+// onCopyEnd ends the copy: the records after the last chunk that the sender deleted are
+// removed, and each origin's log rises to the copy's position where it is above this
+// node's, never for this node's own origin.
+func (r *Replica) onCopyEnd(c *conn) {
+	t := r.cp.take
+	if t == nil || t.conn != c.id {
+		return
+	}
+	next := r.nextState(t)
+	local, ok := r.coveredLocal(next.Table, next.Key, nil, nil)
+	if !ok {
+		return
+	}
+	e := &CopyEnd{Deletes: r.superseded(local, map[string]bool{}, t)}
+	for _, p := range next.Vector {
+		if st := r.origins[p.Origin]; p.Origin != r.id.Origin && (st == nil || p.Seq > st.applied.Seq) {
+			e.Logs = append(e.Logs, CopiedLog{Origin: p.Origin, Position: p})
+		}
+	}
+	if !r.check(r.store.EndCopy(e)) {
+		return
+	}
+	logs, err := r.store.Logs()
+	if !r.check(err) {
+		return
+	}
+	af, err := r.store.ArrivalFloor()
+	if !r.check(err) {
+		return
+	}
+	r.ret.logs, r.ret.afloor = logs, af
+	for _, l := range e.Logs {
+		st := r.origin(l.Origin)
+		st.applied.Seq, st.applied.Hash, st.appliedHLC = l.Position.Seq, l.Position.Hash, l.Position.HLC
+		st.progressAt = r.now
+		if st.applied.Seq >= st.headSeq {
+			st.headSeq, st.headHLC = st.applied.Seq, st.appliedHLC
+		}
+		st.diverged = false
+		r.hlc = max(r.hlc, st.appliedHLC)
+		r.headsDirty[l.Origin] = true
+		if src := r.conns[st.source]; src != nil {
+			r.subscribe(src, st, st.applied.Seq) // from the copied position: nothing below it again
+		}
+	}
+	r.routeAll = true
+	r.counters.CopiesCompleted++
+	r.copyEvent(CopyEvent{Peer: t.peer, Kind: CopyCompleted, Records: next.Records, Bytes: next.Bytes})
+	r.cp.state, r.cp.take = nil, nil
+}
+
+// onCopyAborted handles a copy stopped early: the one this node takes resumes later
+// (another peer first, when this one was busy); one it serves is released.
+func (r *Replica) onCopyAborted(c *conn, ev *protocol.Event) {
+	if ev.Outgoing {
+		r.stopServing(c.id)
+		return
+	}
+	t := r.cp.take
+	if t == nil || t.conn != c.id {
+		return
+	}
+	r.stopTaking(ev.Err)
+	if ev.Err != nil {
+		switch ev.Err.Code {
+		case wire.CodeCopyBusy:
+			r.cp.busy[c.peerName] = r.now.Add(r.cfg.CopyRetry)
+			r.cp.retryAt = time.Time{} // another peer may serve it now
+		case wire.CodeBadChunk:
+			r.counters.BadChunks++
+		}
+	}
+}
+
+// stopTaking ends the run taking the copy; the copy resumes after CopyRetry.
+func (r *Replica) stopTaking(err *wire.Error) {
+	t := r.cp.take
+	if t == nil {
+		return
+	}
+	ev := CopyEvent{Peer: t.peer, Kind: CopyStopped, Err: err}
+	if st := r.cp.state; st != nil {
+		ev.Records, ev.Bytes = st.Records, st.Bytes
+	}
+	r.copyEvent(ev)
+	r.cp.take = nil
+	r.cp.retryAt = r.now.Add(r.cfg.CopyRetry)
+}
+
+// ---- serving a copy ----
+
+// onCopyRequested serves a copy from a snapshot of this node's store, or refuses it when
+// MaxCopies run already. The peer's holds are pinned at the snapshot's positions first, so
+// that the logs it streams from after the copy are kept.
+func (r *Replica) onCopyRequested(c *conn, req *wire.Copy) {
+	if len(r.cp.serving) >= r.cfg.MaxCopies {
+		r.counters.CopiesBusy++
+		r.checkConn(c, c.sess.V3().AbortCopy(true, wire.CodeCopyBusy,
+			strconv.Itoa(len(r.cp.serving))+" copies are being served; the bound is "+strconv.Itoa(r.cfg.MaxCopies)))
+		return
+	}
+	if r.cfg.HoldUnsynced && r.synced < r.origin(r.id.Origin).applied.Seq {
+		// The snapshot holds this node's own writes: they must survive a power loss before
+		// another node takes them.
+		if !r.check(r.store.Sync()) {
+			return
+		}
+		own := r.origin(r.id.Origin)
+		r.synced, r.syncedHLC, r.syncedArrive = own.applied.Seq, own.appliedHLC, r.arrivals
+		r.headsDirty[r.id.Origin] = true
+	}
+	snap, err := r.store.Snapshot()
+	if !r.check(err) {
+		return
+	}
+	var pos []wire.CopyPosition
+	for _, o := range r.originOrder {
+		if st := r.origins[o]; st.applied.Seq > 0 {
+			pos = append(pos, wire.CopyPosition{Origin: o, Seq: st.applied.Seq, Hash: st.applied.Hash, HLC: st.appliedHLC})
+			r.pinHold(c.peerName, o, st.applied.Seq)
+		}
+	}
+	tables, records, size, err := snap.Size()
+	if !r.check(err) {
+		snap.Release()
+		return
+	}
+	s := &copyServe{snap: snap, started: r.now, total: CopyTotals{Tables: tables, Records: records, Bytes: size}}
+	if len(req.Table) > 0 {
+		s.table, s.key = bytes.Clone(req.Table), bytes.Clone(req.Key)
+	}
+	if !r.checkConn(c, c.sess.V3().BeginCopy(pos, tables, records, size)) {
+		snap.Release()
+		return
+	}
+	r.cp.serving[c.id] = s
+	r.counters.CopiesServed++
+	r.copyEvent(CopyEvent{Peer: c.peerName, Kind: CopyServed})
+}
+
+// pinHold makes a peer's hold of an origin no higher than seq (a copy's position), written
+// at once: the peer streams from there when its copy ends.
+func (r *Replica) pinHold(peer string, o wire.OriginID, seq uint64) {
+	if h := r.ret.holds[holdKey{peer, o}]; h != nil && h.seq <= seq && r.now.Sub(h.since) < r.cfg.RetainHold {
+		h.since = r.now
+		h.dirty = true
+		return
+	}
+	r.holdAt(peer, o, seq, true)
+}
+
+// pumpCopy sends the chunks of the copy served on c while its credit lasts, and its end
+// when the snapshot is read whole. It reports false when the connection cannot take more
+// now.
+func (r *Replica) pumpCopy(c *conn, s *copyServe) bool {
+	for {
+		if s.limit == 0 {
+			s.limit = r.cfg.CopyChunk
+		}
+		if len(s.pending) == 0 {
+			if !r.readAhead(s) {
+				return false
+			}
+			if len(s.pending) == 0 {
+				r.checkConn(c, c.sess.V3().EndCopy())
+				r.stopServing(c.id)
+				return c.sess.State() == protocol.StateEstablished
+			}
+		}
+		// What the credit allows now: the receiver grants more once half its window is
+		// used, so a chunk smaller than the limit goes rather than wait.
+		room := c.sess.V3().CopyCredit() - wire.HeaderSize
+		table := s.pending[0].Table
+		size := wire.ChunkHeaderSize(table, len(s.pending))
+		var recs []wire.CopyRecord
+		for _, p := range s.pending {
+			cr := wire.CopyRecord{Key: p.Key, Value: p.Value, Deleted: p.Deleted, HLC: p.HLC, Origin: p.Origin}
+			n := wire.ChunkSize(&cr)
+			if len(recs) > 0 && size+n > min(s.limit, room) {
+				break
+			}
+			if size+n > room {
+				return true // the next record alone waits for its credit
+			}
+			recs = append(recs, cr)
+			size += n
+		}
+		body, err := wire.AppendChunk(nil, table, recs)
+		if !r.check(err) {
+			return false
+		}
+		if err := c.sess.V3().SendChunk(body); err != nil {
+			var we *wire.Error
+			if errors.As(err, &we) && we.Code == wire.CodeFrameTooLarge {
+				if len(recs) == 1 {
+					// One record the peer's frame limit cannot carry: this copy cannot be served.
+					r.checkConn(c, c.sess.V3().AbortCopy(true, wire.CodeFrameTooLarge, we.Message))
+					r.stopServing(c.id)
+					return true
+				}
+				s.limit = len(body) / 2 // the peer's frame limit is lower: smaller chunks
+				continue
+			}
+			return r.sendRefused(c, err)
+		}
+		s.table, s.key = bytes.Clone(table), bytes.Clone(recs[len(recs)-1].Key)
+		s.pending = s.pending[len(recs):]
+		s.records += uint64(len(recs))
+		s.bytes += uint64(len(body))
+	}
+}
+
+// readAhead reads the next records of one table from the snapshot, about one chunk's
+// worth, after the last one sent.
+func (r *Replica) readAhead(s *copyServe) bool {
+	size := 0
+	err := s.snap.Records(s.table, s.key, func(rec Record) bool {
+		if len(s.pending) > 0 && !bytes.Equal(rec.Table, s.pending[0].Table) {
+			return false
+		}
+		s.pending = append(s.pending, rec)
+		size += wire.ChunkSize(&wire.CopyRecord{Key: rec.Key, Value: rec.Value, Deleted: rec.Deleted})
+		return size < s.limit
+	})
+	return r.check(err)
+}
+
+// stopServing releases a copy served on a connection.
+func (r *Replica) stopServing(id ConnID) {
+	if s := r.cp.serving[id]; s != nil {
+		s.snap.Release()
+		delete(r.cp.serving, id)
+	}
+}
+
+// refreshCopyHolds keeps the holds of peers this node serves a copy to from lapsing: a copy
+// of a large store takes longer than RetainHold may be.
+func (r *Replica) refreshCopyHolds() {
+	for id := range r.cp.serving {
+		c := r.conns[id]
+		if c == nil {
+			continue
+		}
+		for k, h := range r.ret.holds {
+			if k.peer == c.peerName {
+				h.since = r.now
+			}
+		}
+	}
+}
+
+// ---- progress ----
+
+// CopyProgress is a copy in /v1/status's peers[].copy.
+type CopyProgress struct {
+	Direction  string // "receiving" or "serving"
+	Records    uint64 // copied so far (for receiving: since the copy began, resumes included)
+	Bytes      uint64
+	Tables     uint64 // tables reached (receiving) or in the snapshot (serving)
+	TablesDone uint64
+	Total      CopyTotals // what the sender said of its snapshot (0: unknown)
+	Rate       float64    // bytes per second over this run
+	ETA        time.Duration
+	Resumes    uint64
+}
+
+// CopyProgress reports the copy this node takes from, or serves to, a connection.
+func (r *Replica) copyProgress(id ConnID) *CopyProgress {
+	if t := r.cp.take; t != nil && t.conn == id {
+		p := &CopyProgress{Direction: "receiving", Total: t.total}
+		if st := r.cp.state; st != nil {
+			p.Records, p.Bytes, p.Tables = st.Records, st.Bytes, st.Tables
+			if st.Snapshots > 0 {
+				p.Resumes = st.Snapshots - 1
+			}
+		}
+		if p.Tables > 0 {
+			p.TablesDone = p.Tables - 1
+		}
+		if el := r.now.Sub(t.runStart).Seconds(); el > 0 {
+			p.Rate = float64(t.runBytes) / el
+			if p.Records > 0 && t.total.Records > p.Records && p.Rate > 0 {
+				left := float64(t.total.Records-p.Records) * float64(p.Bytes) / float64(p.Records)
+				p.ETA = time.Duration(left / p.Rate * float64(time.Second))
+			}
+		}
+		return p
+	}
+	if s := r.cp.serving[id]; s != nil {
+		p := &CopyProgress{Direction: "serving", Records: s.records, Bytes: s.bytes, Tables: s.total.Tables, Total: s.total}
+		if el := r.now.Sub(s.started).Seconds(); el > 0 {
+			p.Rate = float64(s.bytes) / el
+			if s.records > 0 && s.total.Records > s.records && p.Rate > 0 {
+				left := float64(s.total.Records-s.records) * float64(s.bytes) / float64(s.records)
+				p.ETA = time.Duration(left / p.Rate * float64(time.Second))
+			}
+		}
+		return p
+	}
+	return nil
+}
