@@ -80,6 +80,8 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	retainAge := fs.Duration("retain-age", replica.DefaultRetainAge, "log entries older than this (by HLC time) may be purged")
 	retainBytes := fs.Uint64("retain-bytes", 0, "past this many bytes of origin logs, the oldest entries in arrival order are purged first (0: no bound)")
 	retainHold := fs.Duration("retain-hold", replica.DefaultRetainHold, "entries a peer still needs are kept, until it has not advanced for this long")
+	maxCopies := fs.Int("max-copies", replica.DefaultMaxCopies, "base copies this node serves at once; one more is answered copy-busy (0: none)")
+	copyChunk := fs.Int("copy-chunk", replica.DefaultCopyChunk, "the size of a base copy's chunks, in bytes")
 	chanWin := fs.Int("channel-window", 0, "bytes received and not yet applied per origin channel (0: the default, one largest frame)")
 	sessWin := fs.Int("session-window", 0, "bytes received and not yet applied per connection (0: the default, 64 MiB)")
 	if err := fs.Parse(args); err != nil {
@@ -108,6 +110,16 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	if *retainHold <= 0 {
 		return nil, fmt.Errorf("--retain-hold: %v is not positive", *retainHold)
 	}
+	if *maxCopies < 0 {
+		return nil, fmt.Errorf("--max-copies: %d is negative", *maxCopies)
+	}
+	if *copyChunk < replica.MinCopyChunk || *copyChunk > wire.MaxFrameBody {
+		return nil, fmt.Errorf("--copy-chunk: %d is outside %d..%d", *copyChunk, replica.MinCopyChunk, wire.MaxFrameBody)
+	}
+	copies := *maxCopies
+	if copies == 0 {
+		copies = -1 // the replica's "none"
+	}
 	limits := protocol.Limits{MaxChannelBuffer: *chanWin, MaxSessionBuffer: *sessWin}
 	if *chanWin < 0 || *sessWin < 0 {
 		return nil, errors.New("--channel-window, --session-window: a window is not negative")
@@ -132,7 +144,8 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	return &serveConfig{listen: *listen, httpListen: *httpListen, node: node.Config{Name: *name, DataDir: *data,
 		Peers: peers, Secret: []byte(*secret), ProtocolMax: *protoMax, Sync: node.SyncMode(*sync),
 		MoveDelay: *moveDelay, StallTimeout: *stall, Limits: limits,
-		RetainAge: *retainAge, RetainBytes: *retainBytes, RetainHold: *retainHold}}, nil
+		RetainAge: *retainAge, RetainBytes: *retainBytes, RetainHold: *retainHold,
+		MaxCopies: copies, CopyChunk: *copyChunk}}, nil
 }
 
 // loopback reports whether a listen address binds only the loopback interface.

@@ -42,6 +42,9 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--retain-hold", "-1s"}, "--retain-hold"},
 		{[]string{"--retain-bytes", "-1"}, "-retain-bytes"},
 		{[]string{"--retain-bytes", "1KiB"}, "-retain-bytes"},
+		{[]string{"--max-copies", "-1"}, "--max-copies"},
+		{[]string{"--copy-chunk", "1023"}, "--copy-chunk"},
+		{[]string{"--copy-chunk", "16777217"}, "--copy-chunk"},
 		{[]string{"--channel-window", "100"}, "--channel-window"},
 		{[]string{"--session-window", "-1"}, "--session-window"},
 		{[]string{"extra"}, "extra"},
@@ -66,6 +69,19 @@ func TestServeDefaults(t *testing.T) {
 	}
 	if cfg.node.RetainAge != 72*time.Hour || cfg.node.RetainBytes != 0 || cfg.node.RetainHold != 24*time.Hour {
 		t.Errorf("retention defaults: age %v, bytes %d, hold %v", cfg.node.RetainAge, cfg.node.RetainBytes, cfg.node.RetainHold)
+	}
+	if cfg.node.MaxCopies != 2 || cfg.node.CopyChunk != 1<<20 {
+		t.Errorf("copy defaults: %d copies, chunks of %d", cfg.node.MaxCopies, cfg.node.CopyChunk)
+	}
+	// The bounds of the copies: none served, and chunks of 1 KiB and of 16 MiB.
+	for _, c := range []struct {
+		args         []string
+		copies, size int
+	}{{[]string{"--max-copies", "0", "--copy-chunk", "1024"}, -1, 1024}, {[]string{"--copy-chunk", "16777216"}, 2, 16 << 20}} {
+		cfg, err := parseServe(c.args, &bytes.Buffer{})
+		if err != nil || cfg.node.MaxCopies != c.copies || cfg.node.CopyChunk != c.size {
+			t.Errorf("%v: %v, %d copies, chunks of %d", c.args, err, cfg.node.MaxCopies, cfg.node.CopyChunk)
+		}
 	}
 	// The smallest retention a node takes: one nanosecond, one byte.
 	cfg, err = parseServe([]string{"--retain-age", "1ns", "--retain-hold", "1ns", "--retain-bytes", "1"}, &bytes.Buffer{})

@@ -51,9 +51,37 @@ func printStatus(w io.Writer, d httpapi.StatusDoc) {
 	}
 	t.Flush()
 	fmt.Fprintln(w)
+	copies := false
+	for _, p := range d.Peers {
+		if c := p.Copy; c != nil {
+			if !copies {
+				t = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(t, "COPY WITH	STATE	TABLES	RECORDS	BYTES	RATE	ETA	RESUMES")
+				copies = true
+			}
+			eta := "-"
+			if c.ETASeconds > 0 {
+				eta = (time.Duration(c.ETASeconds) * time.Second).String()
+			}
+			fmt.Fprintf(t, "%s\t%s\t%d done of %s\t%d of %s\t%d\t%.0f B/s\t%s\t%d\n", p.Name, c.State, c.TablesDone, unknown(c.Tables),
+				c.Records, unknown(c.TotalRecords), c.Bytes, c.Rate, eta, c.Resumes)
+		}
+	}
+	if copies {
+		t.Flush()
+		fmt.Fprintln(w)
+	}
 	for _, c := range d.Counters.List() {
 		fmt.Fprintf(w, "%s %d\n", c.Name, c.Value)
 	}
+}
+
+// unknown prints a total, "?" when the sender could not say.
+func unknown(n uint64) string {
+	if n == 0 {
+		return "?"
+	}
+	return fmt.Sprint(n)
 }
 
 func dash(s string) string {

@@ -48,6 +48,7 @@ type copyServe struct {
 	started    time.Time
 	total      CopyTotals
 	pending    []Record // read from the snapshot, not yet sent (one chunk's worth at most)
+	tables     uint64   // tables reached
 	limit      int      // the chunk size aimed at (Config.CopyChunk, lower after a peer's frame limit refused one)
 }
 
@@ -622,6 +623,9 @@ func (r *Replica) pumpCopy(c *conn, s *copyServe) bool {
 			}
 			return r.sendRefused(c, err)
 		}
+		if !bytes.Equal(s.table, table) {
+			s.tables++
+		}
 		s.table, s.key = bytes.Clone(table), bytes.Clone(recs[len(recs)-1].Key)
 		s.pending = s.pending[len(recs):]
 		s.records += uint64(len(recs))
@@ -673,48 +677,41 @@ func (r *Replica) refreshCopyHolds() {
 // CopyProgress is a copy in /v1/status's peers[].copy.
 type CopyProgress struct {
 	Direction  string // "receiving" or "serving"
-	Records    uint64 // copied so far (for receiving: since the copy began, resumes included)
+	Records    uint64 // copied so far (receiving: since the copy began, resumes included)
 	Bytes      uint64
-	Tables     uint64 // tables reached (receiving) or in the snapshot (serving)
-	TablesDone uint64
+	TablesDone uint64     // tables copied whole
 	Total      CopyTotals // what the sender said of its snapshot (0: unknown)
 	Rate       float64    // bytes per second over this run
 	ETA        time.Duration
 	Resumes    uint64
 }
 
-// CopyProgress reports the copy this node takes from, or serves to, a connection.
+// copyProgress reports the copy this node takes from, or serves to, a connection.
 func (r *Replica) copyProgress(id ConnID) *CopyProgress {
+	var p *CopyProgress
+	var elapsed float64
+	var runBytes uint64
 	if t := r.cp.take; t != nil && t.conn == id {
-		p := &CopyProgress{Direction: "receiving", Total: t.total}
+		p = &CopyProgress{Direction: "receiving", Total: t.total}
 		if st := r.cp.state; st != nil {
-			p.Records, p.Bytes, p.Tables = st.Records, st.Bytes, st.Tables
-			if st.Snapshots > 0 {
-				p.Resumes = st.Snapshots - 1
-			}
+			p.Records, p.Bytes = st.Records, st.Bytes
+			p.TablesDone = max(st.Tables, 1) - 1
+			p.Resumes = max(st.Snapshots, 1) - 1
 		}
-		if p.Tables > 0 {
-			p.TablesDone = p.Tables - 1
-		}
-		if el := r.now.Sub(t.runStart).Seconds(); el > 0 {
-			p.Rate = float64(t.runBytes) / el
-			if p.Records > 0 && t.total.Records > p.Records && p.Rate > 0 {
-				left := float64(t.total.Records-p.Records) * float64(p.Bytes) / float64(p.Records)
-				p.ETA = time.Duration(left / p.Rate * float64(time.Second))
-			}
-		}
-		return p
+		elapsed, runBytes = r.now.Sub(t.runStart).Seconds(), t.runBytes
+	} else if s := r.cp.serving[id]; s != nil {
+		p = &CopyProgress{Direction: "serving", Records: s.records, Bytes: s.bytes, TablesDone: max(s.tables, 1) - 1, Total: s.total}
+		elapsed, runBytes = r.now.Sub(s.started).Seconds(), s.bytes
+	} else {
+		return nil
 	}
-	if s := r.cp.serving[id]; s != nil {
-		p := &CopyProgress{Direction: "serving", Records: s.records, Bytes: s.bytes, Tables: s.total.Tables, Total: s.total}
-		if el := r.now.Sub(s.started).Seconds(); el > 0 {
-			p.Rate = float64(s.bytes) / el
-			if s.records > 0 && s.total.Records > s.records && p.Rate > 0 {
-				left := float64(s.total.Records-s.records) * float64(s.bytes) / float64(s.records)
-				p.ETA = time.Duration(left / p.Rate * float64(time.Second))
-			}
-		}
-		return p
+	if elapsed > 0 {
+		p.Rate = float64(runBytes) / elapsed
 	}
-	return nil
+	// The bytes left, estimated from the records left at the bytes per record so far.
+	if p.Records > 0 && p.Total.Records > p.Records && p.Rate > 0 {
+		left := float64(p.Total.Records-p.Records) * float64(p.Bytes) / float64(p.Records)
+		p.ETA = time.Duration(left / p.Rate * float64(time.Second))
+	}
+	return p
 }

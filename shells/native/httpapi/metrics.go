@@ -30,6 +30,16 @@ var (
 		"divergences":         prometheus.NewDesc("plait_divergences_total", "Divergences found.", nil, nil),
 		"purged_answers":      prometheus.NewDesc("plait_purged_answers_total", "Peers answered that what they asked for is purged.", nil, nil),
 		"entries_purged":      prometheus.NewDesc("plait_entries_purged_total", "Log entries retention purged.", nil, nil),
+		"tombstones_dropped":  prometheus.NewDesc("plait_tombstones_dropped_total", "Tombstones retention dropped.", nil, nil),
+		"copies_started":      prometheus.NewDesc("plait_copies_started_total", "Base copies this node began taking.", nil, nil),
+		"copies_resumed":      prometheus.NewDesc("plait_copies_resumed_total", "Base copies this node went on with after they stopped early.", nil, nil),
+		"copies_completed":    prometheus.NewDesc("plait_copies_completed_total", "Base copies this node took whole.", nil, nil),
+		"copy_records":        prometheus.NewDesc("plait_copy_records_total", "Records received in base copies.", nil, nil),
+		"copy_bytes":          prometheus.NewDesc("plait_copy_bytes_total", "Chunk bytes received in base copies.", nil, nil),
+		"copies_served":       prometheus.NewDesc("plait_copies_served_total", "Base copies this node began serving.", nil, nil),
+		"copies_busy":         prometheus.NewDesc("plait_copies_busy_total", "Copy requests refused at --max-copies (copy-busy).", nil, nil),
+		"copies_refused":      prometheus.NewDesc("plait_copies_refused_total", "Base copies this node refused to take (its own origin ahead of its log).", nil, nil),
+		"bad_chunks":          prometheus.NewDesc("plait_bad_chunks_total", "Base copies stopped by a chunk that broke the copy's rules (bad-chunk).", nil, nil),
 	}
 )
 

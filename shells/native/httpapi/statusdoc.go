@@ -56,6 +56,7 @@ type OriginDoc struct {
 type PeerDoc struct {
 	Capabilities []string      `json:"capabilities"` // [] before the handshake
 	Connected    bool          `json:"connected"`
+	Copy         *CopyDoc      `json:"copy"` // the base copy with this peer; null when none
 	HeldBytes    int           `json:"held_bytes"`
 	LastError    *PeerErrorDoc `json:"last_error"` // null when there was none
 	Name         string        `json:"name"`
@@ -70,6 +71,24 @@ type PeerDoc struct {
 	Version              uint64            `json:"version"`
 }
 
+// CopyDoc is a peer's base copy in progress: the one this node takes from it (state
+// "receiving") or serves it ("serving").
+type CopyDoc struct {
+	State   string `json:"state"`
+	Records uint64 `json:"records"` // copied so far (receiving: resumes included)
+	Bytes   uint64 `json:"bytes"`   // chunk bytes copied so far
+	// Tables is the number of tables in the sender's snapshot (0: unknown), TablesDone the
+	// tables copied whole.
+	Tables     uint64 `json:"tables"`
+	TablesDone uint64 `json:"tables_done"`
+	// TotalRecords and TotalBytes are what the sender estimated of its snapshot (0: unknown).
+	TotalRecords uint64  `json:"total_records"`
+	TotalBytes   uint64  `json:"total_bytes"`
+	Rate         float64 `json:"rate_bytes_per_s"` // over this run (since the last resume)
+	ETASeconds   float64 `json:"eta_s"`            // 0: not known yet
+	Resumes      uint64  `json:"resumes"`
+}
+
 // PeerErrorDoc is a peer's last error.
 type PeerErrorDoc struct {
 	At      string `json:"at"` // RFC 3339, UTC, to the second
@@ -80,6 +99,15 @@ type PeerErrorDoc struct {
 
 // CountersDoc is the document's counters (replica.Counters).
 type CountersDoc struct {
+	BadChunks          uint64 `json:"bad_chunks"`
+	CopiesBusy         uint64 `json:"copies_busy"`
+	CopiesCompleted    uint64 `json:"copies_completed"`
+	CopiesRefused      uint64 `json:"copies_refused"`
+	CopiesResumed      uint64 `json:"copies_resumed"`
+	CopiesServed       uint64 `json:"copies_served"`
+	CopiesStarted      uint64 `json:"copies_started"`
+	CopyBytes          uint64 `json:"copy_bytes"`
+	CopyRecords        uint64 `json:"copy_records"`
 	Divergences        uint64 `json:"divergences"`
 	DuplicatesReceived uint64 `json:"duplicates_received"`
 	EntriesPurged      uint64 `json:"entries_purged"`
@@ -87,6 +115,7 @@ type CountersDoc struct {
 	ProtocolErrors     uint64 `json:"protocol_errors"`
 	PurgedAnswers      uint64 `json:"purged_answers"`
 	ResendsRequested   uint64 `json:"resends_requested"`
+	TombstonesDropped  uint64 `json:"tombstones_dropped"`
 	TxnsApplied        uint64 `json:"txns_applied"`
 }
 
@@ -102,7 +131,11 @@ func (c CountersDoc) List() []Counter {
 	return []Counter{{"txns_applied", c.TxnsApplied}, {"duplicates_received", c.DuplicatesReceived},
 		{"gaps_detected", c.GapsDetected}, {"resends_requested", c.ResendsRequested},
 		{"protocol_errors", c.ProtocolErrors}, {"divergences", c.Divergences},
-		{"purged_answers", c.PurgedAnswers}, {"entries_purged", c.EntriesPurged}}
+		{"purged_answers", c.PurgedAnswers}, {"entries_purged", c.EntriesPurged},
+		{"tombstones_dropped", c.TombstonesDropped},
+		{"copies_started", c.CopiesStarted}, {"copies_resumed", c.CopiesResumed}, {"copies_completed", c.CopiesCompleted},
+		{"copy_records", c.CopyRecords}, {"copy_bytes", c.CopyBytes}, {"copies_served", c.CopiesServed},
+		{"copies_busy", c.CopiesBusy}, {"copies_refused", c.CopiesRefused}, {"bad_chunks", c.BadChunks}}
 }
 
 // NewStatusDoc is the document of a replica status (as node.Node.Status gives it, with
@@ -116,7 +149,12 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 		Counters: CountersDoc{Divergences: st.Counters.Divergences, DuplicatesReceived: st.Counters.DuplicatesReceived,
 			GapsDetected: st.Counters.GapsDetected, ProtocolErrors: st.Counters.ProtocolErrors,
 			ResendsRequested: st.Counters.ResendsRequested, TxnsApplied: st.Counters.TxnsApplied,
-			PurgedAnswers: st.Counters.PurgedAnswers, EntriesPurged: st.Counters.EntriesPurged},
+			PurgedAnswers: st.Counters.PurgedAnswers, EntriesPurged: st.Counters.EntriesPurged,
+			TombstonesDropped: st.Counters.TombstonesDropped,
+			CopiesStarted:     st.Counters.CopiesStarted, CopiesResumed: st.Counters.CopiesResumed,
+			CopiesCompleted: st.Counters.CopiesCompleted, CopyRecords: st.Counters.CopyRecords,
+			CopyBytes: st.Counters.CopyBytes, CopiesServed: st.Counters.CopiesServed, CopiesBusy: st.Counters.CopiesBusy,
+			CopiesRefused: st.Counters.CopiesRefused, BadChunks: st.Counters.BadChunks},
 	}
 	for _, o := range st.Origins {
 		d.Origins = append(d.Origins, OriginDoc{AppliedSeq: o.AppliedSeq, Diverged: o.Diverged, FloorSeq: o.FloorSeq,
@@ -136,9 +174,17 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 		d.Peers = append(d.Peers, PeerDoc{Capabilities: caps, Connected: p.Connected, HeldBytes: p.HeldBytes,
 			LastError: lastErr, Name: p.Name, Reconnects: p.Reconnects, RetentionHeldBytes: p.RetentionHeldBytes,
 			RetentionHeldEntries: p.RetentionHeldEntries, RTTMs: float64(p.RTT.Microseconds()) / 1000,
-			State: p.State, URL: p.URL, Version: p.Version})
+			State: p.State, URL: p.URL, Version: p.Version, Copy: copyDoc(p.Copy)})
 	}
 	return d
+}
+
+func copyDoc(p *replica.CopyProgress) *CopyDoc {
+	if p == nil {
+		return nil
+	}
+	return &CopyDoc{State: p.Direction, Records: p.Records, Bytes: p.Bytes, Tables: p.Total.Tables, TablesDone: p.TablesDone,
+		TotalRecords: p.Total.Records, TotalBytes: p.Total.Bytes, Rate: p.Rate, ETASeconds: p.ETA.Seconds(), Resumes: p.Resumes}
 }
 
 // Origin is the document's origin of that name (false when it has none).

@@ -14,7 +14,7 @@ import (
 // statusGoldens are replica statuses and the exact /v1/status document of each: every
 // field set; a peer without capabilities or last error beside no origins; the zero
 // status (empty lists, never null). The documents were first taken from the map-based
-// encoding StatusDoc replaced; the retention fields were added since.
+// encoding StatusDoc replaced; the retention and copy fields were added since.
 var statusGoldens = []struct {
 	name   string
 	status replica.Status
@@ -31,12 +31,18 @@ var statusGoldens = []struct {
 			Connected: true, Version: 2, Capabilities: []string{"cap-a", "cap-b"}, RTT: 1234567 * time.Nanosecond, HeldBytes: 4096,
 			LastError: &replica.PeerError{Err: wire.NewError(wire.CodeDivergence, "entry 5 of A: hash differs"),
 				At: time.Date(2031, 5, 6, 7, 8, 9, 500, time.FixedZone("UTC+2", 2*3600))},
-			URL: "ws://127.0.0.1:7400", Reconnects: 5, RetentionHeldEntries: 6, RetentionHeldBytes: 888}},
+			URL: "ws://127.0.0.1:7400", Reconnects: 5, RetentionHeldEntries: 6, RetentionHeldBytes: 888,
+			Copy: &replica.CopyProgress{Direction: "receiving", Records: 100, Bytes: 5000, TablesDone: 2,
+				Total: replica.CopyTotals{Tables: 4, Records: 400, Bytes: 20000}, Rate: 2500, ETA: 6 * time.Second, Resumes: 1}}},
 		Counters: replica.Counters{TxnsApplied: 11, DuplicatesReceived: 12, GapsDetected: 13, ResendsRequested: 14,
-			ProtocolErrors: 15, Divergences: 16, PurgedAnswers: 17, EntriesPurged: 18},
+			ProtocolErrors: 15, Divergences: 16, PurgedAnswers: 17, EntriesPurged: 18, TombstonesDropped: 19,
+			CopiesStarted: 20, CopiesResumed: 21, CopiesCompleted: 22, CopyRecords: 23, CopyBytes: 24, CopiesServed: 25,
+			CopiesBusy: 26, CopiesRefused: 27, BadChunks: 28},
 	}, `{
-		"counters": {"divergences": 16, "duplicates_received": 12, "entries_purged": 18, "gaps_detected": 13, "protocol_errors": 15,
-			"purged_answers": 17, "resends_requested": 14, "txns_applied": 11},
+		"counters": {"bad_chunks": 28, "copies_busy": 26, "copies_completed": 22, "copies_refused": 27, "copies_resumed": 21,
+			"copies_served": 25, "copies_started": 20, "copy_bytes": 24, "copy_records": 23,
+			"divergences": 16, "duplicates_received": 12, "entries_purged": 18, "gaps_detected": 13, "protocol_errors": 15,
+			"purged_answers": 17, "resends_requested": 14, "tombstones_dropped": 19, "txns_applied": 11},
 		"node": {"authenticated": true, "name": "B", "origin": "b0010000000000000000000000000000", "protocol": {"max": 2, "min": 1}},
 		"origins": [
 			{"applied_seq": 7, "diverged": true, "floor_seq": 4, "head_seq": 10, "lag_ms": 250, "lag_seq": 3, "log_bytes": 777, "name": "A",
@@ -45,7 +51,10 @@ var statusGoldens = []struct {
 				"origin": "b0010000000000000000000000000000", "source_changes": 0, "source_peer": ""}
 		],
 		"peers": [
-			{"capabilities": ["cap-a", "cap-b"], "connected": true, "held_bytes": 4096,
+			{"capabilities": ["cap-a", "cap-b"], "connected": true,
+				"copy": {"state": "receiving", "records": 100, "bytes": 5000, "tables": 4, "tables_done": 2, "total_records": 400,
+					"total_bytes": 20000, "rate_bytes_per_s": 2500, "eta_s": 6, "resumes": 1},
+				"held_bytes": 4096,
 				"last_error": {"at": "2031-05-06T05:08:09Z", "class": "protocol", "code": "divergence", "message": "entry 5 of A: hash differs"},
 				"name": "R", "reconnects": 5, "retention_held_bytes": 888, "retention_held_entries": 6,
 				"rtt_ms": 1.234, "state": "streaming", "url": "ws://127.0.0.1:7400", "version": 2}
@@ -55,18 +64,22 @@ var statusGoldens = []struct {
 		Node:  replica.NodeStatus{Name: "N", Origin: wire.OriginID{0x01}, ProtocolMin: 1, ProtocolMax: 1},
 		Peers: []replica.PeerStatus{{Name: "P", State: replica.PeerBackoff, URL: "ws://h:1"}},
 	}, `{
-		"counters": {"divergences": 0, "duplicates_received": 0, "entries_purged": 0, "gaps_detected": 0, "protocol_errors": 0,
-			"purged_answers": 0, "resends_requested": 0, "txns_applied": 0},
+		"counters": {"bad_chunks": 0, "copies_busy": 0, "copies_completed": 0, "copies_refused": 0, "copies_resumed": 0,
+			"copies_served": 0, "copies_started": 0, "copy_bytes": 0, "copy_records": 0,
+			"divergences": 0, "duplicates_received": 0, "entries_purged": 0, "gaps_detected": 0, "protocol_errors": 0,
+			"purged_answers": 0, "resends_requested": 0, "tombstones_dropped": 0, "txns_applied": 0},
 		"node": {"authenticated": false, "name": "N", "origin": "01000000000000000000000000000000", "protocol": {"max": 1, "min": 1}},
 		"origins": [],
 		"peers": [
-			{"capabilities": [], "connected": false, "held_bytes": 0, "last_error": null, "name": "P", "reconnects": 0,
+			{"capabilities": [], "connected": false, "copy": null, "held_bytes": 0, "last_error": null, "name": "P", "reconnects": 0,
 				"retention_held_bytes": 0, "retention_held_entries": 0, "rtt_ms": 0, "state": "backoff", "url": "ws://h:1", "version": 0}
 		]
 	}`},
 	{"the zero status", replica.Status{}, `{
-		"counters": {"divergences": 0, "duplicates_received": 0, "entries_purged": 0, "gaps_detected": 0, "protocol_errors": 0,
-			"purged_answers": 0, "resends_requested": 0, "txns_applied": 0},
+		"counters": {"bad_chunks": 0, "copies_busy": 0, "copies_completed": 0, "copies_refused": 0, "copies_resumed": 0,
+			"copies_served": 0, "copies_started": 0, "copy_bytes": 0, "copy_records": 0,
+			"divergences": 0, "duplicates_received": 0, "entries_purged": 0, "gaps_detected": 0, "protocol_errors": 0,
+			"purged_answers": 0, "resends_requested": 0, "tombstones_dropped": 0, "txns_applied": 0},
 		"node": {"authenticated": false, "name": "", "origin": "00000000000000000000000000000000", "protocol": {"max": 0, "min": 0}},
 		"origins": [],
 		"peers": []

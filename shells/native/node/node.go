@@ -67,6 +67,10 @@ type Config struct {
 	RetainAge   time.Duration
 	RetainBytes uint64
 	RetainHold  time.Duration
+	// MaxCopies bounds the base copies served at once (0: the replica's default, 2; -1:
+	// none), and CopyChunk is the size their chunks aim at (0: 1 MiB).
+	MaxCopies int
+	CopyChunk int
 }
 
 // Node is a running node.
@@ -176,7 +180,8 @@ func Start(cfg Config) (*Node, error) {
 	}
 	rep, err := replica.New(replica.Config{MaxVersion: cfg.ProtocolMax, Secret: cfg.Secret, Limits: cfg.Limits, Write: cfg.Write,
 		HoldUnsynced: cfg.Sync != SyncNone, MoveDelay: cfg.MoveDelay, StallTimeout: cfg.StallTimeout,
-		RetainAge: cfg.RetainAge, RetainBytes: cfg.RetainBytes, RetainHold: cfg.RetainHold}, store)
+		RetainAge: cfg.RetainAge, RetainBytes: cfg.RetainBytes, RetainHold: cfg.RetainHold,
+		MaxCopies: cfg.MaxCopies, CopyChunk: cfg.CopyChunk}, store)
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -297,6 +302,7 @@ func (n *Node) loop() {
 		}
 		n.groupCommit()
 		n.compact()
+		n.logCopies()
 		n.flush()
 		timer.Reset(n.untilDeadline())
 	}
@@ -375,6 +381,30 @@ func (n *Node) compact() {
 		case <-n.stopped:
 		}
 	}()
+}
+
+// logCopies writes a line for each copy that started, resumed, ended or stopped.
+func (n *Node) logCopies() {
+	for _, e := range n.rep.CopyEvents() {
+		args := []any{"peer", e.Peer, "records", e.Records, "bytes", e.Bytes}
+		if e.Err != nil {
+			args = append(args, "code", e.Err.Code, "msg", e.Err.Message)
+		}
+		switch e.Kind {
+		case replica.CopyStarted:
+			n.log.Info("base copy started", args...)
+		case replica.CopyResumed:
+			n.log.Info("base copy resumed", args...)
+		case replica.CopyCompleted:
+			n.log.Info("base copy completed", args...)
+		case replica.CopyStopped:
+			n.log.Warn("base copy stopped; it resumes from its last chunk", args...)
+		case replica.CopyServed:
+			n.log.Info("serving a base copy", args...)
+		case replica.CopyRefused:
+			n.log.Error("base copy refused", args...)
+		}
+	}
 }
 
 // flush hands every connection its messages, closes the ones whose session ended, and
