@@ -29,4 +29,8 @@ type Set struct {
 	// CopyCursorApart makes a base copy write each chunk's records and its copy cursor in
 	// two writes, the cursor after: a crash between them leaves a cursor that lags its data.
 	CopyCursorApart bool
+	// DropTombstonesEarly makes retention drop a tombstone once it is older than
+	// RetainAge, whether or not every origin was applied past it: a put it beat that is
+	// still on its way can then bring the record back.
+	DropTombstonesEarly bool
 }

@@ -48,6 +48,9 @@ type retention struct {
 	// restarted: holds were read from the store, and their since waits for the first
 	// input's time
 	restarted bool
+	// tombTable and tombKey are where the tombstone walk goes on (nil: from the first
+	// record).
+	tombTable, tombKey []byte
 }
 
 // loadRetention reads the logs, the arrival floor and the holds.
@@ -219,6 +222,69 @@ func (r *Replica) retain() {
 		r.ret.nextAt = r.now // more may be due: the next Tick goes on
 	}
 	r.persistHolds(lapsed)
+	r.dropTombstones()
+}
+
+// tombstoneHorizon says which tombstones may be dropped (docs/design.md §14): those older
+// than RetainAge (below age) and at or below every other origin's applied timestamp
+// (applied), every origin this node knows but its own, whose later writes are all newer
+// than its clock. Every later entry of an origin is newer than the one applied, so no entry
+// still to come is as old as such a tombstone: a put it beat can no longer arrive. ok is
+// false while some origin known is applied nowhere.
+func (r *Replica) tombstoneHorizon() (age, applied wire.HLC, ok bool) {
+	age = wire.MakeHLC(uint64(max(r.now.Add(-r.cfg.RetainAge).UnixMilli(), 0)), 0)
+	applied = ^wire.HLC(0)
+	for _, o := range r.originOrder {
+		if o == r.id.Origin {
+			continue
+		}
+		st := r.origins[o]
+		if st.applied.Seq == 0 {
+			return 0, 0, false
+		}
+		applied = min(applied, st.appliedHLC)
+	}
+	return age, applied, true
+}
+
+// dropTombstones walks PurgeStep records on from where the last walk stopped, and drops
+// the tombstones older than the horizon, in one write. The walk starts over after the
+// last record.
+func (r *Replica) dropTombstones() {
+	age, applied, ok := r.tombstoneHorizon()
+	if !ok {
+		return
+	}
+	tables, err := r.store.Tables()
+	if !r.check(err) {
+		return
+	}
+	budget := r.cfg.PurgeStep
+	var drop []Record
+	i, _ := slices.BinarySearchFunc(tables, r.ret.tombTable, bytes.Compare)
+	for ; i < len(tables) && budget > 0; i++ {
+		after := []byte(nil)
+		if bytes.Equal(tables[i], r.ret.tombTable) {
+			after = r.ret.tombKey
+		}
+		err := r.store.Scan(tables[i], after, func(rec Record) bool {
+			budget--
+			r.ret.tombTable, r.ret.tombKey = rec.Table, rec.Key
+			if rec.Deleted && rec.HLC < age && (rec.HLC <= applied || r.cfg.Mutations.DropTombstonesEarly) {
+				drop = append(drop, rec)
+			}
+			return budget > 0
+		})
+		if !r.check(err) {
+			return
+		}
+	}
+	if budget > 0 { // the walk reached the end: the next one starts over
+		r.ret.tombTable, r.ret.tombKey = nil, nil
+	}
+	if len(drop) > 0 && r.check(r.store.DropTombstones(drop)) {
+		r.counters.TombstonesDropped += uint64(len(drop))
+	}
 }
 
 // persistHolds writes the holds that changed and forgets the lapsed ones in the store.

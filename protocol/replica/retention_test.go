@@ -367,3 +367,49 @@ func TestRetentionVersion3PurgedAnswer(t *testing.T) {
 		t.Errorf("C applied A up to %d from A, want 30", st.AppliedSeq)
 	}
 }
+
+// TestRetentionDropsTombstones: a tombstone goes once it is older than RetainAge and every
+// other origin the node knows was applied past it; an origin that wrote nothing since (C
+// here), or nothing at all (B), holds it back until it writes.
+func TestRetentionDropsTombstones(t *testing.T) {
+	h := newHarness(t)
+	cfg := replica.Config{RetainAge: time.Second}
+	a := h.addNode("A", cfg)
+	b := h.addNode("B", cfg)
+	c := h.addNode("C", cfg)
+	h.connect(b, a)
+	h.connect(c, a)
+	c.write(put("t", "c", "1"))
+	a.write(put("t", "k", "v"))
+	h.pump()
+	h.advance(time.Millisecond)
+	a.write(del("t", "k"))
+	h.pump()
+	h.advance(2 * time.Second)
+	for _, n := range []*node{a, b} {
+		if r, ok := n.get("t", "k"); !ok || !r.Deleted {
+			t.Fatalf("%s: the tombstone went while C's origin was not applied past it: %+v", n.name, r)
+		}
+	}
+	c.write(put("t", "c", "2")) // C's origin moves past the delete
+	h.pump()
+	h.advance(2 * time.Second)
+	if r, ok := a.get("t", "k"); !ok || !r.Deleted {
+		t.Fatalf("A dropped the tombstone while B's origin, which never wrote, was applied nowhere: %+v", r)
+	}
+	b.write(put("t", "b", "1"))
+	h.pump()
+	h.advance(2 * time.Second)
+	for _, n := range []*node{a, b, c} {
+		if r, ok := n.get("t", "k"); ok {
+			t.Errorf("%s: the tombstone is still there: %+v", n.name, r)
+		}
+		if got := n.rep.Counters().TombstonesDropped; got != 1 {
+			t.Errorf("%s: %d tombstones dropped, want 1", n.name, got)
+		}
+		n.audit()
+	}
+	if _, ok := a.get("t", "c"); !ok {
+		t.Error("a live record went with the tombstones")
+	}
+}
