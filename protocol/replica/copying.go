@@ -434,7 +434,11 @@ func (r *Replica) onCopyEnd(c *conn) {
 	e := &CopyEnd{Deletes: r.superseded(local, map[string]bool{}, t)}
 	for _, p := range next.Vector {
 		if st := r.origins[p.Origin]; p.Origin != r.id.Origin && (st == nil || p.Seq > st.applied.Seq) {
-			e.Logs = append(e.Logs, CopiedLog{Origin: p.Origin, Position: p})
+			l := CopiedLog{Origin: p.Origin, Position: p}
+			if st != nil && !st.namePersisted {
+				l.Name = st.name
+			}
+			e.Logs = append(e.Logs, l)
 		}
 	}
 	if !r.check(r.store.EndCopy(e)) {
@@ -451,6 +455,7 @@ func (r *Replica) onCopyEnd(c *conn) {
 	r.ret.logs, r.ret.afloor = logs, af
 	for _, l := range e.Logs {
 		st := r.origin(l.Origin)
+		st.namePersisted = st.namePersisted || l.Name != ""
 		st.applied.Seq, st.applied.Hash, st.appliedHLC = l.Position.Seq, l.Position.Hash, l.Position.HLC
 		st.progressAt = r.now
 		if st.applied.Seq >= st.headSeq {

@@ -41,8 +41,9 @@ type Replica struct {
 	moves      []Move
 	lastErrors map[string]PeerError
 	evbuf      []protocol.Event
-	ret        retention // bounded history (retention.go)
-	cp         copying   // base copies taken and served (copying.go)
+	orderBuf   []wire.OriginID // pump's copy of a connection's streams
+	ret        retention       // bounded history (retention.go)
+	cp         copying         // base copies taken and served (copying.go)
 	fatal      error
 }
 
@@ -238,7 +239,9 @@ func (r *Replica) NextDeadline() time.Time {
 		earlier(r.cp.retryAt)
 	}
 	for _, t := range r.cp.busy {
-		earlier(t)
+		if t.After(r.now) { // a past one waits for the next copy to be asked for
+			earlier(t)
+		}
 	}
 	return next
 }

@@ -25,8 +25,13 @@ func (r *Replica) pump() {
 			continue
 		}
 		more := true
-		for _, o := range c.outOrder {
-			if more = r.pumpV2(c, o, c.out[o]); !more {
+		// A purged answer drops a stream while the streams are walked: walk a copy.
+		for _, o := range append(r.orderBuf[:0], c.outOrder...) {
+			s := c.out[o]
+			if s == nil {
+				continue
+			}
+			if more = r.pumpV2(c, o, s); !more {
 				break
 			}
 		}

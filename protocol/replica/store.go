@@ -120,8 +120,8 @@ type Store interface {
 
 	// EndCopy ends the copy atomically, after checking e with CheckCopyEnd: each log of
 	// e.Logs jumps to its copied position (cursor and floor there, every entry it held
-	// dropped), the arrival floor rises to the last arrival when a log jumped, e.Deletes are
-	// deleted, and the copy state is removed. It refuses (an error wrapping ErrBadCopy),
+	// dropped; its name kept when given), the arrival floor rises to the last arrival when
+	// a log jumped, e.Deletes are deleted, and the copy state is removed. It refuses (an error wrapping ErrBadCopy),
 	// writing nothing, when the check fails.
 	EndCopy(e *CopyEnd) error
 }
@@ -178,10 +178,12 @@ type CopyEnd struct {
 }
 
 // CopiedLog is one log a copy raises: its cursor and its floor become Position, and the
-// entries it held (all below Position) are dropped.
+// entries it held (all below Position) are dropped. Name, when set, is kept as the
+// origin's name (a log a copy made holds no entry that would have carried it).
 type CopiedLog struct {
 	Origin   wire.OriginID
 	Position wire.CopyPosition
+	Name     string
 }
 
 // Log is one origin's log as a store holds it: exactly the entries Floor.Seq+1 to the

@@ -444,6 +444,11 @@ func (s *Store) EndCopy(e *replica.CopyEnd) error {
 		}
 		s.cursor.Advance(rl.Cursor)
 	}
+	for _, l := range e.Logs {
+		if l.Name != "" {
+			s.names[l.Origin] = l.Name
+		}
+	}
 	for i := s.afloor; i < plan.ArrivalFloor; i++ {
 		s.arrivals[i] = nil
 	}

@@ -151,7 +151,7 @@ func testEndCopy(t *testing.T, s replica.Store) {
 		t.Fatal("a refused EndCopy removed the copy state")
 	}
 
-	must(t, s.EndCopy(&replica.CopyEnd{Logs: []replica.CopiedLog{{Origin: originA, Position: posA}, {Origin: originC, Position: posC}},
+	must(t, s.EndCopy(&replica.CopyEnd{Logs: []replica.CopiedLog{{Origin: originA, Position: posA}, {Origin: originC, Position: posC, Name: "gamma"}},
 		Deletes: []replica.Record{{Table: []byte("t"), Key: []byte("copied")}}}))
 	vec, err := s.Vector()
 	must(t, err)
@@ -186,6 +186,9 @@ func testEndCopy(t *testing.T, s replica.Store) {
 	}
 	if st, err := s.CopyState(); err != nil || st != nil {
 		t.Errorf("the copy state after the end: %+v, %v", st, err)
+	}
+	if names, err := s.Names(); err != nil || names[originC] != "gamma" {
+		t.Errorf("C's name after the copy: %q, %v; want the one the end gave", names[originC], err)
 	}
 	if _, ok := get(t, s, "t", "copied"); ok {
 		t.Error("a record the end deleted is still there")

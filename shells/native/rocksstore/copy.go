@@ -218,6 +218,11 @@ func (s *Store) EndCopy(e *replica.CopyEnd) error {
 		}
 		wb.Put(key(pCursor, rl.Origin[:]), s.cursorValue(rl.Cursor, 0))
 	}
+	for _, l := range e.Logs {
+		if l.Name != "" {
+			wb.Put(key(pName, l.Origin[:]), []byte(l.Name))
+		}
+	}
 	for o, l := range logs {
 		if l != s.logs[o] {
 			wb.Put(key(pFloor, o[:]), floorValue(l))
