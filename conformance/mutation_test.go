@@ -25,6 +25,9 @@ func TestMutationsAreCaught(t *testing.T) {
 		{"durability (unsynced entries served)", mutate.Set{ServeUnsynced: true}},
 		{"failover isolation (every origin resubscribed)", mutate.Set{BreakFailoverIsolation: true}},
 		{"retention holds (entries a peer still needs purged)", mutate.Set{IgnoreHolds: true}},
+		{"a base copy that replaces instead of merging", mutate.Set{ReplacingCopy: true}},
+		{"a copy cursor written apart from its chunk, after it", mutate.Set{CopyCursorApart: true}},
+		{"tombstones dropped before every origin passed them", mutate.Set{DropTombstonesEarly: true}},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel() // each mutation is a value of its own runs: nothing is shared

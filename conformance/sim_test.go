@@ -36,6 +36,7 @@ func TestSim(t *testing.T) {
 	}
 	start := time.Now()
 	failed, largest, retaining, purgedRuns := 0, 0, 0, 0
+	copyRuns, copies, resumed, copyCrashes, tombstones := 0, 0, uint64(0), 0, uint64(0)
 	var virtual time.Duration
 	for seed := *simBase; seed < *simBase+uint64(*simSeeds); seed++ {
 		rep := sim.Random(seed, sim.Options{Nodes: *simNodes})
@@ -45,6 +46,10 @@ func TestSim(t *testing.T) {
 			if rep.Purged > 0 {
 				purgedRuns++
 			}
+			if rep.Copies > 0 {
+				copyRuns++
+			}
+			copies, resumed, copyCrashes, tombstones = copies+rep.Copies, resumed+rep.CopyResumes, copyCrashes+rep.CopyCrashes, tombstones+rep.TombstonesDropped
 		}
 		if len(rep.Failures) > 0 {
 			failed++
@@ -55,9 +60,15 @@ func TestSim(t *testing.T) {
 	if retaining > 0 && purgedRuns < retaining*9/10 {
 		t.Errorf("%d of %d runs with retention purged anything: the range does not exercise it", purgedRuns, retaining)
 	}
+	// Half the runs with retention keep a node away past its holds: most of those copy, and
+	// some copies are crashed and resumed.
+	if retaining > 0 && (copyRuns < retaining/4 || copyCrashes == 0 || resumed == 0 || tombstones == 0) {
+		t.Errorf("of %d runs with retention, %d took %d base copies (%d resumed, %d crashed) and %d tombstones were dropped: the range does not exercise them",
+			retaining, copyRuns, copies, resumed, copyCrashes, tombstones)
+	}
 	took := time.Since(start)
-	t.Logf("%d seeds from %d: %d failed, %s; %d with retention, %d of them purged", *simSeeds, *simBase, failed,
-		took.Round(time.Millisecond), retaining, purgedRuns)
+	t.Logf("%d seeds from %d: %d failed, %s; %d with retention, %d of them purged, %d took %d base copies (%d resumed, %d crashed), %d tombstones dropped",
+		*simSeeds, *simBase, failed, took.Round(time.Millisecond), retaining, purgedRuns, copyRuns, copies, resumed, copyCrashes, tombstones)
 	t.Logf("%.1f schedules per second; %.0fx virtual time; largest topology %d nodes",
 		float64(*simSeeds)/took.Seconds(), virtual.Seconds()/took.Seconds(), largest)
 }

@@ -22,10 +22,20 @@ import (
 //   - under version 2 only, nothing at or below a receiver's vector is re-sent: no
 //     duplicate is ever received; a move away from a lost source leaves it lost;
 //   - after healing, every replica holds every origin's whole log and the same records,
-//     versions included, so last-writer-wins decided the same everywhere (Converged).
+//     versions included, so last-writer-wins decided the same everywhere (Converged);
+//   - and those records are last-writer-wins over every write that survived (the oracle):
+//     no write lost anywhere, no deleted record brought back by a log, a copy or a
+//     returning node;
+//   - a base copy's cursor is written with the records of its chunk, and a resumed copy
+//     merges no record twice (ApplyCopy).
 
 type invariants struct {
 	failures []string
+	// copies: the records each node merged in the copy it is taking, and how many of them
+	// were merged again after a resume (at most about one chunk per resume is allowed).
+	copied   map[string]map[string]bool
+	recopied int
+	copies   int // copies completed
 	// V2Only makes receiving any duplicate a failure: set when no node speaks version 1.
 	v2Only bool
 
@@ -171,6 +181,10 @@ type recordingStore struct {
 	last    map[wire.OriginID]uint64
 	durable *memstore.Store
 	now     func() time.Time
+	// onChunk, when set, is called after each copied chunk is written, with the chunks of
+	// the copy so far (the fault that crashes a node in the middle of a copy).
+	onChunk func(node string, chunks int)
+	chunks  int
 }
 
 func newRecordingStore(s *memstore.Store, inv *invariants, node string, now func() time.Time) *recordingStore {
@@ -182,6 +196,12 @@ func newRecordingStore(s *memstore.Store, inv *invariants, node string, now func
 	return r
 }
 
+// copying reports whether the node is taking a base copy: its store holds a copy state.
+func (s *recordingStore) copying() bool {
+	st, _ := s.Store.CopyState() // the in-memory store's reads never fail
+	return st != nil
+}
+
 // Sync makes every write so far survive a power loss.
 func (s *recordingStore) Sync() error {
 	s.durable = s.Store.Clone()
@@ -190,7 +210,9 @@ func (s *recordingStore) Sync() error {
 
 // lostPower is the store after a power loss: what the last Sync made durable.
 func (s *recordingStore) lostPower() *recordingStore {
-	return newRecordingStore(s.durable.Clone(), s.inv, s.node, s.now)
+	r := newRecordingStore(s.durable.Clone(), s.inv, s.node, s.now)
+	r.onChunk = s.onChunk
+	return r
 }
 
 // Apply checks that an origin's entries are applied once each, in seq order.
@@ -211,6 +233,41 @@ func (s *recordingStore) Apply(b *replica.Batch) (uint64, error) {
 	return pos, err
 }
 
+// ApplyCopy checks that the copy cursor moves with its chunk's records: it names the last
+// record written or one after it, never one before (a cursor behind its data; one ahead of
+// it cannot be seen here, since the replica writes both at once). It counts the records
+// merged again after a resume.
+func (s *recordingStore) ApplyCopy(b *replica.CopyBatch) error {
+	inv := s.inv
+	if inv.copied == nil {
+		inv.copied = map[string]map[string]bool{}
+	}
+	seen := inv.copied[s.node]
+	if seen == nil {
+		seen = map[string]bool{}
+		inv.copied[s.node] = seen
+	}
+	for _, r := range b.Records {
+		if c := bytes.Compare(r.Table, b.State.Table); c > 0 || c == 0 && bytes.Compare(r.Key, b.State.Key) > 0 {
+			inv.fail(s.now(), "%s: the copy cursor %s/%q is behind its chunk's record %s/%q", s.node, b.State.Table, b.State.Key, r.Table, r.Key)
+			break
+		}
+		k := string(r.Table) + "\x00" + string(r.Key)
+		if seen[k] {
+			inv.recopied++
+		}
+		seen[k] = true
+	}
+	if err := s.Store.ApplyCopy(b); err != nil {
+		return err
+	}
+	s.chunks++
+	if s.onChunk != nil {
+		s.onChunk(s.node, s.chunks)
+	}
+	return nil
+}
+
 // EndCopy records the logs a copy raised: their next entry follows the copied position.
 func (s *recordingStore) EndCopy(e *replica.CopyEnd) error {
 	err := s.Store.EndCopy(e)
@@ -218,6 +275,9 @@ func (s *recordingStore) EndCopy(e *replica.CopyEnd) error {
 		for _, l := range e.Logs {
 			s.last[l.Origin] = l.Position.Seq
 		}
+		delete(s.inv.copied, s.node)
+		s.inv.copies++
+		s.chunks = 0
 	}
 	return err
 }
@@ -284,6 +344,7 @@ func (c *Cluster) CheckConverged() (count int, digest string) {
 			c.inv.fail(c.now, "records of %s differ from those of %s", name, firstName)
 		}
 	}
+	c.checkOracle()
 	for _, name := range c.names {
 		if c.nodes[name].Rep == nil {
 			continue
@@ -302,8 +363,69 @@ func (c *Cluster) CheckConverged() (count int, digest string) {
 	return count, hex.EncodeToString(first)[:16]
 }
 
-// recordsDigest hashes every record with its version, tombstones included, and counts the
-// live ones.
+// checkOracle compares every running node's live records with last-writer-wins over the
+// writes that survived: those at or below their origin's converged head.
+func (c *Cluster) checkOracle() {
+	heads := map[wire.OriginID]uint64{}
+	for _, name := range c.names {
+		if n := c.nodes[name]; n.Rep != nil {
+			vec, _ := n.Store.Vector()
+			for _, e := range vec.Entries() {
+				heads[e.Origin] = max(heads[e.Origin], e.Seq)
+			}
+		}
+	}
+	want := map[string]replica.Record{}
+	for o, ws := range c.writes {
+		for seq, w := range ws {
+			if seq > heads[o] {
+				continue // lost with a power loss, and never written again
+			}
+			for _, op := range w.ops {
+				k := string(op.Table) + "\x00" + string(op.Key)
+				if old, ok := want[k]; ok && (old.HLC > w.hlc || old.HLC == w.hlc && bytes.Compare(old.Origin[:], o[:]) > 0) {
+					continue
+				}
+				want[k] = replica.Record{Table: op.Table, Key: op.Key, Value: op.Value, Deleted: op.Kind == wire.OpDelete, HLC: w.hlc, Origin: o}
+			}
+		}
+	}
+	for _, name := range c.names {
+		n := c.nodes[name]
+		if n.Rep == nil {
+			continue
+		}
+		live := map[string]bool{}
+		tables, _ := n.Store.Tables()
+		for _, t := range tables {
+			_ = n.Store.Scan(t, nil, func(r replica.Record) bool {
+				if r.Deleted {
+					return true
+				}
+				k := string(r.Table) + "\x00" + string(r.Key)
+				live[k] = true
+				switch w, ok := want[k]; {
+				case !ok:
+					c.inv.fail(c.now, "%s: record %s/%s was never written", name, r.Table, r.Key)
+				case w.Deleted:
+					c.inv.fail(c.now, "%s: record %s/%s is back after its delete (version %d of %s)", name, r.Table, r.Key, w.HLC, c.originName(w.Origin))
+				case !bytes.Equal(w.Value, r.Value):
+					c.inv.fail(c.now, "%s: record %s/%s holds %q, the last write made it %q", name, r.Table, r.Key, r.Value, w.Value)
+				}
+				return true
+			})
+		}
+		for k, w := range want {
+			if !w.Deleted && !live[k] {
+				c.inv.fail(c.now, "%s: the write of %s/%s (version %d of %s) is lost", name, w.Table, w.Key, w.HLC, c.originName(w.Origin))
+			}
+		}
+	}
+}
+
+// recordsDigest hashes every record with its version, and counts the live ones.
+// Tombstones take part unless retention runs: each node drops its own when its rule
+// allows (docs/design.md §14), so they differ while the records agree.
 func (c *Cluster) recordsDigest(n *Node) ([]byte, int) {
 	h := sha256.New()
 	live := 0
@@ -313,6 +435,8 @@ func (c *Cluster) recordsDigest(n *Node) ([]byte, int) {
 		_ = n.Store.Scan(t, nil, func(r replica.Record) bool {
 			if !r.Deleted {
 				live++
+			} else if c.opts.RetainAge > 0 || c.opts.RetainBytes > 0 {
+				return true
 			}
 			fmt.Fprintf(h, "%q %q %q %v %d %x\n", r.Table, r.Key, r.Value, r.Deleted, r.HLC, r.Origin)
 			return true

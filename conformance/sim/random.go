@@ -5,44 +5,49 @@ import (
 	"time"
 
 	"plait/protocol"
+	"plait/protocol/handshake"
 	"plait/protocol/wire"
 )
 
 // Report is what one random run did and found.
 type Report struct {
-	Seed          uint64
-	Nodes         int
-	Links         int
-	Topology      string
-	Mixed         bool // some node spoke version 1 at some point
-	Writes        int
-	Disconnects   int
-	Partitions    int
-	Crashes       int
-	PowerLosses   int    // crashes that lost every write since the node's last Sync
-	Upgrades      int    // restarts at a newer protocol version than the node spoke before
-	Downgrades    int    // restarts at an older one
-	RetainBytes   uint64 // the nodes' retention bound (0: the defaults)
-	Purged        uint64 // log entries purged, over every node
-	PurgedAnswers uint64 // peers answered purged, over every node
-	Injected      int    // faults that hit an entry
-	Detected      int
-	Covered       int
-	Resent        int
-	Closed        int // dropped entries whose connection closed before anything showed the hole
-	Moves         int // source changes (not first choices)
-	Duplicates    uint64
-	Records       int
-	Digest        string
-	Virtual       time.Duration
-	SyncDelay     time.Duration // nodes held unsynced writes this long (0: not at all)
-	Failures      []string
+	Seed        uint64
+	Nodes       int
+	Links       int
+	Topology    string
+	Mixed       bool // some node spoke version 1 at some point
+	Writes      int
+	Disconnects int
+	Partitions  int
+	Crashes     int
+	PowerLosses int    // crashes that lost every write since the node's last Sync
+	Upgrades    int    // restarts at a newer protocol version than the node spoke before
+	Downgrades  int    // restarts at an older one
+	RetainBytes uint64 // the nodes' retention bound (0: the defaults)
+	// Copies completed, copies resumed, crashes of a node taking a copy, copied records
+	// merged twice, tombstones dropped.
+	Copies, Recopied, CopyCrashes  int
+	CopyResumes, TombstonesDropped uint64
+	Purged                         uint64 // log entries purged, over every node
+	PurgedAnswers                  uint64 // peers answered purged, over every node
+	Injected                       int    // faults that hit an entry
+	Detected                       int
+	Covered                        int
+	Resent                         int
+	Closed                         int // dropped entries whose connection closed before anything showed the hole
+	Moves                          int // source changes (not first choices)
+	Duplicates                     uint64
+	Records                        int
+	Digest                         string
+	Virtual                        time.Duration
+	SyncDelay                      time.Duration // nodes held unsynced writes this long (0: not at all)
+	Failures                       []string
 }
 
 func (r Report) String() string {
-	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d downgrades=%d faults=%d detected=%d covered=%d resent=%d closed=%d moves=%d duplicates=%d retain-bytes=%d purged=%d purged-answers=%d records=%d digest=%s virtual=%s sync-delay=%s",
+	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d downgrades=%d faults=%d detected=%d covered=%d resent=%d closed=%d moves=%d duplicates=%d retain-bytes=%d purged=%d purged-answers=%d copies=%d (resumed %d, crashed %d) tombstones-dropped=%d records=%d digest=%s virtual=%s sync-delay=%s",
 		r.Seed, r.Nodes, r.Topology, r.Links, r.Mixed, r.Writes, r.Disconnects, r.Partitions, r.Crashes, r.PowerLosses, r.Upgrades, r.Downgrades,
-		r.Injected, r.Detected, r.Covered, r.Resent, r.Closed, r.Moves, r.Duplicates, r.RetainBytes, r.Purged, r.PurgedAnswers, r.Records, r.Digest, r.Virtual, r.SyncDelay)
+		r.Injected, r.Detected, r.Covered, r.Resent, r.Closed, r.Moves, r.Duplicates, r.RetainBytes, r.Purged, r.PurgedAnswers, r.Copies, r.CopyResumes, r.CopyCrashes, r.TombstonesDropped, r.Records, r.Digest, r.Virtual, r.SyncDelay)
 }
 
 // SimLimits are small session limits, so that the simulator's small transactions fill
@@ -82,6 +87,12 @@ func Random(seed uint64, opts Options) Report {
 		opts.RetainBytes = 2048 + (seed%7)*1024
 		opts.RetainAge = time.Duration(2+seed%5) * time.Second
 		opts.RetainHold = 30 * time.Second
+		if seed%6 == 1 {
+			// Half of them hold for 3 s only, and keep one node away longer (below): it
+			// comes back below its peers' floors and takes a base copy.
+			opts.RetainHold = 3 * time.Second
+		}
+		opts.CopyChunk = int(min(1024, opts.Limits.MaxFrameBody))
 	}
 	c := New(opts)
 	rng := c.Rand()
@@ -91,14 +102,13 @@ func Random(seed uint64, opts Options) Report {
 		n = opts.Nodes
 	}
 	rep.Nodes = n
-	// Runs with retention speak version 2 only and lose no power: a version-1 peer that
-	// resumes below an arrival floor, or a node whose power loss took back entries it had
-	// acknowledged, is answered purged, and converges only by a base copy (docs/design.md
+	// Runs with retention speak version 2 and later only: a version-1 peer that resumes
+	// below an arrival floor is answered purged, and can take no base copy (docs/design.md
 	// §14). The draws stay the same, so the other runs keep their schedules.
 	retaining := opts.RetainBytes > 0
 	rep.Mixed = rng.IntN(4) == 0 && !retaining
 	names := make([]string, n)
-	versions := map[string]uint64{} // the version each node speaks at its next start
+	versions := map[string]uint64{} // the protocol-max each node starts with next (0: the newest)
 	anyV1 := false
 	for i := range names {
 		names[i] = nodeName(i)
@@ -106,7 +116,7 @@ func Random(seed uint64, opts Options) Report {
 		if rep.Mixed && rng.IntN(3) == 0 {
 			maxV, anyV1 = 1, true
 		}
-		versions[names[i]] = speaks(maxV)
+		versions[names[i]] = maxV
 		if err := c.AddNode(names[i], maxV); err != nil {
 			rep.Failures = append(rep.Failures, err.Error())
 			return rep
@@ -147,6 +157,15 @@ func Random(seed uint64, opts Options) Report {
 	for t := c.Now().Add(200 * time.Millisecond); t.Before(end); t = t.Add(time.Duration(10+rng.IntN(60)) * time.Millisecond) {
 		node := names[rng.IntN(n)]
 		ops := randomOps(c, rng.IntN(3)+1)
+		if retaining {
+			// Values of 100 bytes or more: a copy then takes several windows of credit, so
+			// that a crash can land in its middle. No draw is added.
+			for i := range ops {
+				if ops[i].Kind == wire.OpPut {
+					ops[i].Value = append(ops[i].Value, make([]byte, 100)...)
+				}
+			}
+		}
 		c.At(t, func() {
 			if seq, _ := c.Write(node, ops); seq > 0 {
 				rep.Writes++
@@ -167,9 +186,14 @@ func Random(seed uint64, opts Options) Report {
 			node := names[rng.IntN(n)]
 			d := time.Duration(200+rng.IntN(4000)) * time.Millisecond
 			version := versions[node]
-			power := opts.SyncDelay > 0 && rng.IntN(2) == 0 && !retaining
+			power := opts.SyncDelay > 0 && rng.IntN(2) == 0
 			if rep.Mixed && rng.IntN(2) == 0 {
-				version = 3 - version // 1 <-> 2: a rolling upgrade or downgrade
+				// A rolling upgrade from version 1 to the newest, or a downgrade to 1.
+				if version == 1 {
+					version = 0
+				} else {
+					version = 1
+				}
 				versions[node] = version
 				anyV1 = anyV1 || version == 1
 			}
@@ -185,10 +209,10 @@ func Random(seed uint64, opts Options) Report {
 					}
 					c.At(c.Now().Add(d), func() {
 						if c.Node(node).Rep == nil {
-							switch before := speaks(c.Node(node).MaxVersion); {
-							case version > before:
+							switch before, after := speaks(c.Node(node).MaxVersion), speaks(version); {
+							case after > before:
 								rep.Upgrades++
-							case version < before:
+							case after < before:
 								rep.Downgrades++
 							}
 							_ = c.Restart(node, version) // it is down (checked above): not refused
@@ -209,6 +233,9 @@ func Random(seed uint64, opts Options) Report {
 			}
 			c.At(t, func() { _ = c.Inject(from, to, Corrupt) })
 		}
+	}
+	if retaining {
+		c.awayAndCopies(&rep, names, opts.RetainHold < 30*time.Second)
 	}
 	// Only runs where no node ever speaks version 1 promise that nothing is received twice.
 	c.SetV2Only(!anyV1)
@@ -249,14 +276,75 @@ func Random(seed uint64, opts Options) Report {
 			rep.Duplicates += cs.DuplicatesReceived
 			rep.Purged += cs.EntriesPurged
 			rep.PurgedAnswers += cs.PurgedAnswers
+			rep.CopyResumes += cs.CopiesResumed
+			rep.TombstonesDropped += cs.TombstonesDropped
 		}
 	}
 	if opts.Inspect != nil {
 		opts.Inspect(c)
 	}
+	rep.Copies, rep.Recopied = c.inv.copies, c.inv.recopied
+	if rep.Recopied > 0 {
+		// Each chunk's records and cursor are one write, and a resume starts after the
+		// cursor: nothing is merged twice (the bound is about one chunk a resume).
+		c.inv.fail(c.now, "%d copied records were merged again after a resume", rep.Recopied)
+	}
 	rep.Virtual = c.Now().Sub(Epoch)
 	rep.Failures = c.Failures()
 	return rep
+}
+
+// awayAndCopies adds a retention run's copy faults, drawn after every other draw of the
+// run: with short holds, one node is cut off from all its links for 5 to 8 s, so that it
+// returns below its peers' floors; and a node taking a copy crashes in its middle.
+func (c *Cluster) awayAndCopies(rep *Report, names []string, away bool) {
+	rng := c.Rand()
+	if away {
+		node := names[rng.IntN(len(names))]
+		at := c.Now().Add(time.Duration(2000+rng.IntN(3000)) * time.Millisecond)
+		d := time.Duration(5000+rng.IntN(3000)) * time.Millisecond
+		var cut []*Link
+		for _, l := range c.sortedLinks() {
+			if l.From == node || l.To == node {
+				cut = append(cut, l)
+			}
+		}
+		c.At(at, func() {
+			rep.Partitions++
+			for _, l := range cut {
+				_ = c.SetLink(l.From, l.To, false) // a known link: never refused
+			}
+		})
+		c.At(at.Add(d), func() {
+			for _, l := range cut {
+				_ = c.SetLink(l.From, l.To, true)
+			}
+		})
+	}
+	// The second chunk of a copy crashes the node taking it (twice a run at most), which
+	// restarts 300 ms later and resumes the copy.
+	crashes := 0
+	for _, name := range names {
+		c.Node(name).Store.onChunk = func(node string, chunks int) {
+			if chunks != 2 || crashes >= 2 {
+				return
+			}
+			crashes++
+			c.At(c.Now(), func() {
+				if c.Node(node).Rep == nil {
+					return
+				}
+				rep.Crashes++
+				rep.CopyCrashes++
+				_ = c.Crash(node) // it runs: not refused
+				c.At(c.Now().Add(300*time.Millisecond), func() {
+					if c.Node(node).Rep == nil {
+						_ = c.Restart(node, c.Node(node).MaxVersion)
+					}
+				})
+			})
+		}
+	}
 }
 
 func randomOps(c *Cluster, n int) []wire.Op {
@@ -318,10 +406,10 @@ func nodeName(i int) string {
 }
 
 // speaks is the protocol version a node started with protocol-max maxVersion speaks with
-// a peer of the current build: maxVersion, or the newest (2) for 0.
+// a peer of the current build: maxVersion, or the newest for 0.
 func speaks(maxVersion uint64) uint64 {
 	if maxVersion == 0 {
-		return 2
+		return handshake.Implemented().Max
 	}
 	return maxVersion
 }

@@ -53,6 +53,9 @@ type Options struct {
 	RetainAge   time.Duration
 	RetainBytes uint64
 	RetainHold  time.Duration
+	// CopyChunk is the size every node's base copies aim their chunks at (0: the replica's
+	// default, bounded by the frame limit).
+	CopyChunk int
 }
 
 // Cluster is the simulated world.
@@ -70,6 +73,15 @@ type Cluster struct {
 	inv             invariants
 	dropping        string                   // the peer whose connection a node is being told it lost
 	droppingSources map[wire.OriginID]string // the node's sources before
+	// writes is every local write that returned, per origin and seq: the oracle of what
+	// the records must end as (a power loss may give a seq to a later write instead).
+	writes map[wire.OriginID]map[uint64]written
+}
+
+// written is one local write: its version and operations.
+type written struct {
+	hlc wire.HLC
+	ops []wire.Op
 }
 
 // Node is one simulated plait node.
@@ -140,7 +152,7 @@ func New(opts Options) *Cluster {
 		opts.Redial = 300 * time.Millisecond
 	}
 	c := &Cluster{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)), now: Epoch,
-		nodes: map[string]*Node{}, links: map[[2]string]*Link{}}
+		nodes: map[string]*Node{}, links: map[[2]string]*Link{}, writes: map[wire.OriginID]map[uint64]written{}}
 	return c
 }
 
@@ -187,7 +199,7 @@ func (c *Cluster) start(n *Node) error {
 	rep, err := replica.New(replica.Config{MaxVersion: n.MaxVersion, Secret: []byte("simulated cluster secret"),
 		Limits: c.opts.Limits, NewSession: c.newSession(n), HoldUnsynced: c.opts.SyncDelay > 0,
 		Mutations: c.opts.Mutations, RetainAge: c.opts.RetainAge, RetainBytes: c.opts.RetainBytes,
-		RetainHold: c.opts.RetainHold}, n.Store)
+		RetainHold: c.opts.RetainHold, CopyChunk: c.opts.CopyChunk, CopyRetry: 300 * time.Millisecond}, n.Store)
 	if err != nil {
 		return err
 	}
@@ -351,6 +363,16 @@ func (c *Cluster) Write(node string, ops []wire.Op) (uint64, error) {
 		seq, err = r.Write(c.now, ops)
 		return err
 	})
+	if err == nil && seq > 0 {
+		// The in-memory store holds the entry it just applied.
+		raw, _ := n.Store.Entry(n.origin, seq)
+		if v, perr := wire.ParseTxn(raw); perr == nil {
+			if c.writes[n.origin] == nil {
+				c.writes[n.origin] = map[uint64]written{}
+			}
+			c.writes[n.origin][seq] = written{hlc: v.HLC, ops: slices.Clone(ops)}
+		}
+	}
 	return seq, err
 }
 
@@ -394,6 +416,8 @@ func (c *Cluster) crash(node string, power bool) error {
 	c.inv.crashed(n)
 	if power {
 		n.Store = n.Store.lostPower()
+		// The copy merged since the last sync is gone with it, and is merged again.
+		delete(c.inv.copied, n.Name)
 	}
 	n.Rep, n.ends = nil, nil
 	n.syncArmed = false
@@ -478,6 +502,9 @@ func (c *Cluster) flush(n *Node) {
 		if m.Reason != replica.ReasonFirst {
 			c.trace("%s: origin %s moves %s -> %s (%s)", n.Name, c.originName(m.Origin), m.From, m.To, m.Reason)
 		}
+	}
+	for _, e := range n.Rep.CopyEvents() {
+		c.trace("%s: base copy %s with %s (%d records)", n.Name, e.Kind, e.Peer, e.Records)
 	}
 	for _, out := range n.Rep.Output() {
 		e := n.ends[out.Conn]
