@@ -101,14 +101,15 @@ func TestRetentionBoundsTheDataDirectory(t *testing.T) {
 // version-2 node is answered purged, which it shows as its last error, and which the peer
 // counts; a version-3 node is answered PURGED on its channel of the origin (it subscribes to
 // a peer's own origin at once, before the peer's heads tell the floor), keeps its
-// connection, and shows the origin with no source and its lag.
+// connection, and, with the peer serving no copies (--max-copies 0), shows the origin with
+// no source and its lag.
 func TestRetentionPurgedAnswer(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		extra []string
 	}{{"version 2", []string{"--protocol-max", "2"}}, {"version 3", nil}} {
 		t.Run(c.name, func(t *testing.T) {
-			a := serve(t, "A", "--retain-age", "1s", "--retain-hold", "2s")
+			a := serve(t, "A", "--retain-age", "1s", "--retain-hold", "2s", "--max-copies", "0")
 			b := serve(t, "B", append([]string{"--peer", a.PeerFlag()}, c.extra...)...)
 			waitFor(t, "B connected to A", 20*time.Second, func() bool { return b.connected("A") })
 			a.put("t", "k1", "v1")
