@@ -47,6 +47,7 @@ var matrixScenarios = []scenario{
 	{"credit", scenarioCredit},
 	{"gap+corrupt", scenarioFaults},
 	{"malformed", scenarioMalformed},
+	{"purged+copy", scenarioPurgedCopy},
 }
 
 // TestVersionMatrix runs every frozen release and the current build (native and WASM)
@@ -134,6 +135,10 @@ func counters(cl *sim.Cluster, nodes ...string) replica.Counters {
 		sum.ResendsRequested += c.ResendsRequested
 		sum.ProtocolErrors += c.ProtocolErrors
 		sum.Divergences += c.Divergences
+		sum.PurgedAnswers += c.PurgedAnswers
+		sum.EntriesPurged += c.EntriesPurged
+		sum.CopiesStarted += c.CopiesStarted
+		sum.CopiesCompleted += c.CopiesCompleted
 	}
 	return sum
 }
@@ -210,6 +215,68 @@ func scenarioResume(t *testing.T, c matrixCell) (string, error) {
 	must(t, cl.SetLink("A", "B", true))
 	dups, err := converged(t, cl, c, "A", "B")
 	return outcome(c, dups), err
+}
+
+// scenarioPurgedCopy: B (the current build) keeps one second of history, with holds that
+// lapse after 2 s, and so does A when it is a current build (a frozen release's node
+// purged nothing: it keeps the defaults). They are cut apart for 5 s while both write,
+// so B purges its own log past A's position (and a current A past B's). Joined again,
+// over version 3 A is answered below B's floor and takes a base copy of B (and B of a
+// current A), and they converge with nothing received twice and every write kept (the
+// simulator's oracle); over versions 1 and 2, which cannot copy, B closes the
+// connection with purged (class unsupported), the release's session reports that code,
+// and nothing is copied.
+func scenarioPurgedCopy(t *testing.T, c matrixCell) (string, error) {
+	retaining := map[string]bool{"A": c.a.max >= 3, "B": true}
+	cl := sim.New(sim.Options{Seed: 3, Limits: sim.SimLimits, RetainAge: time.Second, RetainHold: 2 * time.Second,
+		Retaining: retaining, CopyChunk: 1024})
+	must(t, cl.AddNodeBuild("A", 0, c.a.newSession))
+	must(t, cl.AddNodeBuild("B", 0, c.b.newSession))
+	if c.aDials {
+		must(t, cl.Connect("A", "B"))
+	} else {
+		must(t, cl.Connect("B", "A"))
+	}
+	write(t, cl, "A", 5)
+	write(t, cl, "B", 5)
+	if !cl.Stabilize(30 * time.Second) {
+		return "", fmt.Errorf("did not converge before the cut")
+	}
+	must(t, cl.SetLink("A", "B", false))
+	for range 10 {
+		write(t, cl, "A", 1)
+		write(t, cl, "B", 1)
+		cl.Run(500 * time.Millisecond)
+	}
+	must(t, cl.SetLink("A", "B", true))
+	ka, kb := counters(cl, "A"), counters(cl, "B")
+	if kb.EntriesPurged == 0 || retaining["A"] != (ka.EntriesPurged > 0) {
+		return "", fmt.Errorf("retention purged %d entries on A and %d on B while they were apart", ka.EntriesPurged, kb.EntriesPurged)
+	}
+	if c.version >= 3 {
+		dups, err := converged(t, cl, c, "A", "B")
+		if err != nil {
+			return "", err
+		}
+		ka, kb = counters(cl, "A"), counters(cl, "B")
+		if ka.CopiesCompleted == 0 || retaining["A"] != (kb.CopiesCompleted > 0) {
+			return "", fmt.Errorf("copies completed: A %d, B %d; A was below B's floor (and B below a current A's)", ka.CopiesCompleted, kb.CopiesCompleted)
+		}
+		return fmt.Sprintf("copies A %d B %d, %s", ka.CopiesCompleted, kb.CopiesCompleted, outcome(c, dups)), nil
+	}
+	cl.Run(2 * time.Second)
+	if f := cl.Failures(); len(f) > 0 {
+		return "", fmt.Errorf("invariants: %v", f)
+	}
+	ka, kb = counters(cl, "A"), counters(cl, "B")
+	if e := cl.Node("A").Rep.LastError("B"); e == nil || e.Err == nil || e.Err.Code != wire.CodePurged || e.Err.Class != wire.ClassUnsupported {
+		return "", fmt.Errorf("A's last error with B is %+v, want purged (unsupported)", e)
+	}
+	if kb.PurgedAnswers == 0 || ka.CopiesStarted+kb.CopiesStarted != 0 {
+		return "", fmt.Errorf("purged answers A %d B %d, copies started A %d B %d: want answers and no copy over version %d",
+			ka.PurgedAnswers, kb.PurgedAnswers, ka.CopiesStarted, kb.CopiesStarted, c.version)
+	}
+	return fmt.Sprintf("v%d: purged, no copy", c.version), nil
 }
 
 // scenarioRelayFailover: A (the build under test) is the origin; two relays R1 and R2 (the

@@ -18,6 +18,7 @@ type Script struct {
 	c       *Cluster
 	seed    uint64
 	sync    time.Duration // Options.SyncDelay of the cluster
+	retain  Options       // the retention and copy options of the cluster (retain)
 	anyV1   bool          // a node spoke version 1 at some point
 	trace   []string
 	written map[string]int // writes per node, numbering the values
@@ -47,6 +48,7 @@ type handler func(s *Script, args []Arg) (string, error)
 var handlers = map[string]handler{
 	"seed":       (*Script).cmdSeed,
 	"sync-delay": (*Script).cmdSyncDelay,
+	"retain":     (*Script).cmdRetain,
 	"lose-power": (*Script).cmdLosePower,
 	"add-nodes":  (*Script).cmdAddNodes,
 	"connect":    (*Script).cmdConnect,
@@ -66,6 +68,7 @@ var handlers = map[string]handler{
 	"check":      (*Script).cmdCheck,
 	"peers":      (*Script).cmdPeers,
 	"records":    (*Script).cmdRecords,
+	"history":    (*Script).cmdHistory,
 }
 
 // Run executes one command and returns its output.
@@ -90,7 +93,8 @@ func (s *Script) Run(cmd string, args []Arg) string {
 func (s *Script) cluster() *Cluster {
 	if s.c == nil {
 		s.c = New(Options{Seed: s.seed, Limits: SimLimits, SyncDelay: s.sync, NewSession: s.NewSession,
-			Trace: func(l string) { s.trace = append(s.trace, l) }})
+			RetainAge: s.retain.RetainAge, RetainBytes: s.retain.RetainBytes, RetainHold: s.retain.RetainHold,
+			CopyChunk: s.retain.CopyChunk, Trace: func(l string) { s.trace = append(s.trace, l) }})
 	}
 	return s.c
 }
@@ -198,6 +202,29 @@ func (s *Script) cmdLosePower(args []Arg) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// retain [age=D] [hold=D] [bytes=N] [chunk=N]: before the first node, every node's
+// retention (replica.Config RetainAge, RetainHold, RetainBytes) and the size its base
+// copies' chunks aim at (CopyChunk); what is not given keeps the replica's default.
+func (s *Script) cmdRetain(args []Arg) (string, error) {
+	if s.c != nil {
+		return "", fmt.Errorf("retain must come before the first node")
+	}
+	var err error
+	if s.retain.RetainAge, err = duration(args, "age", 0); err != nil {
+		return "", err
+	}
+	if s.retain.RetainHold, err = duration(args, "hold", 0); err != nil {
+		return "", err
+	}
+	bytes, err := number(args, "bytes", 0)
+	if err != nil {
+		return "", err
+	}
+	s.retain.RetainBytes = uint64(bytes)
+	s.retain.CopyChunk, err = number(args, "chunk", 0)
+	return "", err
 }
 
 // versionSeen records a node's protocol-max: while no node ever speaks version 1, the
@@ -556,5 +583,35 @@ func (s *Script) cmdRecords(args []Arg) (string, error) {
 			})
 		}
 		return err
+	})
+}
+
+// history A ...: each node's bounded history: per origin its floor and log bytes, the
+// retention and copy counters (docs/contract.md §8.4), per open connection the copy under
+// way, and per peer name the last error's code and class.
+func (s *Script) cmdHistory(args []Arg) (string, error) {
+	return s.report(args, func(b *strings.Builder, n *Node) error {
+		st := n.Rep.Status(s.c.Now())
+		fmt.Fprintf(b, "%s:\n", n.Name)
+		for _, o := range st.Origins {
+			fmt.Fprintf(b, "  origin %-3s floor=%d applied=%d log_bytes=%d\n", o.Name, o.FloorSeq, o.AppliedSeq, o.LogBytes)
+		}
+		k := st.Counters
+		fmt.Fprintf(b, "  purged_answers=%d entries_purged=%d tombstones_dropped=%d\n", k.PurgedAnswers, k.EntriesPurged, k.TombstonesDropped)
+		fmt.Fprintf(b, "  copies started=%d resumed=%d completed=%d records=%d served=%d busy=%d refused=%d bad_chunks=%d\n",
+			k.CopiesStarted, k.CopiesResumed, k.CopiesCompleted, k.CopyRecords, k.CopiesServed, k.CopiesBusy, k.CopiesRefused, k.BadChunks)
+		for _, p := range st.Peers {
+			cp := "-"
+			if c := p.Copy; c != nil {
+				cp = fmt.Sprintf("%s records=%d", c.Direction, c.Records)
+			}
+			fmt.Fprintf(b, "  peer %-3s version=%d copy=%s\n", p.Name, p.Version, cp)
+		}
+		for _, name := range s.c.Names() { // kept after the connection is gone
+			if e := n.Rep.LastError(name); name != n.Name && e != nil && e.Err != nil {
+				fmt.Fprintf(b, "  last error with %s: %s (%s)\n", name, e.Err.Code, e.Err.Class)
+			}
+		}
+		return nil
 	})
 }

@@ -53,6 +53,9 @@ type Options struct {
 	RetainAge   time.Duration
 	RetainBytes uint64
 	RetainHold  time.Duration
+	// Retaining, when set, names the nodes that run with that retention; the others keep
+	// the replica's defaults (a node standing for a release that purged nothing).
+	Retaining map[string]bool
 	// CopyChunk is the size every node's base copies aim their chunks at (0: the replica's
 	// default, bounded by the frame limit).
 	CopyChunk int
@@ -196,10 +199,13 @@ func (c *Cluster) AddNodeBuild(name string, maxVersion uint64, newSession func(p
 }
 
 func (c *Cluster) start(n *Node) error {
-	rep, err := replica.New(replica.Config{MaxVersion: n.MaxVersion, Secret: []byte("simulated cluster secret"),
+	cfg := replica.Config{MaxVersion: n.MaxVersion, Secret: []byte("simulated cluster secret"),
 		Limits: c.opts.Limits, NewSession: c.newSession(n), HoldUnsynced: c.opts.SyncDelay > 0,
-		Mutations: c.opts.Mutations, RetainAge: c.opts.RetainAge, RetainBytes: c.opts.RetainBytes,
-		RetainHold: c.opts.RetainHold, CopyChunk: c.opts.CopyChunk, CopyRetry: 300 * time.Millisecond}, n.Store)
+		Mutations: c.opts.Mutations, CopyChunk: c.opts.CopyChunk, CopyRetry: 300 * time.Millisecond}
+	if c.opts.Retaining == nil || c.opts.Retaining[n.Name] {
+		cfg.RetainAge, cfg.RetainBytes, cfg.RetainHold = c.opts.RetainAge, c.opts.RetainBytes, c.opts.RetainHold
+	}
+	rep, err := replica.New(cfg, n.Store)
 	if err != nil {
 		return err
 	}
