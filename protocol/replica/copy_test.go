@@ -1,6 +1,7 @@
 package replica_test
 
 import (
+	"encoding/binary"
 	"fmt"
 	"testing"
 	"time"
@@ -212,6 +213,71 @@ func TestCopyResumes(t *testing.T) {
 	b.audit()
 }
 
+// TestCopyBadChunkResumes: a chunk whose keys are out of order (a sender that breaks the
+// copy's rules, or a path that alters it) stops the copy with bad-chunk: nothing of it is
+// merged, the connection stays up, the taker counts it, and the copy resumes from the
+// last chunk made durable and ends with the sender's records, each merged once.
+func TestCopyBadChunkResumes(t *testing.T) {
+	h, a := purgedCluster(t, replica.Config{})
+	for i := range 60 {
+		a.write(put("big", fmt.Sprintf("k%03d", i), string(make([]byte, 100))))
+	}
+	h.advance(2 * time.Second)
+	b := h.addNode("B", replica.Config{CopyChunk: 1 << 10, CopyRetry: 100 * time.Millisecond})
+	chunks, spoiled := 0, false
+	h.alter = func(from, to string, msg []byte) []byte {
+		if from != "A" || spoiled {
+			return msg
+		}
+		frames, err := wire.DecodeMessage(msg, wire.DefaultMaxMessage, wire.MaxFrameBody)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []byte
+		for _, f := range frames {
+			body, err := f.Value.AppendBody(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c, ok := f.Value.(*wire.Chunk); ok && len(c.Records) >= 2 && !spoiled {
+				if chunks++; chunks == 3 { // the third chunk: its first two records swapped
+					spoiled = true
+					c.Records[0], c.Records[1] = c.Records[1], c.Records[0]
+					body = swappedChunk(c)
+				}
+			}
+			out = wire.AppendHeader(out, wire.Header{Type: f.Value.FrameType(), Flags: f.Flags, Channel: f.Channel, Length: uint32(len(body))})
+			out = append(out, body...)
+		}
+		return out
+	}
+	ba := h.connect(b, a)
+	if !spoiled {
+		t.Fatal("the copy sent fewer than three chunks of two records: the test spoiled none")
+	}
+	h.alter = nil
+	h.advance(time.Second)
+	got := b.rep.Counters()
+	if got.BadChunks != 1 || got.CopiesResumed != 1 || got.CopiesCompleted != 1 || got.ProtocolErrors != 0 {
+		t.Fatalf("B's counters %+v: want one bad chunk, one resume, the copy completed, no protocol error", got)
+	}
+	if ba.dialer.closed {
+		t.Error("the bad chunk closed the connection; it stops the copy only")
+	}
+	total := 0
+	for _, table := range []string{"t", "u", "big"} {
+		sameRecords(t, table, a, b)
+		total += len(a.records(table))
+	}
+	if got.CopyRecords != uint64(total) {
+		t.Errorf("B merged %d copied records; A holds %d: the spoiled chunk was merged, or a resume copied again", got.CopyRecords, total)
+	}
+	if e := b.rep.LastError("A"); e == nil || e.Err == nil || e.Err.Code != wire.CodeBadChunk {
+		t.Errorf("B's last error with A is %+v, want bad-chunk", e)
+	}
+	b.audit()
+}
+
 // TestCopyBusy: a node serving MaxCopies copies answers the next copy-busy; the refused
 // node waits and copies once the first is done.
 func TestCopyBusy(t *testing.T) {
@@ -280,4 +346,28 @@ func (h *harness) stepUntil(l *link, cond func() bool) {
 		}
 	}
 	h.t.Fatal("stepUntil: the condition never held")
+}
+
+// swappedChunk encodes a CHUNK body as protocol/SPEC.md lays it out, without the
+// encoder's checks (which refuse keys out of order): format 1, the table, the count, and
+// each record's kind, key, HLC, origin and value.
+func swappedChunk(c *wire.Chunk) []byte {
+	body := binary.AppendUvarint([]byte{wire.ChunkFormat1}, uint64(len(c.Table)))
+	body = append(body, c.Table...)
+	body = binary.AppendUvarint(body, uint64(len(c.Records)))
+	for _, r := range c.Records {
+		kind := byte(wire.ChunkPut)
+		if r.Deleted {
+			kind = wire.ChunkTombstone
+		}
+		body = binary.AppendUvarint(append(body, kind), uint64(len(r.Key)))
+		body = append(body, r.Key...)
+		body = binary.BigEndian.AppendUint64(body, uint64(r.HLC))
+		body = append(body, r.Origin[:]...)
+		if !r.Deleted {
+			body = binary.AppendUvarint(body, uint64(len(r.Value)))
+			body = append(body, r.Value...)
+		}
+	}
+	return body
 }

@@ -493,6 +493,7 @@ func (r *Replica) onCopyAborted(c *conn, ev *protocol.Event) {
 			r.cp.retryAt = time.Time{} // another peer may serve it now
 		case wire.CodeBadChunk:
 			r.counters.BadChunks++
+			r.recordError(c, ev.Err) // the peer whose chunk it was, for the operator
 		}
 	}
 }

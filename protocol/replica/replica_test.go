@@ -38,6 +38,9 @@ type harness struct {
 	// drop, when set, removes the frames it returns true for from the messages sent (the
 	// rest of each message is re-encoded and delivered).
 	drop func(from, to string, f wire.Decoded) bool
+	// alter, when set, sees each message sent after drop and returns what is delivered
+	// instead (the message itself when it leaves it alone).
+	alter func(from, to string, msg []byte) []byte
 }
 
 type node struct {
@@ -236,8 +239,11 @@ func (h *harness) record(e *end, msg []byte) {
 }
 
 // filter applies h.drop to one message; nil when nothing is left of it.
-func (h *harness) filter(e *end, msg []byte) []byte {
+func (h *harness) filter(e *end, msg []byte) (out []byte) {
 	h.t.Helper()
+	if h.alter != nil {
+		defer func() { out = h.alter(e.node.name, e.peer.node.name, out) }()
+	}
 	if h.drop == nil {
 		return msg
 	}
