@@ -95,8 +95,13 @@ func TestVersionMatrix(t *testing.T) {
 // pairCluster is a cluster of node A (build a) and node B (build b), connected as the cell
 // says.
 func pairCluster(t *testing.T, c matrixCell) *sim.Cluster {
+	return pairClusterOf(t, c, sim.Options{Seed: 1, Limits: sim.SimLimits})
+}
+
+// pairClusterOf is pairCluster with the cluster's options.
+func pairClusterOf(t *testing.T, c matrixCell, opts sim.Options) *sim.Cluster {
 	t.Helper()
-	cl := sim.New(sim.Options{Seed: 1, Limits: sim.SimLimits})
+	cl := sim.New(opts)
 	must(t, cl.AddNodeBuild("A", 0, c.a.newSession))
 	must(t, cl.AddNodeBuild("B", 0, c.b.newSession))
 	if c.aDials {
@@ -228,15 +233,8 @@ func scenarioResume(t *testing.T, c matrixCell) (string, error) {
 // and nothing is copied.
 func scenarioPurgedCopy(t *testing.T, c matrixCell) (string, error) {
 	retaining := map[string]bool{"A": c.a.max >= 3, "B": true}
-	cl := sim.New(sim.Options{Seed: 3, Limits: sim.SimLimits, RetainAge: time.Second, RetainHold: 2 * time.Second,
+	cl := pairClusterOf(t, c, sim.Options{Seed: 3, Limits: sim.SimLimits, RetainAge: time.Second, RetainHold: 2 * time.Second,
 		Retaining: retaining, CopyChunk: 1024})
-	must(t, cl.AddNodeBuild("A", 0, c.a.newSession))
-	must(t, cl.AddNodeBuild("B", 0, c.b.newSession))
-	if c.aDials {
-		must(t, cl.Connect("A", "B"))
-	} else {
-		must(t, cl.Connect("B", "A"))
-	}
 	write(t, cl, "A", 5)
 	write(t, cl, "B", 5)
 	if !cl.Stabilize(30 * time.Second) {
