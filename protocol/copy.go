@@ -403,18 +403,27 @@ func (s *Session) copyCredit() int {
 	return int(min(out.win.Available(), s.v2.connOut.Available()))
 }
 
-func (c *v3Commands) SendChunk(body []byte) error {
-	s := (*Session)(c)
+// begunCopyOut starts command op on the copy this side serves, which BeginCopy began.
+func (s *Session) begunCopyOut(op string) (*copyOut, error) {
 	s.begin()
-	if err := s.needV3("SendChunk"); err != nil {
-		return err
+	if err := s.needV3(op); err != nil {
+		return nil, err
 	}
 	out := s.v2.copyOut
 	switch {
 	case out == nil:
-		return wire.NewError(wire.CodeInvalidState, "the peer asked for no copy")
+		return nil, wire.NewError(wire.CodeInvalidState, "the peer asked for no copy")
 	case !out.begun:
-		return wire.NewError(wire.CodeInvalidState, "SendChunk before BeginCopy")
+		return nil, wire.NewError(wire.CodeInvalidState, op+" before BeginCopy")
+	}
+	return out, nil
+}
+
+func (c *v3Commands) SendChunk(body []byte) error {
+	s := (*Session)(c)
+	out, err := s.begunCopyOut("SendChunk")
+	if err != nil {
+		return err
 	}
 	v, err := wire.ParseChunk(body)
 	if err != nil {
@@ -446,16 +455,9 @@ func (c *v3Commands) SendChunk(body []byte) error {
 
 func (c *v3Commands) EndCopy() error {
 	s := (*Session)(c)
-	s.begin()
-	if err := s.needV3("EndCopy"); err != nil {
+	out, err := s.begunCopyOut("EndCopy")
+	if err != nil {
 		return err
-	}
-	out := s.v2.copyOut
-	switch {
-	case out == nil:
-		return wire.NewError(wire.CodeInvalidState, "the peer asked for no copy")
-	case !out.begun:
-		return wire.NewError(wire.CodeInvalidState, "EndCopy before BeginCopy")
 	}
 	s.v2.copyOut = nil
 	s.sendControl(&wire.CopyEnd{Channel: out.id, Records: out.records})
