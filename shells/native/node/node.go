@@ -273,7 +273,10 @@ const closeGrace = 2 * time.Second
 // loop owns the replica: it runs closures, fires its timer and hands output to sockets.
 func (n *Node) loop() {
 	defer close(n.stopped)
-	timer := time.NewTimer(time.Hour)
+	// The first Tick comes at once: the replica's timers start from a Tick (retention's
+	// first step, after which it asks for one about every second), and a node that no peer
+	// connects to and no write reaches would otherwise never tick.
+	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
