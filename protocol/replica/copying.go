@@ -48,12 +48,13 @@ type copyServe struct {
 	started    time.Time
 	total      CopyTotals
 	pending    []Record // read from the snapshot, not yet sent (one chunk's worth at most)
+	tables     uint64   // tables reached
+	limit      int      // the chunk size aimed at (Config.CopyChunk, lower after a peer's frame limit refused one)
+
 	// read and recs are pending's and a chunk's record lists, kept for the next ones:
 	// nothing holds them once SendChunk copied the chunk.
 	read []Record
 	recs []wire.CopyRecord
-	tables     uint64   // tables reached
-	limit      int      // the chunk size aimed at (Config.CopyChunk, lower after a peer's frame limit refused one)
 }
 
 // copying is the replica's state of base copies.
@@ -664,8 +665,11 @@ func (r *Replica) pumpCopy(c *conn, s *copyServe) bool {
 	}
 }
 
-// readAhead reads the next records of one table from the snapshot, about one chunk's
-// worth, after the last one sent.
+// readAhead reads the next records of one table from the snapshot after the last one
+// sent: as many as one chunk of the limit holds, header included (at least one), so that
+// pumpCopy sends them as one chunk when the credit allows. (Reading past the limit left a
+// chunk of one record after every full one.) The record that does not fit is read again
+// by the next call, which starts after the last one sent.
 func (r *Replica) readAhead(s *copyServe) bool {
 	s.pending = s.read[:0]
 	size := 0
@@ -673,8 +677,14 @@ func (r *Replica) readAhead(s *copyServe) bool {
 		if len(s.pending) > 0 && !bytes.Equal(rec.Table, s.pending[0].Table) {
 			return false
 		}
+		n := wire.ChunkSize(&wire.CopyRecord{Key: rec.Key, Value: rec.Value, Deleted: rec.Deleted})
+		if len(s.pending) == 0 {
+			size = wire.ChunkHeaderSize(rec.Table, s.limit) // a count of at most s.limit records
+		} else if size+n > s.limit {
+			return false
+		}
 		s.pending = append(s.pending, rec)
-		size += wire.ChunkSize(&wire.CopyRecord{Key: rec.Key, Value: rec.Value, Deleted: rec.Deleted})
+		size += n
 		return size < s.limit
 	})
 	s.read = s.pending
