@@ -182,12 +182,13 @@ func TestCheck(t *testing.T) {
 // it from the real binary).
 func TestBench(t *testing.T) {
 	var out, errs bytes.Buffer
-	if code := benchmark([]string{"--records", "1600", "--latency-samples", "5", "--stalled-records", "0"}, &out, &errs); code != 0 {
+	if code := benchmark([]string{"--records", "1600", "--latency-samples", "5", "--stalled-records", "0", "--copy-records", "2000"}, &out, &errs); code != 0 {
 		t.Fatalf("plait bench: exit %d: %s", code, errs.String())
 	}
 	for _, want := range []string{"raw RocksDB", "raw WebSocket", "replication A -> B, 1600 records written through the Go API",
 		"written as HTTP batches", "write -> visible on B", "visible on C (two hops", "relay hop",
-		"records of 1 origin", "from 16 origins"} {
+		"records of 1 origin", "from 16 origins", "raw RocksDB write of 2000 records", "raw RocksDB scan", "raw scan + write",
+		"base copy of 2000 records", "catch-up by that base copy", "replaying the whole log"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("plait bench output lacks %q:\n%s", want, out.String())
 		}
@@ -196,6 +197,9 @@ func TestBench(t *testing.T) {
 		{"--records", "150", "--per-txn", "100"},  // not a multiple of per-txn
 		{"--records", "1000", "--per-txn", "100"}, // 10 transactions: not a multiple of 16
 		{"--writers", "0"},
+		{"--copy-records", "150"}, // not a multiple of per-txn
+		{"--copy-records", "100"}, // one transaction: nothing below a head to purge
+		{"--copy-records", "-100"},
 		{"--sync", "sometimes"},
 		{"extra"},
 	} {

@@ -2,8 +2,10 @@
 // machine's physical limits, in one run. Raw RocksDB batched writes of the same records
 // and raw WebSocket loopback messages give the limits; nodes of internal/cluster then
 // replicate A -> B through the Go API and through HTTP batches, time write -> visible at
-// one and two hops, catch up 16 origins against 1 over one connection, and, as plait
-// serve processes, hold a stalled receiver's backlog. Run prints one table row a measure.
+// one and two hops, catch up 16 origins against 1 over one connection, take a base copy
+// beside a raw RocksDB scan and write of the same records and against replaying the whole
+// log (copy.go), and, as plait serve processes, hold a stalled receiver's backlog. Run
+// prints one table row a measure.
 package bench
 
 import (
@@ -32,6 +34,7 @@ type Config struct {
 	Samples int           // single writes timed from A until visible on B and C (--latency-samples)
 	Writers int           // concurrent writers on A (--writers)
 	Stalled int           // records written while the receiver is stopped; 0 skips the measure (--stalled-records)
+	Copy    int           // records of the base copy measures; 0 skips them (--copy-records)
 	Sync    node.SyncMode // the nodes' --sync (--sync)
 	// Binary is the plait binary whose serve runs the stalled-receiver measure's nodes
 	// (needed only when Stalled > 0; it is not a flag).
@@ -47,6 +50,8 @@ func (c Config) Check() error {
 		return errors.New("--records must be a multiple of 16 transactions (the 16-origin measure splits them)")
 	case c.Writers <= 0 || c.Samples <= 0 || c.Stalled < 0:
 		return errors.New("--writers and --latency-samples must be positive, --stalled-records not negative")
+	case c.Copy < 0 || c.Copy%c.PerTxn != 0 || c.Copy > 0 && c.Copy < 2*c.PerTxn:
+		return errors.New("--copy-records must be 0 or a multiple of --per-txn of at least 2 transactions (a log purged below its head)")
 	case c.Sync != node.SyncOrigin && c.Sync != node.SyncAll && c.Sync != node.SyncNone:
 		return fmt.Errorf("--sync: %q is not origin, all or none", c.Sync)
 	}
@@ -133,6 +138,23 @@ func (c *run) measure(out io.Writer) error {
 	row(fmt.Sprintf("catch-up over one connection, %d records of 1 origin", c.Records), rate(one, "records"), "1")
 	row("catch-up over one connection, the same records from 16 origins", rate(sixteen, "records"), ratio(sixteen, one, "1 origin"))
 
+	if c.Copy > 0 {
+		cp, err := c.baseCopy()
+		if err != nil {
+			return err
+		}
+		n := uint64(c.Copy)
+		raw := n * uint64(16+len(c.value))
+		row(fmt.Sprintf("raw RocksDB write of %d records in batches of about 1 MiB, no fsync", c.Copy), copyRate(n, raw, cp.rawWrite), "")
+		row("raw RocksDB scan of them through a snapshot, keys and values copied out", copyRate(n, raw, cp.rawScan), "")
+		pair := cp.rawWrite + cp.rawScan
+		row("raw scan + write, one after the other (the copy's limit)", copyRate(n, raw, pair), "1")
+		row(fmt.Sprintf("base copy of %d records, logs purged, one connection (request to end; %.0f MB of chunks)", c.Copy, float64(cp.bytes)/1e6),
+			copyRate(cp.records, cp.bytes, cp.copyTime), fmt.Sprintf("%.2f of raw scan + write", pair.Seconds()/cp.copyTime.Seconds()))
+		row("an empty node's catch-up by that base copy, start to caught up", seconds(cp.byCopy), "")
+		row("the same by replaying the whole log from seq 1 (nothing purged)", seconds(cp.byReplay),
+			fmt.Sprintf("copy takes %.2f of replay's time", cp.byCopy.Seconds()/cp.byReplay.Seconds()))
+	}
 	if c.Stalled > 0 {
 		st, err := c.stalledReceiver()
 		if err != nil {
@@ -149,6 +171,8 @@ func (c *run) measure(out io.Writer) error {
 func rate(r float64, unit string) string { return fmt.Sprintf("%.0f %s/s", r, unit) }
 
 func ratio(r, limit float64, of string) string { return fmt.Sprintf("%.2f of %s", r/limit, of) }
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
 
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
 

@@ -25,6 +25,9 @@ func TestCheck(t *testing.T) {
 		{func(c *Config) { c.Writers = 0 }, "--writers"},
 		{func(c *Config) { c.Samples = 0 }, "--latency-samples"},
 		{func(c *Config) { c.Stalled = -1 }, "--stalled-records"},
+		{func(c *Config) { c.Copy = -100 }, "--copy-records"},
+		{func(c *Config) { c.Copy = 150 }, "--copy-records"},
+		{func(c *Config) { c.Copy = 100 }, "--copy-records"},
 		{func(c *Config) { c.Sync = "sometimes" }, "--sync"},
 	} {
 		bad := good
@@ -40,5 +43,22 @@ func TestCheck(t *testing.T) {
 	stalled.Stalled = 1000
 	if err := Run(io.Discard, stalled); err == nil || !strings.Contains(err.Error(), "Binary") {
 		t.Errorf("Run with a stalled receiver and no binary: %v", err)
+	}
+}
+
+// TestBaseCopy: a small run of the base copy measures, whose checks (the copy logged
+// started and completed, every record copied, the receivers' digests equal to the
+// source's) are the test; the times are not judged.
+func TestBaseCopy(t *testing.T) {
+	dir := t.TempDir()
+	r := &run{Config: Config{PerTxn: 100, Writers: 4, Sync: node.SyncOrigin, Copy: 2000}, dir: dir,
+		value: []byte(strings.Repeat("v", benchValue))}
+	res, err := r.baseCopy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.records != 2000 || res.bytes == 0 || res.copyTime <= 0 || res.byCopy < res.copyTime || res.byReplay <= 0 ||
+		res.rawWrite <= 0 || res.rawScan <= 0 {
+		t.Errorf("copy result %+v", res)
 	}
 }

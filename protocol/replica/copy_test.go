@@ -371,3 +371,64 @@ func swappedChunk(c *wire.Chunk) []byte {
 	}
 	return body
 }
+
+// chunkSizes wraps a session to record the body size and record count of every CHUNK it
+// is given to send.
+type chunkSizes struct {
+	replica.Session
+	log *[][2]int
+}
+
+func (s chunkSizes) V3() protocol.V3Commands { return chunkSizesV3{s.Session.V3(), s.log} }
+
+type chunkSizesV3 struct {
+	protocol.V3Commands
+	log *[][2]int
+}
+
+func (s chunkSizesV3) SendChunk(body []byte) error {
+	err := s.V3Commands.SendChunk(body)
+	if err == nil {
+		v, perr := wire.ParseChunk(body)
+		if perr != nil {
+			return perr
+		}
+		*s.log = append(*s.log, [2]int{len(body), v.Count})
+	}
+	return err
+}
+
+// TestCopyChunksFill: the chunks of a table are full, all but its last: each holds as many
+// records as the chunk size allows (no chunk is cut short by the one that would not fit,
+// which then went alone).
+func TestCopyChunksFill(t *testing.T) {
+	var sent [][2]int
+	const chunk = 4 << 10
+	h, a := purgedCluster(t, replica.Config{CopyChunk: chunk, NewSession: func(cfg protocol.Config) (replica.Session, error) {
+		s, err := replica.NativeSession(cfg)
+		return chunkSizes{s, &sent}, err
+	}})
+	for i := range 400 {
+		a.write(put("big", fmt.Sprintf("k%03d", i), string(make([]byte, 100))))
+	}
+	h.advance(2 * time.Second)
+	b := h.addNode("B", replica.Config{})
+	h.connect(b, a)
+	sameRecords(t, "big", a, b)
+	// A "big" record takes 1 + 1 + 4 + 8 + 16 + 1 + 100 = 131 bytes of a chunk; the table's
+	// header 1 + 1 + 3 + 2: a full chunk holds 31 records, 400 of them take 13 chunks.
+	var big [][2]int
+	for _, c := range sent {
+		if c[1] > 20 { // the tables t and u hold 20 and 7 small records
+			big = append(big, c)
+		}
+	}
+	if len(big) != 13 {
+		t.Fatalf("the 400 records went in %d chunks, want 13: %v", len(big), sent)
+	}
+	for i, c := range big[:12] {
+		if c[0] > chunk || c[1] != 31 {
+			t.Errorf("chunk %d of the table: %d bytes, %d records; want 31 records within %d bytes", i, c[0], c[1], chunk)
+		}
+	}
+}

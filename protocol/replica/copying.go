@@ -50,6 +50,11 @@ type copyServe struct {
 	pending    []Record // read from the snapshot, not yet sent (one chunk's worth at most)
 	tables     uint64   // tables reached
 	limit      int      // the chunk size aimed at (Config.CopyChunk, lower after a peer's frame limit refused one)
+
+	// read and recs are pending's and a chunk's record lists, kept for the next ones:
+	// nothing holds them once SendChunk copied the chunk.
+	read []Record
+	recs []wire.CopyRecord
 }
 
 // copying is the replica's state of base copies.
@@ -342,8 +347,14 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 			mine[string(l.Key)] = l
 		}
 	}
-	b := &CopyBatch{}
-	copied := make(map[string]bool, v.Count)
+	b := &CopyBatch{Records: make([]Record, 0, v.Count)}
+	// copied holds the chunk's keys that this node holds too: superseded looks up only
+	// those.
+	copied := make(map[string]bool, len(mine))
+	// The chunk's winners are copied out of the message into one buffer (the chunk's
+	// bytes bound their keys and values), each slice capped at its own bytes.
+	table := bytes.Clone(v.Table)
+	buf := make([]byte, 0, len(v.Raw()))
 	var hlc wire.HLC
 	it := v.Records()
 	for {
@@ -351,9 +362,11 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 		if !more {
 			break
 		}
-		copied[string(cr.Key)] = true
 		hlc = max(hlc, cr.HLC)
 		old, has := mine[string(cr.Key)]
+		if has {
+			copied[string(cr.Key)] = true
+		}
 		switch {
 		case r.cfg.Mutations.ReplacingCopy:
 		case r.seen(cr.HLC, cr.Origin):
@@ -361,8 +374,12 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 		case has && !newer(cr.HLC, cr.Origin, old.HLC, old.Origin):
 			continue // this node's own version is newer
 		}
-		b.Records = append(b.Records, Record{Table: bytes.Clone(v.Table), Key: bytes.Clone(cr.Key),
-			Value: bytes.Clone(cr.Value), Deleted: cr.Deleted, HLC: cr.HLC, Origin: cr.Origin})
+		rec := Record{Table: table, Deleted: cr.Deleted, HLC: cr.HLC, Origin: cr.Origin}
+		rec.Key, buf = carve(buf, cr.Key)
+		if cr.Value != nil {
+			rec.Value, buf = carve(buf, cr.Value)
+		}
+		b.Records = append(b.Records, rec)
 	}
 	b.Deletes = r.supersededAcross(local, v.Table, copied, t)
 	if !bytes.Equal(next.Table, v.Table) {
@@ -392,6 +409,14 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 	r.counters.CopyRecords += uint64(v.Count)
 	r.counters.CopyBytes += uint64(len(v.Raw()))
 	r.checkConn(c, c.sess.V3().AckChunk())
+}
+
+// carve appends b to buf, which has room for it, and returns the copy, capped at its
+// length, and buf after it.
+func carve(buf, b []byte) ([]byte, []byte) {
+	n := len(buf)
+	buf = append(buf, b...)
+	return buf[n:len(buf):len(buf)], buf
 }
 
 // supersededAcross is superseded over a chunk's whole range: the records of the chunk's
@@ -598,7 +623,7 @@ func (r *Replica) pumpCopy(c *conn, s *copyServe) bool {
 		room := c.sess.V3().CopyCredit() - wire.HeaderSize
 		table := s.pending[0].Table
 		size := wire.ChunkHeaderSize(table, len(s.pending))
-		var recs []wire.CopyRecord
+		recs := s.recs[:0]
 		for _, p := range s.pending {
 			cr := wire.CopyRecord{Key: p.Key, Value: p.Value, Deleted: p.Deleted, HLC: p.HLC, Origin: p.Origin}
 			n := wire.ChunkSize(&cr)
@@ -611,7 +636,9 @@ func (r *Replica) pumpCopy(c *conn, s *copyServe) bool {
 			recs = append(recs, cr)
 			size += n
 		}
-		body, err := wire.AppendChunk(nil, table, recs)
+		s.recs = recs
+		// size is the chunk's (its header counted with every pending record: at least).
+		body, err := wire.AppendChunk(make([]byte, 0, size), table, recs)
 		if !r.check(err) {
 			return false
 		}
@@ -639,18 +666,29 @@ func (r *Replica) pumpCopy(c *conn, s *copyServe) bool {
 	}
 }
 
-// readAhead reads the next records of one table from the snapshot, about one chunk's
-// worth, after the last one sent.
+// readAhead reads the next records of one table from the snapshot after the last one
+// sent: as many as one chunk of the limit holds, header included (at least one), so that
+// pumpCopy sends them as one chunk when the credit allows. (Reading past the limit left a
+// chunk of one record after every full one.) The record that does not fit is read again
+// by the next call, which starts after the last one sent.
 func (r *Replica) readAhead(s *copyServe) bool {
+	s.pending = s.read[:0]
 	size := 0
 	err := s.snap.Records(s.table, s.key, func(rec Record) bool {
 		if len(s.pending) > 0 && !bytes.Equal(rec.Table, s.pending[0].Table) {
 			return false
 		}
+		n := wire.ChunkSize(&wire.CopyRecord{Key: rec.Key, Value: rec.Value, Deleted: rec.Deleted})
+		if len(s.pending) == 0 {
+			size = wire.ChunkHeaderSize(rec.Table, s.limit) // a count of at most s.limit records
+		} else if size+n > s.limit {
+			return false
+		}
 		s.pending = append(s.pending, rec)
-		size += wire.ChunkSize(&wire.CopyRecord{Key: rec.Key, Value: rec.Value, Deleted: rec.Deleted})
+		size += n
 		return size < s.limit
 	})
+	s.read = s.pending
 	return r.check(err)
 }
 

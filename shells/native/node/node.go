@@ -273,7 +273,12 @@ const closeGrace = 2 * time.Second
 // loop owns the replica: it runs closures, fires its timer and hands output to sockets.
 func (n *Node) loop() {
 	defer close(n.stopped)
-	timer := time.NewTimer(time.Hour)
+	// The first Tick comes at once, before any input: the replica's timers start from a
+	// Tick (retention's first step, after which it asks for one about every second), and a
+	// node that no peer connects to would otherwise never tick. (A timer of 0 is not
+	// enough: an input handled first resets it.)
+	n.check(n.rep.Tick(time.Now()))
+	timer := time.NewTimer(n.untilDeadline())
 	defer timer.Stop()
 	for {
 		select {

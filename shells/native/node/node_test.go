@@ -262,3 +262,37 @@ func TestWriteLimits(t *testing.T) {
 		t.Error("a negative value limit was taken")
 	}
 }
+
+// TestRetentionWithoutPeers: a node that no peer connects to runs retention from its
+// start: a log written with no bound is purged to its head once the node starts again with
+// --retain-bytes, with no write or connection to wake it.
+func TestRetentionWithoutPeers(t *testing.T) {
+	dir := t.TempDir()
+	startA := func(retain uint64) *node.Node {
+		t.Helper()
+		n, err := node.Start(node.Config{Name: "A", DataDir: dir, Sync: node.SyncNone, RetainBytes: retain,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	n := startA(0)
+	for i := range 5 {
+		if _, err := n.Write(context.Background(), []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte(fmt.Sprint("k", i)), Value: []byte("v")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	n = startA(1)
+	defer func() { _ = n.Stop() }()
+	waitFor(t, "the log purged to its head", func() bool {
+		st, err := n.Status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(st.Origins) == 1 && st.Origins[0].FloorSeq == 4
+	})
+}

@@ -66,14 +66,20 @@ func (sn *snapshot) Records(table, after []byte, fn func(replica.Record) bool) e
 		if skip {
 			start = append(bytes.Clone(prefix), after...)
 		}
-		for it.Seek(start); it.ValidForPrefix(prefix); it.Next() {
-			k, v := it.Key(), it.Value()
+		// Valid, then the key's prefix: ValidForPrefix would read the key a second time
+		// (each a call into RocksDB, for every record of the copy).
+		for it.Seek(start); it.Valid(); it.Next() {
+			k := it.Key()
+			if !bytes.HasPrefix(k.Data(), prefix) {
+				k.Free()
+				break
+			}
 			rk := k.Data()[len(prefix):]
 			if skip && bytes.Equal(rk, after) {
 				k.Free()
-				v.Free()
 				continue
 			}
+			v := it.Value()
 			r, err := decodeRecord(t, rk, v.Data())
 			k.Free()
 			v.Free()

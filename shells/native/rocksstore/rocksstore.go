@@ -393,11 +393,20 @@ func decodeRecord(table, k, v []byte) (replica.Record, error) {
 	if len(v) < 25 || v[0] > 1 {
 		return replica.Record{}, errors.New("rocksstore: a record is damaged")
 	}
-	r := replica.Record{Table: bytes.Clone(table), Key: bytes.Clone(k), Deleted: v[0] == 1,
-		HLC: wire.HLC(binary.BigEndian.Uint64(v[1:9]))}
+	r := replica.Record{Deleted: v[0] == 1, HLC: wire.HLC(binary.BigEndian.Uint64(v[1:9]))}
 	copy(r.Origin[:], v[9:25])
+	// One allocation for the table, the key and the value, each slice capped at its own
+	// bytes: a scan decodes every record it passes.
+	n := len(table) + len(k)
 	if !r.Deleted {
-		r.Value = bytes.Clone(v[25:])
+		n += len(v) - 25
+	}
+	b := make([]byte, 0, n)
+	b = append(append(b, table...), k...)
+	r.Table, r.Key = b[:len(table):len(table)], b[len(table):len(b):len(b)]
+	if !r.Deleted {
+		b = append(b, v[25:]...)
+		r.Value = b[len(table)+len(k) : len(b) : len(b)]
 	}
 	return r, nil
 }
