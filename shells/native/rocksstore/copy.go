@@ -139,26 +139,10 @@ func (s *Store) ApplyCopy(b *replica.CopyBatch) error {
 	}
 	wb := grocksdb.NewWriteBatch()
 	defer wb.Destroy()
-	hlc := s.hlc
-	var last []byte
-	for i := range b.Records {
-		r := &b.Records[i]
-		hlc = max(hlc, r.HLC)
-		s.scratch = append(appendTablePrefix(s.scratch[:0], r.Table), r.Key...)
-		k := len(s.scratch)
-		s.scratch = appendRecord(s.scratch, r)
-		wb.Put(s.scratch[:k], s.scratch[k:])
-		if !bytes.Equal(r.Table, last) {
-			wb.Put(key(pTable, r.Table), nil)
-			last = r.Table
-		}
-	}
+	hlc := s.putRecords(wb, b.Records)
 	emptied, err := s.deleteRecords(wb, b.Deletes, b.Records)
 	if err != nil {
 		return err
-	}
-	if hlc > s.hlc {
-		wb.Put([]byte{pHLC}, u64(uint64(hlc)))
 	}
 	wb.Put([]byte{pCopy}, state)
 	for _, t := range emptied {

@@ -484,24 +484,7 @@ func (s *Store) Apply(b *replica.Batch) (uint64, error) {
 	wb.Put(key(pArrival, u64(pos)), append(b.Origin[:], u64(b.Seq)...))
 	logBytes := s.logs[b.Origin].Bytes + uint64(len(b.Txn))
 	wb.Put(key(pCursor, b.Origin[:]), s.cursorValue(vector.Entry{Seq: b.Seq, Hash: b.Hash}, logBytes))
-	var last []byte // the table whose 't' key is in the batch; a transaction seldom spans many
-	hlc := s.hlc
-	for i := range b.Records {
-		r := &b.Records[i]
-		hlc = max(hlc, r.HLC)
-		// Put copies key and value into the batch, so one scratch buffer serves every record.
-		s.scratch = append(appendTablePrefix(s.scratch[:0], r.Table), r.Key...)
-		k := len(s.scratch)
-		s.scratch = appendRecord(s.scratch, r)
-		wb.Put(s.scratch[:k], s.scratch[k:])
-		if !bytes.Equal(r.Table, last) {
-			wb.Put(key(pTable, r.Table), nil)
-			last = r.Table
-		}
-	}
-	if hlc > s.hlc {
-		wb.Put([]byte{pHLC}, u64(uint64(hlc)))
-	}
+	hlc := s.putRecords(wb, b.Records)
 	if b.Name != "" {
 		wb.Put(key(pName, b.Origin[:]), []byte(b.Name))
 	}
@@ -688,4 +671,28 @@ func (s *Store) DeleteDialPeer(name string) error {
 	defer wo.Destroy()
 	wo.SetSync(true)
 	return s.db.Delete(wo, key(pDial, []byte(name)))
+}
+
+// putRecords adds recs' versions to wb, each table's 't' key, and RecordHLC when they raise
+// it; it returns RecordHLC after them (the caller sets s.hlc once wb is written).
+func (s *Store) putRecords(wb *grocksdb.WriteBatch, recs []replica.Record) wire.HLC {
+	var last []byte // the table whose 't' key is in the batch; a batch seldom spans many
+	hlc := s.hlc
+	for i := range recs {
+		r := &recs[i]
+		hlc = max(hlc, r.HLC)
+		// Put copies key and value into the batch, so one scratch buffer serves every record.
+		s.scratch = append(appendTablePrefix(s.scratch[:0], r.Table), r.Key...)
+		k := len(s.scratch)
+		s.scratch = appendRecord(s.scratch, r)
+		wb.Put(s.scratch[:k], s.scratch[k:])
+		if !bytes.Equal(r.Table, last) {
+			wb.Put(key(pTable, r.Table), nil)
+			last = r.Table
+		}
+	}
+	if hlc > s.hlc {
+		wb.Put([]byte{pHLC}, u64(uint64(hlc)))
+	}
+	return hlc
 }
