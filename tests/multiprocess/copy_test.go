@@ -1,0 +1,426 @@
+//go:build multiprocess
+
+package multiprocess
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"plait/shells/native/httpapi"
+)
+
+// op is one op of a batch (POST /v1/tables/{t}/batch); a nil Value is a delete.
+type op struct {
+	Key   string
+	Value *string
+}
+
+// batchBody is the JSON body of a batch of ops.
+func batchBody(ops []op) []byte {
+	type jsonOp struct {
+		Op    string  `json:"op"`
+		Key   string  `json:"key"`
+		Value *string `json:"value,omitempty"`
+	}
+	body := struct {
+		Ops []jsonOp `json:"ops"`
+	}{Ops: make([]jsonOp, len(ops))}
+	for i, o := range ops {
+		body.Ops[i] = jsonOp{Op: "put", Key: o.Key, Value: o.Value}
+		if o.Value == nil {
+			body.Ops[i].Op = "delete"
+		}
+	}
+	b, _ := json.Marshal(body) // plain strings and pointers to them: it cannot fail
+	return b
+}
+
+// postBatch writes ops to table t as one transaction. It returns the status code, 0 with
+// the error when no answer came (the node is down, or died under the request).
+func (p *proc) postBatch(client *http.Client, ops []op) (int, error) {
+	resp, err := client.Post("http://"+p.HTTP+"/v1/tables/t/batch", "application/json", bytes.NewReader(batchBody(ops)))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body) // the answer's body is {"origin_seq":N}; the status says it all
+	return resp.StatusCode, nil
+}
+
+// baseKey is the key of base record i.
+func baseKey(i int) string { return fmt.Sprintf("b-%07d", i) }
+
+// loadKeys writes the base records from to to-1 (baseKey, a 16-byte value of the index) to
+// table t, perBatch to a transaction.
+func (p *proc) loadKeys(from, to, perBatch int) {
+	p.t.Helper()
+	client := &http.Client{Timeout: time.Minute}
+	for i := from; i < to; i += perBatch {
+		ops := make([]op, 0, perBatch)
+		for j := i; j < min(i+perBatch, to); j++ {
+			v := fmt.Sprintf("%016d", j)
+			ops = append(ops, op{baseKey(j), &v})
+		}
+		if code, err := p.postBatch(client, ops); code != http.StatusOK {
+			p.t.Fatalf("%s: loading base records %d..: %d %v", p.Name, i, code, err)
+		}
+	}
+}
+
+// listAll is every live record of table t on p whose key starts with prefix (a key equal
+// to the prefix excepted), key to value. The listing starts after the prefix itself: the
+// node scans from there, not through every key before it.
+func (p *proc) listAll(prefix string) map[string]string {
+	p.t.Helper()
+	out := map[string]string{}
+	after := prefix
+	for {
+		q := url.Values{"prefix": {prefix}, "limit": {"1000"}, "after": {after}}
+		code, body := p.get("/v1/tables/t/records?" + q.Encode())
+		if code != http.StatusOK {
+			p.t.Fatalf("%s: listing %q: %d %s", p.Name, prefix, code, body)
+		}
+		var page struct {
+			Records []struct{ Key, Value string }
+			Next    *string
+		}
+		if err := json.Unmarshal([]byte(body), &page); err != nil {
+			p.t.Fatalf("%s: listing %q: %v", p.Name, prefix, err)
+		}
+		for _, r := range page.Records {
+			out[r.Key] = r.Value
+		}
+		if page.Next == nil {
+			return out
+		}
+		after = *page.Next
+	}
+}
+
+// taking is the copy p is taking now (a peers[] copy in state receiving), nil when none.
+func taking(st httpapi.StatusDoc) *httpapi.CopyDoc {
+	for _, pd := range st.Peers {
+		if pd.Copy != nil && pd.Copy.State == "receiving" {
+			return pd.Copy
+		}
+	}
+	return nil
+}
+
+// A copyWriter writes batches to one node until stopped, each of new keys, updates of base
+// records and deletes of base records, and keeps what the node acknowledged. Every key it
+// writes, it writes once, so an acknowledged value is the one the key must end with: base
+// keys are shared out among the writers by share, and no other write touches them after
+// the base load.
+type copyWriter struct {
+	p       *proc
+	share   int // this writer's base keys: 6s+2·share (updated) and 6s+2·share+1 (deleted)
+	maxRuns int // a bound on the batches
+
+	batches atomic.Int64 // acknowledged
+	failed  atomic.Int64 // no answer (the node was down or died under the request)
+
+	// Read after done only.
+	acked map[string]*string // key → the acknowledged value; nil: deleted
+	tried map[string]bool    // every key a batch carried, acknowledged or not
+	done  chan struct{}
+}
+
+// Base-key slots: a writer's m-th update and delete go to slot (m·slotStride) mod slots,
+// which spreads them over the whole key space (stride and slots are coprime).
+const (
+	slots      = 166_666 // 6·slots ≤ the base records
+	slotStride = 104_729
+)
+
+func startCopyWriter(t *testing.T, p *proc, share, maxRuns int, stop <-chan struct{}) *copyWriter {
+	w := &copyWriter{p: p, share: share, maxRuns: maxRuns, acked: map[string]*string{}, tried: map[string]bool{},
+		done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		client := &http.Client{Timeout: 10 * time.Second}
+		m := 0
+		for run := 0; run < w.maxRuns; run++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond): // the pace of the load, not a wait for anything
+			}
+			var ops []op
+			for j := range 6 {
+				v := fmt.Sprintf("%s%015d", p.Name, run*6+j)
+				ops = append(ops, op{fmt.Sprintf("w-%s-%07d", p.Name, run*6+j), &v})
+			}
+			for range 3 {
+				s := m * slotStride % slots
+				m++
+				v := fmt.Sprintf("%s%015d", p.Name, s)
+				ops = append(ops, op{baseKey(6*s + 2*share), &v})
+			}
+			ops = append(ops, op{baseKey(6*(m*slotStride%slots) + 2*share + 1), nil})
+			m++
+			for _, o := range ops {
+				w.tried[o.Key] = true
+			}
+			code, err := p.postBatch(client, ops)
+			switch {
+			case err != nil:
+				w.failed.Add(1)
+			case code != http.StatusOK:
+				t.Errorf("%s: a batch answered %d", p.Name, code)
+			default:
+				w.batches.Add(1)
+				for _, o := range ops {
+					w.acked[o.Key] = o.Value
+				}
+			}
+		}
+	}()
+	return w
+}
+
+// verify checks, on p, every new key the writer had acknowledged, no new key it never
+// wrote, and up to sample of its acknowledged updates and deletes of base records.
+func (w *copyWriter) verify(t *testing.T, p *proc, listed map[string]string, sample int) {
+	t.Helper()
+	prefix := "w-" + w.p.Name + "-"
+	var base []string
+	for k, v := range w.acked {
+		if k[:2] == "b-" {
+			base = append(base, k)
+			continue
+		}
+		if got, ok := listed[k]; !ok || got != *v {
+			t.Errorf("%s: %s written on %s and acknowledged as %q, but reads %q (present %v)", p.Name, k, w.p.Name, *v, got, ok)
+		}
+	}
+	for k := range listed {
+		if len(k) > len(prefix) && k[:len(prefix)] == prefix && !w.tried[k] {
+			t.Errorf("%s: holds %s, which %s never wrote", p.Name, k, w.p.Name)
+		}
+	}
+	rng := rand.New(rand.NewPCG(uint64(w.share), 7))
+	rng.Shuffle(len(base), func(i, j int) { base[i], base[j] = base[j], base[i] })
+	for _, k := range base[:min(sample, len(base))] {
+		code, body := p.get("/v1/tables/t/records/" + k)
+		if v := w.acked[k]; v == nil && code != http.StatusNotFound {
+			t.Errorf("%s: %s deleted on %s (acknowledged), but reads %d %q", p.Name, k, w.p.Name, code, body)
+		} else if v != nil && (code != http.StatusOK || body != *v) {
+			t.Errorf("%s: %s updated on %s to %q (acknowledged), but reads %d %q", p.Name, k, w.p.Name, *v, code, body)
+		}
+	}
+}
+
+// converged reports whether every node applied every origin of the nodes up to the
+// origin's own applied seq, and shows it with a lag of 0.
+func converged(nodes ...*proc) bool {
+	sts := make([]httpapi.StatusDoc, len(nodes))
+	for i, p := range nodes {
+		sts[i] = p.status()
+	}
+	for i, owner := range nodes {
+		own, _ := sts[i].Origin(owner.Name)
+		for j := range nodes {
+			o, ok := sts[j].Origin(owner.Name)
+			if !ok || o.AppliedSeq != own.AppliedSeq || o.LagSeq != 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// logsPurged reports whether every node's log of every origin of the nodes is purged
+// (floor_seq above 0): a node that applied none of them cannot stream them from seq 1.
+func logsPurged(nodes ...*proc) bool {
+	for _, p := range nodes {
+		st := p.status()
+		for _, q := range nodes {
+			if o, ok := st.Origin(q.Name); !ok || o.FloorSeq == 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// TestCopyJoinsAPurgedCluster: A and B hold 1,000,000 records, and their logs are purged.
+// An empty node C joins them and takes a base copy while A, B and C all go on writing
+// (new keys, updates and deletes of base records). C is killed (kill -9) twice while it
+// receives the copy, and each time resumes it after restarting, from where it was: the
+// copy completes, every node converges (lag 0, equal digests), every acknowledged write
+// reads back on every node, and plait check passes on every data directory.
+func TestCopyJoinsAPurgedCluster(t *testing.T) {
+	const records, perBatch = 1_000_000, 1000
+	flags := []string{"--retain-age", "1s", "--retain-hold", "1m", "--copy-chunk", "65536"}
+	a := serve(t, "A", flags...)
+	b := serve(t, "B", append([]string{"--peer", a.PeerFlag()}, flags...)...)
+	waitFor(t, "B connected to A", 20*time.Second, func() bool { return b.connected("A") })
+
+	loadStart := time.Now()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); a.loadKeys(0, records/2, perBatch) }()
+	go func() { defer wg.Done(); b.loadKeys(records/2, records, perBatch) }()
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	waitFor(t, "A and B converged on the base records", time.Minute, func() bool { return converged(a, b) })
+	waitFor(t, "A's and B's logs purged", 30*time.Second, func() bool { return logsPurged(a, b) })
+	loaded := time.Since(loadStart)
+	if da, db := a.digest("t"), b.digest("t"); da != db {
+		t.Fatalf("after the load, digests differ: A %s, B %s", da, db)
+	}
+
+	c := serve(t, "C", append([]string{"--peer", a.PeerFlag(), "--peer", b.PeerFlag()}, flags...)...)
+	copyStart := time.Now()
+	// C's first write, before any other: once A and B applied it they hold C's log, so the
+	// writes that follow stay on C until they took them (with a 1 s --retain-age, a log no
+	// peer holds yet is purged before a slow peer subscribes, and that peer needs a copy).
+	c.put("t", "first-C", "C")
+	waitFor(t, "A and B applied C's first write", 30*time.Second, func() bool {
+		return a.origin("C").AppliedSeq > 0 && b.origin("C").AppliedSeq > 0
+	})
+	stop := make(chan struct{})
+	writers := []*copyWriter{startCopyWriter(t, a, 0, 20_000, stop), startCopyWriter(t, b, 1, 20_000, stop),
+		startCopyWriter(t, c, 2, 20_000, stop)}
+	stopWriters := func() {
+		close(stop)
+		for _, w := range writers {
+			<-w.done
+		}
+	}
+	defer func() {
+		select {
+		case <-stop:
+		default:
+			stopWriters()
+		}
+	}()
+
+	// Twice: wait until C has made part of the copy durable in this run, then kill it.
+	var atKill uint64 // the records C showed copied just before the last kill
+	for kill := 1; kill <= 2; kill++ {
+		var cp httpapi.CopyDoc
+		waitFor(t, fmt.Sprintf("C receiving the copy before kill %d", kill), time.Minute, func() bool {
+			st := c.status()
+			if st.Counters.CopiesCompleted > 0 {
+				t.Fatalf("the copy completed before kill %d: make it longer", kill)
+			}
+			if p := taking(st); p != nil && p.Records > 0 && st.Counters.CopyRecords > 0 {
+				cp = *p
+				if kill > 1 && st.Counters.CopiesResumed == 0 {
+					t.Errorf("C took chunks after restart %d, but copies_resumed is 0", kill-1)
+				}
+				return true
+			}
+			return false
+		})
+		if kill > 1 && cp.Records < atKill {
+			t.Errorf("after restart %d the copy shows %d records, fewer than the %d before the kill: it started over", kill-1, cp.Records, atKill)
+		}
+		if cp.Resumes != uint64(kill-1) {
+			t.Errorf("before kill %d the copy shows %d resumes, want %d", kill, cp.Resumes, kill-1)
+		}
+		atKill = cp.Records
+		t.Logf("kill %d at %d of about %d records (%d bytes), %.0f bytes/s, %d resumes", kill, cp.Records,
+			cp.TotalRecords, cp.Bytes, cp.Rate, cp.Resumes)
+		c.kill()
+		c.start()
+	}
+	lastRun := time.Now()
+
+	// After the second restart: the copy resumes once more (resumes 2 in its state, one
+	// resume counted by this process) and completes.
+	var last httpapi.CopyDoc
+	var resumed uint64
+	waitFor(t, "C completing the copy", 2*time.Minute, func() bool {
+		st := c.status()
+		if p := taking(st); p != nil {
+			last = *p
+		}
+		resumed = st.Counters.CopiesResumed
+		return st.Counters.CopiesCompleted > 0
+	})
+	copyTime, lastRunTime := time.Since(copyStart), time.Since(lastRun)
+	if resumed < 1 {
+		t.Errorf("C's copies_resumed after the second restart is %d, want at least 1", resumed)
+	}
+	if last.Resumes < 2 {
+		t.Errorf("C's copy showed %d resumes after the second restart, want 2", last.Resumes)
+	}
+	if cst := c.status().Counters; cst.CopiesStarted != 0 || cst.CopiesCompleted != 1 {
+		t.Errorf("after the second restart C started %d copies and completed %d; want the one copy resumed and completed, "+
+			"its positions streamed from", cst.CopiesStarted, cst.CopiesCompleted)
+	}
+	if last.Records < atKill {
+		t.Errorf("after the second restart the copy showed %d records, fewer than the %d before the kill", last.Records, atKill)
+	}
+
+	// Writes go on past the copy's end: each writer has 20 more batches acknowledged.
+	before := make([]int64, len(writers))
+	for i, w := range writers {
+		before[i] = w.batches.Load()
+	}
+	waitFor(t, "20 more batches on every node after the copy", 30*time.Second, func() bool {
+		for i, w := range writers {
+			if w.batches.Load() < before[i]+20 {
+				return false
+			}
+		}
+		return true
+	})
+	stopWriters()
+	nodes := []*proc{a, b, c}
+	waitFor(t, "A, B and C converged", time.Minute, func() bool { return converged(nodes...) })
+
+	convergedAt := time.Since(copyStart)
+	da := a.digest("t")
+	for _, p := range nodes[1:] {
+		if d := p.digest("t"); d != da {
+			t.Errorf("digests differ: A %s, %s %s", da, p.Name, d)
+		}
+	}
+	for _, p := range nodes {
+		listed := p.listAll("w-")
+		for _, w := range writers {
+			w.verify(t, p, listed, 300)
+		}
+	}
+	t.Logf("converged %v after C started; verified %v after", convergedAt.Round(time.Millisecond), (time.Since(copyStart) - convergedAt).Round(time.Millisecond))
+	cst := c.status()
+	for _, w := range writers {
+		t.Logf("%s: %d batches acknowledged, %d unanswered", w.p.Name, w.batches.Load(), w.failed.Load())
+		if w.p != c && w.failed.Load() > 0 {
+			t.Errorf("%s: %d batches unanswered; only C was killed", w.p.Name, w.failed.Load())
+		}
+	}
+	t.Logf("load of %d records: %v; the copy, from C's start, two kills included: %v, its last run %v; last seen %d of "+
+		"about %d records, %d bytes; C's last run: copy_records %d, copy_bytes %d, copies_resumed %d, copies_completed %d; digest %s",
+		records, loaded.Round(time.Millisecond), copyTime.Round(time.Millisecond), lastRunTime.Round(time.Millisecond),
+		last.Records, last.TotalRecords, last.Bytes, cst.Counters.CopyRecords, cst.Counters.CopyBytes,
+		cst.Counters.CopiesResumed, cst.Counters.CopiesCompleted, da)
+	for _, p := range nodes {
+		ct := p.status().Counters
+		if p != c && ct.CopiesStarted != 0 {
+			t.Errorf("%s started %d copies; it was never cut off", p.Name, ct.CopiesStarted)
+		}
+		t.Logf("%s: copies_served %d, copies_busy %d, copies_started %d, bad_chunks %d, tombstones_dropped %d, entries_purged %d",
+			p.Name, ct.CopiesServed, ct.CopiesBusy, ct.CopiesStarted, ct.BadChunks, ct.TombstonesDropped, ct.EntriesPurged)
+	}
+	for _, p := range nodes {
+		p.stop()
+		t.Logf("%s: data directory %d bytes", p.Name, dirBytes(t, p.DataDir))
+		p.check()
+	}
+}
