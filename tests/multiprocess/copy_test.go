@@ -424,3 +424,141 @@ func TestCopyJoinsAPurgedCluster(t *testing.T) {
 		p.check()
 	}
 }
+
+// batch writes ops to table t as one transaction; the node must acknowledge it.
+func (p *proc) batch(ops ...op) {
+	p.t.Helper()
+	if code, err := p.postBatch(http.DefaultClient, ops); code != http.StatusOK {
+		p.t.Fatalf("%s: batch: %d %v", p.Name, code, err)
+	}
+}
+
+// put and del are the ops of a batch.
+func put(key, value string) op { return op{key, &value} }
+func del(key string) op        { return op{Key: key} }
+
+// record is p's value of key in table t: ok false when it has none (missing or deleted).
+func (p *proc) record(key string) (value string, ok bool) {
+	p.t.Helper()
+	code, body := p.get("/v1/tables/t/records/" + key)
+	switch code {
+	case http.StatusOK:
+		return body, true
+	case http.StatusNotFound:
+		return "", false
+	}
+	p.t.Fatalf("%s: GET %s: %d %s", p.Name, key, code, body)
+	return "", false
+}
+
+// TestCopyKeepsLocalWritesOfAReturningNode: B replicates with A, then is cut off (restarted
+// without --peer) for longer than A's --retain-hold, while both write: new keys, updates
+// and deletes of the records they shared, and the same keys on both sides. A's log is
+// purged past B's position, so B, given A as a peer again, takes a base copy. The copy
+// merges and never replaces: every write B made while away is still B's after it and
+// reaches A, A's writes reach B, and each key written on both sides holds the later write
+// on both (last-writer-wins, one clock). In the variant where B's retention is as short as
+// A's, B's log is purged past A's position too, and A takes a copy of B as well.
+func TestCopyKeepsLocalWritesOfAReturningNode(t *testing.T) {
+	short := []string{"--retain-age", "1s", "--retain-hold", "2s"}
+	for _, c := range []struct {
+		name   string
+		flagsB []string
+	}{{"B keeps its log", nil}, {"B purges its log too", short}} {
+		t.Run(c.name, func(t *testing.T) {
+			a := serve(t, "A", short...)
+			b := serve(t, "B", append([]string{"--peer", a.PeerFlag()}, c.flagsB...)...)
+			waitFor(t, "B connected to A", 20*time.Second, func() bool { return b.connected("A") })
+			const base = 10_000
+			a.loadKeys(0, base/2, 1000)
+			b.loadKeys(base/2, base, 1000)
+			waitFor(t, "A and B converged on the base records", 30*time.Second, func() bool { return converged(a, b) })
+
+			// B is cut off: restarted without its --peer, so neither side dials the other.
+			b.stop()
+			b.args = c.flagsB
+			b.start()
+			left := b.origin("A")
+
+			// Apart, before A's log is purged past B: new keys, updates and deletes of base
+			// records (A and B each their own), and the first writes of four keys both write.
+			want := map[string]*string{} // key → the value both must end with; nil: deleted
+			apart := func(p *proc, ops ...op) {
+				p.batch(ops...)
+				for _, o := range ops {
+					want[o.Key] = o.Value
+				}
+			}
+			for i := range 20 {
+				var opsA, opsB []op
+				for j := range 10 {
+					n := i*10 + j
+					opsA = append(opsA, put(fmt.Sprintf("away-A-%03d", n), fmt.Sprint("A", n)))
+					opsB = append(opsB, put(fmt.Sprintf("away-B-%03d", n), fmt.Sprint("B", n)))
+				}
+				// A updates base records 0, 4, 8, ... and deletes 1, 5, 9, ...; B updates 2,
+				// 6, 10, ... and deletes 3, 7, 11, ...: each from both halves of the load.
+				k := i * 4 * 97 % base
+				opsA = append(opsA, put(baseKey(k), "A-updated"), del(baseKey(k+1)))
+				opsB = append(opsB, put(baseKey(k+2), "B-updated"), del(baseKey(k+3)))
+				apart(a, opsA...)
+				apart(b, opsB...)
+			}
+			a.batch(put("both-1", "A first"), put("both-3", "A put first"))
+			b.batch(put("both-2", "B first"), del("both-4"))
+
+			waitFor(t, "A's log purged past B's position", 30*time.Second, func() bool {
+				return a.origin("A").FloorSeq > left.AppliedSeq
+			})
+			if c.flagsB != nil {
+				waitFor(t, "B's log purged past A's position", 30*time.Second, func() bool {
+					return b.origin("B").FloorSeq > a.origin("B").AppliedSeq
+				})
+			}
+			// The second writes of the keys both write, a second or more after the first
+			// ones (the purge waited on the 1 s --retain-age): the later write must win.
+			apart(b, put("both-1", "B later"), del("both-3"))
+			apart(a, put("both-2", "A later"), put("both-4", "A put later"))
+			bAway := b.origin("B").AppliedSeq
+
+			b.addPeer(a)
+			waitFor(t, "B completed a copy of A", time.Minute, func() bool { return b.status().Counters.CopiesCompleted > 0 })
+			if c.flagsB != nil {
+				waitFor(t, "A completed a copy of B", time.Minute, func() bool { return a.status().Counters.CopiesCompleted > 0 })
+			}
+			waitFor(t, "A and B converged", time.Minute, func() bool { return converged(a, b) })
+
+			if got := a.origin("B").AppliedSeq; got < bAway {
+				t.Errorf("A applied B up to %d, below the %d B wrote while away", got, bAway)
+			}
+			for _, p := range []*proc{a, b} {
+				for k, v := range want {
+					got, ok := p.record(k)
+					switch {
+					case v == nil && ok:
+						t.Errorf("%s: %s was deleted last, but reads %q", p.Name, k, got)
+					case v != nil && (!ok || got != *v):
+						t.Errorf("%s: %s was last written %q, but reads %q (present %v)", p.Name, k, *v, got, ok)
+					}
+				}
+			}
+			if da, db := a.digest("t"), b.digest("t"); da != db {
+				t.Errorf("digests differ: A %s, B %s", da, db)
+			}
+			for _, p := range []*proc{a, b} {
+				ct := p.status().Counters
+				t.Logf("%s: copies_started %d, copies_completed %d, copies_served %d, copy_records %d, copy_bytes %d, bad_chunks %d, copies_busy %d, purged_answers %d",
+					p.Name, ct.CopiesStarted, ct.CopiesCompleted, ct.CopiesServed, ct.CopyRecords, ct.CopyBytes, ct.BadChunks, ct.CopiesBusy, ct.PurgedAnswers)
+			}
+			if c.flagsB == nil {
+				if n := a.status().Counters.CopiesStarted; n != 0 {
+					t.Errorf("A started %d copies; B's log held everything A needed", n)
+				}
+			}
+			for _, p := range []*proc{a, b} {
+				p.stop()
+				p.check()
+			}
+		})
+	}
+}
