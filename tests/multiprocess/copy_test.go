@@ -590,6 +590,13 @@ func TestCopyKeepsLocalWritesOfAReturningNode(t *testing.T) {
 				t.Errorf("digests differ: A %s, B %s", da, db)
 			}
 			t.Logf("B's copy: %v from its return, %d of B's batches acknowledged meanwhile", copied.Round(time.Millisecond), during)
+			for _, w := range writers {
+				t.Logf("%s: %d batches acknowledged (the slowest in %v), %d unanswered", w.p.Name, w.batches.Load(),
+					w.slowest.Round(time.Millisecond), w.failed.Load())
+				if w.failed.Load() > 0 {
+					t.Errorf("%s: %d batches unanswered (the first: %s); no node was killed", w.p.Name, w.failed.Load(), w.firstErr)
+				}
+			}
 			for _, p := range []*proc{a, b} {
 				ct := p.status().Counters
 				t.Logf("%s: copies_started %d, copies_completed %d, copies_served %d, copy_records %d, copy_bytes %d, bad_chunks %d, copies_busy %d, purged_answers %d",
