@@ -269,7 +269,14 @@ func logsPurged(nodes ...*proc) bool {
 // reads back on every node, and plait check passes on every data directory.
 func TestCopyJoinsAPurgedCluster(t *testing.T) {
 	const records, perBatch = 1_000_000, 1000
-	flags := []string{"--retain-age", "1s", "--retain-hold", "1m", "--copy-chunk", "65536"}
+	// --retain-age 10s: the load's first entries are purged by its end (it takes longer),
+	// and a node lagging behind an origin by less than that under this load can take the
+	// origin from the other node when its source dies (with 1s, a lag past it when C is
+	// killed made B take a copy of A: a relay keeps a relayed origin only for the peers it
+	// sends it to). --retain-hold 1m: the first sender keeps the copy's positions while C
+	// resumes from the other one (the merged positions are the lower ones, the first
+	// sender's). 64 KiB chunks: the copy lasts long enough to be killed twice.
+	flags := []string{"--retain-age", "10s", "--retain-hold", "1m", "--copy-chunk", "65536"}
 	a := serve(t, "A", flags...)
 	b := serve(t, "B", append([]string{"--peer", a.PeerFlag()}, flags...)...)
 	waitFor(t, "B connected to A", 20*time.Second, func() bool { return b.connected("A") })
@@ -293,7 +300,7 @@ func TestCopyJoinsAPurgedCluster(t *testing.T) {
 	c := serve(t, "C", append([]string{"--peer", a.PeerFlag(), "--peer", b.PeerFlag()}, flags...)...)
 	copyStart := time.Now()
 	// C's first write, before any other: once A and B applied it they hold C's log, so the
-	// writes that follow stay on C until they took them (with a 1 s --retain-age, a log no
+	// writes that follow stay on C until they took them (with a short --retain-age, a log no
 	// peer holds yet is purged before a slow peer subscribes, and that peer needs a copy).
 	c.put("t", "first-C", "C")
 	waitFor(t, "A and B applied C's first write", 30*time.Second, func() bool {
