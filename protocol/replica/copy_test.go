@@ -432,3 +432,36 @@ func TestCopyChunksFill(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyServedSyncsWritesItAnswers: with HoldUnsynced, a node asked for a copy syncs its
+// store first, its local writes being in the snapshot; SyncedSeq then covers them, and the
+// shell answers those writes by it: the replica needs no further sync (NeedsSync is false),
+// so a shell waiting for one of its own would leave them unanswered until the next write.
+func TestCopyServedSyncsWritesItAnswers(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{HoldUnsynced: true, RetainAge: time.Second})
+	for i := range 5 {
+		a.write(put("t", fmt.Sprint("k", i), "v"))
+	}
+	h.check(a, a.rep.Synced(a.clock(), a.rep.SyncPoint()))
+	h.advance(2 * time.Second)
+	if f := a.logOf(a).Floor.Seq; f == 0 {
+		t.Fatal("A's log is not purged: the test needs B to take a copy")
+	}
+	seq := a.write(put("t", "late", "v")) // applied, not synced
+	if got := a.rep.SyncedSeq(); got >= seq || !a.rep.NeedsSync() {
+		t.Fatalf("before the copy: SyncedSeq %d, NeedsSync %v, for the write at %d", got, a.rep.NeedsSync(), seq)
+	}
+	b := h.addNode("B", replica.Config{})
+	h.connect(b, a)
+	if got := a.rep.Counters().CopiesServed; got != 1 {
+		t.Fatalf("A served %d copies, want 1", got)
+	}
+	if got := a.rep.SyncedSeq(); got < seq {
+		t.Errorf("after serving the copy SyncedSeq is %d, below the write at %d the snapshot holds", got, seq)
+	}
+	if a.rep.NeedsSync() {
+		t.Error("A still needs a sync after the one it made for the copy")
+	}
+	sameRecords(t, "t", a, b)
+}

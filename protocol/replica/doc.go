@@ -33,7 +33,8 @@
 //		case id := <-socketGone:
 //			r.Disconnected(now, id, reason)
 //		case w := <-writes:
-//			seq, err := r.Write(now, w.ops) // a local transaction; answer after a sync
+//			seq, err := r.Write(now, w.ops) // a local transaction; answer it once
+//			                                // seq <= r.SyncedSeq() (HoldUnsynced)
 //		case <-groupCommit:                  // with HoldUnsynced, while r.NeedsSync():
 //			p := r.SyncPoint()              // what the sync will cover
 //			store.Sync()                    // (may run on another goroutine)

@@ -140,6 +140,13 @@ func (r *Replica) SyncPoint() SyncPoint {
 	return SyncPoint{Seq: r.origins[r.id.Origin].applied.Seq, Arrival: r.arrivals}
 }
 
+// SyncedSeq is, with HoldUnsynced, the highest local seq durable against power loss: what
+// Synced covered, and what the replica synced itself (before it serves a copy of its
+// store, which holds the local writes). A shell answers a local write once its seq is at
+// or below it: after such a sync of the replica's own NeedsSync may be false with writes
+// the shell has not yet answered.
+func (r *Replica) SyncedSeq() uint64 { return r.synced }
+
 // Synced tells the replica that a Store.Sync started at p returned: with HoldUnsynced,
 // the entries it covers may now be served.
 func (r *Replica) Synced(now time.Time, p SyncPoint) error {

@@ -83,7 +83,6 @@ type Node struct {
 	in      chan func()
 	conns   map[replica.ConnID]*wsConn // owned by the loop
 	waiters []waiter                   // local writes waiting for their sync
-	synced  uint64                     // the local seq the last sync covered
 	syncing bool                       // a sync runs (loop only)
 	syncWG  sync.WaitGroup             // the running sync and compaction, which Stop waits for
 	// compaction of purged log ranges, off the loop: running, and the purges it covered
@@ -349,7 +348,6 @@ func (n *Node) groupCommit() {
 					return
 				}
 				n.check(n.rep.Synced(time.Now(), p))
-				n.synced = max(n.synced, p.Seq)
 			}
 			select {
 			case n.in <- done:
@@ -357,9 +355,12 @@ func (n *Node) groupCommit() {
 			}
 		}()
 	}
+	// The replica says what is durable: its syncs and the ones it made itself (before it
+	// serves a copy), after which it may need no sync with writes still waiting here.
+	synced := n.rep.SyncedSeq()
 	kept := n.waiters[:0]
 	for _, w := range n.waiters {
-		if n.cfg.Sync == SyncNone || w.seq <= n.synced {
+		if n.cfg.Sync == SyncNone || w.seq <= synced {
 			w.reply <- writeResult{seq: w.seq}
 			continue
 		}
