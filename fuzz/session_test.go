@@ -1358,6 +1358,11 @@ func (m *v2Model) frame(p *mPred, f wire.Frame) {
 	case wire.TypeData:
 		m.data(p, f)
 		return
+	case wire.TypeChunk:
+		// A CHUNK is read only on the channel of a copy taken over version 3; this model's
+		// version-2 session refuses it by its type before its body.
+		m.failAt(p, f, wire.CodeUnexpectedFrame)
+		return
 	}
 	if !wire.Known(f.Type) {
 		if !f.Type.Ignorable() {
