@@ -144,6 +144,25 @@ const (
 	slotStride = 104_729
 )
 
+// startCopyWriters starts a copyWriter on each node, share i on the i-th, and returns
+// them with the function that stops them and waits until each is done (safe to call again).
+func startCopyWriters(t *testing.T, maxRuns int, nodes ...*proc) ([]*copyWriter, func()) {
+	stop := make(chan struct{})
+	var writers []*copyWriter
+	for i, p := range nodes {
+		writers = append(writers, startCopyWriter(t, p, i, maxRuns, stop))
+	}
+	var once sync.Once
+	return writers, func() {
+		once.Do(func() {
+			close(stop)
+			for _, w := range writers {
+				<-w.done
+			}
+		})
+	}
+}
+
 func startCopyWriter(t *testing.T, p *proc, share, maxRuns int, stop <-chan struct{}) *copyWriter {
 	w := &copyWriter{p: p, share: share, maxRuns: maxRuns, acked: map[string]*string{}, tried: map[string]bool{},
 		done: make(chan struct{})}
@@ -306,22 +325,8 @@ func TestCopyJoinsAPurgedCluster(t *testing.T) {
 	waitFor(t, "A and B applied C's first write", 30*time.Second, func() bool {
 		return a.origin("C").AppliedSeq > 0 && b.origin("C").AppliedSeq > 0
 	})
-	stop := make(chan struct{})
-	writers := []*copyWriter{startCopyWriter(t, a, 0, 20_000, stop), startCopyWriter(t, b, 1, 20_000, stop),
-		startCopyWriter(t, c, 2, 20_000, stop)}
-	stopWriters := func() {
-		close(stop)
-		for _, w := range writers {
-			<-w.done
-		}
-	}
-	defer func() {
-		select {
-		case <-stop:
-		default:
-			stopWriters()
-		}
-	}()
+	writers, stopWriters := startCopyWriters(t, 20_000, a, b, c)
+	defer stopWriters()
 
 	// Twice: wait until C has made part of the copy durable in this run, then kill it.
 	var atKill uint64 // the records C showed copied just before the last kill
@@ -541,21 +546,8 @@ func TestCopyKeepsLocalWritesOfAReturningNode(t *testing.T) {
 			bAway := b.origin("B").AppliedSeq
 
 			// B returns, and both write while the copy runs (and a little after it).
-			stop := make(chan struct{})
-			writers := []*copyWriter{startCopyWriter(t, a, 0, 5000, stop), startCopyWriter(t, b, 1, 5000, stop)}
-			stopWriters := func() {
-				close(stop)
-				for _, w := range writers {
-					<-w.done
-				}
-			}
-			defer func() {
-				select {
-				case <-stop:
-				default:
-					stopWriters()
-				}
-			}()
+			writers, stopWriters := startCopyWriters(t, 5000, a, b)
+			defer stopWriters()
 			returned := time.Now()
 			before := writers[1].batches.Load()
 			b.addPeer(a)
