@@ -1,5 +1,5 @@
 // Command plait is the plait replication node: `plait serve` runs one (docs/contract.md §2);
-// status, check, bench and demo are the README's other commands.
+// status, check, bench, cert and demo are the README's other commands.
 package main
 
 import (
@@ -17,6 +17,8 @@ commands:
   status  a node's /v1/status as tables (--http HOST:PORT)
   check   audit a stopped node's data directory (--data DIR); exit 0 iff all holds
   bench   replication beside raw RocksDB and raw WebSocket, in one run (BENCHMARKS.md)
+  cert    certificates for mutual TLS: plait cert ca --dir DIR, then
+          plait cert node --dir DIR --name NAME [--host HOST]...
   demo    four nodes in one process, a relay failover; exit 0 iff every node ends
           with the same digest and nothing was delivered twice
 `
@@ -35,6 +37,8 @@ func main() {
 		os.Exit(check(os.Args[2:], os.Stdout, os.Stderr))
 	case "bench":
 		os.Exit(benchmark(os.Args[2:], os.Stdout, os.Stderr))
+	case "cert":
+		os.Exit(cert(os.Args[2:], os.Stdout, os.Stderr))
 	case "demo":
 		if err := demo.Run(os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "plait demo:", err)
