@@ -237,6 +237,29 @@ report_failure() {
 	fi
 }
 
+# deadline_race TARGET LOG BEFORE: whether a failed run is Go's own fuzz-coordinator race at
+# the end of -fuzztime (golang/go#75804, fixed in go1.27, not in the go1.26 this project
+# pins): the target's only failure is a bare "context deadline exceeded" right after its
+# FAIL line, Go named no failing input, and no file joined the corpus. Any other failure,
+# and any written input, is a failure.
+deadline_race() {
+	local t=$1 log=$2 before=$3
+	grep -q "testdata/fuzz/$t/" "$log" && return 1
+	ls "$PKG_DIR/testdata/fuzz/$t" 2>/dev/null | sort >"$tmp/after" || true
+	[[ -z "$(comm -13 "$before" "$tmp/after")" ]] || return 1
+	[[ $(grep -c -- '--- FAIL' "$log") -eq 1 ]] || return 1
+	grep -A1 -- "^--- FAIL: $t (" "$log" | tail -n1 | grep -qxE '[[:space:]]+context deadline exceeded'
+}
+
+# passed TARGET LOG: count a passed run and its execs, and collect its new corpus files.
+passed() {
+	local t=$1 log=$2 n
+	runs[$t]=$((${runs[$t]:-0} + 1))
+	n=$(grep -oE '^fuzz: elapsed: [^,]+, execs: [0-9]+' "$log" | tail -n1 | grep -oE '[0-9]+$' || true)
+	execs[$t]=$((${execs[$t]:-0} + ${n:-0}))
+	collect "$t"
+}
+
 # summary: one line per target: runs, execs, corpus files added.
 summary() {
 	local t
@@ -275,10 +298,12 @@ while :; do
 		ls "$corpus" 2>/dev/null | sort >"$tmp/before" || true
 		log="$tmp/$t.log"
 		if go test "./$PKG_DIR" -run='^$' -fuzz="^${t}\$" -fuzztime="$FUZZTIME" -fuzzminimizetime="$FUZZMINIMIZETIME" 2>&1 | tee "$log"; then
-			runs[$t]=$((${runs[$t]:-0} + 1))
-			n=$(grep -oE '^fuzz: elapsed: [^,]+, execs: [0-9]+' "$log" | tail -n1 | grep -oE '[0-9]+$' || true)
-			execs[$t]=$((${execs[$t]:-0} + ${n:-0}))
-			collect "$t"
+			passed "$t" "$log"
+			continue
+		fi
+		if deadline_race "$t" "$log" "$tmp/before"; then
+			echo "fuzz.sh: $t: Go's fuzz coordinator reported its own -fuzztime deadline (golang/go#75804); no input failed, so the run counts as passed" >&2
+			passed "$t" "$log"
 			continue
 		fi
 		report_failure "$t" "$log" "$tmp/before"
