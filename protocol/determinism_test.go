@@ -433,14 +433,7 @@ func TestDeterminism(t *testing.T) {
 // the floor and receives the next entry.
 func runScenarioV3(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 	t.Helper()
-	d, err := protocol.New(prototest.Config(wire.RoleDialer, "a", 1))
-	must(t, err)
-	l, err := protocol.New(prototest.Config(wire.RoleListener, "b", 2))
-	must(t, err)
-	p := &prototest.Pair{D: &prototest.Side{S: d}, L: &prototest.Side{S: l}, Now: prototest.Epoch}
-	must(t, d.Start(p.Now, dNonce))
-	must(t, l.Start(p.Now, lNonce))
-	p.Pump(10)
+	p, d, l := startV3(t, dNonce, lNonce)
 	if d.Handshake().Version != 3 {
 		t.Fatalf("handshake: version %d", d.Handshake().Version)
 	}
@@ -461,14 +454,7 @@ func runScenarioV3(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 	p.Pump(10)
 	must(t, l.V2().Send(chain[3].Raw))
 	p.Pump(10)
-	p.Now = p.Now.Add(1500 * time.Millisecond) // a PING each way
-	must(t, d.Tick(p.Now))
-	must(t, l.Tick(p.Now))
-	p.Pump(10)
-	must(t, d.Close(wire.CodeGoingAway, "done"))
-	p.Pump(10)
-	return scenarioRun{dSent: p.D.Sent, lSent: p.L.Sent, dEvents: p.D.Events, lEvents: p.L.Events,
-		dStats: d.Stats(), lStats: l.Stats()}
+	return endV3(t, p, d, l)
 }
 
 // runScenarioCopy plays the base copy: the subscriber asks for a copy, the sender begins it
@@ -476,14 +462,7 @@ func runScenarioV3(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 // after a resume point, is refused as busy.
 func runScenarioCopy(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 	t.Helper()
-	d, err := protocol.New(prototest.Config(wire.RoleDialer, "a", 1))
-	must(t, err)
-	l, err := protocol.New(prototest.Config(wire.RoleListener, "b", 2))
-	must(t, err)
-	p := &prototest.Pair{D: &prototest.Side{S: d}, L: &prototest.Side{S: l}, Now: prototest.Epoch}
-	must(t, d.Start(p.Now, dNonce))
-	must(t, l.Start(p.Now, lNonce))
-	p.Pump(10)
+	p, d, l := startV3(t, dNonce, lNonce)
 	o := prototest.Origin(7)
 	chain := prototest.Chain(o, 3, 1, 4)
 	must(t, l.SetOriginName(o, "seven"))
@@ -514,6 +493,27 @@ func runScenarioCopy(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 	p.Pump(10)
 	must(t, l.V3().AbortCopy(true, wire.CodeCopyBusy, "busy"))
 	p.Pump(10)
+	return endV3(t, p, d, l)
+}
+
+// startV3 is a pair of current-build sessions through their handshake at version 3.
+func startV3(t *testing.T, dNonce, lNonce []byte) (*prototest.Pair, *protocol.Session, *protocol.Session) {
+	t.Helper()
+	d, err := protocol.New(prototest.Config(wire.RoleDialer, "a", 1))
+	must(t, err)
+	l, err := protocol.New(prototest.Config(wire.RoleListener, "b", 2))
+	must(t, err)
+	p := &prototest.Pair{D: &prototest.Side{S: d}, L: &prototest.Side{S: l}, Now: prototest.Epoch}
+	must(t, d.Start(p.Now, dNonce))
+	must(t, l.Start(p.Now, lNonce))
+	p.Pump(10)
+	return p, d, l
+}
+
+// endV3 ends a version-3 run: a PING each way, the dialer's close, and what each side
+// sent, reported and counted.
+func endV3(t *testing.T, p *prototest.Pair, d, l *protocol.Session) scenarioRun {
+	t.Helper()
 	p.Now = p.Now.Add(1500 * time.Millisecond) // a PING each way
 	must(t, d.Tick(p.Now))
 	must(t, l.Tick(p.Now))

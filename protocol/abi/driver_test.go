@@ -674,20 +674,7 @@ func TestVersion2CommandsRefused(t *testing.T) {
 	}
 
 	// A version-1 session (max version 1) in the handshake, then established.
-	nat, err := protocol.New(prototest.ConfigV1(wire.RoleListener, "b", 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := &link{t: t, nat: nat, now: prototest.Epoch}
-	if err := k.b.Configure(abi.ConfigMsg{Role: uint8(wire.RoleDialer), Name: "a", Origin: prototest.Origin(1), Secret: []byte("test-secret")}); err != nil {
-		t.Fatal(err)
-	}
-	k.b.Start(k.now, prototest.Nonce(1))
-	if err := nat.Start(k.now, prototest.Nonce(2)); err != nil {
-		t.Fatal(err)
-	}
-	k.ok()
-	k.pump()
+	k := establishedLink(t, prototest.ConfigV1(wire.RoleListener, "b", 2))
 	if k.status.Version != 1 || k.status.MaxVersion != 3 || k.status.Handshake.PeerMax != 1 {
 		t.Fatalf("status %+v", k.status)
 	}
@@ -726,20 +713,7 @@ func TestVersion2CommandsRefused(t *testing.T) {
 	}
 
 	// On a version-2 session, SUBSCRIBE-ORIGINS written as shells/wasm/ABI.md gives it: {2: [...]}.
-	nat2, err := protocol.New(prototest.Config(wire.RoleListener, "b", 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	k2 := &link{t: t, nat: nat2, now: prototest.Epoch}
-	if err := k2.b.Configure(abi.ConfigMsg{Role: uint8(wire.RoleDialer), Name: "a", Origin: prototest.Origin(1), Secret: []byte("test-secret")}); err != nil {
-		t.Fatal(err)
-	}
-	k2.b.Start(k2.now, prototest.Nonce(1))
-	if err := nat2.Start(k2.now, prototest.Nonce(2)); err != nil {
-		t.Fatal(err)
-	}
-	k2.ok()
-	k2.pump()
+	k2 := establishedLink(t, prototest.Config(wire.RoleListener, "b", 2))
 	payload, err := wire.Marshal(map[uint64]any{2: []any{map[uint64]any{1: seven[:], 2: 0, 3: make([]byte, 32)}}})
 	if err != nil {
 		t.Fatal(err)
@@ -817,20 +791,8 @@ func TestDecodeVersion2Frames(t *testing.T) {
 // and OpPurged, and reports the native peer's floors (HEADS key 3) and PURGED answer as
 // EVENT records: heads with floors, and kind purged with the origin and the floor.
 func TestVersion3Commands(t *testing.T) {
-	nat, err := protocol.New(prototest.Config(wire.RoleListener, "b", 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := &link{t: t, nat: nat, now: prototest.Epoch}
-	if err := k.b.Configure(abi.ConfigMsg{Role: uint8(wire.RoleDialer), Name: "a", Origin: prototest.Origin(1), Secret: []byte("test-secret")}); err != nil {
-		t.Fatal(err)
-	}
-	k.b.Start(k.now, prototest.Nonce(1))
-	if err := nat.Start(k.now, prototest.Nonce(2)); err != nil {
-		t.Fatal(err)
-	}
-	k.ok()
-	k.pump()
+	k := establishedLink(t, prototest.Config(wire.RoleListener, "b", 2))
+	nat := k.nat
 	if k.status.Version != 3 {
 		t.Fatalf("status %+v", k.status)
 	}
@@ -909,20 +871,8 @@ func TestVersion3Commands(t *testing.T) {
 // (OpAckChunk); then serves one (OpBeginCopy, OpSendChunk with the credit its STATUS
 // reports, OpEndCopy) and aborts another (OpAbortCopy).
 func TestCopyCommands(t *testing.T) {
-	nat, err := protocol.New(prototest.Config(wire.RoleListener, "b", 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := &link{t: t, nat: nat, now: prototest.Epoch}
-	if err := k.b.Configure(abi.ConfigMsg{Role: uint8(wire.RoleDialer), Name: "a", Origin: prototest.Origin(1), Secret: []byte("test-secret")}); err != nil {
-		t.Fatal(err)
-	}
-	k.b.Start(k.now, prototest.Nonce(1))
-	if err := nat.Start(k.now, prototest.Nonce(2)); err != nil {
-		t.Fatal(err)
-	}
-	k.ok()
-	k.pump()
+	k := establishedLink(t, prototest.Config(wire.RoleListener, "b", 2))
+	nat := k.nat
 	seven := prototest.Origin(7)
 	c7 := prototest.Chain(seven, 2, 1, 8)
 	pos := []wire.CopyPosition{{Origin: seven, Seq: 2, Hash: c7[1].Hash, HLC: 5}}
@@ -1006,4 +956,25 @@ func TestCopyCommands(t *testing.T) {
 	if rs := k.step(); len(rs) != 1 || rs[0].Err == nil || rs[0].Err.Code != string(wire.CodeBadArgument) {
 		t.Fatalf("OpEndCopy with a payload: %+v", rs)
 	}
+}
+
+// establishedLink is a driver session "a" (origin 1, the dialer) and a native session of
+// cfg (the listener), through their handshake at the highest version both speak.
+func establishedLink(t *testing.T, cfg protocol.Config) *link {
+	t.Helper()
+	nat, err := protocol.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &link{t: t, nat: nat, now: prototest.Epoch}
+	if err := k.b.Configure(abi.ConfigMsg{Role: uint8(wire.RoleDialer), Name: "a", Origin: prototest.Origin(1), Secret: []byte("test-secret")}); err != nil {
+		t.Fatal(err)
+	}
+	k.b.Start(k.now, prototest.Nonce(1))
+	if err := nat.Start(k.now, prototest.Nonce(2)); err != nil {
+		t.Fatal(err)
+	}
+	k.ok()
+	k.pump()
+	return k
 }

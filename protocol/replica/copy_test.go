@@ -167,10 +167,7 @@ func TestCopyMerges(t *testing.T) {
 // snapshots, and writes made meanwhile converge.
 func TestCopyResumes(t *testing.T) {
 	h, a := purgedCluster(t, replica.Config{})
-	for i := range 200 {
-		a.write(put("big", fmt.Sprintf("k%03d", i), string(make([]byte, 300))))
-	}
-	h.advance(2 * time.Second)
+	bigTable(h, a, 200, 300)
 	small := protocol.Limits{MaxFrameBody: 2 << 10, MaxMessage: 64 << 10, MaxChannelBuffer: 4 << 10, MaxSessionBuffer: 8 << 10}
 	b := h.addNode("B", replica.Config{CopyChunk: 1 << 10, Limits: small, CopyRetry: 100 * time.Millisecond})
 	copied := func() uint64 {
@@ -197,11 +194,7 @@ func TestCopyResumes(t *testing.T) {
 	if got := b.rep.Counters(); got.CopiesCompleted != 1 || got.CopiesResumed == 0 {
 		t.Fatalf("B's counters %+v: want one copy completed after resumes", got)
 	}
-	total := 0
-	for _, table := range []string{"t", "u", "big"} {
-		sameRecords(t, table, a, b)
-		total += len(a.records(table))
-	}
+	total := sameCopiedTables(t, a, b)
 	// Each chunk is merged and its cursor written in one write, and a resume starts after
 	// the last record made durable: no record is merged twice.
 	if got := before + b.rep.Counters().CopyRecords; got != uint64(total) {
@@ -219,10 +212,7 @@ func TestCopyResumes(t *testing.T) {
 // last chunk made durable and ends with the sender's records, each merged once.
 func TestCopyBadChunkResumes(t *testing.T) {
 	h, a := purgedCluster(t, replica.Config{})
-	for i := range 60 {
-		a.write(put("big", fmt.Sprintf("k%03d", i), string(make([]byte, 100))))
-	}
-	h.advance(2 * time.Second)
+	bigTable(h, a, 60, 100)
 	b := h.addNode("B", replica.Config{CopyChunk: 1 << 10, CopyRetry: 100 * time.Millisecond})
 	chunks, spoiled := 0, false
 	h.alter = func(from, to string, msg []byte) []byte {
@@ -264,11 +254,7 @@ func TestCopyBadChunkResumes(t *testing.T) {
 	if ba.dialer.closed {
 		t.Error("the bad chunk closed the connection; it stops the copy only")
 	}
-	total := 0
-	for _, table := range []string{"t", "u", "big"} {
-		sameRecords(t, table, a, b)
-		total += len(a.records(table))
-	}
+	total := sameCopiedTables(t, a, b)
 	if got.CopyRecords != uint64(total) {
 		t.Errorf("B merged %d copied records; A holds %d: the spoiled chunk was merged, or a resume copied again", got.CopyRecords, total)
 	}
@@ -282,10 +268,7 @@ func TestCopyBadChunkResumes(t *testing.T) {
 // node waits and copies once the first is done.
 func TestCopyBusy(t *testing.T) {
 	h, a := purgedCluster(t, replica.Config{MaxCopies: 1})
-	for i := range 200 { // more than a window: the first copy stays open a while
-		a.write(put("big", fmt.Sprintf("k%03d", i), string(make([]byte, 300))))
-	}
-	h.advance(2 * time.Second)
+	bigTable(h, a, 200, 300) // more than a window: the first copy stays open a while
 	small := protocol.Limits{MaxFrameBody: 2 << 10, MaxMessage: 64 << 10, MaxChannelBuffer: 4 << 10, MaxSessionBuffer: 8 << 10}
 	b := h.addNode("B", replica.Config{CopyChunk: 1 << 10, Limits: small})
 	c := h.addNode("C", replica.Config{CopyChunk: 1 << 10, Limits: small, CopyRetry: 50 * time.Millisecond})
@@ -408,10 +391,7 @@ func TestCopyChunksFill(t *testing.T) {
 		s, err := replica.NativeSession(cfg)
 		return chunkSizes{s, &sent}, err
 	}})
-	for i := range 400 {
-		a.write(put("big", fmt.Sprintf("k%03d", i), string(make([]byte, 100))))
-	}
-	h.advance(2 * time.Second)
+	bigTable(h, a, 400, 100)
 	b := h.addNode("B", replica.Config{})
 	h.connect(b, a)
 	sameRecords(t, "big", a, b)
@@ -464,4 +444,25 @@ func TestCopyServedSyncsWritesItAnswers(t *testing.T) {
 		t.Error("A still needs a sync after the one it made for the copy")
 	}
 	sameRecords(t, "t", a, b)
+}
+
+// bigTable writes n records of size-byte values to A's table "big", then lets a's
+// retention purge its log past them (purgedCluster's RetainAge).
+func bigTable(h *harness, a *node, n, size int) {
+	for i := range n {
+		a.write(put("big", fmt.Sprintf("k%03d", i), string(make([]byte, size))))
+	}
+	h.advance(2 * time.Second)
+}
+
+// sameCopiedTables requires a and b to hold the same records in the tables purgedCluster
+// and bigTable write, and returns how many records a holds in them.
+func sameCopiedTables(t *testing.T, a, b *node) int {
+	t.Helper()
+	total := 0
+	for _, table := range []string{"t", "u", "big"} {
+		sameRecords(t, table, a, b)
+		total += len(a.records(table))
+	}
+	return total
 }
