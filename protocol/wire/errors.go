@@ -69,6 +69,18 @@ const (
 	CodeBadArgument        Code = "bad-argument"
 	CodeUnknownCommand     Code = "unknown-command"
 	CodeInternal           Code = "internal"
+
+	// Transport codes: a node records them when it refuses a connection before any frame
+	// crossed it (at TLS or at the WebSocket upgrade); they are never sent in a CLOSE.
+	CodeTLSRequired    Code = "tls-required"     // a plaintext client on a TLS listener
+	CodeTLSNoCert      Code = "tls-no-cert"      // the peer sent no certificate
+	CodeTLSUnknownCA   Code = "tls-unknown-ca"   // its certificate chains to no CA of the bundle
+	CodeTLSExpired     Code = "tls-expired"      // its certificate expired (or is not valid yet)
+	CodeTLSBadName     Code = "tls-bad-name"     // it names no node, another node, or not the dialed host
+	CodeTLSBadCert     Code = "tls-bad-cert"     // any other certificate this side refuses
+	CodeTLSHandshake   Code = "tls-handshake"    // a TLS handshake that failed otherwise
+	CodeBadUpgrade     Code = "bad-upgrade"      // a request that is not a WebSocket upgrade
+	CodeTooManyPending Code = "too-many-pending" // past the bound on handshakes in progress
 )
 
 // codeClasses is the registry of every code this build defines and its class.
@@ -110,10 +122,37 @@ var codeClasses = map[Code]Class{
 	CodeInternal:           ClassLocal,
 }
 
+// transportCodes are the transport codes and their classes: known to ClassOf, but not
+// among Codes, which are the codes a CLOSE frame may carry.
+var transportCodes = map[Code]Class{
+	CodeTLSRequired:    ClassRefused,
+	CodeTLSNoCert:      ClassRefused,
+	CodeTLSUnknownCA:   ClassRefused,
+	CodeTLSExpired:     ClassRefused,
+	CodeTLSBadName:     ClassRefused,
+	CodeTLSBadCert:     ClassRefused,
+	CodeTLSHandshake:   ClassRefused,
+	CodeBadUpgrade:     ClassProtocol,
+	CodeTooManyPending: ClassResourceLimit,
+}
+
+// TransportCodes returns the transport codes, sorted.
+func TransportCodes() []Code {
+	out := make([]Code, 0, len(transportCodes))
+	for c := range transportCodes {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // ClassOf returns the class of a code this build defines, and false for any other code
 // (a newer peer's code: its CLOSE frame carries the class too).
 func ClassOf(c Code) (Class, bool) {
-	cl, ok := codeClasses[c]
+	if cl, ok := codeClasses[c]; ok {
+		return cl, ok
+	}
+	cl, ok := transportCodes[c]
 	return cl, ok
 }
 
