@@ -192,6 +192,7 @@ type HandshakeInfo struct {
 	PeerMin       uint64
 	PeerMax       uint64
 	Authenticated bool // a non-empty cluster secret keyed the MACs
+	Bound         bool // the MACs covered the TLS channel's exporter value (handshake.CapTLSExporter)
 }
 
 // Ready is what a session produced since the last Ready: messages to send, in order, and

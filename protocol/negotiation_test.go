@@ -693,3 +693,60 @@ func TestAdvertisedFrameLimits(t *testing.T) {
 		t.Fatalf("the peer would reject it: %v", err)
 	}
 }
+
+// TestChannelBinding: sides over one TLS channel (equal exporter values) establish with
+// tls-exporter negotiated and the handshake marked bound; a handshake relayed between two
+// channels (different values) fails auth-failed on both sides even with the right secret;
+// a side over TLS refuses a peer that does not bind (auth-failed on its HELLO); a binding
+// past its bound is refused by New.
+func TestChannelBinding(t *testing.T) {
+	secret := []byte("0123456789abcdef")
+	pair := func(db, lb []byte) *prototest.Pair {
+		dc := prototest.Config(wire.RoleDialer, "a", 1)
+		lc := prototest.Config(wire.RoleListener, "b", 2)
+		dc.Secret, lc.Secret = secret, secret
+		dc.ChannelBinding, lc.ChannelBinding = db, lb
+		p, err := prototest.NewPair(dc, lc)
+		must(t, err)
+		p.Pump(10)
+		return p
+	}
+	one := bytes.Repeat([]byte{1}, handshake.ExporterLength)
+	other := bytes.Repeat([]byte{2}, handshake.ExporterLength)
+
+	p := pair(one, slices.Clone(one))
+	for _, side := range []*prototest.Side{p.D, p.L} {
+		h := side.S.Handshake()
+		if side.S.State() != protocol.StateEstablished || !h.Bound || !slices.Contains(h.Caps, handshake.CapTLSExporter) {
+			t.Fatalf("same channel: state %v err %v handshake %+v", side.S.State(), side.S.Err(), h)
+		}
+	}
+
+	assertAuthFailed(t, pair(one, other))
+
+	p = pair(one, nil)
+	if e := p.D.S.Err(); p.D.S.State() != protocol.StateClosed || e == nil || e.Code != wire.CodeAuthFailed || e.Frame != wire.TypeHello {
+		t.Fatalf("bound dialer, unbound listener: dialer state %v err %+v", p.D.S.State(), e)
+	}
+	if p.L.S.State() == protocol.StateEstablished {
+		t.Fatal("bound dialer, unbound listener: the listener established")
+	}
+
+	// Without a binding on either side nothing changes: no capability, not bound.
+	p = pair(nil, nil)
+	for _, side := range []*prototest.Side{p.D, p.L} {
+		if h := side.S.Handshake(); side.S.State() != protocol.StateEstablished || h.Bound || slices.Contains(h.Caps, handshake.CapTLSExporter) {
+			t.Fatalf("no binding: state %v handshake %+v", side.S.State(), h)
+		}
+	}
+
+	cfg := prototest.Config(wire.RoleDialer, "a", 1)
+	cfg.ChannelBinding = make([]byte, handshake.MaxChannelBinding)
+	if _, err := protocol.New(cfg); err != nil {
+		t.Fatalf("a binding at the bound: %v", err)
+	}
+	cfg.ChannelBinding = make([]byte, handshake.MaxChannelBinding+1)
+	if _, err := protocol.New(cfg); err == nil || err.(*wire.Error).Code != wire.CodeBadArgument {
+		t.Fatalf("a binding one past the bound: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -151,6 +152,13 @@ func (s *Session) onHello(f wire.Frame, h *wire.Hello) {
 		s.fail(err)
 		return
 	}
+	if len(s.cfg.ChannelBinding) > 0 && !slices.Contains(caps, handshake.CapTLSExporter) {
+		// Over TLS both sides bind; a peer that does not is not on this channel's other end
+		// (a relay in between), or had its offer altered.
+		s.fail(wire.FrameError(wire.CodeAuthFailed, f.Type, f.Offset,
+			"the connection is TLS and the peer does not bind its handshake to it (capability "+handshake.CapTLSExporter+")"))
+		return
+	}
 	s.peerHello = append([]byte(nil), f.Body...)
 	s.peerRole = h.Role
 	frame, msg := h.Limits()
@@ -163,10 +171,20 @@ func (s *Session) onHello(f wire.Frame, h *wire.Hello) {
 		PeerMin:       h.MinVersion,
 		PeerMax:       h.MaxVersion,
 		Authenticated: len(s.cfg.Secret) > 0,
+		Bound:         slices.Contains(caps, handshake.CapTLSExporter),
 	}
 	d, l := s.transcript()
 	s.state = StateAuthenticating
-	s.sendControl(&wire.Auth{MAC: handshake.MAC(s.cfg.Secret, s.cfg.Role, d, l)})
+	s.sendControl(&wire.Auth{MAC: handshake.BoundMAC(s.cfg.Secret, s.cfg.Role, d, l, s.binding())})
+}
+
+// binding is the channel binding the MACs cover: the exporter value when both sides
+// negotiated CapTLSExporter, else none.
+func (s *Session) binding() []byte {
+	if slices.Contains(s.pending.Caps, handshake.CapTLSExporter) {
+		return s.cfg.ChannelBinding
+	}
+	return nil
 }
 
 // transcript returns the two HELLO bodies, dialer's first.
@@ -179,9 +197,12 @@ func (s *Session) transcript() (dialer, listener []byte) {
 
 func (s *Session) onAuth(now time.Time, f wire.Frame, a *wire.Auth) {
 	d, l := s.transcript()
-	if !handshake.Verify(s.cfg.Secret, s.peerRole, d, l, a.MAC) {
-		s.fail(wire.FrameError(wire.CodeAuthFailed, f.Type, f.Offset,
-			"the peer's handshake MAC does not verify: a different cluster secret, or a HELLO altered in transit"))
+	if !handshake.VerifyBound(s.cfg.Secret, s.peerRole, d, l, s.binding(), a.MAC) {
+		why := "the peer's handshake MAC does not verify: a different cluster secret, or a HELLO altered in transit"
+		if s.binding() != nil {
+			why += ", or a handshake relayed from another TLS channel"
+		}
+		s.fail(wire.FrameError(wire.CodeAuthFailed, f.Type, f.Offset, why))
 		return
 	}
 	// Identity checks come after the MAC, so that nobody on the path can make a node refuse

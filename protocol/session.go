@@ -42,7 +42,11 @@ type Config struct {
 	MaxVersion   uint64        // 0: the newest version implemented; clamped to it
 	Capabilities []string      // sorted, unique
 	ExpectedPeer string        // when set, a peer of another name is refused
-	Limits       Limits
+	// ChannelBinding is the TLS exporter value of the connection's channel (1 to 64 bytes;
+	// empty: not over TLS). With it the session offers handshake.CapTLSExporter, requires
+	// the peer to offer it too, and binds the handshake MAC to the channel.
+	ChannelBinding []byte
+	Limits         Limits
 	// Mutations break a decision on purpose, for the mutation check's tests only; the zero
 	// value (every build's) breaks nothing. It does not cross the WASM ABI.
 	Mutations mutate.Set
@@ -135,8 +139,16 @@ func New(cfg Config) (*Session, error) {
 	if werr := limits.Validate(); werr != nil {
 		return nil, werr
 	}
+	if len(cfg.ChannelBinding) > handshake.MaxChannelBinding {
+		return nil, wire.NewError(wire.CodeBadArgument, "channel binding of "+strconv.Itoa(len(cfg.ChannelBinding))+
+			" bytes: at most "+strconv.Itoa(handshake.MaxChannelBinding))
+	}
 	cfg.Secret = append([]byte(nil), cfg.Secret...)
+	cfg.ChannelBinding = append([]byte(nil), cfg.ChannelBinding...)
 	cfg.Capabilities = append([]string(nil), cfg.Capabilities...)
+	if len(cfg.ChannelBinding) > 0 {
+		cfg.Capabilities = handshake.WithCap(cfg.Capabilities, handshake.CapTLSExporter)
+	}
 	s := &Session{
 		cfg:         cfg,
 		limits:      limits,

@@ -290,6 +290,9 @@ type ConfigMsg struct {
 	// caller's stays until it calls Ready, so frames of several batches share messages
 	// and the send budget counts them exactly as natively.
 	DeferReady bool `cbor:"10,keyasint,omitempty"`
+	// ChannelBinding (ABI 3 guests and later read it; older guests ignore the key, so a
+	// host gives it only to a guest whose build knows handshake.CapTLSExporter).
+	ChannelBinding []byte `cbor:"11,keyasint,omitempty"`
 }
 
 // LimitsMsg carries protocol.Limits; durations in nanoseconds; 0 means the default.
@@ -351,6 +354,7 @@ type HandshakeMsg struct {
 	PeerMin       uint64        `cbor:"5,keyasint"`
 	PeerMax       uint64        `cbor:"6,keyasint"`
 	Authenticated bool          `cbor:"7,keyasint,omitempty"`
+	Bound         bool          `cbor:"8,keyasint,omitempty"`
 }
 
 // EventMsg is a protocol.Event.

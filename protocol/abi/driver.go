@@ -264,14 +264,15 @@ func (d *Driver) configure(p []byte) *wire.Error {
 		return wire.NewError(wire.CodeBadArgument, "config payload: "+err.Error())
 	}
 	cfg := protocol.Config{
-		Role:         wire.Role(m.Role),
-		Name:         m.Name,
-		Origin:       m.Origin,
-		Secret:       m.Secret,
-		MinVersion:   m.MinVersion,
-		MaxVersion:   m.MaxVersion,
-		Capabilities: m.Capabilities,
-		ExpectedPeer: m.ExpectedPeer,
+		Role:           wire.Role(m.Role),
+		Name:           m.Name,
+		Origin:         m.Origin,
+		Secret:         m.Secret,
+		MinVersion:     m.MinVersion,
+		MaxVersion:     m.MaxVersion,
+		Capabilities:   m.Capabilities,
+		ExpectedPeer:   m.ExpectedPeer,
+		ChannelBinding: m.ChannelBinding,
 		Limits: protocol.Limits{
 			MaxFrameBody:     uint32(min(m.Limits.MaxFrameBody, wire.MaxFrameBody+1)),
 			MaxMessage:       int(min(m.Limits.MaxMessage, 1<<31)),

@@ -112,11 +112,11 @@ func (m *EventMsg) Event() (protocol.Event, error) {
 // HandshakeOf converts a protocol.HandshakeInfo.
 func HandshakeOf(h protocol.HandshakeInfo) *HandshakeMsg {
 	return &HandshakeMsg{Version: h.Version, Caps: h.Caps, PeerName: h.PeerName, PeerOrigin: h.PeerOrigin,
-		PeerMin: h.PeerMin, PeerMax: h.PeerMax, Authenticated: h.Authenticated}
+		PeerMin: h.PeerMin, PeerMax: h.PeerMax, Authenticated: h.Authenticated, Bound: h.Bound}
 }
 
 // Info converts back to a protocol.HandshakeInfo.
 func (m *HandshakeMsg) Info() protocol.HandshakeInfo {
 	return protocol.HandshakeInfo{Version: m.Version, Caps: m.Caps, PeerName: m.PeerName, PeerOrigin: m.PeerOrigin,
-		PeerMin: m.PeerMin, PeerMax: m.PeerMax, Authenticated: m.Authenticated}
+		PeerMin: m.PeerMin, PeerMax: m.PeerMax, Authenticated: m.Authenticated, Bound: m.Bound}
 }

@@ -16,9 +16,12 @@ type Config struct {
 	// oldest and the newest implemented). A node run with MaxVersion 1 is a legacy peer.
 	MinVersion, MaxVersion uint64
 	Secret                 []byte
-	Capabilities           []string
-	Limits                 protocol.Limits // every session's limits
-	Write                  WriteLimits
+	// TLSAuthenticated: the shell runs every peer link over mutual TLS, so peers are
+	// authenticated without a secret (status says authenticated).
+	TLSAuthenticated bool
+	Capabilities     []string
+	Limits           protocol.Limits // every session's limits
+	Write            WriteLimits
 
 	// MoveDelay is how long another candidate's advertised head must stay ahead of an
 	// origin's source before the origin moves to it (docs/contract.md §10; default 2 s).

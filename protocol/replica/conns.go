@@ -21,6 +21,7 @@ type conn struct {
 	sess        Session
 	role        wire.Role
 	expect      string
+	remote      string // the shell's remote address, for the record of refusals
 	established bool
 	version     uint64
 	peerName    string
@@ -64,27 +65,7 @@ type sentPos struct {
 // empty), with a fresh nonce of 16 to 64 bytes. The session's first messages are in the
 // next Output.
 func (r *Replica) Open(now time.Time, role wire.Role, expectPeer string, nonce []byte) (ConnID, error) {
-	if r.fatal != nil {
-		return 0, r.fatal
-	}
-	r.now = now
-	s, err := r.cfg.NewSession(protocol.Config{Role: role, Name: r.id.Name, Origin: r.id.Origin, Secret: r.cfg.Secret,
-		MinVersion: r.cfg.MinVersion, MaxVersion: r.cfg.MaxVersion, Capabilities: r.cfg.Capabilities,
-		ExpectedPeer: expectPeer, Limits: r.cfg.Limits, Mutations: r.cfg.Mutations})
-	if err != nil {
-		return 0, err
-	}
-	if err := s.Start(now, nonce); err != nil {
-		return 0, err
-	}
-	r.lastConn++
-	c := &conn{id: r.lastConn, sess: s, role: role, expect: expectPeer,
-		heads: map[wire.OriginID]wire.Head{}, adv: map[wire.OriginID]bool{}, in: map[wire.OriginID]bool{},
-		out: map[wire.OriginID]*outStream{}, excluded: map[wire.OriginID]time.Time{}, purged: map[wire.OriginID]bool{},
-		floors: map[wire.OriginID]uint64{}}
-	r.conns[c.id] = c
-	r.connOrder = append(r.connOrder, c.id)
-	return c.id, r.settle()
+	return r.OpenConn(now, ConnOptions{Role: role, ExpectPeer: expectPeer, Nonce: nonce})
 }
 
 // Disconnected tells the replica that a connection's socket is gone (read or write
@@ -99,8 +80,12 @@ func (r *Replica) Disconnected(now time.Time, id ConnID, reason string) error {
 	}
 	r.now = now
 	r.drain(c)
-	if c.sess.State() != protocol.StateClosed && c.established && reason != "" {
-		r.recordError(c, wire.NewError(wire.CodeClosed, "connection lost: "+reason))
+	if c.sess.State() != protocol.StateClosed && reason != "" {
+		err := wire.NewError(wire.CodeClosed, "connection lost: "+reason)
+		if c.established {
+			r.recordError(c, err)
+		}
+		r.connEnded(c, err, false)
 	}
 	r.drop(c)
 	delete(r.out, id) // nothing more can be sent on it

@@ -186,6 +186,7 @@ func (r *Replica) onClosed(c *conn, ev *protocol.Event) {
 		if ev.Err.Code != wire.CodeGoingAway || ev.ByPeer {
 			r.recordError(c, ev.Err)
 		}
+		r.connEnded(c, ev.Err, ev.ByPeer)
 	}
 	o := r.output(c.id)
 	o.Closed, o.Err = true, ev.Err

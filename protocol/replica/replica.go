@@ -40,6 +40,7 @@ type Replica struct {
 	counters   Counters
 	moves      []Move
 	lastErrors map[string]PeerError
+	refusals   refusalLog // refusals.go
 	evbuf      []protocol.Event
 	orderBuf   []wire.OriginID // pump's copy of a connection's streams
 	ret        retention       // bounded history (retention.go)

@@ -16,6 +16,11 @@ type Status struct {
 	Origins  []OriginStatus // sorted by origin id, the local origin included
 	Peers    []PeerStatus   // open connections, by ConnID
 	Counters Counters
+	// Refusals are the newest refusals, oldest first (at most MaxRefusals); RefusedByCode
+	// and ErrorsByCode count refusals and connection errors by code, sorted by code.
+	Refusals      []Refusal
+	RefusedByCode []CodeCount
+	ErrorsByCode  []CodeCount
 }
 
 // NodeStatus is the node part of the status.
@@ -24,7 +29,7 @@ type NodeStatus struct {
 	Origin        wire.OriginID
 	ProtocolMin   uint64
 	ProtocolMax   uint64
-	Authenticated bool // a cluster secret keys every handshake
+	Authenticated bool // a cluster secret keys every handshake, or every peer link is mutual TLS
 }
 
 // OriginStatus is one origin as this node knows it.
@@ -110,6 +115,10 @@ type Counters struct {
 	CopiesBusy      uint64 // copy requests refused at MaxCopies (copy-busy)
 	CopiesRefused   uint64 // copies this node refused to take (its own origin ahead of its log)
 	BadChunks       uint64 // copies stopped because a chunk broke the copy's rules (bad-chunk)
+
+	// Connections that ended in an error (refusals.go).
+	ConnectionsRefused uint64 // closed before their handshake completed, by this side or the peer
+	ConnectionErrors   uint64 // closed for an error after it
 }
 
 // Counters returns the counters.
@@ -130,7 +139,8 @@ func (r *Replica) Status(now time.Time) Status {
 		rng = handshake.Implemented()
 	}
 	s := Status{Node: NodeStatus{Name: r.id.Name, Origin: r.id.Origin, ProtocolMin: rng.Min, ProtocolMax: rng.Max,
-		Authenticated: len(r.cfg.Secret) > 0}, Counters: r.counters}
+		Authenticated: len(r.cfg.Secret) > 0 || r.cfg.TLSAuthenticated}, Counters: r.counters}
+	s.Refusals, s.RefusedByCode, s.ErrorsByCode = r.Refusals()
 	for _, o := range r.originOrder {
 		s.Origins = append(s.Origins, r.originStatus(r.origins[o]))
 	}

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"plait/protocol"
@@ -77,6 +78,11 @@ func (n *nativeStepper) Close(context.Context) error { return nil }
 
 func newSession(in stepper, abiVersion uint32, cfg protocol.Config, timeout time.Duration) (*Session, error) {
 	s := &Session{in: in, abi: abiVersion, timeout: timeout, deferred: abiVersion >= 2}
+	if len(cfg.ChannelBinding) > 0 && abiVersion < 3 {
+		_ = in.Close(context.Background()) // a discarded instance; the refusal is the one to report
+		return nil, wire.NewError(wire.CodeBadArgument, "a guest of ABI "+strconv.FormatUint(uint64(abiVersion), 10)+
+			" does not bind handshakes to a TLS channel (ABI 3 does)")
+	}
 	l := cfg.Limits
 	msg := abi.ConfigMsg{Role: uint8(cfg.Role), Name: cfg.Name, Origin: cfg.Origin, Secret: cfg.Secret,
 		MinVersion: cfg.MinVersion, MaxVersion: cfg.MaxVersion, Capabilities: cfg.Capabilities, ExpectedPeer: cfg.ExpectedPeer,
@@ -84,7 +90,7 @@ func newSession(in stepper, abiVersion uint32, cfg protocol.Config, timeout time
 			MaxSendBuffer: uint64(l.MaxSendBuffer), MaxUnackedBytes: uint64(l.MaxUnackedBytes), MaxOrigins: uint64(l.MaxOrigins),
 			HandshakeTimeout: uint64(l.HandshakeTimeout), PingInterval: uint64(l.PingInterval), LivenessTimeout: uint64(l.LivenessTimeout),
 			MaxChannels: uint64(l.MaxChannels), MaxChannelBuffer: uint64(l.MaxChannelBuffer), MaxSessionBuffer: uint64(l.MaxSessionBuffer)},
-		DeferReady: s.deferred}
+		DeferReady: s.deferred, ChannelBinding: cfg.ChannelBinding}
 	if err := s.call(func(b *abi.Batch) error { return b.Configure(msg) }); err != nil {
 		_ = in.Close(context.Background()) // a discarded instance; the configure error is the one to report
 		return nil, err
