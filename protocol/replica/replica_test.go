@@ -995,7 +995,7 @@ func TestVersion1Restart(t *testing.T) {
 		}
 	}
 	wantCounters(t, x, replica.Counters{TxnsApplied: 10, ConnectionErrors: 1}) // Y restarted under it
-	wantCounters(t, y, replica.Counters{TxnsApplied: 4}) // since the restart: 2 own, 2 of X
+	wantCounters(t, y, replica.Counters{TxnsApplied: 4})                       // since the restart: 2 own, 2 of X
 	sameDigest(t, "t", x, y)
 }
 
