@@ -2,8 +2,12 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +17,7 @@ import (
 	"plait/protocol"
 	"plait/protocol/replica"
 	"plait/protocol/wire"
+	"plait/shells/native/tlsfiles"
 )
 
 // wsConn is one WebSocket and its replica connection. The loop queues messages; the
@@ -26,6 +31,7 @@ type wsConn struct {
 	queue  [][]byte
 	sent   [][]byte      // written messages, for the loop to give back to the session (Release)
 	ending bool          // close after the queue
+	abrupt bool          // and drop the socket without waiting for the peer's close (an error)
 	wake   chan struct{} // the queue changed (capacity 1)
 	resume chan struct{} // reads may go on (capacity 1)
 	paused bool          // the reader waits for resume (loop only)
@@ -45,12 +51,14 @@ func newConn(ws *websocket.Conn, peer string) *wsConn {
 // spare buffer, the largest.
 const maxSent = 4
 
-// send queues messages (the loop's side); end closes the socket after them. It returns
-// the messages written since the last call, which the loop gives back to the session.
-func (c *wsConn) send(msgs [][]byte, end bool) (sent [][]byte) {
+// send queues messages (the loop's side); end closes the socket after them, abrupt
+// without the WebSocket close handshake. It returns the messages written since the last
+// call, which the loop gives back to the session.
+func (c *wsConn) send(msgs [][]byte, end, abrupt bool) (sent [][]byte) {
 	c.mu.Lock()
 	c.queue = append(c.queue, msgs...)
 	c.ending = c.ending || end
+	c.abrupt = c.abrupt || abrupt
 	sent, c.sent = c.sent, nil
 	c.mu.Unlock()
 	select {
@@ -78,7 +86,7 @@ func (c *wsConn) writer(ctx context.Context) {
 			return
 		}
 		c.mu.Lock()
-		q, end := c.queue, c.ending
+		q, end, abrupt := c.queue, c.ending, c.abrupt
 		c.queue = nil
 		c.mu.Unlock()
 		for _, m := range q {
@@ -92,7 +100,12 @@ func (c *wsConn) writer(ctx context.Context) {
 		}
 		c.mu.Unlock()
 		if end {
-			_ = c.ws.Close(websocket.StatusNormalClosure, "") // an error means the peer is gone: the writer ends either way
+			if !abrupt {
+				// The WebSocket close handshake waits for the peer's answer (up to seconds): for an
+				// orderly close only. After an error the CLOSE frame sent says why, and the socket
+				// goes at once, whether or not the peer reads it.
+				_ = c.ws.Close(websocket.StatusNormalClosure, "") // an error means the peer is gone: the writer ends either way
+			}
 			return
 		}
 	}
@@ -146,11 +159,12 @@ func (n *Node) serve(c *wsConn) {
 }
 
 // open registers a socket with the replica.
-func (n *Node) open(ws *websocket.Conn, role wire.Role, peer string) (*wsConn, error) {
-	c := newConn(ws, peer)
+func (n *Node) open(ws *websocket.Conn, o replica.ConnOptions) (*wsConn, error) {
+	c := newConn(ws, o.ExpectPeer)
+	o.Nonce = nonce()
 	var err error
 	if derr := n.do(func() {
-		c.id, err = n.rep.Open(time.Now(), role, peer, nonce())
+		c.id, err = n.rep.OpenConn(time.Now(), o)
 		if err == nil {
 			n.conns[c.id] = c
 		}
@@ -172,6 +186,7 @@ func (c *wsConn) handshakeDone() {
 func (n *Node) accept(w http.ResponseWriter, r *http.Request) {
 	if n.pending.Add(1) > int64(n.cfg.MaxPendingHandshakes) {
 		n.pending.Add(-1)
+		n.refused(r.RemoteAddr, "", false, wire.CodeTooManyPending, "too many pending handshakes")
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "too many pending handshakes", http.StatusServiceUnavailable)
 		return
@@ -179,10 +194,13 @@ func (n *Node) accept(w http.ResponseWriter, r *http.Request) {
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil { // Accept has answered the request with the error
 		n.pending.Add(-1)
-		n.log.Info("upgrade refused", "remote", r.RemoteAddr, "err", err)
+		n.refused(r.RemoteAddr, "", false, wire.CodeBadUpgrade, err.Error())
 		return
 	}
-	c, err := n.open(ws, wire.RoleListener, "")
+	// Over TLS the peer is the node its certificate names: a HELLO of another name is
+	// peer-name-mismatch, and the handshake is bound to this channel.
+	c, err := n.open(ws, replica.ConnOptions{Role: wire.RoleListener, ExpectPeer: tlsfiles.PeerName(r.TLS),
+		ChannelBinding: binding(r.TLS), Remote: r.RemoteAddr})
 	if err != nil {
 		n.pending.Add(-1)
 		n.log.Warn("connection refused by the replica", "remote", r.RemoteAddr, "err", err)
@@ -251,13 +269,33 @@ func (n *Node) dialLoop(ctx context.Context, p Peer) {
 // connection made real progress (its handshake completed and it lasted).
 func (n *Node) dialOnce(ctx context.Context, p Peer, target string) bool {
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	ws, _, err := websocket.Dial(dctx, target, nil)
+	secure := strings.HasPrefix(target, "wss:")
+	var opts *websocket.DialOptions
+	if secure {
+		opts = &websocket.DialOptions{HTTPClient: n.tlsClient}
+	}
+	ws, resp, err := websocket.Dial(dctx, target, opts)
 	cancel()
 	if err != nil {
-		n.log.Info("dial failed", "peer", p.Name, "url", target, "err", err)
+		if secure && isTLSFailure(err) {
+			n.refused(target, p.Name, true, tlsfiles.RefusalCode(err), err.Error())
+		} else {
+			n.log.Info("dial failed", "peer", p.Name, "url", target, "err", err)
+		}
 		return false
 	}
-	c, err := n.open(ws, wire.RoleDialer, p.Name)
+	var cs *tls.ConnectionState
+	if resp != nil {
+		cs = resp.TLS
+	}
+	if secure {
+		if name := tlsfiles.PeerName(cs); name != p.Name {
+			_ = ws.CloseNow() // refused: the socket is dropped whatever closing it says
+			n.refused(target, p.Name, true, tlsfiles.CodeBadName, "the listener's certificate names node "+strconv.Quote(name)+", not "+strconv.Quote(p.Name))
+			return false
+		}
+	}
+	c, err := n.open(ws, replica.ConnOptions{Role: wire.RoleDialer, ExpectPeer: p.Name, ChannelBinding: binding(cs), Remote: target})
 	if err != nil {
 		n.log.Warn("connection refused by the replica", "peer", p.Name, "err", err)
 		_ = ws.CloseNow() // refused: the socket is dropped whatever closing it says
@@ -275,4 +313,15 @@ func (n *Node) setDial(peer string, state replica.PeerState, reconnect uint64) {
 	d.state, d.reconnects = state, d.reconnects+reconnect
 	n.dials[peer] = d
 	n.mu.Unlock()
+}
+
+// isTLSFailure reports whether a dial failed in its TLS handshake (this side's
+// verification, the listener's alert, or a listener that does not speak TLS), as opposed
+// to a connection that could not be made.
+func isTLSFailure(err error) bool {
+	var re *tlsfiles.RefusedError
+	var ae tls.AlertError
+	var rh tls.RecordHeaderError
+	var cv *tls.CertificateVerificationError
+	return errors.As(err, &re) || errors.As(err, &ae) || errors.As(err, &rh) || errors.As(err, &cv)
 }

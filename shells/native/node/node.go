@@ -23,6 +23,7 @@ import (
 	"plait/protocol/replica"
 	"plait/protocol/wire"
 	"plait/shells/native/rocksstore"
+	"plait/shells/native/tlsfiles"
 )
 
 // SyncMode is --sync (docs/contract.md §3).
@@ -71,6 +72,14 @@ type Config struct {
 	// none), and CopyChunk is the size their chunks aim at (0: 1 MiB).
 	MaxCopies int
 	CopyChunk int
+	// TLS, when set, is the peer certificate set: the listener takes wss:// with mutual
+	// TLS 1.3 (and, with AcceptPlaintext, ws:// beside it), and wss:// peers are dialed with
+	// it. Without it the node takes and dials ws:// only.
+	TLS             *tlsfiles.Source
+	AcceptPlaintext bool
+	// CertPoll is how often the certificate files are looked at for a change (default 1 s;
+	// a reload also comes by ReloadTLS, on SIGHUP).
+	CertPoll time.Duration
 }
 
 // Node is a running node.
@@ -104,6 +113,9 @@ type Node struct {
 	order []string             // their names, in the order added
 
 	pending atomic.Int64 // accepted connections not yet through their handshake
+
+	tlsl      *tlsListener // the TLS listener (nil without TLS)
+	tlsClient *http.Client // the wss:// dialers' client, built once (nil without TLS)
 }
 
 // peerDial is one peer's dialer.
@@ -159,8 +171,14 @@ func Start(cfg Config) (*Node, error) {
 	if cfg.Write.MaxTxn == 0 {
 		cfg.Write.MaxTxn = replica.DefaultMaxTxn
 	}
+	if cfg.CertPoll == 0 {
+		cfg.CertPoll = time.Second
+	}
+	if cfg.AcceptPlaintext && cfg.TLS == nil {
+		return nil, errors.New("node: serving plaintext beside TLS needs TLS")
+	}
 	for _, p := range cfg.Peers {
-		if _, err := ParsePeerURL(p.URL); err != nil {
+		if err := cfg.checkPeerURL(p.URL); err != nil {
 			return nil, fmt.Errorf("node: peer %s: %w", p.Name, err)
 		}
 	}
@@ -180,7 +198,7 @@ func Start(cfg Config) (*Node, error) {
 	rep, err := replica.New(replica.Config{MaxVersion: cfg.ProtocolMax, Secret: cfg.Secret, Limits: cfg.Limits, Write: cfg.Write,
 		HoldUnsynced: cfg.Sync != SyncNone, MoveDelay: cfg.MoveDelay, StallTimeout: cfg.StallTimeout,
 		RetainAge: cfg.RetainAge, RetainBytes: cfg.RetainBytes, RetainHold: cfg.RetainHold,
-		MaxCopies: cfg.MaxCopies, CopyChunk: cfg.CopyChunk}, store)
+		MaxCopies: cfg.MaxCopies, CopyChunk: cfg.CopyChunk, TLSAuthenticated: cfg.TLS != nil && !cfg.AcceptPlaintext}, store)
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -193,11 +211,21 @@ func Start(cfg Config) (*Node, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/replicate", n.accept)
 	n.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if cfg.TLS != nil {
+		n.tlsClient = newTLSClient(cfg.TLS)
+		n.wg.Add(1)
+		go n.pollCerts()
+	}
 	if cfg.Listener != nil {
+		l := cfg.Listener
+		if cfg.TLS != nil {
+			n.tlsl = newTLSListener(l, n, cfg.TLS, cfg.AcceptPlaintext)
+			l = n.tlsl
+		}
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
-			if err := n.srv.Serve(cfg.Listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := n.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				n.log.Error("replication listener", "err", err)
 			}
 		}()
@@ -224,6 +252,9 @@ func (n *Node) Stop() error {
 	n.stopOnce.Do(func() {
 		n.cancel()
 		_ = n.srv.Close() // fails only with the listener's close error: the loop and the store stop next
+		if n.tlsl != nil {
+			n.tlsl.wait()
+		}
 		n.wg.Wait()
 		<-n.stopped
 		n.syncWG.Wait() // a sync still running uses the store
@@ -265,9 +296,14 @@ func (n *Node) do(f func()) error {
 
 var errStopped = errors.New("node: stopped")
 
-// closeGrace is how long a connection the replica closed may take to send its last
-// messages before the socket is dropped.
-const closeGrace = 2 * time.Second
+// closeGrace is how long a connection the replica closed in order may take to send its
+// last messages before the socket is dropped; errorCloseGrace is the same for a close for
+// an error, whose CLOSE frame is all there is to send: a peer that never answers it must
+// not hold the socket (and a slot of pending handshakes) for long.
+const (
+	closeGrace      = 2 * time.Second
+	errorCloseGrace = 500 * time.Millisecond
+)
 
 // loop owns the replica: it runs closures, fires its timer and hands output to sockets.
 func (n *Node) loop() {
@@ -421,14 +457,19 @@ func (n *Node) flush() {
 		if c == nil {
 			continue
 		}
-		for _, m := range c.send(out.Messages, out.Closed) {
+		abrupt := out.Err != nil && out.Err.Code != wire.CodeGoingAway
+		for _, m := range c.send(out.Messages, out.Closed, abrupt) {
 			n.rep.Release(out.Conn, m)
 		}
 		if out.Closed {
 			// The writer sends the CLOSE frame if the peer still reads; a peer that does not
 			// (stopped, or its buffers full) must not pin the socket, its queue and both
 			// goroutines: the socket is dropped after a grace period either way.
-			time.AfterFunc(closeGrace, c.close)
+			grace := closeGrace
+			if abrupt {
+				grace = errorCloseGrace // the writer drops it after the CLOSE; this bounds a writer stuck in Write
+			}
+			time.AfterFunc(grace, c.close)
 			delete(n.conns, out.Conn)
 			if out.Err != nil {
 				n.log.Info("connection closed", "peer", c.peer, "code", out.Err.Code, "msg", out.Err.Message)
@@ -564,7 +605,7 @@ func (n *Node) AddPeer(p Peer) error {
 	if !wire.ValidName(p.Name) {
 		return fmt.Errorf("node: peer name %q is not 1 to 64 of [A-Za-z0-9_.-]", p.Name)
 	}
-	if _, err := ParsePeerURL(p.URL); err != nil {
+	if err := n.cfg.checkPeerURL(p.URL); err != nil {
 		return err
 	}
 	n.peerMu.Lock() // two additions of one name: one wins, the other gets ErrPeerExists

@@ -168,8 +168,8 @@ func TestRestartResumes(t *testing.T) {
 }
 
 // TestPendingHandshakeLimit: beyond MaxPendingHandshakes connections that have not
-// completed their handshake, an upgrade is refused at once with 503; a slot frees when
-// such a connection goes away.
+// completed their handshake, an upgrade is refused at once with 503, on record as
+// too-many-pending; a slot frees when such a connection goes away.
 func TestPendingHandshakeLimit(t *testing.T) {
 	maxPending = 2
 	defer func() { maxPending = 0 }()
@@ -188,6 +188,9 @@ func TestPendingHandshakeLimit(t *testing.T) {
 	_, resp, err := websocket.Dial(ctx, a.url+"/v1/replicate", nil)
 	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("third pending handshake: %v, %+v; want 503", err, resp)
+	}
+	if got := refusedCount(t, a, wire.CodeTooManyPending); got != 1 {
+		t.Fatalf("too-many-pending refusals: %d, want 1", got)
 	}
 	_ = silent[0].CloseNow()
 	waitFor(t, "a slot to free", func() bool {
@@ -295,4 +298,63 @@ func TestRetentionWithoutPeers(t *testing.T) {
 		}
 		return len(st.Origins) == 1 && st.Origins[0].FloorSeq == 4
 	})
+}
+
+// rawUpgrade opens a WebSocket to a node by hand, so that the test controls every byte:
+// it never answers a close.
+func rawUpgrade(t *testing.T, n *testNode) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", strings.TrimPrefix(n.url, "ws://"), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	req := "GET /v1/replicate HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	var head []byte
+	one := make([]byte, 1)
+	for !strings.HasSuffix(string(head), "\r\n\r\n") {
+		if _, err := c.Read(one); err != nil {
+			t.Fatalf("upgrade response: %v after %q", err, head)
+		}
+		head = append(head, one[0])
+	}
+	if !strings.HasPrefix(string(head), "HTTP/1.1 101") {
+		t.Fatalf("upgrade response %q", head)
+	}
+	return c
+}
+
+// TestErrorCloseTornDown: a connection that sends a garbage frame before its handshake is
+// refused on record with the frame's code (frame-too-large) and its socket is gone within
+// 1 s although the client never answers the close.
+func TestErrorCloseTornDown(t *testing.T) {
+	a := start(t, "A")
+	c := rawUpgrade(t, a)
+	// One masked binary message: a HELLO header whose body length is 2^24 + 1.
+	payload := []byte{0x01, 0, 0, 0, 0, 0, 0x01, 0, 0, 0x01}
+	mask := []byte{1, 2, 3, 4}
+	msg := append([]byte{0x82, 0x80 | byte(len(payload))}, mask...)
+	for i, b := range payload {
+		msg = append(msg, b^mask[i%4])
+	}
+	sent := time.Now()
+	if _, err := c.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, c) // the node's CLOSE, then its end of the socket
+	if took := time.Since(sent); took > time.Second {
+		t.Errorf("the socket stayed open %v after the error", took)
+	}
+	st, err := a.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Counters.ConnectionsRefused != 1 || len(st.Refusals) != 1 || st.Refusals[0].Code != wire.CodeFrameTooLarge || st.Refusals[0].Remote == "" {
+		t.Fatalf("refusals %+v, counters %+v", st.Refusals, st.Counters)
+	}
 }

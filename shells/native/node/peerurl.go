@@ -15,14 +15,15 @@ type PeerURLError struct {
 }
 
 func (e *PeerURLError) Error() string {
-	return fmt.Sprintf("peer URL %q is not ws://HOST[:PORT]: %s", e.URL, e.Reason)
+	return fmt.Sprintf("peer URL %q is not ws://HOST[:PORT] or wss://HOST[:PORT]: %s", e.URL, e.Reason)
 }
 
 // ParsePeerURL checks a peer's URL and returns the endpoint this node dials for it. A peer
-// URL is ws://HOST[:PORT], optionally with a path; an empty path means /v1/replicate.
-// Anything else is refused with a *PeerURLError that says what is wrong: another scheme
-// (wss:// arrives with TLS), no host, a port outside 1 to 65535, user info, a query or a
-// fragment. The --peer flag, POST /v1/peers and the node's dialers all parse with it, so
+// URL is ws://HOST[:PORT] or wss://HOST[:PORT] (TLS), optionally with a path; an empty
+// path means /v1/replicate. Anything else is refused with a *PeerURLError that says what
+// is wrong: another scheme, no host, a port outside 1 to 65535, user info, a query or a
+// fragment. (Whether a node may dial wss:// or ws:// is its TLS configuration's to say:
+// Start and AddPeer check it.) The --peer flag, POST /v1/peers and the node's dialers all parse with it, so
 // a URL one of them takes the others take too.
 func ParsePeerURL(raw string) (string, error) {
 	refuse := func(reason string, args ...any) (string, error) {
@@ -39,10 +40,8 @@ func ParsePeerURL(raw string) (string, error) {
 	switch {
 	case u.Scheme == "":
 		return refuse("no scheme")
-	case u.Scheme == "wss":
-		return refuse("the scheme is wss (wss:// arrives with TLS)")
-	case u.Scheme != "ws":
-		return refuse("the scheme is %s, not ws", u.Scheme)
+	case u.Scheme != "ws" && u.Scheme != "wss":
+		return refuse("the scheme is %s, not ws or wss", u.Scheme)
 	case u.Opaque != "" || u.Host == "" || u.Hostname() == "":
 		return refuse("no host")
 	case u.User != nil:

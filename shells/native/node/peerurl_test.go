@@ -23,6 +23,8 @@ func TestParsePeerURL(t *testing.T) {
 		{"ws://h:7400/v1/replicate", "ws://h:7400/v1/replicate"},
 		{"ws://h:7400/behind/a/proxy", "ws://h:7400/behind/a/proxy"},
 		{"WS://h:7400", "ws://h:7400/v1/replicate"}, // a scheme is case-insensitive
+		{"wss://h:7400", "wss://h:7400/v1/replicate"},
+		{"wss://10.0.0.2", "wss://10.0.0.2/v1/replicate"},
 	} {
 		got, err := node.ParsePeerURL(c.raw)
 		if err != nil || got != c.want {
@@ -35,7 +37,6 @@ func TestParsePeerURL(t *testing.T) {
 		{"127.0.0.1:7400", "first path segment"},
 		{"h:7400", "the scheme is h, not ws"},
 		{"http://h:7400", "the scheme is http, not ws"},
-		{"wss://h:7400", "wss:// arrives with TLS"},
 		{"ws:h:7400", "no host"},
 		{"ws://", "no host"},
 		{"ws:///v1/replicate", "no host"},
@@ -60,8 +61,8 @@ func TestParsePeerURL(t *testing.T) {
 	}
 }
 
-// TestBadPeerURLRefused: Start and AddPeer refuse what ParsePeerURL refuses, so a node
-// never keeps a peer it cannot dial.
+// TestBadPeerURLRefused: Start and AddPeer refuse what ParsePeerURL refuses, and a
+// wss:// URL on a node without TLS, so a node never keeps a peer it cannot dial.
 func TestBadPeerURLRefused(t *testing.T) {
 	var pe *node.PeerURLError
 	if n, err := node.Start(node.Config{Name: "A", DataDir: t.TempDir(), Peers: []node.Peer{{Name: "B", URL: "http://h:1"}}}); !errors.As(err, &pe) {
@@ -71,8 +72,8 @@ func TestBadPeerURLRefused(t *testing.T) {
 		}
 	}
 	a := start(t, "A")
-	if err := a.AddPeer(node.Peer{Name: "B", URL: "wss://h:1"}); !errors.As(err, &pe) {
-		t.Errorf("AddPeer at wss://h:1: %v, want a *PeerURLError", err)
+	if err := a.AddPeer(node.Peer{Name: "B", URL: "wss://h:1"}); !errors.As(err, &pe) || !strings.Contains(err.Error(), "needs TLS") {
+		t.Errorf("AddPeer at wss://h:1 without TLS: %v, want a *PeerURLError saying it needs TLS", err)
 	}
 	if st, err := a.Status(); err != nil || len(st.Peers) != 0 {
 		t.Errorf("after the refused AddPeer: %+v, %v; want no peer", st.Peers, err)
