@@ -381,7 +381,9 @@ func (a *API) status(w http.ResponseWriter, _ *http.Request) {
 		fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, NewStatusDoc(st))
+	d := NewStatusDoc(st)
+	d.SetTLS(a.n.TLS())
+	writeJSON(w, http.StatusOK, d)
 }
 
 func (a *API) addPeer(w http.ResponseWriter, r *http.Request) {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"plait/protocol/replica"
 	"plait/shells/native/node"
 )
 
@@ -40,11 +41,18 @@ var (
 		"copies_busy":         prometheus.NewDesc("plait_copies_busy_total", "Copy requests refused at --max-copies (copy-busy).", nil, nil),
 		"copies_refused":      prometheus.NewDesc("plait_copies_refused_total", "Base copies this node refused to take (its own origin ahead of its log).", nil, nil),
 		"bad_chunks":          prometheus.NewDesc("plait_bad_chunks_total", "Base copies stopped by a chunk that broke the copy's rules (bad-chunk).", nil, nil),
+		// The two of connections ending in an error, one series per code (their sum is the
+		// document's counter).
+		"connections_refused": prometheus.NewDesc("plait_connections_refused_total", "Connections closed before their handshake completed, by code.", []string{"code"}, nil),
+		"connection_errors":   prometheus.NewDesc("plait_connection_errors_total", "Connections closed for an error after their handshake, by code.", []string{"code"}, nil),
 	}
+	descCertExpiry = prometheus.NewDesc("plait_tls_cert_expiry_timestamp_seconds", "When this node's peer certificate expires (Unix time).", nil, nil)
+	descReloads    = prometheus.NewDesc("plait_tls_reloads_total", "Reloads of the peer certificate files, by result (ok: loaded; failed: refused, the loaded ones kept).", []string{"result"}, nil)
 )
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descApplied, descHead, descLag, descFloor, descLogBytes, descConnected, descReconnects, descHeld} {
+	for _, d := range []*prometheus.Desc{descApplied, descHead, descLag, descFloor, descLogBytes, descConnected, descReconnects, descHeld,
+		descCertExpiry, descReloads} {
 		ch <- d
 	}
 	for _, d := range descCounters {
@@ -89,7 +97,19 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descReconnects, prometheus.CounterValue, reconnects[name], name)
 		ch <- prometheus.MustNewConstMetric(descHeld, prometheus.GaugeValue, held[name], name)
 	}
+	byCode := map[string][]replica.CodeCount{"connections_refused": st.RefusedByCode, "connection_errors": st.ErrorsByCode}
 	for _, c := range NewStatusDoc(st).Counters.List() {
+		if codes, labeled := byCode[c.Name]; labeled {
+			for _, cc := range codes {
+				ch <- prometheus.MustNewConstMetric(descCounters[c.Name], prometheus.CounterValue, float64(cc.Count), string(cc.Code))
+			}
+			continue
+		}
 		ch <- prometheus.MustNewConstMetric(descCounters[c.Name], prometheus.CounterValue, float64(c.Value))
+	}
+	if ts := m.n.TLS(); ts != nil {
+		ch <- prometheus.MustNewConstMetric(descCertExpiry, prometheus.GaugeValue, float64(ts.Expiry.Unix()))
+		ch <- prometheus.MustNewConstMetric(descReloads, prometheus.CounterValue, float64(ts.Reloads), "ok")
+		ch <- prometheus.MustNewConstMetric(descReloads, prometheus.CounterValue, float64(ts.ReloadFailures), "failed")
 	}
 }

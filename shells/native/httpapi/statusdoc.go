@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"plait/protocol/replica"
+	"plait/protocol/wire"
+	"plait/shells/native/node"
 )
 
 // StatusDoc is the GET /v1/status document (docs/contract.md, "GET /v1/status"): what the
@@ -21,14 +23,52 @@ type StatusDoc struct {
 	Node     NodeDoc     `json:"node"`
 	Origins  []OriginDoc `json:"origins"`
 	Peers    []PeerDoc   `json:"peers"`
+	// Refusals are the newest connections refused before their handshake completed, oldest
+	// first (at most replica.MaxRefusals).
+	Refusals []RefusalDoc `json:"refusals"`
+}
+
+// RefusalDoc is one refused connection.
+type RefusalDoc struct {
+	At      string `json:"at"` // RFC 3339, UTC, to the millisecond
+	Class   string `json:"class"`
+	Code    string `json:"code"`
+	Dialed  bool   `json:"dialed"` // this node dialed it
+	Message string `json:"message"`
+	Peer    string `json:"peer"`   // the name it gave or was dialed as; empty: none
+	Remote  string `json:"remote"` // the remote address (a dialer's: the URL it dialed)
+}
+
+// TLSDoc is node.tls: the node's peer certificate.
+type TLSDoc struct {
+	AcceptPlaintext bool   `json:"accept_plaintext"` // ws:// served beside wss:// (moving to TLS)
+	Expiry          string `json:"expiry"`           // RFC 3339, UTC
+	LastReloadError string `json:"last_reload_error"`
+	NodeName        string `json:"node_name"`
+	ReloadFailures  uint64 `json:"reload_failures"`
+	Reloads         uint64 `json:"reloads"`
+	Subject         string `json:"subject"`
+}
+
+// SetTLS fills node.tls from the node's TLS status (nil: TLS off, null in the document).
+func (d *StatusDoc) SetTLS(ts *node.TLSStatus) {
+	if ts == nil {
+		d.Node.TLS = nil
+		return
+	}
+	d.Node.TLS = &TLSDoc{AcceptPlaintext: ts.AcceptPlaintext, Expiry: ts.Expiry.UTC().Format(time.RFC3339),
+		LastReloadError: ts.LastReloadError, NodeName: ts.NodeName, ReloadFailures: ts.ReloadFailures,
+		Reloads: ts.Reloads, Subject: ts.Subject}
 }
 
 // NodeDoc is the document's node.
 type NodeDoc struct {
-	Authenticated bool          `json:"authenticated"` // a cluster secret keys every handshake
+	// Authenticated: a cluster secret keys every handshake, or every peer link is mutual TLS.
+	Authenticated bool          `json:"authenticated"`
 	Name          string        `json:"name"`
 	Origin        string        `json:"origin"` // the origin id in hex
 	Protocol      ProtocolRange `json:"protocol"`
+	TLS           *TLSDoc       `json:"tls"` // null when the node runs without TLS
 }
 
 // ProtocolRange is the protocol versions a node speaks.
@@ -100,6 +140,8 @@ type PeerErrorDoc struct {
 // CountersDoc is the document's counters (replica.Counters).
 type CountersDoc struct {
 	BadChunks          uint64 `json:"bad_chunks"`
+	ConnectionErrors   uint64 `json:"connection_errors"`
+	ConnectionsRefused uint64 `json:"connections_refused"`
 	CopiesBusy         uint64 `json:"copies_busy"`
 	CopiesCompleted    uint64 `json:"copies_completed"`
 	CopiesRefused      uint64 `json:"copies_refused"`
@@ -135,7 +177,8 @@ func (c CountersDoc) List() []Counter {
 		{"tombstones_dropped", c.TombstonesDropped},
 		{"copies_started", c.CopiesStarted}, {"copies_resumed", c.CopiesResumed}, {"copies_completed", c.CopiesCompleted},
 		{"copy_records", c.CopyRecords}, {"copy_bytes", c.CopyBytes}, {"copies_served", c.CopiesServed},
-		{"copies_busy", c.CopiesBusy}, {"copies_refused", c.CopiesRefused}, {"bad_chunks", c.BadChunks}}
+		{"copies_busy", c.CopiesBusy}, {"copies_refused", c.CopiesRefused}, {"bad_chunks", c.BadChunks},
+		{"connections_refused", c.ConnectionsRefused}, {"connection_errors", c.ConnectionErrors}}
 }
 
 // NewStatusDoc is the document of a replica status (as node.Node.Status gives it, with
@@ -154,7 +197,14 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 			CopiesStarted:     st.Counters.CopiesStarted, CopiesResumed: st.Counters.CopiesResumed,
 			CopiesCompleted: st.Counters.CopiesCompleted, CopyRecords: st.Counters.CopyRecords,
 			CopyBytes: st.Counters.CopyBytes, CopiesServed: st.Counters.CopiesServed, CopiesBusy: st.Counters.CopiesBusy,
-			CopiesRefused: st.Counters.CopiesRefused, BadChunks: st.Counters.BadChunks},
+			CopiesRefused: st.Counters.CopiesRefused, BadChunks: st.Counters.BadChunks,
+			ConnectionsRefused: st.Counters.ConnectionsRefused, ConnectionErrors: st.Counters.ConnectionErrors},
+		Refusals: make([]RefusalDoc, 0, len(st.Refusals)),
+	}
+	for _, f := range st.Refusals {
+		class, _ := wire.ClassOf(f.Code)
+		d.Refusals = append(d.Refusals, RefusalDoc{At: f.At.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Class: string(class),
+			Code: string(f.Code), Dialed: f.Dialed, Message: f.Message, Peer: f.Peer, Remote: f.Remote})
 	}
 	for _, o := range st.Origins {
 		d.Origins = append(d.Origins, OriginDoc{AppliedSeq: o.AppliedSeq, Diverged: o.Diverged, FloorSeq: o.FloorSeq,

@@ -9,6 +9,7 @@ import (
 	"plait/protocol/replica"
 	"plait/protocol/wire"
 	"plait/shells/native/httpapi"
+	"plait/shells/native/node"
 )
 
 // statusGoldens are replica statuses and the exact /v1/status document of each: every
@@ -37,13 +38,16 @@ var statusGoldens = []struct {
 		Counters: replica.Counters{TxnsApplied: 11, DuplicatesReceived: 12, GapsDetected: 13, ResendsRequested: 14,
 			ProtocolErrors: 15, Divergences: 16, PurgedAnswers: 17, EntriesPurged: 18, TombstonesDropped: 19,
 			CopiesStarted: 20, CopiesResumed: 21, CopiesCompleted: 22, CopyRecords: 23, CopyBytes: 24, CopiesServed: 25,
-			CopiesBusy: 26, CopiesRefused: 27, BadChunks: 28},
+			CopiesBusy: 26, CopiesRefused: 27, BadChunks: 28, ConnectionsRefused: 29, ConnectionErrors: 30},
+		Refusals: []replica.Refusal{{Remote: "10.0.0.9:4000", Code: wire.CodeTLSUnknownCA, Message: "signed by unknown authority",
+			At: time.Date(2031, 5, 6, 7, 8, 9, 123456789, time.FixedZone("UTC+2", 2*3600))},
+			{Remote: "wss://10.0.0.2:7400/v1/replicate", Peer: "R", Dialed: true, Code: wire.CodeAuthFailed, Message: "MAC", At: time.Date(2031, 5, 6, 5, 8, 10, 0, time.UTC)}},
 	}, `{
-		"counters": {"bad_chunks": 28, "copies_busy": 26, "copies_completed": 22, "copies_refused": 27, "copies_resumed": 21,
+		"counters": {"bad_chunks": 28, "connection_errors": 30, "connections_refused": 29, "copies_busy": 26, "copies_completed": 22, "copies_refused": 27, "copies_resumed": 21,
 			"copies_served": 25, "copies_started": 20, "copy_bytes": 24, "copy_records": 23,
 			"divergences": 16, "duplicates_received": 12, "entries_purged": 18, "gaps_detected": 13, "protocol_errors": 15,
 			"purged_answers": 17, "resends_requested": 14, "tombstones_dropped": 19, "txns_applied": 11},
-		"node": {"authenticated": true, "name": "B", "origin": "b0010000000000000000000000000000", "protocol": {"max": 2, "min": 1}},
+		"node": {"authenticated": true, "name": "B", "origin": "b0010000000000000000000000000000", "protocol": {"max": 2, "min": 1}, "tls": null},
 		"origins": [
 			{"applied_seq": 7, "diverged": true, "floor_seq": 4, "head_seq": 10, "lag_ms": 250, "lag_seq": 3, "log_bytes": 777, "name": "A",
 				"origin": "a0010000000000000000000000000000", "source_changes": 2, "source_peer": "R"},
@@ -58,31 +62,39 @@ var statusGoldens = []struct {
 				"last_error": {"at": "2031-05-06T05:08:09Z", "class": "protocol", "code": "divergence", "message": "entry 5 of A: hash differs"},
 				"name": "R", "reconnects": 5, "retention_held_bytes": 888, "retention_held_entries": 6,
 				"rtt_ms": 1.234, "state": "streaming", "url": "ws://127.0.0.1:7400", "version": 2}
+		],
+		"refusals": [
+			{"at": "2031-05-06T05:08:09.123Z", "class": "refused", "code": "tls-unknown-ca", "dialed": false,
+				"message": "signed by unknown authority", "peer": "", "remote": "10.0.0.9:4000"},
+			{"at": "2031-05-06T05:08:10.000Z", "class": "refused", "code": "auth-failed", "dialed": true,
+				"message": "MAC", "peer": "R", "remote": "wss://10.0.0.2:7400/v1/replicate"}
 		]
 	}`},
 	{"no origins, a peer without capabilities or error", replica.Status{
 		Node:  replica.NodeStatus{Name: "N", Origin: wire.OriginID{0x01}, ProtocolMin: 1, ProtocolMax: 1},
 		Peers: []replica.PeerStatus{{Name: "P", State: replica.PeerBackoff, URL: "ws://h:1"}},
 	}, `{
-		"counters": {"bad_chunks": 0, "copies_busy": 0, "copies_completed": 0, "copies_refused": 0, "copies_resumed": 0,
+		"counters": {"bad_chunks": 0, "connection_errors": 0, "connections_refused": 0, "copies_busy": 0, "copies_completed": 0, "copies_refused": 0, "copies_resumed": 0,
 			"copies_served": 0, "copies_started": 0, "copy_bytes": 0, "copy_records": 0,
 			"divergences": 0, "duplicates_received": 0, "entries_purged": 0, "gaps_detected": 0, "protocol_errors": 0,
 			"purged_answers": 0, "resends_requested": 0, "tombstones_dropped": 0, "txns_applied": 0},
-		"node": {"authenticated": false, "name": "N", "origin": "01000000000000000000000000000000", "protocol": {"max": 1, "min": 1}},
+		"node": {"authenticated": false, "name": "N", "origin": "01000000000000000000000000000000", "protocol": {"max": 1, "min": 1}, "tls": null},
 		"origins": [],
 		"peers": [
 			{"capabilities": [], "connected": false, "copy": null, "held_bytes": 0, "last_error": null, "name": "P", "reconnects": 0,
 				"retention_held_bytes": 0, "retention_held_entries": 0, "rtt_ms": 0, "state": "backoff", "url": "ws://h:1", "version": 0}
-		]
+		],
+		"refusals": []
 	}`},
 	{"the zero status", replica.Status{}, `{
-		"counters": {"bad_chunks": 0, "copies_busy": 0, "copies_completed": 0, "copies_refused": 0, "copies_resumed": 0,
+		"counters": {"bad_chunks": 0, "connection_errors": 0, "connections_refused": 0, "copies_busy": 0, "copies_completed": 0, "copies_refused": 0, "copies_resumed": 0,
 			"copies_served": 0, "copies_started": 0, "copy_bytes": 0, "copy_records": 0,
 			"divergences": 0, "duplicates_received": 0, "entries_purged": 0, "gaps_detected": 0, "protocol_errors": 0,
 			"purged_answers": 0, "resends_requested": 0, "tombstones_dropped": 0, "txns_applied": 0},
-		"node": {"authenticated": false, "name": "", "origin": "00000000000000000000000000000000", "protocol": {"max": 0, "min": 0}},
+		"node": {"authenticated": false, "name": "", "origin": "00000000000000000000000000000000", "protocol": {"max": 0, "min": 0}, "tls": null},
 		"origins": [],
-		"peers": []
+		"peers": [],
+		"refusals": []
 	}`},
 }
 
@@ -129,5 +141,25 @@ func TestStatusDocLag(t *testing.T) {
 	o := doc.Origins[0]
 	if o["head_seq"] != 10.0 || o["applied_seq"] != 7.0 || o["lag_seq"] != 3.0 || o["lag_ms"] != 40.0 {
 		t.Errorf("origin A at 7 of 10: %s, want head_seq 10, applied_seq 7, lag_seq 3, lag_ms 40", b)
+	}
+}
+
+// TestStatusDocTLS: node.tls carries the node's certificate as SetTLS gives it, and is
+// null again without TLS.
+func TestStatusDocTLS(t *testing.T) {
+	d := httpapi.NewStatusDoc(replica.Status{})
+	d.SetTLS(&node.TLSStatus{Subject: "CN=A", NodeName: "A", Expiry: time.Date(2028, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600)),
+		AcceptPlaintext: true, Reloads: 2, ReloadFailures: 1, LastReloadError: "bad file"})
+	got, err := json.Marshal(d.Node.TLS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"accept_plaintext":true,"expiry":"2028-01-02T02:04:05Z","last_reload_error":"bad file","node_name":"A","reload_failures":1,"reloads":2,"subject":"CN=A"}`
+	if string(got) != want {
+		t.Fatalf("node.tls\n got %s\nwant %s", got, want)
+	}
+	d.SetTLS(nil)
+	if d.Node.TLS != nil {
+		t.Fatal("node.tls without TLS is not null")
 	}
 }
