@@ -21,6 +21,7 @@ import (
 	"plait/protocol/wire"
 	"plait/shells/native/httpapi"
 	"plait/shells/native/node"
+	"plait/shells/native/tlsfiles"
 )
 
 // nameRule is what a node name is (wire.ValidName).
@@ -72,7 +73,7 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	httpListen := fs.String("http", "127.0.0.1:7401", "HTTP API, status and metrics")
 	var peers peerFlags
 	fs.Var(&peers, "peer", "NAME=URL: dial this peer and keep the connection up (repeatable)")
-	secret := fs.String("secret", os.Getenv("PLAIT_SECRET"), "cluster secret (or env PLAIT_SECRET); required when --listen is not loopback")
+	secret := fs.String("secret", os.Getenv("PLAIT_SECRET"), "cluster secret (or env PLAIT_SECRET); required for plaintext peer links when --listen is not loopback")
 	protoMax := fs.Uint64("protocol-max", 0, "speak protocol versions up to N only (0: newest)")
 	sync := fs.String("sync", "origin", "origin | all | none")
 	moveDelay := fs.Duration("move-delay", replica.DefaultMoveDelay, "how long another relay's head must stay ahead of an origin's source before the origin moves")
@@ -82,6 +83,11 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	retainHold := fs.Duration("retain-hold", replica.DefaultRetainHold, "entries a peer still needs are kept, until it has not advanced for this long")
 	maxCopies := fs.Int("max-copies", replica.DefaultMaxCopies, "base copies this node serves at once; one more is answered copy-busy (0: none)")
 	copyChunk := fs.Int("copy-chunk", replica.DefaultCopyChunk, "the size of a base copy's chunks, in bytes")
+	tlsCert := fs.String("tls-cert", "", "this node's certificate (plait cert node) for wss:// between peers; with --tls-key and --tls-ca")
+	tlsKey := fs.String("tls-key", "", "the key of --tls-cert")
+	tlsCA := fs.String("tls-ca", "", "the CA bundle peers' certificates must chain to")
+	acceptPlain := fs.Bool("tls-accept-plaintext", false, "with TLS, serve ws:// beside wss:// and dial ws:// peers (while a cluster moves to TLS)")
+	insecurePlain := fs.Bool("insecure-plaintext", false, "let a --listen that is not loopback run without TLS (peer links in cleartext)")
 	chanWin := fs.Int("channel-window", 0, "bytes received and not yet applied per origin channel (0: the default, one largest frame)")
 	sessWin := fs.Int("session-window", 0, "bytes received and not yet applied per connection (0: the default, 64 MiB)")
 	if err := fs.Parse(args); err != nil {
@@ -138,14 +144,53 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 			return nil, fmt.Errorf("%s: %v", l.flag, err)
 		}
 	}
-	if !loopback(*listen) && len(*secret) < minSecret {
-		return nil, fmt.Errorf("--secret: a listener on %s (not loopback) needs a cluster secret of at least %d bytes (128 random bits, e.g. openssl rand -hex 32)", *listen, minSecret)
+	peerTLS, err := loadPeerTLS(*tlsCert, *tlsKey, *tlsCA, *name)
+	if err != nil {
+		return nil, err
+	}
+	if *acceptPlain && peerTLS == nil {
+		return nil, errors.New("--tls-accept-plaintext: serves ws:// beside wss://, and there is no TLS (--tls-cert, --tls-key, --tls-ca)")
+	}
+	if !loopback(*listen) {
+		switch {
+		case peerTLS == nil && !*insecurePlain:
+			return nil, fmt.Errorf("--listen: a listener on %s (not loopback) needs TLS (--tls-cert, --tls-key and --tls-ca; plait cert makes them), "+
+				"or --insecure-plaintext to run peer links in cleartext", *listen)
+		case (peerTLS == nil || *acceptPlain) && len(*secret) < minSecret:
+			// Plaintext links are authenticated by the secret alone.
+			return nil, fmt.Errorf("--secret: plaintext peer links on %s (not loopback) need a cluster secret of at least %d bytes (128 random bits, e.g. openssl rand -hex 32)", *listen, minSecret)
+		case *secret != "" && len(*secret) < minSecret:
+			return nil, fmt.Errorf("--secret: a listener on %s (not loopback) needs a cluster secret of at least %d bytes, or none with mutual TLS", *listen, minSecret)
+		}
+	}
+	nodeCfg := node.Config{TLS: peerTLS, AcceptPlaintext: *acceptPlain}
+	for _, p := range peers {
+		if err := nodeCfg.CheckPeerURL(p.URL); err != nil {
+			return nil, fmt.Errorf("--peer %s: %w", p.Name, err)
+		}
 	}
 	return &serveConfig{listen: *listen, httpListen: *httpListen, node: node.Config{Name: *name, DataDir: *data,
+		TLS: peerTLS, AcceptPlaintext: *acceptPlain,
 		Peers: peers, Secret: []byte(*secret), ProtocolMax: *protoMax, Sync: node.SyncMode(*sync),
 		MoveDelay: *moveDelay, StallTimeout: *stall, Limits: limits,
 		RetainAge: *retainAge, RetainBytes: *retainBytes, RetainHold: *retainHold,
 		MaxCopies: copies, CopyChunk: *copyChunk}}, nil
+}
+
+// loadPeerTLS loads the peer certificate set of --tls-cert, --tls-key and --tls-ca: all
+// three or none (nil). The certificate must name this node.
+func loadPeerTLS(cert, key, ca, name string) (*tlsfiles.Source, error) {
+	if cert == "" && key == "" && ca == "" {
+		return nil, nil
+	}
+	if cert == "" || key == "" || ca == "" {
+		return nil, errors.New("--tls-cert, --tls-key, --tls-ca: give all three, or none")
+	}
+	src, err := tlsfiles.LoadPeer(tlsfiles.Files{Cert: cert, Key: key, CA: ca}, name)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert: %w", err)
+	}
+	return src, nil
 }
 
 // loopback reports whether a listen address binds only the loopback interface.
@@ -203,6 +248,9 @@ func runServe(ctx context.Context, cfg *serveConfig, log *slog.Logger) error {
 			log.Error("http listener", "err", err)
 		}
 	}()
+	if cfg.node.TLS == nil && !loopback(cfg.listen) {
+		log.Warn("peer links run in cleartext (--insecure-plaintext): records cross the network unencrypted")
+	}
 	log.Info("serving", "name", cfg.node.Name, "listen", repl.Addr().String(), "http", api.Addr().String(), "data", cfg.node.DataDir)
 	<-ctx.Done()
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -23,14 +23,19 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--protocol-max", "x"}, "-protocol-max"},
 		{[]string{"--peer", "B"}, "-peer"},
 		{[]string{"--peer", "B=http://h:1"}, "-peer"},
-		{[]string{"--peer", "B=wss://h:1"}, "wss:// arrives with TLS"},
+		{[]string{"--peer", "B=wss://h:1"}, "wss:// needs TLS"},
 		{[]string{"--peer", "B=ws://h:0"}, "port 0"},
 		{[]string{"--peer", "B=ws://h:1?x"}, "a query"},
 		{[]string{"--peer", "B=ws://h:1", "--peer", "B=ws://h:2"}, "-peer"},
 		{[]string{"--listen", "nocolon"}, "--listen"},
 		{[]string{"--http", "nocolon"}, "--http"},
-		{[]string{"--listen", "0.0.0.0:7400"}, "--secret"},
-		{[]string{"--listen", "0.0.0.0:7400", "--secret", "short"}, "--secret"},
+		{[]string{"--listen", "0.0.0.0:7400"}, "--listen"},
+		{[]string{"--listen", "0.0.0.0:7400", "--secret", "a secret of 32 bytes, or longer."}, "--insecure-plaintext"},
+		{[]string{"--listen", "0.0.0.0:7400", "--insecure-plaintext"}, "--secret"},
+		{[]string{"--listen", "0.0.0.0:7400", "--insecure-plaintext", "--secret", "short"}, "--secret"},
+		{[]string{"--tls-cert", "a.crt"}, "--tls-cert, --tls-key, --tls-ca"},
+		{[]string{"--tls-cert", "a.crt", "--tls-key", "a.key", "--tls-ca", "ca.crt"}, "--tls-cert"},
+		{[]string{"--tls-accept-plaintext"}, "--tls-accept-plaintext"},
 		{[]string{"--name", ""}, "--name"},
 		{[]string{"--name", "a b"}, "--name"},
 		{[]string{"--name", strings.Repeat("n", 65)}, "--name"},
@@ -89,9 +94,41 @@ func TestServeDefaults(t *testing.T) {
 		t.Errorf("the smallest retention: %v, %+v", err, cfg)
 	}
 	t.Setenv("PLAIT_SECRET", "from the environment, 32 bytes..")
-	cfg, err = parseServe([]string{"--listen", "0.0.0.0:7400"}, &bytes.Buffer{})
+	cfg, err = parseServe([]string{"--listen", "0.0.0.0:7400", "--insecure-plaintext"}, &bytes.Buffer{})
 	if err != nil || string(cfg.node.Secret) != "from the environment, 32 bytes.." {
 		t.Errorf("PLAIT_SECRET: %v, %+v", err, cfg)
+	}
+}
+
+// TestServeTLSFlags: the files plait cert makes are taken for the node they name, and
+// refused for another; with TLS a non-loopback listener needs no secret, wss:// peers are
+// taken and ws:// ones only while plaintext is served too.
+func TestServeTLSFlags(t *testing.T) {
+	t.Setenv("PLAIT_SECRET", "")
+	dir := t.TempDir()
+	if code := cert([]string{"ca", "--dir", dir}, io.Discard, io.Discard); code != 0 {
+		t.Fatalf("plait cert ca: %d", code)
+	}
+	if code := cert([]string{"node", "--dir", dir, "--name", "A", "--host", "10.0.0.1"}, io.Discard, io.Discard); code != 0 {
+		t.Fatalf("plait cert node: %d", code)
+	}
+	files := []string{"--tls-cert", dir + "/A.crt", "--tls-key", dir + "/A.key", "--tls-ca", dir + "/ca.crt"}
+	cfg, err := parseServe(append([]string{"--name", "A", "--listen", "0.0.0.0:7400", "--peer", "B=wss://10.0.0.2:7400"}, files...), io.Discard)
+	if err != nil || cfg.node.TLS == nil || cfg.node.TLS.Current().NodeName != "A" || len(cfg.node.Secret) != 0 {
+		t.Fatalf("TLS without a secret: %v, %+v", err, cfg)
+	}
+	if _, err := parseServe(append([]string{"--name", "B"}, files...), io.Discard); err == nil || !strings.Contains(err.Error(), `names node "A", not "B"`) {
+		t.Errorf("another node's certificate: %v", err)
+	}
+	if _, err := parseServe(append([]string{"--name", "A", "--peer", "B=ws://10.0.0.2:7400"}, files...), io.Discard); err == nil || !strings.Contains(err.Error(), "--peer B") {
+		t.Errorf("a ws:// peer with TLS: %v", err)
+	}
+	if _, err := parseServe(append([]string{"--name", "A", "--listen", "0.0.0.0:7400", "--tls-accept-plaintext", "--peer", "B=ws://10.0.0.2:7400"}, files...), io.Discard); err == nil || !strings.Contains(err.Error(), "--secret") {
+		t.Errorf("plaintext served beside TLS off loopback without a secret: %v", err)
+	}
+	cfg, err = parseServe(append([]string{"--name", "A", "--tls-accept-plaintext", "--peer", "B=ws://10.0.0.2:7400"}, files...), io.Discard)
+	if err != nil || !cfg.node.AcceptPlaintext {
+		t.Errorf("a ws:// peer while moving to TLS: %v, %+v", err, cfg)
 	}
 }
 

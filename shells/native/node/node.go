@@ -178,7 +178,7 @@ func Start(cfg Config) (*Node, error) {
 		return nil, errors.New("node: serving plaintext beside TLS needs TLS")
 	}
 	for _, p := range cfg.Peers {
-		if err := cfg.checkPeerURL(p.URL); err != nil {
+		if err := cfg.CheckPeerURL(p.URL); err != nil {
 			return nil, fmt.Errorf("node: peer %s: %w", p.Name, err)
 		}
 	}
@@ -605,7 +605,7 @@ func (n *Node) AddPeer(p Peer) error {
 	if !wire.ValidName(p.Name) {
 		return fmt.Errorf("node: peer name %q is not 1 to 64 of [A-Za-z0-9_.-]", p.Name)
 	}
-	if err := n.cfg.checkPeerURL(p.URL); err != nil {
+	if err := n.cfg.CheckPeerURL(p.URL); err != nil {
 		return err
 	}
 	n.peerMu.Lock() // two additions of one name: one wins, the other gets ErrPeerExists

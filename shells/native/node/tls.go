@@ -13,9 +13,9 @@ import (
 // TLS between peers: which URLs a node may dial, the dialers' client, the reload of the
 // certificate files, and the channel binding each side gives its session.
 
-// checkPeerURL is ParsePeerURL and the TLS configuration's rule: wss:// needs TLS, and a
+// CheckPeerURL is ParsePeerURL and the TLS configuration's rule: wss:// needs TLS, and a
 // node with TLS dials ws:// only while it serves plaintext too (moving to TLS).
-func (c *Config) checkPeerURL(raw string) error {
+func (c *Config) CheckPeerURL(raw string) error {
 	target, err := ParsePeerURL(raw)
 	if err != nil {
 		return err
