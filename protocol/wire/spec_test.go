@@ -68,8 +68,8 @@ func TestSpecExamples(t *testing.T) {
 	}
 }
 
-// TestSpecErrorCodes: the code table of SPEC.md lists exactly the codes of this build, each
-// with its class.
+// TestSpecErrorCodes: the code tables of SPEC.md list exactly the codes of this build, the
+// transport codes included, each with its class.
 func TestSpecErrorCodes(t *testing.T) {
 	spec, err := os.ReadFile("../SPEC.md")
 	if err != nil {
@@ -86,6 +86,14 @@ func TestSpecErrorCodes(t *testing.T) {
 			t.Errorf("code %s is not in SPEC.md's table", c)
 		} else if got != cl {
 			t.Errorf("code %s: SPEC.md says class %s, the code says %s", c, got, cl)
+		}
+	}
+	for _, c := range wire.TransportCodes() {
+		cl, _ := wire.ClassOf(c)
+		if got, ok := documented[c]; !ok {
+			t.Errorf("transport code %s is not in SPEC.md's tables", c)
+		} else if got != cl {
+			t.Errorf("transport code %s: SPEC.md says class %s, the code says %s", c, got, cl)
 		}
 	}
 	for c := range documented {
