@@ -7,13 +7,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"plait/protocol"
 	"plait/protocol/abi"
+	"plait/protocol/handshake"
 	"plait/protocol/prototest"
+	"plait/protocol/replica"
 	"plait/protocol/vector"
 	"plait/protocol/wire"
 	"plait/shells/wasm/host"
@@ -548,5 +551,56 @@ func TestCallDeadline(t *testing.T) {
 	t.Logf("stopped after %v: %v", time.Since(start), err)
 	if _, err := in.Step(context.Background(), nil); !errors.Is(err, host.ErrDead) {
 		t.Fatalf("after the deadline: %v, want ErrDead", err)
+	}
+}
+
+// TestChannelBindingUnderWasm: the guest takes a channel binding through CONFIGURE and
+// binds its handshake to it exactly as the native core does: with the native side's
+// binding equal it establishes, bound, with tls-exporter negotiated; with another binding
+// (a handshake relayed between two channels) both sides fail auth-failed.
+func TestChannelBindingUnderWasm(t *testing.T) {
+	mod, _ := load(t)
+	for _, c := range []struct {
+		name    string
+		native  []byte
+		wantsOK bool
+	}{{"one channel", bytes.Repeat([]byte{7}, 32), true}, {"two channels", bytes.Repeat([]byte{8}, 32), false}} {
+		t.Run(c.name, func(t *testing.T) {
+			lc := prototest.Config(wire.RoleListener, "L", 2)
+			lc.Secret, lc.ChannelBinding = []byte("s"), bytes.Repeat([]byte{7}, 32)
+			guest, err := mod.NewSession(lc, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dc := prototest.Config(wire.RoleDialer, "D", 1)
+			dc.Secret, dc.ChannelBinding = []byte("s"), c.native
+			native, err := protocol.New(dc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := prototest.Epoch
+			sides := []replica.Session{native, guest}
+			for i, s := range sides {
+				if err := s.Start(now, bytes.Repeat([]byte{byte(i + 1)}, 16)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 10 {
+				for i, s := range sides {
+					for _, m := range s.Ready().Messages {
+						_ = sides[1-i].Receive(now, m) // a closed side refuses; its state says why
+					}
+				}
+			}
+			for _, s := range sides {
+				h := s.Handshake()
+				if c.wantsOK && (s.State() != protocol.StateEstablished || !h.Bound || !slices.Contains(h.Caps, handshake.CapTLSExporter)) {
+					t.Fatalf("state %v, err %v, handshake %+v", s.State(), s.Err(), h)
+				}
+				if !c.wantsOK && (s.Err() == nil || s.Err().Code != wire.CodeAuthFailed) {
+					t.Fatalf("state %v, err %v; want auth-failed", s.State(), s.Err())
+				}
+			}
+		})
 	}
 }
