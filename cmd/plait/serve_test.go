@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"plait/internal/testnet"
+	"plait/protocol/replica"
+	"plait/shells/native/httpapi"
 	"strings"
 	"testing"
 	"time"
@@ -159,7 +161,7 @@ func TestStatusPrintsTables(t *testing.T) {
 		errs.Reset()
 		time.Sleep(20 * time.Millisecond)
 	}
-	for _, want := range []string{"node S ", "ORIGIN", "APPLIED", "PEER", "txns_applied 0"} {
+	for _, want := range []string{"node S ", "tls off", "ORIGIN", "APPLIED", "PEER", "txns_applied 0", "connections_refused 0"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("plait status output lacks %q:\n%s", want, out.String())
 		}
@@ -242,6 +244,21 @@ func TestBench(t *testing.T) {
 	} {
 		if code := benchmark(args, &out, &errs); code != 2 {
 			t.Errorf("plait bench %v: exit %d, want 2", args, code)
+		}
+	}
+}
+
+// TestPrintStatusTLSAndRefusals: plait status prints the node's certificate and the
+// refused connections when the document has them.
+func TestPrintStatusTLSAndRefusals(t *testing.T) {
+	d := httpapi.NewStatusDoc(replica.Status{})
+	d.Node.TLS = &httpapi.TLSDoc{NodeName: "A", Subject: "CN=A,O=plait", Expiry: "2028-01-01T00:00:00Z", Reloads: 2}
+	d.Refusals = []httpapi.RefusalDoc{{At: "2026-12-01T10:00:00.000Z", Remote: "10.0.0.9:5000", Code: "tls-unknown-ca", Message: "unknown authority"}}
+	var out bytes.Buffer
+	printStatus(&out, d)
+	for _, want := range []string{"tls A  certificate CN=A,O=plait  expires 2028-01-01T00:00:00Z", "REFUSED AT", "10.0.0.9:5000", "tls-unknown-ca"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("plait status output lacks %q:\n%s", want, out.String())
 		}
 	}
 }

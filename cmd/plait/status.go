@@ -29,8 +29,18 @@ func status(args []string, stdout, stderr io.Writer) int {
 }
 
 func printStatus(w io.Writer, d httpapi.StatusDoc) {
-	fmt.Fprintf(w, "node %s  origin %s  protocol %d..%d  authenticated %v\n\n", d.Node.Name, d.Node.Origin,
+	fmt.Fprintf(w, "node %s  origin %s  protocol %d..%d  authenticated %v\n", d.Node.Name, d.Node.Origin,
 		d.Node.Protocol.Min, d.Node.Protocol.Max, d.Node.Authenticated)
+	if tl := d.Node.TLS; tl != nil {
+		fmt.Fprintf(w, "tls %s  certificate %s  expires %s  plaintext too %v  reloads %d (%d refused)\n", tl.NodeName, tl.Subject,
+			tl.Expiry, tl.AcceptPlaintext, tl.Reloads, tl.ReloadFailures)
+		if tl.LastReloadError != "" {
+			fmt.Fprintf(w, "tls reload refused: %s\n", tl.LastReloadError)
+		}
+	} else {
+		fmt.Fprintln(w, "tls off")
+	}
+	fmt.Fprintln(w)
 	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(t, "ORIGIN\tAPPLIED\tHEAD\tLAG\tLAG MS\tSOURCE\tCHANGES\tDIVERGED\tFLOOR\tLOG BYTES")
 	for _, o := range d.Origins {
@@ -68,6 +78,15 @@ func printStatus(w io.Writer, d httpapi.StatusDoc) {
 		}
 	}
 	if copies {
+		t.Flush()
+		fmt.Fprintln(w)
+	}
+	if len(d.Refusals) > 0 {
+		t = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(t, "REFUSED AT\tREMOTE\tPEER\tCODE\tMESSAGE")
+		for _, r := range d.Refusals {
+			fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\n", r.At, r.Remote, dash(r.Peer), r.Code, r.Message)
+		}
 		t.Flush()
 		fmt.Fprintln(w)
 	}
