@@ -137,14 +137,7 @@ var transportCodes = map[Code]Class{
 }
 
 // TransportCodes returns the transport codes, sorted.
-func TransportCodes() []Code {
-	out := make([]Code, 0, len(transportCodes))
-	for c := range transportCodes {
-		out = append(out, c)
-	}
-	slices.Sort(out)
-	return out
-}
+func TransportCodes() []Code { return sortedCodes(transportCodes) }
 
 // ClassOf returns the class of a code this build defines, and false for any other code
 // (a newer peer's code: its CLOSE frame carries the class too).
@@ -172,9 +165,11 @@ func PeerClass(code Code, sent Class) Class {
 }
 
 // Codes returns every defined code, sorted.
-func Codes() []Code {
-	out := make([]Code, 0, len(codeClasses))
-	for c := range codeClasses {
+func Codes() []Code { return sortedCodes(codeClasses) }
+
+func sortedCodes(m map[Code]Class) []Code {
+	out := make([]Code, 0, len(m))
+	for c := range m {
 		out = append(out, c)
 	}
 	slices.Sort(out)

@@ -43,18 +43,29 @@ func startIn(t *testing.T, name, dir string, peers ...*testNode) *testNode {
 	for _, p := range peers {
 		ps = append(ps, node.Peer{Name: p.name, URL: p.url})
 	}
-	n, err := node.Start(node.Config{Name: name, DataDir: dir, Listener: l, Peers: ps,
-		Secret: []byte("node test secret of enough bytes"), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		MaxPendingHandshakes: maxPending})
+	return run(t, node.Config{Name: name, DataDir: dir, Listener: l, Peers: ps,
+		Secret: []byte("node test secret of enough bytes"), MaxPendingHandshakes: maxPending}, "ws://")
+}
+
+// run starts a node of cfg (its logs discarded) that its test stops at the end; its url
+// is scheme and the listener's address.
+func run(t *testing.T, cfg node.Config, scheme string) *testNode {
+	t.Helper()
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	n, err := node.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if err := n.Stop(); err != nil {
-			t.Errorf("%s: %v", name, err)
+			t.Errorf("%s: %v", cfg.Name, err)
 		}
 	})
-	return &testNode{Node: n, name: name, url: "ws://" + l.Addr().String()}
+	tn := &testNode{Node: n, name: cfg.Name}
+	if cfg.Listener != nil {
+		tn.url = scheme + cfg.Listener.Addr().String()
+	}
+	return tn
 }
 
 // waitFor polls cond until it holds or the deadline passes.

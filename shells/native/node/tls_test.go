@@ -60,27 +60,22 @@ func startTLS(t *testing.T, name, certDir string, o tlsOpts, peers ...node.Peer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := node.Start(node.Config{Name: name, DataDir: t.TempDir(), Listener: l, Peers: peers, Secret: o.secret,
-		TLS: src, AcceptPlaintext: o.plaintext, CertPoll: 50 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := n.Stop(); err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
-	})
-	return &testNode{Node: n, name: name, url: "wss://" + l.Addr().String()}
+	return run(t, node.Config{Name: name, DataDir: t.TempDir(), Listener: l, Peers: peers, Secret: o.secret,
+		TLS: src, AcceptPlaintext: o.plaintext, CertPoll: 50 * time.Millisecond}, "wss://")
 }
 
-func peerOf(t *testing.T, n *testNode, name string) (replica.PeerStatus, bool) {
+func status(t *testing.T, n *testNode) replica.Status {
 	t.Helper()
 	st, err := n.Status()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range st.Peers {
+	return st
+}
+
+func peerOf(t *testing.T, n *testNode, name string) (replica.PeerStatus, bool) {
+	t.Helper()
+	for _, p := range status(t, n).Peers {
 		if p.Name == name {
 			return p, true
 		}
@@ -95,11 +90,7 @@ func streamingTo(t *testing.T, n *testNode, name string) bool {
 
 func refusedCount(t *testing.T, n *testNode, code wire.Code) uint64 {
 	t.Helper()
-	st, err := n.Status()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range st.RefusedByCode {
+	for _, c := range status(t, n).RefusedByCode {
 		if c.Code == code {
 			return c.Count
 		}
@@ -224,13 +215,7 @@ func startWith(t *testing.T, name, dir, certName string, peers ...node.Peer) *no
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := node.Start(node.Config{Name: name, DataDir: t.TempDir(), Peers: peers, TLS: src,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n.Stop() })
-	return n
+	return run(t, node.Config{Name: name, DataDir: t.TempDir(), Peers: peers, TLS: src}, "").Node
 }
 
 func copyFile(t *testing.T, from, to string) {
