@@ -14,7 +14,7 @@ const usage = `usage: plait <command> [flags]
 
 commands:
   serve   run a node (plait serve -h lists the flags)
-  status  a node's /v1/status as tables (--http HOST:PORT)
+  status  a node's /v1/status as tables (--http HOST:PORT [--token-file FILE] [--ca FILE])
   check   audit a stopped node's data directory (--data DIR); exit 0 iff all holds
   bench   replication beside raw RocksDB and raw WebSocket, in one run (BENCHMARKS.md)
   cert    certificates for mutual TLS: plait cert ca --dir DIR, then

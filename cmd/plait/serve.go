@@ -19,6 +19,7 @@ import (
 	"plait/protocol/handshake"
 	"plait/protocol/replica"
 	"plait/protocol/wire"
+	"plait/shells/native/apitoken"
 	"plait/shells/native/httpapi"
 	"plait/shells/native/node"
 	"plait/shells/native/tlsfiles"
@@ -31,11 +32,17 @@ const nameRule = "1 to 64 of [A-Za-z0-9_.-]"
 // 128 bits (README, "The cluster secret is a key").
 const minSecret = 16
 
-// serveConfig is plait serve's flags, checked.
+// serveConfig is plait serve's flags, checked, with the files they name loaded.
 type serveConfig struct {
 	node       node.Config
 	listen     string
 	httpListen string
+	tokens     *apitoken.File   // --api-token-file; nil: the API is open
+	httpTLS    *tlsfiles.Source // --http-tls-cert and --http-tls-key; nil: plain HTTP
+
+	// hup delivers SIGHUP (serve sets it; nil in tests that send none): each one reloads
+	// the files of reloaders.
+	hup <-chan os.Signal
 }
 
 type peerFlags []node.Peer
@@ -90,6 +97,10 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	insecurePlain := fs.Bool("insecure-plaintext", false, "let a --listen that is not loopback run without TLS (peer links in cleartext)")
 	chanWin := fs.Int("channel-window", 0, "bytes received and not yet applied per origin channel (0: the default, one largest frame)")
 	sessWin := fs.Int("session-window", 0, "bytes received and not yet applied per connection (0: the default, 64 MiB)")
+	tokenFile := fs.String("api-token-file", "", "a `FILE` of TOKEN SCOPE lines (scope read, write or admin): the API answers only bearer tokens of it; reloaded on SIGHUP")
+	insecureOpen := fs.Bool("insecure-open-api", false, "serve the API without tokens on an --http address that is not loopback")
+	httpCert := fs.String("http-tls-cert", "", "serve the API over HTTPS with the certificate in `FILE` (PEM; with --http-tls-key); reloaded on SIGHUP")
+	httpKey := fs.String("http-tls-key", "", "the private key of --http-tls-cert, in `FILE` (PEM)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -169,12 +180,33 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 			return nil, fmt.Errorf("--peer %s: %w", p.Name, err)
 		}
 	}
-	return &serveConfig{listen: *listen, httpListen: *httpListen, node: node.Config{Name: *name, DataDir: *data,
+	// An API that anyone who reaches it may write to and reconfigure is opened only on
+	// purpose: off loopback it needs tokens, or the flag that says so.
+	if !loopback(*httpListen) && *tokenFile == "" && !*insecureOpen {
+		return nil, fmt.Errorf("--http: %s is not loopback: give --api-token-file FILE, or --insecure-open-api to serve the API to every client that reaches it", *httpListen)
+	}
+	cfg := &serveConfig{listen: *listen, httpListen: *httpListen, node: node.Config{Name: *name, DataDir: *data,
 		TLS: peerTLS, AcceptPlaintext: *acceptPlain,
 		Peers: peers, Secret: []byte(*secret), ProtocolMax: *protoMax, Sync: node.SyncMode(*sync),
 		MoveDelay: *moveDelay, StallTimeout: *stall, Limits: limits,
 		RetainAge: *retainAge, RetainBytes: *retainBytes, RetainHold: *retainHold,
-		MaxCopies: copies, CopyChunk: *copyChunk}}, nil
+		MaxCopies: copies, CopyChunk: *copyChunk}}
+	if (*httpCert == "") != (*httpKey == "") {
+		return nil, errors.New("--http-tls-cert, --http-tls-key: give both or neither")
+	}
+	// The files are read now, so that a bad one is a refused command line (exit 2) rather
+	// than a node that starts and answers no one.
+	if *tokenFile != "" {
+		if cfg.tokens, err = apitoken.Load(*tokenFile); err != nil {
+			return nil, fmt.Errorf("--api-token-file: %w", err)
+		}
+	}
+	if *httpCert != "" {
+		if cfg.httpTLS, err = tlsfiles.LoadServer(tlsfiles.Files{Cert: *httpCert, Key: *httpKey}); err != nil {
+			return nil, fmt.Errorf("--http-tls-cert, --http-tls-key: %w", err)
+		}
+	}
+	return cfg, nil
 }
 
 // loadPeerTLS loads the peer certificate set of --tls-cert, --tls-key and --tls-ca: all
@@ -206,8 +238,14 @@ func loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// serve is plait serve: it runs until SIGINT or SIGTERM. It returns the exit status.
+// serve is plait serve: it runs until SIGINT or SIGTERM, and reloads its files on SIGHUP.
+// It returns the exit status.
 func serve(args []string, stderr io.Writer) int {
+	// From the start: a SIGHUP sent while the node starts is kept for the loop (one is
+	// enough) instead of ending the process, which is what it does by default.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	cfg, err := parseServe(args, stderr)
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
@@ -215,6 +253,7 @@ func serve(args []string, stderr io.Writer) int {
 		}
 		return 2
 	}
+	cfg.hup = hup
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := runServe(ctx, cfg, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
@@ -242,21 +281,87 @@ func runServe(ctx context.Context, cfg *serveConfig, log *slog.Logger) error {
 		api.Close()
 		return err
 	}
-	srv := &http.Server{Handler: httpapi.New(n, httpapi.Limits{}), ReadHeaderTimeout: 10 * time.Second}
+	var opts []httpapi.Option
+	if cfg.tokens != nil {
+		opts = append(opts, httpapi.RequireTokens(cfg.tokens))
+	}
+	// The server's own errors (a failed TLS handshake, ...) go to the node's log, not to the
+	// standard library's logger.
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	if cfg.httpTLS != nil {
+		opts = append(opts, httpapi.ReportTLS(cfg.httpTLS))
+		srv.TLSConfig = cfg.httpTLS.ServerConfig()
+	}
+	srv.Handler = httpapi.New(n, httpapi.Limits{}, opts...)
 	go func() {
-		if err := srv.Serve(api); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		var err error
+		if srv.TLSConfig != nil {
+			err = srv.ServeTLS(api, "", "") // the certificate is the configuration's, of the current generation
+		} else {
+			err = srv.Serve(api)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http listener", "err", err)
 		}
 	}()
 	if cfg.node.TLS == nil && !loopback(cfg.listen) {
 		log.Warn("peer links run in cleartext (--insecure-plaintext): records cross the network unencrypted")
 	}
-	log.Info("serving", "name", cfg.node.Name, "listen", repl.Addr().String(), "http", api.Addr().String(), "data", cfg.node.DataDir)
-	<-ctx.Done()
+	attrs := []any{"name", cfg.node.Name, "listen", repl.Addr().String(), "http", api.Addr().String(), "data", cfg.node.DataDir,
+		"http_tls", cfg.httpTLS != nil, "api_tokens", cfg.tokens != nil}
+	if cfg.httpTLS != nil {
+		attrs = append(attrs, "http_tls_expiry", cfg.httpTLS.Current().Expiry().UTC())
+	}
+	log.Info("serving", attrs...)
+	reloaders := cfg.reloaders()
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-cfg.hup:
+			reload(reloaders, log)
+		}
+	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	// Shutdown fails only when requests outlast the bound; they are cut off, and the node's
 	// stop below is what says whether the data is safe.
 	_ = srv.Shutdown(shutdown)
 	return n.Stop()
+}
+
+// reloader is one set of files that SIGHUP reads again: the flag that names them, for the
+// log, and its reload, which keeps the files loaded before when the new ones do not load.
+type reloader struct {
+	flag   string
+	reload func() error
+}
+
+// reloaders is everything SIGHUP reloads, in order: the one place where a set of files a
+// node serves with joins the reload, one line each.
+func (cfg *serveConfig) reloaders() []reloader {
+	var rs []reloader
+	if cfg.tokens != nil {
+		rs = append(rs, reloader{"--api-token-file", cfg.tokens.Reload})
+	}
+	if cfg.httpTLS != nil {
+		rs = append(rs, reloader{"--http-tls-cert", cfg.httpTLS.Reload})
+	}
+	if cfg.node.TLS != nil {
+		rs = append(rs, reloader{"--tls-cert", cfg.node.TLS.Reload})
+	}
+	return rs
+}
+
+// reload runs every reloader, each whatever the ones before it did, and logs each outcome.
+// A failed one leaves its files as they were loaded before and the node serving; its
+// count is in the metrics (docs/contract.md §9).
+func reload(rs []reloader, log *slog.Logger) {
+	for _, r := range rs {
+		if err := r.reload(); err != nil {
+			log.Error("reload failed; the files loaded before are kept", "flag", r.flag, "err", err)
+			continue
+		}
+		log.Info("reloaded", "flag", r.flag)
+	}
 }

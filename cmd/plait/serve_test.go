@@ -262,3 +262,33 @@ func TestPrintStatusTLSAndRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestPeerCertificatesReloadOnHUP: SIGHUP's reloaders include the peer certificate set,
+// and running it loads the files written since.
+func TestPeerCertificatesReloadOnHUP(t *testing.T) {
+	t.Setenv("PLAIT_SECRET", "")
+	dir := t.TempDir()
+	if cert([]string{"ca", "--dir", dir}, io.Discard, io.Discard) != 0 || cert([]string{"node", "--dir", dir, "--name", "A"}, io.Discard, io.Discard) != 0 {
+		t.Fatal("plait cert failed")
+	}
+	cfg, err := parseServe([]string{"--name", "A", "--tls-cert", dir + "/A.crt", "--tls-key", dir + "/A.key", "--tls-ca", dir + "/ca.crt"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := cfg.node.TLS.Current().Leaf.SerialNumber.String()
+	if cert([]string{"node", "--dir", dir, "--name", "A", "--overwrite"}, io.Discard, io.Discard) != 0 {
+		t.Fatal("plait cert --overwrite failed")
+	}
+	found := false
+	for _, r := range cfg.reloaders() {
+		if r.flag == "--tls-cert" {
+			found = true
+			if err := r.reload(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if !found || cfg.node.TLS.Current().Leaf.SerialNumber.String() == before {
+		t.Fatalf("the peer certificates on SIGHUP: reloader found %v, serial still %s", found, before)
+	}
+}

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -16,16 +21,67 @@ func status(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("plait status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("http", "127.0.0.1:7401", "the node's HTTP API")
+	tokenFile := fs.String("token-file", "", "send the bearer token in `FILE` (it holds the token alone); default: env PLAIT_TOKEN")
+	caFile := fs.String("ca", "", "dial https:// and trust the certificates in `FILE` (PEM) for it")
+	https := fs.Bool("https", false, "dial https:// with the system's trusted certificates (implied by --ca)")
 	if !parseFlags(fs, args) {
 		return 2
 	}
-	doc, err := httpapi.ReadStatus(&http.Client{Timeout: 10 * time.Second}, *addr)
+	token, err := statusToken(*tokenFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "plait status:", err)
+		return 2
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	var opts []httpapi.ReadOption
+	if token != "" {
+		opts = append(opts, httpapi.SendToken(token))
+	}
+	if *caFile != "" {
+		pem, err := os.ReadFile(*caFile)
+		if err != nil {
+			fmt.Fprintln(stderr, "plait status: --ca:", err)
+			return 2
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			fmt.Fprintf(stderr, "plait status: --ca: %s holds no PEM certificate\n", *caFile)
+			return 2
+		}
+		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
+	}
+	if *https || *caFile != "" {
+		opts = append(opts, httpapi.UseHTTPS())
+	}
+	doc, err := httpapi.ReadStatus(client, *addr, opts...)
 	if err != nil {
 		fmt.Fprintln(stderr, "plait status:", err)
 		return 1
 	}
 	printStatus(stdout, doc)
 	return 0
+}
+
+// statusToken is the bearer token to send: the content of the --token-file, else the
+// environment's PLAIT_TOKEN, else none. A file is read whole, around spaces and newlines,
+// and must hold one token and nothing else: a server's token file (TOKEN SCOPE lines) given
+// by mistake is refused, not half sent.
+func statusToken(file string) (string, error) {
+	if file == "" {
+		return strings.TrimSpace(os.Getenv("PLAIT_TOKEN")), nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	token := strings.TrimSpace(string(b))
+	switch {
+	case token == "":
+		return "", fmt.Errorf("--token-file: %s holds no token", file)
+	case strings.ContainsAny(token, " \t\r\n"):
+		return "", errors.New("--token-file: " + file + " holds more than a token (the file holds the token alone)")
+	}
+	return token, nil
 }
 
 func printStatus(w io.Writer, d httpapi.StatusDoc) {

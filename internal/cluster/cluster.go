@@ -43,7 +43,8 @@ func (n *Node) Peer() node.Peer { return node.Peer{Name: n.Name, URL: n.URL} }
 func (n *Node) PeerFlag() string { return n.Name + "=" + n.URL }
 
 // Status is the node's /v1/status document: through the Go API in this process (no HTTP
-// round trip in the benchmarks' polling), through GET /v1/status for a process.
+// round trip in the benchmarks' polling), through GET /v1/status for a process, with its
+// Process.Token when it has one.
 func (n *Node) Status() (httpapi.StatusDoc, error) {
 	if n.Local != nil {
 		st, err := n.Local.Status()
@@ -52,7 +53,7 @@ func (n *Node) Status() (httpapi.StatusDoc, error) {
 		}
 		return httpapi.NewStatusDoc(st), nil
 	}
-	return httpapi.ReadStatus(client, n.HTTP)
+	return httpapi.ReadStatus(client, n.HTTP, httpapi.SendToken(n.proc.cfg.Token))
 }
 
 // Stop stops the node: Node.Stop in this process; SIGCONT (it may be stopped), then

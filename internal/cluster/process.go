@@ -22,6 +22,7 @@ type Process struct {
 	Secret  string    // the cluster secret, given as PLAIT_SECRET (kept off the command line)
 	Args    []string  // serve flags after --name, --data, --listen and --http (--peer, --sync, ...)
 	Output  io.Writer // the process's stdout and stderr (nil: discarded)
+	Token   string    // the bearer token Status sends, for a node run with --api-token-file (empty: none)
 }
 
 // Bounds of a process's life.

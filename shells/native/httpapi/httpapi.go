@@ -3,6 +3,10 @@
 // a node.Node. It decides nothing about replication; it checks requests against the
 // contract's bounds and turns them into node calls. StatusDoc is its status document,
 // which ReadStatus reads from a node for the clients in this repository.
+//
+// With RequireTokens, it also decides which endpoint needs which token scope and answers
+// the requests it refuses (401 and 403, §6.4); the tokens themselves, and their comparison,
+// are apitoken's.
 package httpapi
 
 import (
@@ -15,6 +19,8 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,7 +29,9 @@ import (
 
 	"plait/protocol/replica"
 	"plait/protocol/wire"
+	"plait/shells/native/apitoken"
 	"plait/shells/native/node"
+	"plait/shells/native/tlsfiles"
 )
 
 // Limits are the API's own bounds (docs/contract.md §6.1); zero fields take the defaults. A key's
@@ -50,25 +58,57 @@ type API struct {
 	limits      Limits
 	writeLimits replica.WriteLimits // the node's
 	mux         *http.ServeMux
+	scopes      map[string]apitoken.Scope // by the mux's pattern: the scope each endpoint needs
+
+	tokens  *apitoken.File   // nil: the API is open
+	tls     *tlsfiles.Source // the HTTPS certificate, for /metrics; nil when none
+	refused [2]atomic.Uint64 // unauthorized, forbidden
 }
 
+// Option is an option of New beyond the API's bounds.
+type Option func(*API)
+
+// RequireTokens makes every endpoint but GET /healthz answer only requests that carry a
+// bearer token of tokens whose scope covers the endpoint's (docs/contract.md §6.4). Without
+// it, the API is open to whoever reaches it.
+func RequireTokens(tokens *apitoken.File) Option { return func(a *API) { a.tokens = tokens } }
+
+// ReportTLS adds the HTTPS certificate's expiry and reloads to /metrics (§9); the listener
+// that serves with src is the caller's.
+func ReportTLS(src *tlsfiles.Source) Option { return func(a *API) { a.tls = src } }
+
+// open is the scope of an endpoint that needs no token.
+const open apitoken.Scope = 0
+
 // New returns the API of n.
-func New(n *node.Node, limits Limits) *API {
-	a := &API{n: n, limits: limits.withDefaults(), writeLimits: n.WriteLimits(), mux: http.NewServeMux()}
+func New(n *node.Node, limits Limits, opts ...Option) *API {
+	a := &API{n: n, limits: limits.withDefaults(), writeLimits: n.WriteLimits(), mux: http.NewServeMux(),
+		scopes: map[string]apitoken.Scope{}}
+	for _, o := range opts {
+		o(a)
+	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), &metrics{n: n})
-	a.mux.HandleFunc("PUT /v1/tables/{t}/records/{key...}", a.put)
-	a.mux.HandleFunc("GET /v1/tables/{t}/records/{key...}", a.get)
-	a.mux.HandleFunc("DELETE /v1/tables/{t}/records/{key...}", a.del)
-	a.mux.HandleFunc("POST /v1/tables/{t}/batch", a.batch)
-	a.mux.HandleFunc("GET /v1/tables/{t}/records", a.list)
-	a.mux.HandleFunc("GET /v1/tables/{t}/digest", a.digest)
-	a.mux.HandleFunc("GET /v1/status", a.status)
-	a.mux.HandleFunc("POST /v1/peers", a.addPeer)
-	a.mux.HandleFunc("DELETE /v1/peers/{name}", a.removePeer)
-	a.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	a.mux.HandleFunc("GET /healthz", a.healthz)
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		&metrics{n: n}, &apiMetrics{a: a})
+	// The one table of endpoints and the scope each needs: a route cannot be added without one.
+	a.handle("PUT /v1/tables/{t}/records/{key...}", apitoken.Write, http.HandlerFunc(a.put))
+	a.handle("GET /v1/tables/{t}/records/{key...}", apitoken.Read, http.HandlerFunc(a.get))
+	a.handle("DELETE /v1/tables/{t}/records/{key...}", apitoken.Write, http.HandlerFunc(a.del))
+	a.handle("POST /v1/tables/{t}/batch", apitoken.Write, http.HandlerFunc(a.batch))
+	a.handle("GET /v1/tables/{t}/records", apitoken.Read, http.HandlerFunc(a.list))
+	a.handle("GET /v1/tables/{t}/digest", apitoken.Read, http.HandlerFunc(a.digest))
+	a.handle("GET /v1/status", apitoken.Read, http.HandlerFunc(a.status))
+	a.handle("POST /v1/peers", apitoken.Admin, http.HandlerFunc(a.addPeer))
+	a.handle("DELETE /v1/peers/{name}", apitoken.Admin, http.HandlerFunc(a.removePeer))
+	a.handle("GET /metrics", apitoken.Read, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	// Open: load balancers and orchestrators probe health without credentials.
+	a.handle("GET /healthz", open, http.HandlerFunc(a.healthz))
 	return a
+}
+
+func (a *API) handle(pattern string, scope apitoken.Scope, h http.Handler) {
+	a.mux.Handle(pattern, h)
+	a.scopes[pattern] = scope
 }
 
 // healthz answers 200 ok while the node serves, 503 once it stopped (a store failure
@@ -81,10 +121,31 @@ func (a *API) healthz(w http.ResponseWriter, _ *http.Request) {
 	_, _ = io.WriteString(w, "ok") // an error means the client went away: nothing to answer
 }
 
-// ServeHTTP serves a request. A path or method the API does not have is answered in the
-// API's error form: not-found (404) or bad-method (405).
+// ServeHTTP serves a request. With tokens required, a request without a valid bearer
+// token is answered 401 unauthorized, and one whose token's scope is below the endpoint's
+// 403 forbidden, before anything else; that includes a path or method the API does not
+// have, so that the endpoints are not shown to a client without a token. A path or method
+// the API does not have is then answered in the API's error form: not-found (404) or
+// bad-method (405).
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if _, pattern := a.mux.Handler(r); pattern == "" {
+	_, pattern := a.mux.Handler(r)
+	need, known := a.scopes[pattern]
+	if a.tokens != nil && (!known || need != open) {
+		have, why := a.authenticate(r)
+		if why != "" {
+			a.refused[0].Add(1)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="plait"`)
+			fail(w, &apiError{http.StatusUnauthorized, "unauthorized", why})
+			return
+		}
+		if known && !have.Covers(need) {
+			a.refused[1].Add(1)
+			fail(w, &apiError{http.StatusForbidden, "forbidden",
+				fmt.Sprintf("%s needs a token of scope %s; this token's scope is %s", pattern, need, have)})
+			return
+		}
+	}
+	if !known {
 		probe := &statusProbe{header: http.Header{}}
 		a.mux.ServeHTTP(probe, r) // the mux's own answer, to tell 404 from 405
 		if allow := probe.header.Get("Allow"); allow != "" {
@@ -98,6 +159,31 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.mux.ServeHTTP(w, r)
+}
+
+// authenticate returns the scope of the request's bearer token, or why the request is not
+// authenticated. The token comes from the one Authorization header, `Bearer TOKEN` (the
+// scheme in any case, RFC 7235); never from the query, where logs and proxies keep it.
+func (a *API) authenticate(r *http.Request) (apitoken.Scope, string) {
+	const form = "Authorization: Bearer TOKEN"
+	values := r.Header.Values("Authorization")
+	switch len(values) {
+	case 0:
+		return 0, "a bearer token is required (" + form + ")"
+	case 1:
+	default:
+		return 0, "more than one Authorization header"
+	}
+	scheme, token, _ := strings.Cut(values[0], " ")
+	token = strings.TrimLeft(token, " ")
+	if !strings.EqualFold(scheme, "Bearer") || token == "" || strings.ContainsAny(token, " \t") {
+		return 0, "the Authorization header is not " + form
+	}
+	scope, ok := a.tokens.Lookup(token)
+	if !ok {
+		return 0, "the bearer token is not valid"
+	}
+	return scope, ""
 }
 
 // statusProbe records the status a handler answers with, and drops the body.

@@ -28,8 +28,8 @@ func startNode(t *testing.T, name string, peers ...node.Peer) (api *httptest.Ser
 }
 
 // startNodeWith runs a node of cfg, with a data directory, listener, secret and logger of
-// its own, and its API on httptest.
-func startNodeWith(t *testing.T, cfg node.Config) (api *httptest.Server, replicate string) {
+// its own, and its API (with opts) on httptest.
+func startNodeWith(t *testing.T, cfg node.Config, opts ...httpapi.Option) (api *httptest.Server, replicate string) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -41,7 +41,7 @@ func startNodeWith(t *testing.T, cfg node.Config) (api *httptest.Server, replica
 	if err != nil {
 		t.Fatal(err)
 	}
-	api = httptest.NewServer(httpapi.New(n, httpapi.Limits{}))
+	api = httptest.NewServer(httpapi.New(n, httpapi.Limits{}, opts...))
 	t.Cleanup(func() {
 		api.Close()
 		if err := n.Stop(); err != nil {

@@ -113,3 +113,41 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descReloads, prometheus.CounterValue, float64(ts.ReloadFailures), "failed")
 	}
 }
+
+// apiMetrics is the API's own metrics (docs/contract.md §9): its refusals, and the reloads
+// of its token file and HTTPS certificate with the certificate's expiry. Like the node's,
+// they are reported only while the node serves.
+type apiMetrics struct{ a *API }
+
+var (
+	descRefused      = prometheus.NewDesc("plait_api_refused_total", "API requests refused: without a valid bearer token (unauthorized) or with a scope too small (forbidden).", []string{"code"}, nil)
+	descTokenReloads = prometheus.NewDesc("plait_api_token_reloads_total", "Reloads of --api-token-file: ok, or failed (the tokens before were kept).", []string{"result"}, nil)
+	descTLSReloads   = prometheus.NewDesc("plait_http_tls_reloads_total", "Reloads of --http-tls-cert and --http-tls-key: ok, or failed (the pair before was kept).", []string{"result"}, nil)
+	descTLSExpiry    = prometheus.NewDesc("plait_http_tls_cert_expiry_timestamp_seconds", "When the HTTPS certificate in use expires, in seconds since 1970.", nil, nil)
+)
+
+func (m *apiMetrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descRefused, descTokenReloads, descTLSReloads, descTLSExpiry} {
+		ch <- d
+	}
+}
+
+func (m *apiMetrics) Collect(ch chan<- prometheus.Metric) {
+	a := m.a
+	if !a.n.Serving() {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(a.refused[0].Load()), "unauthorized")
+	ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(a.refused[1].Load()), "forbidden")
+	if a.tokens != nil {
+		ok, failed := a.tokens.Reloads()
+		ch <- prometheus.MustNewConstMetric(descTokenReloads, prometheus.CounterValue, float64(ok), "ok")
+		ch <- prometheus.MustNewConstMetric(descTokenReloads, prometheus.CounterValue, float64(failed), "failed")
+	}
+	if a.tls != nil {
+		ok, failed := a.tls.Reloads()
+		ch <- prometheus.MustNewConstMetric(descTLSReloads, prometheus.CounterValue, float64(ok), "ok")
+		ch <- prometheus.MustNewConstMetric(descTLSReloads, prometheus.CounterValue, float64(failed), "failed")
+		ch <- prometheus.MustNewConstMetric(descTLSExpiry, prometheus.GaugeValue, float64(a.tls.Current().Expiry().Unix()))
+	}
+}

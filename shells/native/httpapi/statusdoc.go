@@ -4,6 +4,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -258,14 +260,51 @@ func (d StatusDoc) Connected(peer string) bool {
 	return false
 }
 
-// ReadStatus reads GET /v1/status of the node whose HTTP API is at addr (HOST:PORT).
-func ReadStatus(client *http.Client, addr string) (StatusDoc, error) {
-	resp, err := client.Get("http://" + addr + "/v1/status")
+// ReadOption is an option of ReadStatus.
+type ReadOption func(*readConfig)
+
+type readConfig struct {
+	token string
+	https bool
+}
+
+// SendToken sends token as the request's bearer token, for a node that requires tokens
+// (docs/contract.md §6.4); an empty token sends none.
+func SendToken(token string) ReadOption { return func(c *readConfig) { c.token = token } }
+
+// UseHTTPS reads over https://; the client's transport says which certificates it trusts.
+func UseHTTPS() ReadOption { return func(c *readConfig) { c.https = true } }
+
+// ReadStatus reads GET /v1/status of the node whose HTTP API is at addr (HOST:PORT). An
+// answer other than 200 is an error with its status and, when it is one, the API's error.
+func ReadStatus(client *http.Client, addr string, opts ...ReadOption) (StatusDoc, error) {
+	var c readConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	scheme := "http://"
+	if c.https {
+		scheme = "https://"
+	}
+	req, err := http.NewRequest(http.MethodGet, scheme+addr+"/v1/status", nil)
+	if err != nil {
+		return StatusDoc{}, err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return StatusDoc{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		if json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&e) == nil && e.Error.Code != "" {
+			return StatusDoc{}, fmt.Errorf("%s: %s: %s", resp.Status, e.Error.Code, e.Error.Message)
+		}
 		return StatusDoc{}, errors.New(resp.Status)
 	}
 	var d StatusDoc
