@@ -126,15 +126,15 @@ func (p *proc) refused(code string) float64 {
 	return p.metrics()[`plait_connections_refused_total{code="`+code+`"}`]
 }
 
-// hasRefusal reports whether p's refusals[] holds one of code and says it is an
-// accepted (dialed false) or a dialed one, as want.
-func hasRefusal(st httpapi.StatusDoc, code string, dialed bool) (httpapi.RefusalDoc, bool) {
-	for _, r := range st.Refusals {
-		if r.Code == code && r.Dialed == dialed {
-			return r, true
+// hasRefusal is the last refusal of code in a status's refusals[] that this node
+// accepted (dialed false) or dialed (dialed true); ok is false when there is none.
+func hasRefusal(st httpapi.StatusDoc, code string, dialed bool) (r httpapi.RefusalDoc, ok bool) {
+	for _, f := range st.Refusals {
+		if f.Code == code && f.Dialed == dialed {
+			r, ok = f, true
 		}
 	}
-	return httpapi.RefusalDoc{}, false
+	return r, ok
 }
 
 // tlsLinks checks that each of p's streaming connections runs bound to its TLS channel
@@ -205,19 +205,16 @@ func clientTLS(t *testing.T, dir, name string) *tls.Config {
 
 // tlsHello completes a TLS handshake with p's replication listener and then, since in TLS
 // 1.3 a client's handshake ends before the listener verified its certificate, sends a
-// request and reads until the listener answers or closes: by then it gave its verdict. It
-// returns the listener's certificate (nil when the handshake itself failed).
-func tlsHello(t *testing.T, p *proc, cfg *tls.Config) *x509.Certificate {
-	t.Helper()
+// request and reads until the listener closes or answers: by then it gave its verdict.
+func tlsHello(p *proc, cfg *tls.Config) {
 	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", listenAddr(p), cfg)
 	if err != nil {
-		return nil
+		return // refused within the handshake
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 	fmt.Fprintf(c, "GET /v1/replicate HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", listenAddr(p))
-	_, _ = bufio.NewReader(c).ReadString(0) // to the end: an answer (not an upgrade) or the close
-	return c.ConnectionState().PeerCertificates[0]
+	_, _ = bufio.NewReader(c).ReadString(0) // to the close, or a byte 0 of an answer, or the deadline
 }
 
 // presented is the serial number of the certificate p's listener presents to a new

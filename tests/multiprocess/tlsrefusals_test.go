@@ -62,9 +62,9 @@ func TestTLSRefusalsOnTheBinary(t *testing.T) {
 		code  string
 		hello func()
 	}{
-		{"tls-unknown-ca", func() { tlsHello(t, b, clientTLS(t, other, "A")) }},
-		{"tls-expired", func() { tlsHello(t, b, clientTLS(t, expired, "A")) }},
-		{"tls-no-cert", func() { tlsHello(t, b, clientTLS(t, dir, "")) }},
+		{"tls-unknown-ca", func() { tlsHello(b, clientTLS(t, other, "A")) }},
+		{"tls-expired", func() { tlsHello(b, clientTLS(t, expired, "A")) }},
+		{"tls-no-cert", func() { tlsHello(b, clientTLS(t, dir, "")) }},
 		{"tls-required", func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
