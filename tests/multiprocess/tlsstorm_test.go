@@ -26,7 +26,7 @@ import (
 // (go_memstats_alloc_bytes_total) must stay below stormAllocBound (the WebSocket variant:
 // plus stormUpgradeAlloc).
 //
-// Why flat numbers show that the node builds its TLS state once (shells/native/tlsfiles:
+// What the numbers show of the node building its TLS state once (shells/native/tlsfiles:
 // one listener configuration per loaded certificate generation, handed out by
 // GetConfigForClient): what a connection left behind (a goroutine, a session, a cache
 // entry) would show in the goroutines and in RSS; a configuration built afresh for each
