@@ -23,6 +23,8 @@ func benchmark(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.Writers, "writers", 16, "concurrent writers on A (group commit answers them together)")
 	fs.IntVar(&c.Stalled, "stalled-records", 500_000, "records written to a node whose receiver is stopped (SIGSTOP), sender RSS sampled; 0 skips")
 	fs.IntVar(&c.Copy, "copy-records", 500_000, "records of the base copy measures (copy rate beside a raw RocksDB scan and write, copy vs replay); 0 skips")
+	fs.BoolVar(&c.TLS, "tls", false, "also measure the raw WebSocket and the replication A -> B over ws:// against wss:// (mutual TLS 1.3, throwaway certificates)")
+	fs.IntVar(&c.TLSRounds, "tls-rounds", 3, "with --tls: alternated rounds of the ws:// and the wss:// measure")
 	sync := fs.String("sync", "origin", "origin | all | none (the nodes' --sync)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the in-process measures to this file")
 	if !parseFlags(fs, args) {

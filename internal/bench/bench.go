@@ -11,6 +11,7 @@ package bench
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -36,6 +37,11 @@ type Config struct {
 	Stalled int           // records written while the receiver is stopped; 0 skips the measure (--stalled-records)
 	Copy    int           // records of the base copy measures; 0 skips them (--copy-records)
 	Sync    node.SyncMode // the nodes' --sync (--sync)
+	// TLS also measures the raw WebSocket and the replication A -> B through the Go API
+	// over ws:// and over wss:// (mutual TLS 1.3, throwaway certificates), alternated for
+	// TLSRounds rounds, with the ratio of each round's pair (--tls, --tls-rounds).
+	TLS       bool
+	TLSRounds int
 	// Binary is the plait binary whose serve runs the stalled-receiver measure's nodes
 	// (needed only when Stalled > 0; it is not a flag).
 	Binary string
@@ -52,6 +58,8 @@ func (c Config) Check() error {
 		return errors.New("--writers and --latency-samples must be positive, --stalled-records not negative")
 	case c.Copy < 0 || c.Copy%c.PerTxn != 0 || c.Copy > 0 && c.Copy < 2*c.PerTxn:
 		return errors.New("--copy-records must be 0 or a multiple of --per-txn of at least 2 transactions (a log purged below its head)")
+	case c.TLS && c.TLSRounds <= 0:
+		return errors.New("--tls-rounds must be positive")
 	case c.Sync != node.SyncOrigin && c.Sync != node.SyncAll && c.Sync != node.SyncNone:
 		return fmt.Errorf("--sync: %q is not origin, all or none", c.Sync)
 	}
@@ -63,6 +71,7 @@ type run struct {
 	Config
 	dir   string
 	value []byte
+	certs string // the TLS measures' certificates (tls.go); empty until made
 }
 
 // Run measures the load c and writes the table to out, in a temporary directory it
@@ -107,12 +116,30 @@ func (c *run) measure(out io.Writer) error {
 		return err
 	}
 	row("raw WebSocket loopback, 20,000 pipelined 1 KiB messages (the limit)", rate(ws, "messages"), "1")
+	if c.TLS {
+		raw, err := alternate(c.TLSRounds, func() (float64, error) { return rawWebSocket(20_000, 1024) },
+			func() (float64, error) { return c.rawWebSocketTLS(20_000, 1024) })
+		if err != nil {
+			return err
+		}
+		row(fmt.Sprintf("raw WebSocket loopback, the same messages: ws:// / wss:// (mutual TLS 1.3), medians of %d alternated rounds", c.TLSRounds),
+			raw.rates("messages"), raw.ratio())
+	}
 
 	api, err := c.replicateAB(false)
 	if err != nil {
 		return err
 	}
 	row(fmt.Sprintf("replication A -> B, %d records written through the Go API", c.Records), rate(api, "records"), ratio(api, rocks, "raw RocksDB"))
+	if c.TLS {
+		rep, err := alternate(c.TLSRounds, func() (float64, error) { return c.replicateOver(false, false) },
+			func() (float64, error) { return c.replicateOver(false, true) })
+		if err != nil {
+			return err
+		}
+		row(fmt.Sprintf("replication A -> B, the same through the Go API: ws:// / wss:// (mutual TLS 1.3), medians of %d alternated rounds", c.TLSRounds),
+			rep.rates("records"), rep.ratio())
+	}
 	viaHTTP, err := c.replicateAB(true)
 	if err != nil {
 		return err
@@ -205,10 +232,19 @@ func rawRocks(dir string, records, perTxn int, value []byte) (float64, error) {
 
 // rawWebSocket sends n messages of size bytes over a loopback WebSocket: the transport
 // limit.
-func rawWebSocket(n, size int) (float64, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func rawWebSocket(n, size int) (float64, error) { return rawWebSocketOver(n, size, nil, nil) }
+
+// rawWebSocketOver sends n messages of size bytes over a loopback WebSocket, over TLS
+// when the configurations are not nil.
+func rawWebSocketOver(n, size int, server, client *tls.Config) (float64, error) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
+	}
+	l, scheme, opts := inner, "ws://", (*websocket.DialOptions)(nil)
+	if server != nil {
+		l, scheme = tls.NewListener(inner, server), "wss://"
+		opts = &websocket.DialOptions{HTTPClient: &http.Client{Transport: &http.Transport{TLSClientConfig: client}}}
 	}
 	got := make(chan error, 1)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -230,7 +266,7 @@ func rawWebSocket(n, size int) (float64, error) {
 	go func() { _ = srv.Serve(l) }() // a listener that fails fails the dial below, which reports it
 	defer srv.Close()
 	ctx := context.Background()
-	c, _, err := websocket.Dial(ctx, "ws://"+l.Addr().String(), nil)
+	c, _, err := websocket.Dial(ctx, scheme+inner.Addr().String(), opts)
 	if err != nil {
 		return 0, err
 	}

@@ -29,6 +29,7 @@ func TestCheck(t *testing.T) {
 		{func(c *Config) { c.Copy = 150 }, "--copy-records"},
 		{func(c *Config) { c.Copy = 100 }, "--copy-records"},
 		{func(c *Config) { c.Sync = "sometimes" }, "--sync"},
+		{func(c *Config) { c.TLS = true }, "--tls-rounds"},
 	} {
 		bad := good
 		c.change(&bad)

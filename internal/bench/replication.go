@@ -130,30 +130,53 @@ func postBatch(client *http.Client, addr string, first, n int, value []byte) err
 
 // replicateAB writes the records on A, which B dials, and returns the records per second
 // until B applied the last one.
-func (c *run) replicateAB(viaHTTP bool) (float64, error) {
-	dir := filepath.Join(c.dir, fmt.Sprintf("ab-http-%v", viaHTTP))
-	a, err := c.startNode(dir, "A", viaHTTP)
+func (c *run) replicateAB(viaHTTP bool) (float64, error) { return c.replicateOver(viaHTTP, false) }
+
+// replicateOver is replicateAB over ws:// or, secure, over wss:// (c.certs' certificates).
+func (c *run) replicateOver(viaHTTP, secure bool) (float64, error) {
+	a, b, done, err := c.pairAB(filepath.Join(c.dir, fmt.Sprintf("ab-http-%v-tls-%v", viaHTTP, secure)), viaHTTP, secure)
 	if err != nil {
 		return 0, err
 	}
-	defer stop(a)
-	b, err := c.startNode(dir, "B", false, a)
-	if err != nil {
-		return 0, err
+	defer done()
+	return c.timeAB(a, b, c.Records, viaHTTP)
+}
+
+// pairAB starts A and B, which dials A, in dir, over ws:// or wss://, and returns once B
+// is connected; done stops both.
+func (c *run) pairAB(dir string, viaHTTP, secure bool) (a, b *cluster.Node, done func(), err error) {
+	start := c.startNode
+	if secure {
+		start = c.startTLSNode
 	}
-	defer stop(b)
+	a, err = start(dir, "A", viaHTTP)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	b, err = start(dir, "B", false, a)
+	if err != nil {
+		stop(a)
+		return nil, nil, nil, err
+	}
+	done = func() { stop(b); stop(a) }
 	if err := cluster.WaitEvery("B connected to A", time.Minute, pollEvery, func() bool { return connected(b, a) }); err != nil {
-		return 0, err
+		done()
+		return nil, nil, nil, err
 	}
+	return a, b, done, nil
+}
+
+// timeAB writes records on A and returns the records per second until B applied the last.
+func (c *run) timeAB(a, b *cluster.Node, records int, viaHTTP bool) (float64, error) {
 	begin := time.Now()
-	txns, err := c.writeRecords(a, 0, c.Records, c.Writers, viaHTTP)
+	txns, err := c.writeRecords(a, 0, records, c.Writers, viaHTTP)
 	if err != nil {
 		return 0, err
 	}
 	if err := cluster.WaitEvery("B applied A's writes", benchBound, pollEvery, func() bool { return hasAll(b, map[string]uint64{"A": txns}) }); err != nil {
 		return 0, err
 	}
-	return float64(c.Records) / time.Since(begin).Seconds(), nil
+	return float64(records) / time.Since(begin).Seconds(), nil
 }
 
 // latencies are write -> visible percentiles (p50, p99) at one hop (B), at two hops (C,
