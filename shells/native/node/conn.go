@@ -239,6 +239,17 @@ func (n *Node) dialLoop(ctx context.Context, p Peer) {
 		n.log.Error("peer URL", "peer", p.Name, "err", err)
 		return
 	}
+	if err := n.cfg.CheckPeerURL(p.URL); err != nil {
+		// A peer kept in the data directory from before this node took TLS only (the flags'
+		// peers are checked at Start): it is never dialed in plaintext. Its status says why.
+		code := wire.CodeTLSRequired
+		if n.cfg.TLS == nil {
+			code = wire.CodeBadArgument
+		}
+		n.setDial(p.Name, replica.PeerBackoff, 0)
+		n.refused(p.URL, p.Name, true, code, err.Error()+"; remove the peer and add it again with a URL this node may dial")
+		return
+	}
 	backoff := n.cfg.RedialMin
 	dialed := false
 	for ctx.Err() == nil {

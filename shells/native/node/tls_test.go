@@ -47,6 +47,7 @@ func peerFiles(dir, name string) tlsfiles.Files {
 type tlsOpts struct {
 	plaintext bool
 	secret    []byte
+	dir       string // the data directory (empty: a new one)
 }
 
 // startTLS starts a node with the peer certificates of name in dir; its url is wss://.
@@ -60,7 +61,10 @@ func startTLS(t *testing.T, name, certDir string, o tlsOpts, peers ...node.Peer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return run(t, node.Config{Name: name, DataDir: t.TempDir(), Listener: l, Peers: peers, Secret: o.secret,
+	if o.dir == "" {
+		o.dir = t.TempDir()
+	}
+	return run(t, node.Config{Name: name, DataDir: o.dir, Listener: l, Peers: peers, Secret: o.secret,
 		TLS: src, AcceptPlaintext: o.plaintext, CertPoll: 50 * time.Millisecond}, "wss://")
 }
 
@@ -325,5 +329,34 @@ func TestTLSPeerURLRules(t *testing.T) {
 		if n != nil {
 			_ = n.Stop()
 		}
+	}
+}
+
+// TestKeptPlaintextPeerNotDialed: a ws:// peer kept in the data directory while the node
+// served plaintext too is not dialed once the node takes TLS only: the peer shows backoff,
+// its last error and a refusal say why, and the plaintext listener it names sees no
+// connection.
+func TestKeptPlaintextPeerNotDialed(t *testing.T) {
+	dir := clusterCerts(t, "A")
+	data := t.TempDir()
+	plain := start(t, "P")
+	a := startTLS(t, "A", dir, tlsOpts{plaintext: true, secret: []byte("node test secret of enough bytes"), dir: data})
+	if err := a.AddPeer(node.Peer{Name: "P", URL: plain.url}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "A streaming to P in plaintext", func() bool { return streamingTo(t, a, "P") })
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "P to lose A", func() bool { _, ok := peerOf(t, plain, "A"); return !ok })
+	before := status(t, plain).Counters.ConnectionsRefused
+	a = startTLS(t, "A", dir, tlsOpts{dir: data})
+	waitFor(t, "A's refusal of its kept ws:// peer", func() bool { return refusedCount(t, a, wire.CodeTLSRequired) == 1 })
+	p, ok := peerOf(t, a, "P")
+	if !ok || p.State != replica.PeerBackoff || p.LastError == nil || p.LastError.Err.Code != wire.CodeTLSRequired {
+		t.Fatalf("A's kept peer P: %+v", p)
+	}
+	if _, ok := peerOf(t, plain, "A"); ok || status(t, plain).Counters.ConnectionsRefused != before {
+		t.Fatal("P saw a connection from A")
 	}
 }

@@ -109,13 +109,14 @@ func (s *Source) Reload() error {
 		err = fmt.Errorf("tlsfiles: %s now names node %q, not %q: kept the loaded set", s.files.Cert, g.NodeName, s.Current().NodeName)
 	}
 	if err != nil {
-		s.failures.Add(1)
 		s.lastErr.Store(&err)
+		s.failures.Add(1)
 		return err
 	}
-	s.reloads.Add(1)
-	s.lastErr.Store(nil)
+	// The generation first, then the count: whoever reads the count sees its files.
 	s.cur.Store(g)
+	s.lastErr.Store(nil)
+	s.reloads.Add(1)
 	return nil
 }
 
@@ -127,15 +128,17 @@ func (s *Source) Changed() bool { return stampOf(s.files) != s.Current().stamp }
 // ReloadIfChanged reloads when Changed; it reports whether it tried, and the error.
 // A reload that failed is not tried again until the files change once more.
 func (s *Source) ReloadIfChanged() (bool, error) {
-	if !s.Changed() {
+	seen := stampOf(s.files) // before the read: a change during it is seen at the next poll
+	if seen == s.Current().stamp {
 		return false, nil
 	}
 	err := s.Reload()
 	if err != nil {
-		// Remember what was refused, so that the poll does not retry (and count) it every time.
+		// Remember what was refused, so that the poll does not retry (and count) it every
+		// time; a file that changes again (the second of two renames) differs from it.
 		s.mu.Lock()
 		g := *s.Current()
-		g.stamp = stampOf(s.files)
+		g.stamp = seen
 		s.cur.Store(&g)
 		s.mu.Unlock()
 	}
