@@ -26,6 +26,7 @@ type corePeer struct {
 	ws      *websocket.Conn
 	s       *protocol.Session
 	channel uint32 // the channel the node last opened (its SUBSCRIBE) for this peer's origin
+	dataIn  int    // the bytes of DATA frames received, headers included
 	events  []protocol.Event
 }
 
@@ -99,23 +100,33 @@ func (p *corePeer) tryReceive(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	p.take(msg)
+	p.flush()
+	return nil
+}
+
+// take gives a received message to the session, noting the channel of a SUBSCRIBE and
+// counting DATA bytes.
+func (p *corePeer) take(msg []byte) {
+	p.t.Helper()
 	r := wire.NewReader(msg, 0)
 	for r.More() {
 		fr, ferr := r.Next()
 		if ferr != nil {
 			break
 		}
-		if fr.Type == wire.TypeSubscribe {
+		switch fr.Type {
+		case wire.TypeSubscribe:
 			if b, derr := wire.DecodeBody(fr); derr == nil {
 				p.channel = b.(*wire.Subscribe).Entries[0].Channel
 			}
+		case wire.TypeData:
+			p.dataIn += wire.HeaderSize + len(fr.Body)
 		}
 	}
 	if err := p.s.Receive(time.Now(), msg); err != nil {
 		p.t.Fatal(err)
 	}
-	p.flush()
-	return nil
 }
 
 // rawData sends a DATA frame for an entry outside the session, claiming hash claimed.
