@@ -607,9 +607,8 @@ func TestAdversarialPeer(t *testing.T) {
 		if peak-base > 32<<20 {
 			t.Errorf("N's RSS grew by %d MiB while the adversary stalled", (peak-base)>>20)
 		}
-		a.drain(ctx)
-		if err := a.s.Err(); err == nil || err.Code != wire.CodeLivenessTimeout {
-			t.Errorf("the adversary read %v last, want N's CLOSE with liveness-timeout", err)
+		if byNode := a.drain(ctx); !byNode || a.s.Err().Code != wire.CodeLivenessTimeout {
+			t.Errorf("the adversary's session ended with %v (closed by N: %v), want N's CLOSE with liveness-timeout", a.s.Err(), byNode)
 		}
 		if a.dataIn == 0 || a.dataIn > channelWindow {
 			t.Errorf("N sent %d bytes of DATA on a channel of %d bytes of credit", a.dataIn, channelWindow)

@@ -142,7 +142,9 @@ func (a *adversary) message(frames ...[]byte) {
 func (a *adversary) awaitClose(ctx context.Context) *wire.Error {
 	a.t.Helper()
 	for a.s.State() != protocol.StateClosed {
-		a.receive(ctx)
+		if err := a.tryReceive(ctx); err != nil {
+			a.t.Fatalf("%s: no CLOSE from the node: %v", a.name, err)
+		}
 	}
 	for _, e := range a.events {
 		if e.Kind == protocol.EventClosed && !e.ByPeer {
@@ -152,20 +154,27 @@ func (a *adversary) awaitClose(ctx context.Context) *wire.Error {
 	return a.s.Err()
 }
 
-// drain reads what the node sent until the socket ends, into the session, answering
-// nothing: what a peer that stopped reading finds once it reads again.
-func (a *adversary) drain(ctx context.Context) {
+// drain reads what the node sent, into the session and answering nothing, until the
+// session closes or the socket ends: what a peer that stopped reading finds once it reads
+// again. It returns whether the node closed the session (else the session found the
+// node's input at fault, or the socket ended first).
+func (a *adversary) drain(ctx context.Context) (byNode bool) {
 	a.t.Helper()
-	for {
+	for a.s.State() != protocol.StateClosed {
 		_, msg, err := a.ws.Read(ctx)
 		if err != nil {
-			return
+			return false
 		}
 		a.take(msg)
-		if a.s.State() == protocol.StateClosed {
-			a.events = append(a.events, a.s.Ready().Events...)
+	}
+	rd := a.s.Ready() // its messages are not sent
+	a.events = append(a.events, rd.Events...)
+	for _, e := range rd.Events {
+		if e.Kind == protocol.EventClosed {
+			return e.ByPeer
 		}
 	}
+	return false
 }
 
 // leave closes the session in order (going-away, which the node does not count as an
