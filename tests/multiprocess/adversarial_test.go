@@ -675,16 +675,21 @@ func TestAdversarialPeer(t *testing.T) {
 	// Vectors and bodies past every bound: a HEADS of 4097 origins (past MaxOrigins; its
 	// body passes the 64 KiB bound of a control body first), SUBSCRIBEs of 5,000 channels
 	// in five frames (past MaxChannels, 4096), and 4097 ORIGIN frames (past MaxOrigins).
-	bound := func(t *testing.T, name string, code wire.Code, knownBug string, frames func(a *adversary) [][]byte) {
+	// bound returns how long N took to close the connection after the frames.
+	bound := func(t *testing.T, name string, code wire.Code, knownBug string, frames func(a *adversary) [][]byte) time.Duration {
 		e.named(e.n, name)
 		before := e.closeCounts(e.n)
 		ctx := deadline(t, 20*time.Second)
 		a := dialAdversary(ctx, t, e.n.URL, advConfig{name: name})
 		a.established()
-		a.message(frames(a)...)
+		fs := frames(a)
+		sent := time.Now()
+		a.message(fs...)
 		if err := a.awaitClose(ctx); err.Code != code {
 			t.Errorf("N closed with %v, want %s", err, code)
 		}
+		held := time.Since(sent)
+		t.Logf("N closed the connection %v after the frames", held.Round(time.Millisecond))
 		if knownBug != "" {
 			e.awaitCounted(e.n, before, false, code)
 			knownBugs(t, knownBug) // the other connections fail too
@@ -692,6 +697,7 @@ func TestAdversarialPeer(t *testing.T) {
 		e.expectCounted(e.n, before, false, code)
 		e.expectLastError(e.n, name, code)
 		e.unharmed(map[wire.OriginID]uint64{a.origin: 0})
+		return held
 	}
 	manyOrigins := func(n int) []wire.OriginID {
 		out := make([]wire.OriginID, n)
@@ -702,7 +708,7 @@ func TestAdversarialPeer(t *testing.T) {
 	}
 	t.Run("heads-past-the-body-bound", func(t *testing.T) {
 		e.bind(t)
-		bound(t, "ADV-HEADS", wire.CodeFrameTooLarge, "", func(a *adversary) [][]byte {
+		_ = bound(t, "ADV-HEADS", wire.CodeFrameTooLarge, "", func(a *adversary) [][]byte {
 			var h wire.Heads
 			for _, o := range manyOrigins(protocol.DefaultMaxOrigins + 1) {
 				h.Heads = append(h.Heads, wire.Head{Origin: o, Seq: 1, HLC: wire.MakeHLC(1_800_000_000_001, 0)})
@@ -716,18 +722,25 @@ func TestAdversarialPeer(t *testing.T) {
 	})
 	t.Run("subscribe-past-the-channel-bound", func(t *testing.T) {
 		e.bind(t)
-		bound(t, "ADV-CHANNELS", wire.CodeTooManyChannels, "", func(a *adversary) [][]byte {
-			var frames [][]byte
-			origins := manyOrigins(5000)
-			for i := 0; i < len(origins); i += 1000 {
-				var s wire.Subscribe
-				for j, o := range origins[i : i+1000] {
-					s.Entries = append(s.Entries, wire.SubscribeEntry{Channel: uint32(i + j + 1), Origin: o, Credit: 1 << 20})
+		// The 4000 channels before the bound open one at a time, and N sorts the
+		// connection's streams again at each: seconds of its loop, during which no other
+		// connection is served; on a loaded machine, past G's liveness timeout.
+		held := bound(t, "ADV-CHANNELS", wire.CodeTooManyChannels,
+			"a SUBSCRIBE of thousands of channels holds the node's loop for seconds", func(a *adversary) [][]byte {
+				var frames [][]byte
+				origins := manyOrigins(5000)
+				for i := 0; i < len(origins); i += 1000 {
+					var s wire.Subscribe
+					for j, o := range origins[i : i+1000] {
+						s.Entries = append(s.Entries, wire.SubscribeEntry{Channel: uint32(i + j + 1), Origin: o, Credit: 1 << 20})
+					}
+					frames = append(frames, prototest.Frame(&s))
 				}
-				frames = append(frames, prototest.Frame(&s))
-			}
-			return frames
-		})
+				return frames
+			})
+		if held > time.Second {
+			t.Errorf("N took %v to refuse 5,000 channels; its other connections waited as long", held)
+		}
 	})
 	t.Run("origins-past-the-bound", func(t *testing.T) {
 		e.bind(t)
@@ -735,7 +748,7 @@ func TestAdversarialPeer(t *testing.T) {
 		// frames before an error do), and N gives every name it learns to every
 		// connection's session, whose bound is the same 4096: G's connection, and every
 		// one after it, fails with too-many-origins until N restarts.
-		bound(t, "ADV-ORIGINS", wire.CodeTooManyOrigins, "the origins one peer names, within its bound, pass every other connection's", func(a *adversary) [][]byte {
+		_ = bound(t, "ADV-ORIGINS", wire.CodeTooManyOrigins, "the origins one peer names, within its bound, pass every other connection's", func(a *adversary) [][]byte {
 			var frames [][]byte
 			for i, o := range manyOrigins(protocol.DefaultMaxOrigins + 1) {
 				frames = append(frames, prototest.Frame(&wire.Origin{Origin: o, Name: "adv-" + strconv.Itoa(i)}))
