@@ -329,11 +329,11 @@ func (e *advEnv) bind(t *testing.T) {
 // TestAdversarialPeer: adversaries with valid credentials (the cluster secret; over wss://
 // a certificate of the cluster's CA) misbehave against N, and M, while G streams to both.
 // Each is refused or closed with its typed error, counted once under its code and kept as
-// its peer's last error, or, where the protocol defines no error, handled as SPEC.md
-// says; N stays up, G's connection survives and its writes go on arriving, and no entry
-// of an adversary lands beyond what a conforming peer could write. The checks that fail on
-// node bugs not fixed yet are skipped, naming the bug, unless -adversarial.known-bugs is
-// given.
+// its peer's last error, or, where the protocol defines no error, handled as
+// protocol/SPEC.md says; N stays up, G's connection survives and its writes go on
+// arriving, and no entry of an adversary lands beyond what a conforming peer could write.
+// The checks that fail on node bugs not fixed yet are skipped, naming the bug, unless
+// -adversarial.known-bugs is given.
 func TestAdversarialPeer(t *testing.T) {
 	e := newAdvEnv(t)
 
@@ -387,8 +387,12 @@ func TestAdversarialPeer(t *testing.T) {
 		e.expectCounted(e.n, before, true, wire.CodePeerNameMismatch)
 		e.expectLastError(e.n, "ADV-NAME", wire.CodePeerNameMismatch)
 		st := e.n.status()
-		if r := st.Refusals; len(r) == 0 || r[len(r)-1].Code != string(wire.CodePeerNameMismatch) || r[len(r)-1].Peer != "ADV-NAME" || r[len(r)-1].Dialed {
-			t.Errorf("N's newest refusal: %+v, want peer-name-mismatch of ADV-NAME, not dialed", r)
+		var newest httpapi.RefusalDoc
+		if len(st.Refusals) > 0 {
+			newest = st.Refusals[len(st.Refusals)-1]
+		}
+		if newest.Code != string(wire.CodePeerNameMismatch) || newest.Class != string(wire.ClassRefused) || newest.Peer != "ADV-NAME" || newest.Dialed {
+			t.Errorf("N's newest refusal: %+v, want peer-name-mismatch (refused) of ADV-NAME (its certificate's name), not dialed", newest)
 		}
 		if _, ok := st.Origin("ADV-OTHER"); ok {
 			t.Error("N learned the refused peer's name as an origin's")
@@ -397,8 +401,8 @@ func TestAdversarialPeer(t *testing.T) {
 	})
 
 	// Seqs and heads going back. In version 2 an entry below the channel's position is a
-	// duplicate (SPEC.md, version 2's receive checks): skipped, counted, no error; a head
-	// going back is out-of-order. In version 1 a TXN1 position not above the last is
+	// duplicate (protocol/SPEC.md, version 2's receive checks): skipped, counted, no
+	// error; a head going back is out-of-order. In version 1 a TXN1 position not above the last is
 	// out-of-order; the adversary relays G's origin there, with an entry below what N holds
 	// of it (a duplicate, whatever its bytes), so nothing of it could land.
 	t.Run("seq-regress", func(t *testing.T) {
@@ -451,9 +455,9 @@ func TestAdversarialPeer(t *testing.T) {
 		e.unharmed(nil)
 	})
 
-	// ORIGIN frames renaming origins that have names: its own, G's and N's. SPEC.md
-	// defines no error for it ("A receiver records the name; it carries no other
-	// meaning"); the node keeps the first name it learned of each origin and the
+	// ORIGIN frames renaming origins that have names: its own, G's and N's.
+	// protocol/SPEC.md defines no error for it ("A receiver records the name; it carries
+	// no other meaning"); the node keeps the first name it learned of each origin and the
 	// connection goes on.
 	t.Run("origin-renamed", func(t *testing.T) {
 		e.bind(t)
@@ -744,17 +748,18 @@ func TestAdversarialPeer(t *testing.T) {
 	})
 	t.Run("origins-past-the-bound", func(t *testing.T) {
 		e.bind(t)
-		// The names of the 4096 origins before the one refused took effect (SPEC.md:
-		// frames before an error do), and N gives every name it learns to every
-		// connection's session, whose bound is the same 4096: G's connection, and every
-		// one after it, fails with too-many-origins until N restarts.
-		_ = bound(t, "ADV-ORIGINS", wire.CodeTooManyOrigins, "the origins one peer names, within its bound, pass every other connection's", func(a *adversary) [][]byte {
-			var frames [][]byte
-			for i, o := range manyOrigins(protocol.DefaultMaxOrigins + 1) {
-				frames = append(frames, prototest.Frame(&wire.Origin{Origin: o, Name: "adv-" + strconv.Itoa(i)}))
-			}
-			return frames
-		})
+		// The names of the 4096 origins before the one refused took effect
+		// (protocol/SPEC.md: frames before an error do), and N gives every name it learns
+		// to every connection's session, whose bound is the same 4096: G's connection, and
+		// every one after it, fails with too-many-origins until N restarts.
+		_ = bound(t, "ADV-ORIGINS", wire.CodeTooManyOrigins,
+			"the origins one peer names, within its bound, pass every other connection's", func(a *adversary) [][]byte {
+				var frames [][]byte
+				for i, o := range manyOrigins(protocol.DefaultMaxOrigins + 1) {
+					frames = append(frames, prototest.Frame(&wire.Origin{Origin: o, Name: "adv-" + strconv.Itoa(i)}))
+				}
+				return frames
+			})
 	})
 }
 
