@@ -16,14 +16,14 @@ import (
 )
 
 // adversary is a test-only peer with valid credentials that misbehaves on purpose. Like
-// faultyPeer it is built on the protocol core (corePeer): it completes a genuine handshake
-// with the cluster secret and, over wss://, a certificate of the cluster's CA with the
-// handshake bound to the TLS channel. Then it writes what no conforming peer sends, as
-// frames past its own session's checks: DATA past the node's credit, bodies and vectors
-// past their bounds, seqs and heads going back, an origin renamed, a forked chain, a flood
-// of PINGs, or channels it stops reading. The tests in adversarial_test.go hold the node
-// to its answer for each: the typed error it closes or refuses with, where it counts it,
-// and that it goes on serving its other peers.
+// TestFaultyPeer's peer it is built on the protocol core (corePeer): it completes a
+// genuine handshake with the cluster secret and, over wss://, a certificate of the
+// cluster's CA with the handshake bound to the TLS channel. Then it writes what no
+// conforming peer sends, as frames past its own session's checks: DATA past the node's
+// credit, bodies and vectors past their bounds, seqs and heads going back, an origin
+// renamed, a forked chain, a flood of PINGs, or channels it stops reading. The tests in
+// adversarial_test.go hold the node to its answer for each: the typed error it closes or
+// refuses with, where it counts it, and that it goes on serving its other peers.
 type adversary struct {
 	*corePeer
 	name   string        // the name its HELLO gives

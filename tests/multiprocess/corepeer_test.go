@@ -18,9 +18,10 @@ import (
 	"plait/protocol/wire"
 )
 
-// corePeer is the piece the test-only peers share (faultyPeer, adversary): one WebSocket to
-// a node and a protocol.Session that ran a genuine handshake over it. After the handshake
-// a test drives the session's commands, or writes frames past the session.
+// corePeer is the piece the test-only peers share (TestFaultyPeer's and the adversary):
+// one WebSocket to a node and a protocol.Session that ran a genuine handshake over it.
+// After the handshake a test drives the session's commands, or writes frames past the
+// session.
 type corePeer struct {
 	t       *testing.T
 	ws      *websocket.Conn
