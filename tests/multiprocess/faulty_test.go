@@ -7,95 +7,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"plait/protocol"
 	"plait/protocol/prototest"
 	"plait/protocol/wire"
 )
 
-// faultyPeer is a test-only peer built on the protocol core: a real handshake, then
-// entries it may skip or corrupt, without closing the connection.
-type faultyPeer struct {
-	t       *testing.T
-	ws      *websocket.Conn
-	s       *protocol.Session
-	channel uint32 // the channel the node opened for this peer's origin
-	events  []protocol.Event
-}
-
-func (f *faultyPeer) write(msgs [][]byte) {
-	f.t.Helper()
-	for _, m := range msgs {
-		if err := f.ws.Write(context.Background(), websocket.MessageBinary, m); err != nil {
-			f.t.Fatal(err)
-		}
-	}
-}
-
-// flush sends what the session produced and keeps its events.
-func (f *faultyPeer) flush() {
-	rd := f.s.Ready()
-	f.write(rd.Messages)
-	f.events = append(f.events, rd.Events...)
-}
-
-// receive reads one message into the session, noting the channel of a SUBSCRIBE.
-func (f *faultyPeer) receive(ctx context.Context) {
-	f.t.Helper()
-	_, msg, err := f.ws.Read(ctx)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	r := wire.NewReader(msg, 0)
-	for r.More() {
-		fr, ferr := r.Next()
-		if ferr != nil {
-			break
-		}
-		if fr.Type == wire.TypeSubscribe {
-			if b, derr := wire.DecodeBody(fr); derr == nil {
-				f.channel = b.(*wire.Subscribe).Entries[0].Channel
-			}
-		}
-	}
-	if err := f.s.Receive(time.Now(), msg); err != nil {
-		f.t.Fatal(err)
-	}
-	f.flush()
-}
-
-// rawData sends a DATA frame for an entry outside the session, claiming hash claimed.
-func (f *faultyPeer) rawData(claimed wire.Hash, txn []byte) {
-	f.t.Helper()
-	f.write([][]byte{prototest.RawFrame(wire.TypeData, 0, f.channel, append(claimed[:], txn...))})
-}
-
-// TestFaultyPeer: a peer completes the handshake, skips one entry, then corrupts one. The
-// node counts the gap and the resend it asks for, reports the divergence, never applies
-// the corrupt entry, and stays up.
+// TestFaultyPeer: a peer built on the protocol core (corePeer) completes the handshake,
+// skips one entry, then corrupts one, without closing the connection. The node counts the
+// gap and the resend it asks for, reports the divergence, never applies the corrupt entry,
+// and stays up.
 func TestFaultyPeer(t *testing.T) {
 	n := serve(t, "N")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	ws, _, err := websocket.Dial(ctx, n.URL+"/v1/replicate", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.CloseNow()
 	origin := wire.OriginID{0xfa, 0x01}
-	s, err := protocol.New(protocol.Config{Role: wire.RoleDialer, Name: "F", Origin: origin,
+	f := dialCore(ctx, t, n.URL, nil, protocol.Config{Role: wire.RoleDialer, Name: "F", Origin: origin,
 		Secret: []byte(secret), ExpectedPeer: "N"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &faultyPeer{t: t, ws: ws, s: s}
-	if err := s.Start(time.Now(), prototest.Nonce(7)); err != nil {
-		t.Fatal(err)
-	}
-	f.flush()
-	for s.State() != protocol.StateEstablished {
-		f.receive(ctx)
+	s := f.s
+	if s.State() != protocol.StateEstablished {
+		t.Fatalf("the handshake failed: %v", s.Err())
 	}
 	chain := prototest.Chain(origin, 5, 1, 8)
 	if err := s.SetOriginName(origin, "F"); err != nil {
