@@ -2,6 +2,7 @@ package replica
 
 import (
 	"slices"
+	"strconv"
 	"time"
 
 	"plait/protocol"
@@ -22,6 +23,7 @@ type conn struct {
 	role        wire.Role
 	expect      string
 	remote      string // the shell's remote address, for the record of refusals
+	named       map[wire.OriginID]bool // origins whose names the session was given (nameOrigins)
 	established bool
 	version     uint64
 	peerName    string
@@ -105,8 +107,22 @@ func (r *Replica) CloseConn(now time.Time, id ConnID, why string) error {
 
 func (r *Replica) onHandshake(c *conn) {
 	info := c.sess.Handshake()
+	if st := r.origins[info.PeerOrigin]; st != nil && st.nameVouched && st.name != info.PeerName {
+		// An origin id is one node's, under the name its data directory was made with: a
+		// peer that claims the id of a node that named itself to this one, under another
+		// name, is refused before it can take that node's connection (one connection per
+		// origin). A name only relayed does not count: a peer could plant a wrong one for an
+		// id it has seen, and the real node would be refused.
+		c.peerName, c.peerOrigin = info.PeerName, info.PeerOrigin
+		r.closeConn(c, wire.CodePeerNameMismatch, "origin "+info.PeerOrigin.String()+" is node "+strconv.Quote(st.name)+
+			"'s, and this peer is "+strconv.Quote(info.PeerName))
+		return
+	}
 	c.established, c.version, c.peerName, c.peerOrigin = true, info.Version, info.PeerName, info.PeerOrigin
 	r.learnName(info.PeerOrigin, info.PeerName)
+	if st := r.origins[info.PeerOrigin]; st.name == info.PeerName {
+		st.nameVouched = true
+	}
 	// One connection per peer: when both sides dialed, the one dialed by the lower origin
 	// id survives; a second connection of the same dialer replaces the older one.
 	for _, id := range r.connOrder {
@@ -120,11 +136,6 @@ func (r *Replica) onHandshake(c *conn) {
 		}
 		r.closeConn(loser, wire.CodeGoingAway, "duplicate connection to "+c.peerName)
 		if loser == c {
-			return
-		}
-	}
-	for _, o := range r.originOrder {
-		if st := r.origins[o]; st.name != "" && !r.checkConn(c, c.sess.SetOriginName(o, st.name)) {
 			return
 		}
 	}
@@ -181,18 +192,42 @@ func (r *Replica) drop(c *conn) {
 	}
 }
 
-func (c *conn) sortOut() {
-	c.outOrder = c.outOrder[:0]
-	for o := range c.out {
-		c.outOrder = append(c.outOrder, o)
+// nameOrigins gives c's session the names of origins, before a command that sends them
+// (entries, heads, floors, copy positions). Lazily: a session holds the names of the
+// origins it carries, never every name the node learned, so a peer that names thousands of
+// origins it never sends cannot push every other connection past its bound on origins.
+func (r *Replica) nameOrigins(c *conn, origins ...wire.OriginID) bool {
+	for _, o := range origins {
+		if c.named[o] {
+			continue
+		}
+		if st := r.origins[o]; st != nil && st.name != "" {
+			if !r.checkConn(c, c.sess.SetOriginName(o, st.name)) {
+				return false
+			}
+			c.named[o] = true
+		}
 	}
-	slices.SortFunc(c.outOrder, cmpOrigin)
+	return true
+}
+
+// addOut starts (or restarts) the stream of origin o, keeping outOrder sorted: by a binary
+// search, since a SUBSCRIBE may open thousands of channels in one message and a sort per
+// channel would hold the loop for seconds.
+func (c *conn) addOut(o wire.OriginID, st *outStream) {
+	if c.out[o] == nil {
+		i, _ := slices.BinarySearchFunc(c.outOrder, o, cmpOrigin)
+		c.outOrder = slices.Insert(c.outOrder, i, o)
+	}
+	c.out[o] = st
 }
 
 func (c *conn) dropOut(o wire.OriginID) {
 	if c.out[o] != nil {
 		delete(c.out, o)
-		c.sortOut()
+		if i, found := slices.BinarySearchFunc(c.outOrder, o, cmpOrigin); found {
+			c.outOrder = slices.Delete(c.outOrder, i, i+1)
+		}
 	}
 }
 

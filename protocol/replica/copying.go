@@ -580,7 +580,11 @@ func (r *Replica) onCopyRequested(c *conn, req *wire.Copy) {
 	if len(req.Table) > 0 {
 		s.table, s.key = bytes.Clone(req.Table), bytes.Clone(req.Key)
 	}
-	if !r.checkConn(c, c.sess.V3().BeginCopy(pos, tables, records, size)) {
+	named := true
+	for _, p := range pos {
+		named = named && r.nameOrigins(c, p.Origin)
+	}
+	if !named || !r.checkConn(c, c.sess.V3().BeginCopy(pos, tables, records, size)) {
 		snap.Release()
 		return
 	}

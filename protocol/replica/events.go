@@ -44,8 +44,7 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 			r.purgedAnswer(c, ev.Origin, "origin "+ev.Origin.String()+" is purged up to "+strconv.FormatUint(r.floor(ev.Origin).Seq, 10))
 		default:
 			r.origin(ev.Origin) // an origin this node may not hold (yet): nothing to send
-			c.out[ev.Origin] = &outStream{next: ev.Seq + 1}
-			c.sortOut()
+			c.addOut(ev.Origin, &outStream{next: ev.Seq + 1})
 			r.holdAt(c.peerName, ev.Origin, ev.Seq, true)
 		}
 	case protocol.EventUnsubscribed:
@@ -113,12 +112,7 @@ func (r *Replica) learnName(o wire.OriginID, name string) {
 	if st.name != "" || o == r.id.Origin {
 		return
 	}
-	st.name = name
-	for _, id := range r.connOrder {
-		if c := r.conns[id]; c.established {
-			r.checkConn(c, c.sess.SetOriginName(o, name))
-		}
-	}
+	st.name = name // sessions get it when they first send the origin (nameOrigins)
 }
 
 func (r *Replica) onHeads(c *conn, h *wire.Heads) {

@@ -4,8 +4,12 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
+	"plait/protocol"
+	"plait/protocol/prototest"
 	"plait/protocol/replica"
+	"plait/protocol/replica/memstore"
 	"plait/protocol/wire"
 )
 
@@ -120,5 +124,74 @@ func TestRefusalsRecorded(t *testing.T) {
 	a.rep.Refused(a.clock(), replica.Refusal{Peer: "B", Dialed: true, Code: wire.CodeTLSBadName, Message: "names node X"})
 	if e := a.rep.LastError("B"); e == nil || e.Err.Code != wire.CodeTLSBadName {
 		t.Fatalf("A's last error for B: %+v", e)
+	}
+}
+
+// TestImpostorOriginRefused: a peer that claims the origin id of a node that named itself
+// to this one, under another name, is refused peer-name-mismatch (a refusal), and the real
+// node's connection stays up.
+func TestImpostorOriginRefused(t *testing.T) {
+	h := newHarness(t)
+	n := h.addNode("N", replica.Config{})
+	g := h.addNode("G", replica.Config{})
+	h.connect(g, n)
+	if n.peerStatus("G").State != replica.PeerStreaming {
+		t.Fatalf("G: %+v", n.peerStatus("G"))
+	}
+	imp := h.addNode("I", replica.Config{})
+	imp.origin = g.origin
+	imp.store = memstore.New(replica.Identity{Origin: g.origin, Name: "I"})
+	imp.start()
+	h.connect(imp, n)
+	if got := refusedCodes(n); !slices.Equal(got, []replica.CodeCount{{Code: wire.CodePeerNameMismatch, Count: 1}}) {
+		t.Fatalf("N: refused by code %+v", got)
+	}
+	if p := n.peerStatus("G"); p.State != replica.PeerStreaming {
+		t.Fatalf("G after the impostor: %+v", p)
+	}
+	g.write(put("t", "k", "v"))
+	h.pump()
+	if got := n.originStatus(g).AppliedSeq; got != 1 {
+		t.Fatalf("N applied G up to %d after the impostor", got)
+	}
+}
+
+// TestNamedOriginsStayOnTheirConnection: a peer that names origins it never sends (within
+// its own connection's bound) does not push the node's other connections past theirs: a
+// session is given the names of the origins it carries only.
+func TestNamedOriginsStayOnTheirConnection(t *testing.T) {
+	h := newHarness(t)
+	limits := protocol.Limits{MaxOrigins: 4}
+	hub := h.addNode("H", replica.Config{Limits: limits})
+	l1 := h.addNode("L1", replica.Config{Limits: limits})
+	l2 := h.addNode("L2", replica.Config{Limits: limits})
+	h.connect(l2, hub)
+	fake := 0
+	h.alter = func(from, to string, msg []byte) []byte {
+		if from != "L1" || to != "H" || fake > 0 || l1.peerStatus("H").State != replica.PeerStreaming {
+			return msg // after L1's AUTH: L1 is established once it sent it
+		}
+		for i := range 3 { // L1's own origin and three more: its connection's bound
+			var o wire.OriginID
+			o[0], o[1] = 0xee, byte(i+1)
+			msg = append(msg, prototest.Frame(&wire.Origin{Origin: o, Name: fmt.Sprintf("ghost%d", i)})...)
+			fake++
+		}
+		return msg
+	}
+	h.connect(l1, hub)
+	l1.write(put("t", "a", "v"))
+	l2.write(put("t", "b", "v"))
+	h.advance(time.Second)
+	if fake != 3 {
+		t.Fatalf("%d ghost names sent", fake)
+	}
+	for _, l := range []*node{l1, l2} {
+		if e := l.rep.LastError("H"); e != nil {
+			t.Errorf("%s's connection to H: %+v", l.name, e.Err)
+		}
+	}
+	if got := l2.originStatus(l1).AppliedSeq; got != 1 {
+		t.Errorf("L2 applied L1 up to %d through H", got)
 	}
 }

@@ -53,6 +53,7 @@ type originState struct {
 	id            wire.OriginID
 	name          string
 	namePersisted bool
+	nameVouched   bool // the name is the one the origin's own node gave in a handshake with this node
 	applied       vector.Entry
 	appliedHLC    wire.HLC
 	headSeq       uint64 // highest seq known (applied or advertised)

@@ -151,10 +151,11 @@ func TestNeedsSyncOnlyForWhatWaits(t *testing.T) {
 }
 
 // TestTooManyOriginsEndsTheConnection: a session that would name more origins than its
-// bound ends that connection with too-many-origins; the node goes on.
+// bound ends that connection with too-many-origins; the node goes on. (A session names the
+// origins it carries: each leaf's connection would carry the three other leaves.)
 func TestTooManyOriginsEndsTheConnection(t *testing.T) {
 	h := newHarness(t)
-	hub := h.addNode("H", replica.Config{Limits: protocol.Limits{MaxOrigins: 3}})
+	hub := h.addNode("H", replica.Config{Limits: protocol.Limits{MaxOrigins: 2}})
 	var leaves []*node
 	for _, name := range []string{"L1", "L2", "L3", "L4"} {
 		l := h.addNode(name, replica.Config{})

@@ -274,6 +274,13 @@ func (r *Replica) advertise() {
 			}
 		}
 		if len(heads) > 0 {
+			named := true
+			for _, h := range heads {
+				named = named && r.nameOrigins(c, h.Origin)
+			}
+			if !named {
+				continue // the connection is closing
+			}
 			r.checkConn(c, c.sess.V2().AdvertiseHeads(heads))
 		}
 		if len(gone) > 0 {

@@ -72,6 +72,9 @@ func (r *Replica) pumpV2(c *conn, o wire.OriginID, s *outStream) bool {
 			return true
 		}
 		s.blocked = 0
+		if !r.nameOrigins(c, o) {
+			return false
+		}
 		if err := c.sess.V2().Send(raw); err != nil {
 			return r.sendRefused(c, err)
 		}
@@ -128,6 +131,9 @@ func (r *Replica) pumpV1(c *conn) {
 			if v.Origin == c.peerOrigin {
 				c.v1After = a.Pos
 				continue
+			}
+			if !r.nameOrigins(c, v.Origin) {
+				return
 			}
 			if err := c.sess.V1().Offer(a.Pos, a.Txn); err != nil {
 				r.sendRefused(c, err)
