@@ -22,7 +22,7 @@ type conn struct {
 	sess        Session
 	role        wire.Role
 	expect      string
-	remote      string // the shell's remote address, for the record of refusals
+	remote      string                 // the shell's remote address, for the record of refusals
 	named       map[wire.OriginID]bool // origins whose names the session was given (nameOrigins)
 	established bool
 	version     uint64
