@@ -97,6 +97,7 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	insecurePlain := fs.Bool("insecure-plaintext", false, "let a --listen that is not loopback run without TLS (peer links in cleartext)")
 	chanWin := fs.Int("channel-window", 0, "bytes received and not yet applied per origin channel (0: the default, one largest frame)")
 	sessWin := fs.Int("session-window", 0, "bytes received and not yet applied per connection (0: the default, 64 MiB)")
+	sendQueue := fs.Int("send-queue", 0, "bytes queued to send on one connection past which a peer that does not read is closed with send-buffer-full (0: the session window plus 4 MiB)")
 	tokenFile := fs.String("api-token-file", "", "a `FILE` of TOKEN SCOPE lines (scope read, write or admin): the API answers only bearer tokens of it; reloaded on SIGHUP")
 	insecureOpen := fs.Bool("insecure-open-api", false, "serve the API without tokens on an --http address that is not loopback")
 	httpCert := fs.String("http-tls-cert", "", "serve the API over HTTPS with the certificate in `FILE` (PEM; with --http-tls-key); reloaded on SIGHUP")
@@ -144,6 +145,9 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	if err := limits.WithDefaults().Validate(); err != nil {
 		return nil, fmt.Errorf("--channel-window, --session-window: %s", err.Message)
 	}
+	if *sendQueue < 0 || *sendQueue > 0 && *sendQueue < wire.MinMaxMessage {
+		return nil, fmt.Errorf("--send-queue: %d is neither 0 nor at least %d (one message)", *sendQueue, wire.MinMaxMessage)
+	}
 	if *name == "" {
 		return nil, errors.New("--name: empty (and the host has no name)")
 	}
@@ -190,7 +194,7 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 		Peers: peers, Secret: []byte(*secret), ProtocolMax: *protoMax, Sync: node.SyncMode(*sync),
 		MoveDelay: *moveDelay, StallTimeout: *stall, Limits: limits,
 		RetainAge: *retainAge, RetainBytes: *retainBytes, RetainHold: *retainHold,
-		MaxCopies: copies, CopyChunk: *copyChunk}}
+		MaxCopies: copies, CopyChunk: *copyChunk, MaxQueued: *sendQueue}}
 	if (*httpCert == "") != (*httpKey == "") {
 		return nil, errors.New("--http-tls-cert, --http-tls-key: give both or neither")
 	}

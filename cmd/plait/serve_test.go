@@ -54,6 +54,8 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--copy-chunk", "16777217"}, "--copy-chunk"},
 		{[]string{"--channel-window", "100"}, "--channel-window"},
 		{[]string{"--session-window", "-1"}, "--session-window"},
+		{[]string{"--send-queue", "-1"}, "--send-queue"},
+		{[]string{"--send-queue", "65535"}, "--send-queue"},
 		{[]string{"extra"}, "extra"},
 	} {
 		var stderr bytes.Buffer

@@ -96,12 +96,22 @@ func (r *Replica) Disconnected(now time.Time, id ConnID, reason string) error {
 
 // CloseConn closes one connection with going-away (an orderly stop, or a peer removed).
 func (r *Replica) CloseConn(now time.Time, id ConnID, why string) error {
+	return r.CloseConnFor(now, id, wire.CodeGoingAway, why)
+}
+
+// CloseConnFor closes one connection with code: a bound of the shell's own passed (the
+// bytes queued for a peer that does not read: send-buffer-full). The error is the peer's
+// last error and a connection error, as every error close is.
+func (r *Replica) CloseConnFor(now time.Time, id ConnID, code wire.Code, why string) error {
 	c := r.conns[id]
 	if c == nil {
 		return ErrUnknownConn
 	}
+	if cl, ok := wire.ClassOf(code); !ok || cl == wire.ClassLocal {
+		return errorf("close code %q is not a wire code", code)
+	}
 	r.now = now
-	r.closeConn(c, wire.CodeGoingAway, why)
+	r.closeConn(c, code, why)
 	return r.settle()
 }
 

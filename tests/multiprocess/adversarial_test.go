@@ -9,7 +9,6 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -48,6 +47,9 @@ type advEnv struct {
 // most) can pass it.
 const advWindow = wire.MaxFrameBody + wire.HeaderSize
 
+// sendQueue is N's --send-queue: past it, a peer that does not read is closed.
+const sendQueue = 4 << 20
+
 // advCertNames are the nodes that get a certificate: N, G and the adversaries over TLS.
 var advCertNames = []string{"N", "G", "ADV-CREDIT", "ADV-NAME", "ADV-STALL", "ADV-IMPOSTOR"}
 
@@ -64,7 +66,7 @@ func newAdvEnv(t *testing.T) *advEnv {
 		}
 	}
 	window := strconv.Itoa(advWindow)
-	e.n = serve(t, "N", append(e.tlsFlags("N"), "--tls-accept-plaintext", "--channel-window", window)...)
+	e.n = serve(t, "N", append(e.tlsFlags("N"), "--tls-accept-plaintext", "--channel-window", window, "--send-queue", strconv.Itoa(sendQueue))...)
 	e.m = serve(t, "M", "--channel-window", window, "--session-window", window)
 	e.g = serve(t, "G", append(e.tlsFlags("G"), "--tls-accept-plaintext", "--peer", "N="+wss(e.n), "--peer", e.m.PeerFlag())...)
 	waitFor(t, "G streaming to N and M", 30*time.Second, func() bool {
@@ -332,8 +334,6 @@ func (e *advEnv) bind(t *testing.T) {
 // its peer's last error, or, where the protocol defines no error, handled as
 // protocol/SPEC.md says; N stays up, G's connection survives and its writes go on
 // arriving, and no entry of an adversary lands beyond what a conforming peer could write.
-// The checks that fail on node bugs not fixed yet are skipped, naming the bug, unless
-// -adversarial.known-bugs is given.
 func TestAdversarialPeer(t *testing.T) {
 	e := newAdvEnv(t)
 
@@ -621,13 +621,14 @@ func TestAdversarialPeer(t *testing.T) {
 		e.unharmed(nil)
 	})
 
-	// Known bugs, run with -adversarial.known-bugs. A flood of PINGs into a socket the
-	// adversary does not read: the node reads on, and queues a PONG for each, without
-	// bound. A bound would close the connection, or stop reading it (the adversary's writes
-	// then block), before the node's memory grows by what the adversary sends.
+	// A flood of PINGs into a socket the adversary does not read: the node reads on and
+	// queues a PONG for each, until its queue for the connection passes --send-queue; then
+	// it closes the connection with send-buffer-full, before its memory grows by what the
+	// adversary sends.
 	t.Run("ping-flood-unread", func(t *testing.T) {
 		e.bind(t)
-		knownBugs(t, "nothing bounds what a node queues for a peer that does not read")
+		e.named(e.n, "ADV-PING-UNREAD")
+		before := e.closeCounts(e.n)
 		ctx := deadline(t, 60*time.Second)
 		a := dialAdversary(ctx, t, e.n.URL, advConfig{name: "ADV-PING-UNREAD"})
 		a.established()
@@ -656,23 +657,30 @@ func TestAdversarialPeer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if grown := rss - base; grown > 32<<20 && e.n.status().Connected("ADV-PING-UNREAD") {
-			t.Errorf("N's RSS grew by %d MiB over %d unread PONGs, and it still serves the connection", grown>>20, id)
+		if grown := rss - base; grown > 32<<20 || e.n.status().Connected("ADV-PING-UNREAD") {
+			t.Errorf("N's RSS grew by %d MiB over %d unread PONGs (bound %d B queued), connected %v", grown>>20, id, sendQueue,
+				e.n.status().Connected("ADV-PING-UNREAD"))
 		}
+		e.awaitCounted(e.n, before, false, wire.CodeSendBufferFull)
+		e.expectLastError(e.n, "ADV-PING-UNREAD", wire.CodeSendBufferFull)
 		_ = a.ws.CloseNow() // the node's queue goes with the socket
 		e.unharmed(map[wire.OriginID]uint64{a.origin: 0})
 	})
 
-	// Known bug: an adversary whose certificate names it, but whose HELLO gives G's origin
-	// id. Certificates bind names, not origin ids, and the node keeps one connection per
-	// origin: it closes G's own connection as a duplicate of the adversary's.
+	// An adversary whose certificate names it, but whose HELLO gives G's origin id.
+	// Certificates bind names, not origin ids; the node, which G named itself to, refuses
+	// the id under another name (peer-name-mismatch) and keeps G's connection.
 	t.Run("origin-of-another-node", func(t *testing.T) {
 		e.bind(t)
-		knownBugs(t, "a connection claiming another node's origin id replaces that node's connection")
 		e.named(e.n, "ADV-IMPOSTOR")
+		before := e.closeCounts(e.n)
 		ctx := deadline(t, 10*time.Second)
 		a := dialAdversary(ctx, t, wss(e.n), advConfig{name: "ADV-IMPOSTOR", tls: e.clientTLS("ADV-IMPOSTOR"), origin: e.gOrigin})
-		defer a.leave()
+		if err := a.awaitClose(ctx); err.Code != wire.CodePeerNameMismatch || err.Class != wire.ClassRefused {
+			t.Errorf("N closed with %v, want peer-name-mismatch (refused)", err)
+		}
+		e.expectCounted(e.n, before, true, wire.CodePeerNameMismatch)
+		e.expectLastError(e.n, "ADV-IMPOSTOR", wire.CodePeerNameMismatch)
 		e.unharmed(nil)
 	})
 
@@ -680,7 +688,7 @@ func TestAdversarialPeer(t *testing.T) {
 	// body passes the 64 KiB bound of a control body first), SUBSCRIBEs of 5,000 channels
 	// in five frames (past MaxChannels, 4096), and 4097 ORIGIN frames (past MaxOrigins).
 	// bound returns how long N took to close the connection after the frames.
-	bound := func(t *testing.T, name string, code wire.Code, knownBug string, frames func(a *adversary) [][]byte) time.Duration {
+	bound := func(t *testing.T, name string, code wire.Code, frames func(a *adversary) [][]byte) time.Duration {
 		e.named(e.n, name)
 		before := e.closeCounts(e.n)
 		ctx := deadline(t, 20*time.Second)
@@ -694,10 +702,6 @@ func TestAdversarialPeer(t *testing.T) {
 		}
 		held := time.Since(sent)
 		t.Logf("N closed the connection %v after the frames", held.Round(time.Millisecond))
-		if knownBug != "" {
-			e.awaitCounted(e.n, before, false, code)
-			knownBugs(t, knownBug) // the other connections fail too
-		}
 		e.expectCounted(e.n, before, false, code)
 		e.expectLastError(e.n, name, code)
 		e.unharmed(map[wire.OriginID]uint64{a.origin: 0})
@@ -712,7 +716,7 @@ func TestAdversarialPeer(t *testing.T) {
 	}
 	t.Run("heads-past-the-body-bound", func(t *testing.T) {
 		e.bind(t)
-		_ = bound(t, "ADV-HEADS", wire.CodeFrameTooLarge, "", func(a *adversary) [][]byte {
+		_ = bound(t, "ADV-HEADS", wire.CodeFrameTooLarge, func(a *adversary) [][]byte {
 			var h wire.Heads
 			for _, o := range manyOrigins(protocol.DefaultMaxOrigins + 1) {
 				h.Heads = append(h.Heads, wire.Head{Origin: o, Seq: 1, HLC: wire.MakeHLC(1_800_000_000_001, 0)})
@@ -726,11 +730,11 @@ func TestAdversarialPeer(t *testing.T) {
 	})
 	t.Run("subscribe-past-the-channel-bound", func(t *testing.T) {
 		e.bind(t)
-		// The 4000 channels before the bound open one at a time, and N sorts the
-		// connection's streams again at each: seconds of its loop, during which no other
-		// connection is served; on a loaded machine, past G's liveness timeout.
+		// The 4096 channels before the bound open one at a time, each inserted in order into
+		// the connection's streams: N's loop, which serves every connection, must not be held
+		// for long (a sort per channel held it for seconds, past G's liveness timeout).
 		held := bound(t, "ADV-CHANNELS", wire.CodeTooManyChannels,
-			"a SUBSCRIBE of thousands of channels holds the node's loop for seconds", func(a *adversary) [][]byte {
+			func(a *adversary) [][]byte {
 				var frames [][]byte
 				origins := manyOrigins(5000)
 				for i := 0; i < len(origins); i += 1000 {
@@ -749,11 +753,10 @@ func TestAdversarialPeer(t *testing.T) {
 	t.Run("origins-past-the-bound", func(t *testing.T) {
 		e.bind(t)
 		// The names of the 4096 origins before the one refused took effect
-		// (protocol/SPEC.md: frames before an error do), and N gives every name it learns
-		// to every connection's session, whose bound is the same 4096: G's connection, and
-		// every one after it, fails with too-many-origins until N restarts.
+		// (protocol/SPEC.md: frames before an error do); N gives a session only the names of
+		// the origins it carries, so G's connection, which carries none of them, goes on.
 		_ = bound(t, "ADV-ORIGINS", wire.CodeTooManyOrigins,
-			"the origins one peer names, within its bound, pass every other connection's", func(a *adversary) [][]byte {
+			func(a *adversary) [][]byte {
 				var frames [][]byte
 				for i, o := range manyOrigins(protocol.DefaultMaxOrigins + 1) {
 					frames = append(frames, prototest.Frame(&wire.Origin{Origin: o, Name: "adv-" + strconv.Itoa(i)}))
@@ -761,16 +764,4 @@ func TestAdversarialPeer(t *testing.T) {
 				return frames
 			})
 	})
-}
-
-// advKnownBugs runs the adversarial checks that fail on a node bug not fixed yet.
-var advKnownBugs = flag.Bool("adversarial.known-bugs", false, "run the adversarial checks that fail on known node bugs")
-
-// knownBugs skips the rest of t, naming the bug, unless -adversarial.known-bugs is given
-// (an empty bug skips nothing).
-func knownBugs(t *testing.T, bug string) {
-	t.Helper()
-	if bug != "" && !*advKnownBugs {
-		t.Skip("known bug (-adversarial.known-bugs runs the check): " + bug)
-	}
 }

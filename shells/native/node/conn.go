@@ -29,6 +29,7 @@ type wsConn struct {
 	ws     *websocket.Conn
 	mu     sync.Mutex
 	queue  [][]byte
+	queued int           // the bytes of queue and of the batch being written
 	sent   [][]byte      // written messages, for the loop to give back to the session (Release)
 	ending bool          // close after the queue
 	abrupt bool          // and drop the socket without waiting for the peer's close (an error)
@@ -57,6 +58,9 @@ const maxSent = 4
 func (c *wsConn) send(msgs [][]byte, end, abrupt bool) (sent [][]byte) {
 	c.mu.Lock()
 	c.queue = append(c.queue, msgs...)
+	for _, m := range msgs {
+		c.queued += len(m)
+	}
 	c.ending = c.ending || end
 	c.abrupt = c.abrupt || abrupt
 	sent, c.sent = c.sent, nil
@@ -66,6 +70,13 @@ func (c *wsConn) send(msgs [][]byte, end, abrupt bool) (sent [][]byte) {
 	default:
 	}
 	return sent
+}
+
+// queuedBytes is what the writer has not written yet.
+func (c *wsConn) queuedBytes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.queued
 }
 
 // close drops the socket now.
@@ -93,6 +104,9 @@ func (c *wsConn) writer(ctx context.Context) {
 			if err := c.ws.Write(ctx, websocket.MessageBinary, m); err != nil {
 				return
 			}
+			c.mu.Lock()
+			c.queued -= len(m)
+			c.mu.Unlock()
 		}
 		c.mu.Lock()
 		if len(c.sent) < maxSent {

@@ -80,6 +80,11 @@ type Config struct {
 	// CertPoll is how often the certificate files are looked at for a change (default 1 s;
 	// a reload also comes by ReloadTLS, on SIGHUP).
 	CertPoll time.Duration
+	// MaxQueued bounds the bytes queued on one connection for its writer: a peer that does
+	// not read (and floods PINGs, or grants credit it never uses) is closed with
+	// send-buffer-full past it. Default: the session window plus the send buffer, what a
+	// conforming peer's credit and one step's frames can hold.
+	MaxQueued int
 }
 
 // Node is a running node.
@@ -173,6 +178,13 @@ func Start(cfg Config) (*Node, error) {
 	}
 	if cfg.CertPoll == 0 {
 		cfg.CertPoll = time.Second
+	}
+	if cfg.MaxQueued < 0 {
+		return nil, fmt.Errorf("node: MaxQueued %d is negative", cfg.MaxQueued)
+	}
+	if cfg.MaxQueued == 0 {
+		l := cfg.Limits.WithDefaults()
+		cfg.MaxQueued = l.MaxSessionBuffer + l.MaxSendBuffer
 	}
 	if cfg.AcceptPlaintext && cfg.TLS == nil {
 		return nil, errors.New("node: serving plaintext beside TLS needs TLS")
@@ -449,9 +461,30 @@ func (n *Node) logCopies() {
 	}
 }
 
-// flush hands every connection its messages, closes the ones whose session ended, and
-// lets paused readers go on.
+// flush hands every connection its messages, closes the ones whose session ended or
+// whose queue passed MaxQueued, and lets paused readers go on.
 func (n *Node) flush() {
+	n.flushOutput()
+	over := false
+	for id, c := range n.conns {
+		if q := c.queuedBytes(); q > n.cfg.MaxQueued {
+			over = true
+			n.check(n.rep.CloseConnFor(time.Now(), id, wire.CodeSendBufferFull,
+				fmt.Sprintf("%d bytes queued for a peer that does not read (bound %d)", q, n.cfg.MaxQueued)))
+		}
+	}
+	if over {
+		n.flushOutput() // the closes
+	}
+	for id, c := range n.conns {
+		if c.paused && !n.rep.ReadPaused(id) {
+			c.paused = false
+			c.resume <- struct{}{}
+		}
+	}
+}
+
+func (n *Node) flushOutput() {
 	for _, out := range n.rep.Output() {
 		c := n.conns[out.Conn]
 		if c == nil {
@@ -474,12 +507,6 @@ func (n *Node) flush() {
 			if out.Err != nil {
 				n.log.Info("connection closed", "peer", c.peer, "code", out.Err.Code, "msg", out.Err.Message)
 			}
-		}
-	}
-	for id, c := range n.conns {
-		if c.paused && !n.rep.ReadPaused(id) {
-			c.paused = false
-			c.resume <- struct{}{}
 		}
 	}
 }
