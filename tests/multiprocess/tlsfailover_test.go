@@ -25,54 +25,15 @@ func TestTLSRelayFailover(t *testing.T) {
 	b2 := serveTLS(t, dir, "B2", []*proc{a})
 	d := serveTLS(t, dir, "D", []*proc{b2})
 	c := serveTLS(t, dir, "C", []*proc{b})
-	wa := startWriters(t, a)
-	waitFor(t, "C taking A through B", 30*time.Second, func() bool {
-		o := c.origin("A")
-		return o.SourcePeer == "B" && o.AppliedSeq > 0
+	relayFailover(t, a, b, b2, c, d, func(running ...*proc) {
+		waitFor(t, "C streaming over TLS with its peers", 30*time.Second, func() bool {
+			if len(running) == 5 {
+				return streamingTLS(c, "B", "B2")
+			}
+			return streamingTLS(c, "B2")
+		})
+		tlsCluster(t, dir, running...)
 	})
-	c.addPeer(b2) // POST /v1/peers with B2's wss:// URL
-	wd := startWriters(t, d)
-	waitFor(t, "C taking D through B2", 30*time.Second, func() bool {
-		o := c.origin("D")
-		return o.SourcePeer == "B2" && o.AppliedSeq > 0
-	})
-	if o := c.origin("A"); o.SourcePeer != "B" {
-		t.Fatalf("C moved A before the failover: %+v", o)
-	}
-	waitFor(t, "C streaming over TLS with B and B2", 30*time.Second, func() bool { return streamingTLS(c, "B", "B2") })
-	tlsCluster(t, dir, a, b, b2, c, d)
-	dups := c.status().Counters.DuplicatesReceived
-
-	b.kill() // kill -9 under writes
-	before := c.origin("D").AppliedSeq
-	waitFor(t, "D advancing on C during the outage", 30*time.Second, func() bool { return c.origin("D").AppliedSeq > before+10 })
-	waitFor(t, "A moving onto B2", 30*time.Second, func() bool { return c.origin("A").SourcePeer == "B2" })
-	wa.halt()
-	wd.halt()
-	waitFor(t, "C converging", 30*time.Second, func() bool {
-		return c.origin("A").AppliedSeq == a.origin("A").AppliedSeq && c.origin("D").AppliedSeq == d.origin("D").AppliedSeq
-	})
-	if o := c.origin("A"); o.SourceChanges != 1 || o.LagSeq != 0 {
-		t.Errorf("C's status of A: %+v, want one source change, lag 0", o)
-	}
-	if o := c.origin("D"); o.SourceChanges != 0 || o.SourcePeer != "B2" {
-		t.Errorf("C's status of D: %+v, want B2 and no change", o)
-	}
-	if got := c.status().Counters.DuplicatesReceived; got != dups {
-		t.Errorf("C's duplicates went from %d to %d across the failover", dups, got)
-	}
-	for _, p := range []*proc{a, b2, c, d} {
-		if p.digest("t") != a.digest("t") {
-			t.Errorf("%s's digest differs from A's", p.Name)
-		}
-	}
-	tlsCluster(t, dir, a, b2, c, d)
-	for _, p := range []*proc{a, b2, c, d} {
-		p.stop()
-	}
-	for _, p := range []*proc{a, b, b2, c, d} {
-		p.check()
-	}
 }
 
 // tlsCluster checks each node of a cluster without a secret that runs on the
