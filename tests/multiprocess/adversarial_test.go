@@ -315,6 +315,20 @@ func (e *advEnv) originByID(p *proc, o wire.OriginID) httpapi.OriginDoc {
 
 // bind begins a scenario: it points the environment's helpers, and its nodes', at the
 // subtest t until it ends, and notes G's redials so far.
+// adversary starts a scenario: it binds e to t, names the adversary as a peer of N (for its
+// last error), takes N's close counts, and dials N with cfg (ws://) within the deadline,
+// through its handshake.
+func (e *advEnv) adversary(t *testing.T, within time.Duration, cfg advConfig) (*adversary, closeCounts, context.Context) {
+	t.Helper()
+	e.bind(t)
+	e.named(e.n, cfg.name)
+	before := e.closeCounts(e.n)
+	ctx := deadline(t, within)
+	a := dialAdversary(ctx, t, e.n.URL, cfg)
+	a.established()
+	return a, before, ctx
+}
+
 func (e *advEnv) bind(t *testing.T) {
 	prev := e.t
 	set := func(t *testing.T) {
@@ -406,12 +420,7 @@ func TestAdversarialPeer(t *testing.T) {
 	// out-of-order; the adversary relays G's origin there, with an entry below what N holds
 	// of it (a duplicate, whatever its bytes), so nothing of it could land.
 	t.Run("seq-regress", func(t *testing.T) {
-		e.bind(t)
-		e.named(e.n, "ADV-REGRESS")
-		before := e.closeCounts(e.n)
-		ctx := deadline(t, 10*time.Second)
-		a := dialAdversary(ctx, t, e.n.URL, advConfig{name: "ADV-REGRESS"})
-		a.established()
+		a, before, ctx := e.adversary(t, 10*time.Second, advConfig{name: "ADV-REGRESS"})
 		a.offer(ctx, 3)
 		es := txnChain(a.origin, "adv", 0, wire.Hash{}, 3, 8)
 		a.send(es)
@@ -460,12 +469,7 @@ func TestAdversarialPeer(t *testing.T) {
 	// no other meaning"); the node keeps the first name it learned of each origin and the
 	// connection goes on.
 	t.Run("origin-renamed", func(t *testing.T) {
-		e.bind(t)
-		e.named(e.n, "ADV-RENAME")
-		before := e.closeCounts(e.n)
-		ctx := deadline(t, 10*time.Second)
-		a := dialAdversary(ctx, t, e.n.URL, advConfig{name: "ADV-RENAME"})
-		a.established()
+		a, before, ctx := e.adversary(t, 10*time.Second, advConfig{name: "ADV-RENAME"})
 		a.offer(ctx, 1)
 		a.message(prototest.Frame(&wire.Origin{Origin: a.origin, Name: "ADV-RENAMED"}),
 			prototest.Frame(&wire.Origin{Origin: e.gOrigin, Name: "EVIL-G"}),
@@ -493,12 +497,7 @@ func TestAdversarialPeer(t *testing.T) {
 	// 2's hash. Version 2 closes the channel, not the connection: N counts the divergence,
 	// reports it with DIVERGENCE, marks the origin diverged and never applies the fork.
 	t.Run("fork", func(t *testing.T) {
-		e.bind(t)
-		e.named(e.n, "ADV-FORK")
-		before := e.closeCounts(e.n)
-		ctx := deadline(t, 10*time.Second)
-		a := dialAdversary(ctx, t, e.n.URL, advConfig{name: "ADV-FORK"})
-		a.established()
+		a, before, ctx := e.adversary(t, 10*time.Second, advConfig{name: "ADV-FORK"})
 		a.offer(ctx, 3)
 		a.send(txnChain(a.origin, "adv", 0, wire.Hash{}, 2, 8))
 		a.awaitCursor(ctx, 2)
@@ -525,12 +524,7 @@ func TestAdversarialPeer(t *testing.T) {
 	// A flood of PINGs: 100,000 in 100 messages, as fast as the socket takes them.
 	// Nothing bounds them: each is answered with a PONG, and the node keeps serving G.
 	t.Run("ping-flood", func(t *testing.T) {
-		e.bind(t)
-		e.named(e.n, "ADV-PING")
-		before := e.closeCounts(e.n)
-		ctx := deadline(t, 20*time.Second)
-		a := dialAdversary(ctx, t, e.n.URL, advConfig{name: "ADV-PING"})
-		a.established()
+		a, before, ctx := e.adversary(t, 20*time.Second, advConfig{name: "ADV-PING"})
 		const perMessage, messages = 1000, 100
 		var pongs atomic.Int64
 		readDone := make(chan struct{})
@@ -626,12 +620,7 @@ func TestAdversarialPeer(t *testing.T) {
 	// it closes the connection with send-buffer-full, before its memory grows by what the
 	// adversary sends.
 	t.Run("ping-flood-unread", func(t *testing.T) {
-		e.bind(t)
-		e.named(e.n, "ADV-PING-UNREAD")
-		before := e.closeCounts(e.n)
-		ctx := deadline(t, 60*time.Second)
-		a := dialAdversary(ctx, t, e.n.URL, advConfig{name: "ADV-PING-UNREAD"})
-		a.established()
+		a, before, ctx := e.adversary(t, 60*time.Second, advConfig{name: "ADV-PING-UNREAD"})
 		base, err := e.n.Memory("VmRSS")
 		if err != nil {
 			t.Fatal(err)

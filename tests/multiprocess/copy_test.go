@@ -146,6 +146,23 @@ const (
 
 // startCopyWriters starts a copyWriter on each node, share i on the i-th, and returns
 // them with the function that stops them and waits until each is done (safe to call again).
+// moreBatches waits until every writer has n more batches acknowledged than now.
+func moreBatches(t *testing.T, writers []*copyWriter, n int64, when string) {
+	t.Helper()
+	before := make([]int64, len(writers))
+	for i, w := range writers {
+		before[i] = w.batches.Load()
+	}
+	waitFor(t, fmt.Sprintf("%d more batches on every node %s", n, when), 30*time.Second, func() bool {
+		for i, w := range writers {
+			if w.batches.Load() < before[i]+n {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 func startCopyWriters(t *testing.T, maxRuns int, nodes ...*proc) ([]*copyWriter, func()) {
 	stop := make(chan struct{})
 	var writers []*copyWriter
@@ -389,18 +406,7 @@ func TestCopyJoinsAPurgedCluster(t *testing.T) {
 	}
 
 	// Writes go on past the copy's end: each writer has 20 more batches acknowledged.
-	before := make([]int64, len(writers))
-	for i, w := range writers {
-		before[i] = w.batches.Load()
-	}
-	waitFor(t, "20 more batches on every node after the copy", 30*time.Second, func() bool {
-		for i, w := range writers {
-			if w.batches.Load() < before[i]+20 {
-				return false
-			}
-		}
-		return true
-	})
+	moreBatches(t, writers, 20, "after the copy")
 	stopWriters()
 	nodes := []*proc{a, b, c}
 	waitFor(t, "A, B and C converged", time.Minute, func() bool { return converged(nodes...) })

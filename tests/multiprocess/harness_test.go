@@ -57,19 +57,7 @@ type proc struct {
 // the test's temporary directory.
 func serve(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
-	log, err := os.CreateTemp(t.TempDir(), name+"-*.log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { log.Close() })
-	n, err := cluster.StartProcess(cluster.Process{Binary: binary, Name: name, DataDir: filepath.Join(t.TempDir(), name),
-		Secret: secret, Args: args, Output: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{Node: n, t: t, args: args}
-	t.Cleanup(p.kill)
-	return p
+	return serveSecret(t, name, secret, args...)
 }
 
 // start starts the node again, on its data directory and addresses, with p.args.

@@ -103,18 +103,7 @@ func TestRollingMoveToTLS(t *testing.T) {
 		restart(3, p, append(tlsFlags(dir, p.Name), peerFlags(p, "wss")...))
 	}
 
-	n := make([]int64, len(writers))
-	for i, w := range writers {
-		n[i] = w.batches.Load()
-	}
-	waitFor(t, "10 more batches on every node after the move", 30*time.Second, func() bool {
-		for i, w := range writers {
-			if w.batches.Load() < n[i]+10 {
-				return false
-			}
-		}
-		return true
-	})
+	moreBatches(t, writers, 10, "after the move")
 	stopWriters()
 	waitFor(t, "A, B and C converged", time.Minute, func() bool { return converged(nodes...) })
 	for _, p := range nodes {
