@@ -146,6 +146,24 @@ const (
 
 // startCopyWriters starts a copyWriter on each node, share i on the i-th, and returns
 // them with the function that stops them and waits until each is done (safe to call again).
+// everyWriteEverywhere checks that the nodes' digests equal the first one's, and that every
+// acknowledged batch of every writer reads back on every node.
+func everyWriteEverywhere(t *testing.T, writers []*copyWriter, nodes ...*proc) {
+	t.Helper()
+	first := nodes[0].digest("t")
+	for _, p := range nodes[1:] {
+		if d := p.digest("t"); d != first {
+			t.Errorf("digests differ: %s %s, %s %s", nodes[0].Name, first, p.Name, d)
+		}
+	}
+	for _, p := range nodes {
+		listed := p.listAll("w-")
+		for _, w := range writers {
+			w.verify(t, p, listed, 300)
+		}
+	}
+}
+
 // moreBatches waits until every writer has n more batches acknowledged than now.
 func moreBatches(t *testing.T, writers []*copyWriter, n int64, when string) {
 	t.Helper()
@@ -412,18 +430,7 @@ func TestCopyJoinsAPurgedCluster(t *testing.T) {
 	waitFor(t, "A, B and C converged", time.Minute, func() bool { return converged(nodes...) })
 
 	convergedAt := time.Since(copyStart)
-	da := a.digest("t")
-	for _, p := range nodes[1:] {
-		if d := p.digest("t"); d != da {
-			t.Errorf("digests differ: A %s, %s %s", da, p.Name, d)
-		}
-	}
-	for _, p := range nodes {
-		listed := p.listAll("w-")
-		for _, w := range writers {
-			w.verify(t, p, listed, 300)
-		}
-	}
+	everyWriteEverywhere(t, writers, nodes...)
 	t.Logf("converged %v after C started; verified %v after", convergedAt.Round(time.Millisecond), (time.Since(copyStart) - convergedAt).Round(time.Millisecond))
 	cst := c.status()
 	for _, w := range writers {
@@ -437,7 +444,7 @@ func TestCopyJoinsAPurgedCluster(t *testing.T) {
 		"about %d records, %d bytes; C's last run: copy_records %d, copy_bytes %d, copies_resumed %d, copies_completed %d; digest %s",
 		records, loaded.Round(time.Millisecond), copyTime.Round(time.Millisecond), lastRunTime.Round(time.Millisecond),
 		last.Records, last.TotalRecords, last.Bytes, cst.Counters.CopyRecords, cst.Counters.CopyBytes,
-		cst.Counters.CopiesResumed, cst.Counters.CopiesCompleted, da)
+		cst.Counters.CopiesResumed, cst.Counters.CopiesCompleted, a.digest("t"))
 	for _, p := range nodes {
 		ct := p.status().Counters
 		if p != c && ct.CopiesStarted != 0 {

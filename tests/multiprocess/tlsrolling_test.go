@@ -127,18 +127,7 @@ func TestRollingMoveToTLS(t *testing.T) {
 	if dups != 0 {
 		t.Errorf("%d duplicates received over the move", dups)
 	}
-	da := a.digest("t")
-	for _, p := range nodes[1:] {
-		if d := p.digest("t"); d != da {
-			t.Errorf("digests differ: A %s, %s %s", da, p.Name, d)
-		}
-	}
-	for _, p := range nodes {
-		listed := p.listAll("w-")
-		for _, w := range writers {
-			w.verify(t, p, listed, 300)
-		}
-	}
+	everyWriteEverywhere(t, writers, nodes...)
 	for _, w := range writers {
 		t.Logf("%s: %d batches acknowledged (the slowest in %v), %d unanswered (its restarts)", w.p.Name, w.batches.Load(),
 			w.slowest.Round(time.Millisecond), w.failed.Load())
