@@ -85,6 +85,8 @@ type Config struct {
 	// send-buffer-full past it. Default: the session window plus the send buffer, what a
 	// conforming peer's credit and one step's frames can hold.
 	MaxQueued int
+
+	beforeSync func() // rocksstore.Options.BeforeSync, for this package's tests (export_test.go)
 }
 
 // Node is a running node.
@@ -199,7 +201,7 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	store, err := rocksstore.Open(cfg.DataDir, replica.Identity{Origin: origin, Name: cfg.Name},
-		rocksstore.Options{SyncEveryApply: cfg.Sync == SyncAll})
+		rocksstore.Options{SyncEveryApply: cfg.Sync == SyncAll, BeforeSync: cfg.beforeSync})
 	if err != nil {
 		return nil, err
 	}

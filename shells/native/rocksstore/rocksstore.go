@@ -67,6 +67,10 @@ type Options struct {
 	// SyncEveryApply fsyncs every Apply (--sync all); otherwise an Apply survives a crash of
 	// the process, and Sync makes everything so far survive a power loss.
 	SyncEveryApply bool
+	// BeforeSync, when set, is called at the start of every Sync, on Sync's goroutine: a
+	// test's way to hold an fsync back and see what the node answers meanwhile. Nil in
+	// every running node.
+	BeforeSync func()
 }
 
 // Store is a replica.Store in a RocksDB directory. Like the replica it serves, it is used
@@ -82,6 +86,7 @@ type Store struct {
 	afloor   uint64   // the arrival floor
 	hlc      wire.HLC // RecordHLC, kept in memory
 	scratch  []byte   // Apply's buffer for record keys and values
+	before   func()   // Options.BeforeSync
 
 	compactMu sync.Mutex       // guards toCompact: Purge adds, CompactLogs (off the loop) takes
 	toCompact []grocksdb.Range // the key ranges purged since the last CompactLogs
@@ -114,7 +119,7 @@ func Open(dir string, create replica.Identity, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("rocksstore: opening %s: %w", dir, err)
 	}
 	s := &Store{db: db, ro: grocksdb.NewDefaultReadOptions(), wo: grocksdb.NewDefaultWriteOptions(),
-		logs: map[wire.OriginID]replica.Log{}}
+		logs: map[wire.OriginID]replica.Log{}, before: opts.BeforeSync}
 	s.wo.SetSync(opts.SyncEveryApply)
 	if err := s.load(create); err != nil {
 		s.Close()
@@ -639,7 +644,12 @@ func holdKey(peer string, o wire.OriginID) []byte { return key(pHold, []byte(pee
 // Sync makes every write so far survive a power loss: it fsyncs the write-ahead log. Unlike
 // the other methods, it may run concurrently with them (the node's group commit runs it
 // off its loop); it must return before Close.
-func (s *Store) Sync() error { return s.db.FlushWAL(true) }
+func (s *Store) Sync() error {
+	if s.before != nil {
+		s.before()
+	}
+	return s.db.FlushWAL(true)
+}
 
 // DialPeer is a peer added through the API, kept in the data directory.
 type DialPeer struct {

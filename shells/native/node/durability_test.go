@@ -1,0 +1,78 @@
+package node_test
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"plait/protocol/wire"
+	"plait/shells/native/node"
+)
+
+// TestWriteAnsweredAfterItsFsync: under --sync origin a local write is answered only once
+// the fsync that covers it has returned, and its entry reaches no peer before: with the
+// group commit's fsync held back, the node's loop goes on (status answers), the write is
+// not answered and the peer has not applied it; once the fsync returns, both happen.
+func TestWriteAnsweredAfterItsFsync(t *testing.T) {
+	b := start(t, "B")
+	var hold atomic.Bool
+	entered, release := make(chan struct{}, 64), make(chan struct{})
+	gate := func() {
+		if hold.Load() {
+			entered <- struct{}{}
+			<-release
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := run(t, node.WithSyncGate(node.Config{Name: "A", DataDir: t.TempDir(), Listener: l, Sync: node.SyncOrigin,
+		Peers: []node.Peer{{Name: "B", URL: b.url}}, Secret: []byte("node test secret of enough bytes")}, gate), "ws://")
+	var once sync.Once
+	free := func() { hold.Store(false); once.Do(func() { close(release) }) }
+	t.Cleanup(free) // before A's stop (cleanups run last first): a failed test must not leave the fsync held
+	waitFor(t, "A streaming to B", func() bool { return streamingTo(t, a, "B") })
+
+	hold.Store(true)
+	answered := make(chan error, 1)
+	go func() {
+		_, err := a.Write(context.Background(), []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte("k"), Value: []byte("v")}})
+		answered <- err
+	}()
+	select {
+	case <-entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no fsync started for the write")
+	}
+	// A status round trip runs on A's loop after the write was applied and the fsync begun:
+	// anything the loop would answer early it has answered by now.
+	if o := origin(t, a, "A"); o.AppliedSeq != 1 {
+		t.Fatalf("A applied its own origin up to %d", o.AppliedSeq)
+	}
+	// The loop would have answered by now; the writer's goroutine may still be on its way
+	// to report it, so its report is given a moment (a wrong answer is microseconds late,
+	// not this much: the bound only keeps a correct node's test short).
+	select {
+	case err := <-answered:
+		t.Fatalf("the write was answered (%v) while its fsync was held", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if o := origin(t, b, "A"); o.AppliedSeq != 0 {
+		t.Fatalf("B applied A's entry up to %d before A's fsync returned", o.AppliedSeq)
+	}
+
+	free()
+	select {
+	case err := <-answered:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the write was not answered after its fsync returned")
+	}
+	waitFor(t, "B applying A's entry", func() bool { return origin(t, b, "A").AppliedSeq == 1 })
+}
