@@ -43,6 +43,8 @@ type ClockStatus struct {
 	// Offset is the median, over the measured peers, of this node's clock minus the
 	// peer's (positive: this node is ahead); meaningful only when Measured > 0.
 	Offset time.Duration
+	// Bound is the bound on clock offset in effect (0: none).
+	Bound time.Duration
 	// RefusingWrites: a majority of the measured peers see this node's clock off, so local
 	// writes are refused with CodeClockOffset.
 	RefusingWrites bool
@@ -130,6 +132,7 @@ func (r *Replica) Clock() ClockStatus {
 			cs.Offset = offs[m-1] + (offs[m]-offs[m-1])/2
 		}
 	}
+	cs.Bound = d
 	cs.RefusingWrites = 2*cs.Off > cs.Measured
 	return cs
 }
