@@ -1647,6 +1647,8 @@ var codesElsewhere = map[wire.Code]string{
 	// The copy's codes close a copy, not the session.
 	wire.CodeBadChunk: "protocol/copy_test.go TestMalformedM25CopyChunks, TestCopyBadChunk",
 	wire.CodeCopyBusy: "protocol/copy_test.go TestCopyAbort (a sender's answer)",
+	// clock-offset refuses a local write, which is the replica's, not a session's.
+	wire.CodeClockOffset: "protocol/replica/clock_test.go TestClockRefusesWrites",
 }
 
 // TestEveryCodeProduced: every code of wire.Codes() is produced by at least one case of the

@@ -111,7 +111,7 @@ func (s *Session) frame(now time.Time, f wire.Frame) {
 	case *wire.Auth:
 		s.onAuth(now, f, b)
 	case *wire.Ping:
-		s.sendControl(&wire.Pong{ID: b.ID})
+		s.sendControl(&wire.Pong{ID: b.ID, Time: s.pongTime(now)})
 	case *wire.Pong:
 		if !s.pingOut || b.ID != s.pingID {
 			s.unexpected(f, "answers no outstanding PING")
@@ -119,6 +119,7 @@ func (s *Session) frame(now time.Time, f wire.Frame) {
 		}
 		s.pingOut = false
 		s.rtt = now.Sub(s.pingSent)
+		s.onPongTime(b)
 	case *wire.Origin:
 		s.onOrigin(f, b)
 	case *wire.Subscribe1:

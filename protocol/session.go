@@ -94,6 +94,7 @@ type Session struct {
 	pingSent time.Time
 	pingOut  bool
 	rtt      time.Duration
+	clock    clockFilter // the peer's clock offset, from PONGs with a time (clock.go)
 	// resumed: reads resumed after a version-1 pause; the liveness clock restarts at the
 	// next Tick (while reads are paused, the peer's silence proves nothing)
 	resumed bool

@@ -96,24 +96,41 @@ func printStatus(w io.Writer, d httpapi.StatusDoc) {
 	} else {
 		fmt.Fprintln(w, "tls off")
 	}
+	if c := d.Node.Clock; c.OffsetMs != nil {
+		fmt.Fprintf(w, "clock %+.1f ms from %d measured peers (%d beyond the bound)  bound %d ms  refusing writes %v\n",
+			*c.OffsetMs, c.MeasuredPeers, c.OffPeers, c.BoundMs, c.RefusingWrites)
+	} else {
+		fmt.Fprintf(w, "clock not measured  bound %d ms\n", c.BoundMs)
+	}
 	fmt.Fprintln(w)
 	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(t, "ORIGIN\tAPPLIED\tHEAD\tLAG\tLAG MS\tSOURCE\tCHANGES\tDIVERGED\tFLOOR\tLOG BYTES")
+	fmt.Fprintln(t, "ORIGIN\tAPPLIED\tHEAD\tLAG\tLAG MS\tSOURCE\tCHANGES\tDIVERGED\tFLOOR\tLOG BYTES\tSTUCK")
 	for _, o := range d.Origins {
-		fmt.Fprintf(t, "%s\t%d\t%d\t%d\t%d\t%s\t%d\t%v\t%d\t%d\n", o.Name, o.AppliedSeq, o.HeadSeq, o.LagSeq, o.LagMs,
-			dash(o.SourcePeer), o.SourceChanges, o.Diverged, o.FloorSeq, o.LogBytes)
+		stuck := "-"
+		if o.Stuck != nil {
+			stuck = *o.Stuck
+			if o.StuckUntil != nil {
+				stuck += " until " + *o.StuckUntil
+			}
+		}
+		fmt.Fprintf(t, "%s\t%d\t%d\t%d\t%d\t%s\t%d\t%v\t%d\t%d\t%s\n", o.Name, o.AppliedSeq, o.HeadSeq, o.LagSeq, o.LagMs,
+			dash(o.SourcePeer), o.SourceChanges, o.Diverged, o.FloorSeq, o.LogBytes, stuck)
 	}
 	t.Flush()
 	fmt.Fprintln(w)
 	t = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(t, "PEER\tURL\tSTATE\tCONNECTED\tVERSION\tRTT MS\tRECONNECTS\tHOLDS BACK\tLAST ERROR")
+	fmt.Fprintln(t, "PEER\tURL\tSTATE\tCONNECTED\tVERSION\tRTT MS\tCLOCK MS\tRECONNECTS\tHOLDS BACK\tLAST ERROR")
 	for _, p := range d.Peers {
 		last := "-"
 		if p.LastError != nil {
 			last = p.LastError.Code + ": " + p.LastError.Message
 		}
-		fmt.Fprintf(t, "%s\t%s\t%s\t%v\t%d\t%.1f\t%d\t%d B\t%s\n", p.Name, dash(p.URL), p.State, p.Connected, p.Version, p.RTTMs,
-			p.Reconnects, p.RetentionHeldBytes, last)
+		clock := "-" // a peer that sends no time (protocol versions 1 and 2)
+		if p.ClockOffsetMs != nil {
+			clock = fmt.Sprintf("%+.1f", *p.ClockOffsetMs)
+		}
+		fmt.Fprintf(t, "%s\t%s\t%s\t%v\t%d\t%.1f\t%s\t%d\t%d B\t%s\n", p.Name, dash(p.URL), p.State, p.Connected, p.Version, p.RTTMs,
+			clock, p.Reconnects, p.RetentionHeldBytes, last)
 	}
 	t.Flush()
 	fmt.Fprintln(w)

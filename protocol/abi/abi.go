@@ -425,6 +425,10 @@ type StatusMsg struct {
 	HasReady    bool          `cbor:"19,keyasint,omitempty"` // (ABI 2) output waits for OpReady
 	Resumed     bool          `cbor:"20,keyasint,omitempty"` // (ABI 2) reads resumed, liveness clock not yet restarted
 	CopyCredit  uint64        `cbor:"21,keyasint,omitempty"` // (ABI 3) the credit SendChunk has
+	// ClockOffset (ABI 3) is the estimated offset of the peer's clock from this side's, in
+	// nanoseconds (Session.ClockOffset); absent while the peer is not measured, so a zero
+	// offset is told apart from none, and a guest that predates it reads as unmeasured.
+	ClockOffset *int64 `cbor:"22,keyasint,omitempty"`
 }
 
 // FrameMsg is one decoded frame.

@@ -387,6 +387,10 @@ func (d *Driver) status() {
 		m.HasReady = d.deferReady && s.HasReady()
 		m.Resumed = s.ReadsResumed()
 		m.CopyCredit = uint64(s.V3().CopyCredit())
+		if off, ok := s.ClockOffset(); ok {
+			ns := int64(off)
+			m.ClockOffset = &ns
+		}
 		if m.Version != 0 {
 			m.Handshake = HandshakeOf(s.Handshake())
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"strconv"
+	"time"
 
 	"plait/protocol/vector"
 	"plait/protocol/wire"
@@ -39,6 +40,10 @@ func (r *Replica) receive(c *conn, v wire.TxnView, pos uint64) {
 			return
 		}
 		r.counters.DuplicatesReceived++
+	case r.holding(st):
+		// Held back for the clock: what the channel still had in flight is dropped
+		// unacknowledged, and comes again when the hold ends.
+		return
 	case v.Seq == st.applied.Seq+1 && v.Prev != st.applied.Hash:
 		r.divergedHere(c, st, v.Seq, "entry "+strconv.FormatUint(v.Seq, 10)+" does not extend the applied chain")
 		return
@@ -49,6 +54,13 @@ func (r *Replica) receive(c *conn, v wire.TxnView, pos uint64) {
 		r.restream(c, st)
 		return
 	default:
+		if until, ahead := r.aheadOfClock(v.HLC); ahead {
+			r.holdAhead(c, st, &v, until)
+			return
+		}
+		if st.stuck == StuckClockAhead {
+			st.stuck, st.stuckUntil = "", time.Time{}
+		}
 		if !r.apply(&v, h, c, pos) {
 			return
 		}

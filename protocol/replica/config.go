@@ -66,6 +66,11 @@ type Config struct {
 	CopyChunk int
 	CopyRetry time.Duration
 
+	// MaxClockOffset bounds clock offset (clock.go): an entry more than this ahead of the
+	// node's wall clock is held back, and a node most of its measured peers see more than
+	// this off refuses local writes (default DefaultMaxClockOffset; negative: no bound).
+	MaxClockOffset time.Duration
+
 	// NewSession makes the protocol core of one connection (default NativeSession).
 	NewSession func(protocol.Config) (Session, error)
 
@@ -141,6 +146,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CopyRetry == 0 {
 		c.CopyRetry = DefaultCopyRetry
+	}
+	if c.MaxClockOffset == 0 {
+		c.MaxClockOffset = DefaultMaxClockOffset
 	}
 	if c.NewSession == nil {
 		c.NewSession = NativeSession

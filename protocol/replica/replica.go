@@ -67,7 +67,9 @@ type originState struct {
 	progressAt    time.Time // the last apply, or the last (re)subscription
 	diverged      bool
 	divergedAt    uint64
-	legacySource  string // the version-1 peer that delivered the last applied entry
+	legacySource  string      // the version-1 peer that delivered the last applied entry
+	stuck         StuckReason // why its next entry is held back (clock.go); "": it is not
+	stuckUntil    time.Time   // when the hold ends
 }
 
 // New opens a replica on its store: it reads the identity, the cursor vector and the
@@ -234,6 +236,9 @@ func (r *Replica) NextDeadline() time.Time {
 		}
 		if r.stalling(st) {
 			earlier(st.progressAt.Add(r.cfg.StallTimeout))
+		}
+		if st.stuck != "" {
+			earlier(st.stuckUntil) // the hold ends: Tick routes the origin again
 		}
 	}
 	earlier(r.ret.nextAt)

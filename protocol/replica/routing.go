@@ -46,6 +46,12 @@ func (r *Replica) route() {
 }
 
 func (r *Replica) routeOrigin(st *originState) {
+	if st.stuck == StuckClockAhead {
+		if r.holding(st) {
+			return // held for the clock: no source moves, nothing is subscribed
+		}
+		r.releaseHold(st)
+	}
 	src := r.conns[st.source]
 	if st.source != 0 {
 		why := MoveReason("")
@@ -214,7 +220,7 @@ func subscribePosition(st *originState, from uint64) vector.Entry {
 // stalling reports whether an origin's source advertises a head above the applied seq.
 func (r *Replica) stalling(st *originState) bool {
 	src := r.conns[st.source]
-	return src != nil && src.heads[st.id].Seq > st.applied.Seq
+	return src != nil && src.heads[st.id].Seq > st.applied.Seq && !r.holding(st)
 }
 
 func (r *Replica) subscribe(c *conn, st *originState, from uint64) {

@@ -24,6 +24,9 @@ type Session interface {
 	Handshake() protocol.HandshakeInfo
 	Connected(now time.Time) bool
 	RTT() time.Duration
+	// ClockOffset is the peer's clock minus this node's, estimated from PING/PONG, and
+	// whether the peer was measured (version 3 only; never by a frozen build that predates it).
+	ClockOffset() (time.Duration, bool)
 	HeldBytes() int
 	ReadPaused() bool
 	SendBudget() int

@@ -30,6 +30,9 @@ type NodeStatus struct {
 	ProtocolMin   uint64
 	ProtocolMax   uint64
 	Authenticated bool // a cluster secret keys every handshake, or every peer link is mutual TLS
+	// Clock is this node's clock as its measured peers see it, and whether local writes
+	// are refused for it (clock.go).
+	Clock ClockStatus
 }
 
 // OriginStatus is one origin as this node knows it.
@@ -45,6 +48,10 @@ type OriginStatus struct {
 	Diverged      bool   // a divergence was seen and no later entry applied since
 	FloorSeq      uint64 // the highest seq purged from the log here (0: none)
 	LogBytes      uint64 // the bytes of transaction encodings the log holds here
+	// Stuck says why the origin's next entry is held back ("": it is not); StuckUntil is
+	// when the hold ends, for the clock.
+	Stuck      StuckReason
+	StuckUntil time.Time
 }
 
 // PeerStatus is one open connection.
@@ -58,9 +65,13 @@ type PeerStatus struct {
 	Version      uint64
 	Capabilities []string
 	RTT          time.Duration
-	HeldBytes    int
-	Stats        protocol.Stats
-	LastError    *PeerError
+	// ClockOffset is the peer's clock minus this node's, as the session estimates it
+	// (positive: the peer is ahead); nil while the peer is not measured (before its first
+	// PONG with a time, and always for versions 1 and 2).
+	ClockOffset *time.Duration
+	HeldBytes   int
+	Stats       protocol.Stats
+	LastError   *PeerError
 	// RetentionHeldEntries and RetentionHeldBytes are what the peer's retention holds kept
 	// from the last retention step: entries it would have purged but for them.
 	RetentionHeldEntries uint64
@@ -139,7 +150,7 @@ func (r *Replica) Status(now time.Time) Status {
 		rng = handshake.Implemented()
 	}
 	s := Status{Node: NodeStatus{Name: r.id.Name, Origin: r.id.Origin, ProtocolMin: rng.Min, ProtocolMax: rng.Max,
-		Authenticated: len(r.cfg.Secret) > 0 || r.cfg.TLSAuthenticated}, Counters: r.counters}
+		Authenticated: len(r.cfg.Secret) > 0 || r.cfg.TLSAuthenticated, Clock: r.Clock()}, Counters: r.counters}
 	s.Refusals, s.RefusedByCode, s.ErrorsByCode = r.Refusals()
 	for _, o := range r.originOrder {
 		s.Origins = append(s.Origins, r.originStatus(r.origins[o]))
@@ -159,6 +170,9 @@ func (r *Replica) Status(now time.Time) Status {
 			p.State = PeerClosed
 		default:
 			p.State = PeerHandshaking
+		}
+		if off, ok := c.sess.ClockOffset(); ok && c.established {
+			p.ClockOffset = &off
 		}
 		p.LastError = r.LastError(p.Name)
 		p.RetentionHeldEntries, p.RetentionHeldBytes = r.RetentionHeld(p.Name)
@@ -180,6 +194,9 @@ func (r *Replica) originStatus(st *originState) OriginStatus {
 	l := r.ret.logs[st.id]
 	os := OriginStatus{Origin: st.id, Name: st.name, AppliedSeq: st.applied.Seq, HeadSeq: max(st.headSeq, st.applied.Seq),
 		SourceChanges: st.changes, Diverged: st.diverged, FloorSeq: l.Floor.Seq, LogBytes: l.Bytes}
+	if st.stuck != "" { // until the next input after StuckUntil releases it
+		os.Stuck, os.StuckUntil = st.stuck, st.stuckUntil
+	}
 	os.LagSeq = os.HeadSeq - os.AppliedSeq
 	if os.LagSeq > 0 && st.headHLC > st.appliedHLC {
 		os.LagMs = st.headHLC.WallMillis() - st.appliedHLC.WallMillis()

@@ -231,6 +231,11 @@ func (p *Ping) AppendBody(dst []byte) ([]byte, error) { return appendMap(dst, p,
 // Pong is the PONG body.
 type Pong struct {
 	ID uint64 `cbor:"1,keyasint"`
+	// Time is the sender's wall clock when it answered, in microseconds since the Unix
+	// epoch (optional; sent on version-3 connections, absent at or before the epoch). The
+	// PING's sender estimates the clock offset between the two nodes from it and the round
+	// trip (SPEC.md, "Liveness").
+	Time uint64 `cbor:"2,keyasint,omitempty"`
 	Unknown
 }
 
@@ -354,7 +359,7 @@ func init() {
 	register(TypePing, typeInfo{name: "PING", maxBody: MaxControlBody,
 		decode: decodeControl[Ping](1, nil, 1)})
 	register(TypePong, typeInfo{name: "PONG", maxBody: MaxControlBody,
-		decode: decodeControl[Pong](1, nil, 1)})
+		decode: decodeControl[Pong](2, nil, 1)})
 	register(TypeOrigin, typeInfo{name: "ORIGIN", maxBody: MaxControlBody,
 		decode: decodeControl[Origin](2, func(o *Origin) error {
 			if o.Origin.IsZero() {

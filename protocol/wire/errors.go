@@ -69,6 +69,9 @@ const (
 	CodeBadArgument        Code = "bad-argument"
 	CodeUnknownCommand     Code = "unknown-command"
 	CodeInternal           Code = "internal"
+	// CodeClockOffset refuses a local write: most of the node's measured peers see its
+	// clock beyond the bound on clock offset (protocol/replica's MaxClockOffset).
+	CodeClockOffset Code = "clock-offset"
 
 	// Transport codes: a node records them when it refuses a connection before any frame
 	// crossed it (at TLS or at the WebSocket upgrade); they are never sent in a CLOSE.
@@ -118,6 +121,7 @@ var codeClasses = map[Code]Class{
 	CodeClosed:             ClassLocal,
 	CodeInvalidState:       ClassLocal,
 	CodeBadArgument:        ClassLocal,
+	CodeClockOffset:        ClassLocal,
 	CodeUnknownCommand:     ClassLocal,
 	CodeInternal:           ClassLocal,
 }

@@ -315,8 +315,8 @@ func TestUnknownKeysPreserved(t *testing.T) {
 		extra wire.Extra
 	}{
 		{"PING {1: 7, 9: \"x\"}", wire.TypePing, hx("a2 01 07 09 61 78"), wire.Extra{9: hx("61 78")}},
-		{"PONG with a nested unknown value", wire.TypePong, cb(map[uint64]any{1: 3, 2: []any{uint64(1), map[uint64]any{2: []byte{0}}}}),
-			wire.Extra{2: hx("82 01 a1 02 41 00")}},
+		{"PONG with a nested unknown value", wire.TypePong, cb(map[uint64]any{1: 3, 3: []any{uint64(1), map[uint64]any{2: []byte{0}}}}),
+			wire.Extra{3: hx("82 01 a1 02 41 00")}},
 		{"ACK1 with key 0 and a large key", wire.TypeAck1, cb(map[uint64]any{0: "z", 1: 5, 1 << 40: true}),
 			wire.Extra{0: hx("61 7a"), 1 << 40: hx("f5")}},
 		{"CLOSE with key 4", wire.TypeClose, cb(map[uint64]any{1: "going-away", 2: "transient", 3: "bye", 4: []byte("later")}),

@@ -225,6 +225,10 @@ func fail(w http.ResponseWriter, err error) {
 		ae = &apiError{http.StatusRequestEntityTooLarge, "too-large", err.Error()}
 	case errors.As(err, &we) && we.Code == wire.CodeBadArgument:
 		ae = &apiError{http.StatusBadRequest, string(we.Code), we.Message}
+	case errors.As(err, &we) && we.Code == wire.CodeClockOffset:
+		// The node's clock, not the request, is at fault, and it heals: 503, as a node
+		// that cannot take writes for now.
+		ae = &apiError{http.StatusServiceUnavailable, string(we.Code), we.Message}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		ae = &apiError{http.StatusServiceUnavailable, "unavailable", err.Error()}
 	default:

@@ -20,6 +20,8 @@ var (
 	descLogBytes   = prometheus.NewDesc("plait_origin_log_bytes", "Bytes of transaction encodings the origin's log holds here.", []string{"origin", "origin_name"}, nil)
 	descHeld       = prometheus.NewDesc("plait_peer_retention_held_bytes", "Bytes of log entries the peer's retention holds kept from the last retention step.", []string{"peer"}, nil)
 	descConnected  = prometheus.NewDesc("plait_peer_connected", "1 while the peer's connection streams with fresh liveness.", []string{"peer"}, nil)
+	descClock      = prometheus.NewDesc("plait_peer_clock_offset_seconds", "The peer's clock minus this node's, estimated from PING/PONG (only for peers that send their time: protocol version 3).", []string{"peer"}, nil)
+	descRefusing   = prometheus.NewDesc("plait_clock_refusing_writes", "1 while a majority of the measured peers see this node's clock beyond --max-clock-offset and local writes are refused.", nil, nil)
 	descReconnects = prometheus.NewDesc("plait_peer_reconnects_total", "Dials of the peer after the first, since start.", []string{"peer"}, nil)
 	// descCounters has a metric for each name of CountersDoc.List (a test keeps them equal).
 	descCounters = map[string]*prometheus.Desc{
@@ -52,7 +54,7 @@ var (
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descApplied, descHead, descLag, descFloor, descLogBytes, descConnected, descReconnects, descHeld,
-		descCertExpiry, descReloads} {
+		descClock, descRefusing, descCertExpiry, descReloads} {
 		ch <- d
 	}
 	for _, d := range descCounters {
@@ -76,6 +78,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	// One series per peer name: a connection still in its handshake has no name yet, and
 	// a peer may show twice (its connection and this node's, both dialing).
 	connected, reconnects, held := map[string]float64{}, map[string]float64{}, map[string]float64{}
+	clock := map[string]float64{} // measured peers only: an unmeasured one has no series
 	var names []string
 	for _, p := range st.Peers {
 		if p.Name == "" {
@@ -91,12 +94,23 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		reconnects[p.Name] = max(reconnects[p.Name], float64(p.Reconnects))
 		held[p.Name] = float64(p.RetentionHeldBytes) // per peer name: the same for each of its rows
+		if p.ClockOffset != nil {
+			clock[p.Name] = p.ClockOffset.Seconds()
+		}
 	}
 	for _, name := range names {
 		ch <- prometheus.MustNewConstMetric(descConnected, prometheus.GaugeValue, connected[name], name)
 		ch <- prometheus.MustNewConstMetric(descReconnects, prometheus.CounterValue, reconnects[name], name)
 		ch <- prometheus.MustNewConstMetric(descHeld, prometheus.GaugeValue, held[name], name)
+		if off, ok := clock[name]; ok {
+			ch <- prometheus.MustNewConstMetric(descClock, prometheus.GaugeValue, off, name)
+		}
 	}
+	refusing := 0.0
+	if st.Node.Clock.RefusingWrites {
+		refusing = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descRefusing, prometheus.GaugeValue, refusing)
 	byCode := map[string][]replica.CodeCount{"connections_refused": st.RefusedByCode, "connection_errors": st.ErrorsByCode}
 	for _, c := range NewStatusDoc(st).Counters.List() {
 		if codes, labeled := byCode[c.Name]; labeled {

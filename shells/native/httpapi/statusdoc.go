@@ -67,11 +67,27 @@ func (d *StatusDoc) SetTLS(ts *node.TLSStatus) {
 type NodeDoc struct {
 	// Authenticated: a cluster secret keys every handshake, or every peer link is mutual TLS.
 	Authenticated bool          `json:"authenticated"`
+	Clock         ClockDoc      `json:"clock"` // this node's clock as its measured peers see it
 	Name          string        `json:"name"`
 	Origin        string        `json:"origin"` // the origin id in hex
 	Protocol      ProtocolRange `json:"protocol"`
 	TLS           *TLSDoc       `json:"tls"` // null when the node runs without TLS
 }
+
+// ClockDoc is node.clock (replica.ClockStatus): how far this node's clock is from its
+// peers', and whether it refuses local writes for it (docs/contract.md §8.1).
+type ClockDoc struct {
+	BoundMs       int64 `json:"bound_ms"`       // --max-clock-offset; 0: no bound
+	MeasuredPeers int   `json:"measured_peers"` // connected peers that measured the clock (version 3)
+	OffPeers      int   `json:"off_peers"`      // of them, those that see it beyond the bound
+	// OffsetMs is the median of this node's clock minus each measured peer's (positive:
+	// this node is ahead); null when no peer measured it.
+	OffsetMs       *float64 `json:"offset_ms"`
+	RefusingWrites bool     `json:"refusing_writes"` // a majority of measured peers see it off
+}
+
+// ms is a duration in milliseconds, to the microsecond (as rtt_ms).
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // ProtocolRange is the protocol versions a node speaks.
 type ProtocolRange struct {
@@ -92,17 +108,25 @@ type OriginDoc struct {
 	Origin        string `json:"origin"` // the origin id in hex
 	SourceChanges uint64 `json:"source_changes"`
 	SourcePeer    string `json:"source_peer"` // empty for the local origin, or none
+	// Stuck is why the origin's next entry is held back (replica.StuckReason, e.g.
+	// "clock-ahead"); null when it is not. StuckUntil is when the hold ends (RFC 3339,
+	// UTC, to the millisecond); null with it.
+	Stuck      *string `json:"stuck"`
+	StuckUntil *string `json:"stuck_until"`
 }
 
 // PeerDoc is one peers[] entry: an open connection, or a configured peer that has none.
 type PeerDoc struct {
-	Capabilities []string      `json:"capabilities"` // [] before the handshake
-	Connected    bool          `json:"connected"`
-	Copy         *CopyDoc      `json:"copy"` // the base copy with this peer; null when none
-	HeldBytes    int           `json:"held_bytes"`
-	LastError    *PeerErrorDoc `json:"last_error"` // null when there was none
-	Name         string        `json:"name"`
-	Reconnects   uint64        `json:"reconnects"`
+	Capabilities []string `json:"capabilities"` // [] before the handshake
+	// ClockOffsetMs is the peer's clock minus this node's (positive: the peer is ahead),
+	// estimated from PING/PONG; null for a peer that sends no time (versions 1 and 2).
+	ClockOffsetMs *float64      `json:"clock_offset_ms"`
+	Connected     bool          `json:"connected"`
+	Copy          *CopyDoc      `json:"copy"` // the base copy with this peer; null when none
+	HeldBytes     int           `json:"held_bytes"`
+	LastError     *PeerErrorDoc `json:"last_error"` // null when there was none
+	Name          string        `json:"name"`
+	Reconnects    uint64        `json:"reconnects"`
 	// RetentionHeldBytes and RetentionHeldEntries: what this peer's retention holds kept
 	// from the last retention step (0: it holds nothing back).
 	RetentionHeldBytes   uint64            `json:"retention_held_bytes"`
@@ -188,7 +212,7 @@ func (c CountersDoc) List() []Counter {
 func NewStatusDoc(st replica.Status) StatusDoc {
 	d := StatusDoc{
 		Node: NodeDoc{Authenticated: st.Node.Authenticated, Name: st.Node.Name, Origin: hex.EncodeToString(st.Node.Origin[:]),
-			Protocol: ProtocolRange{Max: st.Node.ProtocolMax, Min: st.Node.ProtocolMin}},
+			Protocol: ProtocolRange{Max: st.Node.ProtocolMax, Min: st.Node.ProtocolMin}, Clock: clockDoc(st.Node.Clock)},
 		Origins: make([]OriginDoc, 0, len(st.Origins)),
 		Peers:   make([]PeerDoc, 0, len(st.Peers)),
 		Counters: CountersDoc{Divergences: st.Counters.Divergences, DuplicatesReceived: st.Counters.DuplicatesReceived,
@@ -209,9 +233,14 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 			Code: string(f.Code), Dialed: f.Dialed, Message: f.Message, Peer: f.Peer, Remote: f.Remote})
 	}
 	for _, o := range st.Origins {
-		d.Origins = append(d.Origins, OriginDoc{AppliedSeq: o.AppliedSeq, Diverged: o.Diverged, FloorSeq: o.FloorSeq,
+		od := OriginDoc{AppliedSeq: o.AppliedSeq, Diverged: o.Diverged, FloorSeq: o.FloorSeq,
 			HeadSeq: o.HeadSeq, LagMs: o.LagMs, LagSeq: o.LagSeq, LogBytes: o.LogBytes, Name: o.Name,
-			Origin: hex.EncodeToString(o.Origin[:]), SourceChanges: o.SourceChanges, SourcePeer: o.SourcePeer})
+			Origin: hex.EncodeToString(o.Origin[:]), SourceChanges: o.SourceChanges, SourcePeer: o.SourcePeer}
+		if o.Stuck != "" {
+			why, until := string(o.Stuck), o.StuckUntil.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+			od.Stuck, od.StuckUntil = &why, &until
+		}
+		d.Origins = append(d.Origins, od)
 	}
 	for _, p := range st.Peers {
 		caps := p.Capabilities
@@ -223,10 +252,24 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 			lastErr = &PeerErrorDoc{At: e.At.UTC().Format(time.RFC3339), Class: string(e.Err.Class),
 				Code: string(e.Err.Code), Message: e.Err.Message}
 		}
-		d.Peers = append(d.Peers, PeerDoc{Capabilities: caps, Connected: p.Connected, HeldBytes: p.HeldBytes,
+		var off *float64
+		if p.ClockOffset != nil {
+			v := ms(*p.ClockOffset)
+			off = &v
+		}
+		d.Peers = append(d.Peers, PeerDoc{Capabilities: caps, ClockOffsetMs: off, Connected: p.Connected, HeldBytes: p.HeldBytes,
 			LastError: lastErr, Name: p.Name, Reconnects: p.Reconnects, RetentionHeldBytes: p.RetentionHeldBytes,
 			RetentionHeldEntries: p.RetentionHeldEntries, RTTMs: float64(p.RTT.Microseconds()) / 1000,
 			State: p.State, URL: p.URL, Version: p.Version, Copy: copyDoc(p.Copy)})
+	}
+	return d
+}
+
+func clockDoc(c replica.ClockStatus) ClockDoc {
+	d := ClockDoc{BoundMs: c.Bound.Milliseconds(), MeasuredPeers: c.Measured, OffPeers: c.Off, RefusingWrites: c.RefusingWrites}
+	if c.Measured > 0 {
+		v := ms(c.Offset)
+		d.OffsetMs = &v
 	}
 	return d
 }

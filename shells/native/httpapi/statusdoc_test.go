@@ -15,21 +15,23 @@ import (
 // statusGoldens are replica statuses and the exact /v1/status document of each: every
 // field set; a peer without capabilities or last error beside no origins; the zero
 // status (empty lists, never null). The documents were first taken from the map-based
-// encoding StatusDoc replaced; the retention and copy fields were added since.
+// encoding StatusDoc replaced; the retention, copy and clock fields were added since.
 var statusGoldens = []struct {
 	name   string
 	status replica.Status
 	doc    string
 }{
 	{"every field set", replica.Status{
-		Node: replica.NodeStatus{Name: "B", Origin: wire.OriginID{0xb0, 0x01}, ProtocolMin: 1, ProtocolMax: 2, Authenticated: true},
+		Node: replica.NodeStatus{Name: "B", Origin: wire.OriginID{0xb0, 0x01}, ProtocolMin: 1, ProtocolMax: 2, Authenticated: true,
+			Clock: replica.ClockStatus{Measured: 3, Off: 2, Offset: -86400001500 * time.Microsecond, Bound: 500 * time.Millisecond, RefusingWrites: true}},
 		Origins: []replica.OriginStatus{
 			{Origin: wire.OriginID{0xa0, 0x01}, Name: "A", AppliedSeq: 7, HeadSeq: 10, LagSeq: 3, LagMs: 250, SourcePeer: "R", SourceChanges: 2, Diverged: true,
-				FloorSeq: 4, LogBytes: 777},
+				FloorSeq: 4, LogBytes: 777, Stuck: replica.StuckClockAhead, StuckUntil: time.Date(2031, 5, 6, 7, 8, 9, 123456789, time.FixedZone("UTC+2", 2*3600))},
 			{Origin: wire.OriginID{0xb0, 0x01}, Name: "B", AppliedSeq: 42, HeadSeq: 42},
 		},
 		Peers: []replica.PeerStatus{{Conn: 3, Name: "R", Origin: wire.OriginID{0xc0}, Dialed: true, State: replica.PeerStreaming,
 			Connected: true, Version: 2, Capabilities: []string{"cap-a", "cap-b"}, RTT: 1234567 * time.Nanosecond, HeldBytes: 4096,
+			ClockOffset: ptr(86400001500 * time.Microsecond),
 			LastError: &replica.PeerError{Err: wire.NewError(wire.CodeDivergence, "entry 5 of A: hash differs"),
 				At: time.Date(2031, 5, 6, 7, 8, 9, 500, time.FixedZone("UTC+2", 2*3600))},
 			URL: "ws://127.0.0.1:7400", Reconnects: 5, RetentionHeldEntries: 6, RetentionHeldBytes: 888,
@@ -47,15 +49,18 @@ var statusGoldens = []struct {
 			"copies_served": 25, "copies_started": 20, "copy_bytes": 24, "copy_records": 23,
 			"divergences": 16, "duplicates_received": 12, "entries_purged": 18, "gaps_detected": 13, "protocol_errors": 15,
 			"purged_answers": 17, "resends_requested": 14, "tombstones_dropped": 19, "txns_applied": 11},
-		"node": {"authenticated": true, "name": "B", "origin": "b0010000000000000000000000000000", "protocol": {"max": 2, "min": 1}, "tls": null},
+		"node": {"authenticated": true,
+			"clock": {"bound_ms": 500, "measured_peers": 3, "off_peers": 2, "offset_ms": -86400001.5, "refusing_writes": true},
+			"name": "B", "origin": "b0010000000000000000000000000000", "protocol": {"max": 2, "min": 1}, "tls": null},
 		"origins": [
 			{"applied_seq": 7, "diverged": true, "floor_seq": 4, "head_seq": 10, "lag_ms": 250, "lag_seq": 3, "log_bytes": 777, "name": "A",
-				"origin": "a0010000000000000000000000000000", "source_changes": 2, "source_peer": "R"},
+				"origin": "a0010000000000000000000000000000", "source_changes": 2, "source_peer": "R",
+				"stuck": "clock-ahead", "stuck_until": "2031-05-06T05:08:09.123Z"},
 			{"applied_seq": 42, "diverged": false, "floor_seq": 0, "head_seq": 42, "lag_ms": 0, "lag_seq": 0, "log_bytes": 0, "name": "B",
-				"origin": "b0010000000000000000000000000000", "source_changes": 0, "source_peer": ""}
+				"origin": "b0010000000000000000000000000000", "source_changes": 0, "source_peer": "", "stuck": null, "stuck_until": null}
 		],
 		"peers": [
-			{"capabilities": ["cap-a", "cap-b"], "connected": true,
+			{"capabilities": ["cap-a", "cap-b"], "clock_offset_ms": 86400001.5, "connected": true,
 				"copy": {"state": "receiving", "records": 100, "bytes": 5000, "tables": 4, "tables_done": 2, "total_records": 400,
 					"total_bytes": 20000, "rate_bytes_per_s": 2500, "eta_s": 6, "resumes": 1},
 				"held_bytes": 4096,
@@ -78,10 +83,12 @@ var statusGoldens = []struct {
 			"copies_served": 0, "copies_started": 0, "copy_bytes": 0, "copy_records": 0,
 			"divergences": 0, "duplicates_received": 0, "entries_purged": 0, "gaps_detected": 0, "protocol_errors": 0,
 			"purged_answers": 0, "resends_requested": 0, "tombstones_dropped": 0, "txns_applied": 0},
-		"node": {"authenticated": false, "name": "N", "origin": "01000000000000000000000000000000", "protocol": {"max": 1, "min": 1}, "tls": null},
+		"node": {"authenticated": false,
+			"clock": {"bound_ms": 0, "measured_peers": 0, "off_peers": 0, "offset_ms": null, "refusing_writes": false},
+			"name": "N", "origin": "01000000000000000000000000000000", "protocol": {"max": 1, "min": 1}, "tls": null},
 		"origins": [],
 		"peers": [
-			{"capabilities": [], "connected": false, "copy": null, "held_bytes": 0, "last_error": null, "name": "P", "reconnects": 0,
+			{"capabilities": [], "clock_offset_ms": null, "connected": false, "copy": null, "held_bytes": 0, "last_error": null, "name": "P", "reconnects": 0,
 				"retention_held_bytes": 0, "retention_held_entries": 0, "rtt_ms": 0, "state": "backoff", "url": "ws://h:1", "version": 0}
 		],
 		"refusals": []
@@ -91,12 +98,16 @@ var statusGoldens = []struct {
 			"copies_served": 0, "copies_started": 0, "copy_bytes": 0, "copy_records": 0,
 			"divergences": 0, "duplicates_received": 0, "entries_purged": 0, "gaps_detected": 0, "protocol_errors": 0,
 			"purged_answers": 0, "resends_requested": 0, "tombstones_dropped": 0, "txns_applied": 0},
-		"node": {"authenticated": false, "name": "", "origin": "00000000000000000000000000000000", "protocol": {"max": 0, "min": 0}, "tls": null},
+		"node": {"authenticated": false,
+			"clock": {"bound_ms": 0, "measured_peers": 0, "off_peers": 0, "offset_ms": null, "refusing_writes": false},
+			"name": "", "origin": "00000000000000000000000000000000", "protocol": {"max": 0, "min": 0}, "tls": null},
 		"origins": [],
 		"peers": [],
 		"refusals": []
 	}`},
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // TestStatusDocEncoding pins the document byte for byte, and that a reader decoding it
 // gets back what encodes to the same bytes (plait status and the harness decode it).

@@ -72,6 +72,9 @@ type Config struct {
 	// none), and CopyChunk is the size their chunks aim at (0: 1 MiB).
 	MaxCopies int
 	CopyChunk int
+	// MaxClockOffset is the replica's bound on clock offset (0: its default, 500 ms;
+	// negative: no bound).
+	MaxClockOffset time.Duration
 	// TLS, when set, is the peer certificate set: the listener takes wss:// with mutual
 	// TLS 1.3 (and, with AcceptPlaintext, ws:// beside it), and wss:// peers are dialed with
 	// it. Without it the node takes and dials ws:// only.
@@ -212,7 +215,7 @@ func Start(cfg Config) (*Node, error) {
 	rep, err := replica.New(replica.Config{MaxVersion: cfg.ProtocolMax, Secret: cfg.Secret, Limits: cfg.Limits, Write: cfg.Write,
 		HoldUnsynced: cfg.Sync != SyncNone, MoveDelay: cfg.MoveDelay, StallTimeout: cfg.StallTimeout,
 		RetainAge: cfg.RetainAge, RetainBytes: cfg.RetainBytes, RetainHold: cfg.RetainHold,
-		MaxCopies: cfg.MaxCopies, CopyChunk: cfg.CopyChunk, TLSAuthenticated: cfg.TLS != nil && !cfg.AcceptPlaintext}, store)
+		MaxCopies: cfg.MaxCopies, CopyChunk: cfg.CopyChunk, MaxClockOffset: cfg.MaxClockOffset, TLSAuthenticated: cfg.TLS != nil && !cfg.AcceptPlaintext}, store)
 	if err != nil {
 		store.Close()
 		return nil, err

@@ -240,6 +240,15 @@ func (s *Session) Connected(now time.Time) bool {
 // RTT is the round trip of the last PING.
 func (s *Session) RTT() time.Duration { return time.Duration(s.st.RTT) }
 
+// ClockOffset is the peer's estimated clock offset (status key 22), and whether it was
+// measured: never by a guest older than ABI 3, which does not report it.
+func (s *Session) ClockOffset() (time.Duration, bool) {
+	if s.st.ClockOffset == nil {
+		return 0, false
+	}
+	return time.Duration(*s.st.ClockOffset), true
+}
+
 // HeldBytes is what the session holds received and not yet acknowledged.
 func (s *Session) HeldBytes() int { return int(s.st.HeldBytes) }
 
