@@ -51,7 +51,7 @@ var statusGoldens = []struct {
 			"purged_answers": 17, "resends_requested": 14, "tombstones_dropped": 19, "txns_applied": 11},
 		"node": {"authenticated": true,
 			"clock": {"bound_ms": 500, "measured_peers": 3, "off_peers": 2, "offset_ms": -86400001.5, "refusing_writes": true},
-			"name": "B", "origin": "b0010000000000000000000000000000", "protocol": {"max": 2, "min": 1}, "tls": null},
+			"name": "B", "origin": "b0010000000000000000000000000000", "protocol": {"max": 2, "min": 1}, "storage": {"retries": 0, "state": "ok"}, "tls": null},
 		"origins": [
 			{"applied_seq": 7, "diverged": true, "floor_seq": 4, "head_seq": 10, "lag_ms": 250, "lag_seq": 3, "log_bytes": 777, "name": "A",
 				"origin": "a0010000000000000000000000000000", "source_changes": 2, "source_peer": "R",
@@ -85,7 +85,7 @@ var statusGoldens = []struct {
 			"purged_answers": 0, "resends_requested": 0, "tombstones_dropped": 0, "txns_applied": 0},
 		"node": {"authenticated": false,
 			"clock": {"bound_ms": 0, "measured_peers": 0, "off_peers": 0, "offset_ms": null, "refusing_writes": false},
-			"name": "N", "origin": "01000000000000000000000000000000", "protocol": {"max": 1, "min": 1}, "tls": null},
+			"name": "N", "origin": "01000000000000000000000000000000", "protocol": {"max": 1, "min": 1}, "storage": {"retries": 0, "state": "ok"}, "tls": null},
 		"origins": [],
 		"peers": [
 			{"capabilities": [], "clock_offset_ms": null, "connected": false, "copy": null, "held_bytes": 0, "last_error": null, "name": "P", "reconnects": 0,
@@ -100,7 +100,7 @@ var statusGoldens = []struct {
 			"purged_answers": 0, "resends_requested": 0, "tombstones_dropped": 0, "txns_applied": 0},
 		"node": {"authenticated": false,
 			"clock": {"bound_ms": 0, "measured_peers": 0, "off_peers": 0, "offset_ms": null, "refusing_writes": false},
-			"name": "", "origin": "00000000000000000000000000000000", "protocol": {"max": 0, "min": 0}, "tls": null},
+			"name": "", "origin": "00000000000000000000000000000000", "protocol": {"max": 0, "min": 0}, "storage": {"retries": 0, "state": "ok"}, "tls": null},
 		"origins": [],
 		"peers": [],
 		"refusals": []
