@@ -97,7 +97,10 @@ type Node struct {
 	// Options.NewSession's): the version matrix mixes builds in one cluster.
 	NewSession func(protocol.Config) (replica.Session, error)
 	// Versions is the protocol version the node spoke at each start, in order.
-	Versions  []uint64
+	Versions []uint64
+	// Skew is how far the node's wall clock is from the simulation's (positive: ahead):
+	// every time the node's replica is given is the simulation's plus Skew.
+	Skew      time.Duration
 	origin    wire.OriginID
 	ends      map[replica.ConnID]*end
 	tickGen   uint64
@@ -304,10 +307,10 @@ func (c *Cluster) cut(l *Link, why string) {
 // lost tells e's node that its connection is gone.
 func (c *Cluster) lost(e *end, why string) {
 	c.dropping, c.droppingSources = e.peer.node.Name, map[wire.OriginID]string{}
-	for _, o := range e.node.Rep.Status(c.now).Origins {
+	for _, o := range e.node.Rep.Status(e.node.clock(c)).Origins {
 		c.droppingSources[o.Origin] = o.SourcePeer
 	}
-	c.call(e.node, func(r *replica.Replica) error { return r.Disconnected(c.now, e.id, why) })
+	c.call(e.node, func(r *replica.Replica) error { return r.Disconnected(e.node.clock(c), e.id, why) })
 	c.dropping, c.droppingSources = "", nil
 }
 
@@ -340,7 +343,7 @@ func (c *Cluster) maybeDial(l *Link) {
 		for i := range nonce {
 			nonce[i] = byte(c.rng.Uint32())
 		}
-		id, err := e.node.Rep.Open(c.now, role, expect, nonce)
+		id, err := e.node.Rep.Open(e.node.clock(c), role, expect, nonce)
 		if err != nil {
 			c.inv.fail(c.now, "%s: open: %v", e.node.Name, err)
 			return
@@ -366,7 +369,7 @@ func (c *Cluster) Write(node string, ops []wire.Op) (uint64, error) {
 	var seq uint64
 	err := c.callErr(n, func(r *replica.Replica) error {
 		var err error
-		seq, err = r.Write(c.now, ops)
+		seq, err = r.Write(n.clock(c), ops)
 		return err
 	})
 	if err == nil && seq > 0 {
@@ -466,7 +469,9 @@ func (c *Cluster) callErr(n *Node, f func(*replica.Replica) error) error {
 		return err
 	}
 	var we *wire.Error
-	if err != nil && !(asWire(err, &we) && we.Code == wire.CodeBadArgument) && err != replica.ErrUnknownConn {
+	// A write refused for the node's clock (clock-offset) is the replica doing its job.
+	if err != nil && !(asWire(err, &we) && (we.Code == wire.CodeBadArgument || we.Code == wire.CodeClockOffset)) &&
+		err != replica.ErrUnknownConn {
 		c.inv.fail(c.now, "%s: %v", n.Name, err)
 	}
 	c.flush(n)
@@ -491,7 +496,7 @@ func (c *Cluster) syncLater(n *Node) {
 				if err := n.Store.Sync(); err != nil {
 					return err
 				}
-				return r.Synced(c.now, p)
+				return r.Synced(n.clock(c), p)
 			})
 		}
 	})
@@ -604,11 +609,14 @@ func (c *Cluster) deliver(e *end) {
 		c.lost(e, "closed by peer")
 	} else {
 		before := c.inv.beforeDelivery(e, d)
-		c.call(e.node, func(r *replica.Replica) error { return r.Receive(c.now, e.id, d.msg) })
+		c.call(e.node, func(r *replica.Replica) error { return r.Receive(e.node.clock(c), e.id, d.msg) })
 		c.inv.afterDelivery(c, e, d, before)
 	}
 	c.arm(e)
 }
+
+// clock is the node's wall clock: the simulation's time plus its skew.
+func (n *Node) clock(c *Cluster) time.Time { return c.now.Add(n.Skew) }
 
 // after schedules the node's next timer.
 func (c *Cluster) after(n *Node) {
@@ -625,10 +633,10 @@ func (c *Cluster) after(n *Node) {
 	n.tickGen++
 	gen := n.tickGen
 	n.tickAt, n.tickArmed = d, true
-	c.schedule(d, func() {
+	c.schedule(d.Add(-n.Skew), func() { // the node's deadline is on its own clock
 		if n.tickGen == gen && n.Rep != nil {
 			n.tickArmed = false
-			c.call(n, func(r *replica.Replica) error { return r.Tick(c.now) })
+			c.call(n, func(r *replica.Replica) error { return r.Tick(n.clock(c)) })
 		}
 	})
 }

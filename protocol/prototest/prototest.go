@@ -48,10 +48,17 @@ func Chain(origin wire.OriginID, n, ops, valueLen int) []Entry {
 
 // ChainFrom continues a chain after seq (whose chain hash is prev).
 func ChainFrom(origin wire.OriginID, seq uint64, prev wire.Hash, n, ops, valueLen int) []Entry {
+	return ChainAt(uint64(Epoch.UnixMilli()), origin, seq, prev, n, ops, valueLen)
+}
+
+// ChainAt is ChainFrom with entry seq stamped base+seq milliseconds: a chain a real node
+// takes must be stamped near its clock, not at the tests' virtual Epoch (a node holds back
+// entries stamped beyond its bound on clock offset).
+func ChainAt(base uint64, origin wire.OriginID, seq uint64, prev wire.Hash, n, ops, valueLen int) []Entry {
 	out := make([]Entry, 0, n)
 	for i := 0; i < n; i++ {
 		seq++
-		t := wire.Txn{Origin: origin, Seq: seq, HLC: wire.MakeHLC(1_800_000_000_000+seq, 0), Prev: prev}
+		t := wire.Txn{Origin: origin, Seq: seq, HLC: wire.MakeHLC(base+seq, 0), Prev: prev}
 		for j := 0; j < ops; j++ {
 			v := make([]byte, valueLen)
 			for k := range v {

@@ -429,7 +429,7 @@ func TestAdversarialPeer(t *testing.T) {
 		a.rawData(es[1].Hash, es[1].Raw) // seq 2 again, on a channel at 3
 		waitFor(t, "N counting the duplicate", 10*time.Second, func() bool { return e.n.status().Counters.DuplicatesReceived == dups+1 })
 		e.expectNothingCounted(e.n, before)
-		a.message(prototest.Frame(&wire.Heads{Heads: []wire.Head{{Origin: a.origin, Seq: 1, HLC: wire.MakeHLC(1_800_000_000_001, 0)}}}))
+		a.message(prototest.Frame(&wire.Heads{Heads: []wire.Head{{Origin: a.origin, Seq: 1, HLC: wire.MakeHLC(stampBase+1, 0)}}}))
 		if err := a.awaitClose(ctx); err.Code != wire.CodeOutOfOrder {
 			t.Errorf("N closed with %v, want out-of-order", err)
 		}
@@ -708,7 +708,7 @@ func TestAdversarialPeer(t *testing.T) {
 		_ = bound(t, "ADV-HEADS", wire.CodeFrameTooLarge, func(a *adversary) [][]byte {
 			var h wire.Heads
 			for _, o := range manyOrigins(protocol.DefaultMaxOrigins + 1) {
-				h.Heads = append(h.Heads, wire.Head{Origin: o, Seq: 1, HLC: wire.MakeHLC(1_800_000_000_001, 0)})
+				h.Heads = append(h.Heads, wire.Head{Origin: o, Seq: 1, HLC: wire.MakeHLC(stampBase+1, 0)})
 			}
 			body, err := h.AppendBody(nil)
 			if err != nil {

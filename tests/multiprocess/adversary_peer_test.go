@@ -78,7 +78,7 @@ func (a *adversary) offerOrigin(ctx context.Context, o wire.OriginID, name strin
 	if err := a.s.SetOriginName(o, name); err != nil {
 		a.t.Fatal(err)
 	}
-	if err := a.s.V2().AdvertiseHeads([]wire.Head{{Origin: o, Seq: seq, HLC: wire.MakeHLC(1_800_000_000_000+seq, 0)}}); err != nil {
+	if err := a.s.V2().AdvertiseHeads([]wire.Head{{Origin: o, Seq: seq, HLC: wire.MakeHLC(stampBase+seq, 0)}}); err != nil {
 		a.t.Fatal(err)
 	}
 	a.channel = 0
@@ -196,7 +196,7 @@ func txnChain(origin wire.OriginID, table string, seq uint64, prev wire.Hash, n,
 	out := make([]prototest.Entry, 0, n)
 	for range n {
 		seq++
-		t := wire.Txn{Origin: origin, Seq: seq, HLC: wire.MakeHLC(1_800_000_000_000+seq, 0), Prev: prev,
+		t := wire.Txn{Origin: origin, Seq: seq, HLC: wire.MakeHLC(stampBase+seq, 0), Prev: prev,
 			Ops: []wire.Op{{Kind: wire.OpPut, Table: []byte(table), Key: []byte("adv" + strconv.FormatUint(seq, 10)),
 				Value: make([]byte, valueLen)}}}
 		raw, err := t.Encode()

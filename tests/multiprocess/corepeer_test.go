@@ -18,6 +18,12 @@ import (
 	"plait/protocol/wire"
 )
 
+// stampBase is where the entries and heads test peers make are stamped (entry seq at
+// stampBase+seq milliseconds): an hour before the run, so that no node holds them back as
+// stamped ahead of its clock (--max-clock-offset); prototest's Epoch is a virtual time
+// weeks ahead of the machine's clock.
+var stampBase = uint64(time.Now().Add(-time.Hour).UnixMilli())
+
 // corePeer is the piece the test-only peers share (TestFaultyPeer's and the adversary):
 // one WebSocket to a node and a protocol.Session that ran a genuine handshake over it.
 // After the handshake a test drives the session's commands, or writes frames past the

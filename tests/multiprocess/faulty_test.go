@@ -27,11 +27,11 @@ func TestFaultyPeer(t *testing.T) {
 	if s.State() != protocol.StateEstablished {
 		t.Fatalf("the handshake failed: %v", s.Err())
 	}
-	chain := prototest.Chain(origin, 5, 1, 8)
+	chain := prototest.ChainAt(stampBase, origin, 0, wire.Hash{}, 5, 1, 8)
 	if err := s.SetOriginName(origin, "F"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.V2().AdvertiseHeads([]wire.Head{{Origin: origin, Seq: 5, HLC: wire.MakeHLC(1_800_000_000_005, 0)}}); err != nil {
+	if err := s.V2().AdvertiseHeads([]wire.Head{{Origin: origin, Seq: 5, HLC: wire.MakeHLC(stampBase+5, 0)}}); err != nil {
 		t.Fatal(err)
 	}
 	f.flush()

@@ -2,7 +2,11 @@ package httpapi
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"testing"
+
+	"plait/protocol/wire"
 )
 
 // TestCountersList: CountersDoc.List names every counter of the document once, with its
@@ -33,5 +37,16 @@ func TestCountersList(t *testing.T) {
 	}
 	if len(descCounters) != len(list) {
 		t.Errorf("%d counter metrics for %d counters", len(descCounters), len(list))
+	}
+}
+
+// TestFailClockOffset: a write the replica refused for the node's clock answers 503 with
+// the code clock-offset and the replica's message, in the API's error form.
+func TestFailClockOffset(t *testing.T) {
+	rec := httptest.NewRecorder()
+	fail(rec, wire.NewError(wire.CodeClockOffset, "2 of 2 measured peers see this node's clock more than 500ms off"))
+	want := `{"error":{"code":"clock-offset","message":"2 of 2 measured peers see this node's clock more than 500ms off"}}` + "\n"
+	if rec.Code != http.StatusServiceUnavailable || rec.Body.String() != want {
+		t.Fatalf("%d %s", rec.Code, rec.Body.String())
 	}
 }
