@@ -100,10 +100,19 @@ func (p *proc) tryPut(client *http.Client, key, value string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// tail is the last n bytes of the file at path, for a failure's message.
-func tail(path string, n int) string {
+// logHead is a node's log for a failure's message: up to the end of the first goroutine's
+// stack when the process died of a signal (the Go runtime's dump: the signal, then the
+// goroutine in cgo, RocksDB's assertion just before), else its last n bytes.
+func logHead(path string, n int) string {
 	b, _ := os.ReadFile(path)
-	return string(b[max(len(b)-n, 0):])
+	s := string(b)
+	if i := strings.Index(s, "\ngoroutine "); i >= 0 {
+		if j := strings.Index(s[i+1:], "\ngoroutine "); j >= 0 {
+			s = s[:i+1+j]
+		}
+		return s[max(len(s)-n, 0):]
+	}
+	return s[max(len(s)-n, 0):]
 }
 
 // metric is the line of /metrics that starts with name and a space, "" when none.
@@ -124,7 +133,7 @@ func TestStorageFullDegradesAndRecovers(t *testing.T) {
 	f, flog := serveAt(t, "F", filepath.Join(fs, "F"), "--peer", p.PeerFlag())
 	defer func() {
 		if t.Failed() {
-			t.Logf("F's log, last lines:\n%s", tail(flog, 4000))
+			t.Logf("F's log:\n%s", logHead(flog, 6000))
 		}
 	}()
 	waitFor(t, "F and P connected", 30*time.Second, func() bool { return f.connected("P") && p.connected("F") })
