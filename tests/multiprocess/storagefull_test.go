@@ -110,7 +110,6 @@ func logHead(path string, n int) string {
 		if j := strings.Index(s[i+1:], "\ngoroutine "); j >= 0 {
 			s = s[:i+1+j]
 		}
-		return s[max(len(s)-n, 0):]
 	}
 	return s[max(len(s)-n, 0):]
 }
