@@ -76,7 +76,8 @@ type NodeDoc struct {
 }
 
 // StorageDoc is node.storage (replica.StorageStatus): "ok", or "degraded" with the storage
-// error's code and message, when it began (RFC 3339) and the recovery attempts since.
+// error's code and message, when it began (RFC 3339, UTC, milliseconds) and the recovery
+// attempts since.
 type StorageDoc struct {
 	Code    string `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
@@ -90,7 +91,7 @@ func storageDoc(s replica.StorageStatus) StorageDoc {
 		return StorageDoc{State: "ok"}
 	}
 	return StorageDoc{State: "degraded", Code: string(s.Code), Message: s.Message, Retries: s.Retries,
-		Since: s.Since.UTC().Format(time.RFC3339Nano)}
+		Since: s.Since.UTC().Format("2006-01-02T15:04:05.000Z07:00")}
 }
 
 // ClockDoc is node.clock (replica.ClockStatus): how far this node's clock is from its
