@@ -157,6 +157,9 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	if *sendQueue < 0 || *sendQueue > 0 && *sendQueue < wire.MinMaxMessage {
 		return nil, fmt.Errorf("--send-queue: %d is neither 0 nor at least %d (one message)", *sendQueue, wire.MinMaxMessage)
 	}
+	if *storageReserve < -1 {
+		return nil, fmt.Errorf("--storage-reserve: %d is neither -1 (no guard), 0 (the default) nor a number of bytes", *storageReserve)
+	}
 	if *name == "" {
 		return nil, errors.New("--name: empty (and the host has no name)")
 	}
