@@ -113,7 +113,7 @@ func (a *API) handle(pattern string, scope apitoken.Scope, h http.Handler) {
 
 // healthz answers 200 ok while the node serves, 200 "degraded: CODE" while its storage is
 // degraded (it still serves reads and status, and recovers by itself), 503 once it
-// stopped (a store failure stops it).
+// stopped (a store failure other than degraded storage stops it).
 func (a *API) healthz(w http.ResponseWriter, _ *http.Request) {
 	if !a.n.Serving() {
 		fail(w, &apiError{http.StatusServiceUnavailable, "unavailable", "the node has stopped"})

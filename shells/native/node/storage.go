@@ -13,7 +13,7 @@ import (
 	"plait/shells/native/rocksstore"
 )
 
-// Degraded storage, the shell's part (docs/design.md §17): a free-space guard checked
+// Degraded storage, the shell's part (docs/design.md §18): a free-space guard checked
 // before the loop runs a batch of inputs and before a sync, a ballast file that keeps
 // room for RocksDB to close and reopen in, and the recovery: once space is back, the
 // store is closed and opened again and a new replica is built on it. The replica decides

@@ -18,7 +18,7 @@ import (
 // with Debian's build, which keeps assertions): the process aborts. The C API offers no
 // DB::Resume. So the first failure is kept and every later write or sync returns it
 // without calling RocksDB; reads go on. The way back is to close the store and open it
-// again (the log is replayed), which the node does once space is back (docs/design.md §17).
+// again (the log is replayed), which the node does once space is back (docs/design.md §18).
 
 // Failed is the storage error the store latched, nil while every write succeeded. Safe
 // to call from any goroutine.
