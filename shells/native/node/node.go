@@ -362,12 +362,16 @@ func (n *Node) loop() {
 			for range 64 { // a batch of inputs before the group commit
 				select {
 				case f := <-n.in:
+					// Before each input, not only the batch's first: 65 writes of a few
+					// hundred kB each outrun a small reserve (storage.go).
+					n.guard()
 					f()
 				default:
 					break drain
 				}
 			}
 		case <-timer.C:
+			n.guard() // a tick may write too (a retention step)
 			n.check(n.rep.Tick(time.Now()))
 		case <-n.ctx.Done():
 			n.stopLoop()

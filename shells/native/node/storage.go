@@ -54,10 +54,21 @@ func (n *Node) free() (avail, size uint64, err error) {
 // reserve is the reserve in bytes: --storage-reserve, or its default for the file system.
 func (n *Node) reserve() uint64 {
 	if n.cfg.StorageReserve != 0 {
-		return uint64(max(n.cfg.StorageReserve, 0))
+		return n.reserveOf(0)
 	}
 	_, size, err := n.free()
 	if err != nil {
+		size = 0
+	}
+	return n.reserveOf(size)
+}
+
+// reserveOf is the reserve on a file system of size bytes (0: unknown).
+func (n *Node) reserveOf(size uint64) uint64 {
+	switch {
+	case n.cfg.StorageReserve != 0:
+		return uint64(max(n.cfg.StorageReserve, 0))
+	case size == 0:
 		return DefaultStorageReserve
 	}
 	return min(DefaultStorageReserve, size/8)
@@ -92,16 +103,18 @@ func (n *Node) releaseBallast() { _ = os.Remove(filepath.Join(n.cfg.DataDir, bal
 // guard degrades the node when the free space is below the reserve, before RocksDB itself
 // runs out: RocksDB 7.8 may abort the process on a write that meets a full file system
 // (rocksstore's latch.go), so the guard, not the latch, is what keeps it alive then. It
-// reports whether the storage may be written.
+// reports whether the storage may be written. The loop runs it before each input (one
+// statfs), so what RocksDB may write past the check is one input's: the reserve must
+// exceed that.
 func (n *Node) guard() bool {
 	if n.rep.Degraded() != nil {
 		return false
 	}
-	r := n.reserve()
-	if r == 0 {
+	if n.cfg.StorageReserve < 0 {
 		return true
 	}
-	avail, _, err := n.free()
+	avail, size, err := n.free()
+	r := n.reserveOf(size)
 	if err == nil && avail >= r {
 		return true
 	}
