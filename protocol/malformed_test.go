@@ -1649,6 +1649,9 @@ var codesElsewhere = map[wire.Code]string{
 	wire.CodeCopyBusy: "protocol/copy_test.go TestCopyAbort (a sender's answer)",
 	// clock-offset refuses a local write, which is the replica's, not a session's.
 	wire.CodeClockOffset: "protocol/replica/clock_test.go TestClockRefusesWrites",
+	// The storage codes refuse a local write on a degraded node: the replica's, not a session's.
+	wire.CodeStorageFull:   "protocol/replica/storage_test.go TestStorageDegradedWrites",
+	wire.CodeStorageFailed: "protocol/replica/storage_test.go TestStorageSyncFailure",
 }
 
 // TestEveryCodeProduced: every code of wire.Codes() is produced by at least one case of the

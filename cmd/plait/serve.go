@@ -86,6 +86,7 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	moveDelay := fs.Duration("move-delay", replica.DefaultMoveDelay, "how long another relay's head must stay ahead of an origin's source before the origin moves")
 	stall := fs.Duration("stall-timeout", replica.DefaultStallTimeout, "how long a source may advertise entries that do not come before it counts as a gap")
 	retainAge := fs.Duration("retain-age", replica.DefaultRetainAge, "log entries older than this (by HLC time) may be purged")
+	storageReserve := fs.Int64("storage-reserve", 0, "below this many free bytes on the data directory's file system the node degrades (writes refused with 507 storage-full) before the disk fills, and a ballast file of this size is kept to release then (0: 16 MiB, or an eighth of a smaller file system; -1: no guard)")
 	retainBytes := fs.Uint64("retain-bytes", 0, "past this many bytes of origin logs, the oldest entries in arrival order are purged first (0: no bound)")
 	retainHold := fs.Duration("retain-hold", replica.DefaultRetainHold, "entries a peer still needs are kept, until it has not advanced for this long")
 	maxCopies := fs.Int("max-copies", replica.DefaultMaxCopies, "base copies this node serves at once; one more is answered copy-busy (0: none)")
@@ -156,6 +157,9 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	if *sendQueue < 0 || *sendQueue > 0 && *sendQueue < wire.MinMaxMessage {
 		return nil, fmt.Errorf("--send-queue: %d is neither 0 nor at least %d (one message)", *sendQueue, wire.MinMaxMessage)
 	}
+	if *storageReserve < -1 {
+		return nil, fmt.Errorf("--storage-reserve: %d is neither -1 (no guard), 0 (the default) nor a number of bytes", *storageReserve)
+	}
 	if *name == "" {
 		return nil, errors.New("--name: empty (and the host has no name)")
 	}
@@ -201,7 +205,7 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 		TLS: peerTLS, AcceptPlaintext: *acceptPlain,
 		Peers: peers, Secret: []byte(*secret), ProtocolMax: *protoMax, Sync: node.SyncMode(*sync),
 		MoveDelay: *moveDelay, StallTimeout: *stall, Limits: limits,
-		RetainAge: *retainAge, RetainBytes: *retainBytes, RetainHold: *retainHold,
+		RetainAge: *retainAge, RetainBytes: *retainBytes, RetainHold: *retainHold, StorageReserve: *storageReserve,
 		MaxCopies: copies, CopyChunk: *copyChunk, MaxQueued: *sendQueue, MaxClockOffset: clockBound}}
 	if (*httpCert == "") != (*httpKey == "") {
 		return nil, errors.New("--http-tls-cert, --http-tls-key: give both or neither")

@@ -56,6 +56,8 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--session-window", "-1"}, "--session-window"},
 		{[]string{"--send-queue", "-1"}, "--send-queue"},
 		{[]string{"--send-queue", "65535"}, "--send-queue"},
+		{[]string{"--storage-reserve", "-2"}, "--storage-reserve"},
+		{[]string{"--storage-reserve", "16MiB"}, "-storage-reserve"},
 		{[]string{"extra"}, "extra"},
 	} {
 		var stderr bytes.Buffer
@@ -96,6 +98,18 @@ func TestServeDefaults(t *testing.T) {
 	cfg, err = parseServe([]string{"--retain-age", "1ns", "--retain-hold", "1ns", "--retain-bytes", "1"}, &bytes.Buffer{})
 	if err != nil || cfg.node.RetainAge != 1 || cfg.node.RetainHold != 1 || cfg.node.RetainBytes != 1 {
 		t.Errorf("the smallest retention: %v, %+v", err, cfg)
+	}
+	// The storage reserve: the default (0), off (-1), a number of bytes.
+	for _, c := range []struct {
+		args []string
+		want int64
+	}{{nil, 0}, {[]string{"--storage-reserve", "-1"}, -1}, {[]string{"--storage-reserve", "1048576"}, 1 << 20}} {
+		cfg, err := parseServe(c.args, &bytes.Buffer{})
+		if err != nil {
+			t.Errorf("%v: %v", c.args, err)
+		} else if cfg.node.StorageReserve != c.want {
+			t.Errorf("%v: a reserve of %d; want %d", c.args, cfg.node.StorageReserve, c.want)
+		}
 	}
 	t.Setenv("PLAIT_SECRET", "from the environment, 32 bytes..")
 	cfg, err = parseServe([]string{"--listen", "0.0.0.0:7400", "--insecure-plaintext"}, &bytes.Buffer{})

@@ -19,6 +19,12 @@ import (
 // same entry), and treat anything else as a gap or a divergence. It then acknowledges what
 // is durable (persist before ack).
 func (r *Replica) receive(c *conn, v wire.TxnView, pos uint64) {
+	if r.storage.err != nil {
+		// Degraded: nothing is applied or acknowledged, and the view (which aliases the
+		// received message) is not kept. The stream resumes from the applied seq once a
+		// new replica runs on the reopened store.
+		return
+	}
 	st := r.origin(v.Origin)
 	h := v.Hash()
 	switch {

@@ -149,6 +149,9 @@ func (r *Replica) onHandshake(c *conn) {
 			return
 		}
 	}
+	if c.version == 1 && r.storage.err != nil {
+		return // degraded: not subscribed, so nothing arrives to apply (storage.go)
+	}
 	if c.version == 1 {
 		from, err := r.store.PeerCursor(c.peerOrigin)
 		if !r.check(err) {

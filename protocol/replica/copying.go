@@ -332,6 +332,9 @@ func (r *Replica) superseded(local []Record, copied map[string]bool, t *copyTake
 // than its own is written; its own records in the range the chunk covers that the sender
 // deleted are removed; the copy state moves to the chunk's last record, in the same write.
 func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
+	if r.storage.err != nil {
+		return // degraded: the copy stopped (degrade) and resumes from its state later
+	}
 	t := r.cp.take
 	if t == nil || t.conn != c.id {
 		return

@@ -48,9 +48,11 @@ func (r *Replica) checkConn(c *conn, err error) bool {
 	return r.check(err)
 }
 
-// check reports whether err is nil. A refusal in toleratedRefusals is passed over; any
-// other error (a store failure, or a command the replica should never have issued) stops
-// the replica: every later input answers it, wrapped in ErrStopped.
+// check reports whether err is nil. A refusal in toleratedRefusals is passed over; a
+// StorageError degrades the replica (storage.go) instead of stopping it: the storage, not
+// the replica's state, is at fault, and reopening the store heals it. Any other error (a
+// store that refused or found its data damaged, or a command the replica should never
+// have issued) stops the replica: every later input answers it, wrapped in ErrStopped.
 func (r *Replica) check(err error) bool {
 	if err == nil {
 		return true
@@ -60,6 +62,11 @@ func (r *Replica) check(err error) bool {
 		if _, ok := toleratedRefusals[we.Code]; ok {
 			return false
 		}
+	}
+	var se *StorageError
+	if errors.As(err, &se) {
+		r.degrade(se)
+		return false
 	}
 	if r.fatal == nil {
 		r.fatal = errors.Join(ErrStopped, err)

@@ -46,6 +46,7 @@ type Replica struct {
 	ret        retention       // bounded history (retention.go)
 	cp         copying         // base copies taken and served (copying.go)
 	fatal      error
+	storage    storageState // degraded storage (storage.go)
 }
 
 // originState is what the replica knows of one origin.

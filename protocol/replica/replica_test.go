@@ -48,6 +48,7 @@ type node struct {
 	name   string
 	origin wire.OriginID
 	store  *memstore.Store
+	faults *faultStore // when set, the replica runs on it (over store) instead (storage_test.go)
 	cfg    replica.Config
 	rep    *replica.Replica
 	skew   time.Duration // this node's wall clock is the harness clock plus skew
@@ -110,7 +111,11 @@ func (h *harness) addNode(name string, cfg replica.Config) *node {
 // forgotten, as after a process crash).
 func (n *node) start() {
 	n.h.t.Helper()
-	rep, err := replica.New(n.cfg, n.store)
+	var s replica.Store = n.store
+	if n.faults != nil {
+		s = n.faults
+	}
+	rep, err := replica.New(n.cfg, s)
 	if err != nil {
 		n.h.t.Fatalf("%s: replica.New: %v", n.name, err)
 	}
@@ -279,8 +284,8 @@ func (h *harness) deliver(e *end) bool {
 		e.queue = e.queue[1:]
 		h.check(e.node, e.node.rep.Receive(e.node.clock(), e.id, msg))
 		did = true
-		if e.closed || e.node.ends[e.id] == nil {
-			return true // the session closed on it
+		if e.closed || e.node.ends[e.id] == nil || e.node.rep.Session(e.id) == nil {
+			return true // the session closed on it (its output, collected next, says so)
 		}
 	}
 	if len(e.queue) == 0 && e.peerClose && !e.closed {

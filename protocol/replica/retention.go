@@ -176,6 +176,9 @@ func (r *Replica) holdLimits() (perOrigin map[wire.OriginID]uint64, v1 uint64, h
 
 // retain runs one retention step when it is due.
 func (r *Replica) retain() {
+	if r.storage.err != nil {
+		return // degraded: a purge writes, and the store takes no write now
+	}
 	if r.now.Before(r.ret.nextAt) {
 		return
 	}

@@ -27,6 +27,13 @@ type candidate struct {
 // route re-evaluates the source of every origin (on Tick), or of those whose candidates
 // may have changed.
 func (r *Replica) route() {
+	if r.storage.err != nil {
+		// Degraded: no origin gets a source, so nothing is subscribed and nothing arrives
+		// to apply; no copy starts. A new replica routes again after recovery.
+		r.routeAll = false
+		clear(r.routeSome)
+		return
+	}
 	set := r.originOrder
 	if !r.routeAll {
 		set = make([]wire.OriginID, 0, len(r.routeSome))

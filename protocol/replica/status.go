@@ -33,6 +33,8 @@ type NodeStatus struct {
 	// Clock is this node's clock as its measured peers see it, and whether local writes
 	// are refused for it (clock.go).
 	Clock ClockStatus
+	// Storage is whether the storage is degraded, and why (storage.go).
+	Storage StorageStatus
 }
 
 // OriginStatus is one origin as this node knows it.
@@ -150,7 +152,7 @@ func (r *Replica) Status(now time.Time) Status {
 		rng = handshake.Implemented()
 	}
 	s := Status{Node: NodeStatus{Name: r.id.Name, Origin: r.id.Origin, ProtocolMin: rng.Min, ProtocolMax: rng.Max,
-		Authenticated: len(r.cfg.Secret) > 0 || r.cfg.TLSAuthenticated, Clock: r.Clock()}, Counters: r.counters}
+		Authenticated: len(r.cfg.Secret) > 0 || r.cfg.TLSAuthenticated, Clock: r.Clock(), Storage: r.storageStatus()}, Counters: r.counters}
 	s.Refusals, s.RefusedByCode, s.ErrorsByCode = r.Refusals()
 	for _, o := range r.originOrder {
 		s.Origins = append(s.Origins, r.originStatus(r.origins[o]))

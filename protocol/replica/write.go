@@ -24,6 +24,9 @@ func (r *Replica) Write(now time.Time, ops []wire.Op) (uint64, error) {
 		return 0, r.fatal
 	}
 	r.now = now
+	if err := r.storageRefusal(); err != nil {
+		return 0, err
+	}
 	if err := r.checkOps(ops); err != nil {
 		return 0, err
 	}
@@ -50,7 +53,10 @@ func (r *Replica) Write(now time.Time, ops []wire.Op) (uint64, error) {
 		return 0, wire.NewError(wire.CodeInternal, err.Error())
 	}
 	if !r.apply(&v, v.Hash(), nil, 0) {
-		return 0, r.fatal
+		if err := r.failure(); err != nil {
+			return 0, err
+		}
+		return 0, wire.NewError(wire.CodeInternal, "a local write was not applied")
 	}
 	return t.Seq, r.settle()
 }

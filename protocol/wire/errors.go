@@ -72,6 +72,12 @@ const (
 	// CodeClockOffset refuses a local write: most of the node's measured peers see its
 	// clock beyond the bound on clock offset (protocol/replica's MaxClockOffset).
 	CodeClockOffset Code = "clock-offset"
+	// CodeStorageFull and CodeStorageFailed refuse a local write while the node's storage
+	// is degraded (protocol/replica's StorageError): its file system is full, or a write
+	// or sync of its store failed otherwise. Like clock-offset they are a node's answer to
+	// its client, never a session's: a degraded node closes connections with going-away.
+	CodeStorageFull   Code = "storage-full"
+	CodeStorageFailed Code = "storage-failed"
 
 	// Transport codes: a node records them when it refuses a connection before any frame
 	// crossed it (at TLS or at the WebSocket upgrade); they are never sent in a CLOSE.
@@ -122,6 +128,8 @@ var codeClasses = map[Code]Class{
 	CodeInvalidState:       ClassLocal,
 	CodeBadArgument:        ClassLocal,
 	CodeClockOffset:        ClassLocal,
+	CodeStorageFull:        ClassLocal,
+	CodeStorageFailed:      ClassLocal,
 	CodeUnknownCommand:     ClassLocal,
 	CodeInternal:           ClassLocal,
 }

@@ -111,11 +111,16 @@ func (a *API) handle(pattern string, scope apitoken.Scope, h http.Handler) {
 	a.scopes[pattern] = scope
 }
 
-// healthz answers 200 ok while the node serves, 503 once it stopped (a store failure
-// stops it).
+// healthz answers 200 ok while the node serves, 200 "degraded: CODE" while its storage is
+// degraded (it still serves reads and status, and recovers by itself), 503 once it
+// stopped (a store failure other than degraded storage stops it).
 func (a *API) healthz(w http.ResponseWriter, _ *http.Request) {
 	if !a.n.Serving() {
 		fail(w, &apiError{http.StatusServiceUnavailable, "unavailable", "the node has stopped"})
+		return
+	}
+	if code := a.n.StorageState(); code != "" {
+		_, _ = io.WriteString(w, "degraded: "+string(code))
 		return
 	}
 	_, _ = io.WriteString(w, "ok") // an error means the client went away: nothing to answer
@@ -219,12 +224,18 @@ func (e *apiError) Error() string { return e.code + ": " + e.message }
 func fail(w http.ResponseWriter, err error) {
 	var ae *apiError
 	var we *wire.Error
+	var se *replica.StorageError
 	switch {
 	case errors.As(err, &ae):
 	case errors.Is(err, replica.ErrTxnTooLarge):
 		ae = &apiError{http.StatusRequestEntityTooLarge, "too-large", err.Error()}
 	case errors.As(err, &we) && we.Code == wire.CodeBadArgument:
 		ae = &apiError{http.StatusBadRequest, string(we.Code), we.Message}
+	case errors.As(err, &se) && se.Code == wire.CodeStorageFull:
+		// The node's disk is full: 507, the storage's own status; it heals once space is back.
+		ae = &apiError{http.StatusInsufficientStorage, string(se.Code), se.Error()}
+	case errors.As(err, &se):
+		ae = &apiError{http.StatusServiceUnavailable, string(se.Code), se.Error()}
 	case errors.As(err, &we) && we.Code == wire.CodeClockOffset:
 		// The node's clock, not the request, is at fault, and it heals: 503, as a node
 		// that cannot take writes for now.

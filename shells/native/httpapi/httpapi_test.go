@@ -327,6 +327,42 @@ func TestHealthAndMetrics(t *testing.T) {
 	want(t, "healthz once stopped", s, body, 503, `"code":"unavailable"`)
 }
 
+// TestDegradedStorage: a node whose free-space guard trips (a reserve no file system has)
+// stays up: the write that met it answers 507 storage-full, /healthz 200 "degraded:
+// storage-full", status node.storage and /metrics say degraded, and reads go on.
+func TestDegradedStorage(t *testing.T) {
+	api, _ := startNodeWith(t, node.Config{Name: "A", StorageReserve: 1 << 60})
+	s, body := do(t, "GET", api.URL+"/healthz", "")
+	want(t, "healthz before any write", s, body, 200, "ok")
+	s, body = do(t, "PUT", api.URL+"/v1/tables/t/records/k", "v")
+	want(t, "a write below the reserve", s, body, 507, `{"error":{"code":"storage-full","message":"storage storage-full in free-space guard: `)
+	s, body = do(t, "PUT", api.URL+"/v1/tables/t/records/k2", "v")
+	want(t, "a second write", s, body, 507, `"code":"storage-full"`)
+	s, body = do(t, "POST", api.URL+"/v1/tables/t/batch", `{"ops":[{"op":"delete","key":"k"}]}`)
+	want(t, "a batch", s, body, 507, `"code":"storage-full"`)
+	if s, body = do(t, "GET", api.URL+"/healthz", ""); s != 200 || body != "degraded: storage-full" {
+		t.Errorf("healthz while degraded: %d %q, want 200 \"degraded: storage-full\"", s, body)
+	}
+	s, body = do(t, "GET", api.URL+"/v1/tables/t/records/k", "")
+	want(t, "a read while degraded", s, body, 404, `"code":"not-found"`)
+	s, body = do(t, "GET", api.URL+"/v1/tables/t/digest", "")
+	want(t, "the digest while degraded", s, body, 200, `"count":0`)
+
+	_, body = do(t, "GET", api.URL+"/v1/status", "")
+	var doc httpapi.StatusDoc
+	if err := json.Unmarshal([]byte(body), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if st := doc.Node.Storage; st.State != "degraded" || st.Code != "storage-full" ||
+		!strings.Contains(st.Message, "below the reserve of 1152921504606846976") || st.Since == "" {
+		t.Errorf("node.storage while degraded: %+v", st)
+	} else if since, err := time.Parse(time.RFC3339Nano, st.Since); err != nil || time.Since(since) > time.Minute {
+		t.Errorf("node.storage.since %q: %v", st.Since, err)
+	}
+	_, body = do(t, "GET", api.URL+"/metrics", "")
+	want(t, "metrics while degraded", 200, body, 200, "\nplait_storage_degraded 1\n")
+}
+
 // TestPeers: a peer added with POST /v1/peers is dialed and kept in the data directory; a
 // second of the same name conflicts; DELETE closes its connection and forgets it.
 func TestPeers(t *testing.T) {

@@ -21,6 +21,7 @@ var (
 	descHeld       = prometheus.NewDesc("plait_peer_retention_held_bytes", "Bytes of log entries the peer's retention holds kept from the last retention step.", []string{"peer"}, nil)
 	descConnected  = prometheus.NewDesc("plait_peer_connected", "1 while the peer's connection streams with fresh liveness.", []string{"peer"}, nil)
 	descClock      = prometheus.NewDesc("plait_peer_clock_offset_seconds", "The peer's clock minus this node's, estimated from PING/PONG (only for peers that send their time: protocol version 3).", []string{"peer"}, nil)
+	descStorage    = prometheus.NewDesc("plait_storage_degraded", "1 while the node's storage is degraded (full, or a write or sync failed): local writes are refused and replication pauses until the store reopens.", nil, nil)
 	descRefusing   = prometheus.NewDesc("plait_clock_refusing_writes", "1 while a majority of the measured peers see this node's clock beyond --max-clock-offset and local writes are refused.", nil, nil)
 	descReconnects = prometheus.NewDesc("plait_peer_reconnects_total", "Dials of the peer after the first, since start.", []string{"peer"}, nil)
 	// descCounters has a metric for each name of CountersDoc.List (a test keeps them equal).
@@ -54,7 +55,7 @@ var (
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descApplied, descHead, descLag, descFloor, descLogBytes, descConnected, descReconnects, descHeld,
-		descClock, descRefusing, descCertExpiry, descReloads} {
+		descClock, descRefusing, descStorage, descCertExpiry, descReloads} {
 		ch <- d
 	}
 	for _, d := range descCounters {
@@ -111,6 +112,11 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		refusing = 1
 	}
 	ch <- prometheus.MustNewConstMetric(descRefusing, prometheus.GaugeValue, refusing)
+	degraded := 0.0
+	if st.Node.Storage.Degraded {
+		degraded = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descStorage, prometheus.GaugeValue, degraded)
 	byCode := map[string][]replica.CodeCount{"connections_refused": st.RefusedByCode, "connection_errors": st.ErrorsByCode}
 	for _, c := range NewStatusDoc(st).Counters.List() {
 		if codes, labeled := byCode[c.Name]; labeled {

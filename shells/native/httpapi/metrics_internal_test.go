@@ -2,10 +2,14 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 
+	"plait/protocol/replica"
 	"plait/protocol/wire"
 )
 
@@ -48,5 +52,32 @@ func TestFailClockOffset(t *testing.T) {
 	want := `{"error":{"code":"clock-offset","message":"2 of 2 measured peers see this node's clock more than 500ms off"}}` + "\n"
 	if rec.Code != http.StatusServiceUnavailable || rec.Body.String() != want {
 		t.Fatalf("%d %s", rec.Code, rec.Body.String())
+	}
+}
+
+// TestFailStorage: a write refused for degraded storage answers in the API's error form
+// with the storage error's code: 507 for a full file system (it heals once space is back),
+// 503 for any other failure of a write or sync; wrapped or not.
+func TestFailStorage(t *testing.T) {
+	for _, c := range []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{&replica.StorageError{Code: wire.CodeStorageFull, Op: "free-space guard", Err: errors.New("3067904 bytes free, below the reserve of 3145728")},
+			http.StatusInsufficientStorage, "storage-full"},
+		{fmt.Errorf("node: writing: %w", &replica.StorageError{Code: wire.CodeStorageFull, Op: "apply"}),
+			http.StatusInsufficientStorage, "storage-full"},
+		{&replica.StorageError{Code: wire.CodeStorageFailed, Op: "sync", Err: errors.New("IO error: Input/output error")},
+			http.StatusServiceUnavailable, "storage-failed"},
+	} {
+		rec := httptest.NewRecorder()
+		fail(rec, c.err)
+		var se *replica.StorageError
+		errors.As(c.err, &se)
+		want := `{"error":{"code":"` + c.code + `","message":` + strconv.Quote(se.Error()) + `}}` + "\n"
+		if rec.Code != c.status || rec.Body.String() != want {
+			t.Errorf("%v: %d %s; want %d %s", c.err, rec.Code, rec.Body.String(), c.status, want)
+		}
 	}
 }

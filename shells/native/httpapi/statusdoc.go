@@ -71,7 +71,27 @@ type NodeDoc struct {
 	Name          string        `json:"name"`
 	Origin        string        `json:"origin"` // the origin id in hex
 	Protocol      ProtocolRange `json:"protocol"`
-	TLS           *TLSDoc       `json:"tls"` // null when the node runs without TLS
+	Storage       StorageDoc    `json:"storage"` // whether the storage is degraded (docs/contract.md §8.1)
+	TLS           *TLSDoc       `json:"tls"`     // null when the node runs without TLS
+}
+
+// StorageDoc is node.storage (replica.StorageStatus): "ok", or "degraded" with the storage
+// error's code and message, when it began (RFC 3339, UTC, milliseconds) and the recovery
+// attempts since.
+type StorageDoc struct {
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+	Retries uint64 `json:"retries"`
+	Since   string `json:"since,omitempty"`
+	State   string `json:"state"` // "ok" or "degraded"
+}
+
+func storageDoc(s replica.StorageStatus) StorageDoc {
+	if !s.Degraded {
+		return StorageDoc{State: "ok"}
+	}
+	return StorageDoc{State: "degraded", Code: string(s.Code), Message: s.Message, Retries: s.Retries,
+		Since: s.Since.UTC().Format("2006-01-02T15:04:05.000Z07:00")}
 }
 
 // ClockDoc is node.clock (replica.ClockStatus): how far this node's clock is from its
@@ -212,7 +232,8 @@ func (c CountersDoc) List() []Counter {
 func NewStatusDoc(st replica.Status) StatusDoc {
 	d := StatusDoc{
 		Node: NodeDoc{Authenticated: st.Node.Authenticated, Name: st.Node.Name, Origin: hex.EncodeToString(st.Node.Origin[:]),
-			Protocol: ProtocolRange{Max: st.Node.ProtocolMax, Min: st.Node.ProtocolMin}, Clock: clockDoc(st.Node.Clock)},
+			Protocol: ProtocolRange{Max: st.Node.ProtocolMax, Min: st.Node.ProtocolMin}, Clock: clockDoc(st.Node.Clock),
+			Storage: storageDoc(st.Node.Storage)},
 		Origins: make([]OriginDoc, 0, len(st.Origins)),
 		Peers:   make([]PeerDoc, 0, len(st.Peers)),
 		Counters: CountersDoc{Divergences: st.Counters.Divergences, DuplicatesReceived: st.Counters.DuplicatesReceived,

@@ -15,7 +15,7 @@ import (
 // statusGoldens are replica statuses and the exact /v1/status document of each: every
 // field set; a peer without capabilities or last error beside no origins; the zero
 // status (empty lists, never null). The documents were first taken from the map-based
-// encoding StatusDoc replaced; the retention, copy and clock fields were added since.
+// encoding StatusDoc replaced; the retention, copy, clock and storage fields were added since.
 var statusGoldens = []struct {
 	name   string
 	status replica.Status
@@ -23,7 +23,9 @@ var statusGoldens = []struct {
 }{
 	{"every field set", replica.Status{
 		Node: replica.NodeStatus{Name: "B", Origin: wire.OriginID{0xb0, 0x01}, ProtocolMin: 1, ProtocolMax: 2, Authenticated: true,
-			Clock: replica.ClockStatus{Measured: 3, Off: 2, Offset: -86400001500 * time.Microsecond, Bound: 500 * time.Millisecond, RefusingWrites: true}},
+			Clock: replica.ClockStatus{Measured: 3, Off: 2, Offset: -86400001500 * time.Microsecond, Bound: 500 * time.Millisecond, RefusingWrites: true},
+			Storage: replica.StorageStatus{Degraded: true, Code: wire.CodeStorageFull, Message: "storage storage-full in free-space guard: 3067904 bytes free",
+				Since: time.Date(2031, 5, 6, 7, 8, 9, 123456789, time.FixedZone("UTC+2", 2*3600)), Retries: 3}},
 		Origins: []replica.OriginStatus{
 			{Origin: wire.OriginID{0xa0, 0x01}, Name: "A", AppliedSeq: 7, HeadSeq: 10, LagSeq: 3, LagMs: 250, SourcePeer: "R", SourceChanges: 2, Diverged: true,
 				FloorSeq: 4, LogBytes: 777, Stuck: replica.StuckClockAhead, StuckUntil: time.Date(2031, 5, 6, 7, 8, 9, 123456789, time.FixedZone("UTC+2", 2*3600))},
@@ -51,7 +53,10 @@ var statusGoldens = []struct {
 			"purged_answers": 17, "resends_requested": 14, "tombstones_dropped": 19, "txns_applied": 11},
 		"node": {"authenticated": true,
 			"clock": {"bound_ms": 500, "measured_peers": 3, "off_peers": 2, "offset_ms": -86400001.5, "refusing_writes": true},
-			"name": "B", "origin": "b0010000000000000000000000000000", "protocol": {"max": 2, "min": 1}, "tls": null},
+			"name": "B", "origin": "b0010000000000000000000000000000", "protocol": {"max": 2, "min": 1},
+			"storage": {"code": "storage-full", "message": "storage storage-full in free-space guard: 3067904 bytes free", "retries": 3,
+				"since": "2031-05-06T05:08:09.123Z", "state": "degraded"},
+			"tls": null},
 		"origins": [
 			{"applied_seq": 7, "diverged": true, "floor_seq": 4, "head_seq": 10, "lag_ms": 250, "lag_seq": 3, "log_bytes": 777, "name": "A",
 				"origin": "a0010000000000000000000000000000", "source_changes": 2, "source_peer": "R",
@@ -85,7 +90,7 @@ var statusGoldens = []struct {
 			"purged_answers": 0, "resends_requested": 0, "tombstones_dropped": 0, "txns_applied": 0},
 		"node": {"authenticated": false,
 			"clock": {"bound_ms": 0, "measured_peers": 0, "off_peers": 0, "offset_ms": null, "refusing_writes": false},
-			"name": "N", "origin": "01000000000000000000000000000000", "protocol": {"max": 1, "min": 1}, "tls": null},
+			"name": "N", "origin": "01000000000000000000000000000000", "protocol": {"max": 1, "min": 1}, "storage": {"retries": 0, "state": "ok"}, "tls": null},
 		"origins": [],
 		"peers": [
 			{"capabilities": [], "clock_offset_ms": null, "connected": false, "copy": null, "held_bytes": 0, "last_error": null, "name": "P", "reconnects": 0,
@@ -100,7 +105,7 @@ var statusGoldens = []struct {
 			"purged_answers": 0, "resends_requested": 0, "tombstones_dropped": 0, "txns_applied": 0},
 		"node": {"authenticated": false,
 			"clock": {"bound_ms": 0, "measured_peers": 0, "off_peers": 0, "offset_ms": null, "refusing_writes": false},
-			"name": "", "origin": "00000000000000000000000000000000", "protocol": {"max": 0, "min": 0}, "tls": null},
+			"name": "", "origin": "00000000000000000000000000000000", "protocol": {"max": 0, "min": 0}, "storage": {"retries": 0, "state": "ok"}, "tls": null},
 		"origins": [],
 		"peers": [],
 		"refusals": []

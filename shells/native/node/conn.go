@@ -139,8 +139,8 @@ func (n *Node) serve(c *wsConn) {
 		}
 		paused := false
 		if err := n.do(func() {
-			if n.conns[c.id] == nil {
-				return // the replica ended it already
+			if n.conns[c.id] != c {
+				return // the replica ended it already (or it belonged to a replica rebuilt since)
 			}
 			n.check(n.rep.Receive(time.Now(), c.id, msg))
 			if n.rep.ReadPaused(c.id) {
@@ -165,7 +165,7 @@ func (n *Node) serve(c *wsConn) {
 	c.handshakeDone()
 	// n.do fails only once the node is stopping, when there is no replica to tell.
 	_ = n.do(func() {
-		if n.conns[c.id] != nil {
+		if n.conns[c.id] == c {
 			delete(n.conns, c.id)
 			n.check(n.rep.Disconnected(time.Now(), c.id, reason))
 		}

@@ -89,6 +89,12 @@ type Config struct {
 	// conforming peer's credit and one step's frames can hold.
 	MaxQueued int
 
+	// StorageReserve is --storage-reserve: the free bytes below which the node degrades
+	// (storage-full) before RocksDB meets a full file system, and the size of the ballast
+	// file kept in the data directory (0: DefaultStorageReserve, or an eighth of a smaller
+	// file system; negative: no guard, no ballast).
+	StorageReserve int64
+
 	beforeSync func() // rocksstore.Options.BeforeSync, for this package's tests (export_test.go)
 }
 
@@ -126,6 +132,9 @@ type Node struct {
 
 	tlsl      *tlsListener // the TLS listener (nil without TLS)
 	tlsClient *http.Client // the wss:// dialers' client, built once (nil without TLS)
+
+	storage      storageState // degraded storage (storage.go; loop only)
+	degradedCode atomic.Value // string: the code while degraded, "" otherwise
 }
 
 // peerDial is one peer's dialer.
@@ -212,17 +221,17 @@ func Start(cfg Config) (*Node, error) {
 		store.Close()
 		return nil, fmt.Errorf("node: the data directory %s belongs to node %q, not %q", cfg.DataDir, id.Name, cfg.Name)
 	}
-	rep, err := replica.New(replica.Config{MaxVersion: cfg.ProtocolMax, Secret: cfg.Secret, Limits: cfg.Limits, Write: cfg.Write,
-		HoldUnsynced: cfg.Sync != SyncNone, MoveDelay: cfg.MoveDelay, StallTimeout: cfg.StallTimeout,
-		RetainAge: cfg.RetainAge, RetainBytes: cfg.RetainBytes, RetainHold: cfg.RetainHold,
-		MaxCopies: cfg.MaxCopies, CopyChunk: cfg.CopyChunk, MaxClockOffset: cfg.MaxClockOffset, TLSAuthenticated: cfg.TLS != nil && !cfg.AcceptPlaintext}, store)
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.Name), store: store, in: make(chan func(), 256),
+		conns: map[replica.ConnID]*wsConn{}, stopped: make(chan struct{}), dials: map[string]dialState{},
+		peers: map[string]*peerDial{}}
+	n.degradedCode.Store("")
+	rep, err := replica.New(n.replicaConfig(), store)
 	if err != nil {
 		store.Close()
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.Name), store: store, rep: rep, in: make(chan func(), 256),
-		conns: map[replica.ConnID]*wsConn{}, stopped: make(chan struct{}), dials: map[string]dialState{},
-		peers: map[string]*peerDial{}}
+	n.rep = rep
+	n.placeBallast()
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	go n.loop()
 	mux := http.NewServeMux()
@@ -263,6 +272,16 @@ func Start(cfg Config) (*Node, error) {
 	return n, nil
 }
 
+// replicaConfig is the replica's configuration, for Start and for a rebuild after
+// degraded storage.
+func (n *Node) replicaConfig() replica.Config {
+	cfg := n.cfg
+	return replica.Config{MaxVersion: cfg.ProtocolMax, Secret: cfg.Secret, Limits: cfg.Limits, Write: cfg.Write,
+		HoldUnsynced: cfg.Sync != SyncNone, MoveDelay: cfg.MoveDelay, StallTimeout: cfg.StallTimeout,
+		RetainAge: cfg.RetainAge, RetainBytes: cfg.RetainBytes, RetainHold: cfg.RetainHold,
+		MaxCopies: cfg.MaxCopies, CopyChunk: cfg.CopyChunk, MaxClockOffset: cfg.MaxClockOffset, TLSAuthenticated: cfg.TLS != nil && !cfg.AcceptPlaintext}
+}
+
 // Stop closes every connection, stops the loop and closes the store. It may be called
 // more than once.
 func (n *Node) Stop() error {
@@ -274,8 +293,10 @@ func (n *Node) Stop() error {
 		}
 		n.wg.Wait()
 		<-n.stopped
-		n.syncWG.Wait() // a sync still running uses the store
-		n.store.Close()
+		n.syncWG.Wait()     // a sync still running uses the store
+		if n.store != nil { // nil after a recovery that could not reopen it
+			n.store.Close()
+		}
 	})
 	return n.err
 }
@@ -335,26 +356,30 @@ func (n *Node) loop() {
 	for {
 		select {
 		case f := <-n.in:
+			n.guard() // below the reserve: degraded before f can write
 			f()
 		drain:
 			for range 64 { // a batch of inputs before the group commit
 				select {
 				case f := <-n.in:
+					// Before each input, not only the batch's first: 65 writes of a few
+					// hundred kB each outrun a small reserve (storage.go).
+					n.guard()
 					f()
 				default:
 					break drain
 				}
 			}
 		case <-timer.C:
+			n.guard() // a tick may write too (a retention step)
 			n.check(n.rep.Tick(time.Now()))
 		case <-n.ctx.Done():
-			for id, c := range n.conns {
-				c.close()
-				delete(n.conns, id)
-			}
-			for _, w := range n.waiters {
-				w.reply <- writeResult{err: errStopped}
-			}
+			n.stopLoop()
+			return
+		}
+		n.watchStorage()
+		if n.store == nil {
+			n.stopLoop() // the store did not reopen (recoverStorage)
 			return
 		}
 		n.groupCommit()
@@ -365,7 +390,26 @@ func (n *Node) loop() {
 	}
 }
 
+// stopLoop drops every connection and answers the waiting writes, as the loop ends.
+func (n *Node) stopLoop() {
+	for id, c := range n.conns {
+		c.close()
+		delete(n.conns, id)
+	}
+	for _, w := range n.waiters {
+		w.reply <- writeResult{err: errStopped}
+	}
+	n.waiters = nil
+}
+
 func (n *Node) untilDeadline() time.Duration {
+	if n.storage.active { // the next recovery attempt is a deadline too
+		return max(min(time.Until(n.storage.next), n.untilReplica()), 0)
+	}
+	return n.untilReplica()
+}
+
+func (n *Node) untilReplica() time.Duration {
 	d := n.rep.NextDeadline()
 	if d.IsZero() {
 		return time.Hour
@@ -387,7 +431,7 @@ func (n *Node) check(err error) {
 // goes on applying, answering and sending meanwhile; everything applied while it runs
 // waits for the next one (the SyncPoint taken before it says what it covers).
 func (n *Node) groupCommit() {
-	if !n.syncing && n.rep.NeedsSync() {
+	if !n.syncing && n.rep.NeedsSync() && n.guard() {
 		p := n.rep.SyncPoint()
 		n.syncing = true
 		n.syncWG.Add(1)
@@ -397,7 +441,8 @@ func (n *Node) groupCommit() {
 			done := func() {
 				n.syncing = false
 				if err != nil {
-					n.check(errors.Join(replica.ErrStopped, err))
+					// A StorageError degrades the replica; any other error stops it.
+					n.check(n.rep.StorageFailed(time.Now(), err))
 					return
 				}
 				n.check(n.rep.Synced(time.Now(), p))
@@ -427,7 +472,7 @@ func (n *Node) groupCommit() {
 // alone would only hide the entries. One runs at a time.
 func (n *Node) compact() {
 	purged := n.rep.Counters().EntriesPurged
-	if n.compacting || purged == n.compacted {
+	if n.compacting || purged == n.compacted || n.rep.Degraded() != nil {
 		return
 	}
 	n.compacting, n.compacted = true, purged
@@ -546,6 +591,7 @@ func (n *Node) Status() (replica.Status, error) {
 	var st replica.Status
 	err := n.do(func() {
 		st = n.rep.Status(time.Now())
+		st.Node.Storage.Retries = n.storage.retries
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		for _, name := range n.order {

@@ -2,7 +2,6 @@ package rocksstore
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 
 	"github.com/linxGnu/grocksdb"
@@ -133,6 +132,9 @@ func (s *Store) CopyState() (*replica.CopyState, error) {
 // ApplyCopy writes one copied chunk as one batch: the records, the deletions, the copy
 // state and RecordHLC. A table that loses its last record loses its 't' key too.
 func (s *Store) ApplyCopy(b *replica.CopyBatch) error {
+	if err := s.Failed(); err != nil {
+		return err // latched (latch.go)
+	}
 	state, err := wire.Marshal(&b.State)
 	if err != nil {
 		return fmt.Errorf("rocksstore: encoding the copy state: %w", err)
@@ -148,7 +150,7 @@ func (s *Store) ApplyCopy(b *replica.CopyBatch) error {
 	for _, t := range emptied {
 		wb.Delete(key(pTable, t))
 	}
-	if err := s.db.Write(s.wo, wb); err != nil {
+	if err := s.write("copy", s.wo, wb); err != nil {
 		return fmt.Errorf("rocksstore: writing a copied chunk: %w", err)
 	}
 	s.hlc = hlc
@@ -191,6 +193,9 @@ func (s *Store) deleteRecords(wb *grocksdb.WriteBatch, recs, puts []replica.Reco
 // positions below the new arrival floor, the other logs' floors (their Below), the
 // deletions, and the removal of the copy state.
 func (s *Store) EndCopy(e *replica.CopyEnd) error {
+	if err := s.Failed(); err != nil {
+		return err // latched (latch.go)
+	}
 	plan, err := replica.CheckCopyEnd(e, replica.CopyEndView{Identity: s.id.Origin, Logs: s.logs, Cursors: s.cursor,
 		ArrivalFloor: s.afloor, LastArrival: s.arrivals})
 	if err != nil {
@@ -232,7 +237,7 @@ func (s *Store) EndCopy(e *replica.CopyEnd) error {
 		wb.Delete(key(pTable, t))
 	}
 	wb.Delete([]byte{pCopy})
-	if err := s.db.Write(s.wo, wb); err != nil {
+	if err := s.write("copy-end", s.wo, wb); err != nil {
 		return fmt.Errorf("rocksstore: ending the copy: %w", err)
 	}
 	for _, rl := range plan.Logs {
@@ -248,6 +253,9 @@ func (s *Store) EndCopy(e *replica.CopyEnd) error {
 // DropTombstones deletes, in one batch, each listed tombstone that is still its record's
 // version.
 func (s *Store) DropTombstones(ts []replica.Record) error {
+	if err := s.Failed(); err != nil {
+		return err // latched (latch.go)
+	}
 	var drop []replica.Record
 	for _, t := range ts {
 		cur, found, err := s.Get(t.Table, t.Key)
@@ -270,8 +278,8 @@ func (s *Store) DropTombstones(ts []replica.Record) error {
 	for _, t := range emptied {
 		wb.Delete(key(pTable, t))
 	}
-	if err := s.db.Write(s.wo, wb); err != nil {
-		return errors.Join(errors.New("rocksstore: dropping tombstones"), err)
+	if err := s.write("drop-tombstones", s.wo, wb); err != nil {
+		return fmt.Errorf("rocksstore: dropping tombstones: %w", err)
 	}
 	return nil
 }

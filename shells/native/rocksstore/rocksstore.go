@@ -35,6 +35,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/linxGnu/grocksdb"
@@ -90,6 +91,10 @@ type Store struct {
 
 	compactMu sync.Mutex       // guards toCompact: Purge adds, CompactLogs (off the loop) takes
 	toCompact []grocksdb.Range // the key ranges purged since the last CompactLogs
+
+	failMu   sync.Mutex            // guards failed: Sync sets it off the loop
+	failed   *replica.StorageError // the first write or sync that failed (latch.go)
+	dbWrites atomic.Int64          // writes and syncs handed to RocksDB, for the latch's test
 }
 
 var _ replica.Store = (*Store)(nil)
@@ -108,7 +113,10 @@ func Open(dir string, create replica.Identity, opts Options) (*Store, error) {
 	t := grocksdb.NewDefaultBlockBasedTableOptions()
 	t.SetFilterPolicy(grocksdb.NewBloomFilterFull(10))
 	o.SetBlockBasedTableFactory(t)
-	o2, err := grocksdb.GetOptionsFromString(o, "memtable_prefix_bloom_size_ratio=0.1")
+	// A store reopened after its file system filled (latch.go) replays its write-ahead log
+	// into the memtable instead of flushing it to a new table file, and a close does not
+	// flush either: neither needs free space, and the log keeps the data all the same.
+	o2, err := grocksdb.GetOptionsFromString(o, "memtable_prefix_bloom_size_ratio=0.1;avoid_flush_during_recovery=true;avoid_flush_during_shutdown=true")
 	if err != nil {
 		return nil, err
 	}
@@ -473,12 +481,15 @@ func (s *Store) PeerCursor(peer wire.OriginID) (uint64, error) {
 
 // SetPeerCursor sets a peer cursor, lower or higher.
 func (s *Store) SetPeerCursor(peer wire.OriginID, pos uint64) error {
-	return s.db.Put(s.wo, key(pPeer, peer[:]), u64(pos))
+	return s.put("peer-cursor", s.wo, key(pPeer, peer[:]), u64(pos))
 }
 
 // Apply writes one transaction atomically (replica.Store); it checks b with
 // replica.CheckBatch first and writes nothing when that refuses.
 func (s *Store) Apply(b *replica.Batch) (uint64, error) {
+	if err := s.Failed(); err != nil {
+		return 0, err
+	}
 	if err := replica.CheckBatch(b, s.cursor.Get(b.Origin)); err != nil {
 		return 0, err
 	}
@@ -502,7 +513,7 @@ func (s *Store) Apply(b *replica.Batch) (uint64, error) {
 			wb.Put(key(pPeer, b.PeerOrigin[:]), u64(b.PeerCursor))
 		}
 	}
-	if err := s.db.Write(s.wo, wb); err != nil {
+	if err := s.write("apply", s.wo, wb); err != nil {
 		return 0, fmt.Errorf("rocksstore: applying origin %s seq %d: %w", b.Origin, b.Seq, err)
 	}
 	s.cursor.Advance(vector.Entry{Origin: b.Origin, Seq: b.Seq, Hash: b.Hash})
@@ -531,6 +542,9 @@ func (s *Store) ArrivalFloor() (uint64, error) { return s.afloor, nil }
 // bytes) and arrival floor. The space comes back when compaction rewrites the ranges
 // (CompactLogs).
 func (s *Store) Purge(p *replica.Purge) error {
+	if err := s.Failed(); err != nil {
+		return err
+	}
 	plan, err := replica.CheckPurge(p, replica.PurgeView{Logs: s.logs, Cursors: s.cursor, ArrivalFloor: s.afloor,
 		LastArrival: s.arrivals, Entry: s.Entry, Arrivals: s.Arrivals})
 	if err != nil {
@@ -549,7 +563,7 @@ func (s *Store) Purge(p *replica.Purge) error {
 		wb.DeleteRange(key(pArrival, u64(s.afloor+1)), key(pArrival, u64(plan.ArrivalFloor+1)))
 		wb.Put([]byte{pAFloor}, u64(plan.ArrivalFloor))
 	}
-	if err := s.db.Write(s.wo, wb); err != nil {
+	if err := s.write("purge", s.wo, wb); err != nil {
 		return fmt.Errorf("rocksstore: purging: %w", err)
 	}
 	var purged []grocksdb.Range
@@ -628,7 +642,7 @@ func (s *Store) PutHolds(hs []replica.Hold) error {
 		}
 		wb.Put(holdKey(h.Peer, h.Origin), binary.BigEndian.AppendUint64(u64(h.Seq), uint64(h.Since.UnixNano())))
 	}
-	return s.db.Write(s.wo, wb)
+	return s.write("holds", s.wo, wb)
 }
 
 // DeleteHolds forgets every hold of a peer.
@@ -636,7 +650,7 @@ func (s *Store) DeleteHolds(peer string) error {
 	wb := grocksdb.NewWriteBatch()
 	defer wb.Destroy()
 	wb.DeleteRange(key(pHold, []byte(peer), []byte{0}), key(pHold, []byte(peer), []byte{1}))
-	return s.db.Write(s.wo, wb)
+	return s.write("holds", s.wo, wb)
 }
 
 func holdKey(peer string, o wire.OriginID) []byte { return key(pHold, []byte(peer), []byte{0}, o[:]) }
@@ -648,7 +662,7 @@ func (s *Store) Sync() error {
 	if s.before != nil {
 		s.before()
 	}
-	return s.db.FlushWAL(true)
+	return s.guard("sync", func() error { return s.db.FlushWAL(true) })
 }
 
 // DialPeer is a peer added through the API, kept in the data directory.
@@ -672,7 +686,7 @@ func (s *Store) PutDialPeer(p DialPeer) error {
 	wo := grocksdb.NewDefaultWriteOptions()
 	defer wo.Destroy()
 	wo.SetSync(true)
-	return s.db.Put(wo, key(pDial, []byte(p.Name)), []byte(p.URL))
+	return s.put("dial-peer", wo, key(pDial, []byte(p.Name)), []byte(p.URL))
 }
 
 // DeleteDialPeer forgets a peer added through the API.
@@ -680,7 +694,7 @@ func (s *Store) DeleteDialPeer(name string) error {
 	wo := grocksdb.NewDefaultWriteOptions()
 	defer wo.Destroy()
 	wo.SetSync(true)
-	return s.db.Delete(wo, key(pDial, []byte(name)))
+	return s.guard("dial-peer", func() error { return s.db.Delete(wo, key(pDial, []byte(name))) })
 }
 
 // putRecords adds recs' versions to wb, each table's 't' key, and RecordHLC when they raise

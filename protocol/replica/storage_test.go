@@ -1,0 +1,234 @@
+package replica_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"plait/protocol/replica"
+	"plait/protocol/replica/memstore"
+	"plait/protocol/wire"
+)
+
+// faultStore is a memstore whose writes fail with a StorageError on demand, as the RocksDB
+// store's do once its file system is full: fail names the operations that fail and the
+// code; refused counts the writes refused.
+type faultStore struct {
+	*memstore.Store
+	fail    map[string]wire.Code
+	refused int
+}
+
+func (f *faultStore) err(op string) error {
+	code, ok := f.fail[op]
+	if !ok {
+		return nil
+	}
+	f.refused++
+	return &replica.StorageError{Code: code, Op: op, Err: errors.New("injected: No space left on device")}
+}
+
+func (f *faultStore) Apply(b *replica.Batch) (uint64, error) {
+	if err := f.err("apply"); err != nil {
+		return 0, err
+	}
+	return f.Store.Apply(b)
+}
+
+func (f *faultStore) Sync() error {
+	if err := f.err("sync"); err != nil {
+		return err
+	}
+	return f.Store.Sync()
+}
+
+func (f *faultStore) Purge(p *replica.Purge) error {
+	if err := f.err("purge"); err != nil {
+		return err
+	}
+	return f.Store.Purge(p)
+}
+
+func (f *faultStore) PutHolds(hs []replica.Hold) error {
+	if err := f.err("holds"); err != nil {
+		return err
+	}
+	return f.Store.PutHolds(hs)
+}
+
+func (f *faultStore) SetPeerCursor(peer wire.OriginID, pos uint64) error {
+	if err := f.err("peer-cursor"); err != nil {
+		return err
+	}
+	return f.Store.SetPeerCursor(peer, pos)
+}
+
+// withFaults puts a faultStore over the node's memstore and restarts it on it.
+func (n *node) withFaults() *faultStore {
+	n.faults = &faultStore{Store: n.store, fail: map[string]wire.Code{}}
+	n.restart()
+	return n.faults
+}
+
+func storageCode(err error) wire.Code {
+	var se *replica.StorageError
+	if errors.As(err, &se) {
+		return se.Code
+	}
+	return ""
+}
+
+// TestStorageDegradedWrites: once B's store fails an apply with storage-full, B degrades
+// instead of stopping: its local writes are refused with the code and change nothing, it
+// applies and acknowledges nothing more of A (its cursor stays), it unsubscribes A's
+// channel and subscribes to nothing while degraded, its status says so, and it still
+// answers reads. A new replica on the same store (the shell's recovery) converges with A:
+// equal digests, every entry applied once, no duplicate.
+func TestStorageDegradedWrites(t *testing.T) {
+	for _, version := range []uint64{1, 2, 3} {
+		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
+			h := newHarness(t)
+			a := h.addNode("A", replica.Config{MaxVersion: version})
+			b := h.addNode("B", replica.Config{MaxVersion: version})
+			faults := b.withFaults()
+			h.connect(a, b)
+			for i := range 3 {
+				a.write(put("t", fmt.Sprint("a", i), "1"))
+			}
+			b.write(put("t", "b0", "1"))
+			h.advance(time.Second)
+			if got := b.applied()[a.origin]; got != 3 {
+				t.Fatalf("B applied %d of A before the fault, want 3", got)
+			}
+			ackedBefore := h.acked("B", "A", a.origin)
+
+			faults.fail["apply"] = wire.CodeStorageFull
+			for i := 3; i < 8; i++ {
+				a.write(put("t", fmt.Sprint("a", i), "2"))
+			}
+			h.advance(2 * time.Second)
+			se := b.rep.Degraded()
+			if se == nil || se.Code != wire.CodeStorageFull || se.Op != "apply" {
+				t.Fatalf("B degraded for %v, want storage-full in apply", se)
+			}
+			if b.rep.Status(b.clock()).Node.Storage != (replica.StorageStatus{Degraded: true, Code: wire.CodeStorageFull,
+				Message: se.Error(), Since: b.rep.Status(b.clock()).Node.Storage.Since}) {
+				t.Errorf("B's storage status %+v", b.rep.Status(b.clock()).Node.Storage)
+			}
+			if got := b.applied()[a.origin]; got != 3 {
+				t.Errorf("B applied up to %d of A while degraded, want 3", got)
+			}
+			if faults.refused != 1 {
+				t.Errorf("B's store was asked for %d applies while degraded, want the 1 that failed", faults.refused)
+			}
+			if version >= 2 {
+				if got := h.acked("B", "A", a.origin); got != ackedBefore {
+					t.Errorf("B acknowledged A up to %d while degraded, want %d", got, ackedBefore)
+				}
+			}
+			if _, err := b.rep.Write(b.clock(), []wire.Op{put("t", "b1", "x")}); storageCode(err) != wire.CodeStorageFull {
+				t.Errorf("B's local write while degraded: %v, want storage-full", err)
+			}
+			if got := b.applied()[b.origin]; got != 1 {
+				t.Errorf("B's own origin at %d after a refused write, want 1", got)
+			}
+			if _, ok := b.get("t", "a0"); !ok {
+				t.Error("B does not answer a read while degraded")
+			}
+			// Still degraded after more traffic and time: no subscription comes back.
+			frames := len(h.frames)
+			h.advance(5 * time.Second)
+			for _, f := range h.frames[frames:] {
+				if _, ok := f.body.(*wire.Subscribe); ok && f.from == "B" {
+					t.Errorf("B subscribed while degraded: %+v", f.body)
+				}
+			}
+
+			// A new connection while degraded (version 1 redials after its close) carries
+			// nothing to apply.
+			h.connect(a, b)
+			h.advance(2 * time.Second)
+			if got := b.applied()[a.origin]; got != 3 || faults.refused != 1 {
+				t.Errorf("B over a new connection while degraded: applied %d of A (want 3), %d applies tried (want 1)", got, faults.refused)
+			}
+
+			// Recovery: the fault is gone, a new replica runs on the same store.
+			clear(faults.fail)
+			b.restart()
+			h.connect(a, b)
+			h.advance(2 * time.Second)
+			if b.rep.Degraded() != nil {
+				t.Fatalf("B still degraded after a new replica: %v", b.rep.Degraded())
+			}
+			b.write(put("t", "b2", "3"))
+			h.advance(2 * time.Second)
+			if got := b.applied()[a.origin]; got != 8 {
+				t.Errorf("B applied %d of A after recovery, want 8", got)
+			}
+			if got := a.applied()[b.origin]; got != 2 {
+				t.Errorf("A applied %d of B after recovery, want 2", got)
+			}
+			if c := b.rep.Counters(); c.TxnsApplied != 5+1 || (version >= 2 && c.DuplicatesReceived != 0) {
+				t.Errorf("B after recovery: %d applied (want A's 5 and its own write), %d duplicates", c.TxnsApplied, c.DuplicatesReceived)
+			}
+			an, ad := a.digest("t")
+			bn, bd := b.digest("t")
+			if an != 10 || an != bn || ad != bd {
+				t.Errorf("digests differ after recovery: A %d %s, B %d %s", an, ad, bn, bd)
+			}
+		})
+	}
+}
+
+// TestStorageSyncFailure: a storage error the shell reports (a failed group-commit sync, or
+// its free-space guard) degrades the replica with its code; any other error stops it.
+func TestStorageSyncFailure(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{HoldUnsynced: true})
+	a.write(put("t", "k", "v"))
+	err := a.rep.StorageFailed(a.clock(), fmt.Errorf("group commit: %w",
+		&replica.StorageError{Code: wire.CodeStorageFailed, Op: "sync", Err: errors.New("fsync: input/output error")}))
+	if err != nil {
+		t.Fatalf("StorageFailed: %v", err)
+	}
+	if se := a.rep.Degraded(); se == nil || se.Code != wire.CodeStorageFailed || se.Op != "sync" {
+		t.Fatalf("degraded for %v, want storage-failed in sync", se)
+	}
+	if _, err := a.rep.Write(a.clock(), []wire.Op{put("t", "k2", "v")}); storageCode(err) != wire.CodeStorageFailed {
+		t.Errorf("a write while degraded: %v, want storage-failed", err)
+	}
+	// The first error stays the one reported.
+	_ = a.rep.StorageFailed(a.clock(), &replica.StorageError{Code: wire.CodeStorageFull, Op: "free-space guard"})
+	if se := a.rep.Degraded(); se.Code != wire.CodeStorageFailed {
+		t.Errorf("degraded for %v after a second error, want the first", se)
+	}
+	if err := a.rep.StorageFailed(a.clock(), errors.New("not a storage error")); !errors.Is(err, replica.ErrStopped) {
+		t.Errorf("a plain error: %v, want the replica stopped", err)
+	}
+}
+
+// TestStoragePurgeFailure: a retention step whose purge fails for the storage degrades the
+// replica, and no later step runs while it is degraded.
+func TestStoragePurgeFailure(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{RetainAge: time.Second})
+	faults := a.withFaults()
+	for i := range 4 {
+		a.write(put("t", fmt.Sprint("k", i), "v"))
+	}
+	faults.fail["purge"] = wire.CodeStorageFull
+	h.advance(3 * time.Second)
+	if se := a.rep.Degraded(); se == nil || se.Op != "purge" {
+		t.Fatalf("degraded for %v, want the purge's error", se)
+	}
+	if faults.refused != 1 {
+		t.Errorf("%d purges refused, want 1: no retention step runs while degraded", faults.refused)
+	}
+	clear(faults.fail)
+	a.restart()
+	h.advance(3 * time.Second)
+	if a.rep.Degraded() != nil || a.rep.Counters().EntriesPurged == 0 {
+		t.Errorf("after recovery: degraded %v, %d entries purged", a.rep.Degraded(), a.rep.Counters().EntriesPurged)
+	}
+}
