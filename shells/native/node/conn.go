@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -302,7 +301,7 @@ func (n *Node) dialOnce(ctx context.Context, p Peer, target string) bool {
 	ws, resp, err := websocket.Dial(dctx, target, opts)
 	cancel()
 	if err != nil {
-		if secure && isTLSFailure(err) {
+		if secure && tlsfiles.IsHandshakeFailure(err) {
 			n.refused(target, p.Name, true, tlsfiles.RefusalCode(err), err.Error())
 		} else {
 			n.log.Info("dial failed", "peer", p.Name, "url", target, "err", err)
@@ -338,15 +337,4 @@ func (n *Node) setDial(peer string, state replica.PeerState, reconnect uint64) {
 	d.state, d.reconnects = state, d.reconnects+reconnect
 	n.dials[peer] = d
 	n.mu.Unlock()
-}
-
-// isTLSFailure reports whether a dial failed in its TLS handshake (this side's
-// verification, the listener's alert, or a listener that does not speak TLS), as opposed
-// to a connection that could not be made.
-func isTLSFailure(err error) bool {
-	var re *tlsfiles.RefusedError
-	var ae tls.AlertError
-	var rh tls.RecordHeaderError
-	var cv *tls.CertificateVerificationError
-	return errors.As(err, &re) || errors.As(err, &ae) || errors.As(err, &rh) || errors.As(err, &cv)
 }

@@ -120,12 +120,9 @@ func (s *Source) Reload() error {
 	return nil
 }
 
-// Changed reports whether a file differs on disk from the current generation's (by size,
-// modification time and inode; a file that cannot be read counts as changed, so that its
-// reload reports why).
-func (s *Source) Changed() bool { return stampOf(s.files) != s.Current().stamp }
-
-// ReloadIfChanged reloads when Changed; it reports whether it tried, and the error.
+// ReloadIfChanged reloads when a file differs on disk from the current generation's (by
+// size, modification time and inode; a file that cannot be read counts as changed, so that
+// its reload reports why); it reports whether it tried, and the error.
 // A reload that failed is not tried again until the files change once more.
 func (s *Source) ReloadIfChanged() (bool, error) {
 	seen := stampOf(s.files) // before the read: a change during it is seen at the next poll
@@ -288,6 +285,17 @@ func RefusalCode(err error) wire.Code {
 		return CodeRequired
 	}
 	return CodeHandshake
+}
+
+// IsHandshakeFailure reports whether a dial failed in its TLS handshake (this side's
+// verification, the other side's alert, or a side that does not speak TLS), as opposed to
+// a connection that could not be made: what RefusalCode has a code for.
+func IsHandshakeFailure(err error) bool {
+	var re *RefusedError
+	var ae tls.AlertError
+	var rh tls.RecordHeaderError
+	var cv *tls.CertificateVerificationError
+	return errors.As(err, &re) || errors.As(err, &ae) || errors.As(err, &rh) || errors.As(err, &cv)
 }
 
 // ErrNoNodeName is the refusal of a peer certificate that carries no node name.

@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"math/big"
 	"net"
 	"net/url"
@@ -177,5 +178,15 @@ func TestRefusalCode(t *testing.T) {
 	}
 	if code := tlsfiles.RefusalCode(errors.New("EOF")); code != wire.CodeTLSHandshake {
 		t.Errorf("anything else: %s", code)
+	}
+	// A dialer tells a handshake that failed from a connection that could not be made.
+	for _, err := range []error{src.VerifyPeer(tls.ConnectionState{}, x509.ExtKeyUsageClientAuth), tls.AlertError(42),
+		tls.RecordHeaderError{Msg: "x"}} {
+		if !tlsfiles.IsHandshakeFailure(fmt.Errorf("dial: %w", err)) {
+			t.Errorf("%v is not a handshake failure", err)
+		}
+	}
+	if tlsfiles.IsHandshakeFailure(errors.New("connection refused")) {
+		t.Error("a refused TCP connection is a handshake failure")
 	}
 }
