@@ -185,6 +185,29 @@ type recordingStore struct {
 	// the copy so far (the fault that crashes a node in the middle of a copy).
 	onChunk func(node string, chunks int)
 	chunks  int
+	// damaged makes these records (table "/" key) unreadable with ErrRecordDamaged, as a
+	// bad disk or a file edited around the store would: the fault of one entry that
+	// touches them (the retry budget), not of the storage.
+	damaged map[string]bool
+}
+
+// Damage makes a record of the node's store unreadable (ErrRecordDamaged) until Repair.
+func (n *Node) Damage(table, key string) {
+	if n.Store.damaged == nil {
+		n.Store.damaged = map[string]bool{}
+	}
+	n.Store.damaged[table+"/"+key] = true
+}
+
+// Repair makes a damaged record readable again.
+func (n *Node) Repair(table, key string) { delete(n.Store.damaged, table+"/"+key) }
+
+// Get reads a record, or refuses a damaged one.
+func (s *recordingStore) Get(table, key []byte) (replica.Record, bool, error) {
+	if s.damaged[string(table)+"/"+string(key)] {
+		return replica.Record{}, false, fmt.Errorf("sim: %s's record %s/%s: %w", s.node, table, key, replica.ErrRecordDamaged)
+	}
+	return s.Store.Get(table, key)
 }
 
 func newRecordingStore(s *memstore.Store, inv *invariants, node string, now func() time.Time) *recordingStore {

@@ -46,9 +46,15 @@ func (r *Replica) receive(c *conn, v wire.TxnView, pos uint64) {
 			return
 		}
 		r.counters.DuplicatesReceived++
-	case r.holding(st):
-		// Held back for the clock: what the channel still had in flight is dropped
-		// unacknowledged, and comes again when the hold ends.
+	case r.holding(st), r.retryWaiting(st):
+		// Held back for the clock, or an entry that failed waits for its retry: what the
+		// channel still had in flight is dropped unacknowledged, and comes again when the
+		// hold ends. Version 1 has no channel to stop: its connection goes (nothing of it
+		// after the entry was processed, so its peer cursor is before it), and the redial
+		// streams the entry again.
+		if c.version == 1 {
+			r.closeConn(c, wire.CodeGoingAway, "origin "+st.id.String()+" is held back")
+		}
 		return
 	case v.Seq == st.applied.Seq+1 && v.Prev != st.applied.Hash:
 		r.divergedHere(c, st, v.Seq, "entry "+strconv.FormatUint(v.Seq, 10)+" does not extend the applied chain")
@@ -67,7 +73,12 @@ func (r *Replica) receive(c *conn, v wire.TxnView, pos uint64) {
 		if st.stuck == StuckClockAhead {
 			st.stuck, st.stuckUntil = "", time.Time{}
 		}
-		if !r.apply(&v, h, c, pos) {
+		if err := r.apply(&v, h, c, pos); err != nil {
+			if entryFault(err) {
+				r.applyFailed(c, st, v.Seq, err)
+			} else {
+				r.check(err)
+			}
 			return
 		}
 		if c.version == 1 {
@@ -122,12 +133,13 @@ func (r *Replica) rewindV1(c *conn, o wire.OriginID) {
 
 // apply writes one entry that extends its origin's log: the last-writer-wins winners, the
 // log entry and the cursor, atomically; then it updates what the replica knows and fans
-// the entry out.
-func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) bool {
+// the entry out. A failure is the caller's to classify (entryFault, check): nothing of the
+// entry is written or known then.
+func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) error {
 	st := r.origin(v.Origin)
 	b := &Batch{Origin: v.Origin, Seq: v.Seq, Hash: h, Txn: v.Raw()}
-	if !r.lww(v, b) {
-		return false
+	if err := r.lww(v, b); err != nil {
+		return err
 	}
 	if !st.namePersisted {
 		b.Name = st.name
@@ -136,8 +148,8 @@ func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) bo
 		b.PeerOrigin, b.PeerCursor = from.peerOrigin, pos
 	}
 	pos, err := r.store.Apply(b)
-	if !r.check(err) {
-		return false
+	if err != nil {
+		return err
 	}
 	r.arrivals = pos
 	r.logApplied(v.Origin, len(b.Txn))
@@ -153,13 +165,14 @@ func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) bo
 	r.hlc = max(r.hlc, v.HLC)
 	r.storedHLC = max(r.storedHLC, v.HLC)
 	r.counters.TxnsApplied++
+	st.retrySucceeded()
 	r.headsDirty[v.Origin] = true
 	for _, id := range r.connOrder {
 		if c := r.conns[id]; c.established && c.version == 1 && c != from && c.peerOrigin != v.Origin {
 			r.check(c.sess.V1().Observe(vector.Entry{Origin: v.Origin, Seq: v.Seq, Hash: h}))
 		}
 	}
-	return true
+	return nil
 }
 
 // lww puts into b the record versions the transaction wins: an operation replaces a record
@@ -168,7 +181,7 @@ func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) bo
 // the outcome is the same everywhere. A later operation of one transaction on the same key
 // replaces an earlier one. A transaction newer than every stored version (a local write,
 // or an origin's entries arriving in order) wins without reading the store.
-func (r *Replica) lww(v *wire.TxnView, b *Batch) bool {
+func (r *Replica) lww(v *wire.TxnView, b *Batch) error {
 	read := v.HLC <= r.storedHLC
 	if r.lwwIdx == nil || len(r.lwwIdx) > 4096 { // a huge transaction's map is not kept
 		r.lwwIdx = map[string]int{}
@@ -192,8 +205,8 @@ func (r *Replica) lww(v *wire.TxnView, b *Batch) bool {
 			continue
 		}
 		old, found, err := r.store.Get(op.Table, op.Key)
-		if !r.check(err) {
-			return false
+		if err != nil {
+			return err
 		}
 		if found && newer(old.HLC, old.Origin, v.HLC, v.Origin) {
 			b.Records = append(b.Records, Record{}) // the stored version wins; later ops of this key too
@@ -208,7 +221,7 @@ func (r *Replica) lww(v *wire.TxnView, b *Batch) bool {
 		}
 	}
 	b.Records = kept
-	return true
+	return nil
 }
 
 // newer reports whether version (h1, o1) is strictly newer than (h2, o2).

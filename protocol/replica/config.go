@@ -71,6 +71,13 @@ type Config struct {
 	// this off refuses local writes (default DefaultMaxClockOffset; negative: no bound).
 	MaxClockOffset time.Duration
 
+	// ApplyRetries is how many times in a row a received entry may fail to apply for a
+	// reason of its own before its origin shows StuckApplyFailed (retry.go; default
+	// DefaultApplyRetries, at least 1). ApplyRetryDelay is the first retry's backoff,
+	// doubling up to MaxApplyRetryDelay (default DefaultApplyRetryDelay).
+	ApplyRetries    int
+	ApplyRetryDelay time.Duration
+
 	// NewSession makes the protocol core of one connection (default NativeSession).
 	NewSession func(protocol.Config) (Session, error)
 
@@ -149,6 +156,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxClockOffset == 0 {
 		c.MaxClockOffset = DefaultMaxClockOffset
+	}
+	if c.ApplyRetries == 0 {
+		c.ApplyRetries = DefaultApplyRetries
+	}
+	if c.ApplyRetryDelay == 0 {
+		c.ApplyRetryDelay = DefaultApplyRetryDelay
 	}
 	if c.NewSession == nil {
 		c.NewSession = NativeSession

@@ -28,6 +28,10 @@ type conn struct {
 	version     uint64
 	peerName    string
 	peerOrigin  wire.OriginID
+	// closing: this side closed the session. Entries the peer sent after are not
+	// processed (onEvent): nothing of them is applied or acknowledged, and version 1's
+	// peer cursor stays where the close left it, before what the close was about.
+	closing bool
 
 	// version 2
 	heads    map[wire.OriginID]wire.Head // advertised by the peer

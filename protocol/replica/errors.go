@@ -78,6 +78,7 @@ func (r *Replica) check(err error) bool {
 // refuses with closed, which cannot matter: its EventClosed is on its way (or handled), and
 // the connection is dropped with it.
 func (r *Replica) closeConn(c *conn, code wire.Code, why string) {
+	c.closing = true
 	if err := c.sess.Close(code, why); err != nil {
 		r.check(err) // closed is tolerated; a bad code would be the replica's own defect
 	}

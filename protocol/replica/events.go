@@ -28,6 +28,12 @@ func (r *Replica) drain(c *conn) {
 }
 
 func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
+	if c.closing {
+		switch ev.Kind {
+		case protocol.EventTxn, protocol.EventDuplicate, protocol.EventGap:
+			return // the rest of a message that came with the entry this side closed for
+		}
+	}
 	switch ev.Kind {
 	case protocol.EventHandshake:
 		r.onHandshake(c)

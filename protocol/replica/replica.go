@@ -71,6 +71,7 @@ type originState struct {
 	legacySource  string      // the version-1 peer that delivered the last applied entry
 	stuck         StuckReason // why its next entry is held back (clock.go); "": it is not
 	stuckUntil    time.Time   // when the hold ends
+	retry         retryState  // its next entry failed to apply (retry.go)
 }
 
 // New opens a replica on its store: it reads the identity, the cursor vector and the
@@ -85,6 +86,9 @@ func New(cfg Config, store Store) (*Replica, error) {
 	}
 	if cfg.RetainAge < 0 || cfg.RetainHold < 0 || cfg.PurgeStep < 0 || cfg.RetentionInterval < 0 {
 		return nil, errorf("retention: a negative age, hold, step or interval")
+	}
+	if cfg.ApplyRetries < 1 || cfg.ApplyRetryDelay < 0 || cfg.ApplyRetryDelay > MaxApplyRetryDelay {
+		return nil, errorf("apply retries: ApplyRetries is at least 1, ApplyRetryDelay at most %s", MaxApplyRetryDelay)
 	}
 	if cfg.MaxCopies < 0 || cfg.CopyRetry < 0 || cfg.CopyChunk < MinCopyChunk || cfg.CopyChunk > int(cfg.Limits.MaxFrameBody) {
 		return nil, errorf("copies: MaxCopies and CopyRetry may not be negative, and CopyChunk is %d..%d bytes (the frame body limit)",
@@ -238,8 +242,11 @@ func (r *Replica) NextDeadline() time.Time {
 		if r.stalling(st) {
 			earlier(st.progressAt.Add(r.cfg.StallTimeout))
 		}
-		if st.stuck != "" {
+		if st.stuck == StuckClockAhead { // apply-failed keeps its reason past the retry below
 			earlier(st.stuckUntil) // the hold ends: Tick routes the origin again
+		}
+		if st.retry.retryAt.After(r.now) {
+			earlier(st.retry.retryAt) // a failed entry's retry: Tick routes the origin again
 		}
 	}
 	earlier(r.ret.nextAt)

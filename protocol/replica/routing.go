@@ -53,6 +53,12 @@ func (r *Replica) route() {
 }
 
 func (r *Replica) routeOrigin(st *originState) {
+	if !st.retry.retryAt.IsZero() {
+		if r.retryWaiting(st) {
+			return // a failed entry waits for its retry: no source moves, nothing is subscribed
+		}
+		r.retryDue(st)
+	}
 	if st.stuck == StuckClockAhead {
 		if r.holding(st) {
 			return // held for the clock: no source moves, nothing is subscribed
@@ -227,7 +233,7 @@ func subscribePosition(st *originState, from uint64) vector.Entry {
 // stalling reports whether an origin's source advertises a head above the applied seq.
 func (r *Replica) stalling(st *originState) bool {
 	src := r.conns[st.source]
-	return src != nil && src.heads[st.id].Seq > st.applied.Seq && !r.holding(st)
+	return src != nil && src.heads[st.id].Seq > st.applied.Seq && !r.holding(st) && !r.retryWaiting(st)
 }
 
 func (r *Replica) subscribe(c *conn, st *originState, from uint64) {

@@ -54,6 +54,13 @@ type OriginStatus struct {
 	// when the hold ends, for the clock.
 	Stuck      StuckReason
 	StuckUntil time.Time
+	// ApplyFailures is how many times in a row the origin's next entry, ApplyFailedSeq,
+	// failed to apply for a reason of its own (retry.go), ApplyError the last failure and
+	// ApplyFailedAt its time; 0 and "" while none fails.
+	ApplyFailures  int
+	ApplyFailedSeq uint64
+	ApplyError     string
+	ApplyFailedAt  time.Time
 }
 
 // PeerStatus is one open connection.
@@ -132,6 +139,10 @@ type Counters struct {
 	// Connections that ended in an error (refusals.go).
 	ConnectionsRefused uint64 // closed before their handshake completed, by this side or the peer
 	ConnectionErrors   uint64 // closed for an error after it
+
+	// ApplyFailures counts received entries that failed to apply for a reason of their own
+	// (retry.go): every failed try, storage errors not included.
+	ApplyFailures uint64
 }
 
 // Counters returns the counters.
@@ -198,6 +209,9 @@ func (r *Replica) originStatus(st *originState) OriginStatus {
 		SourceChanges: st.changes, Diverged: st.diverged, FloorSeq: l.Floor.Seq, LogBytes: l.Bytes}
 	if st.stuck != "" { // until the next input after StuckUntil releases it
 		os.Stuck, os.StuckUntil = st.stuck, st.stuckUntil
+	}
+	if rs := st.retry; rs.failures > 0 {
+		os.ApplyFailures, os.ApplyFailedSeq, os.ApplyError, os.ApplyFailedAt = rs.failures, rs.seq, rs.err, rs.at
 	}
 	os.LagSeq = os.HeadSeq - os.AppliedSeq
 	if os.LagSeq > 0 && st.headHLC > st.appliedHLC {

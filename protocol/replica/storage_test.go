@@ -18,6 +18,25 @@ type faultStore struct {
 	*memstore.Store
 	fail    map[string]wire.Code
 	refused int
+	// cannotApply refuses the applies of these entries (origin, seq) with ErrCannotApply,
+	// and damaged makes these records (table "/" key) unreadable with ErrRecordDamaged:
+	// errors of one entry, not of the storage (retry.go).
+	cannotApply  map[entryAt]bool
+	damaged      map[string]bool
+	entryRefused int
+}
+
+type entryAt struct {
+	origin wire.OriginID
+	seq    uint64
+}
+
+func (f *faultStore) Get(table, key []byte) (replica.Record, bool, error) {
+	if f.damaged[string(table)+"/"+string(key)] {
+		f.entryRefused++
+		return replica.Record{}, false, fmt.Errorf("injected: table %s key %s: %w", table, key, replica.ErrRecordDamaged)
+	}
+	return f.Store.Get(table, key)
 }
 
 func (f *faultStore) err(op string) error {
@@ -32,6 +51,10 @@ func (f *faultStore) err(op string) error {
 func (f *faultStore) Apply(b *replica.Batch) (uint64, error) {
 	if err := f.err("apply"); err != nil {
 		return 0, err
+	}
+	if f.cannotApply[entryAt{b.Origin, b.Seq}] {
+		f.entryRefused++
+		return 0, fmt.Errorf("injected: origin %s seq %d: %w", b.Origin, b.Seq, replica.ErrCannotApply)
 	}
 	return f.Store.Apply(b)
 }
@@ -66,7 +89,7 @@ func (f *faultStore) SetPeerCursor(peer wire.OriginID, pos uint64) error {
 
 // withFaults puts a faultStore over the node's memstore and restarts it on it.
 func (n *node) withFaults() *faultStore {
-	n.faults = &faultStore{Store: n.store, fail: map[string]wire.Code{}}
+	n.faults = &faultStore{Store: n.store, fail: map[string]wire.Code{}, cannotApply: map[entryAt]bool{}, damaged: map[string]bool{}}
 	n.restart()
 	return n.faults
 }

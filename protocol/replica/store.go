@@ -281,6 +281,14 @@ var (
 	ErrPurged   = errors.New("replica: purged")
 	ErrBadPurge = errors.New("replica: a purge the logs do not allow")
 	ErrBadCopy  = errors.New("replica: a copy's end the logs do not allow")
+	// ErrRecordDamaged marks a stored record a store cannot decode (a bad disk, a file
+	// restored or edited around the store). Reading it is an error of the entries that
+	// touch its key, not of the store: such an entry counts against its origin's retry
+	// budget (retry.go) while the rest applies.
+	ErrRecordDamaged = errors.New("replica: a stored record is damaged")
+	// ErrCannotApply marks a batch a store refuses for what the batch holds, while other
+	// batches write: an error that belongs to one entry, counted like ErrRecordDamaged.
+	ErrCannotApply = errors.New("replica: the store cannot apply this entry")
 )
 
 // CheckBatch is the check every Store's Apply makes before it writes anything, against the

@@ -52,7 +52,14 @@ func (r *Replica) Write(now time.Time, ops []wire.Op) (uint64, error) {
 	if err != nil {
 		return 0, wire.NewError(wire.CodeInternal, err.Error())
 	}
-	if !r.apply(&v, v.Hash(), nil, 0) {
+	if err := r.apply(&v, v.Hash(), nil, 0); err != nil {
+		r.hlc = last // nothing of the write was stored
+		if entryFault(err) {
+			// Local writes read no record (they are the newest), so only a store that
+			// refuses the batch gets here: the write is refused, the node goes on.
+			return 0, wire.NewError(wire.CodeInternal, "the write was not applied: "+err.Error())
+		}
+		r.check(err)
 		if err := r.failure(); err != nil {
 			return 0, err
 		}

@@ -1,0 +1,78 @@
+package sim
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"plait/protocol/replica"
+)
+
+// TestDamagedRecordStuckOrigin: in a star A - B - C, B's record t/k is damaged. A's write of
+// k, made a second before B's own while they were apart, makes B read the record to
+// decide last-writer-wins, and the read fails: A's origin is charged, retried, and shows
+// stuck apply-failed on B after the budget, while C's writes keep flowing through B to A
+// and B passes nothing of A's it did not apply. Once the record reads again, A's entries
+// apply on the next retry, B's newer value stays, and the cluster converges.
+func TestDamagedRecordStuckOrigin(t *testing.T) {
+	c := New(Options{Seed: 7})
+	for _, n := range []string{"A", "B", "C"} {
+		if err := c.AddNode(n, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.SetV2Only(true)
+	if _, err := c.Write("A", put("k", "a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write("A", put("a2", "a")); err != nil {
+		t.Fatal(err)
+	}
+	c.Run(time.Second) // B's write is a second newer than A's: last-writer-wins reads it
+	if _, err := c.Write("B", put("k", "b")); err != nil {
+		t.Fatal(err)
+	}
+	b := c.Node("B")
+	b.Damage("t", "k")
+	for _, l := range [][2]string{{"A", "B"}, {"C", "B"}} {
+		if err := c.Connect(l[0], l[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 30 {
+		if _, err := c.Write("C", put(fmt.Sprint("c", i), "c")); err != nil {
+			t.Fatal(err)
+		}
+		c.Run(time.Second)
+	}
+	a := b.Rep.Origin(c.Node("A").origin)
+	if a.Stuck != replica.StuckApplyFailed || a.ApplyFailures < replica.DefaultApplyRetries || a.ApplyFailedSeq != 1 || a.AppliedSeq != 0 {
+		t.Fatalf("B's status of A after 30 s: %+v, want stuck apply-failed on seq 1 after at least %d failures, nothing applied",
+			a, replica.DefaultApplyRetries)
+	}
+	if got := b.Rep.Origin(c.Node("C").origin).AppliedSeq; got != 30 {
+		t.Errorf("B applied %d of C while A is stuck, want 30", got)
+	}
+	if got := c.Node("A").Rep.Origin(c.Node("C").origin).AppliedSeq; got != 30 {
+		t.Errorf("A applied %d of C through B while A is stuck on B, want 30", got)
+	}
+	if got := c.Node("C").Rep.Origin(c.Node("A").origin).AppliedSeq; got != 0 {
+		t.Errorf("C applied %d of A through B, which applied none", got)
+	}
+
+	b.Repair("t", "k")
+	if !c.Stabilize(2 * replica.MaxApplyRetryDelay) {
+		_, why := c.Converged()
+		t.Fatal("not converged after the repair:", why, c.Failures())
+	}
+	c.CheckConverged()
+	if a := b.Rep.Origin(c.Node("A").origin); a.Stuck != "" || a.ApplyFailures != 0 || a.AppliedSeq != 2 {
+		t.Errorf("B's status of A after the repair: %+v", a)
+	}
+	if r, ok, _ := b.Store.Get([]byte("t"), []byte("k")); !ok || string(r.Value) != "b" {
+		t.Errorf("B's record k is %q, want B's newer b", r.Value)
+	}
+	if f := c.Failures(); len(f) > 0 {
+		t.Fatal(f)
+	}
+}
