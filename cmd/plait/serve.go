@@ -91,6 +91,7 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	retainHold := fs.Duration("retain-hold", replica.DefaultRetainHold, "entries a peer still needs are kept, until it has not advanced for this long")
 	maxCopies := fs.Int("max-copies", replica.DefaultMaxCopies, "base copies this node serves at once; one more is answered copy-busy (0: none)")
 	maxClock := fs.Duration("max-clock-offset", replica.DefaultMaxClockOffset, "entries stamped more than this ahead of this node's clock are held until it catches up, and local writes are refused while most measured peers see this node's clock more than this off (0: no bound)")
+	applyRetries := fs.Int("apply-retries", replica.DefaultApplyRetries, "a received entry that fails to apply this many times in a row for a reason of its own (a damaged record) shows its origin stuck apply-failed; it is retried, never passed (at least 1)")
 	copyChunk := fs.Int("copy-chunk", replica.DefaultCopyChunk, "the size of a base copy's chunks, in bytes")
 	tlsCert := fs.String("tls-cert", "", "this node's certificate (plait cert node) for wss:// between peers; with --tls-key and --tls-ca")
 	tlsKey := fs.String("tls-key", "", "the key of --tls-cert")
@@ -135,6 +136,9 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	}
 	if *copyChunk < replica.MinCopyChunk || *copyChunk > wire.MaxFrameBody {
 		return nil, fmt.Errorf("--copy-chunk: %d is outside %d..%d", *copyChunk, replica.MinCopyChunk, wire.MaxFrameBody)
+	}
+	if *applyRetries < 1 {
+		return nil, fmt.Errorf("--apply-retries: %d is below 1", *applyRetries)
 	}
 	if *maxClock < 0 {
 		return nil, fmt.Errorf("--max-clock-offset: %v is negative", *maxClock)
@@ -206,7 +210,8 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 		Peers: peers, Secret: []byte(*secret), ProtocolMax: *protoMax, Sync: node.SyncMode(*sync),
 		MoveDelay: *moveDelay, StallTimeout: *stall, Limits: limits,
 		RetainAge: *retainAge, RetainBytes: *retainBytes, RetainHold: *retainHold, StorageReserve: *storageReserve,
-		MaxCopies: copies, CopyChunk: *copyChunk, MaxQueued: *sendQueue, MaxClockOffset: clockBound}}
+		MaxCopies: copies, CopyChunk: *copyChunk, MaxQueued: *sendQueue, MaxClockOffset: clockBound,
+		ApplyRetries: *applyRetries}}
 	if (*httpCert == "") != (*httpKey == "") {
 		return nil, errors.New("--http-tls-cert, --http-tls-key: give both or neither")
 	}

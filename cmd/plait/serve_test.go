@@ -58,6 +58,7 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--send-queue", "65535"}, "--send-queue"},
 		{[]string{"--storage-reserve", "-2"}, "--storage-reserve"},
 		{[]string{"--storage-reserve", "16MiB"}, "-storage-reserve"},
+		{[]string{"--apply-retries", "0"}, "--apply-retries"},
 		{[]string{"extra"}, "extra"},
 	} {
 		var stderr bytes.Buffer
@@ -80,6 +81,12 @@ func TestServeDefaults(t *testing.T) {
 	}
 	if cfg.node.RetainAge != 72*time.Hour || cfg.node.RetainBytes != 0 || cfg.node.RetainHold != 24*time.Hour {
 		t.Errorf("retention defaults: age %v, bytes %d, hold %v", cfg.node.RetainAge, cfg.node.RetainBytes, cfg.node.RetainHold)
+	}
+	if cfg.node.ApplyRetries != 5 {
+		t.Errorf("apply retries default: %d", cfg.node.ApplyRetries)
+	}
+	if cfg, err := parseServe([]string{"--apply-retries", "1"}, &bytes.Buffer{}); err != nil || cfg.node.ApplyRetries != 1 {
+		t.Errorf("--apply-retries 1, the smallest budget: %v, %d", err, cfg.node.ApplyRetries)
 	}
 	if cfg.node.MaxCopies != 2 || cfg.node.CopyChunk != 1<<20 {
 		t.Errorf("copy defaults: %d copies, chunks of %d", cfg.node.MaxCopies, cfg.node.CopyChunk)

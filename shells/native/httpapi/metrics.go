@@ -18,6 +18,7 @@ var (
 	descLag        = prometheus.NewDesc("plait_origin_lag_seconds", "HLC time between the newest known and the newest applied entry of the origin.", []string{"origin", "origin_name"}, nil)
 	descFloor      = prometheus.NewDesc("plait_origin_floor_seq", "Highest seq of the origin purged from the log here (0: none).", []string{"origin", "origin_name"}, nil)
 	descLogBytes   = prometheus.NewDesc("plait_origin_log_bytes", "Bytes of transaction encodings the origin's log holds here.", []string{"origin", "origin_name"}, nil)
+	descStuck      = prometheus.NewDesc("plait_origin_stuck", "1 while the origin's next entry is held back: stuck apply-failed (it failed --apply-retries times in a row) or clock-ahead.", []string{"origin", "origin_name"}, nil)
 	descHeld       = prometheus.NewDesc("plait_peer_retention_held_bytes", "Bytes of log entries the peer's retention holds kept from the last retention step.", []string{"peer"}, nil)
 	descConnected  = prometheus.NewDesc("plait_peer_connected", "1 while the peer's connection streams with fresh liveness.", []string{"peer"}, nil)
 	descClock      = prometheus.NewDesc("plait_peer_clock_offset_seconds", "The peer's clock minus this node's, estimated from PING/PONG (only for peers that send their time: protocol version 3).", []string{"peer"}, nil)
@@ -48,13 +49,14 @@ var (
 		// document's counter).
 		"connections_refused": prometheus.NewDesc("plait_connections_refused_total", "Connections closed before their handshake completed, by code.", []string{"code"}, nil),
 		"connection_errors":   prometheus.NewDesc("plait_connection_errors_total", "Connections closed for an error after their handshake, by code.", []string{"code"}, nil),
+		"apply_failures":      prometheus.NewDesc("plait_apply_failures_total", "Tries of received entries that failed to apply for a reason of their own (storage errors not included).", nil, nil),
 	}
 	descCertExpiry = prometheus.NewDesc("plait_tls_cert_expiry_timestamp_seconds", "When this node's peer certificate expires (Unix time).", nil, nil)
 	descReloads    = prometheus.NewDesc("plait_tls_reloads_total", "Reloads of the peer certificate files, by result (ok: loaded; failed: refused, the loaded ones kept).", []string{"result"}, nil)
 )
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descApplied, descHead, descLag, descFloor, descLogBytes, descConnected, descReconnects, descHeld,
+	for _, d := range []*prometheus.Desc{descApplied, descHead, descLag, descFloor, descLogBytes, descStuck, descConnected, descReconnects, descHeld,
 		descClock, descRefusing, descStorage, descCertExpiry, descReloads} {
 		ch <- d
 	}
@@ -75,6 +77,11 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(o.LagMs)/1000, id, o.Name)
 		ch <- prometheus.MustNewConstMetric(descFloor, prometheus.GaugeValue, float64(o.FloorSeq), id, o.Name)
 		ch <- prometheus.MustNewConstMetric(descLogBytes, prometheus.GaugeValue, float64(o.LogBytes), id, o.Name)
+		stuck := 0.0
+		if o.Stuck != "" {
+			stuck = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descStuck, prometheus.GaugeValue, stuck, id, o.Name)
 	}
 	// One series per peer name: a connection still in its handshake has no name yet, and
 	// a peer may show twice (its connection and this node's, both dialing).

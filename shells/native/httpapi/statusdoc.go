@@ -117,17 +117,21 @@ type ProtocolRange struct {
 
 // OriginDoc is one origin as the node knows it (replica.OriginStatus).
 type OriginDoc struct {
-	AppliedSeq    uint64 `json:"applied_seq"`
-	Diverged      bool   `json:"diverged"`
-	FloorSeq      uint64 `json:"floor_seq"` // the highest seq purged from the log here; 0: none
-	HeadSeq       uint64 `json:"head_seq"`
-	LagMs         uint64 `json:"lag_ms"`
-	LagSeq        uint64 `json:"lag_seq"`   // head_seq - applied_seq
-	LogBytes      uint64 `json:"log_bytes"` // transaction-encoding bytes the log holds here
-	Name          string `json:"name"`
-	Origin        string `json:"origin"` // the origin id in hex
-	SourceChanges uint64 `json:"source_changes"`
-	SourcePeer    string `json:"source_peer"` // empty for the local origin, or none
+	AppliedSeq uint64 `json:"applied_seq"`
+	// ApplyFailures is how many times in a row the origin's next entry failed to apply for
+	// a reason of its own (0: none fails); ApplyError the last failure, null with 0.
+	ApplyError    *string `json:"apply_error"`
+	ApplyFailures int     `json:"apply_failures"`
+	Diverged      bool    `json:"diverged"`
+	FloorSeq      uint64  `json:"floor_seq"` // the highest seq purged from the log here; 0: none
+	HeadSeq       uint64  `json:"head_seq"`
+	LagMs         uint64  `json:"lag_ms"`
+	LagSeq        uint64  `json:"lag_seq"`   // head_seq - applied_seq
+	LogBytes      uint64  `json:"log_bytes"` // transaction-encoding bytes the log holds here
+	Name          string  `json:"name"`
+	Origin        string  `json:"origin"` // the origin id in hex
+	SourceChanges uint64  `json:"source_changes"`
+	SourcePeer    string  `json:"source_peer"` // empty for the local origin, or none
 	// Stuck is why the origin's next entry is held back (replica.StuckReason, e.g.
 	// "clock-ahead"); null when it is not. StuckUntil is when the hold ends (RFC 3339,
 	// UTC, to the millisecond); null with it.
@@ -185,6 +189,7 @@ type PeerErrorDoc struct {
 
 // CountersDoc is the document's counters (replica.Counters).
 type CountersDoc struct {
+	ApplyFailures      uint64 `json:"apply_failures"`
 	BadChunks          uint64 `json:"bad_chunks"`
 	ConnectionErrors   uint64 `json:"connection_errors"`
 	ConnectionsRefused uint64 `json:"connections_refused"`
@@ -224,7 +229,8 @@ func (c CountersDoc) List() []Counter {
 		{"copies_started", c.CopiesStarted}, {"copies_resumed", c.CopiesResumed}, {"copies_completed", c.CopiesCompleted},
 		{"copy_records", c.CopyRecords}, {"copy_bytes", c.CopyBytes}, {"copies_served", c.CopiesServed},
 		{"copies_busy", c.CopiesBusy}, {"copies_refused", c.CopiesRefused}, {"bad_chunks", c.BadChunks},
-		{"connections_refused", c.ConnectionsRefused}, {"connection_errors", c.ConnectionErrors}}
+		{"connections_refused", c.ConnectionsRefused}, {"connection_errors", c.ConnectionErrors},
+		{"apply_failures", c.ApplyFailures}}
 }
 
 // NewStatusDoc is the document of a replica status (as node.Node.Status gives it, with
@@ -245,7 +251,8 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 			CopiesCompleted: st.Counters.CopiesCompleted, CopyRecords: st.Counters.CopyRecords,
 			CopyBytes: st.Counters.CopyBytes, CopiesServed: st.Counters.CopiesServed, CopiesBusy: st.Counters.CopiesBusy,
 			CopiesRefused: st.Counters.CopiesRefused, BadChunks: st.Counters.BadChunks,
-			ConnectionsRefused: st.Counters.ConnectionsRefused, ConnectionErrors: st.Counters.ConnectionErrors},
+			ConnectionsRefused: st.Counters.ConnectionsRefused, ConnectionErrors: st.Counters.ConnectionErrors,
+			ApplyFailures: st.Counters.ApplyFailures},
 		Refusals: make([]RefusalDoc, 0, len(st.Refusals)),
 	}
 	for _, f := range st.Refusals {
@@ -260,6 +267,10 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 		if o.Stuck != "" {
 			why, until := string(o.Stuck), o.StuckUntil.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 			od.Stuck, od.StuckUntil = &why, &until
+		}
+		if o.ApplyFailures > 0 {
+			msg := o.ApplyError
+			od.ApplyFailures, od.ApplyError = o.ApplyFailures, &msg
 		}
 		d.Origins = append(d.Origins, od)
 	}

@@ -29,7 +29,9 @@ var statusGoldens = []struct {
 		Origins: []replica.OriginStatus{
 			{Origin: wire.OriginID{0xa0, 0x01}, Name: "A", AppliedSeq: 7, HeadSeq: 10, LagSeq: 3, LagMs: 250, SourcePeer: "R", SourceChanges: 2, Diverged: true,
 				FloorSeq: 4, LogBytes: 777, Stuck: replica.StuckClockAhead, StuckUntil: time.Date(2031, 5, 6, 7, 8, 9, 123456789, time.FixedZone("UTC+2", 2*3600))},
-			{Origin: wire.OriginID{0xb0, 0x01}, Name: "B", AppliedSeq: 42, HeadSeq: 42},
+			{Origin: wire.OriginID{0xb0, 0x01}, Name: "B", AppliedSeq: 42, HeadSeq: 42, Stuck: replica.StuckApplyFailed,
+				StuckUntil: time.Date(2031, 5, 6, 5, 9, 0, 0, time.UTC), ApplyFailures: 5, ApplyFailedSeq: 43, ApplyError: "entry 43: damaged",
+				ApplyFailedAt: time.Date(2031, 5, 6, 5, 8, 0, 0, time.UTC)},
 		},
 		Peers: []replica.PeerStatus{{Conn: 3, Name: "R", Origin: wire.OriginID{0xc0}, Dialed: true, State: replica.PeerStreaming,
 			Connected: true, Version: 2, Capabilities: []string{"cap-a", "cap-b"}, RTT: 1234567 * time.Nanosecond, HeldBytes: 4096,
@@ -42,12 +44,12 @@ var statusGoldens = []struct {
 		Counters: replica.Counters{TxnsApplied: 11, DuplicatesReceived: 12, GapsDetected: 13, ResendsRequested: 14,
 			ProtocolErrors: 15, Divergences: 16, PurgedAnswers: 17, EntriesPurged: 18, TombstonesDropped: 19,
 			CopiesStarted: 20, CopiesResumed: 21, CopiesCompleted: 22, CopyRecords: 23, CopyBytes: 24, CopiesServed: 25,
-			CopiesBusy: 26, CopiesRefused: 27, BadChunks: 28, ConnectionsRefused: 29, ConnectionErrors: 30},
+			CopiesBusy: 26, CopiesRefused: 27, BadChunks: 28, ConnectionsRefused: 29, ConnectionErrors: 30, ApplyFailures: 31},
 		Refusals: []replica.Refusal{{Remote: "10.0.0.9:4000", Code: wire.CodeTLSUnknownCA, Message: "signed by unknown authority",
 			At: time.Date(2031, 5, 6, 7, 8, 9, 123456789, time.FixedZone("UTC+2", 2*3600))},
 			{Remote: "wss://10.0.0.2:7400/v1/replicate", Peer: "R", Dialed: true, Code: wire.CodeAuthFailed, Message: "MAC", At: time.Date(2031, 5, 6, 5, 8, 10, 0, time.UTC)}},
 	}, `{
-		"counters": {"bad_chunks": 28, "connection_errors": 30, "connections_refused": 29, "copies_busy": 26, "copies_completed": 22, "copies_refused": 27, "copies_resumed": 21,
+		"counters": {"apply_failures": 31, "bad_chunks": 28, "connection_errors": 30, "connections_refused": 29, "copies_busy": 26, "copies_completed": 22, "copies_refused": 27, "copies_resumed": 21,
 			"copies_served": 25, "copies_started": 20, "copy_bytes": 24, "copy_records": 23,
 			"divergences": 16, "duplicates_received": 12, "entries_purged": 18, "gaps_detected": 13, "protocol_errors": 15,
 			"purged_answers": 17, "resends_requested": 14, "tombstones_dropped": 19, "txns_applied": 11},
@@ -58,11 +60,12 @@ var statusGoldens = []struct {
 				"since": "2031-05-06T05:08:09.123Z", "state": "degraded"},
 			"tls": null},
 		"origins": [
-			{"applied_seq": 7, "diverged": true, "floor_seq": 4, "head_seq": 10, "lag_ms": 250, "lag_seq": 3, "log_bytes": 777, "name": "A",
+			{"applied_seq": 7, "apply_error": null, "apply_failures": 0, "diverged": true, "floor_seq": 4, "head_seq": 10, "lag_ms": 250, "lag_seq": 3, "log_bytes": 777, "name": "A",
 				"origin": "a0010000000000000000000000000000", "source_changes": 2, "source_peer": "R",
 				"stuck": "clock-ahead", "stuck_until": "2031-05-06T05:08:09.123Z"},
-			{"applied_seq": 42, "diverged": false, "floor_seq": 0, "head_seq": 42, "lag_ms": 0, "lag_seq": 0, "log_bytes": 0, "name": "B",
-				"origin": "b0010000000000000000000000000000", "source_changes": 0, "source_peer": "", "stuck": null, "stuck_until": null}
+			{"applied_seq": 42, "apply_error": "entry 43: damaged", "apply_failures": 5, "diverged": false, "floor_seq": 0, "head_seq": 42,
+				"lag_ms": 0, "lag_seq": 0, "log_bytes": 0, "name": "B", "origin": "b0010000000000000000000000000000", "source_changes": 0,
+				"source_peer": "", "stuck": "apply-failed", "stuck_until": "2031-05-06T05:09:00.000Z"}
 		],
 		"peers": [
 			{"capabilities": ["cap-a", "cap-b"], "clock_offset_ms": 86400001.5, "connected": true,
@@ -84,7 +87,7 @@ var statusGoldens = []struct {
 		Node:  replica.NodeStatus{Name: "N", Origin: wire.OriginID{0x01}, ProtocolMin: 1, ProtocolMax: 1},
 		Peers: []replica.PeerStatus{{Name: "P", State: replica.PeerBackoff, URL: "ws://h:1"}},
 	}, `{
-		"counters": {"bad_chunks": 0, "connection_errors": 0, "connections_refused": 0, "copies_busy": 0, "copies_completed": 0, "copies_refused": 0, "copies_resumed": 0,
+		"counters": {"apply_failures": 0, "bad_chunks": 0, "connection_errors": 0, "connections_refused": 0, "copies_busy": 0, "copies_completed": 0, "copies_refused": 0, "copies_resumed": 0,
 			"copies_served": 0, "copies_started": 0, "copy_bytes": 0, "copy_records": 0,
 			"divergences": 0, "duplicates_received": 0, "entries_purged": 0, "gaps_detected": 0, "protocol_errors": 0,
 			"purged_answers": 0, "resends_requested": 0, "tombstones_dropped": 0, "txns_applied": 0},
@@ -99,7 +102,7 @@ var statusGoldens = []struct {
 		"refusals": []
 	}`},
 	{"the zero status", replica.Status{}, `{
-		"counters": {"bad_chunks": 0, "connection_errors": 0, "connections_refused": 0, "copies_busy": 0, "copies_completed": 0, "copies_refused": 0, "copies_resumed": 0,
+		"counters": {"apply_failures": 0, "bad_chunks": 0, "connection_errors": 0, "connections_refused": 0, "copies_busy": 0, "copies_completed": 0, "copies_refused": 0, "copies_resumed": 0,
 			"copies_served": 0, "copies_started": 0, "copy_bytes": 0, "copy_records": 0,
 			"divergences": 0, "duplicates_received": 0, "entries_purged": 0, "gaps_detected": 0, "protocol_errors": 0,
 			"purged_answers": 0, "resends_requested": 0, "tombstones_dropped": 0, "txns_applied": 0},

@@ -75,6 +75,9 @@ type Config struct {
 	// MaxClockOffset is the replica's bound on clock offset (0: its default, 500 ms;
 	// negative: no bound).
 	MaxClockOffset time.Duration
+	// ApplyRetries is how many failures in a row of a received entry, for a reason of its
+	// own, show its origin stuck apply-failed (0: the replica's default, 5).
+	ApplyRetries int
 	// TLS, when set, is the peer certificate set: the listener takes wss:// with mutual
 	// TLS 1.3 (and, with AcceptPlaintext, ws:// beside it), and wss:// peers are dialed with
 	// it. Without it the node takes and dials ws:// only.
@@ -279,7 +282,7 @@ func (n *Node) replicaConfig() replica.Config {
 	return replica.Config{MaxVersion: cfg.ProtocolMax, Secret: cfg.Secret, Limits: cfg.Limits, Write: cfg.Write,
 		HoldUnsynced: cfg.Sync != SyncNone, MoveDelay: cfg.MoveDelay, StallTimeout: cfg.StallTimeout,
 		RetainAge: cfg.RetainAge, RetainBytes: cfg.RetainBytes, RetainHold: cfg.RetainHold,
-		MaxCopies: cfg.MaxCopies, CopyChunk: cfg.CopyChunk, MaxClockOffset: cfg.MaxClockOffset, TLSAuthenticated: cfg.TLS != nil && !cfg.AcceptPlaintext}
+		MaxCopies: cfg.MaxCopies, CopyChunk: cfg.CopyChunk, MaxClockOffset: cfg.MaxClockOffset, ApplyRetries: cfg.ApplyRetries, TLSAuthenticated: cfg.TLS != nil && !cfg.AcceptPlaintext}
 }
 
 // Stop closes every connection, stops the loop and closes the store. It may be called

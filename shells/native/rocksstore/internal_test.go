@@ -1,6 +1,8 @@
 package rocksstore
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/linxGnu/grocksdb"
@@ -43,5 +45,33 @@ func TestRecordHLCOfAnOlderDirectory(t *testing.T) {
 			t.Errorf("the 'h' key after open = %x, %v; want it written", v, err)
 		}
 		s.Close()
+	}
+}
+
+// TestDamagedRecord: a record whose stored value does not decode is reported as
+// replica.ErrRecordDamaged, naming its table and key: an error of the entries that touch
+// it (the replica's retry budget), not of the store.
+func TestDamagedRecord(t *testing.T) {
+	s, err := Open(t.TempDir(), storetest.Identity, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	chain := storetest.Chain(t, storetest.Origin(0xa1), 1)
+	if _, err := s.Apply(chain[0]); err != nil {
+		t.Fatal(err)
+	}
+	rec := chain[0].Records[0]
+	wo := grocksdb.NewDefaultWriteOptions()
+	defer wo.Destroy()
+	if err := s.db.Put(wo, append(tablePrefix(rec.Table), rec.Key...), []byte{7, 1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	_, found, err := s.Get(rec.Table, rec.Key)
+	if found || !errors.Is(err, replica.ErrRecordDamaged) || !strings.Contains(err.Error(), string(rec.Key)) {
+		t.Errorf("Get of a damaged record: found %v, %v; want ErrRecordDamaged naming key %q", found, err, rec.Key)
+	}
+	if s.Failed() != nil {
+		t.Errorf("a damaged record latched the store: %v", s.Failed())
 	}
 }

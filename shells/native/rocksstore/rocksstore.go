@@ -404,7 +404,7 @@ func appendRecord(v []byte, r *replica.Record) []byte {
 
 func decodeRecord(table, k, v []byte) (replica.Record, error) {
 	if len(v) < 25 || v[0] > 1 {
-		return replica.Record{}, errors.New("rocksstore: a record is damaged")
+		return replica.Record{}, fmt.Errorf("rocksstore: table %q key %q: %w", table, k, replica.ErrRecordDamaged)
 	}
 	r := replica.Record{Deleted: v[0] == 1, HLC: wire.HLC(binary.BigEndian.Uint64(v[1:9]))}
 	copy(r.Origin[:], v[9:25])
