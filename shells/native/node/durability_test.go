@@ -76,3 +76,67 @@ func TestWriteAnsweredAfterItsFsync(t *testing.T) {
 	}
 	waitFor(t, "B applying A's entry", func() bool { return origin(t, b, "A").AppliedSeq == 1 })
 }
+
+// TestApplyAcknowledgedAfterItsFsync: under --sync all a replicated entry is acknowledged
+// to its peer only once the fsync of its apply has returned. The acknowledgement is seen on
+// A's data: A (retention age 1 ns) purges an entry of its own, never its head, once B has
+// acknowledged it, since B's hold keeps it until then. With B's fsync of entry 3 held back,
+// A purges up to 2 (acknowledged before) and no further over several retention steps; once
+// the fsync returns, it purges entry 3.
+func TestApplyAcknowledgedAfterItsFsync(t *testing.T) {
+	var hold atomic.Bool
+	entered, release := make(chan struct{}, 64), make(chan struct{})
+	gate := func() {
+		if hold.Load() {
+			entered <- struct{}{}
+			<-release
+		}
+	}
+	lb, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := []byte("node test secret of enough bytes")
+	b := run(t, node.WithSyncGate(node.Config{Name: "B", DataDir: t.TempDir(), Listener: lb, Sync: node.SyncAll, Secret: secret}, gate), "ws://")
+	la, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := run(t, node.Config{Name: "A", DataDir: t.TempDir(), Listener: la, Sync: node.SyncOrigin, RetainAge: time.Nanosecond,
+		Peers: []node.Peer{{Name: "B", URL: b.url}}, Secret: secret}, "ws://")
+	var once sync.Once
+	free := func() { hold.Store(false); once.Do(func() { close(release) }) }
+	t.Cleanup(free) // before the nodes stop: a failed test must not leave B's fsync held
+	write := func(k string) {
+		if _, err := a.Write(context.Background(), []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte(k), Value: []byte("v")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The acknowledgement is visible: A purges entry 1 once B acknowledged it.
+	write("k1")
+	write("k2")
+	waitFor(t, "A's entry 1 acknowledged by B and purged", func() bool { return origin(t, a, "A").FloorSeq == 1 })
+
+	hold.Store(true)
+	write("k3")
+	write("k4")
+	select {
+	case <-entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no fsync started for B's apply of A's entry 3")
+	}
+	// Entry 2, acknowledged before the hold, goes: retention runs meanwhile.
+	waitFor(t, "A's entry 2 purged during the hold", func() bool { return origin(t, a, "A").FloorSeq >= 2 })
+	// A runs a retention step every second: over 2.5 s, an acknowledgement of entry 3 would
+	// let it purge the entry.
+	for deadline := time.Now().Add(2500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if f := origin(t, a, "A").FloorSeq; f != 2 {
+			t.Fatalf("A purged its entries up to %d while B's fsync of entry 3 was held: B acknowledged before its fsync", f)
+		}
+	}
+	free()
+	waitFor(t, "A's entry 3 acknowledged by B after its fsync, and purged", func() bool { return origin(t, a, "A").FloorSeq == 3 })
+	if o := origin(t, b, "A"); o.AppliedSeq != 4 {
+		t.Errorf("B applied A up to %d, want 4", o.AppliedSeq)
+	}
+}

@@ -68,8 +68,9 @@ type Options struct {
 	// SyncEveryApply fsyncs every Apply (--sync all); otherwise an Apply survives a crash of
 	// the process, and Sync makes everything so far survive a power loss.
 	SyncEveryApply bool
-	// BeforeSync, when set, is called at the start of every Sync, on Sync's goroutine: a
-	// test's way to hold an fsync back and see what the node answers meanwhile. Nil in
+	// BeforeSync, when set, is called at the start of every Sync, on Sync's goroutine, and,
+	// with SyncEveryApply, before the synced write of every Apply, on Apply's: a test's way
+	// to hold an fsync back and see what the node answers or acknowledges meanwhile. Nil in
 	// every running node.
 	BeforeSync func()
 }
@@ -88,6 +89,7 @@ type Store struct {
 	hlc      wire.HLC // RecordHLC, kept in memory
 	scratch  []byte   // Apply's buffer for record keys and values
 	before   func()   // Options.BeforeSync
+	syncAll  bool     // Options.SyncEveryApply
 
 	compactMu sync.Mutex       // guards toCompact: Purge adds, CompactLogs (off the loop) takes
 	toCompact []grocksdb.Range // the key ranges purged since the last CompactLogs
@@ -127,7 +129,7 @@ func Open(dir string, create replica.Identity, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("rocksstore: opening %s: %w", dir, err)
 	}
 	s := &Store{db: db, ro: grocksdb.NewDefaultReadOptions(), wo: grocksdb.NewDefaultWriteOptions(),
-		logs: map[wire.OriginID]replica.Log{}, before: opts.BeforeSync}
+		logs: map[wire.OriginID]replica.Log{}, before: opts.BeforeSync, syncAll: opts.SyncEveryApply}
 	s.wo.SetSync(opts.SyncEveryApply)
 	if err := s.load(create); err != nil {
 		s.Close()
@@ -512,6 +514,9 @@ func (s *Store) Apply(b *replica.Batch) (uint64, error) {
 		if b.PeerCursor > cur {
 			wb.Put(key(pPeer, b.PeerOrigin[:]), u64(b.PeerCursor))
 		}
+	}
+	if s.syncAll && s.before != nil {
+		s.before() // the write below is the apply's fsync
 	}
 	if err := s.write("apply", s.wo, wb); err != nil {
 		return 0, fmt.Errorf("rocksstore: applying origin %s seq %d: %w", b.Origin, b.Seq, err)
