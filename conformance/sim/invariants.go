@@ -189,6 +189,8 @@ type recordingStore struct {
 	// bad disk or a file edited around the store would: the fault of one entry that
 	// touches them (the retry budget), not of the storage.
 	damaged map[string]bool
+	// full: the node's disk is full (disk.go).
+	full bool
 }
 
 // Damage makes a record of the node's store unreadable (ErrRecordDamaged) until Repair.
@@ -225,16 +227,10 @@ func (s *recordingStore) copying() bool {
 	return st != nil
 }
 
-// Sync makes every write so far survive a power loss.
-func (s *recordingStore) Sync() error {
-	s.durable = s.Store.Clone()
-	return s.Store.Sync()
-}
-
 // lostPower is the store after a power loss: what the last Sync made durable.
 func (s *recordingStore) lostPower() *recordingStore {
 	r := newRecordingStore(s.durable.Clone(), s.inv, s.node, s.now)
-	r.onChunk = s.onChunk
+	r.onChunk, r.full = s.onChunk, s.full
 	return r
 }
 
@@ -242,6 +238,9 @@ func (s *recordingStore) lostPower() *recordingStore {
 func (s *recordingStore) Apply(b *replica.Batch) (uint64, error) {
 	if b.Seq != s.last[b.Origin]+1 {
 		s.inv.fail(s.now(), "%s: origin %s applied at seq %d after %d", s.node, b.Origin, b.Seq, s.last[b.Origin])
+	}
+	if err := s.diskFull("apply"); err != nil {
+		return 0, err
 	}
 	pos, err := s.Store.Apply(b)
 	if err == nil {
@@ -281,6 +280,9 @@ func (s *recordingStore) ApplyCopy(b *replica.CopyBatch) error {
 		}
 		seen[k] = true
 	}
+	if err := s.diskFull("copy"); err != nil {
+		return err
+	}
 	if err := s.Store.ApplyCopy(b); err != nil {
 		return err
 	}
@@ -293,6 +295,9 @@ func (s *recordingStore) ApplyCopy(b *replica.CopyBatch) error {
 
 // EndCopy records the logs a copy raised: their next entry follows the copied position.
 func (s *recordingStore) EndCopy(e *replica.CopyEnd) error {
+	if err := s.diskFull("copy"); err != nil {
+		return err
+	}
 	err := s.Store.EndCopy(e)
 	if err == nil {
 		for _, l := range e.Logs {

@@ -30,6 +30,8 @@ type Report struct {
 	CopyResumes, TombstonesDropped uint64
 	Purged                         uint64 // log entries purged, over every node
 	PurgedAnswers                  uint64 // peers answered purged, over every node
+	DiskFulls                      int    // a node's disk filled for a while (FillDisk)
+	Recoveries                     int    // nodes that recovered from degraded storage
 	Injected                       int    // faults that hit an entry
 	Detected                       int
 	Covered                        int
@@ -45,9 +47,9 @@ type Report struct {
 }
 
 func (r Report) String() string {
-	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d downgrades=%d faults=%d detected=%d covered=%d resent=%d closed=%d moves=%d duplicates=%d retain-bytes=%d purged=%d purged-answers=%d copies=%d (resumed %d, crashed %d) tombstones-dropped=%d records=%d digest=%s virtual=%s sync-delay=%s",
+	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d downgrades=%d faults=%d detected=%d covered=%d resent=%d closed=%d moves=%d duplicates=%d retain-bytes=%d purged=%d purged-answers=%d copies=%d (resumed %d, crashed %d) tombstones-dropped=%d disk-fulls=%d (recovered %d) records=%d digest=%s virtual=%s sync-delay=%s",
 		r.Seed, r.Nodes, r.Topology, r.Links, r.Mixed, r.Writes, r.Disconnects, r.Partitions, r.Crashes, r.PowerLosses, r.Upgrades, r.Downgrades,
-		r.Injected, r.Detected, r.Covered, r.Resent, r.Closed, r.Moves, r.Duplicates, r.RetainBytes, r.Purged, r.PurgedAnswers, r.Copies, r.CopyResumes, r.CopyCrashes, r.TombstonesDropped, r.Records, r.Digest, r.Virtual, r.SyncDelay)
+		r.Injected, r.Detected, r.Covered, r.Resent, r.Closed, r.Moves, r.Duplicates, r.RetainBytes, r.Purged, r.PurgedAnswers, r.Copies, r.CopyResumes, r.CopyCrashes, r.TombstonesDropped, r.DiskFulls, r.Recoveries, r.Records, r.Digest, r.Virtual, r.SyncDelay)
 }
 
 // SimLimits are small session limits, so that the simulator's small transactions fill
@@ -237,6 +239,7 @@ func Random(seed uint64, opts Options) Report {
 	if retaining {
 		c.awayAndCopies(&rep, names, opts.RetainHold < 30*time.Second)
 	}
+	c.diskFills(&rep, names, end)
 	// Only runs where no node ever speaks version 1 promise that nothing is received twice.
 	c.SetV2Only(!anyV1)
 	c.RunUntil(end)
@@ -279,6 +282,7 @@ func Random(seed uint64, opts Options) Report {
 			rep.CopyResumes += cs.CopiesResumed
 			rep.TombstonesDropped += cs.TombstonesDropped
 		}
+		rep.Recoveries += nd.Recoveries
 	}
 	if opts.Inspect != nil {
 		opts.Inspect(c)
@@ -292,6 +296,21 @@ func Random(seed uint64, opts Options) Report {
 	rep.Virtual = c.Now().Sub(Epoch)
 	rep.Failures = c.Failures()
 	return rep
+}
+
+// diskFills adds, drawn after every other draw of the run, one node whose disk fills for
+// 1 to 4 s at a random time: it degrades (its writes refused, nothing applied or
+// acknowledged) and recovers once the space is back.
+func (c *Cluster) diskFills(rep *Report, names []string, end time.Time) {
+	rng := c.Rand()
+	node := names[rng.IntN(len(names))]
+	span := max(end.Sub(c.Now())-6*time.Second, time.Second)
+	at := c.Now().Add(time.Second + time.Duration(rng.Int64N(int64(span))))
+	d := time.Duration(1000+rng.IntN(3000)) * time.Millisecond
+	c.At(at, func() {
+		rep.DiskFulls++
+		c.FillDisk(node, d)
+	})
 }
 
 // awayAndCopies adds a retention run's copy faults, drawn after every other draw of the

@@ -100,16 +100,18 @@ type Node struct {
 	Versions []uint64
 	// Skew is how far the node's wall clock is from the simulation's (positive: ahead):
 	// every time the node's replica is given is the simulation's plus Skew.
-	Skew      time.Duration
-	origin    wire.OriginID
-	ends      map[replica.ConnID]*end
-	tickGen   uint64
-	starts    int
-	failed    bool // stopped by a replica failure: never restarted
-	tickAt    time.Time
-	tickArmed bool
-	syncArmed bool
-	moves     []replica.Move
+	Skew time.Duration
+	// Recoveries counts the node's recoveries from degraded storage (FillDisk).
+	Recoveries int
+	origin     wire.OriginID
+	ends       map[replica.ConnID]*end
+	tickGen    uint64
+	starts     int
+	failed     bool // stopped by a replica failure: never restarted
+	tickAt     time.Time
+	tickArmed  bool
+	syncArmed  bool
+	moves      []replica.Move
 }
 
 // Link is an edge of the topology: From dials To while both are up and the link is not
@@ -469,9 +471,11 @@ func (c *Cluster) callErr(n *Node, f func(*replica.Replica) error) error {
 		return err
 	}
 	var we *wire.Error
-	// A write refused for the node's clock (clock-offset) is the replica doing its job.
+	var se *replica.StorageError
+	// A write refused for the node's clock (clock-offset) or its degraded storage is the
+	// replica doing its job.
 	if err != nil && !(asWire(err, &we) && (we.Code == wire.CodeBadArgument || we.Code == wire.CodeClockOffset)) &&
-		err != replica.ErrUnknownConn {
+		!errors.As(err, &se) && err != replica.ErrUnknownConn {
 		c.inv.fail(c.now, "%s: %v", n.Name, err)
 	}
 	c.flush(n)
@@ -494,7 +498,7 @@ func (c *Cluster) syncLater(n *Node) {
 			c.call(n, func(r *replica.Replica) error {
 				p := r.SyncPoint()
 				if err := n.Store.Sync(); err != nil {
-					return err
+					return r.StorageFailed(n.clock(c), err) // a full disk degrades the node
 				}
 				return r.Synced(n.clock(c), p)
 			})

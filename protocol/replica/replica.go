@@ -230,9 +230,17 @@ func (r *Replica) NextDeadline() time.Time {
 	for _, id := range r.connOrder {
 		c := r.conns[id]
 		earlier(c.sess.NextDeadline())
-		for _, t := range c.excluded {
-			earlier(t)
+		if r.storage.err == nil {
+			for _, t := range c.excluded {
+				earlier(t)
+			}
 		}
+	}
+	if r.storage.err != nil {
+		// Degraded: routing, retention and copies wait for a new replica (storage.go), so
+		// their timers would only come due again and again; the sessions' (liveness,
+		// PINGs) go on.
+		return next
 	}
 	for _, o := range r.originOrder {
 		st := r.origins[o]
