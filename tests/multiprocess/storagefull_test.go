@@ -139,32 +139,9 @@ func TestStorageFullDegradesAndRecovers(t *testing.T) {
 	waitFor(t, "F and P connected", 30*time.Second, func() bool { return f.connected("P") && p.connected("F") })
 	client := &http.Client{Timeout: 30 * time.Second}
 	acked := map[string]string{} // key → value, every write F or P acknowledged
-
-	// Fill F until a write is refused; each write is acknowledged, or refused with 507 and
-	// nothing else.
-	refused := -1
-	var body string
-	for i := range 400 { // 400 × 150 kB is far past the 24 MiB
-		k, v := bigKey("F", i), bigVal("F", i)
-		code, b := f.tryPut(client, k, v)
-		if code == http.StatusOK {
-			acked[k] = v
-			continue
-		}
-		if code != http.StatusInsufficientStorage {
-			t.Fatalf("F: write %d answered %d %s; wanted 200, or 507 storage-full once the disk fills", i, code, b)
-		}
-		refused, body = i, b
-		break
-	}
-	if refused < 0 {
-		t.Fatal("F: 400 writes of 150 kB on a 24 MiB tmpfs, none refused")
-	}
-	if !strings.Contains(body, `"code":"storage-full"`) {
-		t.Errorf("F: the refused write's answer %s; wanted the code storage-full", body)
-	}
+	refused := fillUntilRefused(t, f, client, acked)
 	refusedKey := bigKey("F", refused)
-	t.Logf("F: %d writes acknowledged, the next answered 507 after %s: %s", refused, time.Since(start).Round(time.Millisecond), body)
+	t.Logf("F: %d writes acknowledged, the next answered 507 after %s", refused, time.Since(start).Round(time.Millisecond))
 	degradedAt := time.Now()
 
 	// F stays up and says so: healthz, a read, status, metrics; another write is refused too.
@@ -253,6 +230,69 @@ func TestStorageFullDegradesAndRecovers(t *testing.T) {
 	p.stop()
 	p.check()
 	t.Logf("%d acknowledged writes on both; wall time %s", len(acked), time.Since(start).Round(time.Millisecond))
+}
+
+// fillUntilRefused writes big values to f until a write is refused, each acknowledged
+// (kept in acked) or refused with 507 storage-full and nothing else; it returns the index
+// of the refused write.
+func fillUntilRefused(t *testing.T, f *proc, client *http.Client, acked map[string]string) int {
+	t.Helper()
+	for i := range 400 { // 400 × 150 kB is far past the 24 MiB
+		k, v := bigKey(f.Name, i), bigVal(f.Name, i)
+		code, b := f.tryPut(client, k, v)
+		if code == http.StatusOK {
+			acked[k] = v
+			continue
+		}
+		if code != http.StatusInsufficientStorage {
+			t.Fatalf("%s: write %d answered %d %s; wanted 200, or 507 storage-full once the disk fills", f.Name, i, code, b)
+		}
+		if !strings.Contains(b, `"code":"storage-full"`) {
+			t.Errorf("%s: the refused write's answer %s; wanted the code storage-full", f.Name, b)
+		}
+		return i
+	}
+	t.Fatalf("%s: 400 writes of 150 kB on a 24 MiB tmpfs, none refused", f.Name)
+	return -1
+}
+
+// TestStorageRecoveryReopenFails: a node whose store does not open again when it recovers
+// from degraded storage (its CURRENT file damaged while it was degraded) stops, as the
+// contract's §2.2 says: the process stays up for inspection, /healthz answers 503
+// unavailable, writes are refused, and SIGTERM ends it with status 1.
+func TestStorageRecoveryReopenFails(t *testing.T) {
+	fs := mountTmpfs(t, storageFSSmall)
+	f, flog := serveAt(t, "F", filepath.Join(fs, "F"))
+	defer func() {
+		if t.Failed() {
+			t.Logf("F's log:\n%s", logHead(flog, 6000))
+		}
+	}()
+	client := &http.Client{Timeout: 30 * time.Second}
+	fillUntilRefused(t, f, client, map[string]string{})
+	if code, b := f.get("/healthz"); code != http.StatusOK || b != "degraded: storage-full" {
+		t.Fatalf("F degraded: /healthz %d %q", code, b)
+	}
+	// The store holds its files open; only the reopen reads CURRENT again.
+	if err := os.WriteFile(filepath.Join(fs, "F", "CURRENT"), []byte("not a manifest"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-o", "remount,size="+storageFSLarge, fs).CombinedOutput(); err != nil {
+		t.Fatalf("growing the tmpfs: %v: %s", err, out)
+	}
+	waitFor(t, "F stopping on the failed reopen", 45*time.Second, func() bool {
+		code, b := f.get("/healthz")
+		if code == http.StatusOK && b == "ok" {
+			t.Fatal("F recovered on a store whose CURRENT file is damaged")
+		}
+		return code == http.StatusServiceUnavailable
+	})
+	if code, b := f.tryPut(client, "after", "x"); code < 500 {
+		t.Errorf("F stopped: a write answered %d %s; wanted a 5xx refusal", code, b)
+	}
+	if err := f.Stop(); err == nil || !strings.Contains(err.Error(), "status 1") {
+		t.Errorf("F stopped after a failed recovery: SIGTERM gave %v; wanted exit status 1", err)
+	}
 }
 
 // TestStorageFullUnderConcurrentWrites: 64 clients write 150 kB values at once to a node on
