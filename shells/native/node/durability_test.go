@@ -2,12 +2,15 @@ package node_test
 
 import (
 	"context"
+	"errors"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"plait/protocol/replica"
 	"plait/protocol/wire"
 	"plait/shells/native/node"
 )
@@ -138,5 +141,55 @@ func TestApplyAcknowledgedAfterItsFsync(t *testing.T) {
 	waitFor(t, "A's entry 3 acknowledged by B after its fsync, and purged", func() bool { return origin(t, a, "A").FloorSeq == 3 })
 	if o := origin(t, b, "A"); o.AppliedSeq != 4 {
 		t.Errorf("B applied A up to %d, want 4", o.AppliedSeq)
+	}
+}
+
+// TestBackgroundErrorDegrades: a failure RocksDB records in its background work (a flush
+// or compaction, property rocksdb.background-errors, made to fail here) degrades the node
+// with storage-failed before its next write, and the node recovers by itself, reopening the
+// store, once the store reports none: the writes before and after are all there.
+func TestBackgroundErrorDegrades(t *testing.T) {
+	var bg atomic.Uint64
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := run(t, node.WithBackgroundErrors(node.Config{Name: "A", DataDir: t.TempDir(), Listener: l,
+		Secret: []byte("node test secret of enough bytes")}, bg.Load), "ws://")
+	write := func(k string) error {
+		_, err := a.Write(context.Background(), []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte(k), Value: []byte("v")}})
+		return err
+	}
+	if err := write("k1"); err != nil {
+		t.Fatal(err)
+	}
+	bg.Store(1)
+	storage := func() replica.StorageStatus {
+		st, err := a.Status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Node.Storage
+	}
+	waitFor(t, "A degrading for the background error", func() bool {
+		_ = write("probe") // an input of the loop, which asks RocksDB at most once a second
+		return storage().Degraded
+	})
+	if s := storage(); s.Code != wire.CodeStorageFailed || !strings.Contains(s.Message, "background") {
+		t.Errorf("A's storage %+v; want storage-failed in background", s)
+	}
+	var se *replica.StorageError
+	if err := write("k2"); !errors.As(err, &se) || se.Code != wire.CodeStorageFailed {
+		t.Errorf("a write while degraded: %v; want storage-failed", err)
+	}
+	bg.Store(0)
+	waitFor(t, "A recovering", func() bool { return !storage().Degraded })
+	if err := write("k3"); err != nil {
+		t.Fatalf("a write after the recovery: %v", err)
+	}
+	for _, k := range []string{"k1", "k3"} {
+		if _, found, err := a.Get([]byte("t"), []byte(k)); err != nil || !found {
+			t.Errorf("record %s after the recovery: found %v, %v", k, found, err)
+		}
 	}
 }

@@ -6,3 +6,10 @@ func WithSyncGate(cfg Config, gate func()) Config {
 	cfg.beforeSync = gate
 	return cfg
 }
+
+// WithBackgroundErrors returns cfg with count standing for RocksDB's count of background
+// errors (rocksstore.Options.BackgroundErrors): a flush or compaction failing on demand.
+func WithBackgroundErrors(cfg Config, count func() uint64) Config {
+	cfg.backgroundErrors = count
+	return cfg
+}

@@ -98,7 +98,13 @@ type Config struct {
 	// file system; negative: no guard, no ballast).
 	StorageReserve int64
 
-	beforeSync func() // rocksstore.Options.BeforeSync, for this package's tests (export_test.go)
+	beforeSync       func()        // rocksstore.Options.BeforeSync, for this package's tests (export_test.go)
+	backgroundErrors func() uint64 // rocksstore.Options.BackgroundErrors, likewise
+}
+
+// storeOptions is how the node opens its store, at start and when it recovers.
+func (cfg *Config) storeOptions() rocksstore.Options {
+	return rocksstore.Options{SyncEveryApply: cfg.Sync == SyncAll, BeforeSync: cfg.beforeSync, BackgroundErrors: cfg.backgroundErrors}
 }
 
 // Node is a running node.
@@ -137,6 +143,7 @@ type Node struct {
 	tlsClient *http.Client // the wss:// dialers' client, built once (nil without TLS)
 
 	storage      storageState // degraded storage (storage.go; loop only)
+	bgCheckedAt  time.Time    // when the guard last asked RocksDB for background errors
 	degradedCode atomic.Value // string: the code while degraded, "" otherwise
 }
 
@@ -215,8 +222,7 @@ func Start(cfg Config) (*Node, error) {
 	if _, err := rand.Read(origin[:]); err != nil {
 		return nil, err
 	}
-	store, err := rocksstore.Open(cfg.DataDir, replica.Identity{Origin: origin, Name: cfg.Name},
-		rocksstore.Options{SyncEveryApply: cfg.Sync == SyncAll, BeforeSync: cfg.beforeSync})
+	store, err := rocksstore.Open(cfg.DataDir, replica.Identity{Origin: origin, Name: cfg.Name}, cfg.storeOptions())
 	if err != nil {
 		return nil, err
 	}

@@ -33,6 +33,9 @@ const (
 	storageRetryMax = 30 * time.Second
 )
 
+// bgCheckEvery is how often the guard asks RocksDB whether its background work failed.
+const bgCheckEvery = time.Second
+
 // storageState is the shell's view of a degradation (loop only).
 type storageState struct {
 	active  bool
@@ -110,6 +113,16 @@ func (n *Node) guard() bool {
 	if n.rep.Degraded() != nil {
 		return false
 	}
+	// RocksDB's own background work (flushes, compactions) fails out of sight of any
+	// write's return: it is asked once a second (a property read), whatever the reserve.
+	if now := time.Now(); now.Sub(n.bgCheckedAt) >= bgCheckEvery {
+		n.bgCheckedAt = now
+		if err := n.store.BackgroundError(); err != nil {
+			n.check(n.rep.StorageFailed(now, err))
+			n.watchStorage()
+			return false
+		}
+	}
 	if n.cfg.StorageReserve < 0 {
 		return true
 	}
@@ -173,8 +186,7 @@ func (n *Node) recoverStorage() {
 	}
 	n.store.Close()
 	n.store = nil
-	store, err := rocksstore.Open(n.cfg.DataDir, replica.Identity{},
-		rocksstore.Options{SyncEveryApply: n.cfg.Sync == SyncAll, BeforeSync: n.cfg.beforeSync})
+	store, err := rocksstore.Open(n.cfg.DataDir, replica.Identity{}, n.cfg.storeOptions())
 	var rep *replica.Replica
 	if err == nil {
 		rep, err = replica.New(n.replicaConfig(), store)

@@ -2,6 +2,7 @@ package rocksstore
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"syscall"
 
@@ -73,4 +74,27 @@ func classify(op string, err error) *replica.StorageError {
 		code = wire.CodeStorageFull
 	}
 	return &replica.StorageError{Code: code, Op: op, Err: err}
+}
+
+// BackgroundError is a storage error when RocksDB recorded a failure of its own background
+// work (a flush or a compaction: property rocksdb.background-errors), nil otherwise. Such
+// a failure reaches no write's return: RocksDB sets its background error and refuses, or
+// (7.8's log writer) asserts on, the writes after it. The node asks before its writes, so
+// it degrades instead, and recovers by reopening the store, which clears the error.
+func (s *Store) BackgroundError() error {
+	if s.bgErrors != nil {
+		if n := s.bgErrors(); n > 0 {
+			return backgroundError(n)
+		}
+		return nil
+	}
+	if n, ok := s.db.GetIntProperty("rocksdb.background-errors"); ok && n > 0 {
+		return backgroundError(n)
+	}
+	return nil
+}
+
+func backgroundError(n uint64) error {
+	return &replica.StorageError{Code: wire.CodeStorageFailed, Op: "background",
+		Err: fmt.Errorf("RocksDB recorded %d background error(s): a flush or a compaction failed", n)}
 }

@@ -96,3 +96,25 @@ func TestClassify(t *testing.T) {
 		}
 	}
 }
+
+// TestBackgroundErrorHealthy: a store whose background work has not failed reports no
+// background error (RocksDB's own property, read for real).
+func TestBackgroundErrorHealthy(t *testing.T) {
+	s, err := Open(t.TempDir(), storetest.Identity, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, b := range storetest.Chain(t, storetest.Origin(0xa1), 3) {
+		if _, err := s.Apply(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.CompactLogs()
+	if err := s.BackgroundError(); err != nil {
+		t.Errorf("a healthy store: %v", err)
+	}
+	if n, ok := s.db.GetIntProperty("rocksdb.background-errors"); !ok || n != 0 {
+		t.Errorf("rocksdb.background-errors = %d, %v; want a readable 0", n, ok)
+	}
+}

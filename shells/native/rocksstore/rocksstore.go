@@ -73,6 +73,10 @@ type Options struct {
 	// to hold an fsync back and see what the node answers or acknowledges meanwhile. Nil in
 	// every running node.
 	BeforeSync func()
+	// BackgroundErrors, when set, stands for RocksDB's count of background errors in
+	// BackgroundError: a test's way to make a flush or compaction fail. Nil in every
+	// running node.
+	BackgroundErrors func() uint64
 }
 
 // Store is a replica.Store in a RocksDB directory. Like the replica it serves, it is used
@@ -85,11 +89,12 @@ type Store struct {
 	cursor   vector.Vector // kept in memory: read on every Apply
 	logs     map[wire.OriginID]replica.Log
 	arrivals uint64
-	afloor   uint64   // the arrival floor
-	hlc      wire.HLC // RecordHLC, kept in memory
-	scratch  []byte   // Apply's buffer for record keys and values
-	before   func()   // Options.BeforeSync
-	syncAll  bool     // Options.SyncEveryApply
+	afloor   uint64        // the arrival floor
+	hlc      wire.HLC      // RecordHLC, kept in memory
+	scratch  []byte        // Apply's buffer for record keys and values
+	before   func()        // Options.BeforeSync
+	syncAll  bool          // Options.SyncEveryApply
+	bgErrors func() uint64 // Options.BackgroundErrors
 
 	compactMu sync.Mutex       // guards toCompact: Purge adds, CompactLogs (off the loop) takes
 	toCompact []grocksdb.Range // the key ranges purged since the last CompactLogs
@@ -129,7 +134,8 @@ func Open(dir string, create replica.Identity, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("rocksstore: opening %s: %w", dir, err)
 	}
 	s := &Store{db: db, ro: grocksdb.NewDefaultReadOptions(), wo: grocksdb.NewDefaultWriteOptions(),
-		logs: map[wire.OriginID]replica.Log{}, before: opts.BeforeSync, syncAll: opts.SyncEveryApply}
+		logs: map[wire.OriginID]replica.Log{}, before: opts.BeforeSync, syncAll: opts.SyncEveryApply,
+		bgErrors: opts.BackgroundErrors}
 	s.wo.SetSync(opts.SyncEveryApply)
 	if err := s.load(create); err != nil {
 		s.Close()
