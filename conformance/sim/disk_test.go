@@ -16,19 +16,7 @@ import (
 // replicating between them; once the space is back it recovers (a new replica on its
 // store) and the cluster converges with every entry applied once.
 func TestDiskFullDegradesAndRecovers(t *testing.T) {
-	c := New(Options{Seed: 5})
-	names := []string{"A", "B", "C"}
-	for _, n := range names {
-		if err := c.AddNode(n, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.SetV2Only(true)
-	for _, l := range [][2]string{{"A", "B"}, {"B", "C"}, {"C", "A"}} {
-		if err := c.Connect(l[0], l[1]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := newV2Cluster(t, 5, []string{"A", "B", "C"}, [2]string{"A", "B"}, [2]string{"B", "C"}, [2]string{"C", "A"})
 	write := func(i int) {
 		for _, n := range []string{"A", "C"} {
 			if _, err := c.Write(n, put(fmt.Sprint(n, i), n)); err != nil {

@@ -15,13 +15,7 @@ import (
 // and B passes nothing of A's it did not apply. Once the record reads again, A's entries
 // apply on the next retry, B's newer value stays, and the cluster converges.
 func TestDamagedRecordStuckOrigin(t *testing.T) {
-	c := New(Options{Seed: 7})
-	for _, n := range []string{"A", "B", "C"} {
-		if err := c.AddNode(n, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.SetV2Only(true)
+	c := newV2Cluster(t, 7, []string{"A", "B", "C"})
 	if _, err := c.Write("A", put("k", "a")); err != nil {
 		t.Fatal(err)
 	}

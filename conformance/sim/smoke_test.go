@@ -12,6 +12,26 @@ func put(k, v string) []wire.Op {
 	return []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte(k), Value: []byte(v)}}
 }
 
+// newV2Cluster is a cluster of seed with the named nodes at the newest protocol version,
+// promising that nothing is received twice (SetV2Only), and the links given (dialer,
+// listener) connected.
+func newV2Cluster(t *testing.T, seed uint64, names []string, links ...[2]string) *Cluster {
+	t.Helper()
+	c := New(Options{Seed: seed})
+	for _, n := range names {
+		if err := c.AddNode(n, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.SetV2Only(true)
+	for _, l := range links {
+		if err := c.Connect(l[0], l[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
 func TestSmokeChain(t *testing.T) {
 	c := New(Options{Seed: 1, Trace: func(s string) { t.Log(s) }})
 	for _, n := range []string{"A", "B", "C"} {

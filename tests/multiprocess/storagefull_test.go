@@ -56,6 +56,29 @@ func mountTmpfs(t *testing.T, size string) string {
 	return dir
 }
 
+// serveOnTmpfs serves node name on a new tmpfs of storageFSSmall (its data directory the
+// tmpfs's name subdirectory), and returns it with the tmpfs; a failed test shows the head
+// of its log.
+func serveOnTmpfs(t *testing.T, name string, args ...string) (*proc, string) {
+	t.Helper()
+	fs := mountTmpfs(t, storageFSSmall)
+	p, log := serveAt(t, name, filepath.Join(fs, name), args...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s's log:\n%s", name, logHead(log, 6000))
+		}
+	})
+	return p, fs
+}
+
+// growTmpfs grows a tmpfs of mountTmpfs to storageFSLarge.
+func growTmpfs(t *testing.T, fs string) {
+	t.Helper()
+	if out, err := exec.Command("mount", "-o", "remount,size="+storageFSLarge, fs).CombinedOutput(); err != nil {
+		t.Fatalf("growing the tmpfs: %v: %s", err, out)
+	}
+}
+
 // serveAt is serve with the data directory dataDir; it also returns the log file's path.
 func serveAt(t *testing.T, name, dataDir string, args ...string) (*proc, string) {
 	t.Helper()
@@ -128,14 +151,8 @@ func (p *proc) metric(name string) string {
 
 func TestStorageFullDegradesAndRecovers(t *testing.T) {
 	start := time.Now()
-	fs := mountTmpfs(t, storageFSSmall)
 	p := serve(t, "P")
-	f, flog := serveAt(t, "F", filepath.Join(fs, "F"), "--peer", p.PeerFlag())
-	defer func() {
-		if t.Failed() {
-			t.Logf("F's log:\n%s", logHead(flog, 6000))
-		}
-	}()
+	f, fs := serveOnTmpfs(t, "F", "--peer", p.PeerFlag())
 	waitFor(t, "F and P connected", 30*time.Second, func() bool { return f.connected("P") && p.connected("F") })
 	client := &http.Client{Timeout: 30 * time.Second}
 	acked := map[string]string{} // key → value, every write F or P acknowledged
@@ -177,9 +194,7 @@ func TestStorageFullDegradesAndRecovers(t *testing.T) {
 	}
 
 	// Space back: F recovers by itself, at its next attempt.
-	if out, err := exec.Command("mount", "-o", "remount,size="+storageFSLarge, fs).CombinedOutput(); err != nil {
-		t.Fatalf("growing the tmpfs: %v: %s", err, out)
-	}
+	growTmpfs(t, fs)
 	waitFor(t, "F recovering by itself", 45*time.Second, func() bool {
 		code, b := f.get("/healthz")
 		if code != http.StatusOK {
@@ -261,13 +276,7 @@ func fillUntilRefused(t *testing.T, f *proc, client *http.Client, acked map[stri
 // contract's §2.2 says: the process stays up for inspection, /healthz answers 503
 // unavailable, writes are refused, and SIGTERM ends it with status 1.
 func TestStorageRecoveryReopenFails(t *testing.T) {
-	fs := mountTmpfs(t, storageFSSmall)
-	f, flog := serveAt(t, "F", filepath.Join(fs, "F"))
-	defer func() {
-		if t.Failed() {
-			t.Logf("F's log:\n%s", logHead(flog, 6000))
-		}
-	}()
+	f, fs := serveOnTmpfs(t, "F")
 	client := &http.Client{Timeout: 30 * time.Second}
 	fillUntilRefused(t, f, client, map[string]string{})
 	if code, b := f.get("/healthz"); code != http.StatusOK || b != "degraded: storage-full" {
@@ -277,9 +286,7 @@ func TestStorageRecoveryReopenFails(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(fs, "F", "CURRENT"), []byte("not a manifest"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("mount", "-o", "remount,size="+storageFSLarge, fs).CombinedOutput(); err != nil {
-		t.Fatalf("growing the tmpfs: %v: %s", err, out)
-	}
+	growTmpfs(t, fs)
 	waitFor(t, "F stopping on the failed reopen", 45*time.Second, func() bool {
 		code, b := f.get("/healthz")
 		if code == http.StatusOK && b == "ok" {
@@ -301,13 +308,7 @@ func TestStorageRecoveryReopenFails(t *testing.T) {
 // the guard runs before each input, not only before a batch (with the check per batch,
 // RocksDB met ENOSPC inside the batch and aborted the process).
 func TestStorageFullUnderConcurrentWrites(t *testing.T) {
-	fs := mountTmpfs(t, storageFSSmall)
-	f, flog := serveAt(t, "F", filepath.Join(fs, "F"))
-	defer func() {
-		if t.Failed() {
-			t.Logf("F's log:\n%s", logHead(flog, 6000))
-		}
-	}()
+	f, _ := serveOnTmpfs(t, "F")
 	client := &http.Client{Timeout: 30 * time.Second}
 	const writers = 64
 	var mu sync.Mutex

@@ -15,39 +15,56 @@ import (
 	"plait/shells/native/node"
 )
 
+// syncGate holds the store's fsyncs back while hold is set (node.WithSyncGate): each one
+// held says so on entered and waits for free.
+type syncGate struct {
+	hold    atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+// newSyncGate makes a gate. Its test registers g.free as a cleanup after starting the
+// gated node, so that it runs before the node's stop (cleanups run last first): a failed
+// test must not leave an fsync held.
+func newSyncGate() *syncGate {
+	return &syncGate{entered: make(chan struct{}, 64), release: make(chan struct{})}
+}
+
+func (g *syncGate) gate() {
+	if g.hold.Load() {
+		g.entered <- struct{}{}
+		<-g.release
+	}
+}
+
+// free lets every held fsync and every later one through.
+func (g *syncGate) free() { g.hold.Store(false); g.once.Do(func() { close(g.release) }) }
+
 // TestWriteAnsweredAfterItsFsync: under --sync origin a local write is answered only once
 // the fsync that covers it has returned, and its entry reaches no peer before: with the
 // group commit's fsync held back, the node's loop goes on (status answers), the write is
 // not answered and the peer has not applied it; once the fsync returns, both happen.
 func TestWriteAnsweredAfterItsFsync(t *testing.T) {
 	b := start(t, "B")
-	var hold atomic.Bool
-	entered, release := make(chan struct{}, 64), make(chan struct{})
-	gate := func() {
-		if hold.Load() {
-			entered <- struct{}{}
-			<-release
-		}
-	}
+	g := newSyncGate()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := run(t, node.WithSyncGate(node.Config{Name: "A", DataDir: t.TempDir(), Listener: l, Sync: node.SyncOrigin,
-		Peers: []node.Peer{{Name: "B", URL: b.url}}, Secret: []byte("node test secret of enough bytes")}, gate), "ws://")
-	var once sync.Once
-	free := func() { hold.Store(false); once.Do(func() { close(release) }) }
-	t.Cleanup(free) // before A's stop (cleanups run last first): a failed test must not leave the fsync held
+		Peers: []node.Peer{{Name: "B", URL: b.url}}, Secret: []byte("node test secret of enough bytes")}, g.gate), "ws://")
+	t.Cleanup(g.free)
 	waitFor(t, "A streaming to B", func() bool { return streamingTo(t, a, "B") })
 
-	hold.Store(true)
+	g.hold.Store(true)
 	answered := make(chan error, 1)
 	go func() {
 		_, err := a.Write(context.Background(), []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte("k"), Value: []byte("v")}})
 		answered <- err
 	}()
 	select {
-	case <-entered:
+	case <-g.entered:
 	case <-time.After(20 * time.Second):
 		t.Fatal("no fsync started for the write")
 	}
@@ -68,7 +85,7 @@ func TestWriteAnsweredAfterItsFsync(t *testing.T) {
 		t.Fatalf("B applied A's entry up to %d before A's fsync returned", o.AppliedSeq)
 	}
 
-	free()
+	g.free()
 	select {
 	case err := <-answered:
 		if err != nil {
@@ -87,29 +104,20 @@ func TestWriteAnsweredAfterItsFsync(t *testing.T) {
 // A purges up to 2 (acknowledged before) and no further over several retention steps; once
 // the fsync returns, it purges entry 3.
 func TestApplyAcknowledgedAfterItsFsync(t *testing.T) {
-	var hold atomic.Bool
-	entered, release := make(chan struct{}, 64), make(chan struct{})
-	gate := func() {
-		if hold.Load() {
-			entered <- struct{}{}
-			<-release
-		}
-	}
+	g := newSyncGate()
 	lb, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	secret := []byte("node test secret of enough bytes")
-	b := run(t, node.WithSyncGate(node.Config{Name: "B", DataDir: t.TempDir(), Listener: lb, Sync: node.SyncAll, Secret: secret}, gate), "ws://")
+	b := run(t, node.WithSyncGate(node.Config{Name: "B", DataDir: t.TempDir(), Listener: lb, Sync: node.SyncAll, Secret: secret}, g.gate), "ws://")
 	la, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := run(t, node.Config{Name: "A", DataDir: t.TempDir(), Listener: la, Sync: node.SyncOrigin, RetainAge: time.Nanosecond,
 		Peers: []node.Peer{{Name: "B", URL: b.url}}, Secret: secret}, "ws://")
-	var once sync.Once
-	free := func() { hold.Store(false); once.Do(func() { close(release) }) }
-	t.Cleanup(free) // before the nodes stop: a failed test must not leave B's fsync held
+	t.Cleanup(g.free)
 	write := func(k string) {
 		if _, err := a.Write(context.Background(), []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte(k), Value: []byte("v")}}); err != nil {
 			t.Fatal(err)
@@ -120,11 +128,11 @@ func TestApplyAcknowledgedAfterItsFsync(t *testing.T) {
 	write("k2")
 	waitFor(t, "A's entry 1 acknowledged by B and purged", func() bool { return origin(t, a, "A").FloorSeq == 1 })
 
-	hold.Store(true)
+	g.hold.Store(true)
 	write("k3")
 	write("k4")
 	select {
-	case <-entered:
+	case <-g.entered:
 	case <-time.After(20 * time.Second):
 		t.Fatal("no fsync started for B's apply of A's entry 3")
 	}
@@ -137,7 +145,7 @@ func TestApplyAcknowledgedAfterItsFsync(t *testing.T) {
 			t.Fatalf("A purged its entries up to %d while B's fsync of entry 3 was held: B acknowledged before its fsync", f)
 		}
 	}
-	free()
+	g.free()
 	waitFor(t, "A's entry 3 acknowledged by B after its fsync, and purged", func() bool { return origin(t, a, "A").FloorSeq == 3 })
 	if o := origin(t, b, "A"); o.AppliedSeq != 4 {
 		t.Errorf("B applied A up to %d, want 4", o.AppliedSeq)
