@@ -38,7 +38,8 @@ const (
 // ClockStatus is this node's clock as its peers see it (NodeStatus.Clock).
 type ClockStatus struct {
 	// Measured is how many established peers report a clock offset; Off how many of them
-	// see this node's clock more than MaxClockOffset away.
+	// see this node's clock more than MaxClockOffset away, beyond the measurement's error
+	// (half the latest round trip with the peer).
 	Measured, Off int
 	// Offset is the median, over the measured peers, of this node's clock minus the
 	// peer's (positive: this node is ahead); meaningful only when Measured > 0.
@@ -120,7 +121,11 @@ func (r *Replica) Clock() ClockStatus {
 		off = -off // the peer's view: this node's clock minus the peer's
 		cs.Measured++
 		offs = append(offs, off)
-		if d > 0 && (off > d || off < -d) {
+		// The estimate is wrong by up to half the round trip of its sample (protocol's
+		// clock filter), at most half the latest one: a peer counts as off only when even
+		// the nearest offset the measurement allows is beyond the bound. A loaded machine,
+		// whose queues delay the PINGs, then never refuses writes for a skew it made up.
+		if margin := c.sess.RTT() / 2; d > 0 && (off > d+margin || off < -d-margin) {
 			cs.Off++
 		}
 	}

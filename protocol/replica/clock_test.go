@@ -134,6 +134,33 @@ func TestClockRefusesWrites(t *testing.T) {
 	}
 }
 
+// TestClockMarginOfTheRoundTrip: an offset is known only to within half the round trip
+// of its measurement, so a peer counts as seeing this node's clock off only when the
+// offset is beyond the bound by more than that. Over links of 150 ms each way (a round
+// trip of 300 ms), A 600 ms ahead is within the bound give or take the measurement's error
+// and writes; A 700 ms ahead is beyond it whatever the error, and is refused.
+func TestClockMarginOfTheRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		skew    time.Duration
+		refused bool
+	}{{600 * time.Millisecond, false}, {700 * time.Millisecond, true}} {
+		h := newHarness(t)
+		a := h.addNode("A", replica.Config{})
+		b := h.addNode("B", replica.Config{})
+		a.skew = c.skew
+		l := h.open(b, a)
+		l.latency = 150 * time.Millisecond
+		h.advance(5 * time.Second)
+		cs := a.rep.Status(a.clock()).Node.Clock
+		if cs.Measured != 1 || cs.Offset != c.skew {
+			t.Fatalf("A %v ahead: clock status %+v, want 1 measured at +%v", c.skew, cs, c.skew)
+		}
+		if cs.RefusingWrites != c.refused {
+			t.Errorf("A %v ahead over a 300 ms round trip: refusing writes %v, want %v", c.skew, cs.RefusingWrites, c.refused)
+		}
+	}
+}
+
 // TestClockUnmeasured: a peer that sends no time (version 2) is never measured, so never
 // counts against a node's writes, and status says null; with the bound off (negative)
 // nothing is held or refused whatever the clocks.

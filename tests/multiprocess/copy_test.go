@@ -45,14 +45,18 @@ func batchBody(ops []op) []byte {
 }
 
 // postBatch writes ops to table t as one transaction. It returns the status code, 0 with
-// the error when no answer came (the node is down, or died under the request).
+// the error when no answer came (the node is down, or died under the request); a refusal's
+// body is in the error.
 func (p *proc) postBatch(client *http.Client, ops []op) (int, error) {
 	resp, err := client.Post("http://"+p.HTTP+"/v1/tables/t/batch", "application/json", bytes.NewReader(batchBody(ops)))
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body) // the answer's body is {"origin_seq":N}; the status says it all
+	body, _ := io.ReadAll(resp.Body) // {"origin_seq":N} when it was taken
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, fmt.Errorf("answered %d: %s", resp.StatusCode, body)
+	}
 	return resp.StatusCode, nil
 }
 
@@ -232,12 +236,12 @@ func startCopyWriter(t *testing.T, p *proc, share, maxRuns int, stop <-chan stru
 			sent := time.Now()
 			code, err := p.postBatch(client, ops)
 			switch {
+			case code != 0 && code != http.StatusOK:
+				t.Errorf("%s: a batch %v", p.Name, err)
 			case err != nil:
 				if w.failed.Add(1) == 1 {
 					w.firstErr = fmt.Sprintf("batch %d, %v after it was sent: %v", run, time.Since(sent).Round(time.Millisecond), err)
 				}
-			case code != http.StatusOK:
-				t.Errorf("%s: a batch answered %d", p.Name, code)
 			default:
 				w.slowest = max(w.slowest, time.Since(sent))
 				w.batches.Add(1)
