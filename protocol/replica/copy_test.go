@@ -288,8 +288,9 @@ func TestCopyBusy(t *testing.T) {
 	sameRecords(t, "big", a, b, c)
 }
 
-// TestCopyRefusesOriginRewind: a node whose own origin a copy shows beyond its log (a data
-// directory older than its history elsewhere) refuses the copy and takes no other.
+// TestCopyRefusesOriginRewind: a node whose own origin its peer holds beyond its log (a data
+// directory older than its history elsewhere) takes no copy: the peer's SUBSCRIBE, or the
+// copy's snapshot, shows the rewind first, and the node is rewound (rewind.go).
 func TestCopyRefusesOriginRewind(t *testing.T) {
 	h, a := purgedCluster(t, replica.Config{})
 	b := h.addNode("B", replica.Config{})
@@ -307,10 +308,13 @@ func TestCopyRefusesOriginRewind(t *testing.T) {
 	a.write(put("t", "k0", "newer"))
 	h.advance(2 * time.Second)
 	h.connect(b, a)
-	if got := b.rep.Counters(); got.CopiesRefused != 1 || got.CopiesCompleted != 0 {
-		t.Fatalf("B's counters %+v: want the copy refused", got)
+	if got := b.rep.Counters(); got.OriginRewinds == 0 || got.CopiesCompleted != 0 {
+		t.Fatalf("B's counters %+v: want the rewind found and no copy", got)
 	}
-	if e := b.rep.LastError("A"); e == nil || e.Err.Code != wire.CodeGoingAway {
+	if rw := b.rep.Rewound(); rw == nil || rw.Peer != "A" || rw.Seq != 5 || rw.OwnSeq != 0 {
+		t.Errorf("B's rewind evidence: %+v", rw)
+	}
+	if e := b.rep.LastError("A"); e == nil || (e.Err.Code != wire.CodeOriginRewound && e.Err.Code != wire.CodeGoingAway) {
 		t.Errorf("B's last error for A: %+v", e)
 	}
 }

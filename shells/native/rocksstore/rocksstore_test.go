@@ -40,3 +40,17 @@ func TestStoreReopen(t *testing.T) {
 		return again
 	})
 }
+
+// TestReseedReopen: a reseed is in the directory when it is opened again.
+func TestReseedReopen(t *testing.T) {
+	var dir string
+	storetest.RunReseedReopen(t, func(t *testing.T) replica.Store {
+		dir = t.TempDir()
+		return open(t, dir)
+	}, func(t *testing.T, s replica.Store) replica.Store {
+		s.(*rocksstore.Store).Close()
+		again := open(t, dir)
+		t.Cleanup(again.Close)
+		return again
+	})
+}
