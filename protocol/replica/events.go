@@ -161,15 +161,15 @@ func (r *Replica) onPurged(c *conn, ev *protocol.Event) {
 
 func (r *Replica) onDivergence(c *conn, ev *protocol.Event) {
 	st := r.origin(ev.Origin)
-	if c.version >= 2 && !ev.Outgoing && ev.Origin == c.peerOrigin {
-		// The origin's own node sent an entry that contradicts what this node applied of
-		// it, or reports that this node's position is not in its log: not a relay's
-		// divergence, the origin itself is rewound (rewind.go).
-		why := "its entry at seq " + strconv.FormatUint(ev.DivergedAt, 10) + " contradicts the log applied here"
-		if ev.ByPeer {
-			why = "it reports that its log does not hold the position applied here, seq " + strconv.FormatUint(st.applied.Seq, 10)
-		}
-		r.peerRewound(c, st, why)
+	if c.version >= 2 && !ev.Outgoing && ev.ByPeer && ev.Origin == c.peerOrigin {
+		// The origin's own node, sending, reports that this node's position of its origin
+		// is not in its log: not a relay's divergence, the origin itself is rewound
+		// (rewind.go). (An entry that contradicts the chain, found by the session, may be
+		// one damaged in transit: that stays a divergence; the replica's own checks of
+		// entries that hash as sent are in receive.) The session closed the channel.
+		delete(c.in, ev.Origin)
+		r.peerRewound(c, st, "it reports that its log does not hold the position applied here, seq "+
+			strconv.FormatUint(st.applied.Seq, 10))
 		return
 	}
 	if !(ev.Outgoing && ev.ByPeer) {
