@@ -129,10 +129,18 @@ func TestRewindForkedAfterRestore(t *testing.T) {
 			t.Errorf("%s took an entry of the forked timeline", n.name)
 		}
 	}
+	// A peer that never got A's entries connects: rewound A serves it none of the fork.
+	d := h.addNode("D", replica.Config{})
+	h.connect(d, a)
+	h.advance(time.Second)
+	if got := d.applied()[a.origin]; got != 0 {
+		t.Errorf("D took A's origin up to %d from rewound A, want nothing", got)
+	}
 	reseed(t, a)
 	h.connect(a, b)
+	h.connect(d, a)
 	h.advance(2 * time.Second)
-	sameRecords(t, "t", a, b, c)
+	sameRecords(t, "t", a, b, c, d)
 	for _, k := range []string{"k1", "k3", "new0", "new1"} {
 		if _, ok := c.get("t", k); !ok {
 			t.Errorf("C lacks %s", k)
@@ -164,5 +172,26 @@ func TestRewindNotForBehindPeer(t *testing.T) {
 	}
 	if got := b.applied()[a.origin]; got != 3 {
 		t.Errorf("B applied A up to %d, want 3", got)
+	}
+}
+
+// TestRewindFoundByPeerHeads: the peer finds the rewind from the node's HEADS alone (its
+// SUBSCRIBE, the node's own evidence, is lost here): it keeps its entries, marks the origin
+// and closes the connection with origin-rewound.
+func TestRewindFoundByPeerHeads(t *testing.T) {
+	h, a, b, _ := restoredA(t, 0)
+	h.drop = func(from, to string, f wire.Decoded) bool {
+		return from == "B" && to == "A" && f.Type == wire.TypeSubscribe
+	}
+	h.connect(a, b)
+	h.advance(time.Second)
+	if got := b.originStatus(a); !got.Rewound || got.AppliedSeq != 3 {
+		t.Errorf("B's status of A = %+v, want rewound, its 3 entries kept", got)
+	}
+	if got := b.rep.Counters(); got.OriginRewinds == 0 || got.Divergences != 0 {
+		t.Errorf("B's counters = %+v, want the rewind counted, no divergence", got)
+	}
+	if e := b.rep.LastError("A"); e == nil || e.Err.Code != wire.CodeOriginRewound {
+		t.Errorf("B's last error for A = %+v, want origin-rewound", e)
 	}
 }
