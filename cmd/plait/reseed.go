@@ -3,15 +3,11 @@ package main
 import (
 	"bytes"
 	"crypto/rand"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"plait/protocol/replica"
 	"plait/protocol/wire"
-	"plait/shells/native/rocksstore"
 )
 
 // reseed is `plait reseed --data DIR`: the way out of an origin rewind (docs/contract.md
@@ -20,20 +16,9 @@ import (
 // entries stream back from the peers, and every entry of it the directory held is re-issued
 // under the new id. RocksDB's lock on the directory refuses a running node's.
 func reseed(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("plait reseed", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dir := fs.String("data", "./plait-data", "the data directory of a stopped node")
-	if !parseFlags(fs, args) {
-		return 2
-	}
-	if _, err := os.Stat(filepath.Join(*dir, "CURRENT")); err != nil {
-		fmt.Fprintf(stderr, "plait reseed: --data: %s holds no plait store\n", *dir)
-		return 2
-	}
-	s, err := rocksstore.Open(*dir, replica.Identity{}, rocksstore.Options{})
-	if err != nil {
-		fmt.Fprintln(stderr, "plait reseed:", err)
-		return 1
+	s, code := openStopped("plait reseed", args, stderr)
+	if s == nil {
+		return code
 	}
 	defer s.Close()
 	old, _ := s.Identity() // read when the store opened: it does not fail

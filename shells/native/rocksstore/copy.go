@@ -219,17 +219,7 @@ func (s *Store) EndCopy(e *replica.CopyEnd) error {
 			wb.Put(key(pName, l.Origin[:]), []byte(l.Name))
 		}
 	}
-	for o, l := range logs {
-		if l != s.logs[o] {
-			wb.Put(key(pFloor, o[:]), floorValue(l))
-		}
-	}
-	if plan.ArrivalFloor > s.afloor {
-		r := grocksdb.Range{Start: key(pArrival, u64(s.afloor+1)), Limit: key(pArrival, u64(plan.ArrivalFloor+1))}
-		wb.DeleteRange(r.Start, r.Limit)
-		ranges = append(ranges, r)
-		wb.Put([]byte{pAFloor}, u64(plan.ArrivalFloor))
-	}
+	ranges = append(ranges, s.putFloors(wb, logs, plan.ArrivalFloor)...)
 	emptied, err := s.deleteRecords(wb, e.Deletes, nil)
 	if err != nil {
 		return err
@@ -313,17 +303,7 @@ func (s *Store) Reseed(rs *replica.Reseed) error {
 		ranges = append(ranges, r)
 	}
 	wb.Put(key(pCursor, rs.Old[:]), s.cursorValue(plan.OldCursor, 0))
-	for o, l := range plan.Logs {
-		if l.Floor != s.logs[o].Floor || l.Below != s.logs[o].Below {
-			wb.Put(key(pFloor, o[:]), floorValue(l))
-		}
-	}
-	if plan.ArrivalFloor > s.afloor {
-		r := grocksdb.Range{Start: key(pArrival, u64(s.afloor+1)), Limit: key(pArrival, u64(plan.ArrivalFloor+1))}
-		wb.DeleteRange(r.Start, r.Limit)
-		ranges = append(ranges, r)
-		wb.Put([]byte{pAFloor}, u64(plan.ArrivalFloor))
-	}
+	ranges = append(ranges, s.putFloors(wb, plan.Logs, plan.ArrivalFloor)...)
 	pos, hlc := s.arrivals, s.hlc
 	var last vector.Entry
 	for i := range rs.Entries {
@@ -355,4 +335,23 @@ func (s *Store) Reseed(rs *replica.Reseed) error {
 	s.toCompact = mergeRanges(append(s.toCompact, ranges...))
 	s.compactMu.Unlock()
 	return nil
+}
+
+// putFloors adds to wb the floor record (floor and below) of every log of logs whose floor
+// or below is not the store's, and, when afloor is above the arrival floor, the raise of the
+// arrival floor to it with the range deletion of the positions it passes, whose range it
+// returns for CompactLogs: what the end of a copy and a reseed both write.
+func (s *Store) putFloors(wb *grocksdb.WriteBatch, logs map[wire.OriginID]replica.Log, afloor uint64) []grocksdb.Range {
+	for o, l := range logs {
+		if l.Floor != s.logs[o].Floor || l.Below != s.logs[o].Below {
+			wb.Put(key(pFloor, o[:]), floorValue(l))
+		}
+	}
+	if afloor <= s.afloor {
+		return nil
+	}
+	r := grocksdb.Range{Start: key(pArrival, u64(s.afloor+1)), Limit: key(pArrival, u64(afloor+1))}
+	wb.DeleteRange(r.Start, r.Limit)
+	wb.Put([]byte{pAFloor}, u64(afloor))
+	return []grocksdb.Range{r}
 }
