@@ -1652,6 +1652,8 @@ var codesElsewhere = map[wire.Code]string{
 	// The storage codes refuse a local write on a degraded node: the replica's, not a session's.
 	wire.CodeStorageFull:   "protocol/replica/storage_test.go TestStorageDegradedWrites",
 	wire.CodeStorageFailed: "protocol/replica/storage_test.go TestStorageSyncFailure",
+	// origin-rewound is the replica's: a peer's position shows an origin's log went back.
+	wire.CodeOriginRewound: "protocol/replica/rewind_test.go",
 }
 
 // TestEveryCodeProduced: every code of wire.Codes() is produced by at least one case of the

@@ -15,20 +15,9 @@ import (
 // (replica.Audit). Exit 0 iff every check holds; 1 when one does not; 2 for bad flags or
 // a directory that holds no store.
 func check(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("plait check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dir := fs.String("data", "./plait-data", "the data directory of a stopped node")
-	if !parseFlags(fs, args) {
-		return 2
-	}
-	if _, err := os.Stat(filepath.Join(*dir, "CURRENT")); err != nil {
-		fmt.Fprintf(stderr, "plait check: --data: %s holds no plait store\n", *dir)
-		return 2
-	}
-	s, err := rocksstore.Open(*dir, replica.Identity{}, rocksstore.Options{})
-	if err != nil {
-		fmt.Fprintln(stderr, "plait check:", err)
-		return 1
+	s, code := openStopped("plait check", args, stderr)
+	if s == nil {
+		return code
 	}
 	defer s.Close()
 	// The store reads its identity, cursor vector and logs when it opens (an error there is
@@ -54,4 +43,26 @@ func check(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "every check holds")
 	return 0
+}
+
+// openStopped parses --data DIR for the command named cmd and opens the stopped node's store
+// there; on failure it says why on stderr and returns the exit status (2: a bad command
+// line, or no store there; 1: the store does not open, a running node's lock included).
+func openStopped(cmd string, args []string, stderr io.Writer) (*rocksstore.Store, int) {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("data", "./plait-data", "the data directory of a stopped node")
+	if !parseFlags(fs, args) {
+		return nil, 2
+	}
+	if _, err := os.Stat(filepath.Join(*dir, "CURRENT")); err != nil {
+		fmt.Fprintf(stderr, "%s: --data: %s holds no plait store\n", cmd, *dir)
+		return nil, 2
+	}
+	s, err := rocksstore.Open(*dir, replica.Identity{}, rocksstore.Options{})
+	if err != nil {
+		fmt.Fprintln(stderr, cmd+":", err)
+		return nil, 1
+	}
+	return s, 0
 }

@@ -1,5 +1,5 @@
 // Command plait is the plait replication node: `plait serve` runs one (docs/contract.md §2);
-// status, check, bench, cert and demo are the README's other commands.
+// status, check, reseed, bench, cert and demo are the README's other commands.
 package main
 
 import (
@@ -16,6 +16,8 @@ commands:
   serve   run a node (plait serve -h lists the flags)
   status  a node's /v1/status as tables (--http HOST:PORT [--token-file FILE] [--ca FILE])
   check   audit a stopped node's data directory (--data DIR); exit 0 iff all holds
+  reseed  give a stopped node restored from a backup a new origin id (--data DIR),
+          its entries re-issued under it: the way out of origin-rewound
   bench   replication beside raw RocksDB and raw WebSocket, in one run (BENCHMARKS.md)
   cert    certificates for mutual TLS: plait cert ca --dir DIR, then
           plait cert node --dir DIR --name NAME [--host HOST]...
@@ -35,6 +37,8 @@ func main() {
 		os.Exit(status(os.Args[2:], os.Stdout, os.Stderr))
 	case "check":
 		os.Exit(check(os.Args[2:], os.Stdout, os.Stderr))
+	case "reseed":
+		os.Exit(reseed(os.Args[2:], os.Stdout, os.Stderr))
 	case "bench":
 		os.Exit(benchmark(os.Args[2:], os.Stdout, os.Stderr))
 	case "cert":

@@ -112,6 +112,7 @@ type Node struct {
 	tickArmed  bool
 	syncArmed  bool
 	moves      []replica.Move
+	restored   bool // started from a backup (RestoreBackup) and not reseeded since
 }
 
 // Link is an edge of the topology: From dials To while both are up and the link is not
@@ -381,7 +382,12 @@ func (c *Cluster) Write(node string, ops []wire.Op) (uint64, error) {
 			if c.writes[n.origin] == nil {
 				c.writes[n.origin] = map[uint64]written{}
 			}
-			c.writes[n.origin][seq] = written{hlc: v.HLC, ops: slices.Clone(ops)}
+			if _, held := c.writes[n.origin][seq]; !held || !n.restored {
+				// A node restored from a backup issues held seqs again: the oracle keeps the
+				// first timeline's, which its peers hold; the fork's reach them re-issued
+				// under the new origin once the node is reseeded (Reseed).
+				c.writes[n.origin][seq] = written{hlc: v.HLC, ops: slices.Clone(ops)}
+			}
 		}
 	}
 	return seq, err
@@ -472,9 +478,10 @@ func (c *Cluster) callErr(n *Node, f func(*replica.Replica) error) error {
 	}
 	var we *wire.Error
 	var se *replica.StorageError
-	// A write refused for the node's clock (clock-offset) or its degraded storage is the
-	// replica doing its job.
-	if err != nil && !(asWire(err, &we) && (we.Code == wire.CodeBadArgument || we.Code == wire.CodeClockOffset)) &&
+	// A write refused for the node's clock (clock-offset), on a rewound origin
+	// (origin-rewound) or for its degraded storage is the replica doing its job.
+	if err != nil && !(asWire(err, &we) && (we.Code == wire.CodeBadArgument || we.Code == wire.CodeClockOffset ||
+		we.Code == wire.CodeOriginRewound)) &&
 		!errors.As(err, &se) && err != replica.ErrUnknownConn {
 		c.inv.fail(c.now, "%s: %v", n.Name, err)
 	}

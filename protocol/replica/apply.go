@@ -41,6 +41,10 @@ func (r *Replica) receive(c *conn, v wire.TxnView, pos uint64) {
 		if !r.check(err) {
 			return
 		}
+		if sha256.Sum256(raw) != h && v.Origin == c.peerOrigin && c.version >= 2 {
+			r.peerRewound(c, st, "its entry at seq "+strconv.FormatUint(v.Seq, 10)+" differs from the one applied here")
+			return
+		}
 		if sha256.Sum256(raw) != h {
 			r.divergedHere(c, st, v.Seq, "entry "+strconv.FormatUint(v.Seq, 10)+" differs from the one applied")
 			return
@@ -55,6 +59,9 @@ func (r *Replica) receive(c *conn, v wire.TxnView, pos uint64) {
 		if c.version == 1 {
 			r.closeConn(c, wire.CodeGoingAway, "origin "+st.id.String()+" is held back")
 		}
+		return
+	case v.Seq == st.applied.Seq+1 && v.Prev != st.applied.Hash && v.Origin == c.peerOrigin && c.version >= 2:
+		r.peerRewound(c, st, "its entry at seq "+strconv.FormatUint(v.Seq, 10)+" does not extend the log applied here")
 		return
 	case v.Seq == st.applied.Seq+1 && v.Prev != st.applied.Hash:
 		r.divergedHere(c, st, v.Seq, "entry "+strconv.FormatUint(v.Seq, 10)+" does not extend the applied chain")

@@ -2,6 +2,7 @@ package replica_test
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -288,8 +289,9 @@ func TestCopyBusy(t *testing.T) {
 	sameRecords(t, "big", a, b, c)
 }
 
-// TestCopyRefusesOriginRewind: a node whose own origin a copy shows beyond its log (a data
-// directory older than its history elsewhere) refuses the copy and takes no other.
+// TestCopyRefusesOriginRewind: a node whose own origin its peer holds beyond its log (a data
+// directory older than its history elsewhere) takes no copy: the peer's SUBSCRIBE, or the
+// copy's snapshot, shows the rewind first, and the node is rewound (rewind.go).
 func TestCopyRefusesOriginRewind(t *testing.T) {
 	h, a := purgedCluster(t, replica.Config{})
 	b := h.addNode("B", replica.Config{})
@@ -307,10 +309,13 @@ func TestCopyRefusesOriginRewind(t *testing.T) {
 	a.write(put("t", "k0", "newer"))
 	h.advance(2 * time.Second)
 	h.connect(b, a)
-	if got := b.rep.Counters(); got.CopiesRefused != 1 || got.CopiesCompleted != 0 {
-		t.Fatalf("B's counters %+v: want the copy refused", got)
+	if got := b.rep.Counters(); got.OriginRewinds == 0 || got.CopiesCompleted != 0 {
+		t.Fatalf("B's counters %+v: want the rewind found and no copy", got)
 	}
-	if e := b.rep.LastError("A"); e == nil || e.Err.Code != wire.CodeGoingAway {
+	if rw := b.rep.Rewound(); rw == nil || rw.Peer != "A" || rw.Seq != 5 || rw.OwnSeq != 0 {
+		t.Errorf("B's rewind evidence: %+v", rw)
+	}
+	if e := b.rep.LastError("A"); e == nil || (e.Err.Code != wire.CodeOriginRewound && e.Err.Code != wire.CodeGoingAway) {
 		t.Errorf("B's last error for A: %+v", e)
 	}
 }
@@ -465,4 +470,36 @@ func sameCopiedTables(t *testing.T, a, b *node) int {
 		total += len(a.records(table))
 	}
 	return total
+}
+
+// TestCopyRefusesOriginRewindBySnapshot: with the peer's SUBSCRIBE of the node's origin
+// lost, the copy's snapshot is the evidence: the copy is refused (copies_refused) and the
+// node is rewound all the same, refusing writes (rewind.go).
+func TestCopyRefusesOriginRewindBySnapshot(t *testing.T) {
+	h, a := purgedCluster(t, replica.Config{})
+	b := h.addNode("B", replica.Config{})
+	old := b.store.Clone()
+	ab := h.connect(b, a)
+	for i := range 5 {
+		b.write(put("t", fmt.Sprint("b", i), "x"))
+	}
+	h.pump()
+	h.disconnect(ab)
+	b.store = old
+	b.start()
+	h.advance(3 * time.Second)
+	h.drop = func(from, to string, f wire.Decoded) bool {
+		return from == "A" && to == "B" && f.Type == wire.TypeSubscribe
+	}
+	h.connect(b, a)
+	if got := b.rep.Counters(); got.CopiesRefused != 1 || got.CopiesCompleted != 0 {
+		t.Fatalf("B's counters %+v: want the copy refused", got)
+	}
+	if rw := b.rep.Rewound(); rw == nil || rw.How != "copy" || rw.Peer != "A" || rw.Seq != 5 {
+		t.Errorf("B's rewind evidence: %+v, want the copy's", rw)
+	}
+	var we *wire.Error
+	if _, err := b.rep.Write(b.clock(), []wire.Op{put("t", "x", "y")}); !errors.As(err, &we) || we.Code != wire.CodeOriginRewound {
+		t.Errorf("B's write: %v, want origin-rewound", err)
+	}
 }

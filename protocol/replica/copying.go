@@ -216,6 +216,7 @@ func (r *Replica) onCopyBegin(c *conn, b *wire.CopyBegin) {
 		if p.Origin == r.id.Origin && p.Seq > own {
 			r.cp.rewound = true
 			r.counters.CopiesRefused++
+			r.ownRewound(c, RewindStatus{Peer: c.peerName, Seq: p.Seq, Hash: p.Hash, How: "copy"})
 			err := wire.NewError(wire.CodeGoingAway, "origin rewind: the copy holds this node's own origin at seq "+
 				strconv.FormatUint(p.Seq, 10)+", beyond its log's "+strconv.FormatUint(own, 10))
 			r.recordError(c, err)

@@ -46,6 +46,8 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 		case c.version == 1:
 			c.v1Subscribed, c.v1After = true, ev.Position
 			r.holdAt(c.peerName, wire.OriginID{}, ev.Position, true)
+		case ev.Origin == r.id.Origin && r.checkOwnPosition(c, ev.Seq, ev.Hash, true, "subscribe"):
+			// The peer holds this node's origin beyond its log: rewound (rewind.go).
 		case ev.Seq < r.floor(ev.Origin).Seq:
 			r.purgedAnswer(c, ev.Origin, "origin "+ev.Origin.String()+" is purged up to "+strconv.FormatUint(r.floor(ev.Origin).Seq, 10))
 		default:
@@ -123,6 +125,16 @@ func (r *Replica) learnName(o wire.OriginID, name string) {
 
 func (r *Replica) onHeads(c *conn, h *wire.Heads) {
 	for _, hd := range h.Heads {
+		switch st := r.origin(hd.Origin); {
+		case hd.Origin == r.id.Origin && r.checkOwnPosition(c, hd.Seq, wire.Hash{}, false, "heads"):
+			return // a relay holds this node's origin beyond its log (rewind.go)
+		case hd.Origin == c.peerOrigin && hd.Seq < st.applied.Seq:
+			r.peerRewound(c, st, "its own node advertises its head at seq "+strconv.FormatUint(hd.Seq, 10)+
+				", below the "+strconv.FormatUint(st.applied.Seq, 10)+" applied here")
+			return
+		}
+	}
+	for _, hd := range h.Heads {
 		c.heads[hd.Origin] = hd
 		st := r.origin(hd.Origin)
 		if hd.Seq > st.headSeq {
@@ -155,6 +167,17 @@ func (r *Replica) onPurged(c *conn, ev *protocol.Event) {
 
 func (r *Replica) onDivergence(c *conn, ev *protocol.Event) {
 	st := r.origin(ev.Origin)
+	if c.version >= 2 && !ev.Outgoing && ev.ByPeer && ev.Origin == c.peerOrigin {
+		// The origin's own node, sending, reports that this node's position of its origin
+		// is not in its log: not a relay's divergence, the origin itself is rewound
+		// (rewind.go). (An entry that contradicts the chain, found by the session, may be
+		// one damaged in transit: that stays a divergence; the replica's own checks of
+		// entries that hash as sent are in receive.) The session closed the channel.
+		delete(c.in, ev.Origin)
+		r.peerRewound(c, st, "it reports that its log does not hold the position applied here, seq "+
+			strconv.FormatUint(st.applied.Seq, 10))
+		return
+	}
 	if !(ev.Outgoing && ev.ByPeer) {
 		// Found here: in an entry received, or (sending) a subscriber's position that is not
 		// in this node's log. What a peer found in an entry this node sent is the peer's
@@ -185,6 +208,11 @@ func (r *Replica) onClosed(c *conn, ev *protocol.Event) {
 		}
 		if ev.Err.Code != wire.CodeGoingAway || ev.ByPeer {
 			r.recordError(c, ev.Err)
+		}
+		if ev.ByPeer && ev.Err.Code == wire.CodeOriginRewound && r.rewound == nil && !c.peerOrigin.IsZero() {
+			// A node that is not rewound itself reads the peer's origin-rewound as the
+			// peer's own origin (its evidence was this node's SUBSCRIBE): rewind.go.
+			r.origin(c.peerOrigin).rewound = true
 		}
 		r.connEnded(c, ev.Err, ev.ByPeer)
 	}

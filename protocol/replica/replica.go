@@ -46,7 +46,8 @@ type Replica struct {
 	ret        retention       // bounded history (retention.go)
 	cp         copying         // base copies taken and served (copying.go)
 	fatal      error
-	storage    storageState // degraded storage (storage.go)
+	storage    storageState  // degraded storage (storage.go)
+	rewound    *RewindStatus // evidence that this node's own origin is rewound (rewind.go)
 }
 
 // originState is what the replica knows of one origin.
@@ -72,6 +73,7 @@ type originState struct {
 	stuck         StuckReason // why its next entry is held back (clock.go); "": it is not
 	stuckUntil    time.Time   // when the hold ends
 	retry         retryState  // its next entry failed to apply (retry.go)
+	rewound       bool        // its own node was found rewound on a connection to it (rewind.go)
 }
 
 // New opens a replica on its store: it reads the identity, the cursor vector and the

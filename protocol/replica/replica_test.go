@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -1068,8 +1069,9 @@ func TestHoldUnsyncedAdvertisesAfterSync(t *testing.T) {
 }
 
 // TestDivergence: an origin that reissues a seq with other content (its store went back,
-// as after a power loss with --sync none) is reported as diverged by its peer, which keeps
-// its own entry, does not pass the new one on, and retries after DivergenceRetry.
+// as after a power loss with --sync none) is found rewound, not diverged: its peer keeps
+// its own entry, takes nothing of the new timeline, does not pass it on, and the origin's
+// node refuses local writes (rewind.go; rewind_test.go has the other ways it shows).
 func TestDivergence(t *testing.T) {
 	h := newHarness(t)
 	a := h.addNode("A", replica.Config{})
@@ -1091,27 +1093,34 @@ func TestDivergence(t *testing.T) {
 	a.write(put("t", "k4", "x"))
 	h.connect(a, b)
 	h.advance(2 * time.Second)
-	if got := b.originStatus(a); got.AppliedSeq != 3 || !got.Diverged || got.HeadSeq != 4 {
-		t.Errorf("B's status of A = %+v, want applied 3, head 4, diverged", got)
+	if got := b.originStatus(a); got.AppliedSeq != 3 || got.Diverged || !got.Rewound {
+		t.Errorf("B's status of A = %+v, want applied 3, rewound, not diverged", got)
 	}
-	if got := b.rep.Counters(); got.Divergences != 1 || got.TxnsApplied != 3 || got.ProtocolErrors != 0 {
-		t.Errorf("B's counters = %+v, want 1 divergence", got)
+	if got := b.rep.Counters(); got.Divergences != 0 || got.TxnsApplied != 3 || got.ProtocolErrors != 0 {
+		t.Errorf("B's counters = %+v, want no divergence", got)
+	}
+	if e := b.rep.LastError("A"); e == nil || e.Err.Code != wire.CodeOriginRewound {
+		t.Errorf("B's last error for A = %+v, want origin-rewound", e)
 	}
 	for _, n := range []*node{b, c} {
 		if r, _ := n.get("t", "k3"); string(r.Value) != "v3" {
 			t.Errorf("%s: k3 = %q, want the first entry's v3", n.name, r.Value)
 		}
 		if _, ok := n.get("t", "k4"); ok {
-			t.Errorf("%s applied an entry after the divergence", n.name)
+			t.Errorf("%s applied an entry of the rewound timeline", n.name)
 		}
 	}
 	if got := c.originStatus(a); got.AppliedSeq != 3 || got.Diverged {
 		t.Errorf("C's status of A = %+v, want applied 3, not diverged", got)
 	}
-	// The channel is retried after DivergenceRetry (10 s), and diverges again.
-	h.advance(replica.DefaultDivergenceRetry)
-	if got := b.rep.Counters().Divergences; got != 2 {
-		t.Errorf("B's divergences after the retry = %d, want 2", got)
+	rw := a.rep.Rewound()
+	if _, v3 := b.entry(a, 3); rw == nil || rw.Peer != "B" || rw.Seq != 3 || rw.Hash != v3.Hash() || rw.OwnSeq != 4 || rw.How != "subscribe" {
+		t.Errorf("A's rewind evidence = %+v", rw)
+	}
+	var we *wire.Error
+	if _, err := a.rep.Write(a.clock(), []wire.Op{put("t", "k5", "y")}); !errors.As(err, &we) || we.Code != wire.CodeOriginRewound ||
+		!strings.Contains(we.Message, "plait reseed") {
+		t.Errorf("A's write on a rewound origin: %v, want origin-rewound naming plait reseed", err)
 	}
 	if _, err := b.rep.Write(b.clock(), []wire.Op{put("t", "b", "still running")}); err != nil {
 		t.Errorf("B stopped: %v", err)

@@ -335,6 +335,7 @@ const (
 	ReasonDirect       MoveReason = "direct"       // the origin itself connected
 	ReasonAhead        MoveReason = "ahead"        // another head stayed ahead for MoveDelay
 	ReasonPurged       MoveReason = "purged"       // the source answered PURGED: its log begins above this node's position (version 3)
+	ReasonRewound      MoveReason = "rewound"      // the source is the origin's own node, found rewound (rewind.go)
 )
 
 // Moves hands over the source changes since the last call (for the simulator and logs).

@@ -43,8 +43,12 @@ func (r *Replica) pump() {
 }
 
 // servable is the highest seq of an origin this node may send: all it applied, or for its
-// own origin with HoldUnsynced what is durable against power loss.
+// own origin with HoldUnsynced what is durable against power loss, and none of it once the
+// origin is found rewound.
 func (r *Replica) servable(st *originState) uint64 {
+	if st.id == r.id.Origin && r.rewound != nil {
+		return 0 // rewound: its entries above a peer's position may be a fork (rewind.go)
+	}
 	if st.id == r.id.Origin && r.cfg.HoldUnsynced {
 		return min(st.applied.Seq, r.synced)
 	}

@@ -35,6 +35,9 @@ type NodeStatus struct {
 	Clock ClockStatus
 	// Storage is whether the storage is degraded, and why (storage.go).
 	Storage StorageStatus
+	// Rewound is the evidence that this node's own origin is rewound (rewind.go), nil
+	// while none was seen: local writes are refused with origin-rewound.
+	Rewound *RewindStatus
 }
 
 // OriginStatus is one origin as this node knows it.
@@ -61,6 +64,9 @@ type OriginStatus struct {
 	ApplyFailedSeq uint64
 	ApplyError     string
 	ApplyFailedAt  time.Time
+	// Rewound: the origin's own node was found rewound on a connection to it since start
+	// (rewind.go); this node keeps its entries and relays them.
+	Rewound bool
 }
 
 // PeerStatus is one open connection.
@@ -136,6 +142,10 @@ type Counters struct {
 	CopiesRefused   uint64 // copies this node refused to take (its own origin ahead of its log)
 	BadChunks       uint64 // copies stopped because a chunk broke the copy's rules (bad-chunk)
 
+	// OriginRewinds counts the times this node found an origin rewound (rewind.go): its
+	// own, by a peer's position, or a peer's own, on the connection to it.
+	OriginRewinds uint64
+
 	// Connections that ended in an error (refusals.go).
 	ConnectionsRefused uint64 // closed before their handshake completed, by this side or the peer
 	ConnectionErrors   uint64 // closed for an error after it
@@ -163,7 +173,7 @@ func (r *Replica) Status(now time.Time) Status {
 		rng = handshake.Implemented()
 	}
 	s := Status{Node: NodeStatus{Name: r.id.Name, Origin: r.id.Origin, ProtocolMin: rng.Min, ProtocolMax: rng.Max,
-		Authenticated: len(r.cfg.Secret) > 0 || r.cfg.TLSAuthenticated, Clock: r.Clock(), Storage: r.storageStatus()}, Counters: r.counters}
+		Authenticated: len(r.cfg.Secret) > 0 || r.cfg.TLSAuthenticated, Clock: r.Clock(), Storage: r.storageStatus(), Rewound: r.Rewound()}, Counters: r.counters}
 	s.Refusals, s.RefusedByCode, s.ErrorsByCode = r.Refusals()
 	for _, o := range r.originOrder {
 		s.Origins = append(s.Origins, r.originStatus(r.origins[o]))
@@ -206,7 +216,7 @@ func (r *Replica) Origin(o wire.OriginID) OriginStatus {
 func (r *Replica) originStatus(st *originState) OriginStatus {
 	l := r.ret.logs[st.id]
 	os := OriginStatus{Origin: st.id, Name: st.name, AppliedSeq: st.applied.Seq, HeadSeq: max(st.headSeq, st.applied.Seq),
-		SourceChanges: st.changes, Diverged: st.diverged, FloorSeq: l.Floor.Seq, LogBytes: l.Bytes}
+		SourceChanges: st.changes, Diverged: st.diverged, FloorSeq: l.Floor.Seq, LogBytes: l.Bytes, Rewound: st.rewound}
 	if st.stuck != "" { // until the next input after StuckUntil releases it
 		os.Stuck, os.StuckUntil = st.stuck, st.stuckUntil
 	}

@@ -124,6 +124,16 @@ type Store interface {
 	// a log jumped, e.Deletes are deleted, and the copy state is removed. It refuses (an error wrapping ErrBadCopy),
 	// writing nothing, when the check fails.
 	EndCopy(e *CopyEnd) error
+
+	// Reseed gives the node a new origin id atomically (reseed.go), after checking rs with
+	// CheckReseed: the identity becomes rs.Identity, with its name as the new origin's; the
+	// old origin's log loses every entry above rs.Cut, its cursor and floor are there; the
+	// arrival floor rises to the last arrival, and every log's Below to its cursor; then
+	// rs.Entries are written as Apply writes them, in order (their records put as they
+	// are; RecordHLC does not move, their HLCs being old ones). It refuses (an error
+	// wrapping ErrBadReseed), writing nothing, when the check fails. When it returns the
+	// write survives a crash of the process.
+	Reseed(rs *Reseed) error
 }
 
 // Snapshot is a consistent read-only view of a store's records.

@@ -33,6 +33,9 @@ func (r *Replica) Write(now time.Time, ops []wire.Op) (uint64, error) {
 	if err := r.clockRefusal(); err != nil {
 		return 0, err
 	}
+	if err := r.rewindRefusal(); err != nil {
+		return 0, err
+	}
 	st := r.origins[r.id.Origin]
 	last := r.hlc
 	t := wire.Txn{Origin: r.id.Origin, Seq: st.applied.Seq + 1, HLC: r.advanceClock(now), Prev: st.applied.Hash, Ops: ops}

@@ -78,6 +78,12 @@ const (
 	// its client, never a session's: a degraded node closes connections with going-away.
 	CodeStorageFull   Code = "storage-full"
 	CodeStorageFailed Code = "storage-failed"
+	// CodeOriginRewound says an origin's own node holds less of its log than a peer
+	// applied of it, or a log that forks from it (its data directory was restored from an
+	// older copy): the peer that finds it closes the connection with it, and the rewound
+	// node refuses local writes with it until an operator reseeds it. Class refused: the
+	// node may not be talked to as that origin until an operator acts.
+	CodeOriginRewound Code = "origin-rewound"
 
 	// Transport codes: a node records them when it refuses a connection before any frame
 	// crossed it (at TLS or at the WebSocket upgrade); they are never sent in a CLOSE.
@@ -130,6 +136,7 @@ var codeClasses = map[Code]Class{
 	CodeClockOffset:        ClassLocal,
 	CodeStorageFull:        ClassLocal,
 	CodeStorageFailed:      ClassLocal,
+	CodeOriginRewound:      ClassRefused,
 	CodeUnknownCommand:     ClassLocal,
 	CodeInternal:           ClassLocal,
 }

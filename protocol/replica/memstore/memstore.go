@@ -459,3 +459,45 @@ func (s *Store) EndCopy(e *replica.CopyEnd) error {
 	s.copying = nil
 	return nil
 }
+
+// Reseed checks rs with replica.CheckReseed, then writes all of it.
+func (s *Store) Reseed(rs *replica.Reseed) error {
+	plan, err := replica.CheckReseed(rs, s.reseedView())
+	if err != nil {
+		return err
+	}
+	for seq := plan.From; seq <= plan.To; seq++ {
+		delete(s.log, logKey{rs.Old, seq})
+	}
+	var cursor vector.Vector
+	for _, e := range s.cursor.Entries() {
+		if e.Origin != rs.Old {
+			cursor.Advance(e)
+		}
+	}
+	cursor.Advance(plan.OldCursor)
+	s.cursor = cursor
+	for i := s.afloor; i < plan.ArrivalFloor; i++ {
+		s.arrivals[i] = nil
+	}
+	s.afloor = plan.ArrivalFloor
+	s.logs = plan.Logs
+	s.id = rs.Identity
+	s.names[rs.Identity.Origin] = rs.Identity.Name
+	for i := range rs.Entries {
+		b := rs.Entries[i]
+		txn := bytes.Clone(b.Txn)
+		s.arrivals = append(s.arrivals, txn)
+		s.log[logKey{b.Origin, b.Seq}] = txn
+		s.cursor.Advance(vector.Entry{Origin: b.Origin, Seq: b.Seq, Hash: b.Hash})
+		for _, r := range b.Records {
+			s.put(cloneRecord(r))
+		}
+	}
+	return nil
+}
+
+func (s *Store) reseedView() replica.ReseedView {
+	return replica.ReseedView{Identity: s.id, Cursors: s.cursor, Logs: s.logs, Copying: s.copying != nil,
+		ArrivalFloor: s.afloor, LastArrival: uint64(len(s.arrivals)), Entry: s.Entry, Get: s.Get}
+}

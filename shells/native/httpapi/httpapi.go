@@ -240,6 +240,11 @@ func fail(w http.ResponseWriter, err error) {
 		// The node's clock, not the request, is at fault, and it heals: 503, as a node
 		// that cannot take writes for now.
 		ae = &apiError{http.StatusServiceUnavailable, string(we.Code), we.Message}
+	case errors.As(err, &we) && we.Code == wire.CodeOriginRewound:
+		// The node's own log went back (a restored backup): it takes no write until an
+		// operator reseeds it. 503, as a node that cannot take writes: a client writes to
+		// another node.
+		ae = &apiError{http.StatusServiceUnavailable, string(we.Code), we.Message}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		ae = &apiError{http.StatusServiceUnavailable, "unavailable", err.Error()}
 	default:

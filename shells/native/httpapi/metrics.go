@@ -23,6 +23,7 @@ var (
 	descConnected  = prometheus.NewDesc("plait_peer_connected", "1 while the peer's connection streams with fresh liveness.", []string{"peer"}, nil)
 	descClock      = prometheus.NewDesc("plait_peer_clock_offset_seconds", "The peer's clock minus this node's, estimated from PING/PONG (only for peers that send their time: protocol version 3).", []string{"peer"}, nil)
 	descStorage    = prometheus.NewDesc("plait_storage_degraded", "1 while the node's storage is degraded (full, or a write or sync failed): local writes are refused and replication pauses until the store reopens.", nil, nil)
+	descRewound    = prometheus.NewDesc("plait_origin_rewound", "1 while this node's own origin is found rewound (restored from an older copy): local writes are refused with origin-rewound until plait reseed.", nil, nil)
 	descRefusing   = prometheus.NewDesc("plait_clock_refusing_writes", "1 while a majority of the measured peers see this node's clock beyond --max-clock-offset and local writes are refused.", nil, nil)
 	descReconnects = prometheus.NewDesc("plait_peer_reconnects_total", "Dials of the peer after the first, since start.", []string{"peer"}, nil)
 	// descCounters has a metric for each name of CountersDoc.List (a test keeps them equal).
@@ -45,6 +46,7 @@ var (
 		"copies_busy":         prometheus.NewDesc("plait_copies_busy_total", "Copy requests refused at --max-copies (copy-busy).", nil, nil),
 		"copies_refused":      prometheus.NewDesc("plait_copies_refused_total", "Base copies this node refused to take (its own origin ahead of its log).", nil, nil),
 		"bad_chunks":          prometheus.NewDesc("plait_bad_chunks_total", "Base copies stopped by a chunk that broke the copy's rules (bad-chunk).", nil, nil),
+		"origin_rewinds":      prometheus.NewDesc("plait_origin_rewinds_total", "Times this node found an origin rewound: its own, by a peer's position of it, or a peer's own, on the connection to it.", nil, nil),
 		// The two of connections ending in an error, one series per code (their sum is the
 		// document's counter).
 		"connections_refused": prometheus.NewDesc("plait_connections_refused_total", "Connections closed before their handshake completed, by code.", []string{"code"}, nil),
@@ -57,7 +59,7 @@ var (
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descApplied, descHead, descLag, descFloor, descLogBytes, descStuck, descConnected, descReconnects, descHeld,
-		descClock, descRefusing, descStorage, descCertExpiry, descReloads} {
+		descClock, descRefusing, descStorage, descRewound, descCertExpiry, descReloads} {
 		ch <- d
 	}
 	for _, d := range descCounters {
@@ -124,6 +126,11 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		degraded = 1
 	}
 	ch <- prometheus.MustNewConstMetric(descStorage, prometheus.GaugeValue, degraded)
+	rewound := 0.0
+	if st.Node.Rewound != nil {
+		rewound = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descRewound, prometheus.GaugeValue, rewound)
 	byCode := map[string][]replica.CodeCount{"connections_refused": st.RefusedByCode, "connection_errors": st.ErrorsByCode}
 	for _, c := range NewStatusDoc(st).Counters.List() {
 		if codes, labeled := byCode[c.Name]; labeled {

@@ -71,8 +71,35 @@ type NodeDoc struct {
 	Name          string        `json:"name"`
 	Origin        string        `json:"origin"` // the origin id in hex
 	Protocol      ProtocolRange `json:"protocol"`
-	Storage       StorageDoc    `json:"storage"` // whether the storage is degraded (docs/contract.md §8.1)
-	TLS           *TLSDoc       `json:"tls"`     // null when the node runs without TLS
+	// Rewound is the evidence that this node's own origin is rewound (docs/contract.md
+	// §21); null while none was seen.
+	Rewound *RewindDoc `json:"rewound"`
+	Storage StorageDoc `json:"storage"` // whether the storage is degraded (docs/contract.md §8.1)
+	TLS     *TLSDoc    `json:"tls"`     // null when the node runs without TLS
+}
+
+// RewindDoc is node.rewound (replica.RewindStatus): the peer whose position of this node's
+// origin showed it rewound, that position (its hash in hex, empty for a head, which
+// carries none), this node's own seq then, how it showed (subscribe, heads or copy) and
+// when (RFC 3339, UTC, milliseconds).
+type RewindDoc struct {
+	At     string `json:"at"`
+	Hash   string `json:"hash"`
+	How    string `json:"how"`
+	OwnSeq uint64 `json:"own_seq"`
+	Peer   string `json:"peer"`
+	Seq    uint64 `json:"seq"`
+}
+
+func rewindDoc(rw *replica.RewindStatus) *RewindDoc {
+	if rw == nil {
+		return nil
+	}
+	d := &RewindDoc{At: rw.At.UTC().Format("2006-01-02T15:04:05.000Z07:00"), How: rw.How, OwnSeq: rw.OwnSeq, Peer: rw.Peer, Seq: rw.Seq}
+	if rw.Hash != (wire.Hash{}) {
+		d.Hash = hex.EncodeToString(rw.Hash[:])
+	}
+	return d
 }
 
 // StorageDoc is node.storage (replica.StorageStatus): "ok", or "degraded" with the storage
@@ -130,8 +157,11 @@ type OriginDoc struct {
 	LogBytes      uint64  `json:"log_bytes"` // transaction-encoding bytes the log holds here
 	Name          string  `json:"name"`
 	Origin        string  `json:"origin"` // the origin id in hex
-	SourceChanges uint64  `json:"source_changes"`
-	SourcePeer    string  `json:"source_peer"` // empty for the local origin, or none
+	// Rewound: the origin's own node was found rewound on a connection to it since start
+	// (docs/contract.md §21); this node keeps and relays its entries.
+	Rewound       bool   `json:"rewound"`
+	SourceChanges uint64 `json:"source_changes"`
+	SourcePeer    string `json:"source_peer"` // empty for the local origin, or none
 	// Stuck is why the origin's next entry is held back (replica.StuckReason, e.g.
 	// "clock-ahead"); null when it is not. StuckUntil is when the hold ends (RFC 3339,
 	// UTC, to the millisecond); null with it.
@@ -205,6 +235,7 @@ type CountersDoc struct {
 	DuplicatesReceived uint64 `json:"duplicates_received"`
 	EntriesPurged      uint64 `json:"entries_purged"`
 	GapsDetected       uint64 `json:"gaps_detected"`
+	OriginRewinds      uint64 `json:"origin_rewinds"`
 	ProtocolErrors     uint64 `json:"protocol_errors"`
 	PurgedAnswers      uint64 `json:"purged_answers"`
 	ResendsRequested   uint64 `json:"resends_requested"`
@@ -229,6 +260,7 @@ func (c CountersDoc) List() []Counter {
 		{"copies_started", c.CopiesStarted}, {"copies_resumed", c.CopiesResumed}, {"copies_completed", c.CopiesCompleted},
 		{"copy_records", c.CopyRecords}, {"copy_bytes", c.CopyBytes}, {"copies_served", c.CopiesServed},
 		{"copies_busy", c.CopiesBusy}, {"copies_refused", c.CopiesRefused}, {"bad_chunks", c.BadChunks},
+		{"origin_rewinds", c.OriginRewinds},
 		{"connections_refused", c.ConnectionsRefused}, {"connection_errors", c.ConnectionErrors},
 		{"apply_failures", c.ApplyFailures}}
 }
@@ -239,7 +271,7 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 	d := StatusDoc{
 		Node: NodeDoc{Authenticated: st.Node.Authenticated, Name: st.Node.Name, Origin: hex.EncodeToString(st.Node.Origin[:]),
 			Protocol: ProtocolRange{Max: st.Node.ProtocolMax, Min: st.Node.ProtocolMin}, Clock: clockDoc(st.Node.Clock),
-			Storage: storageDoc(st.Node.Storage)},
+			Storage: storageDoc(st.Node.Storage), Rewound: rewindDoc(st.Node.Rewound)},
 		Origins: make([]OriginDoc, 0, len(st.Origins)),
 		Peers:   make([]PeerDoc, 0, len(st.Peers)),
 		Counters: CountersDoc{Divergences: st.Counters.Divergences, DuplicatesReceived: st.Counters.DuplicatesReceived,
@@ -250,7 +282,7 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 			CopiesStarted:     st.Counters.CopiesStarted, CopiesResumed: st.Counters.CopiesResumed,
 			CopiesCompleted: st.Counters.CopiesCompleted, CopyRecords: st.Counters.CopyRecords,
 			CopyBytes: st.Counters.CopyBytes, CopiesServed: st.Counters.CopiesServed, CopiesBusy: st.Counters.CopiesBusy,
-			CopiesRefused: st.Counters.CopiesRefused, BadChunks: st.Counters.BadChunks,
+			CopiesRefused: st.Counters.CopiesRefused, BadChunks: st.Counters.BadChunks, OriginRewinds: st.Counters.OriginRewinds,
 			ConnectionsRefused: st.Counters.ConnectionsRefused, ConnectionErrors: st.Counters.ConnectionErrors,
 			ApplyFailures: st.Counters.ApplyFailures},
 		Refusals: make([]RefusalDoc, 0, len(st.Refusals)),
@@ -263,7 +295,7 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 	for _, o := range st.Origins {
 		od := OriginDoc{AppliedSeq: o.AppliedSeq, Diverged: o.Diverged, FloorSeq: o.FloorSeq,
 			HeadSeq: o.HeadSeq, LagMs: o.LagMs, LagSeq: o.LagSeq, LogBytes: o.LogBytes, Name: o.Name,
-			Origin: hex.EncodeToString(o.Origin[:]), SourceChanges: o.SourceChanges, SourcePeer: o.SourcePeer}
+			Origin: hex.EncodeToString(o.Origin[:]), SourceChanges: o.SourceChanges, SourcePeer: o.SourcePeer, Rewound: o.Rewound}
 		if o.Stuck != "" {
 			why, until := string(o.Stuck), o.StuckUntil.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 			od.Stuck, od.StuckUntil = &why, &until

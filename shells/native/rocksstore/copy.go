@@ -7,6 +7,7 @@ import (
 	"github.com/linxGnu/grocksdb"
 
 	"plait/protocol/replica"
+	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
 
@@ -218,17 +219,7 @@ func (s *Store) EndCopy(e *replica.CopyEnd) error {
 			wb.Put(key(pName, l.Origin[:]), []byte(l.Name))
 		}
 	}
-	for o, l := range logs {
-		if l != s.logs[o] {
-			wb.Put(key(pFloor, o[:]), floorValue(l))
-		}
-	}
-	if plan.ArrivalFloor > s.afloor {
-		r := grocksdb.Range{Start: key(pArrival, u64(s.afloor+1)), Limit: key(pArrival, u64(plan.ArrivalFloor+1))}
-		wb.DeleteRange(r.Start, r.Limit)
-		ranges = append(ranges, r)
-		wb.Put([]byte{pAFloor}, u64(plan.ArrivalFloor))
-	}
+	ranges = append(ranges, s.putFloors(wb, logs, plan.ArrivalFloor)...)
 	emptied, err := s.deleteRecords(wb, e.Deletes, nil)
 	if err != nil {
 		return err
@@ -282,4 +273,85 @@ func (s *Store) DropTombstones(ts []replica.Record) error {
 		return fmt.Errorf("rocksstore: dropping tombstones: %w", err)
 	}
 	return nil
+}
+
+// Reseed checks rs with replica.CheckReseed, then writes it as one batch: the identity, the
+// range deletion of the old origin's entries above the cut, its cursor, every log's floor
+// record that changed, the arrival floor, and the new origin's name, entries, arrival
+// positions, cursor and rewritten records.
+func (s *Store) Reseed(rs *replica.Reseed) error {
+	if err := s.Failed(); err != nil {
+		return err // latched (latch.go)
+	}
+	cs, err := s.CopyState()
+	if err != nil {
+		return err
+	}
+	plan, err := replica.CheckReseed(rs, replica.ReseedView{Identity: s.id, Cursors: s.cursor, Logs: s.logs,
+		Copying: cs != nil, ArrivalFloor: s.afloor, LastArrival: s.arrivals, Entry: s.Entry, Get: s.Get})
+	if err != nil {
+		return err
+	}
+	wb := grocksdb.NewWriteBatch()
+	defer wb.Destroy()
+	var ranges []grocksdb.Range
+	wb.Put([]byte{pIdentity}, append(rs.Identity.Origin[:], rs.Identity.Name...))
+	wb.Put(key(pName, rs.Identity.Origin[:]), []byte(rs.Identity.Name))
+	if plan.To >= plan.From {
+		r := grocksdb.Range{Start: key(pLog, rs.Old[:], u64(plan.From)), Limit: key(pLog, rs.Old[:], u64(plan.To+1))}
+		wb.DeleteRange(r.Start, r.Limit)
+		ranges = append(ranges, r)
+	}
+	wb.Put(key(pCursor, rs.Old[:]), s.cursorValue(plan.OldCursor, 0))
+	ranges = append(ranges, s.putFloors(wb, plan.Logs, plan.ArrivalFloor)...)
+	pos, hlc := s.arrivals, s.hlc
+	var last vector.Entry
+	for i := range rs.Entries {
+		b := &rs.Entries[i]
+		pos++
+		wb.Put(key(pLog, b.Origin[:], u64(b.Seq)), b.Txn)
+		wb.Put(key(pArrival, u64(pos)), append(b.Origin[:], u64(b.Seq)...))
+		hlc = max(hlc, s.putRecords(wb, b.Records))
+		last = vector.Entry{Origin: b.Origin, Seq: b.Seq, Hash: b.Hash}
+	}
+	if len(rs.Entries) > 0 {
+		wb.Put(key(pCursor, last.Origin[:]), s.cursorValue(last, plan.Logs[last.Origin].Bytes))
+	}
+	if err := s.write("reseed", s.wo, wb); err != nil {
+		return fmt.Errorf("rocksstore: reseeding to origin %s: %w", rs.Identity.Origin, err)
+	}
+	var cursor vector.Vector
+	for _, e := range s.cursor.Entries() {
+		if e.Origin != rs.Old {
+			cursor.Advance(e)
+		}
+	}
+	cursor.Advance(plan.OldCursor)
+	if len(rs.Entries) > 0 {
+		cursor.Advance(last)
+	}
+	s.cursor, s.logs, s.afloor, s.arrivals, s.hlc, s.id = cursor, plan.Logs, plan.ArrivalFloor, pos, hlc, rs.Identity
+	s.compactMu.Lock()
+	s.toCompact = mergeRanges(append(s.toCompact, ranges...))
+	s.compactMu.Unlock()
+	return nil
+}
+
+// putFloors adds to wb the floor record (floor and below) of every log of logs whose floor
+// or below is not the store's, and, when afloor is above the arrival floor, the raise of the
+// arrival floor to it with the range deletion of the positions it passes, whose range it
+// returns for CompactLogs: what the end of a copy and a reseed both write.
+func (s *Store) putFloors(wb *grocksdb.WriteBatch, logs map[wire.OriginID]replica.Log, afloor uint64) []grocksdb.Range {
+	for o, l := range logs {
+		if l.Floor != s.logs[o].Floor || l.Below != s.logs[o].Below {
+			wb.Put(key(pFloor, o[:]), floorValue(l))
+		}
+	}
+	if afloor <= s.afloor {
+		return nil
+	}
+	r := grocksdb.Range{Start: key(pArrival, u64(s.afloor+1)), Limit: key(pArrival, u64(afloor+1))}
+	wb.DeleteRange(r.Start, r.Limit)
+	wb.Put([]byte{pAFloor}, u64(afloor))
+	return []grocksdb.Range{r}
 }

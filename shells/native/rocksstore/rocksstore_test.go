@@ -29,14 +29,27 @@ func TestStore(t *testing.T) {
 // TestStoreReopen closes the database without Sync and opens the directory again: every
 // Apply that returned is there (the write-ahead log), as after kill -9.
 func TestStoreReopen(t *testing.T) {
+	o, r := reopenable()
+	storetest.RunReopen(t, o, r)
+}
+
+// reopenable is the open and reopen of RunReopen and RunReseedReopen: a store in a new
+// directory, and the same directory opened again after a Close without Sync.
+func reopenable() (func(t *testing.T) replica.Store, func(t *testing.T, s replica.Store) replica.Store) {
 	var dir string
-	storetest.RunReopen(t, func(t *testing.T) replica.Store {
-		dir = t.TempDir()
-		return open(t, dir)
-	}, func(t *testing.T, s replica.Store) replica.Store {
-		s.(*rocksstore.Store).Close()
-		again := open(t, dir)
-		t.Cleanup(again.Close)
-		return again
-	})
+	return func(t *testing.T) replica.Store {
+			dir = t.TempDir()
+			return open(t, dir)
+		}, func(t *testing.T, s replica.Store) replica.Store {
+			s.(*rocksstore.Store).Close()
+			again := open(t, dir)
+			t.Cleanup(again.Close)
+			return again
+		}
+}
+
+// TestReseedReopen: a reseed is in the directory when it is opened again.
+func TestReseedReopen(t *testing.T) {
+	o, r := reopenable()
+	storetest.RunReseedReopen(t, o, r)
 }

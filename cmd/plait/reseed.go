@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"crypto/rand"
+	"fmt"
+	"io"
+
+	"plait/protocol/replica"
+	"plait/protocol/wire"
+)
+
+// reseed is `plait reseed --data DIR`: the way out of an origin rewind (docs/contract.md
+// §21). On a stopped node's data directory it plans and writes, in one atomic write, a new
+// origin id for the node (replica.ReseedStore): its old origin becomes a foreign one whose
+// entries stream back from the peers, and every entry of it the directory held is re-issued
+// under the new id. RocksDB's lock on the directory refuses a running node's.
+func reseed(args []string, stdout, stderr io.Writer) int {
+	s, code := openStopped("plait reseed", args, stderr)
+	if s == nil {
+		return code
+	}
+	defer s.Close()
+	old, _ := s.Identity() // read when the store opened: it does not fail
+	n, err := newOriginAbove(old.Origin)
+	if err != nil {
+		fmt.Fprintln(stderr, "plait reseed:", err)
+		return 1
+	}
+	rs, err := replica.ReseedStore(s, n)
+	if err == nil {
+		err = s.Sync()
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "plait reseed:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "node %s: origin %x is now %x; %d entries of the old origin re-issued under the new one, "+
+		"its log cut back to seq %d; start the node: its peers stream the old origin's entries back\n",
+		old.Name, old.Origin[:], n[:], len(rs.Entries), rs.Cut.Seq)
+	return 0
+}
+
+// newOriginAbove draws a random origin id above old: a re-issued entry's version then
+// supersedes the old origin's at the same HLC wherever a peer holds both (docs/design.md
+// §20).
+func newOriginAbove(old wire.OriginID) (wire.OriginID, error) {
+	for range 64 {
+		var n wire.OriginID
+		_, _ = rand.Read(n[:]) // crypto/rand.Read never fails (it crashes the program instead)
+		if bytes.Compare(n[:], old[:]) > 0 {
+			return n, nil
+		}
+	}
+	return wire.OriginID{}, fmt.Errorf("no random origin id above %x in 64 draws", old[:])
+}
