@@ -45,6 +45,7 @@ type Replica struct {
 	orderBuf   []wire.OriginID // pump's copy of a connection's streams
 	ret        retention       // bounded history (retention.go)
 	cp         copying         // base copies taken and served (copying.go)
+	ae         antiEntropy     // anti-entropy passes (antientropy.go)
 	fatal      error
 	storage    storageState // degraded storage (storage.go)
 }
@@ -85,6 +86,11 @@ func New(cfg Config, store Store) (*Replica, error) {
 	}
 	if cfg.RetainAge < 0 || cfg.RetainHold < 0 || cfg.PurgeStep < 0 || cfg.RetentionInterval < 0 {
 		return nil, errorf("retention: a negative age, hold, step or interval")
+	}
+	if cfg.AntiEntropyRange < 1 || cfg.AntiEntropyRange > wire.MaxRangeCount ||
+		cfg.AntiEntropyBytes < MinCopyChunk || cfg.AntiEntropyBytes > int(cfg.Limits.MaxFrameBody) {
+		return nil, errorf("anti-entropy: AntiEntropyRange is 1..%d records and AntiEntropyBytes %d..%d bytes (the frame body limit)",
+			wire.MaxRangeCount, MinCopyChunk, cfg.Limits.MaxFrameBody)
 	}
 	if cfg.MaxCopies < 0 || cfg.CopyRetry < 0 || cfg.CopyChunk < MinCopyChunk || cfg.CopyChunk > int(cfg.Limits.MaxFrameBody) {
 		return nil, errorf("copies: MaxCopies and CopyRetry may not be negative, and CopyChunk is %d..%d bytes (the frame body limit)",
@@ -243,6 +249,7 @@ func (r *Replica) NextDeadline() time.Time {
 		}
 	}
 	earlier(r.ret.nextAt)
+	earlier(r.aeDeadline())
 	if r.cp.retryAt.After(r.now) {
 		earlier(r.cp.retryAt)
 	}
@@ -316,6 +323,7 @@ func (r *Replica) settle() error {
 		}
 		r.advertise()
 		r.pump()
+		r.antiEntropy()
 		if r.fatal != nil {
 			return r.fatal
 		}

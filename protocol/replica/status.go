@@ -21,6 +21,9 @@ type Status struct {
 	Refusals      []Refusal
 	RefusedByCode []CodeCount
 	ErrorsByCode  []CodeCount
+	// AntiEntropyConflicts are the newest equal-version conflicts anti-entropy flagged,
+	// oldest first (at most MaxAntiEntropyConflicts).
+	AntiEntropyConflicts []AntiEntropyConflict
 }
 
 // NodeStatus is the node part of the status.
@@ -129,6 +132,15 @@ type Counters struct {
 	CopiesRefused   uint64 // copies this node refused to take (its own origin ahead of its log)
 	BadChunks       uint64 // copies stopped because a chunk broke the copy's rules (bad-chunk)
 
+	// Anti-entropy (antientropy.go, docs/design.md §19).
+	AntiEntropyRangesCompared  uint64 // ranges this node asked about and a peer answered
+	AntiEntropyRangesDiffering uint64 // of those, ranges whose digests differed
+	AntiEntropyRecordsRepaired uint64 // records written here from a peer's answer
+	AntiEntropyInFlight        uint64 // differing peer versions not applied here yet: left to the log
+	AntiEntropyBelowHorizon    uint64 // records this node lacks at or below its tombstone horizon: not written
+	AntiEntropyConflicts       uint64 // equal versions with different contents and no retained log entry
+	AntiEntropyPasses          uint64 // passes that reached the last record, over all peers
+
 	// Connections that ended in an error (refusals.go).
 	ConnectionsRefused uint64 // closed before their handshake completed, by this side or the peer
 	ConnectionErrors   uint64 // closed for an error after it
@@ -154,6 +166,7 @@ func (r *Replica) Status(now time.Time) Status {
 	s := Status{Node: NodeStatus{Name: r.id.Name, Origin: r.id.Origin, ProtocolMin: rng.Min, ProtocolMax: rng.Max,
 		Authenticated: len(r.cfg.Secret) > 0 || r.cfg.TLSAuthenticated, Clock: r.Clock(), Storage: r.storageStatus()}, Counters: r.counters}
 	s.Refusals, s.RefusedByCode, s.ErrorsByCode = r.Refusals()
+	s.AntiEntropyConflicts = r.AntiEntropyConflicts()
 	for _, o := range r.originOrder {
 		s.Origins = append(s.Origins, r.originStatus(r.origins[o]))
 	}
