@@ -36,6 +36,7 @@ type invariants struct {
 	copied   map[string]map[string]bool
 	recopied int
 	copies   int // copies completed
+	repaired int // records anti-entropy wrote
 	// V2Only makes receiving any duplicate a failure: set when no node speaks version 1.
 	v2Only bool
 
@@ -266,6 +267,21 @@ func (s *recordingStore) ApplyCopy(b *replica.CopyBatch) error {
 		s.onChunk(s.node, s.chunks)
 	}
 	return nil
+}
+
+// Repair checks that anti-entropy never replaces a version with an older one: each
+// repaired version is newer than the record's (last-writer-wins), or the same version
+// re-read from its log entry.
+func (s *recordingStore) Repair(recs []replica.Record) error {
+	for _, r := range recs {
+		old, ok, _ := s.Store.Get(r.Table, r.Key) // the in-memory store's reads never fail
+		if ok && (old.HLC > r.HLC || old.HLC == r.HLC && bytes.Compare(old.Origin[:], r.Origin[:]) > 0) {
+			s.inv.fail(s.now(), "%s: anti-entropy replaced %s/%q at version %d of %s with the older %d of %s",
+				s.node, r.Table, r.Key, old.HLC, old.Origin, r.HLC, r.Origin)
+		}
+	}
+	s.inv.repaired += len(recs)
+	return s.Store.Repair(recs)
 }
 
 // EndCopy records the logs a copy raised: their next entry follows the copied position.

@@ -59,6 +59,10 @@ type Options struct {
 	// CopyChunk is the size every node's base copies aim their chunks at (0: the replica's
 	// default, bounded by the frame limit).
 	CopyChunk int
+	// AntiEntropyInterval and AntiEntropyRange are every node's anti-entropy pace and
+	// range (0: the replica's defaults; a negative interval: no passes).
+	AntiEntropyInterval time.Duration
+	AntiEntropyRange    int
 }
 
 // Cluster is the simulated world.
@@ -204,7 +208,8 @@ func (c *Cluster) AddNodeBuild(name string, maxVersion uint64, newSession func(p
 func (c *Cluster) start(n *Node) error {
 	cfg := replica.Config{MaxVersion: n.MaxVersion, Secret: []byte("simulated cluster secret"),
 		Limits: c.opts.Limits, NewSession: c.newSession(n), HoldUnsynced: c.opts.SyncDelay > 0,
-		Mutations: c.opts.Mutations, CopyChunk: c.opts.CopyChunk, CopyRetry: 300 * time.Millisecond}
+		Mutations: c.opts.Mutations, CopyChunk: c.opts.CopyChunk, CopyRetry: 300 * time.Millisecond,
+		AntiEntropyInterval: c.opts.AntiEntropyInterval, AntiEntropyRange: c.opts.AntiEntropyRange}
 	if c.opts.Retaining == nil || c.opts.Retaining[n.Name] {
 		cfg.RetainAge, cfg.RetainBytes, cfg.RetainHold = c.opts.RetainAge, c.opts.RetainBytes, c.opts.RetainHold
 	}

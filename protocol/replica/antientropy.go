@@ -386,13 +386,14 @@ func (r *Replica) loggedVersion(o wire.OriginID, hlc wire.HLC, table, key []byte
 	return Record{}, false, true
 }
 
+// conflict flags an equal-version conflict, once while it is in the list.
 func (r *Replica) conflict(peer string, p *wire.RangeRecord) {
-	r.counters.AntiEntropyConflicts++
 	for _, f := range r.ae.conflicts {
 		if f.Origin == p.Origin && f.HLC == p.HLC && bytes.Equal(f.Table, p.Table) && bytes.Equal(f.Key, p.Key) {
 			return // flagged already
 		}
 	}
+	r.counters.AntiEntropyConflicts++
 	if len(r.ae.conflicts) == MaxAntiEntropyConflicts {
 		r.ae.conflicts = append(r.ae.conflicts[:0], r.ae.conflicts[1:]...)
 	}

@@ -138,7 +138,7 @@ type Counters struct {
 	AntiEntropyRecordsRepaired uint64 // records written here from a peer's answer
 	AntiEntropyInFlight        uint64 // differing peer versions not applied here yet: left to the log
 	AntiEntropyBelowHorizon    uint64 // records this node lacks at or below its tombstone horizon: not written
-	AntiEntropyConflicts       uint64 // equal versions with different contents and no retained log entry
+	AntiEntropyConflicts       uint64 // equal versions with different contents and no retained log entry, flagged (each once while listed)
 	AntiEntropyPasses          uint64 // passes that reached the last record, over all peers
 
 	// Connections that ended in an error (refusals.go).
