@@ -94,6 +94,7 @@ func Run(t *testing.T, open func(t *testing.T) replica.Store) {
 	t.Run("ApplyCopy", func(t *testing.T) { testApplyCopy(t, open(t)) })
 	t.Run("EndCopy", func(t *testing.T) { testEndCopy(t, open(t)) })
 	t.Run("DropTombstones", func(t *testing.T) { testDropTombstones(t, open(t)) })
+	t.Run("Repair", func(t *testing.T) { testRepair(t, open(t)) })
 }
 
 // RunReopen checks that a store keeps everything Apply wrote across a reopen: what a
