@@ -151,13 +151,7 @@ type RangeRecord struct {
 	Origin  OriginID
 }
 
-// rangeError is a RANGERECORDS body that breaks its rules: bad-range.
-type rangeError struct{ msg string }
-
-func (e *rangeError) Error() string { return e.msg }
-func (e *rangeError) Code() Code    { return CodeBadRange }
-
-func badRange(msg string) error { return &rangeError{msg} }
+func badRange(msg string) error { return &codedError{CodeBadRange, msg} }
 
 // AppendRangeRecord appends one record's encoding (as RANGERECORDS and RangeHash have it).
 func AppendRangeRecord(dst []byte, r *RangeRecord) []byte {

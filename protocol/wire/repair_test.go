@@ -54,6 +54,10 @@ func TestRangeRecordsTruncated(t *testing.T) {
 		if _, err := wire.ParseRangeRecords(body[:n]); err == nil || rangeCode(err) != wire.CodeBadRange {
 			t.Errorf("a body cut to %d bytes: %v, want bad-range", n, err)
 		}
+		// Decoded as a frame (tools, the ABI's DECODE), the code is the same.
+		if _, werr := wire.DecodeBody(wire.Frame{Header: wire.Header{Type: wire.TypeRangeRecords, Length: uint32(n)}, Body: body[:n]}); werr == nil || werr.Code != wire.CodeBadRange {
+			t.Errorf("a body cut to %d bytes, decoded as a frame: %v, want bad-range", n, werr)
+		}
 	}
 	for i := range body {
 		for _, b := range []byte{0x00, 0x7f, 0x80, 0xff} {
