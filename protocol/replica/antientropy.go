@@ -2,6 +2,7 @@ package replica
 
 import (
 	"bytes"
+	"errors"
 	"time"
 
 	"plait/protocol/wire"
@@ -91,6 +92,7 @@ func (r *Replica) aeIdle() bool {
 
 // antiEntropy asks the next range of every connection that is due.
 func (r *Replica) antiEntropy() {
+	r.answerPending()
 	if r.aeIdle() {
 		return
 	}
@@ -207,8 +209,51 @@ func (r *Replica) rangeRecords(after, through wire.RangePoint, limit int) ([]Rec
 // digest asked, else its records in the range, as many as AntiEntropyBytes and one more
 // than the asker holds allow (the answer then ends at the last one sent). A node answers
 // whether or not it runs passes of its own; with its storage degraded it answers with no
-// record, which the asker cannot take anything from.
+// record, which the asker cannot take anything from. An answer the send buffer cannot
+// take yet is made again at the next settle (answerPending).
 func (r *Replica) onRangeAsked(c *conn, d *wire.RangeDigest) {
+	c.aeAsk = nil
+	body := r.rangeAnswer(d)
+	err := c.sess.V3().AnswerRange(body)
+	for budget := r.cfg.AntiEntropyBytes; isCode(err, wire.CodeFrameTooLarge) && budget > MinCopyChunk; {
+		budget /= 2 // the peer's frame limit is below this node's budget
+		body = r.rangeAnswerWithin(d, budget)
+		err = c.sess.V3().AnswerRange(body)
+	}
+	switch {
+	case isCode(err, wire.CodeSendBufferFull):
+		c.aeAsk = d
+	case isCode(err, wire.CodeFrameTooLarge):
+		// One record is larger than the peer takes: the answer holds none (the asker takes
+		// nothing from it, and goes on after the range).
+		empty, _ := wire.AppendRangeRecords(nil, false, d.Through(), nil)
+		r.checkConn(c, c.sess.V3().AnswerRange(empty))
+	default:
+		r.checkConn(c, err)
+	}
+}
+
+// answerPending makes again the answers a full send buffer refused.
+func (r *Replica) answerPending() {
+	for _, id := range r.connOrder {
+		if c := r.conns[id]; c.aeAsk != nil && c.sess.SendBudget() > 0 {
+			r.onRangeAsked(c, c.aeAsk)
+		}
+	}
+}
+
+func isCode(err error, code wire.Code) bool {
+	var we *wire.Error
+	return errors.As(err, &we) && we.Code == code
+}
+
+func (r *Replica) rangeAnswer(d *wire.RangeDigest) []byte {
+	return r.rangeAnswerWithin(d, r.cfg.AntiEntropyBytes)
+}
+
+// rangeAnswerWithin is the RANGERECORDS body answering d with at most budget bytes of
+// records (always one, when this node holds any in the range).
+func (r *Replica) rangeAnswerWithin(d *wire.RangeDigest, budget int) []byte {
 	after, through := d.After(), d.Through()
 	var recs []Record
 	if r.storage.err == nil {
@@ -223,46 +268,42 @@ func (r *Replica) onRangeAsked(c *conn, d *wire.RangeDigest) {
 			h.Add(rangeRecord(&recs[i]))
 		}
 		if h.Sum() == d.Digest {
-			body, err := wire.AppendRangeRecords(nil, true, through, nil)
-			if r.check(err) {
-				r.checkConn(c, c.sess.V3().AnswerRange(body))
-			}
-			return
+			body, _ := wire.AppendRangeRecords(nil, true, through, nil) // the ask's through passed its checks
+			return body
 		}
 	}
 	more := uint64(len(recs)) > d.Count // the peer may hold even more: the answer ends early
-	budget := r.cfg.AntiEntropyBytes
-	for {
-		out := make([]wire.RangeRecord, 0, len(recs))
-		end := through
-		size := wire.RangeHeaderSize(through, len(recs))
-		for i := range recs {
-			rr := rangeRecord(&recs[i])
-			if len(out) > 0 && size+wire.RangeRecordSize(rr) > budget {
-				more = true
-				break
-			}
-			size += wire.RangeRecordSize(rr)
-			out = append(out, *rr)
-		}
-		if more && len(out) > 0 {
-			last := out[len(out)-1]
-			end = wire.RangePoint{Table: last.Table, Key: last.Key}
-		}
-		body, err := wire.AppendRangeRecords(nil, false, end, out)
-		if !r.check(err) {
-			return
-		}
-		err = c.sess.V3().AnswerRange(body)
-		if we, ok := err.(*wire.Error); ok && we.Code == wire.CodeFrameTooLarge && len(out) > 1 {
-			budget /= 2 // the peer's frame limit is below this node's budget
-			recs = recs[:len(out)-1]
+	out := make([]wire.RangeRecord, 0, len(recs))
+	size := wire.RangeHeaderSize(through, len(recs))
+	for i := range recs {
+		rr := rangeRecord(&recs[i])
+		if len(out) > 0 && size+wire.RangeRecordSize(rr) > budget {
 			more = true
-			continue
+			break
 		}
-		r.checkConn(c, err)
-		return
+		size += wire.RangeRecordSize(rr)
+		out = append(out, *rr)
 	}
+	end := through
+	if more && len(out) > 0 {
+		// The answer ends at its last record, whose key must fit a range's end: records
+		// of longer keys (write limits raised past MaxCopyKey) wait for a later range.
+		for len(out) > 1 && len(out[len(out)-1].Key) > wire.MaxCopyKey {
+			out = out[:len(out)-1]
+		}
+		if last := out[len(out)-1]; len(last.Key) <= wire.MaxCopyKey {
+			end = wire.RangePoint{Table: last.Table, Key: last.Key}
+		} else {
+			out = out[:0]
+		}
+	}
+	body, err := wire.AppendRangeRecords(nil, false, end, out)
+	if err != nil {
+		// Only a record this node should never hold (a bad table name, an empty key)
+		// fails the encoding: answer with none rather than stop.
+		body, _ = wire.AppendRangeRecords(nil, false, through, nil)
+	}
+	return body
 }
 
 // onRangeAnswered takes in the peer's answer to this node's ask and repairs what it shows.
