@@ -104,9 +104,9 @@ type Store interface {
 	// it is. One atomic write.
 	DropTombstones(ts []Record) error
 
-	// Repair writes record versions as they are, around the log (anti-entropy, docs/
-	// design.md §19): no log entry, no cursor; one atomic write. RecordHLC rises to the
-	// highest HLC of recs. When it returns the write survives a crash of the process.
+	// Repair writes record versions as they are, around the log (anti-entropy,
+	// docs/design.md §19): no log entry, no cursor; one atomic write. RecordHLC rises to
+	// the highest HLC of recs. When it returns the write survives a crash of the process.
 	Repair(recs []Record) error
 
 	// Snapshot opens a consistent read-only view of the records as they are now, for a
