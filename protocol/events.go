@@ -71,6 +71,13 @@ const (
 	// EventCopyAborted: a copy stopped early because of Err: the one this side serves when
 	// Outgoing, the one it receives otherwise; ByPeer when the peer stopped it.
 	EventCopyAborted EventKind = 21
+	// EventRangeAsked: the peer asks whether this side's records in a range have the
+	// digest in RangeDigest (version 3, anti-entropy). Answer with V3().AnswerRange.
+	EventRangeAsked EventKind = 22
+	// EventRangeAnswered: the peer answered this side's AskRange: Range is a checked
+	// RANGERECORDS, a view into the received message valid until the next call into the
+	// session.
+	EventRangeAnswered EventKind = 23
 )
 
 var eventNames = [...]string{
@@ -95,6 +102,8 @@ var eventNames = [...]string{
 	EventChunk:         "chunk",
 	EventCopyEnd:       "copy-end",
 	EventCopyAborted:   "copy-aborted",
+	EventRangeAsked:    "range-asked",
+	EventRangeAnswered: "range-answered",
 }
 
 func (k EventKind) String() string {
@@ -131,6 +140,8 @@ func (k EventKind) String() string {
 //	chunk           -                                Chunk (version 3)
 //	copy-end        -                                Count (version 3)
 //	copy-aborted    -                                Err, ByPeer, Outgoing (version 3)
+//	range-asked     -                                RangeDigest (version 3)
+//	range-answered  -                                Range (version 3)
 type Event struct {
 	Kind EventKind
 	// Position is a position in the version-1 sender's arrival order: the one the peer
@@ -169,6 +180,9 @@ type Event struct {
 	Copy      *wire.Copy
 	CopyBegin *wire.CopyBegin
 	Chunk     *wire.ChunkView
+	// RangeDigest is the peer's anti-entropy ask; Range the peer's answer to this side's.
+	RangeDigest *wire.RangeDigest
+	Range       *wire.RangeView
 	// Handshake is the handshake's outcome.
 	Handshake *HandshakeInfo
 	// Err is why what the event reports closed: the session (closed), a version-2 channel
@@ -218,4 +232,7 @@ type Stats struct {
 	ResendsReceived  uint64 // RESEND frames served
 	Discarded        uint64 // entries dropped while a resend was outstanding
 	Stale            uint64 // DATA on a channel this side had closed
+	// Version 3: the bytes of anti-entropy frames (RANGEDIGEST, RANGERECORDS), headers
+	// included.
+	RangeBytesIn, RangeBytesOut uint64
 }

@@ -719,12 +719,13 @@ func TestMalformedInput(t *testing.T) {
 // table gives (M9 is TestMalformedM9IgnorableFrame).
 func TestMalformedTableCoversSpec(t *testing.T) {
 	table := spec(t).malformed
-	if len(table) != 25 {
-		t.Fatalf("SPEC.md lists %d malformed-input classes, want M1..M25", len(table))
+	if len(table) != 26 {
+		t.Fatalf("SPEC.md lists %d malformed-input classes, want M1..M26", len(table))
 	}
 	// M9 is TestMalformedM9IgnorableFrame; M25, which closes a copy and not the session,
 	// TestMalformedM25CopyChunks.
-	have := map[string]bool{"M9": true, "M25": true}
+	// M26, whose cases need an ask outstanding, TestMalformedM26AntiEntropy.
+	have := map[string]bool{"M9": true, "M25": true, "M26": true}
 	for _, c := range inputCases() {
 		if c.class == "" {
 			continue
@@ -1647,6 +1648,8 @@ var codesElsewhere = map[wire.Code]string{
 	// The copy's codes close a copy, not the session.
 	wire.CodeBadChunk: "protocol/copy_test.go TestMalformedM25CopyChunks, TestCopyBadChunk",
 	wire.CodeCopyBusy: "protocol/copy_test.go TestCopyAbort (a sender's answer)",
+	// bad-range closes the session; its cases need an ask outstanding first.
+	wire.CodeBadRange: "protocol/repair_test.go TestMalformedM26AntiEntropy",
 	// clock-offset refuses a local write, which is the replica's, not a session's.
 	wire.CodeClockOffset: "protocol/replica/clock_test.go TestClockRefusesWrites",
 	// The storage codes refuse a local write on a degraded node: the replica's, not a session's.

@@ -68,6 +68,9 @@ func (s *Session) frame(now time.Time, f wire.Frame) {
 	case wire.TypeChunk:
 		s.onChunk(f)
 		return
+	case wire.TypeRangeRecords:
+		s.onRangeRecords(f)
+		return
 	}
 	if !wire.Known(f.Type) {
 		if f.Type.Ignorable() {

@@ -150,6 +150,10 @@ func New(cfg Config) (*Session, error) {
 	if len(cfg.ChannelBinding) > 0 {
 		cfg.Capabilities = handshake.WithCap(cfg.Capabilities, handshake.CapTLSExporter)
 	}
+	if cfg.MaxVersion == 0 || cfg.MaxVersion >= 3 {
+		// This build answers RANGEDIGEST on every version-3 connection (repair.go).
+		cfg.Capabilities = handshake.WithCap(cfg.Capabilities, wire.CapAntiEntropy)
+	}
 	s := &Session{
 		cfg:         cfg,
 		limits:      limits,

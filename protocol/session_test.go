@@ -27,6 +27,10 @@ func TestHandshakeEstablishes(t *testing.T) {
 		lc.Capabilities = []string{"w", "y", "z"}
 		dc.ExpectedPeer, lc.ExpectedPeer = "b", "a"
 		p := established(t, dc, lc)
+		wantCaps := []string{"y", "z"}
+		if version >= 3 {
+			wantCaps = []string{wire.CapAntiEntropy, "y", "z"} // offered by every version-3 build
+		}
 		for _, c := range []struct {
 			side             *prototest.Side
 			peer             string
@@ -39,7 +43,7 @@ func TestHandshakeEstablishes(t *testing.T) {
 			}
 			h := ev.Handshake
 			if h.Version != version || h.PeerMin != c.peerMin || h.PeerMax != c.peerMax || h.PeerName != c.peer ||
-				h.PeerOrigin != c.peerOrigin || !h.Authenticated || !slices.Equal(h.Caps, []string{"y", "z"}) {
+				h.PeerOrigin != c.peerOrigin || !h.Authenticated || !slices.Equal(h.Caps, wantCaps) {
 				t.Fatalf("version %d: handshake %+v", version, h)
 			}
 			s := c.side.S

@@ -67,6 +67,8 @@ type v2State struct {
 	peerFloors map[wire.OriginID]uint64 // version 3: floors the peer advertised
 	copyIn     *copyIn                  // version 3: the copy this side receives (copy.go)
 	copyOut    *copyOut                 // version 3: the copy this side serves
+	rangeOut   *rangeAsk                // version 3: the range this side asked, not yet answered (repair.go)
+	rangeIn    *rangeAsk                // version 3: the range the peer asked, not yet answered
 
 	cursors []uint32 // channels whose acknowledged position moved since the last Ready
 	grants  []uint32 // channels that released credit since the last Ready
@@ -283,6 +285,8 @@ func (s *Session) onV2Control(f wire.Frame, body wire.Body) {
 		s.onPurged(f, b)
 	case *wire.Copy:
 		s.onCopy(f, b)
+	case *wire.RangeDigest:
+		s.onRangeDigest(f, b)
 	case *wire.CopyBegin:
 		s.onCopyBegin(f, b)
 	case *wire.CopyEnd:

@@ -47,6 +47,18 @@ type V3Commands interface {
 	CopyCredit() int
 	// EndCopy tells the peer that the snapshot was copied whole, and closes the copy.
 	EndCopy() error
+
+	// AskRange sends an anti-entropy ask (RANGEDIGEST): this side's digest of its records
+	// in a range (SPEC.md, "Anti-entropy"). Only on a connection that negotiated
+	// wire.CapAntiEntropy, and one at a time: the answer arrives as EventRangeAnswered.
+	AskRange(d *wire.RangeDigest) error
+	// RangeAsked reports whether this side asked a range that is not answered yet.
+	RangeAsked() bool
+	// AnswerRange answers the peer's ask (EventRangeAsked) with a RANGERECORDS body
+	// (wire.AppendRangeRecords) that fits it. It is refused with frame-too-large beyond
+	// the peer's frame limit and send-buffer-full beyond the send buffer; nothing is
+	// queued then.
+	AnswerRange(body []byte) error
 }
 
 // V3 returns the version-3 commands of the session.

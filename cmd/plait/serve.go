@@ -92,6 +92,8 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	maxCopies := fs.Int("max-copies", replica.DefaultMaxCopies, "base copies this node serves at once; one more is answered copy-busy (0: none)")
 	maxClock := fs.Duration("max-clock-offset", replica.DefaultMaxClockOffset, "entries stamped more than this ahead of this node's clock are held until it catches up, and local writes are refused while most measured peers see this node's clock more than this off (0: no bound)")
 	applyRetries := fs.Int("apply-retries", replica.DefaultApplyRetries, "a received entry that fails to apply this many times in a row for a reason of its own (a damaged record) shows its origin stuck apply-failed; it is retried, never passed (at least 1)")
+	aeEvery := fs.Duration("antientropy-interval", replica.DefaultAntiEntropy, "how often this node asks each peer to compare its next key range of records (anti-entropy; 0: no passes of its own, it still answers)")
+	aeRange := fs.Int("antientropy-range", replica.DefaultAntiEntropyRange, "the records of one anti-entropy range")
 	copyChunk := fs.Int("copy-chunk", replica.DefaultCopyChunk, "the size of a base copy's chunks, in bytes")
 	tlsCert := fs.String("tls-cert", "", "this node's certificate (plait cert node) for wss:// between peers; with --tls-key and --tls-ca")
 	tlsKey := fs.String("tls-key", "", "the key of --tls-cert")
@@ -133,6 +135,16 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	}
 	if *maxCopies < 0 {
 		return nil, fmt.Errorf("--max-copies: %d is negative", *maxCopies)
+	}
+	if *aeEvery < 0 {
+		return nil, fmt.Errorf("--antientropy-interval: %v is negative", *aeEvery)
+	}
+	if *aeRange < 1 || *aeRange > wire.MaxRangeCount {
+		return nil, fmt.Errorf("--antientropy-range: %d is outside 1..%d", *aeRange, wire.MaxRangeCount)
+	}
+	aeInterval := *aeEvery
+	if aeInterval == 0 {
+		aeInterval = -1 // the replica's "no passes"
 	}
 	if *copyChunk < replica.MinCopyChunk || *copyChunk > wire.MaxFrameBody {
 		return nil, fmt.Errorf("--copy-chunk: %d is outside %d..%d", *copyChunk, replica.MinCopyChunk, wire.MaxFrameBody)
@@ -211,7 +223,7 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 		MoveDelay: *moveDelay, StallTimeout: *stall, Limits: limits,
 		RetainAge: *retainAge, RetainBytes: *retainBytes, RetainHold: *retainHold, StorageReserve: *storageReserve,
 		MaxCopies: copies, CopyChunk: *copyChunk, MaxQueued: *sendQueue, MaxClockOffset: clockBound,
-		ApplyRetries: *applyRetries}}
+		ApplyRetries: *applyRetries, AntiEntropyInterval: aeInterval, AntiEntropyRange: *aeRange}}
 	if (*httpCert == "") != (*httpKey == "") {
 		return nil, errors.New("--http-tls-cert, --http-tls-key: give both or neither")
 	}

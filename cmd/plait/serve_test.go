@@ -50,6 +50,9 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--retain-bytes", "-1"}, "-retain-bytes"},
 		{[]string{"--retain-bytes", "1KiB"}, "-retain-bytes"},
 		{[]string{"--max-copies", "-1"}, "--max-copies"},
+		{[]string{"--antientropy-interval", "-1s"}, "--antientropy-interval"},
+		{[]string{"--antientropy-range", "0"}, "--antientropy-range"},
+		{[]string{"--antientropy-range", "4097"}, "--antientropy-range"},
 		{[]string{"--copy-chunk", "1023"}, "--copy-chunk"},
 		{[]string{"--copy-chunk", "16777217"}, "--copy-chunk"},
 		{[]string{"--channel-window", "100"}, "--channel-window"},
@@ -99,6 +102,19 @@ func TestServeDefaults(t *testing.T) {
 		cfg, err := parseServe(c.args, &bytes.Buffer{})
 		if err != nil || cfg.node.MaxCopies != c.copies || cfg.node.CopyChunk != c.size {
 			t.Errorf("%v: %v, %d copies, chunks of %d", c.args, err, cfg.node.MaxCopies, cfg.node.CopyChunk)
+		}
+	}
+	// Anti-entropy: the default pace and range, off (0), and the range's bounds.
+	for _, c := range []struct {
+		args     []string
+		interval time.Duration
+		size     int
+	}{{nil, time.Second, 256}, {[]string{"--antientropy-interval", "0"}, -1, 256},
+		{[]string{"--antientropy-interval", "250ms", "--antientropy-range", "1"}, 250 * time.Millisecond, 1},
+		{[]string{"--antientropy-range", "4096"}, time.Second, 4096}} {
+		cfg, err := parseServe(c.args, &bytes.Buffer{})
+		if err != nil || cfg.node.AntiEntropyInterval != c.interval || cfg.node.AntiEntropyRange != c.size {
+			t.Errorf("%v: %v, interval %v, range %d", c.args, err, cfg.node.AntiEntropyInterval, cfg.node.AntiEntropyRange)
 		}
 	}
 	// The smallest retention a node takes: one nanosecond, one byte.

@@ -16,7 +16,7 @@ import (
 // replicating between them; once the space is back it recovers (a new replica on its
 // store) and the cluster converges with every entry applied once.
 func TestDiskFullDegradesAndRecovers(t *testing.T) {
-	c := newV2Cluster(t, 5, []string{"A", "B", "C"}, [2]string{"A", "B"}, [2]string{"B", "C"}, [2]string{"C", "A"})
+	c := newV2Cluster(t, Options{Seed: 5}, []string{"A", "B", "C"}, [2]string{"A", "B"}, [2]string{"B", "C"}, [2]string{"C", "A"})
 	write := func(i int) {
 		for _, n := range []string{"A", "C"} {
 			if _, err := c.Write(n, put(fmt.Sprint(n, i), n)); err != nil {

@@ -36,6 +36,7 @@ type invariants struct {
 	copied   map[string]map[string]bool
 	recopied int
 	copies   int // copies completed
+	repaired int // records anti-entropy wrote
 	// V2Only makes receiving any duplicate a failure: set when no node speaks version 1.
 	v2Only bool
 
@@ -193,7 +194,8 @@ type recordingStore struct {
 	full bool
 }
 
-// Damage makes a record of the node's store unreadable (ErrRecordDamaged) until Repair.
+// Damage makes a record of the node's store unreadable (a replica.DamagedRecordError from
+// Get and Scan) until it is written again (Apply, Repair) or Repair is called.
 func (n *Node) Damage(table, key string) {
 	if n.Store.damaged == nil {
 		n.Store.damaged = map[string]bool{}
@@ -204,12 +206,41 @@ func (n *Node) Damage(table, key string) {
 // Repair makes a damaged record readable again.
 func (n *Node) Repair(table, key string) { delete(n.Store.damaged, table+"/"+key) }
 
+func (s *recordingStore) damagedErr(table, key []byte) error {
+	if !s.damaged[string(table)+"/"+string(key)] {
+		return nil
+	}
+	return &replica.DamagedRecordError{Table: bytes.Clone(table), Key: bytes.Clone(key), Err: fmt.Errorf("sim: %s's record is damaged", s.node)}
+}
+
 // Get reads a record, or refuses a damaged one.
 func (s *recordingStore) Get(table, key []byte) (replica.Record, bool, error) {
-	if s.damaged[string(table)+"/"+string(key)] {
-		return replica.Record{}, false, fmt.Errorf("sim: %s's record %s/%s: %w", s.node, table, key, replica.ErrRecordDamaged)
+	if err := s.damagedErr(table, key); err != nil {
+		return replica.Record{}, false, err
 	}
 	return s.Store.Get(table, key)
+}
+
+// Scan stops at a damaged record with its error, as the RocksDB store's does.
+func (s *recordingStore) Scan(table, after []byte, fn func(replica.Record) bool) error {
+	var err error
+	serr := s.Store.Scan(table, after, func(r replica.Record) bool {
+		if err = s.damagedErr(r.Table, r.Key); err != nil {
+			return false
+		}
+		return fn(r)
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+// healed forgets the damage of records written again.
+func (s *recordingStore) healed(recs []replica.Record) {
+	for _, r := range recs {
+		delete(s.damaged, string(r.Table)+"/"+string(r.Key))
+	}
 }
 
 func newRecordingStore(s *memstore.Store, inv *invariants, node string, now func() time.Time) *recordingStore {
@@ -244,6 +275,7 @@ func (s *recordingStore) Apply(b *replica.Batch) (uint64, error) {
 	}
 	pos, err := s.Store.Apply(b)
 	if err == nil {
+		s.healed(b.Records)
 		s.last[b.Origin] = b.Seq
 		// The cursor never ahead of the data: it names an entry the log holds.
 		vec, verr := s.Store.Vector()
@@ -291,6 +323,25 @@ func (s *recordingStore) ApplyCopy(b *replica.CopyBatch) error {
 		s.onChunk(s.node, s.chunks)
 	}
 	return nil
+}
+
+// Repair checks that anti-entropy never replaces a version with an older one: each
+// repaired version is newer than the record's (last-writer-wins), or the same version
+// re-read from its log entry.
+func (s *recordingStore) Repair(recs []replica.Record) error {
+	defer s.healed(recs)
+	for _, r := range recs {
+		old, ok, _ := s.Store.Get(r.Table, r.Key) // the in-memory store's reads never fail
+		if s.damagedErr(r.Table, r.Key) != nil {
+			continue // its version is lost: any the peers hold may take its place
+		}
+		if ok && (old.HLC > r.HLC || old.HLC == r.HLC && bytes.Compare(old.Origin[:], r.Origin[:]) > 0) {
+			s.inv.fail(s.now(), "%s: anti-entropy replaced %s/%q at version %d of %s with the older %d of %s",
+				s.node, r.Table, r.Key, old.HLC, old.Origin, r.HLC, r.Origin)
+		}
+	}
+	s.inv.repaired += len(recs)
+	return s.Store.Repair(recs)
 }
 
 // EndCopy records the logs a copy raised: their next entry follows the copied position.

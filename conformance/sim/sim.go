@@ -59,6 +59,10 @@ type Options struct {
 	// CopyChunk is the size every node's base copies aim their chunks at (0: the replica's
 	// default, bounded by the frame limit).
 	CopyChunk int
+	// AntiEntropyInterval and AntiEntropyRange are every node's anti-entropy pace and
+	// range (0: the replica's defaults; a negative interval: no passes).
+	AntiEntropyInterval time.Duration
+	AntiEntropyRange    int
 }
 
 // Cluster is the simulated world.
@@ -207,7 +211,8 @@ func (c *Cluster) AddNodeBuild(name string, maxVersion uint64, newSession func(p
 func (c *Cluster) start(n *Node) error {
 	cfg := replica.Config{MaxVersion: n.MaxVersion, Secret: []byte("simulated cluster secret"),
 		Limits: c.opts.Limits, NewSession: c.newSession(n), HoldUnsynced: c.opts.SyncDelay > 0,
-		Mutations: c.opts.Mutations, CopyChunk: c.opts.CopyChunk, CopyRetry: 300 * time.Millisecond}
+		Mutations: c.opts.Mutations, CopyChunk: c.opts.CopyChunk, CopyRetry: 300 * time.Millisecond,
+		AntiEntropyInterval: c.opts.AntiEntropyInterval, AntiEntropyRange: c.opts.AntiEntropyRange}
 	if c.opts.Retaining == nil || c.opts.Retaining[n.Name] {
 		cfg.RetainAge, cfg.RetainBytes, cfg.RetainHold = c.opts.RetainAge, c.opts.RetainBytes, c.opts.RetainHold
 	}
@@ -605,7 +610,10 @@ func (c *Cluster) arm(e *end) {
 // deliver hands the next message to e's node, unless its reads are paused.
 func (c *Cluster) deliver(e *end) {
 	e.armed = false
-	if e.closed || e.node.Rep == nil || len(e.queue) == 0 {
+	if e.closed || e.node.Rep == nil || len(e.queue) == 0 || e.node.ends[e.id] != e {
+		// The last test: an end its node no longer has (a crash after the peer closed the
+		// connection, which the crash then did not see on the link): what was in flight to
+		// it is lost with the process, never delivered to the restarted replica.
 		return
 	}
 	if e.node.Rep.ReadPaused(e.id) {

@@ -12,12 +12,12 @@ func put(k, v string) []wire.Op {
 	return []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte(k), Value: []byte(v)}}
 }
 
-// newV2Cluster is a cluster of seed with the named nodes at the newest protocol version,
+// newV2Cluster is a cluster of opts with the named nodes at the newest protocol version,
 // promising that nothing is received twice (SetV2Only), and the links given (dialer,
 // listener) connected.
-func newV2Cluster(t *testing.T, seed uint64, names []string, links ...[2]string) *Cluster {
+func newV2Cluster(t *testing.T, opts Options, names []string, links ...[2]string) *Cluster {
 	t.Helper()
-	c := New(Options{Seed: seed})
+	c := New(opts)
 	for _, n := range names {
 		if err := c.AddNode(n, 0); err != nil {
 			t.Fatal(err)

@@ -33,4 +33,13 @@ type Set struct {
 	// RetainAge, whether or not every origin was applied past it: a put it beat that is
 	// still on its way can then bring the record back.
 	DropTombstonesEarly bool
+	// RepairInFlight makes anti-entropy repair a peer version this node has not applied
+	// yet, instead of leaving it to the log.
+	RepairInFlight bool
+	// RepairOlder makes anti-entropy write a peer version older than this node's.
+	RepairOlder bool
+	// RepairBelowHorizon makes anti-entropy write a record this node lacks whatever its
+	// version, below the tombstone horizon too: a record deleted here, its tombstone
+	// dropped, comes back.
+	RepairBelowHorizon bool
 }

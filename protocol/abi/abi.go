@@ -56,8 +56,12 @@ const (
 	OpBeginCopy       Op = 0x18 // CBOR CopyBeginMsg, without its channel (key 1)
 	OpSendChunk       Op = 0x19 // a CHUNK body
 	OpEndCopy         Op = 0x1A // empty
+	// Anti-entropy (ABI 3, added with protocol capability anti-entropy; a guest that
+	// predates it answers unknown-command, and never negotiates the capability).
+	OpAskRange    Op = 0x1B // a RANGEDIGEST body
+	OpAnswerRange Op = 0x1C // a RANGERECORDS body
 
-	lastOp = OpEndCopy
+	lastOp = OpAnswerRange
 )
 
 // Kind is an output record's kind.
@@ -224,6 +228,19 @@ func (b *Batch) BeginCopy(positions []wire.CopyPosition, tables, records, size u
 // SendChunk appends OpSendChunk.
 func (b *Batch) SendChunk(body []byte) { b.add(OpSendChunk, body) }
 
+// AskRange appends OpAskRange.
+func (b *Batch) AskRange(d *wire.RangeDigest) error {
+	p, err := d.AppendBody(nil)
+	if err != nil {
+		return err
+	}
+	b.add(OpAskRange, p)
+	return nil
+}
+
+// AnswerRange appends OpAnswerRange.
+func (b *Batch) AnswerRange(body []byte) { b.add(OpAnswerRange, body) }
+
 // EndCopy appends OpEndCopy.
 func (b *Batch) EndCopy() { b.add(OpEndCopy) }
 
@@ -378,6 +395,9 @@ type EventMsg struct {
 	Copy      *CopyMsg      `cbor:"16,keyasint,omitempty"`
 	CopyBegin *CopyBeginMsg `cbor:"17,keyasint,omitempty"`
 	Chunk     []byte        `cbor:"18,keyasint,omitempty"` // the CHUNK body
+	// ABI version 3, anti-entropy: the RANGEDIGEST body asked, the RANGERECORDS body answered.
+	RangeDigest []byte `cbor:"19,keyasint,omitempty"`
+	Range       []byte `cbor:"20,keyasint,omitempty"`
 }
 
 // StatsMsg is a protocol.Stats.
@@ -398,6 +418,9 @@ type StatsMsg struct {
 	ResendsReceived  uint64 `cbor:"13,keyasint,omitempty"`
 	Discarded        uint64 `cbor:"14,keyasint,omitempty"`
 	Stale            uint64 `cbor:"15,keyasint,omitempty"`
+	// ABI version 3, anti-entropy
+	RangeBytesIn  uint64 `cbor:"16,keyasint,omitempty"`
+	RangeBytesOut uint64 `cbor:"17,keyasint,omitempty"`
 }
 
 // StatusMsg is the session's state after a batch.
@@ -429,6 +452,8 @@ type StatusMsg struct {
 	// nanoseconds (Session.ClockOffset); absent while the peer is not measured, so a zero
 	// offset is told apart from none, and a guest that predates it reads as unmeasured.
 	ClockOffset *int64 `cbor:"22,keyasint,omitempty"`
+	// RangeAsked (ABI 3, anti-entropy): this side asked a range not answered yet.
+	RangeAsked bool `cbor:"23,keyasint,omitempty"`
 }
 
 // FrameMsg is one decoded frame.

@@ -237,6 +237,14 @@ func (d *Driver) run(op Op, p []byte) *wire.Error {
 		return asWire(d.s.V3().BeginCopy(m.Positions, m.Tables, m.Records, m.Bytes))
 	case OpSendChunk:
 		return asWire(d.s.V3().SendChunk(p))
+	case OpAskRange:
+		rd, err := wire.DecodeRangeDigest(p)
+		if err != nil {
+			return wire.NewError(wire.CodeBadArgument, "range payload: "+err.Error())
+		}
+		return asWire(d.s.V3().AskRange(rd))
+	case OpAnswerRange:
+		return asWire(d.s.V3().AnswerRange(p))
 	}
 	return wire.NewError(wire.CodeUnknownCommand, "unknown command 0x"+strconv.FormatUint(uint64(op), 16))
 }
@@ -368,7 +376,8 @@ func (d *Driver) status() {
 			MessagesOut: st.MessagesOut, TxnsReceived: st.TxnsReceived, TxnsSent: st.TxnsSent,
 			Duplicates: st.Duplicates, Gaps: st.Gaps, Divergences: st.Divergences,
 			IgnoredFrames: st.IgnoredFrames, ProtocolErrors: st.ProtocolErrors,
-			ResendsRequested: st.ResendsRequested, ResendsReceived: st.ResendsReceived, Discarded: st.Discarded, Stale: st.Stale}
+			ResendsRequested: st.ResendsRequested, ResendsReceived: st.ResendsReceived, Discarded: st.Discarded, Stale: st.Stale,
+			RangeBytesIn: st.RangeBytesIn, RangeBytesOut: st.RangeBytesOut}
 		m.Err = ErrorOf(s.Err())
 		if lr := s.LastReceive(); !lr.IsZero() {
 			m.LastReceive = lr.UnixNano()
@@ -387,6 +396,7 @@ func (d *Driver) status() {
 		m.HasReady = d.deferReady && s.HasReady()
 		m.Resumed = s.ReadsResumed()
 		m.CopyCredit = uint64(s.V3().CopyCredit())
+		m.RangeAsked = s.V3().RangeAsked()
 		if off, ok := s.ClockOffset(); ok {
 			ns := int64(off)
 			m.ClockOffset = &ns

@@ -50,7 +50,7 @@ func TestUnknownCommand(t *testing.T) {
 	if abi.Version != 3 || abi.OpEndCopy != 0x1a || abi.OpRequestCopy != abi.OpPurged+1 || abi.OpAdvertiseFloors != abi.OpReady+1 || abi.OpSubscribeOrigins != abi.OpDecode+1 {
 		t.Fatalf("ABI version %d defines up to 0x%02x", abi.Version, uint8(abi.OpEndCopy))
 	}
-	unknown := []abi.Op{0x00, abi.OpEndCopy + 1, 0x1c, 0x7f, 0x80, 0xff}
+	unknown := []abi.Op{0x00, abi.OpAnswerRange + 1, 0x1e, 0x7f, 0x80, 0xff}
 	var d abi.Driver
 	var b abi.Batch
 	for _, op := range unknown {

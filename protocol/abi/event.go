@@ -54,6 +54,12 @@ func EventOf(e *protocol.Event) *EventMsg {
 	if e.Chunk != nil {
 		m.Chunk = e.Chunk.Raw()
 	}
+	if e.RangeDigest != nil {
+		m.RangeDigest, _ = e.RangeDigest.AppendBody(nil) // the session decoded it: it encodes
+	}
+	if e.Range != nil {
+		m.Range = e.Range.Raw()
+	}
 	return m
 }
 
@@ -98,6 +104,20 @@ func (m *EventMsg) Event() (protocol.Event, error) {
 			return e, fmt.Errorf("abi: an event's chunk: %w", err)
 		}
 		e.Chunk = &v
+	}
+	if m.RangeDigest != nil {
+		d, err := wire.DecodeRangeDigest(m.RangeDigest)
+		if err != nil {
+			return e, fmt.Errorf("abi: an event's range ask: %w", err)
+		}
+		e.RangeDigest = d
+	}
+	if m.Range != nil {
+		v, err := wire.ParseRangeRecords(m.Range)
+		if err != nil {
+			return e, fmt.Errorf("abi: an event's range answer: %w", err)
+		}
+		e.Range = &v
 	}
 	if m.Txn != nil {
 		v, err := wire.ParseTxn(m.Txn)

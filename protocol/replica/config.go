@@ -66,6 +66,15 @@ type Config struct {
 	CopyChunk int
 	CopyRetry time.Duration
 
+	// Anti-entropy (antientropy.go, docs/design.md §19). AntiEntropyInterval is how often
+	// this node asks each peer about its next range (default 1 s; negative: no passes of
+	// its own, though it still answers). AntiEntropyRange bounds the records of a range
+	// (default 256, 1 to wire.MaxRangeCount). AntiEntropyBytes bounds an answer's records
+	// (default 256 KiB, MinCopyChunk to the frame body limit; a record larger goes alone).
+	AntiEntropyInterval time.Duration
+	AntiEntropyRange    int
+	AntiEntropyBytes    int
+
 	// MaxClockOffset bounds clock offset (clock.go): an entry more than this ahead of the
 	// node's wall clock is held back, and a node most of its measured peers see more than
 	// this off refuses local writes (default DefaultMaxClockOffset; negative: no bound).
@@ -95,23 +104,26 @@ type WriteLimits struct {
 
 // Default bounds and delays.
 const (
-	DefaultMaxKey          = 1024
-	DefaultMaxValue        = 1 << 20
-	DefaultMaxTxn          = 8 << 20
-	DefaultMoveDelay       = 2 * time.Second
-	DefaultDivergenceRetry = 10 * time.Second
-	DefaultStallTimeout    = 3 * time.Second
-	DefaultRetainAge       = 72 * time.Hour
-	DefaultRetainHold      = 24 * time.Hour
-	DefaultPurgeStep       = 4096
-	DefaultRetentionEvery  = time.Second
-	DefaultMaxCopies       = 2
-	DefaultCopyChunk       = 1 << 20
-	MinCopyChunk           = 1 << 10
-	DefaultCopyRetry       = 2 * time.Second
-	maxTableName           = 64
-	arrivalBatch           = 64
-	maxMoves               = 1024
+	DefaultMaxKey           = 1024
+	DefaultMaxValue         = 1 << 20
+	DefaultMaxTxn           = 8 << 20
+	DefaultMoveDelay        = 2 * time.Second
+	DefaultDivergenceRetry  = 10 * time.Second
+	DefaultStallTimeout     = 3 * time.Second
+	DefaultRetainAge        = 72 * time.Hour
+	DefaultRetainHold       = 24 * time.Hour
+	DefaultPurgeStep        = 4096
+	DefaultRetentionEvery   = time.Second
+	DefaultMaxCopies        = 2
+	DefaultCopyChunk        = 1 << 20
+	MinCopyChunk            = 1 << 10
+	DefaultCopyRetry        = 2 * time.Second
+	DefaultAntiEntropy      = time.Second
+	DefaultAntiEntropyRange = 256
+	DefaultAntiEntropyBytes = 256 << 10
+	maxTableName            = 64
+	arrivalBatch            = 64
+	maxMoves                = 1024
 )
 
 func (c Config) withDefaults() Config {
@@ -154,6 +166,12 @@ func (c Config) withDefaults() Config {
 	if c.CopyRetry == 0 {
 		c.CopyRetry = DefaultCopyRetry
 	}
+	if c.AntiEntropyInterval == 0 {
+		c.AntiEntropyInterval = DefaultAntiEntropy
+	}
+	if c.AntiEntropyRange == 0 {
+		c.AntiEntropyRange = DefaultAntiEntropyRange
+	}
 	if c.MaxClockOffset == 0 {
 		c.MaxClockOffset = DefaultMaxClockOffset
 	}
@@ -169,6 +187,9 @@ func (c Config) withDefaults() Config {
 	c.Limits = c.Limits.WithDefaults()
 	if c.CopyChunk == 0 {
 		c.CopyChunk = min(DefaultCopyChunk, int(c.Limits.MaxFrameBody))
+	}
+	if c.AntiEntropyBytes == 0 {
+		c.AntiEntropyBytes = min(DefaultAntiEntropyBytes, int(c.Limits.MaxFrameBody))
 	}
 	return c
 }

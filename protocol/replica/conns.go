@@ -43,6 +43,7 @@ type conn struct {
 	excluded map[wire.OriginID]time.Time // diverged channels, left out until then
 	purged   map[wire.OriginID]bool      // origins withdrawn from the peer: it asked below their floors
 	floors   map[wire.OriginID]uint64    // version 3: the floors the peer advertised or answered
+	aeAsk    *wire.RangeDigest           // the peer's anti-entropy ask, not answered yet (a full send buffer)
 
 	// version 1
 	v1Subscribed bool

@@ -110,6 +110,10 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 		r.onCopyEnd(c)
 	case protocol.EventCopyAborted:
 		r.onCopyAborted(c, ev)
+	case protocol.EventRangeAsked:
+		r.onRangeAsked(c, ev.RangeDigest)
+	case protocol.EventRangeAnswered:
+		r.onRangeAnswered(c, ev.Range)
 	case protocol.EventCredit, protocol.EventIgnoredFrame:
 		// Credit is acted on by pump; ignored frames are counted by the session (Stats).
 	}

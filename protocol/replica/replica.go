@@ -45,6 +45,7 @@ type Replica struct {
 	orderBuf   []wire.OriginID // pump's copy of a connection's streams
 	ret        retention       // bounded history (retention.go)
 	cp         copying         // base copies taken and served (copying.go)
+	ae         antiEntropy     // anti-entropy passes (antientropy.go)
 	fatal      error
 	storage    storageState  // degraded storage (storage.go)
 	rewound    *RewindStatus // evidence that this node's own origin is rewound (rewind.go)
@@ -91,6 +92,11 @@ func New(cfg Config, store Store) (*Replica, error) {
 	}
 	if cfg.ApplyRetries < 1 || cfg.ApplyRetryDelay < 0 || cfg.ApplyRetryDelay > MaxApplyRetryDelay {
 		return nil, errorf("apply retries: ApplyRetries is at least 1, ApplyRetryDelay at most %s", MaxApplyRetryDelay)
+	}
+	if cfg.AntiEntropyRange < 1 || cfg.AntiEntropyRange > wire.MaxRangeCount ||
+		cfg.AntiEntropyBytes < MinCopyChunk || cfg.AntiEntropyBytes > int(cfg.Limits.MaxFrameBody) {
+		return nil, errorf("anti-entropy: AntiEntropyRange is 1..%d records and AntiEntropyBytes %d..%d bytes (the frame body limit)",
+			wire.MaxRangeCount, MinCopyChunk, cfg.Limits.MaxFrameBody)
 	}
 	if cfg.MaxCopies < 0 || cfg.CopyRetry < 0 || cfg.CopyChunk < MinCopyChunk || cfg.CopyChunk > int(cfg.Limits.MaxFrameBody) {
 		return nil, errorf("copies: MaxCopies and CopyRetry may not be negative, and CopyChunk is %d..%d bytes (the frame body limit)",
@@ -260,6 +266,7 @@ func (r *Replica) NextDeadline() time.Time {
 		}
 	}
 	earlier(r.ret.nextAt)
+	earlier(r.aeDeadline())
 	if r.cp.retryAt.After(r.now) {
 		earlier(r.cp.retryAt)
 	}
@@ -333,6 +340,7 @@ func (r *Replica) settle() error {
 		}
 		r.advertise()
 		r.pump()
+		r.antiEntropy()
 		if r.fatal != nil {
 			return r.fatal
 		}

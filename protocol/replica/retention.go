@@ -270,7 +270,7 @@ func (r *Replica) dropTombstones() {
 		if bytes.Equal(tables[i], r.ret.tombTable) {
 			after = r.ret.tombKey
 		}
-		err := r.store.Scan(tables[i], after, func(rec Record) bool {
+		ok := r.scanReadable(tables[i], after, func(rec Record) bool {
 			budget--
 			r.ret.tombTable, r.ret.tombKey = rec.Table, rec.Key
 			if rec.Deleted && rec.HLC < age && (rec.HLC <= applied || r.cfg.Mutations.DropTombstonesEarly) {
@@ -278,7 +278,7 @@ func (r *Replica) dropTombstones() {
 			}
 			return budget > 0
 		})
-		if !r.check(err) {
+		if !ok {
 			return
 		}
 	}

@@ -21,6 +21,9 @@ type Status struct {
 	Refusals      []Refusal
 	RefusedByCode []CodeCount
 	ErrorsByCode  []CodeCount
+	// AntiEntropyConflicts are the newest equal-version conflicts anti-entropy flagged,
+	// oldest first (at most MaxAntiEntropyConflicts).
+	AntiEntropyConflicts []AntiEntropyConflict
 }
 
 // NodeStatus is the node part of the status.
@@ -145,6 +148,14 @@ type Counters struct {
 	// OriginRewinds counts the times this node found an origin rewound (rewind.go): its
 	// own, by a peer's position, or a peer's own, on the connection to it.
 	OriginRewinds uint64
+	// Anti-entropy (antientropy.go, docs/design.md §19).
+	AntiEntropyRangesCompared  uint64 // ranges this node asked about and a peer answered
+	AntiEntropyRangesDiffering uint64 // of those, ranges whose digests differed
+	AntiEntropyRecordsRepaired uint64 // records written here from a peer's answer
+	AntiEntropyInFlight        uint64 // differing peer versions not applied here yet: left to the log
+	AntiEntropyBelowHorizon    uint64 // records this node lacks at or below its tombstone horizon: not written
+	AntiEntropyConflicts       uint64 // equal versions with different contents and no retained log entry, flagged (each once while listed)
+	AntiEntropyPasses          uint64 // passes that reached the last record, over all peers
 
 	// Connections that ended in an error (refusals.go).
 	ConnectionsRefused uint64 // closed before their handshake completed, by this side or the peer
@@ -153,6 +164,9 @@ type Counters struct {
 	// ApplyFailures counts received entries that failed to apply for a reason of their own
 	// (retry.go): every failed try, storage errors not included.
 	ApplyFailures uint64
+	// RecordsDamaged counts the damaged records (DamagedRecordError) this node's scans
+	// passed over (anti-entropy, retention, a copy's check), each time met.
+	RecordsDamaged uint64
 }
 
 // Counters returns the counters.
@@ -175,6 +189,7 @@ func (r *Replica) Status(now time.Time) Status {
 	s := Status{Node: NodeStatus{Name: r.id.Name, Origin: r.id.Origin, ProtocolMin: rng.Min, ProtocolMax: rng.Max,
 		Authenticated: len(r.cfg.Secret) > 0 || r.cfg.TLSAuthenticated, Clock: r.Clock(), Storage: r.storageStatus(), Rewound: r.Rewound()}, Counters: r.counters}
 	s.Refusals, s.RefusedByCode, s.ErrorsByCode = r.Refusals()
+	s.AntiEntropyConflicts = r.AntiEntropyConflicts()
 	for _, o := range r.originOrder {
 		s.Origins = append(s.Origins, r.originStatus(r.origins[o]))
 	}

@@ -104,6 +104,11 @@ type Store interface {
 	// it is. One atomic write.
 	DropTombstones(ts []Record) error
 
+	// Repair writes record versions as they are, around the log (anti-entropy,
+	// docs/design.md §19): no log entry, no cursor; one atomic write. RecordHLC rises to
+	// the highest HLC of recs. When it returns the write survives a crash of the process.
+	Repair(recs []Record) error
+
 	// Snapshot opens a consistent read-only view of the records as they are now, for a
 	// base copy this node serves. It stays valid, whatever is written after, until
 	// Release.
@@ -296,10 +301,25 @@ var (
 	// touch its key, not of the store: such an entry counts against its origin's retry
 	// budget (retry.go) while the rest applies.
 	ErrRecordDamaged = errors.New("replica: a stored record is damaged")
+	// A store reports a damaged record as a *DamagedRecordError, which wraps it.
 	// ErrCannotApply marks a batch a store refuses for what the batch holds, while other
 	// batches write: an error that belongs to one entry, counted like ErrRecordDamaged.
 	ErrCannotApply = errors.New("replica: the store cannot apply this entry")
 )
+
+// DamagedRecordError is a stored record a store cannot decode, named by its table and key:
+// reads of it (Get, Scan) return it, and it wraps ErrRecordDamaged. Anti-entropy leaves the
+// record out of its digests and writes a peer's version over it (antientropy.go).
+type DamagedRecordError struct {
+	Table, Key []byte
+	Err        error // what is wrong with it, for humans
+}
+
+func (e *DamagedRecordError) Error() string {
+	return fmt.Sprintf("table %q key %q: %v: %v", e.Table, e.Key, ErrRecordDamaged, e.Err)
+}
+
+func (e *DamagedRecordError) Unwrap() error { return ErrRecordDamaged }
 
 // CheckBatch is the check every Store's Apply makes before it writes anything, against the
 // origin's cursor: a non-zero origin; b.Seq is the cursor's seq + 1 (else ErrNotNext);

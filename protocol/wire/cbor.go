@@ -187,9 +187,9 @@ func bodyError(f Frame, err error) *Error {
 	if errors.As(err, &te) {
 		return FrameError(te.Code(), f.Type, f.Offset, te.msg)
 	}
-	var ce *chunkError
+	var ce *codedError
 	if errors.As(err, &ce) {
-		return FrameError(CodeBadChunk, f.Type, f.Offset, ce.msg)
+		return FrameError(ce.code, f.Type, f.Offset, ce.msg)
 	}
 	return FrameError(CodeBadCBOR, f.Type, f.Offset, err.Error())
 }

@@ -184,13 +184,17 @@ type CopyRecord struct {
 	Origin  OriginID
 }
 
-// chunkError is a CHUNK body that breaks its rules: bad-chunk.
-type chunkError struct{ msg string }
+// codedError is a binary body that breaks its rules, with its code: a CHUNK's bad-chunk,
+// a RANGERECORDS's bad-range.
+type codedError struct {
+	code Code
+	msg  string
+}
 
-func (e *chunkError) Error() string { return e.msg }
-func (e *chunkError) Code() Code    { return CodeBadChunk }
+func (e *codedError) Error() string { return e.msg }
+func (e *codedError) Code() Code    { return e.code }
 
-func badChunk(msg string) error { return &chunkError{msg} }
+func badChunk(msg string) error { return &codedError{CodeBadChunk, msg} }
 
 // ChunkSize is the encoded size of a record in a CHUNK body.
 func ChunkSize(r *CopyRecord) int {

@@ -49,6 +49,7 @@ const (
 	CodePurged             Code = "purged"
 	CodeBadChunk           Code = "bad-chunk"
 	CodeCopyBusy           Code = "copy-busy"
+	CodeBadRange           Code = "bad-range"
 	CodeAuthFailed         Code = "auth-failed"
 	CodePeerNameMismatch   Code = "peer-name-mismatch"
 	CodeSelfConnect        Code = "self-connect"
@@ -115,6 +116,7 @@ var codeClasses = map[Code]Class{
 	CodePurged:             ClassUnsupported,
 	CodeBadChunk:           ClassProtocol,
 	CodeCopyBusy:           ClassTransient,
+	CodeBadRange:           ClassProtocol,
 	CodeAuthFailed:         ClassRefused,
 	CodePeerNameMismatch:   ClassRefused,
 	CodeSelfConnect:        ClassRefused,

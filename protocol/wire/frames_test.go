@@ -179,6 +179,16 @@ func samples() []sample {
 		{name: "COPYEND of nothing", body: &wire.CopyEnd{Channel: 2}},
 		{name: "COPYABORT by the sender", body: &wire.CopyAbort{Channel: 2, Side: wire.SideSender, Code: wire.CodeCopyBusy, Class: wire.ClassTransient, Message: "2 copies run"}},
 		{name: "COPYABORT by the subscriber", body: &wire.CopyAbort{Channel: 2, Code: wire.CodeBadChunk, Class: wire.ClassProtocol}},
+		{name: "RANGEDIGEST from the first record to the end", body: &wire.RangeDigest{Count: 3, Digest: hash9}},
+		{name: "RANGEDIGEST between two points", body: &wire.RangeDigest{AfterTable: []byte("a"), AfterKey: []byte("k1"),
+			ThroughTable: []byte("b"), ThroughKey: []byte("k\x00"), Count: wire.MaxRangeCount, Digest: hash9}},
+		{name: "RANGERECORDS equal", body: &wire.RangeAnswer{Equal: true, Through: wire.RangePoint{Table: []byte("b"), Key: []byte("k")}}},
+		{name: "RANGERECORDS of no record, to the end", body: &wire.RangeAnswer{}},
+		{name: "RANGERECORDS", body: &wire.RangeAnswer{Through: wire.RangePoint{Table: []byte("users"), Key: []byte("k2")},
+			Records: []wire.RangeRecord{
+				{Table: []byte("a"), Key: []byte("x"), Value: []byte{}, HLC: 9, Origin: originB},
+				{Table: []byte("users"), Key: []byte("k1"), Value: []byte("v"), HLC: wire.MakeHLC(1_800_000_000_000, 3), Origin: originA},
+				{Table: []byte("users"), Key: []byte("k2"), Deleted: true, HLC: 1, Origin: originA}}}},
 		{name: "CREDIT of the connection and a channel", body: &wire.Credit{Entries: []wire.CreditEntry{{Channel: 0, Limit: 64 << 20}, {Channel: 1, Limit: 128 << 10}}}},
 		{name: "CREDIT of a channel, limit 0", body: &wire.Credit{Entries: []wire.CreditEntry{{Channel: 5, Limit: 0}}}},
 		{name: "RESEND", body: &wire.Resend{Channel: 1, From: 3}},
@@ -238,16 +248,17 @@ func TestFrameRoundTrip(t *testing.T) {
 			want = 1
 		case typ >= wire.TypeSubscribe && typ <= wire.TypeDivergence:
 			want = 2
-		case typ >= wire.TypePurged && typ <= wire.TypeCopyAbort:
+		case typ >= wire.TypePurged && typ <= wire.TypeCopyAbort, typ == wire.TypeRangeDigest, typ == wire.TypeRangeRecords:
 			want = 3
 		}
 		if got := wire.Version(typ); got != want {
 			t.Errorf("type %s belongs to version %d, SPEC's registry says %d", typ, got, want)
 		}
 	}
-	// Exactly the registry of SPEC: 0x01..0x06, 0x10..0x12, 0x20..0x27 and 0x30..0x35.
+	// Exactly the registry of SPEC: 0x01..0x06, 0x10..0x12, 0x20..0x27, 0x30..0x35 and
+	// 0x40..0x41.
 	var want []wire.Type
-	for _, r := range [][2]wire.Type{{0x01, 0x06}, {0x10, 0x12}, {0x20, 0x27}, {0x30, 0x35}} {
+	for _, r := range [][2]wire.Type{{0x01, 0x06}, {0x10, 0x12}, {0x20, 0x27}, {0x30, 0x35}, {0x40, 0x41}} {
 		for typ := r[0]; typ <= r[1]; typ++ {
 			want = append(want, typ)
 		}
@@ -590,7 +601,7 @@ func TestControlBodyBounds(t *testing.T) {
 	}
 	controls := 0
 	for _, typ := range wire.Registered() {
-		if typ == wire.TypeTxn1 || typ == wire.TypeData || typ == wire.TypeChunk {
+		if typ == wire.TypeTxn1 || typ == wire.TypeData || typ == wire.TypeChunk || typ == wire.TypeRangeRecords {
 			continue
 		}
 		controls++
@@ -618,8 +629,8 @@ func TestControlBodyBounds(t *testing.T) {
 			t.Errorf("%s body of %d bytes under a frame limit of %d: %v", typ, bound+1, bound+100, err)
 		}
 	}
-	if controls != 6+2+7+5 {
-		t.Errorf("%d control types checked, want 20 (6 shared, 2 of version 1, 7 of version 2, 5 of version 3)", controls)
+	if controls != 6+2+7+6 {
+		t.Errorf("%d control types checked, want 21 (6 shared, 2 of version 1, 7 of version 2, 6 of version 3)", controls)
 	}
 
 	// Valid bodies of exactly the bound decode and re-encode; one byte more does not.

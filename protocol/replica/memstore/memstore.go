@@ -416,6 +416,28 @@ func cloneCopyState(c *replica.CopyState) *replica.CopyState {
 	return &d
 }
 
+// Repair writes record versions as they are (anti-entropy).
+func (s *Store) Repair(recs []replica.Record) error {
+	for _, r := range recs {
+		s.put(cloneRecord(r))
+		s.hlc = max(s.hlc, r.HLC)
+	}
+	return nil
+}
+
+// Corrupt writes a record version, or deletes the record when rec is nil, around
+// everything the replica decides: no log entry, and RecordHLC does not move. Tests use it
+// for a record lost or altered in one node's store (a bug, a restored file, a bad disk).
+func (s *Store) Corrupt(table, key []byte, rec *replica.Record) {
+	if rec == nil {
+		s.remove(table, key)
+		return
+	}
+	c := cloneRecord(*rec)
+	c.Table, c.Key = bytes.Clone(table), bytes.Clone(key)
+	s.put(c)
+}
+
 // ApplyCopy writes one copied chunk: its records, its deletions and the copy state.
 func (s *Store) ApplyCopy(b *replica.CopyBatch) error {
 	for _, r := range b.Deletes {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -10,7 +11,7 @@ import (
 )
 
 // The suite's part on the base copy: snapshots, copied chunks, the end of a copy, and
-// dropped tombstones.
+// dropped tombstones; anti-entropy's repairs.
 
 func rec(table, key, value string, hlc wire.HLC, o wire.OriginID) replica.Record {
 	return replica.Record{Table: []byte(table), Key: []byte(key), Value: []byte(value), HLC: hlc, Origin: o}
@@ -233,4 +234,44 @@ func testDropTombstones(t *testing.T, s replica.Store) {
 	if r, ok := get(t, s, "t", "b"); !ok || string(r.Value) != "back" {
 		t.Errorf("a put was dropped as a tombstone: %s", fmtRecord(r))
 	}
+}
+
+// testRepair: Repair writes record versions as they are (a put over a record, a tombstone,
+// a record of a new table), leaves the logs and the cursor vector alone, and raises
+// RecordHLC to its highest version.
+func testRepair(t *testing.T, s replica.Store) {
+	c := &chain{origin: originA}
+	apply(t, s, c.next(t, put("t", "a", "1"), put("t", "b", "2")), 1)
+	vec, err := s.Vector()
+	must(t, err)
+	logs, err := s.Logs()
+	must(t, err)
+	must(t, s.Repair([]replica.Record{rec("t", "a", "fixed", 1<<61, originB), tomb("t", "c", 3, originB), rec("w", "k", "v", 4, originC)}))
+	if got, want := fmtRecords(scan(t, s, "t", nil)), fmtRecords([]replica.Record{rec("t", "a", "fixed", 1<<61, originB),
+		scan(t, s, "t", nil)[1], tomb("t", "c", 3, originB)}); got != want || string(scan(t, s, "t", nil)[1].Key) != "b" {
+		t.Errorf("table t after Repair: %s", got)
+	}
+	if got := fmtRecords(scan(t, s, "w", nil)); got != fmtRecords([]replica.Record{rec("w", "k", "v", 4, originC)}) {
+		t.Errorf("table w after Repair: %s", got)
+	}
+	tables, err := s.Tables()
+	must(t, err)
+	if len(tables) != 2 || string(tables[1]) != "w" {
+		t.Errorf("Tables after Repair: %q", tables)
+	}
+	if h, _ := s.RecordHLC(); h != 1<<61 {
+		t.Errorf("RecordHLC = %d, want the repaired %d", h, uint64(1<<61))
+	}
+	vec2, err := s.Vector()
+	must(t, err)
+	logs2, err := s.Logs()
+	must(t, err)
+	if fmt.Sprint(vec2.Entries()) != fmt.Sprint(vec.Entries()) || fmt.Sprint(logs2) != fmt.Sprint(logs) {
+		t.Errorf("Repair moved the logs: %v %v, were %v %v", vec2.Entries(), logs2, vec.Entries(), logs)
+	}
+	if n, _ := s.LastArrival(); n != 1 {
+		t.Errorf("LastArrival = %d after Repair, want 1", n)
+	}
+	// An empty repair writes nothing and is no error.
+	must(t, s.Repair(nil))
 }

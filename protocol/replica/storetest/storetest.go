@@ -96,6 +96,7 @@ func Run(t *testing.T, open func(t *testing.T) replica.Store) {
 	t.Run("DropTombstones", func(t *testing.T) { testDropTombstones(t, open(t)) })
 	t.Run("Reseed", func(t *testing.T) { testReseed(t, open(t)) })
 	t.Run("ReseedRefusesWritingNothing", func(t *testing.T) { testReseedRefuses(t, open(t)) })
+	t.Run("Repair", func(t *testing.T) { testRepair(t, open(t)) })
 }
 
 // RunReopen checks that a store keeps everything Apply wrote across a reopen: what a

@@ -21,13 +21,27 @@ import (
 // is, byte for byte, the one of the map this type replaced (encoding/json sorts map keys).
 // Lists are never null: an empty one is [].
 type StatusDoc struct {
-	Counters CountersDoc `json:"counters"`
-	Node     NodeDoc     `json:"node"`
-	Origins  []OriginDoc `json:"origins"`
-	Peers    []PeerDoc   `json:"peers"`
+	// AntiEntropyConflicts are the newest records anti-entropy found held at one version
+	// with two contents and no log entry left to tell them apart, oldest first (at most
+	// replica.MaxAntiEntropyConflicts; docs/contract.md §20).
+	AntiEntropyConflicts []ConflictDoc `json:"antientropy_conflicts"`
+	Counters             CountersDoc   `json:"counters"`
+	Node                 NodeDoc       `json:"node"`
+	Origins              []OriginDoc   `json:"origins"`
+	Peers                []PeerDoc     `json:"peers"`
 	// Refusals are the newest connections refused before their handshake completed, oldest
 	// first (at most replica.MaxRefusals).
 	Refusals []RefusalDoc `json:"refusals"`
+}
+
+// ConflictDoc is one equal-version conflict anti-entropy flagged.
+type ConflictDoc struct {
+	At     string `json:"at"`     // RFC 3339, UTC, to the millisecond
+	HLC    uint64 `json:"hlc"`    // the version's HLC timestamp
+	Key    string `json:"key"`    // the key, hex
+	Origin string `json:"origin"` // the version's origin id, hex
+	Peer   string `json:"peer"`   // the peer whose record differs
+	Table  string `json:"table"`
 }
 
 // RefusalDoc is one refused connection.
@@ -171,7 +185,11 @@ type OriginDoc struct {
 
 // PeerDoc is one peers[] entry: an open connection, or a configured peer that has none.
 type PeerDoc struct {
-	Capabilities []string `json:"capabilities"` // [] before the handshake
+	// AntiEntropyBytesIn and AntiEntropyBytesOut are the bytes of anti-entropy frames on
+	// the peer's connection (RANGEDIGEST and RANGERECORDS, headers included).
+	AntiEntropyBytesIn  uint64   `json:"antientropy_bytes_in"`
+	AntiEntropyBytesOut uint64   `json:"antientropy_bytes_out"`
+	Capabilities        []string `json:"capabilities"` // [] before the handshake
 	// ClockOffsetMs is the peer's clock minus this node's (positive: the peer is ahead),
 	// estimated from PING/PONG; null for a peer that sends no time (versions 1 and 2).
 	ClockOffsetMs *float64      `json:"clock_offset_ms"`
@@ -219,28 +237,36 @@ type PeerErrorDoc struct {
 
 // CountersDoc is the document's counters (replica.Counters).
 type CountersDoc struct {
-	ApplyFailures      uint64 `json:"apply_failures"`
-	BadChunks          uint64 `json:"bad_chunks"`
-	ConnectionErrors   uint64 `json:"connection_errors"`
-	ConnectionsRefused uint64 `json:"connections_refused"`
-	CopiesBusy         uint64 `json:"copies_busy"`
-	CopiesCompleted    uint64 `json:"copies_completed"`
-	CopiesRefused      uint64 `json:"copies_refused"`
-	CopiesResumed      uint64 `json:"copies_resumed"`
-	CopiesServed       uint64 `json:"copies_served"`
-	CopiesStarted      uint64 `json:"copies_started"`
-	CopyBytes          uint64 `json:"copy_bytes"`
-	CopyRecords        uint64 `json:"copy_records"`
-	Divergences        uint64 `json:"divergences"`
-	DuplicatesReceived uint64 `json:"duplicates_received"`
-	EntriesPurged      uint64 `json:"entries_purged"`
-	GapsDetected       uint64 `json:"gaps_detected"`
-	OriginRewinds      uint64 `json:"origin_rewinds"`
-	ProtocolErrors     uint64 `json:"protocol_errors"`
-	PurgedAnswers      uint64 `json:"purged_answers"`
-	ResendsRequested   uint64 `json:"resends_requested"`
-	TombstonesDropped  uint64 `json:"tombstones_dropped"`
-	TxnsApplied        uint64 `json:"txns_applied"`
+	AntiEntropyBelowHorizon    uint64 `json:"antientropy_below_horizon"`
+	AntiEntropyConflicts       uint64 `json:"antientropy_conflicts"`
+	AntiEntropyInFlight        uint64 `json:"antientropy_in_flight"`
+	AntiEntropyPasses          uint64 `json:"antientropy_passes"`
+	AntiEntropyRangesCompared  uint64 `json:"antientropy_ranges_compared"`
+	AntiEntropyRangesDiffering uint64 `json:"antientropy_ranges_differing"`
+	AntiEntropyRecordsRepaired uint64 `json:"antientropy_records_repaired"`
+	ApplyFailures              uint64 `json:"apply_failures"`
+	BadChunks                  uint64 `json:"bad_chunks"`
+	ConnectionErrors           uint64 `json:"connection_errors"`
+	ConnectionsRefused         uint64 `json:"connections_refused"`
+	CopiesBusy                 uint64 `json:"copies_busy"`
+	CopiesCompleted            uint64 `json:"copies_completed"`
+	CopiesRefused              uint64 `json:"copies_refused"`
+	CopiesResumed              uint64 `json:"copies_resumed"`
+	CopiesServed               uint64 `json:"copies_served"`
+	CopiesStarted              uint64 `json:"copies_started"`
+	CopyBytes                  uint64 `json:"copy_bytes"`
+	CopyRecords                uint64 `json:"copy_records"`
+	Divergences                uint64 `json:"divergences"`
+	DuplicatesReceived         uint64 `json:"duplicates_received"`
+	EntriesPurged              uint64 `json:"entries_purged"`
+	GapsDetected               uint64 `json:"gaps_detected"`
+	OriginRewinds              uint64 `json:"origin_rewinds"`
+	ProtocolErrors             uint64 `json:"protocol_errors"`
+	PurgedAnswers              uint64 `json:"purged_answers"`
+	RecordsDamaged             uint64 `json:"records_damaged"`
+	ResendsRequested           uint64 `json:"resends_requested"`
+	TombstonesDropped          uint64 `json:"tombstones_dropped"`
+	TxnsApplied                uint64 `json:"txns_applied"`
 }
 
 // Counter is one counter of the document: its name there and its value.
@@ -261,8 +287,12 @@ func (c CountersDoc) List() []Counter {
 		{"copy_records", c.CopyRecords}, {"copy_bytes", c.CopyBytes}, {"copies_served", c.CopiesServed},
 		{"copies_busy", c.CopiesBusy}, {"copies_refused", c.CopiesRefused}, {"bad_chunks", c.BadChunks},
 		{"origin_rewinds", c.OriginRewinds},
+		{"antientropy_ranges_compared", c.AntiEntropyRangesCompared}, {"antientropy_ranges_differing", c.AntiEntropyRangesDiffering},
+		{"antientropy_records_repaired", c.AntiEntropyRecordsRepaired}, {"antientropy_in_flight", c.AntiEntropyInFlight},
+		{"antientropy_below_horizon", c.AntiEntropyBelowHorizon}, {"antientropy_conflicts", c.AntiEntropyConflicts},
+		{"antientropy_passes", c.AntiEntropyPasses},
 		{"connections_refused", c.ConnectionsRefused}, {"connection_errors", c.ConnectionErrors},
-		{"apply_failures", c.ApplyFailures}}
+		{"apply_failures", c.ApplyFailures}, {"records_damaged", c.RecordsDamaged}}
 }
 
 // NewStatusDoc is the document of a replica status (as node.Node.Status gives it, with
@@ -282,10 +312,19 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 			CopiesStarted:     st.Counters.CopiesStarted, CopiesResumed: st.Counters.CopiesResumed,
 			CopiesCompleted: st.Counters.CopiesCompleted, CopyRecords: st.Counters.CopyRecords,
 			CopyBytes: st.Counters.CopyBytes, CopiesServed: st.Counters.CopiesServed, CopiesBusy: st.Counters.CopiesBusy,
-			CopiesRefused: st.Counters.CopiesRefused, BadChunks: st.Counters.BadChunks, OriginRewinds: st.Counters.OriginRewinds,
+			CopiesRefused: st.Counters.CopiesRefused, BadChunks: st.Counters.BadChunks,
+			AntiEntropyRangesCompared: st.Counters.AntiEntropyRangesCompared, AntiEntropyRangesDiffering: st.Counters.AntiEntropyRangesDiffering,
+			AntiEntropyRecordsRepaired: st.Counters.AntiEntropyRecordsRepaired, AntiEntropyInFlight: st.Counters.AntiEntropyInFlight,
+			AntiEntropyBelowHorizon: st.Counters.AntiEntropyBelowHorizon, AntiEntropyConflicts: st.Counters.AntiEntropyConflicts,
+			AntiEntropyPasses:  st.Counters.AntiEntropyPasses,
 			ConnectionsRefused: st.Counters.ConnectionsRefused, ConnectionErrors: st.Counters.ConnectionErrors,
-			ApplyFailures: st.Counters.ApplyFailures},
-		Refusals: make([]RefusalDoc, 0, len(st.Refusals)),
+			OriginRewinds: st.Counters.OriginRewinds, ApplyFailures: st.Counters.ApplyFailures, RecordsDamaged: st.Counters.RecordsDamaged},
+		Refusals:             make([]RefusalDoc, 0, len(st.Refusals)),
+		AntiEntropyConflicts: make([]ConflictDoc, 0, len(st.AntiEntropyConflicts)),
+	}
+	for _, f := range st.AntiEntropyConflicts {
+		d.AntiEntropyConflicts = append(d.AntiEntropyConflicts, ConflictDoc{At: f.At.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+			HLC: uint64(f.HLC), Key: hex.EncodeToString(f.Key), Origin: hex.EncodeToString(f.Origin[:]), Peer: f.Peer, Table: string(f.Table)})
 	}
 	for _, f := range st.Refusals {
 		class, _ := wire.ClassOf(f.Code)
@@ -321,7 +360,7 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 			v := ms(*p.ClockOffset)
 			off = &v
 		}
-		d.Peers = append(d.Peers, PeerDoc{Capabilities: caps, ClockOffsetMs: off, Connected: p.Connected, HeldBytes: p.HeldBytes,
+		d.Peers = append(d.Peers, PeerDoc{AntiEntropyBytesIn: p.Stats.RangeBytesIn, AntiEntropyBytesOut: p.Stats.RangeBytesOut, Capabilities: caps, ClockOffsetMs: off, Connected: p.Connected, HeldBytes: p.HeldBytes,
 			LastError: lastErr, Name: p.Name, Reconnects: p.Reconnects, RetentionHeldBytes: p.RetentionHeldBytes,
 			RetentionHeldEntries: p.RetentionHeldEntries, RTTMs: float64(p.RTT.Microseconds()) / 1000,
 			State: p.State, URL: p.URL, Version: p.Version, Copy: copyDoc(p.Copy)})

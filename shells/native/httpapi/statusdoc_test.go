@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"plait/protocol"
 	"plait/protocol/replica"
 	"plait/protocol/wire"
 	"plait/shells/native/httpapi"
@@ -37,6 +38,7 @@ var statusGoldens = []struct {
 		},
 		Peers: []replica.PeerStatus{{Conn: 3, Name: "R", Origin: wire.OriginID{0xc0}, Dialed: true, State: replica.PeerStreaming,
 			Connected: true, Version: 2, Capabilities: []string{"cap-a", "cap-b"}, RTT: 1234567 * time.Nanosecond, HeldBytes: 4096,
+			Stats:       protocol.Stats{RangeBytesIn: 38, RangeBytesOut: 39},
 			ClockOffset: ptr(86400001500 * time.Microsecond),
 			LastError: &replica.PeerError{Err: wire.NewError(wire.CodeDivergence, "entry 5 of A: hash differs"),
 				At: time.Date(2031, 5, 6, 7, 8, 9, 500, time.FixedZone("UTC+2", 2*3600))},
@@ -46,15 +48,23 @@ var statusGoldens = []struct {
 		Counters: replica.Counters{TxnsApplied: 11, DuplicatesReceived: 12, GapsDetected: 13, ResendsRequested: 14,
 			ProtocolErrors: 15, Divergences: 16, PurgedAnswers: 17, EntriesPurged: 18, TombstonesDropped: 19,
 			CopiesStarted: 20, CopiesResumed: 21, CopiesCompleted: 22, CopyRecords: 23, CopyBytes: 24, CopiesServed: 25,
-			CopiesBusy: 26, CopiesRefused: 27, BadChunks: 28, ConnectionsRefused: 29, ConnectionErrors: 30, ApplyFailures: 31, OriginRewinds: 32},
+			CopiesBusy: 26, CopiesRefused: 27, BadChunks: 28, ConnectionsRefused: 29, ConnectionErrors: 30,
+			AntiEntropyRangesCompared: 31, AntiEntropyRangesDiffering: 32, AntiEntropyRecordsRepaired: 33, AntiEntropyInFlight: 34,
+			AntiEntropyBelowHorizon: 35, AntiEntropyConflicts: 36, AntiEntropyPasses: 37, ApplyFailures: 38, OriginRewinds: 39, RecordsDamaged: 40},
+		AntiEntropyConflicts: []replica.AntiEntropyConflict{{At: time.Date(2031, 5, 6, 5, 8, 11, 0, time.UTC), Peer: "R",
+			Table: []byte("t"), Key: []byte("k\x00"), HLC: 117964800000000000, Origin: wire.OriginID{0xa0, 0x01}}},
 		Refusals: []replica.Refusal{{Remote: "10.0.0.9:4000", Code: wire.CodeTLSUnknownCA, Message: "signed by unknown authority",
 			At: time.Date(2031, 5, 6, 7, 8, 9, 123456789, time.FixedZone("UTC+2", 2*3600))},
 			{Remote: "wss://10.0.0.2:7400/v1/replicate", Peer: "R", Dialed: true, Code: wire.CodeAuthFailed, Message: "MAC", At: time.Date(2031, 5, 6, 5, 8, 10, 0, time.UTC)}},
 	}, `{
-		"counters": {"apply_failures": 31, "bad_chunks": 28, "connection_errors": 30, "connections_refused": 29, "copies_busy": 26, "copies_completed": 22, "copies_refused": 27, "copies_resumed": 21,
+		"antientropy_conflicts": [{"at": "2031-05-06T05:08:11.000Z", "hlc": 117964800000000000, "key": "6b00",
+			"origin": "a0010000000000000000000000000000", "peer": "R", "table": "t"}],
+		"counters": {"antientropy_below_horizon": 35, "antientropy_conflicts": 36, "antientropy_in_flight": 34, "antientropy_passes": 37,
+			"antientropy_ranges_compared": 31, "antientropy_ranges_differing": 32, "antientropy_records_repaired": 33, "apply_failures": 38,
+			"bad_chunks": 28, "connection_errors": 30, "connections_refused": 29, "copies_busy": 26, "copies_completed": 22, "copies_refused": 27, "copies_resumed": 21,
 			"copies_served": 25, "copies_started": 20, "copy_bytes": 24, "copy_records": 23,
-			"divergences": 16, "duplicates_received": 12, "entries_purged": 18, "gaps_detected": 13, "origin_rewinds": 32, "protocol_errors": 15,
-			"purged_answers": 17, "resends_requested": 14, "tombstones_dropped": 19, "txns_applied": 11},
+			"divergences": 16, "duplicates_received": 12, "entries_purged": 18, "gaps_detected": 13, "origin_rewinds": 39, "protocol_errors": 15,
+			"purged_answers": 17, "records_damaged": 40, "resends_requested": 14, "tombstones_dropped": 19, "txns_applied": 11},
 		"node": {"authenticated": true,
 			"clock": {"bound_ms": 500, "measured_peers": 3, "off_peers": 2, "offset_ms": -86400001.5, "refusing_writes": true},
 			"name": "B", "origin": "b0010000000000000000000000000000", "protocol": {"max": 2, "min": 1},
@@ -72,7 +82,7 @@ var statusGoldens = []struct {
 				"source_peer": "", "stuck": "apply-failed", "stuck_until": "2031-05-06T05:09:00.000Z"}
 		],
 		"peers": [
-			{"capabilities": ["cap-a", "cap-b"], "clock_offset_ms": 86400001.5, "connected": true,
+			{"antientropy_bytes_in": 38, "antientropy_bytes_out": 39, "capabilities": ["cap-a", "cap-b"], "clock_offset_ms": 86400001.5, "connected": true,
 				"copy": {"state": "receiving", "records": 100, "bytes": 5000, "tables": 4, "tables_done": 2, "total_records": 400,
 					"total_bytes": 20000, "rate_bytes_per_s": 2500, "eta_s": 6, "resumes": 1},
 				"held_bytes": 4096,
@@ -91,25 +101,31 @@ var statusGoldens = []struct {
 		Node:  replica.NodeStatus{Name: "N", Origin: wire.OriginID{0x01}, ProtocolMin: 1, ProtocolMax: 1},
 		Peers: []replica.PeerStatus{{Name: "P", State: replica.PeerBackoff, URL: "ws://h:1"}},
 	}, `{
-		"counters": {"apply_failures": 0, "bad_chunks": 0, "connection_errors": 0, "connections_refused": 0, "copies_busy": 0, "copies_completed": 0, "copies_refused": 0, "copies_resumed": 0,
+		"antientropy_conflicts": [],
+		"counters": {"antientropy_below_horizon": 0, "antientropy_conflicts": 0, "antientropy_in_flight": 0, "antientropy_passes": 0,
+			"antientropy_ranges_compared": 0, "antientropy_ranges_differing": 0, "antientropy_records_repaired": 0, "apply_failures": 0,
+			"bad_chunks": 0, "connection_errors": 0, "connections_refused": 0, "copies_busy": 0, "copies_completed": 0, "copies_refused": 0, "copies_resumed": 0,
 			"copies_served": 0, "copies_started": 0, "copy_bytes": 0, "copy_records": 0,
 			"divergences": 0, "duplicates_received": 0, "entries_purged": 0, "gaps_detected": 0, "origin_rewinds": 0, "protocol_errors": 0,
-			"purged_answers": 0, "resends_requested": 0, "tombstones_dropped": 0, "txns_applied": 0},
+			"purged_answers": 0, "records_damaged": 0, "resends_requested": 0, "tombstones_dropped": 0, "txns_applied": 0},
 		"node": {"authenticated": false,
 			"clock": {"bound_ms": 0, "measured_peers": 0, "off_peers": 0, "offset_ms": null, "refusing_writes": false},
 			"name": "N", "origin": "01000000000000000000000000000000", "protocol": {"max": 1, "min": 1}, "rewound": null, "storage": {"retries": 0, "state": "ok"}, "tls": null},
 		"origins": [],
 		"peers": [
-			{"capabilities": [], "clock_offset_ms": null, "connected": false, "copy": null, "held_bytes": 0, "last_error": null, "name": "P", "reconnects": 0,
+			{"antientropy_bytes_in": 0, "antientropy_bytes_out": 0, "capabilities": [], "clock_offset_ms": null, "connected": false, "copy": null, "held_bytes": 0, "last_error": null, "name": "P", "reconnects": 0,
 				"retention_held_bytes": 0, "retention_held_entries": 0, "rtt_ms": 0, "state": "backoff", "url": "ws://h:1", "version": 0}
 		],
 		"refusals": []
 	}`},
 	{"the zero status", replica.Status{}, `{
-		"counters": {"apply_failures": 0, "bad_chunks": 0, "connection_errors": 0, "connections_refused": 0, "copies_busy": 0, "copies_completed": 0, "copies_refused": 0, "copies_resumed": 0,
+		"antientropy_conflicts": [],
+		"counters": {"antientropy_below_horizon": 0, "antientropy_conflicts": 0, "antientropy_in_flight": 0, "antientropy_passes": 0,
+			"antientropy_ranges_compared": 0, "antientropy_ranges_differing": 0, "antientropy_records_repaired": 0, "apply_failures": 0,
+			"bad_chunks": 0, "connection_errors": 0, "connections_refused": 0, "copies_busy": 0, "copies_completed": 0, "copies_refused": 0, "copies_resumed": 0,
 			"copies_served": 0, "copies_started": 0, "copy_bytes": 0, "copy_records": 0,
 			"divergences": 0, "duplicates_received": 0, "entries_purged": 0, "gaps_detected": 0, "origin_rewinds": 0, "protocol_errors": 0,
-			"purged_answers": 0, "resends_requested": 0, "tombstones_dropped": 0, "txns_applied": 0},
+			"purged_answers": 0, "records_damaged": 0, "resends_requested": 0, "tombstones_dropped": 0, "txns_applied": 0},
 		"node": {"authenticated": false,
 			"clock": {"bound_ms": 0, "measured_peers": 0, "off_peers": 0, "offset_ms": null, "refusing_writes": false},
 			"name": "", "origin": "00000000000000000000000000000000", "protocol": {"max": 0, "min": 0}, "rewound": null, "storage": {"retries": 0, "state": "ok"}, "tls": null},

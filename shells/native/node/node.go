@@ -72,6 +72,11 @@ type Config struct {
 	// none), and CopyChunk is the size their chunks aim at (0: 1 MiB).
 	MaxCopies int
 	CopyChunk int
+	// AntiEntropyInterval is how often the node asks each peer about its next key range
+	// (0: the replica's default, 1 s; negative: no passes of its own, though it answers),
+	// and AntiEntropyRange the records of a range (0: 256).
+	AntiEntropyInterval time.Duration
+	AntiEntropyRange    int
 	// MaxClockOffset is the replica's bound on clock offset (0: its default, 500 ms;
 	// negative: no bound).
 	MaxClockOffset time.Duration
@@ -288,7 +293,8 @@ func (n *Node) replicaConfig() replica.Config {
 	return replica.Config{MaxVersion: cfg.ProtocolMax, Secret: cfg.Secret, Limits: cfg.Limits, Write: cfg.Write,
 		HoldUnsynced: cfg.Sync != SyncNone, MoveDelay: cfg.MoveDelay, StallTimeout: cfg.StallTimeout,
 		RetainAge: cfg.RetainAge, RetainBytes: cfg.RetainBytes, RetainHold: cfg.RetainHold,
-		MaxCopies: cfg.MaxCopies, CopyChunk: cfg.CopyChunk, MaxClockOffset: cfg.MaxClockOffset, ApplyRetries: cfg.ApplyRetries, TLSAuthenticated: cfg.TLS != nil && !cfg.AcceptPlaintext}
+		MaxCopies: cfg.MaxCopies, CopyChunk: cfg.CopyChunk, MaxClockOffset: cfg.MaxClockOffset, ApplyRetries: cfg.ApplyRetries, TLSAuthenticated: cfg.TLS != nil && !cfg.AcceptPlaintext,
+		AntiEntropyInterval: cfg.AntiEntropyInterval, AntiEntropyRange: cfg.AntiEntropyRange}
 }
 
 // Stop closes every connection, stops the loop and closes the store. It may be called

@@ -412,7 +412,8 @@ func appendRecord(v []byte, r *replica.Record) []byte {
 
 func decodeRecord(table, k, v []byte) (replica.Record, error) {
 	if len(v) < 25 || v[0] > 1 {
-		return replica.Record{}, fmt.Errorf("rocksstore: table %q key %q: %w", table, k, replica.ErrRecordDamaged)
+		return replica.Record{}, &replica.DamagedRecordError{Table: slices.Clone(table), Key: slices.Clone(k),
+			Err: fmt.Errorf("rocksstore: a stored value of %d bytes that does not decode", len(v))}
 	}
 	r := replica.Record{Deleted: v[0] == 1, HLC: wire.HLC(binary.BigEndian.Uint64(v[1:9]))}
 	copy(r.Origin[:], v[9:25])

@@ -264,7 +264,8 @@ func (s *Session) Stats() protocol.Stats {
 	return protocol.Stats{BytesIn: m.BytesIn, BytesOut: m.BytesOut, MessagesIn: m.MessagesIn, MessagesOut: m.MessagesOut,
 		TxnsReceived: m.TxnsReceived, TxnsSent: m.TxnsSent, Duplicates: m.Duplicates, Gaps: m.Gaps,
 		Divergences: m.Divergences, IgnoredFrames: m.IgnoredFrames, ProtocolErrors: m.ProtocolErrors,
-		ResendsRequested: m.ResendsRequested, ResendsReceived: m.ResendsReceived, Discarded: m.Discarded, Stale: m.Stale}
+		ResendsRequested: m.ResendsRequested, ResendsReceived: m.ResendsReceived, Discarded: m.Discarded, Stale: m.Stale,
+		RangeBytesIn: m.RangeBytesIn, RangeBytesOut: m.RangeBytesOut}
 }
 
 // Limits are the limits in effect.
@@ -342,6 +343,17 @@ func (c *v3Commands) CopyCredit() int { return int(c.st.CopyCredit) }
 
 func (c *v3Commands) EndCopy() error {
 	return (*Session)(c).call(func(b *abi.Batch) error { b.EndCopy(); return nil })
+}
+
+func (c *v3Commands) AskRange(d *wire.RangeDigest) error {
+	return (*Session)(c).call(func(b *abi.Batch) error { return b.AskRange(d) })
+}
+
+// RangeAsked answers from the last status.
+func (c *v3Commands) RangeAsked() bool { return c.st.RangeAsked }
+
+func (c *v3Commands) AnswerRange(body []byte) error {
+	return (*Session)(c).call(func(b *abi.Batch) error { b.AnswerRange(body); return nil })
 }
 
 func (c *v1Commands) Subscribe(from uint64, vec []vector.Entry) error {

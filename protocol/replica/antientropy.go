@@ -1,0 +1,457 @@
+package replica
+
+import (
+	"bytes"
+	"errors"
+	"time"
+
+	"plait/protocol/wire"
+)
+
+// Anti-entropy (docs/design.md §19). Logs that agree say nothing of a record store that
+// lost or altered a record around them; this node walks its records in (table, key) order,
+// AntiEntropyRange at a time, and asks each version-3 peer that negotiated
+// wire.CapAntiEntropy whether its records in the same range have the same digest. The peer
+// answers equal, or with its records in the range (or its first part); this node then
+// repairs itself from them and never the peer, which repairs itself in its own pass:
+//
+//   - a peer version this node has not applied (above the applied HLC of its origin) is in
+//     flight: left to the log, not counted as a repair;
+//   - a peer version newer (last-writer-wins) than this node's, and applied here, is
+//     written with its version kept, around the log (Store.Repair);
+//   - equal versions with different contents are re-read from the origin's log entry of
+//     that version when it is still retained, else flagged in status, never chosen by value;
+//   - a record this node lacks whose version is at or below its tombstone horizon
+//     (retention.go) is not written: this node may have deleted it and dropped the
+//     tombstone, and writing it would bring it back;
+//   - a peer version older than this node's is left: the peer repairs itself.
+//
+// At most one range is asked per connection, at most one every AntiEntropyInterval; none
+// while the storage is degraded or a base copy is being taken.
+
+// MaxAntiEntropyConflicts bounds the equal-version conflicts status keeps (the newest).
+const MaxAntiEntropyConflicts = 64
+
+// AntiEntropyConflict is a record two nodes hold at the same version with different
+// contents, whose log entry this node no longer retains: nothing can say which is right.
+type AntiEntropyConflict struct {
+	At     time.Time
+	Peer   string
+	Table  []byte
+	Key    []byte
+	HLC    wire.HLC
+	Origin wire.OriginID
+}
+
+// antiEntropy is the replica's state of anti-entropy.
+type antiEntropy struct {
+	// walks are where each peer's pass goes on (by peer name, so that a new connection of
+	// the peer goes on where the last stopped).
+	walks     map[string]*aeWalk
+	conflicts []AntiEntropyConflict
+}
+
+// aeWalk is one peer's pass.
+type aeWalk struct {
+	after  wire.RangePoint // the next range starts after it (zero: the first record)
+	nextAt time.Time       // no range is asked before then
+	conn   ConnID          // the connection a range is asked on (0: none)
+	asked  *wire.RangeDigest
+}
+
+func (r *Replica) walk(peer string) *aeWalk {
+	if r.ae.walks == nil {
+		r.ae.walks = map[string]*aeWalk{}
+	}
+	w := r.ae.walks[peer]
+	if w == nil {
+		w = &aeWalk{nextAt: r.now.Add(r.cfg.AntiEntropyInterval)}
+		r.ae.walks[peer] = w
+	}
+	return w
+}
+
+// aeCapable reports whether a connection takes anti-entropy frames.
+func aeCapable(c *conn) bool {
+	if !c.established || c.version < 3 {
+		return false
+	}
+	for _, cp := range c.sess.Handshake().Caps {
+		if cp == wire.CapAntiEntropy {
+			return true
+		}
+	}
+	return false
+}
+
+// aeIdle reports whether this node's own passes wait: turned off, degraded storage, or a
+// base copy being taken (its records are not this node's yet).
+func (r *Replica) aeIdle() bool {
+	return r.cfg.AntiEntropyInterval < 0 || r.storage.err != nil || r.cp.take != nil || r.cp.state != nil
+}
+
+// antiEntropy asks the next range of every connection that is due.
+func (r *Replica) antiEntropy() {
+	r.answerPending()
+	if r.aeIdle() {
+		return
+	}
+	for _, id := range r.connOrder {
+		c := r.conns[id]
+		if !aeCapable(c) {
+			continue
+		}
+		w := r.walk(c.peerName)
+		if w.conn != 0 && r.conns[w.conn] != nil && w.asked != nil {
+			continue // one range at a time
+		}
+		if r.now.Before(w.nextAt) {
+			continue
+		}
+		r.askRange(c, w)
+	}
+}
+
+// aeDeadline is when the next range is due on some connection (zero: none).
+func (r *Replica) aeDeadline() time.Time {
+	var next time.Time
+	if r.aeIdle() {
+		return next
+	}
+	for _, id := range r.connOrder {
+		c := r.conns[id]
+		if !aeCapable(c) {
+			continue
+		}
+		w := r.ae.walks[c.peerName]
+		if w == nil || w.asked != nil && r.conns[w.conn] != nil {
+			continue
+		}
+		if next.IsZero() || w.nextAt.Before(next) {
+			next = w.nextAt
+		}
+	}
+	return next
+}
+
+func (r *Replica) askRange(c *conn, w *aeWalk) {
+	n := r.cfg.AntiEntropyRange
+	recs, ok := r.rangeRecords(w.after, wire.RangePoint{}, n+1)
+	if !ok {
+		return
+	}
+	d := &wire.RangeDigest{AfterTable: w.after.Table, AfterKey: w.after.Key}
+	if len(recs) > n {
+		recs = recs[:n]
+		last := recs[n-1]
+		d.ThroughTable, d.ThroughKey = last.Table, last.Key
+	}
+	h := wire.NewRangeHash()
+	for i := range recs {
+		h.Add(rangeRecord(&recs[i]))
+	}
+	d.Count, d.Digest = h.Count, h.Sum()
+	if len(d.ThroughKey) > wire.MaxCopyKey || len(d.AfterKey) > wire.MaxCopyKey {
+		// A key longer than a range's end may be (write limits allow it only when raised
+		// past 32 KiB): the pass starts over rather than name it.
+		w.after = wire.RangePoint{}
+		w.nextAt = r.now.Add(r.cfg.AntiEntropyInterval)
+		return
+	}
+	if !r.checkConn(c, c.sess.V3().AskRange(d)) {
+		return
+	}
+	w.conn, w.asked = c.id, d
+	w.nextAt = r.now.Add(r.cfg.AntiEntropyInterval)
+}
+
+func rangeRecord(rec *Record) *wire.RangeRecord {
+	return &wire.RangeRecord{Table: rec.Table, Key: rec.Key, Value: rec.Value, Deleted: rec.Deleted, HLC: rec.HLC, Origin: rec.Origin}
+}
+
+// rangeRecords reads up to limit of this node's records in (after, through] (a zero
+// through: to the end), tombstones included.
+func (r *Replica) rangeRecords(after, through wire.RangePoint, limit int) ([]Record, bool) {
+	tables, err := r.store.Tables()
+	if !r.check(err) {
+		return nil, false
+	}
+	var out []Record
+	for _, t := range tables {
+		if len(out) >= limit {
+			break
+		}
+		if !after.IsZero() && bytes.Compare(t, after.Table) < 0 {
+			continue
+		}
+		if !through.IsZero() && bytes.Compare(t, through.Table) > 0 {
+			break
+		}
+		var from []byte
+		if bytes.Equal(t, after.Table) {
+			from = after.Key
+		}
+		// A damaged record is left out, as if absent: the range then differs from a peer
+		// that holds it, whose version repairs it here (repairFrom).
+		ok := r.scanReadable(t, from, func(rec Record) bool {
+			if !wire.InRange(rec.Table, rec.Key, after, through) {
+				return false
+			}
+			out = append(out, rec)
+			return len(out) < limit
+		})
+		if !ok {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// onRangeAsked answers a peer's ask: equal when this node's records in the range have the
+// digest asked, else its records in the range, as many as AntiEntropyBytes and one more
+// than the asker holds allow (the answer then ends at the last one sent). A node answers
+// whether or not it runs passes of its own; with its storage degraded it answers with no
+// record, which the asker cannot take anything from. An answer the send buffer cannot
+// take yet is made again at the next settle (answerPending).
+func (r *Replica) onRangeAsked(c *conn, d *wire.RangeDigest) {
+	c.aeAsk = nil
+	body := r.rangeAnswer(d)
+	err := c.sess.V3().AnswerRange(body)
+	for budget := r.cfg.AntiEntropyBytes; isCode(err, wire.CodeFrameTooLarge) && budget > MinCopyChunk; {
+		budget /= 2 // the peer's frame limit is below this node's budget
+		body = r.rangeAnswerWithin(d, budget)
+		err = c.sess.V3().AnswerRange(body)
+	}
+	switch {
+	case isCode(err, wire.CodeSendBufferFull):
+		c.aeAsk = d
+	case isCode(err, wire.CodeFrameTooLarge):
+		// One record is larger than the peer takes: the answer holds none (the asker takes
+		// nothing from it, and goes on after the range).
+		empty, _ := wire.AppendRangeRecords(nil, false, d.Through(), nil)
+		r.checkConn(c, c.sess.V3().AnswerRange(empty))
+	default:
+		r.checkConn(c, err)
+	}
+}
+
+// answerPending makes again the answers a full send buffer refused.
+func (r *Replica) answerPending() {
+	for _, id := range r.connOrder {
+		if c := r.conns[id]; c.aeAsk != nil && c.sess.SendBudget() > 0 {
+			r.onRangeAsked(c, c.aeAsk)
+		}
+	}
+}
+
+func isCode(err error, code wire.Code) bool {
+	var we *wire.Error
+	return errors.As(err, &we) && we.Code == code
+}
+
+func (r *Replica) rangeAnswer(d *wire.RangeDigest) []byte {
+	return r.rangeAnswerWithin(d, r.cfg.AntiEntropyBytes)
+}
+
+// rangeAnswerWithin is the RANGERECORDS body answering d with at most budget bytes of
+// records (always one, when this node holds any in the range).
+func (r *Replica) rangeAnswerWithin(d *wire.RangeDigest, budget int) []byte {
+	after, through := d.After(), d.Through()
+	var recs []Record
+	if r.storage.err == nil {
+		var ok bool
+		if recs, ok = r.rangeRecords(after, through, int(d.Count)+1); !ok {
+			recs = nil
+		}
+	}
+	if uint64(len(recs)) == d.Count && r.storage.err == nil {
+		h := wire.NewRangeHash()
+		for i := range recs {
+			h.Add(rangeRecord(&recs[i]))
+		}
+		if h.Sum() == d.Digest {
+			body, _ := wire.AppendRangeRecords(nil, true, through, nil) // the ask's through passed its checks
+			return body
+		}
+	}
+	more := uint64(len(recs)) > d.Count // the peer may hold even more: the answer ends early
+	out := make([]wire.RangeRecord, 0, len(recs))
+	size := wire.RangeHeaderSize(through, len(recs))
+	for i := range recs {
+		rr := rangeRecord(&recs[i])
+		if len(out) > 0 && size+wire.RangeRecordSize(rr) > budget {
+			more = true
+			break
+		}
+		size += wire.RangeRecordSize(rr)
+		out = append(out, *rr)
+	}
+	end := through
+	if more && len(out) > 0 {
+		// The answer ends at its last record, whose key must fit a range's end: records
+		// of longer keys (write limits raised past MaxCopyKey) wait for a later range.
+		for len(out) > 1 && len(out[len(out)-1].Key) > wire.MaxCopyKey {
+			out = out[:len(out)-1]
+		}
+		if last := out[len(out)-1]; len(last.Key) <= wire.MaxCopyKey {
+			end = wire.RangePoint{Table: last.Table, Key: last.Key}
+		} else {
+			out = out[:0]
+		}
+	}
+	body, err := wire.AppendRangeRecords(nil, false, end, out)
+	if err != nil {
+		// Only a record this node should never hold (a bad table name, an empty key)
+		// fails the encoding: answer with none rather than stop.
+		body, _ = wire.AppendRangeRecords(nil, false, through, nil)
+	}
+	return body
+}
+
+// onRangeAnswered takes in the peer's answer to this node's ask and repairs what it shows.
+func (r *Replica) onRangeAnswered(c *conn, v *wire.RangeView) {
+	w := r.ae.walks[c.peerName]
+	if w == nil || w.asked == nil || w.conn != c.id {
+		return
+	}
+	w.asked, w.conn = nil, 0
+	r.counters.AntiEntropyRangesCompared++
+	if !v.Equal {
+		r.counters.AntiEntropyRangesDiffering++
+		if !r.repairFrom(c, v) {
+			return // degraded: the range is asked again
+		}
+	}
+	w.after = wire.RangePoint{Table: bytes.Clone(v.Through.Table), Key: bytes.Clone(v.Through.Key)}
+	if w.after.IsZero() {
+		r.counters.AntiEntropyPasses++
+	}
+}
+
+// repairFrom decides, record by record, what a differing range's answer repairs here, and
+// writes it in one Store.Repair.
+func (r *Replica) repairFrom(c *conn, v *wire.RangeView) bool {
+	if r.storage.err != nil {
+		return false
+	}
+	age, applied, horizon := r.tombstoneHorizon()
+	var fix []Record
+	for i := range v.Records {
+		p := &v.Records[i]
+		l, has, err := r.store.Get(p.Table, p.Key)
+		var de *DamagedRecordError
+		damaged := errors.As(err, &de)
+		if !damaged && !r.check(err) {
+			return false
+		}
+		if has && l.HLC == p.HLC && l.Origin == p.Origin && l.Deleted == p.Deleted && bytes.Equal(l.Value, p.Value) {
+			continue // the same version, the same contents
+		}
+		if !r.seen(p.HLC, p.Origin) && !r.cfg.Mutations.RepairInFlight {
+			r.counters.AntiEntropyInFlight++
+			continue // in flight: the log brings it
+		}
+		switch {
+		case has && l.HLC == p.HLC && l.Origin == p.Origin:
+			want, found, ok := r.loggedVersion(p.Origin, p.HLC, p.Table, p.Key)
+			if !ok {
+				return false
+			}
+			if !found {
+				r.conflict(c.peerName, p)
+				continue
+			}
+			if l.Deleted != want.Deleted || !bytes.Equal(l.Value, want.Value) {
+				fix = append(fix, want)
+			}
+			continue
+		case has && !newer(p.HLC, p.Origin, l.HLC, l.Origin) && !r.cfg.Mutations.RepairOlder:
+			continue // this node's version is newer: the peer repairs itself
+		case damaged:
+			// This node's record is unreadable: the peer's version, applied here, takes
+			// its place (if this node's was newer, its entry reaches the peer, and a later
+			// pass brings it back here).
+		case !has && horizon && p.HLC < age && p.HLC <= applied && !r.cfg.Mutations.RepairBelowHorizon:
+			// This node may have deleted it and dropped the tombstone.
+			r.counters.AntiEntropyBelowHorizon++
+			continue
+		}
+		fix = append(fix, Record{Table: bytes.Clone(p.Table), Key: bytes.Clone(p.Key), Value: bytes.Clone(p.Value),
+			Deleted: p.Deleted, HLC: p.HLC, Origin: p.Origin})
+	}
+	if len(fix) == 0 {
+		return true
+	}
+	if !r.check(r.store.Repair(fix)) {
+		return false
+	}
+	for _, f := range fix {
+		r.storedHLC = max(r.storedHLC, f.HLC)
+	}
+	r.counters.AntiEntropyRecordsRepaired += uint64(len(fix))
+	return true
+}
+
+// loggedVersion reads the record (table, key) as origin's log entry of timestamp hlc wrote
+// it: found is false when the log no longer holds that entry (purged, or never here). An
+// origin's entries carry strictly increasing timestamps, so the entry is found by a
+// binary search between the floor and the applied seq.
+func (r *Replica) loggedVersion(o wire.OriginID, hlc wire.HLC, table, key []byte) (rec Record, found, ok bool) {
+	st := r.origins[o]
+	if st == nil {
+		return Record{}, false, true
+	}
+	lo, hi := r.floor(o).Seq+1, st.applied.Seq
+	for lo <= hi {
+		mid := lo + (hi-lo)/2
+		raw, err := r.store.Entry(o, mid)
+		if err == ErrPurged || err == ErrNotFound {
+			return Record{}, false, true
+		}
+		if !r.check(err) {
+			return Record{}, false, false
+		}
+		tv, err := wire.ParseTxn(raw)
+		if !r.check(err) {
+			return Record{}, false, false
+		}
+		switch {
+		case tv.HLC < hlc:
+			lo = mid + 1
+		case tv.HLC > hlc:
+			hi = mid - 1
+		default:
+			it := tv.Ops()
+			for op, more := it.Next(); more; op, more = it.Next() {
+				if bytes.Equal(op.Table, table) && bytes.Equal(op.Key, key) { // the last op of a key wins
+					rec = Record{Table: bytes.Clone(table), Key: bytes.Clone(key), Value: bytes.Clone(op.Value),
+						Deleted: op.Kind == wire.OpDelete, HLC: hlc, Origin: o}
+					found = true
+				}
+			}
+			return rec, found, true
+		}
+	}
+	return Record{}, false, true
+}
+
+// conflict flags an equal-version conflict, once while it is in the list.
+func (r *Replica) conflict(peer string, p *wire.RangeRecord) {
+	for _, f := range r.ae.conflicts {
+		if f.Origin == p.Origin && f.HLC == p.HLC && bytes.Equal(f.Table, p.Table) && bytes.Equal(f.Key, p.Key) {
+			return // flagged already
+		}
+	}
+	r.counters.AntiEntropyConflicts++
+	if len(r.ae.conflicts) == MaxAntiEntropyConflicts {
+		r.ae.conflicts = append(r.ae.conflicts[:0], r.ae.conflicts[1:]...)
+	}
+	r.ae.conflicts = append(r.ae.conflicts, AntiEntropyConflict{At: r.now, Peer: peer, Table: bytes.Clone(p.Table),
+		Key: bytes.Clone(p.Key), HLC: p.HLC, Origin: p.Origin})
+}
+
+// AntiEntropyConflicts lists the equal-version conflicts flagged (the newest
+// MaxAntiEntropyConflicts, oldest first).
+func (r *Replica) AntiEntropyConflicts() []AntiEntropyConflict {
+	return append([]AntiEntropyConflict(nil), r.ae.conflicts...)
+}
