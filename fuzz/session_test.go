@@ -1358,9 +1358,10 @@ func (m *v2Model) frame(p *mPred, f wire.Frame) {
 	case wire.TypeData:
 		m.data(p, f)
 		return
-	case wire.TypeChunk:
-		// A CHUNK is read only on the channel of a copy taken over version 3; this model's
-		// version-2 session refuses it by its type before its body.
+	case wire.TypeChunk, wire.TypeRangeRecords:
+		// A CHUNK is read only on the channel of a copy taken over version 3, a
+		// RANGERECORDS only as the answer to an anti-entropy ask over version 3; this
+		// model's version-2 session refuses either by its type before its binary body.
 		m.failAt(p, f, wire.CodeUnexpectedFrame)
 		return
 	}
