@@ -17,23 +17,7 @@ import (
 // apply on the next retry, B's newer value stays, and the cluster converges.
 func TestDamagedRecordStuckOrigin(t *testing.T) {
 	c := newV2Cluster(t, Options{Seed: 7, AntiEntropyInterval: -1}, []string{"A", "B", "C"})
-	if _, err := c.Write("A", put("k", "a")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Write("A", put("a2", "a")); err != nil {
-		t.Fatal(err)
-	}
-	c.Run(time.Second) // B's write is a second newer than A's: last-writer-wins reads it
-	if _, err := c.Write("B", put("k", "b")); err != nil {
-		t.Fatal(err)
-	}
-	b := c.Node("B")
-	b.Damage("t", "k")
-	for _, l := range [][2]string{{"A", "B"}, {"C", "B"}} {
-		if err := c.Connect(l[0], l[1]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	b := damagedStar(t, c)
 	for i := range 30 {
 		if _, err := c.Write("C", put(fmt.Sprint("c", i), "c")); err != nil {
 			t.Fatal(err)
@@ -80,8 +64,37 @@ func TestDamagedRecordStuckOrigin(t *testing.T) {
 // converges.
 func TestDamagedRecordRepairedByAntiEntropy(t *testing.T) {
 	c := newV2Cluster(t, Options{Seed: 7}, []string{"A", "B", "C"})
-	if _, err := c.Write("A", put("k", "a")); err != nil {
-		t.Fatal(err)
+	b := damagedStar(t, c)
+	if !c.Stabilize(2 * time.Minute) {
+		_, why := c.Converged()
+		t.Fatal("not converged:", why, c.Failures())
+	}
+	c.CheckConverged()
+	a := b.Rep.Origin(c.Node("A").origin)
+	if a.AppliedSeq != 2 || a.Stuck != "" || a.ApplyFailures != 0 {
+		t.Errorf("B's status of A: %+v, want applied 2, not stuck", a)
+	}
+	if cs := b.Rep.Counters(); cs.RecordsDamaged == 0 || cs.AntiEntropyRecordsRepaired == 0 || cs.ApplyFailures == 0 {
+		t.Errorf("B's counters: %d damaged met, %d repaired, %d apply failures; want each above 0", cs.RecordsDamaged,
+			cs.AntiEntropyRecordsRepaired, cs.ApplyFailures)
+	}
+	if r, ok, err := b.Store.Get([]byte("t"), []byte("k")); err != nil || !ok || string(r.Value) != "b" {
+		t.Errorf("B's record k: %q, %v, %v; want B's newer b, readable", r.Value, ok, err)
+	}
+	if f := c.Failures(); len(f) > 0 {
+		t.Fatal(f)
+	}
+}
+
+// damagedStar makes the scene of both tests on c (nodes A, B, C, not connected): A writes k
+// and a2, B writes k a second later, B's record k is damaged, and A and C connect to B. A's
+// entry of k is older than B's record, so B's last-writer-wins reads the record to decide.
+func damagedStar(t *testing.T, c *Cluster) *Node {
+	t.Helper()
+	for _, k := range []string{"k", "a2"} {
+		if _, err := c.Write("A", put(k, "a")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c.Run(time.Second)
 	if _, err := c.Write("B", put("k", "b")); err != nil {
@@ -94,23 +107,5 @@ func TestDamagedRecordRepairedByAntiEntropy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !c.Stabilize(2 * time.Minute) {
-		_, why := c.Converged()
-		t.Fatal("not converged:", why, c.Failures())
-	}
-	c.CheckConverged()
-	a := b.Rep.Origin(c.Node("A").origin)
-	if a.AppliedSeq != 1 || a.Stuck != "" || a.ApplyFailures != 0 {
-		t.Errorf("B's status of A: %+v, want applied 1, not stuck", a)
-	}
-	if cs := b.Rep.Counters(); cs.RecordsDamaged == 0 || cs.AntiEntropyRecordsRepaired == 0 || cs.ApplyFailures == 0 {
-		t.Errorf("B's counters: %d damaged met, %d repaired, %d apply failures; want each above 0", cs.RecordsDamaged,
-			cs.AntiEntropyRecordsRepaired, cs.ApplyFailures)
-	}
-	if r, ok, err := b.Store.Get([]byte("t"), []byte("k")); err != nil || !ok || string(r.Value) != "b" {
-		t.Errorf("B's record k: %q, %v, %v; want B's newer b, readable", r.Value, ok, err)
-	}
-	if f := c.Failures(); len(f) > 0 {
-		t.Fatal(f)
-	}
+	return b
 }
