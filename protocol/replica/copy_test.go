@@ -291,8 +291,11 @@ func TestCopyBusy(t *testing.T) {
 
 // TestCopyRefusesOriginRewind: a node whose own origin its peer holds beyond its log (a data
 // directory older than its history elsewhere) takes no copy: the peer's SUBSCRIBE, or the
-// copy's snapshot, shows the rewind first, and the node is rewound (rewind.go).
-func TestCopyRefusesOriginRewind(t *testing.T) {
+
+// restoredBeforeWrites is A, whose log of B is purged (purgedCluster), and B, which wrote 5
+// entries to A and came back, disconnected, from a backup taken before it wrote anything.
+func restoredBeforeWrites(t *testing.T) (*harness, *node, *node) {
+	t.Helper()
 	h, a := purgedCluster(t, replica.Config{})
 	b := h.addNode("B", replica.Config{})
 	old := b.store.Clone() // a backup of B from before it wrote anything
@@ -302,9 +305,14 @@ func TestCopyRefusesOriginRewind(t *testing.T) {
 	}
 	h.pump()
 	h.disconnect(ab)
-	// B comes back from a backup taken before its 5 writes; A purged its log of B.
 	b.store = old
 	b.start()
+	return h, a, b
+}
+
+// copy's snapshot, shows the rewind first, and the node is rewound (rewind.go).
+func TestCopyRefusesOriginRewind(t *testing.T) {
+	h, a, b := restoredBeforeWrites(t)
 	h.advance(3 * time.Second)
 	a.write(put("t", "k0", "newer"))
 	h.advance(2 * time.Second)
@@ -476,17 +484,7 @@ func sameCopiedTables(t *testing.T, a, b *node) int {
 // lost, the copy's snapshot is the evidence: the copy is refused (copies_refused) and the
 // node is rewound all the same, refusing writes (rewind.go).
 func TestCopyRefusesOriginRewindBySnapshot(t *testing.T) {
-	h, a := purgedCluster(t, replica.Config{})
-	b := h.addNode("B", replica.Config{})
-	old := b.store.Clone()
-	ab := h.connect(b, a)
-	for i := range 5 {
-		b.write(put("t", fmt.Sprint("b", i), "x"))
-	}
-	h.pump()
-	h.disconnect(ab)
-	b.store = old
-	b.start()
+	h, a, b := restoredBeforeWrites(t)
 	h.advance(3 * time.Second)
 	h.drop = func(from, to string, f wire.Decoded) bool {
 		return from == "A" && to == "B" && f.Type == wire.TypeSubscribe
