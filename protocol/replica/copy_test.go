@@ -289,9 +289,6 @@ func TestCopyBusy(t *testing.T) {
 	sameRecords(t, "big", a, b, c)
 }
 
-// TestCopyRefusesOriginRewind: a node whose own origin its peer holds beyond its log (a data
-// directory older than its history elsewhere) takes no copy: the peer's SUBSCRIBE, or the
-
 // restoredBeforeWrites is A, whose log of B is purged (purgedCluster), and B, which wrote 5
 // entries to A and came back, disconnected, from a backup taken before it wrote anything.
 func restoredBeforeWrites(t *testing.T) (*harness, *node, *node) {
@@ -310,6 +307,8 @@ func restoredBeforeWrites(t *testing.T) (*harness, *node, *node) {
 	return h, a, b
 }
 
+// TestCopyRefusesOriginRewind: a node whose own origin its peer holds beyond its log (a data
+// directory older than its history elsewhere) takes no copy: the peer's SUBSCRIBE, or the
 // copy's snapshot, shows the rewind first, and the node is rewound (rewind.go).
 func TestCopyRefusesOriginRewind(t *testing.T) {
 	h, a, b := restoredBeforeWrites(t)
