@@ -60,6 +60,7 @@ var decodeCodes = map[wire.Code]bool{
 	wire.CodeBadTxn:          true,
 	wire.CodeUnsupportedTxn:  true,
 	wire.CodeBadChunk:        true, // a CHUNK body that breaks its own rules (version 3)
+	wire.CodeBadRange:        true, // a RANGEDIGEST or RANGERECORDS body that breaks its own rules (version 3)
 }
 
 // checkKnown fails unless err has a code this build defines, with that code's class.
@@ -441,6 +442,10 @@ func checkAgainstWire(t *testing.T, data []byte, state protocol.State, serr *wir
 	switch {
 	case serr.Offset > werr.Offset:
 		t.Fatalf("the session failed at %d (%v), past the frame the wire decoder rejects (%v)", serr.Offset, serr, werr)
+	case serr.Offset == werr.Offset && werr.Code == wire.CodeBadRange && serr.Code == wire.CodeUnexpectedFrame:
+		// RANGERECORDS is read only on a connection that negotiated anti-entropy, which
+		// this version-1 session did not: the session refuses it by its type before the
+		// body whose rules the wire decoder reports.
 	case serr.Offset == werr.Offset && serr.Code != werr.Code:
 		t.Fatalf("at offset %d the session says %v, the wire decoder %v", serr.Offset, serr, werr)
 	}

@@ -1363,6 +1363,12 @@ func (m *v2Model) frame(p *mPred, f wire.Frame) {
 		// version-2 session refuses it by its type before its body.
 		m.failAt(p, f, wire.CodeUnexpectedFrame)
 		return
+	case wire.TypeRangeRecords:
+		// RANGERECORDS is read only on a connection that negotiated anti-entropy (version 3
+		// and its capability), which this model's version-2 session did not: refused by its
+		// type before its body, like CHUNK.
+		m.failAt(p, f, wire.CodeUnexpectedFrame)
+		return
 	}
 	if !wire.Known(f.Type) {
 		if !f.Type.Ignorable() {
