@@ -52,7 +52,7 @@ MAX_NEW="${MAX_NEW:-20}"                   # new corpus files per target per inv
 MAX_INPUT_BYTES="${MAX_INPUT_BYTES:-4096}" # size cap on a copied input, decoded
 FUZZMINIMIZETIME="${FUZZMINIMIZETIME:-10s}"
 DURATION="${DURATION:-}"
-TOTALS_FILE="${TOTALS_FILE:-fuzz/TOTALS.md}"
+: "${TOTALS_FILE:=fuzz/TOTALS.md}"
 ROUNDS="${ROUNDS:-}"
 PKG_DIR=fuzz
 

@@ -41,7 +41,7 @@ func TestParseRun(t *testing.T) {
 // TestAddRoundTrip: runs add up per target through the rendered file, and a broken row is an
 // error, not a row dropped.
 func TestAddRoundTrip(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "TOTALS.md")
+	file := filepath.Join(t.TempDir(), "totals")
 	logs := []struct {
 		target, log string
 		added       int
