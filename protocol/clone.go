@@ -46,47 +46,15 @@ func (q ackQueue[T]) clone() ackQueue[T] {
 	return q
 }
 
-// clone copies the channels once each, so that the maps by id and by origin keep naming
-// the same channel.
+// clone copies the version-2 state: each channel once, so that the copy's maps by id and
+// by origin keep naming the same channel.
 func (v v2State) clone() v2State {
 	c := v
-	if v.in != nil {
-		c.in, c.inOrigin = make(map[uint32]*inChannel, len(v.in)), make(map[wire.OriginID]*inChannel, len(v.inOrigin))
-		copies := make(map[*inChannel]*inChannel, len(v.in))
-		cp := func(ch *inChannel) *inChannel {
-			if n, ok := copies[ch]; ok {
-				return n
-			}
-			n := *ch
-			n.pending = ch.pending.clone()
-			copies[ch] = &n
-			return &n
-		}
-		for id, ch := range v.in {
-			c.in[id] = cp(ch)
-		}
-		for o, ch := range v.inOrigin {
-			c.inOrigin[o] = cp(ch)
-		}
-	}
-	if v.out != nil {
-		c.out, c.outOrigin = make(map[uint32]*outChannel, len(v.out)), make(map[wire.OriginID]*outChannel, len(v.outOrigin))
-		copies := make(map[*outChannel]*outChannel, len(v.out))
-		cp := func(ch *outChannel) *outChannel {
-			if n, ok := copies[ch]; ok {
-				return n
-			}
-			n := *ch
-			copies[ch] = &n
-			return &n
-		}
-		for id, ch := range v.out {
-			c.out[id] = cp(ch)
-		}
-		for o, ch := range v.outOrigin {
-			c.outOrigin[o] = cp(ch)
-		}
-	}
+	c.in, c.inOrigin = cloneChannels(v.in, v.inOrigin, func(ch inChannel) inChannel {
+		ch.pending = ch.pending.clone()
+		return ch
+	})
+	c.out, c.outOrigin = cloneChannels(v.out, v.outOrigin, func(ch outChannel) outChannel { return ch })
 	c.advertised, c.peerHeads = maps.Clone(v.advertised), maps.Clone(v.peerHeads)
 	c.advFloors, c.peerFloors = maps.Clone(v.advFloors), maps.Clone(v.peerFloors)
 	if v.copyIn != nil {
@@ -112,4 +80,34 @@ func (a *rangeAsk) clone() *rangeAsk {
 	}
 	return &rangeAsk{after: wire.RangePoint{Table: bytes.Clone(a.after.Table), Key: bytes.Clone(a.after.Key)},
 		through: wire.RangePoint{Table: bytes.Clone(a.through.Table), Key: bytes.Clone(a.through.Key)}}
+}
+
+// cloneChannels copies the channels of a map by id and a map by origin that point to the
+// same channels, each once (copyOf copies what a channel holds beyond its values); a nil map
+// stays nil.
+func cloneChannels[C any](byID map[uint32]*C, byOrigin map[wire.OriginID]*C, copyOf func(C) C) (map[uint32]*C, map[wire.OriginID]*C) {
+	copies := make(map[*C]*C, len(byID))
+	cp := func(ch *C) *C {
+		if n, ok := copies[ch]; ok {
+			return n
+		}
+		n := copyOf(*ch)
+		copies[ch] = &n
+		return &n
+	}
+	var id map[uint32]*C
+	var org map[wire.OriginID]*C
+	if byID != nil {
+		id = make(map[uint32]*C, len(byID))
+		for k, ch := range byID {
+			id[k] = cp(ch)
+		}
+	}
+	if byOrigin != nil {
+		org = make(map[wire.OriginID]*C, len(byOrigin))
+		for k, ch := range byOrigin {
+			org[k] = cp(ch)
+		}
+	}
+	return id, org
 }

@@ -84,6 +84,16 @@ type Totals struct {
 	Crashes     uint64
 }
 
+// plus adds r's figures to t's (not its name).
+func (t *Totals) plus(r Totals) {
+	t.Runs += r.Runs
+	t.Execs += r.Execs
+	t.Seconds += r.Seconds
+	t.Interesting += r.Interesting
+	t.Added += r.Added
+	t.Crashes += r.Crashes
+}
+
 // progress is the coordinator's progress line; "new interesting" is absent when the target
 // has no seed corpus to compare with (Go prints the shorter form then).
 var progress = regexp.MustCompile(`(?m)^fuzz: elapsed: ([0-9hms.]+), execs: ([0-9]+) \([0-9.]+/sec\)(?:, new interesting: ([0-9]+) \(total: [0-9]+\))?\s*$`)
@@ -122,13 +132,7 @@ func add(totals []Totals, target string, r Totals) []Totals {
 		totals = append(totals, Totals{Target: target})
 		i = len(totals) - 1
 	}
-	t := &totals[i]
-	t.Runs += r.Runs
-	t.Execs += r.Execs
-	t.Seconds += r.Seconds
-	t.Interesting += r.Interesting
-	t.Added += r.Added
-	t.Crashes += r.Crashes
+	totals[i].plus(r)
 	slices.SortFunc(totals, func(a, b Totals) int { return strings.Compare(a.Target, b.Target) })
 	return totals
 }
@@ -155,12 +159,7 @@ func render(totals []Totals) []byte {
 	sum := Totals{Target: "all targets"}
 	for _, t := range totals {
 		writeRow(&b, t, t.Target)
-		sum.Runs += t.Runs
-		sum.Execs += t.Execs
-		sum.Seconds += t.Seconds
-		sum.Interesting += t.Interesting
-		sum.Added += t.Added
-		sum.Crashes += t.Crashes
+		sum.plus(t)
 	}
 	writeRow(&b, sum, "**"+sum.Target+"**")
 	return []byte(b.String())
