@@ -70,11 +70,11 @@ releases-check:
 		echo "releases-check: skipped in a shallow clone (the releases' commits are not here)"; \
 	else scripts/freeze.sh --check; fi
 
-## fuzz-ci: every fuzz target for 10 s, the corpus left as it is (make test; unit replays the corpus)
+## fuzz-ci: every fuzz target for 10 s, the corpus and fuzz/TOTALS.md left as they are (make test; unit replays the corpus)
 fuzz-ci: wasm
 	PLAIT_CORE_WASM=$(abspath $(CORE_WASM)) MAX_NEW=0 FUZZTIME=10s scripts/fuzz.sh
 
-## fuzz: every fuzz target in turn for FUZZTIME; new interesting inputs join the corpus
+## fuzz: every fuzz target in turn for FUZZTIME; new interesting inputs join the corpus, each run's figures fuzz/TOTALS.md
 fuzz:
 	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 

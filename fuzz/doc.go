@@ -11,6 +11,7 @@
 //
 // Each target states the properties it checks next to its code. The committed corpus under
 // testdata/fuzz/<Target>/ (seeds, and regression inputs the fuzzer found) is replayed by a
-// plain `go test ./fuzz`; `make fuzz` (scripts/fuzz.sh) runs every target in turn and adds
-// the new interesting inputs it finds.
+// plain `go test ./fuzz`; `make fuzz` (scripts/fuzz.sh) runs every target in turn, adds
+// the new interesting inputs it finds, and adds each run's figures to TOTALS.md, the
+// cumulative fuzzing of each target.
 package fuzz

@@ -35,6 +35,12 @@
 # content is already there. The cache entries need no minimizing here: the Go fuzzer
 # minimizes each new interesting input when it finds it, before writing it to the cache.
 #
+# After each run of a target, passed or failed, its figures (execs, seconds of fuzzing, new
+# interesting inputs, corpus files added, and a crash if it failed) are added to the
+# cumulative totals in $TOTALS_FILE (default fuzz/TOTALS.md; commit it with the corpus), by
+# tools/fuzztotals from the run's output. CI mode adds nothing: CI fuzzes a fresh clone and
+# commits nothing, so its figures would be lost anyway and the tree must stay unchanged.
+#
 # FuzzDiff runs WASM modules under wazero: the script keeps one compilation cache for all
 # its rounds ($PLAIT_WAZERO_CACHE, unless set), so that only the first round compiles them.
 #
@@ -46,6 +52,7 @@ MAX_NEW="${MAX_NEW:-20}"                   # new corpus files per target per inv
 MAX_INPUT_BYTES="${MAX_INPUT_BYTES:-4096}" # size cap on a copied input, decoded
 FUZZMINIMIZETIME="${FUZZMINIMIZETIME:-10s}"
 DURATION="${DURATION:-}"
+: "${TOTALS_FILE:=fuzz/TOTALS.md}"
 ROUNDS="${ROUNDS:-}"
 PKG_DIR=fuzz
 
@@ -172,6 +179,15 @@ info() {
 
 declare -A added=() runs=() execs=()
 
+# record TARGET LOG ADDED [crashed]: add the run's figures to $TOTALS_FILE (not in CI mode).
+fuzztotals="$tmp/fuzztotals"
+record() {
+	$ci && return 0
+	[[ -x "$fuzztotals" ]] || go build -o "$fuzztotals" ./tools/fuzztotals
+	"$fuzztotals" -file "$TOTALS_FILE" -target "$1" -log "$2" -added "$3" ${4:+-crashed} ||
+		echo "fuzz.sh: $1: could not add the run to $TOTALS_FILE" >&2
+}
+
 # collect TARGET: copy new interesting inputs from the fuzz cache into the corpus.
 collect() {
 	local t=$1 cache dest size sum path name copied=0 room
@@ -257,7 +273,9 @@ passed() {
 	runs[$t]=$((${runs[$t]:-0} + 1))
 	n=$(grep -oE '^fuzz: elapsed: [^,]+, execs: [0-9]+' "$log" | tail -n1 | grep -oE '[0-9]+$' || true)
 	execs[$t]=$((${execs[$t]:-0} + ${n:-0}))
+	local before=${added[$t]:-0}
 	collect "$t"
+	record "$t" "$log" $((${added[$t]:-0} - before))
 }
 
 # summary: one line per target: runs, execs, corpus files added.
@@ -306,6 +324,7 @@ while :; do
 			passed "$t" "$log"
 			continue
 		fi
+		record "$t" "$log" 0 crashed
 		report_failure "$t" "$log" "$tmp/before"
 		echo "fuzz.sh: stopped in round $round after $(($(date +%s) - start))s:" >&2
 		summary >&2
@@ -325,4 +344,5 @@ partial=
 ((completed < round)) && partial=" and part of round $round"
 echo "fuzz.sh: passed: ${#targets[@]} target(s), $FUZZTIME each, $completed round(s)$partial in $(($(date +%s) - start))s"
 summary
+$ci || echo "fuzz.sh: the runs are added to $TOTALS_FILE (commit it)"
 check_corpus_unchanged || exit 1
