@@ -38,7 +38,7 @@ func TestTLSMeasures(t *testing.T) {
 	if len(st.Peers) != 1 || !strings.Contains(strings.Join(st.Peers[0].Capabilities, ","), "tls-exporter") {
 		t.Fatalf("B's link to A is not TLS: %+v", st.Peers)
 	}
-	if rate, err := r.timeAB(a, b, r.Records, false); err != nil || rate <= 0 {
+	if rate, err := r.timeAB(a, b, r.Records, viaAPI); err != nil || rate <= 0 {
 		t.Fatalf("replication over wss://: %v, %v", rate, err)
 	}
 }
@@ -62,7 +62,7 @@ func BenchmarkReplicationTransport(b *testing.B) {
 			}
 			defer done()
 			b.ResetTimer()
-			rate, err := r.timeAB(a, n, b.N*r.PerTxn, false)
+			rate, err := r.timeAB(a, n, b.N*r.PerTxn, viaAPI)
 			b.StopTimer()
 			if err != nil {
 				b.Fatal(err)
