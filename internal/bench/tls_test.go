@@ -56,18 +56,7 @@ func BenchmarkReplicationTransport(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			r := tlsRun(b, 0)
 			r.Writers = 16
-			a, n, done, err := r.pairAB(filepath.Join(r.dir, "ab"), false, secure)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer done()
-			b.ResetTimer()
-			rate, err := r.timeAB(a, n, b.N*r.PerTxn, viaAPI)
-			b.StopTimer()
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(rate, "records/s")
+			benchAB(b, r, viaAPI, secure)
 		})
 	}
 }
