@@ -221,12 +221,6 @@ func (s *recordingStore) Get(table, key []byte) (replica.Record, bool, error) {
 	return s.Store.Get(table, key)
 }
 
-// GetMany reads through Get, so that last-writer-wins meets the damaged records (the
-// embedded memstore's GetMany would bypass them).
-func (s *recordingStore) GetMany(tables, keys [][]byte) ([]replica.Record, []bool, error) {
-	return replica.GetEach(s, tables, keys)
-}
-
 // Scan stops at a damaged record with its error, as the RocksDB store's does.
 func (s *recordingStore) Scan(table, after []byte, fn func(replica.Record) bool) error {
 	var err error

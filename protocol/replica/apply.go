@@ -201,42 +201,34 @@ func (r *Replica) lww(v *wire.TxnView, b *Batch) error {
 		rec := Record{Table: op.Table, Key: op.Key, Value: op.Value, Deleted: op.Kind == wire.OpDelete, HLC: v.HLC, Origin: v.Origin}
 		r.lwwKey = append(append(append(r.lwwKey[:0], op.Table...), 0), op.Key...) // no table name holds a 0 byte
 		if i, ok := idx[string(r.lwwKey)]; ok {
-			b.Records[i] = rec // a later op of a key replaces an earlier one
+			if b.Records[i].Table != nil {
+				b.Records[i] = rec
+			}
 			continue
 		}
 		idx[string(r.lwwKey)] = len(b.Records)
+		if !read {
+			b.Records = append(b.Records, rec)
+			continue
+		}
+		old, found, err := r.store.Get(op.Table, op.Key)
+		if err != nil {
+			return err
+		}
+		if found && newer(old.HLC, old.Origin, v.HLC, v.Origin) {
+			b.Records = append(b.Records, Record{}) // the stored version wins; later ops of this key too
+			continue
+		}
 		b.Records = append(b.Records, rec)
 	}
-	if !read {
-		return nil
-	}
-	// Every op of a transaction has its HLC and origin, so a key's stored version beats
-	// all of its ops or none: one read per distinct key, after the ops are folded, decides.
-	olds, found, err := r.readRecords(b.Records)
-	if err != nil {
-		return err
-	}
 	kept := b.Records[:0]
-	for i, rec := range b.Records {
-		if !found[i] || !newer(olds[i].HLC, olds[i].Origin, v.HLC, v.Origin) {
+	for _, rec := range b.Records {
+		if rec.Table != nil {
 			kept = append(kept, rec)
 		}
 	}
 	b.Records = kept
 	return nil
-}
-
-// readRecords reads the stored versions of recs' keys, in one call when the store is a
-// MultiGetter, else key by key; it stops at the first key whose read fails.
-func (r *Replica) readRecords(recs []Record) ([]Record, []bool, error) {
-	r.lwwTables, r.lwwKeys = r.lwwTables[:0], r.lwwKeys[:0]
-	for _, rec := range recs {
-		r.lwwTables, r.lwwKeys = append(r.lwwTables, rec.Table), append(r.lwwKeys, rec.Key)
-	}
-	if mg, ok := r.store.(MultiGetter); ok {
-		return mg.GetMany(r.lwwTables, r.lwwKeys)
-	}
-	return GetEach(r.store, r.lwwTables, r.lwwKeys)
 }
 
 // newer reports whether version (h1, o1) is strictly newer than (h2, o2).

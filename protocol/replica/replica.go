@@ -29,8 +29,6 @@ type Replica struct {
 	storedHLC    wire.HLC       // no stored record version is newer (Store.RecordHLC and later applies)
 	lwwIdx       map[string]int // lww's scratch: record index by table and key
 	lwwKey       []byte         // lww's scratch: a table and key
-	lwwTables    [][]byte       // lww's scratch: the tables of the keys it reads
-	lwwKeys      [][]byte       // lww's scratch: the keys it reads
 	arrivals     uint64         // the last arrival position
 	synced       uint64         // local seq durable against power loss (HoldUnsynced)
 	syncedHLC    wire.HLC       // its timestamp

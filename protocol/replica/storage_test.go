@@ -39,11 +39,6 @@ func (f *faultStore) Get(table, key []byte) (replica.Record, bool, error) {
 	return f.Store.Get(table, key)
 }
 
-// GetMany reads through the faults of Get (the embedded memstore's would bypass them).
-func (f *faultStore) GetMany(tables, keys [][]byte) ([]replica.Record, []bool, error) {
-	return replica.GetEach(f, tables, keys)
-}
-
 func (f *faultStore) err(op string) error {
 	code, ok := f.fail[op]
 	if !ok {

@@ -141,31 +141,6 @@ type Store interface {
 	Reseed(rs *Reseed) error
 }
 
-// MultiGetter is a Store that reads many records in one call. Last-writer-wins reads the
-// keys of a transaction that may lose to a stored version through it when the store has
-// it: a hundred keys an entry while the entries of several origins interleave, as in a
-// catch-up from a hub, which the RocksDB store answers with one MultiGet instead of a
-// cgo call a key. Without it, each key is read with Get (GetEach). A store that embeds
-// another to change what Get answers (a test's faults) must also answer GetMany with its
-// own Get, as GetEach(itself, ...) does, or the embedded store's GetMany would bypass it.
-type MultiGetter interface {
-	// GetMany is Get of each (tables[i], keys[i]): recs[i] and found[i] as Get would
-	// answer them, or the error Get would return for the first key that fails.
-	GetMany(tables, keys [][]byte) (recs []Record, found []bool, err error)
-}
-
-// GetEach is GetMany by s's Get, key by key, stopping at the first key that fails.
-func GetEach(s Store, tables, keys [][]byte) ([]Record, []bool, error) {
-	recs, found := make([]Record, len(keys)), make([]bool, len(keys))
-	for i := range keys {
-		var err error
-		if recs[i], found[i], err = s.Get(tables[i], keys[i]); err != nil {
-			return nil, nil, err
-		}
-	}
-	return recs, found, nil
-}
-
 // Snapshot is a consistent read-only view of a store's records.
 type Snapshot interface {
 	// Records calls fn for the records after (table, key) in (table, key) order — tables

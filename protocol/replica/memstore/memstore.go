@@ -144,14 +144,6 @@ func (s *Store) Get(table, key []byte) (replica.Record, bool, error) {
 	return cloneRecord(recs[i]), true, nil
 }
 
-var _ replica.MultiGetter = (*Store)(nil)
-
-// GetMany is Get of each (tables[i], keys[i]) (replica.MultiGetter), so that the
-// replica's tests on this store take the batched read the RocksDB store offers.
-func (s *Store) GetMany(tables, keys [][]byte) ([]replica.Record, []bool, error) {
-	return replica.GetEach(s, tables, keys)
-}
-
 // Scan calls fn with a copy of each record of table whose key is after after, in key
 // order, tombstones included, until fn returns false.
 func (s *Store) Scan(table []byte, after []byte, fn func(replica.Record) bool) error {

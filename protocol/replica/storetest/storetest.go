@@ -82,7 +82,6 @@ func Run(t *testing.T, open func(t *testing.T) replica.Store) {
 	t.Run("ApplyInterleaved", func(t *testing.T) { testApplyInterleaved(t, open(t)) })
 	t.Run("RefusesWritingNothing", func(t *testing.T) { testRefuses(t, open(t)) })
 	t.Run("Records", func(t *testing.T) { testRecords(t, open(t)) })
-	t.Run("GetMany", func(t *testing.T) { testGetMany(t, open(t)) })
 	t.Run("Names", func(t *testing.T) { testNames(t, open(t)) })
 	t.Run("PeerCursor", func(t *testing.T) { testPeerCursor(t, open(t)) })
 	t.Run("BufferReuse", func(t *testing.T) { testBufferReuse(t, open(t)) })
@@ -465,35 +464,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// testGetMany: a store that is a replica.MultiGetter answers each key of GetMany as Get
-// does (a put, a tombstone, an absent key, a key of another table, a key asked twice), in
-// the order asked. A store without it skips.
-func testGetMany(t *testing.T, s replica.Store) {
-	mg, ok := s.(replica.MultiGetter)
-	if !ok {
-		t.Skip("the store reads key by key")
-	}
-	a := &chain{origin: originA}
-	apply(t, s, a.next(t, put("t", "k1", "one"), put("u", "k1", "u-one"), put("t", "k2", "two")), 1)
-	apply(t, s, a.next(t, del("t", "k2")), 2)
-	tables := [][]byte{[]byte("t"), []byte("u"), []byte("t"), []byte("t"), []byte("v"), []byte("t")}
-	keys := [][]byte{[]byte("k1"), []byte("k1"), []byte("k2"), []byte("absent"), []byte("k1"), []byte("k1")}
-	recs, found, err := mg.GetMany(tables, keys)
-	must(t, err)
-	if len(recs) != len(keys) || len(found) != len(keys) {
-		t.Fatalf("GetMany of %d keys answered %d records and %d found", len(keys), len(recs), len(found))
-	}
-	for i := range keys {
-		want, wantFound := get(t, s, string(tables[i]), string(keys[i]))
-		if found[i] != wantFound || fmtRecord(recs[i]) != fmtRecord(want) {
-			t.Errorf("GetMany[%d] (%s/%s) = %s, %v; Get answers %s, %v", i, tables[i], keys[i], fmtRecord(recs[i]), found[i], fmtRecord(want), wantFound)
-		}
-	}
-	if recs, found, err := mg.GetMany(nil, nil); err != nil || len(recs) != 0 || len(found) != 0 {
-		t.Errorf("GetMany of no keys = %v, %v, %v", recs, found, err)
-	}
 }
 
 func testRecords(t *testing.T, s replica.Store) {

@@ -71,11 +71,6 @@ func TestDamagedRecord(t *testing.T) {
 	if found || !errors.Is(err, replica.ErrRecordDamaged) || !strings.Contains(err.Error(), string(rec.Key)) {
 		t.Errorf("Get of a damaged record: found %v, %v; want ErrRecordDamaged naming key %q", found, err, rec.Key)
 	}
-	// GetMany answers as Get does: the damaged record's error, though a key before it reads.
-	_, _, err = s.GetMany([][]byte{rec.Table, rec.Table}, [][]byte{[]byte("absent"), rec.Key})
-	if !errors.Is(err, replica.ErrRecordDamaged) || !strings.Contains(err.Error(), string(rec.Key)) {
-		t.Errorf("GetMany over a damaged record: %v; want ErrRecordDamaged naming key %q", err, rec.Key)
-	}
 	if s.Failed() != nil {
 		t.Errorf("a damaged record latched the store: %v", s.Failed())
 	}

@@ -398,33 +398,6 @@ func (s *Store) Get(table, k []byte) (replica.Record, bool, error) {
 	return r, err == nil, err
 }
 
-var _ replica.MultiGetter = (*Store)(nil)
-
-// GetMany is Get of each (tables[i], keys[i]) in one RocksDB MultiGet: one cgo call for a
-// transaction's keys instead of one each (replica.MultiGetter).
-func (s *Store) GetMany(tables, keys [][]byte) ([]replica.Record, []bool, error) {
-	full := make([][]byte, len(keys))
-	for i, k := range keys {
-		full[i] = append(tablePrefix(tables[i]), k...)
-	}
-	vals, err := s.db.MultiGet(s.ro, full...)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer vals.Destroy()
-	recs, found := make([]replica.Record, len(keys)), make([]bool, len(keys))
-	for i, v := range vals {
-		if !v.Exists() {
-			continue
-		}
-		if recs[i], err = decodeRecord(tables[i], keys[i], v.Data()); err != nil { // it copies out of v
-			return nil, nil, err
-		}
-		found[i] = true
-	}
-	return recs, found, nil
-}
-
 // appendRecord appends a record's stored value to v: flags, HLC, origin, value.
 func appendRecord(v []byte, r *replica.Record) []byte {
 	flags := byte(0)
