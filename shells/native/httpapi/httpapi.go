@@ -1,8 +1,9 @@
 // Package httpapi owns a node's HTTP API (docs/contract.md §6 and §8):
-// records, batches, listing, digests, status, Prometheus metrics and health, as JSON over
-// a node.Node. It decides nothing about replication; it checks requests against the
-// contract's bounds and turns them into node calls. StatusDoc is its status document,
-// which ReadStatus reads from a node for the clients in this repository.
+// records, batches (JSON or CBOR bodies), listing, digests, status, Prometheus metrics and
+// health, answered as JSON over a node.Node. It decides nothing about replication; it
+// checks requests against the contract's bounds and turns them into node calls. StatusDoc
+// is its status document, which ReadStatus reads from a node for the clients in this
+// repository.
 //
 // With RequireTokens, it also decides which endpoint needs which token scope and answers
 // the requests it refuses (401 and 403, §6.4); the tokens themselves, and their comparison,
@@ -41,7 +42,7 @@ import (
 // and a value's bounds are the node's (node.Node.WriteLimits): the API refuses exactly
 // what the replica would, only earlier and with its own error codes.
 type Limits struct {
-	MaxBatchBody int // a batch request's JSON body (default 12 MiB: 8 MiB of transaction in base64)
+	MaxBatchBody int // a batch request's body, JSON or CBOR (default 12 MiB: 8 MiB of transaction in base64)
 	MaxList      int // the largest listing page (default 1000)
 }
 
