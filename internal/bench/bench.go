@@ -126,25 +126,30 @@ func (c *run) measure(out io.Writer) error {
 			raw.rates("messages"), raw.ratio())
 	}
 
-	api, err := c.replicateAB(false)
+	api, err := c.replicateAB(viaAPI)
 	if err != nil {
 		return err
 	}
 	row(fmt.Sprintf("replication A -> B, %d records written through the Go API", c.Records), rate(api, "records"), ratio(api, rocks, "raw RocksDB"))
 	if c.TLS {
-		rep, err := alternate(c.TLSRounds, func() (float64, error) { return c.replicateOver(false, false) },
-			func() (float64, error) { return c.replicateOver(false, true) })
+		rep, err := alternate(c.TLSRounds, func() (float64, error) { return c.replicateOver(viaAPI, false) },
+			func() (float64, error) { return c.replicateOver(viaAPI, true) })
 		if err != nil {
 			return err
 		}
 		row(fmt.Sprintf("replication A -> B, the same through the Go API: ws:// / wss:// (mutual TLS 1.3), medians of %d alternated rounds", c.TLSRounds),
 			rep.rates("records"), rep.ratio())
 	}
-	viaHTTP, err := c.replicateAB(true)
+	asJSON, err := c.replicateAB(viaJSON)
 	if err != nil {
 		return err
 	}
-	row(fmt.Sprintf("replication A -> B, %d records written as HTTP batches", c.Records), rate(viaHTTP, "records"), ratio(viaHTTP, rocks, "raw RocksDB"))
+	row(fmt.Sprintf("replication A -> B, %d records written as HTTP batches (JSON)", c.Records), rate(asJSON, "records"), ratio(asJSON, rocks, "raw RocksDB"))
+	asCBOR, err := c.replicateAB(viaCBOR)
+	if err != nil {
+		return err
+	}
+	row("replication A -> B, the same as HTTP batches of CBOR (application/cbor)", rate(asCBOR, "records"), ratio(asCBOR, rocks, "raw RocksDB"))
 
 	lat, err := c.latency()
 	if err != nil {

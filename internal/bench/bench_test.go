@@ -2,6 +2,7 @@ package bench
 
 import (
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -61,5 +62,55 @@ func TestBaseCopy(t *testing.T) {
 	if res.records != 2000 || res.bytes == 0 || res.copyTime <= 0 || res.byCopy < res.copyTime || res.byReplay <= 0 ||
 		res.rawWrite <= 0 || res.rawScan <= 0 {
 		t.Errorf("copy result %+v", res)
+	}
+}
+
+// BenchmarkReplicationAB: plait bench's replication A -> B alone (16 writers, --sync
+// origin), through the Go API and as HTTP batches of JSON and of CBOR, so that a CPU
+// profile shows one path and not the whole run
+// (go test -run='^$' -bench=ReplicationAB/json -cpuprofile=... ./internal/bench/). An op is
+// one transaction of 100 records; records/s beside ns/op.
+func BenchmarkReplicationAB(b *testing.B) {
+	for _, how := range []via{viaAPI, viaJSON, viaCBOR} {
+		b.Run([]string{"api", "json", "cbor"}[how], func(b *testing.B) {
+			r := &run{Config: Config{PerTxn: 100, Writers: 16, Sync: node.SyncOrigin}, dir: b.TempDir(),
+				value: []byte(strings.Repeat("v", benchValue))}
+			benchAB(b, r, how, false)
+		})
+	}
+}
+
+// benchAB times b.N transactions of r written on A as how says, over ws:// or wss://,
+// until B applied them.
+func benchAB(b *testing.B, r *run, how via, secure bool) {
+	a, n, done, err := r.pairAB(filepath.Join(r.dir, "ab"), how.http(), secure)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer done()
+	b.ResetTimer()
+	rate, err := r.timeAB(a, n, b.N*r.PerTxn, how)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(rate, "records/s")
+}
+
+// TestHTTPBatchBodies: the HTTP measures' JSON and hand-written CBOR bodies are taken by
+// the API (postBatch fails on any other answer than 200) and B applies every record; the
+// rates are not judged.
+func TestHTTPBatchBodies(t *testing.T) {
+	for _, how := range []via{viaJSON, viaCBOR} {
+		r := &run{Config: Config{PerTxn: 100, Writers: 4, Sync: node.SyncOrigin}, dir: t.TempDir(),
+			value: []byte(strings.Repeat("v", benchValue))}
+		a, b, done, err := r.pairAB(filepath.Join(r.dir, "ab"), how.http(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rate, err := r.timeAB(a, b, 1600, how); err != nil || rate <= 0 {
+			t.Errorf("via %d: %v, %v", how, rate, err)
+		}
+		done()
 	}
 }

@@ -182,7 +182,7 @@ func (c *run) baseCopy() (copyResult, error) {
 	if err != nil {
 		return res, err
 	}
-	txns, err := c.writeRecords(a, 0, c.Copy, c.Writers, false)
+	txns, err := c.writeRecords(a, 0, c.Copy, c.Writers, viaAPI)
 	if err == nil {
 		err = a.Stop()
 	}

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -62,10 +63,22 @@ func connected(n *cluster.Node, peers ...*cluster.Node) bool {
 	return err == nil && !slices.ContainsFunc(peers, func(p *cluster.Node) bool { return !st.Connected(p.Name) })
 }
 
+// via is how a measure writes its records on a node.
+type via int
+
+const (
+	viaAPI  via = iota // the Go API, node.Write
+	viaJSON            // POST /v1/tables/t/batch as application/json
+	viaCBOR            // the same batches as application/cbor (docs/contract.md §6.2)
+)
+
+// http reports whether the records go through the node's HTTP API, which it must serve.
+func (v via) http() bool { return v != viaAPI }
+
 // writeRecords writes count records with keys from first on n, PerTxn to a transaction,
 // from writers concurrent writers, through the Go API or as HTTP batches. It returns the
 // number of transactions.
-func (c *run) writeRecords(n *cluster.Node, first, count, writers int, viaHTTP bool) (uint64, error) {
+func (c *run) writeRecords(n *cluster.Node, first, count, writers int, how via) (uint64, error) {
 	txns := count / c.PerTxn
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: writers}}
 	defer client.CloseIdleConnections()
@@ -82,8 +95,8 @@ func (c *run) writeRecords(n *cluster.Node, first, count, writers int, viaHTTP b
 			defer wg.Done()
 			for k := range next {
 				var err error
-				if viaHTTP {
-					err = postBatch(client, n.HTTP, k, c.PerTxn, c.value)
+				if how.http() {
+					err = postBatch(client, n.HTTP, k, c.PerTxn, c.value, how == viaCBOR)
 				} else {
 					ops := make([]wire.Op, 0, c.PerTxn)
 					for j := k; j < k+c.PerTxn; j++ {
@@ -104,18 +117,37 @@ func (c *run) writeRecords(n *cluster.Node, first, count, writers int, viaHTTP b
 }
 
 // postBatch writes records first..first+n-1 as one POST /v1/tables/t/batch to the HTTP
-// API at addr.
-func postBatch(client *http.Client, addr string, first, n int, value []byte) error {
+// API at addr, as JSON or, asCBOR, as CBOR. The CBOR body is written by hand, like the
+// JSON one, so that the client's encoding costs about the same in both measures.
+func postBatch(client *http.Client, addr string, first, n int, value []byte, asCBOR bool) error {
 	var body bytes.Buffer
-	body.WriteString(`{"ops":[`)
-	for j := first; j < first+n; j++ {
-		if j > first {
-			body.WriteByte(',')
+	ctype := "application/json"
+	if asCBOR {
+		ctype = "application/cbor"
+		body.Write(cborHead(nil, 5, 1))
+		body.Write(cborHead(nil, 3, 3))
+		body.WriteString("ops")
+		body.Write(cborHead(nil, 4, uint64(n)))
+		for j := first; j < first+n; j++ {
+			k := benchKey(j)
+			body.WriteString("\xa3\x62op\x63put\x63key")
+			body.Write(cborHead(nil, 2, uint64(len(k))))
+			body.Write(k)
+			body.WriteString("\x65value")
+			body.Write(cborHead(nil, 2, uint64(len(value))))
+			body.Write(value)
 		}
-		fmt.Fprintf(&body, `{"op":"put","key":"%s","value":"%s"}`, benchKey(j), value)
+	} else {
+		body.WriteString(`{"ops":[`)
+		for j := first; j < first+n; j++ {
+			if j > first {
+				body.WriteByte(',')
+			}
+			fmt.Fprintf(&body, `{"op":"put","key":"%s","value":"%s"}`, benchKey(j), value)
+		}
+		body.WriteString(`]}`)
 	}
-	body.WriteString(`]}`)
-	resp, err := client.Post("http://"+addr+"/v1/tables/t/batch", "application/json", &body)
+	resp, err := client.Post("http://"+addr+"/v1/tables/t/batch", ctype, &body)
 	if err != nil {
 		return err
 	}
@@ -128,18 +160,33 @@ func postBatch(client *http.Client, addr string, first, n int, value []byte) err
 	return err
 }
 
+// cborHead appends a CBOR item's head: its major type and its argument (RFC 8949 §3).
+func cborHead(b []byte, major byte, n uint64) []byte {
+	m := major << 5
+	switch {
+	case n < 24:
+		return append(b, m|byte(n))
+	case n <= 0xff:
+		return append(b, m|24, byte(n))
+	case n <= 0xffff:
+		return binary.BigEndian.AppendUint16(append(b, m|25), uint16(n))
+	default:
+		return binary.BigEndian.AppendUint32(append(b, m|26), uint32(n))
+	}
+}
+
 // replicateAB writes the records on A, which B dials, and returns the records per second
 // until B applied the last one.
-func (c *run) replicateAB(viaHTTP bool) (float64, error) { return c.replicateOver(viaHTTP, false) }
+func (c *run) replicateAB(how via) (float64, error) { return c.replicateOver(how, false) }
 
 // replicateOver is replicateAB over ws:// or, secure, over wss:// (c.certs' certificates).
-func (c *run) replicateOver(viaHTTP, secure bool) (float64, error) {
-	a, b, done, err := c.pairAB(filepath.Join(c.dir, fmt.Sprintf("ab-http-%v-tls-%v", viaHTTP, secure)), viaHTTP, secure)
+func (c *run) replicateOver(how via, secure bool) (float64, error) {
+	a, b, done, err := c.pairAB(filepath.Join(c.dir, fmt.Sprintf("ab-via-%d-tls-%v", how, secure)), how.http(), secure)
 	if err != nil {
 		return 0, err
 	}
 	defer done()
-	return c.timeAB(a, b, c.Records, viaHTTP)
+	return c.timeAB(a, b, c.Records, how)
 }
 
 // pairAB starts A and B, which dials A, in dir, over ws:// or wss://, and returns once B
@@ -167,9 +214,9 @@ func (c *run) pairAB(dir string, viaHTTP, secure bool) (a, b *cluster.Node, done
 }
 
 // timeAB writes records on A and returns the records per second until B applied the last.
-func (c *run) timeAB(a, b *cluster.Node, records int, viaHTTP bool) (float64, error) {
+func (c *run) timeAB(a, b *cluster.Node, records int, how via) (float64, error) {
 	begin := time.Now()
-	txns, err := c.writeRecords(a, 0, records, c.Writers, viaHTTP)
+	txns, err := c.writeRecords(a, 0, records, c.Writers, how)
 	if err != nil {
 		return 0, err
 	}
@@ -273,7 +320,7 @@ func (c *run) origins(k int) (float64, error) {
 	per := c.Records / k
 	for i, o := range srcs {
 		go func() {
-			txns, err := c.writeRecords(o, i*per, per, max(1, c.Writers/k), false)
+			txns, err := c.writeRecords(o, i*per, per, max(1, c.Writers/k), viaAPI)
 			mu.Lock()
 			want[o.Name] = txns
 			mu.Unlock()

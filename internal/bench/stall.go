@@ -54,7 +54,7 @@ func (c *run) stalledReceiver() (stallResult, error) {
 		return res, err
 	}
 	watch := a.WatchRSS(20 * time.Millisecond)
-	txns, err := c.writeRecords(a, 0, c.Stalled, c.Writers, true)
+	txns, err := c.writeRecords(a, 0, c.Stalled, c.Writers, viaJSON)
 	peak := watch()
 	if err != nil {
 		return res, err

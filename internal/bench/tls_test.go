@@ -38,7 +38,7 @@ func TestTLSMeasures(t *testing.T) {
 	if len(st.Peers) != 1 || !strings.Contains(strings.Join(st.Peers[0].Capabilities, ","), "tls-exporter") {
 		t.Fatalf("B's link to A is not TLS: %+v", st.Peers)
 	}
-	if rate, err := r.timeAB(a, b, r.Records, false); err != nil || rate <= 0 {
+	if rate, err := r.timeAB(a, b, r.Records, viaAPI); err != nil || rate <= 0 {
 		t.Fatalf("replication over wss://: %v, %v", rate, err)
 	}
 }
@@ -56,18 +56,7 @@ func BenchmarkReplicationTransport(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			r := tlsRun(b, 0)
 			r.Writers = 16
-			a, n, done, err := r.pairAB(filepath.Join(r.dir, "ab"), false, secure)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer done()
-			b.ResetTimer()
-			rate, err := r.timeAB(a, n, b.N*r.PerTxn, false)
-			b.StopTimer()
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(rate, "records/s")
+			benchAB(b, r, viaAPI, secure)
 		})
 	}
 }

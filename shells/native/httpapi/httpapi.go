@@ -1,8 +1,9 @@
 // Package httpapi owns a node's HTTP API (docs/contract.md §6 and §8):
-// records, batches, listing, digests, status, Prometheus metrics and health, as JSON over
-// a node.Node. It decides nothing about replication; it checks requests against the
-// contract's bounds and turns them into node calls. StatusDoc is its status document,
-// which ReadStatus reads from a node for the clients in this repository.
+// records, batches (JSON or CBOR bodies), listing, digests, status, Prometheus metrics and
+// health, answered as JSON over a node.Node. It decides nothing about replication; it
+// checks requests against the contract's bounds and turns them into node calls. StatusDoc
+// is its status document, which ReadStatus reads from a node for the clients in this
+// repository.
 //
 // With RequireTokens, it also decides which endpoint needs which token scope and answers
 // the requests it refuses (401 and 403, §6.4); the tokens themselves, and their comparison,
@@ -17,12 +18,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/fxamacker/cbor/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -38,7 +42,7 @@ import (
 // and a value's bounds are the node's (node.Node.WriteLimits): the API refuses exactly
 // what the replica would, only earlier and with its own error codes.
 type Limits struct {
-	MaxBatchBody int // a batch request's JSON body (default 12 MiB: 8 MiB of transaction in base64)
+	MaxBatchBody int // a batch request's body, JSON or CBOR (default 12 MiB: 8 MiB of transaction in base64)
 	MaxList      int // the largest listing page (default 1000)
 }
 
@@ -349,6 +353,104 @@ type batchOp struct {
 	ValueB64 *string `json:"value_b64"`
 }
 
+// cborBatch is a batch body as CBOR (application/cbor, docs/contract.md §6.2): the JSON
+// body's fields, with the key and the value as byte strings, so that a binary value needs
+// no base64 and decoding copies bytes instead of parsing text.
+type cborBatch struct {
+	Ops []cborOp `cbor:"ops"`
+}
+
+type cborOp struct {
+	Op    string  `cbor:"op"`
+	Key   []byte  `cbor:"key"`
+	Value *[]byte `cbor:"value"` // nil when absent (or null): a delete's
+}
+
+// cborBatchMode decodes CBOR batch bodies as strictly as JSON ones are read: unknown or
+// repeated fields, tags and field names in another case are refused. The body's own bound
+// (Limits.MaxBatchBody) bounds the number of ops, as it does for JSON, so the decoder's
+// array bound is set to its largest rather than making a second, smaller limit; a length
+// that the body does not hold is refused before anything is allocated, since the decoder
+// checks that the whole item is well formed first.
+var cborBatchMode = func() cbor.DecMode {
+	m, err := cbor.DecOptions{
+		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
+		TagsMd:            cbor.TagsForbidden,
+		MaxArrayElements:  math.MaxInt32,
+		UTF8:              cbor.UTF8RejectInvalid,
+		FieldNameMatching: cbor.FieldNameMatchingCaseSensitive,
+		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
+	}.DecMode()
+	if err != nil {
+		panic("httpapi: CBOR batch decoding options: " + err.Error())
+	}
+	return m
+}()
+
+// batchItem is one op of a batch body, JSON or CBOR, before the checks that both share.
+type batchItem struct {
+	op       string
+	key      []byte
+	value    []byte
+	valueErr string // why a put's value is refused as bad-json; "" when it is not
+	hasValue bool   // whether the op carries a value at all (a delete must not)
+}
+
+// isCBOR reports whether a request's body is CBOR: its media type is application/cbor.
+// Any other, or none, is read as JSON, as every batch was before CBOR was taken.
+func isCBOR(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == "application/cbor"
+}
+
+// jsonBatch decodes a JSON batch body.
+func jsonBatch(body []byte) ([]batchItem, error) {
+	var req struct {
+		Ops []batchOp `json:"ops"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return nil, &apiError{http.StatusBadRequest, "bad-json", err.Error()}
+	}
+	items := make([]batchItem, len(req.Ops))
+	for i, o := range req.Ops {
+		it := batchItem{op: o.Op, key: []byte(o.Key), hasValue: o.Value != nil || o.ValueB64 != nil}
+		switch {
+		case o.Value != nil && o.ValueB64 == nil:
+			it.value = []byte(*o.Value)
+		case o.ValueB64 != nil && o.Value == nil:
+			var err error
+			if it.value, err = base64.StdEncoding.DecodeString(*o.ValueB64); err != nil {
+				it.valueErr = "value_b64: " + err.Error()
+			}
+		default:
+			it.valueErr = `a put has exactly one of "value" and "value_b64"`
+		}
+		items[i] = it
+	}
+	return items, nil
+}
+
+// cborBatchItems decodes a CBOR batch body; the item must be the whole body.
+func cborBatchItems(body []byte) ([]batchItem, error) {
+	var req cborBatch
+	if err := cborBatchMode.Unmarshal(body, &req); err != nil {
+		return nil, &apiError{http.StatusBadRequest, "bad-json", "CBOR: " + err.Error()}
+	}
+	items := make([]batchItem, len(req.Ops))
+	for i, o := range req.Ops {
+		it := batchItem{op: o.Op, key: o.Key, hasValue: o.Value != nil}
+		if o.Value != nil {
+			it.value = *o.Value
+		} else {
+			it.valueErr = `a put has a "value"`
+		}
+		items[i] = it
+	}
+	return items, nil
+}
+
 func (a *API) batch(w http.ResponseWriter, r *http.Request) {
 	table, _, err := a.target(r, false)
 	if err != nil {
@@ -360,53 +462,43 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	var req struct {
-		Ops []batchOp `json:"ops"`
+	decode := jsonBatch
+	if isCBOR(r) {
+		decode = cborBatchItems
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		fail(w, &apiError{http.StatusBadRequest, "bad-json", err.Error()})
+	items, err := decode(body)
+	if err != nil {
+		fail(w, err)
 		return
 	}
-	if len(req.Ops) == 0 {
+	if len(items) == 0 {
 		fail(w, &apiError{http.StatusBadRequest, "bad-json", `a batch needs "ops"`})
 		return
 	}
-	ops := make([]wire.Op, len(req.Ops))
-	for i, o := range req.Ops {
+	ops := make([]wire.Op, len(items))
+	for i, o := range items {
 		at := "op " + strconv.Itoa(i) + ": "
-		key := []byte(o.Key)
-		if err := a.checkKey(key); err != nil {
+		if err := a.checkKey(o.key); err != nil {
 			fail(w, &apiError{http.StatusBadRequest, "bad-key", at + err.(*apiError).message})
 			return
 		}
-		switch o.Op {
+		switch o.op {
 		case "put":
-			var value []byte
-			switch {
-			case o.Value != nil && o.ValueB64 == nil:
-				value = []byte(*o.Value)
-			case o.ValueB64 != nil && o.Value == nil:
-				if value, err = base64.StdEncoding.DecodeString(*o.ValueB64); err != nil {
-					fail(w, &apiError{http.StatusBadRequest, "bad-json", at + "value_b64: " + err.Error()})
-					return
-				}
-			default:
-				fail(w, &apiError{http.StatusBadRequest, "bad-json", at + `a put has exactly one of "value" and "value_b64"`})
+			if o.valueErr != "" {
+				fail(w, &apiError{http.StatusBadRequest, "bad-json", at + o.valueErr})
 				return
 			}
-			if len(value) > a.writeLimits.MaxValue {
+			if len(o.value) > a.writeLimits.MaxValue {
 				fail(w, &apiError{http.StatusRequestEntityTooLarge, "too-large", at + fmt.Sprintf("a value is at most %d bytes", a.writeLimits.MaxValue)})
 				return
 			}
-			ops[i] = wire.Op{Kind: wire.OpPut, Table: table, Key: key, Value: value}
+			ops[i] = wire.Op{Kind: wire.OpPut, Table: table, Key: o.key, Value: o.value}
 		case "delete":
-			if o.Value != nil || o.ValueB64 != nil {
+			if o.hasValue {
 				fail(w, &apiError{http.StatusBadRequest, "bad-json", at + "a delete has no value"})
 				return
 			}
-			ops[i] = wire.Op{Kind: wire.OpDelete, Table: table, Key: key}
+			ops[i] = wire.Op{Kind: wire.OpDelete, Table: table, Key: o.key}
 		default:
 			fail(w, &apiError{http.StatusBadRequest, "bad-op", at + `"op" is "put" or "delete"`})
 			return

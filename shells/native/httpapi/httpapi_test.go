@@ -31,6 +31,12 @@ func startNode(t *testing.T, name string, peers ...node.Peer) (api *httptest.Ser
 // its own, and its API (with opts) on httptest.
 func startNodeWith(t *testing.T, cfg node.Config, opts ...httpapi.Option) (api *httptest.Server, replicate string) {
 	t.Helper()
+	return startNodeLimits(t, cfg, httpapi.Limits{}, opts...)
+}
+
+// startNodeLimits is startNodeWith with the API's own limits.
+func startNodeLimits(t *testing.T, cfg node.Config, limits httpapi.Limits, opts ...httpapi.Option) (api *httptest.Server, replicate string) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +47,7 @@ func startNodeWith(t *testing.T, cfg node.Config, opts ...httpapi.Option) (api *
 	if err != nil {
 		t.Fatal(err)
 	}
-	api = httptest.NewServer(httpapi.New(n, httpapi.Limits{}, opts...))
+	api = httptest.NewServer(httpapi.New(n, limits, opts...))
 	t.Cleanup(func() {
 		api.Close()
 		if err := n.Stop(); err != nil {
