@@ -90,7 +90,7 @@ func newSession(in stepper, abiVersion uint32, cfg protocol.Config, timeout time
 			MaxSendBuffer: uint64(l.MaxSendBuffer), MaxUnackedBytes: uint64(l.MaxUnackedBytes), MaxOrigins: uint64(l.MaxOrigins),
 			HandshakeTimeout: uint64(l.HandshakeTimeout), PingInterval: uint64(l.PingInterval), LivenessTimeout: uint64(l.LivenessTimeout),
 			MaxChannels: uint64(l.MaxChannels), MaxChannelBuffer: uint64(l.MaxChannelBuffer), MaxSessionBuffer: uint64(l.MaxSessionBuffer)},
-		DeferReady: s.deferred, ChannelBinding: cfg.ChannelBinding}
+		DeferReady: s.deferred, ChannelBinding: cfg.ChannelBinding, Compact: abiVersion >= 4}
 	if err := s.call(func(b *abi.Batch) error { return b.Configure(msg) }); err != nil {
 		_ = in.Close(context.Background()) // a discarded instance; the configure error is the one to report
 		return nil, err
@@ -130,10 +130,10 @@ func (s *Session) call(fill func(b *abi.Batch) error) error {
 	var cmdErr *wire.Error
 	results := 0
 	for _, r := range recs {
-		switch r.Kind {
+		switch r.Kind.Base() {
 		case abi.KindResult:
-			var m abi.ResultMsg
-			if err := abi.Unmarshal(r.Payload, &m); err != nil {
+			m, err := abi.ParseResult(r)
+			if err != nil {
 				return s.die(err)
 			}
 			if m.Err != nil && cmdErr == nil {
@@ -143,8 +143,8 @@ func (s *Session) call(fill func(b *abi.Batch) error) error {
 		case abi.KindMessage:
 			s.ready.Messages = append(s.ready.Messages, r.Payload) // out is the host's own copy
 		case abi.KindEvent:
-			var m abi.EventMsg
-			if err := abi.Unmarshal(r.Payload, &m); err != nil {
+			m, err := abi.ParseEvent(r)
+			if err != nil {
 				return s.die(err)
 			}
 			ev, err := m.Event()
@@ -153,8 +153,8 @@ func (s *Session) call(fill func(b *abi.Batch) error) error {
 			}
 			s.ready.Events = append(s.ready.Events, ev)
 		case abi.KindStatus:
-			var st abi.StatusMsg // fresh: absent keys must not keep the previous values
-			if err := abi.Unmarshal(r.Payload, &st); err != nil {
+			st, err := abi.ParseStatus(r) // fresh: absent keys must not keep the previous values
+			if err != nil {
 				return s.die(err)
 			}
 			s.st = st
