@@ -130,12 +130,19 @@ func (rec *recording) replay(b testing.TB, newSession func(protocol.Config) (rep
 // BenchmarkReceive100Frames: one message of 100 DATA frames received (Receive, the
 // acknowledgement, Ready: what the replica does per message), by the native core, by the
 // native core behind the ABI (host.NewDriverSession: batches and CBOR records, no WASM)
-// and by the current core under wazero through host.Session. ns/op is per message; the frame
+// and by the current core under wazero through host.Session, with each call's deadline
+// enforced (as a node runs it) and without (host.WithoutCallDeadline, as the test suites
+// run it). ns/op is per message; the frame
 // rate is in the custom metric.
 func BenchmarkReceive100Frames(b *testing.B) {
 	const messages = 200
 	rec := record(b, messages)
 	mod, _ := load(b)
+	fast, err := host.Load(context.Background(), coreWasm, cacheDir, host.WithoutCallDeadline())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fast.Close(context.Background())
 	for _, c := range []struct {
 		name       string
 		newSession func(protocol.Config) (replica.Session, error)
@@ -143,6 +150,7 @@ func BenchmarkReceive100Frames(b *testing.B) {
 		{"native", replica.NativeSession},
 		{"native driver", func(cfg protocol.Config) (replica.Session, error) { return host.NewDriverSession(cfg) }},
 		{"wasm", mod.NewSessionFunc(0)},
+		{"wasm without call deadline", fast.NewSessionFunc(0)},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			var s replica.Session

@@ -21,12 +21,28 @@ type Module struct {
 	rt         wazero.Runtime
 	compiled   wazero.CompiledModule
 	abiVersion uint32
+	noDeadline bool // WithoutCallDeadline
 }
 
+// Option changes how Load compiles and runs a module.
+type Option func(*Module)
+
+// WithoutCallDeadline compiles the module without wazero's termination checks, so that a
+// call into it is not stopped at its deadline: a guest that loops hangs its caller. The
+// checks wazero inserts at every function entry and loop made the Go guest about twice as
+// slow per received frame (BENCHMARKS.md, issue 15). For tests and tools that trust the
+// module and have a timeout of their own (go test's); a node keeps the deadline.
+func WithoutCallDeadline() Option { return func(m *Module) { m.noDeadline = true } }
+
 // Load compiles a core module. cacheDir, when not empty, holds wazero's compilation cache
-// so that later loads of the same module (in any process) skip compilation.
-func Load(ctx context.Context, wasm []byte, cacheDir string) (*Module, error) {
-	cfg := wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(true)
+// so that later loads of the same module (in any process) skip compilation. Every call into
+// an instance is stopped at its deadline unless WithoutCallDeadline is given.
+func Load(ctx context.Context, wasm []byte, cacheDir string, opts ...Option) (*Module, error) {
+	m := &Module{}
+	for _, o := range opts {
+		o(m)
+	}
+	cfg := wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(!m.noDeadline)
 	if cacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cacheDir)
 		if err != nil {
@@ -50,7 +66,7 @@ func Load(ctx context.Context, wasm []byte, cacheDir string) (*Module, error) {
 			return nil, fmt.Errorf("the module does not export %q: not a plait core", name)
 		}
 	}
-	m := &Module{rt: rt, compiled: compiled}
+	m.rt, m.compiled = rt, compiled
 	inst, err := m.Instantiate(ctx)
 	if err != nil {
 		rt.Close(ctx)

@@ -35,6 +35,8 @@ type Session struct {
 	// native session keeps it until Ready, so frames of several calls share messages
 	// exactly as natively. ABI 1 hands the output over after every command.
 	deferred bool
+	// noDeadline: the module was loaded WithoutCallDeadline.
+	noDeadline bool
 }
 
 var _ replica.Session = (*Session)(nil)
@@ -57,7 +59,11 @@ func (m *Module) NewSession(cfg protocol.Config, timeout time.Duration) (*Sessio
 	if err != nil {
 		return nil, err
 	}
-	return newSession(in, in.abiVersion, cfg, timeout)
+	s, err := newSession(in, in.abiVersion, cfg, timeout)
+	if s != nil {
+		s.noDeadline = m.noDeadline
+	}
+	return s, err
 }
 
 // NewDriverSession is a Session whose batches run in this process's abi.Driver: the ABI's
@@ -117,9 +123,7 @@ func (s *Session) call(fill func(b *abi.Batch) error) error {
 	if err := fill(&s.batch); err != nil {
 		return wire.NewError(wire.CodeBadArgument, err.Error())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-	out, err := s.in.Step(ctx, s.batch.Bytes())
-	cancel()
+	out, err := s.step()
 	if err != nil {
 		return s.die(err)
 	}
@@ -167,6 +171,17 @@ func (s *Session) call(fill func(b *abi.Batch) error) error {
 		return cmdErr
 	}
 	return nil
+}
+
+// step runs the batch with the call's deadline; an instance compiled without termination
+// checks (WithoutCallDeadline) would not see it, and gets no context to watch.
+func (s *Session) step() ([]byte, error) {
+	if s.noDeadline {
+		return s.in.Step(context.Background(), s.batch.Bytes())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	return s.in.Step(ctx, s.batch.Bytes())
 }
 
 // die discards the instance after a failed call.
