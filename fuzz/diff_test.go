@@ -778,8 +778,8 @@ func (d *diffState) checkRelease(t testing.TB, r *diffBuild, in *diffInput) {
 }
 
 // releaseSampled reports whether the input also goes to the frozen releases. Replaying the
-// corpus (go test) gives every input to them; while fuzzing, a frozen release's session
-// input costs several times the current part's (a release answers CBOR records, encoded by
+// corpus (go test) gives every input to them; while fuzzing, a frozen release's part
+// costs 1.5 to 2 times the current part's (a release answers CBOR records, encoded by
 // reflection inside the guest, and cannot get faster), so only the inputs whose FNV-1a hash
 // is 0 modulo releaseEvery (PLAIT_FUZZDIFF_RELEASE_EVERY, default defaultReleaseEvery) get
 // them: the same inputs in every run, a deterministic sample the fuzzer's mutations spread
