@@ -42,7 +42,8 @@ func results(t *testing.T, out []byte) ([]abi.ResultMsg, abi.StatusMsg) {
 
 // TestUnknownCommand: an opcode the ABI does not define is refused with unknown-command
 // (class local, about no frame), before and after OpConfigure, and the batch goes on. ABI
-// version 3 defines 0x01..0x1a: one past the last (0x1b) and above are unknown.
+// version 3 defines 0x01..0x1c (0x1b and 0x1c with anti-entropy), and version 4 adds no
+// command: one past the last (0x1d) and above are unknown.
 //
 // internal, the other ABI-level code, is a recovered panic inside the core: no command
 // produces it without a defect, so no test does.
