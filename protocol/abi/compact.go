@@ -8,11 +8,12 @@ import (
 	"plait/protocol/wire"
 )
 
-// The compact records of ABI 4 (shells/wasm/ABI.md, "Compact records"). A session configured
-// with ConfigMsg.Compact answers RESULT, EVENT and STATUS in these kinds instead of CBOR:
-// under WASM, encoding the CBOR records by reflection was most of a received frame's cost
-// (BENCHMARKS.md, issue 15). The fields and their keys are those of the CBOR messages; only
-// the layout differs: a payload is a sequence of fields, each
+// The compact records of ABI 4 (shells/wasm/ABI.md, "Compact records"). A session
+// configured with ConfigMsg.Compact answers RESULT, EVENT and STATUS in these kinds instead
+// of CBOR: under WASM, encoding the CBOR records by reflection was most of a received
+// frame's cost (BENCHMARKS.md, "The core under WASM and FuzzDiff"). The fields and their
+// keys are those of the CBOR messages; only the layout differs: a payload is a sequence of
+// fields, each
 //
 //	key (uvarint) | length (uvarint) | value (length bytes)
 //

@@ -16,7 +16,8 @@ func main() {}
 
 // hostSHA256 (ABI 4) is the host's SHA-256: it writes the 32-byte hash of the n bytes at
 // data to out. Go's SHA-256 compiled to WASM runs at about 9 MB/s, the host's at hundreds
-// (BENCHMARKS.md, issue 15); the chain hash of every frame was most of a frame's cost.
+// (BENCHMARKS.md, "The core under WASM and FuzzDiff"); the chain hash of every frame was
+// most of a frame's cost.
 //
 //go:wasmimport plait sha256
 func hostSHA256(data unsafe.Pointer, n uint32, out unsafe.Pointer)

@@ -30,8 +30,9 @@ type Option func(*Module)
 // WithoutCallDeadline compiles the module without wazero's termination checks, so that a
 // call into it is not stopped at its deadline: a guest that loops hangs its caller. The
 // checks wazero inserts at every function entry and loop made the Go guest about twice as
-// slow per received frame (BENCHMARKS.md, issue 15). For tests and tools that trust the
-// module and have a timeout of their own (go test's); a node keeps the deadline.
+// slow per received frame (BENCHMARKS.md, "The core under WASM and FuzzDiff"). For tests
+// and tools that trust the module and have a timeout of their own (go test's); a node keeps
+// the deadline.
 func WithoutCallDeadline() Option { return func(m *Module) { m.noDeadline = true } }
 
 // Load compiles a core module. cacheDir, when not empty, holds wazero's compilation cache
