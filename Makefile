@@ -3,6 +3,9 @@
 GO        ?= go
 BUILD     := build
 CORE_WASM := $(BUILD)/core.wasm
+# wazero's compilation cache for the suites that run core modules (conformance, fuzz): only
+# the first run after a change compiles them (about 6 s per module).
+WAZERO_CACHE := $(BUILD)/wazero-cache
 FUZZTIME  ?= 30s
 SEEDS     ?= 1000
 SEED_BASE ?=
@@ -44,7 +47,7 @@ fmt-check:
 
 ## unit: the Go tests (fuzz corpora are replayed; frozen releases' hashes verified)
 unit: wasm
-	PLAIT_CORE_WASM=$(abspath $(CORE_WASM)) $(GO) test ./...
+	PLAIT_CORE_WASM=$(abspath $(CORE_WASM)) PLAIT_WAZERO_CACHE=$(abspath $(WAZERO_CACHE)) $(GO) test ./...
 
 ## multiprocess: the real binary as separate processes on 127.0.0.1 (after every other package, alone)
 multiprocess: unit
@@ -57,7 +60,7 @@ wasm:
 
 ## conformance: the version matrix (every frozen release and the current build, native and WASM, against the current build), native/WASM identity, the releases' checks
 conformance: wasm
-	PLAIT_CORE_WASM=$(abspath $(CORE_WASM)) $(GO) test -count=1 -v ./conformance -run 'TestVersionMatrix|TestSimIdentityNativeWasm|TestScenariosUnderWasm|TestRelease'
+	PLAIT_CORE_WASM=$(abspath $(CORE_WASM)) PLAIT_WAZERO_CACHE=$(abspath $(WAZERO_CACHE)) $(GO) test -count=1 -v ./conformance -run 'TestVersionMatrix|TestSimIdentityNativeWasm|TestScenariosUnderWasm|TestRelease'
 
 ## freeze: freeze release RELEASE from COMMIT (a temporary worktree, the pinned command; conformance/RELEASES.md gains its row)
 freeze:

@@ -49,7 +49,7 @@ func currentModule(t *testing.T) *host.Module {
 			currentErr = err
 			return
 		}
-		currentMod, currentErr = host.Load(context.Background(), b, "")
+		currentMod, currentErr = loadCore(b)
 	})
 	if currentErr != nil {
 		t.Fatal(currentErr)
@@ -89,4 +89,13 @@ func TestSimIdentityNativeWasm(t *testing.T) {
 		}
 		t.Logf("seed %d: %d trace lines, identical", seed, len(native))
 	}
+}
+
+// loadCore compiles a core module for the suite: with the compilation cache of
+// PLAIT_WAZERO_CACHE when set (make conformance keeps one under build/, so that only the
+// first run compiles), and without wazero's termination checks, which made every call into
+// the Go guest about twice as slow (BENCHMARKS.md, "The core under WASM and FuzzDiff"): a
+// guest that hangs is stopped by go test's -timeout instead of the call's deadline.
+func loadCore(wasm []byte) (*host.Module, error) {
+	return host.Load(context.Background(), wasm, os.Getenv("PLAIT_WAZERO_CACHE"), host.WithoutCallDeadline())
 }

@@ -97,7 +97,7 @@ func loadRelease(t *testing.T, r conformance.Release) *host.Module {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if mod, err = host.Load(context.Background(), b, ""); err != nil {
+		if mod, err = loadCore(b); err != nil {
 			t.Fatal(err)
 		}
 		loaded[r.Path()] = mod

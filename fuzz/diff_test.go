@@ -7,10 +7,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -189,7 +192,12 @@ type diffState struct {
 	native, wasm *diffBuild
 	releases     []*diffBuild
 	known        []knownDiff
+	releaseEvery uint64 // 1 of releaseEvery inputs also goes to the releases (releaseSampled)
 }
+
+// defaultReleaseEvery is releaseSampled's default while fuzzing; see BENCHMARKS.md (issue
+// 15) for the cost per input of each part.
+const defaultReleaseEvery = 8
 
 var (
 	diffOnce   sync.Once
@@ -224,7 +232,17 @@ func newDiffState() (*diffState, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &diffState{known: known, native: &diffBuild{name: "native", decoder: &nativeRunner{}}}
+	d := &diffState{known: known, native: &diffBuild{name: "native", decoder: &nativeRunner{}}, releaseEvery: 1}
+	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
+		d.releaseEvery = defaultReleaseEvery
+	}
+	if v := os.Getenv("PLAIT_FUZZDIFF_RELEASE_EVERY"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n == 0 {
+			return nil, fmt.Errorf("PLAIT_FUZZDIFF_RELEASE_EVERY=%q: want a positive integer", v)
+		}
+		d.releaseEvery = n
+	}
 	d.wasm = &diffBuild{name: "wasm"}
 	paths := map[*diffBuild]string{d.wasm: corePath}
 	for i := range rels {
@@ -320,7 +338,7 @@ func (b *diffBuild) init() error {
 	}
 	// The advertised range, from a configured session's STATUS.
 	var batch abi.Batch
-	if err := batch.Configure(sessionConfig(1)); err != nil {
+	if err := batch.Configure(sessionConfig(1, b.release == nil)); err != nil {
 		return err
 	}
 	r, err := b.newRunner()
@@ -370,7 +388,7 @@ func (b *diffBuild) establish(v uint64) error {
 	if err != nil {
 		return err
 	}
-	rec, err := diffSetup(r, v)
+	rec, err := diffSetup(r, v, b.release == nil)
 	if err != nil {
 		return fmt.Errorf("build %s, version %d: %w", b.name, v, err)
 	}
@@ -460,13 +478,15 @@ type recording struct {
 
 // sessionConfig is the build under test's CONFIGURE for the setup of version v: the same
 // for every build, with the limits of FuzzDecode (version 1) or FuzzSession (version 2 on).
-func sessionConfig(v uint64) abi.ConfigMsg {
+// compact asks for ABI 4's compact records: this commit's builds (native and wasm) get it,
+// a release (which would ignore it) does not.
+func sessionConfig(v uint64, compact bool) abi.ConfigMsg {
 	l := limits
 	if v >= 2 {
 		l = sessLimits
 	}
 	return abi.ConfigMsg{Role: uint8(wire.RoleDialer), Name: "a", Origin: prototest.Origin(1), Secret: []byte("test-secret"),
-		Limits: limitsMsg(l)}
+		Limits: limitsMsg(l), Compact: compact}
 }
 
 func limitsMsg(l protocol.Limits) abi.LimitsMsg {
@@ -509,10 +529,10 @@ func (s *setupRun) flush(deliver bool) bool {
 	}
 	sent := false
 	for _, rec := range recs {
-		switch rec.Kind {
+		switch rec.Kind.Base() {
 		case abi.KindResult:
-			var m abi.ResultMsg
-			if err := abi.Unmarshal(rec.Payload, &m); err != nil {
+			m, err := abi.ParseResult(rec)
+			if err != nil {
 				s.err = err
 				return false
 			}
@@ -529,8 +549,7 @@ func (s *setupRun) flush(deliver bool) bool {
 				}
 			}
 		case abi.KindStatus:
-			s.st = abi.StatusMsg{}
-			if err := abi.Unmarshal(rec.Payload, &s.st); err != nil {
+			if s.st, err = abi.ParseStatus(rec); err != nil {
 				s.err = err
 				return false
 			}
@@ -580,10 +599,10 @@ func (s *setupRun) onSelf(name string, errs ...error) {
 // v, and leaves it as FuzzDecode's setup (version 1) or FuzzSession's (version 2 and up)
 // leaves its session under test: with data flowing both ways and a PING outstanding. It
 // returns the batches r ran and their answers.
-func diffSetup(r runner, v uint64) (*recording, error) {
+func diffSetup(r runner, v uint64, compact bool) (*recording, error) {
 	pc := prototest.Config(wire.RoleListener, "b", 2)
 	pc.MaxVersion = v
-	cfg := sessionConfig(v)
+	cfg := sessionConfig(v, compact)
 	if v >= 2 {
 		pc.Limits = sessLimits
 	} else {
@@ -647,22 +666,34 @@ func diffSetup(r runner, v uint64) (*recording, error) {
 
 // ---- one input ----
 
-func (d *diffState) check(t *testing.T, data []byte) {
-	// DECODE.
+// check runs one input: the part that compares this commit's builds, then each release's
+// part when the input is one the releases get (releaseSampled).
+func (d *diffState) check(t testing.TB, data []byte) {
+	in := d.checkCurrent(t, data)
+	if !d.releaseSampled(data) {
+		return
+	}
+	for _, r := range d.releases {
+		d.checkRelease(t, r, in)
+	}
+}
+
+// diffInput is one input's answers from this commit's builds, kept for the releases'
+// parts: the native DECODE outcome and the native RECEIVE batch per version.
+type diffInput struct {
+	data     []byte
+	decode   outcome
+	sessions map[uint64][]byte
+}
+
+// checkCurrent runs the input's DECODE and its RECEIVE at this build's newest version on
+// native and wasm, which must answer identical bytes.
+func (d *diffState) checkCurrent(t testing.TB, data []byte) *diffInput {
 	var batch abi.Batch
 	batch.Decode(data)
 	outs := map[*diffBuild][]byte{}
-	for _, b := range d.all() {
-		out, err := b.decoder.run(batch.Bytes())
-		if err != nil {
-			if in, ok := b.decoder.(*wasmInstance); ok { // the next input gets a new instance
-				if fresh, ierr := in.m.instantiate(); ierr == nil {
-					b.decoder = fresh
-				}
-			}
-			t.Fatalf("DECODE on %s: %v", b.name, err)
-		}
-		outs[b] = out
+	for _, b := range []*diffBuild{d.native, d.wasm} {
+		outs[b] = d.decode(t, b, batch.Bytes())
 	}
 	if !bytes.Equal(outs[d.native], outs[d.wasm]) {
 		t.Fatalf("DECODE: native and wasm answer different batches:\nnative:\n%s\nwasm:\n%s", describe(outs[d.native]), describe(outs[d.wasm]))
@@ -671,59 +702,99 @@ func (d *diffState) check(t *testing.T, data []byte) {
 	if err != nil {
 		t.Fatalf("DECODE on native: %v", err)
 	}
-	for _, r := range d.releases {
-		rel, err := decodeOutcome(r, outs[r], data)
-		if err != nil {
-			t.Fatalf("DECODE on %s: %v", r.name, err)
-		}
-		if !diffShared(r, data, rel, cur) || rel.same(cur) {
-			continue
-		}
-		d.difference(t, r, "decode", rel, cur, data)
-	}
+	in := &diffInput{data: data, decode: cur, sessions: map[uint64][]byte{}}
+	d.currentSession(t, in, d.native.maxV)
+	return in
+}
 
-	// RECEIVE into the established sessions.
-	sessOuts := map[uint64][]byte{}
-	for v, ns := range d.native.sessions {
-		batch.Reset()
-		batch.Receive(ns.setup.now, data)
-		nout, err := ns.receive(batch.Bytes())
-		if err != nil {
-			t.Fatalf("RECEIVE on native at version %d: %v", v, err)
+// decode runs a DECODE batch on b's decoder.
+func (d *diffState) decode(t testing.TB, b *diffBuild, batch []byte) []byte {
+	out, err := b.decoder.run(batch)
+	if err != nil {
+		if in, ok := b.decoder.(*wasmInstance); ok { // the next input gets a new instance
+			if fresh, ierr := in.m.instantiate(); ierr == nil {
+				b.decoder = fresh
+			}
 		}
-		wout, err := d.wasm.sessions[v].receive(batch.Bytes())
-		if err != nil {
-			t.Fatalf("RECEIVE on wasm at version %d: %v", v, err)
-		}
-		if !bytes.Equal(nout, wout) {
-			t.Fatalf("RECEIVE at version %d: native and wasm answer different batches:\nnative:\n%s\nwasm:\n%s", v, describe(nout), describe(wout))
-		}
-		sessOuts[v] = nout
+		t.Fatalf("DECODE on %s: %v", b.name, err)
 	}
-	for _, r := range d.releases {
-		s := r.sessions[r.maxV]
-		batch.Reset()
-		batch.Receive(s.setup.now, data)
-		out, err := s.receive(batch.Bytes())
-		if err != nil {
-			t.Fatalf("RECEIVE on %s at version %d: %v", r.name, s.v, err)
-		}
-		rel, err := sessionOutcome(out, data)
-		if err != nil {
-			t.Fatalf("RECEIVE on %s: %v", r.name, err)
-		}
-		cur, err := sessionOutcome(sessOuts[s.v], data)
-		if err != nil {
-			t.Fatalf("RECEIVE on native: %v", err)
-		}
-		if !rel.same(cur) {
-			d.difference(t, r, "session", rel, cur, data)
-		}
+	return out
+}
+
+// currentSession runs the input's RECEIVE at version v on native and wasm (once per input
+// and version), which must answer identical bytes, and returns native's.
+func (d *diffState) currentSession(t testing.TB, in *diffInput, v uint64) []byte {
+	if out, ok := in.sessions[v]; ok {
+		return out
+	}
+	ns := d.native.sessions[v]
+	var batch abi.Batch
+	batch.Receive(ns.setup.now, in.data)
+	nout, err := ns.receive(batch.Bytes())
+	if err != nil {
+		t.Fatalf("RECEIVE on native at version %d: %v", v, err)
+	}
+	wout, err := d.wasm.sessions[v].receive(batch.Bytes())
+	if err != nil {
+		t.Fatalf("RECEIVE on wasm at version %d: %v", v, err)
+	}
+	if !bytes.Equal(nout, wout) {
+		t.Fatalf("RECEIVE at version %d: native and wasm answer different batches:\nnative:\n%s\nwasm:\n%s", v, describe(nout), describe(wout))
+	}
+	in.sessions[v] = nout
+	return nout
+}
+
+// checkRelease runs the input's DECODE and its RECEIVE at the release's newest version on
+// the release, and compares their outcomes with this build's (native and wasm run that
+// version's RECEIVE too, if the current part did not).
+func (d *diffState) checkRelease(t testing.TB, r *diffBuild, in *diffInput) {
+	var batch abi.Batch
+	batch.Decode(in.data)
+	rel, err := decodeOutcome(r, d.decode(t, r, batch.Bytes()), in.data)
+	if err != nil {
+		t.Fatalf("DECODE on %s: %v", r.name, err)
+	}
+	if diffShared(r, in.data, rel, in.decode) && !rel.same(in.decode) {
+		d.difference(t, r, "decode", rel, in.decode, in.data)
+	}
+	s := r.sessions[r.maxV]
+	batch.Reset()
+	batch.Receive(s.setup.now, in.data)
+	out, err := s.receive(batch.Bytes())
+	if err != nil {
+		t.Fatalf("RECEIVE on %s at version %d: %v", r.name, s.v, err)
+	}
+	if rel, err = sessionOutcome(out, in.data); err != nil {
+		t.Fatalf("RECEIVE on %s: %v", r.name, err)
+	}
+	cur, err := sessionOutcome(d.currentSession(t, in, s.v), in.data)
+	if err != nil {
+		t.Fatalf("RECEIVE on native: %v", err)
+	}
+	if !rel.same(cur) {
+		d.difference(t, r, "session", rel, cur, in.data)
 	}
 }
 
+// releaseSampled reports whether the input also goes to the frozen releases. Replaying the
+// corpus (go test) gives every input to them; while fuzzing, a frozen release's part
+// costs 1.5 to 2 times the current part's (a release answers CBOR records, encoded by
+// reflection inside the guest, and cannot get faster), so only the inputs whose FNV-1a hash
+// is 0 modulo releaseEvery (PLAIT_FUZZDIFF_RELEASE_EVERY, default defaultReleaseEvery) get
+// them: the same inputs in every run, a deterministic sample the fuzzer's mutations spread
+// over. PLAIT_FUZZDIFF_RELEASE_EVERY=1 gives every input to the releases.
+func (d *diffState) releaseSampled(data []byte) bool {
+	if d.releaseEvery <= 1 {
+		return true
+	}
+	h := fnv.New64a()
+	h.Write(data)
+	return h.Sum64()%d.releaseEvery == 0
+}
+
 // difference fails the input unless a known difference matches.
-func (d *diffState) difference(t *testing.T, r *diffBuild, what string, rel, cur outcome, data []byte) {
+func (d *diffState) difference(t testing.TB, r *diffBuild, what string, rel, cur outcome, data []byte) {
 	t.Helper()
 	for _, k := range d.known {
 		if k.matches(r.name, what, rel, cur) {
@@ -781,12 +852,12 @@ func decodeOutcome(b *diffBuild, out, data []byte) (outcome, error) {
 	if err != nil {
 		return outcome{}, err
 	}
-	if len(recs) != 3 || recs[0].Kind != abi.KindResult || recs[1].Kind != abi.KindDecoded || recs[2].Kind != abi.KindStatus {
+	if len(recs) != 3 || recs[0].Kind != abi.KindResult || recs[1].Kind != abi.KindDecoded || recs[2].Kind.Base() != abi.KindStatus {
 		return outcome{}, fmt.Errorf("not a DECODE answer:\n%s", describe(out))
 	}
-	var res abi.ResultMsg
 	var dec abi.DecodedMsg
-	if err := errors.Join(abi.Unmarshal(recs[0].Payload, &res), abi.Unmarshal(recs[1].Payload, &dec)); err != nil {
+	res, err := abi.ParseResult(recs[0])
+	if err := errors.Join(err, abi.Unmarshal(recs[1].Payload, &dec)); err != nil {
 		return outcome{}, err
 	}
 	if res.Err != nil {
@@ -812,18 +883,18 @@ func sessionOutcome(out, data []byte) (outcome, error) {
 	var st abi.StatusMsg
 	byPeer, closedEv := false, 0
 	for i, rec := range recs {
-		switch rec.Kind {
+		switch rec.Kind.Base() {
 		case abi.KindResult:
-			var m abi.ResultMsg
-			if err := abi.Unmarshal(rec.Payload, &m); err != nil {
+			m, err := abi.ParseResult(rec)
+			if err != nil {
 				return outcome{}, err
 			}
 			if m.Err != nil {
 				return outcome{}, fmt.Errorf("RECEIVE refused: %v", m.Err.Wire())
 			}
 		case abi.KindEvent:
-			var e abi.EventMsg
-			if err := abi.Unmarshal(rec.Payload, &e); err != nil {
+			e, err := abi.ParseEvent(rec)
+			if err != nil {
 				return outcome{}, err
 			}
 			if protocol.EventKind(e.Kind) == protocol.EventClosed {
@@ -834,7 +905,7 @@ func sessionOutcome(out, data []byte) (outcome, error) {
 			if i != len(recs)-1 {
 				return outcome{}, fmt.Errorf("STATUS is not the last record:\n%s", describe(out))
 			}
-			if err := abi.Unmarshal(rec.Payload, &st); err != nil {
+			if st, err = abi.ParseStatus(rec); err != nil {
 				return outcome{}, err
 			}
 		}
@@ -999,10 +1070,10 @@ func statusOf(out []byte) (abi.StatusMsg, error) {
 	if err != nil {
 		return st, err
 	}
-	if len(recs) == 0 || recs[len(recs)-1].Kind != abi.KindStatus {
+	if len(recs) == 0 || recs[len(recs)-1].Kind.Base() != abi.KindStatus {
 		return st, fmt.Errorf("no STATUS last:\n%s", describe(out))
 	}
-	return st, abi.Unmarshal(recs[len(recs)-1].Payload, &st)
+	return abi.ParseStatus(recs[len(recs)-1])
 }
 
 // describe renders an output batch, one record a line, CBOR in diagnostic notation.
@@ -1020,6 +1091,19 @@ func describe(out []byte) string {
 			}
 			name := map[abi.Kind]string{abi.KindResult: "RESULT", abi.KindEvent: "EVENT", abi.KindStatus: "STATUS", abi.KindDecoded: "DECODED"}[r.Kind]
 			fmt.Fprintf(&sb, "  %s %s\n", name, diag)
+		case abi.KindResultCompact, abi.KindEventCompact, abi.KindStatusCompact:
+			var v any
+			var perr error
+			switch r.Kind {
+			case abi.KindResultCompact:
+				v, perr = abi.ParseResult(r)
+			case abi.KindEventCompact:
+				v, perr = abi.ParseEvent(r)
+			default:
+				v, perr = abi.ParseStatus(r)
+			}
+			name := map[abi.Kind]string{abi.KindResultCompact: "RESULT", abi.KindEventCompact: "EVENT", abi.KindStatusCompact: "STATUS"}[r.Kind]
+			fmt.Fprintf(&sb, "  %s (compact) %+v (%v)\n", name, v, perr)
 		default:
 			fmt.Fprintf(&sb, "  kind 0x%02x %x\n", r.Kind, r.Payload)
 		}
@@ -1093,4 +1177,51 @@ func TestKnownDifferencesFormat(t *testing.T) {
 			t.Errorf("accepted %q", bad)
 		}
 	}
+}
+
+// BenchmarkFuzzDiff is FuzzDiff's cost per input by part, over its seeds: "current" (DECODE
+// and RECEIVE at the newest version on native and wasm: what every input gets), "release
+// x.y" (one release's DECODE and RECEIVE at its newest version, with native's and wasm's
+// RECEIVE at that version), and "all" (an input through every part, as the corpus replay
+// runs it).
+//
+// Each part runs under the pprof label "part", so that a CPU profile splits the CPU time by
+// part (go tool pprof -tags): on a shared machine steadier than wall time.
+func BenchmarkFuzzDiff(b *testing.B) {
+	d := loadDiff(b)
+	seeds := diffSeeds(b)
+	part := func(b *testing.B, name string, f func(b *testing.B)) {
+		b.Run(name, func(b *testing.B) {
+			pprof.Do(context.Background(), pprof.Labels("part", name), func(context.Context) { f(b) })
+		})
+	}
+	part(b, "current", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			d.checkCurrent(b, seeds[i%len(seeds)])
+			i++
+		}
+	})
+	for _, r := range d.releases {
+		part(b, "release "+r.name, func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				b.StopTimer()
+				in := d.checkCurrent(b, seeds[i%len(seeds)])
+				b.StartTimer()
+				d.checkRelease(b, r, in)
+				i++
+			}
+		})
+	}
+	part(b, "all", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			in := d.checkCurrent(b, seeds[i%len(seeds)])
+			for _, r := range d.releases {
+				d.checkRelease(b, r, in)
+			}
+			i++
+		}
+	})
 }

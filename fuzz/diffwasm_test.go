@@ -15,7 +15,6 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"plait/protocol/abi"
 	"plait/shells/wasm/host"
@@ -310,7 +309,7 @@ func loadWasm(ctx context.Context, name string, wasm []byte) (*wasmModule, error
 		cfg = cfg.WithCompilationCache(cache)
 	}
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+	if err := host.InstantiateImports(ctx, rt); err != nil {
 		rt.Close(ctx)
 		return nil, err
 	}

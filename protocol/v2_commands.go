@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"slices"
 	"strconv"
 
@@ -257,7 +256,7 @@ func (c *v2Commands) Send(txn []byte) error {
 	s.stats.TxnsSent++
 	s.reserve(size)
 	s.cur = wire.AppendHeader(s.cur, wire.Header{Type: wire.TypeData, Channel: ch.id, Length: uint32(size - wire.HeaderSize)})
-	h := sha256.Sum256(txn)
+	h := wire.Sum256(txn)
 	s.cur = append(s.cur, h[:]...)
 	s.cur = append(s.cur, txn...)
 	return nil

@@ -17,8 +17,9 @@ import (
 // Version is the ABI version this build implements; the guest exports it as abi_version.
 // Released versions are frozen: a new version only adds commands, record kinds or keys.
 // Version 2 adds the commands of protocol version 2, version 3 those of protocol version 3
-// (floors, the purged answer and the base copy).
-const Version = 3
+// (floors, the purged answer and the base copy), version 4 the compact records
+// (ConfigMsg.Compact, compact.go).
+const Version = 4
 
 // Op is a command's opcode.
 type Op uint8
@@ -310,6 +311,10 @@ type ConfigMsg struct {
 	// ChannelBinding (ABI 3 guests and later read it; older guests ignore the key, so a
 	// host gives it only to a guest whose build knows handshake.CapTLSExporter).
 	ChannelBinding []byte `cbor:"11,keyasint,omitempty"`
+	// Compact (ABI 4): RESULT, EVENT and STATUS come as the compact kinds of compact.go
+	// instead of CBOR. Older guests ignore the key and answer CBOR, which a host reads
+	// as before (ParseResult, ParseEvent and ParseStatus read both).
+	Compact bool `cbor:"12,keyasint,omitempty"`
 }
 
 // LimitsMsg carries protocol.Limits; durations in nanoseconds; 0 means the default.

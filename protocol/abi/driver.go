@@ -15,6 +15,7 @@ import (
 type Driver struct {
 	s          *protocol.Session
 	deferReady bool // DeferReady: drain only for an OpReady
+	compact    bool // Compact: RESULT, EVENT and STATUS in the compact kinds
 	ready      bool // the batch holds an OpReady
 	now        time.Time
 	broken     string // set after a recovered panic: the session can no longer be trusted
@@ -299,7 +300,7 @@ func (d *Driver) configure(p []byte) *wire.Error {
 	if err != nil {
 		return asWire(err)
 	}
-	d.s, d.deferReady = s, m.DeferReady
+	d.s, d.deferReady, d.compact = s, m.DeferReady, m.Compact
 	return nil
 }
 
@@ -336,12 +337,21 @@ func (d *Driver) drain() {
 		d.s.Release(m)
 	}
 	for i := range rd.Events {
+		if d.compact {
+			d.compactRecord(KindEventCompact, func(b []byte) []byte { return AppendEventCompact(b, EventOf(&rd.Events[i])) })
+			continue
+		}
 		d.record(KindEvent, EventOf(&rd.Events[i]))
 	}
 }
 
 func (d *Driver) result(op Op, err *wire.Error) {
-	d.record(KindResult, &ResultMsg{Op: uint8(op), Index: d.index, Err: ErrorOf(err)})
+	m := ResultMsg{Op: uint8(op), Index: d.index, Err: ErrorOf(err)}
+	if d.compact {
+		d.compactRecord(KindResultCompact, func(b []byte) []byte { return AppendResultCompact(b, &m) })
+		return
+	}
+	d.record(KindResult, &m)
 }
 
 // status appends the STATUS record. After a recovered panic it reports only that the
@@ -351,7 +361,7 @@ func (d *Driver) status() {
 	if d.broken != "" {
 		m.State = uint8(protocol.StateClosed)
 		m.Err = ErrorOf(wire.NewError(wire.CodeInternal, d.broken))
-		d.record(KindStatus, &m)
+		d.statusRecord(&m)
 		return
 	}
 	defer func() {
@@ -405,7 +415,24 @@ func (d *Driver) status() {
 			m.Handshake = HandshakeOf(s.Handshake())
 		}
 	}
-	d.record(KindStatus, &m)
+	d.statusRecord(&m)
+}
+
+func (d *Driver) statusRecord(m *StatusMsg) {
+	if d.compact {
+		d.compactRecord(KindStatusCompact, func(b []byte) []byte { return AppendStatusCompact(b, m) })
+		return
+	}
+	d.record(KindStatus, m)
+}
+
+// compactRecord appends a record of kind k whose payload appendPayload writes in place,
+// straight into the output: no reflection and no copy.
+func (d *Driver) compactRecord(k Kind, appendPayload func([]byte) []byte) {
+	start := len(d.out)
+	d.out = append(d.out, byte(k), 0, 0, 0, 0)
+	d.out = appendPayload(d.out)
+	binary.BigEndian.PutUint32(d.out[start+1:], uint32(len(d.out)-start-recordHeader))
 }
 
 func (d *Driver) record(k Kind, v any) {

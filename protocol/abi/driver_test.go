@@ -42,12 +42,13 @@ func results(t *testing.T, out []byte) ([]abi.ResultMsg, abi.StatusMsg) {
 
 // TestUnknownCommand: an opcode the ABI does not define is refused with unknown-command
 // (class local, about no frame), before and after OpConfigure, and the batch goes on. ABI
-// version 3 defines 0x01..0x1a: one past the last (0x1b) and above are unknown.
+// version 3 defines 0x01..0x1c (0x1b and 0x1c with anti-entropy), and version 4 adds no
+// command: one past the last (0x1d) and above are unknown.
 //
 // internal, the other ABI-level code, is a recovered panic inside the core: no command
 // produces it without a defect, so no test does.
 func TestUnknownCommand(t *testing.T) {
-	if abi.Version != 3 || abi.OpEndCopy != 0x1a || abi.OpRequestCopy != abi.OpPurged+1 || abi.OpAdvertiseFloors != abi.OpReady+1 || abi.OpSubscribeOrigins != abi.OpDecode+1 {
+	if abi.Version != 4 || abi.OpEndCopy != 0x1a || abi.OpRequestCopy != abi.OpPurged+1 || abi.OpAdvertiseFloors != abi.OpReady+1 || abi.OpSubscribeOrigins != abi.OpDecode+1 {
 		t.Fatalf("ABI version %d defines up to 0x%02x", abi.Version, uint8(abi.OpEndCopy))
 	}
 	unknown := []abi.Op{0x00, abi.OpAnswerRange + 1, 0x1e, 0x7f, 0x80, 0xff}

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
 	"strconv"
 )
@@ -279,7 +278,7 @@ func uvarintLen(x uint64) int {
 func (v *TxnView) Raw() []byte { return v.raw }
 
 // Hash returns the chain hash of this transaction: SHA-256 of its encoding.
-func (v *TxnView) Hash() Hash { return sha256.Sum256(v.raw) }
+func (v *TxnView) Hash() Hash { return Sum256(v.raw) }
 
 // Ops returns an iterator over the operations.
 func (v *TxnView) Ops() OpIter { return OpIter{b: v.raw, off: v.opsOff, left: v.NumOps} }

@@ -5,6 +5,7 @@ package host
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 
@@ -20,12 +21,29 @@ type Module struct {
 	rt         wazero.Runtime
 	compiled   wazero.CompiledModule
 	abiVersion uint32
+	noDeadline bool // WithoutCallDeadline
 }
 
+// Option changes how Load compiles and runs a module.
+type Option func(*Module)
+
+// WithoutCallDeadline compiles the module without wazero's termination checks, so that a
+// call into it is not stopped at its deadline: a guest that loops hangs its caller. The
+// checks wazero inserts at every function entry and loop made the Go guest about twice as
+// slow per received frame (BENCHMARKS.md, "The core under WASM and FuzzDiff"). For tests
+// and tools that trust the module and have a timeout of their own (go test's); a node keeps
+// the deadline.
+func WithoutCallDeadline() Option { return func(m *Module) { m.noDeadline = true } }
+
 // Load compiles a core module. cacheDir, when not empty, holds wazero's compilation cache
-// so that later loads of the same module (in any process) skip compilation.
-func Load(ctx context.Context, wasm []byte, cacheDir string) (*Module, error) {
-	cfg := wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(true)
+// so that later loads of the same module (in any process) skip compilation. Every call into
+// an instance is stopped at its deadline unless WithoutCallDeadline is given.
+func Load(ctx context.Context, wasm []byte, cacheDir string, opts ...Option) (*Module, error) {
+	m := &Module{}
+	for _, o := range opts {
+		o(m)
+	}
+	cfg := wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(!m.noDeadline)
 	if cacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cacheDir)
 		if err != nil {
@@ -34,9 +52,9 @@ func Load(ctx context.Context, wasm []byte, cacheDir string) (*Module, error) {
 		cfg = cfg.WithCompilationCache(cache)
 	}
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+	if err := InstantiateImports(ctx, rt); err != nil {
 		rt.Close(ctx)
-		return nil, fmt.Errorf("instantiating WASI: %w", err)
+		return nil, err
 	}
 	compiled, err := rt.CompileModule(ctx, wasm)
 	if err != nil {
@@ -49,7 +67,7 @@ func Load(ctx context.Context, wasm []byte, cacheDir string) (*Module, error) {
 			return nil, fmt.Errorf("the module does not export %q: not a plait core", name)
 		}
 	}
-	m := &Module{rt: rt, compiled: compiled}
+	m.rt, m.compiled = rt, compiled
 	inst, err := m.Instantiate(ctx)
 	if err != nil {
 		rt.Close(ctx)
@@ -58,6 +76,38 @@ func Load(ctx context.Context, wasm []byte, cacheDir string) (*Module, error) {
 	m.abiVersion = inst.abiVersion
 	inst.Close(ctx)
 	return m, nil
+}
+
+// InstantiateImports gives rt what a core module imports: WASI, and (ABI 4) the module
+// "plait" with sha256(data, n, out: i32), the host's SHA-256 of n bytes at data written as
+// 32 bytes at out. A module of ABI 1 to 3 imports only WASI; the extra module is unused.
+func InstantiateImports(ctx context.Context, rt wazero.Runtime) error {
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		return fmt.Errorf("instantiating WASI: %w", err)
+	}
+	i32 := api.ValueTypeI32
+	_, err := rt.NewHostModuleBuilder("plait").NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostSHA256), []api.ValueType{i32, i32, i32}, nil).
+		WithParameterNames("data", "n", "out").Export("sha256").
+		Instantiate(ctx)
+	if err != nil {
+		return fmt.Errorf("instantiating the host module plait: %w", err)
+	}
+	return nil
+}
+
+// hostSHA256 is plait.sha256. A range outside the guest's memory traps the call (a panic
+// in a host function becomes the guest call's error).
+func hostSHA256(_ context.Context, mod api.Module, stack []uint64) {
+	data, n, out := api.DecodeU32(stack[0]), api.DecodeU32(stack[1]), api.DecodeU32(stack[2])
+	b, ok := mod.Memory().Read(data, n)
+	if !ok {
+		panic(fmt.Sprintf("plait.sha256: %d bytes at %d are outside memory", n, data))
+	}
+	sum := sha256.Sum256(b)
+	if !mod.Memory().Write(out, sum[:]) {
+		panic(fmt.Sprintf("plait.sha256: the hash at %d is outside memory", out))
+	}
 }
 
 // ABIVersion is the ABI version the module exports.

@@ -67,8 +67,8 @@ func load(t testing.TB) (*host.Module, *host.Instance) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { mod.Close(ctx) })
-	if mod.ABIVersion() != abi.Version || abi.Version != 3 {
-		t.Fatalf("abi_version %d, want 3 (abi.Version %d)", mod.ABIVersion(), abi.Version)
+	if mod.ABIVersion() != abi.Version || abi.Version != 4 {
+		t.Fatalf("abi_version %d, want 4 (abi.Version %d)", mod.ABIVersion(), abi.Version)
 	}
 	in, err := mod.Instantiate(ctx)
 	if err != nil {

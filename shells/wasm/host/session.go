@@ -35,6 +35,8 @@ type Session struct {
 	// native session keeps it until Ready, so frames of several calls share messages
 	// exactly as natively. ABI 1 hands the output over after every command.
 	deferred bool
+	// noDeadline: the module was loaded WithoutCallDeadline.
+	noDeadline bool
 }
 
 var _ replica.Session = (*Session)(nil)
@@ -57,7 +59,11 @@ func (m *Module) NewSession(cfg protocol.Config, timeout time.Duration) (*Sessio
 	if err != nil {
 		return nil, err
 	}
-	return newSession(in, in.abiVersion, cfg, timeout)
+	s, err := newSession(in, in.abiVersion, cfg, timeout)
+	if s != nil {
+		s.noDeadline = m.noDeadline
+	}
+	return s, err
 }
 
 // NewDriverSession is a Session whose batches run in this process's abi.Driver: the ABI's
@@ -90,7 +96,7 @@ func newSession(in stepper, abiVersion uint32, cfg protocol.Config, timeout time
 			MaxSendBuffer: uint64(l.MaxSendBuffer), MaxUnackedBytes: uint64(l.MaxUnackedBytes), MaxOrigins: uint64(l.MaxOrigins),
 			HandshakeTimeout: uint64(l.HandshakeTimeout), PingInterval: uint64(l.PingInterval), LivenessTimeout: uint64(l.LivenessTimeout),
 			MaxChannels: uint64(l.MaxChannels), MaxChannelBuffer: uint64(l.MaxChannelBuffer), MaxSessionBuffer: uint64(l.MaxSessionBuffer)},
-		DeferReady: s.deferred, ChannelBinding: cfg.ChannelBinding}
+		DeferReady: s.deferred, ChannelBinding: cfg.ChannelBinding, Compact: abiVersion >= 4}
 	if err := s.call(func(b *abi.Batch) error { return b.Configure(msg) }); err != nil {
 		_ = in.Close(context.Background()) // a discarded instance; the configure error is the one to report
 		return nil, err
@@ -117,9 +123,7 @@ func (s *Session) call(fill func(b *abi.Batch) error) error {
 	if err := fill(&s.batch); err != nil {
 		return wire.NewError(wire.CodeBadArgument, err.Error())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-	out, err := s.in.Step(ctx, s.batch.Bytes())
-	cancel()
+	out, err := s.step()
 	if err != nil {
 		return s.die(err)
 	}
@@ -130,10 +134,10 @@ func (s *Session) call(fill func(b *abi.Batch) error) error {
 	var cmdErr *wire.Error
 	results := 0
 	for _, r := range recs {
-		switch r.Kind {
+		switch r.Kind.Base() {
 		case abi.KindResult:
-			var m abi.ResultMsg
-			if err := abi.Unmarshal(r.Payload, &m); err != nil {
+			m, err := abi.ParseResult(r)
+			if err != nil {
 				return s.die(err)
 			}
 			if m.Err != nil && cmdErr == nil {
@@ -143,8 +147,8 @@ func (s *Session) call(fill func(b *abi.Batch) error) error {
 		case abi.KindMessage:
 			s.ready.Messages = append(s.ready.Messages, r.Payload) // out is the host's own copy
 		case abi.KindEvent:
-			var m abi.EventMsg
-			if err := abi.Unmarshal(r.Payload, &m); err != nil {
+			m, err := abi.ParseEvent(r)
+			if err != nil {
 				return s.die(err)
 			}
 			ev, err := m.Event()
@@ -153,8 +157,8 @@ func (s *Session) call(fill func(b *abi.Batch) error) error {
 			}
 			s.ready.Events = append(s.ready.Events, ev)
 		case abi.KindStatus:
-			var st abi.StatusMsg // fresh: absent keys must not keep the previous values
-			if err := abi.Unmarshal(r.Payload, &st); err != nil {
+			st, err := abi.ParseStatus(r) // fresh: absent keys must not keep the previous values
+			if err != nil {
 				return s.die(err)
 			}
 			s.st = st
@@ -167,6 +171,17 @@ func (s *Session) call(fill func(b *abi.Batch) error) error {
 		return cmdErr
 	}
 	return nil
+}
+
+// step runs the batch with the call's deadline; an instance compiled without termination
+// checks (WithoutCallDeadline) would not see it, and gets no context to watch.
+func (s *Session) step() ([]byte, error) {
+	if s.noDeadline {
+		return s.in.Step(context.Background(), s.batch.Bytes())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	return s.in.Step(ctx, s.batch.Bytes())
 }
 
 // die discards the instance after a failed call.
