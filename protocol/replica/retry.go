@@ -1,7 +1,6 @@
 package replica
 
 import (
-	"bytes"
 	"errors"
 	"strconv"
 	"time"
@@ -111,22 +110,5 @@ func (st *originState) retrySucceeded() {
 		if st.stuck == StuckApplyFailed {
 			st.stuck, st.stuckUntil = "", time.Time{}
 		}
-	}
-}
-
-// scanReadable is Store.Scan over the records this node can read: a record the store
-// cannot decode (DamagedRecordError) is counted in RecordsDamaged and passed over, and the
-// scan goes on after it. Anti-entropy then finds the range differing and writes a peer's
-// version over it; retention's tombstone walk and a copy's check of its own records treat
-// it as absent. It reports false when the store failed otherwise (r.check).
-func (r *Replica) scanReadable(table, after []byte, fn func(Record) bool) bool {
-	for {
-		err := r.store.Scan(table, after, fn)
-		var de *DamagedRecordError
-		if !errors.As(err, &de) || !bytes.Equal(de.Table, table) || bytes.Compare(de.Key, after) <= 0 && after != nil {
-			return r.check(err)
-		}
-		r.counters.RecordsDamaged++
-		after = de.Key
 	}
 }

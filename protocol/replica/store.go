@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -320,6 +321,23 @@ func (e *DamagedRecordError) Error() string {
 }
 
 func (e *DamagedRecordError) Unwrap() error { return ErrRecordDamaged }
+
+// scanReadable is Store.Scan over the records this node can read: a record the store
+// cannot decode (DamagedRecordError) is counted in RecordsDamaged and passed over, and the
+// scan goes on after it. Anti-entropy then finds the range differing and writes a peer's
+// version over it; retention's tombstone walk and a copy's check of its own records treat
+// it as absent. It reports false when the store failed otherwise (r.check).
+func (r *Replica) scanReadable(table, after []byte, fn func(Record) bool) bool {
+	for {
+		err := r.store.Scan(table, after, fn)
+		var de *DamagedRecordError
+		if !errors.As(err, &de) || !bytes.Equal(de.Table, table) || bytes.Compare(de.Key, after) <= 0 && after != nil {
+			return r.check(err)
+		}
+		r.counters.RecordsDamaged++
+		after = de.Key
+	}
+}
 
 // CheckBatch is the check every Store's Apply makes before it writes anything, against the
 // origin's cursor: a non-zero origin; b.Seq is the cursor's seq + 1 (else ErrNotNext);
