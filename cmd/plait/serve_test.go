@@ -88,8 +88,10 @@ func TestServeDefaults(t *testing.T) {
 	if cfg.node.ApplyRetries != 5 {
 		t.Errorf("apply retries default: %d", cfg.node.ApplyRetries)
 	}
-	if cfg, err := parseServe([]string{"--apply-retries", "1"}, &bytes.Buffer{}); err != nil || cfg.node.ApplyRetries != 1 {
-		t.Errorf("--apply-retries 1, the smallest budget: %v, %d", err, cfg.node.ApplyRetries)
+	if cfg, err := parseServe([]string{"--apply-retries", "1"}, &bytes.Buffer{}); err != nil {
+		t.Errorf("--apply-retries 1, the smallest budget: %v", err)
+	} else if cfg.node.ApplyRetries != 1 {
+		t.Errorf("--apply-retries 1 gave a budget of %d", cfg.node.ApplyRetries)
 	}
 	if cfg.node.MaxCopies != 2 || cfg.node.CopyChunk != 1<<20 {
 		t.Errorf("copy defaults: %d copies, chunks of %d", cfg.node.MaxCopies, cfg.node.CopyChunk)
