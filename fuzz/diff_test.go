@@ -85,8 +85,9 @@ func FuzzDiff(f *testing.F) {
 	})
 }
 
-// diffCrossCheckEvery: every n-th input of a session (the first included) also runs in a
-// freshly instantiated module, to check that a restored instance is the instance it was.
+// diffCrossCheckEvery: every n-th input of a session (the first included) also runs on a
+// runner that replayed the setup (a fresh driver, a freshly instantiated module), to check
+// that a cloned driver or a restored instance is the session it was.
 const diffCrossCheckEvery = 256
 
 // knownDifferencesPath lists the intended differences between releases and this build.
@@ -184,6 +185,7 @@ type diffSession struct {
 	setup *recording
 	in    *wasmInstance // wasm: the established instance, restored before each input
 	snap  *snapshot
+	nat   *nativeRunner // native: the established driver, cloned for each input
 	fresh bool // in has run nothing since it was saved
 	runs  int
 }
@@ -195,8 +197,8 @@ type diffState struct {
 	releaseEvery uint64 // 1 of releaseEvery inputs also goes to the releases (releaseSampled)
 }
 
-// defaultReleaseEvery is releaseSampled's default while fuzzing; see BENCHMARKS.md (issue
-// 15) for the cost per input of each part.
+// defaultReleaseEvery is releaseSampled's default while fuzzing; BENCHMARKS.md ("The core
+// under WASM and FuzzDiff") gives the cost per input of each part.
 const defaultReleaseEvery = 8
 
 var (
@@ -393,8 +395,11 @@ func (b *diffBuild) establish(v uint64) error {
 		return fmt.Errorf("build %s, version %d: %w", b.name, v, err)
 	}
 	s := &diffSession{b: b, v: v, setup: rec}
-	if in, ok := r.(*wasmInstance); ok {
-		s.in, s.snap, s.fresh = in, in.save(), true
+	switch r := r.(type) {
+	case *wasmInstance:
+		s.in, s.snap, s.fresh = r, r.save(), true
+	case *nativeRunner:
+		s.nat = r
 	}
 	b.sessions[v] = s
 	return nil
@@ -422,46 +427,49 @@ func (s *diffSession) replay() (runner, error) {
 	return r, nil
 }
 
-// receive runs the batch in the session as it was once established.
+// receive runs the batch in the session as it was once established: natively on a clone of
+// the established driver (abi.Driver.Clone), under WASM on the established instance restored
+// to its saved state. Every diffCrossCheckEvery-th input of the session (the first included)
+// also runs on a runner that replayed the setup, and both must answer the same bytes.
 func (s *diffSession) receive(batch []byte) ([]byte, error) {
 	s.runs++
+	var out []byte
 	if s.b.mod == nil {
-		r, err := s.replay()
-		if err != nil {
+		out, _ = (&nativeRunner{d: *s.nat.d.Clone()}).run(batch)
+	} else {
+		if s.in == nil || (!s.fresh && s.in.restore(s.snap) != nil) {
+			// No instance, a dead one, or one whose memory grew: start again.
+			if s.in != nil {
+				s.in.close()
+			}
+			s.in = nil
+			r, err := s.replay()
+			if err != nil {
+				return nil, err
+			}
+			s.in = r.(*wasmInstance)
+			s.snap = s.in.save()
+		}
+		s.fresh = false
+		var err error
+		if out, err = s.in.run(batch); err != nil {
 			return nil, err
 		}
-		return r.run(batch)
-	}
-	if s.in == nil || (!s.fresh && s.in.restore(s.snap) != nil) {
-		// No instance, a dead one, or one whose memory grew: start again.
-		if s.in != nil {
-			s.in.close()
-		}
-		s.in = nil
-		r, err := s.replay()
-		if err != nil {
-			return nil, err
-		}
-		s.in = r.(*wasmInstance)
-		s.snap = s.in.save()
-	}
-	s.fresh = false
-	out, err := s.in.run(batch)
-	if err != nil {
-		return nil, err
 	}
 	if (s.runs-1)%diffCrossCheckEvery == 0 {
 		r, err := s.replay()
 		if err != nil {
 			return nil, err
 		}
-		defer r.(*wasmInstance).close()
+		if in, ok := r.(*wasmInstance); ok {
+			defer in.close()
+		}
 		again, err := r.run(batch)
 		if err != nil {
-			return nil, fmt.Errorf("build %s, version %d: a fresh instance: %w", s.b.name, s.v, err)
+			return nil, fmt.Errorf("build %s, version %d: a replayed setup: %w", s.b.name, s.v, err)
 		}
 		if !bytes.Equal(out, again) {
-			return nil, fmt.Errorf("build %s, version %d: the restored instance and a fresh one answer differently:\nrestored:\n%s\nfresh:\n%s",
+			return nil, fmt.Errorf("build %s, version %d: the session as kept and one of a replayed setup answer differently:\nkept:\n%s\nreplayed:\n%s",
 				s.b.name, s.v, describe(out), describe(again))
 		}
 	}

@@ -23,6 +23,18 @@ type Driver struct {
 	index      uint64
 }
 
+// Clone returns a driver whose session is a Clone of this one's (protocol.Session.Clone),
+// with the same settings and nothing of the last Step's output: the same batches given to
+// both answer the same bytes. It exists for fuzzing, where a session is set up once and each
+// input starts from a copy instead of replaying the setup's batches.
+func (d *Driver) Clone() *Driver {
+	c := &Driver{deferReady: d.deferReady, compact: d.compact, now: d.now, broken: d.broken}
+	if d.s != nil {
+		c.s = d.s.Clone()
+	}
+	return c
+}
+
 // Step runs every command of batch in order and returns the output batch: a RESULT record
 // for each command (a DECODE's DECODED record right after its RESULT), then the session's
 // Ready: a MESSAGE record for each message and an EVENT record for each event, then one

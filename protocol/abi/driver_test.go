@@ -2,6 +2,8 @@ package abi_test
 
 import (
 	"bytes"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -978,4 +980,77 @@ func establishedLink(t *testing.T, cfg protocol.Config) *link {
 	k.ok()
 	k.pump()
 	return k
+}
+
+// TestDriverClone: a clone of an established driver answers the same batch with the same
+// bytes as its original, and what runs on one is not seen by the other. Its field list fails
+// when Driver gains a field, so that Clone is looked at again.
+func TestDriverClone(t *testing.T) {
+	nc := prototest.Config(wire.RoleListener, "b", 2)
+	nat, err := protocol.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &link{t: t, nat: nat, now: prototest.Epoch}
+	if err := k.b.Configure(abi.ConfigMsg{Role: uint8(wire.RoleDialer), Name: "a", Origin: prototest.Origin(1), Secret: nc.Secret}); err != nil {
+		t.Fatal(err)
+	}
+	k.b.Start(k.now, prototest.Nonce(1))
+	if err := nat.Start(k.now, prototest.Nonce(2)); err != nil {
+		t.Fatal(err)
+	}
+	k.ok()
+	k.pump()
+	if k.status.Handshake == nil {
+		t.Fatalf("not established: %+v", k.status)
+	}
+	c := k.d.Clone()
+
+	// The native side advertises an origin; the same message goes to both.
+	seven := prototest.Origin(7)
+	if err := nat.SetOriginName(seven, "seven"); err != nil {
+		t.Fatal(err)
+	}
+	if err := nat.V2().AdvertiseHeads([]wire.Head{{Origin: seven, Seq: 5, HLC: 50}}); err != nil {
+		t.Fatal(err)
+	}
+	rd := nat.Ready()
+	if len(rd.Messages) == 0 {
+		t.Fatal("the native side sent nothing")
+	}
+	var b abi.Batch
+	for _, m := range rd.Messages {
+		b.Receive(k.now, m)
+	}
+	if err := b.SubscribeOrigins([]abi.CursorMsg{{Origin: seven}}); err != nil {
+		t.Fatal(err)
+	}
+	one := bytes.Clone(k.d.Step(b.Bytes()))
+	two := bytes.Clone(c.Step(b.Bytes()))
+	if !bytes.Equal(one, two) {
+		t.Fatalf("the clone answers differently:\noriginal %x\nclone    %x", one, two)
+	}
+
+	// More on the clone only: the original's next answer is what a second clone, made
+	// before it, gives.
+	witness := k.d.Clone()
+	var more abi.Batch
+	if err := more.UnsubscribeOrigins([]wire.OriginID{seven}); err != nil {
+		t.Fatal(err)
+	}
+	c.Step(more.Bytes())
+	var st abi.Batch // a tick: every step ends with the session's STATUS
+	st.Tick(k.now.Add(time.Second))
+	if a, w := bytes.Clone(k.d.Step(st.Bytes())), witness.Step(st.Bytes()); !bytes.Equal(a, w) {
+		t.Fatalf("a step on the clone changed the original:\noriginal %x\nwitness  %x", a, w)
+	}
+
+	fields := reflect.TypeOf(abi.Driver{})
+	var names []string
+	for i := 0; i < fields.NumField(); i++ {
+		names = append(names, fields.Field(i).Name)
+	}
+	if got, want := strings.Join(names, " "), "s deferReady compact ready now broken out index"; got != want {
+		t.Fatalf("Driver's fields are %q, Clone knows %q: update Clone, then this list", got, want)
+	}
 }
