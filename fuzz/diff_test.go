@@ -186,7 +186,7 @@ type diffSession struct {
 	in    *wasmInstance // wasm: the established instance, restored before each input
 	snap  *snapshot
 	nat   *nativeRunner // native: the established driver, cloned for each input
-	fresh bool // in has run nothing since it was saved
+	fresh bool          // in has run nothing since it was saved
 	runs  int
 }
 
