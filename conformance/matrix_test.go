@@ -47,7 +47,9 @@ var matrixScenarios = []scenario{
 	{"credit", scenarioCredit},
 	{"gap+corrupt", scenarioFaults},
 	{"malformed", scenarioMalformed},
+	{"retention hold", scenarioRetentionHold},
 	{"purged+copy", scenarioPurgedCopy},
+	{"anti-entropy", scenarioAntiEntropy},
 }
 
 // TestVersionMatrix runs every frozen release and the current build (native and WASM)
@@ -275,6 +277,93 @@ func scenarioPurgedCopy(t *testing.T, c matrixCell) (string, error) {
 			ka.PurgedAnswers, kb.PurgedAnswers, ka.CopiesStarted, kb.CopiesStarted, c.version)
 	}
 	return fmt.Sprintf("v%d: purged, no copy", c.version), nil
+}
+
+// scenarioRetentionHold: B (the current build) keeps one second of history with holds of
+// 30 s, and so does A when it is a current build. They are cut apart for 5 s while both
+// write: each keeps what the other has not acknowledged, since the other fell silent less
+// than a hold ago, so joined again they resume from their cursors at every version, with no
+// purged answer and no copy; once caught up, the acknowledged entries are purged.
+func scenarioRetentionHold(t *testing.T, c matrixCell) (string, error) {
+	retaining := map[string]bool{"A": c.a.max >= 3, "B": true}
+	cl := pairClusterOf(t, c, sim.Options{Seed: 4, Limits: sim.SimLimits, RetainAge: time.Second, RetainHold: 30 * time.Second,
+		Retaining: retaining})
+	write(t, cl, "A", 5)
+	write(t, cl, "B", 5)
+	if !cl.Stabilize(30 * time.Second) {
+		return "", fmt.Errorf("did not converge before the cut")
+	}
+	must(t, cl.SetLink("A", "B", false))
+	for range 10 {
+		write(t, cl, "A", 1)
+		write(t, cl, "B", 1)
+		cl.Run(500 * time.Millisecond)
+	}
+	must(t, cl.SetLink("A", "B", true))
+	dups, err := converged(t, cl, c, "A", "B")
+	if err != nil {
+		return "", err
+	}
+	cl.Run(3 * time.Second) // the acknowledgements, then a retention step
+	k := counters(cl, "A", "B")
+	if k.PurgedAnswers != 0 || k.CopiesStarted != 0 {
+		return "", fmt.Errorf("%d purged answers and %d copies within the hold", k.PurgedAnswers, k.CopiesStarted)
+	}
+	kb := counters(cl, "B")
+	if kb.EntriesPurged == 0 {
+		return "", fmt.Errorf("B purged nothing once A had caught up")
+	}
+	if f := cl.Failures(); len(f) > 0 {
+		return "", fmt.Errorf("invariants: %v", f)
+	}
+	return fmt.Sprintf("held, B purged %d after, %s", kb.EntriesPurged, outcome(c, dups)), nil
+}
+
+// scenarioAntiEntropy: A and B run anti-entropy passes every 100 ms. Over version 3 (both
+// offer the capability anti-entropy) a record lost from A's store and one altered in B's
+// are repaired from the other, and every record ends the same on both. Below version 3
+// neither side can ask a range: no range is compared, and the session stays up.
+func scenarioAntiEntropy(t *testing.T, c matrixCell) (string, error) {
+	cl := pairClusterOf(t, c, sim.Options{Seed: 5, Limits: sim.SimLimits, AntiEntropyInterval: 100 * time.Millisecond})
+	write(t, cl, "A", 10)
+	write(t, cl, "B", 10)
+	if _, err := converged(t, cl, c, "A", "B"); err != nil {
+		return "", err
+	}
+	cl.Run(2 * time.Second)
+	compared := func(n string) uint64 { return cl.Node(n).Rep.Counters().AntiEntropyRangesCompared }
+	if c.version < 3 {
+		if a, b := compared("A"), compared("B"); a != 0 || b != 0 {
+			return "", fmt.Errorf("ranges compared over version %d: A %d, B %d", c.version, a, b)
+		}
+		if _, err := converged(t, cl, c, "A", "B"); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("v%d: none asked", c.version), nil
+	}
+	if compared("A") == 0 || compared("B") == 0 {
+		return "", fmt.Errorf("no range compared over version 3: A %d, B %d", compared("A"), compared("B"))
+	}
+	cl.Node("A").Store.Corrupt([]byte("t"), []byte("k1"), nil)
+	r, ok, err := cl.Node("B").Store.Get([]byte("t"), []byte("k2"))
+	if err != nil || !ok {
+		return "", fmt.Errorf("B holds no t/k2 (%v)", err)
+	}
+	cl.Node("B").Store.Corrupt([]byte("t"), []byte("k2"), &replica.Record{Value: []byte("rot"), HLC: r.HLC, Origin: r.Origin})
+	repaired := func() uint64 {
+		return cl.Node("A").Rep.Counters().AntiEntropyRecordsRepaired + cl.Node("B").Rep.Counters().AntiEntropyRecordsRepaired
+	}
+	for i := 0; i < 300 && repaired() < 2; i++ {
+		cl.Run(100 * time.Millisecond)
+	}
+	if n := repaired(); n < 2 {
+		return "", fmt.Errorf("%d records repaired in 30 s, want 2", n)
+	}
+	cl.CheckConverged() // the records too, versions included
+	if f := cl.Failures(); len(f) > 0 {
+		return "", fmt.Errorf("invariants: %v", f)
+	}
+	return fmt.Sprintf("repaired %d", repaired()), nil
 }
 
 // scenarioRelayFailover: A (the build under test) is the origin; two relays R1 and R2 (the
