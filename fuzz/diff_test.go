@@ -340,7 +340,7 @@ func (b *diffBuild) init() error {
 	}
 	// The advertised range, from a configured session's STATUS.
 	var batch abi.Batch
-	if err := batch.Configure(sessionConfig(1, b.release == nil)); err != nil {
+	if err := batch.Configure(sessionConfig(1, b.compact())); err != nil {
 		return err
 	}
 	r, err := b.newRunner()
@@ -375,6 +375,11 @@ func (b *diffBuild) implements(t wire.Type) bool {
 	return b.release == nil || v == 0 || (v >= b.minV && v <= b.maxV)
 }
 
+// compact: the build answers in ABI 4's compact records, which cost less to write and
+// read: this commit's builds and every release of ABI 4 on (0.3); an older release would
+// ignore the key.
+func (b *diffBuild) compact() bool { return b.release == nil || b.release.ABI >= 4 }
+
 // newRunner returns a fresh runner: a new driver, or a new instance.
 func (b *diffBuild) newRunner() (runner, error) {
 	if b.mod == nil {
@@ -390,7 +395,7 @@ func (b *diffBuild) establish(v uint64) error {
 	if err != nil {
 		return err
 	}
-	rec, err := diffSetup(r, v, b.release == nil)
+	rec, err := diffSetup(r, v, b.compact())
 	if err != nil {
 		return fmt.Errorf("build %s, version %d: %w", b.name, v, err)
 	}
@@ -486,8 +491,7 @@ type recording struct {
 
 // sessionConfig is the build under test's CONFIGURE for the setup of version v: the same
 // for every build, with the limits of FuzzDecode (version 1) or FuzzSession (version 2 on).
-// compact asks for ABI 4's compact records: this commit's builds (native and wasm) get it,
-// a release (which would ignore it) does not.
+// compact asks for ABI 4's compact records (diffBuild.compact).
 func sessionConfig(v uint64, compact bool) abi.ConfigMsg {
 	l := limits
 	if v >= 2 {
