@@ -224,6 +224,24 @@ func scenarioResume(t *testing.T, c matrixCell) (string, error) {
 	return outcome(c, dups), err
 }
 
+// writeThroughCut: A and B write and converge, are cut apart for 5 s while both write on,
+// and are joined again (the prelude of the retention scenarios).
+func writeThroughCut(t *testing.T, cl *sim.Cluster) error {
+	write(t, cl, "A", 5)
+	write(t, cl, "B", 5)
+	if !cl.Stabilize(30 * time.Second) {
+		return fmt.Errorf("did not converge before the cut")
+	}
+	must(t, cl.SetLink("A", "B", false))
+	for range 10 {
+		write(t, cl, "A", 1)
+		write(t, cl, "B", 1)
+		cl.Run(500 * time.Millisecond)
+	}
+	must(t, cl.SetLink("A", "B", true))
+	return nil
+}
+
 // scenarioPurgedCopy: B (the current build) keeps one second of history, with holds that
 // lapse after 2 s, and so does A when it is a current build (a frozen release's node
 // purged nothing: it keeps the defaults). They are cut apart for 5 s while both write,
@@ -237,18 +255,9 @@ func scenarioPurgedCopy(t *testing.T, c matrixCell) (string, error) {
 	retaining := map[string]bool{"A": c.a.max >= 3, "B": true}
 	cl := pairClusterOf(t, c, sim.Options{Seed: 3, Limits: sim.SimLimits, RetainAge: time.Second, RetainHold: 2 * time.Second,
 		Retaining: retaining, CopyChunk: 1024})
-	write(t, cl, "A", 5)
-	write(t, cl, "B", 5)
-	if !cl.Stabilize(30 * time.Second) {
-		return "", fmt.Errorf("did not converge before the cut")
+	if err := writeThroughCut(t, cl); err != nil {
+		return "", err
 	}
-	must(t, cl.SetLink("A", "B", false))
-	for range 10 {
-		write(t, cl, "A", 1)
-		write(t, cl, "B", 1)
-		cl.Run(500 * time.Millisecond)
-	}
-	must(t, cl.SetLink("A", "B", true))
 	ka, kb := counters(cl, "A"), counters(cl, "B")
 	if kb.EntriesPurged == 0 || retaining["A"] != (ka.EntriesPurged > 0) {
 		return "", fmt.Errorf("retention purged %d entries on A and %d on B while they were apart", ka.EntriesPurged, kb.EntriesPurged)
@@ -288,18 +297,9 @@ func scenarioRetentionHold(t *testing.T, c matrixCell) (string, error) {
 	retaining := map[string]bool{"A": c.a.max >= 3, "B": true}
 	cl := pairClusterOf(t, c, sim.Options{Seed: 4, Limits: sim.SimLimits, RetainAge: time.Second, RetainHold: 30 * time.Second,
 		Retaining: retaining})
-	write(t, cl, "A", 5)
-	write(t, cl, "B", 5)
-	if !cl.Stabilize(30 * time.Second) {
-		return "", fmt.Errorf("did not converge before the cut")
+	if err := writeThroughCut(t, cl); err != nil {
+		return "", err
 	}
-	must(t, cl.SetLink("A", "B", false))
-	for range 10 {
-		write(t, cl, "A", 1)
-		write(t, cl, "B", 1)
-		cl.Run(500 * time.Millisecond)
-	}
-	must(t, cl.SetLink("A", "B", true))
 	dups, err := converged(t, cl, c, "A", "B")
 	if err != nil {
 		return "", err

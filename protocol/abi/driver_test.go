@@ -986,21 +986,8 @@ func establishedLink(t *testing.T, cfg protocol.Config) *link {
 // bytes as its original, and what runs on one is not seen by the other. Its field list fails
 // when Driver gains a field, so that Clone is looked at again.
 func TestDriverClone(t *testing.T) {
-	nc := prototest.Config(wire.RoleListener, "b", 2)
-	nat, err := protocol.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := &link{t: t, nat: nat, now: prototest.Epoch}
-	if err := k.b.Configure(abi.ConfigMsg{Role: uint8(wire.RoleDialer), Name: "a", Origin: prototest.Origin(1), Secret: nc.Secret}); err != nil {
-		t.Fatal(err)
-	}
-	k.b.Start(k.now, prototest.Nonce(1))
-	if err := nat.Start(k.now, prototest.Nonce(2)); err != nil {
-		t.Fatal(err)
-	}
-	k.ok()
-	k.pump()
+	k := establishedLink(t, prototest.Config(wire.RoleListener, "b", 2))
+	nat := k.nat
 	if k.status.Handshake == nil {
 		t.Fatalf("not established: %+v", k.status)
 	}
