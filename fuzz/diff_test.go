@@ -185,8 +185,8 @@ type diffSession struct {
 	setup *recording
 	in    *wasmInstance // wasm: the established instance, restored before each input
 	snap  *snapshot
-	nat   *nativeRunner // native: the established driver, cloned for each input
-	fresh bool          // in has run nothing since it was saved
+	nat   *abi.Driver // native: the established driver, cloned for each input
+	fresh bool        // in has run nothing since it was saved
 	runs  int
 }
 
@@ -404,7 +404,7 @@ func (b *diffBuild) establish(v uint64) error {
 	case *wasmInstance:
 		s.in, s.snap, s.fresh = r, r.save(), true
 	case *nativeRunner:
-		s.nat = r
+		s.nat = &r.d
 	}
 	b.sessions[v] = s
 	return nil
@@ -440,7 +440,7 @@ func (s *diffSession) receive(batch []byte) ([]byte, error) {
 	s.runs++
 	var out []byte
 	if s.b.mod == nil {
-		out, _ = (&nativeRunner{d: *s.nat.d.Clone()}).run(batch)
+		out = bytes.Clone(s.nat.Clone().Step(batch))
 	} else {
 		if s.in == nil || (!s.fresh && s.in.restore(s.snap) != nil) {
 			// No instance, a dead one, or one whose memory grew: start again.

@@ -131,18 +131,17 @@ func TestRollingUpgradeTo3(t *testing.T) {
 	// advancing waits until every node has taken more of every other's writes.
 	advancing := func(step string) {
 		t.Helper()
-		before := map[[2]string]uint64{}
+		before := map[[2]*proc]uint64{} // {taker, origin's node}: what the taker had applied
 		for _, p := range nodes {
 			for _, q := range nodes {
 				if p != q {
-					before[[2]string{p.Name, q.Name}] = p.origin(q.Name).AppliedSeq
+					before[[2]*proc{p, q}] = p.origin(q.Name).AppliedSeq
 				}
 			}
 		}
 		waitFor(t, step+": every node taking the others' writes", 30*time.Second, func() bool {
 			for k, seq := range before {
-				p := map[string]*proc{"A": a, "B": b, "C": c}[k[0]]
-				if p.origin(k[1]).AppliedSeq < seq+5 {
+				if k[0].origin(k[1].Name).AppliedSeq < seq+5 {
 					return false
 				}
 			}
