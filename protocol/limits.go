@@ -40,6 +40,15 @@ type Limits struct {
 	// (default 64 MiB; at least MaxChannelBuffer). A channel the caller stops acknowledging
 	// holds at most MaxChannelBuffer of it, so the others keep flowing.
 	MaxSessionBuffer int
+	// MaxOutMessage is the size at which an outgoing message is closed and the next begun
+	// (default 256 KiB, within the peer's MaxMessage; a frame larger than it goes in a
+	// message of its own). Why: the peer acts on a message only once the whole of it has
+	// arrived, so a control frame (PING, credit, acknowledgement) or the next entry queued
+	// behind data waits for the message before it. On a slow link a message of the whole
+	// send buffer (4 MiB) takes seconds; its entries count as not arriving and its PINGs
+	// as late (a 1 MB/s link carried nothing at all: every message outlasted the stall
+	// timeout, and its stream was asked again before it arrived).
+	MaxOutMessage int
 	// HandshakeTimeout bounds the time from Start to an authenticated session (default 10 s).
 	HandshakeTimeout time.Duration
 	// PingInterval is the time between PINGs (default 1 s).
@@ -55,6 +64,7 @@ const (
 	DefaultMaxOrigins       = 4096
 	DefaultMaxChannels      = 4096
 	DefaultMaxSessionBuffer = 64 << 20
+	DefaultMaxOutMessage    = 256 << 10
 	DefaultHandshakeTimeout = 10 * time.Second
 	DefaultPingInterval     = time.Second
 	DefaultLivenessTimeout  = 5 * time.Second
@@ -87,6 +97,9 @@ func (l Limits) WithDefaults() Limits {
 	if l.MaxSessionBuffer == 0 {
 		l.MaxSessionBuffer = max(DefaultMaxSessionBuffer, l.MaxChannelBuffer)
 	}
+	if l.MaxOutMessage == 0 {
+		l.MaxOutMessage = DefaultMaxOutMessage
+	}
 	if l.HandshakeTimeout == 0 {
 		l.HandshakeTimeout = DefaultHandshakeTimeout
 	}
@@ -109,7 +122,7 @@ func (l Limits) Validate() *wire.Error {
 		return bad("MaxMessage " + strconv.Itoa(l.MaxMessage) + " is outside 64 KiB..1 GiB")
 	case l.MaxMessage < int(l.MaxFrameBody)+wire.HeaderSize:
 		return bad("MaxMessage " + strconv.Itoa(l.MaxMessage) + " cannot hold a frame of MaxFrameBody " + strconv.FormatUint(uint64(l.MaxFrameBody), 10))
-	case l.MaxSendBuffer < 0 || l.MaxUnackedBytes < 0 || l.MaxOrigins < 0 || l.MaxChannels < 0:
+	case l.MaxSendBuffer < 0 || l.MaxUnackedBytes < 0 || l.MaxOrigins < 0 || l.MaxChannels < 0 || l.MaxOutMessage < 0:
 		return bad("negative bound")
 	case l.MaxChannelBuffer < int(l.MaxFrameBody)+wire.HeaderSize:
 		return bad("MaxChannelBuffer " + strconv.Itoa(l.MaxChannelBuffer) + " cannot hold a frame of MaxFrameBody " + strconv.FormatUint(uint64(l.MaxFrameBody), 10))

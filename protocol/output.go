@@ -13,9 +13,10 @@ import (
 const initialMessageCap = 4 << 10
 
 // reserve makes room for a frame of size bytes (header included) in the message being
-// built, starting a new message when the frame would not fit the peer's limit.
+// built, starting a new message when the frame would not fit the peer's limit or this
+// side's MaxOutMessage.
 func (s *Session) reserve(size int) {
-	if len(s.cur) > 0 && len(s.cur)+size > s.peerMaxMsg {
+	if len(s.cur) > 0 && len(s.cur)+size > min(s.peerMaxMsg, s.limits.MaxOutMessage) {
 		s.flush()
 	}
 	if s.cur == nil {

@@ -438,3 +438,61 @@ func TestOfferCountsOriginFrame(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxOutMessage: frames that fill MaxOutMessage exactly go in one message; with the
+// bound one byte lower the last of them begins a second message. A frame larger than the
+// bound still goes, alone.
+func TestMaxOutMessage(t *testing.T) {
+	nine := prototest.Origin(9)
+	chain := prototest.Chain(nine, 3, 1, 10)
+	originFrame := len(prototest.Frame(&wire.Origin{Origin: nine, Name: "nine"}))
+	txnFrame := func(e prototest.Entry) int { return wire.HeaderSize + 8 + len(e.Raw) }
+	full := originFrame + txnFrame(chain[0]) + txnFrame(chain[1])
+	for _, c := range []struct {
+		bound int
+		sizes []int
+	}{
+		{full, []int{full, txnFrame(chain[2])}},
+		{full - 1, []int{originFrame + txnFrame(chain[0]), txnFrame(chain[1]) + txnFrame(chain[2])}},
+		{1, []int{originFrame, txnFrame(chain[0]), txnFrame(chain[1]), txnFrame(chain[2])}},
+	} {
+		lc := prototest.ConfigV1(wire.RoleListener, "b", 2)
+		lc.Limits.MaxOutMessage = c.bound
+		p := established(t, prototest.ConfigV1(wire.RoleDialer, "a", 1), lc)
+		must(t, p.D.S.V1().Subscribe(0, nil))
+		p.Pump(10)
+		p.L.Drain()
+		must(t, p.L.S.SetOriginName(nine, "nine"))
+		for i, e := range chain {
+			must(t, p.L.S.V1().Offer(uint64(i+1), e.Raw))
+		}
+		var sizes []int
+		for _, m := range p.L.Drain() {
+			sizes = append(sizes, len(m))
+		}
+		if !slices.Equal(sizes, c.sizes) {
+			t.Errorf("MaxOutMessage %d: messages of %v bytes, want %v", c.bound, sizes, c.sizes)
+		}
+	}
+}
+
+// TestReceivingKeepsLiveness: a session told that bytes of a message are arriving
+// (Receiving) counts the peer alive from then: at the liveness timeout after its last
+// whole message it stays open, and it closes one liveness timeout after the last Receiving.
+func TestReceivingKeepsLiveness(t *testing.T) {
+	p := defaultPair(t)
+	at := p.Now.Add(protocol.DefaultLivenessTimeout - time.Millisecond)
+	p.D.S.Receiving(at)
+	if dl := p.D.S.NextDeadline(); dl.After(at.Add(protocol.DefaultLivenessTimeout)) {
+		t.Errorf("next deadline %v is after the liveness timeout from the last Receiving", dl.Sub(p.Now))
+	}
+	due := p.Now.Add(protocol.DefaultLivenessTimeout)
+	_ = p.D.S.Tick(due) // PINGs are queued and never delivered: no PONG comes
+	if !p.D.S.Connected(due) || p.D.S.Err() != nil {
+		t.Fatalf("closed at the liveness timeout after the last message though bytes arrived since: %v", p.D.S.Err())
+	}
+	_ = p.D.S.Tick(at.Add(protocol.DefaultLivenessTimeout))
+	if e := p.D.S.Err(); e == nil || e.Code != wire.CodeLivenessTimeout {
+		t.Fatalf("one liveness timeout after the last Receiving: %v, want liveness-timeout", e)
+	}
+}
