@@ -9,6 +9,18 @@ import (
 	"plait/protocol/wire"
 )
 
+// Receiving tells the session that bytes of a message are arriving, the message not whole
+// yet (a caller that reads messages in parts says so now and then): the peer is alive.
+// Why: a message is acted on only once all of it has arrived, and on a slow link one large
+// frame takes longer than the liveness timeout (a transaction of 8 MiB at 1 MB/s takes 8
+// s); counting whole messages only closed such a link before its frame could arrive, and
+// again after every redial. Nothing else changes: no event, no output.
+func (s *Session) Receiving(now time.Time) {
+	if s.state == StateHandshaking || s.state == StateAuthenticating || s.state == StateEstablished {
+		s.lastRecv = now
+	}
+}
+
 // Receive processes one message from the peer. Protocol errors are not returned: they
 // close the session and surface as EventClosed, and so does a message received while
 // ReadPaused (receive-buffer-full). The returned error is a refused call: before Start, or

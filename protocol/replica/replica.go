@@ -209,6 +209,33 @@ func (r *Replica) Receive(now time.Time, id ConnID, msg []byte) error {
 	return r.settle()
 }
 
+// Receiving tells the replica that bytes of a message are arriving on connection id, the
+// message not whole yet (the shell reads messages in parts and says so at most every
+// half second): its session counts the peer alive (PartialReceiver), and every origin
+// streamed from that connection counts as progressing, so no stall is declared while its
+// next entries may be in that message. Why: on a slow link one message can take longer
+// than the stall timeout; asking the stream again then made the peer send it again from
+// the start, and nothing was ever applied.
+func (r *Replica) Receiving(now time.Time, id ConnID) error {
+	if r.fatal != nil {
+		return r.fatal
+	}
+	c := r.conns[id]
+	if c == nil {
+		return ErrUnknownConn
+	}
+	r.now = now
+	if pr, ok := c.sess.(PartialReceiver); ok {
+		pr.Receiving(now)
+	}
+	for o := range c.in {
+		if st := r.origins[o]; st != nil && st.source == id {
+			st.progressAt = now // assignments only: the map's order cannot show
+		}
+	}
+	return nil
+}
+
 // Tick advances the timers of every session and of routing (the move delay, divergence
 // retries). Call it at NextDeadline.
 func (r *Replica) Tick(now time.Time) error {

@@ -817,6 +817,41 @@ func TestStallResend(t *testing.T) {
 	wantCounters(t, c, replica.Counters{TxnsApplied: 2, GapsDetected: 1, ResendsRequested: 1})
 }
 
+// TestReceivingDefersStall: the last entry of A's stream is lost, as in TestStallResend,
+// but the shell tells C every half second that a message from A is still arriving
+// (Receiving, as the native reader does on a slow link): for two stall timeouts nothing is
+// asked again. Once it stops telling, the stall timeout runs from the last time.
+func TestReceivingDefersStall(t *testing.T) {
+	const every = 500 * time.Millisecond
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{})
+	c := h.addNode("C", replica.Config{})
+	l := h.connect(a, c)
+	a.write(put("t", "k1", "v"))
+	h.pump()
+	dropped := h.dropOnce(a, c, a, 2)
+	a.write(put("t", "k2", "v"))
+	h.pump()
+	if !*dropped {
+		t.Fatal("entry 2 was not sent")
+	}
+	for range 2 * int(replica.DefaultStallTimeout/every) {
+		h.advance(every)
+		h.check(c, c.rep.Receiving(c.clock(), l.listener.id))
+	}
+	wantCounters(t, c, replica.Counters{TxnsApplied: 1})
+	h.advance(replica.DefaultStallTimeout - advanceStep)
+	wantCounters(t, c, replica.Counters{TxnsApplied: 1})
+	h.advance(advanceStep)
+	if got := c.originStatus(a); got.AppliedSeq != 2 {
+		t.Errorf("C's status of A one stall timeout after the last Receiving = %+v, want applied 2", got)
+	}
+	wantCounters(t, c, replica.Counters{TxnsApplied: 2, GapsDetected: 1, ResendsRequested: 1})
+	if err := c.rep.Receiving(c.clock(), 999); err != replica.ErrUnknownConn {
+		t.Errorf("Receiving on no connection: %v, want ErrUnknownConn", err)
+	}
+}
+
 // TestStallDeadline: a shell that ticks only at NextDeadline resumes a stalled origin in
 // time. A's entry 2 is lost on the way to C a while after C applied entry 1, while A's
 // heads tell C of it; C's next deadline is no later than its last progress (the apply of

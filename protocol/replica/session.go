@@ -43,5 +43,14 @@ type Session interface {
 
 var _ Session = (*protocol.Session)(nil)
 
+// PartialReceiver is a Session that can be told that bytes of a message are arriving
+// (protocol.Session.Receiving). A session without it (a WASM core: ABI 4 has no such
+// call) counts whole messages only.
+type PartialReceiver interface {
+	Receiving(now time.Time)
+}
+
+var _ PartialReceiver = (*protocol.Session)(nil)
+
 // NativeSession makes a *protocol.Session: the default Config.NewSession.
 func NativeSession(cfg protocol.Config) (Session, error) { return protocol.New(cfg) }

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"crypto/tls"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -131,7 +132,7 @@ func (n *Node) serve(c *wsConn) {
 	go c.writer(n.ctx)
 	reason := "closed"
 	for {
-		_, msg, err := c.ws.Read(n.ctx)
+		msg, err := n.readMessage(c)
 		if err != nil {
 			reason = err.Error()
 			break
@@ -169,6 +170,49 @@ func (n *Node) serve(c *wsConn) {
 			n.check(n.rep.Disconnected(time.Now(), c.id, reason))
 		}
 	})
+}
+
+// receivingEvery is how often, at most, the reader tells the replica that a message is
+// still arriving: far below the liveness (5 s) and stall (3 s) timeouts it keeps from
+// firing, and rare enough to cost nothing beside the bytes.
+const receivingEvery = 500 * time.Millisecond
+
+// readMessage reads the connection's next message in parts, telling the replica
+// (Replica.Receiving) every receivingEvery while its bytes are still arriving, so that a
+// message that takes seconds on a slow link counts as the peer alive and its entries as
+// coming. The read limit the session advertises bounds it as it bounds a whole read.
+func (n *Node) readMessage(c *wsConn) ([]byte, error) {
+	_, rd, err := c.ws.Reader(n.ctx)
+	if err != nil {
+		return nil, err
+	}
+	// A new buffer each message: the replica may keep views into it (as it did into the
+	// buffer a whole read returned).
+	msg := make([]byte, 0, 4<<10)
+	told := time.Now()
+	for {
+		if len(msg) == cap(msg) {
+			msg = append(msg, 0)[:len(msg)]
+		}
+		k, err := rd.Read(msg[len(msg):cap(msg)])
+		msg = msg[:len(msg)+k]
+		if err == io.EOF {
+			return msg, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if now := time.Now(); now.Sub(told) >= receivingEvery {
+			told = now
+			if err := n.do(func() {
+				if n.conns[c.id] == c {
+					n.check(n.rep.Receiving(now, c.id))
+				}
+			}); err != nil {
+				return nil, err
+			}
+		}
+	}
 }
 
 // open registers a socket with the replica.
