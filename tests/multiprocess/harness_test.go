@@ -115,14 +115,21 @@ func (p *proc) connected(peer string) bool {
 // addPeer adds q as a peer through POST /v1/peers.
 func (p *proc) addPeer(q *proc) {
 	p.t.Helper()
-	req, _ := http.NewRequest("POST", "http://"+p.HTTP+"/v1/peers", strings.NewReader(`{"name":"`+q.Name+`","url":"`+q.URL+`"}`))
+	p.addPeerAt(q.Name, q.URL)
+}
+
+// addPeerAt adds the peer name, dialed at url (a proxy in front of it, say), through POST
+// /v1/peers.
+func (p *proc) addPeerAt(name, url string) {
+	p.t.Helper()
+	req, _ := http.NewRequest("POST", "http://"+p.HTTP+"/v1/peers", strings.NewReader(`{"name":"`+name+`","url":"`+url+`"}`))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		p.t.Fatalf("adding %s to %s: %v", q.Name, p.Name, err)
+		p.t.Fatalf("adding %s to %s: %v", name, p.Name, err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusCreated {
-		p.t.Fatalf("adding %s to %s: %s", q.Name, p.Name, resp.Status)
+		p.t.Fatalf("adding %s to %s: %s", name, p.Name, resp.Status)
 	}
 }
 
