@@ -162,7 +162,7 @@ func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) er
 	r.logApplied(v.Origin, len(b.Txn))
 	st.namePersisted = st.namePersisted || b.Name != ""
 	st.applied.Seq, st.applied.Hash, st.appliedHLC = v.Seq, h, v.HLC
-	st.progressAt = r.now
+	st.progressAt, st.appliedAt = r.now, r.now
 	if v.Seq >= st.headSeq {
 		st.headSeq, st.headHLC = v.Seq, v.HLC
 	}

@@ -32,6 +32,16 @@ type Config struct {
 	// reveal. It resumes the channel from the applied seq and counts a gap and a resend
 	// request (default 3 s).
 	StallTimeout time.Duration
+	// Health (health.go, docs/contract.md §8.7). HealthyLag: a remote origin whose lag in
+	// time is within it is healthy (default 1 s). HealthWindow: an origin behind whose lag
+	// in entries is above its sample this long ago is falling behind (default 10 s).
+	// LagSampleEvery and LagHistory: the lag history samples every remote origin this
+	// often (default 1 s) and keeps this long of them (default 15 min; at most
+	// MaxLagSamples samples an origin).
+	HealthyLag     time.Duration
+	HealthWindow   time.Duration
+	LagSampleEvery time.Duration
+	LagHistory     time.Duration
 	// DivergenceRetry is how long a (peer, origin) pair whose channel diverged is left out
 	// of the candidates, unless the connection is made again (default 10 s).
 	DivergenceRetry time.Duration
@@ -141,6 +151,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StallTimeout == 0 {
 		c.StallTimeout = DefaultStallTimeout
+	}
+	if c.HealthyLag == 0 {
+		c.HealthyLag = DefaultHealthyLag
+	}
+	if c.HealthWindow == 0 {
+		c.HealthWindow = DefaultHealthWindow
+	}
+	if c.LagSampleEvery == 0 {
+		c.LagSampleEvery = DefaultLagSampleEvery
+	}
+	if c.LagHistory == 0 {
+		c.LagHistory = DefaultLagHistory
 	}
 	if c.DivergenceRetry == 0 {
 		c.DivergenceRetry = DefaultDivergenceRetry

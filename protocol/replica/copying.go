@@ -486,7 +486,7 @@ func (r *Replica) onCopyEnd(c *conn) {
 		st := r.origin(l.Origin)
 		st.namePersisted = st.namePersisted || l.Name != ""
 		st.applied.Seq, st.applied.Hash, st.appliedHLC = l.Position.Seq, l.Position.Hash, l.Position.HLC
-		st.progressAt = r.now
+		st.progressAt, st.appliedAt = r.now, r.now
 		if st.applied.Seq >= st.headSeq {
 			st.headSeq, st.headHLC = st.applied.Seq, st.appliedHLC
 		}

@@ -142,6 +142,9 @@ func (r *Replica) onHeads(c *conn, h *wire.Heads) {
 		c.heads[hd.Origin] = hd
 		st := r.origin(hd.Origin)
 		if hd.Seq > st.headSeq {
+			if st.headSeq <= st.applied.Seq {
+				st.behindAt = r.now // level until now: the wait begins (health.go)
+			}
 			st.headSeq, st.headHLC = hd.Seq, hd.HLC
 		}
 		r.advanceHold(c.peerName, hd.Origin, hd.Seq) // a peer's position is its head too

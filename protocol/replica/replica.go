@@ -49,6 +49,7 @@ type Replica struct {
 	fatal      error
 	storage    storageState  // degraded storage (storage.go)
 	rewound    *RewindStatus // evidence that this node's own origin is rewound (rewind.go)
+	lagHist    lagHistory    // the lag history (health.go)
 }
 
 // originState is what the replica knows of one origin.
@@ -68,6 +69,8 @@ type originState struct {
 	lostReason    MoveReason // why the last source was lost, until the next is chosen
 	lostAt        time.Time
 	progressAt    time.Time // the last apply, or the last (re)subscription
+	appliedAt     time.Time // the last apply (or copy's progress), for health.go
+	behindAt      time.Time // when a head above the applied seq became known, for health.go
 	diverged      bool
 	divergedAt    uint64
 	legacySource  string      // the version-1 peer that delivered the last applied entry
@@ -89,6 +92,11 @@ func New(cfg Config, store Store) (*Replica, error) {
 	}
 	if cfg.RetainAge < 0 || cfg.RetainHold < 0 || cfg.PurgeStep < 0 || cfg.RetentionInterval < 0 {
 		return nil, errorf("retention: a negative age, hold, step or interval")
+	}
+	if cfg.HealthyLag < 0 || cfg.HealthWindow < 0 || cfg.LagSampleEvery < 0 || cfg.LagHistory < cfg.LagSampleEvery ||
+		cfg.lagSamples() > MaxLagSamples {
+		return nil, errorf("health: HealthyLag and HealthWindow may not be negative, and LagHistory is 1..%d samples of LagSampleEvery (%s of %s is %d)",
+			MaxLagSamples, cfg.LagHistory, cfg.LagSampleEvery, cfg.lagSamples())
 	}
 	if cfg.ApplyRetries < 1 || cfg.ApplyRetryDelay < 0 || cfg.ApplyRetryDelay > MaxApplyRetryDelay {
 		return nil, errorf("apply retries: ApplyRetries is at least 1, ApplyRetryDelay at most %s", MaxApplyRetryDelay)

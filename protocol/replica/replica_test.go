@@ -575,7 +575,7 @@ func TestChainRelay(t *testing.T) {
 
 	got := c.originStatus(a)
 	want := replica.OriginStatus{Origin: a.origin, Name: "A", AppliedSeq: n, HeadSeq: n, LagSeq: 0, LagMs: 0,
-		SourcePeer: "B", SourceChanges: 0, LogBytes: c.logBytes(a)}
+		SourcePeer: "B", SourceChanges: 0, LogBytes: c.logBytes(a), Health: replica.HealthHealthy}
 	if got != want {
 		t.Errorf("C's status of A = %+v\nwant %+v", got, want)
 	}

@@ -70,6 +70,8 @@ type OriginStatus struct {
 	// Rewound: the origin's own node was found rewound on a connection to it since start
 	// (rewind.go); this node keeps its entries and relays them.
 	Rewound bool
+	// Health is how the origin is doing here (health.go).
+	Health Health
 }
 
 // PeerStatus is one open connection.
@@ -96,6 +98,9 @@ type PeerStatus struct {
 	RetentionHeldBytes   uint64
 	// Copy is the base copy this node takes from, or serves to, the peer (nil: none).
 	Copy *CopyProgress
+	// Health is how the peer is doing (PeerHealth; the shell decides it for the peers it
+	// adds).
+	Health Health
 	// Filled by the shell, which dials: the configured URL, and how many times it dialed
 	// the peer after the first dial since start (successful or not).
 	URL        string
@@ -191,7 +196,7 @@ func (r *Replica) Status(now time.Time) Status {
 	s.Refusals, s.RefusedByCode, s.ErrorsByCode = r.Refusals()
 	s.AntiEntropyConflicts = r.AntiEntropyConflicts()
 	for _, o := range r.originOrder {
-		s.Origins = append(s.Origins, r.originStatus(r.origins[o]))
+		s.Origins = append(s.Origins, r.originStatus(r.origins[o], now))
 	}
 	for _, id := range r.connOrder {
 		c := r.conns[id]
@@ -215,20 +220,22 @@ func (r *Replica) Status(now time.Time) Status {
 		p.LastError = r.LastError(p.Name)
 		p.RetentionHeldEntries, p.RetentionHeldBytes = r.RetentionHeld(p.Name)
 		p.Copy = r.copyProgress(id)
+		p.Health = PeerHealth(p, s.Origins)
 		s.Peers = append(s.Peers, p)
 	}
 	return s
 }
 
-// Origin reports one origin's status (the zero value with the id when unknown).
+// Origin reports one origin's status at the last input (the zero value with the id when
+// unknown).
 func (r *Replica) Origin(o wire.OriginID) OriginStatus {
 	if st := r.origins[o]; st != nil {
-		return r.originStatus(st)
+		return r.originStatus(st, r.now)
 	}
 	return OriginStatus{Origin: o}
 }
 
-func (r *Replica) originStatus(st *originState) OriginStatus {
+func (r *Replica) originStatus(st *originState, now time.Time) OriginStatus {
 	l := r.ret.logs[st.id]
 	os := OriginStatus{Origin: st.id, Name: st.name, AppliedSeq: st.applied.Seq, HeadSeq: max(st.headSeq, st.applied.Seq),
 		SourceChanges: st.changes, Diverged: st.diverged, FloorSeq: l.Floor.Seq, LogBytes: l.Bytes, Rewound: st.rewound}
@@ -238,15 +245,13 @@ func (r *Replica) originStatus(st *originState) OriginStatus {
 	if rs := st.retry; rs.failures > 0 {
 		os.ApplyFailures, os.ApplyFailedSeq, os.ApplyError, os.ApplyFailedAt = rs.failures, rs.seq, rs.err, rs.at
 	}
-	os.LagSeq = os.HeadSeq - os.AppliedSeq
-	if os.LagSeq > 0 && st.headHLC > st.appliedHLC {
-		os.LagMs = st.headHLC.WallMillis() - st.appliedHLC.WallMillis()
-	}
+	os.LagSeq, os.LagMs = r.lagOf(st)
 	if c := r.conns[st.source]; c != nil {
 		os.SourcePeer = c.peerName
 	} else if st.id != r.id.Origin {
 		os.SourcePeer = st.legacySource
 	}
+	os.Health = r.originHealth(st, os, now)
 	return os
 }
 

@@ -32,7 +32,7 @@ func TestOriginLag(t *testing.T) {
 	}
 	// LagSeq 5 - 2; LagMs from entry 5's HLC (+120 ms) and entry 2's (+0 ms, logical 1).
 	want := replica.OriginStatus{Origin: a.origin, Name: "A", AppliedSeq: 2, HeadSeq: 5, LagSeq: 3, LagMs: 120, SourcePeer: "A",
-		LogBytes: c.logBytes(a)}
+		LogBytes: c.logBytes(a), Health: replica.HealthHealthy} // 120 ms behind: within HealthyLag
 	got := c.originStatus(a)
 	if got != want {
 		t.Errorf("C's status of A with entries 3 to 5 held back = %+v\nwant %+v", got, want)

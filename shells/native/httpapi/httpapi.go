@@ -102,6 +102,7 @@ func New(n *node.Node, limits Limits, opts ...Option) *API {
 	a.handle("GET /v1/tables/{t}/records", apitoken.Read, http.HandlerFunc(a.list))
 	a.handle("GET /v1/tables/{t}/digest", apitoken.Read, http.HandlerFunc(a.digest))
 	a.handle("GET /v1/status", apitoken.Read, http.HandlerFunc(a.status))
+	a.handle("GET /v1/status/lag", apitoken.Read, http.HandlerFunc(a.lagHistory))
 	a.handle("POST /v1/peers", apitoken.Admin, http.HandlerFunc(a.addPeer))
 	a.handle("DELETE /v1/peers/{name}", apitoken.Admin, http.HandlerFunc(a.removePeer))
 	a.handle("GET /metrics", apitoken.Read, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -582,6 +583,15 @@ func (a *API) status(w http.ResponseWriter, _ *http.Request) {
 	d := NewStatusDoc(st)
 	d.SetTLS(a.n.TLS())
 	writeJSON(w, http.StatusOK, d)
+}
+
+func (a *API) lagHistory(w http.ResponseWriter, _ *http.Request) {
+	h, err := a.n.LagHistory()
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, NewLagDoc(h))
 }
 
 func (a *API) addPeer(w http.ResponseWriter, r *http.Request) {

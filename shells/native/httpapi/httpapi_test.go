@@ -16,6 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"plait/internal/testnet"
 	"plait/protocol/replica"
 	"plait/shells/native/httpapi"
 	"plait/shells/native/node"
@@ -413,5 +414,64 @@ func waitBody(t *testing.T, url, body string) {
 			t.Fatalf("GET %s never answered %q", url, body)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestHealthAndLagHistory: B, dialing A and a peer Z that nothing listens for, reports A's
+// origin and A healthy once A's writes applied, Z stalled, in its status and as the
+// state-set metrics; GET /v1/status/lag answers A's samples, about a second apart, at
+// lag 0 (and not B's own origin).
+func TestHealthAndLagHistory(t *testing.T) {
+	a, aURL := startNode(t, "A")
+	z := testnet.FreeAddr(t) // nothing listens there
+	b, _ := startNode(t, "B", node.Peer{Name: "A", URL: aURL}, node.Peer{Name: "Z", URL: "ws://" + z})
+	s, body := do(t, "PUT", a.URL+"/v1/tables/t/records/k", "v")
+	want(t, "put", s, body, 200, `{"origin_seq":1}`)
+	var lag httpapi.LagDoc
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, err := httpapi.ReadStatus(http.DefaultClient, strings.TrimPrefix(b.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, body := do(t, "GET", b.URL+"/v1/status/lag", "")
+		if err := json.Unmarshal([]byte(body), &lag); err != nil {
+			t.Fatal(err, body)
+		}
+		o, _ := st.Origin("A")
+		health := map[string]replica.Health{}
+		for _, p := range st.Peers {
+			health[p.Name] = p.Health
+		}
+		if o.AppliedSeq == 1 && o.Health == replica.HealthHealthy && health["A"] == replica.HealthHealthy &&
+			health["Z"] == replica.HealthStalled && len(lag.Origins) == 1 && len(lag.Origins[0].Samples) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("B's status never showed A applied and healthy, Z stalled and two samples of A: %+v, peers %v, lag %+v", o, health, lag)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if o := lag.Origins[0]; o.Name != "A" {
+		t.Errorf("lag history of %q, want A's alone", o.Name)
+	}
+	for i, s := range lag.Origins[0].Samples {
+		if i > 0 && s[0]-lag.Origins[0].Samples[i-1][0] < 1000 {
+			t.Errorf("samples %d and %d are %d ms apart, want at least a second", i-1, i, s[0]-lag.Origins[0].Samples[i-1][0])
+		}
+	}
+	last := lag.Origins[0].Samples[len(lag.Origins[0].Samples)-1]
+	if last[1] != 0 || last[2] != 0 || time.Since(time.UnixMilli(int64(last[0]))) > 10*time.Second {
+		t.Errorf("A's last sample %v, want lag 0 within the last seconds", last)
+	}
+	_, body = do(t, "GET", b.URL+"/metrics", "")
+	for _, m := range []string{`plait_origin_health{health="healthy",origin=`, `plait_peer_health{health="healthy",peer="A"} 1`,
+		`plait_peer_health{health="stalled",peer="A"} 0`, `plait_peer_health{health="stalled",peer="Z"} 1`, `plait_peer_health{health="healthy",peer="Z"} 0`} {
+		if !strings.Contains(body, m) {
+			t.Errorf("metrics lack %q", m)
+		}
+	}
+	if !strings.Contains(body, `origin_name="A"} 1`) {
+		t.Errorf("metrics lack A's healthy series")
 	}
 }

@@ -13,19 +13,21 @@ import (
 type metrics struct{ n *node.Node }
 
 var (
-	descApplied    = prometheus.NewDesc("plait_origin_applied_seq", "Highest seq of the origin applied here.", []string{"origin", "origin_name"}, nil)
-	descHead       = prometheus.NewDesc("plait_origin_head_seq", "Highest seq of the origin known here.", []string{"origin", "origin_name"}, nil)
-	descLag        = prometheus.NewDesc("plait_origin_lag_seconds", "HLC time between the newest known and the newest applied entry of the origin.", []string{"origin", "origin_name"}, nil)
-	descFloor      = prometheus.NewDesc("plait_origin_floor_seq", "Highest seq of the origin purged from the log here (0: none).", []string{"origin", "origin_name"}, nil)
-	descLogBytes   = prometheus.NewDesc("plait_origin_log_bytes", "Bytes of transaction encodings the origin's log holds here.", []string{"origin", "origin_name"}, nil)
-	descStuck      = prometheus.NewDesc("plait_origin_stuck", "1 while the origin's next entry is held back: stuck apply-failed (it failed --apply-retries times in a row) or clock-ahead.", []string{"origin", "origin_name"}, nil)
-	descHeld       = prometheus.NewDesc("plait_peer_retention_held_bytes", "Bytes of log entries the peer's retention holds kept from the last retention step.", []string{"peer"}, nil)
-	descConnected  = prometheus.NewDesc("plait_peer_connected", "1 while the peer's connection streams with fresh liveness.", []string{"peer"}, nil)
-	descClock      = prometheus.NewDesc("plait_peer_clock_offset_seconds", "The peer's clock minus this node's, estimated from PING/PONG (only for peers that send their time: protocol version 3).", []string{"peer"}, nil)
-	descStorage    = prometheus.NewDesc("plait_storage_degraded", "1 while the node's storage is degraded (full, or a write or sync failed): local writes are refused and replication pauses until the store reopens.", nil, nil)
-	descRewound    = prometheus.NewDesc("plait_origin_rewound", "1 while this node's own origin is found rewound (restored from an older copy): local writes are refused with origin-rewound until plait reseed.", nil, nil)
-	descRefusing   = prometheus.NewDesc("plait_clock_refusing_writes", "1 while a majority of the measured peers see this node's clock beyond --max-clock-offset and local writes are refused.", nil, nil)
-	descReconnects = prometheus.NewDesc("plait_peer_reconnects_total", "Dials of the peer after the first, since start.", []string{"peer"}, nil)
+	descApplied      = prometheus.NewDesc("plait_origin_applied_seq", "Highest seq of the origin applied here.", []string{"origin", "origin_name"}, nil)
+	descHead         = prometheus.NewDesc("plait_origin_head_seq", "Highest seq of the origin known here.", []string{"origin", "origin_name"}, nil)
+	descLag          = prometheus.NewDesc("plait_origin_lag_seconds", "HLC time between the newest known and the newest applied entry of the origin.", []string{"origin", "origin_name"}, nil)
+	descFloor        = prometheus.NewDesc("plait_origin_floor_seq", "Highest seq of the origin purged from the log here (0: none).", []string{"origin", "origin_name"}, nil)
+	descLogBytes     = prometheus.NewDesc("plait_origin_log_bytes", "Bytes of transaction encodings the origin's log holds here.", []string{"origin", "origin_name"}, nil)
+	descStuck        = prometheus.NewDesc("plait_origin_stuck", "1 while the origin's next entry is held back: stuck apply-failed (it failed --apply-retries times in a row) or clock-ahead.", []string{"origin", "origin_name"}, nil)
+	descHeld         = prometheus.NewDesc("plait_peer_retention_held_bytes", "Bytes of log entries the peer's retention holds kept from the last retention step.", []string{"peer"}, nil)
+	descConnected    = prometheus.NewDesc("plait_peer_connected", "1 while the peer's connection streams with fresh liveness.", []string{"peer"}, nil)
+	descClock        = prometheus.NewDesc("plait_peer_clock_offset_seconds", "The peer's clock minus this node's, estimated from PING/PONG (only for peers that send their time: protocol version 3).", []string{"peer"}, nil)
+	descStorage      = prometheus.NewDesc("plait_storage_degraded", "1 while the node's storage is degraded (full, or a write or sync failed): local writes are refused and replication pauses until the store reopens.", nil, nil)
+	descRewound      = prometheus.NewDesc("plait_origin_rewound", "1 while this node's own origin is found rewound (restored from an older copy): local writes are refused with origin-rewound until plait reseed.", nil, nil)
+	descRefusing     = prometheus.NewDesc("plait_clock_refusing_writes", "1 while a majority of the measured peers see this node's clock beyond --max-clock-offset and local writes are refused.", nil, nil)
+	descOriginHealth = prometheus.NewDesc("plait_origin_health", "1 for the origin's health here (healthy, catching-up, falling-behind or stalled), 0 for the other three.", []string{"origin", "origin_name", "health"}, nil)
+	descPeerHealth   = prometheus.NewDesc("plait_peer_health", "1 for the peer's health (healthy, catching-up, falling-behind or stalled; the best of its connections), 0 for the other three.", []string{"peer", "health"}, nil)
+	descReconnects   = prometheus.NewDesc("plait_peer_reconnects_total", "Dials of the peer after the first, since start.", []string{"peer"}, nil)
 	// descCounters has a metric for each name of CountersDoc.List (a test keeps them equal).
 	descCounters = map[string]*prometheus.Desc{
 		"txns_applied":                 prometheus.NewDesc("plait_txns_applied_total", "Transactions applied.", nil, nil),
@@ -67,7 +69,7 @@ var (
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descApplied, descHead, descLag, descFloor, descLogBytes, descStuck, descConnected, descReconnects, descHeld,
-		descClock, descRefusing, descStorage, descRewound, descCertExpiry, descReloads} {
+		descClock, descRefusing, descStorage, descRewound, descCertExpiry, descReloads, descOriginHealth, descPeerHealth} {
 		ch <- d
 	}
 	for _, d := range descCounters {
@@ -92,10 +94,14 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 			stuck = 1
 		}
 		ch <- prometheus.MustNewConstMetric(descStuck, prometheus.GaugeValue, stuck, id, o.Name)
+		for _, h := range replica.Healths {
+			ch <- prometheus.MustNewConstMetric(descOriginHealth, prometheus.GaugeValue, is(o.Health == h), id, o.Name, string(h))
+		}
 	}
 	// One series per peer name: a connection still in its handshake has no name yet, and
 	// a peer may show twice (its connection and this node's, both dialing).
 	connected, reconnects, held := map[string]float64{}, map[string]float64{}, map[string]float64{}
+	health := map[string]replica.Health{}
 	clock := map[string]float64{} // measured peers only: an unmeasured one has no series
 	var names []string
 	for _, p := range st.Peers {
@@ -104,6 +110,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		if _, seen := connected[p.Name]; !seen {
 			names = append(names, p.Name)
+			health[p.Name] = p.Health
+		} else {
+			health[p.Name] = replica.BetterHealth(health[p.Name], p.Health)
 		}
 		if p.Connected {
 			connected[p.Name] = 1
@@ -120,6 +129,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descConnected, prometheus.GaugeValue, connected[name], name)
 		ch <- prometheus.MustNewConstMetric(descReconnects, prometheus.CounterValue, reconnects[name], name)
 		ch <- prometheus.MustNewConstMetric(descHeld, prometheus.GaugeValue, held[name], name)
+		for _, h := range replica.Healths {
+			ch <- prometheus.MustNewConstMetric(descPeerHealth, prometheus.GaugeValue, is(health[name] == h), name, string(h))
+		}
 		if off, ok := clock[name]; ok {
 			ch <- prometheus.MustNewConstMetric(descClock, prometheus.GaugeValue, off, name)
 		}
@@ -192,4 +204,12 @@ func (m *apiMetrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descTLSReloads, prometheus.CounterValue, float64(failed), "failed")
 		ch <- prometheus.MustNewConstMetric(descTLSExpiry, prometheus.GaugeValue, float64(a.tls.Current().Expiry().Unix()))
 	}
+}
+
+// is is a state-set gauge's value: 1 for the state a series names, 0 otherwise.
+func is(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -166,11 +166,14 @@ type OriginDoc struct {
 	Diverged      bool    `json:"diverged"`
 	FloorSeq      uint64  `json:"floor_seq"` // the highest seq purged from the log here; 0: none
 	HeadSeq       uint64  `json:"head_seq"`
-	LagMs         uint64  `json:"lag_ms"`
-	LagSeq        uint64  `json:"lag_seq"`   // head_seq - applied_seq
-	LogBytes      uint64  `json:"log_bytes"` // transaction-encoding bytes the log holds here
-	Name          string  `json:"name"`
-	Origin        string  `json:"origin"` // the origin id in hex
+	// Health is how the origin is doing here: healthy, catching-up, falling-behind or
+	// stalled (replica.Health, docs/contract.md §8.7).
+	Health   replica.Health `json:"health"`
+	LagMs    uint64         `json:"lag_ms"`
+	LagSeq   uint64         `json:"lag_seq"`   // head_seq - applied_seq
+	LogBytes uint64         `json:"log_bytes"` // transaction-encoding bytes the log holds here
+	Name     string         `json:"name"`
+	Origin   string         `json:"origin"` // the origin id in hex
 	// Rewound: the origin's own node was found rewound on a connection to it since start
 	// (docs/contract.md §21); this node keeps and relays its entries.
 	Rewound       bool   `json:"rewound"`
@@ -192,13 +195,15 @@ type PeerDoc struct {
 	Capabilities        []string `json:"capabilities"` // [] before the handshake
 	// ClockOffsetMs is the peer's clock minus this node's (positive: the peer is ahead),
 	// estimated from PING/PONG; null for a peer that sends no time (versions 1 and 2).
-	ClockOffsetMs *float64      `json:"clock_offset_ms"`
-	Connected     bool          `json:"connected"`
-	Copy          *CopyDoc      `json:"copy"` // the base copy with this peer; null when none
-	HeldBytes     int           `json:"held_bytes"`
-	LastError     *PeerErrorDoc `json:"last_error"` // null when there was none
-	Name          string        `json:"name"`
-	Reconnects    uint64        `json:"reconnects"`
+	ClockOffsetMs *float64 `json:"clock_offset_ms"`
+	Connected     bool     `json:"connected"`
+	Copy          *CopyDoc `json:"copy"` // the base copy with this peer; null when none
+	// Health is how the peer is doing (replica.PeerHealth, docs/contract.md §8.7).
+	Health     replica.Health `json:"health"`
+	HeldBytes  int            `json:"held_bytes"`
+	LastError  *PeerErrorDoc  `json:"last_error"` // null when there was none
+	Name       string         `json:"name"`
+	Reconnects uint64         `json:"reconnects"`
 	// RetentionHeldBytes and RetentionHeldEntries: what this peer's retention holds kept
 	// from the last retention step (0: it holds nothing back).
 	RetentionHeldBytes   uint64            `json:"retention_held_bytes"`
@@ -333,7 +338,7 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 	}
 	for _, o := range st.Origins {
 		od := OriginDoc{AppliedSeq: o.AppliedSeq, Diverged: o.Diverged, FloorSeq: o.FloorSeq,
-			HeadSeq: o.HeadSeq, LagMs: o.LagMs, LagSeq: o.LagSeq, LogBytes: o.LogBytes, Name: o.Name,
+			HeadSeq: o.HeadSeq, Health: o.Health, LagMs: o.LagMs, LagSeq: o.LagSeq, LogBytes: o.LogBytes, Name: o.Name,
 			Origin: hex.EncodeToString(o.Origin[:]), SourceChanges: o.SourceChanges, SourcePeer: o.SourcePeer, Rewound: o.Rewound}
 		if o.Stuck != "" {
 			why, until := string(o.Stuck), o.StuckUntil.UTC().Format("2006-01-02T15:04:05.000Z07:00")
@@ -360,10 +365,38 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 			v := ms(*p.ClockOffset)
 			off = &v
 		}
-		d.Peers = append(d.Peers, PeerDoc{AntiEntropyBytesIn: p.Stats.RangeBytesIn, AntiEntropyBytesOut: p.Stats.RangeBytesOut, Capabilities: caps, ClockOffsetMs: off, Connected: p.Connected, HeldBytes: p.HeldBytes,
+		d.Peers = append(d.Peers, PeerDoc{AntiEntropyBytesIn: p.Stats.RangeBytesIn, AntiEntropyBytesOut: p.Stats.RangeBytesOut, Capabilities: caps, ClockOffsetMs: off, Connected: p.Connected, Health: p.Health, HeldBytes: p.HeldBytes,
 			LastError: lastErr, Name: p.Name, Reconnects: p.Reconnects, RetentionHeldBytes: p.RetentionHeldBytes,
 			RetentionHeldEntries: p.RetentionHeldEntries, RTTMs: float64(p.RTT.Microseconds()) / 1000,
 			State: p.State, URL: p.URL, Version: p.Version, Copy: copyDoc(p.Copy)})
+	}
+	return d
+}
+
+// LagDoc is the GET /v1/status/lag document (docs/contract.md §8.7): every remote origin's
+// lag history, what the status page's chart draws.
+type LagDoc struct {
+	Origins []OriginLagDoc `json:"origins"` // sorted by origin id; [] when none
+}
+
+// OriginLagDoc is one origin's lag history, oldest sample first.
+type OriginLagDoc struct {
+	Name   string `json:"name"`
+	Origin string `json:"origin"` // hex
+	// Samples are [at_ms, lag_seq, lag_ms] each: the Unix time in milliseconds, and the
+	// origin's lag in entries and in milliseconds then.
+	Samples [][3]uint64 `json:"samples"`
+}
+
+// NewLagDoc is the document of a node's lag history.
+func NewLagDoc(h []replica.OriginLag) LagDoc {
+	d := LagDoc{Origins: make([]OriginLagDoc, 0, len(h))}
+	for _, o := range h {
+		od := OriginLagDoc{Name: o.Name, Origin: hex.EncodeToString(o.Origin[:]), Samples: make([][3]uint64, 0, len(o.Samples))}
+		for _, s := range o.Samples {
+			od.Samples = append(od.Samples, [3]uint64{uint64(s.At.UnixMilli()), s.LagSeq, s.LagMs})
+		}
+		d.Origins = append(d.Origins, od)
 	}
 	return d
 }

@@ -31,13 +31,13 @@ var statusGoldens = []struct {
 				At: time.Date(2031, 5, 6, 7, 8, 9, 123456789, time.FixedZone("UTC+2", 2*3600))}},
 		Origins: []replica.OriginStatus{
 			{Origin: wire.OriginID{0xa0, 0x01}, Name: "A", AppliedSeq: 7, HeadSeq: 10, LagSeq: 3, LagMs: 250, SourcePeer: "R", SourceChanges: 2, Diverged: true,
-				FloorSeq: 4, LogBytes: 777, Rewound: true, Stuck: replica.StuckClockAhead, StuckUntil: time.Date(2031, 5, 6, 7, 8, 9, 123456789, time.FixedZone("UTC+2", 2*3600))},
-			{Origin: wire.OriginID{0xb0, 0x01}, Name: "B", AppliedSeq: 42, HeadSeq: 42, Stuck: replica.StuckApplyFailed,
+				FloorSeq: 4, LogBytes: 777, Rewound: true, Health: replica.HealthStalled, Stuck: replica.StuckClockAhead, StuckUntil: time.Date(2031, 5, 6, 7, 8, 9, 123456789, time.FixedZone("UTC+2", 2*3600))},
+			{Origin: wire.OriginID{0xb0, 0x01}, Name: "B", AppliedSeq: 42, HeadSeq: 42, Health: replica.HealthHealthy, Stuck: replica.StuckApplyFailed,
 				StuckUntil: time.Date(2031, 5, 6, 5, 9, 0, 0, time.UTC), ApplyFailures: 5, ApplyFailedSeq: 43, ApplyError: "entry 43: damaged",
 				ApplyFailedAt: time.Date(2031, 5, 6, 5, 8, 0, 0, time.UTC)},
 		},
 		Peers: []replica.PeerStatus{{Conn: 3, Name: "R", Origin: wire.OriginID{0xc0}, Dialed: true, State: replica.PeerStreaming,
-			Connected: true, Version: 2, Capabilities: []string{"cap-a", "cap-b"}, RTT: 1234567 * time.Nanosecond, HeldBytes: 4096,
+			Connected: true, Health: replica.HealthFallingBehind, Version: 2, Capabilities: []string{"cap-a", "cap-b"}, RTT: 1234567 * time.Nanosecond, HeldBytes: 4096,
 			Stats:       protocol.Stats{RangeBytesIn: 38, RangeBytesOut: 39},
 			ClockOffset: ptr(86400001500 * time.Microsecond),
 			LastError: &replica.PeerError{Err: wire.NewError(wire.CodeDivergence, "entry 5 of A: hash differs"),
@@ -74,10 +74,10 @@ var statusGoldens = []struct {
 				"since": "2031-05-06T05:08:09.123Z", "state": "degraded"},
 			"tls": null},
 		"origins": [
-			{"applied_seq": 7, "apply_error": null, "apply_failures": 0, "diverged": true, "floor_seq": 4, "head_seq": 10, "lag_ms": 250, "lag_seq": 3, "log_bytes": 777, "name": "A",
+			{"applied_seq": 7, "apply_error": null, "apply_failures": 0, "diverged": true, "floor_seq": 4, "head_seq": 10, "health": "stalled", "lag_ms": 250, "lag_seq": 3, "log_bytes": 777, "name": "A",
 				"origin": "a0010000000000000000000000000000", "rewound": true, "source_changes": 2, "source_peer": "R",
 				"stuck": "clock-ahead", "stuck_until": "2031-05-06T05:08:09.123Z"},
-			{"applied_seq": 42, "apply_error": "entry 43: damaged", "apply_failures": 5, "diverged": false, "floor_seq": 0, "head_seq": 42,
+			{"applied_seq": 42, "apply_error": "entry 43: damaged", "apply_failures": 5, "diverged": false, "floor_seq": 0, "head_seq": 42, "health": "healthy",
 				"lag_ms": 0, "lag_seq": 0, "log_bytes": 0, "name": "B", "origin": "b0010000000000000000000000000000", "rewound": false, "source_changes": 0,
 				"source_peer": "", "stuck": "apply-failed", "stuck_until": "2031-05-06T05:09:00.000Z"}
 		],
@@ -85,7 +85,7 @@ var statusGoldens = []struct {
 			{"antientropy_bytes_in": 38, "antientropy_bytes_out": 39, "capabilities": ["cap-a", "cap-b"], "clock_offset_ms": 86400001.5, "connected": true,
 				"copy": {"state": "receiving", "records": 100, "bytes": 5000, "tables": 4, "tables_done": 2, "total_records": 400,
 					"total_bytes": 20000, "rate_bytes_per_s": 2500, "eta_s": 6, "resumes": 1},
-				"held_bytes": 4096,
+				"health": "falling-behind", "held_bytes": 4096,
 				"last_error": {"at": "2031-05-06T05:08:09Z", "class": "protocol", "code": "divergence", "message": "entry 5 of A: hash differs"},
 				"name": "R", "reconnects": 5, "retention_held_bytes": 888, "retention_held_entries": 6,
 				"rtt_ms": 1.234, "state": "streaming", "url": "ws://127.0.0.1:7400", "version": 2}
@@ -99,7 +99,7 @@ var statusGoldens = []struct {
 	}`},
 	{"no origins, a peer without capabilities or error", replica.Status{
 		Node:  replica.NodeStatus{Name: "N", Origin: wire.OriginID{0x01}, ProtocolMin: 1, ProtocolMax: 1},
-		Peers: []replica.PeerStatus{{Name: "P", State: replica.PeerBackoff, URL: "ws://h:1"}},
+		Peers: []replica.PeerStatus{{Name: "P", State: replica.PeerBackoff, URL: "ws://h:1", Health: replica.HealthStalled}},
 	}, `{
 		"antientropy_conflicts": [],
 		"counters": {"antientropy_below_horizon": 0, "antientropy_conflicts": 0, "antientropy_in_flight": 0, "antientropy_passes": 0,
@@ -113,7 +113,7 @@ var statusGoldens = []struct {
 			"name": "N", "origin": "01000000000000000000000000000000", "protocol": {"max": 1, "min": 1}, "rewound": null, "storage": {"retries": 0, "state": "ok"}, "tls": null},
 		"origins": [],
 		"peers": [
-			{"antientropy_bytes_in": 0, "antientropy_bytes_out": 0, "capabilities": [], "clock_offset_ms": null, "connected": false, "copy": null, "held_bytes": 0, "last_error": null, "name": "P", "reconnects": 0,
+			{"antientropy_bytes_in": 0, "antientropy_bytes_out": 0, "capabilities": [], "clock_offset_ms": null, "connected": false, "copy": null, "health": "stalled", "held_bytes": 0, "last_error": null, "name": "P", "reconnects": 0,
 				"retention_held_bytes": 0, "retention_held_entries": 0, "rtt_ms": 0, "state": "backoff", "url": "ws://h:1", "version": 0}
 		],
 		"refusals": []

@@ -401,6 +401,9 @@ func (n *Node) loop() {
 		n.compact()
 		n.logCopies()
 		n.flush()
+		// After every input and tick: a sample at most every LagSampleEvery (a time compared
+		// otherwise), and an idle node still ticks about once a second (retention, PINGs).
+		n.rep.SampleLag(time.Now())
 		timer.Reset(n.untilDeadline())
 	}
 }
@@ -615,6 +618,7 @@ func (n *Node) Status() (replica.Status, error) {
 			if i < 0 {
 				ps := replica.PeerStatus{Name: p.Name, State: d.state, LastError: n.rep.LastError(p.Name)}
 				ps.RetentionHeldEntries, ps.RetentionHeldBytes = n.rep.RetentionHeld(p.Name)
+				ps.Health = replica.PeerHealth(ps, st.Origins) // dialing: stalled
 				st.Peers = append(st.Peers, ps)
 				i = len(st.Peers) - 1
 			}
@@ -622,6 +626,14 @@ func (n *Node) Status() (replica.Status, error) {
 		}
 	})
 	return st, err
+}
+
+// LagHistory is every remote origin's lag history (replica.LagHistory), sampled by the
+// loop about once a second.
+func (n *Node) LagHistory() ([]replica.OriginLag, error) {
+	var h []replica.OriginLag
+	err := n.do(func() { h = n.rep.LagHistory() })
+	return h, err
 }
 
 // Digest is a table's digest (replica.Digest).
