@@ -1,17 +1,19 @@
 module plait
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/Shopify/toxiproxy/v2 v2.5.0
 	github.com/cockroachdb/datadriven v1.0.3
 	github.com/coder/websocket v1.8.15
+	github.com/creack/pty v1.1.24
 	github.com/fxamacker/cbor/v2 v2.10.0
 	github.com/leanovate/gopter v0.2.11
 	github.com/linxGnu/grocksdb v1.7.14
 	github.com/prometheus/client_golang v1.23.2
 	github.com/rs/zerolog v1.28.0
 	github.com/tetratelabs/wazero v1.12.0
+	golang.org/x/term v0.48.0
 )
 
 require (
@@ -28,7 +30,7 @@ require (
 	github.com/rs/xid v1.4.0 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
-	golang.org/x/sys v0.44.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 	google.golang.org/protobuf v1.36.8 // indirect
 	gopkg.in/tomb.v1 v1.0.0-20141024135613-dd632973f1e7 // indirect
 )

@@ -1,17 +1,24 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"golang.org/x/term"
 
 	"plait/shells/native/httpapi"
 )
@@ -24,6 +31,8 @@ func status(args []string, stdout, stderr io.Writer) int {
 	tokenFile := fs.String("token-file", "", "send the bearer token in `FILE` (it holds the token alone); default: env PLAIT_TOKEN")
 	caFile := fs.String("ca", "", "dial https:// and trust the certificates in `FILE` (PEM) for it")
 	https := fs.Bool("https", false, "dial https:// with the system's trusted certificates (implied by --ca)")
+	asJSON := fs.Bool("json", false, "print the status document (JSON, one line) instead of the tables")
+	watch := fs.Bool("watch", false, "read the status every second until interrupted: on a terminal, redrawn in place")
 	if !parseFlags(fs, args) {
 		return 2
 	}
@@ -53,13 +62,96 @@ func status(args []string, stdout, stderr io.Writer) int {
 	if *https || *caFile != "" {
 		opts = append(opts, httpapi.UseHTTPS())
 	}
-	doc, err := httpapi.ReadStatus(client, *addr, opts...)
+	read := func() (httpapi.StatusDoc, error) { return httpapi.ReadStatus(client, *addr, opts...) }
+	if *watch {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		watchStatus(ctx, read, stdout, *asJSON, isTerminal(stdout), watchEvery)
+		return 0
+	}
+	doc, err := read()
 	if err != nil {
 		fmt.Fprintln(stderr, "plait status:", err)
 		return 1
 	}
+	if *asJSON {
+		return printJSON(stdout, stderr, doc)
+	}
 	printStatus(stdout, doc)
 	return 0
+}
+
+// watchEvery is how often plait status --watch reads the status.
+const watchEvery = time.Second
+
+// Terminal control for --watch: the cursor home, and the screen cleared below it. Drawing
+// over the last frame and then clearing what is left of it does not flicker as a full
+// clear before each frame would.
+const (
+	cursorHome  = "\x1b[H"
+	clearBelow  = "\x1b[J"
+	clearScreen = "\x1b[2J"
+)
+
+// watchStatus reads and prints the status every interval until ctx ends. On a terminal
+// each frame is drawn in place over the last one; elsewhere (a pipe, a file) frames follow
+// each other, separated by a blank line, with nothing but text. A failed read is printed
+// in the frame and the next tick tries again: a node that restarts is watched through it.
+// With asJSON every frame is the status document on one line (JSON lines).
+func watchStatus(ctx context.Context, read func() (httpapi.StatusDoc, error), w io.Writer, asJSON, terminal bool, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	if terminal && !asJSON {
+		fmt.Fprint(w, clearScreen)
+	}
+	for first := true; ; first = false {
+		doc, err := read()
+		var frame bytes.Buffer
+		switch {
+		case asJSON && err == nil:
+			_ = printJSON(&frame, &frame, doc)
+		case asJSON:
+			b, _ := json.Marshal(map[string]string{"error": err.Error(), "at": time.Now().UTC().Format(time.RFC3339)})
+			frame.Write(append(b, '\n'))
+		default:
+			fmt.Fprintf(&frame, "plait status --watch  %s  (every %s; Ctrl-C stops)\n", time.Now().Format("15:04:05"), interval)
+			if err != nil {
+				fmt.Fprintf(&frame, "\nplait status: %s\n", err)
+			} else {
+				printStatus(&frame, doc)
+			}
+		}
+		switch {
+		case terminal && !asJSON:
+			fmt.Fprint(w, cursorHome, frame.String(), clearBelow)
+		case !asJSON && !first:
+			fmt.Fprint(w, "\n", frame.String())
+		default:
+			fmt.Fprint(w, frame.String())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// printJSON prints the status document as the node encodes it, on one line.
+func printJSON(stdout, stderr io.Writer, doc httpapi.StatusDoc) int {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		fmt.Fprintln(stderr, "plait status:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s\n", b)
+	return 0
+}
+
+// isTerminal reports whether w is a terminal (for --watch's redraw in place).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // statusToken is the bearer token to send: the content of the --token-file, else the
@@ -104,7 +196,7 @@ func printStatus(w io.Writer, d httpapi.StatusDoc) {
 	}
 	fmt.Fprintln(w)
 	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(t, "ORIGIN\tAPPLIED\tHEAD\tLAG\tLAG MS\tSOURCE\tCHANGES\tDIVERGED\tFLOOR\tLOG BYTES\tSTUCK")
+	fmt.Fprintln(t, "ORIGIN\tHEALTH\tAPPLIED\tHEAD\tLAG\tLAG MS\tSOURCE\tCHANGES\tDIVERGED\tFLOOR\tLOG BYTES\tSTUCK")
 	for _, o := range d.Origins {
 		stuck := "-"
 		if o.Stuck != nil {
@@ -113,13 +205,13 @@ func printStatus(w io.Writer, d httpapi.StatusDoc) {
 				stuck += " until " + *o.StuckUntil
 			}
 		}
-		fmt.Fprintf(t, "%s\t%d\t%d\t%d\t%d\t%s\t%d\t%v\t%d\t%d\t%s\n", o.Name, o.AppliedSeq, o.HeadSeq, o.LagSeq, o.LagMs,
+		fmt.Fprintf(t, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%d\t%v\t%d\t%d\t%s\n", o.Name, dash(string(o.Health)), o.AppliedSeq, o.HeadSeq, o.LagSeq, o.LagMs,
 			dash(o.SourcePeer), o.SourceChanges, o.Diverged, o.FloorSeq, o.LogBytes, stuck)
 	}
 	t.Flush()
 	fmt.Fprintln(w)
 	t = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(t, "PEER\tURL\tSTATE\tCONNECTED\tVERSION\tRTT MS\tCLOCK MS\tRECONNECTS\tHOLDS BACK\tLAST ERROR")
+	fmt.Fprintln(t, "PEER\tURL\tSTATE\tHEALTH\tCONNECTED\tVERSION\tRTT MS\tCLOCK MS\tRECONNECTS\tHOLDS BACK\tLAST ERROR")
 	for _, p := range d.Peers {
 		last := "-"
 		if p.LastError != nil {
@@ -129,7 +221,7 @@ func printStatus(w io.Writer, d httpapi.StatusDoc) {
 		if p.ClockOffsetMs != nil {
 			clock = fmt.Sprintf("%+.1f", *p.ClockOffsetMs)
 		}
-		fmt.Fprintf(t, "%s\t%s\t%s\t%v\t%d\t%.1f\t%s\t%d\t%d B\t%s\n", p.Name, dash(p.URL), p.State, p.Connected, p.Version, p.RTTMs,
+		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%v\t%d\t%.1f\t%s\t%d\t%d B\t%s\n", p.Name, dash(p.URL), p.State, dash(string(p.Health)), p.Connected, p.Version, p.RTTMs,
 			clock, p.Reconnects, p.RetentionHeldBytes, last)
 	}
 	t.Flush()
