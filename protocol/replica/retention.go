@@ -144,6 +144,26 @@ func (r *Replica) RetentionHeld(peer string) (entries, bytes uint64) {
 	return h.entries, h.bytes
 }
 
+// RetentionHoldAge is how long the oldest of a peer's holds that keeps entries back has
+// not advanced, at now: once it reaches RetainHold the hold lapses, retention may purge what
+// the peer still needs, and the peer may need a base copy. 0 while none keeps anything.
+func (r *Replica) RetentionHoldAge(peer string, now time.Time) time.Duration {
+	var age time.Duration
+	for k, h := range r.ret.holds {
+		if k.peer != peer {
+			continue
+		}
+		head := r.arrivals
+		if !k.origin.IsZero() {
+			head = r.origin(k.origin).applied.Seq
+		}
+		if h.seq < head && !h.since.IsZero() {
+			age = max(age, now.Sub(h.since))
+		}
+	}
+	return age
+}
+
 // limits is what the holds allow retention to purge now: per origin, the lowest held seq
 // (absent: no hold), and the lowest version-1 arrival position held (0 with hasV1 false:
 // none). Holds that have not advanced for RetainHold lapse and are forgotten; a hold at

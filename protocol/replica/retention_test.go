@@ -123,6 +123,7 @@ func TestRetentionHoldsALaggingPeer(t *testing.T) {
 	if entries != 6 || bytes != want {
 		t.Errorf("C holds %d entries and %d bytes back on A, want 6 and %d", entries, bytes, want)
 	}
+	wantHoldAge(t, a, "C", 3*time.Second) // not advanced since C acknowledged 3, at the start
 	holds, err := a.store.Holds()
 	if err != nil || len(holds) != 1 || holds[0].Peer != "C" || holds[0].Origin != a.origin || holds[0].Seq != 3 {
 		t.Fatalf("A's stored holds = %+v, %v; want C's on A at 3", holds, err)
@@ -131,11 +132,15 @@ func TestRetentionHoldsALaggingPeer(t *testing.T) {
 	a.restart()
 	h.advance(2 * time.Second)
 	a.wantFloor(a, 3) // the hold came back from the store
+	wantHoldAge(t, a, "C", 2*time.Second) // counted from the restart, which cut C off
 
 	h.advance(9 * time.Second) // past RetainHold since A's restart: it counts from there
 	a.wantFloor(a, 9)
 	if entries, _ := a.rep.RetentionHeld("C"); entries != 0 {
 		t.Errorf("C still holds %d entries after its hold lapsed", entries)
+	}
+	if age := a.rep.RetentionHoldAge("C", a.clock()); age != 0 {
+		t.Errorf("C's lapsed hold is %s old, want 0 (none keeps anything)", age)
 	}
 	if holds, _ := a.store.Holds(); len(holds) != 0 {
 		t.Errorf("A keeps holds %+v after they lapsed", holds)
@@ -151,6 +156,19 @@ func TestRetentionHoldsALaggingPeer(t *testing.T) {
 	}
 	if got := c.applied()[a.origin]; got != 3 {
 		t.Errorf("C applied A up to %d, want 3: nothing below a floor is streamed", got)
+	}
+}
+
+// wantHoldAge checks that peer's oldest hold on n has not advanced for about want: at least
+// want, give or take the harness's steps (the restarted node's first input is a step after
+// its restart).
+func wantHoldAge(t *testing.T, n *node, peer string, want time.Duration) {
+	t.Helper()
+	if age := n.rep.RetentionHoldAge(peer, n.clock()); age < want-50*time.Millisecond || age >= want+100*time.Millisecond {
+		t.Errorf("%s's hold on %s is %s old, want %s", peer, n.name, age, want)
+	}
+	if p := n.rep.Status(n.clock()); p.Node.RetainHold != n.cfg.RetainHold {
+		t.Errorf("%s's status says RetainHold %s, want %s", n.name, p.Node.RetainHold, n.cfg.RetainHold)
 	}
 }
 

@@ -41,6 +41,9 @@ type NodeStatus struct {
 	// Rewound is the evidence that this node's own origin is rewound (rewind.go), nil
 	// while none was seen: local writes are refused with origin-rewound.
 	Rewound *RewindStatus
+	// RetainHold is how long a peer's hold keeps entries back without advancing before it
+	// lapses (Config.RetainHold).
+	RetainHold time.Duration
 }
 
 // OriginStatus is one origin as this node knows it.
@@ -96,6 +99,9 @@ type PeerStatus struct {
 	// from the last retention step: entries it would have purged but for them.
 	RetentionHeldEntries uint64
 	RetentionHeldBytes   uint64
+	// RetentionHoldAge is how long the peer's oldest hold that keeps entries back has not
+	// advanced (RetentionHoldAge); its hold lapses at NodeStatus.RetainHold.
+	RetentionHoldAge time.Duration
 	// Copy is the base copy this node takes from, or serves to, the peer (nil: none).
 	Copy *CopyProgress
 	// Health is how the peer is doing (PeerHealth; the shell decides it for the peers it
@@ -192,7 +198,7 @@ func (r *Replica) Status(now time.Time) Status {
 		rng = handshake.Implemented()
 	}
 	s := Status{Node: NodeStatus{Name: r.id.Name, Origin: r.id.Origin, ProtocolMin: rng.Min, ProtocolMax: rng.Max,
-		Authenticated: len(r.cfg.Secret) > 0 || r.cfg.TLSAuthenticated, Clock: r.Clock(), Storage: r.storageStatus(), Rewound: r.Rewound()}, Counters: r.counters}
+		Authenticated: len(r.cfg.Secret) > 0 || r.cfg.TLSAuthenticated, Clock: r.Clock(), Storage: r.storageStatus(), Rewound: r.Rewound(), RetainHold: r.cfg.RetainHold}, Counters: r.counters}
 	s.Refusals, s.RefusedByCode, s.ErrorsByCode = r.Refusals()
 	s.AntiEntropyConflicts = r.AntiEntropyConflicts()
 	for _, o := range r.originOrder {
@@ -219,6 +225,7 @@ func (r *Replica) Status(now time.Time) Status {
 		}
 		p.LastError = r.LastError(p.Name)
 		p.RetentionHeldEntries, p.RetentionHeldBytes = r.RetentionHeld(p.Name)
+		p.RetentionHoldAge = r.RetentionHoldAge(p.Name, now)
 		p.Copy = r.copyProgress(id)
 		p.Health = PeerHealth(p, s.Origins)
 		s.Peers = append(s.Peers, p)

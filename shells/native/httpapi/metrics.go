@@ -27,6 +27,9 @@ var (
 	descRefusing     = prometheus.NewDesc("plait_clock_refusing_writes", "1 while a majority of the measured peers see this node's clock beyond --max-clock-offset and local writes are refused.", nil, nil)
 	descOriginHealth = prometheus.NewDesc("plait_origin_health", "1 for the origin's health here (healthy, catching-up, falling-behind or stalled), 0 for the other three.", []string{"origin", "origin_name", "health"}, nil)
 	descPeerHealth   = prometheus.NewDesc("plait_peer_health", "1 for the peer's health (healthy, catching-up, falling-behind or stalled; the best of its connections), 0 for the other three.", []string{"peer", "health"}, nil)
+	descHoldAge      = prometheus.NewDesc("plait_peer_retention_hold_age_seconds", "How long the peer's oldest hold that keeps log entries back has not advanced; it lapses at plait_retention_hold_seconds.", []string{"peer"}, nil)
+	descRetainHold   = prometheus.NewDesc("plait_retention_hold_seconds", "--retain-hold: how long a peer's hold keeps entries back without advancing before it lapses.", nil, nil)
+	descClockBound   = prometheus.NewDesc("plait_clock_max_offset_seconds", "--max-clock-offset: the bound on clock offset (0: no bound).", nil, nil)
 	descReconnects   = prometheus.NewDesc("plait_peer_reconnects_total", "Dials of the peer after the first, since start.", []string{"peer"}, nil)
 	// descCounters has a metric for each name of CountersDoc.List (a test keeps them equal).
 	descCounters = map[string]*prometheus.Desc{
@@ -69,7 +72,7 @@ var (
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descApplied, descHead, descLag, descFloor, descLogBytes, descStuck, descConnected, descReconnects, descHeld,
-		descClock, descRefusing, descStorage, descRewound, descCertExpiry, descReloads, descOriginHealth, descPeerHealth} {
+		descClock, descRefusing, descStorage, descRewound, descCertExpiry, descReloads, descOriginHealth, descPeerHealth, descHoldAge, descRetainHold, descClockBound} {
 		ch <- d
 	}
 	for _, d := range descCounters {
@@ -100,7 +103,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	// One series per peer name: a connection still in its handshake has no name yet, and
 	// a peer may show twice (its connection and this node's, both dialing).
-	connected, reconnects, held := map[string]float64{}, map[string]float64{}, map[string]float64{}
+	connected, reconnects, held, holdAge := map[string]float64{}, map[string]float64{}, map[string]float64{}, map[string]float64{}
 	health := map[string]replica.Health{}
 	clock := map[string]float64{} // measured peers only: an unmeasured one has no series
 	var names []string
@@ -121,6 +124,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		reconnects[p.Name] = max(reconnects[p.Name], float64(p.Reconnects))
 		held[p.Name] = float64(p.RetentionHeldBytes) // per peer name: the same for each of its rows
+		holdAge[p.Name] = p.RetentionHoldAge.Seconds()
 		if p.ClockOffset != nil {
 			clock[p.Name] = p.ClockOffset.Seconds()
 		}
@@ -129,6 +133,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descConnected, prometheus.GaugeValue, connected[name], name)
 		ch <- prometheus.MustNewConstMetric(descReconnects, prometheus.CounterValue, reconnects[name], name)
 		ch <- prometheus.MustNewConstMetric(descHeld, prometheus.GaugeValue, held[name], name)
+		ch <- prometheus.MustNewConstMetric(descHoldAge, prometheus.GaugeValue, holdAge[name], name)
 		for _, h := range replica.Healths {
 			ch <- prometheus.MustNewConstMetric(descPeerHealth, prometheus.GaugeValue, is(health[name] == h), name, string(h))
 		}
@@ -136,6 +141,8 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descClock, prometheus.GaugeValue, off, name)
 		}
 	}
+	ch <- prometheus.MustNewConstMetric(descRetainHold, prometheus.GaugeValue, st.Node.RetainHold.Seconds())
+	ch <- prometheus.MustNewConstMetric(descClockBound, prometheus.GaugeValue, st.Node.Clock.Bound.Seconds())
 	refusing := 0.0
 	if st.Node.Clock.RefusingWrites {
 		refusing = 1

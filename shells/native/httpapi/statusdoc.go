@@ -85,6 +85,9 @@ type NodeDoc struct {
 	Name          string        `json:"name"`
 	Origin        string        `json:"origin"` // the origin id in hex
 	Protocol      ProtocolRange `json:"protocol"`
+	// RetainHoldS is --retain-hold in seconds: how long a peer's hold keeps entries back
+	// without advancing before it lapses (§16).
+	RetainHoldS float64 `json:"retain_hold_s"`
 	// Rewound is the evidence that this node's own origin is rewound (docs/contract.md
 	// §21); null while none was seen.
 	Rewound *RewindDoc `json:"rewound"`
@@ -206,12 +209,15 @@ type PeerDoc struct {
 	Reconnects uint64         `json:"reconnects"`
 	// RetentionHeldBytes and RetentionHeldEntries: what this peer's retention holds kept
 	// from the last retention step (0: it holds nothing back).
-	RetentionHeldBytes   uint64            `json:"retention_held_bytes"`
-	RetentionHeldEntries uint64            `json:"retention_held_entries"`
-	RTTMs                float64           `json:"rtt_ms"` // milliseconds, to the microsecond
-	State                replica.PeerState `json:"state"`
-	URL                  string            `json:"url"`
-	Version              uint64            `json:"version"`
+	RetentionHeldBytes   uint64 `json:"retention_held_bytes"`
+	RetentionHeldEntries uint64 `json:"retention_held_entries"`
+	// RetentionHoldAgeS is how long, in seconds, the peer's oldest hold that keeps entries
+	// back has not advanced; 0 while none keeps anything. It lapses at node.retain_hold_s.
+	RetentionHoldAgeS float64           `json:"retention_hold_age_s"`
+	RTTMs             float64           `json:"rtt_ms"` // milliseconds, to the microsecond
+	State             replica.PeerState `json:"state"`
+	URL               string            `json:"url"`
+	Version           uint64            `json:"version"`
 }
 
 // CopyDoc is a peer's base copy in progress: the one this node takes from it (state
@@ -306,7 +312,7 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 	d := StatusDoc{
 		Node: NodeDoc{Authenticated: st.Node.Authenticated, Name: st.Node.Name, Origin: hex.EncodeToString(st.Node.Origin[:]),
 			Protocol: ProtocolRange{Max: st.Node.ProtocolMax, Min: st.Node.ProtocolMin}, Clock: clockDoc(st.Node.Clock),
-			Storage: storageDoc(st.Node.Storage), Rewound: rewindDoc(st.Node.Rewound)},
+			Storage: storageDoc(st.Node.Storage), Rewound: rewindDoc(st.Node.Rewound), RetainHoldS: st.Node.RetainHold.Seconds()},
 		Origins: make([]OriginDoc, 0, len(st.Origins)),
 		Peers:   make([]PeerDoc, 0, len(st.Peers)),
 		Counters: CountersDoc{Divergences: st.Counters.Divergences, DuplicatesReceived: st.Counters.DuplicatesReceived,
@@ -367,7 +373,7 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 		}
 		d.Peers = append(d.Peers, PeerDoc{AntiEntropyBytesIn: p.Stats.RangeBytesIn, AntiEntropyBytesOut: p.Stats.RangeBytesOut, Capabilities: caps, ClockOffsetMs: off, Connected: p.Connected, Health: p.Health, HeldBytes: p.HeldBytes,
 			LastError: lastErr, Name: p.Name, Reconnects: p.Reconnects, RetentionHeldBytes: p.RetentionHeldBytes,
-			RetentionHeldEntries: p.RetentionHeldEntries, RTTMs: float64(p.RTT.Microseconds()) / 1000,
+			RetentionHeldEntries: p.RetentionHeldEntries, RetentionHoldAgeS: p.RetentionHoldAge.Seconds(), RTTMs: float64(p.RTT.Microseconds()) / 1000,
 			State: p.State, URL: p.URL, Version: p.Version, Copy: copyDoc(p.Copy)})
 	}
 	return d

@@ -23,7 +23,7 @@ var statusGoldens = []struct {
 	doc    string
 }{
 	{"every field set", replica.Status{
-		Node: replica.NodeStatus{Name: "B", Origin: wire.OriginID{0xb0, 0x01}, ProtocolMin: 1, ProtocolMax: 2, Authenticated: true,
+		Node: replica.NodeStatus{Name: "B", Origin: wire.OriginID{0xb0, 0x01}, ProtocolMin: 1, ProtocolMax: 2, Authenticated: true, RetainHold: 90 * time.Minute,
 			Clock: replica.ClockStatus{Measured: 3, Off: 2, Offset: -86400001500 * time.Microsecond, Bound: 500 * time.Millisecond, RefusingWrites: true},
 			Storage: replica.StorageStatus{Degraded: true, Code: wire.CodeStorageFull, Message: "storage storage-full in free-space guard: 3067904 bytes free",
 				Since: time.Date(2031, 5, 6, 7, 8, 9, 123456789, time.FixedZone("UTC+2", 2*3600)), Retries: 3},
@@ -42,7 +42,7 @@ var statusGoldens = []struct {
 			ClockOffset: ptr(86400001500 * time.Microsecond),
 			LastError: &replica.PeerError{Err: wire.NewError(wire.CodeDivergence, "entry 5 of A: hash differs"),
 				At: time.Date(2031, 5, 6, 7, 8, 9, 500, time.FixedZone("UTC+2", 2*3600))},
-			URL: "ws://127.0.0.1:7400", Reconnects: 5, RetentionHeldEntries: 6, RetentionHeldBytes: 888,
+			URL: "ws://127.0.0.1:7400", Reconnects: 5, RetentionHeldEntries: 6, RetentionHeldBytes: 888, RetentionHoldAge: 1500 * time.Millisecond,
 			Copy: &replica.CopyProgress{Direction: "receiving", Records: 100, Bytes: 5000, TablesDone: 2,
 				Total: replica.CopyTotals{Tables: 4, Records: 400, Bytes: 20000}, Rate: 2500, ETA: 6 * time.Second, Resumes: 1}}},
 		Counters: replica.Counters{TxnsApplied: 11, DuplicatesReceived: 12, GapsDetected: 13, ResendsRequested: 14,
@@ -67,7 +67,7 @@ var statusGoldens = []struct {
 			"purged_answers": 17, "records_damaged": 40, "resends_requested": 14, "tombstones_dropped": 19, "txns_applied": 11},
 		"node": {"authenticated": true,
 			"clock": {"bound_ms": 500, "measured_peers": 3, "off_peers": 2, "offset_ms": -86400001.5, "refusing_writes": true},
-			"name": "B", "origin": "b0010000000000000000000000000000", "protocol": {"max": 2, "min": 1},
+			"name": "B", "origin": "b0010000000000000000000000000000", "protocol": {"max": 2, "min": 1}, "retain_hold_s": 5400,
 			"rewound": {"at": "2031-05-06T05:08:09.123Z", "hash": "abcd000000000000000000000000000000000000000000000000000000000000",
 				"how": "subscribe", "own_seq": 4, "peer": "R", "seq": 9},
 			"storage": {"code": "storage-full", "message": "storage storage-full in free-space guard: 3067904 bytes free", "retries": 3,
@@ -87,7 +87,7 @@ var statusGoldens = []struct {
 					"total_bytes": 20000, "rate_bytes_per_s": 2500, "eta_s": 6, "resumes": 1},
 				"health": "falling-behind", "held_bytes": 4096,
 				"last_error": {"at": "2031-05-06T05:08:09Z", "class": "protocol", "code": "divergence", "message": "entry 5 of A: hash differs"},
-				"name": "R", "reconnects": 5, "retention_held_bytes": 888, "retention_held_entries": 6,
+				"name": "R", "reconnects": 5, "retention_held_bytes": 888, "retention_held_entries": 6, "retention_hold_age_s": 1.5,
 				"rtt_ms": 1.234, "state": "streaming", "url": "ws://127.0.0.1:7400", "version": 2}
 		],
 		"refusals": [
@@ -110,11 +110,11 @@ var statusGoldens = []struct {
 			"purged_answers": 0, "records_damaged": 0, "resends_requested": 0, "tombstones_dropped": 0, "txns_applied": 0},
 		"node": {"authenticated": false,
 			"clock": {"bound_ms": 0, "measured_peers": 0, "off_peers": 0, "offset_ms": null, "refusing_writes": false},
-			"name": "N", "origin": "01000000000000000000000000000000", "protocol": {"max": 1, "min": 1}, "rewound": null, "storage": {"retries": 0, "state": "ok"}, "tls": null},
+			"name": "N", "origin": "01000000000000000000000000000000", "protocol": {"max": 1, "min": 1}, "retain_hold_s": 0, "rewound": null, "storage": {"retries": 0, "state": "ok"}, "tls": null},
 		"origins": [],
 		"peers": [
 			{"antientropy_bytes_in": 0, "antientropy_bytes_out": 0, "capabilities": [], "clock_offset_ms": null, "connected": false, "copy": null, "health": "stalled", "held_bytes": 0, "last_error": null, "name": "P", "reconnects": 0,
-				"retention_held_bytes": 0, "retention_held_entries": 0, "rtt_ms": 0, "state": "backoff", "url": "ws://h:1", "version": 0}
+				"retention_held_bytes": 0, "retention_held_entries": 0, "retention_hold_age_s": 0, "rtt_ms": 0, "state": "backoff", "url": "ws://h:1", "version": 0}
 		],
 		"refusals": []
 	}`},
@@ -128,7 +128,7 @@ var statusGoldens = []struct {
 			"purged_answers": 0, "records_damaged": 0, "resends_requested": 0, "tombstones_dropped": 0, "txns_applied": 0},
 		"node": {"authenticated": false,
 			"clock": {"bound_ms": 0, "measured_peers": 0, "off_peers": 0, "offset_ms": null, "refusing_writes": false},
-			"name": "", "origin": "00000000000000000000000000000000", "protocol": {"max": 0, "min": 0}, "rewound": null, "storage": {"retries": 0, "state": "ok"}, "tls": null},
+			"name": "", "origin": "00000000000000000000000000000000", "protocol": {"max": 0, "min": 0}, "retain_hold_s": 0, "rewound": null, "storage": {"retries": 0, "state": "ok"}, "tls": null},
 		"origins": [],
 		"peers": [],
 		"refusals": []

@@ -618,6 +618,7 @@ func (n *Node) Status() (replica.Status, error) {
 			if i < 0 {
 				ps := replica.PeerStatus{Name: p.Name, State: d.state, LastError: n.rep.LastError(p.Name)}
 				ps.RetentionHeldEntries, ps.RetentionHeldBytes = n.rep.RetentionHeld(p.Name)
+				ps.RetentionHoldAge = n.rep.RetentionHoldAge(p.Name, time.Now())
 				ps.Health = replica.PeerHealth(ps, st.Origins) // dialing: stalled
 				st.Peers = append(st.Peers, ps)
 				i = len(st.Peers) - 1
