@@ -131,7 +131,7 @@ func TestRetentionHoldsALaggingPeer(t *testing.T) {
 
 	a.restart()
 	h.advance(2 * time.Second)
-	a.wantFloor(a, 3) // the hold came back from the store
+	a.wantFloor(a, 3)                     // the hold came back from the store
 	wantHoldAge(t, a, "C", 2*time.Second) // counted from the restart, which cut C off
 
 	h.advance(9 * time.Second) // past RetainHold since A's restart: it counts from there
