@@ -13,7 +13,7 @@ NODES     ?= 0
 # The exact release build of the WASM core (docs/design.md §8, conformance/RELEASES.md).
 WASM_BUILD := GOFLAGS= CGO_ENABLED=0 GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildvcs=false -buildmode=c-shared
 
-.PHONY: all deps demo test check purity wasip1 vet fmt-check unit multiprocess releases releases-check freeze conformance wasm fuzz fuzz-ci sim bench clean
+.PHONY: all deps test-deps alerts demo test check purity wasip1 vet fmt-check unit multiprocess releases releases-check freeze conformance wasm fuzz fuzz-ci sim bench clean
 
 all: test
 
@@ -25,8 +25,17 @@ demo: deps
 deps:
 	@scripts/deps.sh
 
+## test-deps: what make test needs beyond the build, when missing (promtool, from Debian's prometheus)
+test-deps:
+	@scripts/deps.sh test
+
 ## test: everything CI runs
-test: deps fmt-check vet purity wasip1 wasm unit releases-check fuzz-ci multiprocess
+test: deps test-deps fmt-check vet purity wasip1 alerts wasm unit releases-check fuzz-ci multiprocess
+
+## alerts: the alert rules are valid, and their unit tests pass (promtool; docs/testing.md §14)
+alerts: test-deps
+	promtool check rules deploy/prometheus/alerts.yml
+	cd deploy/prometheus && promtool test rules alerts_test.yml
 
 ## purity: protocol/ imports nothing of docs/design.md §2's list, reads no clock, starts no goroutine
 purity:

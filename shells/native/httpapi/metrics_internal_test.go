@@ -6,8 +6,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"plait/protocol/replica"
 	"plait/protocol/wire"
@@ -78,6 +84,109 @@ func TestFailStorage(t *testing.T) {
 		want := `{"error":{"code":"` + c.code + `","message":` + strconv.Quote(se.Error()) + `}}` + "\n"
 		if rec.Code != c.status || rec.Body.String() != want {
 			t.Errorf("%v: %d %s; want %d %s", c.err, rec.Code, rec.Body.String(), c.status, want)
+		}
+	}
+}
+
+// exportedNames is every metric name /metrics can answer: the node's, the API's own, and
+// the Go runtime and process collectors' (as New registers them).
+func exportedNames(t *testing.T) map[string]bool {
+	t.Helper()
+	ch := make(chan *prometheus.Desc, 1000)
+	(&metrics{}).Describe(ch)
+	(&apiMetrics{}).Describe(ch)
+	collectors.NewGoCollector().Describe(ch)
+	collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}).Describe(ch)
+	close(ch)
+	fq := regexp.MustCompile(`fqName: "([a-z_0-9]+)"`)
+	names := map[string]bool{}
+	for d := range ch {
+		m := fq.FindStringSubmatch(d.String())
+		if m == nil {
+			t.Fatalf("no name in %s", d)
+		}
+		names[m[1]] = true
+	}
+	return names
+}
+
+// TestDeployMetricNames: every metric name the alert rules (deploy/prometheus/alerts.yml)
+// and the Grafana dashboard (deploy/grafana/plait.json) read is one the node exports, and
+// docs/contract.md §9 has a row for every plait_ metric it exports: a metric renamed or
+// dropped fails here before an alert goes silent. The dashboard's expressions are read
+// from its JSON (every target of every panel, and the templating queries).
+func TestDeployMetricNames(t *testing.T) {
+	names := exportedNames(t)
+	metric := regexp.MustCompile(`\b(?:plait|go|process)_[a-z0-9_]+\b`)
+	check := func(file string, texts []string) {
+		used := 0
+		for _, text := range texts {
+			for _, m := range metric.FindAllString(text, -1) {
+				used++
+				if !names[m] {
+					t.Errorf("%s reads %s, which the node does not export", file, m)
+				}
+			}
+		}
+		if used == 0 {
+			t.Errorf("%s reads no metric: the check found nothing to check", file)
+		}
+	}
+	alerts, err := os.ReadFile("../../../deploy/prometheus/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exprs []string
+	for _, line := range strings.Split(string(alerts), "\n") {
+		if l := strings.TrimSpace(line); !strings.HasPrefix(l, "#") {
+			exprs = append(exprs, l)
+		}
+	}
+	check("alerts.yml", exprs)
+
+	raw, err := os.ReadFile("../../../deploy/grafana/plait.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+		Templating struct {
+			List []struct {
+				Query any `json:"query"`
+			} `json:"list"`
+		} `json:"templating"`
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatal(err)
+	}
+	exprs = nil
+	for _, p := range dash.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("dashboard panel %q has no query", p.Title)
+		}
+		for _, tg := range p.Targets {
+			exprs = append(exprs, tg.Expr)
+		}
+	}
+	for _, v := range dash.Templating.List {
+		if q, ok := v.Query.(string); ok {
+			exprs = append(exprs, q)
+		}
+	}
+	check("plait.json", exprs)
+
+	contract, err := os.ReadFile("../../../docs/contract.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range names {
+		if strings.HasPrefix(n, "plait_") && !strings.Contains(string(contract), "| `"+n+"` |") {
+			t.Errorf("docs/contract.md §9 has no row for %s", n)
 		}
 	}
 }
