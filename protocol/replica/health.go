@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"slices"
 	"time"
 
 	"plait/protocol/wire"
@@ -102,10 +103,72 @@ func (g *lagRing) each(f func(LagSample) bool) {
 	}
 }
 
-// lagHistory is every remote origin's samples and when the last was taken.
+// lagHistory is every remote origin's samples, every peer's (how far behind this node's
+// own origin it is), and when the last was taken.
 type lagHistory struct {
 	last  time.Time
 	rings map[wire.OriginID]*lagRing
+	peers map[string]*lagRing
+}
+
+// PeerLag is one peer's lag history behind this node's own origin, oldest sample first
+// (LagMs is 0: the entries' times are not looked up).
+type PeerLag struct {
+	Peer    string
+	Samples []LagSample
+}
+
+// PeerBehind is how far a peer is behind this node's own origin, as far as this node
+// knows it: from the peer's position of the origin (its subscription, then its
+// acknowledgements and advertised heads), which retention keeps as the peer's hold.
+type PeerBehind struct {
+	Known  bool   // the peer subscribed to this node's origin (version 2 or later)
+	LagSeq uint64 // entries of this node's origin beyond the peer's position
+	// Health is the lag's own health: healthy when there is none or the position moved
+	// within HealthyLag; stalled when it has not moved for StallTimeout while behind;
+	// falling-behind when the lag is above its oldest sample within HealthWindow;
+	// catching-up otherwise.
+	Health Health
+}
+
+// PeerBehindOf is how far the peer named peer is behind this node's own origin at now.
+func (r *Replica) PeerBehindOf(peer string, now time.Time) PeerBehind {
+	h := r.ret.holds[holdKey{peer, r.id.Origin}]
+	if h == nil || r.id.Origin.IsZero() {
+		return PeerBehind{Health: HealthHealthy}
+	}
+	b := PeerBehind{Known: true, Health: HealthHealthy}
+	if own := r.origin(r.id.Origin).applied.Seq; own > h.seq {
+		b.LagSeq = own - h.seq
+	}
+	age := now.Sub(h.since)
+	switch {
+	case b.LagSeq == 0 || age <= r.cfg.HealthyLag:
+	case age >= r.cfg.StallTimeout:
+		b.Health = HealthStalled
+	case grew(r.lagHist.peers[peer], b.LagSeq, now.Add(-r.cfg.HealthWindow)):
+		b.Health = HealthFallingBehind
+	default:
+		b.Health = HealthCatchingUp
+	}
+	return b
+}
+
+// PeerLagHistory is every peer's lag history behind this node's own origin, by peer name.
+func (r *Replica) PeerLagHistory() []PeerLag {
+	names := make([]string, 0, len(r.lagHist.peers))
+	for n := range r.lagHist.peers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	out := make([]PeerLag, 0, len(names))
+	for _, n := range names {
+		g := r.lagHist.peers[n]
+		pl := PeerLag{Peer: n, Samples: make([]LagSample, 0, len(g.buf))}
+		g.each(func(s LagSample) bool { pl.Samples = append(pl.Samples, s); return true })
+		out = append(out, pl)
+	}
+	return out
 }
 
 // lagSamples is how many samples an origin's history keeps.
@@ -139,6 +202,25 @@ func (r *Replica) SampleLag(now time.Time) {
 		}
 		lagSeq, lagMs := r.lagOf(st)
 		g.add(LagSample{At: now, LagSeq: lagSeq, LagMs: lagMs}, limit)
+	}
+	if h.peers == nil {
+		h.peers = map[string]*lagRing{}
+	}
+	for k := range r.ret.holds { // the peers with a position of this node's origin
+		if k.origin != r.id.Origin || r.id.Origin.IsZero() {
+			continue
+		}
+		g := h.peers[k.peer]
+		if g == nil {
+			g = &lagRing{}
+			h.peers[k.peer] = g
+		}
+		g.add(LagSample{At: now, LagSeq: r.PeerBehindOf(k.peer, now).LagSeq}, limit)
+	}
+	for name := range h.peers { // a hold lapsed or released: its history goes with it
+		if r.ret.holds[holdKey{name, r.id.Origin}] == nil {
+			delete(h.peers, name)
+		}
 	}
 }
 
@@ -199,31 +281,40 @@ func (st *originState) waitingSince() time.Time {
 // lagGrew reports whether an origin's lag in entries is above its oldest sample within the
 // last HealthWindow (false without such a sample).
 func (r *Replica) lagGrew(o wire.OriginID, lagSeq uint64, now time.Time) bool {
-	g := r.lagHist.rings[o]
+	return grew(r.lagHist.rings[o], lagSeq, now.Add(-r.cfg.HealthWindow))
+}
+
+// grew reports whether lagSeq is above the oldest sample of g taken at or after from
+// (false without one).
+func grew(g *lagRing, lagSeq uint64, from time.Time) bool {
 	if g == nil {
 		return false
 	}
-	from, grew := now.Add(-r.cfg.HealthWindow), false
+	up := false
 	g.each(func(s LagSample) bool {
 		if s.At.Before(from) {
 			return true // older than the window: the next may be in it
 		}
-		grew = lagSeq > s.LagSeq
+		up = lagSeq > s.LagSeq
 		return false
 	})
-	return grew
+	return up
 }
 
 // PeerHealth is the rule for peers[].health (docs/contract.md §8.7): stalled unless the
-// peer is streaming with fresh liveness; else the worst health of the origins it is the
-// source of (origins whose SourcePeer is its name), and at least catching-up while this
-// node takes a base copy from it. The shell applies it to the peers it adds (a peer it is
-// still dialing is stalled).
+// peer is streaming with fresh liveness; else the worst of the health of its lag behind
+// this node's own origin (p.Behind) and the healths of the origins it is the source of
+// (origins whose SourcePeer is its name), and at least catching-up while this node takes
+// a base copy from it. The shell applies it to the peers it adds (a peer it is still
+// dialing is stalled).
 func PeerHealth(p PeerStatus, origins []OriginStatus) Health {
 	if p.State != PeerStreaming || !p.Connected {
 		return HealthStalled
 	}
-	h := HealthHealthy
+	h := p.Behind.Health
+	if h == "" {
+		h = HealthHealthy
+	}
 	if p.Copy != nil && p.Copy.Direction == "receiving" {
 		h = HealthCatchingUp
 	}

@@ -186,3 +186,54 @@ func TestLagHistoryBound(t *testing.T) {
 		}
 	}
 }
+
+// TestPeerBehind: A's view of how far C is behind A's own origin, from C's position (its
+// subscription, then its acknowledgements and heads): none while C keeps up; with the
+// link held (nothing delivered either way), A's writes put C behind: healthy while its
+// position moved within HealthyLag, then falling behind against the sample of 0 taken
+// before, stalled once it has not moved for StallTimeout; released, C catches up and is
+// healthy again. The peer's health follows, and the lag history has C's samples.
+func TestPeerBehind(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{})
+	c := h.addNode("C", replica.Config{})
+	l := h.connect(c, a)
+	a.write(put("t", "k", "v"))
+	h.advance(100 * time.Millisecond)
+	if b := a.peerStatus("C").Behind; !b.Known || b.LagSeq != 0 || b.Health != replica.HealthHealthy {
+		t.Fatalf("C caught up: %+v, want known, 0 behind, healthy", b)
+	}
+	a.rep.SampleLag(a.clock())
+	l.hold = true
+	for range 3 {
+		a.write(put("t", "k", "v"))
+	}
+	h.advance(500 * time.Millisecond)
+	if p := a.peerStatus("C"); p.Behind.LagSeq != 3 || p.Behind.Health != replica.HealthHealthy || p.Health != replica.HealthHealthy {
+		t.Errorf("C 3 behind, its position 0.6 s old: %+v, health %s; want healthy", p.Behind, p.Health)
+	}
+	h.advance(time.Second)
+	if p := a.peerStatus("C"); p.Behind.Health != replica.HealthFallingBehind || p.Health != replica.HealthFallingBehind {
+		t.Errorf("C 3 behind after 1.6 s, 0 at the window's sample: %+v, health %s; want falling-behind", p.Behind, p.Health)
+	}
+	h.advance(1500 * time.Millisecond)
+	if p := a.peerStatus("C"); p.Behind.Health != replica.HealthStalled || p.Health != replica.HealthStalled || !p.Connected {
+		t.Errorf("C's position 3.1 s old: %+v, health %s, connected %v; want stalled while still connected", p.Behind, p.Health, p.Connected)
+	}
+	l.hold = false
+	h.advance(200 * time.Millisecond)
+	if p := a.peerStatus("C"); p.Behind.LagSeq != 0 || p.Health != replica.HealthHealthy {
+		t.Errorf("released: %+v, health %s; want 0 behind, healthy", p.Behind, p.Health)
+	}
+	a.rep.SampleLag(a.clock())
+	hist := a.rep.PeerLagHistory()
+	if len(hist) != 1 || hist[0].Peer != "C" || len(hist[0].Samples) != 2 || hist[0].Samples[0].LagSeq != 0 || hist[0].Samples[1].LagSeq != 0 {
+		t.Errorf("A's peer lag history = %+v, want C's two samples of 0", hist)
+	}
+	if b := c.rep.PeerBehindOf("A", c.clock()); !b.Known {
+		t.Errorf("C's view of A: %+v, want known (A subscribed to C's origin)", b)
+	}
+	if b := a.rep.PeerBehindOf("Z", a.clock()); b.Known || b.Health != replica.HealthHealthy {
+		t.Errorf("a peer never seen: %+v, want unknown and healthy", b)
+	}
+}

@@ -104,6 +104,8 @@ type PeerStatus struct {
 	RetentionHoldAge time.Duration
 	// Copy is the base copy this node takes from, or serves to, the peer (nil: none).
 	Copy *CopyProgress
+	// Behind is how far the peer is behind this node's own origin (PeerBehindOf).
+	Behind PeerBehind
 	// Health is how the peer is doing (PeerHealth; the shell decides it for the peers it
 	// adds).
 	Health Health
@@ -227,6 +229,7 @@ func (r *Replica) Status(now time.Time) Status {
 		p.RetentionHeldEntries, p.RetentionHeldBytes = r.RetentionHeld(p.Name)
 		p.RetentionHoldAge = r.RetentionHoldAge(p.Name, now)
 		p.Copy = r.copyProgress(id)
+		p.Behind = r.PeerBehindOf(p.Name, now)
 		p.Health = PeerHealth(p, s.Origins)
 		s.Peers = append(s.Peers, p)
 	}

@@ -591,7 +591,12 @@ func (a *API) lagHistory(w http.ResponseWriter, _ *http.Request) {
 		fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, NewLagDoc(h))
+	peers, err := a.n.PeerLagHistory()
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, NewLagDoc(h, peers))
 }
 
 func (a *API) addPeer(w http.ResponseWriter, r *http.Request) {

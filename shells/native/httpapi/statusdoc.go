@@ -202,11 +202,15 @@ type PeerDoc struct {
 	Connected     bool     `json:"connected"`
 	Copy          *CopyDoc `json:"copy"` // the base copy with this peer; null when none
 	// Health is how the peer is doing (replica.PeerHealth, docs/contract.md §8.7).
-	Health     replica.Health `json:"health"`
-	HeldBytes  int            `json:"held_bytes"`
-	LastError  *PeerErrorDoc  `json:"last_error"` // null when there was none
-	Name       string         `json:"name"`
-	Reconnects uint64         `json:"reconnects"`
+	Health    replica.Health `json:"health"`
+	HeldBytes int            `json:"held_bytes"`
+	// LagSeq is how many entries of this node's own origin the peer is behind, by its last
+	// known position (its subscription, acknowledgements and heads); null when the peer
+	// never subscribed to it (version 1, or not yet).
+	LagSeq     *uint64       `json:"lag_seq"`
+	LastError  *PeerErrorDoc `json:"last_error"` // null when there was none
+	Name       string        `json:"name"`
+	Reconnects uint64        `json:"reconnects"`
 	// RetentionHeldBytes and RetentionHeldEntries: what this peer's retention holds kept
 	// from the last retention step (0: it holds nothing back).
 	RetentionHeldBytes   uint64 `json:"retention_held_bytes"`
@@ -372,17 +376,34 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 			off = &v
 		}
 		d.Peers = append(d.Peers, PeerDoc{AntiEntropyBytesIn: p.Stats.RangeBytesIn, AntiEntropyBytesOut: p.Stats.RangeBytesOut, Capabilities: caps, ClockOffsetMs: off, Connected: p.Connected, Health: p.Health, HeldBytes: p.HeldBytes,
-			LastError: lastErr, Name: p.Name, Reconnects: p.Reconnects, RetentionHeldBytes: p.RetentionHeldBytes,
+			LagSeq: peerLag(p.Behind), LastError: lastErr, Name: p.Name, Reconnects: p.Reconnects, RetentionHeldBytes: p.RetentionHeldBytes,
 			RetentionHeldEntries: p.RetentionHeldEntries, RetentionHoldAgeS: p.RetentionHoldAge.Seconds(), RTTMs: float64(p.RTT.Microseconds()) / 1000,
 			State: p.State, URL: p.URL, Version: p.Version, Copy: copyDoc(p.Copy)})
 	}
 	return d
 }
 
+func peerLag(b replica.PeerBehind) *uint64 {
+	if !b.Known {
+		return nil
+	}
+	return &b.LagSeq
+}
+
 // LagDoc is the GET /v1/status/lag document (docs/contract.md §8.7): every remote origin's
-// lag history, what the status page's chart draws.
+// lag history and every peer's behind this node's own origin, what the status page's
+// charts draw.
 type LagDoc struct {
 	Origins []OriginLagDoc `json:"origins"` // sorted by origin id; [] when none
+	Peers   []PeerLagDoc   `json:"peers"`   // sorted by name; [] when none
+}
+
+// PeerLagDoc is one peer's lag history behind this node's own origin, oldest sample first.
+type PeerLagDoc struct {
+	Name string `json:"name"`
+	// Samples are [at_ms, lag_seq] each: the Unix time in milliseconds, and how many
+	// entries of this node's origin the peer was behind then.
+	Samples [][2]uint64 `json:"samples"`
 }
 
 // OriginLagDoc is one origin's lag history, oldest sample first.
@@ -394,9 +415,16 @@ type OriginLagDoc struct {
 	Samples [][3]uint64 `json:"samples"`
 }
 
-// NewLagDoc is the document of a node's lag history.
-func NewLagDoc(h []replica.OriginLag) LagDoc {
-	d := LagDoc{Origins: make([]OriginLagDoc, 0, len(h))}
+// NewLagDoc is the document of a node's lag histories.
+func NewLagDoc(h []replica.OriginLag, peers []replica.PeerLag) LagDoc {
+	d := LagDoc{Origins: make([]OriginLagDoc, 0, len(h)), Peers: make([]PeerLagDoc, 0, len(peers))}
+	for _, p := range peers {
+		pd := PeerLagDoc{Name: p.Peer, Samples: make([][2]uint64, 0, len(p.Samples))}
+		for _, s := range p.Samples {
+			pd.Samples = append(pd.Samples, [2]uint64{uint64(s.At.UnixMilli()), s.LagSeq})
+		}
+		d.Peers = append(d.Peers, pd)
+	}
 	for _, o := range h {
 		od := OriginLagDoc{Name: o.Name, Origin: hex.EncodeToString(o.Origin[:]), Samples: make([][3]uint64, 0, len(o.Samples))}
 		for _, s := range o.Samples {

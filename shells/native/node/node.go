@@ -619,6 +619,7 @@ func (n *Node) Status() (replica.Status, error) {
 				ps := replica.PeerStatus{Name: p.Name, State: d.state, LastError: n.rep.LastError(p.Name)}
 				ps.RetentionHeldEntries, ps.RetentionHeldBytes = n.rep.RetentionHeld(p.Name)
 				ps.RetentionHoldAge = n.rep.RetentionHoldAge(p.Name, time.Now())
+				ps.Behind = n.rep.PeerBehindOf(p.Name, time.Now())
 				ps.Health = replica.PeerHealth(ps, st.Origins) // dialing: stalled
 				st.Peers = append(st.Peers, ps)
 				i = len(st.Peers) - 1
@@ -634,6 +635,14 @@ func (n *Node) Status() (replica.Status, error) {
 func (n *Node) LagHistory() ([]replica.OriginLag, error) {
 	var h []replica.OriginLag
 	err := n.do(func() { h = n.rep.LagHistory() })
+	return h, err
+}
+
+// PeerLagHistory is every peer's lag history behind this node's own origin
+// (replica.PeerLagHistory).
+func (n *Node) PeerLagHistory() ([]replica.PeerLag, error) {
+	var h []replica.PeerLag
+	err := n.do(func() { h = n.rep.PeerLagHistory() })
 	return h, err
 }
 
