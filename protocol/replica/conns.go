@@ -23,6 +23,7 @@ type conn struct {
 	role        wire.Role
 	expect      string
 	remote      string                 // the shell's remote address, for the record of refusals
+	lastHeard   time.Time              // the last message (or part of one) received: status's last contact
 	named       map[wire.OriginID]bool // origins whose names the session was given (nameOrigins)
 	established bool
 	version     uint64

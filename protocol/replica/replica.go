@@ -210,7 +210,7 @@ func (r *Replica) Receive(now time.Time, id ConnID, msg []byte) error {
 	if c == nil {
 		return ErrUnknownConn
 	}
-	r.now = now
+	r.now, c.lastHeard = now, now
 	if err := c.sess.Receive(now, msg); err != nil {
 		return err
 	}
@@ -232,7 +232,7 @@ func (r *Replica) Receiving(now time.Time, id ConnID) error {
 	if c == nil {
 		return ErrUnknownConn
 	}
-	r.now = now
+	r.now, c.lastHeard = now, now
 	if pr, ok := c.sess.(PartialReceiver); ok {
 		pr.Receiving(now)
 	}

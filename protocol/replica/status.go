@@ -93,6 +93,9 @@ type PeerStatus struct {
 	// PONG with a time, and always for versions 1 and 2).
 	ClockOffset *time.Duration
 	HeldBytes   int
+	// LastContact is when the connection last received a message or part of one (zero:
+	// nothing yet).
+	LastContact time.Time
 	Stats       protocol.Stats
 	LastError   *PeerError
 	// RetentionHeldEntries and RetentionHeldBytes are what the peer's retention holds kept
@@ -209,7 +212,7 @@ func (r *Replica) Status(now time.Time) Status {
 	for _, id := range r.connOrder {
 		c := r.conns[id]
 		p := PeerStatus{Conn: id, Name: c.peerName, Origin: c.peerOrigin, Dialed: c.role == wire.RoleDialer, Connected: c.sess.Connected(now),
-			Version: c.version, RTT: c.sess.RTT(), HeldBytes: c.sess.HeldBytes(), Stats: c.sess.Stats()}
+			Version: c.version, RTT: c.sess.RTT(), HeldBytes: c.sess.HeldBytes(), LastContact: c.lastHeard, Stats: c.sess.Stats()}
 		if p.Name == "" {
 			p.Name = c.expect
 		}

@@ -455,6 +455,22 @@ func TestHealthAndLagHistory(t *testing.T) {
 	if o := lag.Origins[0]; o.Name != "A" {
 		t.Errorf("lag history of %q, want A's alone", o.Name)
 	}
+	st, err := httpapi.ReadStatus(http.DefaultClient, strings.TrimPrefix(b.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range st.Peers {
+		var heard time.Time
+		if p.LastContact != nil {
+			heard, _ = time.Parse(time.RFC3339, *p.LastContact)
+		}
+		switch {
+		case p.Name == "A" && (heard.IsZero() || time.Since(heard) > 10*time.Second || p.LagSeq == nil || *p.LagSeq != 0):
+			t.Errorf("B's peer A: last contact %v, lag %v; want within the last seconds (PINGs every second), 0 behind", p.LastContact, p.LagSeq)
+		case p.Name == "Z" && (p.LastContact != nil || p.LagSeq != nil):
+			t.Errorf("B's peer Z (never connected): last contact %v, lag %v; want null, null", p.LastContact, p.LagSeq)
+		}
+	}
 	for i, s := range lag.Origins[0].Samples {
 		if i > 0 && s[0]-lag.Origins[0].Samples[i-1][0] < 1000 {
 			t.Errorf("samples %d and %d are %d ms apart, want at least a second", i-1, i, s[0]-lag.Origins[0].Samples[i-1][0])

@@ -207,10 +207,13 @@ type PeerDoc struct {
 	// LagSeq is how many entries of this node's own origin the peer is behind, by its last
 	// known position (its subscription, acknowledgements and heads); null when the peer
 	// never subscribed to it (version 1, or not yet).
-	LagSeq     *uint64       `json:"lag_seq"`
-	LastError  *PeerErrorDoc `json:"last_error"` // null when there was none
-	Name       string        `json:"name"`
-	Reconnects uint64        `json:"reconnects"`
+	LagSeq *uint64 `json:"lag_seq"`
+	// LastContact is when the connection last received a message or part of one (RFC 3339,
+	// UTC, milliseconds); null for a peer without a connection, or nothing received yet.
+	LastContact *string       `json:"last_contact"`
+	LastError   *PeerErrorDoc `json:"last_error"` // null when there was none
+	Name        string        `json:"name"`
+	Reconnects  uint64        `json:"reconnects"`
 	// RetentionHeldBytes and RetentionHeldEntries: what this peer's retention holds kept
 	// from the last retention step (0: it holds nothing back).
 	RetentionHeldBytes   uint64 `json:"retention_held_bytes"`
@@ -376,11 +379,20 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 			off = &v
 		}
 		d.Peers = append(d.Peers, PeerDoc{AntiEntropyBytesIn: p.Stats.RangeBytesIn, AntiEntropyBytesOut: p.Stats.RangeBytesOut, Capabilities: caps, ClockOffsetMs: off, Connected: p.Connected, Health: p.Health, HeldBytes: p.HeldBytes,
-			LagSeq: peerLag(p.Behind), LastError: lastErr, Name: p.Name, Reconnects: p.Reconnects, RetentionHeldBytes: p.RetentionHeldBytes,
+			LagSeq: peerLag(p.Behind), LastContact: stamp(p.LastContact), LastError: lastErr, Name: p.Name, Reconnects: p.Reconnects, RetentionHeldBytes: p.RetentionHeldBytes,
 			RetentionHeldEntries: p.RetentionHeldEntries, RetentionHoldAgeS: p.RetentionHoldAge.Seconds(), RTTMs: float64(p.RTT.Microseconds()) / 1000,
 			State: p.State, URL: p.URL, Version: p.Version, Copy: copyDoc(p.Copy)})
 	}
 	return d
+}
+
+// stamp is a time as the document writes it (RFC 3339, UTC, milliseconds), null for zero.
+func stamp(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	return &s
 }
 
 func peerLag(b replica.PeerBehind) *uint64 {
