@@ -13,7 +13,7 @@ NODES     ?= 0
 # The exact release build of the WASM core (docs/design.md §8, conformance/RELEASES.md).
 WASM_BUILD := GOFLAGS= CGO_ENABLED=0 GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildvcs=false -buildmode=c-shared
 
-.PHONY: all deps test-deps alerts demo test check purity wasip1 vet fmt-check unit multiprocess releases releases-check freeze conformance wasm fuzz fuzz-ci sim bench clean
+.PHONY: all deps test-deps alerts page page-check demo test check purity wasip1 vet fmt-check unit multiprocess releases releases-check freeze conformance wasm fuzz fuzz-ci sim bench clean
 
 all: test
 
@@ -30,7 +30,15 @@ test-deps:
 	@scripts/deps.sh test
 
 ## test: everything CI runs
-test: deps test-deps fmt-check vet purity wasip1 alerts wasm unit releases-check fuzz-ci multiprocess
+test: deps test-deps fmt-check vet purity wasip1 alerts page-check wasm unit releases-check fuzz-ci multiprocess
+
+## page: the status page rebuilt from web/statuspage and its lockfile into shells/native/statuspage/dist (commit the result)
+page:
+	cd web/statuspage && npm ci --no-audit --no-fund --loglevel=error && npx vite build
+
+## page-check: the page built again from the lockfile must equal the committed build (docs/testing.md §14)
+page-check:
+	scripts/page-check.sh
 
 ## alerts: the alert rules are valid, and their unit tests pass (promtool; docs/testing.md §14)
 alerts: test-deps
@@ -59,8 +67,8 @@ unit: wasm
 	PLAIT_CORE_WASM=$(abspath $(CORE_WASM)) PLAIT_WAZERO_CACHE=$(abspath $(WAZERO_CACHE)) $(GO) test ./...
 
 ## multiprocess: the real binary as separate processes on 127.0.0.1 (after every other package, alone)
-multiprocess: unit
-	$(GO) test -tags multiprocess -count=1 -p 1 ./tests/multiprocess
+multiprocess: unit page-check
+	PLAIT_REQUIRE_BROWSER=1 $(GO) test -tags multiprocess -count=1 -p 1 ./tests/multiprocess
 
 ## wasm: the protocol core as a WASM reactor module
 wasm:

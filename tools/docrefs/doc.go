@@ -1,7 +1,7 @@
 // Package docrefs owns the check that every reference the repository makes to its own
 // documents resolves, so that a reader who follows one finds what it names. It scans the
 // repository's .go, .md and .sh files, every Makefile and .ci/run (never .git, build,
-// testdata directories or binary files) and reports, with file and line:
+// testdata or node_modules directories, or binary files) and reports, with file and line:
 //
 //   - a relative Markdown link, [text](path) or [text](path#anchor), in a .md file whose
 //     path names no file or directory (links with a scheme such as https: or mailto:, and

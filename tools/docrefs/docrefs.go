@@ -78,9 +78,10 @@ func Scanned(rel string) bool {
 	return false
 }
 
-// skippedDir reports whether a directory is left out of the walk.
+// skippedDir reports whether a directory is left out of the walk: node_modules holds other
+// projects' packages (the status page's, installed from its lockfile), not this one's.
 func skippedDir(name string) bool {
-	return name == ".git" || name == "build" || name == "testdata"
+	return name == ".git" || name == "build" || name == "testdata" || name == "node_modules"
 }
 
 // Check walks the repository at root and returns every failure, by file and line.

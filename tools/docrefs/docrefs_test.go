@@ -188,21 +188,22 @@ func TestHeadings(t *testing.T) {
 	}
 }
 
-// TestWalk: the walk reads the scanned kinds of file and leaves out testdata and build
-// directories and binary files.
+// TestWalk: the walk reads the scanned kinds of file and leaves out testdata, build and
+// node_modules directories and binary files.
 func TestWalk(t *testing.T) {
 	root := repo(t)
 	bad := "// CONTRACT" + md + "\n"
 	for rel, content := range map[string]string{
-		"a/x.go":               bad,
-		"a/x.sh":               bad,
-		"a/Makefile":           bad,
-		".ci/run":              bad,
-		"a/x.txt":              bad,
-		"a/testdata/x.go":      bad,
-		"build/x.go":           bad,
-		"a/bin.go":             "\x00" + bad,
-		"docs/operations" + md: "[x](nowhere)\n",
+		"a/x.go":                  bad,
+		"a/x.sh":                  bad,
+		"a/Makefile":              bad,
+		".ci/run":                 bad,
+		"a/x.txt":                 bad,
+		"a/testdata/x.go":         bad,
+		"build/x.go":              bad,
+		"web/node_modules/x" + md: "[x](nowhere)\n",
+		"a/bin.go":                "\x00" + bad,
+		"docs/operations" + md:    "[x](nowhere)\n",
 	} {
 		p := filepath.Join(root, filepath.FromSlash(rel))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -164,7 +165,7 @@ func TestUnauthorized(t *testing.T) {
 		{"two headers", []string{"Bearer " + readToken, "Bearer " + readToken}},
 		{"an empty header", []string{""}},
 	} {
-		for _, path := range []string{"/v1/status", "/metrics", "/v1/tables/t/records/k", "/v1/nothing-here"} {
+		for _, path := range []string{"/v1/status", "/v1/status/lag", "/metrics", "/v1/tables/t/records/k", "/v1/nothing-here"} {
 			refused(c.what, "GET", path, c.auth...)
 		}
 		refused(c.what, "PUT", "/v1/tables/t/records/k", c.auth...)
@@ -182,6 +183,15 @@ func TestUnauthorized(t *testing.T) {
 		if s, _, _ := call(t, m, a.URL+"/healthz", ""); s != 200 {
 			t.Errorf("%s /healthz without a token: %d, want 200", m, s)
 		}
+	}
+	// The status page and its files are open: they hold no data (the page asks for a token).
+	s, _, page := call(t, "GET", a.URL+"/", "")
+	asset := regexp.MustCompile(`src="\./(assets/[^"]+\.js)"`).FindStringSubmatch(page)
+	if s != 200 || asset == nil {
+		t.Fatalf("GET / without a token: %d, want 200 and the page naming its script\n%s", s, page)
+	}
+	if s, _, _ := call(t, "GET", a.URL+"/"+asset[1], ""); s != 200 {
+		t.Errorf("GET /%s without a token: %d, want 200", asset[1], s)
 	}
 	s, _, body := call(t, "GET", a.URL+"/v1/nothing-here", "", "Bearer "+readToken)
 	want(t, "an unknown path with a token", s, body, 404, `"code":"not-found"`)

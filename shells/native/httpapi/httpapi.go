@@ -35,6 +35,7 @@ import (
 	"plait/protocol/wire"
 	"plait/shells/native/apitoken"
 	"plait/shells/native/node"
+	"plait/shells/native/statuspage"
 	"plait/shells/native/tlsfiles"
 )
 
@@ -108,6 +109,9 @@ func New(n *node.Node, limits Limits, opts ...Option) *API {
 	a.handle("GET /metrics", apitoken.Read, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	// Open: load balancers and orchestrators probe health without credentials.
 	a.handle("GET /healthz", open, http.HandlerFunc(a.healthz))
+	// Open: the status page holds no data; it asks for a token and reads the status with it.
+	a.handle("GET /{$}", open, statuspage.Handler())
+	a.handle("GET /assets/{file}", open, statuspage.Handler())
 	return a
 }
 

@@ -1,0 +1,147 @@
+//go:build multiprocess
+
+package multiprocess
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"plait/internal/cluster"
+)
+
+// chromium is Debian's chromium, which the browser test drives (scripts/deps.sh test
+// installs it).
+const chromium = "/usr/bin/chromium"
+
+// TestStatusPage: the status page of a real 3-node cluster of the binary, in headless
+// Chromium driven by playwright-core (web/statuspage/test/page.test.mjs): it shows the
+// node, its two peers and the three origins, healthy at lag 0, and the topology's three
+// nodes; with B stopped (SIGSTOP) under writes on A, B's health changes within the
+// liveness timeout and the chart of B's lag behind A rises; resumed, it falls back and B is
+// healthy; a node whose API needs a token is served the page, which asks for the token and
+// then shows the node. Screenshots of each state go to build/screenshots (or
+// $PLAIT_SCREENSHOTS). Where Chromium or the page's npm packages are missing it skips,
+// saying so, unless PLAIT_REQUIRE_BROWSER=1 (make test sets it: CI installs both).
+func TestStatusPage(t *testing.T) {
+	web, _ := filepath.Abs("../../web/statuspage")
+	if why := browserMissing(web); why != "" {
+		if os.Getenv("PLAIT_REQUIRE_BROWSER") == "1" {
+			t.Fatalf("the browser test cannot run: %s", why)
+		}
+		t.Skipf("needs Debian's chromium and web/statuspage's npm packages (make page): %s", why)
+	}
+	a := serve(t, "A")
+	b := serve(t, "B", "--peer", a.PeerFlag())
+	c := serve(t, "C", "--peer", a.PeerFlag(), "--peer", b.PeerFlag())
+	for _, p := range []*proc{a, b, c} {
+		p.put("t", "from-"+p.Name, "v")
+	}
+	waitFor(t, "every node holding every origin", 30*time.Second, func() bool {
+		for _, p := range []*proc{a, b, c} {
+			for _, o := range []string{"A", "B", "C"} {
+				if p.origin(o).AppliedSeq != 1 {
+					return false
+				}
+			}
+		}
+		return true
+	})
+
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	replaceFile(t, tokens, apiReadToken+" read\n")
+	log, err := os.Create(filepath.Join(dir, "D.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	d, err := cluster.StartProcess(cluster.Process{Binary: binary, Name: "D", DataDir: filepath.Join(dir, "D"), Secret: secret,
+		Args: []string{"--api-token-file", tokens}, Output: log, Token: apiReadToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Kill() })
+	if s, _ := request(t, http.DefaultClient, "GET", "http://"+d.HTTP+"/", ""); s != 200 {
+		t.Fatalf("D's page without a token: %d, want 200 (the page holds no data)", s)
+	}
+
+	shots := os.Getenv("PLAIT_SCREENSHOTS")
+	if shots == "" {
+		shots, _ = filepath.Abs("../../build/screenshots")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", filepath.Join(web, "test", "page.test.mjs"))
+	cmd.Dir = web
+	cmd.Env = append(os.Environ(),
+		"PLAIT_PAGE_URL=http://"+a.HTTP+"/", "PLAIT_API_URL=http://"+a.HTTP,
+		"PLAIT_STOP_PID="+strconv.Itoa(b.Pid()), "PLAIT_STOP_NAME=B",
+		"PLAIT_TOKEN_URL=http://"+d.HTTP+"/", "PLAIT_TOKEN="+apiReadToken,
+		"PLAIT_SCREENSHOTS="+shots, "PLAIT_CHROMIUM="+chromium,
+		"PLAIT_LIVENESS_MS="+strconv.Itoa(int((5*time.Second).Milliseconds())))
+	out, err := cmd.CombinedOutput()
+	t.Logf("page.test.mjs:\n%s", out)
+	_ = b.Signal(syscall.SIGCONT) // whatever the script reached, B runs again
+	if err != nil {
+		t.Fatalf("the browser test failed: %v", err)
+	}
+	res := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(line, "RESULT "); ok {
+			for _, kv := range strings.Fields(rest) {
+				if k, v, ok := strings.Cut(kv, "="); ok {
+					res[k] = v
+				}
+			}
+		}
+	}
+	atoi := func(k string) int {
+		n, err := strconv.Atoi(res[k])
+		if err != nil {
+			t.Errorf("RESULT %s = %q: %v", k, res[k], err)
+		}
+		return n
+	}
+	if res["nodes"] != "A,B,C" || res["graph"] != "A,B,C" {
+		t.Errorf("the page showed origins %q and a graph of %q, want A,B,C both", res["nodes"], res["graph"])
+	}
+	if res["health_changed_to"] == "healthy" || atoi("health_changed_after_ms") > 5000+1500 {
+		t.Errorf("B's health became %s %s ms after it stopped, want another within the 5 s liveness timeout (and a refresh)",
+			res["health_changed_to"], res["health_changed_after_ms"])
+	}
+	if atoi("lag_while_stopped") <= 10 || atoi("lag_max") < atoi("lag_while_stopped") || atoi("lag_last") >= 5 || atoi("writes") < 20 {
+		t.Errorf("B's lag on the chart: %s while stopped, %s at most, %s at the end, over %s writes; want a rise above 10 and a fall below 5",
+			res["lag_while_stopped"], res["lag_max"], res["lag_last"], res["writes"])
+	}
+	if res["token_page_node"] != "D" || res["token_kept_in_browser"] != "true" {
+		t.Errorf("the token page showed %q (token kept: %s), want D", res["token_page_node"], res["token_kept_in_browser"])
+	}
+	for _, f := range []string{"1-cluster.png", "2-peer-stopped.png", "3-peer-resumed.png", "4-token-asked.png", "5-token-given.png"} {
+		if st, err := os.Stat(filepath.Join(shots, f)); err != nil || st.Size() == 0 {
+			t.Errorf("screenshot %s: %v", f, err)
+		}
+	}
+	t.Logf("screenshots in %s", shots)
+}
+
+// browserMissing says what the browser test lacks, or "".
+func browserMissing(web string) string {
+	if _, err := os.Stat(chromium); err != nil {
+		return err.Error()
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		return err.Error()
+	}
+	if _, err := os.Stat(filepath.Join(web, "node_modules", "playwright-core")); err != nil {
+		return err.Error()
+	}
+	return ""
+}

@@ -1,0 +1,223 @@
+// The status page plait serves at /: it reads GET /v1/status and GET /v1/status/lag of the
+// node that served it about once a second and shows the node, its peers, its origins, the
+// topology as this node sees it and the lag history (docs/contract.md §6.5, §8). It holds
+// no data of its own: with API tokens on, the page is served openly and asks for a token,
+// kept in this browser's localStorage only and sent as a bearer token.
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import cytoscape from 'cytoscape';
+import './style.css';
+
+const REFRESH_MS = 1000;
+const TOKEN_KEY = 'plait-token';
+const $ = (sel) => document.querySelector(sel);
+
+// window.plait is what the page shows, for the browser tests and for a curious operator's
+// console: the last documents read and the chart and graph instances.
+const state = { status: null, lag: null, charts: {}, topology: null, refreshes: 0, error: null };
+window.plait = state;
+
+async function getJSON(path) {
+  const headers = {};
+  const token = localStorage.getItem(TOKEN_KEY);
+  if (token) headers.Authorization = 'Bearer ' + token;
+  const resp = await fetch(path, { headers, cache: 'no-store' });
+  if (resp.status === 401 || resp.status === 403) {
+    const err = new Error(resp.status === 401 ? 'this node needs a token' : 'this token may not read the status');
+    err.auth = true;
+    throw err;
+  }
+  if (!resp.ok) throw new Error(`${path}: ${resp.status} ${await resp.text()}`);
+  return resp.json();
+}
+
+function el(tag, props = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(props)) {
+    if (k === 'class') e.className = v;
+    else if (k === 'data') for (const [dk, dv] of Object.entries(v)) e.dataset[dk] = dv;
+    else e[k] = v;
+  }
+  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+
+const health = (h) => el('span', { class: `health health-${h || 'stalled'}` }, h || '-');
+const num = (v) => el('td', { class: 'num' }, v ?? '-');
+const td = (v) => el('td', {}, v ?? '-');
+
+function ago(at) {
+  if (!at) return '-';
+  const s = (Date.now() - Date.parse(at)) / 1000;
+  return s < 1 ? 'now' : s < 120 ? `${s.toFixed(0)} s ago` : `${(s / 60).toFixed(0)} min ago`;
+}
+
+function copyText(c) {
+  if (!c) return '-';
+  const total = c.total_records ? ` of ${c.total_records}` : '';
+  const eta = c.eta_s ? `, ${c.eta_s} s left` : '';
+  return `${c.state} ${c.records}${total} records${eta}`;
+}
+
+function renderNode(st) {
+  const n = st.node;
+  $('#node-name').textContent = n.name;
+  $('#node-origin').textContent = n.origin;
+  document.title = `plait ${n.name}`;
+  const clock = n.clock.offset_ms == null ? 'not measured' : `${n.clock.offset_ms.toFixed(1)} ms`;
+  const facts = [
+    `protocol ${n.protocol.min}..${n.protocol.max}`,
+    `authenticated ${n.authenticated}`,
+    `storage ${n.storage.state}${n.storage.code ? ' (' + n.storage.code + ')' : ''}`,
+    `clock ${clock}${n.clock.refusing_writes ? ', refusing writes' : ''}`,
+    n.tls ? `TLS ${n.tls.subject}, expires ${n.tls.expiry}` : 'TLS off',
+    `applied ${st.counters.txns_applied} txns`,
+    `copies ${st.counters.copies_started} started`,
+    `divergences ${st.counters.divergences}`,
+  ];
+  if (n.rewound) facts.push(`REWOUND: ${n.rewound.how} by ${n.rewound.peer}`);
+  $('#node-facts').replaceChildren(...facts.map((f) => el('span', {}, f)));
+}
+
+function renderPeers(st) {
+  const rows = st.peers.map((p) =>
+    el('tr', { data: { peer: p.name || '(handshaking)' } },
+      td(p.name || '(handshaking)'), td(p.state), el('td', { class: 'health-cell' }, health(p.health)),
+      num(p.version || '-'), num(p.rtt_ms ? p.rtt_ms.toFixed(1) : '-'), td(ago(p.last_contact)),
+      num(p.lag_seq), num(p.reconnects), num(p.held_bytes), td(copyText(p.copy)),
+      el('td', { class: 'err' }, p.last_error ? `${p.last_error.code}: ${p.last_error.message}` : '-')));
+  $('#peers tbody').replaceChildren(...rows);
+}
+
+function renderOrigins(st) {
+  const rows = st.origins.map((o) =>
+    el('tr', { data: { origin: o.name || o.origin } },
+      td(o.name || o.origin.slice(0, 8)), el('td', { class: 'health-cell' }, health(o.health)),
+      num(o.applied_seq), num(o.head_seq), el('td', { class: 'num lag' }, o.lag_seq), num(o.lag_ms),
+      td(o.source_peer || (o.name === st.node.name ? '(this node)' : '-')), num(o.source_changes),
+      td(o.diverged ? 'yes' : 'no'), num(o.floor_seq), td(o.stuck ? `${o.stuck} until ${o.stuck_until}` : '-')));
+  $('#origins tbody').replaceChildren(...rows);
+}
+
+// The topology: this node, each peer (an edge per peer, live or not), and each origin that
+// is not a peer itself, joined by a dashed edge to the peer it arrives from.
+function renderTopology(st) {
+  const self = st.node.name;
+  const peers = [...new Set(st.peers.map((p) => p.name).filter(Boolean))];
+  const live = new Set(st.peers.filter((p) => p.connected).map((p) => p.name));
+  const elements = [{ data: { id: 'n:' + self, label: self, kind: 'self' } }];
+  for (const p of peers) {
+    elements.push({ data: { id: 'n:' + p, label: p, kind: 'peer' } });
+    elements.push({ data: { id: 'l:' + p, source: 'n:' + self, target: 'n:' + p, live: live.has(p) ? 'yes' : 'no' } });
+  }
+  for (const o of st.origins) {
+    if (!o.name || o.name === self || !o.source_peer) continue;
+    if (!peers.includes(o.name)) elements.push({ data: { id: 'n:' + o.name, label: o.name, kind: 'relayed' } });
+    if (o.source_peer !== o.name) {
+      elements.push({ data: { id: `o:${o.name}:${o.source_peer}`, source: 'n:' + o.source_peer, target: 'n:' + o.name, kind: 'origin' } });
+    }
+  }
+  const shape = JSON.stringify(elements.map((e) => e.data.id).sort());
+  if (state.topology && state.topologyShape === shape) {
+    for (const e of elements) state.topology.getElementById(e.data.id).data(e.data); // liveness only
+    return;
+  }
+  state.topologyShape = shape;
+  if (state.topology) state.topology.destroy();
+  state.topology = cytoscape({
+    container: $('#topology'),
+    elements,
+    userZoomingEnabled: false,
+    style: [
+      { selector: 'node', style: { label: 'data(label)', 'text-valign': 'center', color: '#fff', 'font-size': 12, width: 46, height: 46, 'background-color': '#5b6b80' } },
+      { selector: 'node[kind = "self"]', style: { 'background-color': '#23406e' } },
+      { selector: 'node[kind = "relayed"]', style: { 'background-color': '#9aa5b4' } },
+      { selector: 'edge', style: { width: 3, 'line-color': '#3c9a5b', 'curve-style': 'bezier' } },
+      { selector: 'edge[live = "no"]', style: { 'line-color': '#c0392b', 'line-style': 'dotted' } },
+      { selector: 'edge[kind = "origin"]', style: { width: 1.5, 'line-color': '#8794a6', 'line-style': 'dashed', 'target-arrow-shape': 'triangle', 'target-arrow-color': '#8794a6' } },
+    ],
+    layout: { name: 'breadthfirst', roots: ['n:' + self], spacingFactor: 1.1, padding: 20 },
+  });
+}
+
+// chart makes or updates a uPlot line chart of series keyed by name: each a list of
+// [at_ms, value] samples. The x axis is shared: the union of the sample times.
+function chart(key, target, series) {
+  const names = Object.keys(series).sort();
+  const times = [...new Set(names.flatMap((n) => series[n].map((s) => s[0])))].sort((a, b) => a - b);
+  const index = new Map(times.map((t, i) => [t, i]));
+  const data = [times.map((t) => t / 1000)];
+  for (const n of names) {
+    const ys = new Array(times.length).fill(null);
+    for (const [t, v] of series[n]) ys[index.get(t)] = v;
+    data.push(ys);
+  }
+  const old = state.charts[key];
+  const sameSeries = old && JSON.stringify(old.names) === JSON.stringify(names);
+  if (sameSeries) {
+    old.plot.setData(data);
+    return;
+  }
+  if (old) old.plot.destroy();
+  const palette = ['#23406e', '#c0392b', '#3c9a5b', '#8a5a00', '#7d3c98', '#1f7a8c', '#5b6b80'];
+  const opts = {
+    width: Math.max(320, target.clientWidth || 480),
+    height: 170,
+    scales: { x: { time: true }, y: { range: (u, lo, hi) => [0, Math.max(1, hi)] } },
+    series: [{}, ...names.map((n, i) => ({ label: n, stroke: palette[i % palette.length], width: 2, spanGaps: true }))],
+    axes: [{}, { label: 'entries' }],
+  };
+  state.charts[key] = { names, plot: new uPlot(opts, data, target) };
+}
+
+function renderCharts(lag) {
+  const origins = {};
+  for (const o of lag.origins) origins[o.name || o.origin.slice(0, 8)] = o.samples.map((s) => [s[0], s[1]]);
+  chart('origins', $('#origin-lag-chart'), origins);
+  const peers = {};
+  for (const p of lag.peers) peers[p.name] = p.samples;
+  chart('peers', $('#peer-lag-chart'), peers);
+}
+
+function showError(err) {
+  state.error = err ? err.message : null;
+  $('#error').hidden = !err;
+  if (err) $('#error').textContent = `Could not read the status: ${err.message}. Trying again every second.`;
+}
+
+async function refresh() {
+  try {
+    const [status, lag] = await Promise.all([getJSON('v1/status'), getJSON('v1/status/lag')]);
+    state.status = status;
+    state.lag = lag;
+    $('#token-form').hidden = true;
+    $('#main').hidden = false;
+    showError(null);
+    renderNode(status);
+    renderPeers(status);
+    renderOrigins(status);
+    renderTopology(status);
+    renderCharts(lag);
+    state.refreshes++;
+    $('#refreshed').textContent = `read ${new Date().toLocaleTimeString()}`;
+  } catch (err) {
+    if (err.auth) {
+      $('#token-form').hidden = false;
+      $('#main').hidden = true;
+      showError(localStorage.getItem(TOKEN_KEY) ? err : null);
+    } else {
+      showError(err);
+    }
+  } finally {
+    setTimeout(refresh, REFRESH_MS);
+  }
+}
+
+$('#token-form').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const t = $('#token').value.trim();
+  if (t) localStorage.setItem(TOKEN_KEY, t);
+  else localStorage.removeItem(TOKEN_KEY);
+});
+
+refresh();
