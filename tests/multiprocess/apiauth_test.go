@@ -70,24 +70,33 @@ func metricValue(body, name string) float64 {
 	return -1
 }
 
-// TestAPITokenReloadOnSIGHUP: the binary with --api-token-file answers only its tokens, each
-// at its scope; a SIGHUP makes it read the file again, and a file that does not parse leaves
-// the tokens before it in use and the node serving; both reloads are counted.
-func TestAPITokenReloadOnSIGHUP(t *testing.T) {
+// serveTokens starts a node named name with --api-token-file, a file holding tokens (it
+// waits for health with apiReadToken, which tokens must hold); it is killed at the test's
+// end. The file's path is returned, for a test that replaces it.
+func serveTokens(t *testing.T, name, tokens string) (*cluster.Node, string) {
+	t.Helper()
 	dir := t.TempDir()
-	tokens := filepath.Join(dir, "tokens")
-	replaceFile(t, tokens, "# the dashboards\n"+apiReadToken+" read\n")
-	log, err := os.Create(filepath.Join(dir, "N.log"))
+	file := filepath.Join(dir, "tokens")
+	replaceFile(t, file, tokens)
+	log, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer log.Close()
-	n, err := cluster.StartProcess(cluster.Process{Binary: binary, Name: "N", DataDir: filepath.Join(dir, "N"), Secret: secret,
-		Args: []string{"--api-token-file", tokens}, Output: log, Token: apiReadToken})
+	t.Cleanup(func() { log.Close() })
+	n, err := cluster.StartProcess(cluster.Process{Binary: binary, Name: name, DataDir: filepath.Join(dir, name), Secret: secret,
+		Args: []string{"--api-token-file", file}, Output: log, Token: apiReadToken})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = n.Kill() })
+	return n, file
+}
+
+// TestAPITokenReloadOnSIGHUP: the binary with --api-token-file answers only its tokens, each
+// at its scope; a SIGHUP makes it read the file again, and a file that does not parse leaves
+// the tokens before it in use and the node serving; both reloads are counted.
+func TestAPITokenReloadOnSIGHUP(t *testing.T) {
+	n, tokens := serveTokens(t, "N", "# the dashboards\n"+apiReadToken+" read\n")
 	base := "http://" + n.HTTP
 	c := http.DefaultClient
 	if s, _ := request(t, c, "GET", base+"/v1/status", apiReadToken); s != 200 {

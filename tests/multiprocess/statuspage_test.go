@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"plait/internal/cluster"
 )
 
 // chromium is Debian's chromium, which the browser test drives (scripts/deps.sh test
@@ -55,20 +53,7 @@ func TestStatusPage(t *testing.T) {
 		return true
 	})
 
-	dir := t.TempDir()
-	tokens := filepath.Join(dir, "tokens")
-	replaceFile(t, tokens, apiReadToken+" read\n")
-	log, err := os.Create(filepath.Join(dir, "D.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
-	d, err := cluster.StartProcess(cluster.Process{Binary: binary, Name: "D", DataDir: filepath.Join(dir, "D"), Secret: secret,
-		Args: []string{"--api-token-file", tokens}, Output: log, Token: apiReadToken})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Kill() })
+	d, _ := serveTokens(t, "D", apiReadToken+" read\n")
 	if s, _ := request(t, http.DefaultClient, "GET", "http://"+d.HTTP+"/", ""); s != 200 {
 		t.Fatalf("D's page without a token: %d, want 200 (the page holds no data)", s)
 	}
