@@ -333,3 +333,34 @@ func TestPeerCertificatesReloadOnHUP(t *testing.T) {
 		t.Fatalf("the peer certificates on SIGHUP: reloader found %v, serial still %s", found, before)
 	}
 }
+
+// TestPrintStatusHealth: the tables print each origin's and peer's health and how far a
+// peer is behind this node's origin ("-" for a peer that never subscribed to it).
+func TestPrintStatusHealth(t *testing.T) {
+	behind := uint64(12)
+	d := httpapi.NewStatusDoc(replica.Status{})
+	d.Origins = []httpapi.OriginDoc{{Name: "O1", Health: replica.HealthFallingBehind}}
+	d.Peers = []httpapi.PeerDoc{{Name: "P1", State: replica.PeerStreaming, Health: replica.HealthStalled, LagSeq: &behind},
+		{Name: "P2", State: replica.PeerBackoff, Health: replica.HealthStalled}}
+	var out bytes.Buffer
+	printStatus(&out, d)
+	lines := strings.Split(out.String(), "\n")
+	row := func(first string) []string {
+		for _, l := range lines {
+			if f := strings.Fields(l); len(f) > 0 && f[0] == first {
+				return f
+			}
+		}
+		t.Fatalf("no row %s in:\n%s", first, out.String())
+		return nil
+	}
+	if r := row("O1"); r[1] != "falling-behind" {
+		t.Errorf("origin row %v, want health falling-behind second", r)
+	}
+	if r := row("P1"); r[3] != "stalled" || r[4] != "12" {
+		t.Errorf("peer row %v, want health stalled and 12 behind", r)
+	}
+	if r := row("P2"); r[4] != "-" {
+		t.Errorf("peer row %v, want - behind", r)
+	}
+}

@@ -211,7 +211,7 @@ func printStatus(w io.Writer, d httpapi.StatusDoc) {
 	t.Flush()
 	fmt.Fprintln(w)
 	t = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(t, "PEER\tURL\tSTATE\tHEALTH\tCONNECTED\tVERSION\tRTT MS\tCLOCK MS\tRECONNECTS\tHOLDS BACK\tLAST ERROR")
+	fmt.Fprintln(t, "PEER\tURL\tSTATE\tHEALTH\tBEHIND\tCONNECTED\tVERSION\tRTT MS\tCLOCK MS\tRECONNECTS\tHOLDS BACK\tLAST ERROR")
 	for _, p := range d.Peers {
 		last := "-"
 		if p.LastError != nil {
@@ -221,7 +221,11 @@ func printStatus(w io.Writer, d httpapi.StatusDoc) {
 		if p.ClockOffsetMs != nil {
 			clock = fmt.Sprintf("%+.1f", *p.ClockOffsetMs)
 		}
-		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%v\t%d\t%.1f\t%s\t%d\t%d B\t%s\n", p.Name, dash(p.URL), p.State, dash(string(p.Health)), p.Connected, p.Version, p.RTTMs,
+		behind := "-" // a peer that never subscribed to this node's origin
+		if p.LagSeq != nil {
+			behind = fmt.Sprint(*p.LagSeq)
+		}
+		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%v\t%d\t%.1f\t%s\t%d\t%d B\t%s\n", p.Name, dash(p.URL), p.State, dash(string(p.Health)), behind, p.Connected, p.Version, p.RTTMs,
 			clock, p.Reconnects, p.RetentionHeldBytes, last)
 	}
 	t.Flush()
