@@ -193,6 +193,9 @@ func (r *Replica) drop(c *conn) {
 		r.stopTaking(wire.NewError(wire.CodeClosed, "the connection to "+c.peerName+" ended"))
 	}
 	r.stopServing(c.id)
+	if r.conns[c.id] == c {
+		r.excludedN -= len(c.excluded)
+	}
 	delete(r.conns, c.id)
 	if i := slices.Index(r.connOrder, c.id); i >= 0 {
 		r.connOrder = slices.Delete(r.connOrder, i, i+1)

@@ -198,7 +198,7 @@ func (r *Replica) onDivergence(c *conn, ev *protocol.Event) {
 		c.dropOut(ev.Origin)
 	default: // a channel this side subscribed to, closed by the session
 		delete(c.in, ev.Origin)
-		c.excluded[ev.Origin] = r.now.Add(r.cfg.DivergenceRetry)
+		r.exclude(c, ev.Origin)
 		if st.source == c.id {
 			r.loseSource(st, ReasonDiverged)
 		}

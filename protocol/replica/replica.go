@@ -43,6 +43,7 @@ type Replica struct {
 	refusals   refusalLog // refusals.go
 	evbuf      []protocol.Event
 	orderBuf   []wire.OriginID // pump's copy of a connection's streams
+	excludedN  int             // exclusions held in every connection's excluded
 	ret        retention       // bounded history (retention.go)
 	cp         copying         // base copies taken and served (copying.go)
 	ae         antiEntropy     // anti-entropy passes (antientropy.go)

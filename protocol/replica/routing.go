@@ -88,12 +88,20 @@ func (r *Replica) routeOrigin(st *originState) {
 			src = nil
 		}
 	}
-	cands := r.candidates(st)
 	if src == nil {
-		if len(cands) > 0 {
+		if cands := r.candidates(st); len(cands) > 0 {
 			r.moveTo(st, best(cands), st.lostReason)
 		}
 		return
+	}
+	// The candidates are needed only while the source is a relay: the origin itself as
+	// the source is never moved from but when lost (above). Listing them for every origin
+	// at every Tick cost O(origins x connections) a Tick.
+	var cands []candidate
+	if !src.direct(st.id) {
+		cands = r.candidates(st)
+	} else {
+		r.expireExcluded(st.id) // what candidates' usable does on its way, so the timers stay the same
 	}
 	if !src.direct(st.id) {
 		for _, k := range cands {
@@ -144,9 +152,39 @@ func (r *Replica) usable(c *conn, o wire.OriginID) bool {
 		if r.now.Before(until) {
 			return false
 		}
-		delete(c.excluded, o)
+		r.unexclude(c, o)
 	}
 	return true
+}
+
+// exclude leaves a diverged channel out of routing for DivergenceRetry.
+func (r *Replica) exclude(c *conn, o wire.OriginID) {
+	if _, ok := c.excluded[o]; !ok && r.conns[c.id] == c {
+		r.excludedN++
+	}
+	c.excluded[o] = r.now.Add(r.cfg.DivergenceRetry)
+}
+
+func (r *Replica) unexclude(c *conn, o wire.OriginID) {
+	delete(c.excluded, o)
+	if r.conns[c.id] == c {
+		r.excludedN--
+	}
+}
+
+// expireExcluded forgets the lapsed exclusions of an origin's diverged channels, as
+// usable does for each connection candidates looks at.
+func (r *Replica) expireExcluded(o wire.OriginID) {
+	if r.excludedN == 0 {
+		return
+	}
+	for _, id := range r.connOrder {
+		if c := r.conns[id]; len(c.excluded) > 0 && c.established && c.version >= 2 {
+			if until, ok := c.excluded[o]; ok && !r.now.Before(until) {
+				r.unexclude(c, o)
+			}
+		}
+	}
 }
 
 func (c *conn) direct(o wire.OriginID) bool { return c.peerOrigin == o }
