@@ -25,6 +25,7 @@ type conn struct {
 	remote      string                 // the shell's remote address, for the record of refusals
 	named       map[wire.OriginID]bool // origins whose names the session was given (nameOrigins)
 	established bool
+	aeCap       bool // the handshake negotiated anti-entropy (aeCapable)
 	version     uint64
 	peerName    string
 	peerOrigin  wire.OriginID
@@ -134,6 +135,7 @@ func (r *Replica) onHandshake(c *conn) {
 		return
 	}
 	c.established, c.version, c.peerName, c.peerOrigin = true, info.Version, info.PeerName, info.PeerOrigin
+	c.aeCap = negotiatedAE(info)
 	r.learnName(info.PeerOrigin, info.PeerName)
 	if st := r.origins[info.PeerOrigin]; st.name == info.PeerName {
 		st.nameVouched = true
