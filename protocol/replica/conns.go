@@ -40,7 +40,8 @@ type conn struct {
 	fullAdv  bool                        // advertise every origin at the next settle
 	in       map[wire.OriginID]bool      // origins this side subscribed to on this connection
 	out      map[wire.OriginID]*outStream
-	outOrder []wire.OriginID
+	outList  []*outStream                // out's streams, by origin
+	outGen   uint64                      // counts the changes of out (pump walks outList while none comes)
 	excluded map[wire.OriginID]time.Time // diverged channels, left out until then
 	purged   map[wire.OriginID]bool      // origins withdrawn from the peer: it asked below their floors
 	floors   map[wire.OriginID]uint64    // version 3: the floors the peer advertised or answered
@@ -56,7 +57,9 @@ type conn struct {
 }
 
 type outStream struct {
-	next uint64 // the seq to send next
+	origin wire.OriginID
+	st     *originState
+	next   uint64 // the seq to send next
 	// blocked is the frame size of entry next when the channel's credit could not take
 	// it (0: not known): the stream waits for that much credit without reading the entry
 	// again.
@@ -234,25 +237,32 @@ func (r *Replica) nameOrigins(c *conn, origins ...wire.OriginID) bool {
 	return true
 }
 
-// addOut starts (or restarts) the stream of origin o, keeping outOrder sorted: by a binary
+// addOut starts (or restarts) the stream of origin o, keeping outList sorted: by a binary
 // search, since a SUBSCRIBE may open thousands of channels in one message and a sort per
 // channel would hold the loop for seconds.
-func (c *conn) addOut(o wire.OriginID, st *outStream) {
-	if c.out[o] == nil {
-		i, _ := slices.BinarySearchFunc(c.outOrder, o, cmpOrigin)
-		c.outOrder = slices.Insert(c.outOrder, i, o)
+func (c *conn) addOut(o wire.OriginID, s *outStream) {
+	s.origin = o
+	c.outGen++
+	i, found := slices.BinarySearchFunc(c.outList, o, cmpStream)
+	if found {
+		c.outList[i] = s
+	} else {
+		c.outList = slices.Insert(c.outList, i, s)
 	}
-	c.out[o] = st
+	c.out[o] = s
 }
 
 func (c *conn) dropOut(o wire.OriginID) {
 	if c.out[o] != nil {
 		delete(c.out, o)
-		if i, found := slices.BinarySearchFunc(c.outOrder, o, cmpOrigin); found {
-			c.outOrder = slices.Delete(c.outOrder, i, i+1)
+		c.outGen++
+		if i, found := slices.BinarySearchFunc(c.outList, o, cmpStream); found {
+			c.outList = slices.Delete(c.outList, i, i+1)
 		}
 	}
 }
+
+func cmpStream(s *outStream, o wire.OriginID) int { return cmpOrigin(s.origin, o) }
 
 // ReadPaused reports whether the shell must stop reading the connection (version 1).
 func (r *Replica) ReadPaused(id ConnID) bool {

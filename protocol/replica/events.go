@@ -51,8 +51,8 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 		case ev.Seq < r.floor(ev.Origin).Seq:
 			r.purgedAnswer(c, ev.Origin, "origin "+ev.Origin.String()+" is purged up to "+strconv.FormatUint(r.floor(ev.Origin).Seq, 10))
 		default:
-			r.origin(ev.Origin) // an origin this node may not hold (yet): nothing to send
-			c.addOut(ev.Origin, &outStream{next: ev.Seq + 1})
+			st := r.origin(ev.Origin) // an origin this node may not hold (yet): nothing to send
+			c.addOut(ev.Origin, &outStream{st: st, next: ev.Seq + 1})
 			r.holdAt(c.peerName, ev.Origin, ev.Seq, true)
 		}
 	case protocol.EventUnsubscribed:

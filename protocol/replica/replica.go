@@ -42,11 +42,11 @@ type Replica struct {
 	lastErrors map[string]PeerError
 	refusals   refusalLog // refusals.go
 	evbuf      []protocol.Event
-	orderBuf   []wire.OriginID // pump's copy of a connection's streams
-	excludedN  int             // exclusions held in every connection's excluded
-	ret        retention       // bounded history (retention.go)
-	cp         copying         // base copies taken and served (copying.go)
-	ae         antiEntropy     // anti-entropy passes (antientropy.go)
+	streamBuf  []*outStream // pump's copy of a connection's streams (kept for the next)
+	excludedN  int          // exclusions held in every connection's excluded
+	ret        retention    // bounded history (retention.go)
+	cp         copying      // base copies taken and served (copying.go)
+	ae         antiEntropy  // anti-entropy passes (antientropy.go)
 	fatal      error
 	storage    storageState  // degraded storage (storage.go)
 	rewound    *RewindStatus // evidence that this node's own origin is rewound (rewind.go)
