@@ -141,6 +141,9 @@ func (r *Replica) onHeads(c *conn, h *wire.Heads) {
 	for _, hd := range h.Heads {
 		c.heads[hd.Origin] = hd
 		st := r.origin(hd.Origin)
+		if st.source == c.id {
+			st.srcHead = hd.Seq
+		}
 		if hd.Seq > st.headSeq {
 			st.headSeq, st.headHLC = hd.Seq, hd.HLC
 		}
@@ -151,6 +154,9 @@ func (r *Replica) onHeads(c *conn, h *wire.Heads) {
 	}
 	for _, o := range h.Withdrawn {
 		delete(c.heads, o)
+		if st := r.origins[o]; st != nil && st.source == c.id {
+			st.srcHead = 0
+		}
 		r.routeSome[o] = true
 	}
 	for _, f := range h.Floors { // version 3: where the peer's logs begin

@@ -253,6 +253,7 @@ func (r *Replica) moveTo(st *originState, k candidate, why MoveReason) {
 		from = 0 // test-only: the legacy re-streamed tail
 	}
 	st.source, st.lastSource, st.lostReason, st.lostAt, st.aheadSince = k.c.id, k.c.peerName, "", time.Time{}, time.Time{}
+	st.srcHead = k.c.heads[st.id].Seq
 	r.subscribe(k.c, st, from)
 	r.headsDirty[st.id] = true // split horizon: the new source is no longer told of it
 	if len(r.moves) == maxMoves {
@@ -270,8 +271,9 @@ func subscribePosition(st *originState, from uint64) vector.Entry {
 
 // stalling reports whether an origin's source advertises a head above the applied seq.
 func (r *Replica) stalling(st *originState) bool {
-	src := r.conns[st.source]
-	return src != nil && src.heads[st.id].Seq > st.applied.Seq && !r.holding(st) && !r.retryWaiting(st)
+	// st.srcHead is the source's heads[st.id].Seq, kept as they change: NextDeadline asks
+	// this of every origin after every input.
+	return st.source != 0 && st.srcHead > st.applied.Seq && !r.holding(st) && !r.retryWaiting(st) && r.conns[st.source] != nil
 }
 
 func (r *Replica) subscribe(c *conn, st *originState, from uint64) {
@@ -387,7 +389,7 @@ func (r *Replica) Moves() []Move {
 // loseSource records that an origin has no source any more; route chooses the next one
 // and counts the move, giving the first reason the source was lost for.
 func (r *Replica) loseSource(st *originState, why MoveReason) {
-	st.source = 0
+	st.source, st.srcHead = 0, 0
 	st.aheadSince = time.Time{}
 	if st.lostReason == "" {
 		st.lostReason, st.lostAt = why, r.now
