@@ -108,12 +108,15 @@ func (r *Replica) antiEntropy() {
 		if !aeCapable(c) {
 			continue
 		}
-		w := r.walk(c.peerName)
-		if w.conn != 0 && r.conns[w.conn] != nil && w.asked != nil {
-			continue // one range at a time
+		if c.aeWalk == nil {
+			c.aeWalk = r.walk(c.peerName)
 		}
+		w := c.aeWalk
 		if r.now.Before(w.nextAt) {
 			continue
+		}
+		if w.asked != nil && w.conn != 0 && r.conns[w.conn] != nil {
+			continue // one range at a time
 		}
 		r.askRange(c, w)
 	}
@@ -130,7 +133,10 @@ func (r *Replica) aeDeadline() time.Time {
 		if !aeCapable(c) {
 			continue
 		}
-		w := r.ae.walks[c.peerName]
+		if c.aeWalk == nil {
+			c.aeWalk = r.ae.walks[c.peerName] // nil until antiEntropy makes it
+		}
+		w := c.aeWalk
 		if w == nil || w.asked != nil && r.conns[w.conn] != nil {
 			continue
 		}

@@ -25,7 +25,8 @@ type conn struct {
 	remote      string                 // the shell's remote address, for the record of refusals
 	named       map[wire.OriginID]bool // origins whose names the session was given (nameOrigins)
 	established bool
-	aeCap       bool // the handshake negotiated anti-entropy (aeCapable)
+	aeCap       bool    // the handshake negotiated anti-entropy (aeCapable)
+	aeWalk      *aeWalk // r.ae.walks[peerName] once made (walks are never replaced)
 	version     uint64
 	peerName    string
 	peerOrigin  wire.OriginID
