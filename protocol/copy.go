@@ -379,12 +379,15 @@ func (c *v3Commands) BeginCopy(positions []wire.CopyPosition, tables, records, s
 		s.queueOrigin(p.Origin, frame)
 	}
 	out.begun = true
-	for lo := 0; lo == 0 || lo < len(positions); lo += maxListEntries {
-		b := &wire.CopyBegin{Channel: out.id, Positions: positions[lo:min(len(positions), lo+maxListEntries)]}
+	begin := func(lo, hi int) wire.Body {
+		b := &wire.CopyBegin{Channel: out.id, Positions: positions[lo:hi]}
 		if lo == 0 {
 			b.Tables, b.Records, b.Bytes = tables, records, size
 		}
-		s.sendControl(b)
+		return b
+	}
+	for lo := 0; lo == 0 || lo < len(positions); {
+		lo = max(s.sendFitting(lo, min(len(positions), lo+maxListEntries), begin), 1)
 	}
 	return nil
 }

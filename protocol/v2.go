@@ -486,9 +486,34 @@ func (s *Session) flushV2() {
 	s.sendChunked(len(cs), func(lo, hi int) wire.Body { return &wire.Credit{Entries: cs[lo:hi]} })
 }
 
-// sendChunked sends a list of n entries as frames of at most maxListEntries each.
+// sendChunked sends a list of n entries as frames of at most maxListEntries each, none
+// of them larger than the peer's frame limit.
 func (s *Session) sendChunked(n int, body func(lo, hi int) wire.Body) {
-	for lo := 0; lo < n; lo += maxListEntries {
-		s.sendControl(body(lo, min(n, lo+maxListEntries)))
+	for lo := 0; lo < n; {
+		lo = s.sendFitting(lo, min(n, lo+maxListEntries), body)
 	}
+}
+
+// sendFitting sends entries lo..hi of a list as one control frame, or as many of them
+// from lo as the peer's frame limit takes (halving until the body fits, one entry at
+// least); it returns where the next frame starts. Why: the lists were bounded by their
+// count alone, so at a peer's small frame limit (1 KiB is allowed) a HEADS, SUBSCRIBE or
+// FLOORS frame of some 30 origins was refused with frame-too-large, and the connection
+// closed and was made again for ever. A list that fits is sent exactly as before.
+func (s *Session) sendFitting(lo, hi int, body func(lo, hi int) wire.Body) int {
+	b := body(lo, hi)
+	enc, err := b.AppendBody(nil)
+	for err == nil && len(enc) > s.peerFrame && hi-lo > 1 {
+		hi = lo + (hi-lo)/2
+		b = body(lo, hi)
+		enc, err = b.AppendBody(nil)
+	}
+	if err != nil {
+		if s.state != StateClosed {
+			s.closed(wire.NewError(wire.CodeInternal, "encoding "+b.FrameType().String()+": "+err.Error()), false)
+		}
+		return hi
+	}
+	s.sendRaw(b.FrameType(), 0, enc)
+	return hi
 }

@@ -1,6 +1,7 @@
 package protocol_test
 
 import (
+	"strconv"
 	"testing"
 
 	"plait/protocol"
@@ -241,5 +242,54 @@ func TestClosedHoldsNothing(t *testing.T) {
 	}
 	if p.D.S.HeldBytes() != 0 || queued == 0 {
 		t.Fatalf("held %d after the close (CLOSE queued: %d bytes, taken)", p.D.S.HeldBytes(), queued)
+	}
+}
+
+// TestListsFitThePeerFrame: lists of many origins (HEADS, SUBSCRIBE) are split into frames
+// no larger than the peer's frame limit, at its lowest (1 KiB), and all of them arrive:
+// cut by their count alone, 60 origins' heads made one frame the peer refused with
+// frame-too-large.
+func TestListsFitThePeerFrame(t *testing.T) {
+	const n = 60
+	limits := protocol.Limits{MaxFrameBody: wire.MinMaxFrame}
+	dc, lc := prototest.ConfigV2(wire.RoleDialer, "r", 1), prototest.ConfigV2(wire.RoleListener, "s", 2)
+	dc.Limits, lc.Limits = limits, limits
+	p := established(t, dc, lc)
+	var heads []wire.Head
+	var subs []vector.Entry
+	for i, o := range origins(n) {
+		must(t, p.L.S.SetOriginName(o.Origin, "o"+strconv.Itoa(i)))
+		heads = append(heads, wire.Head{Origin: o.Origin, Seq: 7, HLC: 1 << 40})
+		subs = append(subs, vector.Entry{Origin: o.Origin, Seq: 3, Hash: wire.Hash{1, byte(i)}})
+	}
+	p.D.Sent, p.L.Sent = nil, nil
+	must(t, p.L.S.V2().AdvertiseHeads(heads))
+	must(t, p.D.S.V2().Subscribe(subs))
+	p.Pump(20)
+	for _, s := range []*prototest.Side{p.D, p.L} {
+		if s.S.State() != protocol.StateEstablished {
+			t.Fatalf("a list of %d origins closed the connection: %v", n, s.S.Err())
+		}
+		lists := 0
+		for _, f := range frames(t, s.Sent) {
+			if len(f.Frame.Body) > wire.MinMaxFrame {
+				t.Fatalf("a %s body of %d bytes, past the peer's limit %d", f.Frame.Type, len(f.Frame.Body), wire.MinMaxFrame)
+			}
+			if f.Frame.Type == wire.TypeHeads || f.Frame.Type == wire.TypeSubscribe {
+				lists++
+			}
+		}
+		if lists < 2 {
+			t.Fatalf("the list went in %d frames: not split", lists)
+		}
+	}
+	got := 0
+	for _, ev := range p.D.Events {
+		if ev.Kind == protocol.EventHeads {
+			got += len(ev.Heads.Heads)
+		}
+	}
+	if got != n || p.L.Count(protocol.EventSubscribed) != n {
+		t.Fatalf("%d heads and %d subscriptions arrived, want %d of each", got, p.L.Count(protocol.EventSubscribed), n)
 	}
 }

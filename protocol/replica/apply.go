@@ -109,7 +109,7 @@ func (r *Replica) divergedHere(c *conn, st *originState, seq uint64, why string)
 		return
 	}
 	r.unsubscribe(c, st.id)
-	c.excluded[st.id] = r.now.Add(r.cfg.DivergenceRetry)
+	r.exclude(c, st.id)
 	if st.source == c.id {
 		r.loseSource(st, ReasonDiverged)
 	}

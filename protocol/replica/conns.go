@@ -26,6 +26,8 @@ type conn struct {
 	lastHeard   time.Time              // the last message (or part of one) received: status's last contact
 	named       map[wire.OriginID]bool // origins whose names the session was given (nameOrigins)
 	established bool
+	aeCap       bool    // the handshake negotiated anti-entropy (aeCapable)
+	aeWalk      *aeWalk // r.ae.walks[peerName] once made (walks are never replaced)
 	version     uint64
 	peerName    string
 	peerOrigin  wire.OriginID
@@ -40,7 +42,8 @@ type conn struct {
 	fullAdv  bool                        // advertise every origin at the next settle
 	in       map[wire.OriginID]bool      // origins this side subscribed to on this connection
 	out      map[wire.OriginID]*outStream
-	outOrder []wire.OriginID
+	outList  []*outStream                // out's streams, by origin
+	outGen   uint64                      // counts the changes of out (pump walks outList while none comes)
 	excluded map[wire.OriginID]time.Time // diverged channels, left out until then
 	purged   map[wire.OriginID]bool      // origins withdrawn from the peer: it asked below their floors
 	floors   map[wire.OriginID]uint64    // version 3: the floors the peer advertised or answered
@@ -56,7 +59,9 @@ type conn struct {
 }
 
 type outStream struct {
-	next uint64 // the seq to send next
+	origin wire.OriginID
+	st     *originState
+	next   uint64 // the seq to send next
 	// blocked is the frame size of entry next when the channel's credit could not take
 	// it (0: not known): the stream waits for that much credit without reading the entry
 	// again.
@@ -135,6 +140,7 @@ func (r *Replica) onHandshake(c *conn) {
 		return
 	}
 	c.established, c.version, c.peerName, c.peerOrigin = true, info.Version, info.PeerName, info.PeerOrigin
+	c.aeCap = negotiatedAE(info)
 	r.learnName(info.PeerOrigin, info.PeerName)
 	if st := r.origins[info.PeerOrigin]; st.name == info.PeerName {
 		st.nameVouched = true
@@ -194,6 +200,9 @@ func (r *Replica) drop(c *conn) {
 		r.stopTaking(wire.NewError(wire.CodeClosed, "the connection to "+c.peerName+" ended"))
 	}
 	r.stopServing(c.id)
+	if r.conns[c.id] == c {
+		r.excludedN -= len(c.excluded)
+	}
 	delete(r.conns, c.id)
 	if i := slices.Index(r.connOrder, c.id); i >= 0 {
 		r.connOrder = slices.Delete(r.connOrder, i, i+1)
@@ -230,25 +239,32 @@ func (r *Replica) nameOrigins(c *conn, origins ...wire.OriginID) bool {
 	return true
 }
 
-// addOut starts (or restarts) the stream of origin o, keeping outOrder sorted: by a binary
+// addOut starts (or restarts) the stream of origin o, keeping outList sorted: by a binary
 // search, since a SUBSCRIBE may open thousands of channels in one message and a sort per
 // channel would hold the loop for seconds.
-func (c *conn) addOut(o wire.OriginID, st *outStream) {
-	if c.out[o] == nil {
-		i, _ := slices.BinarySearchFunc(c.outOrder, o, cmpOrigin)
-		c.outOrder = slices.Insert(c.outOrder, i, o)
+func (c *conn) addOut(o wire.OriginID, s *outStream) {
+	s.origin = o
+	c.outGen++
+	i, found := slices.BinarySearchFunc(c.outList, o, cmpStream)
+	if found {
+		c.outList[i] = s
+	} else {
+		c.outList = slices.Insert(c.outList, i, s)
 	}
-	c.out[o] = st
+	c.out[o] = s
 }
 
 func (c *conn) dropOut(o wire.OriginID) {
 	if c.out[o] != nil {
 		delete(c.out, o)
-		if i, found := slices.BinarySearchFunc(c.outOrder, o, cmpOrigin); found {
-			c.outOrder = slices.Delete(c.outOrder, i, i+1)
+		c.outGen++
+		if i, found := slices.BinarySearchFunc(c.outList, o, cmpStream); found {
+			c.outList = slices.Delete(c.outList, i, i+1)
 		}
 	}
 }
+
+func cmpStream(s *outStream, o wire.OriginID) int { return cmpOrigin(s.origin, o) }
 
 // ReadPaused reports whether the shell must stop reading the connection (version 1).
 func (r *Replica) ReadPaused(id ConnID) bool {

@@ -51,8 +51,8 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 		case ev.Seq < r.floor(ev.Origin).Seq:
 			r.purgedAnswer(c, ev.Origin, "origin "+ev.Origin.String()+" is purged up to "+strconv.FormatUint(r.floor(ev.Origin).Seq, 10))
 		default:
-			r.origin(ev.Origin) // an origin this node may not hold (yet): nothing to send
-			c.addOut(ev.Origin, &outStream{next: ev.Seq + 1})
+			st := r.origin(ev.Origin) // an origin this node may not hold (yet): nothing to send
+			c.addOut(ev.Origin, &outStream{st: st, next: ev.Seq + 1})
 			r.holdAt(c.peerName, ev.Origin, ev.Seq, true)
 		}
 	case protocol.EventUnsubscribed:
@@ -141,6 +141,9 @@ func (r *Replica) onHeads(c *conn, h *wire.Heads) {
 	for _, hd := range h.Heads {
 		c.heads[hd.Origin] = hd
 		st := r.origin(hd.Origin)
+		if st.source == c.id {
+			st.srcHead = hd.Seq
+		}
 		if hd.Seq > st.headSeq {
 			if st.headSeq <= st.applied.Seq {
 				st.behindAt = r.now // level until now: the wait begins (health.go)
@@ -154,6 +157,9 @@ func (r *Replica) onHeads(c *conn, h *wire.Heads) {
 	}
 	for _, o := range h.Withdrawn {
 		delete(c.heads, o)
+		if st := r.origins[o]; st != nil && st.source == c.id {
+			st.srcHead = 0
+		}
 		r.routeSome[o] = true
 	}
 	for _, f := range h.Floors { // version 3: where the peer's logs begin
@@ -201,7 +207,7 @@ func (r *Replica) onDivergence(c *conn, ev *protocol.Event) {
 		c.dropOut(ev.Origin)
 	default: // a channel this side subscribed to, closed by the session
 		delete(c.in, ev.Origin)
-		c.excluded[ev.Origin] = r.now.Add(r.cfg.DivergenceRetry)
+		r.exclude(c, ev.Origin)
 		if st.source == c.id {
 			r.loseSource(st, ReasonDiverged)
 		}

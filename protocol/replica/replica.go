@@ -20,6 +20,7 @@ type Replica struct {
 
 	origins     map[wire.OriginID]*originState
 	originOrder []wire.OriginID // sorted
+	originList  []*originState  // the origins in originOrder's order
 	conns       map[ConnID]*conn
 	connOrder   []ConnID // ascending
 	lastConn    ConnID
@@ -42,10 +43,11 @@ type Replica struct {
 	lastErrors map[string]PeerError
 	refusals   refusalLog // refusals.go
 	evbuf      []protocol.Event
-	orderBuf   []wire.OriginID // pump's copy of a connection's streams
-	ret        retention       // bounded history (retention.go)
-	cp         copying         // base copies taken and served (copying.go)
-	ae         antiEntropy     // anti-entropy passes (antientropy.go)
+	streamBuf  []*outStream // pump's copy of a connection's streams (kept for the next)
+	excludedN  int          // exclusions held in every connection's excluded
+	ret        retention    // bounded history (retention.go)
+	cp         copying      // base copies taken and served (copying.go)
+	ae         antiEntropy  // anti-entropy passes (antientropy.go)
 	fatal      error
 	storage    storageState  // degraded storage (storage.go)
 	rewound    *RewindStatus // evidence that this node's own origin is rewound (rewind.go)
@@ -63,6 +65,7 @@ type originState struct {
 	headSeq       uint64 // highest seq known (applied or advertised)
 	headHLC       wire.HLC
 	source        ConnID // version-2 source; 0: none
+	srcHead       uint64 // the head the source advertises (its heads[id].Seq; 0: none or no source)
 	lastSource    string // the peer of the last source, kept after it is lost
 	changes       uint64
 	aheadSince    time.Time  // when another candidate's head got ahead of the source's
@@ -194,6 +197,7 @@ func (r *Replica) origin(o wire.OriginID) *originState {
 		r.origins[o] = st
 		i, _ := slices.BinarySearchFunc(r.originOrder, o, cmpOrigin)
 		r.originOrder = slices.Insert(r.originOrder, i, o)
+		r.originList = slices.Insert(r.originList, i, st)
 	}
 	return st
 }
@@ -285,8 +289,7 @@ func (r *Replica) NextDeadline() time.Time {
 		// PINGs) go on.
 		return next
 	}
-	for _, o := range r.originOrder {
-		st := r.origins[o]
+	for _, st := range r.originList {
 		if !st.aheadSince.IsZero() {
 			earlier(st.aheadSince.Add(r.cfg.MoveDelay))
 		}

@@ -88,12 +88,20 @@ func (r *Replica) routeOrigin(st *originState) {
 			src = nil
 		}
 	}
-	cands := r.candidates(st)
 	if src == nil {
-		if len(cands) > 0 {
+		if cands := r.candidates(st); len(cands) > 0 {
 			r.moveTo(st, best(cands), st.lostReason)
 		}
 		return
+	}
+	// The candidates are needed only while the source is a relay: the origin itself as
+	// the source is never moved from but when lost (above). Listing them for every origin
+	// at every Tick cost O(origins x connections) a Tick.
+	var cands []candidate
+	if !src.direct(st.id) {
+		cands = r.candidates(st)
+	} else {
+		r.expireExcluded(st.id) // what candidates' usable does on its way, so the timers stay the same
 	}
 	if !src.direct(st.id) {
 		for _, k := range cands {
@@ -144,9 +152,39 @@ func (r *Replica) usable(c *conn, o wire.OriginID) bool {
 		if r.now.Before(until) {
 			return false
 		}
-		delete(c.excluded, o)
+		r.unexclude(c, o)
 	}
 	return true
+}
+
+// exclude leaves a diverged channel out of routing for DivergenceRetry.
+func (r *Replica) exclude(c *conn, o wire.OriginID) {
+	if _, ok := c.excluded[o]; !ok && r.conns[c.id] == c {
+		r.excludedN++
+	}
+	c.excluded[o] = r.now.Add(r.cfg.DivergenceRetry)
+}
+
+func (r *Replica) unexclude(c *conn, o wire.OriginID) {
+	delete(c.excluded, o)
+	if r.conns[c.id] == c {
+		r.excludedN--
+	}
+}
+
+// expireExcluded forgets the lapsed exclusions of an origin's diverged channels, as
+// usable does for each connection candidates looks at.
+func (r *Replica) expireExcluded(o wire.OriginID) {
+	if r.excludedN == 0 {
+		return
+	}
+	for _, id := range r.connOrder {
+		if c := r.conns[id]; len(c.excluded) > 0 && c.established && c.version >= 2 {
+			if until, ok := c.excluded[o]; ok && !r.now.Before(until) {
+				r.unexclude(c, o)
+			}
+		}
+	}
 }
 
 func (c *conn) direct(o wire.OriginID) bool { return c.peerOrigin == o }
@@ -215,6 +253,7 @@ func (r *Replica) moveTo(st *originState, k candidate, why MoveReason) {
 		from = 0 // test-only: the legacy re-streamed tail
 	}
 	st.source, st.lastSource, st.lostReason, st.lostAt, st.aheadSince = k.c.id, k.c.peerName, "", time.Time{}, time.Time{}
+	st.srcHead = k.c.heads[st.id].Seq
 	r.subscribe(k.c, st, from)
 	r.headsDirty[st.id] = true // split horizon: the new source is no longer told of it
 	if len(r.moves) == maxMoves {
@@ -232,8 +271,9 @@ func subscribePosition(st *originState, from uint64) vector.Entry {
 
 // stalling reports whether an origin's source advertises a head above the applied seq.
 func (r *Replica) stalling(st *originState) bool {
-	src := r.conns[st.source]
-	return src != nil && src.heads[st.id].Seq > st.applied.Seq && !r.holding(st) && !r.retryWaiting(st)
+	// st.srcHead is the source's heads[st.id].Seq, kept as they change: NextDeadline asks
+	// this of every origin after every input.
+	return st.source != 0 && st.srcHead > st.applied.Seq && !r.holding(st) && !r.retryWaiting(st) && r.conns[st.source] != nil
 }
 
 func (r *Replica) subscribe(c *conn, st *originState, from uint64) {
@@ -349,7 +389,7 @@ func (r *Replica) Moves() []Move {
 // loseSource records that an origin has no source any more; route chooses the next one
 // and counts the move, giving the first reason the source was lost for.
 func (r *Replica) loseSource(st *originState, why MoveReason) {
-	st.source = 0
+	st.source, st.srcHead = 0, 0
 	st.aheadSince = time.Time{}
 	if st.lostReason == "" {
 		st.lostReason, st.lostAt = why, r.now

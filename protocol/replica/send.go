@@ -25,16 +25,24 @@ func (r *Replica) pump() {
 			continue
 		}
 		more := true
-		// A purged answer drops a stream while the streams are walked: walk a copy.
-		for _, o := range append(r.orderBuf[:0], c.outOrder...) {
-			s := c.out[o]
-			if s == nil {
-				continue
+		// A purged answer drops a stream while the streams are walked: walk a copy, and
+		// once the streams change, take each from out again.
+		gen, streams := c.outGen, append(r.streamBuf[:0], c.outList...)
+		for _, s := range streams {
+			if c.outGen != gen {
+				if s = c.out[s.origin]; s == nil {
+					continue
+				}
 			}
-			if more = r.pumpV2(c, o, s); !more {
+			if s.next > r.servable(s.st) {
+				continue // nothing to send (pumpV2 would return at once)
+			}
+			if more = r.pumpV2(c, s.origin, s); !more {
 				break
 			}
 		}
+		clear(streams)
+		r.streamBuf = streams[:0]
 		// A copy takes what the origins' streams leave of the connection: live entries first.
 		if s := r.cp.serving[c.id]; s != nil && more {
 			r.pumpCopy(c, s)
@@ -58,7 +66,7 @@ func (r *Replica) servable(st *originState) uint64 {
 // pumpV2 sends one channel's entries; it reports false when the connection cannot take
 // more now (its send buffer is full or it closed).
 func (r *Replica) pumpV2(c *conn, o wire.OriginID, s *outStream) bool {
-	limit := r.servable(r.origin(o))
+	limit := r.servable(s.st)
 	for s.next <= limit {
 		if s.blocked > c.sess.V2().Credit(o) {
 			return true

@@ -98,7 +98,7 @@ func (r *Replica) degrade(se *StorageError) {
 		}
 	}
 	for _, o := range r.originOrder {
-		r.origins[o].source = 0 // routing chooses none while degraded (route)
+		r.origins[o].source, r.origins[o].srcHead = 0, 0 // routing chooses none while degraded (route)
 	}
 	r.stopTaking(wire.NewError(se.Code, se.Error()))
 }

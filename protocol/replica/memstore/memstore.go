@@ -102,6 +102,10 @@ func (s *Store) Identity() (replica.Identity, error) { return s.id, nil }
 // Vector returns a copy of the cursor vector.
 func (s *Store) Vector() (vector.Vector, error) { return s.cursor.Clone(), nil }
 
+// Cursor returns one origin's entry of the cursor vector, without copying the vector (the
+// simulator checks it after every apply).
+func (s *Store) Cursor(origin wire.OriginID) vector.Entry { return s.cursor.Get(origin) }
+
 // Entry returns a copy of the transaction encoding at (origin, seq), replica.ErrPurged at
 // or below the origin's floor, or replica.ErrNotFound.
 func (s *Store) Entry(origin wire.OriginID, seq uint64) ([]byte, error) {
