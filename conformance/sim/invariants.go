@@ -21,6 +21,7 @@ import (
 //   - every injected gap and corruption detected (around each delivery);
 //   - under version 2 only, nothing at or below a receiver's vector is re-sent: no
 //     duplicate is ever received; a move away from a lost source leaves it lost;
+//   - after healing, every replica sees every origin and every live peer healthy;
 //   - after healing, every replica holds every origin's whole log and the same records,
 //     versions included, so last-writer-wins decided the same everywhere (Converged);
 //   - and those records are last-writer-wins over every write that survived (the oracle):
@@ -424,6 +425,7 @@ func (c *Cluster) CheckConverged() (count int, digest string) {
 		}
 	}
 	c.checkOracle()
+	c.checkHealthy()
 	for _, name := range c.names {
 		if c.nodes[name].Rep == nil {
 			continue
@@ -440,6 +442,30 @@ func (c *Cluster) CheckConverged() (count int, digest string) {
 		return 0, ""
 	}
 	return count, hex.EncodeToString(first)[:16]
+}
+
+// checkHealthy checks the health rule (docs/contract.md §8.7) at the end state: once
+// converged, every running node sees every origin healthy (nothing behind, held back or
+// diverged), and every peer it is connected to with fresh liveness healthy too (none
+// behind its own origin).
+func (c *Cluster) checkHealthy() {
+	for _, name := range c.names {
+		n := c.nodes[name]
+		if n.Rep == nil {
+			continue
+		}
+		st := n.Rep.Status(c.now.Add(n.Skew))
+		for _, o := range st.Origins {
+			if o.Health != replica.HealthHealthy {
+				c.inv.fail(c.now, "%s: converged, but origin %s is %s: %+v", name, c.originName(o.Origin), o.Health, o)
+			}
+		}
+		for _, p := range st.Peers {
+			if p.State == replica.PeerStreaming && p.Connected && p.Health != replica.HealthHealthy {
+				c.inv.fail(c.now, "%s: converged, but peer %s is %s (behind: %+v)", name, p.Name, p.Health, p.Behind)
+			}
+		}
+	}
 }
 
 // checkOracle compares every running node's live records with last-writer-wins over the

@@ -52,7 +52,7 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 			r.purgedAnswer(c, ev.Origin, "origin "+ev.Origin.String()+" is purged up to "+strconv.FormatUint(r.floor(ev.Origin).Seq, 10))
 		default:
 			st := r.origin(ev.Origin) // an origin this node may not hold (yet): nothing to send
-			c.addOut(ev.Origin, &outStream{st: st, next: ev.Seq + 1})
+			c.addOut(ev.Origin, &outStream{st: st, next: ev.Seq + 1, since: r.now})
 			r.holdAt(c.peerName, ev.Origin, ev.Seq, true)
 		}
 	case protocol.EventUnsubscribed:

@@ -132,16 +132,35 @@ type PeerBehind struct {
 }
 
 // PeerBehindOf is how far the peer named peer is behind this node's own origin at now.
+// While the peer has a connection, only one on which it subscribed to this node's origin
+// tells: its acknowledgements on that channel move the position. A peer connected that
+// takes the origin from another node (or has not subscribed yet) is not known: its hold
+// is what retention keeps for it, not where it is. Without a connection, the hold is its
+// last known position.
 func (r *Replica) PeerBehindOf(peer string, now time.Time) PeerBehind {
 	h := r.ret.holds[holdKey{peer, r.id.Origin}]
 	if h == nil || r.id.Origin.IsZero() {
+		return PeerBehind{Health: HealthHealthy}
+	}
+	connected, subscribed, moved := false, false, h.since
+	for _, id := range r.connOrder {
+		if c := r.conns[id]; c.peerName == peer && c.established {
+			connected = true
+			if s := c.out[r.id.Origin]; s != nil {
+				// The position moved no earlier than the subscription that set it: a hold
+				// kept at one seq across a reconnect is not a peer silent since.
+				subscribed, moved = true, later(moved, s.since)
+			}
+		}
+	}
+	if connected && !subscribed {
 		return PeerBehind{Health: HealthHealthy}
 	}
 	b := PeerBehind{Known: true, Health: HealthHealthy}
 	if own := r.origin(r.id.Origin).applied.Seq; own > h.seq {
 		b.LagSeq = own - h.seq
 	}
-	age := now.Sub(h.since)
+	age := now.Sub(moved)
 	switch {
 	case b.LagSeq == 0 || age <= r.cfg.HealthyLag:
 	case age >= r.cfg.StallTimeout:
@@ -267,6 +286,13 @@ func (r *Replica) originHealth(st *originState, os OriginStatus, now time.Time) 
 		return HealthFallingBehind
 	}
 	return HealthCatchingUp
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // waitingSince is when the origin began to wait with nothing applied: its last apply, or
