@@ -61,7 +61,7 @@ type conn struct {
 type outStream struct {
 	origin wire.OriginID
 	st     *originState
-	next   uint64 // the seq to send next
+	next   uint64    // the seq to send next
 	since  time.Time // when the peer subscribed (health.go: a fresh subscription is not stale)
 	// blocked is the frame size of entry next when the channel's credit could not take
 	// it (0: not known): the stream waits for that much credit without reading the entry
