@@ -36,16 +36,23 @@ type scaleCluster struct {
 	nodes []*proc
 	links [][2]*proc // dialer, listener
 	role  map[string]string
+	// serve starts a node with the further serve flags args; nil: serve (127.0.0.1).
+	serve func(t *testing.T, name string, args ...string) *proc
+	args  []string // every node's further serve flags
 }
 
 // node starts a node named name with role that dials the nodes of dials.
 func (c *scaleCluster) node(t *testing.T, name, role string, dials ...*proc) *proc {
 	t.Helper()
-	var args []string
+	args := slices.Clone(c.args)
 	for _, q := range dials {
 		args = append(args, "--peer", q.PeerFlag())
 	}
-	p := serve(t, name, args...)
+	start := c.serve
+	if start == nil {
+		start = serve
+	}
+	p := start(t, name, args...)
 	c.nodes = append(c.nodes, p)
 	for _, q := range dials {
 		c.links = append(c.links, [2]*proc{p, q})
