@@ -11,13 +11,18 @@ import (
 	"strings"
 )
 
-// Conn is an established TCP connection of a process: its two ends.
-type Conn struct{ Local, Remote netip.AddrPort }
+// Conn is a TCP connection of a process: its two ends and its state (ESTABLISHED,
+// CLOSE_WAIT, ...).
+type Conn struct {
+	Local, Remote netip.AddrPort
+	State         string
+}
 
-// TCPConns is the established TCP connections of a running process: the sockets among its
-// open files (/proc/PID/fd) that its network namespace's tables (/proc/PID/net/tcp and
-// tcp6) show in state ESTABLISHED. A socket of the process in another state (listening,
-// closing) is not among them.
+// TCPConns is the TCP connections of a running process: the sockets among its open files
+// (/proc/PID/fd) that its network namespace's tables (/proc/PID/net/tcp and tcp6) show in
+// any state but LISTEN. A connection the peer closed that the process still holds
+// (CLOSE_WAIT) is among them; one the process closed is not (its socket is no longer the
+// process's, whatever state the kernel keeps it in).
 func (n *Node) TCPConns() ([]Conn, error) {
 	pid := n.Pid()
 	if pid == 0 {
@@ -45,7 +50,7 @@ func tcpConns(pid int) ([]Conn, error) {
 	}
 	var out []Conn
 	for _, table := range []string{"tcp", "tcp6"} {
-		conns, err := establishedIn(fmt.Sprintf("/proc/%d/net/%s", pid, table), inodes)
+		conns, err := connsIn(fmt.Sprintf("/proc/%d/net/%s", pid, table), inodes)
 		if err != nil {
 			return nil, err
 		}
@@ -54,12 +59,13 @@ func tcpConns(pid int) ([]Conn, error) {
 	return out, nil
 }
 
-// tcpEstablished is the state ESTABLISHED in /proc/net/tcp's st column.
-const tcpEstablished = "01"
+// tcpStates are the states of /proc/net/tcp's st column (include/net/tcp_states.h).
+var tcpStates = map[string]string{"01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FIN_WAIT1",
+	"05": "FIN_WAIT2", "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT", "09": "LAST_ACK", "0A": "LISTEN", "0B": "CLOSING"}
 
-// establishedIn is the connections of the table (/proc/net/tcp's format) in state
-// ESTABLISHED whose socket inode is one of inodes.
-func establishedIn(table string, inodes map[string]bool) ([]Conn, error) {
+// connsIn is the connections of the table (/proc/net/tcp's format), listeners excepted,
+// whose socket inode is one of inodes.
+func connsIn(table string, inodes map[string]bool) ([]Conn, error) {
 	f, err := os.Open(table)
 	if err != nil {
 		return nil, err
@@ -71,8 +77,12 @@ func establishedIn(table string, inodes map[string]bool) ([]Conn, error) {
 	for sc.Scan() {
 		// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode ...
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 10 || fields[3] != tcpEstablished || !inodes[fields[9]] {
+		if len(fields) < 10 || fields[3] == "0A" || !inodes[fields[9]] {
 			continue
+		}
+		state, ok := tcpStates[fields[3]]
+		if !ok {
+			state = "state " + fields[3]
 		}
 		local, err := procAddr(fields[1])
 		if err != nil {
@@ -82,7 +92,7 @@ func establishedIn(table string, inodes map[string]bool) ([]Conn, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cluster: %s: %w", table, err)
 		}
-		out = append(out, Conn{local, remote})
+		out = append(out, Conn{local, remote, state})
 	}
 	return out, sc.Err()
 }

@@ -6,11 +6,13 @@ import (
 	"os"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestTCPConns: a connection this process dials to itself shows up as two established
-// connections, one from each end, with the right addresses; once both are closed, neither
-// does (whatever state the kernel keeps them in, they are no longer the process's).
+// connections, one from each end, with the right addresses, and the listener as none;
+// once the accepted end is closed, the dialed end is still the process's, in CLOSE_WAIT;
+// once both are closed, neither is (whatever state the kernel keeps them in).
 func TestTCPConns(t *testing.T) {
 	for _, network := range []string{"tcp4", "tcp6"} {
 		t.Run(network, func(t *testing.T) {
@@ -37,13 +39,25 @@ func TestTCPConns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, want := range []Conn{{client, server}, {server, client}} {
+			for _, want := range []Conn{{client, server, "ESTABLISHED"}, {server, client, "ESTABLISHED"}} {
 				if !slices.Contains(conns, want) {
 					t.Errorf("%v not among the process's connections %v", want, conns)
 				}
 			}
-			dialed.Close()
+			for _, c := range conns {
+				if c.State == "LISTEN" || !c.Remote.IsValid() || c.Remote.Port() == 0 {
+					t.Errorf("a listener among the connections: %v", c)
+				}
+			}
 			accepted.Close()
+			want := Conn{client, server, "CLOSE_WAIT"}
+			if err := WaitEvery("the dialed end in CLOSE_WAIT", 5*time.Second, time.Millisecond, func() bool {
+				conns, err = tcpConns(os.Getpid())
+				return err != nil || slices.Contains(conns, want)
+			}); err != nil || !slices.Contains(conns, want) {
+				t.Errorf("%v not among the process's connections %v (%v)", want, conns, err)
+			}
+			dialed.Close()
 			conns, err = tcpConns(os.Getpid())
 			if err != nil {
 				t.Fatal(err)

@@ -125,9 +125,10 @@ func (c *scaleCluster) linked(t *testing.T) {
 	})
 }
 
-// replicationConns is how many of p's established TCP connections are replication links:
-// accepted on its own listener, or dialed to another node's. The test's own HTTP
-// connections to p are not among them; all is every established TCP connection of p.
+// replicationConns is how many of p's TCP connections (any state but LISTEN: one its peer
+// closed that p still holds counts) are replication links: accepted on its own listener,
+// or dialed to another node's. The test's own HTTP connections to p are not among them;
+// all is every TCP connection of p.
 func (c *scaleCluster) replicationConns(t *testing.T, p *proc) (repl, all int) {
 	t.Helper()
 	listeners := map[netip.AddrPort]bool{}
