@@ -13,7 +13,7 @@ NODES     ?= 0
 # The exact release build of the WASM core (docs/design.md §8, conformance/RELEASES.md).
 WASM_BUILD := GOFLAGS= CGO_ENABLED=0 GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildvcs=false -buildmode=c-shared
 
-.PHONY: all deps test-deps alerts page page-check demo test check purity wasip1 vet fmt-check unit multiprocess releases releases-check freeze conformance wasm fuzz fuzz-ci sim bench clean
+.PHONY: all deps test-deps alerts page page-check demo test check purity wasip1 vet fmt-check unit multiprocess scale releases releases-check freeze conformance wasm fuzz fuzz-ci sim bench clean
 
 all: test
 
@@ -56,6 +56,7 @@ wasip1:
 vet:
 	$(GO) vet ./...
 	$(GO) vet -tags multiprocess ./tests/...
+	$(GO) vet -tags scale ./tests/...
 	GOFLAGS= CGO_ENABLED=0 GOOS=wasip1 GOARCH=wasm $(GO) vet ./protocol/... ./shells/wasm/guest
 
 fmt-check:
@@ -69,6 +70,11 @@ unit: wasm
 ## multiprocess: the real binary as separate processes on 127.0.0.1 (after every other package, alone)
 multiprocess: unit page-check
 	PLAIT_REQUIRE_BROWSER=1 $(GO) test -tags multiprocess -count=1 -p 1 ./tests/multiprocess
+
+## scale: the clusters at scale (docs/testing.md §13): 64 processes as hubs and spokes and as a tree, a cluster in network namespaces (as root), then the 100-node simulator; CI does not run it
+scale: deps
+	$(GO) test -tags scale -count=1 -p 1 -timeout 60m -v -run '^(TestScale|TestNamespace)' ./tests/multiprocess
+	$(MAKE) sim SEEDS=2 SEED_BASE=1 NODES=100
 
 ## wasm: the protocol core as a WASM reactor module
 wasm:

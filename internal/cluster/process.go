@@ -23,6 +23,15 @@ type Process struct {
 	Args    []string  // serve flags after --name, --data, --listen and --http (--peer, --sync, ...)
 	Output  io.Writer // the process's stdout and stderr (nil: discarded)
 	Token   string    // the bearer token Status sends, for a node run with --api-token-file (empty: none)
+
+	// Prefix is a command the binary runs under, its arguments before the binary's path
+	// (ip netns exec NAME: the node in a network namespace of its own). It must exec the
+	// binary, not fork it, so the process's pid, signals and /proc are plait's own.
+	Prefix []string
+	// Listen and HTTP are the node's --listen and --http, HOST:PORT; empty, each is a port
+	// of 127.0.0.1 that was free a moment before. Listen is the address peers dial
+	// (Node.URL), so it must be one they reach.
+	Listen, HTTP string
 }
 
 // Bounds of a process's life.
@@ -40,17 +49,19 @@ type process struct {
 	exitErr error         // cmd.Wait's, once exited is closed
 }
 
-// StartProcess runs plait serve as p says, on two free 127.0.0.1 ports, and returns once
-// its /healthz answers 200. A process that exits first, or is not healthy within
-// StartBound, is an error (and killed).
+// StartProcess runs plait serve as p says, on p.Listen and p.HTTP or two free 127.0.0.1
+// ports, and returns once its /healthz answers 200. A process that exits first, or is not
+// healthy within StartBound, is an error (and killed).
 func StartProcess(p Process) (*Node, error) {
-	listen, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	httpAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
+	listen, httpAddr := p.Listen, p.HTTP
+	for _, a := range []*string{&listen, &httpAddr} {
+		if *a == "" {
+			free, err := freeAddr()
+			if err != nil {
+				return nil, err
+			}
+			*a = free
+		}
 	}
 	n := &Node{Name: p.Name, DataDir: p.DataDir, URL: "ws://" + listen, HTTP: httpAddr,
 		proc: &process{cfg: p, listen: listen}}
@@ -72,8 +83,9 @@ func (n *Node) Restart(args ...string) error {
 		return fmt.Errorf("cluster: %s is running", n.Name)
 	}
 	p.cfg.Args = args
-	cmd := exec.Command(p.cfg.Binary, append([]string{"serve", "--name", n.Name, "--data", n.DataDir,
-		"--listen", p.listen, "--http", n.HTTP}, args...)...)
+	argv := append(append(append([]string(nil), p.cfg.Prefix...), p.cfg.Binary, "serve", "--name", n.Name, "--data", n.DataDir,
+		"--listen", p.listen, "--http", n.HTTP), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "PLAIT_SECRET="+p.cfg.Secret)
 	cmd.Stdout, cmd.Stderr = p.cfg.Output, p.cfg.Output
 	if err := cmd.Start(); err != nil {

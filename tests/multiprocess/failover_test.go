@@ -1,4 +1,4 @@
-//go:build multiprocess
+//go:build multiprocess || scale
 
 package multiprocess
 

@@ -1,9 +1,11 @@
-//go:build multiprocess
+//go:build multiprocess || scale
 
 // Package multiprocess holds the tests that run the real plait binary as separate
 // processes on 127.0.0.1 (internal/cluster runs them), with real RocksDB data directories
 // in temp dirs and real WebSockets. They need the build tag multiprocess and run after
-// every other package, one at a time (make test does both).
+// every other package, one at a time (make test does both). The tag scale builds the same
+// package with the clusters at scale beside it (scale_test.go, netns_test.go: make scale
+// runs those alone); every other file builds under either tag, so both share one harness.
 package multiprocess
 
 import (

@@ -1,4 +1,4 @@
-//go:build multiprocess
+//go:build multiprocess || scale
 
 package multiprocess
 
@@ -60,17 +60,25 @@ func tlsFlags(dir, name string) []string {
 // TLS allows.
 func serveSecret(t *testing.T, name, sec string, args ...string) *proc {
 	t.Helper()
-	log, err := os.CreateTemp(t.TempDir(), name+"-*.log")
+	return serveProcess(t, cluster.Process{Name: name, Secret: sec, Args: args})
+}
+
+// serveProcess starts the process c says (its Name, Secret, Args, and Prefix, Listen and
+// HTTP when it has them), of the test binary, on a data directory and with a log file in
+// the test's temporary directory; it is killed at the test's end if it still runs.
+func serveProcess(t *testing.T, c cluster.Process) *proc {
+	t.Helper()
+	log, err := os.CreateTemp(t.TempDir(), c.Name+"-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { log.Close() })
-	n, err := cluster.StartProcess(cluster.Process{Binary: binary, Name: name, DataDir: filepath.Join(t.TempDir(), name),
-		Secret: sec, Args: args, Output: log})
+	c.Binary, c.DataDir, c.Output = binary, filepath.Join(t.TempDir(), c.Name), log
+	n, err := cluster.StartProcess(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{Node: n, t: t, args: args}
+	p := &proc{Node: n, t: t, args: c.Args}
 	t.Cleanup(p.kill)
 	return p
 }
