@@ -57,12 +57,19 @@ func TestSim(t *testing.T) {
 				seed, seed, *simNodes, rep, rep.Failures)
 		}
 	}
-	if retaining > 0 && purgedRuns < retaining*9/10 {
+	// Whether the range exercises retention, copies and tombstones is judged over enough
+	// runs with retention (the CI range has about 170): a handful of seeds, as make sim
+	// NODES=100 SEEDS=2 runs, cannot be expected to crash a copy and drop a tombstone.
+	const judged = 20
+	if retaining > 0 && retaining < judged {
+		t.Logf("coverage not judged: %d runs with retention, %d needed", retaining, judged)
+	}
+	if retaining >= judged && purgedRuns < retaining*9/10 {
 		t.Errorf("%d of %d runs with retention purged anything: the range does not exercise it", purgedRuns, retaining)
 	}
 	// Half the runs with retention keep a node away past its holds: most of those copy, and
 	// some copies are crashed and resumed.
-	if retaining > 0 && (copyRuns < retaining/4 || copyCrashes == 0 || resumed == 0 || tombstones == 0) {
+	if retaining >= judged && (copyRuns < retaining/4 || copyCrashes == 0 || resumed == 0 || tombstones == 0) {
 		t.Errorf("of %d runs with retention, %d took %d base copies (%d resumed, %d crashed) and %d tombstones were dropped: the range does not exercise them",
 			retaining, copyRuns, copies, resumed, copyCrashes, tombstones)
 	}
