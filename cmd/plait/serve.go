@@ -85,6 +85,7 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	sync := fs.String("sync", "origin", "origin | all | none")
 	moveDelay := fs.Duration("move-delay", replica.DefaultMoveDelay, "how long another relay's head must stay ahead of an origin's source before the origin moves")
 	stall := fs.Duration("stall-timeout", replica.DefaultStallTimeout, "how long a source may advertise entries that do not come before it counts as a gap")
+	headsEvery := fs.Duration("heads-interval", replica.DefaultHeadsInterval, "how long a moved head may wait before it goes to a peer that does not take that origin from this node (0: every head at once)")
 	retainAge := fs.Duration("retain-age", replica.DefaultRetainAge, "log entries older than this (by HLC time) may be purged")
 	storageReserve := fs.Int64("storage-reserve", 0, "below this many free bytes on the data directory's file system the node degrades (writes refused with 507 storage-full) before the disk fills, and a ballast file of this size is kept to release then (0: 16 MiB, or an eighth of a smaller file system; -1: no guard)")
 	retainBytes := fs.Uint64("retain-bytes", 0, "past this many bytes of origin logs, the oldest entries in arrival order are purged first (0: no bound)")
@@ -126,6 +127,13 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	}
 	if *stall <= 0 {
 		return nil, fmt.Errorf("--stall-timeout: %v is not positive", *stall)
+	}
+	if *headsEvery < 0 {
+		return nil, fmt.Errorf("--heads-interval: %v is negative", *headsEvery)
+	}
+	headsInterval := *headsEvery
+	if headsInterval == 0 {
+		headsInterval = -1 // the replica's "every head at once"
 	}
 	if *retainAge <= 0 {
 		return nil, fmt.Errorf("--retain-age: %v is not positive", *retainAge)
@@ -220,7 +228,7 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	cfg := &serveConfig{listen: *listen, httpListen: *httpListen, node: node.Config{Name: *name, DataDir: *data,
 		TLS: peerTLS, AcceptPlaintext: *acceptPlain,
 		Peers: peers, Secret: []byte(*secret), ProtocolMax: *protoMax, Sync: node.SyncMode(*sync),
-		MoveDelay: *moveDelay, StallTimeout: *stall, Limits: limits,
+		MoveDelay: *moveDelay, StallTimeout: *stall, HeadsInterval: headsInterval, Limits: limits,
 		RetainAge: *retainAge, RetainBytes: *retainBytes, RetainHold: *retainHold, StorageReserve: *storageReserve,
 		MaxCopies: copies, CopyChunk: *copyChunk, MaxQueued: *sendQueue, MaxClockOffset: clockBound,
 		ApplyRetries: *applyRetries, AntiEntropyInterval: aeInterval, AntiEntropyRange: *aeRange}}

@@ -45,6 +45,7 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--bogus"}, "-bogus"},
 		{[]string{"--move-delay", "0s"}, "--move-delay"},
 		{[]string{"--stall-timeout", "-1s"}, "--stall-timeout"},
+		{[]string{"--heads-interval", "-1ms"}, "--heads-interval"},
 		{[]string{"--retain-age", "0s"}, "--retain-age"},
 		{[]string{"--retain-hold", "-1s"}, "--retain-hold"},
 		{[]string{"--retain-bytes", "-1"}, "-retain-bytes"},
@@ -104,6 +105,16 @@ func TestServeDefaults(t *testing.T) {
 		cfg, err := parseServe(c.args, &bytes.Buffer{})
 		if err != nil || cfg.node.MaxCopies != c.copies || cfg.node.CopyChunk != c.size {
 			t.Errorf("%v: %v, %d copies, chunks of %d", c.args, err, cfg.node.MaxCopies, cfg.node.CopyChunk)
+		}
+	}
+	// Heads: the default wait, every head at once (0, the replica's -1), and a wait given.
+	for _, c := range []struct {
+		args     []string
+		interval time.Duration
+	}{{nil, 500 * time.Millisecond}, {[]string{"--heads-interval", "0"}, -1}, {[]string{"--heads-interval", "2s"}, 2 * time.Second}} {
+		cfg, err := parseServe(c.args, &bytes.Buffer{})
+		if err != nil || cfg.node.HeadsInterval != c.interval {
+			t.Errorf("%v: %v, heads interval %v", c.args, err, cfg.node.HeadsInterval)
 		}
 	}
 	// Anti-entropy: the default pace and range, off (0), and the range's bounds.

@@ -531,7 +531,7 @@ func (c *Cluster) flush(n *Node) {
 		}
 	}
 	for _, e := range n.Rep.CopyEvents() {
-		c.trace("%s: base copy %s with %s (%d records)", n.Name, e.Kind, e.Peer, e.Records)
+		c.trace("%s: base copy %s with %s (%d records)%s", n.Name, e.Kind, e.Peer, e.Records, copyErr(e.Err))
 	}
 	for _, out := range n.Rep.Output() {
 		e := n.ends[out.Conn]
@@ -721,4 +721,12 @@ func (q *eventQueue) Pop() any {
 	x := old[len(old)-1]
 	*q = old[:len(old)-1]
 	return x
+}
+
+// copyErr is a copy event's error for the trace ("" for none).
+func copyErr(err *wire.Error) string {
+	if err == nil {
+		return ""
+	}
+	return ": " + string(err.Code) + " " + err.Message
 }

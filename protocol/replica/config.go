@@ -42,6 +42,12 @@ type Config struct {
 	HealthWindow   time.Duration
 	LagSampleEvery time.Duration
 	LagHistory     time.Duration
+	// HeadsInterval is how long a moved head may wait before it goes to a peer that does
+	// not take that origin from this node (advertise): such heads only inform the peer's
+	// routing and lag, and sending each at once costs a mesh of N nodes about N² HEADS a
+	// write. Heads to the origin's subscribers, new advertisements, withdrawals and a new
+	// connection's first heads go at once (default 500 ms; negative: every head at once).
+	HeadsInterval time.Duration
 	// DivergenceRetry is how long a (peer, origin) pair whose channel diverged is left out
 	// of the candidates, unless the connection is made again (default 10 s).
 	DivergenceRetry time.Duration
@@ -120,6 +126,7 @@ const (
 	DefaultMoveDelay        = 2 * time.Second
 	DefaultDivergenceRetry  = 10 * time.Second
 	DefaultStallTimeout     = 3 * time.Second
+	DefaultHeadsInterval    = 500 * time.Millisecond
 	DefaultRetainAge        = 72 * time.Hour
 	DefaultRetainHold       = 24 * time.Hour
 	DefaultPurgeStep        = 4096
@@ -163,6 +170,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.LagHistory == 0 {
 		c.LagHistory = DefaultLagHistory
+	}
+	switch {
+	case c.HeadsInterval == 0:
+		c.HeadsInterval = DefaultHeadsInterval
+	case c.HeadsInterval < 0:
+		c.HeadsInterval = 0 // advertise sends every head at once
 	}
 	if c.DivergenceRetry == 0 {
 		c.DivergenceRetry = DefaultDivergenceRetry

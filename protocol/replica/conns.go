@@ -37,10 +37,14 @@ type conn struct {
 	closing bool
 
 	// version 2
-	heads    map[wire.OriginID]wire.Head // advertised by the peer
-	adv      map[wire.OriginID]bool      // advertised to the peer
-	fullAdv  bool                        // advertise every origin at the next settle
-	in       map[wire.OriginID]bool      // origins this side subscribed to on this connection
+	heads   map[wire.OriginID]wire.Head // advertised by the peer
+	adv     map[wire.OriginID]bool      // advertised to the peer
+	fullAdv bool                        // advertise every origin at the next settle
+	// advLater: origins whose moved heads wait for advDue before they go to the peer
+	// (HeadsInterval, advertise).
+	advLater map[wire.OriginID]bool
+	advDue   time.Time
+	in       map[wire.OriginID]bool // origins this side subscribed to on this connection
 	out      map[wire.OriginID]*outStream
 	outList  []*outStream                // out's streams, by origin
 	outGen   uint64                      // counts the changes of out (pump walks outList while none comes)

@@ -277,6 +277,9 @@ func (r *Replica) NextDeadline() time.Time {
 	for _, id := range r.connOrder {
 		c := r.conns[id]
 		earlier(c.sess.NextDeadline())
+		if len(c.advLater) > 0 {
+			earlier(c.advDue)
+		}
 		if r.storage.err == nil {
 			for _, t := range c.excluded {
 				earlier(t)

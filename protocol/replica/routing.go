@@ -308,9 +308,12 @@ func (r *Replica) advertise() {
 		if !c.established || c.version < 2 {
 			continue
 		}
-		set := dirty
+		set, now := dirty, c.fullAdv // now: nothing waits this time
 		if c.fullAdv {
 			set, c.fullAdv = r.originOrder, false
+			clear(c.advLater)
+		} else if len(c.advLater) > 0 && !r.now.Before(c.advDue) {
+			set, now = r.dueHeads(c, dirty), true
 		}
 		var heads []wire.Head
 		var gone []wire.OriginID
@@ -322,12 +325,24 @@ func (r *Replica) advertise() {
 				seq, hlc = r.synced, r.syncedHLC
 			}
 			if seq > 0 && o != c.peerOrigin && st.source != c.id && !c.purged[o] {
+				if r.cfg.HeadsInterval > 0 && !now && c.adv[o] && c.out[o] == nil {
+					// A head that moved, to a peer that does not take the origin from
+					// this node: it only informs the peer's routing and lag, so it waits
+					// with the others for the connection's next round.
+					if len(c.advLater) == 0 {
+						c.advDue = r.now.Add(r.cfg.HeadsInterval)
+					}
+					c.advLater[o] = true
+					continue
+				}
+				delete(c.advLater, o)
 				heads = append(heads, wire.Head{Origin: o, Seq: seq, HLC: hlc})
 				c.adv[o] = true
 				if f := r.floor(o); f.Seq > 0 && c.version >= 3 {
 					floors = append(floors, wire.Floor{Origin: o, Seq: f.Seq, Hash: f.Hash})
 				}
 			} else if c.adv[o] {
+				delete(c.advLater, o)
 				gone = append(gone, o)
 				delete(c.adv, o)
 			}
@@ -349,6 +364,22 @@ func (r *Replica) advertise() {
 			r.checkConn(c, c.sess.V3().AdvertiseFloors(floors))
 		}
 	}
+}
+
+// dueHeads is what advertise walks for a connection whose waiting heads are due: those
+// and the dirty origins, in origin order. The waiting ones go out now (advLater is
+// emptied), whatever their heads are by then.
+func (r *Replica) dueHeads(c *conn, dirty []wire.OriginID) []wire.OriginID {
+	set := make([]wire.OriginID, 0, len(c.advLater)+len(dirty))
+	for o := range c.advLater {
+		set = append(set, o)
+	}
+	clear(c.advLater)
+	for _, o := range dirty {
+		set = append(set, o)
+	}
+	slices.SortFunc(set, cmpOrigin)
+	return slices.Compact(set)
 }
 
 // Move is one change of an origin's source, recorded for the status and for the

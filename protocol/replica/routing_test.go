@@ -8,6 +8,12 @@ import (
 	"plait/protocol/replica"
 )
 
+// headsAtOnce is the nodes' configuration in these tests of the routing rule: every
+// moved head goes to every peer at once, so that what a node knows of its candidates is
+// what they hold as the test steps. Heads that wait for Config.HeadsInterval are tested
+// in heads_test.go, and the simulator runs the default.
+var headsAtOnce = replica.Config{HeadsInterval: -1}
+
 // originMoves keeps the moves of one origin.
 func originMoves(ms []replica.Move, of *node) []replica.Move {
 	var out []replica.Move
@@ -47,10 +53,10 @@ func (n *node) byName(name string) *node {
 // to A on C; when A itself connects, A's channel moves to the direct connection.
 func TestRoutingOneSourceDirectAndSplitHorizon(t *testing.T) {
 	h := newHarness(t)
-	a := h.addNode("A", replica.Config{})
-	b1 := h.addNode("B1", replica.Config{})
-	b2 := h.addNode("B2", replica.Config{})
-	c := h.addNode("C", replica.Config{})
+	a := h.addNode("A", headsAtOnce)
+	b1 := h.addNode("B1", headsAtOnce)
+	b2 := h.addNode("B2", headsAtOnce)
+	c := h.addNode("C", headsAtOnce)
 	h.connect(b1, a)
 	h.connect(b2, a)
 	h.connect(c, b1)
@@ -137,11 +143,11 @@ func TestRoutingOneSourceDirectAndSplitHorizon(t *testing.T) {
 // B2 carries A further: A moves to B2 at once, D is untouched, nothing is re-delivered.
 func TestRoutingFailover(t *testing.T) {
 	h := newHarness(t)
-	a := h.addNode("A", replica.Config{})
-	b1 := h.addNode("B1", replica.Config{})
-	b2 := h.addNode("B2", replica.Config{})
-	c := h.addNode("C", replica.Config{})
-	d := h.addNode("D", replica.Config{})
+	a := h.addNode("A", headsAtOnce)
+	b1 := h.addNode("B1", headsAtOnce)
+	b2 := h.addNode("B2", headsAtOnce)
+	c := h.addNode("C", headsAtOnce)
+	d := h.addNode("D", headsAtOnce)
 	h.connect(b1, a)
 	cb1 := h.connect(c, b1)
 	a.write(put("t", "a0", "v"))
@@ -221,10 +227,10 @@ func TestRoutingFailover(t *testing.T) {
 // does; that later choice is still counted as a move, with the reason the source was lost.
 func TestRoutingFailoverWaitsForCandidate(t *testing.T) {
 	h := newHarness(t)
-	a := h.addNode("A", replica.Config{})
-	b1 := h.addNode("B1", replica.Config{})
-	b2 := h.addNode("B2", replica.Config{})
-	c := h.addNode("C", replica.Config{})
+	a := h.addNode("A", headsAtOnce)
+	b1 := h.addNode("B1", headsAtOnce)
+	b2 := h.addNode("B2", headsAtOnce)
+	c := h.addNode("C", headsAtOnce)
 	h.connect(b1, a)
 	cb1 := h.connect(c, b1)
 	a.write(put("t", "a0", "v"))
@@ -263,10 +269,10 @@ func TestRoutingMoveDelay(t *testing.T) {
 				want = replica.DefaultMoveDelay
 			}
 			h := newHarness(t)
-			a := h.addNode("A", replica.Config{})
-			b1 := h.addNode("B1", replica.Config{})
-			b2 := h.addNode("B2", replica.Config{})
-			c := h.addNode("C", replica.Config{MoveDelay: delay})
+			a := h.addNode("A", headsAtOnce)
+			b1 := h.addNode("B1", headsAtOnce)
+			b2 := h.addNode("B2", headsAtOnce)
+			c := h.addNode("C", replica.Config{MoveDelay: delay, HeadsInterval: -1})
 			ab1 := h.connect(b1, a)
 			h.connect(c, b1)
 			a.write(put("t", "k", "1"))
@@ -345,13 +351,13 @@ func TestRoutingMoveDelay(t *testing.T) {
 // above C's applied seq. The caller shapes the heads and then drops R0.
 func choiceSetup(t *testing.T, relays ...string) (h *harness, a, c *node, cr0 *link, links map[string][2]*link) {
 	h = newHarness(t)
-	a = h.addNode("A", replica.Config{})
-	r0 := h.addNode("R0", replica.Config{})
+	a = h.addNode("A", headsAtOnce)
+	r0 := h.addNode("R0", headsAtOnce)
 	var rs []*node
 	for _, name := range relays {
-		rs = append(rs, h.addNode(name, replica.Config{}))
+		rs = append(rs, h.addNode(name, headsAtOnce))
 	}
-	c = h.addNode("C", replica.Config{})
+	c = h.addNode("C", headsAtOnce)
 	h.connect(r0, a)
 	cr0 = h.connect(c, r0)
 	a.write(put("t", "k", "1"))
@@ -431,9 +437,9 @@ func TestRoutingChoiceOrder(t *testing.T) {
 // never really ahead of the origin).
 func TestRoutingDirectSourceIsKept(t *testing.T) {
 	h := newHarness(t)
-	a := h.addNode("A", replica.Config{})
-	b := h.addNode("B", replica.Config{})
-	c := h.addNode("C", replica.Config{})
+	a := h.addNode("A", headsAtOnce)
+	b := h.addNode("B", headsAtOnce)
+	c := h.addNode("C", headsAtOnce)
 	h.connect(b, a)
 	h.connect(c, b)
 	ac := h.connect(a, c)
@@ -461,9 +467,9 @@ func TestRoutingDirectSourceIsKept(t *testing.T) {
 // not a move (source_changes stays 0; the Move says ReasonFirst with From == To).
 func TestRoutingSameSourceAgainIsNotAMove(t *testing.T) {
 	h := newHarness(t)
-	a := h.addNode("A", replica.Config{})
-	b := h.addNode("B", replica.Config{})
-	c := h.addNode("C", replica.Config{})
+	a := h.addNode("A", headsAtOnce)
+	b := h.addNode("B", headsAtOnce)
+	c := h.addNode("C", headsAtOnce)
 	h.connect(b, a)
 	cb := h.connect(c, b)
 	a.write(put("t", "k", "1"))

@@ -60,6 +60,8 @@ type Config struct {
 	RedialMin, RedialMax time.Duration
 	// MoveDelay and StallTimeout are the replica's (0: its defaults, 2 s and 3 s).
 	MoveDelay, StallTimeout time.Duration
+	// HeadsInterval is the replica's (0: its default, 500 ms; negative: every head at once).
+	HeadsInterval time.Duration
 	// MaxPendingHandshakes bounds the accepted connections whose handshake has not
 	// completed; an upgrade request beyond it is refused at once with 503 (default 64).
 	MaxPendingHandshakes int
@@ -291,7 +293,7 @@ func Start(cfg Config) (*Node, error) {
 func (n *Node) replicaConfig() replica.Config {
 	cfg := n.cfg
 	return replica.Config{MaxVersion: cfg.ProtocolMax, Secret: cfg.Secret, Limits: cfg.Limits, Write: cfg.Write,
-		HoldUnsynced: cfg.Sync != SyncNone, MoveDelay: cfg.MoveDelay, StallTimeout: cfg.StallTimeout,
+		HoldUnsynced: cfg.Sync != SyncNone, MoveDelay: cfg.MoveDelay, StallTimeout: cfg.StallTimeout, HeadsInterval: cfg.HeadsInterval,
 		RetainAge: cfg.RetainAge, RetainBytes: cfg.RetainBytes, RetainHold: cfg.RetainHold,
 		MaxCopies: cfg.MaxCopies, CopyChunk: cfg.CopyChunk, MaxClockOffset: cfg.MaxClockOffset, ApplyRetries: cfg.ApplyRetries, TLSAuthenticated: cfg.TLS != nil && !cfg.AcceptPlaintext,
 		AntiEntropyInterval: cfg.AntiEntropyInterval, AntiEntropyRange: cfg.AntiEntropyRange}
