@@ -103,8 +103,7 @@ func (r *Replica) antiEntropy() {
 	if r.aeIdle() {
 		return
 	}
-	for _, id := range r.connOrder {
-		c := r.conns[id]
+	for _, c := range r.connList {
 		if !aeCapable(c) {
 			continue
 		}
@@ -128,8 +127,7 @@ func (r *Replica) aeDeadline() time.Time {
 	if r.aeIdle() {
 		return next
 	}
-	for _, id := range r.connOrder {
-		c := r.conns[id]
+	for _, c := range r.connList {
 		if !aeCapable(c) {
 			continue
 		}
@@ -257,8 +255,8 @@ func (r *Replica) onRangeAsked(c *conn, d *wire.RangeDigest) {
 
 // answerPending makes again the answers a full send buffer refused.
 func (r *Replica) answerPending() {
-	for _, id := range r.connOrder {
-		if c := r.conns[id]; c.aeAsk != nil && c.sess.SendBudget() > 0 {
+	for _, c := range r.connList {
+		if c.aeAsk != nil && c.sess.SendBudget() > 0 {
 			r.onRangeAsked(c, c.aeAsk)
 		}
 	}

@@ -109,8 +109,7 @@ func (r *Replica) Clock() ClockStatus {
 	var cs ClockStatus
 	var offs []time.Duration
 	d := time.Duration(r.clockBound()) * time.Millisecond
-	for _, id := range r.connOrder {
-		c := r.conns[id]
+	for _, c := range r.connList {
 		if !c.established {
 			continue
 		}

@@ -152,8 +152,7 @@ func (r *Replica) onHandshake(c *conn) {
 	}
 	// One connection per peer: when both sides dialed, the one dialed by the lower origin
 	// id survives; a second connection of the same dialer replaces the older one.
-	for _, id := range r.connOrder {
-		d := r.conns[id]
+	for _, d := range r.connList {
 		if d == c || !d.established || d.peerOrigin != c.peerOrigin || d.sess.State() == protocol.StateClosed {
 			continue
 		}
@@ -187,7 +186,7 @@ func (r *Replica) onHandshake(c *conn) {
 		r.check(c.sess.V1().Subscribe(from, vec))
 		return
 	}
-	c.fullAdv = true
+	c.fullAdv, r.advFull = true, true
 	r.routeSome[c.peerOrigin] = true // a direct candidate
 }
 
@@ -211,6 +210,7 @@ func (r *Replica) drop(c *conn) {
 	delete(r.conns, c.id)
 	if i := slices.Index(r.connOrder, c.id); i >= 0 {
 		r.connOrder = slices.Delete(r.connOrder, i, i+1)
+		r.connList = slices.Delete(r.connList, i, i+1)
 	}
 	for _, o := range r.originOrder {
 		st := r.origins[o]

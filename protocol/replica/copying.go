@@ -137,8 +137,7 @@ func (r *Replica) maybeCopy() {
 	}
 	var pick *conn
 	if r.cp.state != nil {
-		for _, id := range r.connOrder {
-			c := r.conns[id]
+		for _, c := range r.connList {
 			if r.copyable(c) && (pick == nil || c.peerName == r.cp.state.Peer) {
 				pick = c
 			}
@@ -149,8 +148,8 @@ func (r *Replica) maybeCopy() {
 			if o == r.id.Origin || st.source != 0 || len(r.candidates(st)) > 0 {
 				continue
 			}
-			for _, id := range r.connOrder {
-				if c := r.conns[id]; r.copyable(c) && r.blockedBy(c, st) {
+			for _, c := range r.connList {
+				if r.copyable(c) && r.blockedBy(c, st) {
 					pick = c
 					break
 				}

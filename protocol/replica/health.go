@@ -143,8 +143,8 @@ func (r *Replica) PeerBehindOf(peer string, now time.Time) PeerBehind {
 		return PeerBehind{Health: HealthHealthy}
 	}
 	connected, subscribed, moved := false, false, h.since
-	for _, id := range r.connOrder {
-		if c := r.conns[id]; c.peerName == peer && c.established {
+	for _, c := range r.connList {
+		if c.peerName == peer && c.established {
 			connected = true
 			if s := c.out[r.id.Origin]; s != nil {
 				// The position moved no earlier than the subscription that set it: a hold

@@ -75,6 +75,7 @@ func (r *Replica) OpenConn(now time.Time, o ConnOptions) (ConnID, error) {
 		floors: map[wire.OriginID]uint64{}, named: map[wire.OriginID]bool{}}
 	r.conns[c.id] = c
 	r.connOrder = append(r.connOrder, c.id)
+	r.connList = append(r.connList, c)
 	return c.id, r.settle()
 }
 

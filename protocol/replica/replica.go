@@ -23,6 +23,7 @@ type Replica struct {
 	originList  []*originState  // the origins in originOrder's order
 	conns       map[ConnID]*conn
 	connOrder   []ConnID // ascending
+	connList    []*conn  // conns in connOrder's order: the walks after every input read no map
 	lastConn    ConnID
 	out         map[ConnID]*Output
 
@@ -38,6 +39,11 @@ type Replica struct {
 	routeAll   bool                   // re-evaluate every origin's source (timers)
 	routeSome  map[wire.OriginID]bool // re-evaluate these (heads, lost sources, direct peers)
 	headsDirty map[wire.OriginID]bool
+	// advFull: some connection waits for its full advertisement; advNext: the earliest
+	// advDue of the connections' waiting heads when advertise last walked them. With
+	// neither due and no dirty head, advertise has nothing to walk for.
+	advFull bool
+	advNext time.Time
 	counters   Counters
 	moves      []Move
 	lastErrors map[string]PeerError
@@ -255,8 +261,7 @@ func (r *Replica) Tick(now time.Time) error {
 		return r.fatal
 	}
 	r.now = now
-	for _, id := range r.connOrder {
-		c := r.conns[id]
+	for _, c := range r.connList {
 		if d := c.sess.NextDeadline(); !d.IsZero() && !now.Before(d) {
 			r.check(c.sess.Tick(now)) // refused only before Start (never here) or when closed (tolerated)
 		}
@@ -274,8 +279,7 @@ func (r *Replica) NextDeadline() time.Time {
 			next = t
 		}
 	}
-	for _, id := range r.connOrder {
-		c := r.conns[id]
+	for _, c := range r.connList {
 		earlier(c.sess.NextDeadline())
 		if len(c.advLater) > 0 {
 			earlier(c.advDue)
@@ -363,8 +367,8 @@ func (r *Replica) settle() error {
 	}
 	for {
 		busy := false
-		for i := 0; i < len(r.connOrder); i++ {
-			c := r.conns[r.connOrder[i]]
+		for i := 0; i < len(r.connList); i++ {
+			c := r.connList[i]
 			if c.sess.HasReady() {
 				busy = true
 				r.drain(c)
@@ -392,8 +396,8 @@ func (r *Replica) settle() error {
 }
 
 func (r *Replica) anyReady() bool {
-	for _, id := range r.connOrder {
-		if r.conns[id].sess.HasReady() {
+	for _, c := range r.connList {
+		if c.sess.HasReady() {
 			return true
 		}
 	}

@@ -178,8 +178,8 @@ func (r *Replica) expireExcluded(o wire.OriginID) {
 	if r.excludedN == 0 {
 		return
 	}
-	for _, id := range r.connOrder {
-		if c := r.conns[id]; len(c.excluded) > 0 && c.established && c.version >= 2 {
+	for _, c := range r.connList {
+		if len(c.excluded) > 0 && c.established && c.version >= 2 {
 			if until, ok := c.excluded[o]; ok && !r.now.Before(until) {
 				r.unexclude(c, o)
 			}
@@ -194,8 +194,7 @@ func (c *conn) advertises(o wire.OriginID) bool { _, ok := c.heads[o]; return ok
 // candidates lists the connections an origin may be taken from, in connection order.
 func (r *Replica) candidates(st *originState) []candidate {
 	var cands []candidate
-	for _, id := range r.connOrder {
-		c := r.conns[id]
+	for _, c := range r.connList {
 		if !r.usable(c, st.id) {
 			continue
 		}
@@ -295,6 +294,10 @@ func (r *Replica) unsubscribe(c *conn, o wire.OriginID) {
 // the peer's own and those taken from that peer (split horizon), and withdraws what no
 // longer qualifies.
 func (r *Replica) advertise() {
+	if len(r.headsDirty) == 0 && !r.advFull && (r.advNext.IsZero() || r.now.Before(r.advNext)) {
+		return // nothing moved, and no waiting head is due: the walk below would send nothing
+	}
+	r.advFull, r.advNext = false, time.Time{}
 	var dirty []wire.OriginID
 	if len(r.headsDirty) > 0 {
 		for o := range r.headsDirty {
@@ -303,8 +306,7 @@ func (r *Replica) advertise() {
 		slices.SortFunc(dirty, cmpOrigin)
 		clear(r.headsDirty)
 	}
-	for _, id := range r.connOrder {
-		c := r.conns[id]
+	for _, c := range r.connList {
 		if !c.established || c.version < 2 {
 			continue
 		}
@@ -346,6 +348,9 @@ func (r *Replica) advertise() {
 				gone = append(gone, o)
 				delete(c.adv, o)
 			}
+		}
+		if len(c.advLater) > 0 && (r.advNext.IsZero() || c.advDue.Before(r.advNext)) {
+			r.advNext = c.advDue
 		}
 		if len(heads) > 0 {
 			named := true

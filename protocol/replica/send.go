@@ -13,8 +13,7 @@ import (
 // from its next seq while credit lasts, and the version-1 arrival stream while the peer's
 // unacknowledged bytes stay within the window.
 func (r *Replica) pump() {
-	for _, id := range r.connOrder {
-		c := r.conns[id]
+	for _, c := range r.connList {
 		if !c.established || c.sess.State() != protocol.StateEstablished {
 			continue
 		}

@@ -209,9 +209,8 @@ func (r *Replica) Status(now time.Time) Status {
 	for _, o := range r.originOrder {
 		s.Origins = append(s.Origins, r.originStatus(r.origins[o], now))
 	}
-	for _, id := range r.connOrder {
-		c := r.conns[id]
-		p := PeerStatus{Conn: id, Name: c.peerName, Origin: c.peerOrigin, Dialed: c.role == wire.RoleDialer, Connected: c.sess.Connected(now),
+	for _, c := range r.connList {
+		p := PeerStatus{Conn: c.id, Name: c.peerName, Origin: c.peerOrigin, Dialed: c.role == wire.RoleDialer, Connected: c.sess.Connected(now),
 			Version: c.version, RTT: c.sess.RTT(), HeldBytes: c.sess.HeldBytes(), LastContact: c.lastHeard, Stats: c.sess.Stats()}
 		if p.Name == "" {
 			p.Name = c.expect
@@ -231,7 +230,7 @@ func (r *Replica) Status(now time.Time) Status {
 		p.LastError = r.LastError(p.Name)
 		p.RetentionHeldEntries, p.RetentionHeldBytes = r.RetentionHeld(p.Name)
 		p.RetentionHoldAge = r.RetentionHoldAge(p.Name, now)
-		p.Copy = r.copyProgress(id)
+		p.Copy = r.copyProgress(c.id)
 		p.Behind = r.PeerBehindOf(p.Name, now)
 		p.Health = PeerHealth(p, s.Origins)
 		s.Peers = append(s.Peers, p)

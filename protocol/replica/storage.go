@@ -82,8 +82,7 @@ func (r *Replica) degrade(se *StorageError) {
 		return
 	}
 	r.storage = storageState{err: se, since: r.now}
-	for _, id := range r.connOrder {
-		c := r.conns[id]
+	for _, c := range r.connList {
 		if !c.established {
 			continue
 		}

@@ -144,8 +144,8 @@ func (r *Replica) NeedsSync() bool {
 		return true
 	}
 	if r.syncedArrive < r.arrivals {
-		for _, id := range r.connOrder {
-			if c := r.conns[id]; c.version == 1 && c.v1Subscribed {
+		for _, c := range r.connList {
+			if c.version == 1 && c.v1Subscribed {
 				return true
 			}
 		}
