@@ -42,8 +42,8 @@ type Replica struct {
 	// advFull: some connection waits for its full advertisement; advNext: the earliest
 	// advDue of the connections' waiting heads when advertise last walked them. With
 	// neither due and no dirty head, advertise has nothing to walk for.
-	advFull bool
-	advNext time.Time
+	advFull    bool
+	advNext    time.Time
 	counters   Counters
 	moves      []Move
 	lastErrors map[string]PeerError
