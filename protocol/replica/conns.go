@@ -52,6 +52,8 @@ type conn struct {
 	purged   map[wire.OriginID]bool      // origins withdrawn from the peer: it asked below their floors
 	floors   map[wire.OriginID]uint64    // version 3: the floors the peer advertised or answered
 	aeAsk    *wire.RangeDigest           // the peer's anti-entropy ask, not answered yet (a full send buffer)
+	// headSuspect: the peer advertised its own origin below the applied seq (rewind.go)
+	headSuspect *headSuspicion
 
 	// version 1
 	v1Subscribed bool

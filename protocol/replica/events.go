@@ -133,9 +133,11 @@ func (r *Replica) onHeads(c *conn, h *wire.Heads) {
 		case hd.Origin == r.id.Origin && r.checkOwnPosition(c, hd.Seq, wire.Hash{}, false, "heads"):
 			return // a relay holds this node's origin beyond its log (rewind.go)
 		case hd.Origin == c.peerOrigin && hd.Seq < st.applied.Seq:
-			r.peerRewound(c, st, "its own node advertises its head at seq "+strconv.FormatUint(hd.Seq, 10)+
-				", below the "+strconv.FormatUint(st.applied.Seq, 10)+" applied here")
-			return
+			// Not yet evidence: the same entries may have come over a faster path through
+			// a relay while this head was on its way (rewind.go, suspectHead).
+			r.suspectHead(c, st, hd.Seq)
+		case hd.Origin == c.peerOrigin && c.headSuspect != nil && hd.Seq >= c.headSuspect.applied:
+			c.headSuspect = nil // its head caught up with what was applied here: it was in flight
 		}
 	}
 	for _, hd := range h.Heads {

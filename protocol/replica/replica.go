@@ -267,6 +267,7 @@ func (r *Replica) Tick(now time.Time) error {
 		}
 	}
 	r.routeAll = true // move delays, stalls and divergence retries are timers
+	r.confirmHeads()
 	r.retain()
 	return r.settle()
 }
@@ -283,6 +284,9 @@ func (r *Replica) NextDeadline() time.Time {
 		earlier(c.sess.NextDeadline())
 		if len(c.advLater) > 0 {
 			earlier(c.advDue)
+		}
+		if c.headSuspect != nil {
+			earlier(c.headSuspect.until)
 		}
 		if r.storage.err == nil {
 			for _, t := range c.excluded {

@@ -16,7 +16,8 @@ import (
 // another hash, cannot be a peer that is merely behind. Both ends look:
 //
 //   - a peer finds the origin's own node (the connection's peer origin, never a relay)
-//     advertising a head below what it applied of that origin, or sending an entry of it
+//     advertising a head below what it applied of that origin with no higher head for
+//     StallTimeout after (suspectHead), or sending an entry of it
 //     that differs from the one held (or does not extend it), or reporting that the peer's
 //     position is not in its log: the origin is rewound there. The peer keeps its data,
 //     takes the origin from no connection to that node, and closes it with
@@ -127,6 +128,46 @@ func (r *Replica) rewindRefusal() error {
 // closed with origin-rewound. Before closing, the peer is sent this node's position of
 // its origin (a SUBSCRIBE, withdrawn at once) when it was not: that is how the rewound
 // node learns it is.
+// headSuspicion is a head of the peer's own origin below what this node applied of it,
+// seen at a connection, not yet taken as a rewind.
+type headSuspicion struct {
+	head, applied uint64    // the head advertised; this node's applied seq then
+	until         time.Time // the rewind is found when no head at or above applied came by then
+}
+
+// suspectHead takes in a head of the connection's peer origin below the applied seq. It
+// is a rewind only once no head at or above that applied seq follows within
+// StallTimeout: a head is overtaken by its origin's next entries when they reach this
+// node over a relay faster than the direct link (a backlog on it, or a shorter path), so
+// a head below the applied seq alone is not evidence. A rewound node's head stays below
+// until it writes again, and then its entries, or this node's SUBSCRIBE at its position,
+// show the fork by hash.
+func (r *Replica) suspectHead(c *conn, st *originState, head uint64) {
+	if c.headSuspect == nil {
+		c.headSuspect = &headSuspicion{head: head, applied: st.applied.Seq, until: r.now.Add(r.cfg.StallTimeout)}
+	}
+}
+
+// confirmHeads finds a rewind at each connection whose suspicion was not cleared in time
+// (suspectHead); Tick calls it.
+func (r *Replica) confirmHeads() {
+	var due []*conn
+	for _, c := range r.connList {
+		if hs := c.headSuspect; hs != nil && !r.now.Before(hs.until) {
+			due = append(due, c)
+		}
+	}
+	for _, c := range due {
+		hs := c.headSuspect
+		c.headSuspect = nil
+		if r.conns[c.id] != c || c.closing {
+			continue
+		}
+		r.peerRewound(c, r.origin(c.peerOrigin), "its own node advertises its head at seq "+strconv.FormatUint(hs.head, 10)+
+			", below the "+strconv.FormatUint(hs.applied, 10)+" applied here, and no higher head followed for "+r.cfg.StallTimeout.String())
+	}
+}
+
 func (r *Replica) peerRewound(c *conn, st *originState, why string) {
 	r.counters.OriginRewinds++
 	st.rewound = true

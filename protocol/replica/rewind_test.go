@@ -184,6 +184,12 @@ func TestRewindFoundByPeerHeads(t *testing.T) {
 		return from == "B" && to == "A" && f.Type == wire.TypeSubscribe
 	}
 	h.connect(a, b)
+	// A head below the applied seq is evidence only once no higher one follows for the
+	// stall timeout (it may have been overtaken on its way): not yet, then found.
+	h.advance(replica.DefaultStallTimeout - 100*time.Millisecond)
+	if got := b.originStatus(a); got.Rewound || b.rep.Counters().OriginRewinds != 0 {
+		t.Errorf("B's status of A before the stall timeout = %+v, want no rewind yet", got)
+	}
 	h.advance(time.Second)
 	if got := b.originStatus(a); !got.Rewound || got.AppliedSeq != 3 {
 		t.Errorf("B's status of A = %+v, want rewound, its 3 entries kept", got)
@@ -193,5 +199,36 @@ func TestRewindFoundByPeerHeads(t *testing.T) {
 	}
 	if e := b.rep.LastError("A"); e == nil || e.Err.Code != wire.CodeOriginRewound {
 		t.Errorf("B's last error for A = %+v, want origin-rewound", e)
+	}
+}
+
+// A head of the origin's own node overtaken by its next entries over a faster path (here
+// a version-1 relay, which streams every origin) is below the applied seq when it arrives,
+// and is no rewind: the origin's next head, right behind it, clears it.
+func TestRewindNotForAnOvertakenHead(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{})
+	b := h.addNode("B", replica.Config{MaxVersion: 1})
+	c := h.addNode("C", replica.Config{})
+	h.connect(b, a)
+	h.connect(c, b)
+	ca := h.connect(c, a)
+	a.write(put("t", "k0", "v"))
+	h.pump()
+	ca.hold = true // A's heads and entries to C wait; B streams A's entries to C meanwhile
+	a.write(put("t", "k1", "v"))
+	a.write(put("t", "k2", "v"))
+	h.pump()
+	if got := c.originStatus(a); got.AppliedSeq != 3 {
+		t.Fatalf("C's status of A through B = %+v, want applied 3", got)
+	}
+	ca.hold = false
+	h.pump()
+	h.advance(replica.DefaultStallTimeout + time.Second)
+	if got := c.originStatus(a); got.Rewound || got.AppliedSeq != 3 || c.rep.Counters().OriginRewinds != 0 {
+		t.Errorf("C's status of A after A's held heads came = %+v, rewinds %d; want no rewind", got, c.rep.Counters().OriginRewinds)
+	}
+	if a.rep.Rewound() != nil {
+		t.Errorf("A found itself rewound: %+v", a.rep.Rewound())
 	}
 }
