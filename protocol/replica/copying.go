@@ -48,8 +48,11 @@ type copyServe struct {
 	started    time.Time
 	total      CopyTotals
 	pending    []Record // read from the snapshot, not yet sent (one chunk's worth at most)
-	tables     uint64   // tables reached
-	limit      int      // the chunk size aimed at (Config.CopyChunk, lower after a peer's frame limit refused one)
+	// vector is the copy's vector (COPYBEGIN) by origin: readAhead leaves out the records
+	// it does not cover (Counters.CopyHeldBack counts them).
+	vector map[wire.OriginID]wire.HLC
+	tables uint64 // tables reached
+	limit  int    // the chunk size aimed at (Config.CopyChunk, lower after a peer's frame limit refused one)
 
 	// read and recs are pending's and a chunk's record lists, kept for the next ones:
 	// nothing holds them once SendChunk copied the chunk.
@@ -579,7 +582,11 @@ func (r *Replica) onCopyRequested(c *conn, req *wire.Copy) {
 		snap.Release()
 		return
 	}
-	s := &copyServe{snap: snap, started: r.now, total: CopyTotals{Tables: tables, Records: records, Bytes: size}}
+	s := &copyServe{snap: snap, started: r.now, total: CopyTotals{Tables: tables, Records: records, Bytes: size},
+		vector: make(map[wire.OriginID]wire.HLC, len(pos))}
+	for _, p := range pos {
+		s.vector[p.Origin] = p.HLC
+	}
 	if len(req.Table) > 0 {
 		s.table, s.key = bytes.Clone(req.Table), bytes.Clone(req.Key)
 	}
@@ -684,6 +691,16 @@ func (r *Replica) readAhead(s *copyServe) bool {
 	err := s.snap.Records(s.table, s.key, func(rec Record) bool {
 		if len(s.pending) > 0 && !bytes.Equal(rec.Table, s.pending[0].Table) {
 			return false
+		}
+		if hlc, ok := s.vector[rec.Origin]; !ok || rec.HLC > hlc {
+			// A version this node's logs do not cover yet: it took it from a base copy
+			// whose other records it has not all (a copy in progress, or a resumed one
+			// whose vector is the lower of its snapshots'). The taker refuses it
+			// (bad-chunk), and would refuse every later run as well while this node's
+			// own copy waits on the taker: the record stays out, and its write reaches
+			// the taker from the logs after the copy, above the positions it covers.
+			r.counters.CopyHeldBack++
+			return true
 		}
 		n := wire.ChunkSize(&wire.CopyRecord{Key: rec.Key, Value: rec.Value, Deleted: rec.Deleted})
 		if len(s.pending) == 0 {

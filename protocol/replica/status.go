@@ -157,6 +157,7 @@ type Counters struct {
 	CopyRecords     uint64 // records received in copies (merged or not)
 	CopyBytes       uint64 // chunk bytes received in copies
 	CopiesServed    uint64 // copies this node began serving
+	CopyHeldBack    uint64 // records left out of copies served: versions its logs do not cover yet (readAhead)
 	CopiesBusy      uint64 // copy requests refused at MaxCopies (copy-busy)
 	CopiesRefused   uint64 // copies this node refused to take (its own origin ahead of its log)
 	BadChunks       uint64 // copies stopped because a chunk broke the copy's rules (bad-chunk)

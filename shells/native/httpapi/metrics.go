@@ -48,6 +48,7 @@ var (
 		"copy_records":                 prometheus.NewDesc("plait_copy_records_total", "Records received in base copies.", nil, nil),
 		"copy_bytes":                   prometheus.NewDesc("plait_copy_bytes_total", "Chunk bytes received in base copies.", nil, nil),
 		"copies_served":                prometheus.NewDesc("plait_copies_served_total", "Base copies this node began serving.", nil, nil),
+		"copy_records_held_back":       prometheus.NewDesc("plait_copy_records_held_back_total", "Records left out of base copies served: versions this node's logs did not cover yet.", nil, nil),
 		"copies_busy":                  prometheus.NewDesc("plait_copies_busy_total", "Copy requests refused at --max-copies (copy-busy).", nil, nil),
 		"copies_refused":               prometheus.NewDesc("plait_copies_refused_total", "Base copies this node refused to take (its own origin ahead of its log).", nil, nil),
 		"bad_chunks":                   prometheus.NewDesc("plait_bad_chunks_total", "Base copies stopped by a chunk that broke the copy's rules (bad-chunk).", nil, nil),

@@ -274,6 +274,7 @@ type CountersDoc struct {
 	CopiesStarted              uint64 `json:"copies_started"`
 	CopyBytes                  uint64 `json:"copy_bytes"`
 	CopyRecords                uint64 `json:"copy_records"`
+	CopyRecordsHeldBack        uint64 `json:"copy_records_held_back"`
 	Divergences                uint64 `json:"divergences"`
 	DuplicatesReceived         uint64 `json:"duplicates_received"`
 	EntriesPurged              uint64 `json:"entries_purged"`
@@ -303,6 +304,7 @@ func (c CountersDoc) List() []Counter {
 		{"tombstones_dropped", c.TombstonesDropped},
 		{"copies_started", c.CopiesStarted}, {"copies_resumed", c.CopiesResumed}, {"copies_completed", c.CopiesCompleted},
 		{"copy_records", c.CopyRecords}, {"copy_bytes", c.CopyBytes}, {"copies_served", c.CopiesServed},
+		{"copy_records_held_back", c.CopyRecordsHeldBack},
 		{"copies_busy", c.CopiesBusy}, {"copies_refused", c.CopiesRefused}, {"bad_chunks", c.BadChunks},
 		{"origin_rewinds", c.OriginRewinds},
 		{"antientropy_ranges_compared", c.AntiEntropyRangesCompared}, {"antientropy_ranges_differing", c.AntiEntropyRangesDiffering},
@@ -330,7 +332,8 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 			CopiesStarted:     st.Counters.CopiesStarted, CopiesResumed: st.Counters.CopiesResumed,
 			CopiesCompleted: st.Counters.CopiesCompleted, CopyRecords: st.Counters.CopyRecords,
 			CopyBytes: st.Counters.CopyBytes, CopiesServed: st.Counters.CopiesServed, CopiesBusy: st.Counters.CopiesBusy,
-			CopiesRefused: st.Counters.CopiesRefused, BadChunks: st.Counters.BadChunks,
+			CopyRecordsHeldBack: st.Counters.CopyHeldBack,
+			CopiesRefused:       st.Counters.CopiesRefused, BadChunks: st.Counters.BadChunks,
 			AntiEntropyRangesCompared: st.Counters.AntiEntropyRangesCompared, AntiEntropyRangesDiffering: st.Counters.AntiEntropyRangesDiffering,
 			AntiEntropyRecordsRepaired: st.Counters.AntiEntropyRecordsRepaired, AntiEntropyInFlight: st.Counters.AntiEntropyInFlight,
 			AntiEntropyBelowHorizon: st.Counters.AntiEntropyBelowHorizon, AntiEntropyConflicts: st.Counters.AntiEntropyConflicts,
