@@ -544,7 +544,7 @@ func (c *Cluster) flush(n *Node) {
 		}
 		if out.Closed {
 			if out.Err != nil && out.Err.Code != wire.CodeGapDetected {
-				c.trace("%s: connection to %s closed: %s (%s)", n.Name, e.peer.node.Name, out.Err.Code, out.Err.Message)
+				c.trace("%s: connection to %s closed: %s", n.Name, e.peer.node.Name, out.Err.Code)
 			}
 			delete(n.ends, out.Conn)
 			if !e.closed {
