@@ -693,9 +693,9 @@ func (r *Replica) readAhead(s *copyServe) bool {
 			return false
 		}
 		if hlc, ok := s.vector[rec.Origin]; !ok || rec.HLC > hlc {
-			// A version this node's logs do not cover yet: it took it from a base copy
-			// whose other records it has not all (a copy in progress, or a resumed one
-			// whose vector is the lower of its snapshots'). The taker refuses it
+			// A version this node's logs do not cover yet: it came with a base copy this
+			// node is still taking, or with a resumed one whose vector is the lower of
+			// its snapshots' (design §15). The taker refuses it
 			// (bad-chunk), and would refuse every later run as well while this node's
 			// own copy waits on the taker: the record stays out, and its write reaches
 			// the taker from the logs after the copy, above the positions it covers.

@@ -123,11 +123,6 @@ func (r *Replica) rewindRefusal() error {
 		"): it issues no seq; "+reseedAdvice)
 }
 
-// peerRewound handles what shows a peer's own origin rewound, seen on the connection to
-// that node: the origin is flagged, not taken from that connection, and the connection
-// closed with origin-rewound. Before closing, the peer is sent this node's position of
-// its origin (a SUBSCRIBE, withdrawn at once) when it was not: that is how the rewound
-// node learns it is.
 // headSuspicion is a head of the peer's own origin below what this node applied of it,
 // seen at a connection, not yet taken as a rewind.
 type headSuspicion struct {
@@ -168,6 +163,11 @@ func (r *Replica) confirmHeads() {
 	}
 }
 
+// peerRewound handles what shows a peer's own origin rewound, seen on the connection to
+// that node: the origin is flagged, not taken from that connection, and the connection
+// closed with origin-rewound. Before closing, the peer is sent this node's position of
+// its origin (a SUBSCRIBE, withdrawn at once) when it was not: that is how the rewound
+// node learns it is.
 func (r *Replica) peerRewound(c *conn, st *originState, why string) {
 	r.counters.OriginRewinds++
 	st.rewound = true
