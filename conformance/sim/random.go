@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"plait/protocol"
@@ -402,13 +403,10 @@ func (c *Cluster) rewriteDiverged(rep *Report, names []string) bool {
 	wrote := false
 	for _, name := range names {
 		o := c.nodes[name].origin
-		diverged := false
-		for _, other := range names {
-			if n := c.nodes[other]; n.Rep != nil && n.Rep.Origin(o).Diverged {
-				diverged = true
-			}
-		}
-		if diverged {
+		if slices.ContainsFunc(names, func(other string) bool {
+			n := c.nodes[other]
+			return n.Rep != nil && n.Rep.Origin(o).Diverged
+		}) {
 			if seq, _ := c.Write(name, randomOps(c, 1)); seq > 0 {
 				rep.Writes++
 				wrote = true
