@@ -122,3 +122,102 @@ func TestAntiEntropyLinkShare(t *testing.T) {
 		t.Errorf("anti-entropy took %.0f B/s with nothing differing", perSec)
 	}
 }
+
+// TestAntiEntropyOnePassForAllPeers: a hub of four peers (whose own passes are off) makes
+// one pass, one range an interval, each asked of the next peer by name: in 20 intervals
+// it compares 20 ranges, 5 of each peer, where a pass per peer compared 80. An ask whose
+// connection closes before its answer does not hold the pass: the next range goes to the
+// next peer.
+func TestAntiEntropyOnePassForAllPeers(t *testing.T) {
+	h := newHarness(t)
+	const interval = 100 * time.Millisecond
+	hub := h.addNode("H", replica.Config{AntiEntropyInterval: interval})
+	names := []string{"A", "B", "C", "D"}
+	links := map[string]*link{}
+	for _, name := range names {
+		links[name] = h.connect(h.addNode(name, replica.Config{AntiEntropyInterval: -1}), hub)
+	}
+	hub.write(wire.Op{Kind: wire.OpPut, Table: []byte("t"), Key: []byte("k"), Value: []byte("v")})
+	h.pump()
+	asked := func() map[string]uint64 { // each peer's anti-entropy bytes from the hub: its asks
+		m := map[string]uint64{}
+		for _, name := range names {
+			m[name] = hub.peerStatus(name).Stats.RangeBytesOut
+		}
+		return m
+	}
+	h.advance(interval) // the first range goes an interval after the first peer came
+	before, compared := asked(), hub.rep.Counters().AntiEntropyRangesCompared
+	h.advance(20 * interval)
+	after := asked()
+	if n := hub.rep.Counters().AntiEntropyRangesCompared - compared; n != 20 {
+		t.Errorf("the hub compared %d ranges in 20 intervals with 4 peers, want 20 (one an interval, not one a peer)", n)
+	}
+	// Every ask covers the one record: the same bytes each time.
+	var total uint64
+	for _, name := range names {
+		total += after[name] - before[name]
+	}
+	for _, name := range names {
+		if got := after[name] - before[name]; got*4 != total {
+			t.Errorf("peer %s was sent %d of the %d bytes of asks, want a quarter: the peers in turn", name, got, total)
+		}
+	}
+	// The next ask goes to the peer after the last asked; close its connection with the ask
+	// unanswered (ticked, not pumped), and the pass goes on with the peer after it.
+	next := ""
+	h.now = h.now.Add(interval)
+	h.check(hub, hub.rep.Tick(hub.clock()))
+	h.collect()
+	for _, name := range names {
+		if hub.peerStatus(name).Stats.RangeBytesOut > after[name] {
+			next = name
+		}
+	}
+	if next == "" {
+		t.Fatal("no ask at the interval")
+	}
+	h.disconnect(links[next])
+	compared = hub.rep.Counters().AntiEntropyRangesCompared
+	h.advance(4 * interval)
+	if n := hub.rep.Counters().AntiEntropyRangesCompared - compared; n < 3 {
+		t.Errorf("%d ranges compared in the 4 intervals after the asked peer %s closed, want 3 or more: the lost ask held the pass", n, next)
+	}
+}
+
+// TestAntiEntropyUnansweredAskGivenUp: a peer that never answers while its connection
+// stays up (its answers are lost here) holds the hub's one pass for StallTimeout, no
+// longer: the ask is counted abandoned, and the ranges go to the other peer, every interval,
+// passing over the one that still owes its answer.
+func TestAntiEntropyUnansweredAskGivenUp(t *testing.T) {
+	h := newHarness(t)
+	const interval = 100 * time.Millisecond
+	hub := h.addNode("H", replica.Config{AntiEntropyInterval: interval})
+	h.connect(h.addNode("A", replica.Config{AntiEntropyInterval: -1}), hub)
+	h.connect(h.addNode("B", replica.Config{AntiEntropyInterval: -1}), hub)
+	h.drop = func(from, to string, f wire.Decoded) bool {
+		return f.Type == wire.TypeRangeRecords && from == "A"
+	}
+	h.advance(interval + advanceStep) // the first range, asked of A (the first name)
+	if a := hub.peerStatus("A").Stats.RangeBytesOut; a == 0 {
+		t.Fatal("the first range was not asked of A")
+	}
+	h.advance(replica.DefaultStallTimeout - 2*advanceStep)
+	if got := hub.rep.Counters(); got.AntiEntropyRangesCompared != 0 || got.AntiEntropyAsksAbandoned != 0 {
+		t.Fatalf("before the stall timeout: %d compared, %d abandoned; want 0 and 0 (the ask holds the pass)",
+			got.AntiEntropyRangesCompared, got.AntiEntropyAsksAbandoned)
+	}
+	asksOfA := hub.peerStatus("A").Stats.RangeBytesOut
+	// From here only the nodes' own deadlines: the hub's timer gives the ask up.
+	h.tickDeadlines(h.now.Add(2*advanceStep + 10*interval))
+	got := hub.rep.Counters()
+	if got.AntiEntropyAsksAbandoned != 1 {
+		t.Errorf("asks abandoned = %d, want 1", got.AntiEntropyAsksAbandoned)
+	}
+	if got.AntiEntropyRangesCompared < 9 {
+		t.Errorf("%d ranges compared in the 10 intervals after the stall timeout, want 9 or more, all of B", got.AntiEntropyRangesCompared)
+	}
+	if a := hub.peerStatus("A").Stats.RangeBytesOut; a != asksOfA {
+		t.Errorf("A, which still owes its answer, was asked again (%d bytes of asks, was %d)", a, asksOfA)
+	}
+}

@@ -26,8 +26,7 @@ type conn struct {
 	lastHeard   time.Time              // the last message (or part of one) received: status's last contact
 	named       map[wire.OriginID]bool // origins whose names the session was given (nameOrigins)
 	established bool
-	aeCap       bool    // the handshake negotiated anti-entropy (aeCapable)
-	aeWalk      *aeWalk // r.ae.walks[peerName] once made (walks are never replaced)
+	aeCap       bool // the handshake negotiated anti-entropy (aeCapable)
 	version     uint64
 	peerName    string
 	peerOrigin  wire.OriginID

@@ -172,7 +172,8 @@ type Counters struct {
 	AntiEntropyInFlight        uint64 // differing peer versions not applied here yet: left to the log
 	AntiEntropyBelowHorizon    uint64 // records this node lacks at or below its tombstone horizon: not written
 	AntiEntropyConflicts       uint64 // equal versions with different contents and no retained log entry, flagged (each once while listed)
-	AntiEntropyPasses          uint64 // passes that reached the last record, over all peers
+	AntiEntropyPasses          uint64 // this node's passes over its records that reached the last record
+	AntiEntropyAsksAbandoned   uint64 // ranges asked and not answered within StallTimeout: the pass went on with the next peer
 
 	// Connections that ended in an error (refusals.go).
 	ConnectionsRefused uint64 // closed before their handshake completed, by this side or the peer

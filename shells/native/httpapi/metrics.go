@@ -58,7 +58,8 @@ var (
 		"antientropy_in_flight":        prometheus.NewDesc("plait_antientropy_in_flight_total", "Differing peer versions not yet applied here, left to the log.", nil, nil),
 		"antientropy_below_horizon":    prometheus.NewDesc("plait_antientropy_below_horizon_total", "Records this node lacks at or below its tombstone horizon, not written (they may have been deleted here).", nil, nil),
 		"antientropy_conflicts":        prometheus.NewDesc("plait_antientropy_conflicts_total", "Records held at one version with two contents and no log entry left: flagged in status, never chosen.", nil, nil),
-		"antientropy_passes":           prometheus.NewDesc("plait_antientropy_passes_total", "Anti-entropy passes that reached the last record, over all peers.", nil, nil),
+		"antientropy_passes":           prometheus.NewDesc("plait_antientropy_passes_total", "Anti-entropy passes over this node's records that reached the last record (one pass for all peers).", nil, nil),
+		"antientropy_asks_abandoned":   prometheus.NewDesc("plait_antientropy_asks_abandoned_total", "Anti-entropy ranges asked and not answered within the stall timeout: the pass went on with the next peer.", nil, nil),
 		"origin_rewinds":               prometheus.NewDesc("plait_origin_rewinds_total", "Times this node found an origin rewound: its own, by a peer's position of it, or a peer's own, on the connection to it.", nil, nil),
 		// The two of connections ending in an error, one series per code (their sum is the
 		// document's counter).

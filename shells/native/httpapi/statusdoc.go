@@ -255,6 +255,7 @@ type PeerErrorDoc struct {
 
 // CountersDoc is the document's counters (replica.Counters).
 type CountersDoc struct {
+	AntiEntropyAsksAbandoned   uint64 `json:"antientropy_asks_abandoned"`
 	AntiEntropyBelowHorizon    uint64 `json:"antientropy_below_horizon"`
 	AntiEntropyConflicts       uint64 `json:"antientropy_conflicts"`
 	AntiEntropyInFlight        uint64 `json:"antientropy_in_flight"`
@@ -310,7 +311,7 @@ func (c CountersDoc) List() []Counter {
 		{"antientropy_ranges_compared", c.AntiEntropyRangesCompared}, {"antientropy_ranges_differing", c.AntiEntropyRangesDiffering},
 		{"antientropy_records_repaired", c.AntiEntropyRecordsRepaired}, {"antientropy_in_flight", c.AntiEntropyInFlight},
 		{"antientropy_below_horizon", c.AntiEntropyBelowHorizon}, {"antientropy_conflicts", c.AntiEntropyConflicts},
-		{"antientropy_passes", c.AntiEntropyPasses},
+		{"antientropy_passes", c.AntiEntropyPasses}, {"antientropy_asks_abandoned", c.AntiEntropyAsksAbandoned},
 		{"connections_refused", c.ConnectionsRefused}, {"connection_errors", c.ConnectionErrors},
 		{"apply_failures", c.ApplyFailures}, {"records_damaged", c.RecordsDamaged}}
 }
@@ -337,7 +338,7 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 			AntiEntropyRangesCompared: st.Counters.AntiEntropyRangesCompared, AntiEntropyRangesDiffering: st.Counters.AntiEntropyRangesDiffering,
 			AntiEntropyRecordsRepaired: st.Counters.AntiEntropyRecordsRepaired, AntiEntropyInFlight: st.Counters.AntiEntropyInFlight,
 			AntiEntropyBelowHorizon: st.Counters.AntiEntropyBelowHorizon, AntiEntropyConflicts: st.Counters.AntiEntropyConflicts,
-			AntiEntropyPasses:  st.Counters.AntiEntropyPasses,
+			AntiEntropyPasses: st.Counters.AntiEntropyPasses, AntiEntropyAsksAbandoned: st.Counters.AntiEntropyAsksAbandoned,
 			ConnectionsRefused: st.Counters.ConnectionsRefused, ConnectionErrors: st.Counters.ConnectionErrors,
 			OriginRewinds: st.Counters.OriginRewinds, ApplyFailures: st.Counters.ApplyFailures, RecordsDamaged: st.Counters.RecordsDamaged},
 		Refusals:             make([]RefusalDoc, 0, len(st.Refusals)),

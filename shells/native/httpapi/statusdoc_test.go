@@ -51,7 +51,7 @@ var statusGoldens = []struct {
 			CopiesStarted: 20, CopiesResumed: 21, CopiesCompleted: 22, CopyRecords: 23, CopyBytes: 24, CopiesServed: 25, CopyHeldBack: 41,
 			CopiesBusy: 26, CopiesRefused: 27, BadChunks: 28, ConnectionsRefused: 29, ConnectionErrors: 30,
 			AntiEntropyRangesCompared: 31, AntiEntropyRangesDiffering: 32, AntiEntropyRecordsRepaired: 33, AntiEntropyInFlight: 34,
-			AntiEntropyBelowHorizon: 35, AntiEntropyConflicts: 36, AntiEntropyPasses: 37, ApplyFailures: 38, OriginRewinds: 39, RecordsDamaged: 40},
+			AntiEntropyBelowHorizon: 35, AntiEntropyConflicts: 36, AntiEntropyPasses: 37, AntiEntropyAsksAbandoned: 42, ApplyFailures: 38, OriginRewinds: 39, RecordsDamaged: 40},
 		AntiEntropyConflicts: []replica.AntiEntropyConflict{{At: time.Date(2031, 5, 6, 5, 8, 11, 0, time.UTC), Peer: "R",
 			Table: []byte("t"), Key: []byte("k\x00"), HLC: 117964800000000000, Origin: wire.OriginID{0xa0, 0x01}}},
 		Refusals: []replica.Refusal{{Remote: "10.0.0.9:4000", Code: wire.CodeTLSUnknownCA, Message: "signed by unknown authority",
@@ -60,7 +60,7 @@ var statusGoldens = []struct {
 	}, `{
 		"antientropy_conflicts": [{"at": "2031-05-06T05:08:11.000Z", "hlc": 117964800000000000, "key": "6b00",
 			"origin": "a0010000000000000000000000000000", "peer": "R", "table": "t"}],
-		"counters": {"antientropy_below_horizon": 35, "antientropy_conflicts": 36, "antientropy_in_flight": 34, "antientropy_passes": 37,
+		"counters": {"antientropy_asks_abandoned": 42, "antientropy_below_horizon": 35, "antientropy_conflicts": 36, "antientropy_in_flight": 34, "antientropy_passes": 37,
 			"antientropy_ranges_compared": 31, "antientropy_ranges_differing": 32, "antientropy_records_repaired": 33, "apply_failures": 38,
 			"bad_chunks": 28, "connection_errors": 30, "connections_refused": 29, "copies_busy": 26, "copies_completed": 22, "copies_refused": 27, "copies_resumed": 21,
 			"copies_served": 25, "copies_started": 20, "copy_bytes": 24, "copy_records": 23, "copy_records_held_back": 41,
@@ -103,7 +103,7 @@ var statusGoldens = []struct {
 		Peers: []replica.PeerStatus{{Name: "P", State: replica.PeerBackoff, URL: "ws://h:1", Health: replica.HealthStalled}},
 	}, `{
 		"antientropy_conflicts": [],
-		"counters": {"antientropy_below_horizon": 0, "antientropy_conflicts": 0, "antientropy_in_flight": 0, "antientropy_passes": 0,
+		"counters": {"antientropy_asks_abandoned": 0, "antientropy_below_horizon": 0, "antientropy_conflicts": 0, "antientropy_in_flight": 0, "antientropy_passes": 0,
 			"antientropy_ranges_compared": 0, "antientropy_ranges_differing": 0, "antientropy_records_repaired": 0, "apply_failures": 0,
 			"bad_chunks": 0, "connection_errors": 0, "connections_refused": 0, "copies_busy": 0, "copies_completed": 0, "copies_refused": 0, "copies_resumed": 0,
 			"copies_served": 0, "copies_started": 0, "copy_bytes": 0, "copy_records": 0, "copy_records_held_back": 0,
@@ -121,7 +121,7 @@ var statusGoldens = []struct {
 	}`},
 	{"the zero status", replica.Status{}, `{
 		"antientropy_conflicts": [],
-		"counters": {"antientropy_below_horizon": 0, "antientropy_conflicts": 0, "antientropy_in_flight": 0, "antientropy_passes": 0,
+		"counters": {"antientropy_asks_abandoned": 0, "antientropy_below_horizon": 0, "antientropy_conflicts": 0, "antientropy_in_flight": 0, "antientropy_passes": 0,
 			"antientropy_ranges_compared": 0, "antientropy_ranges_differing": 0, "antientropy_records_repaired": 0, "apply_failures": 0,
 			"bad_chunks": 0, "connection_errors": 0, "connections_refused": 0, "copies_busy": 0, "copies_completed": 0, "copies_refused": 0, "copies_resumed": 0,
 			"copies_served": 0, "copies_started": 0, "copy_bytes": 0, "copy_records": 0, "copy_records_held_back": 0,
