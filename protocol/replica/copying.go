@@ -146,9 +146,8 @@ func (r *Replica) maybeCopy() {
 			}
 		}
 	} else {
-		for _, o := range r.originOrder {
-			st := r.origins[o]
-			if o == r.id.Origin || st.source != 0 || len(r.candidates(st)) > 0 {
+		for _, st := range r.originList {
+			if st.id == r.id.Origin || st.source != 0 || len(r.candidates(st)) > 0 {
 				continue
 			}
 			for _, c := range r.connList {

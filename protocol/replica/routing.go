@@ -306,26 +306,33 @@ func (r *Replica) advertise() {
 		slices.SortFunc(dirty, cmpOrigin)
 		clear(r.headsDirty)
 	}
+	// The moved origins' heads, looked up once for every connection that walks them.
+	dirtyHeads := make([]advHead, len(dirty))
+	for i, o := range dirty {
+		dirtyHeads[i] = r.advHeadOf(o)
+	}
 	for _, c := range r.connList {
 		if !c.established || c.version < 2 {
 			continue
 		}
-		set, now := dirty, c.fullAdv // now: nothing waits this time
+		set, now, looked := dirty, c.fullAdv, dirtyHeads // now: nothing waits this time
 		if c.fullAdv {
-			set, c.fullAdv = r.originOrder, false
+			set, c.fullAdv, looked = r.originOrder, false, nil
 			clear(c.advLater)
 		} else if len(c.advLater) > 0 && !r.now.Before(c.advDue) {
-			set, now = r.dueHeads(c, dirty), true
+			set, now, looked = r.dueHeads(c, dirty), true, nil
 		}
 		var heads []wire.Head
 		var gone []wire.OriginID
 		var floors []wire.Floor
-		for _, o := range set {
-			st := r.origins[o]
-			seq, hlc := st.applied.Seq, st.appliedHLC
-			if o == r.id.Origin && r.cfg.HoldUnsynced && r.synced < seq {
-				seq, hlc = r.synced, r.syncedHLC
+		for i, o := range set {
+			var ah advHead
+			if looked != nil {
+				ah = looked[i]
+			} else {
+				ah = r.advHeadOf(o)
 			}
+			st, seq, hlc := ah.st, ah.seq, ah.hlc
 			if seq > 0 && o != c.peerOrigin && st.source != c.id && !c.purged[o] {
 				if r.cfg.HeadsInterval > 0 && !now && c.adv[o] && c.out[o] == nil {
 					// A head that moved, to a peer that does not take the origin from
@@ -369,6 +376,24 @@ func (r *Replica) advertise() {
 			r.checkConn(c, c.sess.V3().AdvertiseFloors(floors))
 		}
 	}
+}
+
+// advHead is one origin's head as advertise sends it.
+type advHead struct {
+	st  *originState
+	seq uint64
+	hlc wire.HLC
+}
+
+// advHeadOf is the head advertise sends of origin o: what this node applied, or for its own
+// origin with HoldUnsynced what is durable.
+func (r *Replica) advHeadOf(o wire.OriginID) advHead {
+	st := r.origins[o]
+	seq, hlc := st.applied.Seq, st.appliedHLC
+	if o == r.id.Origin && r.cfg.HoldUnsynced && r.synced < seq {
+		seq, hlc = r.synced, r.syncedHLC
+	}
+	return advHead{st: st, seq: seq, hlc: hlc}
 }
 
 // dueHeads is what advertise walks for a connection whose waiting heads are due: those
