@@ -356,7 +356,8 @@ func (r *Replica) advertise() {
 				delete(c.adv, o)
 			}
 		}
-		if len(c.advLater) > 0 && (r.advNext.IsZero() || c.advDue.Before(r.advNext)) {
+		c.advWaiting = len(c.advLater) > 0
+		if c.advWaiting && (r.advNext.IsZero() || c.advDue.Before(r.advNext)) {
 			r.advNext = c.advDue
 		}
 		if len(heads) > 0 {
