@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -49,8 +48,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 // there; on failure it says why on stderr and returns the exit status (2: a bad command
 // line, or no store there; 1: the store does not open, a running node's lock included).
 func openStopped(cmd string, args []string, stderr io.Writer) (*rocksstore.Store, int) {
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags(cmd, stderr)
 	dir := fs.String("data", "./plait-data", "the data directory of a stopped node")
 	if !parseFlags(fs, args) {
 		return nil, 2

@@ -71,8 +71,7 @@ func (p *peerFlags) Set(v string) error {
 
 // parseServe reads plait serve's flags (docs/contract.md §2). Errors name the flag.
 func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
-	fs := flag.NewFlagSet("plait serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("plait serve", stderr)
 	host, _ := os.Hostname()
 	name := fs.String("name", host, "the node's human name; unique in a cluster")
 	data := fs.String("data", "./plait-data", "data directory (created on first start)")
@@ -80,7 +79,7 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	httpListen := fs.String("http", "127.0.0.1:7401", "HTTP API, status and metrics")
 	var peers peerFlags
 	fs.Var(&peers, "peer", "NAME=URL: dial this peer and keep the connection up (repeatable)")
-	secret := fs.String("secret", os.Getenv("PLAIT_SECRET"), "cluster secret (or env PLAIT_SECRET); required for plaintext peer links when --listen is not loopback")
+	secret := fs.String("secret", "", "cluster secret (default: the environment variable PLAIT_SECRET); required for plaintext peer links when --listen is not loopback")
 	protoMax := fs.Uint64("protocol-max", 0, "speak protocol versions up to N only (0: newest)")
 	sync := fs.String("sync", "origin", "origin | all | none")
 	moveDelay := fs.Duration("move-delay", replica.DefaultMoveDelay, "how long another relay's head must stay ahead of an origin's source before the origin moves")
@@ -108,11 +107,12 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	insecureOpen := fs.Bool("insecure-open-api", false, "serve the API without tokens on an --http address that is not loopback")
 	httpCert := fs.String("http-tls-cert", "", "serve the API over HTTPS with the certificate in `FILE` (PEM; with --http-tls-key); reloaded on SIGHUP")
 	httpKey := fs.String("http-tls-key", "", "the private key of --http-tls-cert, in `FILE` (PEM)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	// Read after parsing, never as the flag's default: the usage prints every default.
+	if !given(fs, "secret") {
+		*secret = os.Getenv("PLAIT_SECRET")
 	}
 	switch node.SyncMode(*sync) {
 	case node.SyncOrigin, node.SyncAll, node.SyncNone:
@@ -290,7 +290,7 @@ func serve(args []string, stderr io.Writer) int {
 	cfg, err := parseServe(args, stderr)
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, "plait serve:", err)
+			refused(stderr, "plait serve", err)
 		}
 		return 2
 	}

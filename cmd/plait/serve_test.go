@@ -375,3 +375,35 @@ func TestPrintStatusHealth(t *testing.T) {
 		t.Errorf("peer row %v, want - behind", r)
 	}
 }
+
+// TestSecretNeverInUsage: the cluster secret comes from PLAIT_SECRET when --secret is not
+// given, and from the flag when it is, but no usage text or refusal prints it: neither -h,
+// nor an unknown flag, nor a value that does not parse, nor a check that fails after
+// parsing.
+func TestSecretNeverInUsage(t *testing.T) {
+	const known = "the known secret 0123456789abcdef"
+	t.Setenv("PLAIT_SECRET", known)
+	for _, args := range [][]string{
+		{"-h"}, {"--bogus"}, {"--sync", "sometimes"}, {"--move-delay", "x"}, {"extra"},
+		{"--listen", "0.0.0.0:7400"}, {"--listen", "0.0.0.0:7400", "--insecure-plaintext", "--secret", "short"},
+	} {
+		var out bytes.Buffer
+		if code := serve(args, &out); code != 2 {
+			t.Errorf("plait serve %v: exit %d; want 2", args, code)
+		}
+		if strings.Contains(out.String(), known) || strings.Contains(out.String(), "short\"") {
+			t.Errorf("plait serve %v printed the secret:\n%s", args, out.String())
+		}
+		if args[0] != "-h" && strings.Count(out.String(), "\n") > 2 {
+			t.Errorf("plait serve %v: a refusal is its error and one line pointing to -h, not:\n%s", args, out.String())
+		}
+	}
+	cfg, err := parseServe(nil, io.Discard)
+	if err != nil || string(cfg.node.Secret) != known {
+		t.Errorf("without --secret: %v, secret %q; want PLAIT_SECRET's", err, cfg.node.Secret)
+	}
+	cfg, err = parseServe([]string{"--secret", "from the command line"}, io.Discard)
+	if err != nil || string(cfg.node.Secret) != "from the command line" {
+		t.Errorf("--secret given: %v, secret %q; want the flag's", err, cfg.node.Secret)
+	}
+}

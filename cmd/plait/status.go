@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,8 +24,7 @@ import (
 
 // status is plait status: /v1/status of a node as readable tables.
 func status(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("plait status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("plait status", stderr)
 	addr := fs.String("http", "127.0.0.1:7401", "the node's HTTP API")
 	tokenFile := fs.String("token-file", "", "send the bearer token in `FILE` (it holds the token alone); default: env PLAIT_TOKEN")
 	caFile := fs.String("ca", "", "dial https:// and trust the certificates in `FILE` (PEM) for it")
