@@ -210,10 +210,13 @@ type PeerDoc struct {
 	LagSeq *uint64 `json:"lag_seq"`
 	// LastContact is when the connection last received a message or part of one (RFC 3339,
 	// UTC, milliseconds); null for a peer without a connection, or nothing received yet.
-	LastContact *string       `json:"last_contact"`
-	LastError   *PeerErrorDoc `json:"last_error"` // null when there was none
-	Name        string        `json:"name"`
-	Reconnects  uint64        `json:"reconnects"`
+	LastContact *string `json:"last_contact"`
+	// LastDialError is why this node's last dial of the peer opened no connection (a
+	// dialed peer only), kept after it recovers; null when none failed since start.
+	LastDialError *DialErrorDoc `json:"last_dial_error"`
+	LastError     *PeerErrorDoc `json:"last_error"` // null when there was none
+	Name          string        `json:"name"`
+	Reconnects    uint64        `json:"reconnects"`
 	// RetentionHeldBytes and RetentionHeldEntries: what this peer's retention holds kept
 	// from the last retention step (0: it holds nothing back).
 	RetentionHeldBytes   uint64 `json:"retention_held_bytes"`
@@ -243,6 +246,21 @@ type CopyDoc struct {
 	Rate         float64 `json:"rate_bytes_per_s"` // over this run (since the last resume)
 	ETASeconds   float64 `json:"eta_s"`            // 0: not known yet
 	Resumes      uint64  `json:"resumes"`
+}
+
+// DialErrorDoc is a peer's last dial error: its code (node.DialRefused, ...), message and
+// when (RFC 3339, UTC, milliseconds).
+type DialErrorDoc struct {
+	At      string `json:"at"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func dialErrorDoc(e *replica.DialError) *DialErrorDoc {
+	if e == nil {
+		return nil
+	}
+	return &DialErrorDoc{At: *stamp(e.At), Code: e.Code, Message: e.Message}
 }
 
 // PeerErrorDoc is a peer's last error.
@@ -383,7 +401,7 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 			off = &v
 		}
 		d.Peers = append(d.Peers, PeerDoc{AntiEntropyBytesIn: p.Stats.RangeBytesIn, AntiEntropyBytesOut: p.Stats.RangeBytesOut, Capabilities: caps, ClockOffsetMs: off, Connected: p.Connected, Health: p.Health, HeldBytes: p.HeldBytes,
-			LagSeq: peerLag(p.Behind), LastContact: stamp(p.LastContact), LastError: lastErr, Name: p.Name, Reconnects: p.Reconnects, RetentionHeldBytes: p.RetentionHeldBytes,
+			LagSeq: peerLag(p.Behind), LastContact: stamp(p.LastContact), LastDialError: dialErrorDoc(p.LastDialError), LastError: lastErr, Name: p.Name, Reconnects: p.Reconnects, RetentionHeldBytes: p.RetentionHeldBytes,
 			RetentionHeldEntries: p.RetentionHeldEntries, RetentionHoldAgeS: p.RetentionHoldAge.Seconds(), RTTMs: float64(p.RTT.Microseconds()) / 1000,
 			State: p.State, URL: p.URL, Version: p.Version, Copy: copyDoc(p.Copy)})
 	}

@@ -162,8 +162,9 @@ type peerDial struct {
 
 // dialState is what a dialer reports of its peer.
 type dialState struct {
-	state      replica.PeerState // PeerConnecting or PeerBackoff while there is no connection
-	reconnects uint64            // dials after the first, successful or not
+	state      replica.PeerState  // PeerConnecting or PeerBackoff while there is no connection
+	reconnects uint64             // dials after the first, successful or not
+	lastErr    *replica.DialError // why the last dial that opened no connection failed
 }
 
 type waiter struct {
@@ -626,7 +627,7 @@ func (n *Node) Status() (replica.Status, error) {
 				st.Peers = append(st.Peers, ps)
 				i = len(st.Peers) - 1
 			}
-			st.Peers[i].URL, st.Peers[i].Reconnects = p.URL, d.reconnects
+			st.Peers[i].URL, st.Peers[i].Reconnects, st.Peers[i].LastDialError = p.URL, d.reconnects, d.lastErr
 		}
 	})
 	return st, err
