@@ -525,6 +525,14 @@ func UseHTTPS() ReadOption { return func(c *readConfig) { c.https = true } }
 // ReadStatus reads GET /v1/status of the node whose HTTP API is at addr (HOST:PORT). An
 // answer other than 200 is an error with its status and, when it is one, the API's error.
 func ReadStatus(client *http.Client, addr string, opts ...ReadOption) (StatusDoc, error) {
+	_, d, err := ReadStatusRaw(client, addr, opts...)
+	return d, err
+}
+
+// ReadStatusRaw is ReadStatus with the document's bytes as the node sent them: a reader
+// that passes the document on (plait status --json) keeps the fields of a newer node that
+// StatusDoc does not know.
+func ReadStatusRaw(client *http.Client, addr string, opts ...ReadOption) ([]byte, StatusDoc, error) {
 	var c readConfig
 	for _, o := range opts {
 		o(&c)
@@ -535,14 +543,14 @@ func ReadStatus(client *http.Client, addr string, opts ...ReadOption) (StatusDoc
 	}
 	req, err := http.NewRequest(http.MethodGet, scheme+addr+"/v1/status", nil)
 	if err != nil {
-		return StatusDoc{}, err
+		return nil, StatusDoc{}, err
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return StatusDoc{}, err
+		return nil, StatusDoc{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -550,13 +558,25 @@ func ReadStatus(client *http.Client, addr string, opts ...ReadOption) (StatusDoc
 			Error struct{ Code, Message string } `json:"error"`
 		}
 		if json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&e) == nil && e.Error.Code != "" {
-			return StatusDoc{}, fmt.Errorf("%s: %s: %s", resp.Status, e.Error.Code, e.Error.Message)
+			return nil, StatusDoc{}, fmt.Errorf("%s: %s: %s", resp.Status, e.Error.Code, e.Error.Message)
 		}
-		return StatusDoc{}, errors.New(resp.Status)
+		return nil, StatusDoc{}, errors.New(resp.Status)
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxStatusDoc+1))
+	if err != nil {
+		return nil, StatusDoc{}, err
+	}
+	if len(raw) > maxStatusDoc {
+		return nil, StatusDoc{}, fmt.Errorf("the status document is larger than %d bytes", maxStatusDoc)
 	}
 	var d StatusDoc
-	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
-		return StatusDoc{}, err
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return nil, StatusDoc{}, fmt.Errorf("the status document: %w", err)
 	}
-	return d, nil
+	return raw, d, nil
 }
+
+// maxStatusDoc bounds the status document a reader takes: far above what a node sends (its
+// lists are bounded: refusals, conflicts, one row an origin and a peer), so that a server
+// that is not a plait node cannot make plait status hold without bound.
+const maxStatusDoc = 64 << 20
