@@ -22,6 +22,7 @@ import (
 	"plait/shells/native/apitoken"
 	"plait/shells/native/httpapi"
 	"plait/shells/native/node"
+	"plait/shells/native/rocksstore"
 	"plait/shells/native/tlsfiles"
 )
 
@@ -172,8 +173,13 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 		copies = -1 // the replica's "none"
 	}
 	limits := protocol.Limits{MaxChannelBuffer: *chanWin, MaxSessionBuffer: *sessWin}
-	if *chanWin < 0 || *sessWin < 0 {
-		return nil, errors.New("--channel-window, --session-window: a window is not negative")
+	for _, w := range []struct {
+		flag string
+		v    int
+	}{{"--channel-window", *chanWin}, {"--session-window", *sessWin}} {
+		if w.v < 0 {
+			return nil, fmt.Errorf("%s: %d is negative (0: the default, or a number of bytes)", w.flag, w.v)
+		}
 	}
 	if err := limits.WithDefaults().Validate(); err != nil {
 		return nil, fmt.Errorf("--channel-window, --session-window: %s", err.Message)
@@ -183,6 +189,9 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	}
 	if *storageReserve < -1 {
 		return nil, fmt.Errorf("--storage-reserve: %d is neither -1 (no guard), 0 (the default) nor a number of bytes", *storageReserve)
+	}
+	if fi, err := os.Stat(*data); err == nil && !fi.IsDir() {
+		return nil, fmt.Errorf("--data: %s is a file, not a directory", *data)
 	}
 	if *name == "" {
 		return nil, errors.New("--name: empty (and the host has no name)")
@@ -320,6 +329,9 @@ func runServe(ctx context.Context, cfg *serveConfig, log *slog.Logger) error {
 	if err != nil {
 		repl.Close()
 		api.Close()
+		if errors.Is(err, rocksstore.ErrInUse) {
+			return fmt.Errorf("--data: %w", err)
+		}
 		return err
 	}
 	var opts []httpapi.Option
@@ -328,7 +340,8 @@ func runServe(ctx context.Context, cfg *serveConfig, log *slog.Logger) error {
 	}
 	// The server's own errors (a failed TLS handshake, ...) go to the node's log, not to the
 	// standard library's logger.
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: httpapi.MaxRequestHead,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	if cfg.httpTLS != nil {
 		opts = append(opts, httpapi.ReportTLS(cfg.httpTLS))
 		srv.TLSConfig = cfg.httpTLS.ServerConfig()

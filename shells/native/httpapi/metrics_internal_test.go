@@ -225,7 +225,7 @@ func TestDeployAlertsDocumented(t *testing.T) {
 	}
 	rows := names(regexp.MustCompile("(?m)^\\| `(Plait\\w+)` \\|"), section)
 	if len(rules) == 0 || len(rows) == 0 {
-		t.Fatalf("%d alerts in alerts.yml, %d rows in operations.md §14: the check found nothing to check", len(rules), len(rows))
+		t.Fatalf("%d alerts in alerts.yml, %d rows in docs/operations.md §14: the check found nothing to check", len(rules), len(rows))
 	}
 	for a := range rules {
 		if !rows[a] {

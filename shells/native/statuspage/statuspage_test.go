@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -50,5 +51,32 @@ func TestHandler(t *testing.T) {
 	files, _ := fs.Glob(statuspage.Files(), "assets/*")
 	if len(files) != len(assets) {
 		t.Errorf("dist holds %d assets, index.html names %d", len(files), len(assets))
+	}
+}
+
+// TestSecurityHeadersInContract: every security header the page sends is written in
+// docs/contract.md §6.5 as it is sent, so the documented policy is the one in force.
+func TestSecurityHeadersInContract(t *testing.T) {
+	raw, err := os.ReadFile("../../../docs/contract.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	contract := string(raw)
+	i := strings.Index(contract, "### 6.5 The status page")
+	j := strings.Index(contract, "## 7. Names and identity")
+	if i < 0 || j < i {
+		t.Fatal("docs/contract.md has no §6.5 before §7")
+	}
+	section := contract[i:j]
+	resp, _ := get(t, statuspage.Handler(), "/")
+	for _, h := range []string{"Content-Security-Policy", "X-Content-Type-Options", "Referrer-Policy"} {
+		v := resp.Header.Get(h)
+		if v == "" {
+			t.Errorf("the page sends no %s", h)
+			continue
+		}
+		if !strings.Contains(section, h+": "+v) {
+			t.Errorf("docs/contract.md §6.5 does not say %q as it is sent", h+": "+v)
+		}
 	}
 }
