@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -53,12 +54,20 @@ func openStopped(cmd string, args []string, stderr io.Writer) (*rocksstore.Store
 	if !parseFlags(fs, args) {
 		return nil, 2
 	}
+	if fi, err := os.Stat(*dir); err == nil && !fi.IsDir() {
+		fmt.Fprintf(stderr, "%s: --data: %s is a file, not a directory\n", cmd, *dir)
+		return nil, 2
+	}
 	if _, err := os.Stat(filepath.Join(*dir, "CURRENT")); err != nil {
 		fmt.Fprintf(stderr, "%s: --data: %s holds no plait store\n", cmd, *dir)
 		return nil, 2
 	}
 	s, err := rocksstore.Open(*dir, replica.Identity{}, rocksstore.Options{})
-	if err != nil {
+	switch {
+	case errors.Is(err, rocksstore.ErrInUse):
+		fmt.Fprintf(stderr, "%s: --data: %v\n", cmd, err)
+		return nil, 1
+	case err != nil:
 		fmt.Fprintln(stderr, cmd+":", err)
 		return nil, 1
 	}
