@@ -142,7 +142,7 @@ func TestServeDefaults(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		want int64
-	}{{nil, 0}, {[]string{"--storage-reserve", "-1"}, -1}, {[]string{"--storage-reserve", "1048576"}, 1 << 20}} {
+	}{{nil, 0}, {[]string{"--storage-reserve", "0"}, 0}, {[]string{"--storage-reserve", "-1"}, -1}, {[]string{"--storage-reserve", "1048576"}, 1 << 20}} {
 		cfg, err := parseServe(c.args, &bytes.Buffer{})
 		if err != nil {
 			t.Errorf("%v: %v", c.args, err)

@@ -107,6 +107,11 @@ type Config struct {
 
 	beforeSync       func()        // rocksstore.Options.BeforeSync, for this package's tests (export_test.go)
 	backgroundErrors func() uint64 // rocksstore.Options.BackgroundErrors, likewise
+	// statfs stands for the data directory's file system (free and size in bytes), and
+	// storageClock for the clock of the storage recovery's schedule, for the same tests:
+	// nil is the real file system and time.Now.
+	statfs       func() (avail, size uint64, err error)
+	storageClock func() time.Time
 }
 
 // storeOptions is how the node opens its store, at start and when it recovers.
@@ -425,7 +430,7 @@ func (n *Node) stopLoop() {
 
 func (n *Node) untilDeadline() time.Duration {
 	if n.storage.active { // the next recovery attempt is a deadline too
-		return max(min(time.Until(n.storage.next), n.untilReplica()), 0)
+		return max(min(n.storage.next.Sub(n.storageNow()), n.untilReplica()), 0)
 	}
 	return n.untilReplica()
 }
