@@ -376,12 +376,28 @@ func runServe(ctx context.Context, cfg *serveConfig, log *slog.Logger) error {
 			reload(reloaders, log)
 		}
 	}
+	reason := "stopped"
+	if cause := context.Cause(ctx); cause != nil {
+		reason = cause.Error() // the signal, as os/signal names it
+	}
+	log.Info("stopping", "reason", reason)
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	// Shutdown fails only when requests outlast the bound; they are cut off, and the node's
 	// stop below is what says whether the data is safe.
 	_ = srv.Shutdown(shutdown)
-	return n.Stop()
+	err = n.Stop()
+	r := n.Stopped()
+	attrs = []any{"reason", reason, "connections_closed", r.Connections, "writes_unanswered", r.WritesUnanswered,
+		"store_synced", r.Synced, "own_seq", r.OwnSeq}
+	if r.SyncErr != nil {
+		attrs = append(attrs, "sync_err", r.SyncErr)
+	}
+	if err != nil {
+		attrs = append(attrs, "err", err)
+	}
+	log.Info("stopped", attrs...)
+	return err
 }
 
 // reloader is one set of files that SIGHUP reads again: the flag that names them, for the

@@ -141,6 +141,7 @@ type Node struct {
 	err        error // why the loop stopped
 	stopped    chan struct{}
 	stopOnce   sync.Once
+	report     StopReport // what Stop did (Stopped)
 
 	peerMu sync.Mutex // serializes AddPeer and RemovePeer
 
@@ -318,11 +319,40 @@ func (n *Node) Stop() error {
 		<-n.stopped
 		n.syncWG.Wait()     // a sync still running uses the store
 		if n.store != nil { // nil after a recovery that could not reopen it
+			// The loop has ended: the replica and the store are this goroutine's now.
+			st := n.rep.Status(time.Now())
+			for _, o := range st.Origins {
+				if o.Origin == st.Node.Origin {
+					n.report.OwnSeq = o.AppliedSeq
+				}
+			}
+			// A last sync, so that a clean stop leaves everything applied durable whatever
+			// --sync said (none answers writes before their sync). Not on degraded storage
+			// or a stopped replica, whose store may not take one.
+			if !n.storage.active && n.err == nil {
+				n.report.SyncErr = n.store.Sync()
+				n.report.Synced = n.report.SyncErr == nil
+			}
 			n.store.Close()
 		}
 	})
 	return n.err
 }
+
+// StopReport is what Stop did, for its log line: the connections it closed, the local
+// writes it answered unavailable (they may or may not have applied, as when a client's
+// answer is lost), whether its last sync of the store succeeded (then everything applied,
+// every answered write included, is durable) or why not, and this node's own origin seq.
+type StopReport struct {
+	Connections      int
+	WritesUnanswered int
+	Synced           bool
+	SyncErr          error // nil when Synced, or when no sync was tried (degraded storage, a stopped replica)
+	OwnSeq           uint64
+}
+
+// Stopped is the report of Stop, once it returned.
+func (n *Node) Stopped() StopReport { return n.report }
 
 // WriteLimits are the bounds this node's replica checks every local write against: the
 // configured ones, with the replica's defaults for the zero fields.
@@ -418,6 +448,7 @@ func (n *Node) loop() {
 
 // stopLoop drops every connection and answers the waiting writes, as the loop ends.
 func (n *Node) stopLoop() {
+	n.report.Connections, n.report.WritesUnanswered = len(n.conns), len(n.waiters)
 	for id, c := range n.conns {
 		c.close()
 		delete(n.conns, id)
