@@ -3,40 +3,26 @@ package main
 import (
 	"bytes"
 	"io"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
+
+	"plait/internal/docsection"
 )
 
 // TestFlagsInContract: every flag of plait serve and plait status has a row of its own in
 // the flag table of its section of docs/contract.md (§2 and §12), "| `--NAME ...` |": a flag
 // added without its row fails, even when the text mentions it elsewhere.
 func TestFlagsInContract(t *testing.T) {
-	raw, err := os.ReadFile("../../docs/contract.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	contract := string(raw)
-	section := func(heading string) string {
-		i := strings.Index(contract, "\n## "+heading)
-		if i < 0 {
-			t.Fatalf("docs/contract.md has no section %q", heading)
-		}
-		rest := contract[i+1:]
-		if j := strings.Index(rest[3:], "\n## "); j >= 0 {
-			rest = rest[:j+3]
-		}
-		return rest
-	}
+	section := func(number string) string { return docsection.Section(t, "docs/contract.md", number) }
 	flagLine := regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`)
 	for _, c := range []struct {
 		command string
 		usage   func(w *bytes.Buffer)
 		section string
 	}{
-		{"serve", func(w *bytes.Buffer) { _, _ = parseServe([]string{"-h"}, w) }, section("2. `plait serve`")},
-		{"status", func(w *bytes.Buffer) { status([]string{"-h"}, io.Discard, w) }, section("12. `plait status")},
+		{"serve", func(w *bytes.Buffer) { _, _ = parseServe([]string{"-h"}, w) }, section("2")},
+		{"status", func(w *bytes.Buffer) { status([]string{"-h"}, io.Discard, w) }, section("12")},
 	} {
 		var usage bytes.Buffer
 		c.usage(&usage)

@@ -3,12 +3,12 @@ package httpapi_test
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"plait/internal/docsection"
 	"plait/shells/native/httpapi"
 )
 
@@ -19,16 +19,7 @@ import (
 // allows to be null. A field added to the document without the example, or written in the
 // example and not the code, fails.
 func TestStatusExampleInContract(t *testing.T) {
-	raw, err := os.ReadFile("../../../docs/contract.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	contract := string(raw)
-	i := strings.Index(contract, "\n## 8. `GET /v1/status`")
-	if i < 0 {
-		t.Fatal("docs/contract.md has no §8")
-	}
-	rest := contract[i:]
+	rest := docsection.Section(t, "docs/contract.md", "8")
 	start := strings.Index(rest, "```json\n")
 	end := strings.Index(rest[start+8:], "```")
 	if start < 0 || end < 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"plait/internal/docsection"
 	"plait/protocol/replica"
 	"plait/protocol/wire"
 )
@@ -214,16 +215,7 @@ func TestDeployAlertsDocumented(t *testing.T) {
 	}
 	rules := names(regexp.MustCompile(`(?m)^\s*- alert: (\w+)\s*$`), read("../../../deploy/prometheus/alerts.yml"))
 	tested := names(regexp.MustCompile(`(?m)^\s*alertname: (\w+)\s*$`), read("../../../deploy/prometheus/alerts_test.yml"))
-	ops := read("../../../docs/operations.md")
-	start := strings.Index(ops, "\n## 14. ")
-	if start < 0 {
-		t.Fatal("docs/operations.md has no §14")
-	}
-	section := ops[start+1:]
-	if end := strings.Index(section, "\n## "); end >= 0 {
-		section = section[:end]
-	}
-	rows := names(regexp.MustCompile("(?m)^\\| `(Plait\\w+)` \\|"), section)
+	rows := names(regexp.MustCompile("(?m)^\\| `(Plait\\w+)` \\|"), docsection.Section(t, "docs/operations.md", "14"))
 	if len(rules) == 0 || len(rows) == 0 {
 		t.Fatalf("%d alerts in alerts.yml, %d rows in docs/operations.md §14: the check found nothing to check", len(rules), len(rows))
 	}

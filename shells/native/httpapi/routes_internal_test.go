@@ -1,11 +1,11 @@
 package httpapi
 
 import (
-	"os"
 	"regexp"
 	"strings"
 	"testing"
 
+	"plait/internal/docsection"
 	"plait/shells/native/apitoken"
 )
 
@@ -13,20 +13,10 @@ import (
 // routes at the scope it needs, and nothing routes does not serve: an endpoint added
 // without its row, or a row left for one removed or moved, fails.
 func TestScopeTableInContract(t *testing.T) {
-	raw, err := os.ReadFile("../../../docs/contract.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	contract := string(raw)
-	i := strings.Index(contract, "### 6.4 Tokens and HTTPS")
-	j := strings.Index(contract, "### 6.5 The status page")
-	if i < 0 || j < i {
-		t.Fatal("docs/contract.md has no §6.4 before §6.5")
-	}
 	scopeOf := map[string]apitoken.Scope{"`read`": apitoken.Read, "`write`": apitoken.Write, "`admin`": apitoken.Admin, "none": open}
 	endpoint := regexp.MustCompile("`((?:GET|PUT|POST|DELETE) /[^`]*)`")
 	documented := map[string]apitoken.Scope{}
-	for _, line := range strings.Split(contract[i:j], "\n") {
+	for _, line := range strings.Split(docsection.Section(t, "docs/contract.md", "6.4"), "\n") {
 		cells := strings.Split(line, "|")
 		if len(cells) != 4 {
 			continue

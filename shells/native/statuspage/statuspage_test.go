@@ -5,11 +5,11 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
 
+	"plait/internal/docsection"
 	"plait/shells/native/statuspage"
 )
 
@@ -57,17 +57,7 @@ func TestHandler(t *testing.T) {
 // TestSecurityHeadersInContract: every security header the page sends is written in
 // docs/contract.md §6.5 as it is sent, so the documented policy is the one in force.
 func TestSecurityHeadersInContract(t *testing.T) {
-	raw, err := os.ReadFile("../../../docs/contract.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	contract := string(raw)
-	i := strings.Index(contract, "### 6.5 The status page")
-	j := strings.Index(contract, "## 7. Names and identity")
-	if i < 0 || j < i {
-		t.Fatal("docs/contract.md has no §6.5 before §7")
-	}
-	section := contract[i:j]
+	section := docsection.Section(t, "docs/contract.md", "6.5")
 	resp, _ := get(t, statuspage.Handler(), "/")
 	for _, h := range []string{"Content-Security-Policy", "X-Content-Type-Options", "Referrer-Policy"} {
 		v := resp.Header.Get(h)
