@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 )
 
 // newFlags is a command's flag set, writing to stderr. Its usage (-h) is printed by
@@ -30,15 +31,37 @@ func parseArgs(fs *flag.FlagSet, args []string) error {
 	fs.SetOutput(out)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprintf(out, "usage: %s [flags]\n", fs.Name())
-		fs.PrintDefaults()
+		printUsage(out, fs)
 		return err
 	case err != nil:
-		return err
+		return flagError(err)
 	case fs.NArg() > 0:
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	return nil
+}
+
+// The flag package's refusals, which name a flag with one dash, and flagError's forms of
+// them, which name it as the contract writes it: "--move-delay 0s: not positive".
+var (
+	invalidValue = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for flag -([a-z0-9-]+): (.*)$`)
+	notDefined   = regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
+	needsValue   = regexp.MustCompile(`^flag needs an argument: -+(.*)$`)
+)
+
+// flagError is a parse error of the flag package, said as the contract writes a flag.
+func flagError(err error) error {
+	msg := err.Error()
+	if m := invalidValue.FindStringSubmatch(msg); m != nil {
+		return fmt.Errorf("--%s %s: %s", m[2], m[1], m[3])
+	}
+	if m := notDefined.FindStringSubmatch(msg); m != nil {
+		return fmt.Errorf("--%s: no such flag", m[1])
+	}
+	if m := needsValue.FindStringSubmatch(msg); m != nil {
+		return fmt.Errorf("--%s: needs a value", m[1])
+	}
+	return err
 }
 
 // parseFlags parses a command's flags: false when the command line is refused, which it
@@ -61,4 +84,28 @@ func given(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// printUsage prints a command's flags as the contract writes them: --NAME ARG, its help,
+// and its default when it has one.
+func printUsage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usage: %s [flags]\n", fs.Name())
+	fs.VisitAll(func(f *flag.Flag) {
+		arg, help := flag.UnquoteUsage(f)
+		if a, ok := f.Value.(interface{ Arg() string }); ok {
+			arg = a.Arg()
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			arg = ""
+		}
+		line := "  --" + f.Name
+		if arg != "" {
+			line += " " + arg
+		}
+		fmt.Fprintf(w, "%s\n    \t%s", line, help)
+		if f.DefValue != "" && f.DefValue != "false" {
+			fmt.Fprintf(w, " (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
 }

@@ -42,8 +42,8 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--name", "a b"}, "--name"},
 		{[]string{"--name", strings.Repeat("n", 65)}, "--name"},
 		{[]string{"--peer", "B/x=ws://h:1"}, "-peer"},
-		{[]string{"--bogus"}, "-bogus"},
-		{[]string{"--move-delay", "0s"}, "--move-delay"},
+		{[]string{"--bogus"}, "--bogus: no such flag"},
+		{[]string{"--move-delay", "0s"}, "--move-delay 0s: not positive"},
 		{[]string{"--stall-timeout", "-1s"}, "--stall-timeout"},
 		{[]string{"--heads-interval", "-1ms"}, "--heads-interval"},
 		{[]string{"--retain-age", "0s"}, "--retain-age"},
@@ -57,8 +57,8 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--copy-chunk", "1023"}, "--copy-chunk"},
 		{[]string{"--copy-chunk", "16777217"}, "--copy-chunk"},
 		{[]string{"--channel-window", "100"}, "--channel-window"},
-		{[]string{"--session-window", "-1"}, "--session-window: -1 is negative"},
-		{[]string{"--channel-window", "-1"}, "--channel-window: -1 is negative"},
+		{[]string{"--session-window", "-1"}, "--session-window -1: negative"},
+		{[]string{"--channel-window", "-1"}, "--channel-window -1: negative"},
 		{[]string{"--peer", "A=127.0.0.1:7400"}, "no scheme: write ws://127.0.0.1:7400"},
 		{[]string{"--data", "serve_test.go"}, "--data: serve_test.go is a file, not a directory"},
 		{[]string{"--send-queue", "-1"}, "--send-queue"},
@@ -83,7 +83,7 @@ func TestServeDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.listen != "127.0.0.1:7400" || cfg.httpListen != "127.0.0.1:7401" || cfg.node.DataDir != "./plait-data" ||
-		cfg.node.Sync != "origin" || cfg.node.ProtocolMax != 0 || cfg.node.Name == "" {
+		cfg.node.Sync != "origin" || cfg.node.MaxVersion != 0 || cfg.node.Name == "" {
 		t.Errorf("defaults: %+v", cfg)
 	}
 	if cfg.node.RetainAge != 72*time.Hour || cfg.node.RetainBytes != 0 || cfg.node.RetainHold != 24*time.Hour {

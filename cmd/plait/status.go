@@ -26,27 +26,22 @@ import (
 
 // status is plait status: /v1/status of a node as readable tables.
 func status(args []string, stdout, stderr io.Writer) int {
+	var c statusFlags
 	fs := newFlags("plait status", stderr)
-	addr := fs.String("http", "127.0.0.1:7401", "the node's HTTP API: HOST:PORT, or a URL http://HOST:PORT or https://HOST:PORT")
-	tokenFile := fs.String("token-file", "", "send the bearer token in `FILE` (it holds the token alone); default: env PLAIT_TOKEN")
-	caFile := fs.String("ca", "", "dial https:// and trust the certificates in `FILE` (PEM) for it")
-	https := fs.Bool("https", false, "dial https:// with the system's trusted certificates (implied by --ca)")
-	asJSON := fs.Bool("json", false, "print the status document (JSON, one line) instead of the tables")
-	watch := fs.Bool("watch", false, "read the status every second until interrupted: on a terminal, redrawn in place")
-	check := fs.Bool("check", false, "exit 3 while the node refuses local writes or an origin is stuck or diverged (for probes and scripts)")
+	bind(fs, c.settings())
 	if !parseFlags(fs, args) {
 		return 2
 	}
-	if *check && *watch {
+	if c.check && c.watch {
 		refused(stderr, "plait status", errors.New("--check and --watch: --check exits with the state of one reading"))
 		return 2
 	}
-	hostPort, scheme, err := statusAddr(*addr)
+	hostPort, scheme, err := statusAddr(c.http)
 	if err != nil {
 		refused(stderr, "plait status", err)
 		return 2
 	}
-	token, err := statusToken(*tokenFile)
+	token, err := statusToken(c.tokenFile)
 	if err != nil {
 		fmt.Fprintln(stderr, "plait status:", err)
 		return 2
@@ -56,30 +51,30 @@ func status(args []string, stdout, stderr io.Writer) int {
 	if token != "" {
 		opts = append(opts, httpapi.SendToken(token))
 	}
-	if *caFile != "" {
-		pem, err := os.ReadFile(*caFile)
+	if c.ca != "" {
+		pem, err := os.ReadFile(c.ca)
 		if err != nil {
 			fmt.Fprintln(stderr, "plait status: --ca:", err)
 			return 2
 		}
 		roots := x509.NewCertPool()
 		if !roots.AppendCertsFromPEM(pem) {
-			fmt.Fprintf(stderr, "plait status: --ca: %s holds no PEM certificate\n", *caFile)
+			fmt.Fprintf(stderr, "plait status: --ca: %s holds no PEM certificate\n", c.ca)
 			return 2
 		}
 		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
 	}
-	if *https || *caFile != "" || scheme == "https" {
+	if c.https || c.ca != "" || scheme == "https" {
 		opts = append(opts, httpapi.UseHTTPS())
 	}
 	read := func() (reading, error) {
 		raw, doc, err := httpapi.ReadStatusRaw(client, hostPort, opts...)
 		return reading{raw: raw, doc: doc}, err
 	}
-	if *watch {
+	if c.watch {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		watchStatus(ctx, read, stdout, *asJSON, isTerminal(stdout), watchEvery)
+		watchStatus(ctx, read, stdout, c.json, isTerminal(stdout), watchEvery)
 		return 0
 	}
 	r, err := read()
@@ -87,12 +82,12 @@ func status(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "plait status:", err)
 		return 1
 	}
-	if *asJSON {
+	if c.json {
 		printJSON(stdout, r.raw)
 	} else {
 		printStatus(stdout, r.doc)
 	}
-	if *check {
+	if c.check {
 		if problems := checkProblems(r.doc); len(problems) > 0 {
 			for _, p := range problems {
 				fmt.Fprintln(stderr, "plait status --check:", p)
@@ -101,6 +96,25 @@ func status(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return 0
+}
+
+// statusFlags are plait status's flags (docs/contract.md §12).
+type statusFlags struct {
+	http, tokenFile, ca       string
+	https, json, watch, check bool
+}
+
+// settings is plait status's table of flags, held to the contract's by TestFlagsInContract.
+func (c *statusFlags) settings() []setting {
+	return []setting{
+		str("http", "HOST:PORT", &c.http, "127.0.0.1:7401", nil, "the node's HTTP API: HOST:PORT, or a URL http://HOST:PORT or https://HOST:PORT"),
+		str("token-file", "FILE", &c.tokenFile, "", nil, "send the bearer token in FILE (it holds the token alone); default: the environment variable PLAIT_TOKEN"),
+		str("ca", "FILE", &c.ca, "", nil, "dial https:// and trust the certificates in FILE (PEM) for it"),
+		boolean("https", &c.https, "dial https:// with the system's trusted certificates (implied by --ca)"),
+		boolean("json", &c.json, "print the status document (JSON, one line) instead of the tables"),
+		boolean("watch", &c.watch, "read the status every second until interrupted: on a terminal, redrawn in place"),
+		boolean("check", &c.check, "exit 3 while the node refuses local writes or an origin is stuck or diverged (for probes and scripts)"),
+	}
 }
 
 // exitCheckFailed is plait status --check's exit status when the node refuses local writes

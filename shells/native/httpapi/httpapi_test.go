@@ -214,7 +214,7 @@ func TestBadInput(t *testing.T) {
 // either with the contract's codes; the defaults no longer apply.
 func TestConfiguredWriteLimits(t *testing.T) {
 	const maxKey, maxValue = 8, 64
-	a, _ := startNodeWith(t, node.Config{Name: "A", Write: replica.WriteLimits{MaxKey: maxKey, MaxValue: maxValue}})
+	a, _ := startNodeWith(t, node.Config{Name: "A", Config: replica.Config{Write: replica.WriteLimits{MaxKey: maxKey, MaxValue: maxValue}}})
 	key, value := strings.Repeat("k", maxKey), strings.Repeat("v", maxValue)
 	batch := func(key, value string) string {
 		return `{"ops":[{"op":"put","key":"` + key + `","value":"` + value + `"}]}`
@@ -326,8 +326,7 @@ func TestHealthAndMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := node.Start(node.Config{Name: "A", DataDir: t.TempDir(), Listener: l,
-		Secret: []byte("http api test secret, long enough"), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	n, err := node.Start(node.Config{Name: "A", DataDir: t.TempDir(), Listener: l, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Config: replica.Config{Secret: []byte("http api test secret, long enough")}})
 	if err != nil {
 		t.Fatal(err)
 	}

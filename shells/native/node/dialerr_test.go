@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"plait/protocol/replica"
 	"plait/shells/native/node"
 )
 
@@ -46,7 +47,7 @@ func TestLastDialError(t *testing.T) {
 	if err != nil {
 		t.Skipf("the port B was to take is taken: %v", err)
 	}
-	bn := run(t, node.Config{Name: "B", DataDir: t.TempDir(), Listener: l, Secret: []byte("node test secret of enough bytes")}, "ws://")
+	bn := run(t, node.Config{Name: "B", DataDir: t.TempDir(), Listener: l, Config: replica.Config{Secret: []byte("node test secret of enough bytes")}}, "ws://")
 	_ = bn
 	waitFor(t, "A streaming to B", func() bool { return streamingTo(t, a, "B") })
 	if b, _ := peerOf(t, a, "B"); b.LastDialError == nil || b.LastDialError.Code != node.DialRefused {

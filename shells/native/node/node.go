@@ -19,7 +19,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"plait/protocol"
 	"plait/protocol/replica"
 	"plait/protocol/wire"
 	"plait/shells/native/rocksstore"
@@ -42,49 +41,26 @@ type Peer struct {
 	URL  string // ws://HOST[:PORT] (ParsePeerURL); an empty path means /v1/replicate
 }
 
-// Config is a node's configuration.
+// Config is a node's configuration: the replica's (embedded: every replica setting is
+// declared once, there, with its default), and what the shell adds: its name and data
+// directory, sockets, peers, durability, TLS, the storage guard.
 type Config struct {
-	Name        string
-	DataDir     string
-	Listener    net.Listener // the replication listener (serve closes it)
-	Peers       []Peer
-	Secret      []byte
-	ProtocolMax uint64
-	Sync        SyncMode
-	Limits      protocol.Limits
-	// Write bounds a local write (zero fields: replica.DefaultMaxKey, DefaultMaxValue and
-	// DefaultMaxTxn); the HTTP API checks requests against the same bounds (WriteLimits).
-	Write  replica.WriteLimits
-	Logger *slog.Logger
+	// The replica's settings: the protocol versions (MaxVersion: --protocol-max), the
+	// secret, the sessions' limits, the write limits, routing, retention, copies,
+	// anti-entropy, the clock bound, the retry budget. The node sets HoldUnsynced (from
+	// Sync), TLSAuthenticated (from TLS) and leaves NewSession native.
+	replica.Config
+	Name     string
+	DataDir  string
+	Listener net.Listener // the replication listener (serve closes it)
+	Peers    []Peer
+	Sync     SyncMode
+	Logger   *slog.Logger
 	// RedialMin and RedialMax bound the dialers' exponential backoff (defaults 100 ms, 5 s).
 	RedialMin, RedialMax time.Duration
-	// MoveDelay and StallTimeout are the replica's (0: its defaults, 2 s and 3 s).
-	MoveDelay, StallTimeout time.Duration
-	// HeadsInterval is the replica's (0: its default, 500 ms; negative: every head at once).
-	HeadsInterval time.Duration
 	// MaxPendingHandshakes bounds the accepted connections whose handshake has not
 	// completed; an upgrade request beyond it is refused at once with 503 (default 64).
 	MaxPendingHandshakes int
-	// RetainAge, RetainBytes and RetainHold are the replica's retention (0: its defaults,
-	// 72 h, no bound and 24 h).
-	RetainAge   time.Duration
-	RetainBytes uint64
-	RetainHold  time.Duration
-	// MaxCopies bounds the base copies served at once (0: the replica's default, 2; -1:
-	// none), and CopyChunk is the size their chunks aim at (0: 1 MiB).
-	MaxCopies int
-	CopyChunk int
-	// AntiEntropyInterval is how often the node asks each peer about its next key range
-	// (0: the replica's default, 1 s; negative: no passes of its own, though it answers),
-	// and AntiEntropyRange the records of a range (0: 256).
-	AntiEntropyInterval time.Duration
-	AntiEntropyRange    int
-	// MaxClockOffset is the replica's bound on clock offset (0: its default, 500 ms;
-	// negative: no bound).
-	MaxClockOffset time.Duration
-	// ApplyRetries is how many failures in a row of a received entry, for a reason of its
-	// own, show its origin stuck apply-failed (0: the replica's default, 5).
-	ApplyRetries int
 	// TLS, when set, is the peer certificate set: the listener takes wss:// with mutual
 	// TLS 1.3 (and, with AcceptPlaintext, ws:// beside it), and wss:// peers are dialed with
 	// it. Without it the node takes and dials ws:// only.
@@ -297,13 +273,13 @@ func Start(cfg Config) (*Node, error) {
 
 // replicaConfig is the replica's configuration, for Start and for a rebuild after
 // degraded storage.
+// replicaConfig is the replica's settings as given, with what the shell decides: which
+// entries wait for their sync (Sync), and whether TLS authenticates every peer link.
 func (n *Node) replicaConfig() replica.Config {
-	cfg := n.cfg
-	return replica.Config{MaxVersion: cfg.ProtocolMax, Secret: cfg.Secret, Limits: cfg.Limits, Write: cfg.Write,
-		HoldUnsynced: cfg.Sync != SyncNone, MoveDelay: cfg.MoveDelay, StallTimeout: cfg.StallTimeout, HeadsInterval: cfg.HeadsInterval,
-		RetainAge: cfg.RetainAge, RetainBytes: cfg.RetainBytes, RetainHold: cfg.RetainHold,
-		MaxCopies: cfg.MaxCopies, CopyChunk: cfg.CopyChunk, MaxClockOffset: cfg.MaxClockOffset, ApplyRetries: cfg.ApplyRetries, TLSAuthenticated: cfg.TLS != nil && !cfg.AcceptPlaintext,
-		AntiEntropyInterval: cfg.AntiEntropyInterval, AntiEntropyRange: cfg.AntiEntropyRange}
+	c := n.cfg.Config
+	c.HoldUnsynced = n.cfg.Sync != SyncNone
+	c.TLSAuthenticated = n.cfg.TLS != nil && !n.cfg.AcceptPlaintext
+	return c
 }
 
 // Stop closes every connection, stops the loop and closes the store. It may be called

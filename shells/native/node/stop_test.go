@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"plait/protocol/replica"
 	"plait/protocol/wire"
 	"plait/shells/native/node"
 )
@@ -20,8 +21,7 @@ func TestStopReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := run(t, node.WithSyncGate(node.Config{Name: "A", DataDir: t.TempDir(), Listener: l, Sync: node.SyncNone,
-		Secret: []byte("node test secret of enough bytes"), Peers: []node.Peer{{Name: "B", URL: b.url}}}, func() { syncs.Add(1) }), "ws://")
+	a := run(t, node.WithSyncGate(node.Config{Name: "A", DataDir: t.TempDir(), Listener: l, Sync: node.SyncNone, Peers: []node.Peer{{Name: "B", URL: b.url}}, Config: replica.Config{Secret: []byte("node test secret of enough bytes")}}, func() { syncs.Add(1) }), "ws://")
 	waitFor(t, "A streaming to B", func() bool { return streamingTo(t, a, "B") })
 	for _, k := range []string{"k1", "k2", "k3"} {
 		if _, err := a.Write(context.Background(), []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte(k), Value: []byte("v")}}); err != nil {

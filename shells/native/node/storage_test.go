@@ -53,8 +53,7 @@ func startOnFS(t *testing.T, fs *fakeFS, clock *fakeClock, reserve int64) *testN
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := node.WithFreeSpace(node.Config{Name: "A", DataDir: t.TempDir(), Listener: l,
-		Secret: []byte("node test secret of enough bytes"), StorageReserve: reserve}, fs.statfs)
+	cfg := node.WithFreeSpace(node.Config{Name: "A", DataDir: t.TempDir(), Listener: l, StorageReserve: reserve, Config: replica.Config{Secret: []byte("node test secret of enough bytes")}}, fs.statfs)
 	if clock != nil {
 		cfg = node.WithStorageClock(cfg, clock.Now)
 	}

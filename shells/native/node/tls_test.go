@@ -64,8 +64,8 @@ func startTLS(t *testing.T, name, certDir string, o tlsOpts, peers ...node.Peer)
 	if o.dir == "" {
 		o.dir = t.TempDir()
 	}
-	return run(t, node.Config{Name: name, DataDir: o.dir, Listener: l, Peers: peers, Secret: o.secret,
-		TLS: src, AcceptPlaintext: o.plaintext, CertPoll: 50 * time.Millisecond}, "wss://")
+	return run(t, node.Config{Name: name, DataDir: o.dir, Listener: l, Peers: peers,
+		TLS: src, AcceptPlaintext: o.plaintext, CertPoll: 50 * time.Millisecond, Config: replica.Config{Secret: o.secret}}, "wss://")
 }
 
 func status(t *testing.T, n *testNode) replica.Status {
