@@ -148,53 +148,61 @@ type PeerError struct {
 	At  time.Time
 }
 
-// Counters are totals since the replica started (docs/contract.md §8.4).
+// Counters are totals since the replica started (docs/contract.md §8.4). Each field is
+// declared once, here: its tag gives its name in the status document (status) and the help
+// of its metric (help), and the shell derives the document's counters, their order (this
+// one, the contract's), plait status's lines and the metrics plait_NAME_total from them. A
+// counter whose metric has one series per error code says so (status:"NAME,by-code"). A new
+// counter is a field here and its rows in the contract's §8.4 and §9.
 type Counters struct {
-	TxnsApplied        uint64
-	DuplicatesReceived uint64
-	GapsDetected       uint64
-	ResendsRequested   uint64
-	ProtocolErrors     uint64
-	Divergences        uint64
-	PurgedAnswers      uint64 // peers answered that what they asked for is purged
-	EntriesPurged      uint64 // log entries retention purged
-	TombstonesDropped  uint64 // tombstones retention dropped (docs/design.md §14)
+	TxnsApplied        uint64 `status:"txns_applied" help:"Transactions applied."`
+	DuplicatesReceived uint64 `status:"duplicates_received" help:"Entries received that were applied already."`
+	GapsDetected       uint64 `status:"gaps_detected" help:"Gaps detected in received streams."`
+	ResendsRequested   uint64 `status:"resends_requested" help:"Resends asked of peers."`
+	ProtocolErrors     uint64 `status:"protocol_errors" help:"Connections closed for a protocol error."`
+	Divergences        uint64 `status:"divergences" help:"Divergences found."`
+	PurgedAnswers      uint64 `status:"purged_answers" help:"Peers answered that what they asked for is purged."`
+	EntriesPurged      uint64 `status:"entries_purged" help:"Log entries retention purged."`
+	TombstonesDropped  uint64 `status:"tombstones_dropped" help:"Tombstones retention dropped."` // docs/design.md §14
 
 	// Base copies (docs/design.md §15).
-	CopiesStarted   uint64 // copies this node began taking
-	CopiesResumed   uint64 // runs that went on with a copy after it stopped early
-	CopiesCompleted uint64 // copies taken whole
-	CopyRecords     uint64 // records received in copies (merged or not)
-	CopyBytes       uint64 // chunk bytes received in copies
-	CopiesServed    uint64 // copies this node began serving
-	CopyHeldBack    uint64 // records left out of copies served: versions its logs do not cover yet (readAhead)
-	CopiesBusy      uint64 // copy requests refused at MaxCopies (copy-busy)
-	CopiesRefused   uint64 // copies this node refused to take (its own origin ahead of its log)
-	BadChunks       uint64 // copies stopped because a chunk broke the copy's rules (bad-chunk)
+	CopiesStarted   uint64 `status:"copies_started" help:"Base copies this node began taking."`
+	CopiesResumed   uint64 `status:"copies_resumed" help:"Base copies this node went on with after they stopped early."`
+	CopiesCompleted uint64 `status:"copies_completed" help:"Base copies this node took whole."`
+	CopyRecords     uint64 `status:"copy_records" help:"Records received in base copies."` // merged or not
+	CopyBytes       uint64 `status:"copy_bytes" help:"Chunk bytes received in base copies."`
+	CopiesServed    uint64 `status:"copies_served" help:"Base copies this node began serving."`
+	// CopyHeldBack: versions its logs do not cover yet (readAhead).
+	CopyHeldBack  uint64 `status:"copy_records_held_back" help:"Records left out of base copies served: versions this node's logs did not cover yet."`
+	CopiesBusy    uint64 `status:"copies_busy" help:"Copy requests refused at --max-copies (copy-busy)."`
+	CopiesRefused uint64 `status:"copies_refused" help:"Base copies this node refused to take (its own origin ahead of its log)."`
+	BadChunks     uint64 `status:"bad_chunks" help:"Base copies stopped by a chunk that broke the copy's rules (bad-chunk)."`
 
 	// OriginRewinds counts the times this node found an origin rewound (rewind.go): its
 	// own, by a peer's position, or a peer's own, on the connection to it.
-	OriginRewinds uint64
+	OriginRewinds uint64 `status:"origin_rewinds" help:"Times this node found an origin rewound: its own, by a peer's position of it, or a peer's own, on the connection to it."`
 	// Anti-entropy (antientropy.go, docs/design.md §19).
-	AntiEntropyRangesCompared  uint64 // ranges this node asked about and a peer answered
-	AntiEntropyRangesDiffering uint64 // of those, ranges whose digests differed
-	AntiEntropyRecordsRepaired uint64 // records written here from a peer's answer
-	AntiEntropyInFlight        uint64 // differing peer versions not applied here yet: left to the log
-	AntiEntropyBelowHorizon    uint64 // records this node lacks at or below its tombstone horizon: not written
-	AntiEntropyConflicts       uint64 // equal versions with different contents and no retained log entry, flagged (each once while listed)
-	AntiEntropyPasses          uint64 // this node's passes over its records that reached the last record
-	AntiEntropyAsksAbandoned   uint64 // ranges asked and not answered within StallTimeout: the pass went on with the next peer
+	AntiEntropyRangesCompared  uint64 `status:"antientropy_ranges_compared" help:"Key ranges this node asked a peer about and had answered (anti-entropy)."`
+	AntiEntropyRangesDiffering uint64 `status:"antientropy_ranges_differing" help:"Key ranges whose digests differed from the peer's."`
+	AntiEntropyRecordsRepaired uint64 `status:"antientropy_records_repaired" help:"Records anti-entropy wrote here from a peer's version."`
+	AntiEntropyInFlight        uint64 `status:"antientropy_in_flight" help:"Differing peer versions not yet applied here, left to the log."`
+	AntiEntropyBelowHorizon    uint64 `status:"antientropy_below_horizon" help:"Records this node lacks at or below its tombstone horizon, not written (they may have been deleted here)."`
+	// AntiEntropyConflicts: each flagged once while listed.
+	AntiEntropyConflicts     uint64 `status:"antientropy_conflicts" help:"Records held at one version with two contents and no log entry left: flagged in status, never chosen."`
+	AntiEntropyPasses        uint64 `status:"antientropy_passes" help:"Anti-entropy passes over this node's records that reached the last record (one pass for all peers)."`
+	AntiEntropyAsksAbandoned uint64 `status:"antientropy_asks_abandoned" help:"Anti-entropy ranges asked and not answered within the stall timeout: the pass went on with the next peer."`
 
-	// Connections that ended in an error (refusals.go).
-	ConnectionsRefused uint64 // closed before their handshake completed, by this side or the peer
-	ConnectionErrors   uint64 // closed for an error after it
+	// Connections that ended in an error (refusals.go); their metrics have one series per
+	// code (RefusedByCode, ErrorsByCode), whose sum is the counter.
+	ConnectionsRefused uint64 `status:"connections_refused,by-code" help:"Connections closed before their handshake completed, by code."`
+	ConnectionErrors   uint64 `status:"connection_errors,by-code" help:"Connections closed for an error after their handshake, by code."`
 
 	// ApplyFailures counts received entries that failed to apply for a reason of their own
 	// (retry.go): every failed try, storage errors not included.
-	ApplyFailures uint64
+	ApplyFailures uint64 `status:"apply_failures" help:"Tries of received entries that failed to apply for a reason of their own (storage errors not included)."`
 	// RecordsDamaged counts the damaged records (DamagedRecordError) this node's scans
 	// passed over (anti-entropy, retention, a copy's check), each time met.
-	RecordsDamaged uint64
+	RecordsDamaged uint64 `status:"records_damaged" help:"Damaged records (undecodable in the store) this node's scans passed over: anti-entropy writes a peer's version over them."`
 }
 
 // Counters returns the counters.

@@ -31,45 +31,8 @@ var (
 	descRetainHold   = prometheus.NewDesc("plait_retention_hold_seconds", "--retain-hold: how long a peer's hold keeps entries back without advancing before it lapses.", nil, nil)
 	descClockBound   = prometheus.NewDesc("plait_clock_max_offset_seconds", "--max-clock-offset: the bound on clock offset (0: no bound).", nil, nil)
 	descReconnects   = prometheus.NewDesc("plait_peer_reconnects_total", "Dials of the peer after the first, since start.", []string{"peer"}, nil)
-	// descCounters has a metric for each name of CountersDoc.List (a test keeps them equal).
-	descCounters = map[string]*prometheus.Desc{
-		"txns_applied":                 prometheus.NewDesc("plait_txns_applied_total", "Transactions applied.", nil, nil),
-		"duplicates_received":          prometheus.NewDesc("plait_duplicates_received_total", "Entries received that were applied already.", nil, nil),
-		"gaps_detected":                prometheus.NewDesc("plait_gaps_detected_total", "Gaps detected in received streams.", nil, nil),
-		"resends_requested":            prometheus.NewDesc("plait_resends_requested_total", "Resends asked of peers.", nil, nil),
-		"protocol_errors":              prometheus.NewDesc("plait_protocol_errors_total", "Connections closed for a protocol error.", nil, nil),
-		"divergences":                  prometheus.NewDesc("plait_divergences_total", "Divergences found.", nil, nil),
-		"purged_answers":               prometheus.NewDesc("plait_purged_answers_total", "Peers answered that what they asked for is purged.", nil, nil),
-		"entries_purged":               prometheus.NewDesc("plait_entries_purged_total", "Log entries retention purged.", nil, nil),
-		"tombstones_dropped":           prometheus.NewDesc("plait_tombstones_dropped_total", "Tombstones retention dropped.", nil, nil),
-		"copies_started":               prometheus.NewDesc("plait_copies_started_total", "Base copies this node began taking.", nil, nil),
-		"copies_resumed":               prometheus.NewDesc("plait_copies_resumed_total", "Base copies this node went on with after they stopped early.", nil, nil),
-		"copies_completed":             prometheus.NewDesc("plait_copies_completed_total", "Base copies this node took whole.", nil, nil),
-		"copy_records":                 prometheus.NewDesc("plait_copy_records_total", "Records received in base copies.", nil, nil),
-		"copy_bytes":                   prometheus.NewDesc("plait_copy_bytes_total", "Chunk bytes received in base copies.", nil, nil),
-		"copies_served":                prometheus.NewDesc("plait_copies_served_total", "Base copies this node began serving.", nil, nil),
-		"copy_records_held_back":       prometheus.NewDesc("plait_copy_records_held_back_total", "Records left out of base copies served: versions this node's logs did not cover yet.", nil, nil),
-		"copies_busy":                  prometheus.NewDesc("plait_copies_busy_total", "Copy requests refused at --max-copies (copy-busy).", nil, nil),
-		"copies_refused":               prometheus.NewDesc("plait_copies_refused_total", "Base copies this node refused to take (its own origin ahead of its log).", nil, nil),
-		"bad_chunks":                   prometheus.NewDesc("plait_bad_chunks_total", "Base copies stopped by a chunk that broke the copy's rules (bad-chunk).", nil, nil),
-		"antientropy_ranges_compared":  prometheus.NewDesc("plait_antientropy_ranges_compared_total", "Key ranges this node asked a peer about and had answered (anti-entropy).", nil, nil),
-		"antientropy_ranges_differing": prometheus.NewDesc("plait_antientropy_ranges_differing_total", "Key ranges whose digests differed from the peer's.", nil, nil),
-		"antientropy_records_repaired": prometheus.NewDesc("plait_antientropy_records_repaired_total", "Records anti-entropy wrote here from a peer's version.", nil, nil),
-		"antientropy_in_flight":        prometheus.NewDesc("plait_antientropy_in_flight_total", "Differing peer versions not yet applied here, left to the log.", nil, nil),
-		"antientropy_below_horizon":    prometheus.NewDesc("plait_antientropy_below_horizon_total", "Records this node lacks at or below its tombstone horizon, not written (they may have been deleted here).", nil, nil),
-		"antientropy_conflicts":        prometheus.NewDesc("plait_antientropy_conflicts_total", "Records held at one version with two contents and no log entry left: flagged in status, never chosen.", nil, nil),
-		"antientropy_passes":           prometheus.NewDesc("plait_antientropy_passes_total", "Anti-entropy passes over this node's records that reached the last record (one pass for all peers).", nil, nil),
-		"antientropy_asks_abandoned":   prometheus.NewDesc("plait_antientropy_asks_abandoned_total", "Anti-entropy ranges asked and not answered within the stall timeout: the pass went on with the next peer.", nil, nil),
-		"origin_rewinds":               prometheus.NewDesc("plait_origin_rewinds_total", "Times this node found an origin rewound: its own, by a peer's position of it, or a peer's own, on the connection to it.", nil, nil),
-		// The two of connections ending in an error, one series per code (their sum is the
-		// document's counter).
-		"connections_refused": prometheus.NewDesc("plait_connections_refused_total", "Connections closed before their handshake completed, by code.", []string{"code"}, nil),
-		"connection_errors":   prometheus.NewDesc("plait_connection_errors_total", "Connections closed for an error after their handshake, by code.", []string{"code"}, nil),
-		"apply_failures":      prometheus.NewDesc("plait_apply_failures_total", "Tries of received entries that failed to apply for a reason of their own (storage errors not included).", nil, nil),
-		"records_damaged":     prometheus.NewDesc("plait_records_damaged_total", "Damaged records (undecodable in the store) this node's scans passed over: anti-entropy writes a peer's version over them.", nil, nil),
-	}
-	descCertExpiry = prometheus.NewDesc("plait_tls_cert_expiry_timestamp_seconds", "When this node's peer certificate expires (Unix time).", nil, nil)
-	descReloads    = prometheus.NewDesc("plait_tls_reloads_total", "Reloads of the peer certificate files, by result (ok: loaded; failed: refused, the loaded ones kept).", []string{"result"}, nil)
+	descCertExpiry   = prometheus.NewDesc("plait_tls_cert_expiry_timestamp_seconds", "When this node's peer certificate expires (Unix time).", nil, nil)
+	descReloads      = prometheus.NewDesc("plait_tls_reloads_total", "Reloads of the peer certificate files, by result (ok: loaded; failed: refused, the loaded ones kept).", []string{"result"}, nil)
 )
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
@@ -77,8 +40,8 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 		descClock, descRefusing, descStorage, descRewound, descCertExpiry, descReloads, descOriginHealth, descPeerHealth, descHoldAge, descRetainHold, descClockBound} {
 		ch <- d
 	}
-	for _, d := range descCounters {
-		ch <- d
+	for _, f := range counterFields {
+		ch <- f.desc
 	}
 }
 
@@ -161,14 +124,15 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descRewound, prometheus.GaugeValue, rewound)
 	byCode := map[string][]replica.CodeCount{"connections_refused": st.RefusedByCode, "connection_errors": st.ErrorsByCode}
-	for _, c := range NewStatusDoc(st).Counters.List() {
-		if codes, labeled := byCode[c.Name]; labeled {
-			for _, cc := range codes {
-				ch <- prometheus.MustNewConstMetric(descCounters[c.Name], prometheus.CounterValue, float64(cc.Count), string(cc.Code))
+	for i, c := range (CountersDoc{st.Counters}).List() {
+		f := counterFields[i]
+		if f.byCode {
+			for _, cc := range byCode[c.Name] {
+				ch <- prometheus.MustNewConstMetric(f.desc, prometheus.CounterValue, float64(cc.Count), string(cc.Code))
 			}
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(descCounters[c.Name], prometheus.CounterValue, float64(c.Value))
+		ch <- prometheus.MustNewConstMetric(f.desc, prometheus.CounterValue, float64(c.Value))
 	}
 	if ts := m.n.TLS(); ts != nil {
 		ch <- prometheus.MustNewConstMetric(descCertExpiry, prometheus.GaugeValue, float64(ts.Expiry.Unix()))

@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,34 +22,61 @@ import (
 	"plait/protocol/wire"
 )
 
-// TestCountersList: CountersDoc.List names every counter of the document once, with its
-// value, and /metrics has a metric for each: a counter added to the document but not to
-// the list, or to the list but not to the metrics, fails here.
-func TestCountersList(t *testing.T) {
-	c := CountersDoc{TxnsApplied: 1, DuplicatesReceived: 2, GapsDetected: 3, ResendsRequested: 4, ProtocolErrors: 5, Divergences: 6,
-		PurgedAnswers: 7, EntriesPurged: 8}
-	var fromJSON map[string]uint64
+// TestCountersInContract: the counters of replica.Counters (its tags, from which the
+// document, plait status and the metrics derive them) are docs/contract.md §8.4's rows in
+// their order, and each has its row plait_NAME_total in §9, labeled by code where its
+// metric is; the document encodes each under its name; no name is used twice. A counter
+// added to the struct without its rows, or a row without a counter, fails here.
+func TestCountersInContract(t *testing.T) {
+	var c CountersDoc
+	v := reflect.ValueOf(&c.Counters).Elem()
+	for i := range v.NumField() {
+		v.Field(i).SetUint(uint64(100 + i))
+	}
+	list := c.List()
 	raw, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var fromJSON map[string]uint64
 	if err := json.Unmarshal(raw, &fromJSON); err != nil {
 		t.Fatal(err)
 	}
-	list := c.List()
-	if len(list) != len(fromJSON) {
-		t.Fatalf("List has %d counters, the document %d", len(list), len(fromJSON))
+	if len(list) != v.NumField() || len(fromJSON) != len(list) {
+		t.Fatalf("%d fields, %d in List, %d in the document: a name is used twice", v.NumField(), len(list), len(fromJSON))
 	}
+	var back CountersDoc
+	if err := json.Unmarshal(raw, &back); err != nil || back != c {
+		t.Errorf("the document's counters decoded: %+v, %v; want %+v", back, err, c)
+	}
+	for i, k := range list {
+		if k.Value != uint64(100+i) || fromJSON[k.Name] != k.Value {
+			t.Errorf("counter %s: List %d, the document %d; want %d", k.Name, k.Value, fromJSON[k.Name], 100+i)
+		}
+	}
+
+	row := regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\|")
+	var documented []string
+	for _, m := range row.FindAllStringSubmatch(docsection.Section(t, "docs/contract.md", "8.4"), -1) {
+		documented = append(documented, m[1])
+	}
+	var names []string
 	for _, k := range list {
-		if v, ok := fromJSON[k.Name]; !ok || v != k.Value {
-			t.Errorf("List's %s = %d, the document's = %d (present %v)", k.Name, k.Value, v, ok)
-		}
-		if descCounters[k.Name] == nil {
-			t.Errorf("counter %s has no metric", k.Name)
-		}
+		names = append(names, k.Name)
 	}
-	if len(descCounters) != len(list) {
-		t.Errorf("%d counter metrics for %d counters", len(descCounters), len(list))
+	if !slices.Equal(names, documented) {
+		t.Errorf("the counters, in order:\n  %v\ndocs/contract.md §8.4's rows:\n  %v", names, documented)
+	}
+	metrics := docsection.Section(t, "docs/contract.md", "9")
+	for _, f := range counterFields {
+		labels := "none"
+		if f.byCode {
+			labels = "`code`"
+		}
+		want := fmt.Sprintf("| `plait_%s_total` | counter | %s | `%s`", f.name, labels, f.name)
+		if !strings.Contains(metrics, want) {
+			t.Errorf("docs/contract.md §9 has no row %q", want)
+		}
 	}
 }
 
@@ -188,6 +217,11 @@ func TestDeployMetricNames(t *testing.T) {
 	for n := range names {
 		if strings.HasPrefix(n, "plait_") && !strings.Contains(string(contract), "| `"+n+"` |") {
 			t.Errorf("docs/contract.md §9 has no row for %s", n)
+		}
+	}
+	for _, m := range regexp.MustCompile("(?m)^\\| `(plait_[a-z0-9_]+)` \\|").FindAllStringSubmatch(docsection.Section(t, "docs/contract.md", "9"), -1) {
+		if !names[m[1]] {
+			t.Errorf("docs/contract.md §9 has a row for %s, which the node does not export", m[1])
 		}
 	}
 }

@@ -271,69 +271,6 @@ type PeerErrorDoc struct {
 	Message string `json:"message"`
 }
 
-// CountersDoc is the document's counters (replica.Counters).
-type CountersDoc struct {
-	AntiEntropyAsksAbandoned   uint64 `json:"antientropy_asks_abandoned"`
-	AntiEntropyBelowHorizon    uint64 `json:"antientropy_below_horizon"`
-	AntiEntropyConflicts       uint64 `json:"antientropy_conflicts"`
-	AntiEntropyInFlight        uint64 `json:"antientropy_in_flight"`
-	AntiEntropyPasses          uint64 `json:"antientropy_passes"`
-	AntiEntropyRangesCompared  uint64 `json:"antientropy_ranges_compared"`
-	AntiEntropyRangesDiffering uint64 `json:"antientropy_ranges_differing"`
-	AntiEntropyRecordsRepaired uint64 `json:"antientropy_records_repaired"`
-	ApplyFailures              uint64 `json:"apply_failures"`
-	BadChunks                  uint64 `json:"bad_chunks"`
-	ConnectionErrors           uint64 `json:"connection_errors"`
-	ConnectionsRefused         uint64 `json:"connections_refused"`
-	CopiesBusy                 uint64 `json:"copies_busy"`
-	CopiesCompleted            uint64 `json:"copies_completed"`
-	CopiesRefused              uint64 `json:"copies_refused"`
-	CopiesResumed              uint64 `json:"copies_resumed"`
-	CopiesServed               uint64 `json:"copies_served"`
-	CopiesStarted              uint64 `json:"copies_started"`
-	CopyBytes                  uint64 `json:"copy_bytes"`
-	CopyRecords                uint64 `json:"copy_records"`
-	CopyRecordsHeldBack        uint64 `json:"copy_records_held_back"`
-	Divergences                uint64 `json:"divergences"`
-	DuplicatesReceived         uint64 `json:"duplicates_received"`
-	EntriesPurged              uint64 `json:"entries_purged"`
-	GapsDetected               uint64 `json:"gaps_detected"`
-	OriginRewinds              uint64 `json:"origin_rewinds"`
-	ProtocolErrors             uint64 `json:"protocol_errors"`
-	PurgedAnswers              uint64 `json:"purged_answers"`
-	RecordsDamaged             uint64 `json:"records_damaged"`
-	ResendsRequested           uint64 `json:"resends_requested"`
-	TombstonesDropped          uint64 `json:"tombstones_dropped"`
-	TxnsApplied                uint64 `json:"txns_applied"`
-}
-
-// Counter is one counter of the document: its name there and its value.
-type Counter struct {
-	Name  string
-	Value uint64
-}
-
-// List is every counter, in the order docs/contract.md §8.4 gives them: the one list that
-// /metrics and plait status print, so a counter added to the document reaches both.
-func (c CountersDoc) List() []Counter {
-	return []Counter{{"txns_applied", c.TxnsApplied}, {"duplicates_received", c.DuplicatesReceived},
-		{"gaps_detected", c.GapsDetected}, {"resends_requested", c.ResendsRequested},
-		{"protocol_errors", c.ProtocolErrors}, {"divergences", c.Divergences},
-		{"purged_answers", c.PurgedAnswers}, {"entries_purged", c.EntriesPurged},
-		{"tombstones_dropped", c.TombstonesDropped},
-		{"copies_started", c.CopiesStarted}, {"copies_resumed", c.CopiesResumed}, {"copies_completed", c.CopiesCompleted},
-		{"copy_records", c.CopyRecords}, {"copy_bytes", c.CopyBytes}, {"copies_served", c.CopiesServed},
-		{"copy_records_held_back", c.CopyRecordsHeldBack},
-		{"copies_busy", c.CopiesBusy}, {"copies_refused", c.CopiesRefused}, {"bad_chunks", c.BadChunks},
-		{"origin_rewinds", c.OriginRewinds},
-		{"antientropy_ranges_compared", c.AntiEntropyRangesCompared}, {"antientropy_ranges_differing", c.AntiEntropyRangesDiffering},
-		{"antientropy_records_repaired", c.AntiEntropyRecordsRepaired}, {"antientropy_in_flight", c.AntiEntropyInFlight},
-		{"antientropy_below_horizon", c.AntiEntropyBelowHorizon}, {"antientropy_conflicts", c.AntiEntropyConflicts},
-		{"antientropy_passes", c.AntiEntropyPasses}, {"antientropy_asks_abandoned", c.AntiEntropyAsksAbandoned},
-		{"connections_refused", c.ConnectionsRefused}, {"connection_errors", c.ConnectionErrors},
-		{"apply_failures", c.ApplyFailures}, {"records_damaged", c.RecordsDamaged}}
-}
-
 // NewStatusDoc is the document of a replica status (as node.Node.Status gives it, with
 // the dialed peers' URLs and states).
 func NewStatusDoc(st replica.Status) StatusDoc {
@@ -341,24 +278,9 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 		Node: NodeDoc{Authenticated: st.Node.Authenticated, Name: st.Node.Name, Origin: hex.EncodeToString(st.Node.Origin[:]),
 			Protocol: ProtocolRange{Max: st.Node.ProtocolMax, Min: st.Node.ProtocolMin}, Clock: clockDoc(st.Node.Clock),
 			Storage: storageDoc(st.Node.Storage), Rewound: rewindDoc(st.Node.Rewound), RetainHoldS: st.Node.RetainHold.Seconds()},
-		Origins: make([]OriginDoc, 0, len(st.Origins)),
-		Peers:   make([]PeerDoc, 0, len(st.Peers)),
-		Counters: CountersDoc{Divergences: st.Counters.Divergences, DuplicatesReceived: st.Counters.DuplicatesReceived,
-			GapsDetected: st.Counters.GapsDetected, ProtocolErrors: st.Counters.ProtocolErrors,
-			ResendsRequested: st.Counters.ResendsRequested, TxnsApplied: st.Counters.TxnsApplied,
-			PurgedAnswers: st.Counters.PurgedAnswers, EntriesPurged: st.Counters.EntriesPurged,
-			TombstonesDropped: st.Counters.TombstonesDropped,
-			CopiesStarted:     st.Counters.CopiesStarted, CopiesResumed: st.Counters.CopiesResumed,
-			CopiesCompleted: st.Counters.CopiesCompleted, CopyRecords: st.Counters.CopyRecords,
-			CopyBytes: st.Counters.CopyBytes, CopiesServed: st.Counters.CopiesServed, CopiesBusy: st.Counters.CopiesBusy,
-			CopyRecordsHeldBack: st.Counters.CopyHeldBack,
-			CopiesRefused:       st.Counters.CopiesRefused, BadChunks: st.Counters.BadChunks,
-			AntiEntropyRangesCompared: st.Counters.AntiEntropyRangesCompared, AntiEntropyRangesDiffering: st.Counters.AntiEntropyRangesDiffering,
-			AntiEntropyRecordsRepaired: st.Counters.AntiEntropyRecordsRepaired, AntiEntropyInFlight: st.Counters.AntiEntropyInFlight,
-			AntiEntropyBelowHorizon: st.Counters.AntiEntropyBelowHorizon, AntiEntropyConflicts: st.Counters.AntiEntropyConflicts,
-			AntiEntropyPasses: st.Counters.AntiEntropyPasses, AntiEntropyAsksAbandoned: st.Counters.AntiEntropyAsksAbandoned,
-			ConnectionsRefused: st.Counters.ConnectionsRefused, ConnectionErrors: st.Counters.ConnectionErrors,
-			OriginRewinds: st.Counters.OriginRewinds, ApplyFailures: st.Counters.ApplyFailures, RecordsDamaged: st.Counters.RecordsDamaged},
+		Origins:              make([]OriginDoc, 0, len(st.Origins)),
+		Peers:                make([]PeerDoc, 0, len(st.Peers)),
+		Counters:             CountersDoc{st.Counters},
 		Refusals:             make([]RefusalDoc, 0, len(st.Refusals)),
 		AntiEntropyConflicts: make([]ConflictDoc, 0, len(st.AntiEntropyConflicts)),
 	}

@@ -3,8 +3,11 @@ package httpapi_test
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"plait/protocol"
 	"plait/protocol/replica"
@@ -204,4 +207,71 @@ func TestStatusDocTLS(t *testing.T) {
 	if d.Node.TLS != nil {
 		t.Fatal("node.tls without TLS is not null")
 	}
+}
+
+// TestStatusFieldsMapped: every field of the replica's status parts (node, origins[],
+// peers[]) is a field of the document, under its name in snake case or the one this test
+// lists, or is listed as left out with why; and every field of the document comes from
+// one. A status field added to the replica without its place in the document, or to the
+// document with no source, fails here (the goldens above then pin its encoding, and the
+// contract's example its documentation).
+func TestStatusFieldsMapped(t *testing.T) {
+	for _, c := range []struct {
+		from, to reflect.Type
+		renamed  map[string]string // replica field → document field
+		left     map[string]string // replica field → why the document leaves it out
+		shell    map[string]string // document field → where it comes from, not the replica
+	}{
+		{reflect.TypeFor[replica.NodeStatus](), reflect.TypeFor[httpapi.NodeDoc](),
+			map[string]string{"ProtocolMin": "protocol", "ProtocolMax": "protocol", "RetainHold": "retain_hold_s"},
+			nil, map[string]string{"tls": "the shell's certificate (node.TLS, SetTLS)"}},
+		{reflect.TypeFor[replica.OriginStatus](), reflect.TypeFor[httpapi.OriginDoc](), nil,
+			map[string]string{"ApplyFailedSeq": "apply_error names the entry", "ApplyFailedAt": "apply_error is the last failure; its time is the retry's business"},
+			nil},
+		{reflect.TypeFor[replica.PeerStatus](), reflect.TypeFor[httpapi.PeerDoc](),
+			map[string]string{"RTT": "rtt_ms", "ClockOffset": "clock_offset_ms", "RetentionHoldAge": "retention_hold_age_s", "Behind": "lag_seq",
+				"Stats": "antientropy_bytes_in"},
+			map[string]string{"Conn": "an id inside the process", "Origin": "the peer's origin is in origins[]", "Dialed": "url says whether this node dials it"},
+			map[string]string{"antientropy_bytes_out": "Stats, as antientropy_bytes_in"}},
+	} {
+		doc := map[string]bool{}
+		for f := range c.to.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			doc[name] = false
+		}
+		for f := range c.from.Fields() {
+			if _, ok := c.left[f.Name]; ok {
+				continue
+			}
+			name, ok := c.renamed[f.Name]
+			if !ok {
+				name = snake(f.Name)
+			}
+			if _, ok := doc[name]; !ok {
+				t.Errorf("%s.%s has no field %q in %s, and is not listed as left out", c.from.Name(), f.Name, name, c.to.Name())
+				continue
+			}
+			doc[name] = true
+		}
+		for name, sourced := range doc {
+			if _, ok := c.shell[name]; !sourced && !ok {
+				t.Errorf("%s.%s comes from no field of %s", c.to.Name(), name, c.from.Name())
+			}
+		}
+	}
+}
+
+// snake is a Go field name in snake case: AppliedSeq is applied_seq, URL is url.
+func snake(s string) string {
+	rs := []rune(s)
+	var b strings.Builder
+	for i, r := range rs {
+		// A capital starts a word after a small letter, or before one after a capital
+		// (an initialism ends: HTTPServer is http_server).
+		if unicode.IsUpper(r) && i > 0 && (unicode.IsLower(rs[i-1]) || i+1 < len(rs) && unicode.IsLower(rs[i+1]) && unicode.IsUpper(rs[i-1])) {
+			b.WriteByte('_')
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
 }
