@@ -65,7 +65,7 @@ func TestCountersInContract(t *testing.T) {
 		names = append(names, k.Name)
 	}
 	if !slices.Equal(names, documented) {
-		t.Errorf("the counters, in order:\n  %v\ndocs/contract.md §8.4's rows:\n  %v", names, documented)
+		t.Errorf("the counters, in order: %v; the rows of docs/contract.md §8.4: %v", names, documented)
 	}
 	metrics := docsection.Section(t, "docs/contract.md", "9")
 	for _, f := range counterFields {
