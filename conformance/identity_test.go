@@ -93,9 +93,9 @@ func TestSimIdentityNativeWasm(t *testing.T) {
 
 // loadCore compiles a core module for the suite: with the compilation cache of
 // PLAIT_WAZERO_CACHE when set (make conformance keeps one under build/, so that only the
-// first run compiles), and without wazero's termination checks, which made every call into
-// the Go guest about twice as slow (BENCHMARKS.md, "The core under WASM and FuzzDiff"): a
-// guest that hangs is stopped by go test's -timeout instead of the call's deadline.
+// first run compiles), and without wazero's termination checks, which double the time of
+// every call into the Go guest (BENCHMARKS.md §7): a guest that hangs is stopped by go
+// test's -timeout instead of the call's deadline.
 func loadCore(wasm []byte) (*host.Module, error) {
 	return host.Load(context.Background(), wasm, os.Getenv("PLAIT_WAZERO_CACHE"), host.WithoutCallDeadline())
 }

@@ -197,8 +197,10 @@ type diffState struct {
 	releaseEvery uint64 // 1 of releaseEvery inputs also goes to the releases (releaseSampled)
 }
 
-// defaultReleaseEvery is releaseSampled's default while fuzzing; BENCHMARKS.md ("The core
-// under WASM and FuzzDiff") gives the cost per input of each part.
+// defaultReleaseEvery is releaseSampled's default while fuzzing: the frozen releases
+// together cost several times the current part per input and cannot get faster (their ABI
+// is frozen), so they get one input in 8 and most of the fuzzing goes to the current
+// builds (BENCHMARKS.md §8 has the cost of each part).
 const defaultReleaseEvery = 8
 
 var (

@@ -24,7 +24,8 @@ import (
 // shells/wasm/host does (compile once, an instance per session, alloc/step/read), and adds
 // what a fuzzer needs and the host does not offer: an instance's whole state can be saved
 // after the setup and put back before each input, so that an input costs a memory copy
-// instead of an instantiation (about 10 ms for a Go module, most of a session input's cost).
+// instead of an instantiation, which runs the Go runtime's initialisation and costs far
+// more than the input itself (BENCHMARKS.md §7).
 //
 // The state of an instance is its linear memory, its globals (the module's table is never
 // written by Go code) and what its WASI host holds for it: the clocks and the random source
@@ -36,8 +37,8 @@ import (
 // FuzzDiff checks a restored instance against a freshly instantiated one regularly
 // (diffCrossCheckEvery).
 //
-// Calls into a Go module under wazero cost far more than the native core: a small DECODE
-// takes about 0.03 ms, a RECEIVE into an established session 0.3-0.5 ms, a restore 0.2 ms.
+// Calls into a Go module under wazero cost far more than the native core (BENCHMARKS.md §7
+// and §8).
 
 // Environment variables, read by every process of a fuzzing run (Go starts its fuzz workers
 // with the coordinator's environment):
@@ -55,8 +56,8 @@ const (
 
 // callTimeout bounds every call into a module: a guest that runs longer crashes the process
 // (watchdog), which a fuzzing run reports with the input as a failure. wazero's own
-// WithCloseOnContextDone would stop the call instead, but makes every call into a Go module
-// about seven times slower (0.03 ms to 0.2 ms for a small DECODE).
+// WithCloseOnContextDone would stop the call instead, but its checks at every function
+// entry and loop make every call into a Go module several times slower.
 const callTimeout = 10 * time.Second
 
 var (

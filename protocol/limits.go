@@ -46,8 +46,8 @@ type Limits struct {
 	// arrived, so a control frame (PING, credit, acknowledgement) or the next entry queued
 	// behind data waits for the message before it. On a slow link a message of the whole
 	// send buffer (4 MiB) takes seconds; its entries count as not arriving and its PINGs
-	// as late (a 1 MB/s link carried nothing at all: every message outlasted the stall
-	// timeout, and its stream was asked again before it arrived).
+	// as late (over 1 MB/s such a message outlasts the stall timeout, so its stream would be
+	// asked again before it arrived, and nothing would ever be applied).
 	MaxOutMessage int
 	// HandshakeTimeout bounds the time from Start to an authenticated session (default 10 s).
 	HandshakeTimeout time.Duration

@@ -1627,8 +1627,9 @@ func TestModelHarness(t *testing.T) {
 
 // ---- regressions of the core, found by the model ----
 //
-// Each of these failed against commit 022a675 and passes since f8ccf5f, which re-evaluates
-// the grants after every receipt and grants whenever less than one largest frame is left.
+// Each of these fails on a core that grants credit again only when something is released;
+// the core re-evaluates the grants after every receipt and grants whenever less than one
+// largest frame is left.
 
 // TestModelGrantAfterStarvedReceipt: the connection's credit was granted again only when
 // something was released, but under credit.Grant's rule (remaining <= (window -

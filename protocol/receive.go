@@ -13,7 +13,7 @@ import (
 // yet (a caller that reads messages in parts says so now and then): the peer is alive.
 // Why: a message is acted on only once all of it has arrived, and on a slow link one large
 // frame takes longer than the liveness timeout (a transaction of 8 MiB at 1 MB/s takes 8
-// s); counting whole messages only closed such a link before its frame could arrive, and
+// s); counting whole messages only would close such a link before its frame arrived, and
 // again after every redial. Nothing else changes: no event, no output.
 func (s *Session) Receiving(now time.Time) {
 	if s.state == StateHandshaking || s.state == StateAuthenticating || s.state == StateEstablished {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,8 +13,7 @@ import (
 // benchmark is plait bench: internal/bench's measures of the load its flags give. It returns
 // the exit status: 2 for bad flags, 1 when a measure fails.
 func benchmark(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("plait bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("plait bench", stderr)
 	var c bench.Config
 	fs.IntVar(&c.Records, "records", 200_000, "records replicated in each throughput measure")
 	fs.IntVar(&c.PerTxn, "per-txn", 100, "records per transaction")

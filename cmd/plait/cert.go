@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -25,8 +24,7 @@ func cert(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	kind := args[0]
-	fs := flag.NewFlagSet("plait cert "+kind, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("plait cert "+kind, stderr)
 	dir := fs.String("dir", "", "the directory of the CA's files (ca.crt, ca.key) and the nodes' (NAME.crt, NAME.key)")
 	alg := fs.String("key", string(certs.ECDSAP256), "the key algorithm: ecdsa-p256 or ed25519")
 	lifetime := fs.Duration("lifetime", 0, "how long the certificate is valid (0: 87600h for a CA, 17520h for a node)")

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -49,10 +49,13 @@ func check(args []string, stdout, stderr io.Writer) int {
 // there; on failure it says why on stderr and returns the exit status (2: a bad command
 // line, or no store there; 1: the store does not open, a running node's lock included).
 func openStopped(cmd string, args []string, stderr io.Writer) (*rocksstore.Store, int) {
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags(cmd, stderr)
 	dir := fs.String("data", "./plait-data", "the data directory of a stopped node")
 	if !parseFlags(fs, args) {
+		return nil, 2
+	}
+	if fi, err := os.Stat(*dir); err == nil && !fi.IsDir() {
+		fmt.Fprintf(stderr, "%s: --data: %s is a file, not a directory\n", cmd, *dir)
 		return nil, 2
 	}
 	if _, err := os.Stat(filepath.Join(*dir, "CURRENT")); err != nil {
@@ -60,7 +63,11 @@ func openStopped(cmd string, args []string, stderr io.Writer) (*rocksstore.Store
 		return nil, 2
 	}
 	s, err := rocksstore.Open(*dir, replica.Identity{}, rocksstore.Options{})
-	if err != nil {
+	switch {
+	case errors.Is(err, rocksstore.ErrInUse):
+		fmt.Fprintf(stderr, "%s: --data: %v\n", cmd, err)
+		return nil, 1
+	case err != nil:
 		fmt.Fprintln(stderr, cmd+":", err)
 		return nil, 1
 	}

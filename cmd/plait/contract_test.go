@@ -1,53 +1,102 @@
 package main
 
 import (
-	"bytes"
+	"flag"
 	"io"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
+
+	"plait/internal/docsection"
 )
 
-// TestFlagsInContract: every flag of plait serve and plait status has a row of its own in
-// the flag table of its section of docs/contract.md (§2 and §12), "| `--NAME ...` |": a flag
-// added without its row fails, even when the text mentions it elsewhere.
+// contractFlag is one row of a flag table of docs/contract.md: "| `--NAME ARG` | DEFAULT |".
+type contractFlag struct {
+	arg, def string
+}
+
+// contractFlags reads the flag table of a section of docs/contract.md.
+func contractFlags(t *testing.T, section string) map[string]contractFlag {
+	t.Helper()
+	row := regexp.MustCompile("(?m)^\\| `--([a-z0-9-]+)(?: ([^`]+))?` \\| ([^|]*) \\|")
+	flags := map[string]contractFlag{}
+	for _, m := range row.FindAllStringSubmatch(docsection.Section(t, "docs/contract.md", section), -1) {
+		flags[m[1]] = contractFlag{arg: m[2], def: strings.TrimSpace(m[3])}
+	}
+	if len(flags) == 0 {
+		t.Fatalf("docs/contract.md §%s has no flag table", section)
+	}
+	return flags
+}
+
+// defaultLiteral is the default a contract cell writes: its leading code span (`2s`,
+// `0`: the default), a bare true or false, or "" for none (none, the environment's ...).
+func defaultLiteral(cell string) (string, bool) {
+	switch {
+	case strings.HasPrefix(cell, "`"):
+		lit, _, ok := strings.Cut(cell[1:], "`")
+		return lit, ok
+	case cell == "false" || cell == "true":
+		return cell, true
+	case strings.HasPrefix(cell, "none"):
+		return "", true
+	}
+	return "", false
+}
+
+// TestFlagsInContract: the flag tables of plait serve and plait status (their settings,
+// from which their flags and -h come) and the contract's (§2 and §12) are the same, both
+// ways: every flag has its row, with the same argument name and default, and every row is
+// a flag. A default compares as a value: the contract's literal, given to the flag, must
+// read back as the flag's default (72h is 72h0m0s).
 func TestFlagsInContract(t *testing.T) {
-	raw, err := os.ReadFile("../../docs/contract.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	contract := string(raw)
-	section := func(heading string) string {
-		i := strings.Index(contract, "\n## "+heading)
-		if i < 0 {
-			t.Fatalf("docs/contract.md has no section %q", heading)
-		}
-		rest := contract[i+1:]
-		if j := strings.Index(rest[3:], "\n## "); j >= 0 {
-			rest = rest[:j+3]
-		}
-		return rest
-	}
-	flagLine := regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`)
 	for _, c := range []struct {
-		command string
-		usage   func(w *bytes.Buffer)
-		section string
+		command, section string
+		table            func() []setting
 	}{
-		{"serve", func(w *bytes.Buffer) { _, _ = parseServe([]string{"-h"}, w) }, section("2. `plait serve`")},
-		{"status", func(w *bytes.Buffer) { status([]string{"-h"}, io.Discard, w) }, section("12. `plait status")},
+		{"serve", "2", func() []setting { return (&serveConfig{}).settings() }},
+		{"status", "12", func() []setting { return (&statusFlags{}).settings() }},
 	} {
-		var usage bytes.Buffer
-		c.usage(&usage)
-		flags := flagLine.FindAllStringSubmatch(usage.String(), -1)
-		if len(flags) == 0 {
-			t.Fatalf("plait %s -h listed no flags:\n%s", c.command, usage.String())
-		}
-		for _, f := range flags {
-			if !strings.Contains(c.section, "\n| `--"+f[1]+" ") && !strings.Contains(c.section, "\n| `--"+f[1]+"`") {
-				t.Errorf("plait %s --%s has no row in its section's flag table in docs/contract.md", c.command, f[1])
+		documented := contractFlags(t, c.section)
+		fs := flag.NewFlagSet(c.command, flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		table := c.table()
+		bind(fs, table)
+		for _, s := range table {
+			d, ok := documented[s.name]
+			if !ok {
+				t.Errorf("plait %s --%s has no row in docs/contract.md §%s", c.command, s.name, c.section)
+				continue
 			}
+			delete(documented, s.name)
+			if d.arg != s.arg {
+				t.Errorf("plait %s --%s: the contract writes its value %q, the flag %q", c.command, s.name, d.arg, s.arg)
+			}
+			lit, ok := defaultLiteral(d.def)
+			if !ok {
+				t.Errorf("plait %s --%s: the contract's default %q starts with neither a `value`, true, false nor none", c.command, s.name, d.def)
+				continue
+			}
+			f := fs.Lookup(s.name)
+			if lit == "" {
+				if f.DefValue != "" {
+					t.Errorf("plait %s --%s: the contract says no default, the flag's is %q", c.command, s.name, f.DefValue)
+				}
+				continue
+			}
+			// The contract's literal, set on a fresh table's field, must read back as the
+			// default does (the fresh table's values are separate from fs's).
+			fresh := flag.NewFlagSet("fresh", flag.ContinueOnError)
+			fresh.SetOutput(io.Discard)
+			bind(fresh, c.table())
+			if err := fresh.Set(s.name, lit); err != nil {
+				t.Errorf("plait %s --%s: the contract's default %q is not a value of the flag: %v", c.command, s.name, lit, err)
+			} else if got := fresh.Lookup(s.name).Value.String(); got != f.DefValue {
+				t.Errorf("plait %s --%s: the contract's default %q reads %q; the flag's default is %q", c.command, s.name, lit, got, f.DefValue)
+			}
+		}
+		for name := range documented {
+			t.Errorf("docs/contract.md §%s has a row for --%s, which plait %s does not have", c.section, name, c.command)
 		}
 	}
 }

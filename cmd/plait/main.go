@@ -3,7 +3,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 
@@ -54,16 +53,4 @@ func main() {
 		fmt.Fprintf(os.Stderr, "plait: unknown command %q\n%s", os.Args[1], usage)
 		os.Exit(2)
 	}
-}
-
-// parseFlags parses a command's flags; a positional argument is refused, naming it.
-func parseFlags(fs *flag.FlagSet, args []string) bool {
-	if err := fs.Parse(args); err != nil {
-		return false
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		return false
-	}
-	return true
 }

@@ -15,13 +15,13 @@ import (
 	"syscall"
 	"time"
 
-	"plait/protocol"
 	"plait/protocol/handshake"
 	"plait/protocol/replica"
 	"plait/protocol/wire"
 	"plait/shells/native/apitoken"
 	"plait/shells/native/httpapi"
 	"plait/shells/native/node"
+	"plait/shells/native/rocksstore"
 	"plait/shells/native/tlsfiles"
 )
 
@@ -40,16 +40,103 @@ type serveConfig struct {
 	tokens     *apitoken.File   // --api-token-file; nil: the API is open
 	httpTLS    *tlsfiles.Source // --http-tls-cert and --http-tls-key; nil: plain HTTP
 
+	// The flags that name files or allow a risk, read once every flag is parsed.
+	files         serveFiles
+	insecurePlain bool // --insecure-plaintext
+	insecureOpen  bool // --insecure-open-api
+
 	// hup delivers SIGHUP (serve sets it; nil in tests that send none): each one reloads
 	// the files of reloaders.
 	hup <-chan os.Signal
 }
 
-type peerFlags []node.Peer
+// serveFiles are the paths of plait serve's files: the peer certificate set, the API's
+// tokens and its HTTPS pair.
+type serveFiles struct {
+	tlsCert, tlsKey, tlsCA string
+	tokens                 string
+	httpCert, httpKey      string
+}
 
-func (p *peerFlags) String() string { return fmt.Sprint(*p) }
+// settings is plait serve's table of flags (docs/contract.md §2): every flag's name, the
+// field it sets, its default (the value each constructor puts in the field) and its one
+// line of help. A new setting is a field, a row here and a row in the contract, which
+// TestFlagsInContract holds this table to, both ways.
+func (c *serveConfig) settings() []setting {
+	n, r, f := &c.node, &c.node.Config, &c.files
+	return []setting{
+		str("name", "NAME", &n.Name, "", validNodeName, "the node's name, unique in a cluster (default: the host name)"),
+		str("data", "DIR", &n.DataDir, "./plait-data", nil, "data directory (created on first start)"),
+		str("listen", "HOST:PORT", &c.listen, "127.0.0.1:7400", hostPort, "replication WebSocket listener, HOST:PORT"),
+		str("http", "HOST:PORT", &c.httpListen, "127.0.0.1:7401", hostPort, "HTTP API, status and metrics, HOST:PORT"),
+		{"peer", "NAME=URL", &peerFlags{&n.Peers}, "NAME=URL: dial this peer and keep the connection up (repeatable)"},
+		{"secret", "S", bytesValue{&r.Secret}, "cluster secret (default: the environment variable PLAIT_SECRET); required for plaintext peer links when --listen is not loopback"},
+		num("protocol-max", "N", &r.MaxVersion, 0, 0, atMostNewest, "speak protocol versions up to N only (0: newest)"),
+		str("sync", "MODE", &n.Sync, node.SyncOrigin, oneOf(node.SyncOrigin, node.SyncAll, node.SyncNone), "origin | all | none"),
+		dur("move-delay", &r.MoveDelay, replica.DefaultMoveDelay, 0, positive, "how long another relay's head must stay ahead of an origin's source before the origin moves"),
+		dur("stall-timeout", &r.StallTimeout, replica.DefaultStallTimeout, 0, positive, "how long a source may advertise entries that do not come before it counts as a gap"),
+		dur("heads-interval", &r.HeadsInterval, replica.DefaultHeadsInterval, -1, nonNegative, "how long a moved head may wait before it goes to a peer that does not take that origin from this node (0: every head at once)"),
+		num("channel-window", "BYTES", &r.Limits.MaxChannelBuffer, 0, 0, nonNegative, "bytes received and not yet applied per origin channel (0: the default, one largest frame)"),
+		num("session-window", "BYTES", &r.Limits.MaxSessionBuffer, 0, 0, nonNegative, "bytes received and not yet applied per connection (0: the default, 64 MiB)"),
+		num("send-queue", "BYTES", &n.MaxQueued, 0, 0, zeroOrAtLeast(wire.MinMaxMessage), "bytes queued to send on one connection past which a peer that does not read is closed with send-buffer-full (0: the session window plus 4 MiB)"),
+		dur("retain-age", &r.RetainAge, replica.DefaultRetainAge, 0, positive, "log entries older than this (by HLC time) may be purged"),
+		num("retain-bytes", "N", &r.RetainBytes, 0, 0, nil, "past this many bytes of origin logs, the oldest entries in arrival order are purged first (0: no bound)"),
+		num("storage-reserve", "BYTES", &n.StorageReserve, 0, 0, atLeast[int64](-1), "below this many free bytes on the data directory's file system the node degrades (writes refused with 507 storage-full) before the disk fills, and a ballast file of this size is kept to release then (0: 16 MiB, or an eighth of a smaller file system; -1: no guard)"),
+		dur("retain-hold", &r.RetainHold, replica.DefaultRetainHold, 0, positive, "entries a peer still needs are kept, until it has not advanced for this long"),
+		num("max-copies", "N", &r.MaxCopies, replica.DefaultMaxCopies, -1, nonNegative, "base copies this node serves at once; one more is answered copy-busy (0: none)"),
+		dur("max-clock-offset", &r.MaxClockOffset, replica.DefaultMaxClockOffset, -1, nonNegative, "entries stamped more than this ahead of this node's clock are held until it catches up, and local writes are refused while most measured peers see this node's clock more than this off (0: no bound)"),
+		num("apply-retries", "N", &r.ApplyRetries, replica.DefaultApplyRetries, 0, atLeast(1), "a received entry that fails to apply this many times in a row for a reason of its own (a damaged record) shows its origin stuck apply-failed; it is retried, never passed (at least 1)"),
+		dur("antientropy-interval", &r.AntiEntropyInterval, replica.DefaultAntiEntropy, -1, nonNegative, "how often this node asks the next peer to compare its next key range of records (anti-entropy; 0: no passes of its own, it still answers)"),
+		num("antientropy-range", "N", &r.AntiEntropyRange, replica.DefaultAntiEntropyRange, 0, between(1, wire.MaxRangeCount), "the records of one anti-entropy range"),
+		num("copy-chunk", "BYTES", &r.CopyChunk, replica.DefaultCopyChunk, 0, between(replica.MinCopyChunk, wire.MaxFrameBody), "the size of a base copy's chunks, in bytes"),
+		str("tls-cert", "FILE", &f.tlsCert, "", nil, "this node's certificate (plait cert node) for wss:// between peers; with --tls-key and --tls-ca"),
+		str("tls-key", "FILE", &f.tlsKey, "", nil, "the key of --tls-cert"),
+		str("tls-ca", "FILE", &f.tlsCA, "", nil, "the CA bundle peers' certificates must chain to"),
+		boolean("tls-accept-plaintext", &n.AcceptPlaintext, "with TLS, serve ws:// beside wss:// and dial ws:// peers (while a cluster moves to TLS)"),
+		boolean("insecure-plaintext", &c.insecurePlain, "let a --listen that is not loopback run without TLS (peer links in cleartext)"),
+		str("api-token-file", "FILE", &f.tokens, "", nil, "a FILE of TOKEN SCOPE lines (scope read, write or admin): the API answers only bearer tokens of it; reloaded on SIGHUP"),
+		boolean("insecure-open-api", &c.insecureOpen, "serve the API without tokens on an --http address that is not loopback"),
+		str("http-tls-cert", "FILE", &f.httpCert, "", nil, "serve the API over HTTPS with the certificate in FILE (PEM; with --http-tls-key); reloaded on SIGHUP"),
+		str("http-tls-key", "FILE", &f.httpKey, "", nil, "the private key of --http-tls-cert, in FILE (PEM)"),
+	}
+}
 
-func (p *peerFlags) Set(v string) error {
+// The rules of plait serve's own settings.
+
+func validNodeName(name string) error {
+	if !wire.ValidName(name) {
+		return fmt.Errorf("not a node name (%s)", nameRule)
+	}
+	return nil
+}
+
+func hostPort(addr string) error {
+	_, _, err := net.SplitHostPort(addr)
+	return err
+}
+
+func atMostNewest(v uint64) error {
+	if newest := handshake.Implemented().Max; v > newest {
+		return fmt.Errorf("beyond the newest version, %d", newest)
+	}
+	return nil
+}
+
+// peerFlags is the repeatable --peer.
+type peerFlags struct{ p *[]node.Peer }
+
+func (f *peerFlags) String() string {
+	if f.p == nil {
+		return ""
+	}
+	var s []string
+	for _, p := range *f.p {
+		s = append(s, p.Name+"="+p.URL)
+	}
+	return strings.Join(s, ",")
+}
+
+func (f *peerFlags) Set(v string) error {
 	name, raw, ok := strings.Cut(v, "=")
 	if !ok || name == "" {
 		return errors.New("want NAME=URL")
@@ -60,194 +147,92 @@ func (p *peerFlags) Set(v string) error {
 	if _, err := node.ParsePeerURL(raw); err != nil {
 		return err
 	}
-	for _, q := range *p {
+	for _, q := range *f.p {
 		if q.Name == name {
 			return fmt.Errorf("peer %s given twice", name)
 		}
 	}
-	*p = append(*p, node.Peer{Name: name, URL: raw})
+	*f.p = append(*f.p, node.Peer{Name: name, URL: raw})
 	return nil
 }
 
-// parseServe reads plait serve's flags (docs/contract.md §2). Errors name the flag.
+// parseServe reads plait serve's flags (docs/contract.md §2): each checked by its own rule
+// as it is parsed, then the rules that join several and the files they name. Errors name
+// the flag.
 func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
-	fs := flag.NewFlagSet("plait serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	host, _ := os.Hostname()
-	name := fs.String("name", host, "the node's human name; unique in a cluster")
-	data := fs.String("data", "./plait-data", "data directory (created on first start)")
-	listen := fs.String("listen", "127.0.0.1:7400", "replication WebSocket listener")
-	httpListen := fs.String("http", "127.0.0.1:7401", "HTTP API, status and metrics")
-	var peers peerFlags
-	fs.Var(&peers, "peer", "NAME=URL: dial this peer and keep the connection up (repeatable)")
-	secret := fs.String("secret", os.Getenv("PLAIT_SECRET"), "cluster secret (or env PLAIT_SECRET); required for plaintext peer links when --listen is not loopback")
-	protoMax := fs.Uint64("protocol-max", 0, "speak protocol versions up to N only (0: newest)")
-	sync := fs.String("sync", "origin", "origin | all | none")
-	moveDelay := fs.Duration("move-delay", replica.DefaultMoveDelay, "how long another relay's head must stay ahead of an origin's source before the origin moves")
-	stall := fs.Duration("stall-timeout", replica.DefaultStallTimeout, "how long a source may advertise entries that do not come before it counts as a gap")
-	headsEvery := fs.Duration("heads-interval", replica.DefaultHeadsInterval, "how long a moved head may wait before it goes to a peer that does not take that origin from this node (0: every head at once)")
-	retainAge := fs.Duration("retain-age", replica.DefaultRetainAge, "log entries older than this (by HLC time) may be purged")
-	storageReserve := fs.Int64("storage-reserve", 0, "below this many free bytes on the data directory's file system the node degrades (writes refused with 507 storage-full) before the disk fills, and a ballast file of this size is kept to release then (0: 16 MiB, or an eighth of a smaller file system; -1: no guard)")
-	retainBytes := fs.Uint64("retain-bytes", 0, "past this many bytes of origin logs, the oldest entries in arrival order are purged first (0: no bound)")
-	retainHold := fs.Duration("retain-hold", replica.DefaultRetainHold, "entries a peer still needs are kept, until it has not advanced for this long")
-	maxCopies := fs.Int("max-copies", replica.DefaultMaxCopies, "base copies this node serves at once; one more is answered copy-busy (0: none)")
-	maxClock := fs.Duration("max-clock-offset", replica.DefaultMaxClockOffset, "entries stamped more than this ahead of this node's clock are held until it catches up, and local writes are refused while most measured peers see this node's clock more than this off (0: no bound)")
-	applyRetries := fs.Int("apply-retries", replica.DefaultApplyRetries, "a received entry that fails to apply this many times in a row for a reason of its own (a damaged record) shows its origin stuck apply-failed; it is retried, never passed (at least 1)")
-	aeEvery := fs.Duration("antientropy-interval", replica.DefaultAntiEntropy, "how often this node asks each peer to compare its next key range of records (anti-entropy; 0: no passes of its own, it still answers)")
-	aeRange := fs.Int("antientropy-range", replica.DefaultAntiEntropyRange, "the records of one anti-entropy range")
-	copyChunk := fs.Int("copy-chunk", replica.DefaultCopyChunk, "the size of a base copy's chunks, in bytes")
-	tlsCert := fs.String("tls-cert", "", "this node's certificate (plait cert node) for wss:// between peers; with --tls-key and --tls-ca")
-	tlsKey := fs.String("tls-key", "", "the key of --tls-cert")
-	tlsCA := fs.String("tls-ca", "", "the CA bundle peers' certificates must chain to")
-	acceptPlain := fs.Bool("tls-accept-plaintext", false, "with TLS, serve ws:// beside wss:// and dial ws:// peers (while a cluster moves to TLS)")
-	insecurePlain := fs.Bool("insecure-plaintext", false, "let a --listen that is not loopback run without TLS (peer links in cleartext)")
-	chanWin := fs.Int("channel-window", 0, "bytes received and not yet applied per origin channel (0: the default, one largest frame)")
-	sessWin := fs.Int("session-window", 0, "bytes received and not yet applied per connection (0: the default, 64 MiB)")
-	sendQueue := fs.Int("send-queue", 0, "bytes queued to send on one connection past which a peer that does not read is closed with send-buffer-full (0: the session window plus 4 MiB)")
-	tokenFile := fs.String("api-token-file", "", "a `FILE` of TOKEN SCOPE lines (scope read, write or admin): the API answers only bearer tokens of it; reloaded on SIGHUP")
-	insecureOpen := fs.Bool("insecure-open-api", false, "serve the API without tokens on an --http address that is not loopback")
-	httpCert := fs.String("http-tls-cert", "", "serve the API over HTTPS with the certificate in `FILE` (PEM; with --http-tls-key); reloaded on SIGHUP")
-	httpKey := fs.String("http-tls-key", "", "the private key of --http-tls-cert, in `FILE` (PEM)")
-	if err := fs.Parse(args); err != nil {
+	c := &serveConfig{}
+	fs := newFlags("plait serve", stderr)
+	bind(fs, c.settings())
+	if err := parseArgs(fs, args); err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	n := &c.node
+	// Read after parsing, never as a flag's default: the usage prints every default.
+	if !given(fs, "secret") {
+		n.Secret = []byte(os.Getenv("PLAIT_SECRET"))
 	}
-	switch node.SyncMode(*sync) {
-	case node.SyncOrigin, node.SyncAll, node.SyncNone:
-	default:
-		return nil, fmt.Errorf("--sync: %q is not origin, all or none", *sync)
+	if !given(fs, "name") {
+		host, _ := os.Hostname()
+		if host == "" {
+			return nil, errors.New("--name: not given, and the host has no name")
+		}
+		if err := validNodeName(host); err != nil {
+			return nil, fmt.Errorf("--name: not given, and the host name %q is %v", host, err)
+		}
+		n.Name = host
 	}
-	if newest := handshake.Implemented().Max; *protoMax > newest {
-		return nil, fmt.Errorf("--protocol-max: %d is beyond the newest version, %d", *protoMax, newest)
-	}
-	if *moveDelay <= 0 {
-		return nil, fmt.Errorf("--move-delay: %v is not positive", *moveDelay)
-	}
-	if *stall <= 0 {
-		return nil, fmt.Errorf("--stall-timeout: %v is not positive", *stall)
-	}
-	if *headsEvery < 0 {
-		return nil, fmt.Errorf("--heads-interval: %v is negative", *headsEvery)
-	}
-	headsInterval := *headsEvery
-	if headsInterval == 0 {
-		headsInterval = -1 // the replica's "every head at once"
-	}
-	if *retainAge <= 0 {
-		return nil, fmt.Errorf("--retain-age: %v is not positive", *retainAge)
-	}
-	if *retainHold <= 0 {
-		return nil, fmt.Errorf("--retain-hold: %v is not positive", *retainHold)
-	}
-	if *maxCopies < 0 {
-		return nil, fmt.Errorf("--max-copies: %d is negative", *maxCopies)
-	}
-	if *aeEvery < 0 {
-		return nil, fmt.Errorf("--antientropy-interval: %v is negative", *aeEvery)
-	}
-	if *aeRange < 1 || *aeRange > wire.MaxRangeCount {
-		return nil, fmt.Errorf("--antientropy-range: %d is outside 1..%d", *aeRange, wire.MaxRangeCount)
-	}
-	aeInterval := *aeEvery
-	if aeInterval == 0 {
-		aeInterval = -1 // the replica's "no passes"
-	}
-	if *copyChunk < replica.MinCopyChunk || *copyChunk > wire.MaxFrameBody {
-		return nil, fmt.Errorf("--copy-chunk: %d is outside %d..%d", *copyChunk, replica.MinCopyChunk, wire.MaxFrameBody)
-	}
-	if *applyRetries < 1 {
-		return nil, fmt.Errorf("--apply-retries: %d is below 1", *applyRetries)
-	}
-	if *maxClock < 0 {
-		return nil, fmt.Errorf("--max-clock-offset: %v is negative", *maxClock)
-	}
-	clockBound := *maxClock
-	if clockBound == 0 {
-		clockBound = -1 // the replica's "no bound"
-	}
-	copies := *maxCopies
-	if copies == 0 {
-		copies = -1 // the replica's "none"
-	}
-	limits := protocol.Limits{MaxChannelBuffer: *chanWin, MaxSessionBuffer: *sessWin}
-	if *chanWin < 0 || *sessWin < 0 {
-		return nil, errors.New("--channel-window, --session-window: a window is not negative")
-	}
-	if err := limits.WithDefaults().Validate(); err != nil {
+	if err := n.Limits.WithDefaults().Validate(); err != nil {
 		return nil, fmt.Errorf("--channel-window, --session-window: %s", err.Message)
 	}
-	if *sendQueue < 0 || *sendQueue > 0 && *sendQueue < wire.MinMaxMessage {
-		return nil, fmt.Errorf("--send-queue: %d is neither 0 nor at least %d (one message)", *sendQueue, wire.MinMaxMessage)
+	if fi, err := os.Stat(n.DataDir); err == nil && !fi.IsDir() {
+		return nil, fmt.Errorf("--data: %s is a file, not a directory", n.DataDir)
 	}
-	if *storageReserve < -1 {
-		return nil, fmt.Errorf("--storage-reserve: %d is neither -1 (no guard), 0 (the default) nor a number of bytes", *storageReserve)
-	}
-	if *name == "" {
-		return nil, errors.New("--name: empty (and the host has no name)")
-	}
-	if !wire.ValidName(*name) {
-		return nil, fmt.Errorf("--name: %q is not a node name (%s)", *name, nameRule)
-	}
-	for _, l := range []struct{ flag, addr string }{{"--listen", *listen}, {"--http", *httpListen}} {
-		if _, _, err := net.SplitHostPort(l.addr); err != nil {
-			return nil, fmt.Errorf("%s: %v", l.flag, err)
-		}
-	}
-	peerTLS, err := loadPeerTLS(*tlsCert, *tlsKey, *tlsCA, *name)
+	peerTLS, err := loadPeerTLS(c.files.tlsCert, c.files.tlsKey, c.files.tlsCA, n.Name)
 	if err != nil {
 		return nil, err
 	}
-	if *acceptPlain && peerTLS == nil {
+	n.TLS = peerTLS
+	if n.AcceptPlaintext && peerTLS == nil {
 		return nil, errors.New("--tls-accept-plaintext: serves ws:// beside wss://, and there is no TLS (--tls-cert, --tls-key, --tls-ca)")
 	}
-	if !loopback(*listen) {
+	if !loopback(c.listen) {
 		switch {
-		case peerTLS == nil && !*insecurePlain:
+		case peerTLS == nil && !c.insecurePlain:
 			return nil, fmt.Errorf("--listen: a listener on %s (not loopback) needs TLS (--tls-cert, --tls-key and --tls-ca; plait cert makes them), "+
-				"or --insecure-plaintext to run peer links in cleartext", *listen)
-		case (peerTLS == nil || *acceptPlain) && len(*secret) < minSecret:
+				"or --insecure-plaintext to run peer links in cleartext", c.listen)
+		case (peerTLS == nil || n.AcceptPlaintext) && len(n.Secret) < minSecret:
 			// Plaintext links are authenticated by the secret alone.
-			return nil, fmt.Errorf("--secret: plaintext peer links on %s (not loopback) need a cluster secret of at least %d bytes (128 random bits, e.g. openssl rand -hex 32)", *listen, minSecret)
-		case *secret != "" && len(*secret) < minSecret:
-			return nil, fmt.Errorf("--secret: a listener on %s (not loopback) needs a cluster secret of at least %d bytes, or none with mutual TLS", *listen, minSecret)
+			return nil, fmt.Errorf("--secret: plaintext peer links on %s (not loopback) need a cluster secret of at least %d bytes (128 random bits, e.g. openssl rand -hex 32)", c.listen, minSecret)
+		case len(n.Secret) > 0 && len(n.Secret) < minSecret:
+			return nil, fmt.Errorf("--secret: a listener on %s (not loopback) needs a cluster secret of at least %d bytes, or none with mutual TLS", c.listen, minSecret)
 		}
 	}
-	nodeCfg := node.Config{TLS: peerTLS, AcceptPlaintext: *acceptPlain}
-	for _, p := range peers {
-		if err := nodeCfg.CheckPeerURL(p.URL); err != nil {
+	for _, p := range n.Peers {
+		if err := n.CheckPeerURL(p.URL); err != nil {
 			return nil, fmt.Errorf("--peer %s: %w", p.Name, err)
 		}
 	}
 	// An API that anyone who reaches it may write to and reconfigure is opened only on
 	// purpose: off loopback it needs tokens, or the flag that says so.
-	if !loopback(*httpListen) && *tokenFile == "" && !*insecureOpen {
-		return nil, fmt.Errorf("--http: %s is not loopback: give --api-token-file FILE, or --insecure-open-api to serve the API to every client that reaches it", *httpListen)
+	if !loopback(c.httpListen) && c.files.tokens == "" && !c.insecureOpen {
+		return nil, fmt.Errorf("--http: %s is not loopback: give --api-token-file FILE, or --insecure-open-api to serve the API to every client that reaches it", c.httpListen)
 	}
-	cfg := &serveConfig{listen: *listen, httpListen: *httpListen, node: node.Config{Name: *name, DataDir: *data,
-		TLS: peerTLS, AcceptPlaintext: *acceptPlain,
-		Peers: peers, Secret: []byte(*secret), ProtocolMax: *protoMax, Sync: node.SyncMode(*sync),
-		MoveDelay: *moveDelay, StallTimeout: *stall, HeadsInterval: headsInterval, Limits: limits,
-		RetainAge: *retainAge, RetainBytes: *retainBytes, RetainHold: *retainHold, StorageReserve: *storageReserve,
-		MaxCopies: copies, CopyChunk: *copyChunk, MaxQueued: *sendQueue, MaxClockOffset: clockBound,
-		ApplyRetries: *applyRetries, AntiEntropyInterval: aeInterval, AntiEntropyRange: *aeRange}}
-	if (*httpCert == "") != (*httpKey == "") {
+	if (c.files.httpCert == "") != (c.files.httpKey == "") {
 		return nil, errors.New("--http-tls-cert, --http-tls-key: give both or neither")
 	}
 	// The files are read now, so that a bad one is a refused command line (exit 2) rather
 	// than a node that starts and answers no one.
-	if *tokenFile != "" {
-		if cfg.tokens, err = apitoken.Load(*tokenFile); err != nil {
+	if c.files.tokens != "" {
+		if c.tokens, err = apitoken.Load(c.files.tokens); err != nil {
 			return nil, fmt.Errorf("--api-token-file: %w", err)
 		}
 	}
-	if *httpCert != "" {
-		if cfg.httpTLS, err = tlsfiles.LoadServer(tlsfiles.Files{Cert: *httpCert, Key: *httpKey}); err != nil {
+	if c.files.httpCert != "" {
+		if c.httpTLS, err = tlsfiles.LoadServer(tlsfiles.Files{Cert: c.files.httpCert, Key: c.files.httpKey}); err != nil {
 			return nil, fmt.Errorf("--http-tls-cert, --http-tls-key: %w", err)
 		}
 	}
-	return cfg, nil
+	return c, nil
 }
 
 // loadPeerTLS loads the peer certificate set of --tls-cert, --tls-key and --tls-ca: all
@@ -290,7 +275,7 @@ func serve(args []string, stderr io.Writer) int {
 	cfg, err := parseServe(args, stderr)
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, "plait serve:", err)
+			refused(stderr, "plait serve", err)
 		}
 		return 2
 	}
@@ -320,6 +305,9 @@ func runServe(ctx context.Context, cfg *serveConfig, log *slog.Logger) error {
 	if err != nil {
 		repl.Close()
 		api.Close()
+		if errors.Is(err, rocksstore.ErrInUse) {
+			return fmt.Errorf("--data: %w", err)
+		}
 		return err
 	}
 	var opts []httpapi.Option
@@ -328,7 +316,8 @@ func runServe(ctx context.Context, cfg *serveConfig, log *slog.Logger) error {
 	}
 	// The server's own errors (a failed TLS handshake, ...) go to the node's log, not to the
 	// standard library's logger.
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: httpapi.MaxRequestHead,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	if cfg.httpTLS != nil {
 		opts = append(opts, httpapi.ReportTLS(cfg.httpTLS))
 		srv.TLSConfig = cfg.httpTLS.ServerConfig()
@@ -363,12 +352,28 @@ func runServe(ctx context.Context, cfg *serveConfig, log *slog.Logger) error {
 			reload(reloaders, log)
 		}
 	}
+	reason := "stopped"
+	if cause := context.Cause(ctx); cause != nil {
+		reason = cause.Error() // the signal, as os/signal names it
+	}
+	log.Info("stopping", "reason", reason)
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	// Shutdown fails only when requests outlast the bound; they are cut off, and the node's
 	// stop below is what says whether the data is safe.
 	_ = srv.Shutdown(shutdown)
-	return n.Stop()
+	err = n.Stop()
+	r := n.Stopped()
+	attrs = []any{"reason", reason, "connections_closed", r.Connections, "writes_unanswered", r.WritesUnanswered,
+		"store_synced", r.Synced, "own_seq", r.OwnSeq}
+	if r.SyncErr != nil {
+		attrs = append(attrs, "sync_err", r.SyncErr)
+	}
+	if err != nil {
+		attrs = append(attrs, "err", err)
+	}
+	log.Info("stopped", attrs...)
+	return err
 }
 
 // reloader is one set of files that SIGHUP reads again: the flag that names them, for the

@@ -42,8 +42,8 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--name", "a b"}, "--name"},
 		{[]string{"--name", strings.Repeat("n", 65)}, "--name"},
 		{[]string{"--peer", "B/x=ws://h:1"}, "-peer"},
-		{[]string{"--bogus"}, "-bogus"},
-		{[]string{"--move-delay", "0s"}, "--move-delay"},
+		{[]string{"--bogus"}, "--bogus: no such flag"},
+		{[]string{"--move-delay", "0s"}, "--move-delay 0s: not positive"},
 		{[]string{"--stall-timeout", "-1s"}, "--stall-timeout"},
 		{[]string{"--heads-interval", "-1ms"}, "--heads-interval"},
 		{[]string{"--retain-age", "0s"}, "--retain-age"},
@@ -57,7 +57,10 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--copy-chunk", "1023"}, "--copy-chunk"},
 		{[]string{"--copy-chunk", "16777217"}, "--copy-chunk"},
 		{[]string{"--channel-window", "100"}, "--channel-window"},
-		{[]string{"--session-window", "-1"}, "--session-window"},
+		{[]string{"--session-window", "-1"}, "--session-window -1: negative"},
+		{[]string{"--channel-window", "-1"}, "--channel-window -1: negative"},
+		{[]string{"--peer", "A=127.0.0.1:7400"}, "no scheme: write ws://127.0.0.1:7400"},
+		{[]string{"--data", "serve_test.go"}, "--data: serve_test.go is a file, not a directory"},
 		{[]string{"--send-queue", "-1"}, "--send-queue"},
 		{[]string{"--send-queue", "65535"}, "--send-queue"},
 		{[]string{"--storage-reserve", "-2"}, "--storage-reserve"},
@@ -80,7 +83,7 @@ func TestServeDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.listen != "127.0.0.1:7400" || cfg.httpListen != "127.0.0.1:7401" || cfg.node.DataDir != "./plait-data" ||
-		cfg.node.Sync != "origin" || cfg.node.ProtocolMax != 0 || cfg.node.Name == "" {
+		cfg.node.Sync != "origin" || cfg.node.MaxVersion != 0 || cfg.node.Name == "" {
 		t.Errorf("defaults: %+v", cfg)
 	}
 	if cfg.node.RetainAge != 72*time.Hour || cfg.node.RetainBytes != 0 || cfg.node.RetainHold != 24*time.Hour {
@@ -139,7 +142,7 @@ func TestServeDefaults(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		want int64
-	}{{nil, 0}, {[]string{"--storage-reserve", "-1"}, -1}, {[]string{"--storage-reserve", "1048576"}, 1 << 20}} {
+	}{{nil, 0}, {[]string{"--storage-reserve", "0"}, 0}, {[]string{"--storage-reserve", "-1"}, -1}, {[]string{"--storage-reserve", "1048576"}, 1 << 20}} {
 		cfg, err := parseServe(c.args, &bytes.Buffer{})
 		if err != nil {
 			t.Errorf("%v: %v", c.args, err)
@@ -373,5 +376,37 @@ func TestPrintStatusHealth(t *testing.T) {
 	}
 	if r := row("P2"); r[4] != "-" {
 		t.Errorf("peer row %v, want - behind", r)
+	}
+}
+
+// TestSecretNeverInUsage: the cluster secret comes from PLAIT_SECRET when --secret is not
+// given, and from the flag when it is, but no usage text or refusal prints it: neither -h,
+// nor an unknown flag, nor a value that does not parse, nor a check that fails after
+// parsing.
+func TestSecretNeverInUsage(t *testing.T) {
+	const known = "the known secret 0123456789abcdef"
+	t.Setenv("PLAIT_SECRET", known)
+	for _, args := range [][]string{
+		{"-h"}, {"--bogus"}, {"--sync", "sometimes"}, {"--move-delay", "x"}, {"extra"},
+		{"--listen", "0.0.0.0:7400"}, {"--listen", "0.0.0.0:7400", "--insecure-plaintext", "--secret", "short"},
+	} {
+		var out bytes.Buffer
+		if code := serve(args, &out); code != 2 {
+			t.Errorf("plait serve %v: exit %d; want 2", args, code)
+		}
+		if strings.Contains(out.String(), known) || strings.Contains(out.String(), "short\"") {
+			t.Errorf("plait serve %v printed the secret:\n%s", args, out.String())
+		}
+		if args[0] != "-h" && strings.Count(out.String(), "\n") > 2 {
+			t.Errorf("plait serve %v: a refusal is its error and one line pointing to -h, not:\n%s", args, out.String())
+		}
+	}
+	cfg, err := parseServe(nil, io.Discard)
+	if err != nil || string(cfg.node.Secret) != known {
+		t.Errorf("without --secret: %v, secret %q; want PLAIT_SECRET's", err, cfg.node.Secret)
+	}
+	cfg, err = parseServe([]string{"--secret", "from the command line"}, io.Discard)
+	if err != nil || string(cfg.node.Secret) != "from the command line" {
+		t.Errorf("--secret given: %v, secret %q; want the flag's", err, cfg.node.Secret)
 	}
 }

@@ -7,10 +7,11 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -25,18 +26,22 @@ import (
 
 // status is plait status: /v1/status of a node as readable tables.
 func status(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("plait status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("http", "127.0.0.1:7401", "the node's HTTP API")
-	tokenFile := fs.String("token-file", "", "send the bearer token in `FILE` (it holds the token alone); default: env PLAIT_TOKEN")
-	caFile := fs.String("ca", "", "dial https:// and trust the certificates in `FILE` (PEM) for it")
-	https := fs.Bool("https", false, "dial https:// with the system's trusted certificates (implied by --ca)")
-	asJSON := fs.Bool("json", false, "print the status document (JSON, one line) instead of the tables")
-	watch := fs.Bool("watch", false, "read the status every second until interrupted: on a terminal, redrawn in place")
+	var c statusFlags
+	fs := newFlags("plait status", stderr)
+	bind(fs, c.settings())
 	if !parseFlags(fs, args) {
 		return 2
 	}
-	token, err := statusToken(*tokenFile)
+	if c.check && c.watch {
+		refused(stderr, "plait status", errors.New("--check and --watch: --check exits with the state of one reading"))
+		return 2
+	}
+	hostPort, scheme, err := statusAddr(c.http)
+	if err != nil {
+		refused(stderr, "plait status", err)
+		return 2
+	}
+	token, err := statusToken(c.tokenFile)
 	if err != nil {
 		fmt.Fprintln(stderr, "plait status:", err)
 		return 2
@@ -46,39 +51,151 @@ func status(args []string, stdout, stderr io.Writer) int {
 	if token != "" {
 		opts = append(opts, httpapi.SendToken(token))
 	}
-	if *caFile != "" {
-		pem, err := os.ReadFile(*caFile)
+	if c.ca != "" {
+		pem, err := os.ReadFile(c.ca)
 		if err != nil {
 			fmt.Fprintln(stderr, "plait status: --ca:", err)
 			return 2
 		}
 		roots := x509.NewCertPool()
 		if !roots.AppendCertsFromPEM(pem) {
-			fmt.Fprintf(stderr, "plait status: --ca: %s holds no PEM certificate\n", *caFile)
+			fmt.Fprintf(stderr, "plait status: --ca: %s holds no PEM certificate\n", c.ca)
 			return 2
 		}
 		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
 	}
-	if *https || *caFile != "" {
+	if c.https || c.ca != "" || scheme == "https" {
 		opts = append(opts, httpapi.UseHTTPS())
 	}
-	read := func() (httpapi.StatusDoc, error) { return httpapi.ReadStatus(client, *addr, opts...) }
-	if *watch {
+	read := func() (reading, error) {
+		raw, doc, err := httpapi.ReadStatusRaw(client, hostPort, opts...)
+		return reading{raw: raw, doc: doc}, err
+	}
+	if c.watch {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		watchStatus(ctx, read, stdout, *asJSON, isTerminal(stdout), watchEvery)
+		watchStatus(ctx, read, stdout, c.json, isTerminal(stdout), watchEvery)
 		return 0
 	}
-	doc, err := read()
+	r, err := read()
 	if err != nil {
 		fmt.Fprintln(stderr, "plait status:", err)
 		return 1
 	}
-	if *asJSON {
-		return printJSON(stdout, stderr, doc)
+	if c.json {
+		printJSON(stdout, r.raw)
+	} else {
+		printStatus(stdout, r.doc)
 	}
-	printStatus(stdout, doc)
+	if c.check {
+		if problems := checkProblems(r.doc); len(problems) > 0 {
+			for _, p := range problems {
+				fmt.Fprintln(stderr, "plait status --check:", p)
+			}
+			return exitCheckFailed
+		}
+	}
 	return 0
+}
+
+// statusFlags are plait status's flags (docs/contract.md §12).
+type statusFlags struct {
+	http, tokenFile, ca       string
+	https, json, watch, check bool
+}
+
+// settings is plait status's table of flags, held to the contract's by TestFlagsInContract.
+func (c *statusFlags) settings() []setting {
+	return []setting{
+		str("http", "HOST:PORT", &c.http, "127.0.0.1:7401", nil, "the node's HTTP API: HOST:PORT, or a URL http://HOST:PORT or https://HOST:PORT"),
+		str("token-file", "FILE", &c.tokenFile, "", nil, "send the bearer token in FILE (it holds the token alone); default: the environment variable PLAIT_TOKEN"),
+		str("ca", "FILE", &c.ca, "", nil, "dial https:// and trust the certificates in FILE (PEM) for it"),
+		boolean("https", &c.https, "dial https:// with the system's trusted certificates (implied by --ca)"),
+		boolean("json", &c.json, "print the status document (JSON, one line) instead of the tables"),
+		boolean("watch", &c.watch, "read the status every second until interrupted: on a terminal, redrawn in place"),
+		boolean("check", &c.check, "exit 3 while the node refuses local writes or an origin is stuck or diverged (for probes and scripts)"),
+	}
+}
+
+// exitCheckFailed is plait status --check's exit status when the node refuses local writes
+// or an origin is stuck or diverged (docs/contract.md §12).
+const exitCheckFailed = 3
+
+// reading is one read of the status: the document as the node sent it, and decoded.
+type reading struct {
+	raw []byte
+	doc httpapi.StatusDoc
+}
+
+// statusAddr is --http's HOST:PORT and scheme ("" when the flag gave none): HOST:PORT, or
+// a URL http://HOST[:PORT] or https://HOST[:PORT] with no path beyond "/" (the port then
+// defaults to the scheme's).
+func statusAddr(v string) (hostPort, scheme string, err error) {
+	if !strings.Contains(v, "://") {
+		if _, _, err := net.SplitHostPort(v); err != nil {
+			return "", "", fmt.Errorf("--http: %q is neither HOST:PORT nor a URL http(s)://HOST:PORT", v)
+		}
+		return v, "", nil
+	}
+	u, err := url.Parse(v)
+	switch {
+	case err != nil:
+		return "", "", fmt.Errorf("--http: %q: %v", v, err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", "", fmt.Errorf("--http: %q: the scheme is neither http nor https", v)
+	case u.Host == "" || u.User != nil || u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "":
+		return "", "", fmt.Errorf("--http: %q: want http(s)://HOST:PORT, with no user, path or query", v)
+	}
+	hostPort = u.Host
+	if u.Port() == "" {
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		hostPort = net.JoinHostPort(u.Hostname(), port)
+	}
+	return hostPort, u.Scheme, nil
+}
+
+// writesRefused is why the node refuses local writes now, as the codes its writes are
+// answered with (docs/contract.md §6.3); none while it takes them.
+func writesRefused(d httpapi.StatusDoc) []string {
+	var why []string
+	if d.Node.Storage.State == "degraded" {
+		why = append(why, d.Node.Storage.Code)
+	}
+	if d.Node.Rewound != nil {
+		why = append(why, "origin-rewound")
+	}
+	if d.Node.Clock.RefusingWrites {
+		why = append(why, "clock-offset")
+	}
+	return why
+}
+
+// checkProblems is what makes plait status --check fail: local writes refused, and every
+// origin that is stuck or diverged.
+func checkProblems(d httpapi.StatusDoc) []string {
+	var ps []string
+	if why := writesRefused(d); len(why) > 0 {
+		ps = append(ps, "node "+d.Node.Name+" refuses local writes: "+strings.Join(why, ", "))
+	}
+	for _, o := range d.Origins {
+		if o.Stuck != nil {
+			ps = append(ps, "origin "+originName(o)+" is stuck: "+*o.Stuck)
+		}
+		if o.Diverged {
+			ps = append(ps, "origin "+originName(o)+" diverged")
+		}
+	}
+	return ps
+}
+
+func originName(o httpapi.OriginDoc) string {
+	if o.Name != "" {
+		return o.Name
+	}
+	return o.Origin
 }
 
 // watchEvery is how often plait status --watch reads the status.
@@ -98,18 +215,18 @@ const (
 // each other, separated by a blank line, with nothing but text. A failed read is printed
 // in the frame and the next tick tries again: a node that restarts is watched through it.
 // With asJSON every frame is the status document on one line (JSON lines).
-func watchStatus(ctx context.Context, read func() (httpapi.StatusDoc, error), w io.Writer, asJSON, terminal bool, interval time.Duration) {
+func watchStatus(ctx context.Context, read func() (reading, error), w io.Writer, asJSON, terminal bool, interval time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	if terminal && !asJSON {
 		fmt.Fprint(w, clearScreen)
 	}
 	for first := true; ; first = false {
-		doc, err := read()
+		r, err := read()
 		var frame bytes.Buffer
 		switch {
 		case asJSON && err == nil:
-			_ = printJSON(&frame, &frame, doc)
+			printJSON(&frame, r.raw)
 		case asJSON:
 			b, _ := json.Marshal(map[string]string{"error": err.Error(), "at": time.Now().UTC().Format(time.RFC3339)})
 			frame.Write(append(b, '\n'))
@@ -118,7 +235,7 @@ func watchStatus(ctx context.Context, read func() (httpapi.StatusDoc, error), w 
 			if err != nil {
 				fmt.Fprintf(&frame, "\nplait status: %s\n", err)
 			} else {
-				printStatus(&frame, doc)
+				printStatus(&frame, r.doc)
 			}
 		}
 		switch {
@@ -137,15 +254,14 @@ func watchStatus(ctx context.Context, read func() (httpapi.StatusDoc, error), w 
 	}
 }
 
-// printJSON prints the status document as the node encodes it, on one line.
-func printJSON(stdout, stderr io.Writer, doc httpapi.StatusDoc) int {
-	b, err := json.Marshal(doc)
-	if err != nil {
-		fmt.Fprintln(stderr, "plait status:", err)
-		return 1
+// printJSON prints the status document as the node sent it, on one line: the node writes
+// it compact, and a document of a newer node keeps every field this build does not know.
+func printJSON(w io.Writer, raw []byte) {
+	var line bytes.Buffer
+	if json.Compact(&line, raw) != nil { // it decoded, so it compacts: never taken
+		line.Write(bytes.TrimSpace(raw))
 	}
-	fmt.Fprintf(stdout, "%s\n", b)
-	return 0
+	fmt.Fprintf(w, "%s\n", line.Bytes())
 }
 
 // isTerminal reports whether w is a terminal (for --watch's redraw in place).
@@ -177,8 +293,26 @@ func statusToken(file string) (string, error) {
 }
 
 func printStatus(w io.Writer, d httpapi.StatusDoc) {
-	fmt.Fprintf(w, "node %s  origin %s  protocol %d..%d  authenticated %v\n", d.Node.Name, d.Node.Origin,
-		d.Node.Protocol.Min, d.Node.Protocol.Max, d.Node.Authenticated)
+	refusing := ""
+	if why := writesRefused(d); len(why) > 0 {
+		refusing = "  WRITES REFUSED: " + strings.Join(why, ", ")
+	}
+	fmt.Fprintf(w, "node %s  origin %s  protocol %d..%d  authenticated %v%s\n", d.Node.Name, d.Node.Origin,
+		d.Node.Protocol.Min, d.Node.Protocol.Max, d.Node.Authenticated, refusing)
+	if s := d.Node.Storage; s.State == "degraded" {
+		fmt.Fprintf(w, "storage DEGRADED %s since %s  retries %d: %s (replication paused; the node retries by itself, docs/operations.md §11)\n",
+			s.Code, s.Since, s.Retries, s.Message)
+	}
+	if rw := d.Node.Rewound; rw != nil {
+		fmt.Fprintf(w, "origin REWOUND: peer %s holds seq %d of this node's origin (%s, %s); this node's log ends at seq %d: stop it and run plait reseed\n",
+			rw.Peer, rw.Seq, rw.How, rw.At, rw.OwnSeq)
+	}
+	if c := d.Node.Clock; c.OffsetMs != nil {
+		fmt.Fprintf(w, "clock %+.1f ms from %d measured peers (%d beyond the bound)  bound %d ms  refusing writes %v\n",
+			*c.OffsetMs, c.MeasuredPeers, c.OffPeers, c.BoundMs, c.RefusingWrites)
+	} else {
+		fmt.Fprintf(w, "clock not measured  bound %d ms\n", c.BoundMs)
+	}
 	if tl := d.Node.TLS; tl != nil {
 		fmt.Fprintf(w, "tls %s  certificate %s  expires %s  plaintext too %v  reloads %d (%d refused)\n", tl.NodeName, tl.Subject,
 			tl.Expiry, tl.AcceptPlaintext, tl.Reloads, tl.ReloadFailures)
@@ -187,12 +321,6 @@ func printStatus(w io.Writer, d httpapi.StatusDoc) {
 		}
 	} else {
 		fmt.Fprintln(w, "tls off")
-	}
-	if c := d.Node.Clock; c.OffsetMs != nil {
-		fmt.Fprintf(w, "clock %+.1f ms from %d measured peers (%d beyond the bound)  bound %d ms  refusing writes %v\n",
-			*c.OffsetMs, c.MeasuredPeers, c.OffPeers, c.BoundMs, c.RefusingWrites)
-	} else {
-		fmt.Fprintf(w, "clock not measured  bound %d ms\n", c.BoundMs)
 	}
 	fmt.Fprintln(w)
 	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -211,11 +339,14 @@ func printStatus(w io.Writer, d httpapi.StatusDoc) {
 	t.Flush()
 	fmt.Fprintln(w)
 	t = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(t, "PEER\tURL\tSTATE\tHEALTH\tBEHIND\tCONNECTED\tVERSION\tRTT MS\tCLOCK MS\tRECONNECTS\tHOLDS BACK\tLAST ERROR")
+	fmt.Fprintln(t, "PEER\tURL\tSTATE\tHEALTH\tBEHIND\tCONNECTED\tVERSION\tRTT MS\tCLOCK MS\tRECONNECTS\tHOLDS BACK\tLAST ERROR\tLAST DIAL ERROR")
 	for _, p := range d.Peers {
-		last := "-"
+		last, lastDial := "-", "-"
 		if p.LastError != nil {
 			last = p.LastError.Code + ": " + p.LastError.Message
+		}
+		if e := p.LastDialError; e != nil {
+			lastDial = e.Code + ": " + e.Message
 		}
 		clock := "-" // a peer that sends no time (protocol versions 1 and 2)
 		if p.ClockOffsetMs != nil {
@@ -225,8 +356,8 @@ func printStatus(w io.Writer, d httpapi.StatusDoc) {
 		if p.LagSeq != nil {
 			behind = fmt.Sprint(*p.LagSeq)
 		}
-		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%v\t%d\t%.1f\t%s\t%d\t%d B\t%s\n", p.Name, dash(p.URL), p.State, dash(string(p.Health)), behind, p.Connected, p.Version, p.RTTMs,
-			clock, p.Reconnects, p.RetentionHeldBytes, last)
+		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%v\t%d\t%.1f\t%s\t%d\t%d B\t%s\t%s\n", p.Name, dash(p.URL), p.State, dash(string(p.Health)), behind, p.Connected, p.Version, p.RTTMs,
+			clock, p.Reconnects, p.RetentionHeldBytes, last, lastDial)
 	}
 	t.Flush()
 	fmt.Fprintln(w)

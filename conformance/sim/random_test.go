@@ -53,7 +53,7 @@ func TestRandomCountsVersionChanges(t *testing.T) {
 }
 
 // TestRandomSeedsOnceFailing replays seeds past the CI range that failed once, each for a
-// fault of its own (BENCHMARKS.md "Heads that wait"): they must run clean. A change of
+// fault of its own (named beside it): they must run clean. A change of
 // schedule may make a seed miss what it found; the range and make sim keep looking.
 func TestRandomSeedsOnceFailing(t *testing.T) {
 	for _, c := range []struct {

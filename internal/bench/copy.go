@@ -146,8 +146,8 @@ func startCopyNode(dir, name string, sync node.SyncMode, retainBytes uint64, log
 	for _, p := range peers {
 		dial = append(dial, p.Peer())
 	}
-	cfg := node.Config{Name: name, DataDir: filepath.Join(dir, name), Peers: dial, Secret: []byte(benchSecret),
-		Sync: sync, RetainBytes: retainBytes}
+	cfg := node.Config{Name: name, DataDir: filepath.Join(dir, name), Peers: dial,
+		Sync: sync, Config: replica.Config{Secret: []byte(benchSecret), RetainBytes: retainBytes}}
 	if log != nil {
 		cfg.Logger = slog.New(log)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"plait/internal/cluster"
+	"plait/protocol/replica"
 	"plait/protocol/wire"
 	"plait/shells/native/node"
 )
@@ -35,8 +36,7 @@ func (c *run) startNode(dir, name string, serveHTTP bool, peers ...*cluster.Node
 	for _, p := range peers {
 		dial = append(dial, p.Peer())
 	}
-	return cluster.StartLocal(node.Config{Name: name, DataDir: filepath.Join(dir, name), Peers: dial,
-		Secret: []byte(benchSecret), Sync: c.Sync}, serveHTTP)
+	return cluster.StartLocal(node.Config{Name: name, DataDir: filepath.Join(dir, name), Peers: dial, Sync: c.Sync, Config: replica.Config{Secret: []byte(benchSecret)}}, serveHTTP)
 }
 
 // stop stops a measure's node once the measure is done (or failed): how the node stops

@@ -8,6 +8,7 @@ import (
 
 	"plait/internal/certs"
 	"plait/internal/cluster"
+	"plait/protocol/replica"
 	"plait/shells/native/node"
 	"plait/shells/native/tlsfiles"
 )
@@ -62,8 +63,7 @@ func (c *run) startTLSNode(dir, name string, serveHTTP bool, peers ...*cluster.N
 	for _, p := range peers {
 		dial = append(dial, p.Peer())
 	}
-	n, err := cluster.StartLocal(node.Config{Name: name, DataDir: filepath.Join(dir, name), Peers: dial,
-		Secret: []byte(benchSecret), Sync: c.Sync, TLS: src}, serveHTTP)
+	n, err := cluster.StartLocal(node.Config{Name: name, DataDir: filepath.Join(dir, name), Peers: dial, Sync: c.Sync, TLS: src, Config: replica.Config{Secret: []byte(benchSecret)}}, serveHTTP)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -63,19 +64,56 @@ func NodeURI(name string) *url.URL {
 	return &url.URL{Scheme: "plait", Host: "node", Path: "/" + name}
 }
 
-// NodeName is the node name a certificate carries: its one URI SAN plait://node/NAME. ok
-// is false when it has none, more than one, or a name that breaks the name rule.
+// nodeURIPrefix is the text of a node's URI SAN before its name.
+const nodeURIPrefix = "plait://node/"
+
+// NodeName is the node name a certificate carries: its one URI SAN, which must be exactly
+// the text plait://node/NAME with NAME by the name rule (docs/contract.md §18.2). ok is
+// false when the certificate has no URI SAN, more than one, or one of any other text: a
+// host other than node (a check that read only the path would take plait://ANYTHING/NAME
+// for node NAME), a port, user info, a query or fragment, more path segments, another
+// scheme or case, or a name percent-encoded. The SAN is compared as the certificate
+// holds it, not as net/url parsed it: parsing folds the scheme's case, decodes the path and
+// drops an empty query or fragment, so that several texts would name the same node.
 func NodeName(c *x509.Certificate) (string, bool) {
-	var names []string
-	for _, u := range c.URIs {
-		if u.Scheme == "plait" && u.Host == "node" && strings.HasPrefix(u.Path, "/") {
-			names = append(names, u.Path[1:])
-		}
-	}
-	if len(names) != 1 || len(c.URIs) != 1 || !wire.ValidName(names[0]) {
+	raw, ok := uriSANs(c)
+	if !ok || len(raw) != 1 || len(c.URIs) != 1 {
 		return "", false
 	}
-	return names[0], true
+	name, found := strings.CutPrefix(raw[0], nodeURIPrefix)
+	if !found || !wire.ValidName(name) {
+		return "", false
+	}
+	return name, true
+}
+
+// oidSubjectAltName is the subject alternative name extension's id (RFC 5280 4.2.1.6).
+var oidSubjectAltName = asn1.ObjectIdentifier{2, 5, 29, 17}
+
+// uriSANs reads the texts of a certificate's URI SANs (GeneralName uniformResourceIdentifier,
+// [6] IA5String) as they are encoded; ok is false when the extension does not parse.
+func uriSANs(c *x509.Certificate) (uris []string, ok bool) {
+	for _, ext := range c.Extensions {
+		if !ext.Id.Equal(oidSubjectAltName) {
+			continue
+		}
+		var seq asn1.RawValue
+		if rest, err := asn1.Unmarshal(ext.Value, &seq); err != nil || len(rest) != 0 ||
+			seq.Class != asn1.ClassUniversal || seq.Tag != asn1.TagSequence || !seq.IsCompound {
+			return nil, false
+		}
+		for b := seq.Bytes; len(b) > 0; {
+			var gn asn1.RawValue
+			var err error
+			if b, err = asn1.Unmarshal(b, &gn); err != nil {
+				return nil, false
+			}
+			if gn.Class == asn1.ClassContextSpecific && gn.Tag == 6 && !gn.IsCompound {
+				uris = append(uris, string(gn.Bytes))
+			}
+		}
+	}
+	return uris, true
 }
 
 // NewCA writes DIR/ca.crt and DIR/ca.key: a self-signed authority that signs node

@@ -3,9 +3,12 @@ package certs_test
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/pem"
 	"errors"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -178,5 +181,33 @@ func TestNodeNeedsCA(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("the directory holds %d files", len(entries))
+	}
+}
+
+// TestNodeNameMalformedExtension: a subject alternative name extension that does not
+// parse, cut short or of the wrong type, names no node (and never panics), whatever
+// c.URIs says; a well-formed one with the exact text does.
+func TestNodeNameMalformedExtension(t *testing.T) {
+	san := asn1.ObjectIdentifier{2, 5, 29, 17}
+	good := []byte{0x30, 0x10, 0x86, 0x0e}
+	good = append(good, "plait://node/A"...)
+	uris := []*url.URL{certs.NodeURI("A")}
+	for _, c := range []struct {
+		name  string
+		value []byte
+		ok    bool
+	}{
+		{"the exact text", good, true},
+		{"cut short", good[:len(good)-3], false},
+		{"empty", nil, false},
+		{"a set, not a sequence", append([]byte{0x31}, good[1:]...), false},
+		{"trailing bytes", append(append([]byte{}, good...), 0), false},
+		{"a name cut short inside the sequence", []byte{0x30, 0x03, 0x86, 0x05, 'p'}, false},
+		{"the URI constructed, not primitive", append([]byte{0x30, 0x10, 0xa6, 0x0e}, "plait://node/A"...), false},
+	} {
+		cert := &x509.Certificate{URIs: uris, Extensions: []pkix.Extension{{Id: san, Value: c.value}}}
+		if name, ok := certs.NodeName(cert); ok != c.ok || ok && name != "A" {
+			t.Errorf("%s: %q, %v; want ok %v", c.name, name, ok, c.ok)
+		}
 	}
 }

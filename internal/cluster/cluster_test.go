@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"plait/internal/cluster"
+	"plait/protocol/replica"
 	"plait/protocol/wire"
 	"plait/shells/native/httpapi"
 	"plait/shells/native/node"
@@ -19,12 +20,12 @@ var secret = []byte("cluster test secret of 32 bytes.")
 // connected and A's write applied; one serves its HTTP API, which answers the same
 // document; a node in this process cannot be killed; Stop is idempotent.
 func TestLocalNodes(t *testing.T) {
-	a, err := cluster.StartLocal(node.Config{Name: "A", DataDir: t.TempDir(), Secret: secret}, true)
+	a, err := cluster.StartLocal(node.Config{Name: "A", DataDir: t.TempDir(), Config: replica.Config{Secret: secret}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stop(t, a)
-	b, err := cluster.StartLocal(node.Config{Name: "B", DataDir: t.TempDir(), Secret: secret, Peers: []node.Peer{a.Peer()}}, false)
+	b, err := cluster.StartLocal(node.Config{Name: "B", DataDir: t.TempDir(), Peers: []node.Peer{a.Peer()}, Config: replica.Config{Secret: secret}}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

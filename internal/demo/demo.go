@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"plait/internal/cluster"
+	"plait/protocol/replica"
 	"plait/protocol/wire"
 	"plait/shells/native/httpapi"
 	"plait/shells/native/node"
@@ -135,8 +136,7 @@ func (d *demoCluster) start(name string, peers []string, l net.Listener, b2addr 
 		}
 		ps = append(ps, node.Peer{Name: p, URL: url})
 	}
-	n, err := cluster.StartLocal(node.Config{Name: name, DataDir: filepath.Join(d.dir, name), Listener: l, Peers: ps,
-		Secret: demoSecret, RedialMax: 500 * time.Millisecond}, false)
+	n, err := cluster.StartLocal(node.Config{Name: name, DataDir: filepath.Join(d.dir, name), Listener: l, Peers: ps, RedialMax: 500 * time.Millisecond, Config: replica.Config{Secret: demoSecret}}, false)
 	if err != nil {
 		return err
 	}

@@ -10,8 +10,8 @@ import (
 
 // The compact records of ABI 4 (shells/wasm/ABI.md, "Compact records"). A session
 // configured with ConfigMsg.Compact answers RESULT, EVENT and STATUS in these kinds instead
-// of CBOR: under WASM, encoding the CBOR records by reflection was most of a received
-// frame's cost (BENCHMARKS.md, "The core under WASM and FuzzDiff"). The fields and their
+// of CBOR: under WASM, encoding CBOR records by reflection costs more than the session's
+// own work on a received frame (docs/design.md §12). The fields and their
 // keys are those of the CBOR messages; only the layout differs: a payload is a sequence of
 // fields, each
 //

@@ -29,13 +29,13 @@ import (
 //
 // The node makes one pass at a time, not one per peer: one range every
 // AntiEntropyInterval, each asked of the next version-3 peer in turn (by peer name), so
-// that what a node reads and sends for its passes does not grow with its peers (a hub of
-// 60 spokes asked 60 ranges a second, a 32-node mesh carried 28,600 asks and answers in
-// 15 s of the simulator). Any peer's answer repairs this node: a record lost or altered
-// here is found within one pass, whichever peer its range is asked of. One range is in
-// flight at a time: it holds the pass until it is answered, its connection closes, or
-// StallTimeout passes (the next range then goes to the next peer); none is asked while the
-// storage is degraded or a base copy is being taken.
+// that what a node reads and sends for its passes does not grow with its peers (a pass
+// per peer would read and send a range per peer every interval). Any peer's answer
+// repairs this node: a record lost or altered here is found within one pass, whichever
+// peer its range is asked of. One range is in flight at a time: it holds the pass until
+// it is answered, its connection closes, or StallTimeout passes (the next range then
+// goes to the next peer); none is asked while the storage is degraded or a base copy is
+// being taken.
 
 // MaxAntiEntropyConflicts bounds the equal-version conflicts status keeps (the newest).
 const MaxAntiEntropyConflicts = 64
@@ -69,8 +69,8 @@ type aeWalk struct {
 }
 
 // aeCapable reports whether a connection takes anti-entropy frames: what its handshake
-// negotiated, kept at the handshake (asking the session for its capabilities at every
-// settle of every connection was a tenth of the simulator's time at 32 nodes).
+// negotiated, kept at the handshake, since it is read at every settle of every connection
+// and a session's capabilities do not change once it is established.
 func aeCapable(c *conn) bool { return c.established && c.aeCap }
 
 // negotiatedAE reports whether a handshake negotiated anti-entropy (version 3 and the

@@ -221,3 +221,70 @@ func TestAntiEntropyUnansweredAskGivenUp(t *testing.T) {
 		t.Errorf("A, which still owes its answer, was asked again (%d bytes of asks, was %d)", a, asksOfA)
 	}
 }
+
+// TestAntiEntropyEqualHLCTieByOrigin: two nodes wrote the same key at the same HLC, so
+// last-writer-wins breaks the tie by origin (the higher wins). H, of the higher origin,
+// applied L's write and kept its own; L has not had H's entry yet (lost on the way). When
+// H's pass compares L's range, L's version is older than H's by the tie-break: H keeps its
+// own (L repairs itself, here by the log), and its record never goes back to L's, even for
+// a while. The other way round too: L, its store back to its own version after it applied
+// H's, takes H's back from H's answer.
+func TestAntiEntropyEqualHLCTieByOrigin(t *testing.T) {
+	h := newHarness(t)
+	l := h.addNode("L", replica.Config{AntiEntropyInterval: -1})
+	hi := h.addNode("H", replica.Config{AntiEntropyInterval: 10 * time.Millisecond})
+	if string(l.origin[:]) >= string(hi.origin[:]) {
+		t.Fatal("the test needs L's origin below H's")
+	}
+	put := func(n *node, v string) {
+		n.write(wire.Op{Kind: wire.OpPut, Table: []byte("t"), Key: []byte("k"), Value: []byte(v)})
+	}
+	put(l, "from L") // the same instant, no entry seen before: the same HLC
+	put(hi, "from H")
+	rl, _ := l.get("t", "k")
+	rh, _ := hi.get("t", "k")
+	if rl.HLC != rh.HLC {
+		t.Fatalf("the writes' HLCs differ (%d, %d): the test needs a tie", rl.HLC, rh.HLC)
+	}
+	h.drop = func(from, to string, f wire.Decoded) bool { // H's entries never reach L
+		o, _, ok := dataSeq(f)
+		return ok && from == "H" && o == hi.origin
+	}
+	h.connect(l, hi)
+	if st := hi.originStatus(l); st.AppliedSeq != 1 {
+		t.Fatalf("H applied L to %d, want 1", st.AppliedSeq)
+	}
+	for range 100 {
+		h.advance(10 * time.Millisecond)
+		if r, _ := hi.get("t", "k"); string(r.Value) != "from H" || r.Origin != hi.origin {
+			t.Fatalf("H's k = %q of origin %x after anti-entropy against L: the lower origin's version of the same HLC overwrote H's",
+				r.Value, r.Origin[:1])
+		}
+	}
+	got := hi.rep.Counters()
+	if got.AntiEntropyRangesDiffering == 0 {
+		t.Fatal("H's passes saw no differing range: the test compared nothing")
+	}
+	if got.AntiEntropyRecordsRepaired != 0 {
+		t.Errorf("H repaired %d records from L, want 0: its own version wins the tie", got.AntiEntropyRecordsRepaired)
+	}
+	if r, _ := l.get("t", "k"); string(r.Value) != "from L" {
+		t.Fatalf("L's k = %q: the test needs L without H's entry", r.Value)
+	}
+	h.drop = nil // the log brings L H's entry, which wins there too
+	h.advance(replica.DefaultStallTimeout + time.Second)
+	sameRecords(t, "t", l, hi)
+
+	l.cfg.AntiEntropyInterval = 10 * time.Millisecond
+	l.restart()
+	l.store.Corrupt([]byte("t"), []byte("k"), &rl) // L's store loses H's version: L's own is back
+	h.connect(l, hi)
+	h.advance(time.Second)
+	if r, _ := l.get("t", "k"); string(r.Value) != "from H" || r.Origin != hi.origin {
+		t.Errorf("L's k = %q of origin %x after anti-entropy against H: the higher origin's version of the same HLC, applied here, did not come back",
+			r.Value, r.Origin[:1])
+	}
+	if got := l.rep.Counters().AntiEntropyRecordsRepaired; got != 1 {
+		t.Errorf("L repaired %d records from H, want 1", got)
+	}
+}

@@ -21,9 +21,8 @@ type conn struct {
 	id   ConnID
 	sess Session
 	// NextDeadline reads these of every connection after every input: kept beside sess,
-	// in the struct's first cache line (len(advLater) read the map's header, and the
-	// fields below sat three lines further: at 64 nodes those misses were a tenth of a
-	// mesh's time).
+	// in the struct's first cache line, so that the walk touches one line a connection
+	// (advWaiting rather than len(advLater), which would read the map's header).
 	advWaiting  bool           // advLater is not empty (advertise keeps it)
 	advDue      time.Time      // when the waiting heads go
 	headSuspect *headSuspicion // the peer advertised its own origin below the applied seq (rewind.go)

@@ -501,6 +501,63 @@ func TestCopyRefusesOriginRewindBySnapshot(t *testing.T) {
 	}
 }
 
+// TestCopyRemovesSendersLatestWriteDeletedElsewhere: a record the taker holds whose
+// version is the sender's own latest entry (the sender wrote nothing since), deleted by
+// another origin whose tombstone the sender then dropped, is gone from the taker after the
+// copy. The snapshot's vector shows the sender applied the write that made it: its version
+// is equal to, not below, the vector's timestamp of its origin (docs/design.md §15: "at or
+// below"). Kept, it would stay for good: the delete is below the taker's new position of
+// the deleting origin, so no log brings it, and the sender's anti-entropy does not write
+// what lies below its tombstone horizon.
+func TestCopyRemovesSendersLatestWriteDeletedElsewhere(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{RetainAge: time.Second, RetainHold: 2 * time.Second})
+	b := h.addNode("B", replica.Config{})
+	c := h.addNode("C", replica.Config{})
+	ba, ca := h.connect(b, a), h.connect(c, a)
+	b.write(put("t", "b", "0"))
+	c.write(put("t", "c", "1"))
+	h.pump()
+	a.write(put("t", "k", "a's last write")) // A writes nothing after this
+	h.pump()
+	kb, ok := b.get("t", "k")
+	if !ok || kb.Origin != a.origin {
+		t.Fatalf("B's k before the copy = %+v, want A's write", kb)
+	}
+	h.disconnect(ba)
+	h.disconnect(ca)
+	h.advance(10 * time.Millisecond)
+	c.write(del("t", "k"))           // C deletes k; B never sees it
+	c.write(put("t", "c", "2"))      // so that A can purge C's delete out of its log
+	h.advance(10 * time.Millisecond) // B's next write is newer than C's delete
+	b.write(put("t", "b", "1"))
+	ba = h.connect(b, a) // A applies B past the delete; C's origin is still at c=1 on both
+	h.disconnect(ba)
+	ca = h.connect(c, a)
+	h.disconnect(ca)
+	h.advance(5 * time.Second) // B's hold of C lapses, A purges C's log and drops k's tombstone
+	if _, ok := a.get("t", "k"); ok || a.rep.Counters().TombstonesDropped != 1 {
+		t.Fatalf("A kept k's tombstone (dropped %d): the test needs it gone", a.rep.Counters().TombstonesDropped)
+	}
+	if f, applied := a.logOf(c).Floor.Seq, b.originStatus(c).AppliedSeq; f <= applied {
+		t.Fatalf("A's floor of C is %d, B applied C to %d: the test needs B to copy", f, applied)
+	}
+	if st := a.originStatus(a); st.AppliedSeq != 1 {
+		t.Fatalf("A's own origin is at %d: the test needs k to be A's latest write", st.AppliedSeq)
+	}
+	h.connect(b, a)
+	h.advance(time.Second)
+	if got := b.rep.Counters().CopiesCompleted; got != 1 {
+		t.Fatalf("B completed %d copies, want 1", got)
+	}
+	h.advance(time.Minute)
+	if r, ok := b.get("t", "k"); ok && !r.Deleted {
+		t.Errorf("B still holds k a minute after the copy: %+v; the snapshot's vector of A is at its version, so A deleted it", r)
+	}
+	sameRecords(t, "t", a, b)
+	b.audit()
+}
+
 // TestCopyPastASourceWithNothingMore: B takes O's origin from the relay R, which holds no
 // more than B and gets no more: its link to O is cut, and its only other way to O is B
 // (split horizon hides O from R while R is B's source). Y holds O's later entries, but

@@ -63,8 +63,8 @@ type Replica struct {
 // originState is what the replica knows of one origin.
 type originState struct {
 	// What NextDeadline reads of every origin after every input comes first, in the
-	// struct's first cache lines (spread over six lines, the walk of 64 origins was a
-	// tenth of a 64-node mesh's time, most of it cache misses).
+	// struct's first cache lines: that walk runs over every origin after every input, so
+	// fields spread over the struct would make it a cache miss each.
 	source     ConnID      // version-2 source; 0: none
 	srcHead    uint64      // the head the source advertises (its heads[id].Seq; 0: none or no source)
 	aheadSince time.Time   // when another candidate's head got ahead of the source's

@@ -54,7 +54,7 @@ func (r *Replica) pump() {
 
 // pumpIdle reports whether pump has nothing to do on a connection: no stream with an
 // entry above what it sent, and no base copy served. Most connections are idle at most
-// settles, and copying their streams to walk them was a tenth of a mesh's time.
+// settles, so pump checks this before it copies a connection's streams to walk them.
 func (r *Replica) pumpIdle(c *conn) bool {
 	for _, s := range c.outList {
 		if s.next <= r.servable(s.st) {

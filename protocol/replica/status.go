@@ -112,10 +112,20 @@ type PeerStatus struct {
 	// Health is how the peer is doing (PeerHealth; the shell decides it for the peers it
 	// adds).
 	Health Health
-	// Filled by the shell, which dials: the configured URL, and how many times it dialed
-	// the peer after the first dial since start (successful or not).
-	URL        string
-	Reconnects uint64
+	// Filled by the shell, which dials: the configured URL, how many times it dialed the
+	// peer after the first dial since start (successful or not), and why its last dial
+	// that opened no connection failed (nil: none did since start).
+	URL           string
+	Reconnects    uint64
+	LastDialError *DialError
+}
+
+// DialError is why a dial of a peer opened no connection: the shell's code for it
+// (docs/contract.md §8.3: dial-refused, dial-timeout, dns, ...), its message and when.
+type DialError struct {
+	Code    string
+	Message string
+	At      time.Time
 }
 
 // PeerState is where a peer stands, as /v1/status's peers[].state says it

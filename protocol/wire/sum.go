@@ -18,10 +18,9 @@ func Sum256(b []byte) Hash {
 
 // SetSum256 makes f compute Sum256. f must be SHA-256: SetSum256 checks it on a few inputs
 // and refuses (returns false, keeping crypto/sha256) a function that answers otherwise. It
-// exists for the WASM guest, where Go's SHA-256 runs at about 9 MB/s against the host's
-// 470-790 MB/s (BENCHMARKS.md, "The core under WASM and FuzzDiff"): the guest hands hashing
-// to its host. Call it once, before any session exists; it is not safe with concurrent
-// hashing.
+// exists for the WASM guest, where Go's SHA-256 has no hardware instructions and runs many
+// times slower than the host's (docs/design.md §12): the guest hands hashing to its host.
+// Call it once, before any session exists; it is not safe with concurrent hashing.
 func SetSum256(f func([]byte) Hash) bool {
 	for _, probe := range [][]byte{{}, []byte("abc"), make([]byte, 1000)} {
 		if f(probe) != sha256.Sum256(probe) {

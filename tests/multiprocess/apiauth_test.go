@@ -70,10 +70,10 @@ func metricValue(body, name string) float64 {
 	return -1
 }
 
-// serveTokens starts a node named name with --api-token-file, a file holding tokens (it
-// waits for health with apiReadToken, which tokens must hold); it is killed at the test's
-// end. The file's path is returned, for a test that replaces it.
-func serveTokens(t *testing.T, name, tokens string) (*cluster.Node, string) {
+// serveTokens starts a node named name with --api-token-file, a file holding tokens, and
+// the further serve flags args (it waits for health with apiReadToken, which tokens must
+// hold); it is killed at the test's end. The file's path is returned, for a test that replaces it.
+func serveTokens(t *testing.T, name, tokens string, args ...string) (*cluster.Node, string) {
 	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tokens")
@@ -84,7 +84,7 @@ func serveTokens(t *testing.T, name, tokens string) (*cluster.Node, string) {
 	}
 	t.Cleanup(func() { log.Close() })
 	n, err := cluster.StartProcess(cluster.Process{Binary: binary, Name: name, DataDir: filepath.Join(dir, name), Secret: secret,
-		Args: []string{"--api-token-file", file}, Output: log, Token: apiReadToken})
+		Args: append([]string{"--api-token-file", file}, args...), Output: log, Token: apiReadToken})
 	if err != nil {
 		t.Fatal(err)
 	}

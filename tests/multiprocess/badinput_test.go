@@ -25,6 +25,10 @@ func TestBadInput(t *testing.T) {
 		{"table at 64", "PUT", "/v1/tables/" + strings.Repeat("t", 64) + "/records/k", "v", 200, ""},
 		{"key at 1024", "PUT", "/v1/tables/t/records/" + strings.Repeat("k", 1024), "v", 200, ""},
 		{"value at 1 MiB", "PUT", "/v1/tables/t/records/big", strings.Repeat("v", 1<<20), 200, ""},
+		// Past the URL bound, and past net/http's default head bound of 1 MiB: the API's
+		// JSON answer, not the server's plain text.
+		{"URL of 16 KiB + 1", "GET", "/v1/tables/t/records?prefix=" + strings.Repeat("p", 16<<10+1-len("/v1/tables/t/records?prefix=")), "", 414, "too-large"},
+		{"URL of 1.5 MB", "GET", "/v1/tables/t/records?prefix=" + strings.Repeat("p", 1500_000), "", 414, "too-large"},
 	} {
 		req, _ := http.NewRequest(c.method, "http://"+n.HTTP+c.path, strings.NewReader(c.body))
 		resp, err := http.DefaultClient.Do(req)

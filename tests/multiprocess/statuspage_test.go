@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"plait/internal/testnet"
 )
 
 // chromium is Debian's chromium, which the browser test drives (scripts/deps.sh test
@@ -53,7 +55,8 @@ func TestStatusPage(t *testing.T) {
 		return true
 	})
 
-	d, _ := serveTokens(t, "D", apiReadToken+" read\n")
+	// D also dials a peer nobody listens for, whose row shows its last dial error.
+	d, _ := serveTokens(t, "D", apiReadToken+" read\n", "--peer", "Gone=ws://"+testnet.FreeAddr(t))
 	if s, _ := request(t, http.DefaultClient, "GET", "http://"+d.HTTP+"/", ""); s != 200 {
 		t.Fatalf("D's page without a token: %d, want 200 (the page holds no data)", s)
 	}
@@ -105,6 +108,9 @@ func TestStatusPage(t *testing.T) {
 	if atoi("lag_while_stopped") <= 10 || atoi("lag_max") < atoi("lag_while_stopped") || atoi("lag_last") >= 5 || atoi("writes") < 20 {
 		t.Errorf("B's lag on the chart: %s while stopped, %s at most, %s at the end, over %s writes; want a rise above 10 and a fall below 5",
 			res["lag_while_stopped"], res["lag_max"], res["lag_last"], res["writes"])
+	}
+	if res["dial_error"] != "dial-refused" {
+		t.Errorf("D's page showed the last dial error of its peer Gone as %q, want dial-refused", res["dial_error"])
 	}
 	if res["token_page_node"] != "D" || res["token_kept_in_browser"] != "true" {
 		t.Errorf("the token page showed %q (token kept: %s), want D", res["token_page_node"], res["token_kept_in_browser"])

@@ -356,8 +356,8 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Micros
 
 // TestWANRegions: 3 regions of 3 nodes, 80 ± 20 ms between regions, converge under writes on
 // every node. Write→visible from a1 to c2 (no direct link: two hops, one across regions)
-// is measured first with no WAN latency, then with it, in the same run: BENCHMARKS.md keeps
-// both and their ratio. A write cannot be visible across regions in less than one crossing
+// is measured first with no WAN latency, then with it, in the same run: BENCHMARKS.md §12
+// keeps both. A write cannot be visible across regions in less than one crossing
 // (30 ms at the least jitter), so a median below that means the latency is not applied.
 // It runs at version 2 and at version 3 (anti-entropy comparing ranges across the WAN).
 func TestWANRegions(t *testing.T) {

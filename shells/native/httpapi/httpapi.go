@@ -45,9 +45,28 @@ import (
 type Limits struct {
 	MaxBatchBody int // a batch request's body, JSON or CBOR (default 12 MiB: 8 MiB of transaction in base64)
 	MaxList      int // the largest listing page (default 1000)
+	// MaxURL is the longest request target (path and query) answered other than 414
+	// too-large (default 16 KiB: the longest the API needs, a listing with a prefix and an
+	// after key of 1024 bytes each percent-encoded, is under 7 KiB).
+	MaxURL int
+	// MaxHeaders is the most header bytes (names and values) a request may carry before it
+	// is answered 431 too-large (default 64 KiB).
+	MaxHeaders int
 }
 
+// MaxRequestHead is the HTTP server's own bound on a request's line and headers
+// (http.Server.MaxHeaderBytes): past it, net/http answers 431 in plain text before any
+// handler runs. It is far above MaxURL and MaxHeaders, so that every request a client
+// could send by mistake is answered by the API, in its JSON error form.
+const MaxRequestHead = 16 << 20
+
 func (l Limits) withDefaults() Limits {
+	if l.MaxURL == 0 {
+		l.MaxURL = 16 << 10
+	}
+	if l.MaxHeaders == 0 {
+		l.MaxHeaders = 64 << 10
+	}
 	if l.MaxBatchBody == 0 {
 		l.MaxBatchBody = 12 << 20
 	}
@@ -95,24 +114,41 @@ func New(n *node.Node, limits Limits, opts ...Option) *API {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&metrics{n: n}, &apiMetrics{a: a})
-	// The one table of endpoints and the scope each needs: a route cannot be added without one.
-	a.handle("PUT /v1/tables/{t}/records/{key...}", apitoken.Write, http.HandlerFunc(a.put))
-	a.handle("GET /v1/tables/{t}/records/{key...}", apitoken.Read, http.HandlerFunc(a.get))
-	a.handle("DELETE /v1/tables/{t}/records/{key...}", apitoken.Write, http.HandlerFunc(a.del))
-	a.handle("POST /v1/tables/{t}/batch", apitoken.Write, http.HandlerFunc(a.batch))
-	a.handle("GET /v1/tables/{t}/records", apitoken.Read, http.HandlerFunc(a.list))
-	a.handle("GET /v1/tables/{t}/digest", apitoken.Read, http.HandlerFunc(a.digest))
-	a.handle("GET /v1/status", apitoken.Read, http.HandlerFunc(a.status))
-	a.handle("GET /v1/status/lag", apitoken.Read, http.HandlerFunc(a.lagHistory))
-	a.handle("POST /v1/peers", apitoken.Admin, http.HandlerFunc(a.addPeer))
-	a.handle("DELETE /v1/peers/{name}", apitoken.Admin, http.HandlerFunc(a.removePeer))
-	a.handle("GET /metrics", apitoken.Read, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	// Open: load balancers and orchestrators probe health without credentials.
-	a.handle("GET /healthz", open, http.HandlerFunc(a.healthz))
-	// Open: the status page holds no data; it asks for a token and reads the status with it.
-	a.handle("GET /{$}", open, statuspage.Handler())
-	a.handle("GET /assets/{file}", open, statuspage.Handler())
+	for _, r := range a.routes(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})) {
+		a.handle(r.pattern, r.scope, r.h)
+	}
 	return a
+}
+
+// route is one endpoint: its pattern (http.ServeMux's), the token scope it needs, and its
+// handler.
+type route struct {
+	pattern string
+	scope   apitoken.Scope
+	h       http.Handler
+}
+
+// routes is the one table of endpoints and the scope each needs: a route cannot be added
+// without one, and docs/contract.md §6.4's scope table is checked against it.
+func (a *API) routes(metrics http.Handler) []route {
+	return []route{
+		{"PUT /v1/tables/{t}/records/{key...}", apitoken.Write, http.HandlerFunc(a.put)},
+		{"GET /v1/tables/{t}/records/{key...}", apitoken.Read, http.HandlerFunc(a.get)},
+		{"DELETE /v1/tables/{t}/records/{key...}", apitoken.Write, http.HandlerFunc(a.del)},
+		{"POST /v1/tables/{t}/batch", apitoken.Write, http.HandlerFunc(a.batch)},
+		{"GET /v1/tables/{t}/records", apitoken.Read, http.HandlerFunc(a.list)},
+		{"GET /v1/tables/{t}/digest", apitoken.Read, http.HandlerFunc(a.digest)},
+		{"GET /v1/status", apitoken.Read, http.HandlerFunc(a.status)},
+		{"GET /v1/status/lag", apitoken.Read, http.HandlerFunc(a.lagHistory)},
+		{"POST /v1/peers", apitoken.Admin, http.HandlerFunc(a.addPeer)},
+		{"DELETE /v1/peers/{name}", apitoken.Admin, http.HandlerFunc(a.removePeer)},
+		{"GET /metrics", apitoken.Read, metrics},
+		// Open: load balancers and orchestrators probe health without credentials.
+		{"GET /healthz", open, http.HandlerFunc(a.healthz)},
+		// Open: the status page holds no data; it asks for a token and reads the status with it.
+		{"GET /{$}", open, statuspage.Handler()},
+		{"GET /assets/{file}", open, statuspage.Handler()},
+	}
 }
 
 func (a *API) handle(pattern string, scope apitoken.Scope, h http.Handler) {
@@ -142,6 +178,14 @@ func (a *API) healthz(w http.ResponseWriter, _ *http.Request) {
 // the API does not have is then answered in the API's error form: not-found (404) or
 // bad-method (405).
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if n := len(r.RequestURI); n > a.limits.MaxURL {
+		fail(w, &apiError{http.StatusRequestURITooLong, "too-large", fmt.Sprintf("the URL is %d bytes, over the bound of %d", n, a.limits.MaxURL)})
+		return
+	}
+	if n := headerBytes(r.Header); n > a.limits.MaxHeaders {
+		fail(w, &apiError{http.StatusRequestHeaderFieldsTooLarge, "too-large", fmt.Sprintf("the headers are %d bytes, over the bound of %d", n, a.limits.MaxHeaders)})
+		return
+	}
 	_, pattern := a.mux.Handler(r)
 	need, known := a.scopes[pattern]
 	if a.tokens != nil && (!known || need != open) {
@@ -173,6 +217,17 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.mux.ServeHTTP(w, r)
+}
+
+// headerBytes is the bytes of a request's header names and values.
+func headerBytes(h http.Header) int {
+	n := 0
+	for k, vs := range h {
+		for _, v := range vs {
+			n += len(k) + len(v)
+		}
+	}
+	return n
 }
 
 // authenticate returns the scope of the request's bearer token, or why the request is not
@@ -477,7 +532,7 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(items) == 0 {
-		fail(w, &apiError{http.StatusBadRequest, "bad-json", `a batch needs "ops"`})
+		fail(w, &apiError{http.StatusBadRequest, "bad-json", `a batch needs "ops" with at least one op`})
 		return
 	}
 	ops := make([]wire.Op, len(items))

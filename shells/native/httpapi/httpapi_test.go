@@ -156,6 +156,7 @@ func TestBadInput(t *testing.T) {
 		{"bad JSON", "POST", "/v1/tables/t/batch", `{"ops":[`, 400, "bad-json"},
 		{"unknown field", "POST", "/v1/tables/t/batch", `{"ops":[{"op":"put","key":"k","value":"v","x":1}]}`, 400, "bad-json"},
 		{"no ops", "POST", "/v1/tables/t/batch", `{"ops":[]}`, 400, "bad-json"},
+		{"no ops field", "POST", "/v1/tables/t/batch", `{}`, 400, "bad-json"},
 		{"unknown op", "POST", "/v1/tables/t/batch", `{"ops":[{"op":"upsert","key":"k","value":"v"}]}`, 400, "bad-op"},
 		{"both values", "POST", "/v1/tables/t/batch", `{"ops":[{"op":"put","key":"k","value":"v","value_b64":"AA=="}]}`, 400, "bad-json"},
 		{"bad base64", "POST", "/v1/tables/t/batch", `{"ops":[{"op":"put","key":"k","value_b64":"!"}]}`, 400, "bad-json"},
@@ -176,6 +177,36 @@ func TestBadInput(t *testing.T) {
 	// At the limits: accepted.
 	s, body := do(t, "PUT", a.URL+"/v1/tables/"+strings.Repeat("t", 64)+"/records/"+strings.Repeat("k", 1024), strings.Repeat("v", 1<<20))
 	want(t, "table of 64, key of 1024, value of 1 MiB", s, body, 200, `"origin_seq":1`)
+	s, body = do(t, "POST", a.URL+"/v1/tables/t/batch", `{"ops":[]}`)
+	want(t, "an empty batch, in words", s, body, 400, "at least one op")
+
+	// The request's URL and headers: at their bounds answered by the endpoint, one byte
+	// past answered too-large in the API's JSON form.
+	target := func(n int) string {
+		base := "/v1/tables/t/records?prefix="
+		return base + strings.Repeat("p", n-len(base))
+	}
+	s, body = do(t, "GET", a.URL+target(16<<10), "")
+	want(t, "a URL of 16 KiB", s, body, 200, `"records"`)
+	s, body = do(t, "GET", a.URL+target(16<<10+1), "")
+	want(t, "a URL of 16 KiB + 1", s, body, 414, `"code":"too-large"`)
+	for _, c := range []struct {
+		size   int
+		status int
+		code   string
+	}{{64 << 10, 200, `"records"`}, {64<<10 + 1, 431, `"code":"too-large"`}} {
+		req, _ := http.NewRequest("GET", a.URL+"/v1/tables/t/records", nil)
+		// Go's client adds Host (not a header field here), User-Agent and Accept-Encoding.
+		fixed := len("User-Agent") + len("Go-http-client/1.1") + len("Accept-Encoding") + len("gzip")
+		req.Header.Set("X-Pad", strings.Repeat("h", c.size-fixed-len("X-Pad")))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want(t, fmt.Sprintf("headers of %d bytes", c.size), resp.StatusCode, string(b), c.status, c.code)
+	}
 }
 
 // TestConfiguredWriteLimits: with a node's write limits set below the defaults, the API
@@ -183,7 +214,7 @@ func TestBadInput(t *testing.T) {
 // either with the contract's codes; the defaults no longer apply.
 func TestConfiguredWriteLimits(t *testing.T) {
 	const maxKey, maxValue = 8, 64
-	a, _ := startNodeWith(t, node.Config{Name: "A", Write: replica.WriteLimits{MaxKey: maxKey, MaxValue: maxValue}})
+	a, _ := startNodeWith(t, node.Config{Name: "A", Config: replica.Config{Write: replica.WriteLimits{MaxKey: maxKey, MaxValue: maxValue}}})
 	key, value := strings.Repeat("k", maxKey), strings.Repeat("v", maxValue)
 	batch := func(key, value string) string {
 		return `{"ops":[{"op":"put","key":"` + key + `","value":"` + value + `"}]}`
@@ -295,8 +326,7 @@ func TestHealthAndMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := node.Start(node.Config{Name: "A", DataDir: t.TempDir(), Listener: l,
-		Secret: []byte("http api test secret, long enough"), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	n, err := node.Start(node.Config{Name: "A", DataDir: t.TempDir(), Listener: l, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Config: replica.Config{Secret: []byte("http api test secret, long enough")}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"plait/internal/docsection"
 	"plait/protocol/replica"
 	"plait/protocol/wire"
 )
@@ -187,6 +188,48 @@ func TestDeployMetricNames(t *testing.T) {
 	for n := range names {
 		if strings.HasPrefix(n, "plait_") && !strings.Contains(string(contract), "| `"+n+"` |") {
 			t.Errorf("docs/contract.md §9 has no row for %s", n)
+		}
+	}
+}
+
+// TestDeployAlertsDocumented: every alert of deploy/prometheus/alerts.yml has its row in
+// docs/operations.md §14 (what it means, what to do) and at least one promtool test in
+// alerts_test.yml, and every row of that table names an alert the rules hold: an alert
+// added without its row or test, or one renamed or dropped with its row left behind,
+// fails here.
+func TestDeployAlertsDocumented(t *testing.T) {
+	read := func(path string) string {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	names := func(re *regexp.Regexp, text string) map[string]bool {
+		m := map[string]bool{}
+		for _, s := range re.FindAllStringSubmatch(text, -1) {
+			m[s[1]] = true
+		}
+		return m
+	}
+	rules := names(regexp.MustCompile(`(?m)^\s*- alert: (\w+)\s*$`), read("../../../deploy/prometheus/alerts.yml"))
+	tested := names(regexp.MustCompile(`(?m)^\s*alertname: (\w+)\s*$`), read("../../../deploy/prometheus/alerts_test.yml"))
+	rows := names(regexp.MustCompile("(?m)^\\| `(Plait\\w+)` \\|"), docsection.Section(t, "docs/operations.md", "14"))
+	if len(rules) == 0 || len(rows) == 0 {
+		t.Fatalf("%d alerts in alerts.yml, %d rows in docs/operations.md §14: the check found nothing to check", len(rules), len(rows))
+	}
+	for a := range rules {
+		if !rows[a] {
+			t.Errorf("alert %s has no row in docs/operations.md §14", a)
+		}
+		if !tested[a] {
+			t.Errorf("alert %s has no test in alerts_test.yml", a)
+		}
+	}
+	for a := range rows {
+		if !rules[a] {
+			t.Errorf("docs/operations.md §14 has a row for %s, which alerts.yml does not hold", a)
 		}
 	}
 }

@@ -210,10 +210,13 @@ type PeerDoc struct {
 	LagSeq *uint64 `json:"lag_seq"`
 	// LastContact is when the connection last received a message or part of one (RFC 3339,
 	// UTC, milliseconds); null for a peer without a connection, or nothing received yet.
-	LastContact *string       `json:"last_contact"`
-	LastError   *PeerErrorDoc `json:"last_error"` // null when there was none
-	Name        string        `json:"name"`
-	Reconnects  uint64        `json:"reconnects"`
+	LastContact *string `json:"last_contact"`
+	// LastDialError is why this node's last dial of the peer opened no connection (a
+	// dialed peer only), kept after it recovers; null when none failed since start.
+	LastDialError *DialErrorDoc `json:"last_dial_error"`
+	LastError     *PeerErrorDoc `json:"last_error"` // null when there was none
+	Name          string        `json:"name"`
+	Reconnects    uint64        `json:"reconnects"`
 	// RetentionHeldBytes and RetentionHeldEntries: what this peer's retention holds kept
 	// from the last retention step (0: it holds nothing back).
 	RetentionHeldBytes   uint64 `json:"retention_held_bytes"`
@@ -243,6 +246,21 @@ type CopyDoc struct {
 	Rate         float64 `json:"rate_bytes_per_s"` // over this run (since the last resume)
 	ETASeconds   float64 `json:"eta_s"`            // 0: not known yet
 	Resumes      uint64  `json:"resumes"`
+}
+
+// DialErrorDoc is a peer's last dial error: its code (node.DialRefused, ...), message and
+// when (RFC 3339, UTC, milliseconds).
+type DialErrorDoc struct {
+	At      string `json:"at"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func dialErrorDoc(e *replica.DialError) *DialErrorDoc {
+	if e == nil {
+		return nil
+	}
+	return &DialErrorDoc{At: *stamp(e.At), Code: e.Code, Message: e.Message}
 }
 
 // PeerErrorDoc is a peer's last error.
@@ -383,7 +401,7 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 			off = &v
 		}
 		d.Peers = append(d.Peers, PeerDoc{AntiEntropyBytesIn: p.Stats.RangeBytesIn, AntiEntropyBytesOut: p.Stats.RangeBytesOut, Capabilities: caps, ClockOffsetMs: off, Connected: p.Connected, Health: p.Health, HeldBytes: p.HeldBytes,
-			LagSeq: peerLag(p.Behind), LastContact: stamp(p.LastContact), LastError: lastErr, Name: p.Name, Reconnects: p.Reconnects, RetentionHeldBytes: p.RetentionHeldBytes,
+			LagSeq: peerLag(p.Behind), LastContact: stamp(p.LastContact), LastDialError: dialErrorDoc(p.LastDialError), LastError: lastErr, Name: p.Name, Reconnects: p.Reconnects, RetentionHeldBytes: p.RetentionHeldBytes,
 			RetentionHeldEntries: p.RetentionHeldEntries, RetentionHoldAgeS: p.RetentionHoldAge.Seconds(), RTTMs: float64(p.RTT.Microseconds()) / 1000,
 			State: p.State, URL: p.URL, Version: p.Version, Copy: copyDoc(p.Copy)})
 	}
@@ -507,6 +525,14 @@ func UseHTTPS() ReadOption { return func(c *readConfig) { c.https = true } }
 // ReadStatus reads GET /v1/status of the node whose HTTP API is at addr (HOST:PORT). An
 // answer other than 200 is an error with its status and, when it is one, the API's error.
 func ReadStatus(client *http.Client, addr string, opts ...ReadOption) (StatusDoc, error) {
+	_, d, err := ReadStatusRaw(client, addr, opts...)
+	return d, err
+}
+
+// ReadStatusRaw is ReadStatus with the document's bytes as the node sent them: a reader
+// that passes the document on (plait status --json) keeps the fields of a newer node that
+// StatusDoc does not know.
+func ReadStatusRaw(client *http.Client, addr string, opts ...ReadOption) ([]byte, StatusDoc, error) {
 	var c readConfig
 	for _, o := range opts {
 		o(&c)
@@ -517,14 +543,14 @@ func ReadStatus(client *http.Client, addr string, opts ...ReadOption) (StatusDoc
 	}
 	req, err := http.NewRequest(http.MethodGet, scheme+addr+"/v1/status", nil)
 	if err != nil {
-		return StatusDoc{}, err
+		return nil, StatusDoc{}, err
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return StatusDoc{}, err
+		return nil, StatusDoc{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -532,13 +558,25 @@ func ReadStatus(client *http.Client, addr string, opts ...ReadOption) (StatusDoc
 			Error struct{ Code, Message string } `json:"error"`
 		}
 		if json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&e) == nil && e.Error.Code != "" {
-			return StatusDoc{}, fmt.Errorf("%s: %s: %s", resp.Status, e.Error.Code, e.Error.Message)
+			return nil, StatusDoc{}, fmt.Errorf("%s: %s: %s", resp.Status, e.Error.Code, e.Error.Message)
 		}
-		return StatusDoc{}, errors.New(resp.Status)
+		return nil, StatusDoc{}, errors.New(resp.Status)
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxStatusDoc+1))
+	if err != nil {
+		return nil, StatusDoc{}, err
+	}
+	if len(raw) > maxStatusDoc {
+		return nil, StatusDoc{}, fmt.Errorf("the status document is larger than %d bytes", maxStatusDoc)
 	}
 	var d StatusDoc
-	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
-		return StatusDoc{}, err
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return nil, StatusDoc{}, fmt.Errorf("the status document: %w", err)
 	}
-	return d, nil
+	return raw, d, nil
 }
+
+// maxStatusDoc bounds the status document a reader takes: far above what a node sends (its
+// lists are bounded: refusals, conflicts, one row an origin and a peer), so that a server
+// that is not a plait node cannot make plait status hold without bound.
+const maxStatusDoc = 64 << 20

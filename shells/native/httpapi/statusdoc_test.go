@@ -43,7 +43,8 @@ var statusGoldens = []struct {
 			ClockOffset: ptr(86400001500 * time.Microsecond),
 			LastError: &replica.PeerError{Err: wire.NewError(wire.CodeDivergence, "entry 5 of A: hash differs"),
 				At: time.Date(2031, 5, 6, 7, 8, 9, 500, time.FixedZone("UTC+2", 2*3600))},
-			URL: "ws://127.0.0.1:7400", Reconnects: 5, RetentionHeldEntries: 6, RetentionHeldBytes: 888, RetentionHoldAge: 1500 * time.Millisecond,
+			URL: "ws://127.0.0.1:7400", Reconnects: 5, LastDialError: &replica.DialError{Code: "dial-refused", Message: "dial tcp 127.0.0.1:7400: connect: connection refused",
+				At: time.Date(2031, 5, 6, 7, 8, 9, 123456789, time.FixedZone("UTC+2", 2*3600))}, RetentionHeldEntries: 6, RetentionHeldBytes: 888, RetentionHoldAge: 1500 * time.Millisecond,
 			Copy: &replica.CopyProgress{Direction: "receiving", Records: 100, Bytes: 5000, TablesDone: 2,
 				Total: replica.CopyTotals{Tables: 4, Records: 400, Bytes: 20000}, Rate: 2500, ETA: 6 * time.Second, Resumes: 1}}},
 		Counters: replica.Counters{TxnsApplied: 11, DuplicatesReceived: 12, GapsDetected: 13, ResendsRequested: 14,
@@ -87,6 +88,7 @@ var statusGoldens = []struct {
 				"copy": {"state": "receiving", "records": 100, "bytes": 5000, "tables": 4, "tables_done": 2, "total_records": 400,
 					"total_bytes": 20000, "rate_bytes_per_s": 2500, "eta_s": 6, "resumes": 1},
 				"health": "falling-behind", "held_bytes": 4096, "lag_seq": 7, "last_contact": "2031-05-06T05:08:09.987Z",
+				"last_dial_error": {"at": "2031-05-06T05:08:09.123Z", "code": "dial-refused", "message": "dial tcp 127.0.0.1:7400: connect: connection refused"},
 				"last_error": {"at": "2031-05-06T05:08:09Z", "class": "protocol", "code": "divergence", "message": "entry 5 of A: hash differs"},
 				"name": "R", "reconnects": 5, "retention_held_bytes": 888, "retention_held_entries": 6, "retention_hold_age_s": 1.5,
 				"rtt_ms": 1.234, "state": "streaming", "url": "ws://127.0.0.1:7400", "version": 2}
@@ -114,7 +116,7 @@ var statusGoldens = []struct {
 			"name": "N", "origin": "01000000000000000000000000000000", "protocol": {"max": 1, "min": 1}, "retain_hold_s": 0, "rewound": null, "storage": {"retries": 0, "state": "ok"}, "tls": null},
 		"origins": [],
 		"peers": [
-			{"antientropy_bytes_in": 0, "antientropy_bytes_out": 0, "capabilities": [], "clock_offset_ms": null, "connected": false, "copy": null, "health": "stalled", "held_bytes": 0, "lag_seq": null, "last_contact": null, "last_error": null, "name": "P", "reconnects": 0,
+			{"antientropy_bytes_in": 0, "antientropy_bytes_out": 0, "capabilities": [], "clock_offset_ms": null, "connected": false, "copy": null, "health": "stalled", "held_bytes": 0, "lag_seq": null, "last_contact": null, "last_dial_error": null, "last_error": null, "name": "P", "reconnects": 0,
 				"retention_held_bytes": 0, "retention_held_entries": 0, "retention_hold_age_s": 0, "rtt_ms": 0, "state": "backoff", "url": "ws://h:1", "version": 0}
 		],
 		"refusals": []

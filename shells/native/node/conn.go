@@ -303,8 +303,10 @@ func (n *Node) dialLoop(ctx context.Context, p Peer) {
 		if n.cfg.TLS == nil {
 			code = wire.CodeBadArgument
 		}
+		msg := err.Error() + "; remove the peer and add it again with a URL this node may dial"
 		n.setDial(p.Name, replica.PeerBackoff, 0)
-		n.refused(p.URL, p.Name, true, code, err.Error()+"; remove the peer and add it again with a URL this node may dial")
+		n.dialFailed(p.Name, DialBadURL, msg)
+		n.refused(p.URL, p.Name, true, code, msg)
 		return
 	}
 	backoff := n.cfg.RedialMin
@@ -345,10 +347,16 @@ func (n *Node) dialOnce(ctx context.Context, p Peer, target string) bool {
 	ws, resp, err := websocket.Dial(dctx, target, opts)
 	cancel()
 	if err != nil {
-		if secure && tlsfiles.IsHandshakeFailure(err) {
+		switch code := dialCode(err, resp); {
+		case secure && tlsfiles.IsHandshakeFailure(err):
+			n.dialFailed(p.Name, DialTLS, string(tlsfiles.RefusalCode(err))+": "+err.Error())
 			n.refused(target, p.Name, true, tlsfiles.RefusalCode(err), err.Error())
-		} else {
-			n.log.Info("dial failed", "peer", p.Name, "url", target, "err", err)
+		case code == DialUpgrade:
+			n.dialFailed(p.Name, code, upgradeMessage(resp, err))
+			n.log.Info("dial failed", "peer", p.Name, "url", target, "code", code, "err", err)
+		default:
+			n.dialFailed(p.Name, code, err.Error())
+			n.log.Info("dial failed", "peer", p.Name, "url", target, "code", code, "err", err)
 		}
 		return false
 	}
@@ -359,13 +367,16 @@ func (n *Node) dialOnce(ctx context.Context, p Peer, target string) bool {
 	if secure {
 		if name := tlsfiles.PeerName(cs); name != p.Name {
 			_ = ws.CloseNow() // refused: the socket is dropped whatever closing it says
-			n.refused(target, p.Name, true, tlsfiles.CodeBadName, "the listener's certificate names node "+strconv.Quote(name)+", not "+strconv.Quote(p.Name))
+			msg := "the listener's certificate names node " + strconv.Quote(name) + ", not " + strconv.Quote(p.Name)
+			n.dialFailed(p.Name, DialTLS, string(tlsfiles.CodeBadName)+": "+msg)
+			n.refused(target, p.Name, true, tlsfiles.CodeBadName, msg)
 			return false
 		}
 	}
 	c, err := n.open(ws, replica.ConnOptions{Role: wire.RoleDialer, ExpectPeer: p.Name, ChannelBinding: binding(cs), Remote: target})
 	if err != nil {
 		n.log.Warn("connection refused by the replica", "peer", p.Name, "err", err)
+		n.dialFailed(p.Name, DialFailed, "this node's replica refused the connection: "+err.Error())
 		_ = ws.CloseNow() // refused: the socket is dropped whatever closing it says
 		return false
 	}

@@ -53,7 +53,7 @@ func TestWriteAnsweredAfterItsFsync(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := run(t, node.WithSyncGate(node.Config{Name: "A", DataDir: t.TempDir(), Listener: l, Sync: node.SyncOrigin,
-		Peers: []node.Peer{{Name: "B", URL: b.url}}, Secret: []byte("node test secret of enough bytes")}, g.gate), "ws://")
+		Peers: []node.Peer{{Name: "B", URL: b.url}}, Config: replica.Config{Secret: []byte("node test secret of enough bytes")}}, g.gate), "ws://")
 	t.Cleanup(g.free)
 	waitFor(t, "A streaming to B", func() bool { return streamingTo(t, a, "B") })
 
@@ -110,13 +110,13 @@ func TestApplyAcknowledgedAfterItsFsync(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := []byte("node test secret of enough bytes")
-	b := run(t, node.WithSyncGate(node.Config{Name: "B", DataDir: t.TempDir(), Listener: lb, Sync: node.SyncAll, Secret: secret}, g.gate), "ws://")
+	b := run(t, node.WithSyncGate(node.Config{Name: "B", DataDir: t.TempDir(), Listener: lb, Sync: node.SyncAll, Config: replica.Config{Secret: secret}}, g.gate), "ws://")
 	la, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := run(t, node.Config{Name: "A", DataDir: t.TempDir(), Listener: la, Sync: node.SyncOrigin, RetainAge: time.Nanosecond,
-		Peers: []node.Peer{{Name: "B", URL: b.url}}, Secret: secret}, "ws://")
+	a := run(t, node.Config{Name: "A", DataDir: t.TempDir(), Listener: la, Sync: node.SyncOrigin,
+		Peers: []node.Peer{{Name: "B", URL: b.url}}, Config: replica.Config{RetainAge: time.Nanosecond, Secret: secret}}, "ws://")
 	t.Cleanup(g.free)
 	write := func(k string) {
 		if _, err := a.Write(context.Background(), []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte(k), Value: []byte("v")}}); err != nil {
@@ -162,8 +162,7 @@ func TestBackgroundErrorDegrades(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := run(t, node.WithBackgroundErrors(node.Config{Name: "A", DataDir: t.TempDir(), Listener: l,
-		Secret: []byte("node test secret of enough bytes")}, bg.Load), "ws://")
+	a := run(t, node.WithBackgroundErrors(node.Config{Name: "A", DataDir: t.TempDir(), Listener: l, Config: replica.Config{Secret: []byte("node test secret of enough bytes")}}, bg.Load), "ws://")
 	write := func(k string) error {
 		_, err := a.Write(context.Background(), []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte(k), Value: []byte("v")}})
 		return err

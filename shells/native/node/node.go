@@ -19,7 +19,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"plait/protocol"
 	"plait/protocol/replica"
 	"plait/protocol/wire"
 	"plait/shells/native/rocksstore"
@@ -42,49 +41,26 @@ type Peer struct {
 	URL  string // ws://HOST[:PORT] (ParsePeerURL); an empty path means /v1/replicate
 }
 
-// Config is a node's configuration.
+// Config is a node's configuration: the replica's (embedded: every replica setting is
+// declared once, there, with its default), and what the shell adds: its name and data
+// directory, sockets, peers, durability, TLS, the storage guard.
 type Config struct {
-	Name        string
-	DataDir     string
-	Listener    net.Listener // the replication listener (serve closes it)
-	Peers       []Peer
-	Secret      []byte
-	ProtocolMax uint64
-	Sync        SyncMode
-	Limits      protocol.Limits
-	// Write bounds a local write (zero fields: replica.DefaultMaxKey, DefaultMaxValue and
-	// DefaultMaxTxn); the HTTP API checks requests against the same bounds (WriteLimits).
-	Write  replica.WriteLimits
-	Logger *slog.Logger
+	// The replica's settings: the protocol versions (MaxVersion: --protocol-max), the
+	// secret, the sessions' limits, the write limits, routing, retention, copies,
+	// anti-entropy, the clock bound, the retry budget. The node sets HoldUnsynced (from
+	// Sync), TLSAuthenticated (from TLS) and leaves NewSession native.
+	replica.Config
+	Name     string
+	DataDir  string
+	Listener net.Listener // the replication listener (serve closes it)
+	Peers    []Peer
+	Sync     SyncMode
+	Logger   *slog.Logger
 	// RedialMin and RedialMax bound the dialers' exponential backoff (defaults 100 ms, 5 s).
 	RedialMin, RedialMax time.Duration
-	// MoveDelay and StallTimeout are the replica's (0: its defaults, 2 s and 3 s).
-	MoveDelay, StallTimeout time.Duration
-	// HeadsInterval is the replica's (0: its default, 500 ms; negative: every head at once).
-	HeadsInterval time.Duration
 	// MaxPendingHandshakes bounds the accepted connections whose handshake has not
 	// completed; an upgrade request beyond it is refused at once with 503 (default 64).
 	MaxPendingHandshakes int
-	// RetainAge, RetainBytes and RetainHold are the replica's retention (0: its defaults,
-	// 72 h, no bound and 24 h).
-	RetainAge   time.Duration
-	RetainBytes uint64
-	RetainHold  time.Duration
-	// MaxCopies bounds the base copies served at once (0: the replica's default, 2; -1:
-	// none), and CopyChunk is the size their chunks aim at (0: 1 MiB).
-	MaxCopies int
-	CopyChunk int
-	// AntiEntropyInterval is how often the node asks each peer about its next key range
-	// (0: the replica's default, 1 s; negative: no passes of its own, though it answers),
-	// and AntiEntropyRange the records of a range (0: 256).
-	AntiEntropyInterval time.Duration
-	AntiEntropyRange    int
-	// MaxClockOffset is the replica's bound on clock offset (0: its default, 500 ms;
-	// negative: no bound).
-	MaxClockOffset time.Duration
-	// ApplyRetries is how many failures in a row of a received entry, for a reason of its
-	// own, show its origin stuck apply-failed (0: the replica's default, 5).
-	ApplyRetries int
 	// TLS, when set, is the peer certificate set: the listener takes wss:// with mutual
 	// TLS 1.3 (and, with AcceptPlaintext, ws:// beside it), and wss:// peers are dialed with
 	// it. Without it the node takes and dials ws:// only.
@@ -107,6 +83,11 @@ type Config struct {
 
 	beforeSync       func()        // rocksstore.Options.BeforeSync, for this package's tests (export_test.go)
 	backgroundErrors func() uint64 // rocksstore.Options.BackgroundErrors, likewise
+	// statfs stands for the data directory's file system (free and size in bytes), and
+	// storageClock for the clock of the storage recovery's schedule, for the same tests:
+	// nil is the real file system and time.Now.
+	statfs       func() (avail, size uint64, err error)
+	storageClock func() time.Time
 }
 
 // storeOptions is how the node opens its store, at start and when it recovers.
@@ -136,6 +117,7 @@ type Node struct {
 	err        error // why the loop stopped
 	stopped    chan struct{}
 	stopOnce   sync.Once
+	report     StopReport // what Stop did (Stopped)
 
 	peerMu sync.Mutex // serializes AddPeer and RemovePeer
 
@@ -162,8 +144,9 @@ type peerDial struct {
 
 // dialState is what a dialer reports of its peer.
 type dialState struct {
-	state      replica.PeerState // PeerConnecting or PeerBackoff while there is no connection
-	reconnects uint64            // dials after the first, successful or not
+	state      replica.PeerState  // PeerConnecting or PeerBackoff while there is no connection
+	reconnects uint64             // dials after the first, successful or not
+	lastErr    *replica.DialError // why the last dial that opened no connection failed
 }
 
 type waiter struct {
@@ -290,13 +273,13 @@ func Start(cfg Config) (*Node, error) {
 
 // replicaConfig is the replica's configuration, for Start and for a rebuild after
 // degraded storage.
+// replicaConfig is the replica's settings as given, with what the shell decides: which
+// entries wait for their sync (Sync), and whether TLS authenticates every peer link.
 func (n *Node) replicaConfig() replica.Config {
-	cfg := n.cfg
-	return replica.Config{MaxVersion: cfg.ProtocolMax, Secret: cfg.Secret, Limits: cfg.Limits, Write: cfg.Write,
-		HoldUnsynced: cfg.Sync != SyncNone, MoveDelay: cfg.MoveDelay, StallTimeout: cfg.StallTimeout, HeadsInterval: cfg.HeadsInterval,
-		RetainAge: cfg.RetainAge, RetainBytes: cfg.RetainBytes, RetainHold: cfg.RetainHold,
-		MaxCopies: cfg.MaxCopies, CopyChunk: cfg.CopyChunk, MaxClockOffset: cfg.MaxClockOffset, ApplyRetries: cfg.ApplyRetries, TLSAuthenticated: cfg.TLS != nil && !cfg.AcceptPlaintext,
-		AntiEntropyInterval: cfg.AntiEntropyInterval, AntiEntropyRange: cfg.AntiEntropyRange}
+	c := n.cfg.Config
+	c.HoldUnsynced = n.cfg.Sync != SyncNone
+	c.TLSAuthenticated = n.cfg.TLS != nil && !n.cfg.AcceptPlaintext
+	return c
 }
 
 // Stop closes every connection, stops the loop and closes the store. It may be called
@@ -312,11 +295,40 @@ func (n *Node) Stop() error {
 		<-n.stopped
 		n.syncWG.Wait()     // a sync still running uses the store
 		if n.store != nil { // nil after a recovery that could not reopen it
+			// The loop has ended: the replica and the store are this goroutine's now.
+			st := n.rep.Status(time.Now())
+			for _, o := range st.Origins {
+				if o.Origin == st.Node.Origin {
+					n.report.OwnSeq = o.AppliedSeq
+				}
+			}
+			// A last sync, so that a clean stop leaves everything applied durable whatever
+			// --sync said (none answers writes before their sync). Not on degraded storage
+			// or a stopped replica, whose store may not take one.
+			if !n.storage.active && n.err == nil {
+				n.report.SyncErr = n.store.Sync()
+				n.report.Synced = n.report.SyncErr == nil
+			}
 			n.store.Close()
 		}
 	})
 	return n.err
 }
+
+// StopReport is what Stop did, for its log line: the connections it closed, the local
+// writes it answered unavailable (they may or may not have applied, as when a client's
+// answer is lost), whether its last sync of the store succeeded (then everything applied,
+// every answered write included, is durable) or why not, and this node's own origin seq.
+type StopReport struct {
+	Connections      int
+	WritesUnanswered int
+	Synced           bool
+	SyncErr          error // nil when Synced, or when no sync was tried (degraded storage, a stopped replica)
+	OwnSeq           uint64
+}
+
+// Stopped is the report of Stop, once it returned.
+func (n *Node) Stopped() StopReport { return n.report }
 
 // WriteLimits are the bounds this node's replica checks every local write against: the
 // configured ones, with the replica's defaults for the zero fields.
@@ -412,6 +424,7 @@ func (n *Node) loop() {
 
 // stopLoop drops every connection and answers the waiting writes, as the loop ends.
 func (n *Node) stopLoop() {
+	n.report.Connections, n.report.WritesUnanswered = len(n.conns), len(n.waiters)
 	for id, c := range n.conns {
 		c.close()
 		delete(n.conns, id)
@@ -424,7 +437,7 @@ func (n *Node) stopLoop() {
 
 func (n *Node) untilDeadline() time.Duration {
 	if n.storage.active { // the next recovery attempt is a deadline too
-		return max(min(time.Until(n.storage.next), n.untilReplica()), 0)
+		return max(min(n.storage.next.Sub(n.storageNow()), n.untilReplica()), 0)
 	}
 	return n.untilReplica()
 }
@@ -626,7 +639,7 @@ func (n *Node) Status() (replica.Status, error) {
 				st.Peers = append(st.Peers, ps)
 				i = len(st.Peers) - 1
 			}
-			st.Peers[i].URL, st.Peers[i].Reconnects = p.URL, d.reconnects
+			st.Peers[i].URL, st.Peers[i].Reconnects, st.Peers[i].LastDialError = p.URL, d.reconnects, d.lastErr
 		}
 	})
 	return st, err

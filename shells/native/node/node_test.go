@@ -43,8 +43,7 @@ func startIn(t *testing.T, name, dir string, peers ...*testNode) *testNode {
 	for _, p := range peers {
 		ps = append(ps, node.Peer{Name: p.name, URL: p.url})
 	}
-	return run(t, node.Config{Name: name, DataDir: dir, Listener: l, Peers: ps,
-		Secret: []byte("node test secret of enough bytes"), MaxPendingHandshakes: maxPending}, "ws://")
+	return run(t, node.Config{Name: name, DataDir: dir, Listener: l, Peers: ps, MaxPendingHandshakes: maxPending, Config: replica.Config{Secret: []byte("node test secret of enough bytes")}}, "ws://")
 }
 
 // run starts a node of cfg (its logs discarded) that its test stops at the end; its url
@@ -246,8 +245,8 @@ func TestAddedPeerIsKept(t *testing.T) {
 // past them is refused, one at them is taken; WriteLimits reports them, with the defaults
 // for the fields left zero.
 func TestWriteLimits(t *testing.T) {
-	n, err := node.Start(node.Config{Name: "A", DataDir: t.TempDir(), Write: replica.WriteLimits{MaxKey: 4, MaxValue: 8},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	n, err := node.Start(node.Config{Name: "A", DataDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Config: replica.Config{Write: replica.WriteLimits{MaxKey: 4, MaxValue: 8}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +271,7 @@ func TestWriteLimits(t *testing.T) {
 			t.Errorf("key %q, value %q: %v, want bad-argument", c[0], c[1], err)
 		}
 	}
-	if _, err := node.Start(node.Config{Name: "B", DataDir: t.TempDir(), Write: replica.WriteLimits{MaxValue: -1}}); err == nil {
+	if _, err := node.Start(node.Config{Name: "B", DataDir: t.TempDir(), Config: replica.Config{Write: replica.WriteLimits{MaxValue: -1}}}); err == nil {
 		t.Error("a negative value limit was taken")
 	}
 }
@@ -284,8 +283,8 @@ func TestRetentionWithoutPeers(t *testing.T) {
 	dir := t.TempDir()
 	startA := func(retain uint64) *node.Node {
 		t.Helper()
-		n, err := node.Start(node.Config{Name: "A", DataDir: dir, Sync: node.SyncNone, RetainBytes: retain,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		n, err := node.Start(node.Config{Name: "A", DataDir: dir, Sync: node.SyncNone,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Config: replica.Config{RetainBytes: retain}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,6 +29,11 @@ func ParsePeerURL(raw string) (string, error) {
 	refuse := func(reason string, args ...any) (string, error) {
 		return "", &PeerURLError{URL: raw, Reason: fmt.Sprintf(reason, args...)}
 	}
+	if l := strings.ToLower(raw); !strings.Contains(raw, "://") && !strings.HasPrefix(l, "ws:") && !strings.HasPrefix(l, "wss:") {
+		// HOST:PORT alone would parse as a scheme and an opaque part, or not at all ("first
+		// path segment in URL cannot contain colon"): say what is missing instead.
+		return refuse("no scheme: write ws://%s, or wss://%s with TLS", raw, raw)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		var ue *url.Error

@@ -34,8 +34,9 @@ func TestParsePeerURL(t *testing.T) {
 	for _, c := range []struct{ raw, reason string }{
 		{"", "no scheme"},
 		{"h", "no scheme"},
-		{"127.0.0.1:7400", "first path segment"},
-		{"h:7400", "the scheme is h, not ws"},
+		{"127.0.0.1:7400", "no scheme: write ws://127.0.0.1:7400, or wss://127.0.0.1:7400 with TLS"},
+		{"h:7400", "no scheme: write ws://h:7400"},
+		{"[::1]:7400", "no scheme: write ws://[::1]:7400"},
 		{"http://h:7400", "the scheme is http, not ws"},
 		{"ws:h:7400", "no host"},
 		{"ws://", "no host"},

@@ -47,6 +47,9 @@ type storageState struct {
 // free is the bytes unprivileged writers may still use on the data directory's file
 // system, and its size.
 func (n *Node) free() (avail, size uint64, err error) {
+	if n.cfg.statfs != nil {
+		return n.cfg.statfs()
+	}
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(n.cfg.DataDir, &st); err != nil {
 		return 0, 0, err
@@ -149,7 +152,7 @@ func (n *Node) watchStorage() {
 	if se == nil {
 		return
 	}
-	now := time.Now()
+	now := n.storageNow()
 	if !n.storage.active {
 		n.storage.active = true
 		n.storage.backoff = storageRetryMin
@@ -173,6 +176,14 @@ func (n *Node) watchStorage() {
 		return
 	}
 	n.recoverStorage()
+}
+
+// storageNow is the clock of the recovery's schedule (Config.storageClock in tests).
+func (n *Node) storageNow() time.Time {
+	if n.cfg.storageClock != nil {
+		return n.cfg.storageClock()
+	}
+	return time.Now()
 }
 
 // recoverStorage closes the store, opens it again (its write-ahead log replayed) and builds

@@ -64,8 +64,8 @@ func startTLS(t *testing.T, name, certDir string, o tlsOpts, peers ...node.Peer)
 	if o.dir == "" {
 		o.dir = t.TempDir()
 	}
-	return run(t, node.Config{Name: name, DataDir: o.dir, Listener: l, Peers: peers, Secret: o.secret,
-		TLS: src, AcceptPlaintext: o.plaintext, CertPoll: 50 * time.Millisecond}, "wss://")
+	return run(t, node.Config{Name: name, DataDir: o.dir, Listener: l, Peers: peers,
+		TLS: src, AcceptPlaintext: o.plaintext, CertPoll: 50 * time.Millisecond, Config: replica.Config{Secret: o.secret}}, "wss://")
 }
 
 func status(t *testing.T, n *testNode) replica.Status {
@@ -198,6 +198,10 @@ func TestTLSRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "tls-bad-name on A", func() bool { return refusedCount(t, a, wire.CodeTLSBadName) >= 1 })
+	if c, _ := peerOf(t, a, "C"); c.LastDialError == nil || c.LastDialError.Code != node.DialTLS ||
+		!strings.HasPrefix(c.LastDialError.Message, string(wire.CodeTLSBadName)+": ") {
+		t.Errorf("A's peer C, whose address serves B's certificate: last dial error %+v; want %s naming %s", c.LastDialError, node.DialTLS, wire.CodeTLSBadName)
+	}
 	if !streamingTo(t, a, "B") {
 		t.Fatal("A stopped streaming to B")
 	}
@@ -355,6 +359,9 @@ func TestKeptPlaintextPeerNotDialed(t *testing.T) {
 	p, ok := peerOf(t, a, "P")
 	if !ok || p.State != replica.PeerBackoff || p.LastError == nil || p.LastError.Err.Code != wire.CodeTLSRequired {
 		t.Fatalf("A's kept peer P: %+v", p)
+	}
+	if p.LastDialError == nil || p.LastDialError.Code != node.DialBadURL {
+		t.Errorf("A's kept peer P: last dial error %+v; want %s", p.LastDialError, node.DialBadURL)
 	}
 	if _, ok := peerOf(t, plain, "A"); ok || status(t, plain).Counters.ConnectionsRefused != before {
 		t.Fatal("P saw a connection from A")

@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -131,6 +132,9 @@ func Open(dir string, create replica.Identity, opts Options) (*Store, error) {
 	o.Destroy()
 	o2.Destroy()
 	if err != nil {
+		if heldOpen(err) {
+			return nil, fmt.Errorf("%w: %s is held open by another plait process (a running node, plait check or plait reseed): stop it, or give another directory", ErrInUse, dir)
+		}
 		return nil, fmt.Errorf("rocksstore: opening %s: %w", dir, err)
 	}
 	s := &Store{db: db, ro: grocksdb.NewDefaultReadOptions(), wo: grocksdb.NewDefaultWriteOptions(),
@@ -142,6 +146,19 @@ func Open(dir string, create replica.Identity, opts Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// ErrInUse is Open's error for a data directory another process, or this one, holds open:
+// RocksDB locks the directory's LOCK file for as long as it is open.
+var ErrInUse = errors.New("rocksstore: the data directory is in use")
+
+// heldOpen reports whether an open failed on the directory's lock: RocksDB says "While lock
+// file: DIR/LOCK: Resource temporarily unavailable" for another process's lock, and "lock
+// hold by current process" for this one's; its C API gives no error code to test instead.
+func heldOpen(err error) bool {
+	m := err.Error()
+	return strings.Contains(m, "lock file") && strings.Contains(m, "temporarily unavailable") ||
+		strings.Contains(m, "lock hold by current process")
 }
 
 // Close releases the database. The store must not be used after.

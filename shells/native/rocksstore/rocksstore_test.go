@@ -1,6 +1,8 @@
 package rocksstore_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"plait/protocol/replica"
@@ -52,4 +54,19 @@ func reopenable() (func(t *testing.T) replica.Store, func(t *testing.T, s replic
 func TestReseedReopen(t *testing.T) {
 	o, r := reopenable()
 	storetest.RunReseedReopen(t, o, r)
+}
+
+// TestOpenHeldDirectory: a data directory that is open already is refused with ErrInUse,
+// whose message says another plait process holds it rather than RocksDB's lock error; once
+// closed it opens again.
+func TestOpenHeldDirectory(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	_, err := rocksstore.Open(dir, storetest.Identity, rocksstore.Options{})
+	if !errors.Is(err, rocksstore.ErrInUse) || !strings.Contains(err.Error(), "held open by another plait process") ||
+		strings.Contains(err.Error(), "IO error") {
+		t.Fatalf("a second open of %s: %v; want ErrInUse saying another plait process holds it", dir, err)
+	}
+	s.Close()
+	open(t, dir).Close()
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"plait/internal/docsection"
 	"plait/shells/native/statuspage"
 )
 
@@ -50,5 +51,22 @@ func TestHandler(t *testing.T) {
 	files, _ := fs.Glob(statuspage.Files(), "assets/*")
 	if len(files) != len(assets) {
 		t.Errorf("dist holds %d assets, index.html names %d", len(files), len(assets))
+	}
+}
+
+// TestSecurityHeadersInContract: every security header the page sends is written in
+// docs/contract.md §6.5 as it is sent, so the documented policy is the one in force.
+func TestSecurityHeadersInContract(t *testing.T) {
+	section := docsection.Section(t, "docs/contract.md", "6.5")
+	resp, _ := get(t, statuspage.Handler(), "/")
+	for _, h := range []string{"Content-Security-Policy", "X-Content-Type-Options", "Referrer-Policy"} {
+		v := resp.Header.Get(h)
+		if v == "" {
+			t.Errorf("the page sends no %s", h)
+			continue
+		}
+		if !strings.Contains(section, h+": "+v) {
+			t.Errorf("docs/contract.md §6.5 does not say %q as it is sent", h+": "+v)
+		}
 	}
 }

@@ -190,3 +190,156 @@ func TestRefusalCode(t *testing.T) {
 		t.Error("a refused TCP connection is a handshake failure")
 	}
 }
+
+// handshake runs one TLS handshake of a client presenting cert against the listener
+// configuration lc over a pipe, and returns the listener's error.
+func handshake(t *testing.T, lc *tls.Config, cert tls.Certificate) error {
+	t.Helper()
+	sc, cc := net.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c := tls.Client(cc, &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true, Certificates: []tls.Certificate{cert}})
+		if c.Handshake() == nil {
+			_, _ = c.Read(make([]byte, 1)) // the listener's alert, or its close
+		}
+		_ = cc.Close()
+	}()
+	s := tls.Server(sc, lc)
+	_ = s.SetDeadline(time.Now().Add(10 * time.Second))
+	err := s.Handshake()
+	_ = sc.Close()
+	<-done
+	return err
+}
+
+// TestNodeNameIsExactlyTheURI: a certificate names a node only by one URI SAN that is
+// exactly plait://node/NAME (docs/contract.md §18.2). Every other form, signed by the
+// cluster's own CA and otherwise a good node certificate, names no node: it does not load
+// as this node's set, a listener refuses it as a client and a dialer as a listener
+// (tls-bad-name, or a failed handshake for a URI that does not parse), and PeerName reads
+// no name from it. A check that ignored the URI's host would take plait://ANYTHING/NAME
+// for node NAME.
+func TestNodeNameIsExactlyTheURI(t *testing.T) {
+	dir := authority(t)
+	must(t, certs.NewNode(certs.Options{Dir: dir}, "L", []string{"127.0.0.1"}))
+	src, err := tlsfiles.LoadPeer(files(dir, "L"), "L")
+	must(t, err)
+	uri := func(s string) *url.URL {
+		u, err := url.Parse(s)
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		return u
+	}
+	uris := func(ss ...string) func(*x509.Certificate) {
+		return func(c *x509.Certificate) {
+			c.URIs = nil
+			for _, s := range ss {
+				c.URIs = append(c.URIs, uri(s))
+			}
+		}
+	}
+	cases := []struct {
+		name string
+		mod  func(*x509.Certificate)
+	}{
+		{"another host", uris("plait://evil/A")},
+		{"the name as the host", uris("plait://A/A")},
+		{"a host of which node is a part", uris("plait://node.evil/A")},
+		{"the host in capitals", uris("plait://NODE/A")},
+		{"a port", uris("plait://node:7400/A")},
+		{"user info", uris("plait://x@node/A")},
+		{"no host", uris("plait:///A")},
+		{"opaque", func(c *x509.Certificate) { c.URIs = []*url.URL{{Scheme: "plait", Opaque: "node/A"}} }},
+		{"another scheme", uris("https://node/A")},
+		{"a path of two segments", uris("plait://node/A/B")},
+		{"a trailing slash", uris("plait://node/A/")},
+		{"an empty first segment", uris("plait://node//A")},
+		{"no name", uris("plait://node/")},
+		{"no path", uris("plait://node")},
+		{"a name breaking the name rule", uris("plait://node/A%20B")},
+		{"a name too long", uris("plait://node/" + strings.Repeat("a", wire.MaxNameLen+1))},
+		{"a percent-encoded name", uris("plait://node/%41")},
+		{"a query", uris("plait://node/A?x=1")},
+		{"an empty query", uris("plait://node/A?")},
+		{"a fragment", uris("plait://node/A#x")},
+		{"the scheme in capitals", func(c *x509.Certificate) { c.URIs = []*url.URL{{Scheme: "PLAIT", Host: "node", Path: "/A"}} }},
+		{"two URIs, the same", uris("plait://node/A", "plait://node/A")},
+		{"two URIs, two nodes", uris("plait://node/A", "plait://node/B")},
+		{"another URI beside it", uris("plait://node/A", "spiffe://example.org/A")},
+		{"another URI before it", uris("spiffe://example.org/A", "plait://node/A")},
+		{"DNS names only", func(c *x509.Certificate) { c.URIs, c.DNSNames = nil, []string{"A", "node"} }},
+		{"a common name only", uris()},
+		{"an email address only", func(c *x509.Certificate) { c.URIs, c.EmailAddresses = nil, []string{"A@node"} }},
+		{"a URI that does not parse", func(c *x509.Certificate) { c.URIs = []*url.URL{{Scheme: "plait", Opaque: "//node/A%zz"}} }},
+	}
+	odd(t, dir, "good", uris("plait://node/A"))
+	for i, c := range append([]struct {
+		name string
+		mod  func(*x509.Certificate)
+	}{{"plait://node/A itself", nil}}, cases...) {
+		stem := fmt.Sprint("c", i)
+		if c.mod == nil {
+			stem = "good"
+		} else {
+			odd(t, dir, stem, func(x *x509.Certificate) { x.Subject.CommonName = "A"; c.mod(x) })
+		}
+		f := files(dir, stem)
+		pair, perr := tls.LoadX509KeyPair(f.Cert, f.Key)
+		if c.mod == nil {
+			if perr != nil {
+				t.Fatal(perr)
+			}
+			if s, err := tlsfiles.LoadPeer(f, "A"); err != nil || s.Current().NodeName != "A" {
+				t.Fatalf("the good certificate does not load as node A: %v", err)
+			}
+			cs := tls.ConnectionState{PeerCertificates: []*x509.Certificate{pair.Leaf}, ServerName: "127.0.0.1"}
+			if err := src.VerifyPeer(cs, x509.ExtKeyUsageServerAuth); err != nil || tlsfiles.PeerName(&cs) != "A" {
+				t.Fatalf("the good certificate as a listener's: %v, name %q", err, tlsfiles.PeerName(&cs))
+			}
+			if err := handshake(t, src.ListenerConfig(), pair); err != nil {
+				t.Fatalf("the good certificate as a client's: %v", err)
+			}
+			continue
+		}
+		if _, err := tlsfiles.LoadPeer(f, ""); err == nil {
+			t.Errorf("%s: loads as a node's own set", c.name)
+		}
+		if perr != nil {
+			// Go's x509 refuses the certificate whole: no TLS handshake takes it.
+			if err := handshake(t, src.ListenerConfig(), tls.Certificate{Certificate: [][]byte{mustDER(t, f.Cert)}, PrivateKey: mustKey(t, f.Key)}); err == nil {
+				t.Errorf("%s: a listener took it as a client's", c.name)
+			}
+			continue
+		}
+		cs := tls.ConnectionState{PeerCertificates: []*x509.Certificate{pair.Leaf}, ServerName: "127.0.0.1"}
+		if name := tlsfiles.PeerName(&cs); name != "" {
+			t.Errorf("%s (%v): PeerName reads node %q from it", c.name, pair.Leaf.URIs, name)
+		}
+		if err := src.VerifyPeer(cs, x509.ExtKeyUsageServerAuth); err == nil || tlsfiles.RefusalCode(err) != wire.CodeTLSBadName {
+			t.Errorf("%s (%v): a dialer's verification: %v, want a refusal %s", c.name, pair.Leaf.URIs, err, wire.CodeTLSBadName)
+		}
+		if err := handshake(t, src.ListenerConfig(), pair); err == nil || tlsfiles.RefusalCode(err) != wire.CodeTLSBadName {
+			t.Errorf("%s (%v): a listener's handshake: %v, want a refusal %s", c.name, pair.Leaf.URIs, err, wire.CodeTLSBadName)
+		}
+	}
+}
+
+func mustDER(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	must(t, err)
+	block, _ := pem.Decode(b)
+	if block == nil {
+		t.Fatalf("%s holds no PEM block", path)
+	}
+	return block.Bytes
+}
+
+func mustKey(t *testing.T, path string) any {
+	t.Helper()
+	k, err := x509.ParsePKCS8PrivateKey(mustDER(t, path))
+	must(t, err)
+	return k
+}

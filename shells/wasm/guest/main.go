@@ -15,9 +15,9 @@ import (
 func main() {}
 
 // hostSHA256 (ABI 4) is the host's SHA-256: it writes the 32-byte hash of the n bytes at
-// data to out. Go's SHA-256 compiled to WASM runs at about 9 MB/s, the host's at hundreds
-// (BENCHMARKS.md, "The core under WASM and FuzzDiff"); the chain hash of every frame was
-// most of a frame's cost.
+// data to out. Go's SHA-256 compiled to WASM has no hardware instructions and runs many
+// times slower than the host's, and every received frame needs its chain hash
+// (docs/design.md §12).
 //
 //go:wasmimport plait sha256
 func hostSHA256(data unsafe.Pointer, n uint32, out unsafe.Pointer)

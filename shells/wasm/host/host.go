@@ -29,8 +29,8 @@ type Option func(*Module)
 
 // WithoutCallDeadline compiles the module without wazero's termination checks, so that a
 // call into it is not stopped at its deadline: a guest that loops hangs its caller. The
-// checks wazero inserts at every function entry and loop made the Go guest about twice as
-// slow per received frame (BENCHMARKS.md, "The core under WASM and FuzzDiff"). For tests
+// checks wazero inserts at every function entry and loop double the time of the Go
+// guest's call-heavy code (BENCHMARKS.md §7). For tests
 // and tools that trust the module and have a timeout of their own (go test's); a node keeps
 // the deadline.
 func WithoutCallDeadline() Option { return func(m *Module) { m.noDeadline = true } }

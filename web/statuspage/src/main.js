@@ -85,7 +85,8 @@ function renderPeers(st) {
       td(p.name || '(handshaking)'), td(p.state), el('td', { class: 'health-cell' }, health(p.health)),
       num(p.version || '-'), num(p.rtt_ms ? p.rtt_ms.toFixed(1) : '-'), td(ago(p.last_contact)),
       num(p.lag_seq), num(p.reconnects), num(p.held_bytes), td(copyText(p.copy)),
-      el('td', { class: 'err' }, p.last_error ? `${p.last_error.code}: ${p.last_error.message}` : '-')));
+      el('td', { class: 'err' }, p.last_error ? `${p.last_error.code}: ${p.last_error.message}` : '-'),
+      el('td', { class: 'err dial-err' }, p.last_dial_error ? `${p.last_dial_error.code}: ${p.last_dial_error.message}` : '-')));
   $('#peers tbody').replaceChildren(...rows);
 }
 

@@ -139,6 +139,12 @@ try {
   console.log(`RESULT token_page_node=${shown}`);
   const kept = await tpage.evaluate(() => localStorage.getItem('plait-token') !== null);
   console.log(`RESULT token_kept_in_browser=${kept}`);
+  // D dials a peer nobody listens for: its row says why the dial failed.
+  const dial = await until('D\'s peer Gone showing its last dial error', 10000, () => tpage.evaluate(() => {
+    const c = document.querySelector('#peers tr[data-peer="Gone"] .dial-err');
+    return c && c.textContent !== '-' && c.textContent;
+  }));
+  console.log(`RESULT dial_error=${dial.split(':')[0]}`);
   await tpage.screenshot({ path: join(shots, '5-token-given.png'), fullPage: true });
 } finally {
   writing = false;

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"plait/protocol/replica"
+	"plait/shells/native/httpapi"
+)
+
+// TestStatusAddr: --http takes HOST:PORT or an http(s) URL of a host and port, and refuses
+// anything else with exit 2 before it dials (a host named "http" is never looked up).
+func TestStatusAddr(t *testing.T) {
+	for _, c := range []struct{ in, hostPort, scheme string }{
+		{"127.0.0.1:7411", "127.0.0.1:7411", ""},
+		{"[::1]:7411", "[::1]:7411", ""},
+		{"http://127.0.0.1:7411", "127.0.0.1:7411", "http"},
+		{"http://127.0.0.1:7411/", "127.0.0.1:7411", "http"},
+		{"https://node.example", "node.example:443", "https"},
+		{"http://node.example", "node.example:80", "http"},
+	} {
+		hp, scheme, err := statusAddr(c.in)
+		if err != nil || hp != c.hostPort || scheme != c.scheme {
+			t.Errorf("%q: %q %q %v; want %q %q", c.in, hp, scheme, err, c.hostPort, c.scheme)
+		}
+	}
+	for _, in := range []string{"http", "127.0.0.1", "ftp://h:1", "http://h:1/v1/status", "http://u:p@h:1", "http://h:1?x=1", "http://", "ws://h:1"} {
+		if _, _, err := statusAddr(in); err == nil || !strings.Contains(err.Error(), "--http") {
+			t.Errorf("%q: %v; want a refusal naming --http", in, err)
+		}
+		var out bytes.Buffer
+		if code := status([]string{"--http", in}, io.Discard, &out); code != 2 || strings.Count(out.String(), "\n") != 2 {
+			t.Errorf("plait status --http %q: exit %d, %q; want 2 with the error and the -h line", in, code, out.String())
+		}
+	}
+}
+
+// statusServer serves doc as /v1/status.
+func statusServer(t *testing.T, doc string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/status" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, doc)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// docWith is the zero status document with its node's, origins' and peers' fields set by
+// edit, plus a field this build does not know (a newer node's), encoded as a node would.
+func docWith(t *testing.T, edit func(*httpapi.StatusDoc)) string {
+	t.Helper()
+	d := httpapi.NewStatusDoc(replica.Status{})
+	d.Node.Name = "N"
+	edit(&d)
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	m["from_a_newer_node"] = map[string]any{"generation": 7}
+	m["node"].(map[string]any)["newer_field"] = "kept"
+	b, _ = json.Marshal(m)
+	return string(b) + "\n"
+}
+
+// TestStatusCheck: --check exits 3, naming each reason on standard error, while the node
+// refuses writes (degraded storage, a rewound origin, its clock) or an origin is stuck or
+// diverged, and 0 otherwise; --json prints the document as the node sent it, the fields a
+// newer node adds included.
+func TestStatusCheck(t *testing.T) {
+	stuck := "apply-failed"
+	for _, c := range []struct {
+		name string
+		edit func(*httpapi.StatusDoc)
+		want []string // the reasons; none: exit 0
+	}{
+		{"healthy", func(*httpapi.StatusDoc) {}, nil},
+		{"storage full", func(d *httpapi.StatusDoc) {
+			d.Node.Storage = httpapi.StorageDoc{State: "degraded", Code: "storage-full", Message: "m", Since: "2026-12-07T00:00:00.000Z"}
+		}, []string{"refuses local writes: storage-full"}},
+		{"rewound", func(d *httpapi.StatusDoc) {
+			d.Node.Rewound = &httpapi.RewindDoc{Peer: "P", Seq: 9, OwnSeq: 4, How: "subscribe"}
+		},
+			[]string{"refuses local writes: origin-rewound"}},
+		{"clock", func(d *httpapi.StatusDoc) { d.Node.Clock.RefusingWrites = true }, []string{"refuses local writes: clock-offset"}},
+		{"stuck and diverged", func(d *httpapi.StatusDoc) {
+			d.Origins = []httpapi.OriginDoc{{Name: "A", Stuck: &stuck}, {Name: "B", Diverged: true}, {Name: "C"}}
+		}, []string{"origin A is stuck: apply-failed", "origin B diverged"}},
+	} {
+		doc := docWith(t, c.edit)
+		url := statusServer(t, doc)
+		for _, asJSON := range []bool{false, true} {
+			args := []string{"--http", url, "--check"}
+			if asJSON {
+				args = append(args, "--json")
+			}
+			var out, errs bytes.Buffer
+			code := status(args, &out, &errs)
+			want := 0
+			if len(c.want) > 0 {
+				want = exitCheckFailed
+			}
+			if code != want {
+				t.Errorf("%s %v: exit %d; want %d\n%s", c.name, args, code, want, errs.String())
+			}
+			for _, w := range c.want {
+				if !strings.Contains(errs.String(), "plait status --check: ") || !strings.Contains(errs.String(), w) {
+					t.Errorf("%s: standard error %q lacks %q", c.name, errs.String(), w)
+				}
+			}
+			if asJSON && out.String() != doc {
+				t.Errorf("%s: --json printed\n%s\nnot the node's document\n%s", c.name, out.String(), doc)
+			}
+		}
+		var out bytes.Buffer
+		if code := status([]string{"--http", url}, &out, io.Discard); code != 0 {
+			t.Errorf("%s: plain plait status exits %d; want 0 whatever the node's state", c.name, code)
+		}
+	}
+	if code := status([]string{"--check", "--watch"}, io.Discard, io.Discard); code != 2 {
+		t.Errorf("--check with --watch: exit %d; want 2", code)
+	}
+}
+
+// TestPrintStatusWritesRefused: the node line says when and why local writes are refused,
+// the storage and rewind lines follow it with what to do, then the clock and TLS lines,
+// in the contract's order; the peers table shows the last dial error.
+func TestPrintStatusWritesRefused(t *testing.T) {
+	d := httpapi.NewStatusDoc(replica.Status{})
+	d.Node.Name = "N"
+	d.Node.Storage = httpapi.StorageDoc{State: "degraded", Code: "storage-full", Message: "3 bytes free", Since: "2026-12-07T00:00:00.000Z", Retries: 2}
+	d.Node.Rewound = &httpapi.RewindDoc{Peer: "P", Seq: 9, OwnSeq: 4, How: "subscribe", At: "2026-12-07T00:00:01.000Z"}
+	d.Node.Clock.RefusingWrites = true
+	d.Peers = []httpapi.PeerDoc{{Name: "Q", State: replica.PeerBackoff, LastDialError: &httpapi.DialErrorDoc{Code: "dial-refused", Message: "connection refused"}}}
+	var out bytes.Buffer
+	printStatus(&out, d)
+	lines := strings.Split(out.String(), "\n")
+	for i, want := range []string{
+		"node N  origin 00000000000000000000000000000000  protocol 0..0  authenticated false  WRITES REFUSED: storage-full, origin-rewound, clock-offset",
+		"storage DEGRADED storage-full since 2026-12-07T00:00:00.000Z  retries 2: 3 bytes free",
+		"origin REWOUND: peer P holds seq 9 of this node's origin (subscribe, 2026-12-07T00:00:01.000Z); this node's log ends at seq 4: stop it and run plait reseed",
+		"clock not measured",
+		"tls off",
+	} {
+		if i >= len(lines) || !strings.HasPrefix(lines[i], want) {
+			t.Errorf("line %d: want it to start %q in:\n%s", i+1, want, out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "LAST DIAL ERROR") || !strings.Contains(out.String(), "dial-refused: connection refused") {
+		t.Errorf("the peers table lacks the last dial error:\n%s", out.String())
+	}
+	d = httpapi.NewStatusDoc(replica.Status{})
+	out.Reset()
+	printStatus(&out, d)
+	if strings.Contains(out.String(), "REFUSED") || strings.Contains(out.String(), "DEGRADED") || strings.Contains(out.String(), "REWOUND") {
+		t.Errorf("a node that takes writes:\n%s", out.String())
+	}
+}

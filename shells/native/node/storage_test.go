@@ -1,0 +1,203 @@
+package node_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"plait/protocol/replica"
+	"plait/protocol/wire"
+	"plait/shells/native/node"
+)
+
+// defaultReserve is --storage-reserve 0 on a file system of 128 MiB or more
+// (docs/contract.md §2.1), written out rather than read from node.DefaultStorageReserve, so
+// that a default that drifts, to 0 above all, fails here.
+const defaultReserve = 16 << 20
+
+// fakeFS stands for the data directory's file system: its free bytes and size, set by the
+// test, so that the free-space guard trips without filling a disk (no tmpfs, no root).
+type fakeFS struct {
+	avail, size atomic.Uint64
+}
+
+func (f *fakeFS) statfs() (uint64, uint64, error) { return f.avail.Load(), f.size.Load(), nil }
+
+// fakeClock is the storage recovery's clock, moved by the test only.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func startOnFS(t *testing.T, fs *fakeFS, clock *fakeClock, reserve int64) *testNode {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := node.WithFreeSpace(node.Config{Name: "A", DataDir: t.TempDir(), Listener: l, StorageReserve: reserve, Config: replica.Config{Secret: []byte("node test secret of enough bytes")}}, fs.statfs)
+	if clock != nil {
+		cfg = node.WithStorageClock(cfg, clock.Now)
+	}
+	return run(t, cfg, "ws://")
+}
+
+func put(n *testNode, key string) error {
+	_, err := n.Write(context.Background(), []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte(key), Value: []byte("v")}})
+	return err
+}
+
+func storageOf(t *testing.T, n *testNode) replica.StorageStatus {
+	t.Helper()
+	st, err := n.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Node.Storage
+}
+
+// TestFreeSpaceGuardDefaultReserve: with --storage-reserve 0 (the default) the guard is on,
+// at 16 MiB, or an eighth of a file system smaller than 128 MiB, or 16 MiB when the size
+// is not known: a write that meets one byte less free is refused storage-full, one that
+// meets the reserve exactly is taken. With -1 there is no guard. The file system is
+// simulated (no root, no tmpfs).
+func TestFreeSpaceGuardDefaultReserve(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		reserve int64  // --storage-reserve
+		size    uint64 // the file system's size
+		want    uint64 // the reserve in effect (0: no guard)
+	}{
+		{"a large file system", 0, 1 << 40, defaultReserve},
+		{"at 128 MiB", 0, 128 << 20, defaultReserve},
+		{"a 64 MiB file system", 0, 64 << 20, 8 << 20},
+		{"a size not known", 0, 0, defaultReserve},
+		{"a reserve given", 1 << 20, 1 << 40, 1 << 20},
+		{"no guard", -1, 1 << 40, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fs := &fakeFS{}
+			fs.size.Store(c.size)
+			fs.avail.Store(c.want)
+			n := startOnFS(t, fs, nil, c.reserve)
+			if err := put(n, "at the reserve"); err != nil {
+				t.Fatalf("a write with the reserve free (%d bytes): %v", c.want, err)
+			}
+			if c.want == 0 {
+				fs.avail.Store(0)
+				if err := put(n, "nothing free"); err != nil {
+					t.Fatalf("a write with no guard and nothing free: %v", err)
+				}
+				if s := storageOf(t, n); s.Degraded {
+					t.Fatalf("degraded with no guard: %+v", s)
+				}
+				return
+			}
+			fs.avail.Store(c.want - 1)
+			var se *replica.StorageError
+			if err := put(n, "one byte short"); !errors.As(err, &se) || se.Code != wire.CodeStorageFull {
+				t.Fatalf("a write with %d bytes free, one below the reserve: %v; want storage-full", c.want-1, err)
+			}
+			s := storageOf(t, n)
+			if want := fmt.Sprintf("below the reserve of %d", c.want); !s.Degraded || s.Code != wire.CodeStorageFull || !strings.Contains(s.Message, want) {
+				t.Errorf("storage %+v; want degraded storage-full, %q", s, want)
+			}
+		})
+	}
+}
+
+// TestStorageRecoveryBacksOff: while too little space stays free, the recovery looks at
+// the free space 1 s after the node degraded, then 2 s, 4 s, 8 s, 16 s after the attempt
+// before, and every 30 s from then on (docs/contract.md §2.2), each attempt counted in
+// node.storage.retries; once three times the reserve is free the next attempt reopens
+// the store, and retries is 0 again. The recovery's clock is the test's: nothing sleeps.
+func TestStorageRecoveryBacksOff(t *testing.T) {
+	fs := &fakeFS{}
+	fs.size.Store(1 << 40)
+	fs.avail.Store(1 << 30)
+	clock := &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	n := startOnFS(t, fs, clock, 0)
+	if err := put(n, "k1"); err != nil {
+		t.Fatal(err)
+	}
+	fs.avail.Store(defaultReserve - 1)
+	if err := put(n, "k2"); err == nil {
+		t.Fatal("a write below the reserve was taken")
+	}
+	degradedAt := clock.Now()
+	if s := storageOf(t, n); !s.Degraded || s.Retries != 0 {
+		t.Fatalf("storage after the guard tripped: %+v; want degraded, 0 retries", s)
+	}
+	// The loop looks at the schedule after each input: a first status runs it at the clock's
+	// time, a second reads what it did.
+	look := func() replica.StorageStatus {
+		storageOf(t, n)
+		return storageOf(t, n)
+	}
+	const step = 250 * time.Millisecond
+	var at []time.Duration // when each attempt was, after the degradation
+	for clock.Now().Sub(degradedAt) < 95*time.Second {
+		clock.advance(step)
+		s := look()
+		if !s.Degraded {
+			t.Fatalf("recovered with too little free: %+v", s)
+		}
+		switch {
+		case s.Retries == uint64(len(at))+1:
+			at = append(at, clock.Now().Sub(degradedAt))
+		case s.Retries != uint64(len(at)):
+			t.Fatalf("retries %d at %v after degrading, after %d attempts seen: more than one attempt in %v",
+				s.Retries, clock.Now().Sub(degradedAt), len(at), step)
+		}
+	}
+	if len(at) == 0 {
+		t.Fatalf("node.storage.retries stayed 0 through %v of degraded storage with too little free", clock.Now().Sub(degradedAt))
+	}
+	var gaps []time.Duration
+	for i, a := range at {
+		if i == 0 {
+			gaps = append(gaps, a)
+		} else {
+			gaps = append(gaps, a-at[i-1])
+		}
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second}
+	if fmt.Sprint(gaps) != fmt.Sprint(want) {
+		t.Fatalf("the recovery's attempts came %v apart (at %v after degrading); want %v", gaps, at, want)
+	}
+	// Space comes back: the next attempt, 30 s after the last, reopens the store.
+	fs.avail.Store(3 * defaultReserve)
+	last := at[len(at)-1]
+	for clock.Now().Sub(degradedAt) < last+30*time.Second-step {
+		clock.advance(step)
+		if s := look(); !s.Degraded {
+			t.Fatalf("recovered %v after the last attempt, before the next was due (30 s)", clock.Now().Sub(degradedAt)-last)
+		}
+	}
+	clock.advance(step)
+	waitFor(t, "the store reopened", func() bool { return !look().Degraded })
+	if s := storageOf(t, n); s.Retries != 0 || s.Code != "" {
+		t.Errorf("storage after the recovery: %+v; want ok and 0 retries", s)
+	}
+	if err := put(n, "k3"); err != nil {
+		t.Fatalf("a write after the recovery: %v", err)
+	}
+}
