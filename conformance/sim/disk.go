@@ -56,7 +56,11 @@ func (s *recordingStore) Purge(p *replica.Purge) error {
 	if err := s.diskFull("purge"); err != nil {
 		return err
 	}
-	return s.Store.Purge(p)
+	if err := s.Store.Purge(p); err != nil {
+		return err
+	}
+	s.purged = append(s.purged, p.Logs...) // checked against the holds after the input (checkPurges)
+	return nil
 }
 
 func (s *recordingStore) PutHolds(hs []replica.Hold) error {

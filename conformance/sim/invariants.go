@@ -28,7 +28,8 @@ import (
 //     no write lost anywhere, no deleted record brought back by a log, a copy or a
 //     returning node;
 //   - a base copy's cursor is written with the records of its chunk, and a resumed copy
-//     merges no record twice (ApplyCopy).
+//     merges no record twice (ApplyCopy);
+//   - retention never purges an entry a live hold still keeps (checkPurges).
 
 type invariants struct {
 	failures []string
@@ -174,6 +175,36 @@ func (v *invariants) afterDelivery(c *Cluster, e *end, d delivery, snap delivery
 	}
 }
 
+// checkPurges checks what retention purged during a node's input against the holds its
+// store keeps once the input is done (docs/contract.md §16): no log is purged past a
+// peer's hold that has not lapsed. The retention step that purged writes the holds it
+// purged by in the same input, so the store's holds are the ones the step obeyed. A
+// hold's stored since may be older than the replica's (a hold at its log's head counts as
+// advancing without being written), so a hold may look lapsed here while it is not: the
+// check then passes it over, and never fails a purge the replica was allowed.
+func (c *Cluster) checkPurges(n *Node) {
+	s := n.Store
+	if len(s.purged) == 0 {
+		return
+	}
+	purged := s.purged
+	s.purged = nil
+	hold := c.opts.RetainHold
+	if hold == 0 {
+		hold = replica.DefaultRetainHold
+	}
+	holds, _ := s.Holds() // the in-memory store's reads never fail
+	now := n.clock(c)
+	for _, p := range purged {
+		for _, h := range holds {
+			if h.Origin == p.Origin && p.To > h.Seq && now.Sub(h.Since) < hold {
+				c.inv.fail(c.now, "%s: retention purged origin %s to %d, past %s's hold at %d (advanced %s ago, lapses at %s)",
+					n.Name, c.originName(p.Origin), p.To, h.Peer, h.Seq, now.Sub(h.Since), hold)
+			}
+		}
+	}
+}
+
 // recordingStore is a node's store, checking the apply order of every origin. It keeps
 // what its last Sync made durable, for a simulated power loss.
 type recordingStore struct {
@@ -193,6 +224,8 @@ type recordingStore struct {
 	damaged map[string]bool
 	// full: the node's disk is full (disk.go).
 	full bool
+	// purged: the logs retention purged during the node's current input (checkPurges).
+	purged []replica.PurgeLog
 }
 
 // Damage makes a record of the node's store unreadable (a replica.DamagedRecordError from

@@ -490,6 +490,7 @@ func (c *Cluster) callErr(n *Node, f func(*replica.Replica) error) error {
 		!errors.As(err, &se) && err != replica.ErrUnknownConn {
 		c.inv.fail(c.now, "%s: %v", n.Name, err)
 	}
+	c.checkPurges(n)
 	c.flush(n)
 	c.after(n)
 	c.syncLater(n)

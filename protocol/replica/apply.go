@@ -174,6 +174,9 @@ func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) er
 	r.counters.TxnsApplied++
 	st.retrySucceeded()
 	r.headsDirty[v.Origin] = true
+	if v.Origin == r.id.Origin {
+		r.leftHead() // a local write: the peers level with it are behind from now
+	}
 	for _, c := range r.connList {
 		if c.established && c.version == 1 && c != from && c.peerOrigin != v.Origin {
 			r.check(c.sess.V1().Observe(vector.Entry{Origin: v.Origin, Seq: v.Seq, Hash: h}))

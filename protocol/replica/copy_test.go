@@ -557,3 +557,47 @@ func TestCopyRemovesSendersLatestWriteDeletedElsewhere(t *testing.T) {
 	sameRecords(t, "t", a, b)
 	b.audit()
 }
+
+// TestCopyPastASourceWithNothingMore: B takes O's origin from the relay R, which holds no
+// more than B and gets no more: its link to O is cut, and its only other way to O is B
+// (split horizon hides O from R while R is B's source). Y holds O's later entries, but
+// its log is purged past B's position, so it is no candidate. B needs entries no connected
+// peer still holds: after waiting StallTimeout with nothing applied (a source may yet
+// bring them), B takes a copy from Y and ends at O's head.
+func TestCopyPastASourceWithNothingMore(t *testing.T) {
+	h := newHarness(t)
+	o := h.addNode("O", replica.Config{})
+	r := h.addNode("R", replica.Config{})
+	y := h.addNode("Y", replica.Config{RetainAge: time.Second})
+	b := h.addNode("B", replica.Config{})
+	or := h.connect(r, o)
+	h.connect(y, o)
+	for range 2 {
+		o.write(put("t", "k", "v"))
+	}
+	h.advance(100 * time.Millisecond)
+	h.disconnect(or)
+	h.connect(b, r)
+	h.advance(100 * time.Millisecond)
+	if st := b.originStatus(o); st.AppliedSeq != 2 || st.SourcePeer != "R" {
+		t.Fatalf("B's status of O = %+v, want 2 applied from R", st)
+	}
+	for range 3 {
+		o.write(put("t", "k", "v"))
+	}
+	h.advance(2 * time.Second) // Y's log of O is purged past 2
+	if f := y.logOf(o).Floor.Seq; f <= 2 {
+		t.Fatalf("Y's floor of O is %d: the test needs it above B's position", f)
+	}
+	h.connect(b, y)
+	h.advance(replica.DefaultStallTimeout - 500*time.Millisecond)
+	if st, n := b.originStatus(o), b.rep.Counters().CopiesStarted; st.AppliedSeq != 2 || st.SourcePeer != "R" || st.HeadSeq != 5 || n != 0 {
+		t.Fatalf("before the stall timeout: B's status of O = %+v, %d copies; want 2 applied of 5 from R, no copy yet", st, n)
+	}
+	h.advance(time.Second)
+	if st, c := b.originStatus(o), b.rep.Counters(); st.AppliedSeq != 5 || c.CopiesStarted != 1 || c.CopiesCompleted != 1 {
+		t.Fatalf("after the stall timeout: B's status of O = %+v, %d copies started, %d completed; want 5 applied, one copy",
+			st, c.CopiesStarted, c.CopiesCompleted)
+	}
+	sameRecords(t, "t", o, b)
+}

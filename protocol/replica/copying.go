@@ -132,8 +132,8 @@ func (r *Replica) blockedBy(c *conn, st *originState) bool {
 }
 
 // maybeCopy starts or resumes the copy when one is needed and none runs: a copy was left
-// unfinished, or an origin has no candidate and a version-3 peer holds it beyond a floor
-// above this node's position.
+// unfinished, or an origin has no candidate, no source that can bring it on (sourceless),
+// and a version-3 peer holds it beyond a floor above this node's position.
 func (r *Replica) maybeCopy() {
 	if r.cp.take != nil || r.cp.rewound || r.now.Before(r.cp.retryAt) {
 		return
@@ -147,7 +147,7 @@ func (r *Replica) maybeCopy() {
 		}
 	} else {
 		for _, st := range r.originList {
-			if st.id == r.id.Origin || st.source != 0 || len(r.candidates(st)) > 0 {
+			if st.id == r.id.Origin || !r.sourceless(st) || len(r.candidates(st)) > 0 {
 				continue
 			}
 			for _, c := range r.connList {
@@ -164,6 +164,21 @@ func (r *Replica) maybeCopy() {
 	if pick != nil {
 		r.startCopy(pick)
 	}
+}
+
+// sourceless reports whether an origin has no source that can bring it on: none, or one
+// that holds nothing above the applied seq while a head above it is known and the origin
+// has waited StallTimeout with nothing applied. Such a source is a relay no further than
+// this node, and it may get no further: its only way to the origin may be this node, whose
+// split horizon hides the origin from it while it is the source. Waiting for it, a node
+// below every other peer's floor would wait for ever; the wait lets a relay that is about
+// to receive the entries bring them first.
+func (r *Replica) sourceless(st *originState) bool {
+	if st.source == 0 {
+		return true
+	}
+	return st.srcHead <= st.applied.Seq && st.headSeq > st.applied.Seq &&
+		!r.now.Before(st.waitingSince().Add(r.cfg.StallTimeout))
 }
 
 // copyable reports whether a connection may serve a copy now: established at version 3

@@ -124,10 +124,12 @@ type PeerLag struct {
 type PeerBehind struct {
 	Known  bool   // the peer subscribed to this node's origin (version 2 or later)
 	LagSeq uint64 // entries of this node's origin beyond the peer's position
-	// Health is the lag's own health: healthy when there is none or the position moved
-	// within HealthyLag; stalled when it has not moved for StallTimeout while behind;
-	// falling-behind when the lag is above its oldest sample within HealthWindow;
-	// catching-up otherwise.
+	// Health is the lag's own health, by how long the peer has been behind without its
+	// position moving (counted from the later of its last move and the local write that
+	// put it behind, so a peer level with an idle origin is not behind until the next
+	// write): healthy when there is no lag or that is within HealthyLag; stalled from
+	// StallTimeout; falling-behind when the lag is above its oldest sample within
+	// HealthWindow; catching-up otherwise.
 	Health Health
 }
 
@@ -136,7 +138,8 @@ type PeerBehind struct {
 // tells: its acknowledgements on that channel move the position. A peer connected that
 // takes the origin from another node (or has not subscribed yet) is not known: its hold
 // is what retention keeps for it, not where it is. Without a connection, the hold is its
-// last known position.
+// last known position. The hold's since is when the peer last moved or, for one that was
+// at this node's head, the write that put it behind (leftHead).
 func (r *Replica) PeerBehindOf(peer string, now time.Time) PeerBehind {
 	h := r.ret.holds[holdKey{peer, r.id.Origin}]
 	if h == nil || r.id.Origin.IsZero() {

@@ -187,6 +187,55 @@ func TestLagHistoryBound(t *testing.T) {
 	}
 }
 
+// TestPeerBehindCountsFromTheWrite: a peer level with this node's origin is not behind
+// until the next local write, however long its position sat still before. C takes all of
+// A's origin, then A writes nothing for longer than StallTimeout; A's next write goes to
+// C, whose acknowledgements (CURSOR) are lost on the way back. The lag counts from that
+// write: healthy within HealthyLag of it, catching-up after, stalled once C has not moved
+// for StallTimeout since; once C's acknowledgement arrives it is healthy again. (A's
+// retention steps count a hold at the head as advancing, once a RetentionInterval: an
+// hour here, so that nothing but the write itself can tell the rule when C fell behind.)
+func TestPeerBehindCountsFromTheWrite(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{RetentionInterval: time.Hour})
+	c := h.addNode("C", replica.Config{})
+	h.connect(c, a)
+	a.write(put("t", "k", "v"))
+	h.advance(100 * time.Millisecond)
+	lose := false
+	h.drop = func(from, to string, f wire.Decoded) bool {
+		_, cursor := f.Value.(*wire.Cursor)
+		return lose && cursor && from == "C"
+	}
+	h.advance(replica.DefaultStallTimeout + 2*time.Second) // level, with nothing written
+	if p := a.peerStatus("C"); p.Behind.LagSeq != 0 || p.Health != replica.HealthHealthy || !p.Connected {
+		t.Fatalf("C level and idle: %+v, health %s, connected %v; want 0 behind, healthy", p.Behind, p.Health, p.Connected)
+	}
+	lose = true
+	a.write(put("t", "k", "v"))
+	h.advance(100 * time.Millisecond)
+	if got := c.originStatus(a).AppliedSeq; got != 2 {
+		t.Fatalf("C applied A's entry %d, want 2", got)
+	}
+	if p := a.peerStatus("C"); p.Behind.LagSeq != 1 || p.Behind.Health != replica.HealthHealthy || p.Health != replica.HealthHealthy {
+		t.Errorf("C 1 behind for 0.1 s (its position 5.1 s old): %+v, health %s; want healthy", p.Behind, p.Health)
+	}
+	h.advance(time.Second)
+	if p := a.peerStatus("C"); p.Behind.LagSeq != 1 || p.Behind.Health != replica.HealthCatchingUp || p.Health != replica.HealthCatchingUp {
+		t.Errorf("C 1 behind for 1.1 s: %+v, health %s; want catching-up", p.Behind, p.Health)
+	}
+	h.advance(2 * time.Second)
+	if p := a.peerStatus("C"); p.Behind.Health != replica.HealthStalled || p.Health != replica.HealthStalled || !p.Connected {
+		t.Errorf("C 1 behind for 3.1 s: %+v, health %s, connected %v; want stalled while connected", p.Behind, p.Health, p.Connected)
+	}
+	lose = false
+	a.write(put("t", "k", "v")) // C acknowledges this one
+	h.advance(100 * time.Millisecond)
+	if p := a.peerStatus("C"); p.Behind.LagSeq != 0 || p.Health != replica.HealthHealthy {
+		t.Errorf("C's acknowledgement arrived: %+v, health %s; want 0 behind, healthy", p.Behind, p.Health)
+	}
+}
+
 // TestPeerBehind: A's view of how far C is behind A's own origin, from C's position (its
 // subscription, then its acknowledgements and heads): none while C keeps up; with the
 // link held (nothing delivered either way), A's writes put C behind: healthy while its

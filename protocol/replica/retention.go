@@ -27,11 +27,15 @@ type holdKey struct {
 	origin wire.OriginID
 }
 
-// hold is a peer's position in one log and when it last advanced.
+// hold is a peer's position in one log and when it last advanced. A hold at its log's
+// head counts as advancing: nothing is held, and the peer is not behind.
 type hold struct {
 	seq   uint64
 	since time.Time
 	dirty bool // not yet written to the store
+	// atHead: a hold of this node's own origin at its head, listed in retention.atHead
+	// for the next local write (watchHead, leftHead).
+	atHead bool
 }
 
 // heldBack is what a peer's holds kept from the last retention step: the entries (and
@@ -51,6 +55,10 @@ type retention struct {
 	// tombTable and tombKey are where the tombstone walk goes on (nil: from the first
 	// record).
 	tombTable, tombKey []byte
+	// atHead: the holds of this node's own origin that reached its head since the last
+	// local write (each listed once while atHead is set), so that a write finds the peers
+	// it puts behind without walking every hold.
+	atHead []*hold
 }
 
 // loadRetention reads the logs, the arrival floor and the holds.
@@ -95,6 +103,7 @@ func (r *Replica) holdAt(peer string, o wire.OriginID, seq uint64, reset bool) {
 	}
 	k := holdKey{peer, o}
 	h := r.ret.holds[k]
+	put := true
 	switch {
 	case h == nil:
 		h = &hold{seq: seq, since: r.now}
@@ -105,14 +114,52 @@ func (r *Replica) holdAt(peer string, o wire.OriginID, seq uint64, reset bool) {
 		// An advance is written with the next retention step: lost in a crash, the hold
 		// is only lower than it was, which keeps more.
 		h.seq, h.since, h.dirty = seq, r.now, true
-		return
+		put = false
 	default:
-		return
+		put = false
 	}
-	// A new hold, or one moved down, is written at once: a crash must not forget what a
-	// peer still needs.
-	h.dirty = false
-	r.check(r.store.PutHolds([]Hold{{Peer: peer, Origin: o, Seq: h.seq, Since: h.since}}))
+	if o == r.id.Origin {
+		r.watchHead(h)
+	}
+	if put {
+		// A new hold, or one moved down, is written at once: a crash must not forget what
+		// a peer still needs.
+		h.dirty = false
+		r.check(r.store.PutHolds([]Hold{{Peer: peer, Origin: o, Seq: h.seq, Since: h.since}}))
+	}
+}
+
+// watchHead notes whether a hold of this node's own origin is at the origin's head. The
+// peer of one that is has not been behind since it got there: the next local write puts it
+// behind, and its lag counts from that write (leftHead), not from when its position last
+// moved, which may be long before on an origin that wrote nothing since (PeerBehindOf).
+func (r *Replica) watchHead(h *hold) {
+	switch at := h.seq >= r.origin(r.id.Origin).applied.Seq; {
+	case !at:
+		h.atHead = false // moved down (a resubscription): behind since that move
+	case !h.atHead:
+		h.atHead = true
+		r.ret.atHead = append(r.ret.atHead, h)
+	}
+}
+
+// leftHead is called when a local write extended this node's own origin: the peers whose
+// holds were at its head are behind from now. Their holds advanced until now, as
+// holdLimits counts a hold at the head.
+func (r *Replica) leftHead() {
+	head := r.origin(r.id.Origin).applied.Seq
+	keep := r.ret.atHead[:0]
+	for _, h := range r.ret.atHead {
+		switch {
+		case !h.atHead: // moved down since it was listed
+		case h.seq < head:
+			h.atHead, h.since = false, r.now
+		default:
+			keep = append(keep, h) // ahead of the origin's log (a rewind, rewind.go)
+		}
+	}
+	clear(r.ret.atHead[len(keep):]) // released and lapsed holds are not kept alive here
+	r.ret.atHead = keep
 }
 
 // advanceHold moves an existing hold up (a CURSOR, an ACK1, an advertised head).
