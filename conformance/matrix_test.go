@@ -9,6 +9,7 @@ import (
 	"plait/conformance/sim"
 	"plait/protocol"
 	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/wire"
 )
 
@@ -349,7 +350,7 @@ func scenarioAntiEntropy(t *testing.T, c matrixCell) (string, error) {
 	if err != nil || !ok {
 		return "", fmt.Errorf("B holds no t/k2 (%v)", err)
 	}
-	cl.Node("B").Store.Corrupt([]byte("t"), []byte("k2"), &replica.Record{Value: []byte("rot"), HLC: r.HLC, Origin: r.Origin})
+	cl.Node("B").Store.Corrupt([]byte("t"), []byte("k2"), &store.Record{Value: []byte("rot"), HLC: r.HLC, Origin: r.Origin})
 	repaired := func() uint64 {
 		return cl.Node("A").Rep.Counters().AntiEntropyRecordsRepaired + cl.Node("B").Rep.Counters().AntiEntropyRecordsRepaired
 	}

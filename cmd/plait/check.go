@@ -7,12 +7,12 @@ import (
 	"os"
 	"path/filepath"
 
-	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/shells/native/rocksstore"
 )
 
 // check is plait check: an offline audit of a stopped node's data directory
-// (replica.Audit). Exit 0 iff every check holds; 1 when one does not; 2 for bad flags or
+// (store.Audit). Exit 0 iff every check holds; 1 when one does not; 2 for bad flags or
 // a directory that holds no store.
 func check(args []string, stdout, stderr io.Writer) int {
 	s, code := openStopped("plait check", args, stderr)
@@ -23,7 +23,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 	// The store reads its identity, cursor vector and logs when it opens (an error there is
 	// Open's); afterwards these answer from memory and do not fail.
 	id, _ := s.Identity()
-	problems, err := replica.Audit(s, 100)
+	problems, err := store.Audit(s, 100)
 	if err != nil {
 		fmt.Fprintln(stderr, "plait check:", err)
 		return 1
@@ -62,7 +62,7 @@ func openStopped(cmd string, args []string, stderr io.Writer) (*rocksstore.Store
 		fmt.Fprintf(stderr, "%s: --data: %s holds no plait store\n", cmd, *dir)
 		return nil, 2
 	}
-	s, err := rocksstore.Open(*dir, replica.Identity{}, rocksstore.Options{})
+	s, err := rocksstore.Open(*dir, store.Identity{}, rocksstore.Options{})
 	switch {
 	case errors.Is(err, rocksstore.ErrInUse):
 		fmt.Fprintf(stderr, "%s: --data: %v\n", cmd, err)

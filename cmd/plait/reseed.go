@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 
-	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/wire"
 )
 
 // reseed is `plait reseed --data DIR`: the way out of an origin rewind (docs/contract.md
 // §21). On a stopped node's data directory it plans and writes, in one atomic write, a new
-// origin id for the node (replica.ReseedStore): its old origin becomes a foreign one whose
+// origin id for the node (store.ReseedStore): its old origin becomes a foreign one whose
 // entries stream back from the peers, and every entry of it the directory held is re-issued
 // under the new id. RocksDB's lock on the directory refuses a running node's.
 func reseed(args []string, stdout, stderr io.Writer) int {
@@ -27,7 +27,7 @@ func reseed(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "plait reseed:", err)
 		return 1
 	}
-	rs, err := replica.ReseedStore(s, n)
+	rs, err := store.ReseedStore(s, n)
 	if err == nil {
 		err = s.Sync()
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"plait/internal/mutate"
-	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/wire"
 )
 
@@ -39,7 +39,7 @@ func aeCluster(t *testing.T, opts Options, names ...string) *Cluster {
 	return c
 }
 
-func record(t *testing.T, n *Node, table, key string) (replica.Record, bool) {
+func record(t *testing.T, n *Node, table, key string) (store.Record, bool) {
 	t.Helper()
 	r, ok, err := n.Store.Get([]byte(table), []byte(key))
 	if err != nil {
@@ -122,9 +122,9 @@ func TestAntiEntropyRepairsStore(t *testing.T) {
 	C.Store.Corrupt([]byte("t"), []byte("k002"), nil)
 	C.Store.Corrupt([]byte("t"), []byte("k010"), nil)
 	r4, _ := record(t, C, "t", "k004")
-	C.Store.Corrupt([]byte("t"), []byte("k004"), &replica.Record{Value: []byte("rot"), HLC: r4.HLC, Origin: r4.Origin})
+	C.Store.Corrupt([]byte("t"), []byte("k004"), &store.Record{Value: []byte("rot"), HLC: r4.HLC, Origin: r4.Origin})
 	r7, _ := record(t, C, "u", "k007")
-	C.Store.Corrupt([]byte("u"), []byte("k007"), &replica.Record{Value: []byte("old"), HLC: r7.HLC - 1, Origin: r7.Origin})
+	C.Store.Corrupt([]byte("u"), []byte("k007"), &store.Record{Value: []byte("old"), HLC: r7.HLC - 1, Origin: r7.Origin})
 	B.Store.Corrupt([]byte("v"), []byte("b123"), nil)
 	if sameRecords(c, 0) {
 		t.Fatal("the corruption did not change the records")
@@ -227,7 +227,7 @@ func TestAntiEntropyEqualVersionFlagged(t *testing.T) {
 	c.Run(5 * time.Second) // retention purges A's first entry everywhere
 	B := c.Node("B")
 	r, _ := record(t, B, "t", "k")
-	B.Store.Corrupt([]byte("t"), []byte("k"), &replica.Record{Value: []byte("wrong"), HLC: r.HLC, Origin: r.Origin})
+	B.Store.Corrupt([]byte("t"), []byte("k"), &store.Record{Value: []byte("wrong"), HLC: r.HLC, Origin: r.Origin})
 	deadline := c.Now().Add(30 * time.Second)
 	for len(B.Rep.Status(c.Now()).AntiEntropyConflicts) == 0 || len(c.Node("A").Rep.Status(c.Now()).AntiEntropyConflicts) == 0 {
 		if !c.Now().Before(deadline) {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"time"
 
-	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/wire"
 )
 
@@ -22,7 +22,7 @@ func (s *recordingStore) diskFull(op string) error {
 	if !s.full {
 		return nil
 	}
-	return &replica.StorageError{Code: wire.CodeStorageFull, Op: op, Err: errDiskFull}
+	return &store.StorageError{Code: wire.CodeStorageFull, Op: op, Err: errDiskFull}
 }
 
 // FillDisk fills a node's disk for d: its store's writes fail with storage-full, and the
@@ -52,7 +52,7 @@ func (s *recordingStore) Sync() error {
 	return s.Store.Sync()
 }
 
-func (s *recordingStore) Purge(p *replica.Purge) error {
+func (s *recordingStore) Purge(p *store.Purge) error {
 	if err := s.diskFull("purge"); err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ func (s *recordingStore) Purge(p *replica.Purge) error {
 	return nil
 }
 
-func (s *recordingStore) PutHolds(hs []replica.Hold) error {
+func (s *recordingStore) PutHolds(hs []store.Hold) error {
 	if err := s.diskFull("holds"); err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func (s *recordingStore) DeleteHolds(peer string) error {
 	return s.Store.DeleteHolds(peer)
 }
 
-func (s *recordingStore) DropTombstones(ts []replica.Record) error {
+func (s *recordingStore) DropTombstones(ts []store.Record) error {
 	if err := s.diskFull("tombstones"); err != nil {
 		return err
 	}

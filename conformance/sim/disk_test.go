@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/wire"
 )
 
@@ -36,7 +36,7 @@ func TestDiskFullDegradesAndRecovers(t *testing.T) {
 	for i := 5; i < 25; i++ {
 		write(i)
 		_, err := c.Write("B", put(fmt.Sprint("B", i), "B"))
-		var se *replica.StorageError
+		var se *store.StorageError
 		if errors.As(err, &se) && se.Code == wire.CodeStorageFull {
 			refused++
 		} else if err != nil {

@@ -10,7 +10,8 @@ import (
 
 	"plait/protocol"
 	"plait/protocol/replica"
-	"plait/protocol/replica/memstore"
+	"plait/protocol/store"
+	"plait/protocol/store/memstore"
 	"plait/protocol/wire"
 )
 
@@ -225,10 +226,10 @@ type recordingStore struct {
 	// full: the node's disk is full (disk.go).
 	full bool
 	// purged: the logs retention purged during the node's current input (checkPurges).
-	purged []replica.PurgeLog
+	purged []store.PurgeLog
 }
 
-// Damage makes a record of the node's store unreadable (a replica.DamagedRecordError from
+// Damage makes a record of the node's store unreadable (a store.DamagedRecordError from
 // Get and Scan) until it is written again (Apply, Repair) or Repair is called.
 func (n *Node) Damage(table, key string) {
 	if n.Store.damaged == nil {
@@ -244,21 +245,21 @@ func (s *recordingStore) damagedErr(table, key []byte) error {
 	if !s.damaged[string(table)+"/"+string(key)] {
 		return nil
 	}
-	return &replica.DamagedRecordError{Table: bytes.Clone(table), Key: bytes.Clone(key), Err: fmt.Errorf("sim: %s's record is damaged", s.node)}
+	return &store.DamagedRecordError{Table: bytes.Clone(table), Key: bytes.Clone(key), Err: fmt.Errorf("sim: %s's record is damaged", s.node)}
 }
 
 // Get reads a record, or refuses a damaged one.
-func (s *recordingStore) Get(table, key []byte) (replica.Record, bool, error) {
+func (s *recordingStore) Get(table, key []byte) (store.Record, bool, error) {
 	if err := s.damagedErr(table, key); err != nil {
-		return replica.Record{}, false, err
+		return store.Record{}, false, err
 	}
 	return s.Store.Get(table, key)
 }
 
 // Scan stops at a damaged record with its error, as the RocksDB store's does.
-func (s *recordingStore) Scan(table, after []byte, fn func(replica.Record) bool) error {
+func (s *recordingStore) Scan(table, after []byte, fn func(store.Record) bool) error {
 	var err error
-	serr := s.Store.Scan(table, after, func(r replica.Record) bool {
+	serr := s.Store.Scan(table, after, func(r store.Record) bool {
 		if err = s.damagedErr(r.Table, r.Key); err != nil {
 			return false
 		}
@@ -271,7 +272,7 @@ func (s *recordingStore) Scan(table, after []byte, fn func(replica.Record) bool)
 }
 
 // healed forgets the damage of records written again.
-func (s *recordingStore) healed(recs []replica.Record) {
+func (s *recordingStore) healed(recs []store.Record) {
 	for _, r := range recs {
 		delete(s.damaged, string(r.Table)+"/"+string(r.Key))
 	}
@@ -300,7 +301,7 @@ func (s *recordingStore) lostPower() *recordingStore {
 }
 
 // Apply checks that an origin's entries are applied once each, in seq order.
-func (s *recordingStore) Apply(b *replica.Batch) (uint64, error) {
+func (s *recordingStore) Apply(b *store.Batch) (uint64, error) {
 	if b.Seq != s.last[b.Origin]+1 {
 		s.inv.fail(s.now(), "%s: origin %s applied at seq %d after %d", s.node, b.Origin, b.Seq, s.last[b.Origin])
 	}
@@ -325,7 +326,7 @@ func (s *recordingStore) Apply(b *replica.Batch) (uint64, error) {
 // record written or one after it, never one before (a cursor behind its data; one ahead of
 // it cannot be seen here, since the replica writes both at once). It counts the records
 // merged again after a resume.
-func (s *recordingStore) ApplyCopy(b *replica.CopyBatch) error {
+func (s *recordingStore) ApplyCopy(b *store.CopyBatch) error {
 	inv := s.inv
 	if inv.copied == nil {
 		inv.copied = map[string]map[string]bool{}
@@ -362,7 +363,7 @@ func (s *recordingStore) ApplyCopy(b *replica.CopyBatch) error {
 // Repair checks that anti-entropy never replaces a version with an older one: each
 // repaired version is newer than the record's (last-writer-wins), or the same version
 // re-read from its log entry.
-func (s *recordingStore) Repair(recs []replica.Record) error {
+func (s *recordingStore) Repair(recs []store.Record) error {
 	defer s.healed(recs)
 	for _, r := range recs {
 		old, ok, _ := s.Store.Get(r.Table, r.Key) // the in-memory store's reads never fail
@@ -379,7 +380,7 @@ func (s *recordingStore) Repair(recs []replica.Record) error {
 }
 
 // EndCopy records the logs a copy raised: their next entry follows the copied position.
-func (s *recordingStore) EndCopy(e *replica.CopyEnd) error {
+func (s *recordingStore) EndCopy(e *store.CopyEnd) error {
 	if err := s.diskFull("copy"); err != nil {
 		return err
 	}
@@ -435,7 +436,7 @@ type vecEntry struct {
 }
 
 // CheckConverged checks the end state: converged logs and identical records, versions
-// included, on every running node, and each node's store passes replica.Audit (what
+// included, on every running node, and each node's store passes store.Audit (what
 // plait check runs on a data directory). It records a failure when not, and returns the records' digest.
 func (c *Cluster) CheckConverged() (count int, digest string) {
 	if ok, why := c.Converged(); !ok {
@@ -463,7 +464,7 @@ func (c *Cluster) CheckConverged() (count int, digest string) {
 		if c.nodes[name].Rep == nil {
 			continue
 		}
-		problems, err := replica.Audit(c.nodes[name].Store, 5)
+		problems, err := store.Audit(c.nodes[name].Store, 5)
 		if err != nil {
 			problems = append(problems, err.Error())
 		}
@@ -513,7 +514,7 @@ func (c *Cluster) checkOracle() {
 			}
 		}
 	}
-	want := map[string]replica.Record{}
+	want := map[string]store.Record{}
 	for o, ws := range c.writes {
 		for seq, w := range ws {
 			if seq > heads[o] {
@@ -524,7 +525,7 @@ func (c *Cluster) checkOracle() {
 				if old, ok := want[k]; ok && (old.HLC > w.hlc || old.HLC == w.hlc && bytes.Compare(old.Origin[:], o[:]) > 0) {
 					continue
 				}
-				want[k] = replica.Record{Table: op.Table, Key: op.Key, Value: op.Value, Deleted: op.Kind == wire.OpDelete, HLC: w.hlc, Origin: o}
+				want[k] = store.Record{Table: op.Table, Key: op.Key, Value: op.Value, Deleted: op.Kind == wire.OpDelete, HLC: w.hlc, Origin: o}
 			}
 		}
 	}
@@ -536,7 +537,7 @@ func (c *Cluster) checkOracle() {
 		live := map[string]bool{}
 		tables, _ := n.Store.Tables()
 		for _, t := range tables {
-			_ = n.Store.Scan(t, nil, func(r replica.Record) bool {
+			_ = n.Store.Scan(t, nil, func(r store.Record) bool {
 				if r.Deleted {
 					return true
 				}
@@ -570,7 +571,7 @@ func (c *Cluster) recordsDigest(n *Node) ([]byte, int) {
 	// The in-memory store's reads never fail: there is no error to report.
 	tables, _ := n.Store.Tables()
 	for _, t := range tables {
-		_ = n.Store.Scan(t, nil, func(r replica.Record) bool {
+		_ = n.Store.Scan(t, nil, func(r store.Record) bool {
 			if !r.Deleted {
 				live++
 			} else if c.opts.RetainAge > 0 || c.opts.RetainBytes > 0 {

@@ -3,8 +3,8 @@ package sim
 import (
 	"fmt"
 
-	"plait/protocol/replica"
-	"plait/protocol/replica/memstore"
+	"plait/protocol/store"
+	"plait/protocol/store/memstore"
 	"plait/protocol/wire"
 )
 
@@ -34,7 +34,7 @@ func (c *Cluster) RestoreBackup(node string, backup *memstore.Store) error {
 	return nil
 }
 
-// Reseed gives a crashed node a new origin id (replica.ReseedStore), above its old one, and
+// Reseed gives a crashed node a new origin id (store.ReseedStore), above its old one, and
 // records the entries it re-issues as the new origin's writes: the oracle then expects
 // them, and each write of the old origin that the node alone held, at every node.
 func (c *Cluster) Reseed(node string) error {
@@ -44,7 +44,7 @@ func (c *Cluster) Reseed(node string) error {
 	}
 	o := n.origin
 	o[14] = 0xff // above the old id, which holds the name's bytes there
-	rs, err := replica.ReseedStore(n.Store.Store, o)
+	rs, err := store.ReseedStore(n.Store.Store, o)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"plait/protocol"
 	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/wire"
 )
 
@@ -577,7 +578,7 @@ func (s *Script) cmdRecords(args []Arg) (string, error) {
 			if err != nil {
 				break
 			}
-			err = n.Store.Scan(t, nil, func(r replica.Record) bool {
+			err = n.Store.Scan(t, nil, func(r store.Record) bool {
 				if r.Deleted {
 					fmt.Fprintf(b, "  %s/%s deleted by %s\n", r.Table, r.Key, s.c.originName(r.Origin))
 				} else {

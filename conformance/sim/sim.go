@@ -19,7 +19,8 @@ import (
 	"plait/internal/mutate"
 	"plait/protocol"
 	"plait/protocol/replica"
-	"plait/protocol/replica/memstore"
+	"plait/protocol/store"
+	"plait/protocol/store/memstore"
 	"plait/protocol/wire"
 )
 
@@ -202,7 +203,7 @@ func (c *Cluster) AddNodeBuild(name string, maxVersion uint64, newSession func(p
 	copy(o[:], fmt.Sprintf("%-15s", name))
 	o[15] = byte(len(c.names) + 1)
 	n := &Node{Name: name, MaxVersion: maxVersion, origin: o, NewSession: newSession}
-	n.Store = newRecordingStore(memstore.New(replica.Identity{Origin: o, Name: name}), &c.inv, name, c.Now)
+	n.Store = newRecordingStore(memstore.New(store.Identity{Origin: o, Name: name}), &c.inv, name, c.Now)
 	c.nodes[name] = n
 	c.names = append(c.names, name)
 	return c.start(n)
@@ -482,7 +483,7 @@ func (c *Cluster) callErr(n *Node, f func(*replica.Replica) error) error {
 		return err
 	}
 	var we *wire.Error
-	var se *replica.StorageError
+	var se *store.StorageError
 	// A write refused for the node's clock (clock-offset), on a rewound origin
 	// (origin-rewound) or for its degraded storage is the replica doing its job.
 	if err != nil && !(asWire(err, &we) && (we.Code == wire.CodeBadArgument || we.Code == wire.CodeClockOffset ||

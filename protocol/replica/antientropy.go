@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"plait/protocol"
+	"plait/protocol/store"
 	"plait/protocol/wire"
 )
 
@@ -198,18 +199,18 @@ func (r *Replica) askRange(c *conn, w *aeWalk) {
 	r.ae.lastPeer = c.peerName
 }
 
-func rangeRecord(rec *Record) *wire.RangeRecord {
+func rangeRecord(rec *store.Record) *wire.RangeRecord {
 	return &wire.RangeRecord{Table: rec.Table, Key: rec.Key, Value: rec.Value, Deleted: rec.Deleted, HLC: rec.HLC, Origin: rec.Origin}
 }
 
 // rangeRecords reads up to limit of this node's records in (after, through] (a zero
 // through: to the end), tombstones included.
-func (r *Replica) rangeRecords(after, through wire.RangePoint, limit int) ([]Record, bool) {
+func (r *Replica) rangeRecords(after, through wire.RangePoint, limit int) ([]store.Record, bool) {
 	tables, err := r.store.Tables()
 	if !r.check(err) {
 		return nil, false
 	}
-	var out []Record
+	var out []store.Record
 	for _, t := range tables {
 		if len(out) >= limit {
 			break
@@ -226,7 +227,7 @@ func (r *Replica) rangeRecords(after, through wire.RangePoint, limit int) ([]Rec
 		}
 		// A damaged record is left out, as if absent: the range then differs from a peer
 		// that holds it, whose version repairs it here (repairFrom).
-		ok := r.scanReadable(t, from, func(rec Record) bool {
+		ok := r.scanReadable(t, from, func(rec store.Record) bool {
 			if !wire.InRange(rec.Table, rec.Key, after, through) {
 				return false
 			}
@@ -290,7 +291,7 @@ func (r *Replica) rangeAnswer(d *wire.RangeDigest) []byte {
 // records (always one, when this node holds any in the range).
 func (r *Replica) rangeAnswerWithin(d *wire.RangeDigest, budget int) []byte {
 	after, through := d.After(), d.Through()
-	var recs []Record
+	var recs []store.Record
 	if r.storage.err == nil {
 		var ok bool
 		if recs, ok = r.rangeRecords(after, through, int(d.Count)+1); !ok {
@@ -368,11 +369,11 @@ func (r *Replica) repairFrom(c *conn, v *wire.RangeView) bool {
 		return false
 	}
 	age, applied, horizon := r.tombstoneHorizon()
-	var fix []Record
+	var fix []store.Record
 	for i := range v.Records {
 		p := &v.Records[i]
 		l, has, err := r.store.Get(p.Table, p.Key)
-		var de *DamagedRecordError
+		var de *store.DamagedRecordError
 		damaged := errors.As(err, &de)
 		if !damaged && !r.check(err) {
 			return false
@@ -398,7 +399,7 @@ func (r *Replica) repairFrom(c *conn, v *wire.RangeView) bool {
 				fix = append(fix, want)
 			}
 			continue
-		case has && !newer(p.HLC, p.Origin, l.HLC, l.Origin) && !r.cfg.Mutations.RepairOlder:
+		case has && !store.Newer(p.HLC, p.Origin, l.HLC, l.Origin) && !r.cfg.Mutations.RepairOlder:
 			continue // this node's version is newer: the peer repairs itself
 		case damaged:
 			// This node's record is unreadable: the peer's version, applied here, takes
@@ -409,7 +410,7 @@ func (r *Replica) repairFrom(c *conn, v *wire.RangeView) bool {
 			r.counters.AntiEntropyBelowHorizon++
 			continue
 		}
-		fix = append(fix, Record{Table: bytes.Clone(p.Table), Key: bytes.Clone(p.Key), Value: bytes.Clone(p.Value),
+		fix = append(fix, store.Record{Table: bytes.Clone(p.Table), Key: bytes.Clone(p.Key), Value: bytes.Clone(p.Value),
 			Deleted: p.Deleted, HLC: p.HLC, Origin: p.Origin})
 	}
 	if len(fix) == 0 {
@@ -429,24 +430,24 @@ func (r *Replica) repairFrom(c *conn, v *wire.RangeView) bool {
 // it: found is false when the log no longer holds that entry (purged, or never here). An
 // origin's entries carry strictly increasing timestamps, so the entry is found by a
 // binary search between the floor and the applied seq.
-func (r *Replica) loggedVersion(o wire.OriginID, hlc wire.HLC, table, key []byte) (rec Record, found, ok bool) {
+func (r *Replica) loggedVersion(o wire.OriginID, hlc wire.HLC, table, key []byte) (rec store.Record, found, ok bool) {
 	st := r.origins[o]
 	if st == nil {
-		return Record{}, false, true
+		return store.Record{}, false, true
 	}
 	lo, hi := r.floor(o).Seq+1, st.applied.Seq
 	for lo <= hi {
 		mid := lo + (hi-lo)/2
 		raw, err := r.store.Entry(o, mid)
-		if err == ErrPurged || err == ErrNotFound {
-			return Record{}, false, true
+		if err == store.ErrPurged || err == store.ErrNotFound {
+			return store.Record{}, false, true
 		}
 		if !r.check(err) {
-			return Record{}, false, false
+			return store.Record{}, false, false
 		}
 		tv, err := wire.ParseTxn(raw)
 		if !r.check(err) {
-			return Record{}, false, false
+			return store.Record{}, false, false
 		}
 		switch {
 		case tv.HLC < hlc:
@@ -457,7 +458,7 @@ func (r *Replica) loggedVersion(o wire.OriginID, hlc wire.HLC, table, key []byte
 			it := tv.Ops()
 			for op, more := it.Next(); more; op, more = it.Next() {
 				if bytes.Equal(op.Table, table) && bytes.Equal(op.Key, key) { // the last op of a key wins
-					rec = Record{Table: bytes.Clone(table), Key: bytes.Clone(key), Value: bytes.Clone(op.Value),
+					rec = store.Record{Table: bytes.Clone(table), Key: bytes.Clone(key), Value: bytes.Clone(op.Value),
 						Deleted: op.Kind == wire.OpDelete, HLC: hlc, Origin: o}
 					found = true
 				}
@@ -465,7 +466,7 @@ func (r *Replica) loggedVersion(o wire.OriginID, hlc wire.HLC, table, key []byte
 			return rec, found, true
 		}
 	}
-	return Record{}, false, true
+	return store.Record{}, false, true
 }
 
 // conflict flags an equal-version conflict, once while it is in the list.

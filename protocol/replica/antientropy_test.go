@@ -8,7 +8,8 @@ import (
 
 	"plait/protocol"
 	"plait/protocol/replica"
-	"plait/protocol/replica/memstore"
+	"plait/protocol/store"
+	"plait/protocol/store/memstore"
 	"plait/protocol/wire"
 )
 
@@ -31,7 +32,7 @@ func TestAntiEntropyConfigBounds(t *testing.T) {
 	} {
 		var o wire.OriginID
 		o[0] = 1
-		_, err := replica.New(c.cfg, memstore.New(replica.Identity{Origin: o, Name: "A"}))
+		_, err := replica.New(c.cfg, memstore.New(store.Identity{Origin: o, Name: "A"}))
 		if c.ok != (err == nil) {
 			t.Errorf("%s: %v", c.name, err)
 		}

@@ -1,11 +1,11 @@
 package replica
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"strconv"
 	"time"
 
+	"plait/protocol/store"
 	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
@@ -144,7 +144,7 @@ func (r *Replica) rewindV1(c *conn, o wire.OriginID) {
 // entry is written or known then.
 func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) error {
 	st := r.origin(v.Origin)
-	b := &Batch{Origin: v.Origin, Seq: v.Seq, Hash: h, Txn: v.Raw()}
+	b := &store.Batch{Origin: v.Origin, Seq: v.Seq, Hash: h, Txn: v.Raw()}
 	if err := r.lww(v, b); err != nil {
 		return err
 	}
@@ -191,17 +191,17 @@ func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) er
 // the outcome is the same everywhere. A later operation of one transaction on the same key
 // replaces an earlier one. A transaction newer than every stored version (a local write,
 // or an origin's entries arriving in order) wins without reading the store.
-func (r *Replica) lww(v *wire.TxnView, b *Batch) error {
+func (r *Replica) lww(v *wire.TxnView, b *store.Batch) error {
 	read := v.HLC <= r.storedHLC
 	if r.lwwIdx == nil || len(r.lwwIdx) > 4096 { // a huge transaction's map is not kept
 		r.lwwIdx = map[string]int{}
 	}
 	idx := r.lwwIdx // the record index of each table and key seen in this transaction
 	clear(idx)
-	b.Records = make([]Record, 0, v.NumOps)
+	b.Records = make([]store.Record, 0, v.NumOps)
 	it := v.Ops()
 	for op, ok := it.Next(); ok; op, ok = it.Next() {
-		rec := Record{Table: op.Table, Key: op.Key, Value: op.Value, Deleted: op.Kind == wire.OpDelete, HLC: v.HLC, Origin: v.Origin}
+		rec := store.Record{Table: op.Table, Key: op.Key, Value: op.Value, Deleted: op.Kind == wire.OpDelete, HLC: v.HLC, Origin: v.Origin}
 		r.lwwKey = append(append(append(r.lwwKey[:0], op.Table...), 0), op.Key...) // no table name holds a 0 byte
 		if i, ok := idx[string(r.lwwKey)]; ok {
 			if b.Records[i].Table != nil {
@@ -218,8 +218,8 @@ func (r *Replica) lww(v *wire.TxnView, b *Batch) error {
 		if err != nil {
 			return err
 		}
-		if found && newer(old.HLC, old.Origin, v.HLC, v.Origin) {
-			b.Records = append(b.Records, Record{}) // the stored version wins; later ops of this key too
+		if found && store.Newer(old.HLC, old.Origin, v.HLC, v.Origin) {
+			b.Records = append(b.Records, store.Record{}) // the stored version wins; later ops of this key too
 			continue
 		}
 		b.Records = append(b.Records, rec)
@@ -232,12 +232,4 @@ func (r *Replica) lww(v *wire.TxnView, b *Batch) error {
 	}
 	b.Records = kept
 	return nil
-}
-
-// newer reports whether version (h1, o1) is strictly newer than (h2, o2).
-func newer(h1 wire.HLC, o1 wire.OriginID, h2 wire.HLC, o2 wire.OriginID) bool {
-	if h1 != h2 {
-		return h1 > h2
-	}
-	return bytes.Compare(o1[:], o2[:]) > 0
 }

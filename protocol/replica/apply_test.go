@@ -13,7 +13,8 @@ import (
 
 	"plait/protocol"
 	"plait/protocol/replica"
-	"plait/protocol/replica/memstore"
+	"plait/protocol/store"
+	"plait/protocol/store/memstore"
 	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
@@ -239,7 +240,7 @@ func TestHLCLogicalOverflow(t *testing.T) {
 }
 
 // sameVersion asserts that every node holds the same version of a record.
-func sameVersion(t *testing.T, table, key string, want replica.Record, nodes ...*node) {
+func sameVersion(t *testing.T, table, key string, want store.Record, nodes ...*node) {
 	t.Helper()
 	for _, n := range nodes {
 		r, ok := n.get(table, key)
@@ -289,14 +290,14 @@ func TestLWW(t *testing.T) {
 	h.connect(a, b)
 	h.advance(time.Second)
 
-	sameVersion(t, "t", "tie", replica.Record{Value: []byte("from-b"), HLC: wire.MakeHLC(ms, 0), Origin: b.origin}, a, b)
-	sameVersion(t, "t", "tie-del", replica.Record{Deleted: true, HLC: wire.MakeHLC(ms, 0), Origin: b.origin}, a, b)
-	sameVersion(t, "t", "tie-put", replica.Record{Value: []byte("from-b"), HLC: wire.MakeHLC(ms, 0), Origin: b.origin}, a, b)
-	sameVersion(t, "t", "clock", replica.Record{Value: []byte("from-a"), HLC: wire.MakeHLC(ms+10, 0), Origin: a.origin}, a, b)
-	sameVersion(t, "t", "del-newer", replica.Record{Deleted: true, HLC: wire.MakeHLC(ms+10, 0), Origin: a.origin}, a, b)
-	sameVersion(t, "t", "put-newer", replica.Record{Value: []byte("from-a"), HLC: wire.MakeHLC(ms+10, 0), Origin: a.origin}, a, b)
+	sameVersion(t, "t", "tie", store.Record{Value: []byte("from-b"), HLC: wire.MakeHLC(ms, 0), Origin: b.origin}, a, b)
+	sameVersion(t, "t", "tie-del", store.Record{Deleted: true, HLC: wire.MakeHLC(ms, 0), Origin: b.origin}, a, b)
+	sameVersion(t, "t", "tie-put", store.Record{Value: []byte("from-b"), HLC: wire.MakeHLC(ms, 0), Origin: b.origin}, a, b)
+	sameVersion(t, "t", "clock", store.Record{Value: []byte("from-a"), HLC: wire.MakeHLC(ms+10, 0), Origin: a.origin}, a, b)
+	sameVersion(t, "t", "del-newer", store.Record{Deleted: true, HLC: wire.MakeHLC(ms+10, 0), Origin: a.origin}, a, b)
+	sameVersion(t, "t", "put-newer", store.Record{Value: []byte("from-a"), HLC: wire.MakeHLC(ms+10, 0), Origin: a.origin}, a, b)
 	// A's third write: its clock (ms) is behind its HLC (ms+10/0): ms+10/1. B's: ms+20/0.
-	sameVersion(t, "t", "b-ahead", replica.Record{Value: []byte("from-b"), HLC: wire.MakeHLC(ms+20, 0), Origin: b.origin}, a, b)
+	sameVersion(t, "t", "b-ahead", store.Record{Value: []byte("from-b"), HLC: wire.MakeHLC(ms+20, 0), Origin: b.origin}, a, b)
 	sameDigest(t, "t", a, b)
 	if c, _ := a.digest("t"); c != 5 { // tie, tie-put, clock, put-newer, b-ahead
 		t.Errorf("live records = %d, want 5", c)
@@ -318,7 +319,7 @@ func TestLWW(t *testing.T) {
 	b.write(del("u", "k")) // ms2+30/0
 	b.skew = 0
 	h.connect(b, c)
-	sameVersion(t, "u", "k", replica.Record{Deleted: true, HLC: wire.MakeHLC(ms2+30, 0), Origin: b.origin}, b, c)
+	sameVersion(t, "u", "k", store.Record{Deleted: true, HLC: wire.MakeHLC(ms2+30, 0), Origin: b.origin}, b, c)
 	if got := c.applied(); got[a.origin] != 3 || got[b.origin] != 4 {
 		t.Fatalf("C's vector before A connects = %v, want A 3 (through B), B 4", got)
 	}
@@ -327,13 +328,13 @@ func TestLWW(t *testing.T) {
 	if got := c.applied()[a.origin]; got != 4 {
 		t.Fatalf("C applied A up to %d, want 4", got)
 	}
-	sameVersion(t, "u", "k", replica.Record{Deleted: true, HLC: wire.MakeHLC(ms2+30, 0), Origin: b.origin}, a, c)
+	sameVersion(t, "u", "k", store.Record{Deleted: true, HLC: wire.MakeHLC(ms2+30, 0), Origin: b.origin}, a, c)
 	if r, _ := a.get("u", "k"); r.Deleted != true {
 		t.Errorf("A kept its own older put over B's delete")
 	}
 	h.connect(a, b)
 	h.advance(time.Second)
-	sameVersion(t, "u", "k", replica.Record{Deleted: true, HLC: wire.MakeHLC(ms2+30, 0), Origin: b.origin}, a, b, c)
+	sameVersion(t, "u", "k", store.Record{Deleted: true, HLC: wire.MakeHLC(ms2+30, 0), Origin: b.origin}, a, b, c)
 	sameDigest(t, "t", a, b, c)
 	sameDigest(t, "u", a, b, c)
 	if n, s := c.digest("u"); n != 0 || s != hex.EncodeToString(sha256.New().Sum(nil)) {
@@ -392,11 +393,11 @@ func TestDigest(t *testing.T) {
 
 // countingStore counts the record reads of last-writer-wins.
 type countingStore struct {
-	replica.Store
+	store.Store
 	gets int
 }
 
-func (s *countingStore) Get(table, key []byte) (replica.Record, bool, error) {
+func (s *countingStore) Get(table, key []byte) (store.Record, bool, error) {
 	s.gets++
 	return s.Store.Get(table, key)
 }
@@ -404,7 +405,7 @@ func (s *countingStore) Get(table, key []byte) (replica.Record, bool, error) {
 // TestLWWReadsOnlyWhatMayWin: a local write is newer than every stored version, so it
 // reads no record, across a restart too (Store.RecordHLC); the versions are still right.
 func TestLWWReadsOnlyWhatMayWin(t *testing.T) {
-	ms := memstore.New(replica.Identity{Origin: wire.OriginID{1, 15: 1}, Name: "A"})
+	ms := memstore.New(store.Identity{Origin: wire.OriginID{1, 15: 1}, Name: "A"})
 	s := &countingStore{Store: ms}
 	now := epoch
 	for round := range 2 { // the second round is a restart on the same store
@@ -447,7 +448,7 @@ func TestLWWAfterRestartReadsStoredVersions(t *testing.T) {
 		t.Fatalf("C applied A up to %d, want 1", got)
 	}
 	ms := uint64(epoch.UnixMilli())
-	sameVersion(t, "u", "k", replica.Record{Deleted: true, HLC: wire.MakeHLC(ms+30, 0), Origin: b.origin}, b, c)
+	sameVersion(t, "u", "k", store.Record{Deleted: true, HLC: wire.MakeHLC(ms+30, 0), Origin: b.origin}, b, c)
 }
 
 // olderChannel makes a replica's sessions (Config.NewSession) native ones whose next

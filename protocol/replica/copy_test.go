@@ -9,6 +9,7 @@ import (
 
 	"plait/protocol"
 	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/wire"
 )
 
@@ -19,7 +20,7 @@ import (
 func (n *node) records(table string) []string {
 	n.h.t.Helper()
 	var out []string
-	err := n.store.Scan([]byte(table), nil, func(r replica.Record) bool {
+	err := n.store.Scan([]byte(table), nil, func(r store.Record) bool {
 		if r.Deleted {
 			out = append(out, fmt.Sprintf("%s deleted @%d/%x", r.Key, r.HLC, r.Origin[:1]))
 		} else {

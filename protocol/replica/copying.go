@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"plait/protocol"
+	"plait/protocol/store"
 	"plait/protocol/wire"
 )
 
@@ -41,13 +42,13 @@ type CopyTotals struct {
 
 // copyServe is a copy this node serves on one connection.
 type copyServe struct {
-	snap       Snapshot
+	snap       store.Snapshot
 	table, key []byte // the last record sent (nil: the request's point, or the start)
 	records    uint64
 	bytes      uint64
 	started    time.Time
 	total      CopyTotals
-	pending    []Record // read from the snapshot, not yet sent (one chunk's worth at most)
+	pending    []store.Record // read from the snapshot, not yet sent (one chunk's worth at most)
 	// vector is the copy's vector (COPYBEGIN) by origin: readAhead leaves out the records
 	// it does not cover (Counters.CopyHeldBack counts them).
 	vector map[wire.OriginID]wire.HLC
@@ -56,14 +57,14 @@ type copyServe struct {
 
 	// read and recs are pending's and a chunk's record lists, kept for the next ones:
 	// nothing holds them once SendChunk copied the chunk.
-	read []Record
+	read []store.Record
 	recs []wire.CopyRecord
 }
 
 // copying is the replica's state of base copies.
 type copying struct {
-	state   *CopyState // the copy being taken, as the store holds it (nil: none)
-	take    *copyTake  // the run taking it now (nil: none)
+	state   *store.CopyState // the copy being taken, as the store holds it (nil: none)
+	take    *copyTake        // the run taking it now (nil: none)
 	serving map[ConnID]*copyServe
 	retryAt time.Time            // no copy is asked for before then (after a refusal)
 	busy    map[string]time.Time // peers that answered copy-busy, until then
@@ -247,7 +248,7 @@ func (r *Replica) onCopyBegin(c *conn, b *wire.CopyBegin) {
 
 // mergedVector is the state's vector with the current snapshot's merged in: per origin
 // the lower position, and an origin only both hold (the first snapshot's as it is).
-func (r *Replica) mergedVector(st *CopyState, t *copyTake) []wire.CopyPosition {
+func (r *Replica) mergedVector(st *store.CopyState, t *copyTake) []wire.CopyPosition {
 	if st.Snapshots == 0 {
 		out := make([]wire.CopyPosition, 0, len(t.snap))
 		for _, p := range t.snap {
@@ -272,8 +273,8 @@ func (r *Replica) mergedVector(st *CopyState, t *copyTake) []wire.CopyPosition {
 
 // nextState is the copy state after a chunk or the end: the current snapshot's vector
 // merged in once.
-func (r *Replica) nextState(t *copyTake) CopyState {
-	var st CopyState
+func (r *Replica) nextState(t *copyTake) store.CopyState {
+	var st store.CopyState
 	if r.cp.state != nil {
 		st = *r.cp.state
 		st.Table, st.Key = bytes.Clone(st.Table), bytes.Clone(st.Key)
@@ -298,12 +299,12 @@ func (r *Replica) seen(hlc wire.HLC, o wire.OriginID) bool {
 
 // coveredLocal lists this node's records in the range a chunk covers: after (fromTable,
 // fromKey) (nil: the start) up to and including (toTable, toKey) (nil: the end).
-func (r *Replica) coveredLocal(fromTable, fromKey, toTable, toKey []byte) ([]Record, bool) {
+func (r *Replica) coveredLocal(fromTable, fromKey, toTable, toKey []byte) ([]store.Record, bool) {
 	tables, err := r.store.Tables()
 	if !r.check(err) {
 		return nil, false
 	}
-	var out []Record
+	var out []store.Record
 	for _, t := range tables {
 		if fromTable != nil && bytes.Compare(t, fromTable) < 0 {
 			continue
@@ -316,7 +317,7 @@ func (r *Replica) coveredLocal(fromTable, fromKey, toTable, toKey []byte) ([]Rec
 			after = fromKey
 		}
 		last := toTable != nil && bytes.Equal(t, toTable)
-		ok := r.scanReadable(t, after, func(rec Record) bool { // a damaged record: absent, the copy writes it
+		ok := r.scanReadable(t, after, func(rec store.Record) bool { // a damaged record: absent, the copy writes it
 			if last && bytes.Compare(rec.Key, toKey) > 0 {
 				return false
 			}
@@ -332,14 +333,14 @@ func (r *Replica) coveredLocal(fromTable, fromKey, toTable, toKey []byte) ([]Rec
 
 // superseded lists the records of local absent from the copied set that the snapshot shows
 // the sender deleted: live versions whose write its vector covers.
-func (r *Replica) superseded(local []Record, copied map[string]bool, t *copyTake) []Record {
-	var out []Record
+func (r *Replica) superseded(local []store.Record, copied map[string]bool, t *copyTake) []store.Record {
+	var out []store.Record
 	for _, l := range local {
 		if l.Deleted || copied[string(l.Key)] {
 			continue
 		}
 		if p, ok := t.snap[l.Origin]; r.cfg.Mutations.ReplacingCopy || ok && l.HLC <= p.HLC {
-			out = append(out, Record{Table: l.Table, Key: l.Key})
+			out = append(out, store.Record{Table: l.Table, Key: l.Key})
 		}
 	}
 	return out
@@ -361,13 +362,13 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 	if !ok {
 		return
 	}
-	mine := make(map[string]Record, len(local))
+	mine := make(map[string]store.Record, len(local))
 	for _, l := range local {
 		if bytes.Equal(l.Table, v.Table) {
 			mine[string(l.Key)] = l
 		}
 	}
-	b := &CopyBatch{Records: make([]Record, 0, v.Count)}
+	b := &store.CopyBatch{Records: make([]store.Record, 0, v.Count)}
 	// copied holds the chunk's keys that this node holds too: superseded looks up only
 	// those.
 	copied := make(map[string]bool, len(mine))
@@ -391,10 +392,10 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 		case r.cfg.Mutations.ReplacingCopy:
 		case r.seen(cr.HLC, cr.Origin):
 			continue // applied here already: what this node holds is that version or later
-		case has && !newer(cr.HLC, cr.Origin, old.HLC, old.Origin):
+		case has && !store.Newer(cr.HLC, cr.Origin, old.HLC, old.Origin):
 			continue // this node's own version is newer
 		}
-		rec := Record{Table: table, Deleted: cr.Deleted, HLC: cr.HLC, Origin: cr.Origin}
+		rec := store.Record{Table: table, Deleted: cr.Deleted, HLC: cr.HLC, Origin: cr.Origin}
 		rec.Key, buf = carve(buf, cr.Key)
 		if cr.Value != nil {
 			rec.Value, buf = carve(buf, cr.Value)
@@ -416,7 +417,7 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 		if !r.check(r.store.ApplyCopy(b)) {
 			return
 		}
-		b = &CopyBatch{State: next}
+		b = &store.CopyBatch{State: next}
 	}
 	if !r.check(r.store.ApplyCopy(b)) {
 		return
@@ -442,8 +443,8 @@ func carve(buf, b []byte) ([]byte, []byte) {
 // supersededAcross is superseded over a chunk's whole range: the records of the chunk's
 // table are judged against the chunk's keys, those of tables before it (wholly covered) as
 // absent.
-func (r *Replica) supersededAcross(local []Record, table []byte, copied map[string]bool, t *copyTake) []Record {
-	var same, other []Record
+func (r *Replica) supersededAcross(local []store.Record, table []byte, copied map[string]bool, t *copyTake) []store.Record {
+	var same, other []store.Record
 	for _, l := range local {
 		if bytes.Equal(l.Table, table) {
 			same = append(same, l)
@@ -456,11 +457,11 @@ func (r *Replica) supersededAcross(local []Record, table []byte, copied map[stri
 }
 
 // stateOrEmpty is the copy state as the store holds it (for the CopyCursorApart mutation).
-func (r *Replica) stateOrEmpty() CopyState {
+func (r *Replica) stateOrEmpty() store.CopyState {
 	if r.cp.state != nil {
 		return *r.cp.state
 	}
-	return CopyState{Peer: r.cp.take.peer, Started: r.now.UnixNano()}
+	return store.CopyState{Peer: r.cp.take.peer, Started: r.now.UnixNano()}
 }
 
 // onCopyEnd ends the copy: the records after the last chunk that the sender deleted are
@@ -476,10 +477,10 @@ func (r *Replica) onCopyEnd(c *conn) {
 	if !ok {
 		return
 	}
-	e := &CopyEnd{Deletes: r.superseded(local, map[string]bool{}, t)}
+	e := &store.CopyEnd{Deletes: r.superseded(local, map[string]bool{}, t)}
 	for _, p := range next.Vector {
 		if st := r.origins[p.Origin]; p.Origin != r.id.Origin && (st == nil || p.Seq > st.applied.Seq) {
-			l := CopiedLog{Origin: p.Origin, Position: p}
+			l := store.CopiedLog{Origin: p.Origin, Position: p}
 			if st != nil && !st.namePersisted {
 				l.Name = st.name
 			}
@@ -702,7 +703,7 @@ func (r *Replica) pumpCopy(c *conn, s *copyServe) bool {
 func (r *Replica) readAhead(s *copyServe) bool {
 	s.pending = s.read[:0]
 	size := 0
-	err := s.snap.Records(s.table, s.key, func(rec Record) bool {
+	err := s.snap.Records(s.table, s.key, func(rec store.Record) bool {
 		if len(s.pending) > 0 && !bytes.Equal(rec.Table, s.pending[0].Table) {
 			return false
 		}

@@ -3,9 +3,10 @@
 // received entry is applied, skipped, re-requested or flagged, last-writer-wins, when an
 // entry is acknowledged (persist before ack), and the status a node reports. It drives
 // one protocol session per connection through their public API (the Session interface)
-// and keeps its durable state in a Store. Like the rest of protocol/, it does no I/O,
-// reads no clock and starts no goroutine: the same inputs give the same outputs, which is
-// what lets the simulator (conformance/sim) prove it under seeded faults.
+// and keeps its durable state in a store.Store (package store holds that contract). Like
+// the rest of protocol/, it does no I/O, reads no clock and starts no goroutine: the same
+// inputs give the same outputs, which is what lets the simulator (conformance/sim) prove
+// it under seeded faults.
 //
 // # The usage loop
 //

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"plait/protocol/store"
 	"plait/protocol/wire"
 )
 
@@ -63,7 +64,7 @@ func (r *Replica) check(err error) bool {
 			return false
 		}
 	}
-	var se *StorageError
+	var se *store.StorageError
 	if errors.As(err, &se) {
 		r.degrade(se)
 		return false

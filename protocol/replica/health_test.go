@@ -5,7 +5,8 @@ import (
 	"time"
 
 	"plait/protocol/replica"
-	"plait/protocol/replica/memstore"
+	"plait/protocol/store"
+	"plait/protocol/store/memstore"
 	"plait/protocol/wire"
 )
 
@@ -179,7 +180,7 @@ func TestLagHistoryBound(t *testing.T) {
 		{time.Second, 500 * time.Millisecond, false},
 		{-time.Second, time.Minute, false},
 	} {
-		store := memstore.New(replica.Identity{Origin: wire.OriginID{9: 9}, Name: "N"})
+		store := memstore.New(store.Identity{Origin: wire.OriginID{9: 9}, Name: "N"})
 		_, err := replica.New(replica.Config{LagSampleEvery: c.every, LagHistory: c.history}, store)
 		if (err == nil) != c.ok {
 			t.Errorf("every %s, history %s: %v, want ok %v", c.every, c.history, err, c.ok)

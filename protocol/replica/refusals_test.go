@@ -9,7 +9,8 @@ import (
 	"plait/protocol"
 	"plait/protocol/prototest"
 	"plait/protocol/replica"
-	"plait/protocol/replica/memstore"
+	"plait/protocol/store"
+	"plait/protocol/store/memstore"
 	"plait/protocol/wire"
 )
 
@@ -140,7 +141,7 @@ func TestImpostorOriginRefused(t *testing.T) {
 	}
 	imp := h.addNode("I", replica.Config{})
 	imp.origin = g.origin
-	imp.store = memstore.New(replica.Identity{Origin: g.origin, Name: "I"})
+	imp.store = memstore.New(store.Identity{Origin: g.origin, Name: "I"})
 	imp.start()
 	h.connect(imp, n)
 	if got := refusedCodes(n); !slices.Equal(got, []replica.CodeCount{{Code: wire.CodePeerNameMismatch, Count: 1}}) {

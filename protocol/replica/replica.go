@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"plait/protocol"
+	"plait/protocol/store"
 	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
@@ -14,8 +15,8 @@ import (
 // concurrent use.
 type Replica struct {
 	cfg   Config
-	store Store
-	id    Identity
+	store store.Store
+	id    store.Identity
 	now   time.Time
 
 	origins     map[wire.OriginID]*originState
@@ -95,7 +96,7 @@ type originState struct {
 
 // New opens a replica on its store: it reads the identity, the cursor vector and the
 // origin names, so that a restart resumes exactly where the data ends.
-func New(cfg Config, store Store) (*Replica, error) {
+func New(cfg Config, store store.Store) (*Replica, error) {
 	cfg = cfg.withDefaults()
 	if cfg.Mutations.ServeUnsynced {
 		cfg.HoldUnsynced = false // test-only: serve what a power loss can take back
@@ -198,7 +199,7 @@ func New(cfg Config, store Store) (*Replica, error) {
 }
 
 // Identity is the node's identity.
-func (r *Replica) Identity() Identity { return r.id }
+func (r *Replica) Identity() store.Identity { return r.id }
 
 func (r *Replica) origin(o wire.OriginID) *originState {
 	st := r.origins[o]

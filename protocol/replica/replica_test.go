@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"plait/protocol/replica"
-	"plait/protocol/replica/memstore"
+	"plait/protocol/store"
+	"plait/protocol/store/memstore"
 	"plait/protocol/wire"
 )
 
@@ -102,7 +103,7 @@ func (h *harness) addNode(name string, cfg replica.Config) *node {
 		cfg.Secret = testSecret
 	}
 	n := &node{h: h, name: name, origin: o, cfg: cfg,
-		store: memstore.New(replica.Identity{Origin: o, Name: name})}
+		store: memstore.New(store.Identity{Origin: o, Name: name})}
 	n.start()
 	h.nodes = append(h.nodes, n)
 	return n
@@ -112,7 +113,7 @@ func (h *harness) addNode(name string, cfg replica.Config) *node {
 // forgotten, as after a process crash).
 func (n *node) start() {
 	n.h.t.Helper()
-	var s replica.Store = n.store
+	var s store.Store = n.store
 	if n.faults != nil {
 		s = n.faults
 	}
@@ -440,7 +441,7 @@ func (n *node) entry(of *node, seq uint64) ([]byte, wire.TxnView) {
 	return raw, v
 }
 
-func (n *node) get(table, key string) (replica.Record, bool) {
+func (n *node) get(table, key string) (store.Record, bool) {
 	n.h.t.Helper()
 	r, ok, err := n.store.Get([]byte(table), []byte(key))
 	if err != nil {
@@ -451,7 +452,7 @@ func (n *node) get(table, key string) (replica.Record, bool) {
 
 func (n *node) digest(table string) (int, string) {
 	n.h.t.Helper()
-	c, s, err := replica.Digest(n.store, []byte(table))
+	c, s, err := store.Digest(n.store, []byte(table))
 	if err != nil {
 		n.h.t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"plait/protocol/store"
 	"plait/protocol/wire"
 )
 
@@ -44,7 +45,7 @@ type heldBack struct{ entries, bytes uint64 }
 
 // retention is the replica's state of bounded history.
 type retention struct {
-	logs   map[wire.OriginID]Log // as the store holds them (kept in step with Apply and Purge)
+	logs   map[wire.OriginID]store.Log // as the store holds them (kept in step with Apply and Purge)
 	afloor uint64
 	holds  map[holdKey]*hold
 	nextAt time.Time // the next retention step
@@ -86,7 +87,7 @@ func (r *Replica) loadRetention() error {
 }
 
 // floor is an origin's log floor on this node.
-func (r *Replica) floor(o wire.OriginID) Floor { return r.ret.logs[o].Floor }
+func (r *Replica) floor(o wire.OriginID) store.Floor { return r.ret.logs[o].Floor }
 
 // applied records an Apply's bytes in the origin's log.
 func (r *Replica) logApplied(o wire.OriginID, n int) {
@@ -125,7 +126,7 @@ func (r *Replica) holdAt(peer string, o wire.OriginID, seq uint64, reset bool) {
 		// A new hold, or one moved down, is written at once: a crash must not forget what
 		// a peer still needs.
 		h.dirty = false
-		r.check(r.store.PutHolds([]Hold{{Peer: peer, Origin: o, Seq: h.seq, Since: h.since}}))
+		r.check(r.store.PutHolds([]store.Hold{{Peer: peer, Origin: o, Seq: h.seq, Since: h.since}}))
 	}
 }
 
@@ -268,10 +269,10 @@ func (r *Replica) retain() {
 		return // a store failure: r.fatal says why
 	}
 	r.ret.held = st.held
-	p := &Purge{ArrivalFloor: max(r.ret.afloor, st.afloor)}
+	p := &store.Purge{ArrivalFloor: max(r.ret.afloor, st.afloor)}
 	for _, o := range r.originOrder {
 		if to, ok := st.next[o]; ok && to > r.floor(o).Seq {
-			p.Logs = append(p.Logs, PurgeLog{Origin: o, To: to})
+			p.Logs = append(p.Logs, store.PurgeLog{Origin: o, To: to})
 		}
 	}
 	if len(p.Logs) > 0 || p.ArrivalFloor > r.ret.afloor {
@@ -330,14 +331,14 @@ func (r *Replica) dropTombstones() {
 		return
 	}
 	budget := r.cfg.PurgeStep
-	var drop []Record
+	var drop []store.Record
 	i, _ := slices.BinarySearchFunc(tables, r.ret.tombTable, bytes.Compare)
 	for ; i < len(tables) && budget > 0; i++ {
 		after := []byte(nil)
 		if bytes.Equal(tables[i], r.ret.tombTable) {
 			after = r.ret.tombKey
 		}
-		ok := r.scanReadable(tables[i], after, func(rec Record) bool {
+		ok := r.scanReadable(tables[i], after, func(rec store.Record) bool {
 			budget--
 			r.ret.tombTable, r.ret.tombKey = rec.Table, rec.Key
 			if rec.Deleted && rec.HLC < age && (rec.HLC <= applied || r.cfg.Mutations.DropTombstonesEarly) {
@@ -359,15 +360,15 @@ func (r *Replica) dropTombstones() {
 
 // persistHolds writes the holds that changed and forgets the lapsed ones in the store.
 func (r *Replica) persistHolds(lapsed []holdKey) {
-	var dirty []Hold
+	var dirty []store.Hold
 	for k, h := range r.ret.holds {
 		if h.dirty {
-			dirty = append(dirty, Hold{Peer: k.peer, Origin: k.origin, Seq: h.seq, Since: h.since})
+			dirty = append(dirty, store.Hold{Peer: k.peer, Origin: k.origin, Seq: h.seq, Since: h.since})
 			h.dirty = false
 		}
 	}
 	if len(dirty) > 0 {
-		slices.SortFunc(dirty, func(a, b Hold) int {
+		slices.SortFunc(dirty, func(a, b store.Hold) int {
 			if c := strings.Compare(a.Peer, b.Peer); c != 0 {
 				return c
 			}
@@ -564,4 +565,4 @@ func (r *Replica) purgedAnswer(c *conn, o wire.OriginID, why string) {
 }
 
 // isPurged reports whether err says an entry is below its log's floor.
-func isPurged(err error) bool { return errors.Is(err, ErrPurged) }
+func isPurged(err error) bool { return errors.Is(err, store.ErrPurged) }

@@ -9,6 +9,7 @@ import (
 
 	"plait/protocol"
 	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
@@ -25,7 +26,7 @@ func writeN(n *node, from, count int) {
 }
 
 // logOf is the node's log of origin of, as its store holds it.
-func (n *node) logOf(of *node) replica.Log {
+func (n *node) logOf(of *node) store.Log {
 	n.h.t.Helper()
 	logs, err := n.store.Logs()
 	if err != nil {
@@ -34,10 +35,10 @@ func (n *node) logOf(of *node) replica.Log {
 	return logs[of.origin]
 }
 
-// audit fails the test unless the node's store passes replica.Audit.
+// audit fails the test unless the node's store passes store.Audit.
 func (n *node) audit() {
 	n.h.t.Helper()
-	problems, err := replica.Audit(n.store, 0)
+	problems, err := store.Audit(n.store, 0)
 	if err != nil || len(problems) > 0 {
 		n.h.t.Fatalf("%s: audit: %v %v", n.name, problems, err)
 	}
@@ -55,7 +56,7 @@ func (n *node) wantFloor(of *node, seq uint64) {
 			st.FloorSeq, st.LogBytes, seq, n.logOf(of).Bytes)
 	}
 	if seq > 0 {
-		if _, err := n.store.Entry(of.origin, seq); !errors.Is(err, replica.ErrPurged) {
+		if _, err := n.store.Entry(of.origin, seq); !errors.Is(err, store.ErrPurged) {
 			n.h.t.Errorf("%s: entry %s/%d at the floor: %v, want ErrPurged", n.name, of.name, seq, err)
 		}
 	}

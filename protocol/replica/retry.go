@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"plait/protocol/store"
 	"plait/protocol/wire"
 )
 
@@ -42,11 +43,11 @@ const (
 // entryFault reports whether a failed apply belongs to the entry rather than to the
 // storage or the replica: see ErrRecordDamaged and ErrCannotApply.
 func entryFault(err error) bool {
-	var se *StorageError
+	var se *store.StorageError
 	if errors.As(err, &se) {
 		return false
 	}
-	return errors.Is(err, ErrRecordDamaged) || errors.Is(err, ErrCannotApply)
+	return errors.Is(err, store.ErrRecordDamaged) || errors.Is(err, store.ErrCannotApply)
 }
 
 // retryState is an origin's failing next entry.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/wire"
 )
 
@@ -60,7 +61,7 @@ func TestApplyRetryBudget(t *testing.T) {
 			}
 			o := b.originStatus(a)
 			if o.Stuck != replica.StuckApplyFailed || o.ApplyFailures != 3 || !strings.Contains(o.ApplyError, "entry 3") ||
-				!strings.Contains(o.ApplyError, replica.ErrCannotApply.Error()) {
+				!strings.Contains(o.ApplyError, store.ErrCannotApply.Error()) {
 				t.Errorf("B's status of A after the budget: %+v, want stuck apply-failed, 3 failures, the error", o)
 			}
 			if o.AppliedSeq != 2 || b.applied()[a.origin] != 2 {
@@ -141,7 +142,7 @@ func TestApplyRetryDamagedRecord(t *testing.T) {
 	h.advance(4 * time.Second)
 	o := b.originStatus(a)
 	// Tries at 0 s, 1 s and 3 s: stuck since the second, 3 failures by 4 s.
-	if o.Stuck != replica.StuckApplyFailed || o.ApplyFailures != 3 || !strings.Contains(o.ApplyError, replica.ErrRecordDamaged.Error()) {
+	if o.Stuck != replica.StuckApplyFailed || o.ApplyFailures != 3 || !strings.Contains(o.ApplyError, store.ErrRecordDamaged.Error()) {
 		t.Errorf("B's status of A: %+v, want stuck apply-failed, 3 failures on the damaged record", o)
 	}
 	if o.AppliedSeq != 0 {

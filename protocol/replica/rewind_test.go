@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/wire"
 )
 
@@ -71,7 +72,7 @@ func reseed(t *testing.T, a *node) {
 	a.restart()
 	n := a.origin
 	n[0] = 0xf0
-	if _, err := replica.ReseedStore(a.store, n); err != nil {
+	if _, err := store.ReseedStore(a.store, n); err != nil {
 		t.Fatalf("reseed: %v", err)
 	}
 	a.origin = n

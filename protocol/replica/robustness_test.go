@@ -7,7 +7,8 @@ import (
 
 	"plait/protocol"
 	"plait/protocol/replica"
-	"plait/protocol/replica/memstore"
+	"plait/protocol/store"
+	"plait/protocol/store/memstore"
 	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
@@ -98,7 +99,7 @@ func (s *syncCounter) Sync() error { s.syncs++; return s.Store.Sync() }
 // counts them as servable, and one that does not hold them has no need to.
 func TestHoldUnsyncedSyncsOnOpen(t *testing.T) {
 	for _, hold := range []bool{true, false} {
-		s := &syncCounter{Store: memstore.New(replica.Identity{Origin: wire.OriginID{1}, Name: "A"})}
+		s := &syncCounter{Store: memstore.New(store.Identity{Origin: wire.OriginID{1}, Name: "A"})}
 		if _, err := replica.New(replica.Config{HoldUnsynced: hold}, s); err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"plait/protocol/store"
 	"plait/protocol/wire"
 )
 
@@ -18,29 +19,9 @@ import (
 // RocksDB store is), so the shell recovers by opening the store again and building a new
 // replica on it (New), which resumes from what the store holds.
 
-// StorageError is a write or sync of the store that failed for the storage itself. A store
-// returns it (wrapped or not) for such failures; Code is CodeStorageFull when the file
-// system is full, CodeStorageFailed for any other failure of a write or an fsync. Op
-// names what failed ("apply", "sync", "purge", a shell's "free-space guard").
-type StorageError struct {
-	Code wire.Code
-	Op   string
-	Err  error
-}
-
-func (e *StorageError) Error() string {
-	msg := "storage " + string(e.Code) + " in " + e.Op
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
-	}
-	return msg
-}
-
-func (e *StorageError) Unwrap() error { return e.Err }
-
 // storageState is the replica's degradation: the first storage error and when it came.
 type storageState struct {
-	err   *StorageError
+	err   *store.StorageError
 	since time.Time
 }
 
@@ -55,7 +36,7 @@ type StorageStatus struct {
 }
 
 // Degraded is the storage error the replica degraded for, nil while its storage is fine.
-func (r *Replica) Degraded() *StorageError { return r.storage.err }
+func (r *Replica) Degraded() *store.StorageError { return r.storage.err }
 
 // StorageFailed tells the replica that a storage operation the shell ran failed: a Sync of
 // the group commit, a compaction, or the shell's own check of free space. A StorageError
@@ -66,7 +47,7 @@ func (r *Replica) StorageFailed(now time.Time, err error) error {
 		return r.fatal
 	}
 	r.now = now
-	var se *StorageError
+	var se *store.StorageError
 	if !errors.As(err, &se) {
 		r.check(err)
 		return r.fatal
@@ -77,7 +58,7 @@ func (r *Replica) StorageFailed(now time.Time, err error) error {
 
 // degrade enters degraded storage once (the first error is the one reported): it stops
 // every stream in, so that nothing more is received to apply.
-func (r *Replica) degrade(se *StorageError) {
+func (r *Replica) degrade(se *store.StorageError) {
 	if r.storage.err != nil {
 		return
 	}

@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"plait/protocol/replica"
-	"plait/protocol/replica/memstore"
+	"plait/protocol/store"
+	"plait/protocol/store/memstore"
 	"plait/protocol/wire"
 )
 
@@ -31,10 +32,10 @@ type entryAt struct {
 	seq    uint64
 }
 
-func (f *faultStore) Get(table, key []byte) (replica.Record, bool, error) {
+func (f *faultStore) Get(table, key []byte) (store.Record, bool, error) {
 	if f.damaged[string(table)+"/"+string(key)] {
 		f.entryRefused++
-		return replica.Record{}, false, fmt.Errorf("injected: table %s key %s: %w", table, key, replica.ErrRecordDamaged)
+		return store.Record{}, false, fmt.Errorf("injected: table %s key %s: %w", table, key, store.ErrRecordDamaged)
 	}
 	return f.Store.Get(table, key)
 }
@@ -45,16 +46,16 @@ func (f *faultStore) err(op string) error {
 		return nil
 	}
 	f.refused++
-	return &replica.StorageError{Code: code, Op: op, Err: errors.New("injected: No space left on device")}
+	return &store.StorageError{Code: code, Op: op, Err: errors.New("injected: No space left on device")}
 }
 
-func (f *faultStore) Apply(b *replica.Batch) (uint64, error) {
+func (f *faultStore) Apply(b *store.Batch) (uint64, error) {
 	if err := f.err("apply"); err != nil {
 		return 0, err
 	}
 	if f.cannotApply[entryAt{b.Origin, b.Seq}] {
 		f.entryRefused++
-		return 0, fmt.Errorf("injected: origin %s seq %d: %w", b.Origin, b.Seq, replica.ErrCannotApply)
+		return 0, fmt.Errorf("injected: origin %s seq %d: %w", b.Origin, b.Seq, store.ErrCannotApply)
 	}
 	return f.Store.Apply(b)
 }
@@ -66,14 +67,14 @@ func (f *faultStore) Sync() error {
 	return f.Store.Sync()
 }
 
-func (f *faultStore) Purge(p *replica.Purge) error {
+func (f *faultStore) Purge(p *store.Purge) error {
 	if err := f.err("purge"); err != nil {
 		return err
 	}
 	return f.Store.Purge(p)
 }
 
-func (f *faultStore) PutHolds(hs []replica.Hold) error {
+func (f *faultStore) PutHolds(hs []store.Hold) error {
 	if err := f.err("holds"); err != nil {
 		return err
 	}
@@ -95,7 +96,7 @@ func (n *node) withFaults() *faultStore {
 }
 
 func storageCode(err error) wire.Code {
-	var se *replica.StorageError
+	var se *store.StorageError
 	if errors.As(err, &se) {
 		return se.Code
 	}
@@ -211,7 +212,7 @@ func TestStorageSyncFailure(t *testing.T) {
 	a := h.addNode("A", replica.Config{HoldUnsynced: true})
 	a.write(put("t", "k", "v"))
 	err := a.rep.StorageFailed(a.clock(), fmt.Errorf("group commit: %w",
-		&replica.StorageError{Code: wire.CodeStorageFailed, Op: "sync", Err: errors.New("fsync: input/output error")}))
+		&store.StorageError{Code: wire.CodeStorageFailed, Op: "sync", Err: errors.New("fsync: input/output error")}))
 	if err != nil {
 		t.Fatalf("StorageFailed: %v", err)
 	}
@@ -222,7 +223,7 @@ func TestStorageSyncFailure(t *testing.T) {
 		t.Errorf("a write while degraded: %v, want storage-failed", err)
 	}
 	// The first error stays the one reported.
-	_ = a.rep.StorageFailed(a.clock(), &replica.StorageError{Code: wire.CodeStorageFull, Op: "free-space guard"})
+	_ = a.rep.StorageFailed(a.clock(), &store.StorageError{Code: wire.CodeStorageFull, Op: "free-space guard"})
 	if se := a.rep.Degraded(); se.Code != wire.CodeStorageFailed {
 		t.Errorf("degraded for %v after a second error, want the first", se)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/shells/native/rocksstore"
 )
 
@@ -29,11 +29,11 @@ func TestAntiEntropyRepairsRocksDB(t *testing.T) {
 	}
 	b.stop()
 
-	s, err := rocksstore.Open(b.DataDir, replica.Identity{}, rocksstore.Options{})
+	s, err := rocksstore.Open(b.DataDir, store.Identity{}, rocksstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	get := func(key string) replica.Record {
+	get := func(key string) store.Record {
 		r, ok, err := s.Get([]byte("t"), []byte(key))
 		if err != nil || !ok {
 			t.Fatalf("t/%s in B's store: %v %v", key, ok, err)
@@ -44,9 +44,9 @@ func TestAntiEntropyRepairsRocksDB(t *testing.T) {
 	altered.Value = []byte("bit rot")
 	older.Value, older.HLC = []byte("lost update"), older.HLC-1
 	gone.Deleted, gone.Value = true, nil
-	err = s.Repair([]replica.Record{altered, older, gone})
+	err = s.Repair([]store.Record{altered, older, gone})
 	if err == nil {
-		err = s.DropTombstones([]replica.Record{gone}) // the record is gone, tombstone and all
+		err = s.DropTombstones([]store.Record{gone}) // the record is gone, tombstone and all
 	}
 	s.Close()
 	if err != nil {

@@ -32,6 +32,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/wire"
 	"plait/shells/native/apitoken"
 	"plait/shells/native/node"
@@ -288,7 +289,7 @@ func (e *apiError) Error() string { return e.code + ": " + e.message }
 func fail(w http.ResponseWriter, err error) {
 	var ae *apiError
 	var we *wire.Error
-	var se *replica.StorageError
+	var se *store.StorageError
 	switch {
 	case errors.As(err, &ae):
 	case errors.Is(err, replica.ErrTxnTooLarge):

@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"plait/internal/docsection"
-	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/wire"
 )
 
@@ -100,16 +100,16 @@ func TestFailStorage(t *testing.T) {
 		status int
 		code   string
 	}{
-		{&replica.StorageError{Code: wire.CodeStorageFull, Op: "free-space guard", Err: errors.New("3067904 bytes free, below the reserve of 3145728")},
+		{&store.StorageError{Code: wire.CodeStorageFull, Op: "free-space guard", Err: errors.New("3067904 bytes free, below the reserve of 3145728")},
 			http.StatusInsufficientStorage, "storage-full"},
-		{fmt.Errorf("node: writing: %w", &replica.StorageError{Code: wire.CodeStorageFull, Op: "apply"}),
+		{fmt.Errorf("node: writing: %w", &store.StorageError{Code: wire.CodeStorageFull, Op: "apply"}),
 			http.StatusInsufficientStorage, "storage-full"},
-		{&replica.StorageError{Code: wire.CodeStorageFailed, Op: "sync", Err: errors.New("IO error: Input/output error")},
+		{&store.StorageError{Code: wire.CodeStorageFailed, Op: "sync", Err: errors.New("IO error: Input/output error")},
 			http.StatusServiceUnavailable, "storage-failed"},
 	} {
 		rec := httptest.NewRecorder()
 		fail(rec, c.err)
-		var se *replica.StorageError
+		var se *store.StorageError
 		errors.As(c.err, &se)
 		want := `{"error":{"code":"` + c.code + `","message":` + strconv.Quote(se.Error()) + `}}` + "\n"
 		if rec.Code != c.status || rec.Body.String() != want {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/wire"
 	"plait/shells/native/node"
 )
@@ -185,7 +186,7 @@ func TestBackgroundErrorDegrades(t *testing.T) {
 	if s := storage(); s.Code != wire.CodeStorageFailed || !strings.Contains(s.Message, "background") {
 		t.Errorf("A's storage %+v; want storage-failed in background", s)
 	}
-	var se *replica.StorageError
+	var se *store.StorageError
 	if err := write("k2"); !errors.As(err, &se) || se.Code != wire.CodeStorageFailed {
 		t.Errorf("a write while degraded: %v; want storage-failed", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/wire"
 	"plait/shells/native/rocksstore"
 	"plait/shells/native/tlsfiles"
@@ -212,7 +213,7 @@ func Start(cfg Config) (*Node, error) {
 	if _, err := rand.Read(origin[:]); err != nil {
 		return nil, err
 	}
-	store, err := rocksstore.Open(cfg.DataDir, replica.Identity{Origin: origin, Name: cfg.Name}, cfg.storeOptions())
+	store, err := rocksstore.Open(cfg.DataDir, store.Identity{Origin: origin, Name: cfg.Name}, cfg.storeOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -661,9 +662,9 @@ func (n *Node) PeerLagHistory() ([]replica.PeerLag, error) {
 	return h, err
 }
 
-// Digest is a table's digest (replica.Digest).
+// Digest is a table's digest (store.Digest).
 func (n *Node) Digest(table string) (count int, sum string, err error) {
-	if derr := n.do(func() { count, sum, err = replica.Digest(n.store, []byte(table)) }); derr != nil {
+	if derr := n.do(func() { count, sum, err = store.Digest(n.store, []byte(table)) }); derr != nil {
 		return 0, "", derr
 	}
 	return count, sum, err
@@ -677,9 +678,9 @@ func nonce() []byte {
 }
 
 // Get returns a record's current version (tombstones included).
-func (n *Node) Get(table, key []byte) (rec replica.Record, found bool, err error) {
+func (n *Node) Get(table, key []byte) (rec store.Record, found bool, err error) {
 	if derr := n.do(func() { rec, found, err = n.store.Get(table, key) }); derr != nil {
-		return replica.Record{}, false, derr
+		return store.Record{}, false, derr
 	}
 	return rec, found, err
 }
@@ -687,9 +688,9 @@ func (n *Node) Get(table, key []byte) (rec replica.Record, found bool, err error
 // List returns up to limit live records of table whose keys start with prefix, after key
 // after (exclusive; nil: from the first), in key order, and whether more follow. Keys
 // before the prefix are skipped on the way (the Store scans from a key, not a prefix).
-func (n *Node) List(table, prefix, after []byte, limit int) (recs []replica.Record, more bool, err error) {
+func (n *Node) List(table, prefix, after []byte, limit int) (recs []store.Record, more bool, err error) {
 	derr := n.do(func() {
-		err = n.store.Scan(table, after, func(r replica.Record) bool {
+		err = n.store.Scan(table, after, func(r store.Record) bool {
 			switch {
 			case bytes.Compare(r.Key, prefix) < 0:
 				return true // before the prefix

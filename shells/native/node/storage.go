@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/wire"
 	"plait/shells/native/rocksstore"
 )
@@ -17,7 +18,7 @@ import (
 // before the loop runs a batch of inputs and before a sync, a ballast file that keeps
 // room for RocksDB to close and reopen in, and the recovery: once space is back, the
 // store is closed and opened again and a new replica is built on it. The replica decides
-// what degraded means (replica.StorageError); this file only measures and reopens.
+// what degraded means (store.StorageError); this file only measures and reopens.
 
 // ballastName is the ballast file in the data directory (RocksDB ignores files it did
 // not make).
@@ -138,7 +139,7 @@ func (n *Node) guard() bool {
 	if err == nil {
 		code, err = wire.CodeStorageFull, fmt.Errorf("%d bytes free on %s, below the reserve of %d", avail, n.cfg.DataDir, r)
 	}
-	n.check(n.rep.StorageFailed(time.Now(), &replica.StorageError{Code: code, Op: "free-space guard", Err: err}))
+	n.check(n.rep.StorageFailed(time.Now(), &store.StorageError{Code: code, Op: "free-space guard", Err: err}))
 	n.watchStorage()
 	return false
 }
@@ -197,7 +198,7 @@ func (n *Node) recoverStorage() {
 	}
 	n.store.Close()
 	n.store = nil
-	store, err := rocksstore.Open(n.cfg.DataDir, replica.Identity{}, n.cfg.storeOptions())
+	store, err := rocksstore.Open(n.cfg.DataDir, store.Identity{}, n.cfg.storeOptions())
 	var rep *replica.Replica
 	if err == nil {
 		rep, err = replica.New(n.replicaConfig(), store)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/wire"
 	"plait/shells/native/node"
 )
@@ -112,7 +113,7 @@ func TestFreeSpaceGuardDefaultReserve(t *testing.T) {
 				return
 			}
 			fs.avail.Store(c.want - 1)
-			var se *replica.StorageError
+			var se *store.StorageError
 			if err := put(n, "one byte short"); !errors.As(err, &se) || se.Code != wire.CodeStorageFull {
 				t.Fatalf("a write with %d bytes free, one below the reserve: %v; want storage-full", c.want-1, err)
 			}

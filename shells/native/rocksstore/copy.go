@@ -6,7 +6,7 @@ import (
 
 	"github.com/linxGnu/grocksdb"
 
-	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
@@ -23,7 +23,7 @@ type snapshot struct {
 
 // Snapshot opens a RocksDB snapshot of the whole key space. Its reads skip the block
 // cache: a copy reads every record once, and would evict what the node's own reads need.
-func (s *Store) Snapshot() (replica.Snapshot, error) {
+func (s *Store) Snapshot() (store.Snapshot, error) {
 	sn := &snapshot{s: s, snap: s.db.NewSnapshot(), ro: grocksdb.NewDefaultReadOptions()}
 	sn.ro.SetSnapshot(sn.snap)
 	sn.ro.SetFillCache(false)
@@ -52,7 +52,7 @@ func (sn *snapshot) tables(start []byte) ([][]byte, error) {
 // Records calls fn for the records after (table, key), table by table: the store keeps a
 // table's records under a prefix of its length and name, so tables are visited in the
 // order of their names ('t' keys) and each one's records in key order.
-func (sn *snapshot) Records(table, after []byte, fn func(replica.Record) bool) error {
+func (sn *snapshot) Records(table, after []byte, fn func(store.Record) bool) error {
 	names, err := sn.tables(table)
 	if err != nil {
 		return err
@@ -118,12 +118,12 @@ func (sn *snapshot) Size() (tables, records, size uint64, err error) {
 }
 
 // CopyState reads the copy being taken.
-func (s *Store) CopyState() (*replica.CopyState, error) {
+func (s *Store) CopyState() (*store.CopyState, error) {
 	v, err := s.db.GetBytes(s.ro, []byte{pCopy})
 	if err != nil || v == nil {
 		return nil, err
 	}
-	var c replica.CopyState
+	var c store.CopyState
 	if err := wire.Unmarshal(v, &c); err != nil {
 		return nil, fmt.Errorf("rocksstore: the copy state is damaged: %w", err)
 	}
@@ -132,7 +132,7 @@ func (s *Store) CopyState() (*replica.CopyState, error) {
 
 // ApplyCopy writes one copied chunk as one batch: the records, the deletions, the copy
 // state and RecordHLC. A table that loses its last record loses its 't' key too.
-func (s *Store) ApplyCopy(b *replica.CopyBatch) error {
+func (s *Store) ApplyCopy(b *store.CopyBatch) error {
 	if err := s.Failed(); err != nil {
 		return err // latched (latch.go)
 	}
@@ -160,7 +160,7 @@ func (s *Store) ApplyCopy(b *replica.CopyBatch) error {
 
 // deleteRecords adds the deletion of recs to wb, and returns the tables it empties: those
 // whose every record is deleted and none is put (puts: the batch's records).
-func (s *Store) deleteRecords(wb *grocksdb.WriteBatch, recs, puts []replica.Record) ([][]byte, error) {
+func (s *Store) deleteRecords(wb *grocksdb.WriteBatch, recs, puts []store.Record) ([][]byte, error) {
 	gone := map[string]map[string]bool{}
 	for _, r := range recs {
 		wb.Delete(append(tablePrefix(r.Table), r.Key...))
@@ -189,20 +189,20 @@ func (s *Store) deleteRecords(wb *grocksdb.WriteBatch, recs, puts []replica.Reco
 	return emptied, nil
 }
 
-// EndCopy checks e with replica.CheckCopyEnd, then writes it as one batch: the raised logs'
+// EndCopy checks e with store.CheckCopyEnd, then writes it as one batch: the raised logs'
 // cursors and floors, range deletions of the entries they held and of the arrival
 // positions below the new arrival floor, the other logs' floors (their Below), the
 // deletions, and the removal of the copy state.
-func (s *Store) EndCopy(e *replica.CopyEnd) error {
+func (s *Store) EndCopy(e *store.CopyEnd) error {
 	if err := s.Failed(); err != nil {
 		return err // latched (latch.go)
 	}
-	plan, err := replica.CheckCopyEnd(e, replica.CopyEndView{Identity: s.id.Origin, Logs: s.logs, Cursors: s.cursor,
+	plan, err := store.CheckCopyEnd(e, store.CopyEndView{Identity: s.id.Origin, Logs: s.logs, Cursors: s.cursor,
 		ArrivalFloor: s.afloor, LastArrival: s.arrivals})
 	if err != nil {
 		return err
 	}
-	logs := replica.LogsAfterCopy(plan, s.logs, s.cursor, s.afloor)
+	logs := store.LogsAfterCopy(plan, s.logs, s.cursor, s.afloor)
 	wb := grocksdb.NewWriteBatch()
 	defer wb.Destroy()
 	var ranges []grocksdb.Range
@@ -243,11 +243,11 @@ func (s *Store) EndCopy(e *replica.CopyEnd) error {
 
 // DropTombstones deletes, in one batch, each listed tombstone that is still its record's
 // version.
-func (s *Store) DropTombstones(ts []replica.Record) error {
+func (s *Store) DropTombstones(ts []store.Record) error {
 	if err := s.Failed(); err != nil {
 		return err // latched (latch.go)
 	}
-	var drop []replica.Record
+	var drop []store.Record
 	for _, t := range ts {
 		cur, found, err := s.Get(t.Table, t.Key)
 		if err != nil {
@@ -275,11 +275,11 @@ func (s *Store) DropTombstones(ts []replica.Record) error {
 	return nil
 }
 
-// Reseed checks rs with replica.CheckReseed, then writes it as one batch: the identity, the
+// Reseed checks rs with store.CheckReseed, then writes it as one batch: the identity, the
 // range deletion of the old origin's entries above the cut, its cursor, every log's floor
 // record that changed, the arrival floor, and the new origin's name, entries, arrival
 // positions, cursor and rewritten records.
-func (s *Store) Reseed(rs *replica.Reseed) error {
+func (s *Store) Reseed(rs *store.Reseed) error {
 	if err := s.Failed(); err != nil {
 		return err // latched (latch.go)
 	}
@@ -287,7 +287,7 @@ func (s *Store) Reseed(rs *replica.Reseed) error {
 	if err != nil {
 		return err
 	}
-	plan, err := replica.CheckReseed(rs, replica.ReseedView{Identity: s.id, Cursors: s.cursor, Logs: s.logs,
+	plan, err := store.CheckReseed(rs, store.ReseedView{Identity: s.id, Cursors: s.cursor, Logs: s.logs,
 		Copying: cs != nil, ArrivalFloor: s.afloor, LastArrival: s.arrivals, Entry: s.Entry, Get: s.Get})
 	if err != nil {
 		return err
@@ -341,7 +341,7 @@ func (s *Store) Reseed(rs *replica.Reseed) error {
 // or below is not the store's, and, when afloor is above the arrival floor, the raise of the
 // arrival floor to it with the range deletion of the positions it passes, whose range it
 // returns for CompactLogs: what the end of a copy and a reseed both write.
-func (s *Store) putFloors(wb *grocksdb.WriteBatch, logs map[wire.OriginID]replica.Log, afloor uint64) []grocksdb.Range {
+func (s *Store) putFloors(wb *grocksdb.WriteBatch, logs map[wire.OriginID]store.Log, afloor uint64) []grocksdb.Range {
 	for o, l := range logs {
 		if l.Floor != s.logs[o].Floor || l.Below != s.logs[o].Below {
 			wb.Put(key(pFloor, o[:]), floorValue(l))

@@ -7,8 +7,8 @@ import (
 
 	"github.com/linxGnu/grocksdb"
 
-	"plait/protocol/replica"
-	"plait/protocol/replica/storetest"
+	"plait/protocol/store"
+	"plait/protocol/store/storetest"
 )
 
 // TestRecordHLCOfAnOlderDirectory opens a directory written before the record HLC was
@@ -33,7 +33,7 @@ func TestRecordHLCOfAnOlderDirectory(t *testing.T) {
 	}
 	s.Close()
 	for range 2 { // found, then read back
-		s, err = Open(dir, replica.Identity{}, Options{})
+		s, err = Open(dir, store.Identity{}, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +49,7 @@ func TestRecordHLCOfAnOlderDirectory(t *testing.T) {
 }
 
 // TestDamagedRecord: a record whose stored value does not decode is reported as
-// replica.ErrRecordDamaged, naming its table and key: an error of the entries that touch
+// store.ErrRecordDamaged, naming its table and key: an error of the entries that touch
 // it (the replica's retry budget), not of the store.
 func TestDamagedRecord(t *testing.T) {
 	s, err := Open(t.TempDir(), storetest.Identity, Options{})
@@ -68,7 +68,7 @@ func TestDamagedRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, found, err := s.Get(rec.Table, rec.Key)
-	if found || !errors.Is(err, replica.ErrRecordDamaged) || !strings.Contains(err.Error(), string(rec.Key)) {
+	if found || !errors.Is(err, store.ErrRecordDamaged) || !strings.Contains(err.Error(), string(rec.Key)) {
 		t.Errorf("Get of a damaged record: found %v, %v; want ErrRecordDamaged naming key %q", found, err, rec.Key)
 	}
 	if s.Failed() != nil {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/linxGnu/grocksdb"
 
-	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/wire"
 )
 
@@ -60,20 +60,20 @@ func (s *Store) put(op string, wo *grocksdb.WriteOptions, k, v []byte) error {
 	return s.guard(op, func() error { return s.db.Put(wo, k, v) })
 }
 
-// classify makes a failed write a replica.StorageError: storage-full when the file system
+// classify makes a failed write a store.StorageError: storage-full when the file system
 // is full, storage-failed otherwise. RocksDB's errors reach Go as strings, its Status
 // text, such as "IO error: No space left on device: While appending to file: ...": the
 // C library's text for ENOSPC (glibc's strerror) is matched, and EDQUOT's, a quota
 // being as full as a disk to the node. An errno that reaches here as one (the shell's
 // own files) is matched as well.
-func classify(op string, err error) *replica.StorageError {
+func classify(op string, err error) *store.StorageError {
 	code := wire.CodeStorageFailed
 	msg := err.Error()
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) ||
 		strings.Contains(msg, "No space left on device") || strings.Contains(msg, "Disk quota exceeded") {
 		code = wire.CodeStorageFull
 	}
-	return &replica.StorageError{Code: code, Op: op, Err: err}
+	return &store.StorageError{Code: code, Op: op, Err: err}
 }
 
 // BackgroundError is a storage error when RocksDB recorded a failure of its own background
@@ -95,6 +95,6 @@ func (s *Store) BackgroundError() error {
 }
 
 func backgroundError(n uint64) error {
-	return &replica.StorageError{Code: wire.CodeStorageFailed, Op: "background",
+	return &store.StorageError{Code: wire.CodeStorageFailed, Op: "background",
 		Err: fmt.Errorf("RocksDB recorded %d background error(s): a flush or a compaction failed", n)}
 }

@@ -6,23 +6,23 @@ import (
 
 	"github.com/linxGnu/grocksdb"
 
-	"plait/protocol/replica"
-	"plait/protocol/replica/storetest"
+	"plait/protocol/store"
+	"plait/protocol/store/storetest"
 	"plait/protocol/wire"
 )
 
 // wantLatched checks that every write and sync of s returns err, the latched error,
 // without calling RocksDB, and that reads go on.
-func wantLatched(t *testing.T, s *Store, err error, next *replica.Batch) {
+func wantLatched(t *testing.T, s *Store, err error, next *store.Batch) {
 	t.Helper()
 	calls := s.dbWrites.Load()
-	var first *replica.StorageError
+	var first *store.StorageError
 	if !errors.As(err, &first) {
 		t.Fatalf("the failure %v is not a StorageError", err)
 	}
 	same := func(what string, err error) {
 		t.Helper()
-		var se *replica.StorageError
+		var se *store.StorageError
 		if !errors.As(err, &se) || se != first {
 			t.Errorf("%s after the failure: %v, want the latched %v", what, err, first)
 		}
@@ -31,12 +31,12 @@ func wantLatched(t *testing.T, s *Store, err error, next *replica.Batch) {
 	same("Apply", aerr)
 	same("Sync", s.Sync())
 	same("SetPeerCursor", s.SetPeerCursor(storetest.Origin(0xb2), 9))
-	same("PutHolds", s.PutHolds([]replica.Hold{{Peer: "P", Origin: next.Origin, Seq: 1}}))
+	same("PutHolds", s.PutHolds([]store.Hold{{Peer: "P", Origin: next.Origin, Seq: 1}}))
 	same("DeleteHolds", s.DeleteHolds("P"))
-	same("Purge", s.Purge(&replica.Purge{Logs: []replica.PurgeLog{{Origin: next.Origin, To: 1}}}))
+	same("Purge", s.Purge(&store.Purge{Logs: []store.PurgeLog{{Origin: next.Origin, To: 1}}}))
 	same("PutDialPeer", s.PutDialPeer(DialPeer{Name: "P", URL: "ws://127.0.0.1:1"}))
-	same("DropTombstones", s.DropTombstones([]replica.Record{{Table: []byte("t"), Key: []byte("k1"), Deleted: true}}))
-	same("ApplyCopy", s.ApplyCopy(&replica.CopyBatch{State: replica.CopyState{Peer: "P"}}))
+	same("DropTombstones", s.DropTombstones([]store.Record{{Table: []byte("t"), Key: []byte("k1"), Deleted: true}}))
+	same("ApplyCopy", s.ApplyCopy(&store.CopyBatch{State: store.CopyState{Peer: "P"}}))
 	same("Failed", s.Failed())
 	if got := s.dbWrites.Load(); got != calls {
 		t.Errorf("%d writes handed to RocksDB after the failure, want none", got-calls)
@@ -64,13 +64,13 @@ func TestLatchAfterAFailedWrite(t *testing.T) {
 	bad.SetSync(true)
 	bad.DisableWAL(true) // RocksDB refuses a synced write without its log
 	err = s.put("apply", bad, []byte{pHLC}, u64(1))
-	var se *replica.StorageError
+	var se *store.StorageError
 	if !errors.As(err, &se) || se.Code != wire.CodeStorageFailed || se.Op != "apply" {
 		t.Fatalf("the refused write: %v, want storage-failed in apply", err)
 	}
 	wantLatched(t, s, err, chain[1])
 	s.Close()
-	s, err = Open(dir, replica.Identity{}, Options{})
+	s, err = Open(dir, store.Identity{}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

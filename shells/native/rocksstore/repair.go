@@ -5,12 +5,12 @@ import (
 
 	"github.com/linxGnu/grocksdb"
 
-	"plait/protocol/replica"
+	"plait/protocol/store"
 )
 
 // Repair writes record versions as they are, around the log (anti-entropy): the records,
 // their tables' markers and the record HLC, in one write.
-func (s *Store) Repair(recs []replica.Record) error {
+func (s *Store) Repair(recs []store.Record) error {
 	if err := s.Failed(); err != nil {
 		return err // latched (latch.go)
 	}

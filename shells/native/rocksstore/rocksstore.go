@@ -1,4 +1,4 @@
-// Package rocksstore owns a plait node's data directory: the replica.Store on RocksDB
+// Package rocksstore owns a plait node's data directory: the store.Store on RocksDB
 // (grocksdb v1.7.14 on Debian's librocksdb-dev 7.8.3). One key space, split by a one-byte
 // prefix (layout below); every Apply is one atomic write batch of the records, the log
 // entry, the arrival position, the cursor, the origin's name and the peer cursor, so after
@@ -20,7 +20,7 @@
 //	'f' origin                           the log's floor: seq (8) | chain hash (32) | HLC (8) | below (8)
 //	'g'                                  the arrival floor (8)
 //	'k' peer 0x00 origin                 a retention hold: seq (8) | since, Unix ns (8)
-//	'b'                                  the base copy being taken: replica.CopyState in CBOR
+//	'b'                                  the base copy being taken: store.CopyState in CBOR
 //
 // A cursor of 40 bytes (written before the log bytes were kept) has its log's bytes
 // counted once when the store opens. Prefixes 'x' to 'z' are left for repair
@@ -41,7 +41,7 @@ import (
 
 	"github.com/linxGnu/grocksdb"
 
-	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
@@ -80,15 +80,15 @@ type Options struct {
 	BackgroundErrors func() uint64
 }
 
-// Store is a replica.Store in a RocksDB directory. Like the replica it serves, it is used
+// Store is a store.Store in a RocksDB directory. Like the replica it serves, it is used
 // from one goroutine.
 type Store struct {
 	db       *grocksdb.DB
 	ro       *grocksdb.ReadOptions
 	wo       *grocksdb.WriteOptions
-	id       replica.Identity
+	id       store.Identity
 	cursor   vector.Vector // kept in memory: read on every Apply
-	logs     map[wire.OriginID]replica.Log
+	logs     map[wire.OriginID]store.Log
 	arrivals uint64
 	afloor   uint64        // the arrival floor
 	hlc      wire.HLC      // RecordHLC, kept in memory
@@ -100,16 +100,16 @@ type Store struct {
 	compactMu sync.Mutex       // guards toCompact: Purge adds, CompactLogs (off the loop) takes
 	toCompact []grocksdb.Range // the key ranges purged since the last CompactLogs
 
-	failMu   sync.Mutex            // guards failed: Sync sets it off the loop
-	failed   *replica.StorageError // the first write or sync that failed (latch.go)
-	dbWrites atomic.Int64          // writes and syncs handed to RocksDB, for the latch's test
+	failMu   sync.Mutex          // guards failed: Sync sets it off the loop
+	failed   *store.StorageError // the first write or sync that failed (latch.go)
+	dbWrites atomic.Int64        // writes and syncs handed to RocksDB, for the latch's test
 }
 
-var _ replica.Store = (*Store)(nil)
+var _ store.Store = (*Store)(nil)
 
 // Open opens the data directory dir, creating it with identity create when it holds no
 // store yet; an existing store keeps the identity it was created with.
-func Open(dir string, create replica.Identity, opts Options) (*Store, error) {
+func Open(dir string, create store.Identity, opts Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func Open(dir string, create replica.Identity, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("rocksstore: opening %s: %w", dir, err)
 	}
 	s := &Store{db: db, ro: grocksdb.NewDefaultReadOptions(), wo: grocksdb.NewDefaultWriteOptions(),
-		logs: map[wire.OriginID]replica.Log{}, before: opts.BeforeSync, syncAll: opts.SyncEveryApply,
+		logs: map[wire.OriginID]store.Log{}, before: opts.BeforeSync, syncAll: opts.SyncEveryApply,
 		bgErrors: opts.BackgroundErrors}
 	s.wo.SetSync(opts.SyncEveryApply)
 	if err := s.load(create); err != nil {
@@ -170,7 +170,7 @@ func (s *Store) Close() {
 
 // load reads the identity (writing create's when there is none), the cursor vector and
 // the last arrival position.
-func (s *Store) load(create replica.Identity) error {
+func (s *Store) load(create store.Identity) error {
 	v, err := s.db.GetBytes(s.ro, []byte{pIdentity})
 	if err != nil {
 		return err
@@ -311,7 +311,7 @@ func (s *Store) cursorValue(e vector.Entry, logBytes uint64) []byte {
 }
 
 // floorValue is a log floor record: seq, chain hash, HLC, below.
-func floorValue(l replica.Log) []byte {
+func floorValue(l store.Log) []byte {
 	v := binary.BigEndian.AppendUint64(make([]byte, 0, 56), l.Floor.Seq)
 	v = append(v, l.Floor.Hash[:]...)
 	v = binary.BigEndian.AppendUint64(v, uint64(l.Floor.HLC))
@@ -356,29 +356,29 @@ func appendTablePrefix(b, table []byte) []byte {
 }
 
 // Identity is the node's identity.
-func (s *Store) Identity() (replica.Identity, error) { return s.id, nil }
+func (s *Store) Identity() (store.Identity, error) { return s.id, nil }
 
 // Vector returns the cursor vector.
 func (s *Store) Vector() (vector.Vector, error) { return s.cursor.Clone(), nil }
 
-// Entry returns the transaction encoding at (origin, seq), replica.ErrPurged at or below
-// the origin's floor, or replica.ErrNotFound.
+// Entry returns the transaction encoding at (origin, seq), store.ErrPurged at or below
+// the origin's floor, or store.ErrNotFound.
 func (s *Store) Entry(origin wire.OriginID, seq uint64) ([]byte, error) {
 	if seq > 0 && seq <= s.logs[origin].Floor.Seq {
-		return nil, replica.ErrPurged
+		return nil, store.ErrPurged
 	}
 	v, err := s.db.GetBytes(s.ro, key(pLog, origin[:], u64(seq)))
 	if err == nil && v == nil {
-		err = replica.ErrNotFound
+		err = store.ErrNotFound
 	}
 	return v, err
 }
 
 // Arrivals returns up to limit log entries after arrival position after.
-func (s *Store) Arrivals(after uint64, limit int) ([]replica.Arrival, error) {
-	var out []replica.Arrival
+func (s *Store) Arrivals(after uint64, limit int) ([]store.Arrival, error) {
+	var out []store.Arrival
 	if after < s.afloor {
-		return nil, replica.ErrPurged
+		return nil, store.ErrPurged
 	}
 	if limit <= 0 || after >= s.arrivals {
 		return nil, nil
@@ -393,7 +393,7 @@ func (s *Store) Arrivals(after uint64, limit int) ([]replica.Arrival, error) {
 		if err != nil {
 			return false, fmt.Errorf("rocksstore: arrival %d: %w", binary.BigEndian.Uint64(k[1:]), err)
 		}
-		out = append(out, replica.Arrival{Pos: binary.BigEndian.Uint64(k[1:]), Txn: txn})
+		out = append(out, store.Arrival{Pos: binary.BigEndian.Uint64(k[1:]), Txn: txn})
 		return len(out) < limit, nil
 	})
 	return out, err
@@ -406,17 +406,17 @@ func (s *Store) LastArrival() (uint64, error) { return s.arrivals, nil }
 func (s *Store) RecordHLC() (wire.HLC, error) { return s.hlc, nil }
 
 // Get returns a record's current version, tombstones included.
-func (s *Store) Get(table, k []byte) (replica.Record, bool, error) {
+func (s *Store) Get(table, k []byte) (store.Record, bool, error) {
 	v, err := s.db.GetBytes(s.ro, append(tablePrefix(table), k...))
 	if err != nil || v == nil {
-		return replica.Record{}, false, err
+		return store.Record{}, false, err
 	}
 	r, err := decodeRecord(table, k, v)
 	return r, err == nil, err
 }
 
 // appendRecord appends a record's stored value to v: flags, HLC, origin, value.
-func appendRecord(v []byte, r *replica.Record) []byte {
+func appendRecord(v []byte, r *store.Record) []byte {
 	flags := byte(0)
 	if r.Deleted {
 		flags = 1
@@ -427,12 +427,12 @@ func appendRecord(v []byte, r *replica.Record) []byte {
 	return append(v, r.Value...)
 }
 
-func decodeRecord(table, k, v []byte) (replica.Record, error) {
+func decodeRecord(table, k, v []byte) (store.Record, error) {
 	if len(v) < 25 || v[0] > 1 {
-		return replica.Record{}, &replica.DamagedRecordError{Table: slices.Clone(table), Key: slices.Clone(k),
+		return store.Record{}, &store.DamagedRecordError{Table: slices.Clone(table), Key: slices.Clone(k),
 			Err: fmt.Errorf("rocksstore: a stored value of %d bytes that does not decode", len(v))}
 	}
-	r := replica.Record{Deleted: v[0] == 1, HLC: wire.HLC(binary.BigEndian.Uint64(v[1:9]))}
+	r := store.Record{Deleted: v[0] == 1, HLC: wire.HLC(binary.BigEndian.Uint64(v[1:9]))}
 	copy(r.Origin[:], v[9:25])
 	// One allocation for the table, the key and the value, each slice capped at its own
 	// bytes: a scan decodes every record it passes.
@@ -452,7 +452,7 @@ func decodeRecord(table, k, v []byte) (replica.Record, error) {
 
 // Scan calls fn for the records of table in key order after key after (nil: from the
 // first), tombstones included, until fn returns false.
-func (s *Store) Scan(table []byte, after []byte, fn func(replica.Record) bool) error {
+func (s *Store) Scan(table []byte, after []byte, fn func(store.Record) bool) error {
 	prefix := tablePrefix(table)
 	start := prefix
 	if after != nil {
@@ -510,13 +510,13 @@ func (s *Store) SetPeerCursor(peer wire.OriginID, pos uint64) error {
 	return s.put("peer-cursor", s.wo, key(pPeer, peer[:]), u64(pos))
 }
 
-// Apply writes one transaction atomically (replica.Store); it checks b with
-// replica.CheckBatch first and writes nothing when that refuses.
-func (s *Store) Apply(b *replica.Batch) (uint64, error) {
+// Apply writes one transaction atomically (store.Store); it checks b with
+// store.CheckBatch first and writes nothing when that refuses.
+func (s *Store) Apply(b *store.Batch) (uint64, error) {
 	if err := s.Failed(); err != nil {
 		return 0, err
 	}
-	if err := replica.CheckBatch(b, s.cursor.Get(b.Origin)); err != nil {
+	if err := store.CheckBatch(b, s.cursor.Get(b.Origin)); err != nil {
 		return 0, err
 	}
 	pos := s.arrivals + 1
@@ -555,8 +555,8 @@ func (s *Store) Apply(b *replica.Batch) (uint64, error) {
 }
 
 // Logs returns each origin's log: floor, below and bytes.
-func (s *Store) Logs() (map[wire.OriginID]replica.Log, error) {
-	out := make(map[wire.OriginID]replica.Log, len(s.logs))
+func (s *Store) Logs() (map[wire.OriginID]store.Log, error) {
+	out := make(map[wire.OriginID]store.Log, len(s.logs))
 	for o, l := range s.logs {
 		out[o] = l
 	}
@@ -566,15 +566,15 @@ func (s *Store) Logs() (map[wire.OriginID]replica.Log, error) {
 // ArrivalFloor is the highest arrival position purged.
 func (s *Store) ArrivalFloor() (uint64, error) { return s.afloor, nil }
 
-// Purge checks p with replica.CheckPurge, then writes it as one batch: range deletions of
+// Purge checks p with store.CheckPurge, then writes it as one batch: range deletions of
 // the purged log entries and arrival positions, and the new floors, cursors (their log
 // bytes) and arrival floor. The space comes back when compaction rewrites the ranges
 // (CompactLogs).
-func (s *Store) Purge(p *replica.Purge) error {
+func (s *Store) Purge(p *store.Purge) error {
 	if err := s.Failed(); err != nil {
 		return err
 	}
-	plan, err := replica.CheckPurge(p, replica.PurgeView{Logs: s.logs, Cursors: s.cursor, ArrivalFloor: s.afloor,
+	plan, err := store.CheckPurge(p, store.PurgeView{Logs: s.logs, Cursors: s.cursor, ArrivalFloor: s.afloor,
 		LastArrival: s.arrivals, Entry: s.Entry, Arrivals: s.Arrivals})
 	if err != nil {
 		return err
@@ -645,14 +645,14 @@ func (s *Store) CompactLogs() bool {
 }
 
 // Holds lists the retention holds, by peer and then origin.
-func (s *Store) Holds() ([]replica.Hold, error) {
-	var out []replica.Hold
+func (s *Store) Holds() ([]store.Hold, error) {
+	var out []store.Hold
 	err := s.each([]byte{pHold}, nil, func(k, v []byte) (bool, error) {
 		i := bytes.IndexByte(k[1:], 0)
 		if i < 0 || len(k) != 1+i+1+16 || len(v) != 16 {
 			return false, errors.New("rocksstore: a retention hold is damaged")
 		}
-		h := replica.Hold{Peer: string(k[1 : 1+i]), Seq: binary.BigEndian.Uint64(v),
+		h := store.Hold{Peer: string(k[1 : 1+i]), Seq: binary.BigEndian.Uint64(v),
 			Since: time.Unix(0, int64(binary.BigEndian.Uint64(v[8:]))).UTC()}
 		copy(h.Origin[:], k[1+i+1:])
 		out = append(out, h)
@@ -662,7 +662,7 @@ func (s *Store) Holds() ([]replica.Hold, error) {
 }
 
 // PutHolds adds or replaces holds, in one batch.
-func (s *Store) PutHolds(hs []replica.Hold) error {
+func (s *Store) PutHolds(hs []store.Hold) error {
 	wb := grocksdb.NewWriteBatch()
 	defer wb.Destroy()
 	for _, h := range hs {
@@ -728,7 +728,7 @@ func (s *Store) DeleteDialPeer(name string) error {
 
 // putRecords adds recs' versions to wb, each table's 't' key, and RecordHLC when they raise
 // it; it returns RecordHLC after them (the caller sets s.hlc once wb is written).
-func (s *Store) putRecords(wb *grocksdb.WriteBatch, recs []replica.Record) wire.HLC {
+func (s *Store) putRecords(wb *grocksdb.WriteBatch, recs []store.Record) wire.HLC {
 	var last []byte // the table whose 't' key is in the batch; a batch seldom spans many
 	hlc := s.hlc
 	for i := range recs {

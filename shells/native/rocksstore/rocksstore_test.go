@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"plait/protocol/replica"
-	"plait/protocol/replica/storetest"
+	"plait/protocol/store"
+	"plait/protocol/store/storetest"
 	"plait/shells/native/rocksstore"
 )
 
@@ -21,7 +21,7 @@ func open(t *testing.T, dir string) *rocksstore.Store {
 
 // TestStore runs the Store suite of the in-memory store against RocksDB.
 func TestStore(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) replica.Store {
+	storetest.Run(t, func(t *testing.T) store.Store {
 		s := open(t, t.TempDir())
 		t.Cleanup(s.Close)
 		return s
@@ -37,12 +37,12 @@ func TestStoreReopen(t *testing.T) {
 
 // reopenable is the open and reopen of RunReopen and RunReseedReopen: a store in a new
 // directory, and the same directory opened again after a Close without Sync.
-func reopenable() (func(t *testing.T) replica.Store, func(t *testing.T, s replica.Store) replica.Store) {
+func reopenable() (func(t *testing.T) store.Store, func(t *testing.T, s store.Store) store.Store) {
 	var dir string
-	return func(t *testing.T) replica.Store {
+	return func(t *testing.T) store.Store {
 			dir = t.TempDir()
 			return open(t, dir)
-		}, func(t *testing.T, s replica.Store) replica.Store {
+		}, func(t *testing.T, s store.Store) store.Store {
 			s.(*rocksstore.Store).Close()
 			again := open(t, dir)
 			t.Cleanup(again.Close)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/wire"
 )
 
@@ -15,11 +15,11 @@ var newOrigin = Origin(0x6f)
 // reseedable fills s with its own origin's entries 1 to 3 and A's 1 and 2, and purges its
 // own log to 1: s1 puts k3 and k1, s2 puts k2 (which a2, newer, then takes), s3 puts k1
 // again. Positions: s1 1, a1 2, s2 3, a2 4, s3 5.
-func reseedable(t *testing.T, s replica.Store) (own []*replica.Batch) {
+func reseedable(t *testing.T, s store.Store) (own []*store.Batch) {
 	t.Helper()
 	self := &chain{origin: Identity.Origin}
 	a := &chain{origin: originA}
-	own = []*replica.Batch{self.next(t, put("t", "k3", "x"), put("t", "k1", "old"))}
+	own = []*store.Batch{self.next(t, put("t", "k3", "x"), put("t", "k1", "old"))}
 	apply(t, s, own[0], 1)
 	apply(t, s, a.next(t, put("t", "other", "o")), 2)
 	own = append(own, self.next(t, put("t", "k2", "s")))
@@ -28,22 +28,22 @@ func reseedable(t *testing.T, s replica.Store) (own []*replica.Batch) {
 	apply(t, s, a2, 4)
 	own = append(own, self.next(t, put("t", "k1", "new")))
 	apply(t, s, own[2], 5)
-	must(t, s.Purge(&replica.Purge{Logs: []replica.PurgeLog{{Origin: Identity.Origin, To: 1}}, ArrivalFloor: 1}))
+	must(t, s.Purge(&store.Purge{Logs: []store.PurgeLog{{Origin: Identity.Origin, To: 1}}, ArrivalFloor: 1}))
 	return own
 }
 
 // testReseed: Reseed gives the store the new identity, cuts its old origin's log back to
 // its floor, and writes the re-issued entries with the records they rewrite.
-func testReseed(t *testing.T, s replica.Store) {
+func testReseed(t *testing.T, s store.Store) {
 	own := reseedable(t, s)
 	hlcBefore, err := s.RecordHLC()
 	must(t, err)
-	rs, err := replica.ReseedStore(s, newOrigin)
+	rs, err := store.ReseedStore(s, newOrigin)
 	must(t, err)
 	if len(rs.Entries) != 2 {
 		t.Fatalf("re-issued %d entries, want 2 (the old origin's above its floor)", len(rs.Entries))
 	}
-	if id, err := s.Identity(); err != nil || id != (replica.Identity{Origin: newOrigin, Name: Identity.Name}) {
+	if id, err := s.Identity(); err != nil || id != (store.Identity{Origin: newOrigin, Name: Identity.Name}) {
 		t.Errorf("Identity after the reseed = %+v, %v", id, err)
 	}
 	v, err := s.Vector()
@@ -54,7 +54,7 @@ func testReseed(t *testing.T, s replica.Store) {
 	if n := v.Get(newOrigin); n.Seq != 2 || n.Hash != rs.Entries[1].Hash {
 		t.Errorf("the new origin's cursor = %+v, want 2", n)
 	}
-	for seq, want := range map[uint64]error{1: replica.ErrPurged, 2: replica.ErrNotFound, 3: replica.ErrNotFound} {
+	for seq, want := range map[uint64]error{1: store.ErrPurged, 2: store.ErrNotFound, 3: store.ErrNotFound} {
 		if _, err := s.Entry(Identity.Origin, seq); !errors.Is(err, want) {
 			t.Errorf("Entry(old, %d) = %v, want %v", seq, err, want)
 		}
@@ -112,30 +112,30 @@ func testReseed(t *testing.T, s replica.Store) {
 }
 
 // testReseedRefuses: a reseed CheckReseed refuses writes nothing.
-func testReseedRefuses(t *testing.T, s replica.Store) {
+func testReseedRefuses(t *testing.T, s store.Store) {
 	reseedable(t, s)
 	before := dump(t, s, Identity.Origin, originA, newOrigin)
-	v, err := replica.ReseedViewOf(s)
+	v, err := store.ReseedViewOf(s)
 	must(t, err)
-	if _, err := replica.PlanReseed(v, Origin(0x11)); !errors.Is(err, replica.ErrBadReseed) {
+	if _, err := store.PlanReseed(v, Origin(0x11)); !errors.Is(err, store.ErrBadReseed) {
 		t.Errorf("a new origin below the old one: %v, want ErrBadReseed", err)
 	}
-	rs, err := replica.PlanReseed(v, newOrigin)
+	rs, err := store.PlanReseed(v, newOrigin)
 	must(t, err)
-	bad := []func(rs *replica.Reseed){
-		func(rs *replica.Reseed) { rs.Entries[1].Hash[0] ^= 1 },
-		func(rs *replica.Reseed) { rs.Entries = rs.Entries[1:] },
-		func(rs *replica.Reseed) { rs.Entries[1].Records[0].Origin = originA },
-		func(rs *replica.Reseed) { rs.Old = originA },
-		func(rs *replica.Reseed) { rs.Cut = replica.Floor{} },
-		func(rs *replica.Reseed) { rs.Identity.Origin = originA },
+	bad := []func(rs *store.Reseed){
+		func(rs *store.Reseed) { rs.Entries[1].Hash[0] ^= 1 },
+		func(rs *store.Reseed) { rs.Entries = rs.Entries[1:] },
+		func(rs *store.Reseed) { rs.Entries[1].Records[0].Origin = originA },
+		func(rs *store.Reseed) { rs.Old = originA },
+		func(rs *store.Reseed) { rs.Cut = store.Floor{} },
+		func(rs *store.Reseed) { rs.Identity.Origin = originA },
 	}
 	for i, f := range bad {
 		c := *rs
-		c.Entries = append([]replica.Batch(nil), rs.Entries...)
-		c.Entries[1].Records = append([]replica.Record(nil), rs.Entries[1].Records...)
+		c.Entries = append([]store.Batch(nil), rs.Entries...)
+		c.Entries[1].Records = append([]store.Record(nil), rs.Entries[1].Records...)
 		f(&c)
-		if err := s.Reseed(&c); !errors.Is(err, replica.ErrBadReseed) {
+		if err := s.Reseed(&c); !errors.Is(err, store.ErrBadReseed) {
 			t.Errorf("bad reseed %d: %v, want ErrBadReseed", i, err)
 		}
 	}
@@ -146,10 +146,10 @@ func testReseedRefuses(t *testing.T, s replica.Store) {
 
 // RunReseedReopen checks that a reseed survives a reopen (see RunReopen for open and
 // reopen).
-func RunReseedReopen(t *testing.T, open func(t *testing.T) replica.Store, reopen func(t *testing.T, s replica.Store) replica.Store) {
+func RunReseedReopen(t *testing.T, open func(t *testing.T) store.Store, reopen func(t *testing.T, s store.Store) store.Store) {
 	s := open(t)
 	reseedable(t, s)
-	_, err := replica.ReseedStore(s, newOrigin)
+	_, err := store.ReseedStore(s, newOrigin)
 	must(t, err)
 	before := dump(t, s, Identity.Origin, originA, newOrigin)
 	s = reopen(t, s)

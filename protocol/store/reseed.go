@@ -1,4 +1,4 @@
-package replica
+package store
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 // re-issued version also supersedes the old one wherever a peer holds both.
 
 // ErrBadReseed marks a reseed the store refuses (CheckReseed), writing nothing.
-var ErrBadReseed = errors.New("replica: a reseed the store does not allow")
+var ErrBadReseed = errors.New("store: a reseed the store does not allow")
 
 // Reseed is one reseed to write atomically (Store.Reseed), planned by PlanReseed.
 type Reseed struct {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/wire"
 )
 
@@ -17,7 +17,7 @@ import (
 func holdTime(n int) time.Time { return time.Unix(1_800_000_000+int64(n), 123).UTC() }
 
 // logOf is one origin's Log, failing the test when the store cannot say.
-func logOf(t *testing.T, s replica.Store, o wire.OriginID) replica.Log {
+func logOf(t *testing.T, s store.Store, o wire.OriginID) store.Log {
 	t.Helper()
 	logs, err := s.Logs()
 	must(t, err)
@@ -25,10 +25,10 @@ func logOf(t *testing.T, s replica.Store, o wire.OriginID) replica.Log {
 }
 
 // testLogBytes: every Apply adds its transaction encoding's size to its origin's log.
-func testLogBytes(t *testing.T, s replica.Store) {
+func testLogBytes(t *testing.T, s store.Store) {
 	a, b := Chain(t, originA, 3), Chain(t, originB, 2)
 	var wantA, wantB uint64
-	for i, batch := range []*replica.Batch{a[0], b[0], a[1], b[1], a[2]} {
+	for i, batch := range []*store.Batch{a[0], b[0], a[1], b[1], a[2]} {
 		apply(t, s, batch, uint64(i+1))
 		if batch.Origin == originA {
 			wantA += uint64(len(batch.Txn))
@@ -47,7 +47,7 @@ func testLogBytes(t *testing.T, s replica.Store) {
 	if len(logs) != 2 {
 		t.Errorf("Logs lists %d origins, want the 2 of the vector", len(logs))
 	}
-	if l := logs[originA]; l.Floor != (replica.Floor{}) || l.Below != 0 {
+	if l := logs[originA]; l.Floor != (store.Floor{}) || l.Below != 0 {
 		t.Errorf("A's log before any purge = %+v, want no floor and below 0", l)
 	}
 }
@@ -55,30 +55,30 @@ func testLogBytes(t *testing.T, s replica.Store) {
 // testPurge: a purge removes entries from the logs' floors up and arrival positions up to
 // the arrival floor, keeps what it must (the stragglers below the arrival floor), and the
 // store answers ErrPurged below the floors.
-func testPurge(t *testing.T, s replica.Store) {
+func testPurge(t *testing.T, s store.Store) {
 	a, b := Chain(t, originA, 4), Chain(t, originB, 3)
 	// positions: 1 a1, 2 b1, 3 a2, 4 b2, 5 a3, 6 a4, 7 b3
-	for i, batch := range []*replica.Batch{a[0], b[0], a[1], b[1], a[2], a[3], b[2]} {
+	for i, batch := range []*store.Batch{a[0], b[0], a[1], b[1], a[2], a[3], b[2]} {
 		apply(t, s, batch, uint64(i+1))
 	}
 	bytesA := logOf(t, s, originA).Bytes
 
 	// A loses 1 and 2; the arrival floor goes to 4: b1 and b2 leave the arrival order but
 	// stay in B's log.
-	must(t, s.Purge(&replica.Purge{Logs: []replica.PurgeLog{{Origin: originA, To: 2}}, ArrivalFloor: 4}))
+	must(t, s.Purge(&store.Purge{Logs: []store.PurgeLog{{Origin: originA, To: 2}}, ArrivalFloor: 4}))
 	la := logOf(t, s, originA)
-	wantFloor := replica.Floor{Seq: 2, Hash: sha256.Sum256(a[1].Txn), HLC: hlcOf(t, a[1])}
+	wantFloor := store.Floor{Seq: 2, Hash: sha256.Sum256(a[1].Txn), HLC: hlcOf(t, a[1])}
 	if la.Floor != wantFloor || la.Below != 2 || la.Bytes != bytesA-uint64(len(a[0].Txn)+len(a[1].Txn)) {
 		t.Errorf("A's log after the purge = %+v, want floor %+v, below 2, bytes %d", la, wantFloor, bytesA-uint64(len(a[0].Txn)+len(a[1].Txn)))
 	}
-	if lb := logOf(t, s, originB); lb.Floor != (replica.Floor{}) || lb.Below != 2 {
+	if lb := logOf(t, s, originB); lb.Floor != (store.Floor{}) || lb.Below != 2 {
 		t.Errorf("B's log after the purge = %+v, want no floor and below 2", lb)
 	}
 	if f, err := s.ArrivalFloor(); err != nil || f != 4 {
 		t.Errorf("ArrivalFloor = %d, %v; want 4", f, err)
 	}
 	for _, seq := range []uint64{1, 2} {
-		if _, err := s.Entry(originA, seq); !errors.Is(err, replica.ErrPurged) {
+		if _, err := s.Entry(originA, seq); !errors.Is(err, store.ErrPurged) {
 			t.Errorf("Entry(A, %d) after the purge: %v, want ErrPurged", seq, err)
 		}
 	}
@@ -90,7 +90,7 @@ func testPurge(t *testing.T, s replica.Store) {
 			t.Errorf("Entry(B, %d) = %v; want the entry, kept below the arrival floor", seq, err)
 		}
 	}
-	if _, err := s.Arrivals(3, 10); !errors.Is(err, replica.ErrPurged) {
+	if _, err := s.Arrivals(3, 10); !errors.Is(err, store.ErrPurged) {
 		t.Errorf("Arrivals(3) below the arrival floor: %v, want ErrPurged", err)
 	}
 	arr, err := s.Arrivals(4, 10)
@@ -103,7 +103,7 @@ func testPurge(t *testing.T, s replica.Store) {
 	}
 
 	// The stragglers go without moving the arrival floor; B's head (3) stays.
-	must(t, s.Purge(&replica.Purge{Logs: []replica.PurgeLog{{Origin: originB, To: 2}}, ArrivalFloor: 4}))
+	must(t, s.Purge(&store.Purge{Logs: []store.PurgeLog{{Origin: originB, To: 2}}, ArrivalFloor: 4}))
 	if lb := logOf(t, s, originB); lb.Floor.Seq != 2 || lb.Below != 2 || lb.Bytes != uint64(len(b[2].Txn)) {
 		t.Errorf("B's log after its stragglers went = %+v, want floor 2, below 2, bytes of entry 3", lb)
 	}
@@ -118,27 +118,27 @@ func testPurge(t *testing.T, s replica.Store) {
 
 // testPurgeRefuses: a purge the logs do not allow is refused with ErrBadPurge and writes
 // nothing.
-func testPurgeRefuses(t *testing.T, s replica.Store) {
+func testPurgeRefuses(t *testing.T, s store.Store) {
 	a, b := Chain(t, originA, 3), Chain(t, originB, 2)
 	// positions: 1 a1, 2 b1, 3 a2, 4 a3, 5 b2
-	for i, batch := range []*replica.Batch{a[0], b[0], a[1], a[2], b[1]} {
+	for i, batch := range []*store.Batch{a[0], b[0], a[1], a[2], b[1]} {
 		apply(t, s, batch, uint64(i+1))
 	}
-	must(t, s.Purge(&replica.Purge{Logs: []replica.PurgeLog{{Origin: originA, To: 1}}, ArrivalFloor: 1}))
+	must(t, s.Purge(&store.Purge{Logs: []store.PurgeLog{{Origin: originA, To: 1}}, ArrivalFloor: 1}))
 	before := dump(t, s, originA, originB)
 	for _, c := range []struct {
 		name string
-		p    replica.Purge
+		p    store.Purge
 	}{
-		{"the head", replica.Purge{Logs: []replica.PurgeLog{{Origin: originA, To: 3}}, ArrivalFloor: 5}},
-		{"not above the floor", replica.Purge{Logs: []replica.PurgeLog{{Origin: originA, To: 1}}, ArrivalFloor: 1}},
-		{"an unknown origin", replica.Purge{Logs: []replica.PurgeLog{{Origin: originC, To: 1}}, ArrivalFloor: 1}},
-		{"one origin twice", replica.Purge{Logs: []replica.PurgeLog{{Origin: originA, To: 2}, {Origin: originA, To: 2}}, ArrivalFloor: 3}},
-		{"an entry above the arrival floor", replica.Purge{Logs: []replica.PurgeLog{{Origin: originA, To: 2}}, ArrivalFloor: 2}},
-		{"the arrival floor back", replica.Purge{ArrivalFloor: 0}},
-		{"the arrival floor past the last arrival", replica.Purge{ArrivalFloor: 6}},
+		{"the head", store.Purge{Logs: []store.PurgeLog{{Origin: originA, To: 3}}, ArrivalFloor: 5}},
+		{"not above the floor", store.Purge{Logs: []store.PurgeLog{{Origin: originA, To: 1}}, ArrivalFloor: 1}},
+		{"an unknown origin", store.Purge{Logs: []store.PurgeLog{{Origin: originC, To: 1}}, ArrivalFloor: 1}},
+		{"one origin twice", store.Purge{Logs: []store.PurgeLog{{Origin: originA, To: 2}, {Origin: originA, To: 2}}, ArrivalFloor: 3}},
+		{"an entry above the arrival floor", store.Purge{Logs: []store.PurgeLog{{Origin: originA, To: 2}}, ArrivalFloor: 2}},
+		{"the arrival floor back", store.Purge{ArrivalFloor: 0}},
+		{"the arrival floor past the last arrival", store.Purge{ArrivalFloor: 6}},
 	} {
-		if err := s.Purge(&c.p); !errors.Is(err, replica.ErrBadPurge) {
+		if err := s.Purge(&c.p); !errors.Is(err, store.ErrBadPurge) {
 			t.Errorf("%s: Purge = %v, want ErrBadPurge", c.name, err)
 		}
 		if after := dump(t, s, originA, originB); after != before {
@@ -149,26 +149,26 @@ func testPurgeRefuses(t *testing.T, s replica.Store) {
 
 // testHolds: holds are kept by peer and origin, replaced by a later one of the same pair,
 // listed in order, and forgotten per peer.
-func testHolds(t *testing.T, s replica.Store) {
+func testHolds(t *testing.T, s store.Store) {
 	hs, err := s.Holds()
 	must(t, err)
 	if len(hs) != 0 {
 		t.Fatalf("Holds of a new store = %+v", hs)
 	}
-	must(t, s.PutHolds([]replica.Hold{
+	must(t, s.PutHolds([]store.Hold{
 		{Peer: "Q", Origin: originA, Seq: 3, Since: holdTime(1)},
 		{Peer: "P", Origin: originB, Seq: 5, Since: holdTime(2)},
 		{Peer: "P", Origin: originA, Seq: 1, Since: holdTime(3)},
 		{Peer: "P", Seq: 9, Since: holdTime(4)}, // a version-1 peer's hold on the arrival order
 	}))
-	must(t, s.PutHolds([]replica.Hold{{Peer: "P", Origin: originA, Seq: 2, Since: holdTime(5)}}))
-	want := []replica.Hold{
+	must(t, s.PutHolds([]store.Hold{{Peer: "P", Origin: originA, Seq: 2, Since: holdTime(5)}}))
+	want := []store.Hold{
 		{Peer: "P", Seq: 9, Since: holdTime(4)},
 		{Peer: "P", Origin: originA, Seq: 2, Since: holdTime(5)},
 		{Peer: "P", Origin: originB, Seq: 5, Since: holdTime(2)},
 		{Peer: "Q", Origin: originA, Seq: 3, Since: holdTime(1)},
 	}
-	checkHolds := func(want []replica.Hold) {
+	checkHolds := func(want []store.Hold) {
 		t.Helper()
 		got, err := s.Holds()
 		must(t, err)
@@ -189,14 +189,14 @@ func testHolds(t *testing.T, s replica.Store) {
 	checkHolds(want[3:])
 }
 
-func hlcOf(t *testing.T, b *replica.Batch) wire.HLC {
+func hlcOf(t *testing.T, b *store.Batch) wire.HLC {
 	t.Helper()
 	v, err := wire.ParseTxn(b.Txn)
 	must(t, err)
 	return v.HLC
 }
 
-func firstPos(arr []replica.Arrival) uint64 {
+func firstPos(arr []store.Arrival) uint64 {
 	if len(arr) == 0 {
 		return 0
 	}

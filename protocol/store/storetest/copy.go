@@ -6,33 +6,33 @@ import (
 	"slices"
 	"testing"
 
-	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/wire"
 )
 
 // The suite's part on the base copy: snapshots, copied chunks, the end of a copy, and
 // dropped tombstones; anti-entropy's repairs.
 
-func rec(table, key, value string, hlc wire.HLC, o wire.OriginID) replica.Record {
-	return replica.Record{Table: []byte(table), Key: []byte(key), Value: []byte(value), HLC: hlc, Origin: o}
+func rec(table, key, value string, hlc wire.HLC, o wire.OriginID) store.Record {
+	return store.Record{Table: []byte(table), Key: []byte(key), Value: []byte(value), HLC: hlc, Origin: o}
 }
 
-func tomb(table, key string, hlc wire.HLC, o wire.OriginID) replica.Record {
-	return replica.Record{Table: []byte(table), Key: []byte(key), Deleted: true, HLC: hlc, Origin: o}
+func tomb(table, key string, hlc wire.HLC, o wire.OriginID) store.Record {
+	return store.Record{Table: []byte(table), Key: []byte(key), Deleted: true, HLC: hlc, Origin: o}
 }
 
 // snapshotRecords lists what a snapshot holds after (table, key).
-func snapshotRecords(t *testing.T, sn replica.Snapshot, table, key []byte) []replica.Record {
+func snapshotRecords(t *testing.T, sn store.Snapshot, table, key []byte) []store.Record {
 	t.Helper()
-	var out []replica.Record
-	must(t, sn.Records(table, key, func(r replica.Record) bool { out = append(out, r); return true }))
+	var out []store.Record
+	must(t, sn.Records(table, key, func(r store.Record) bool { out = append(out, r); return true }))
 	return out
 }
 
 // testSnapshot: a snapshot holds the records as they were when it opened, whatever is
 // written after; it lists them in (table, key) order, tables by their names' bytes (a
 // longer name may sort first), from after any point, tombstones included.
-func testSnapshot(t *testing.T, s replica.Store) {
+func testSnapshot(t *testing.T, s store.Store) {
 	c := &chain{origin: originA}
 	apply(t, s, c.next(t, put("b", "k1", "1"), put("aa", "k2", "2"), put("aa", "k1", "3"), put("c", "k", "4")), 1)
 	apply(t, s, c.next(t, del("c", "k")), 2)
@@ -42,11 +42,11 @@ func testSnapshot(t *testing.T, s replica.Store) {
 	apply(t, s, c.next(t, put("b", "k0", "5"), put("aa", "k1", "6"), put("a", "z", "7")), 3)
 
 	h1, h2 := hlcA(1), hlcA(2)
-	want := []replica.Record{rec("aa", "k1", "3", h1, originA), rec("aa", "k2", "2", h1, originA), rec("b", "k1", "1", h1, originA), tomb("c", "k", h2, originA)}
+	want := []store.Record{rec("aa", "k1", "3", h1, originA), rec("aa", "k2", "2", h1, originA), rec("b", "k1", "1", h1, originA), tomb("c", "k", h2, originA)}
 	for _, c := range []struct {
 		name       string
 		table, key string
-		want       []replica.Record
+		want       []store.Record
 	}{
 		{"from the start", "", "", want},
 		{"after aa/k1", "aa", "k1", want[1:]},
@@ -63,7 +63,7 @@ func testSnapshot(t *testing.T, s replica.Store) {
 		}
 	}
 	n := 0
-	must(t, sn.Records(nil, nil, func(replica.Record) bool { n++; return n < 2 }))
+	must(t, sn.Records(nil, nil, func(store.Record) bool { n++; return n < 2 }))
 	if n != 2 {
 		t.Errorf("fn returning false after 2 records was called %d times", n)
 	}
@@ -83,17 +83,17 @@ func hlcA(seq uint64) wire.HLC { return wire.MakeHLC(1_700_000_000_000+seq, uint
 
 // testApplyCopy: a chunk's records, deletions and copy state are written together; RecordHLC
 // rises to the highest HLC copied; a table that loses its last record is no longer listed.
-func testApplyCopy(t *testing.T, s replica.Store) {
+func testApplyCopy(t *testing.T, s store.Store) {
 	if st, err := s.CopyState(); err != nil || st != nil {
 		t.Fatalf("the copy state of an empty store: %+v, %v", st, err)
 	}
 	c := &chain{origin: originA}
 	apply(t, s, c.next(t, put("t", "old", "1"), put("u", "only", "2")), 1)
-	state := replica.CopyState{Peer: "p", Table: []byte("t"), Key: []byte("k2"), Snapshots: 1, Records: 2, Bytes: 99, Started: 7, Tables: 1,
+	state := store.CopyState{Peer: "p", Table: []byte("t"), Key: []byte("k2"), Snapshots: 1, Records: 2, Bytes: 99, Started: 7, Tables: 1,
 		Vector: []wire.CopyPosition{{Origin: originB, Seq: 4, Hash: wire.Hash{4}, HLC: 40}}}
-	must(t, s.ApplyCopy(&replica.CopyBatch{
-		Records: []replica.Record{rec("t", "k1", "a", 1<<62, originB), tomb("t", "k2", 5, originB)},
-		Deletes: []replica.Record{{Table: []byte("t"), Key: []byte("old")}, {Table: []byte("u"), Key: []byte("only")}},
+	must(t, s.ApplyCopy(&store.CopyBatch{
+		Records: []store.Record{rec("t", "k1", "a", 1<<62, originB), tomb("t", "k2", 5, originB)},
+		Deletes: []store.Record{{Table: []byte("t"), Key: []byte("old")}, {Table: []byte("u"), Key: []byte("only")}},
 		State:   state}))
 	got, err := s.CopyState()
 	must(t, err)
@@ -101,7 +101,7 @@ func testApplyCopy(t *testing.T, s replica.Store) {
 		len(got.Vector) != 1 || got.Vector[0] != state.Vector[0] {
 		t.Fatalf("CopyState = %+v", got)
 	}
-	if got := fmtRecords(scan(t, s, "t", nil)); got != fmtRecords([]replica.Record{rec("t", "k1", "a", 1<<62, originB), tomb("t", "k2", 5, originB)}) {
+	if got := fmtRecords(scan(t, s, "t", nil)); got != fmtRecords([]store.Record{rec("t", "k1", "a", 1<<62, originB), tomb("t", "k2", 5, originB)}) {
 		t.Errorf("table t after the chunk: %s", got)
 	}
 	if h, _ := s.RecordHLC(); h != 1<<62 {
@@ -114,7 +114,7 @@ func testApplyCopy(t *testing.T, s replica.Store) {
 	}
 	// A later chunk replaces the state.
 	state.Key, state.Records = []byte("k9"), 3
-	must(t, s.ApplyCopy(&replica.CopyBatch{Records: []replica.Record{rec("t", "k9", "b", 3, originB)}, State: state}))
+	must(t, s.ApplyCopy(&store.CopyBatch{Records: []store.Record{rec("t", "k9", "b", 3, originB)}, State: state}))
 	if got, _ := s.CopyState(); got == nil || string(got.Key) != "k9" || got.Records != 3 {
 		t.Errorf("CopyState after a second chunk = %+v", got)
 	}
@@ -125,23 +125,23 @@ func testApplyCopy(t *testing.T, s replica.Store) {
 // arrival floor to the last arrival (every other log then has all its entries below it),
 // deletes what it lists and removes the copy state. A log whose cursor is at or above the
 // position, or the store's own, is refused, writing nothing.
-func testEndCopy(t *testing.T, s replica.Store) {
+func testEndCopy(t *testing.T, s store.Store) {
 	a, b := Chain(t, originA, 3), Chain(t, originB, 2)
-	for i, batch := range []*replica.Batch{a[0], b[0], a[1], b[1], a[2]} {
+	for i, batch := range []*store.Batch{a[0], b[0], a[1], b[1], a[2]} {
 		apply(t, s, batch, uint64(i+1))
 	}
-	must(t, s.ApplyCopy(&replica.CopyBatch{Records: []replica.Record{rec("t", "copied", "x", 9, originC)}, State: replica.CopyState{Peer: "p"}}))
+	must(t, s.ApplyCopy(&store.CopyBatch{Records: []store.Record{rec("t", "copied", "x", 9, originC)}, State: store.CopyState{Peer: "p"}}))
 	posA := wire.CopyPosition{Origin: originA, Seq: 10, Hash: wire.Hash{10}, HLC: 100}
 	posC := wire.CopyPosition{Origin: originC, Seq: 5, Hash: wire.Hash{5}, HLC: 50}
 	before := dump(t, s, originA, originB, originC)
-	for _, e := range []*replica.CopyEnd{
-		{Logs: []replica.CopiedLog{{Origin: originA, Position: wire.CopyPosition{Origin: originA, Seq: 3, Hash: wire.Hash{3}}}}}, // at the cursor
-		{Logs: []replica.CopiedLog{{Origin: Identity.Origin, Position: wire.CopyPosition{Origin: Identity.Origin, Seq: 3, Hash: wire.Hash{3}}}}},
-		{Logs: []replica.CopiedLog{{Origin: originC, Position: posC}, {Origin: originA, Position: posA}}}, // not ascending
-		{Logs: []replica.CopiedLog{{Origin: originA, Position: posC}}},                                    // another origin's position
-		{Logs: []replica.CopiedLog{{Origin: originA, Position: wire.CopyPosition{Origin: originA, Seq: 10}}}},
+	for _, e := range []*store.CopyEnd{
+		{Logs: []store.CopiedLog{{Origin: originA, Position: wire.CopyPosition{Origin: originA, Seq: 3, Hash: wire.Hash{3}}}}}, // at the cursor
+		{Logs: []store.CopiedLog{{Origin: Identity.Origin, Position: wire.CopyPosition{Origin: Identity.Origin, Seq: 3, Hash: wire.Hash{3}}}}},
+		{Logs: []store.CopiedLog{{Origin: originC, Position: posC}, {Origin: originA, Position: posA}}}, // not ascending
+		{Logs: []store.CopiedLog{{Origin: originA, Position: posC}}},                                    // another origin's position
+		{Logs: []store.CopiedLog{{Origin: originA, Position: wire.CopyPosition{Origin: originA, Seq: 10}}}},
 	} {
-		if err := s.EndCopy(e); !errors.Is(err, replica.ErrBadCopy) {
+		if err := s.EndCopy(e); !errors.Is(err, store.ErrBadCopy) {
 			t.Errorf("EndCopy(%+v) = %v, want ErrBadCopy", e.Logs, err)
 		}
 	}
@@ -152,8 +152,8 @@ func testEndCopy(t *testing.T, s replica.Store) {
 		t.Fatal("a refused EndCopy removed the copy state")
 	}
 
-	must(t, s.EndCopy(&replica.CopyEnd{Logs: []replica.CopiedLog{{Origin: originA, Position: posA}, {Origin: originC, Position: posC, Name: "gamma"}},
-		Deletes: []replica.Record{{Table: []byte("t"), Key: []byte("copied")}}}))
+	must(t, s.EndCopy(&store.CopyEnd{Logs: []store.CopiedLog{{Origin: originA, Position: posA}, {Origin: originC, Position: posC, Name: "gamma"}},
+		Deletes: []store.Record{{Table: []byte("t"), Key: []byte("copied")}}}))
 	vec, err := s.Vector()
 	must(t, err)
 	if e := vec.Get(originA); e.Seq != 10 || e.Hash != posA.Hash {
@@ -165,14 +165,14 @@ func testEndCopy(t *testing.T, s replica.Store) {
 	if e := vec.Get(originB); e.Seq != 2 {
 		t.Errorf("B's cursor moved: %+v", e)
 	}
-	if l := logOf(t, s, originA); l.Floor != (replica.Floor{Seq: 10, Hash: posA.Hash, HLC: 100}) || l.Below != 10 || l.Bytes != 0 {
+	if l := logOf(t, s, originA); l.Floor != (store.Floor{Seq: 10, Hash: posA.Hash, HLC: 100}) || l.Below != 10 || l.Bytes != 0 {
 		t.Errorf("A's log after the copy = %+v", l)
 	}
-	if l := logOf(t, s, originB); l.Floor != (replica.Floor{}) || l.Below != 2 || l.Bytes != uint64(len(b[0].Txn)+len(b[1].Txn)) {
+	if l := logOf(t, s, originB); l.Floor != (store.Floor{}) || l.Below != 2 || l.Bytes != uint64(len(b[0].Txn)+len(b[1].Txn)) {
 		t.Errorf("B's log after the copy = %+v, want its entries kept, all below the arrival floor", l)
 	}
 	for seq := uint64(1); seq <= 10; seq++ {
-		if _, err := s.Entry(originA, seq); !errors.Is(err, replica.ErrPurged) {
+		if _, err := s.Entry(originA, seq); !errors.Is(err, store.ErrPurged) {
 			t.Errorf("Entry(A, %d) after the copy: %v, want ErrPurged", seq, err)
 		}
 	}
@@ -182,7 +182,7 @@ func testEndCopy(t *testing.T, s replica.Store) {
 	if af, _ := s.ArrivalFloor(); af != 5 {
 		t.Errorf("ArrivalFloor after the copy = %d, want the last arrival, 5", af)
 	}
-	if _, err := s.Arrivals(4, 10); !errors.Is(err, replica.ErrPurged) {
+	if _, err := s.Arrivals(4, 10); !errors.Is(err, store.ErrPurged) {
 		t.Errorf("Arrivals below the new arrival floor: %v, want ErrPurged", err)
 	}
 	if st, err := s.CopyState(); err != nil || st != nil {
@@ -201,8 +201,8 @@ func testEndCopy(t *testing.T, s replica.Store) {
 		t.Errorf("A's log after an entry on top of the copy = %+v", l)
 	}
 	// A copy that raises nothing leaves the arrival floor alone.
-	must(t, s.ApplyCopy(&replica.CopyBatch{State: replica.CopyState{Peer: "q"}}))
-	must(t, s.EndCopy(&replica.CopyEnd{}))
+	must(t, s.ApplyCopy(&store.CopyBatch{State: store.CopyState{Peer: "q"}}))
+	must(t, s.EndCopy(&store.CopyEnd{}))
 	if af, _ := s.ArrivalFloor(); af != 5 {
 		t.Errorf("ArrivalFloor after a copy that raised nothing = %d, want 5", af)
 	}
@@ -210,18 +210,18 @@ func testEndCopy(t *testing.T, s replica.Store) {
 
 // testDropTombstones: only a tombstone that is still the record's version is dropped; a
 // put, or a tombstone of another version, stays.
-func testDropTombstones(t *testing.T, s replica.Store) {
+func testDropTombstones(t *testing.T, s store.Store) {
 	c := &chain{origin: originA}
 	apply(t, s, c.next(t, put("t", "a", "1"), put("t", "b", "2"), put("u", "c", "3")), 1)
 	apply(t, s, c.next(t, del("t", "a"), del("t", "b"), del("u", "c")), 2)
 	h2 := hlcA(2)
-	must(t, s.DropTombstones([]replica.Record{
+	must(t, s.DropTombstones([]store.Record{
 		tomb("t", "a", h2, originA),   // dropped
 		tomb("t", "b", h2+1, originA), // another version: kept
 		tomb("t", "zz", h2, originA),  // absent: nothing
 		tomb("u", "c", h2, originA),   // dropped, and u has nothing left
 	}))
-	if got := fmtRecords(scan(t, s, "t", nil)); got != fmtRecords([]replica.Record{tomb("t", "b", h2, originA)}) {
+	if got := fmtRecords(scan(t, s, "t", nil)); got != fmtRecords([]store.Record{tomb("t", "b", h2, originA)}) {
 		t.Errorf("table t: %s", got)
 	}
 	tables, err := s.Tables()
@@ -230,7 +230,7 @@ func testDropTombstones(t *testing.T, s replica.Store) {
 		t.Errorf("Tables = %q, want [t]", tables)
 	}
 	apply(t, s, c.next(t, put("t", "b", "back")), 3)
-	must(t, s.DropTombstones([]replica.Record{tomb("t", "b", h2, originA)}))
+	must(t, s.DropTombstones([]store.Record{tomb("t", "b", h2, originA)}))
 	if r, ok := get(t, s, "t", "b"); !ok || string(r.Value) != "back" {
 		t.Errorf("a put was dropped as a tombstone: %s", fmtRecord(r))
 	}
@@ -239,19 +239,19 @@ func testDropTombstones(t *testing.T, s replica.Store) {
 // testRepair: Repair writes record versions as they are (a put over a record, a tombstone,
 // a record of a new table), leaves the logs and the cursor vector alone, and raises
 // RecordHLC to its highest version.
-func testRepair(t *testing.T, s replica.Store) {
+func testRepair(t *testing.T, s store.Store) {
 	c := &chain{origin: originA}
 	apply(t, s, c.next(t, put("t", "a", "1"), put("t", "b", "2")), 1)
 	vec, err := s.Vector()
 	must(t, err)
 	logs, err := s.Logs()
 	must(t, err)
-	must(t, s.Repair([]replica.Record{rec("t", "a", "fixed", 1<<61, originB), tomb("t", "c", 3, originB), rec("w", "k", "v", 4, originC)}))
-	if got, want := fmtRecords(scan(t, s, "t", nil)), fmtRecords([]replica.Record{rec("t", "a", "fixed", 1<<61, originB),
+	must(t, s.Repair([]store.Record{rec("t", "a", "fixed", 1<<61, originB), tomb("t", "c", 3, originB), rec("w", "k", "v", 4, originC)}))
+	if got, want := fmtRecords(scan(t, s, "t", nil)), fmtRecords([]store.Record{rec("t", "a", "fixed", 1<<61, originB),
 		scan(t, s, "t", nil)[1], tomb("t", "c", 3, originB)}); got != want || string(scan(t, s, "t", nil)[1].Key) != "b" {
 		t.Errorf("table t after Repair: %s", got)
 	}
-	if got := fmtRecords(scan(t, s, "w", nil)); got != fmtRecords([]replica.Record{rec("w", "k", "v", 4, originC)}) {
+	if got := fmtRecords(scan(t, s, "w", nil)); got != fmtRecords([]store.Record{rec("w", "k", "v", 4, originC)}) {
 		t.Errorf("table w after Repair: %s", got)
 	}
 	tables, err := s.Tables()

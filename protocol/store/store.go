@@ -1,4 +1,4 @@
-package replica
+package store
 
 import (
 	"bytes"
@@ -292,20 +292,20 @@ type Batch struct {
 
 // Store errors.
 var (
-	ErrNotFound = errors.New("replica: not found")
-	ErrNotNext  = errors.New("replica: the entry is not the origin's next seq")
-	ErrPurged   = errors.New("replica: purged")
-	ErrBadPurge = errors.New("replica: a purge the logs do not allow")
-	ErrBadCopy  = errors.New("replica: a copy's end the logs do not allow")
+	ErrNotFound = errors.New("store: not found")
+	ErrNotNext  = errors.New("store: the entry is not the origin's next seq")
+	ErrPurged   = errors.New("store: purged")
+	ErrBadPurge = errors.New("store: a purge the logs do not allow")
+	ErrBadCopy  = errors.New("store: a copy's end the logs do not allow")
 	// ErrRecordDamaged marks a stored record a store cannot decode (a bad disk, a file
 	// restored or edited around the store). Reading it is an error of the entries that
 	// touch its key, not of the store: such an entry counts against its origin's retry
 	// budget (retry.go) while the rest applies.
-	ErrRecordDamaged = errors.New("replica: a stored record is damaged")
+	ErrRecordDamaged = errors.New("store: a stored record is damaged")
 	// A store reports a damaged record as a *DamagedRecordError, which wraps it.
 	// ErrCannotApply marks a batch a store refuses for what the batch holds, while other
 	// batches write: an error that belongs to one entry, counted like ErrRecordDamaged.
-	ErrCannotApply = errors.New("replica: the store cannot apply this entry")
+	ErrCannotApply = errors.New("store: the store cannot apply this entry")
 )
 
 // DamagedRecordError is a stored record a store cannot decode, named by its table and key:
@@ -321,23 +321,6 @@ func (e *DamagedRecordError) Error() string {
 }
 
 func (e *DamagedRecordError) Unwrap() error { return ErrRecordDamaged }
-
-// scanReadable is Store.Scan over the records this node can read: a record the store
-// cannot decode (DamagedRecordError) is counted in RecordsDamaged and passed over, and the
-// scan goes on after it. Anti-entropy then finds the range differing and writes a peer's
-// version over it; retention's tombstone walk and a copy's check of its own records treat
-// it as absent. It reports false when the store failed otherwise (r.check).
-func (r *Replica) scanReadable(table, after []byte, fn func(Record) bool) bool {
-	for {
-		err := r.store.Scan(table, after, fn)
-		var de *DamagedRecordError
-		if !errors.As(err, &de) || !bytes.Equal(de.Table, table) || bytes.Compare(de.Key, after) <= 0 && after != nil {
-			return r.check(err)
-		}
-		r.counters.RecordsDamaged++
-		after = de.Key
-	}
-}
 
 // CheckBatch is the check every Store's Apply makes before it writes anything, against the
 // origin's cursor: a non-zero origin; b.Seq is the cursor's seq + 1 (else ErrNotNext);
@@ -365,4 +348,14 @@ func CheckBatch(b *Batch, cursor vector.Entry) error {
 		return fmt.Errorf("%w: origin %s seq %d follows hash %s, cursor hash is %s", ErrNotNext, b.Origin, b.Seq, v.Prev, cursor.Hash)
 	}
 	return nil
+}
+
+// Newer reports whether version (h1, o1) is strictly newer than (h2, o2): the conflict
+// order of last-writer-wins, by HLC time, then by origin id. It is total, and decided by
+// what a record carries only, so every node orders two versions alike.
+func Newer(h1 wire.HLC, o1 wire.OriginID, h2 wire.HLC, o2 wire.OriginID) bool {
+	if h1 != h2 {
+		return h1 > h2
+	}
+	return bytes.Compare(o1[:], o2[:]) > 0
 }

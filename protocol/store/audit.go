@@ -1,4 +1,4 @@
-package replica
+package store
 
 import (
 	"bytes"
@@ -144,7 +144,7 @@ func Audit(s Store, limit int) ([]string, error) {
 			copiedAhead := r.HLC > headHLC[r.Origin]
 			switch {
 			case ok && w.Deleted == r.Deleted && w.HLC == r.HLC && w.Origin == r.Origin && bytes.Equal(w.Value, r.Value):
-			case (fromPurged || copiedAhead) && (!ok || newer(r.HLC, r.Origin, w.HLC, w.Origin)):
+			case (fromPurged || copiedAhead) && (!ok || Newer(r.HLC, r.Origin, w.HLC, w.Origin)):
 			case !ok:
 				a.add("record %s/%q is in no log", r.Table, r.Key)
 			default:
@@ -189,7 +189,7 @@ func replayLWW(records map[string]Record, v *wire.TxnView) {
 	it := v.Ops()
 	for op, ok := it.Next(); ok; op, ok = it.Next() {
 		k := recordKey(op.Table, op.Key)
-		if old, found := records[k]; found && newer(old.HLC, old.Origin, v.HLC, v.Origin) {
+		if old, found := records[k]; found && Newer(old.HLC, old.Origin, v.HLC, v.Origin) {
 			continue
 		}
 		r := Record{Table: bytes.Clone(op.Table), Key: bytes.Clone(op.Key), Deleted: op.Kind == wire.OpDelete, HLC: v.HLC, Origin: v.Origin}

@@ -1,4 +1,4 @@
-// Package storetest owns the test suite of replica.Store: every Store implementation (the
+// Package storetest owns the test suite of store.Store: every Store implementation (the
 // in-memory one of package memstore, the RocksDB one of the native shell) runs Run, so
 // that they all have exactly the semantics documented on the interface.
 package storetest
@@ -12,13 +12,13 @@ import (
 	"strings"
 	"testing"
 
-	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
 
 // Identity is the identity of every store that open gives Run.
-var Identity = replica.Identity{Origin: Origin(0x5e), Name: "self"}
+var Identity = store.Identity{Origin: Origin(0x5e), Name: "self"}
 
 // Origin returns a deterministic origin id for test origin n (not zero when n is not).
 func Origin(n byte) wire.OriginID {
@@ -31,10 +31,10 @@ func Origin(n byte) wire.OriginID {
 
 // Chain returns the first n transactions of origin o as batches: transaction seq puts the
 // value "v<seq>" at key "<o>-<seq>" of table "t", and the batch's records are that put.
-func Chain(t testing.TB, o wire.OriginID, n int) []*replica.Batch {
+func Chain(t testing.TB, o wire.OriginID, n int) []*store.Batch {
 	t.Helper()
 	c := &chain{origin: o}
-	out := make([]*replica.Batch, n)
+	out := make([]*store.Batch, n)
 	for i := range out {
 		seq := c.seq + 1
 		out[i] = c.next(t, put("t", fmt.Sprintf("%x-%d", o[:2], seq), fmt.Sprintf("v%d", seq)))
@@ -51,7 +51,7 @@ type chain struct {
 
 // next builds the next transaction of the chain from ops; its records are the ops' results
 // at the transaction's HLC.
-func (c *chain) next(t testing.TB, ops ...wire.Op) *replica.Batch {
+func (c *chain) next(t testing.TB, ops ...wire.Op) *store.Batch {
 	t.Helper()
 	c.seq++
 	hlc := wire.MakeHLC(1_700_000_000_000+c.seq, uint16(c.origin[0]))
@@ -59,9 +59,9 @@ func (c *chain) next(t testing.TB, ops ...wire.Op) *replica.Batch {
 	if err != nil {
 		t.Fatalf("encoding seq %d: %v", c.seq, err)
 	}
-	b := &replica.Batch{Origin: c.origin, Seq: c.seq, Hash: sha256.Sum256(txn), Txn: txn}
+	b := &store.Batch{Origin: c.origin, Seq: c.seq, Hash: sha256.Sum256(txn), Txn: txn}
 	for _, op := range ops {
-		b.Records = append(b.Records, replica.Record{Table: op.Table, Key: op.Key, Value: op.Value,
+		b.Records = append(b.Records, store.Record{Table: op.Table, Key: op.Key, Value: op.Value,
 			Deleted: op.Kind == wire.OpDelete, HLC: hlc, Origin: c.origin})
 	}
 	c.prev = b.Hash
@@ -77,7 +77,7 @@ func del(table, key string) wire.Op {
 }
 
 // Run runs the suite. open returns a new, empty store whose identity is Identity.
-func Run(t *testing.T, open func(t *testing.T) replica.Store) {
+func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Empty", func(t *testing.T) { testEmpty(t, open(t)) })
 	t.Run("ApplyInterleaved", func(t *testing.T) { testApplyInterleaved(t, open(t)) })
 	t.Run("RefusesWritingNothing", func(t *testing.T) { testRefuses(t, open(t)) })
@@ -103,12 +103,12 @@ func Run(t *testing.T, open func(t *testing.T) replica.Store) {
 // restarted process finds (the Store contract: an Apply that returned survives a crash of
 // the process). open returns a new, empty store; reopen closes a store the way a killed
 // process leaves it (without Sync) and opens it again.
-func RunReopen(t *testing.T, open func(t *testing.T) replica.Store, reopen func(t *testing.T, s replica.Store) replica.Store) {
+func RunReopen(t *testing.T, open func(t *testing.T) store.Store, reopen func(t *testing.T, s store.Store) store.Store) {
 	s := open(t)
 	a, b := Chain(t, originA, 3), Chain(t, originB, 2)
 	a[0].Name, b[0].Name = "alpha", "beta"
 	a[1].PeerOrigin, a[1].PeerCursor = peerP, 7
-	for i, batch := range []*replica.Batch{a[0], b[0], a[1], b[1], a[2]} {
+	for i, batch := range []*store.Batch{a[0], b[0], a[1], b[1], a[2]} {
 		apply(t, s, batch, uint64(i+1))
 	}
 	must(t, s.SetPeerCursor(peerQ, 3))
@@ -116,13 +116,13 @@ func RunReopen(t *testing.T, open func(t *testing.T) replica.Store, reopen func(
 	apply(t, s, more.next(t, del("t", fmt.Sprintf("%x-%d", originB[:2], 1))), 6)
 	// A purge (A to 1 with the arrival floor at 1; B's first entry, position 2, stays as a
 	// straggler after the floor passes it at 3) and holds.
-	must(t, s.Purge(&replica.Purge{Logs: []replica.PurgeLog{{Origin: originA, To: 1}}, ArrivalFloor: 1}))
-	must(t, s.Purge(&replica.Purge{ArrivalFloor: 3}))
-	must(t, s.PutHolds([]replica.Hold{{Peer: "P", Origin: originA, Seq: 2, Since: holdTime(1)},
+	must(t, s.Purge(&store.Purge{Logs: []store.PurgeLog{{Origin: originA, To: 1}}, ArrivalFloor: 1}))
+	must(t, s.Purge(&store.Purge{ArrivalFloor: 3}))
+	must(t, s.PutHolds([]store.Hold{{Peer: "P", Origin: originA, Seq: 2, Since: holdTime(1)},
 		{Peer: "Q", Seq: 4, Since: holdTime(2)}}))
 	// A copy being taken: its records and state.
-	must(t, s.ApplyCopy(&replica.CopyBatch{Records: []replica.Record{rec("u", "k", "v", 5, originC)},
-		State: replica.CopyState{Peer: "P", Table: []byte("u"), Key: []byte("k"), Snapshots: 1, Records: 1, Started: 3,
+	must(t, s.ApplyCopy(&store.CopyBatch{Records: []store.Record{rec("u", "k", "v", 5, originC)},
+		State: store.CopyState{Peer: "P", Table: []byte("u"), Key: []byte("k"), Snapshots: 1, Records: 1, Started: 3,
 			Vector: []wire.CopyPosition{{Origin: originC, Seq: 2, Hash: wire.Hash{2}, HLC: 5}}}}))
 	before := dump(t, s, originA, originB, peerP, peerQ)
 	s = reopen(t, s)
@@ -149,7 +149,7 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func apply(t *testing.T, s replica.Store, b *replica.Batch, wantPos uint64) {
+func apply(t *testing.T, s store.Store, b *store.Batch, wantPos uint64) {
 	t.Helper()
 	pos, err := s.Apply(b)
 	if err != nil {
@@ -160,35 +160,35 @@ func apply(t *testing.T, s replica.Store, b *replica.Batch, wantPos uint64) {
 	}
 }
 
-func get(t *testing.T, s replica.Store, table, key string) (replica.Record, bool) {
+func get(t *testing.T, s store.Store, table, key string) (store.Record, bool) {
 	t.Helper()
 	r, ok, err := s.Get([]byte(table), []byte(key))
 	must(t, err)
 	return r, ok
 }
 
-func scan(t *testing.T, s replica.Store, table string, after []byte) []replica.Record {
+func scan(t *testing.T, s store.Store, table string, after []byte) []store.Record {
 	t.Helper()
-	var out []replica.Record
-	must(t, s.Scan([]byte(table), after, func(r replica.Record) bool {
+	var out []store.Record
+	must(t, s.Scan([]byte(table), after, func(r store.Record) bool {
 		out = append(out, r)
 		return true
 	}))
 	return out
 }
 
-func peerCursor(t *testing.T, s replica.Store, peer wire.OriginID) uint64 {
+func peerCursor(t *testing.T, s store.Store, peer wire.OriginID) uint64 {
 	t.Helper()
 	pos, err := s.PeerCursor(peer)
 	must(t, err)
 	return pos
 }
 
-func fmtRecord(r replica.Record) string {
+func fmtRecord(r store.Record) string {
 	return fmt.Sprintf("%s/%q=%q deleted=%v hlc=%d origin=%x", r.Table, r.Key, r.Value, r.Deleted, r.HLC, r.Origin[:2])
 }
 
-func fmtRecords(rs []replica.Record) string {
+func fmtRecords(rs []store.Record) string {
 	var parts []string
 	for _, r := range rs {
 		parts = append(parts, fmtRecord(r))
@@ -198,7 +198,7 @@ func fmtRecords(rs []replica.Record) string {
 
 // dump renders everything the store holds that the interface shows, for origins (log
 // entries at seqs 1 to 8, peer cursors) and every table, in a deterministic order.
-func dump(t *testing.T, s replica.Store, origins ...wire.OriginID) string {
+func dump(t *testing.T, s store.Store, origins ...wire.OriginID) string {
 	t.Helper()
 	var w strings.Builder
 	id, err := s.Identity()
@@ -243,10 +243,10 @@ func dump(t *testing.T, s replica.Store, origins ...wire.OriginID) string {
 	for _, o := range origins {
 		for seq := uint64(1); seq <= 8; seq++ {
 			b, err := s.Entry(o, seq)
-			if errors.Is(err, replica.ErrNotFound) {
+			if errors.Is(err, store.ErrNotFound) {
 				continue
 			}
-			if errors.Is(err, replica.ErrPurged) {
+			if errors.Is(err, store.ErrPurged) {
 				fmt.Fprintf(&w, "entry %x %d purged\n", o[:2], seq)
 				continue
 			}
@@ -273,7 +273,7 @@ func dump(t *testing.T, s replica.Store, origins ...wire.OriginID) string {
 	return w.String()
 }
 
-func testEmpty(t *testing.T, s replica.Store) {
+func testEmpty(t *testing.T, s store.Store) {
 	id, err := s.Identity()
 	must(t, err)
 	if id != Identity {
@@ -294,7 +294,7 @@ func testEmpty(t *testing.T, s replica.Store) {
 	if len(arr) != 0 {
 		t.Errorf("Arrivals(0, 10) = %d entries, want 0", len(arr))
 	}
-	if b, err := s.Entry(originA, 1); !errors.Is(err, replica.ErrNotFound) {
+	if b, err := s.Entry(originA, 1); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Entry(A, 1) = %x, %v; want ErrNotFound", b, err)
 	}
 	if r, ok := get(t, s, "t", "k"); ok {
@@ -318,9 +318,9 @@ func testEmpty(t *testing.T, s replica.Store) {
 	}
 }
 
-func testApplyInterleaved(t *testing.T, s replica.Store) {
+func testApplyInterleaved(t *testing.T, s store.Store) {
 	a, b, c := Chain(t, originA, 3), Chain(t, originB, 2), Chain(t, originC, 4)
-	order := []*replica.Batch{a[0], b[0], a[1], c[0], c[1], b[1], a[2], c[2], c[3]}
+	order := []*store.Batch{a[0], b[0], a[1], c[0], c[1], b[1], a[2], c[2], c[3]}
 	for i, batch := range order {
 		apply(t, s, batch, uint64(i+1))
 		last, err := s.LastArrival()
@@ -352,7 +352,7 @@ func testApplyInterleaved(t *testing.T, s replica.Store) {
 		o   wire.OriginID
 		seq uint64
 	}{{originA, 0}, {originA, 4}, {originB, 3}, {peerP, 1}} {
-		if _, err := s.Entry(miss.o, miss.seq); !errors.Is(err, replica.ErrNotFound) {
+		if _, err := s.Entry(miss.o, miss.seq); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("Entry(%x, %d): %v, want ErrNotFound", miss.o[:2], miss.seq, err)
 		}
 	}
@@ -382,7 +382,7 @@ func testApplyInterleaved(t *testing.T, s replica.Store) {
 	checkPage(0, 0, 0, 0)
 }
 
-func testRefuses(t *testing.T, s replica.Store) {
+func testRefuses(t *testing.T, s store.Store) {
 	a := Chain(t, originA, 4)
 	b := Chain(t, originB, 2)
 	a[0].Name, a[0].PeerOrigin, a[0].PeerCursor = "alpha", peerP, 5
@@ -405,7 +405,7 @@ func testRefuses(t *testing.T, s replica.Store) {
 	seq0.Seq = 0
 	c := Chain(t, originC, 2)
 	garbage := []byte("not a transaction")
-	notNext := map[string]*replica.Batch{
+	notNext := map[string]*store.Batch{
 		"skip ahead":                      a[3],
 		"skip ahead on the cursor's hash": skipOnHash,
 		"repeat":                          a[1],
@@ -414,7 +414,7 @@ func testRefuses(t *testing.T, s replica.Store) {
 		"new origin at seq 2":             c[1],
 		"previous hash differs":           forked3,
 	}
-	other := map[string]*replica.Batch{
+	other := map[string]*store.Batch{
 		"zero origin": {Seq: 1, Txn: c[0].Txn, Hash: c[0].Hash},
 		"hash is not SHA-256 of the txn": {Origin: originA, Seq: 3, Txn: a[2].Txn, Hash: a[1].Hash,
 			Records: a[2].Records},
@@ -425,11 +425,11 @@ func testRefuses(t *testing.T, s replica.Store) {
 			Records: a[3].Records},
 	}
 	// Every refused batch also carries what would show if it were written in part.
-	extra := []replica.Record{
+	extra := []store.Record{
 		{Table: []byte("t"), Key: a[0].Records[0].Key, Value: []byte("overwritten"), HLC: 9, Origin: originA},
 		{Table: []byte("refused"), Key: []byte("k"), Value: []byte("v"), HLC: 9, Origin: originA},
 	}
-	refuse := func(name string, batch *replica.Batch, wantNotNext bool) {
+	refuse := func(name string, batch *store.Batch, wantNotNext bool) {
 		t.Helper()
 		batch.Records = append(slices.Clone(batch.Records), extra...)
 		batch.Name, batch.PeerOrigin, batch.PeerCursor = "evil", peerQ, 99
@@ -437,9 +437,9 @@ func testRefuses(t *testing.T, s replica.Store) {
 		switch {
 		case err == nil:
 			t.Errorf("%s: Apply accepted it at arrival position %d", name, pos)
-		case wantNotNext && !errors.Is(err, replica.ErrNotNext):
+		case wantNotNext && !errors.Is(err, store.ErrNotNext):
 			t.Errorf("%s: Apply: %v, want ErrNotNext", name, err)
-		case !wantNotNext && errors.Is(err, replica.ErrNotNext):
+		case !wantNotNext && errors.Is(err, store.ErrNotNext):
 			t.Errorf("%s: Apply: %v, want an error other than ErrNotNext", name, err)
 		}
 		if after := dump(t, s, origins...); after != before {
@@ -466,7 +466,7 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func testRecords(t *testing.T, s replica.Store) {
+func testRecords(t *testing.T, s store.Store) {
 	a, b := &chain{origin: originA}, &chain{origin: originB}
 	a1 := a.next(t, put("u", "k1", "u-one"), put("t", "k3", "three"), put("t", "k1", "one"))
 	b1 := b.next(t, put("t", "k2", "two"), put("t", "\xff", "high"), put("a.b", "x", "y"))
@@ -502,7 +502,7 @@ func testRecords(t *testing.T, s replica.Store) {
 		t.Errorf("Get(u, k2) found %s: tables are independent", fmtRecord(r))
 	}
 
-	keys := func(rs []replica.Record) string {
+	keys := func(rs []store.Record) string {
 		var ks []string
 		for _, r := range rs {
 			k := string(r.Key)
@@ -535,7 +535,7 @@ func testRecords(t *testing.T, s replica.Store) {
 		t.Errorf("Scan(none) = %q, want nothing", got)
 	}
 	calls := 0
-	must(t, s.Scan([]byte("t"), nil, func(r replica.Record) bool {
+	must(t, s.Scan([]byte("t"), nil, func(r store.Record) bool {
 		calls++
 		return calls < 2
 	}))
@@ -565,7 +565,7 @@ func testRecords(t *testing.T, s replica.Store) {
 	}
 }
 
-func testNames(t *testing.T, s replica.Store) {
+func testNames(t *testing.T, s store.Store) {
 	a, b := Chain(t, originA, 3), Chain(t, originB, 1)
 	a[0].Name = "alpha"
 	apply(t, s, a[0], 1)
@@ -589,7 +589,7 @@ func testNames(t *testing.T, s replica.Store) {
 	}
 }
 
-func testPeerCursor(t *testing.T, s replica.Store) {
+func testPeerCursor(t *testing.T, s store.Store) {
 	a := Chain(t, originA, 4)
 	check := func(when string, p, q uint64) {
 		t.Helper()
@@ -623,7 +623,7 @@ func testPeerCursor(t *testing.T, s replica.Store) {
 	check("batch raises Q to 7", 8, 7)
 }
 
-func testBufferReuse(t *testing.T, s replica.Store) {
+func testBufferReuse(t *testing.T, s store.Store) {
 	c := &chain{origin: originA}
 	b := c.next(t, put("t", "key", "value"))
 	txn := bytes.Clone(b.Txn)
@@ -687,7 +687,7 @@ func testBufferReuse(t *testing.T, s replica.Store) {
 	check("after the caller changed the slices it got")
 }
 
-func testSync(t *testing.T, s replica.Store) {
+func testSync(t *testing.T, s store.Store) {
 	must(t, s.Sync())
 	apply(t, s, Chain(t, originA, 1)[0], 1)
 	must(t, s.Sync())

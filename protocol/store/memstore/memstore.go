@@ -1,4 +1,4 @@
-// Package memstore owns the in-memory replica.Store: the reference implementation of the
+// Package memstore owns the in-memory store.Store: the reference implementation of the
 // store's semantics, which the simulator runs and the RocksDB store of the native shell
 // must match (both pass the suite of package storetest). Nothing is written to disk: what
 // Apply wrote survives a simulated process crash because a restarted replica is given the
@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
@@ -21,22 +21,22 @@ type logKey struct {
 	seq    uint64
 }
 
-// Store is an in-memory replica.Store. Every byte slice it holds is its own copy and is
+// Store is an in-memory store.Store. Every byte slice it holds is its own copy and is
 // never modified once stored (a later write replaces it), so copies of the Store may share
 // them.
 type Store struct {
-	id       replica.Identity
+	id       store.Identity
 	cursor   vector.Vector
 	log      map[logKey][]byte
-	logs     map[wire.OriginID]replica.Log // floor, below and bytes of each origin's log
-	arrivals [][]byte                      // arrivals[pos-1] is the encoding at arrival position pos (nil once purged)
-	afloor   uint64                        // the arrival floor
-	tables   map[string][]replica.Record   // per table, sorted by key
+	logs     map[wire.OriginID]store.Log // floor, below and bytes of each origin's log
+	arrivals [][]byte                    // arrivals[pos-1] is the encoding at arrival position pos (nil once purged)
+	afloor   uint64                      // the arrival floor
+	tables   map[string][]store.Record   // per table, sorted by key
 	names    map[wire.OriginID]string
 	peers    map[wire.OriginID]uint64
-	holds    map[holdKey]replica.Hold
-	hlc      wire.HLC           // the highest record HLC written
-	copying  *replica.CopyState // the copy being taken (nil: none)
+	holds    map[holdKey]store.Hold
+	hlc      wire.HLC         // the highest record HLC written
+	copying  *store.CopyState // the copy being taken (nil: none)
 }
 
 type holdKey struct {
@@ -44,18 +44,18 @@ type holdKey struct {
 	origin wire.OriginID
 }
 
-var _ replica.Store = (*Store)(nil)
+var _ store.Store = (*Store)(nil)
 
 // New returns an empty store with the given identity.
-func New(id replica.Identity) *Store {
+func New(id store.Identity) *Store {
 	return &Store{
 		id:     id,
 		log:    map[logKey][]byte{},
-		logs:   map[wire.OriginID]replica.Log{},
-		tables: map[string][]replica.Record{},
+		logs:   map[wire.OriginID]store.Log{},
+		tables: map[string][]store.Record{},
 		names:  map[wire.OriginID]string{},
 		peers:  map[wire.OriginID]uint64{},
-		holds:  map[holdKey]replica.Hold{},
+		holds:  map[holdKey]store.Hold{},
 	}
 }
 
@@ -65,11 +65,11 @@ func (s *Store) Clone() *Store {
 		id:       s.id,
 		cursor:   s.cursor.Clone(),
 		log:      make(map[logKey][]byte, len(s.log)),
-		logs:     make(map[wire.OriginID]replica.Log, len(s.logs)),
+		logs:     make(map[wire.OriginID]store.Log, len(s.logs)),
 		arrivals: slices.Clone(s.arrivals),
 		afloor:   s.afloor,
-		holds:    make(map[holdKey]replica.Hold, len(s.holds)),
-		tables:   make(map[string][]replica.Record, len(s.tables)),
+		holds:    make(map[holdKey]store.Hold, len(s.holds)),
+		tables:   make(map[string][]store.Record, len(s.tables)),
 		names:    make(map[wire.OriginID]string, len(s.names)),
 		peers:    make(map[wire.OriginID]uint64, len(s.peers)),
 		hlc:      s.hlc,
@@ -97,7 +97,7 @@ func (s *Store) Clone() *Store {
 }
 
 // Identity returns the identity given to New.
-func (s *Store) Identity() (replica.Identity, error) { return s.id, nil }
+func (s *Store) Identity() (store.Identity, error) { return s.id, nil }
 
 // Vector returns a copy of the cursor vector.
 func (s *Store) Vector() (vector.Vector, error) { return s.cursor.Clone(), nil }
@@ -106,28 +106,28 @@ func (s *Store) Vector() (vector.Vector, error) { return s.cursor.Clone(), nil }
 // simulator checks it after every apply).
 func (s *Store) Cursor(origin wire.OriginID) vector.Entry { return s.cursor.Get(origin) }
 
-// Entry returns a copy of the transaction encoding at (origin, seq), replica.ErrPurged at
-// or below the origin's floor, or replica.ErrNotFound.
+// Entry returns a copy of the transaction encoding at (origin, seq), store.ErrPurged at
+// or below the origin's floor, or store.ErrNotFound.
 func (s *Store) Entry(origin wire.OriginID, seq uint64) ([]byte, error) {
 	b, ok := s.log[logKey{origin, seq}]
 	if !ok {
 		if seq > 0 && seq <= s.logs[origin].Floor.Seq {
-			return nil, replica.ErrPurged
+			return nil, store.ErrPurged
 		}
-		return nil, replica.ErrNotFound
+		return nil, store.ErrNotFound
 	}
 	return bytes.Clone(b), nil
 }
 
 // Arrivals returns up to limit entries after position after, in arrival order (none when
-// limit is not positive); replica.ErrPurged when after is below the arrival floor.
-func (s *Store) Arrivals(after uint64, limit int) ([]replica.Arrival, error) {
+// limit is not positive); store.ErrPurged when after is below the arrival floor.
+func (s *Store) Arrivals(after uint64, limit int) ([]store.Arrival, error) {
 	if after < s.afloor {
-		return nil, replica.ErrPurged
+		return nil, store.ErrPurged
 	}
-	var out []replica.Arrival
+	var out []store.Arrival
 	for i := after; i < uint64(len(s.arrivals)) && len(out) < limit; i++ {
-		out = append(out, replica.Arrival{Pos: i + 1, Txn: bytes.Clone(s.arrivals[i])})
+		out = append(out, store.Arrival{Pos: i + 1, Txn: bytes.Clone(s.arrivals[i])})
 	}
 	return out, nil
 }
@@ -139,18 +139,18 @@ func (s *Store) LastArrival() (uint64, error) { return uint64(len(s.arrivals)), 
 func (s *Store) RecordHLC() (wire.HLC, error) { return s.hlc, nil }
 
 // Get returns a copy of the record's current version, tombstones included.
-func (s *Store) Get(table, key []byte) (replica.Record, bool, error) {
+func (s *Store) Get(table, key []byte) (store.Record, bool, error) {
 	recs := s.tables[string(table)]
 	i, ok := search(recs, key)
 	if !ok {
-		return replica.Record{}, false, nil
+		return store.Record{}, false, nil
 	}
 	return cloneRecord(recs[i]), true, nil
 }
 
 // Scan calls fn with a copy of each record of table whose key is after after, in key
 // order, tombstones included, until fn returns false.
-func (s *Store) Scan(table []byte, after []byte, fn func(replica.Record) bool) error {
+func (s *Store) Scan(table []byte, after []byte, fn func(store.Record) bool) error {
 	recs := s.tables[string(table)]
 	i := 0
 	if after != nil {
@@ -210,7 +210,7 @@ func (s *Store) raisePeer(peer wire.OriginID, pos uint64) {
 //   - a b.Txn whose previous hash is not the cursor's hash (ErrNotNext).
 //
 // The checks run in this order. Apply copies everything it keeps from b.
-func (s *Store) Apply(b *replica.Batch) (uint64, error) {
+func (s *Store) Apply(b *store.Batch) (uint64, error) {
 	if err := s.check(b); err != nil {
 		return 0, err
 	}
@@ -235,12 +235,12 @@ func (s *Store) Apply(b *replica.Batch) (uint64, error) {
 	return pos, nil
 }
 
-func (s *Store) check(b *replica.Batch) error {
-	return replica.CheckBatch(b, s.cursor.Get(b.Origin))
+func (s *Store) check(b *store.Batch) error {
+	return store.CheckBatch(b, s.cursor.Get(b.Origin))
 }
 
 // put inserts or replaces a record the store owns.
-func (s *Store) put(r replica.Record) {
+func (s *Store) put(r store.Record) {
 	recs := s.tables[string(r.Table)]
 	i, found := search(recs, r.Key)
 	if found {
@@ -252,11 +252,11 @@ func (s *Store) put(r replica.Record) {
 }
 
 // search finds key in recs, sorted by key: its index, or where it would be inserted.
-func search(recs []replica.Record, key []byte) (int, bool) {
-	return slices.BinarySearchFunc(recs, key, func(r replica.Record, k []byte) int { return bytes.Compare(r.Key, k) })
+func search(recs []store.Record, key []byte) (int, bool) {
+	return slices.BinarySearchFunc(recs, key, func(r store.Record, k []byte) int { return bytes.Compare(r.Key, k) })
 }
 
-func cloneRecord(r replica.Record) replica.Record {
+func cloneRecord(r store.Record) store.Record {
 	r.Table = bytes.Clone(r.Table)
 	r.Key = bytes.Clone(r.Key)
 	r.Value = bytes.Clone(r.Value)
@@ -267,8 +267,8 @@ func cloneRecord(r replica.Record) replica.Record {
 func (s *Store) Sync() error { return nil }
 
 // Logs returns each origin's log: floor, below and bytes.
-func (s *Store) Logs() (map[wire.OriginID]replica.Log, error) {
-	out := make(map[wire.OriginID]replica.Log, len(s.logs))
+func (s *Store) Logs() (map[wire.OriginID]store.Log, error) {
+	out := make(map[wire.OriginID]store.Log, len(s.logs))
 	for o, l := range s.logs {
 		out[o] = l
 	}
@@ -278,9 +278,9 @@ func (s *Store) Logs() (map[wire.OriginID]replica.Log, error) {
 // ArrivalFloor is the highest arrival position purged.
 func (s *Store) ArrivalFloor() (uint64, error) { return s.afloor, nil }
 
-// Purge checks p with replica.CheckPurge, then writes all of it.
-func (s *Store) Purge(p *replica.Purge) error {
-	plan, err := replica.CheckPurge(p, replica.PurgeView{Logs: s.logs, Cursors: s.cursor, ArrivalFloor: s.afloor,
+// Purge checks p with store.CheckPurge, then writes all of it.
+func (s *Store) Purge(p *store.Purge) error {
+	plan, err := store.CheckPurge(p, store.PurgeView{Logs: s.logs, Cursors: s.cursor, ArrivalFloor: s.afloor,
 		LastArrival: uint64(len(s.arrivals)), Entry: s.Entry, Arrivals: s.Arrivals})
 	if err != nil {
 		return err
@@ -299,12 +299,12 @@ func (s *Store) Purge(p *replica.Purge) error {
 }
 
 // Holds lists the holds, by peer and then origin.
-func (s *Store) Holds() ([]replica.Hold, error) {
-	out := make([]replica.Hold, 0, len(s.holds))
+func (s *Store) Holds() ([]store.Hold, error) {
+	out := make([]store.Hold, 0, len(s.holds))
 	for _, h := range s.holds {
 		out = append(out, h)
 	}
-	slices.SortFunc(out, func(a, b replica.Hold) int {
+	slices.SortFunc(out, func(a, b store.Hold) int {
 		if a.Peer != b.Peer {
 			return strings.Compare(a.Peer, b.Peer)
 		}
@@ -314,7 +314,7 @@ func (s *Store) Holds() ([]replica.Hold, error) {
 }
 
 // PutHolds adds or replaces holds.
-func (s *Store) PutHolds(hs []replica.Hold) error {
+func (s *Store) PutHolds(hs []store.Hold) error {
 	for _, h := range hs {
 		s.holds[holdKey{h.Peer, h.Origin}] = h
 	}
@@ -332,7 +332,7 @@ func (s *Store) DeleteHolds(peer string) error {
 }
 
 // DropTombstones deletes each listed tombstone that is still its record's version.
-func (s *Store) DropTombstones(ts []replica.Record) error {
+func (s *Store) DropTombstones(ts []store.Record) error {
 	for _, t := range ts {
 		recs := s.tables[string(t.Table)]
 		if i, ok := search(recs, t.Key); ok && recs[i].Deleted && recs[i].HLC == t.HLC && recs[i].Origin == t.Origin {
@@ -358,13 +358,13 @@ func (s *Store) remove(table, key []byte) {
 // snapshot is a copy of the tables: records are never modified once stored, so sharing
 // them with the store is safe; the per-table slices are cloned.
 type snapshot struct {
-	tables map[string][]replica.Record
+	tables map[string][]store.Record
 	names  []string
 }
 
 // Snapshot returns a view of the records as they are now.
-func (s *Store) Snapshot() (replica.Snapshot, error) {
-	sn := &snapshot{tables: make(map[string][]replica.Record, len(s.tables))}
+func (s *Store) Snapshot() (store.Snapshot, error) {
+	sn := &snapshot{tables: make(map[string][]store.Record, len(s.tables))}
 	for t, recs := range s.tables {
 		sn.tables[t] = slices.Clone(recs)
 		sn.names = append(sn.names, t)
@@ -374,7 +374,7 @@ func (s *Store) Snapshot() (replica.Snapshot, error) {
 }
 
 // Records calls fn for the records after (table, key), in (table, key) order.
-func (sn *snapshot) Records(table, key []byte, fn func(replica.Record) bool) error {
+func (sn *snapshot) Records(table, key []byte, fn func(store.Record) bool) error {
 	i, _ := slices.BinarySearch(sn.names, string(table))
 	for ; i < len(sn.names); i++ {
 		recs := sn.tables[sn.names[i]]
@@ -409,9 +409,9 @@ func (sn *snapshot) Size() (tables, records, size uint64, err error) {
 func (sn *snapshot) Release() {}
 
 // CopyState returns a copy of the copy being taken, nil when none.
-func (s *Store) CopyState() (*replica.CopyState, error) { return cloneCopyState(s.copying), nil }
+func (s *Store) CopyState() (*store.CopyState, error) { return cloneCopyState(s.copying), nil }
 
-func cloneCopyState(c *replica.CopyState) *replica.CopyState {
+func cloneCopyState(c *store.CopyState) *store.CopyState {
 	if c == nil {
 		return nil
 	}
@@ -421,7 +421,7 @@ func cloneCopyState(c *replica.CopyState) *replica.CopyState {
 }
 
 // Repair writes record versions as they are (anti-entropy).
-func (s *Store) Repair(recs []replica.Record) error {
+func (s *Store) Repair(recs []store.Record) error {
 	for _, r := range recs {
 		s.put(cloneRecord(r))
 		s.hlc = max(s.hlc, r.HLC)
@@ -432,7 +432,7 @@ func (s *Store) Repair(recs []replica.Record) error {
 // Corrupt writes a record version, or deletes the record when rec is nil, around
 // everything the replica decides: no log entry, and RecordHLC does not move. Tests use it
 // for a record lost or altered in one node's store (a bug, a restored file, a bad disk).
-func (s *Store) Corrupt(table, key []byte, rec *replica.Record) {
+func (s *Store) Corrupt(table, key []byte, rec *store.Record) {
 	if rec == nil {
 		s.remove(table, key)
 		return
@@ -443,7 +443,7 @@ func (s *Store) Corrupt(table, key []byte, rec *replica.Record) {
 }
 
 // ApplyCopy writes one copied chunk: its records, its deletions and the copy state.
-func (s *Store) ApplyCopy(b *replica.CopyBatch) error {
+func (s *Store) ApplyCopy(b *store.CopyBatch) error {
 	for _, r := range b.Deletes {
 		s.remove(r.Table, r.Key)
 	}
@@ -456,14 +456,14 @@ func (s *Store) ApplyCopy(b *replica.CopyBatch) error {
 	return nil
 }
 
-// EndCopy checks e with replica.CheckCopyEnd, then writes all of it.
-func (s *Store) EndCopy(e *replica.CopyEnd) error {
-	plan, err := replica.CheckCopyEnd(e, replica.CopyEndView{Identity: s.id.Origin, Logs: s.logs, Cursors: s.cursor,
+// EndCopy checks e with store.CheckCopyEnd, then writes all of it.
+func (s *Store) EndCopy(e *store.CopyEnd) error {
+	plan, err := store.CheckCopyEnd(e, store.CopyEndView{Identity: s.id.Origin, Logs: s.logs, Cursors: s.cursor,
 		ArrivalFloor: s.afloor, LastArrival: uint64(len(s.arrivals))})
 	if err != nil {
 		return err
 	}
-	s.logs = replica.LogsAfterCopy(plan, s.logs, s.cursor, s.afloor)
+	s.logs = store.LogsAfterCopy(plan, s.logs, s.cursor, s.afloor)
 	for _, rl := range plan.Logs {
 		for seq := rl.From; seq <= rl.To; seq++ {
 			delete(s.log, logKey{rl.Origin, seq})
@@ -486,9 +486,9 @@ func (s *Store) EndCopy(e *replica.CopyEnd) error {
 	return nil
 }
 
-// Reseed checks rs with replica.CheckReseed, then writes all of it.
-func (s *Store) Reseed(rs *replica.Reseed) error {
-	plan, err := replica.CheckReseed(rs, s.reseedView())
+// Reseed checks rs with store.CheckReseed, then writes all of it.
+func (s *Store) Reseed(rs *store.Reseed) error {
+	plan, err := store.CheckReseed(rs, s.reseedView())
 	if err != nil {
 		return err
 	}
@@ -523,7 +523,7 @@ func (s *Store) Reseed(rs *replica.Reseed) error {
 	return nil
 }
 
-func (s *Store) reseedView() replica.ReseedView {
-	return replica.ReseedView{Identity: s.id, Cursors: s.cursor, Logs: s.logs, Copying: s.copying != nil,
+func (s *Store) reseedView() store.ReseedView {
+	return store.ReseedView{Identity: s.id, Cursors: s.cursor, Logs: s.logs, Copying: s.copying != nil,
 		ArrivalFloor: s.afloor, LastArrival: uint64(len(s.arrivals)), Entry: s.Entry, Get: s.Get}
 }

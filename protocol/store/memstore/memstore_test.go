@@ -4,21 +4,21 @@ import (
 	"bytes"
 	"testing"
 
-	"plait/protocol/replica"
-	"plait/protocol/replica/memstore"
-	"plait/protocol/replica/storetest"
+	"plait/protocol/store"
+	"plait/protocol/store/memstore"
+	"plait/protocol/store/storetest"
 	"plait/protocol/wire"
 )
 
 func TestStore(t *testing.T) {
-	storetest.Run(t, func(*testing.T) replica.Store { return memstore.New(storetest.Identity) })
+	storetest.Run(t, func(*testing.T) store.Store { return memstore.New(storetest.Identity) })
 }
 
 // TestStoreReopen: the in-memory store survives a simulated process crash as the same
 // value.
 func TestStoreReopen(t *testing.T) {
-	storetest.RunReopen(t, func(*testing.T) replica.Store { return memstore.New(storetest.Identity) },
-		func(_ *testing.T, s replica.Store) replica.Store { return s })
+	storetest.RunReopen(t, func(*testing.T) store.Store { return memstore.New(storetest.Identity) },
+		func(_ *testing.T, s store.Store) store.Store { return s })
 }
 
 // TestCloneIsDeep writes to a clone and checks that the original did not change, and the
