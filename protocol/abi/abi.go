@@ -286,11 +286,12 @@ type AbortCopyMsg struct {
 	Message  string `cbor:"3,keyasint,omitempty"`
 }
 
-// CreditMsg is the credit Send has for one origin's channel.
+// CreditMsg is the credit Send has for one origin's channel. CBOR has it as an array; the
+// compact layout as a message of keys 1 and 2, its origin written even when zero.
 type CreditMsg struct {
-	_      struct{} `cbor:",toarray"`
-	Origin wire.OriginID
-	Credit uint64
+	_      struct{}      `cbor:",toarray"`
+	Origin wire.OriginID `compact:"1,always"`
+	Credit uint64        `compact:"2"`
 }
 
 // ConfigMsg is OpConfigure's payload.
@@ -394,11 +395,11 @@ type EventMsg struct {
 	Count     uint64         `cbor:"11,keyasint,omitempty"`
 	Seq       uint64         `cbor:"12,keyasint,omitempty"`
 	Hash      *wire.Hash     `cbor:"13,keyasint,omitempty"`
-	Heads     *HeadsMsg      `cbor:"14,keyasint,omitempty"`
+	Heads     *HeadsMsg      `cbor:"14,keyasint,omitempty" compact:",cbor"`
 	Outgoing  bool           `cbor:"15,keyasint,omitempty"`
 	// ABI version 3: the base copy.
-	Copy      *CopyMsg      `cbor:"16,keyasint,omitempty"`
-	CopyBegin *CopyBeginMsg `cbor:"17,keyasint,omitempty"`
+	Copy      *CopyMsg      `cbor:"16,keyasint,omitempty" compact:",cbor"`
+	CopyBegin *CopyBeginMsg `cbor:"17,keyasint,omitempty" compact:",cbor"`
 	Chunk     []byte        `cbor:"18,keyasint,omitempty"` // the CHUNK body
 	// ABI version 3, anti-entropy: the RANGEDIGEST body asked, the RANGERECORDS body answered.
 	RangeDigest []byte `cbor:"19,keyasint,omitempty"`
