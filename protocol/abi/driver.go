@@ -383,7 +383,6 @@ func (d *Driver) status() {
 		}
 	}()
 	if s := d.s; s != nil {
-		st := s.Stats()
 		m.State = uint8(s.State())
 		m.Connected = s.Connected(d.now)
 		m.HeldBytes = uint64(s.HeldBytes())
@@ -394,23 +393,14 @@ func (d *Driver) status() {
 		}
 		m.RTT = int64(s.RTT())
 		m.Version = s.Handshake().Version
-		m.Stats = StatsMsg{BytesIn: st.BytesIn, BytesOut: st.BytesOut, MessagesIn: st.MessagesIn,
-			MessagesOut: st.MessagesOut, TxnsReceived: st.TxnsReceived, TxnsSent: st.TxnsSent,
-			Duplicates: st.Duplicates, Gaps: st.Gaps, Divergences: st.Divergences,
-			IgnoredFrames: st.IgnoredFrames, ProtocolErrors: st.ProtocolErrors,
-			ResendsRequested: st.ResendsRequested, ResendsReceived: st.ResendsReceived, Discarded: st.Discarded, Stale: st.Stale,
-			RangeBytesIn: st.RangeBytesIn, RangeBytesOut: st.RangeBytesOut}
+		m.Stats = StatsOf(s.Stats())
 		m.Err = ErrorOf(s.Err())
 		if lr := s.LastReceive(); !lr.IsZero() {
 			m.LastReceive = lr.UnixNano()
 		}
-		l := s.Limits()
+		l := LimitsOf(s.Limits())
 		m.Liveness = int64(l.LivenessTimeout)
-		m.Limits = &LimitsMsg{MaxFrameBody: uint64(l.MaxFrameBody), MaxMessage: uint64(l.MaxMessage),
-			MaxSendBuffer: uint64(l.MaxSendBuffer), MaxUnackedBytes: uint64(l.MaxUnackedBytes),
-			MaxOrigins: uint64(l.MaxOrigins), HandshakeTimeout: uint64(l.HandshakeTimeout),
-			PingInterval: uint64(l.PingInterval), LivenessTimeout: uint64(l.LivenessTimeout),
-			MaxChannels: uint64(l.MaxChannels), MaxChannelBuffer: uint64(l.MaxChannelBuffer), MaxSessionBuffer: uint64(l.MaxSessionBuffer)}
+		m.Limits = &l
 		for _, c := range s.V2().Credits() {
 			m.Credits = append(m.Credits, CreditMsg{Origin: c.Origin, Credit: uint64(c.Credit)})
 		}

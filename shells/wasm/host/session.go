@@ -89,14 +89,9 @@ func newSession(in stepper, abiVersion uint32, cfg protocol.Config, timeout time
 		return nil, wire.NewError(wire.CodeBadArgument, "a guest of ABI "+strconv.FormatUint(uint64(abiVersion), 10)+
 			" does not bind handshakes to a TLS channel (ABI 3 does)")
 	}
-	l := cfg.Limits
 	msg := abi.ConfigMsg{Role: uint8(cfg.Role), Name: cfg.Name, Origin: cfg.Origin, Secret: cfg.Secret,
 		MinVersion: cfg.MinVersion, MaxVersion: cfg.MaxVersion, Capabilities: cfg.Capabilities, ExpectedPeer: cfg.ExpectedPeer,
-		Limits: abi.LimitsMsg{MaxFrameBody: uint64(l.MaxFrameBody), MaxMessage: uint64(l.MaxMessage),
-			MaxSendBuffer: uint64(l.MaxSendBuffer), MaxUnackedBytes: uint64(l.MaxUnackedBytes), MaxOrigins: uint64(l.MaxOrigins),
-			HandshakeTimeout: uint64(l.HandshakeTimeout), PingInterval: uint64(l.PingInterval), LivenessTimeout: uint64(l.LivenessTimeout),
-			MaxChannels: uint64(l.MaxChannels), MaxChannelBuffer: uint64(l.MaxChannelBuffer), MaxSessionBuffer: uint64(l.MaxSessionBuffer)},
-		DeferReady: s.deferred, ChannelBinding: cfg.ChannelBinding, Compact: abiVersion >= 4}
+		Limits: abi.LimitsOf(cfg.Limits), DeferReady: s.deferred, ChannelBinding: cfg.ChannelBinding, Compact: abiVersion >= 4}
 	if err := s.call(func(b *abi.Batch) error { return b.Configure(msg) }); err != nil {
 		_ = in.Close(context.Background()) // a discarded instance; the configure error is the one to report
 		return nil, err
@@ -275,12 +270,7 @@ func (s *Session) Err() *wire.Error { return s.st.Err.Wire() }
 
 // Stats are the session's counters.
 func (s *Session) Stats() protocol.Stats {
-	m := s.st.Stats
-	return protocol.Stats{BytesIn: m.BytesIn, BytesOut: m.BytesOut, MessagesIn: m.MessagesIn, MessagesOut: m.MessagesOut,
-		TxnsReceived: m.TxnsReceived, TxnsSent: m.TxnsSent, Duplicates: m.Duplicates, Gaps: m.Gaps,
-		Divergences: m.Divergences, IgnoredFrames: m.IgnoredFrames, ProtocolErrors: m.ProtocolErrors,
-		ResendsRequested: m.ResendsRequested, ResendsReceived: m.ResendsReceived, Discarded: m.Discarded, Stale: m.Stale,
-		RangeBytesIn: m.RangeBytesIn, RangeBytesOut: m.RangeBytesOut}
+	return s.st.Stats.Stats()
 }
 
 // Limits are the limits in effect.
@@ -289,10 +279,7 @@ func (s *Session) Limits() protocol.Limits {
 	if l == nil {
 		return protocol.Limits{}.WithDefaults()
 	}
-	return protocol.Limits{MaxFrameBody: uint32(l.MaxFrameBody), MaxMessage: int(l.MaxMessage), MaxSendBuffer: int(l.MaxSendBuffer),
-		MaxUnackedBytes: int(l.MaxUnackedBytes), MaxOrigins: int(l.MaxOrigins), HandshakeTimeout: time.Duration(l.HandshakeTimeout),
-		PingInterval: time.Duration(l.PingInterval), LivenessTimeout: time.Duration(l.LivenessTimeout), MaxChannels: int(l.MaxChannels),
-		MaxChannelBuffer: int(l.MaxChannelBuffer), MaxSessionBuffer: int(l.MaxSessionBuffer)}
+	return l.Limits()
 }
 
 // Close closes the session with a CLOSE frame.
