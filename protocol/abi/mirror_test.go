@@ -1,6 +1,9 @@
 package abi_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"reflect"
 	"testing"
 
@@ -116,4 +119,51 @@ func TestStatusMirrors(t *testing.T) {
 	mirror(t, abi.LimitsOf, func(m abi.LimitsMsg) protocol.Limits { return m.Limits() }, "MaxOutMessage")
 	mirror(t, func(h protocol.HandshakeInfo) abi.HandshakeMsg { return *abi.HandshakeOf(h) },
 		func(m abi.HandshakeMsg) protocol.HandshakeInfo { return m.Info() })
+}
+
+// TestStatusIsWritten: Driver.status sets every field of StatusMsg, so a field added to the
+// status (and its codec generated) is not left zero by a driver that never fills it. The
+// check reads driver.go: the fields status assigns (m.Field = ...) or names in a StatusMsg
+// literal.
+func TestStatusIsWritten(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "driver.go", nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := map[string]bool{}
+	for _, d := range f.Decls {
+		fn, ok := d.(*ast.FuncDecl)
+		if !ok || fn.Name.Name != "status" || fn.Recv == nil {
+			continue
+		}
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.AssignStmt:
+				for _, l := range n.Lhs {
+					if sel, ok := l.(*ast.SelectorExpr); ok {
+						if id, ok := sel.X.(*ast.Ident); ok && id.Name == "m" {
+							written[sel.Sel.Name] = true
+						}
+					}
+				}
+			case *ast.CompositeLit:
+				if id, ok := n.Type.(*ast.Ident); ok && id.Name == "StatusMsg" {
+					for _, e := range n.Elts {
+						if kv, ok := e.(*ast.KeyValueExpr); ok {
+							written[kv.Key.(*ast.Ident).Name] = true
+						}
+					}
+				}
+			}
+			return true
+		})
+	}
+	if len(written) == 0 {
+		t.Fatal("no Driver.status in driver.go")
+	}
+	for i := range reflect.TypeFor[abi.StatusMsg]().NumField() {
+		if name := reflect.TypeFor[abi.StatusMsg]().Field(i).Name; !written[name] {
+			t.Errorf("Driver.status never sets StatusMsg.%s", name)
+		}
+	}
 }
