@@ -13,7 +13,7 @@ NODES     ?= 0
 # The exact release build of the WASM core (docs/design.md §8, conformance/RELEASES.md).
 WASM_BUILD := GOFLAGS= CGO_ENABLED=0 GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildvcs=false -buildmode=c-shared
 
-.PHONY: all deps test-deps alerts page page-check demo test check purity wasip1 vet fmt-check unit multiprocess scale releases releases-check freeze conformance wasm fuzz fuzz-ci sim bench clean
+.PHONY: all deps test-deps alerts page page-check demo test check purity wasip1 generate vet fmt-check unit multiprocess scale releases releases-check freeze conformance wasm fuzz fuzz-ci sim bench clean
 
 all: test
 
@@ -52,6 +52,10 @@ purity:
 ## wasip1: the core builds for GOOS=wasip1 GOARCH=wasm without cgo
 wasip1:
 	GOFLAGS= CGO_ENABLED=0 GOOS=wasip1 GOARCH=wasm $(GO) build ./protocol/...
+
+## generate: protocol/abi's compact codec (compact_gen.go) written again from its message structs (tools/abigen); unit's go test ./tools/abigen fails when it is not current
+generate:
+	$(GO) generate ./protocol/abi
 
 vet:
 	$(GO) vet ./...

@@ -8,6 +8,8 @@ import (
 	"plait/protocol/wire"
 )
 
+//go:generate go run ../../tools/abigen
+
 // The compact records of ABI 4 (shells/wasm/ABI.md, "Compact records"). A session
 // configured with ConfigMsg.Compact answers RESULT, EVENT and STATUS in these kinds instead
 // of CBOR: under WASM, encoding CBOR records by reflection costs more than the session's
@@ -23,6 +25,14 @@ import (
 // a nested message as its own fields, and the rarely sent nested messages (HEADS, COPY,
 // COPYBEGIN content) as their CBOR encoding. A reader skips a key it does not know, so a
 // later ABI can add keys as it adds them to the CBOR messages.
+//
+// This file holds the layout's primitives. Each message's writer and reader, and
+// AppendResultCompact, AppendEventCompact and AppendStatusCompact, are generated into
+// compact_gen.go by tools/abigen from the message structs of abi.go, which are the one
+// table of the records' fields: a field added there, and go generate run, is in both
+// encodings. Generated rather than driven by a table at run time because the guest encodes
+// an EVENT per received frame under WASM, where the straight-line code costs what the
+// hand-written code did and a table walked per field would add an indirect call to each.
 const (
 	KindResultCompact Kind = 0x06 // compact ResultMsg
 	KindEventCompact  Kind = 0x07 // compact EventMsg
@@ -97,11 +107,14 @@ func (w *cw) string(k uint8, v string) {
 	}
 }
 
-// nested writes key k and the fields fill appends, as one field.
-func (w *cw) nested(k uint8, fill func()) {
+// open starts a nested message as key k's value; close(at) ends it. The length is one
+// byte until close knows it; a longer length moves the message up.
+func (w *cw) open(k uint8) int {
 	w.b = append(w.b, k, 0)
-	start := len(w.b)
-	fill()
+	return len(w.b)
+}
+
+func (w *cw) close(start int) {
 	n := len(w.b) - start
 	if n < 0x80 {
 		w.b[start-1] = byte(n)
@@ -121,138 +134,6 @@ func (w *cw) cbor(k uint8, v any) {
 		panic(err)
 	}
 	w.bytes(k, p)
-}
-
-func (w *cw) errorMsg(k uint8, e *ErrorMsg) {
-	if e == nil {
-		return
-	}
-	w.nested(k, func() {
-		w.string(1, e.Code)
-		w.string(2, e.Class)
-		w.string(3, e.Message)
-		w.uint(4, uint64(e.Frame))
-		w.int(5, e.Offset)
-	})
-}
-
-func (w *cw) handshake(k uint8, h *HandshakeMsg) {
-	if h == nil {
-		return
-	}
-	w.nested(k, func() {
-		w.uint(1, h.Version)
-		for _, c := range h.Caps {
-			w.head(2, len(c))
-			w.b = append(w.b, c...)
-		}
-		w.string(3, h.PeerName)
-		if !h.PeerOrigin.IsZero() {
-			w.bytes(4, h.PeerOrigin[:])
-		}
-		w.uint(5, h.PeerMin)
-		w.uint(6, h.PeerMax)
-		w.bool(7, h.Authenticated)
-		w.bool(8, h.Bound)
-	})
-}
-
-// AppendResultCompact appends m's compact payload to b.
-func AppendResultCompact(b []byte, m *ResultMsg) []byte {
-	w := cw{b}
-	w.uint(1, uint64(m.Op))
-	w.uint(2, m.Index)
-	w.errorMsg(3, m.Err)
-	return w.b
-}
-
-// AppendEventCompact appends m's compact payload to b.
-func AppendEventCompact(b []byte, m *EventMsg) []byte {
-	w := cw{b}
-	w.uint(1, uint64(m.Kind))
-	w.uint(2, m.Position)
-	w.bytes(3, m.Txn)
-	w.uint(4, m.Expected)
-	if m.Origin != nil {
-		w.head(5, len(m.Origin))
-		w.b = append(w.b, m.Origin[:]...)
-	}
-	w.string(6, m.Name)
-	w.uint(7, uint64(m.Frame))
-	w.handshake(8, m.Handshake)
-	w.errorMsg(9, m.Err)
-	w.bool(10, m.ByPeer)
-	w.uint(11, m.Count)
-	w.uint(12, m.Seq)
-	if m.Hash != nil {
-		w.head(13, len(m.Hash))
-		w.b = append(w.b, m.Hash[:]...)
-	}
-	if m.Heads != nil {
-		w.cbor(14, m.Heads)
-	}
-	w.bool(15, m.Outgoing)
-	if m.Copy != nil {
-		w.cbor(16, m.Copy)
-	}
-	if m.CopyBegin != nil {
-		w.cbor(17, m.CopyBegin)
-	}
-	w.bytes(18, m.Chunk)
-	w.bytes(19, m.RangeDigest)
-	w.bytes(20, m.Range)
-	return w.b
-}
-
-// AppendStatusCompact appends m's compact payload to b.
-func AppendStatusCompact(b []byte, m *StatusMsg) []byte {
-	w := cw{b}
-	w.bool(1, m.Configured)
-	w.uint(2, uint64(m.State))
-	w.bool(3, m.Connected)
-	w.uint(4, m.HeldBytes)
-	w.bool(5, m.ReadPaused)
-	w.uint(6, m.SendBudget)
-	w.int(7, m.Deadline)
-	w.int(8, m.RTT)
-	w.uint(9, m.Version)
-	if s := &m.Stats; *s != (StatsMsg{}) {
-		w.nested(10, func() {
-			for i, v := range [...]uint64{s.BytesIn, s.BytesOut, s.MessagesIn, s.MessagesOut, s.TxnsReceived, s.TxnsSent,
-				s.Duplicates, s.Gaps, s.Divergences, s.IgnoredFrames, s.ProtocolErrors, s.ResendsRequested,
-				s.ResendsReceived, s.Discarded, s.Stale, s.RangeBytesIn, s.RangeBytesOut} {
-				w.uint(uint8(i+1), v)
-			}
-		})
-	}
-	w.errorMsg(11, m.Err)
-	w.int(12, m.LastReceive)
-	w.int(13, m.Liveness)
-	w.uint(14, m.MinVersion)
-	w.uint(15, m.MaxVersion)
-	w.handshake(16, m.Handshake)
-	if l := m.Limits; l != nil {
-		w.nested(17, func() {
-			for i, v := range [...]uint64{l.MaxFrameBody, l.MaxMessage, l.MaxSendBuffer, l.MaxUnackedBytes, l.MaxOrigins,
-				l.HandshakeTimeout, l.PingInterval, l.LivenessTimeout, l.MaxChannels, l.MaxChannelBuffer, l.MaxSessionBuffer} {
-				w.uint(uint8(i+1), v)
-			}
-		})
-	}
-	for _, c := range m.Credits {
-		w.nested(18, func() {
-			w.bytes(1, c.Origin[:])
-			w.uint(2, c.Credit)
-		})
-	}
-	w.bool(19, m.HasReady)
-	w.bool(20, m.Resumed)
-	w.uint(21, m.CopyCredit)
-	if m.ClockOffset != nil {
-		w.signed(22, *m.ClockOffset)
-	}
-	w.bool(23, m.RangeAsked)
-	return w.b
 }
 
 // ---- reading ----
@@ -344,72 +225,11 @@ func (r *cr) cbor(k uint64, v []byte, into any) {
 	}
 }
 
-// sub reads a nested message's fields with fill, keeping the first error.
-func (r *cr) sub(v []byte, fill func(s *cr)) {
-	s := cr{b: v}
-	fill(&s)
+// keep takes the first error of s, the reader of a nested message.
+func (r *cr) keep(s *cr) {
 	if s.err != nil && r.err == nil {
 		r.err = s.err
 	}
-}
-
-func (r *cr) errorMsg(v []byte) *ErrorMsg {
-	e := &ErrorMsg{}
-	r.sub(v, func(s *cr) {
-		for k, v, ok := s.next(); ok; k, v, ok = s.next() {
-			switch k {
-			case 1:
-				e.Code = string(v)
-			case 2:
-				e.Class = string(v)
-			case 3:
-				e.Message = string(v)
-			case 4:
-				e.Frame = s.u8(k, v)
-			case 5:
-				e.Offset = s.int(k, v)
-			}
-		}
-	})
-	return e
-}
-
-func (r *cr) handshake(v []byte) *HandshakeMsg {
-	h := &HandshakeMsg{}
-	r.sub(v, func(s *cr) {
-		for k, v, ok := s.next(); ok; k, v, ok = s.next() {
-			switch k {
-			case 1:
-				h.Version = s.uint(k, v)
-			case 2:
-				h.Caps = append(h.Caps, string(v))
-			case 3:
-				h.PeerName = string(v)
-			case 4:
-				h.PeerOrigin = s.origin(k, v)
-			case 5:
-				h.PeerMin = s.uint(k, v)
-			case 6:
-				h.PeerMax = s.uint(k, v)
-			case 7:
-				h.Authenticated = s.bool(k, v)
-			case 8:
-				h.Bound = s.bool(k, v)
-			}
-		}
-	})
-	return h
-}
-
-// uints reads a nested message of unsigned fields 1..len(into) (stats, limits).
-func (r *cr) uints(v []byte, into []*uint64) {
-	r.sub(v, func(s *cr) {
-		for k, v, ok := s.next(); ok; k, v, ok = s.next() {
-			if k >= 1 && k <= uint64(len(into)) {
-				*into[k-1] = s.uint(k, v)
-			}
-		}
-	})
 }
 
 // ParseResult decodes a RESULT record of either encoding.
@@ -421,16 +241,7 @@ func ParseResult(rec Record) (ResultMsg, error) {
 		return m, err
 	case KindResultCompact:
 		r := cr{b: rec.Payload}
-		for k, v, ok := r.next(); ok; k, v, ok = r.next() {
-			switch k {
-			case 1:
-				m.Op = r.u8(k, v)
-			case 2:
-				m.Index = r.uint(k, v)
-			case 3:
-				m.Err = r.errorMsg(v)
-			}
-		}
+		r.resultMsg(&m)
 		return m, r.err
 	}
 	return m, errors.New("abi: record kind " + strconv.Itoa(int(rec.Kind)) + " is not a RESULT")
@@ -445,55 +256,7 @@ func ParseEvent(rec Record) (EventMsg, error) {
 		return m, err
 	case KindEventCompact:
 		r := cr{b: rec.Payload}
-		for k, v, ok := r.next(); ok; k, v, ok = r.next() {
-			switch k {
-			case 1:
-				m.Kind = r.u8(k, v)
-			case 2:
-				m.Position = r.uint(k, v)
-			case 3:
-				m.Txn = v
-			case 4:
-				m.Expected = r.uint(k, v)
-			case 5:
-				o := r.origin(k, v)
-				m.Origin = &o
-			case 6:
-				m.Name = string(v)
-			case 7:
-				m.Frame = r.u8(k, v)
-			case 8:
-				m.Handshake = r.handshake(v)
-			case 9:
-				m.Err = r.errorMsg(v)
-			case 10:
-				m.ByPeer = r.bool(k, v)
-			case 11:
-				m.Count = r.uint(k, v)
-			case 12:
-				m.Seq = r.uint(k, v)
-			case 13:
-				h := r.hash(k, v)
-				m.Hash = &h
-			case 14:
-				m.Heads = &HeadsMsg{}
-				r.cbor(k, v, m.Heads)
-			case 15:
-				m.Outgoing = r.bool(k, v)
-			case 16:
-				m.Copy = &CopyMsg{}
-				r.cbor(k, v, m.Copy)
-			case 17:
-				m.CopyBegin = &CopyBeginMsg{}
-				r.cbor(k, v, m.CopyBegin)
-			case 18:
-				m.Chunk = v
-			case 19:
-				m.RangeDigest = v
-			case 20:
-				m.Range = v
-			}
-		}
+		r.eventMsg(&m)
 		return m, r.err
 	}
 	return m, errors.New("abi: record kind " + strconv.Itoa(int(rec.Kind)) + " is not an EVENT")
@@ -508,74 +271,7 @@ func ParseStatus(rec Record) (StatusMsg, error) {
 		return m, err
 	case KindStatusCompact:
 		r := cr{b: rec.Payload}
-		for k, v, ok := r.next(); ok; k, v, ok = r.next() {
-			switch k {
-			case 1:
-				m.Configured = r.bool(k, v)
-			case 2:
-				m.State = r.u8(k, v)
-			case 3:
-				m.Connected = r.bool(k, v)
-			case 4:
-				m.HeldBytes = r.uint(k, v)
-			case 5:
-				m.ReadPaused = r.bool(k, v)
-			case 6:
-				m.SendBudget = r.uint(k, v)
-			case 7:
-				m.Deadline = r.int(k, v)
-			case 8:
-				m.RTT = r.int(k, v)
-			case 9:
-				m.Version = r.uint(k, v)
-			case 10:
-				s := &m.Stats
-				r.uints(v, []*uint64{&s.BytesIn, &s.BytesOut, &s.MessagesIn, &s.MessagesOut, &s.TxnsReceived, &s.TxnsSent,
-					&s.Duplicates, &s.Gaps, &s.Divergences, &s.IgnoredFrames, &s.ProtocolErrors, &s.ResendsRequested,
-					&s.ResendsReceived, &s.Discarded, &s.Stale, &s.RangeBytesIn, &s.RangeBytesOut})
-			case 11:
-				m.Err = r.errorMsg(v)
-			case 12:
-				m.LastReceive = r.int(k, v)
-			case 13:
-				m.Liveness = r.int(k, v)
-			case 14:
-				m.MinVersion = r.uint(k, v)
-			case 15:
-				m.MaxVersion = r.uint(k, v)
-			case 16:
-				m.Handshake = r.handshake(v)
-			case 17:
-				l := &LimitsMsg{}
-				r.uints(v, []*uint64{&l.MaxFrameBody, &l.MaxMessage, &l.MaxSendBuffer, &l.MaxUnackedBytes, &l.MaxOrigins,
-					&l.HandshakeTimeout, &l.PingInterval, &l.LivenessTimeout, &l.MaxChannels, &l.MaxChannelBuffer, &l.MaxSessionBuffer})
-				m.Limits = l
-			case 18:
-				var c CreditMsg
-				r.sub(v, func(s *cr) {
-					for k, v, ok := s.next(); ok; k, v, ok = s.next() {
-						switch k {
-						case 1:
-							c.Origin = s.origin(k, v)
-						case 2:
-							c.Credit = s.uint(k, v)
-						}
-					}
-				})
-				m.Credits = append(m.Credits, c)
-			case 19:
-				m.HasReady = r.bool(k, v)
-			case 20:
-				m.Resumed = r.bool(k, v)
-			case 21:
-				m.CopyCredit = r.uint(k, v)
-			case 22:
-				o := r.int(k, v)
-				m.ClockOffset = &o
-			case 23:
-				m.RangeAsked = r.bool(k, v)
-			}
-		}
+		r.statusMsg(&m)
 		return m, r.err
 	}
 	return m, errors.New("abi: record kind " + strconv.Itoa(int(rec.Kind)) + " is not a STATUS")

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"plait/protocol"
-	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
 
@@ -100,6 +99,8 @@ func panicText(r any) string {
 	return "non-error panic value"
 }
 
+// run runs one command: DECODE, CONFIGURE and READY are the driver's own; every other
+// opcode is its row of commands.go, which reads the payload and calls the session.
 func (d *Driver) run(op Op, p []byte) *wire.Error {
 	if op == OpDecode {
 		return nil // answered after its RESULT
@@ -110,7 +111,8 @@ func (d *Driver) run(op Op, p []byte) *wire.Error {
 	if op == OpConfigure {
 		return d.configure(p)
 	}
-	if op < OpConfigure || op > lastOp {
+	run := rows[op]
+	if run == nil && op != OpReady {
 		return wire.NewError(wire.CodeUnknownCommand, "unknown command 0x"+strconv.FormatUint(uint64(op), 16))
 	}
 	if d.s == nil {
@@ -120,146 +122,7 @@ func (d *Driver) run(op Op, p []byte) *wire.Error {
 		d.ready = true // the output follows the RESULTs
 		return nil
 	}
-	switch op {
-	case OpStart, OpReceive, OpTick:
-		if len(p) < 8 {
-			return short(op)
-		}
-		d.now = time.Unix(0, int64(binary.BigEndian.Uint64(p))).UTC()
-		rest := p[8:]
-		switch op {
-		case OpStart:
-			return asWire(d.s.Start(d.now, rest))
-		case OpReceive:
-			return asWire(d.s.Receive(d.now, rest))
-		default:
-			return asWire(d.s.Tick(d.now))
-		}
-	case OpSubscribe:
-		var m SubscribeMsg
-		if err := decMode.Unmarshal(p, &m); err != nil {
-			return wire.NewError(wire.CodeBadArgument, "subscribe payload: "+err.Error())
-		}
-		vec := make([]vector.Entry, len(m.Vector))
-		for i, c := range m.Vector {
-			vec[i] = vector.Entry{Origin: c.Origin, Seq: c.Seq, Hash: c.Hash}
-		}
-		return asWire(d.s.V1().Subscribe(m.From, vec))
-	case OpOffer, OpAck:
-		if len(p) < 8 || (op == OpAck && len(p) != 8) {
-			return short(op)
-		}
-		pos := binary.BigEndian.Uint64(p)
-		if op == OpAck {
-			return asWire(d.s.V1().Ack(pos))
-		}
-		return asWire(d.s.V1().Offer(pos, p[8:]))
-	case OpObserve:
-		if len(p) != 16+8+32 {
-			return short(op)
-		}
-		var c vector.Entry
-		copy(c.Origin[:], p[:16])
-		c.Seq = binary.BigEndian.Uint64(p[16:24])
-		copy(c.Hash[:], p[24:])
-		return asWire(d.s.V1().Observe(c))
-	case OpName:
-		if len(p) < 16 {
-			return short(op)
-		}
-		var o wire.OriginID
-		copy(o[:], p[:16])
-		return asWire(d.s.SetOriginName(o, string(p[16:])))
-	case OpClose:
-		var m CloseMsg
-		if err := decMode.Unmarshal(p, &m); err != nil {
-			return wire.NewError(wire.CodeBadArgument, "close payload: "+err.Error())
-		}
-		return asWire(d.s.Close(wire.Code(m.Code), m.Message))
-	case OpSubscribeOrigins:
-		var m SubscribeMsg
-		if err := decMode.Unmarshal(p, &m); err != nil {
-			return wire.NewError(wire.CodeBadArgument, "subscribe payload: "+err.Error())
-		}
-		vec := make([]vector.Entry, len(m.Vector))
-		for i, c := range m.Vector {
-			vec[i] = vector.Entry{Origin: c.Origin, Seq: c.Seq, Hash: c.Hash}
-		}
-		return asWire(d.s.V2().Subscribe(vec))
-	case OpUnsubscribeOrigins, OpWithdrawHeads:
-		var m OriginsMsg
-		if err := decMode.Unmarshal(p, &m); err != nil {
-			return wire.NewError(wire.CodeBadArgument, "origins payload: "+err.Error())
-		}
-		if op == OpWithdrawHeads {
-			return asWire(d.s.V2().WithdrawHeads(m.Origins))
-		}
-		return asWire(d.s.V2().Unsubscribe(m.Origins))
-	case OpAckOrigin:
-		if len(p) != 16+8 {
-			return short(op)
-		}
-		var o wire.OriginID
-		copy(o[:], p[:16])
-		return asWire(d.s.V2().Ack(o, binary.BigEndian.Uint64(p[16:])))
-	case OpSend:
-		return asWire(d.s.V2().Send(p))
-	case OpAdvertiseHeads, OpAdvertiseFloors:
-		var m HeadsMsg
-		if err := decMode.Unmarshal(p, &m); err != nil {
-			return wire.NewError(wire.CodeBadArgument, "heads payload: "+err.Error())
-		}
-		if op == OpAdvertiseFloors {
-			return asWire(d.s.V3().AdvertiseFloors(m.Floors))
-		}
-		return asWire(d.s.V2().AdvertiseHeads(m.Heads))
-	case OpPurged:
-		if len(p) != 16+8+32 {
-			return short(op)
-		}
-		var o wire.OriginID
-		var h wire.Hash
-		copy(o[:], p[:16])
-		copy(h[:], p[24:])
-		return asWire(d.s.V3().Purged(o, binary.BigEndian.Uint64(p[16:24]), h))
-	case OpRequestCopy:
-		var m CopyMsg
-		if err := decMode.Unmarshal(p, &m); err != nil {
-			return wire.NewError(wire.CodeBadArgument, "copy payload: "+err.Error())
-		}
-		return asWire(d.s.V3().RequestCopy(m.Table, m.Key))
-	case OpAckChunk, OpEndCopy:
-		if len(p) != 0 {
-			return short(op)
-		}
-		if op == OpEndCopy {
-			return asWire(d.s.V3().EndCopy())
-		}
-		return asWire(d.s.V3().AckChunk())
-	case OpAbortCopy:
-		var m AbortCopyMsg
-		if err := decMode.Unmarshal(p, &m); err != nil {
-			return wire.NewError(wire.CodeBadArgument, "abort payload: "+err.Error())
-		}
-		return asWire(d.s.V3().AbortCopy(m.Outgoing, wire.Code(m.Code), m.Message))
-	case OpBeginCopy:
-		var m CopyBeginMsg
-		if err := decMode.Unmarshal(p, &m); err != nil {
-			return wire.NewError(wire.CodeBadArgument, "copy-begin payload: "+err.Error())
-		}
-		return asWire(d.s.V3().BeginCopy(m.Positions, m.Tables, m.Records, m.Bytes))
-	case OpSendChunk:
-		return asWire(d.s.V3().SendChunk(p))
-	case OpAskRange:
-		rd, err := wire.DecodeRangeDigest(p)
-		if err != nil {
-			return wire.NewError(wire.CodeBadArgument, "range payload: "+err.Error())
-		}
-		return asWire(d.s.V3().AskRange(rd))
-	case OpAnswerRange:
-		return asWire(d.s.V3().AnswerRange(p))
-	}
-	return wire.NewError(wire.CodeUnknownCommand, "unknown command 0x"+strconv.FormatUint(uint64(op), 16))
+	return run(d, p)
 }
 
 func short(op Op) *wire.Error {
@@ -383,7 +246,6 @@ func (d *Driver) status() {
 		}
 	}()
 	if s := d.s; s != nil {
-		st := s.Stats()
 		m.State = uint8(s.State())
 		m.Connected = s.Connected(d.now)
 		m.HeldBytes = uint64(s.HeldBytes())
@@ -394,23 +256,14 @@ func (d *Driver) status() {
 		}
 		m.RTT = int64(s.RTT())
 		m.Version = s.Handshake().Version
-		m.Stats = StatsMsg{BytesIn: st.BytesIn, BytesOut: st.BytesOut, MessagesIn: st.MessagesIn,
-			MessagesOut: st.MessagesOut, TxnsReceived: st.TxnsReceived, TxnsSent: st.TxnsSent,
-			Duplicates: st.Duplicates, Gaps: st.Gaps, Divergences: st.Divergences,
-			IgnoredFrames: st.IgnoredFrames, ProtocolErrors: st.ProtocolErrors,
-			ResendsRequested: st.ResendsRequested, ResendsReceived: st.ResendsReceived, Discarded: st.Discarded, Stale: st.Stale,
-			RangeBytesIn: st.RangeBytesIn, RangeBytesOut: st.RangeBytesOut}
+		m.Stats = StatsOf(s.Stats())
 		m.Err = ErrorOf(s.Err())
 		if lr := s.LastReceive(); !lr.IsZero() {
 			m.LastReceive = lr.UnixNano()
 		}
-		l := s.Limits()
+		l := LimitsOf(s.Limits())
 		m.Liveness = int64(l.LivenessTimeout)
-		m.Limits = &LimitsMsg{MaxFrameBody: uint64(l.MaxFrameBody), MaxMessage: uint64(l.MaxMessage),
-			MaxSendBuffer: uint64(l.MaxSendBuffer), MaxUnackedBytes: uint64(l.MaxUnackedBytes),
-			MaxOrigins: uint64(l.MaxOrigins), HandshakeTimeout: uint64(l.HandshakeTimeout),
-			PingInterval: uint64(l.PingInterval), LivenessTimeout: uint64(l.LivenessTimeout),
-			MaxChannels: uint64(l.MaxChannels), MaxChannelBuffer: uint64(l.MaxChannelBuffer), MaxSessionBuffer: uint64(l.MaxSessionBuffer)}
+		m.Limits = &l
 		for _, c := range s.V2().Credits() {
 			m.Credits = append(m.Credits, CreditMsg{Origin: c.Origin, Credit: uint64(c.Credit)})
 		}

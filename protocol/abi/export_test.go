@@ -8,3 +8,6 @@ func MarshalForTest(v any) []byte {
 	}
 	return p
 }
+
+// HasRow reports whether op is a session command with its row in commands.go.
+func HasRow(op Op) bool { return rows[op] != nil }

@@ -89,14 +89,9 @@ func newSession(in stepper, abiVersion uint32, cfg protocol.Config, timeout time
 		return nil, wire.NewError(wire.CodeBadArgument, "a guest of ABI "+strconv.FormatUint(uint64(abiVersion), 10)+
 			" does not bind handshakes to a TLS channel (ABI 3 does)")
 	}
-	l := cfg.Limits
 	msg := abi.ConfigMsg{Role: uint8(cfg.Role), Name: cfg.Name, Origin: cfg.Origin, Secret: cfg.Secret,
 		MinVersion: cfg.MinVersion, MaxVersion: cfg.MaxVersion, Capabilities: cfg.Capabilities, ExpectedPeer: cfg.ExpectedPeer,
-		Limits: abi.LimitsMsg{MaxFrameBody: uint64(l.MaxFrameBody), MaxMessage: uint64(l.MaxMessage),
-			MaxSendBuffer: uint64(l.MaxSendBuffer), MaxUnackedBytes: uint64(l.MaxUnackedBytes), MaxOrigins: uint64(l.MaxOrigins),
-			HandshakeTimeout: uint64(l.HandshakeTimeout), PingInterval: uint64(l.PingInterval), LivenessTimeout: uint64(l.LivenessTimeout),
-			MaxChannels: uint64(l.MaxChannels), MaxChannelBuffer: uint64(l.MaxChannelBuffer), MaxSessionBuffer: uint64(l.MaxSessionBuffer)},
-		DeferReady: s.deferred, ChannelBinding: cfg.ChannelBinding, Compact: abiVersion >= 4}
+		Limits: abi.LimitsOf(cfg.Limits), DeferReady: s.deferred, ChannelBinding: cfg.ChannelBinding, Compact: abiVersion >= 4}
 	if err := s.call(func(b *abi.Batch) error { return b.Configure(msg) }); err != nil {
 		_ = in.Close(context.Background()) // a discarded instance; the configure error is the one to report
 		return nil, err
@@ -173,6 +168,12 @@ func (s *Session) call(fill func(b *abi.Batch) error) error {
 	return nil
 }
 
+// send runs one session command: c's row of protocol/abi appends the arguments, and the
+// guest's driver runs the same row. Every command method below is one send.
+func send[A any](s *Session, c *abi.Cmd[A], a A) error {
+	return s.call(func(b *abi.Batch) error { return abi.Append(b, c, a) })
+}
+
 // step runs the batch with the call's deadline; an instance compiled without termination
 // checks (WithoutCallDeadline) would not see it, and gets no context to watch.
 func (s *Session) step() ([]byte, error) {
@@ -195,17 +196,17 @@ func (s *Session) die(err error) error {
 
 // Start sends the HELLO.
 func (s *Session) Start(now time.Time, nonce []byte) error {
-	return s.call(func(b *abi.Batch) error { b.Start(now, nonce); return nil })
+	return send(s, abi.CmdStart, abi.TimedMsg{Now: now, Data: nonce})
 }
 
 // Receive takes one message from the peer.
 func (s *Session) Receive(now time.Time, msg []byte) error {
-	return s.call(func(b *abi.Batch) error { b.Receive(now, msg); return nil })
+	return send(s, abi.CmdReceive, abi.TimedMsg{Now: now, Data: msg})
 }
 
 // Tick runs the timers.
 func (s *Session) Tick(now time.Time) error {
-	return s.call(func(b *abi.Batch) error { b.Tick(now); return nil })
+	return send(s, abi.CmdTick, abi.TimedMsg{Now: now})
 }
 
 // Ready hands over what the session produced since the last Ready.
@@ -275,12 +276,7 @@ func (s *Session) Err() *wire.Error { return s.st.Err.Wire() }
 
 // Stats are the session's counters.
 func (s *Session) Stats() protocol.Stats {
-	m := s.st.Stats
-	return protocol.Stats{BytesIn: m.BytesIn, BytesOut: m.BytesOut, MessagesIn: m.MessagesIn, MessagesOut: m.MessagesOut,
-		TxnsReceived: m.TxnsReceived, TxnsSent: m.TxnsSent, Duplicates: m.Duplicates, Gaps: m.Gaps,
-		Divergences: m.Divergences, IgnoredFrames: m.IgnoredFrames, ProtocolErrors: m.ProtocolErrors,
-		ResendsRequested: m.ResendsRequested, ResendsReceived: m.ResendsReceived, Discarded: m.Discarded, Stale: m.Stale,
-		RangeBytesIn: m.RangeBytesIn, RangeBytesOut: m.RangeBytesOut}
+	return s.st.Stats.Stats()
 }
 
 // Limits are the limits in effect.
@@ -289,20 +285,17 @@ func (s *Session) Limits() protocol.Limits {
 	if l == nil {
 		return protocol.Limits{}.WithDefaults()
 	}
-	return protocol.Limits{MaxFrameBody: uint32(l.MaxFrameBody), MaxMessage: int(l.MaxMessage), MaxSendBuffer: int(l.MaxSendBuffer),
-		MaxUnackedBytes: int(l.MaxUnackedBytes), MaxOrigins: int(l.MaxOrigins), HandshakeTimeout: time.Duration(l.HandshakeTimeout),
-		PingInterval: time.Duration(l.PingInterval), LivenessTimeout: time.Duration(l.LivenessTimeout), MaxChannels: int(l.MaxChannels),
-		MaxChannelBuffer: int(l.MaxChannelBuffer), MaxSessionBuffer: int(l.MaxSessionBuffer)}
+	return l.Limits()
 }
 
 // Close closes the session with a CLOSE frame.
 func (s *Session) Close(code wire.Code, message string) error {
-	return s.call(func(b *abi.Batch) error { return b.Close(code, message) })
+	return send(s, abi.CmdClose, abi.CloseMsg{Code: string(code), Message: message})
 }
 
 // SetOriginName names an origin for the peer.
 func (s *Session) SetOriginName(origin wire.OriginID, name string) error {
-	return s.call(func(b *abi.Batch) error { b.Name(origin, name); return nil })
+	return send(s, abi.CmdName, abi.NameMsg{Origin: origin, Name: name})
 }
 
 // SendBudget is how many bytes Offer or Send may still queue.
@@ -326,89 +319,81 @@ type (
 )
 
 func (c *v3Commands) AdvertiseFloors(floors []wire.Floor) error {
-	return (*Session)(c).call(func(b *abi.Batch) error { return b.AdvertiseFloors(floors) })
+	return send((*Session)(c), abi.CmdAdvertiseFloors, abi.HeadsMsg{Floors: floors})
 }
 
 func (c *v3Commands) Purged(origin wire.OriginID, seq uint64, hash wire.Hash) error {
-	return (*Session)(c).call(func(b *abi.Batch) error { b.Purged(origin, seq, hash); return nil })
+	return send((*Session)(c), abi.CmdPurged, abi.CursorMsg{Origin: origin, Seq: seq, Hash: hash})
 }
 
 func (c *v3Commands) RequestCopy(table, key []byte) error {
-	return (*Session)(c).call(func(b *abi.Batch) error { return b.RequestCopy(table, key) })
+	return send((*Session)(c), abi.CmdRequestCopy, abi.CopyMsg{Table: table, Key: key})
 }
 
 func (c *v3Commands) AckChunk() error {
-	return (*Session)(c).call(func(b *abi.Batch) error { b.AckChunk(); return nil })
+	return send((*Session)(c), abi.CmdAckChunk, struct{}{})
 }
 
 func (c *v3Commands) AbortCopy(outgoing bool, code wire.Code, msg string) error {
-	return (*Session)(c).call(func(b *abi.Batch) error { return b.AbortCopy(outgoing, code, msg) })
+	return send((*Session)(c), abi.CmdAbortCopy, abi.AbortCopyMsg{Outgoing: outgoing, Code: string(code), Message: msg})
 }
 
 func (c *v3Commands) BeginCopy(positions []wire.CopyPosition, tables, records, size uint64) error {
-	return (*Session)(c).call(func(b *abi.Batch) error { return b.BeginCopy(positions, tables, records, size) })
+	return send((*Session)(c), abi.CmdBeginCopy, abi.CopyBeginMsg{Positions: positions, Tables: tables, Records: records, Bytes: size})
 }
 
 func (c *v3Commands) SendChunk(body []byte) error {
-	return (*Session)(c).call(func(b *abi.Batch) error { b.SendChunk(body); return nil })
+	return send((*Session)(c), abi.CmdSendChunk, body)
 }
 
 // CopyCredit answers from the last status.
 func (c *v3Commands) CopyCredit() int { return int(c.st.CopyCredit) }
 
 func (c *v3Commands) EndCopy() error {
-	return (*Session)(c).call(func(b *abi.Batch) error { b.EndCopy(); return nil })
+	return send((*Session)(c), abi.CmdEndCopy, struct{}{})
 }
 
 func (c *v3Commands) AskRange(d *wire.RangeDigest) error {
-	return (*Session)(c).call(func(b *abi.Batch) error { return b.AskRange(d) })
+	return send((*Session)(c), abi.CmdAskRange, d)
 }
 
 // RangeAsked answers from the last status.
 func (c *v3Commands) RangeAsked() bool { return c.st.RangeAsked }
 
 func (c *v3Commands) AnswerRange(body []byte) error {
-	return (*Session)(c).call(func(b *abi.Batch) error { b.AnswerRange(body); return nil })
+	return send((*Session)(c), abi.CmdAnswerRange, body)
 }
 
 func (c *v1Commands) Subscribe(from uint64, vec []vector.Entry) error {
-	m := abi.SubscribeMsg{From: from}
-	for _, e := range vec {
-		m.Vector = append(m.Vector, abi.CursorMsg{Origin: e.Origin, Seq: e.Seq, Hash: e.Hash})
-	}
-	return (*Session)(c).call(func(b *abi.Batch) error { return b.Subscribe(m) })
+	return send((*Session)(c), abi.CmdSubscribe, abi.SubscribeMsg{From: from, Vector: abi.CursorsOf(vec)})
 }
 
 func (c *v1Commands) Offer(position uint64, txn []byte) error {
-	return (*Session)(c).call(func(b *abi.Batch) error { b.Offer(position, txn); return nil })
+	return send((*Session)(c), abi.CmdOffer, abi.OfferMsg{Position: position, Txn: txn})
 }
 
 func (c *v1Commands) Ack(position uint64) error {
-	return (*Session)(c).call(func(b *abi.Batch) error { b.Ack(position); return nil })
+	return send((*Session)(c), abi.CmdAck, position)
 }
 
 func (c *v1Commands) Observe(e vector.Entry) error {
-	return (*Session)(c).call(func(b *abi.Batch) error { b.Observe(e.Origin, e.Seq, e.Hash); return nil })
+	return send((*Session)(c), abi.CmdObserve, abi.CursorMsg(e))
 }
 
 func (c *v2Commands) Subscribe(cursors []vector.Entry) error {
-	vec := make([]abi.CursorMsg, len(cursors))
-	for i, e := range cursors {
-		vec[i] = abi.CursorMsg{Origin: e.Origin, Seq: e.Seq, Hash: e.Hash}
-	}
-	return (*Session)(c).call(func(b *abi.Batch) error { return b.SubscribeOrigins(vec) })
+	return send((*Session)(c), abi.CmdSubscribeOrigins, abi.SubscribeMsg{Vector: abi.CursorsOf(cursors)})
 }
 
 func (c *v2Commands) Unsubscribe(origins []wire.OriginID) error {
-	return (*Session)(c).call(func(b *abi.Batch) error { return b.UnsubscribeOrigins(origins) })
+	return send((*Session)(c), abi.CmdUnsubscribeOrigins, abi.OriginsMsg{Origins: origins})
 }
 
 func (c *v2Commands) Ack(origin wire.OriginID, seq uint64) error {
-	return (*Session)(c).call(func(b *abi.Batch) error { b.AckOrigin(origin, seq); return nil })
+	return send((*Session)(c), abi.CmdAckOrigin, abi.AckOriginMsg{Origin: origin, Seq: seq})
 }
 
 func (c *v2Commands) Send(txn []byte) error {
-	return (*Session)(c).call(func(b *abi.Batch) error { b.Send(txn); return nil })
+	return send((*Session)(c), abi.CmdSend, txn)
 }
 
 func (c *v2Commands) Credit(origin wire.OriginID) int {
@@ -429,9 +414,9 @@ func (c *v2Commands) Credits() []protocol.OriginCredit {
 }
 
 func (c *v2Commands) AdvertiseHeads(heads []wire.Head) error {
-	return (*Session)(c).call(func(b *abi.Batch) error { return b.AdvertiseHeads(heads) })
+	return send((*Session)(c), abi.CmdAdvertiseHeads, abi.HeadsMsg{Heads: heads})
 }
 
 func (c *v2Commands) WithdrawHeads(origins []wire.OriginID) error {
-	return (*Session)(c).call(func(b *abi.Batch) error { return b.WithdrawHeads(origins) })
+	return send((*Session)(c), abi.CmdWithdrawHeads, abi.OriginsMsg{Origins: origins})
 }

@@ -1,0 +1,448 @@
+// Command abigen writes protocol/abi/compact_gen.go, the compact codec of the ABI's RESULT,
+// EVENT and STATUS records (shells/wasm/ABI.md, "Compact records"), from the message structs
+// of protocol/abi: ResultMsg, EventMsg, StatusMsg and the structs their fields nest. Those
+// structs are the one table of the records' fields: a field's name, its Go type and its key
+// (the `cbor` tag's, or a `compact` tag's where the compact key differs) are written there
+// once, and the CBOR encoding (by the cbor package's reflection) and the compact one (by the
+// code generated here, without reflection, as a WASM guest needs) both follow from them.
+//
+//	go generate ./protocol/abi      (runs: go run ../../tools/abigen)
+//	go run ./tools/abigen -dir protocol/abi -check
+//
+// A field is written as its type says (the layout of shells/wasm/ABI.md): a uint8 or uint64
+// as a uvarint, an int64 as a zigzag varint, each left out when zero; a *int64 as a zigzag
+// varint whenever it is set, zero included; a bool as an empty value when true; a string or
+// []byte as its bytes when not empty; a []string as one field per element; a wire.OriginID
+// as its 16 bytes when not zero (a `compact:",always"` tag writes it zero too); a
+// *wire.OriginID or *wire.Hash as its bytes whenever set; a struct of the package as a
+// nested message of its own fields (a pointer whenever set, a value when not zero, a slice
+// one field per element); and a pointer tagged `compact:",cbor"` as its CBOR encoding. A
+// reader skips a key it does not know. A type outside this list is an error, so that a new
+// field never goes unencoded silently.
+//
+// `-check` compares instead of writing, and fails when the file is not what the structs
+// give; the test of this package does the same on every `go test ./...`.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"go/ast"
+	"go/format"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// GenFile is the file abigen writes in the package's directory.
+const GenFile = "compact_gen.go"
+
+// roots are the records with a compact kind, in the order they are written, and the name
+// of each one's exported append function.
+var roots = []struct{ typ, fn string }{
+	{"ResultMsg", "AppendResultCompact"},
+	{"EventMsg", "AppendEventCompact"},
+	{"StatusMsg", "AppendStatusCompact"},
+}
+
+func main() {
+	dir := flag.String("dir", ".", "the directory of package protocol/abi")
+	check := flag.Bool("check", false, "fail if "+GenFile+" is not what the structs give, instead of writing it")
+	flag.Parse()
+	if *check {
+		if err := Check(*dir); err != nil {
+			fmt.Fprintln(os.Stderr, "abigen:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	src, err := Generate(*dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "abigen:", err)
+		os.Exit(2)
+	}
+	if err := os.WriteFile(filepath.Join(*dir, GenFile), src, 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "abigen:", err)
+		os.Exit(2)
+	}
+}
+
+// Check reports an error when dir's GenFile differs from what Generate gives.
+func Check(dir string) error {
+	want, err := Generate(dir)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, GenFile)
+	got, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(got, want) {
+		return fmt.Errorf("%s is not what the message structs give: run go generate ./protocol/abi", path)
+	}
+	return nil
+}
+
+// kind is how a field is written and read.
+type kind int
+
+const (
+	kBool kind = iota
+	kU8
+	kU64
+	kI64
+	kPtrI64
+	kString
+	kBytes
+	kStrings
+	kOrigin
+	kPtrOrigin
+	kPtrHash
+	kCBOR        // *T, as its CBOR encoding
+	kNestedPtr   // *T, nested
+	kNestedValue // T, nested, when not zero
+	kNestedSlice // []T, one nested field per element
+)
+
+type field struct {
+	name   string
+	key    int
+	kind   kind
+	typ    string // the struct type of kCBOR and the nested kinds
+	always bool   // kOrigin: written when zero too
+}
+
+type message struct {
+	name   string
+	fields []field
+}
+
+// Generate parses the package in dir (its non-test files other than GenFile) and returns
+// the formatted source of GenFile.
+func Generate(dir string) ([]byte, error) {
+	structs, err := parseStructs(dir)
+	if err != nil {
+		return nil, err
+	}
+	var order []string
+	msgs := map[string]*message{}
+	var visit func(name string) error
+	visit = func(name string) error {
+		if msgs[name] != nil {
+			return nil
+		}
+		st, ok := structs[name]
+		if !ok {
+			return fmt.Errorf("no struct type %s in the package", name)
+		}
+		m := &message{name: name}
+		msgs[name] = m
+		order = append(order, name)
+		fs, err := fieldsOf(name, st, structs)
+		if err != nil {
+			return err
+		}
+		m.fields = fs
+		for _, f := range fs {
+			switch f.kind {
+			case kNestedPtr, kNestedValue, kNestedSlice:
+				if err := visit(f.typ); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	for _, r := range roots {
+		if err := visit(r.typ); err != nil {
+			return nil, err
+		}
+	}
+	var b bytes.Buffer
+	b.WriteString(`// Code generated by tools/abigen from the message structs of this package; DO NOT EDIT.
+
+package abi
+
+// The compact codec of the RESULT, EVENT and STATUS records (compact.go), one writer and
+// one reader per message, as tools/abigen derives them from the structs' fields and keys.
+// Edit the structs and run go generate, never this file.
+`)
+	for _, r := range roots {
+		fmt.Fprintf(&b, "\n// %s appends m's compact payload to b.\nfunc %s(b []byte, m *%s) []byte {\n\tw := cw{b}\n\tw.%s(m)\n\treturn w.b\n}\n",
+			r.fn, r.fn, r.typ, method(r.typ))
+	}
+	for _, name := range order {
+		writeWriter(&b, msgs[name])
+	}
+	for _, name := range order {
+		writeReader(&b, msgs[name])
+	}
+	src, err := format.Source(b.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("formatting the generated code: %w", err)
+	}
+	return src, nil
+}
+
+func parseStructs(dir string) (map[string]*ast.StructType, error) {
+	fset := token.NewFileSet()
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	structs := map[string]*ast.StructType{}
+	for _, name := range names {
+		base := filepath.Base(name)
+		if strings.HasSuffix(base, "_test.go") || base == GenFile {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.TYPE {
+				continue
+			}
+			for _, s := range g.Specs {
+				ts := s.(*ast.TypeSpec)
+				if st, ok := ts.Type.(*ast.StructType); ok {
+					structs[ts.Name.Name] = st
+				}
+			}
+		}
+	}
+	return structs, nil
+}
+
+// fieldsOf reads a struct's fields: each one's key and kind.
+func fieldsOf(name string, st *ast.StructType, structs map[string]*ast.StructType) ([]field, error) {
+	var out []field
+	seen := map[int]string{}
+	for _, f := range st.Fields.List {
+		var tag reflect.StructTag
+		if f.Tag != nil {
+			s, err := strconv.Unquote(f.Tag.Value)
+			if err != nil {
+				return nil, err
+			}
+			tag = reflect.StructTag(s)
+		}
+		for _, id := range f.Names {
+			if id.Name == "_" {
+				continue
+			}
+			where := name + "." + id.Name
+			fd, err := fieldOf(where, id.Name, f.Type, tag, structs)
+			if err != nil {
+				return nil, err
+			}
+			if other, dup := seen[fd.key]; dup {
+				return nil, fmt.Errorf("%s: key %d is also %s's", where, fd.key, other)
+			}
+			seen[fd.key] = where
+			out = append(out, fd)
+		}
+		if len(f.Names) == 0 {
+			return nil, fmt.Errorf("%s: an embedded field has no key", name)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].key < out[j].key })
+	return out, nil
+}
+
+func fieldOf(where, name string, typ ast.Expr, tag reflect.StructTag, structs map[string]*ast.StructType) (field, error) {
+	fd := field{name: name}
+	compact := strings.Split(tag.Get("compact"), ",")
+	key := compact[0]
+	if key == "" {
+		key = strings.Split(tag.Get("cbor"), ",")[0]
+	}
+	k, err := strconv.Atoi(key)
+	if err != nil || k < 1 || k > 127 {
+		// One byte keys: cw.head writes the key as one byte, which is its uvarint below 128.
+		return fd, fmt.Errorf("%s: no key from 1 to 127 in its cbor or compact tag (%q)", where, key)
+	}
+	fd.key = k
+	opts := map[string]bool{}
+	for _, o := range compact[1:] {
+		if o != "cbor" && o != "always" {
+			return fd, fmt.Errorf("%s: unknown compact option %q", where, o)
+		}
+		opts[o] = true
+	}
+	local := func(e ast.Expr) (string, bool) {
+		id, ok := e.(*ast.Ident)
+		if ok && structs[id.Name] != nil {
+			return id.Name, true
+		}
+		return "", false
+	}
+	ts := spell(typ)
+	switch {
+	case ts == "bool":
+		fd.kind = kBool
+	case ts == "uint8":
+		fd.kind = kU8
+	case ts == "uint64":
+		fd.kind = kU64
+	case ts == "int64":
+		fd.kind = kI64
+	case ts == "*int64":
+		fd.kind = kPtrI64
+	case ts == "string":
+		fd.kind = kString
+	case ts == "[]byte":
+		fd.kind = kBytes
+	case ts == "[]string":
+		fd.kind = kStrings
+	case ts == "wire.OriginID":
+		fd.kind, fd.always = kOrigin, opts["always"]
+	case ts == "*wire.OriginID":
+		fd.kind = kPtrOrigin
+	case ts == "*wire.Hash":
+		fd.kind = kPtrHash
+	default:
+		switch t := typ.(type) {
+		case *ast.StarExpr:
+			if s, ok := local(t.X); ok {
+				fd.typ, fd.kind = s, kNestedPtr
+				if opts["cbor"] {
+					fd.kind = kCBOR
+				}
+			}
+		case *ast.Ident:
+			if s, ok := local(t); ok {
+				fd.typ, fd.kind = s, kNestedValue
+			}
+		case *ast.ArrayType:
+			if s, ok := local(t.Elt); ok && t.Len == nil {
+				fd.typ, fd.kind = s, kNestedSlice
+			}
+		}
+		if fd.typ == "" {
+			return fd, fmt.Errorf("%s: the compact layout has no encoding for type %s (tools/abigen lists those it has)", where, ts)
+		}
+	}
+	if opts["cbor"] && fd.kind != kCBOR {
+		return fd, fmt.Errorf("%s: compact option cbor is for a pointer to a struct of the package", where)
+	}
+	if opts["always"] && fd.kind != kOrigin {
+		return fd, fmt.Errorf("%s: compact option always is for a wire.OriginID", where)
+	}
+	return fd, nil
+}
+
+// spell spells a type expression as the source does.
+func spell(e ast.Expr) string {
+	switch t := e.(type) {
+	case *ast.Ident:
+		return t.Name
+	case *ast.StarExpr:
+		return "*" + spell(t.X)
+	case *ast.SelectorExpr:
+		return spell(t.X) + "." + t.Sel.Name
+	case *ast.ArrayType:
+		if t.Len == nil {
+			return "[]" + spell(t.Elt)
+		}
+		return "[...]" + spell(t.Elt)
+	}
+	return fmt.Sprintf("%T", e)
+}
+
+// method is the name of a message's writer (on cw) and reader (on cr).
+func method(typ string) string { return strings.ToLower(typ[:1]) + typ[1:] }
+
+func writeWriter(b *bytes.Buffer, m *message) {
+	fmt.Fprintf(b, "\n// %s writes m's fields.\nfunc (w *cw) %s(m *%s) {\n", method(m.name), method(m.name), m.name)
+	for _, f := range m.fields {
+		k, v := f.key, "m."+f.name
+		switch f.kind {
+		case kBool:
+			fmt.Fprintf(b, "w.bool(%d, %s)\n", k, v)
+		case kU8:
+			fmt.Fprintf(b, "w.uint(%d, uint64(%s))\n", k, v)
+		case kU64:
+			fmt.Fprintf(b, "w.uint(%d, %s)\n", k, v)
+		case kI64:
+			fmt.Fprintf(b, "w.int(%d, %s)\n", k, v)
+		case kPtrI64:
+			fmt.Fprintf(b, "if %s != nil {\nw.signed(%d, *%s)\n}\n", v, k, v)
+		case kString:
+			fmt.Fprintf(b, "w.string(%d, %s)\n", k, v)
+		case kBytes:
+			fmt.Fprintf(b, "w.bytes(%d, %s)\n", k, v)
+		case kStrings:
+			fmt.Fprintf(b, "for _, s := range %s {\nw.head(%d, len(s))\nw.b = append(w.b, s...)\n}\n", v, k)
+		case kOrigin:
+			if f.always {
+				fmt.Fprintf(b, "w.bytes(%d, %s[:])\n", k, v)
+			} else {
+				fmt.Fprintf(b, "if !%s.IsZero() {\nw.bytes(%d, %s[:])\n}\n", v, k, v)
+			}
+		case kPtrOrigin, kPtrHash:
+			fmt.Fprintf(b, "if %s != nil {\nw.bytes(%d, %s[:])\n}\n", v, k, v)
+		case kCBOR:
+			fmt.Fprintf(b, "if %s != nil {\nw.cbor(%d, %s)\n}\n", v, k, v)
+		case kNestedPtr:
+			fmt.Fprintf(b, "if %s != nil {\nat := w.open(%d)\nw.%s(%s)\nw.close(at)\n}\n", v, k, method(f.typ), v)
+		case kNestedValue:
+			fmt.Fprintf(b, "if %s != (%s{}) {\nat := w.open(%d)\nw.%s(&%s)\nw.close(at)\n}\n", v, f.typ, k, method(f.typ), v)
+		case kNestedSlice:
+			fmt.Fprintf(b, "for i := range %s {\nat := w.open(%d)\nw.%s(&%s[i])\nw.close(at)\n}\n", v, k, method(f.typ), v)
+		}
+	}
+	b.WriteString("}\n")
+}
+
+func writeReader(b *bytes.Buffer, m *message) {
+	fmt.Fprintf(b, "\n// %s reads the fields of r into m.\nfunc (r *cr) %s(m *%s) {\n", method(m.name), method(m.name), m.name)
+	b.WriteString("for k, v, ok := r.next(); ok; k, v, ok = r.next() {\nswitch k {\n")
+	for _, f := range m.fields {
+		v := "m." + f.name
+		fmt.Fprintf(b, "case %d:\n", f.key)
+		switch f.kind {
+		case kBool:
+			fmt.Fprintf(b, "%s = r.bool(k, v)\n", v)
+		case kU8:
+			fmt.Fprintf(b, "%s = r.u8(k, v)\n", v)
+		case kU64:
+			fmt.Fprintf(b, "%s = r.uint(k, v)\n", v)
+		case kI64:
+			fmt.Fprintf(b, "%s = r.int(k, v)\n", v)
+		case kPtrI64:
+			fmt.Fprintf(b, "x := r.int(k, v)\n%s = &x\n", v)
+		case kString:
+			fmt.Fprintf(b, "%s = string(v)\n", v)
+		case kBytes:
+			fmt.Fprintf(b, "%s = v\n", v)
+		case kStrings:
+			fmt.Fprintf(b, "%s = append(%s, string(v))\n", v, v)
+		case kOrigin:
+			fmt.Fprintf(b, "%s = r.origin(k, v)\n", v)
+		case kPtrOrigin:
+			fmt.Fprintf(b, "x := r.origin(k, v)\n%s = &x\n", v)
+		case kPtrHash:
+			fmt.Fprintf(b, "x := r.hash(k, v)\n%s = &x\n", v)
+		case kCBOR:
+			fmt.Fprintf(b, "%s = &%s{}\nr.cbor(k, v, %s)\n", v, f.typ, v)
+		case kNestedPtr:
+			fmt.Fprintf(b, "%s = &%s{}\ns := cr{b: v}\ns.%s(%s)\nr.keep(&s)\n", v, f.typ, method(f.typ), v)
+		case kNestedValue:
+			fmt.Fprintf(b, "s := cr{b: v}\ns.%s(&%s)\nr.keep(&s)\n", method(f.typ), v)
+		case kNestedSlice:
+			fmt.Fprintf(b, "var x %s\ns := cr{b: v}\ns.%s(&x)\nr.keep(&s)\n%s = append(%s, x)\n", f.typ, method(f.typ), v, v)
+		}
+	}
+	b.WriteString("}\n}\n}\n")
+}
