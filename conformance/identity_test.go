@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"plait/conformance/sim"
+	"plait/protocol/replica"
 	"plait/shells/wasm/host"
 )
 
@@ -69,7 +70,7 @@ func TestSimIdentityNativeWasm(t *testing.T) {
 	for seed := uint64(1); seed <= uint64(*identitySeeds); seed++ {
 		var native, wasm []string
 		repN := sim.Random(seed, sim.Options{Trace: func(l string) { native = append(native, l) }})
-		repW := sim.Random(seed, sim.Options{Trace: func(l string) { wasm = append(wasm, l) }, NewSession: mod.NewSessionFunc(0)})
+		repW := sim.Random(seed, sim.Options{Trace: func(l string) { wasm = append(wasm, l) }, Config: replica.Config{NewSession: mod.NewSessionFunc(0)}})
 		if a, b := fmt.Sprint(repN), fmt.Sprint(repW); a != b {
 			t.Errorf("seed %d: reports differ:\nnative %s\nwasm   %s", seed, a, b)
 		}

@@ -98,7 +98,7 @@ func TestVersionMatrix(t *testing.T) {
 // pairCluster is a cluster of node A (build a) and node B (build b), connected as the cell
 // says.
 func pairCluster(t *testing.T, c matrixCell) *sim.Cluster {
-	return pairClusterOf(t, c, sim.Options{Seed: 1, Limits: sim.SimLimits})
+	return pairClusterOf(t, c, sim.Options{Seed: 1, Config: replica.Config{Limits: sim.SimLimits}})
 }
 
 // pairClusterOf is pairCluster with the cluster's options.
@@ -254,8 +254,8 @@ func writeThroughCut(t *testing.T, cl *sim.Cluster) error {
 // and nothing is copied.
 func scenarioPurgedCopy(t *testing.T, c matrixCell) (string, error) {
 	retaining := map[string]bool{"A": c.a.max >= 3, "B": true}
-	cl := pairClusterOf(t, c, sim.Options{Seed: 3, Limits: sim.SimLimits, RetainAge: time.Second, RetainHold: 2 * time.Second,
-		Retaining: retaining, CopyChunk: 1024})
+	cl := pairClusterOf(t, c, sim.Options{Seed: 3,
+		Retaining: retaining, Config: replica.Config{Limits: sim.SimLimits, RetainAge: time.Second, RetainHold: 2 * time.Second, CopyChunk: 1024}})
 	if err := writeThroughCut(t, cl); err != nil {
 		return "", err
 	}
@@ -296,8 +296,8 @@ func scenarioPurgedCopy(t *testing.T, c matrixCell) (string, error) {
 // purged answer and no copy; once caught up, the acknowledged entries are purged.
 func scenarioRetentionHold(t *testing.T, c matrixCell) (string, error) {
 	retaining := map[string]bool{"A": c.a.max >= 3, "B": true}
-	cl := pairClusterOf(t, c, sim.Options{Seed: 4, Limits: sim.SimLimits, RetainAge: time.Second, RetainHold: 30 * time.Second,
-		Retaining: retaining})
+	cl := pairClusterOf(t, c, sim.Options{Seed: 4,
+		Retaining: retaining, Config: replica.Config{Limits: sim.SimLimits, RetainAge: time.Second, RetainHold: 30 * time.Second}})
 	if err := writeThroughCut(t, cl); err != nil {
 		return "", err
 	}
@@ -325,7 +325,7 @@ func scenarioRetentionHold(t *testing.T, c matrixCell) (string, error) {
 // are repaired from the other, and every record ends the same on both. Below version 3
 // neither side can ask a range: no range is compared, and the session stays up.
 func scenarioAntiEntropy(t *testing.T, c matrixCell) (string, error) {
-	cl := pairClusterOf(t, c, sim.Options{Seed: 5, Limits: sim.SimLimits, AntiEntropyInterval: 100 * time.Millisecond})
+	cl := pairClusterOf(t, c, sim.Options{Seed: 5, Config: replica.Config{Limits: sim.SimLimits, AntiEntropyInterval: 100 * time.Millisecond}})
 	write(t, cl, "A", 10)
 	write(t, cl, "B", 10)
 	if _, err := converged(t, cl, c, "A", "B"); err != nil {
@@ -372,7 +372,7 @@ func scenarioAntiEntropy(t *testing.T, c matrixCell) (string, error) {
 // crashes while A writes on: C's channel of A moves to the other relay. C's own
 // connections speak b's version, so C receives nothing twice even when A speaks 1 only.
 func scenarioRelayFailover(t *testing.T, c matrixCell) (string, error) {
-	cl := sim.New(sim.Options{Seed: 2, Limits: sim.SimLimits})
+	cl := sim.New(sim.Options{Seed: 2, Config: replica.Config{Limits: sim.SimLimits}})
 	must(t, cl.AddNodeBuild("A", 0, c.a.newSession))
 	for _, n := range []string{"R1", "R2", "C"} {
 		must(t, cl.AddNodeBuild(n, 0, c.b.newSession))

@@ -7,6 +7,7 @@ import (
 
 	"plait/conformance/sim"
 	"plait/internal/mutate"
+	"plait/protocol/replica"
 )
 
 var mutationAll = flag.Bool("mutation.all", false, "TestMutationsAreCaught: run every seed of the range, count the failing ones")
@@ -33,7 +34,7 @@ func TestMutationsAreCaught(t *testing.T) {
 			t.Parallel() // each mutation is a value of its own runs: nothing is shared
 			caught, first := 0, ""
 			for seed := *simBase; seed < *simBase+uint64(*simSeeds); seed++ {
-				if rep := sim.Random(seed, sim.Options{Mutations: m.set}); len(rep.Failures) > 0 {
+				if rep := sim.Random(seed, sim.Options{Config: replica.Config{Mutations: m.set}}); len(rep.Failures) > 0 {
 					caught++
 					if first == "" {
 						first = fmt.Sprintf("seed %d: %s", seed, rep.Failures[0])

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"plait/internal/mutate"
+	"plait/protocol/replica"
 	"plait/protocol/store"
 	"plait/protocol/wire"
 )
@@ -161,7 +162,7 @@ func TestAntiEntropyRepairsStore(t *testing.T) {
 func TestAntiEntropyKeepsNewer(t *testing.T) {
 	for _, broken := range []bool{false, true} {
 		t.Run(fmt.Sprint("broken=", broken), func(t *testing.T) {
-			c := aeCluster(t, Options{Mutations: mutate.Set{RepairOlder: broken}}, "A", "B")
+			c := aeCluster(t, Options{Config: replica.Config{Mutations: mutate.Set{RepairOlder: broken}}}, "A", "B")
 			c.Write("A", put("k", "first"))
 			stable(t, c)
 			first, _ := record(t, c.Node("B"), "t", "k")
@@ -197,7 +198,7 @@ func TestAntiEntropyKeepsNewer(t *testing.T) {
 func TestAntiEntropyInFlight(t *testing.T) {
 	for _, broken := range []bool{false, true} {
 		t.Run(fmt.Sprint("broken=", broken), func(t *testing.T) {
-			c := aeCluster(t, Options{Mutations: mutate.Set{RepairInFlight: broken}}, "A", "B", "C")
+			c := aeCluster(t, Options{Config: replica.Config{Mutations: mutate.Set{RepairInFlight: broken}}}, "A", "B", "C")
 			c.Write("A", put("k1", "a"))
 			stable(t, c)
 			if err := c.Inject("B", "C", Drop); err != nil {
@@ -220,7 +221,7 @@ func TestAntiEntropyInFlight(t *testing.T) {
 // same version with another value cannot be told right or wrong: both nodes flag it in
 // status and neither changes its record.
 func TestAntiEntropyEqualVersionFlagged(t *testing.T) {
-	c := aeCluster(t, Options{RetainAge: time.Second, RetainHold: time.Second}, "A", "B")
+	c := aeCluster(t, Options{Config: replica.Config{RetainAge: time.Second, RetainHold: time.Second}}, "A", "B")
 	c.Write("A", put("k", "right"))
 	c.Write("A", put("other", "x"))
 	stable(t, c)
@@ -261,8 +262,7 @@ func TestAntiEntropyEqualVersionFlagged(t *testing.T) {
 func TestAntiEntropyTombstoneHorizon(t *testing.T) {
 	for _, broken := range []bool{false, true} {
 		t.Run(fmt.Sprint("broken=", broken), func(t *testing.T) {
-			c := aeCluster(t, Options{RetainAge: time.Second, RetainHold: time.Second,
-				Mutations: mutate.Set{RepairBelowHorizon: broken}}, "A", "B")
+			c := aeCluster(t, Options{Config: replica.Config{RetainAge: time.Second, RetainHold: time.Second, Mutations: mutate.Set{RepairBelowHorizon: broken}}}, "A", "B")
 			c.Write("A", put("k", "v"))
 			stable(t, c)
 			live, _ := record(t, c.Node("A"), "t", "k")

@@ -16,7 +16,7 @@ import (
 // and B passes nothing of A's it did not apply. Once the record reads again, A's entries
 // apply on the next retry, B's newer value stays, and the cluster converges.
 func TestDamagedRecordStuckOrigin(t *testing.T) {
-	c := newV2Cluster(t, Options{Seed: 7, AntiEntropyInterval: -1}, []string{"A", "B", "C"})
+	c := newV2Cluster(t, Options{Seed: 7, Config: replica.Config{AntiEntropyInterval: -1}}, []string{"A", "B", "C"})
 	b := damagedStar(t, c)
 	for i := range 30 {
 		if _, err := c.Write("C", put(fmt.Sprint("c", i), "c")); err != nil {

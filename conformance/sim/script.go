@@ -18,9 +18,9 @@ import (
 type Script struct {
 	c       *Cluster
 	seed    uint64
-	sync    time.Duration // Options.SyncDelay of the cluster
-	retain  Options       // the retention and copy options of the cluster (retain)
-	anyV1   bool          // a node spoke version 1 at some point
+	sync    time.Duration  // Options.SyncDelay of the cluster
+	retain  replica.Config // the retention and the copies' chunks of the cluster (retain)
+	anyV1   bool           // a node spoke version 1 at some point
 	trace   []string
 	written map[string]int // writes per node, numbering the values
 	moves   map[string]int // per node, moves reported so far
@@ -93,13 +93,13 @@ func (s *Script) Run(cmd string, args []Arg) string {
 
 func (s *Script) cluster() *Cluster {
 	if s.c == nil {
-		s.c = New(Options{Seed: s.seed, Limits: SimLimits, SyncDelay: s.sync, NewSession: s.NewSession,
-			RetainAge: s.retain.RetainAge, RetainBytes: s.retain.RetainBytes, RetainHold: s.retain.RetainHold,
-			CopyChunk: s.retain.CopyChunk, Trace: func(l string) { s.trace = append(s.trace, l) },
-			// Scenarios trace replication, routing and copies with their times: passes of
-			// anti-entropy would draw network delays of their own and move every time after
-			// them. Its own tests are in antientropy_test.go.
-			AntiEntropyInterval: -1})
+		cfg := s.retain // the retention and the copies' chunks that retain gave
+		cfg.Limits, cfg.NewSession = SimLimits, s.NewSession
+		// Scenarios trace replication, routing and copies with their times: passes of
+		// anti-entropy would draw network delays of their own and move every time after
+		// them. Its own tests are in antientropy_test.go.
+		cfg.AntiEntropyInterval = -1
+		s.c = New(Options{Seed: s.seed, SyncDelay: s.sync, Trace: func(l string) { s.trace = append(s.trace, l) }, Config: cfg})
 	}
 	return s.c
 }

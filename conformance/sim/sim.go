@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"plait/internal/mutate"
 	"plait/protocol"
 	"plait/protocol/replica"
 	"plait/protocol/store"
@@ -32,6 +31,12 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Options configure a cluster.
 type Options struct {
+	// Config is every node's replica configuration, as a node's shell gives it (the zero
+	// value: the replica's defaults). The cluster sets what a shell sets itself: the
+	// secret, MaxVersion and the session of each node, HoldUnsynced (SyncDelay), and a
+	// CopyRetry of 300 ms when none is given. Its retention (RetainAge, RetainBytes,
+	// RetainHold) is every node's, or, with Retaining, that of the nodes it names.
+	replica.Config
 	Seed     uint64
 	Nodes    int           // Random: the number of nodes (0: 3 to 8, drawn from the seed)
 	MinDelay time.Duration // one-way network delay range of a link (default 1–20 ms)
@@ -40,30 +45,14 @@ type Options struct {
 	// SyncDelay, when set, runs every node with replica.Config.HoldUnsynced: a write is
 	// made durable (Replica.Synced) this long after it is applied, as a group commit does,
 	// and only then served to peers.
-	SyncDelay  time.Duration
-	Limits     protocol.Limits
-	NewSession func(protocol.Config) (replica.Session, error)
+	SyncDelay time.Duration
 	// Trace, when set, receives one line per notable event (moves, faults, closes).
 	Trace func(string)
 	// Inspect, when set, is called with the cluster at the end of a random run.
 	Inspect func(*Cluster)
-	// Mutations break a decision of every node on purpose (the mutation check).
-	Mutations mutate.Set
-	// RetainAge, RetainBytes and RetainHold are every node's retention (0: the replica's
-	// defaults, under which a run of seconds purges nothing).
-	RetainAge   time.Duration
-	RetainBytes uint64
-	RetainHold  time.Duration
-	// Retaining, when set, names the nodes that run with that retention; the others keep
-	// the replica's defaults (a node standing for a release that purged nothing).
+	// Retaining, when set, names the nodes that run with Config's retention; the others
+	// keep the replica's defaults (a node standing for a release that purged nothing).
 	Retaining map[string]bool
-	// CopyChunk is the size every node's base copies aim their chunks at (0: the replica's
-	// default, bounded by the frame limit).
-	CopyChunk int
-	// AntiEntropyInterval and AntiEntropyRange are every node's anti-entropy pace and
-	// range (0: the replica's defaults; a negative interval: no passes).
-	AntiEntropyInterval time.Duration
-	AntiEntropyRange    int
 }
 
 // Cluster is the simulated world.
@@ -210,12 +199,14 @@ func (c *Cluster) AddNodeBuild(name string, maxVersion uint64, newSession func(p
 }
 
 func (c *Cluster) start(n *Node) error {
-	cfg := replica.Config{MaxVersion: n.MaxVersion, Secret: []byte("simulated cluster secret"),
-		Limits: c.opts.Limits, NewSession: c.newSession(n), HoldUnsynced: c.opts.SyncDelay > 0,
-		Mutations: c.opts.Mutations, CopyChunk: c.opts.CopyChunk, CopyRetry: 300 * time.Millisecond,
-		AntiEntropyInterval: c.opts.AntiEntropyInterval, AntiEntropyRange: c.opts.AntiEntropyRange}
-	if c.opts.Retaining == nil || c.opts.Retaining[n.Name] {
-		cfg.RetainAge, cfg.RetainBytes, cfg.RetainHold = c.opts.RetainAge, c.opts.RetainBytes, c.opts.RetainHold
+	cfg := c.opts.Config
+	cfg.MaxVersion, cfg.Secret = n.MaxVersion, []byte("simulated cluster secret")
+	cfg.NewSession, cfg.HoldUnsynced = c.newSession(n), c.opts.SyncDelay > 0
+	if cfg.CopyRetry == 0 {
+		cfg.CopyRetry = 300 * time.Millisecond
+	}
+	if c.opts.Retaining != nil && !c.opts.Retaining[n.Name] {
+		cfg.RetainAge, cfg.RetainBytes, cfg.RetainHold = 0, 0, 0
 	}
 	rep, err := replica.New(cfg, n.Store)
 	if err != nil {
