@@ -37,7 +37,7 @@ func (s *Session) Clone() *Session {
 	}
 	c.names, c.announced, c.peerOrigins = maps.Clone(s.names), maps.Clone(s.announced), maps.Clone(s.peerOrigins)
 	c.v1.unacked = s.v1.unacked.clone()
-	c.v2 = s.v2.clone()
+	c.chans = s.chans.clone()
 	return &c
 }
 
@@ -48,7 +48,7 @@ func (q ackQueue[T]) clone() ackQueue[T] {
 
 // clone copies the version-2 state: each channel once, so that the copy's maps by id and
 // by origin keep naming the same channel.
-func (v v2State) clone() v2State {
+func (v channelState) clone() channelState {
 	c := v
 	c.in, c.inOrigin = cloneChannels(v.in, v.inOrigin, func(ch inChannel) inChannel {
 		ch.pending = ch.pending.clone()

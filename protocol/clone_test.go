@@ -127,21 +127,21 @@ func TestCloneSharesNothing(t *testing.T) {
 func TestCloneKnowsEveryField(t *testing.T) {
 	p, _ := clonePair(t)
 	s := reflect.ValueOf(p.D.S).Elem()
-	v2 := s.FieldByName("v2")
-	in := v2.FieldByName("in").Type().Elem().Elem()
-	out := v2.FieldByName("out").Type().Elem().Elem()
+	chans := s.FieldByName("chans")
+	in := chans.FieldByName("in").Type().Elem().Elem()
+	out := chans.FieldByName("out").Type().Elem().Elem()
 	want := map[string]string{
-		"Session":    "cfg limits rng state start lastRecv localHello peerHello pending info peerRole peerMaxMsg peerFrame msgs cur spare outBytes events evTaken closeErr nextPing pingID pingSent pingOut rtt clock resumed ignored ignoredType names announced peerOrigins v1 v2 stats",
-		"v1State":    "peerSubscribed lastSent peerAcked subscribed lastPos acked unacked",
-		"v2State":    "in inOrigin lastIn connIn connGiven out outOrigin lastOut connOut advertised peerHeads advFloors peerFloors copyIn copyOut rangeOut rangeIn cursors grants connRel",
-		"inChannel":  "id origin seq hash acked ackHash win pending cursorQueued grantQueued resendFrom lastDiscarded",
-		"outChannel": "id origin next chain first acked win",
-		"copyIn":     "id win begun chunked vector lastOrigin table key records pending grantQueued",
-		"copyOut":    "id win begun table key records",
-		"rangeAsk":   "after through",
+		"Session":      "cfg limits rng state start lastRecv localHello peerHello pending info peerRole peerMaxMsg peerFrame msgs cur spare outBytes events evTaken closeErr nextPing pingID pingSent pingOut rtt clock resumed ignored ignoredType names announced peerOrigins v1 chans stats",
+		"v1State":      "peerSubscribed lastSent peerAcked subscribed lastPos acked unacked",
+		"channelState": "in inOrigin lastIn connIn connGiven out outOrigin lastOut connOut advertised peerHeads advFloors peerFloors copyIn copyOut rangeOut rangeIn cursors grants connRel",
+		"inChannel":    "id origin seq hash acked ackHash win pending cursorQueued grantQueued resendFrom lastDiscarded",
+		"outChannel":   "id origin next chain first acked win",
+		"copyIn":       "id win begun chunked vector lastOrigin table key records pending grantQueued",
+		"copyOut":      "id win begun table key records",
+		"rangeAsk":     "after through",
 	}
-	for _, typ := range []reflect.Type{s.Type(), s.FieldByName("v1").Type(), v2.Type(), in, out,
-		v2.FieldByName("copyIn").Type().Elem(), v2.FieldByName("copyOut").Type().Elem(), v2.FieldByName("rangeIn").Type().Elem()} {
+	for _, typ := range []reflect.Type{s.Type(), s.FieldByName("v1").Type(), chans.Type(), in, out,
+		chans.FieldByName("copyIn").Type().Elem(), chans.FieldByName("copyOut").Type().Elem(), chans.FieldByName("rangeIn").Type().Elem()} {
 		var names []string
 		for i := range typ.NumField() {
 			names = append(names, typ.Field(i).Name)

@@ -6,8 +6,8 @@ import (
 	"plait/protocol/wire"
 )
 
-// The commands both versions take. The version-specific ones are in v1_commands.go
-// (Session.V1) and v2_commands.go (Session.V2).
+// The commands every version takes. The version-specific ones are in v1_commands.go
+// (Session.V1), v2_commands.go (Session.V2) and v3_commands.go (Session.V3).
 
 func (s *Session) needEstablished(cmd string) *wire.Error {
 	switch s.state {

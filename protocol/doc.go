@@ -30,12 +30,14 @@
 //
 // Example (in example_test.go) runs that loop for two sessions joined by memory.
 //
-// # Two versions, two halves
+// # Three versions, and the jobs of a session
 //
 // The handshake negotiates the highest version both sides offer (SPEC.md, "Handshake").
-// Each version has its own state (v1State, v2State), its own receive path (v1.go, v2.go)
-// and its own commands, reached through V1 and V2 so that a caller sees the version at
-// the call site; a command of the other version is refused with invalid-state.
+// Version 1 has a state of its own (v1State, v1.go); versions 2 and 3 share the
+// per-origin channels (channelState, v2.go), which version 3 extends with floors, base
+// copies and anti-entropy. The commands of each are reached through V1, V2 and V3, so that
+// a caller sees the version at the call site; a command of another version is refused
+// with invalid-state.
 //
 // Version 1 streams one interleaved log per connection, positioned by one scalar cursor in
 // the sender's arrival order. The receiver checks every entry against its receive vector
@@ -49,6 +51,19 @@
 // its channel's chain position: a duplicate is skipped and counted, a gap asks the peer to
 // resend from the next expected seq, a divergence closes only that channel. Heads
 // (V2().AdvertiseHeads) tell the peer how far this side holds each origin.
+//
+// Version 3 adds bounded history: floors (V3().AdvertiseFloors) and the purged answer
+// below them, the base copy of a node that fell below every floor (basecopy.go), and
+// anti-entropy's comparison of key ranges (antientropy.go); its PONG carries a time, from
+// which the clock offset is measured (clock.go).
+//
+// The files by job: session.go (the Session, its states and Ready), receive.go (a
+// received message, the handshake and the one table that dispatches every frame type,
+// receivers), v1.go and v1_commands.go, v2.go and v2_commands.go, v3_commands.go,
+// basecopy.go, antientropy.go, clock.go (liveness times and the offset), events.go (what
+// a session reports), output.go (framing what it sends), limits.go (its bounds),
+// ackqueue.go (what is held until acknowledged), commands.go (what every version takes),
+// clone.go (a copy of a session, for fuzzing).
 //
 // # Persist before ack, errors, bounds
 //

@@ -1646,8 +1646,8 @@ var codesElsewhere = map[wire.Code]string{
 	// purged is the replica's answer to a peer below a log's floor, not a session's.
 	wire.CodePurged: "protocol/replica/retention_test.go",
 	// The copy's codes close a copy, not the session.
-	wire.CodeBadChunk: "protocol/copy_test.go TestMalformedM25CopyChunks, TestCopyBadChunk",
-	wire.CodeCopyBusy: "protocol/copy_test.go TestCopyAbort (a sender's answer)",
+	wire.CodeBadChunk: "protocol/basecopy_test.go TestMalformedM25CopyChunks, TestCopyBadChunk",
+	wire.CodeCopyBusy: "protocol/basecopy_test.go TestCopyAbort (a sender's answer)",
 	// bad-range closes the session; its cases need an ask outstanding first.
 	wire.CodeBadRange: "protocol/repair_test.go TestMalformedM26AntiEntropy",
 	// clock-offset refuses a local write, which is the replica's, not a session's.

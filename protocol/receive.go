@@ -68,20 +68,12 @@ func (s *Session) flushIgnored() {
 	}
 }
 
-// frame handles one frame whose header the reader has checked.
+// frame handles one frame whose header the reader has checked: it reaches its handler
+// through receivers, the one table of what each frame type goes to.
 func (s *Session) frame(now time.Time, f wire.Frame) {
-	switch f.Type { // the data paths decode in place
-	case wire.TypeTxn1:
-		s.onTxn1(f)
-		return
-	case wire.TypeData:
-		s.onData(f)
-		return
-	case wire.TypeChunk:
-		s.onChunk(f)
-		return
-	case wire.TypeRangeRecords:
-		s.onRangeRecords(f)
+	r := &receivers[f.Type]
+	if r.inPlace != nil { // the data paths decode in place
+		r.inPlace(s, f)
 		return
 	}
 	if !wire.Known(f.Type) {
@@ -105,12 +97,9 @@ func (s *Session) frame(now time.Time, f wire.Frame) {
 		s.closed(&wire.Error{Code: b.Code, Class: wire.PeerClass(b.Code, b.Class), Offset: wire.NoOffset, Message: b.Message}, true)
 		return
 	}
-	want := StateEstablished
-	switch f.Type {
-	case wire.TypeHello:
-		want = StateHandshaking
-	case wire.TypeAuth:
-		want = StateAuthenticating
+	want := r.state
+	if r.decoded == nil {
+		want = StateEstablished // a known frame this build does not handle: refused below
 	}
 	if s.state != want {
 		s.unexpected(f, "in state "+s.state.String())
@@ -120,30 +109,90 @@ func (s *Session) frame(now time.Time, f wire.Frame) {
 		s.unexpected(f, "a version-"+strconv.FormatUint(v, 10)+" frame on a version-"+strconv.FormatUint(s.info.Version, 10)+" connection")
 		return
 	}
-	switch b := body.(type) {
-	case *wire.Hello:
-		s.onHello(f, b)
-	case *wire.Auth:
-		s.onAuth(now, f, b)
-	case *wire.Ping:
-		s.sendControl(&wire.Pong{ID: b.ID, Time: s.pongTime(now)})
-	case *wire.Pong:
-		if !s.pingOut || b.ID != s.pingID {
-			s.unexpected(f, "answers no outstanding PING")
-			return
-		}
-		s.pingOut = false
-		s.rtt = now.Sub(s.pingSent)
-		s.onPongTime(b)
-	case *wire.Origin:
-		s.onOrigin(f, b)
-	case *wire.Subscribe1:
-		s.onSubscribe1(f, b)
-	case *wire.Ack1:
-		s.onAck1(f, b)
-	default:
-		s.onV2Control(f, body)
+	if r.decoded == nil {
+		s.unexpected(f, "not handled by this build")
+		return
 	}
+	r.decoded(s, now, f, body)
+}
+
+// receiver is what a received frame of one type goes to.
+type receiver struct {
+	// inPlace handles the frame from its body in place, checking the session's state and
+	// version itself: the data paths (TXN1, DATA, CHUNK, RANGERECORDS), which never copy
+	// or decode a body into a value.
+	inPlace func(s *Session, f wire.Frame)
+	// decoded handles the frame's decoded and checked body, once the frame is known to
+	// belong in the session's state (state) and on the connection's version (its
+	// version in wire's registry). CLOSE is accepted in every state before this.
+	decoded func(s *Session, now time.Time, f wire.Frame, body wire.Body)
+	state   State
+}
+
+// receivers is every frame type's receiver, indexed by type: the one dispatch of a
+// received frame, whatever its version. A type without a receiver that wire knows is
+// refused as not handled by this build; one wire does not know is skipped when
+// ignorable, else refused.
+var receivers [256]receiver
+
+func init() {
+	established := func(t wire.Type, h func(s *Session, now time.Time, f wire.Frame, b wire.Body)) {
+		receivers[t] = receiver{decoded: h, state: StateEstablished}
+	}
+	// The handshake.
+	receivers[wire.TypeHello] = receiver{decoded: body((*Session).onHello), state: StateHandshaking}
+	receivers[wire.TypeAuth] = receiver{decoded: (*Session).onAuthFrame, state: StateAuthenticating}
+	// Every version.
+	established(wire.TypePing, (*Session).onPing)
+	established(wire.TypePong, (*Session).onPong)
+	established(wire.TypeOrigin, body((*Session).onOrigin))
+	// Version 1 (v1.go).
+	established(wire.TypeSubscribe1, body((*Session).onSubscribe1))
+	established(wire.TypeAck1, body((*Session).onAck1))
+	receivers[wire.TypeTxn1] = receiver{inPlace: (*Session).onTxn1}
+	// Version 2, and 3 on its channels (v2.go).
+	established(wire.TypeSubscribe, body((*Session).onSubscribe))
+	established(wire.TypeUnsubscribe, body((*Session).onUnsubscribe))
+	established(wire.TypeCursor, body((*Session).onCursor))
+	receivers[wire.TypeData] = receiver{inPlace: (*Session).onData}
+	established(wire.TypeHeads, body((*Session).onHeads))
+	established(wire.TypeCredit, body((*Session).onCredit))
+	established(wire.TypeResend, body((*Session).onResend))
+	established(wire.TypeDivergence, body((*Session).onDivergence))
+	// Version 3: floors, the base copy (basecopy.go) and anti-entropy (antientropy.go).
+	established(wire.TypePurged, body((*Session).onPurged))
+	established(wire.TypeCopy, body((*Session).onCopy))
+	established(wire.TypeCopyBegin, body((*Session).onCopyBegin))
+	receivers[wire.TypeChunk] = receiver{inPlace: (*Session).onChunk}
+	established(wire.TypeCopyEnd, body((*Session).onCopyEnd))
+	established(wire.TypeCopyAbort, body((*Session).onCopyAbort))
+	established(wire.TypeRangeDigest, body((*Session).onRangeDigest))
+	receivers[wire.TypeRangeRecords] = receiver{inPlace: (*Session).onRangeRecords}
+}
+
+// body adapts a handler of one decoded body type to a receiver's decoded: DecodeBody gives
+// a frame type's own body type, so the assertion holds.
+func body[B wire.Body](h func(s *Session, f wire.Frame, b B)) func(*Session, time.Time, wire.Frame, wire.Body) {
+	return func(s *Session, _ time.Time, f wire.Frame, b wire.Body) { h(s, f, b.(B)) }
+}
+
+func (s *Session) onAuthFrame(now time.Time, f wire.Frame, b wire.Body) {
+	s.onAuth(now, f, b.(*wire.Auth))
+}
+
+func (s *Session) onPing(now time.Time, _ wire.Frame, b wire.Body) {
+	s.sendControl(&wire.Pong{ID: b.(*wire.Ping).ID, Time: s.pongTime(now)})
+}
+
+func (s *Session) onPong(now time.Time, f wire.Frame, b wire.Body) {
+	p := b.(*wire.Pong)
+	if !s.pingOut || p.ID != s.pingID {
+		s.unexpected(f, "answers no outstanding PING")
+		return
+	}
+	s.pingOut = false
+	s.rtt = now.Sub(s.pingSent)
+	s.onPongTime(p)
 }
 
 // frameOfVersion reports whether a frame of version v (0: every version) belongs on a

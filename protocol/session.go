@@ -109,8 +109,8 @@ type Session struct {
 	announced   map[wire.OriginID]bool
 	peerOrigins map[wire.OriginID]peerOrigin
 
-	v1 v1State // the version-1 stream, both directions (v1.go)
-	v2 v2State // the version-2 channels, both directions (v2.go)
+	v1    v1State      // the version-1 stream, both directions (v1.go)
+	chans channelState // the per-origin channels of version 2 and later, both directions, with version 3's state of them (v2.go)
 
 	stats Stats
 }
@@ -151,7 +151,7 @@ func New(cfg Config) (*Session, error) {
 		cfg.Capabilities = handshake.WithCap(cfg.Capabilities, handshake.CapTLSExporter)
 	}
 	if cfg.MaxVersion == 0 || cfg.MaxVersion >= 3 {
-		// This build answers RANGEDIGEST on every version-3 connection (repair.go).
+		// This build answers RANGEDIGEST on every version-3 connection (antientropy.go).
 		cfg.Capabilities = handshake.WithCap(cfg.Capabilities, wire.CapAntiEntropy)
 	}
 	s := &Session{
@@ -162,7 +162,7 @@ func New(cfg Config) (*Session, error) {
 		announced:   map[wire.OriginID]bool{},
 		peerOrigins: map[wire.OriginID]peerOrigin{},
 	}
-	s.v2init()
+	s.initChannels()
 	return s, nil
 }
 
@@ -213,7 +213,7 @@ func (s *Session) begin() {
 // Ready returns and hands over everything produced since the last call.
 func (s *Session) Ready() Ready {
 	s.begin()
-	if s.isV2() {
+	if s.hasChannels() {
 		s.flushV2()
 	}
 	s.flush()
@@ -229,7 +229,7 @@ func (s *Session) Ready() Ready {
 // drains a session only while HasReady holds sends every acknowledgement in the same step.
 func (s *Session) HasReady() bool {
 	return len(s.msgs) > 0 || len(s.cur) > 0 || (!s.evTaken && len(s.events) > 0) ||
-		(s.isV2() && s.v2.flushPending())
+		(s.hasChannels() && s.chans.flushPending())
 }
 
 // Release gives a sent message's memory back for reuse. Optional.
@@ -278,7 +278,7 @@ func (s *Session) Err() *wire.Error { return s.closeErr }
 // MaxSendBuffer + MaxUnackedBytes (version 1) or MaxSessionBuffer (version 2) + MaxMessage
 // plus the control frames of one input.
 func (s *Session) HeldBytes() int {
-	return s.outBytes + s.v1.unacked.bytes + len(s.peerHello) + int(s.v2.connIn.Buffered())
+	return s.outBytes + s.v1.unacked.bytes + len(s.peerHello) + int(s.chans.connIn.Buffered())
 }
 
 // ReadPaused is the version-1 "stop reading" signal: the caller must not call Receive
@@ -368,7 +368,7 @@ func (s *Session) closed(err *wire.Error, byPeer bool) {
 	s.closeErr = err
 	s.peerHello, s.localHello = nil, nil
 	s.v1.unacked = ackQueue[uint64]{} // nothing received is held any more
-	s.v2init()                        // a closed session holds nothing for the peer's channels
+	s.initChannels()                  // a closed session holds nothing for the peer's channels
 	s.emit(Event{Kind: EventClosed, Err: err, ByPeer: byPeer})
 }
 

@@ -50,7 +50,7 @@ type outChannel struct {
 	win    credit.Sender
 }
 
-type v2State struct {
+type channelState struct {
 	in        map[uint32]*inChannel
 	inOrigin  map[wire.OriginID]*inChannel
 	lastIn    uint32 // the highest channel number this side allocated
@@ -65,9 +65,9 @@ type v2State struct {
 	peerHeads  map[wire.OriginID]uint64 // heads the peer advertised
 	advFloors  map[wire.OriginID]uint64 // version 3: floors this side advertised
 	peerFloors map[wire.OriginID]uint64 // version 3: floors the peer advertised
-	copyIn     *copyIn                  // version 3: the copy this side receives (copy.go)
+	copyIn     *copyIn                  // version 3: the copy this side receives (basecopy.go)
 	copyOut    *copyOut                 // version 3: the copy this side serves
-	rangeOut   *rangeAsk                // version 3: the range this side asked, not yet answered (repair.go)
+	rangeOut   *rangeAsk                // version 3: the range this side asked, not yet answered (antientropy.go)
 	rangeIn    *rangeAsk                // version 3: the range the peer asked, not yet answered
 
 	cursors []uint32 // channels whose acknowledged position moved since the last Ready
@@ -75,8 +75,8 @@ type v2State struct {
 	connRel bool     // the connection window received or released bytes since the last Ready
 }
 
-func (s *Session) v2init() {
-	v := &s.v2
+func (s *Session) initChannels() {
+	v := &s.chans
 	v.in, v.inOrigin = map[uint32]*inChannel{}, map[wire.OriginID]*inChannel{}
 	v.out, v.outOrigin = map[uint32]*outChannel{}, map[wire.OriginID]*outChannel{}
 	v.advertised, v.peerHeads = map[wire.OriginID]uint64{}, map[wire.OriginID]uint64{}
@@ -84,9 +84,9 @@ func (s *Session) v2init() {
 	v.connIn = credit.NewReceiver(uint64(s.limits.MaxSessionBuffer), uint64(s.limits.MaxFrameBody)+wire.HeaderSize)
 }
 
-// isV2 reports whether the session is established at version 2 or later: version 3 is
-// version 2 and more.
-func (s *Session) isV2() bool { return s.state == StateEstablished && s.info.Version >= 2 }
+// hasChannels reports whether the session is established at a version with per-origin
+// channels: 2, and 3, which keeps version 2's channels and adds to them.
+func (s *Session) hasChannels() bool { return s.state == StateEstablished && s.info.Version >= 2 }
 
 // ---- receiving: DATA ----
 
@@ -97,23 +97,23 @@ func (s *Session) onData(f wire.Frame) {
 		s.fail(wire.FrameError(wire.TxnErrorCode(err), f.Type, f.Offset, err.Error()))
 		return
 	}
-	if !s.isV2() {
+	if !s.hasChannels() {
 		s.unexpected(f, "DATA on a connection that is not an established version-2 one")
 		return
 	}
 	size := uint64(wire.HeaderSize + len(f.Body))
-	if err := s.v2.connIn.Receive(size); err != nil {
+	if err := s.chans.connIn.Receive(size); err != nil {
 		s.fail(wire.FrameError(wire.CodeCreditOverrun, f.Type, f.Offset, "connection: "+err.Error()))
 		return
 	}
-	s.v2.connRel = true // receipts change what can be granted too (a stalled channel's above all)
-	ch := s.v2.in[f.Channel]
+	s.chans.connRel = true // receipts change what can be granted too (a stalled channel's above all)
+	ch := s.chans.in[f.Channel]
 	if ch == nil {
-		if c := s.v2.copyIn; c != nil && c.id == f.Channel {
+		if c := s.chans.copyIn; c != nil && c.id == f.Channel {
 			s.unexpected(f, "DATA on copy channel "+strconv.FormatUint(uint64(f.Channel), 10))
 			return
 		}
-		if f.Channel > s.v2.lastIn {
+		if f.Channel > s.chans.lastIn {
 			s.fail(wire.FrameError(wire.CodeBadChannel, f.Type, f.Offset, "DATA on channel "+strconv.FormatUint(uint64(f.Channel), 10)+", which this side never opened"))
 			return
 		}
@@ -182,8 +182,8 @@ func (s *Session) divergedIn(ch *inChannel, v wire.TxnView, size uint64, why str
 // closeIn forgets an incoming channel, releasing what it held of the connection window.
 func (s *Session) closeIn(ch *inChannel) {
 	s.releaseConn(ch.win.Buffered())
-	delete(s.v2.in, ch.id)
-	delete(s.v2.inOrigin, ch.origin)
+	delete(s.chans.in, ch.id)
+	delete(s.chans.inOrigin, ch.origin)
 }
 
 // releaseIn frees bytes of a channel and of the connection, to be granted again at Ready.
@@ -192,116 +192,101 @@ func (s *Session) releaseIn(ch *inChannel, n uint64) {
 	s.releaseConn(n)
 	if !ch.grantQueued {
 		ch.grantQueued = true
-		s.v2.grants = append(s.v2.grants, ch.id)
+		s.chans.grants = append(s.chans.grants, ch.id)
 	}
 }
 
 func (s *Session) releaseConn(n uint64) {
-	s.v2.connIn.Release(n)
-	s.v2.connRel = true
+	s.chans.connIn.Release(n)
+	s.chans.connRel = true
 }
 
 // ---- receiving: control frames of version 2 ----
 
-// onV2Control handles a decoded version-2 control frame of an established session. A
-// frame that lists channels takes effect whole or not at all: every entry is checked before
-// any changes state.
-func (s *Session) onV2Control(f wire.Frame, body wire.Body) {
-	switch b := body.(type) {
-	case *wire.Subscribe:
-		s.onSubscribe(f, b)
-	case *wire.Unsubscribe:
-		for _, id := range b.Channels {
-			if !s.knownOut(f, id) {
-				return
-			}
+// onUnsubscribe closes the channels the peer no longer takes.
+func (s *Session) onUnsubscribe(f wire.Frame, b *wire.Unsubscribe) {
+	for _, id := range b.Channels {
+		if !s.knownOut(f, id) {
+			return
 		}
-		for _, id := range b.Channels {
-			if ch := s.v2.out[id]; ch != nil {
-				s.closeOut(ch)
-				s.emit(Event{Kind: EventUnsubscribed, Origin: ch.origin})
-			}
+	}
+	for _, id := range b.Channels {
+		if ch := s.chans.out[id]; ch != nil {
+			s.closeOut(ch)
+			s.emit(Event{Kind: EventUnsubscribed, Origin: ch.origin})
 		}
-	case *wire.Cursor:
-		for _, e := range b.Entries {
-			if !s.knownOut(f, e.Channel) {
-				return
-			}
-			switch ch := s.v2.out[e.Channel]; {
-			case ch == nil:
-			case e.Seq >= ch.next:
-				s.fail(wire.FrameError(wire.CodeBadField, f.Type, f.Offset, "cursor at seq "+strconv.FormatUint(e.Seq, 10)+
-					" on channel "+strconv.FormatUint(uint64(e.Channel), 10)+" beyond what was sent"))
-				return
-			case e.Seq < ch.acked:
-				s.fail(wire.FrameError(wire.CodeOutOfOrder, f.Type, f.Offset, "cursor on channel "+strconv.FormatUint(uint64(e.Channel), 10)+" went back"))
-				return
-			}
+	}
+}
+
+// onCursor takes the peer's durable positions on the channels this side sends.
+func (s *Session) onCursor(f wire.Frame, b *wire.Cursor) {
+	for _, e := range b.Entries {
+		if !s.knownOut(f, e.Channel) {
+			return
 		}
-		for _, e := range b.Entries {
-			if ch := s.v2.out[e.Channel]; ch != nil && e.Seq > ch.acked {
-				ch.acked = e.Seq
-				s.emit(Event{Kind: EventCursor, Origin: ch.origin, Seq: e.Seq, Hash: e.Hash})
-			}
+		switch ch := s.chans.out[e.Channel]; {
+		case ch == nil:
+		case e.Seq >= ch.next:
+			s.fail(wire.FrameError(wire.CodeBadField, f.Type, f.Offset, "cursor at seq "+strconv.FormatUint(e.Seq, 10)+
+				" on channel "+strconv.FormatUint(uint64(e.Channel), 10)+" beyond what was sent"))
+			return
+		case e.Seq < ch.acked:
+			s.fail(wire.FrameError(wire.CodeOutOfOrder, f.Type, f.Offset, "cursor on channel "+strconv.FormatUint(uint64(e.Channel), 10)+" went back"))
+			return
 		}
-	case *wire.Credit:
-		for _, e := range b.Entries {
-			if e.Channel != 0 && !s.knownOut(f, e.Channel) {
-				return
-			}
+	}
+	for _, e := range b.Entries {
+		if ch := s.chans.out[e.Channel]; ch != nil && e.Seq > ch.acked {
+			ch.acked = e.Seq
+			s.emit(Event{Kind: EventCursor, Origin: ch.origin, Seq: e.Seq, Hash: e.Hash})
 		}
-		for _, e := range b.Entries {
-			if e.Channel == 0 {
-				if s.v2.connOut.Update(e.Limit) {
-					s.emit(Event{Kind: EventCredit})
-				}
-			} else if ch := s.v2.out[e.Channel]; ch != nil && ch.win.Update(e.Limit) {
-				s.emit(Event{Kind: EventCredit, Origin: ch.origin})
-			} else if c := s.v2.copyOut; c != nil && c.id == e.Channel && c.win.Update(e.Limit) {
+	}
+}
+
+// onCredit takes the peer's new limits: of the connection (channel 0), a channel this
+// side sends, or the copy it serves.
+func (s *Session) onCredit(f wire.Frame, b *wire.Credit) {
+	for _, e := range b.Entries {
+		if e.Channel != 0 && !s.knownOut(f, e.Channel) {
+			return
+		}
+	}
+	for _, e := range b.Entries {
+		if e.Channel == 0 {
+			if s.chans.connOut.Update(e.Limit) {
 				s.emit(Event{Kind: EventCredit})
 			}
+		} else if ch := s.chans.out[e.Channel]; ch != nil && ch.win.Update(e.Limit) {
+			s.emit(Event{Kind: EventCredit, Origin: ch.origin})
+		} else if c := s.chans.copyOut; c != nil && c.id == e.Channel && c.win.Update(e.Limit) {
+			s.emit(Event{Kind: EventCredit})
 		}
-	case *wire.Resend:
-		if !s.knownOut(f, b.Channel) {
-			return
-		}
-		ch := s.v2.out[b.Channel]
-		if ch == nil {
-			return
-		}
-		if b.From <= ch.acked || b.From > ch.next {
-			s.fail(wire.FrameError(wire.CodeBadField, f.Type, f.Offset, "resend from "+strconv.FormatUint(b.From, 10)+
-				" outside what is sent and not yet acknowledged ("+strconv.FormatUint(ch.acked+1, 10)+".."+strconv.FormatUint(ch.next, 10)+")"))
-			return
-		}
-		ch.next, ch.first = b.From, false
-		s.stats.ResendsReceived++
-		s.emit(Event{Kind: EventResend, Origin: ch.origin, From: b.From})
-	case *wire.Divergence:
-		s.onDivergence(f, b)
-	case *wire.Heads:
-		s.onHeads(f, b)
-	case *wire.Purged:
-		s.onPurged(f, b)
-	case *wire.Copy:
-		s.onCopy(f, b)
-	case *wire.RangeDigest:
-		s.onRangeDigest(f, b)
-	case *wire.CopyBegin:
-		s.onCopyBegin(f, b)
-	case *wire.CopyEnd:
-		s.onCopyEnd(f, b)
-	case *wire.CopyAbort:
-		s.onCopyAbort(f, b)
-	default:
-		s.unexpected(f, "not handled by this build")
 	}
+}
+
+// onResend streams a channel again from a seq sent and not yet acknowledged.
+func (s *Session) onResend(f wire.Frame, b *wire.Resend) {
+	if !s.knownOut(f, b.Channel) {
+		return
+	}
+	ch := s.chans.out[b.Channel]
+	if ch == nil {
+		return
+	}
+	if b.From <= ch.acked || b.From > ch.next {
+		s.fail(wire.FrameError(wire.CodeBadField, f.Type, f.Offset, "resend from "+strconv.FormatUint(b.From, 10)+
+			" outside what is sent and not yet acknowledged ("+strconv.FormatUint(ch.acked+1, 10)+".."+strconv.FormatUint(ch.next, 10)+")"))
+		return
+	}
+	ch.next, ch.first = b.From, false
+	s.stats.ResendsReceived++
+	s.emit(Event{Kind: EventResend, Origin: ch.origin, From: b.From})
 }
 
 // knownOut checks that the peer opened channel id at some point (it may be closed since:
 // frames racing a close are ignored); otherwise it fails the session with bad-channel.
 func (s *Session) knownOut(f wire.Frame, id uint32) bool {
-	if id > s.v2.lastOut {
+	if id > s.chans.lastOut {
 		s.fail(wire.FrameError(wire.CodeBadChannel, f.Type, f.Offset, "channel "+strconv.FormatUint(uint64(id), 10)+" was never opened"))
 		return false
 	}
@@ -311,19 +296,19 @@ func (s *Session) knownOut(f wire.Frame, id uint32) bool {
 func (s *Session) onSubscribe(f wire.Frame, b *wire.Subscribe) {
 	// Entries are ascending by channel (checked by the decoder): the first must be above
 	// every channel opened before.
-	if first := b.Entries[0].Channel; first <= s.v2.lastOut {
+	if first := b.Entries[0].Channel; first <= s.chans.lastOut {
 		s.fail(wire.FrameError(wire.CodeBadChannel, f.Type, f.Offset, "channel "+strconv.FormatUint(uint64(first), 10)+
-			" is not above the last opened, "+strconv.FormatUint(uint64(s.v2.lastOut), 10)))
+			" is not above the last opened, "+strconv.FormatUint(uint64(s.chans.lastOut), 10)))
 		return
 	}
-	if n := len(s.v2.out) + len(b.Entries); n > s.limits.MaxChannels {
+	if n := len(s.chans.out) + len(b.Entries); n > s.limits.MaxChannels {
 		s.fail(wire.FrameError(wire.CodeTooManyChannels, f.Type, f.Offset, "the peer would have "+strconv.Itoa(n)+
 			" channels open; the bound is "+strconv.Itoa(s.limits.MaxChannels)))
 		return
 	}
 	for _, e := range b.Entries {
 		switch {
-		case s.v2.outOrigin[e.Origin] != nil:
+		case s.chans.outOrigin[e.Origin] != nil:
 			s.fail(wire.FrameError(wire.CodeBadField, f.Type, f.Offset, "origin "+e.Origin.String()+" is already subscribed"))
 			return
 		case e.Origin == s.info.PeerOrigin:
@@ -332,18 +317,18 @@ func (s *Session) onSubscribe(f wire.Frame, b *wire.Subscribe) {
 		}
 	}
 	for _, e := range b.Entries {
-		s.v2.lastOut = e.Channel
+		s.chans.lastOut = e.Channel
 		ch := &outChannel{id: e.Channel, origin: e.Origin, next: e.Seq + 1, chain: e.Hash, first: true, acked: e.Seq}
 		ch.win.Update(e.Credit)
-		s.v2.out[ch.id] = ch
-		s.v2.outOrigin[ch.origin] = ch
+		s.chans.out[ch.id] = ch
+		s.chans.outOrigin[ch.origin] = ch
 		s.emit(Event{Kind: EventSubscribed, Origin: e.Origin, Seq: e.Seq, Hash: e.Hash})
 	}
 }
 
 func (s *Session) closeOut(ch *outChannel) {
-	delete(s.v2.out, ch.id)
-	delete(s.v2.outOrigin, ch.origin)
+	delete(s.chans.out, ch.id)
+	delete(s.chans.outOrigin, ch.origin)
 }
 
 func (s *Session) onDivergence(f wire.Frame, b *wire.Divergence) {
@@ -352,16 +337,16 @@ func (s *Session) onDivergence(f wire.Frame, b *wire.Divergence) {
 		if !s.knownOut(f, b.Channel) {
 			return
 		}
-		ch := s.v2.out[b.Channel]
+		ch := s.chans.out[b.Channel]
 		if ch == nil {
 			return
 		}
 		ev.Origin, ev.Outgoing = ch.origin, true
 		s.closeOut(ch)
 	} else { // the peer, sending, found this side's position not in its log
-		ch := s.v2.in[b.Channel]
+		ch := s.chans.in[b.Channel]
 		if ch == nil {
-			if b.Channel > s.v2.lastIn {
+			if b.Channel > s.chans.lastIn {
 				s.fail(wire.FrameError(wire.CodeBadChannel, f.Type, f.Offset, "channel "+strconv.FormatUint(uint64(b.Channel), 10)+" was never opened"))
 			}
 			return
@@ -382,7 +367,7 @@ func (s *Session) onHeads(f wire.Frame, b *wire.Heads) {
 		case !s.peerOrigins[h.Origin].named:
 			s.unexpected(f, "a head of origin "+h.Origin.String()+" before its ORIGIN frame")
 			return
-		case h.Seq < s.v2.peerHeads[h.Origin]:
+		case h.Seq < s.chans.peerHeads[h.Origin]:
 			s.fail(wire.FrameError(wire.CodeOutOfOrder, f.Type, f.Offset, "the head of origin "+h.Origin.String()+" went back"))
 			return
 		}
@@ -401,19 +386,19 @@ func (s *Session) onHeads(f wire.Frame, b *wire.Heads) {
 		case !s.peerOrigins[fl.Origin].named:
 			s.unexpected(f, "a floor of origin "+fl.Origin.String()+" before its ORIGIN frame")
 			return
-		case fl.Seq < s.v2.peerFloors[fl.Origin]:
+		case fl.Seq < s.chans.peerFloors[fl.Origin]:
 			s.fail(wire.FrameError(wire.CodeOutOfOrder, f.Type, f.Offset, "the floor of origin "+fl.Origin.String()+" went back"))
 			return
 		}
 	}
 	for _, h := range b.Heads {
-		s.v2.peerHeads[h.Origin] = h.Seq
+		s.chans.peerHeads[h.Origin] = h.Seq
 	}
 	for _, o := range b.Withdrawn {
-		delete(s.v2.peerHeads, o)
+		delete(s.chans.peerHeads, o)
 	}
 	for _, fl := range b.Floors {
-		s.v2.peerFloors[fl.Origin] = fl.Seq
+		s.chans.peerFloors[fl.Origin] = fl.Seq
 	}
 	s.emit(Event{Kind: EventHeads, Heads: b})
 }
@@ -421,9 +406,9 @@ func (s *Session) onHeads(f wire.Frame, b *wire.Heads) {
 // onPurged closes a channel this side subscribed to that the sender cannot serve: it asked
 // below the sender's floor.
 func (s *Session) onPurged(f wire.Frame, b *wire.Purged) {
-	ch := s.v2.in[b.Channel]
+	ch := s.chans.in[b.Channel]
 	if ch == nil {
-		if b.Channel > s.v2.lastIn {
+		if b.Channel > s.chans.lastIn {
 			s.fail(wire.FrameError(wire.CodeBadChannel, f.Type, f.Offset, "channel "+strconv.FormatUint(uint64(b.Channel), 10)+" was never opened"))
 		}
 		return // it raced this side's close
@@ -442,14 +427,14 @@ func (s *Session) onPurged(f wire.Frame, b *wire.Purged) {
 // connection's window. Without it a caller that asks HasReady before Ready would keep an
 // acknowledgement until the next message arrives, and a sender out of credit would wait
 // for it.
-func (v *v2State) flushPending() bool {
+func (v *channelState) flushPending() bool {
 	return len(v.cursors) > 0 || len(v.grants) > 0 || v.connRel
 }
 
 // flushV2 queues, at Ready, the acknowledgements and credit the caller's calls released:
 // one CURSOR and one CREDIT frame for all channels, in channel order.
 func (s *Session) flushV2() {
-	v := &s.v2
+	v := &s.chans
 	if len(v.cursors) > 0 {
 		slices.Sort(v.cursors)
 		var es []wire.CursorEntry

@@ -75,8 +75,8 @@ func (c *v2Commands) Subscribe(cursors []vector.Entry) error {
 	if len(cursors) > s.limits.MaxOrigins {
 		return wire.NewError(wire.CodeTooManyOrigins, "a vector of "+strconv.Itoa(len(cursors))+" origins exceeds "+strconv.Itoa(s.limits.MaxOrigins))
 	}
-	if len(s.v2.in)+len(cursors) > s.limits.MaxChannels {
-		return wire.NewError(wire.CodeTooManyChannels, strconv.Itoa(len(s.v2.in))+" channels are open; "+strconv.Itoa(len(cursors))+" more exceed "+strconv.Itoa(s.limits.MaxChannels))
+	if len(s.chans.in)+len(cursors) > s.limits.MaxChannels {
+		return wire.NewError(wire.CodeTooManyChannels, strconv.Itoa(len(s.chans.in))+" channels are open; "+strconv.Itoa(len(cursors))+" more exceed "+strconv.Itoa(s.limits.MaxChannels))
 	}
 	seen := make(map[wire.OriginID]bool, len(cursors))
 	for _, c := range cursors {
@@ -84,7 +84,7 @@ func (c *v2Commands) Subscribe(cursors []vector.Entry) error {
 			return wire.NewError(wire.CodeBadArgument, err.Error())
 		}
 		switch {
-		case seen[c.Origin] || s.v2.inOrigin[c.Origin] != nil:
+		case seen[c.Origin] || s.chans.inOrigin[c.Origin] != nil:
 			return wire.NewError(wire.CodeBadArgument, "origin "+c.Origin.String()+" is already subscribed")
 		case c.Origin == s.cfg.Origin:
 			return wire.NewError(wire.CodeBadArgument, "a node never subscribes to its own origin")
@@ -93,18 +93,18 @@ func (c *v2Commands) Subscribe(cursors []vector.Entry) error {
 		}
 		seen[c.Origin] = true
 	}
-	if !s.v2.connGiven {
-		s.v2.connGiven = true
-		s.sendControl(&wire.Credit{Entries: []wire.CreditEntry{{Channel: 0, Limit: s.v2.connIn.Limit()}}})
+	if !s.chans.connGiven {
+		s.chans.connGiven = true
+		s.sendControl(&wire.Credit{Entries: []wire.CreditEntry{{Channel: 0, Limit: s.chans.connIn.Limit()}}})
 	}
 	window, frame := uint64(s.limits.MaxChannelBuffer), uint64(s.limits.MaxFrameBody)+wire.HeaderSize
 	es := make([]wire.SubscribeEntry, 0, len(cursors))
 	for _, c := range cursors {
-		s.v2.lastIn++
-		ch := &inChannel{id: s.v2.lastIn, origin: c.Origin, seq: c.Seq, hash: c.Hash, acked: c.Seq, ackHash: c.Hash,
+		s.chans.lastIn++
+		ch := &inChannel{id: s.chans.lastIn, origin: c.Origin, seq: c.Seq, hash: c.Hash, acked: c.Seq, ackHash: c.Hash,
 			win: credit.NewReceiver(window, frame)}
-		s.v2.in[ch.id] = ch
-		s.v2.inOrigin[ch.origin] = ch
+		s.chans.in[ch.id] = ch
+		s.chans.inOrigin[ch.origin] = ch
 		es = append(es, wire.SubscribeEntry{Channel: ch.id, Origin: c.Origin, Seq: c.Seq, Hash: c.Hash, Credit: ch.win.Limit()})
 	}
 	s.sendChunked(len(es), func(lo, hi int) wire.Body { return &wire.Subscribe{Entries: es[lo:hi]} })
@@ -119,7 +119,7 @@ func (c *v2Commands) Unsubscribe(origins []wire.OriginID) error {
 	}
 	var ids []uint32
 	for _, o := range origins {
-		ch := s.v2.inOrigin[o]
+		ch := s.chans.inOrigin[o]
 		if ch == nil {
 			return wire.NewError(wire.CodeBadArgument, "origin "+o.String()+" has no open channel")
 		}
@@ -128,7 +128,7 @@ func (c *v2Commands) Unsubscribe(origins []wire.OriginID) error {
 		}
 	}
 	for _, id := range ids {
-		s.closeIn(s.v2.in[id])
+		s.closeIn(s.chans.in[id])
 	}
 	slices.Sort(ids)
 	s.sendChunked(len(ids), func(lo, hi int) wire.Body { return &wire.Unsubscribe{Channels: ids[lo:hi]} })
@@ -141,7 +141,7 @@ func (c *v2Commands) Ack(origin wire.OriginID, seq uint64) error {
 	if err := s.needV2("Ack"); err != nil {
 		return err
 	}
-	ch := s.v2.inOrigin[origin]
+	ch := s.chans.inOrigin[origin]
 	switch {
 	case ch == nil:
 		return wire.NewError(wire.CodeInvalidState, "origin "+origin.String()+" has no open channel (closed by divergence or unsubscribe)")
@@ -162,7 +162,7 @@ func (c *v2Commands) Ack(origin wire.OriginID, seq uint64) error {
 	s.releaseIn(ch, freed)
 	if !ch.cursorQueued {
 		ch.cursorQueued = true
-		s.v2.cursors = append(s.v2.cursors, ch.id)
+		s.chans.cursors = append(s.chans.cursors, ch.id)
 	}
 	return nil
 }
@@ -171,11 +171,11 @@ func (c *v2Commands) Credit(origin wire.OriginID) int { return (*Session)(c).cre
 
 // credit is V2().Credit.
 func (s *Session) credit(origin wire.OriginID) int {
-	ch := s.v2.outOrigin[origin]
-	if ch == nil || !s.isV2() {
+	ch := s.chans.outOrigin[origin]
+	if ch == nil || !s.hasChannels() {
 		return 0
 	}
-	return int(min(ch.win.Available(), s.v2.connOut.Available()))
+	return int(min(ch.win.Available(), s.chans.connOut.Available()))
 }
 
 // OriginCredit is the credit Send has for one origin.
@@ -186,11 +186,11 @@ type OriginCredit struct {
 
 func (c *v2Commands) Credits() []OriginCredit {
 	s := (*Session)(c)
-	if !s.isV2() || len(s.v2.outOrigin) == 0 {
+	if !s.hasChannels() || len(s.chans.outOrigin) == 0 {
 		return nil
 	}
-	out := make([]OriginCredit, 0, len(s.v2.outOrigin))
-	for o := range s.v2.outOrigin {
+	out := make([]OriginCredit, 0, len(s.chans.outOrigin))
+	for o := range s.chans.outOrigin {
 		out = append(out, OriginCredit{Origin: o, Credit: s.credit(o)})
 	}
 	slices.SortFunc(out, func(a, b OriginCredit) int { return bytes.Compare(a.Origin[:], b.Origin[:]) })
@@ -211,7 +211,7 @@ func (c *v2Commands) Send(txn []byte) error {
 	if err != nil {
 		return wire.NewError(wire.CodeBadArgument, "transaction: "+err.Error())
 	}
-	ch := s.v2.outOrigin[v.Origin]
+	ch := s.chans.outOrigin[v.Origin]
 	if ch == nil {
 		return wire.NewError(wire.CodeInvalidState, "the peer has not subscribed to origin "+v.Origin.String())
 	}
@@ -238,7 +238,7 @@ func (c *v2Commands) Send(txn []byte) error {
 	if size-wire.HeaderSize > s.peerFrame {
 		return wire.NewError(wire.CodeFrameTooLarge, "a DATA body of "+strconv.Itoa(size-wire.HeaderSize)+" bytes exceeds the peer's frame limit of "+strconv.Itoa(s.peerFrame))
 	}
-	if uint64(size) > min(ch.win.Available(), s.v2.connOut.Available()) {
+	if uint64(size) > min(ch.win.Available(), s.chans.connOut.Available()) {
 		return wire.NewError(wire.CodeNoCredit, "a DATA frame of "+strconv.Itoa(size)+" bytes exceeds the credit of "+strconv.Itoa(s.credit(v.Origin)))
 	}
 	origin, err := s.originFrame(v.Origin, name)
@@ -250,7 +250,7 @@ func (c *v2Commands) Send(txn []byte) error {
 	}
 	s.queueOrigin(v.Origin, origin)
 	ch.win.Send(uint64(size))
-	s.v2.connOut.Send(uint64(size))
+	s.chans.connOut.Send(uint64(size))
 	ch.next++
 	ch.first = false
 	s.stats.TxnsSent++
@@ -272,7 +272,7 @@ func (c *v2Commands) AdvertiseHeads(heads []wire.Head) error {
 	added := 0
 	seen := make(map[wire.OriginID]bool, len(heads))
 	for _, h := range heads {
-		old, known := s.v2.advertised[h.Origin]
+		old, known := s.chans.advertised[h.Origin]
 		switch {
 		case h.Origin.IsZero() || h.Seq == 0:
 			return wire.NewError(wire.CodeBadArgument, "a head needs a non-zero origin and seq >= 1")
@@ -290,7 +290,7 @@ func (c *v2Commands) AdvertiseHeads(heads []wire.Head) error {
 		seen[h.Origin] = true
 		fresh = append(fresh, h)
 	}
-	if len(s.v2.advertised)+added > s.limits.MaxOrigins {
+	if len(s.chans.advertised)+added > s.limits.MaxOrigins {
 		return wire.NewError(wire.CodeTooManyOrigins, "advertising more than "+strconv.Itoa(s.limits.MaxOrigins)+" origins")
 	}
 	slices.SortFunc(fresh, func(a, b wire.Head) int { return bytes.Compare(a.Origin[:], b.Origin[:]) })
@@ -300,7 +300,7 @@ func (c *v2Commands) AdvertiseHeads(heads []wire.Head) error {
 			return err
 		}
 		s.queueOrigin(h.Origin, frame)
-		s.v2.advertised[h.Origin] = h.Seq
+		s.chans.advertised[h.Origin] = h.Seq
 	}
 	s.sendChunked(len(fresh), func(lo, hi int) wire.Body { return &wire.Heads{Heads: fresh[lo:hi]} })
 	return nil
@@ -314,8 +314,8 @@ func (c *v2Commands) WithdrawHeads(origins []wire.OriginID) error {
 	}
 	var gone []wire.OriginID
 	for _, o := range origins {
-		if _, ok := s.v2.advertised[o]; ok && !slices.Contains(gone, o) {
-			delete(s.v2.advertised, o)
+		if _, ok := s.chans.advertised[o]; ok && !slices.Contains(gone, o) {
+			delete(s.chans.advertised, o)
 			gone = append(gone, o)
 		}
 	}

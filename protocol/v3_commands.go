@@ -86,7 +86,7 @@ func (c *v3Commands) AdvertiseFloors(floors []wire.Floor) error {
 	var fresh []wire.Floor
 	seen := make(map[wire.OriginID]bool, len(floors))
 	for _, f := range floors {
-		old := s.v2.advFloors[f.Origin]
+		old := s.chans.advFloors[f.Origin]
 		switch {
 		case f.Origin.IsZero() || f.Seq == 0 || f.Hash == (wire.Hash{}):
 			return wire.NewError(wire.CodeBadArgument, "a floor needs a non-zero origin, seq >= 1 and its chain hash")
@@ -102,7 +102,7 @@ func (c *v3Commands) AdvertiseFloors(floors []wire.Floor) error {
 		seen[f.Origin] = true
 		fresh = append(fresh, f)
 	}
-	if len(s.v2.advFloors)+len(fresh) > s.limits.MaxOrigins {
+	if len(s.chans.advFloors)+len(fresh) > s.limits.MaxOrigins {
 		return wire.NewError(wire.CodeTooManyOrigins, "advertising floors of more than "+strconv.Itoa(s.limits.MaxOrigins)+" origins")
 	}
 	slices.SortFunc(fresh, func(a, b wire.Floor) int { return bytes.Compare(a.Origin[:], b.Origin[:]) })
@@ -112,7 +112,7 @@ func (c *v3Commands) AdvertiseFloors(floors []wire.Floor) error {
 			return err
 		}
 		s.queueOrigin(f.Origin, frame)
-		s.v2.advFloors[f.Origin] = f.Seq
+		s.chans.advFloors[f.Origin] = f.Seq
 	}
 	s.sendChunked(len(fresh), func(lo, hi int) wire.Body { return &wire.Heads{Floors: fresh[lo:hi]} })
 	return nil
@@ -124,7 +124,7 @@ func (c *v3Commands) Purged(origin wire.OriginID, seq uint64, hash wire.Hash) er
 	if err := s.needV3("Purged"); err != nil {
 		return err
 	}
-	ch := s.v2.outOrigin[origin]
+	ch := s.chans.outOrigin[origin]
 	switch {
 	case ch == nil:
 		return wire.NewError(wire.CodeInvalidState, "the peer has not subscribed to origin "+origin.String())

@@ -61,7 +61,7 @@ func TestRandomSeedsOnceFailing(t *testing.T) {
 		nodes int // -sim.nodes of the run that failed (0: drawn from the seed)
 		found string
 	}{
-		{685, 0, "copies that never complete: every sender's records newer than its copy vector (copying.go readAhead)"},
+		{685, 0, "copies that never complete: every sender's records newer than its copy vector (basecopy.go readAhead)"},
 		{1141, 0, "the same, two nodes copying from each other"},
 		{1303, 0, "the run ended with a node down after a copy crash during the healing (stabilizeAllUp)"},
 		{1535, 0, "a head of the origin's own node overtaken over a version-1 relay taken as a rewind (rewind.go suspectHead)"},
@@ -73,7 +73,7 @@ func TestRandomSeedsOnceFailing(t *testing.T) {
 		{5000202, 32, "a peer level with an idle origin taken as behind since its last move: J saw Q catching-up"},
 		{5000212, 32, "the same: K saw X catching-up"},
 		{5000254, 32, "the same: B saw H catching-up"},
-		{1796617492, 16, "a node kept as its source of an origin a relay at its own head whose only way to the origin was the node, below every other floor (copying.go sourceless)"},
+		{1796617492, 16, "a node kept as its source of an origin a relay at its own head whose only way to the origin was the node, below every other floor (basecopy.go sourceless)"},
 	} {
 		rep := Random(c.seed, Options{Nodes: c.nodes})
 		for _, f := range rep.Failures {

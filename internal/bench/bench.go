@@ -4,7 +4,7 @@
 // replicate A -> B through the Go API and through HTTP batches, time write -> visible at
 // one and two hops, catch up 16 origins against 1 over one connection, take a base copy
 // beside a raw RocksDB scan and write of the same records and against replaying the whole
-// log (copy.go), and, as plait serve processes, hold a stalled receiver's backlog. Run
+// log (basecopy.go), and, as plait serve processes, hold a stalled receiver's backlog. Run
 // prints one table row a measure.
 package bench
 

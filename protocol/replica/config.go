@@ -73,7 +73,7 @@ type Config struct {
 	PurgeStep         int
 	RetentionInterval time.Duration
 
-	// Base copies (copying.go). MaxCopies bounds the copies this node serves at once
+	// Base copies (basecopy.go). MaxCopies bounds the copies this node serves at once
 	// (default 2; -1: none): one more is answered copy-busy. CopyChunk is the size a copy's
 	// chunks aim at (default 1 MiB, MinCopyChunk to the frame body limit; a record larger
 	// goes alone). CopyRetry is how long a copy stopped early waits before it resumes, and

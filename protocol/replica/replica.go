@@ -53,7 +53,7 @@ type Replica struct {
 	streamBuf  []*outStream // pump's copy of a connection's streams (kept for the next)
 	excludedN  int          // exclusions held in every connection's excluded
 	ret        retention    // bounded history (retention.go)
-	cp         copying      // base copies taken and served (copying.go)
+	cp         copying      // base copies taken and served (basecopy.go)
 	ae         antiEntropy  // anti-entropy passes (antientropy.go)
 	fatal      error
 	storage    storageState  // degraded storage (storage.go)

@@ -27,7 +27,7 @@ import (
 //     (NodeStatus.Rewound), refuses local writes with CodeOriginRewound naming the way
 //     out, serves none of its own entries (a peer behind would take the fork), and closes
 //     the connection with CodeOriginRewound. A base copy that holds its own origin above
-//     its log (copying.go) is the same evidence.
+//     its log (basecopy.go) is the same evidence.
 //
 // The way out is `plait reseed` (PlanReseed, Store.Reseed): a new origin id, the old one
 // made an ordinary foreign origin whose entries stream back from the peers, and every

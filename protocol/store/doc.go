@@ -6,7 +6,7 @@
 //   - Store, Snapshot and their values (store.go); CheckBatch, the check of one entry
 //     against its origin's cursor before Apply writes it;
 //   - CheckPurge, the plan of a retention purge a store writes in one batch (purge.go);
-//   - CheckCopyEnd and LogsAfterCopy, the logs a base copy's end raises (copycheck.go);
+//   - CheckCopyEnd and LogsAfterCopy, the logs a base copy's end raises (basecopy.go);
 //   - PlanReseed, CheckReseed and ReseedStore, a new origin id for a node restored from a
 //     backup (reseed.go);
 //   - Audit, the offline check that a store holds what its logs make (audit.go), and

@@ -43,22 +43,22 @@ func (s *Session) onRangeDigest(f wire.Frame, d *wire.RangeDigest) {
 	case !s.antiEntropy():
 		s.unexpected(f, "RANGEDIGEST on a connection that did not negotiate "+wire.CapAntiEntropy)
 		return
-	case s.v2.rangeIn != nil:
+	case s.chans.rangeIn != nil:
 		s.fail(wire.FrameError(wire.CodeBadRange, f.Type, f.Offset, "a second RANGEDIGEST before the first was answered"))
 		return
 	}
 	s.stats.RangeBytesIn += uint64(wire.HeaderSize + len(f.Body))
-	s.v2.rangeIn = askOf(d)
+	s.chans.rangeIn = askOf(d)
 	s.emit(Event{Kind: EventRangeAsked, RangeDigest: d})
 }
 
 // onRangeRecords checks the peer's answer to this side's ask.
 func (s *Session) onRangeRecords(f wire.Frame) {
-	if !s.isV2() || !s.antiEntropy() {
+	if !s.hasChannels() || !s.antiEntropy() {
 		s.unexpected(f, "RANGERECORDS on a connection that did not negotiate "+wire.CapAntiEntropy)
 		return
 	}
-	ask := s.v2.rangeOut
+	ask := s.chans.rangeOut
 	if ask == nil {
 		s.fail(wire.FrameError(wire.CodeBadRange, f.Type, f.Offset, "RANGERECORDS answers no RANGEDIGEST"))
 		return
@@ -73,7 +73,7 @@ func (s *Session) onRangeRecords(f wire.Frame) {
 		return
 	}
 	s.stats.RangeBytesIn += uint64(wire.HeaderSize + len(f.Body))
-	s.v2.rangeOut = nil
+	s.chans.rangeOut = nil
 	s.emit(Event{Kind: EventRangeAnswered, Range: &v})
 }
 
@@ -115,7 +115,7 @@ func (c *v3Commands) AskRange(d *wire.RangeDigest) error {
 	if err := c.needAntiEntropy("AskRange"); err != nil {
 		return err
 	}
-	if s.v2.rangeOut != nil {
+	if s.chans.rangeOut != nil {
 		return wire.NewError(wire.CodeInvalidState, "a range is asked and not answered yet")
 	}
 	if err := d.Validate(); err != nil {
@@ -128,20 +128,20 @@ func (c *v3Commands) AskRange(d *wire.RangeDigest) error {
 	if s.outBytes > 0 && s.outBytes+wire.HeaderSize+len(body) > s.limits.MaxSendBuffer {
 		return wire.NewError(wire.CodeSendBufferFull, strconv.Itoa(s.outBytes)+" bytes are queued; take them with Ready first")
 	}
-	s.v2.rangeOut = askOf(d)
+	s.chans.rangeOut = askOf(d)
 	s.stats.RangeBytesOut += uint64(wire.HeaderSize + len(body))
 	s.sendRaw(wire.TypeRangeDigest, 0, body)
 	return nil
 }
 
-func (c *v3Commands) RangeAsked() bool { return (*Session)(c).v2.rangeOut != nil }
+func (c *v3Commands) RangeAsked() bool { return (*Session)(c).chans.rangeOut != nil }
 
 func (c *v3Commands) AnswerRange(body []byte) error {
 	s := (*Session)(c)
 	if err := c.needAntiEntropy("AnswerRange"); err != nil {
 		return err
 	}
-	ask := s.v2.rangeIn
+	ask := s.chans.rangeIn
 	if ask == nil {
 		return wire.NewError(wire.CodeInvalidState, "the peer asked for no range")
 	}
@@ -159,7 +159,7 @@ func (c *v3Commands) AnswerRange(body []byte) error {
 	case s.outBytes > 0 && s.outBytes+size > s.limits.MaxSendBuffer:
 		return wire.NewError(wire.CodeSendBufferFull, strconv.Itoa(s.outBytes)+" bytes are queued; take them with Ready first")
 	}
-	s.v2.rangeIn = nil
+	s.chans.rangeIn = nil
 	s.stats.RangeBytesOut += uint64(size)
 	s.reserve(size)
 	s.cur = wire.AppendHeader(s.cur, wire.Header{Type: wire.TypeRangeRecords, Length: uint32(len(body))})

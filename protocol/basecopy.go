@@ -41,7 +41,7 @@ type copyOut struct {
 
 // onCopy opens the copy the peer asks for (the sender's side).
 func (s *Session) onCopy(f wire.Frame, b *wire.Copy) {
-	v := &s.v2
+	v := &s.chans
 	switch {
 	case b.Channel <= v.lastOut:
 		s.fail(wire.FrameError(wire.CodeBadChannel, f.Type, f.Offset, "copy channel "+strconv.FormatUint(uint64(b.Channel), 10)+
@@ -66,10 +66,10 @@ func (s *Session) onCopy(f wire.Frame, b *wire.Copy) {
 // channel that is not it: a channel never opened fails the session (bad-channel); one
 // closed since is ignored (it raced the close).
 func (s *Session) inCopy(f wire.Frame, id uint32) *copyIn {
-	if c := s.v2.copyIn; c != nil && c.id == id {
+	if c := s.chans.copyIn; c != nil && c.id == id {
 		return c
 	}
-	if id > s.v2.lastIn {
+	if id > s.chans.lastIn {
 		s.fail(wire.FrameError(wire.CodeBadChannel, f.Type, f.Offset, "channel "+strconv.FormatUint(uint64(id), 10)+" was never opened"))
 	}
 	return nil
@@ -107,23 +107,23 @@ func (s *Session) onCopyBegin(f wire.Frame, b *wire.CopyBegin) {
 // onChunk checks one CHUNK: the session-level rules first (credit, channel, order of
 // frames), then the content, whose failure closes only the copy (bad-chunk).
 func (s *Session) onChunk(f wire.Frame) {
-	if !s.isV2() || s.info.Version < 3 {
+	if !s.hasChannels() || s.info.Version < 3 {
 		s.unexpected(f, "CHUNK on a connection that is not an established version-3 one")
 		return
 	}
 	size := uint64(wire.HeaderSize + len(f.Body))
-	if err := s.v2.connIn.Receive(size); err != nil {
+	if err := s.chans.connIn.Receive(size); err != nil {
 		s.fail(wire.FrameError(wire.CodeCreditOverrun, f.Type, f.Offset, "connection: "+err.Error()))
 		return
 	}
-	s.v2.connRel = true
-	c := s.v2.copyIn
+	s.chans.connRel = true
+	c := s.chans.copyIn
 	if c == nil || c.id != f.Channel {
-		if s.v2.in[f.Channel] != nil {
+		if s.chans.in[f.Channel] != nil {
 			s.unexpected(f, "CHUNK on channel "+strconv.FormatUint(uint64(f.Channel), 10)+", which carries an origin's entries")
 			return
 		}
-		if f.Channel > s.v2.lastIn {
+		if f.Channel > s.chans.lastIn {
 			s.fail(wire.FrameError(wire.CodeBadChannel, f.Type, f.Offset, "CHUNK on channel "+strconv.FormatUint(uint64(f.Channel), 10)+", which this side never opened"))
 			return
 		}
@@ -206,8 +206,8 @@ func (s *Session) onCopyAbort(f wire.Frame, b *wire.CopyAbort) {
 		if !s.knownOut(f, b.Channel) {
 			return
 		}
-		if c := s.v2.copyOut; c != nil && c.id == b.Channel {
-			s.v2.copyOut = nil
+		if c := s.chans.copyOut; c != nil && c.id == b.Channel {
+			s.chans.copyOut = nil
 			s.emit(Event{Kind: EventCopyAborted, Err: err, ByPeer: true, Outgoing: true})
 		}
 		return
@@ -234,7 +234,7 @@ func (s *Session) abortIn(c *copyIn, err *wire.Error) {
 // connection window.
 func (s *Session) closeCopyIn(c *copyIn) {
 	s.releaseConn(c.win.Buffered())
-	s.v2.copyIn = nil
+	s.chans.copyIn = nil
 }
 
 // releaseCopy frees bytes of the copy channel and of the connection, to be granted again at
@@ -244,13 +244,13 @@ func (s *Session) releaseCopy(c *copyIn, n uint64) {
 	s.releaseConn(n)
 	if !c.grantQueued {
 		c.grantQueued = true
-		s.v2.grants = append(s.v2.grants, c.id)
+		s.chans.grants = append(s.chans.grants, c.id)
 	}
 }
 
 // copyGrant is flushV2's grant for the copy channel id, if it is the one this side receives.
 func (s *Session) copyGrant(id uint32) (wire.CreditEntry, bool) {
-	c := s.v2.copyIn
+	c := s.chans.copyIn
 	if c == nil || c.id != id {
 		return wire.CreditEntry{}, false
 	}
@@ -267,7 +267,7 @@ func (c *v3Commands) RequestCopy(table, key []byte) error {
 	if err := s.needV3("RequestCopy"); err != nil {
 		return err
 	}
-	v := &s.v2
+	v := &s.chans
 	switch {
 	case v.copyIn != nil:
 		return wire.NewError(wire.CodeInvalidState, "a copy is open already, on channel "+strconv.FormatUint(uint64(v.copyIn.id), 10))
@@ -304,7 +304,7 @@ func (c *v3Commands) AckChunk() error {
 	if err := s.needV3("AckChunk"); err != nil {
 		return err
 	}
-	in := s.v2.copyIn
+	in := s.chans.copyIn
 	if in == nil {
 		return wire.NewError(wire.CodeInvalidState, "no copy is open (it ended or was aborted)")
 	}
@@ -329,15 +329,15 @@ func (c *v3Commands) AbortCopy(outgoing bool, code wire.Code, msg string) error 
 	}
 	msg = truncateText(msg, wire.MaxCloseText)
 	if outgoing {
-		out := s.v2.copyOut
+		out := s.chans.copyOut
 		if out == nil {
 			return wire.NewError(wire.CodeInvalidState, "this side serves no copy")
 		}
-		s.v2.copyOut = nil
+		s.chans.copyOut = nil
 		s.sendControl(&wire.CopyAbort{Channel: out.id, Side: wire.SideSender, Code: code, Class: cl, Message: msg})
 		return nil
 	}
-	in := s.v2.copyIn
+	in := s.chans.copyIn
 	if in == nil {
 		return wire.NewError(wire.CodeInvalidState, "this side receives no copy")
 	}
@@ -352,7 +352,7 @@ func (c *v3Commands) BeginCopy(positions []wire.CopyPosition, tables, records, s
 	if err := s.needV3("BeginCopy"); err != nil {
 		return err
 	}
-	out := s.v2.copyOut
+	out := s.chans.copyOut
 	switch {
 	case out == nil:
 		return wire.NewError(wire.CodeInvalidState, "the peer asked for no copy")
@@ -399,11 +399,11 @@ func ChunkFrameSize(n int) int { return wire.HeaderSize + n }
 func (c *v3Commands) CopyCredit() int { return (*Session)(c).copyCredit() }
 
 func (s *Session) copyCredit() int {
-	out := s.v2.copyOut
-	if out == nil || !s.isV2() {
+	out := s.chans.copyOut
+	if out == nil || !s.hasChannels() {
 		return 0
 	}
-	return int(min(out.win.Available(), s.v2.connOut.Available()))
+	return int(min(out.win.Available(), s.chans.connOut.Available()))
 }
 
 // begunCopyOut starts command op on the copy this side serves, which BeginCopy began.
@@ -412,7 +412,7 @@ func (s *Session) begunCopyOut(op string) (*copyOut, error) {
 	if err := s.needV3(op); err != nil {
 		return nil, err
 	}
-	out := s.v2.copyOut
+	out := s.chans.copyOut
 	switch {
 	case out == nil:
 		return nil, wire.NewError(wire.CodeInvalidState, "the peer asked for no copy")
@@ -441,7 +441,7 @@ func (c *v3Commands) SendChunk(body []byte) error {
 	switch {
 	case len(body) > s.peerFrame:
 		return wire.NewError(wire.CodeFrameTooLarge, "a CHUNK body of "+strconv.Itoa(len(body))+" bytes exceeds the peer's frame limit of "+strconv.Itoa(s.peerFrame))
-	case uint64(size) > min(out.win.Available(), s.v2.connOut.Available()):
+	case uint64(size) > min(out.win.Available(), s.chans.connOut.Available()):
 		return wire.NewError(wire.CodeNoCredit, "a CHUNK frame of "+strconv.Itoa(size)+" bytes exceeds the credit of "+strconv.Itoa(s.copyCredit()))
 	case s.outBytes > 0 && s.outBytes+size > s.limits.MaxSendBuffer:
 		return wire.NewError(wire.CodeSendBufferFull, strconv.Itoa(s.outBytes)+" bytes are queued; take them with Ready first")
@@ -449,7 +449,7 @@ func (c *v3Commands) SendChunk(body []byte) error {
 	out.table, out.key = append(out.table[:0], v.Table...), append(out.key[:0], v.Last...)
 	out.records += uint64(v.Count)
 	out.win.Send(uint64(size))
-	s.v2.connOut.Send(uint64(size))
+	s.chans.connOut.Send(uint64(size))
 	s.reserve(size)
 	s.cur = wire.AppendHeader(s.cur, wire.Header{Type: wire.TypeChunk, Channel: out.id, Length: uint32(len(body))})
 	s.cur = append(s.cur, body...)
@@ -462,7 +462,7 @@ func (c *v3Commands) EndCopy() error {
 	if err != nil {
 		return err
 	}
-	s.v2.copyOut = nil
+	s.chans.copyOut = nil
 	s.sendControl(&wire.CopyEnd{Channel: out.id, Records: out.records})
 	return nil
 }
