@@ -7,12 +7,11 @@ import (
 	"github.com/linxGnu/grocksdb"
 
 	"plait/protocol/store"
-	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
 
-// The base copy's part of the store: snapshots served, the copy state taken, tombstones
-// dropped. Each write is one batch.
+// The base copy's part of the store: snapshots served, the copy state taken, and the
+// floors a copy's end writes (putFloors, which a reseed writes too). Each write is one batch.
 
 // snapshot is a RocksDB snapshot and the read options that read through it.
 type snapshot struct {
@@ -235,102 +234,6 @@ func (s *Store) EndCopy(e *store.CopyEnd) error {
 		s.cursor.Advance(rl.Cursor)
 	}
 	s.logs, s.afloor = logs, plan.ArrivalFloor
-	s.compactMu.Lock()
-	s.toCompact = mergeRanges(append(s.toCompact, ranges...))
-	s.compactMu.Unlock()
-	return nil
-}
-
-// DropTombstones deletes, in one batch, each listed tombstone that is still its record's
-// version.
-func (s *Store) DropTombstones(ts []store.Record) error {
-	if err := s.Failed(); err != nil {
-		return err // latched (latch.go)
-	}
-	var drop []store.Record
-	for _, t := range ts {
-		cur, found, err := s.Get(t.Table, t.Key)
-		if err != nil {
-			return err
-		}
-		if found && cur.Deleted && cur.HLC == t.HLC && cur.Origin == t.Origin {
-			drop = append(drop, t)
-		}
-	}
-	if len(drop) == 0 {
-		return nil
-	}
-	wb := grocksdb.NewWriteBatch()
-	defer wb.Destroy()
-	emptied, err := s.deleteRecords(wb, drop, nil)
-	if err != nil {
-		return err
-	}
-	for _, t := range emptied {
-		wb.Delete(key(pTable, t))
-	}
-	if err := s.write("drop-tombstones", s.wo, wb); err != nil {
-		return fmt.Errorf("rocksstore: dropping tombstones: %w", err)
-	}
-	return nil
-}
-
-// Reseed checks rs with store.CheckReseed, then writes it as one batch: the identity, the
-// range deletion of the old origin's entries above the cut, its cursor, every log's floor
-// record that changed, the arrival floor, and the new origin's name, entries, arrival
-// positions, cursor and rewritten records.
-func (s *Store) Reseed(rs *store.Reseed) error {
-	if err := s.Failed(); err != nil {
-		return err // latched (latch.go)
-	}
-	cs, err := s.CopyState()
-	if err != nil {
-		return err
-	}
-	plan, err := store.CheckReseed(rs, store.ReseedView{Identity: s.id, Cursors: s.cursor, Logs: s.logs,
-		Copying: cs != nil, ArrivalFloor: s.afloor, LastArrival: s.arrivals, Entry: s.Entry, Get: s.Get})
-	if err != nil {
-		return err
-	}
-	wb := grocksdb.NewWriteBatch()
-	defer wb.Destroy()
-	var ranges []grocksdb.Range
-	wb.Put([]byte{pIdentity}, append(rs.Identity.Origin[:], rs.Identity.Name...))
-	wb.Put(key(pName, rs.Identity.Origin[:]), []byte(rs.Identity.Name))
-	if plan.To >= plan.From {
-		r := grocksdb.Range{Start: key(pLog, rs.Old[:], u64(plan.From)), Limit: key(pLog, rs.Old[:], u64(plan.To+1))}
-		wb.DeleteRange(r.Start, r.Limit)
-		ranges = append(ranges, r)
-	}
-	wb.Put(key(pCursor, rs.Old[:]), s.cursorValue(plan.OldCursor, 0))
-	ranges = append(ranges, s.putFloors(wb, plan.Logs, plan.ArrivalFloor)...)
-	pos, hlc := s.arrivals, s.hlc
-	var last vector.Entry
-	for i := range rs.Entries {
-		b := &rs.Entries[i]
-		pos++
-		wb.Put(key(pLog, b.Origin[:], u64(b.Seq)), b.Txn)
-		wb.Put(key(pArrival, u64(pos)), append(b.Origin[:], u64(b.Seq)...))
-		hlc = max(hlc, s.putRecords(wb, b.Records))
-		last = vector.Entry{Origin: b.Origin, Seq: b.Seq, Hash: b.Hash}
-	}
-	if len(rs.Entries) > 0 {
-		wb.Put(key(pCursor, last.Origin[:]), s.cursorValue(last, plan.Logs[last.Origin].Bytes))
-	}
-	if err := s.write("reseed", s.wo, wb); err != nil {
-		return fmt.Errorf("rocksstore: reseeding to origin %s: %w", rs.Identity.Origin, err)
-	}
-	var cursor vector.Vector
-	for _, e := range s.cursor.Entries() {
-		if e.Origin != rs.Old {
-			cursor.Advance(e)
-		}
-	}
-	cursor.Advance(plan.OldCursor)
-	if len(rs.Entries) > 0 {
-		cursor.Advance(last)
-	}
-	s.cursor, s.logs, s.afloor, s.arrivals, s.hlc, s.id = cursor, plan.Logs, plan.ArrivalFloor, pos, hlc, rs.Identity
 	s.compactMu.Lock()
 	s.toCompact = mergeRanges(append(s.toCompact, ranges...))
 	s.compactMu.Unlock()
