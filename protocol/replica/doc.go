@@ -81,4 +81,30 @@
 //     carried it is left out of the candidates for Config.DivergenceRetry.
 //   - One connection per peer: when both sides dial, the connection dialed by the node
 //     with the lower origin id survives.
+//
+// # Versions
+//
+// A replica speaks every protocol version to a peer that offers it: version 1's one
+// stream per connection (scalar cursors, arrival order), version 2's channel per origin
+// with routing by advertised heads, and version 3's bounded history (floors, the purged
+// answer, base copies), anti-entropy and clock offsets. What a peer of an older version
+// cannot take is not asked of it.
+//
+// # The jobs, by file
+//
+//   - config.go: the configuration and its defaults; replica.go: the Replica, New and
+//     the inputs; session.go: the Session interface a session of any build implements.
+//   - conns.go: connections from Open to drop, and one connection per peer; events.go:
+//     what each session event leads to; errors.go: which failures stop the node and
+//     which close one connection; refusals.go: connections that ended in an error.
+//   - write.go: local writes and the HLC clock; apply.go: receiving an entry and
+//     last-writer-wins; send.go: streaming entries as far as credit allows; routing.go:
+//     the source of each origin and its moves.
+//   - retention.go: bounded history (docs/design.md §14); basecopy.go: the base copy
+//     (§15); clock.go: the bound on clock offset (§17); storage.go: degraded storage
+//     (§18); antientropy.go: anti-entropy (§19); rewind.go: an origin rewound (§20);
+//     retry.go: the bounded-retry budget (§21); health.go and status.go: health and the
+//     status (§22); scan.go: reading records past damaged ones.
+//
+// The store contract the replica writes through, with its checks, is package store.
 package replica
