@@ -6,12 +6,18 @@ package protocol_test
 import (
 	"bytes"
 	"encoding/binary"
+	"os"
+	"regexp"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"plait/protocol"
 	"plait/protocol/prototest"
+	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
 
@@ -185,6 +191,48 @@ func v2pair(t *testing.T, limits protocol.Limits) *prototest.Pair {
 	return p
 }
 
+// The version-2 fixture: entries whose DATA frames all have the same size, so that credit
+// limits can be set in whole frames.
+var (
+	fxTen       = prototest.Origin(10)
+	fx2Chain    = prototest.Chain(fxOrigin, 6, 1, 300)
+	fx2TenChain = prototest.Chain(fxTen, 3, 1, 300)
+	fx2Size     = protocol.DataFrameSize(len(fx2Chain[0].Raw)) // every fx2 DATA frame, header included
+)
+
+// fxPairV2 returns an established version-2 pair (prototest.Config on both sides; D with
+// limits dl, L with ll) in which L named fxOrigin "nine" and origin 10 "ten" and advertised
+// their heads (6 and 3), D subscribed to both from seq 0 (channel 1: fxOrigin, channel 2:
+// origin 10) and received fx2Chain seq 1..3 on channel 1, not acknowledged. Both sides'
+// output has been taken.
+func fxPairV2(t *testing.T, dl, ll protocol.Limits) *prototest.Pair {
+	t.Helper()
+	dc, lc := prototest.ConfigV2(wire.RoleDialer, "a", 1), prototest.ConfigV2(wire.RoleListener, "b", 2)
+	dc.Limits, lc.Limits = dl, ll
+	p := established(t, dc, lc)
+	if v := p.D.S.Handshake().Version; v != 2 {
+		t.Fatalf("fixture: version %d", v)
+	}
+	must(t, p.L.S.SetOriginName(fxOrigin, "nine"))
+	must(t, p.L.S.SetOriginName(fxTen, "ten"))
+	must(t, p.L.S.V2().AdvertiseHeads([]wire.Head{{Origin: fxOrigin, Seq: 6, HLC: 6}, {Origin: fxTen, Seq: 3, HLC: 3}}))
+	must(t, p.D.S.V2().Subscribe([]vector.Entry{{Origin: fxOrigin}, {Origin: fxTen}}))
+	p.Pump(10)
+	if n := p.L.Count(protocol.EventSubscribed); n != 2 {
+		t.Fatalf("fixture: %d channels opened", n)
+	}
+	for i := 0; i < 3; i++ {
+		must(t, p.L.S.V2().Send(fx2Chain[i].Raw))
+	}
+	p.Pump(10)
+	if n := p.D.Count(protocol.EventTxn); n != 3 || p.D.Count(protocol.EventHeads) != 1 {
+		t.Fatalf("fixture: %d txns received, %d HEADS", n, p.D.Count(protocol.EventHeads))
+	}
+	p.D.Drain()
+	p.L.Drain()
+	return p
+}
+
 // ---- a peer played by hand ----
 
 // secret is prototest.Config's secret, for computing the MAC of a hand-played peer's AUTH.
@@ -257,6 +305,10 @@ func cborBytes(n int) []byte {
 // session processed what came before the frame under test.
 var ping7 = prototest.Frame(&wire.Ping{ID: 7})
 
+// pingThen is a message of ping7 followed by parts. The frame under test comes after a
+// PING, so that its PONG shows the frames before the offending one took effect.
+func pingThen(parts ...[]byte) []byte { return cat(append([][]byte{ping7}, parts...)...) }
+
 // txn1 is a TXN1 frame of a transaction's encoding at a position, valid or not.
 func txn1(pos uint64, txn []byte) []byte {
 	return prototest.RawFrame(wire.TypeTxn1, 0, 0, append(binary.BigEndian.AppendUint64(nil, pos), txn...))
@@ -278,3 +330,130 @@ func entryOfBody(origin wire.OriginID, body int) prototest.Entry {
 	}
 	panic("no transaction of the size")
 }
+
+// ---- SPEC.md's tables ----
+
+// spec holds the tables of SPEC.md the tests check against: each error code's class, and
+// each malformed-input class's resulting code ("" for M9, which is not an error).
+type specTables struct {
+	classOf   map[wire.Code]wire.Class
+	malformed map[string]wire.Code
+	examples  map[string]string // each malformed-input class's example column
+}
+
+var (
+	specOnce sync.Once
+	specData specTables
+	specErr  error
+)
+
+func spec(t *testing.T) specTables {
+	t.Helper()
+	specOnce.Do(func() {
+		b, err := os.ReadFile("SPEC.md")
+		if err != nil {
+			specErr = err
+			return
+		}
+		s := string(b)
+		specData.classOf = map[wire.Code]wire.Class{}
+		for _, m := range regexp.MustCompile("(?m)^\\| `([a-z-]+)` \\| ([a-z-]+) \\|").FindAllStringSubmatch(s, -1) {
+			specData.classOf[wire.Code(m[1])] = wire.Class(m[2])
+		}
+		i := strings.Index(s, "## Malformed input")
+		j := strings.Index(s, "## Compatibility")
+		if i < 0 || j < i {
+			specErr = os.ErrNotExist
+			return
+		}
+		specData.malformed = map[string]wire.Code{}
+		specData.examples = map[string]string{}
+		row := regexp.MustCompile("(?m)^\\| (M[0-9]+) [^|]*\\|([^|]*)\\|([^|]*)\\|$")
+		code := regexp.MustCompile("`([a-z-]+)`")
+		for _, m := range row.FindAllStringSubmatch(s[i:j], -1) {
+			var c wire.Code
+			if cm := code.FindStringSubmatch(m[3]); cm != nil {
+				c = wire.Code(cm[1])
+			}
+			specData.malformed[m[1]] = c
+			specData.examples[m[1]] = strings.TrimSpace(m[2])
+		}
+	})
+	if specErr != nil {
+		t.Fatalf("reading SPEC.md: %v", specErr)
+	}
+	return specData
+}
+
+// ---- a session that closed itself ----
+
+// checkClosed asserts that s closed itself with code: its state, Err (code, the class SPEC
+// gives the code, frame and offset unless offset is anyOffset), exactly one EventClosed
+// (last, not by the peer), and a CLOSE frame (the last frame it sent) with the same code and
+// class. It returns the frames s sent.
+func checkClosed(t *testing.T, s *protocol.Session, msgs [][]byte, evs []protocol.Event, code wire.Code, frame wire.Type, offset int) []wire.Decoded {
+	t.Helper()
+	class := spec(t).classOf[code]
+	if class == "" {
+		t.Fatalf("code %s is not in SPEC.md", code)
+	}
+	if s.State() != protocol.StateClosed {
+		t.Fatalf("state %v, want closed", s.State())
+	}
+	e := s.Err()
+	if e == nil || e.Code != code || e.Class != class {
+		t.Fatalf("Err() = %v, want %s (%s)", e, code, class)
+	}
+	if offset != anyOffset {
+		if e.Offset != offset || (offset != wire.NoOffset && e.Frame != frame) {
+			t.Fatalf("Err() names frame %s at offset %d, want %s at %d", e.Frame, e.Offset, frame, offset)
+		}
+	}
+	closed := 0
+	for _, ev := range evs {
+		if ev.Kind == protocol.EventClosed {
+			closed++
+		}
+	}
+	if closed != 1 || len(evs) == 0 || evs[len(evs)-1].Kind != protocol.EventClosed {
+		t.Fatalf("events %v: want exactly one EventClosed, last", kinds(evs))
+	}
+	if last := evs[len(evs)-1]; last.ByPeer || last.Err == nil || *last.Err != *e {
+		t.Fatalf("EventClosed %+v, Err() %+v", last, e)
+	}
+	fs := frames(t, msgs)
+	if len(fs) == 0 {
+		t.Fatal("no CLOSE sent")
+	}
+	cl, ok := fs[len(fs)-1].Value.(*wire.Close)
+	if !ok {
+		t.Fatalf("last frame sent is %s, not CLOSE", fs[len(fs)-1].Type)
+	}
+	if cl.Code != code || cl.Class != class {
+		t.Fatalf("CLOSE carries %s (%s), want %s (%s)", cl.Code, cl.Class, code, class)
+	}
+	// The message is the detail (frame, offset, reason), not the code and class again; it is
+	// valid UTF-8 within the CLOSE bound whatever the detail holds.
+	if !utf8.ValidString(cl.Message) || len(cl.Message) > wire.MaxCloseText {
+		t.Fatalf("CLOSE message of %d bytes, valid UTF-8 %v", len(cl.Message), utf8.ValidString(cl.Message))
+	}
+	if d := e.Detail(); utf8.ValidString(d) && len(d) <= wire.MaxCloseText && cl.Message != d {
+		t.Fatalf("CLOSE message %q, want the detail %q", cl.Message, d)
+	}
+	for _, f := range fs[:len(fs)-1] {
+		if f.Type == wire.TypeClose {
+			t.Fatal("more than one CLOSE sent")
+		}
+	}
+	// Nothing is processed after the close.
+	if err := s.Receive(prototest.Epoch.Add(time.Hour), prototest.Frame(&wire.Ping{ID: 1})); err == nil || err.(*wire.Error).Code != wire.CodeClosed {
+		t.Fatalf("Receive after close: %v", err)
+	}
+	if s.HasReady() {
+		t.Fatal("a closed session produced output")
+	}
+	return fs
+}
+
+// anyOffset skips the frame and offset check of checkClosed.
+const anyOffset = -2
