@@ -875,7 +875,7 @@ var codesElsewhere = map[wire.Code]string{
 	wire.CodeBadChunk: "protocol/basecopy_test.go TestMalformedM25CopyChunks, TestCopyBadChunk",
 	wire.CodeCopyBusy: "protocol/basecopy_test.go TestCopyAbort (a sender's answer)",
 	// bad-range closes the session; its cases need an ask outstanding first.
-	wire.CodeBadRange: "protocol/repair_test.go TestMalformedM26AntiEntropy",
+	wire.CodeBadRange: "protocol/antientropy_test.go TestMalformedM26AntiEntropy",
 	// clock-offset refuses a local write, which is the replica's, not a session's.
 	wire.CodeClockOffset: "protocol/replica/clock_test.go TestClockRefusesWrites",
 	// The storage codes refuse a local write on a degraded node: the replica's, not a session's.
