@@ -1,6 +1,6 @@
 // Package credit owns the flow control of versions 2 and 3, one window at a time, as QUIC
-// does: credit is an absolute offset in the stream of bytes (headers included) of the
-// frames a receiver allows, DATA on a channel and, on version 3, CHUNK on a copy channel.
+// does: credit is an absolute offset in the stream of DATA bytes (and, on version 3, the
+// CHUNK bytes of a copy channel), headers included, that a receiver has allowed.
 // Grants are idempotent and never decrease, an overrun is an error, and a
 // receiver grants again as soon as the sender has used half of what it could be allowed
 // now, so a sender never waits for a "blocked" signal. "What it could be allowed" is the
