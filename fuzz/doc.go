@@ -14,4 +14,25 @@
 // plain `go test ./fuzz`; `make fuzz` (scripts/fuzz.sh) runs every target in turn, adds
 // the new interesting inputs it finds, and adds each run's figures to TOTALS.md, the
 // cumulative fuzzing of each target.
+//
+// # Versions
+//
+// FuzzDecode's wire properties cover the frames of every version; its session is
+// established at version 1 (prototest.ConfigV1), FuzzSession's at version 2
+// (prototest.ConfigV2), so that each fuzzes the receive checks of its version. FuzzDiff
+// runs each release's session at the release's newest version (0.1: 1, 0.2: 2, 0.3: 3)
+// and this build's, native and WASM, at its newest and at each of those, so at 1, 2 and
+// 3, each against a native peer of this build held to that version; on DECODE it compares
+// a release with this build only over the frame types both implement.
+//
+// # The jobs, by file
+//
+//   - decode_test.go: FuzzDecode, its seeds and their expected outcomes; session_test.go:
+//     FuzzSession, its setup, seeds and outcomes. -write-seeds and -write-session-seeds
+//     write the seeds into the corpus.
+//   - diff_test.go: FuzzDiff, its builds and setups, and the known differences;
+//     diffwasm_test.go: the core modules FuzzDiff runs, whose state is saved once
+//     established and restored before each input.
+//   - bodies_test.go: each target's body as a benchmark over its inputs, for profiling,
+//     since go test -fuzz takes no -cpuprofile.
 package fuzz

@@ -36,8 +36,9 @@
 // Version 1 has a state of its own (v1State, v1.go); versions 2 and 3 share the
 // per-origin channels (channelState, v2.go), which version 3 extends with floors, base
 // copies and anti-entropy. The commands of each are reached through V1, V2 and V3, so that
-// a caller sees the version at the call site; a command of another version is refused
-// with invalid-state.
+// a caller sees the version at the call site; V2's are taken on a version-3 connection
+// too, and a command of a version the connection does not speak is refused with
+// invalid-state.
 //
 // Version 1 streams one interleaved log per connection, positioned by one scalar cursor in
 // the sender's arrival order. The receiver checks every entry against its receive vector

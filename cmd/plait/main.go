@@ -1,5 +1,3 @@
-// Command plait is the plait replication node: `plait serve` runs one (docs/contract.md §2);
-// status, check, reseed, bench, cert and demo are the README's other commands.
 package main
 
 import (

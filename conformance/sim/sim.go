@@ -1,10 +1,3 @@
-// Package sim owns the deterministic simulator: plait replica nodes (protocol/replica on
-// the in-memory store) wired through an in-memory network on a virtual clock. Everything
-// that varies (delays, nonces, faults, writes) comes from the events the caller schedules
-// and from one seeded generator, so a run is reproduced exactly by its seed or script.
-// Sessions are made through replica.Config.NewSession, so a cluster may run any build of
-// the protocol core that implements replica.Session. The invariants it checks are in
-// invariants.go.
 package sim
 
 import (

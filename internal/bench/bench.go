@@ -1,11 +1,3 @@
-// Package bench owns plait bench's measures (BENCHMARKS.md): replication beside the
-// machine's physical limits, in one run. Raw RocksDB batched writes of the same records
-// and raw WebSocket loopback messages give the limits; nodes of internal/cluster then
-// replicate A -> B through the Go API and through HTTP batches, time write -> visible at
-// one and two hops, catch up 16 origins against 1 over one connection, take a base copy
-// beside a raw RocksDB scan and write of the same records and against replaying the whole
-// log (basecopy.go), and, as plait serve processes, hold a stalled receiver's backlog. Run
-// prints one table row a measure.
 package bench
 
 import (

@@ -1,7 +1,3 @@
-// Package certs makes the certificates of a plait cluster's mutual TLS (docs/contract.md
-// §17): a certificate authority, and node certificates it signs whose one URI SAN
-// plait://node/NAME names the node, for serverAuth and clientAuth. It writes PEM files,
-// keys with mode 0600, and never replaces a file unless told to.
 package certs
 
 import (

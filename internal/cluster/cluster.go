@@ -1,8 +1,3 @@
-// Package cluster owns running plait nodes for the demo, the benchmarks and the
-// multi-process tests: starting a node, in this process (node.Start) or as a `plait serve`
-// process of a given binary; waiting until it is healthy; reading its status document;
-// stopping it, and killing it when it is a process. Both kinds stand behind one Node, and
-// WaitFor is the one bounded wait they poll with.
 package cluster
 
 import (

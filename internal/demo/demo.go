@@ -1,8 +1,3 @@
-// Package demo owns plait demo (docs/contract.md): four nodes in one process on loopback,
-// on real RocksDB in a temporary directory and real WebSockets, run by internal/cluster.
-// A -> B -> C, with a second relay B2 that also carries A and joins once C takes A
-// through B; writes on every node; lag converging; B stops, and A's channel on C moves to
-// B2 with nothing delivered twice.
 package demo
 
 import (

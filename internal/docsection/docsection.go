@@ -1,7 +1,3 @@
-// Package docsection reads a numbered section of the repository's docs (docs/contract.md,
-// docs/operations.md, ...) for the tests that keep the docs and the code in step: a flag
-// table against the flags, the scope table against the routes, an example against the
-// type it shows.
 package docsection
 
 import (

@@ -1,4 +1,3 @@
-// Package testnet owns what tests share about the loopback network.
 package testnet
 
 import (

@@ -1,7 +1,3 @@
-// Package abi owns the batch encoding of plait's WASM ABI (shells/wasm/ABI.md): commands to
-// one Session go in as one batch, and everything the session answers comes back as one
-// batch of records. The guest module and native hosts run the same Driver, so a native
-// core and a WASM core fed identical batches return identical bytes.
 package abi
 
 import (

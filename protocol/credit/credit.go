@@ -1,14 +1,3 @@
-// Package credit owns version-2 flow control, one window at a time, as QUIC does: credit
-// is an absolute offset in the stream of DATA bytes (headers included) a receiver has
-// allowed. Grants are idempotent and never decrease, an overrun is an error, and a
-// receiver grants again as soon as the sender has used half of what it could be allowed
-// now, so a sender never waits for a "blocked" signal. "What it could be allowed" is the
-// window less what the receiver still holds, not the whole window: bytes held by a stalled
-// consumer (a starved channel, within the connection's window) must not stop the grants the
-// others need. Frames are atomic (a transaction is never split), so a receiver also grants
-// whenever less than one largest frame of credit is left: the sender may be waiting for room
-// for its next frame, whatever its size. A session keeps one window per channel and one for
-// the connection, and asks for a grant after every change (bytes received or released).
 package credit
 
 import "strconv"

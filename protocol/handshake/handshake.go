@@ -1,8 +1,3 @@
-// Package handshake owns the decisions of plait's handshake: which protocol versions this
-// build implements, the negotiation of a version and capabilities from two HELLOs, and the
-// MAC over both HELLOs that authenticates the peers and detects a tampered offer.
-//
-// It is pure: the session feeds it the HELLO bodies exactly as they crossed the wire.
 package handshake
 
 import (

@@ -1,6 +1,3 @@
-// Package prototest holds what tests of the protocol core share: valid transaction chains,
-// a pair of sessions joined by an in-memory pipe, and raw frames for playing a peer by hand.
-// It is pure like the core, so that tests of every layer can use it.
 package prototest
 
 import (

@@ -3,16 +3,17 @@
 // entries, cursors, holds, a base copy's state), and the checks every Store makes before it
 // writes, so that an implementation decides nothing of its own:
 //
-//   - Store, Snapshot and their values (store.go); CheckBatch, the check of one entry
-//     against its origin's cursor before Apply writes it;
+//   - Store, Snapshot, their values and the errors a store returns (store.go); CheckBatch,
+//     the check of one entry against its origin's cursor before Apply writes it, and
+//     Newer, the conflict order of two versions (store.go too);
 //   - CheckPurge, the plan of a retention purge a store writes in one batch (purge.go);
 //   - CheckCopyEnd and LogsAfterCopy, the logs a base copy's end raises (basecopy.go);
 //   - PlanReseed, CheckReseed and ReseedStore, a new origin id for a node restored from a
 //     backup (reseed.go);
 //   - Audit, the offline check that a store holds what its logs make (audit.go), and
 //     Digest, a table's digest (digest.go);
-//   - Newer, the conflict order of two versions, and StorageError, a failure of the
-//     storage itself, which degrades a node rather than stopping it.
+//   - StorageError, a failure of the storage itself, which degrades a node rather than
+//     stopping it (storageerror.go); errorf, this package's errors (errors.go).
 //
 // Package memstore is the reference in-memory Store and package storetest the suite
 // every Store passes (the RocksDB store of the native shell among them). Like the rest of

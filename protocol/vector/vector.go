@@ -1,8 +1,3 @@
-// Package vector owns the cursor vector: for each origin, the highest sequence number a node
-// applied and that entry's chain hash. A version-2 subscriber sends it whole when it
-// (re)subscribes and as deltas afterwards; a sender resumes each origin's channel right
-// after the subscriber's entry. The algebra here (merge, delta, apply) is what both sides
-// and the replica rely on, and is proved by property tests.
 package vector
 
 import (

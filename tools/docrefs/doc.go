@@ -20,4 +20,11 @@
 //
 // The whole-repository check is TestRepository; the rules' own tests show each one
 // failing on a reference that does not resolve.
+//
+// # The jobs, by file
+//
+// docrefs.go holds them all: Root, the repository's root (internal/docsection finds the
+// docs by it too); Check, every file of it that Scanned selects; Checker, the rules over
+// one file's text; and Headings, a Markdown file's headings, which the section rule
+// reads.
 package docrefs

@@ -1,5 +1,3 @@
-// Command coreinfo prints what a core module reports of itself: its ABI version and the
-// protocol versions its sessions offer (scripts/freeze.sh writes them into RELEASES.md).
 package main
 
 import (

@@ -1,8 +1,3 @@
-// Package memstore owns the in-memory store.Store: the reference implementation of the
-// store's semantics, which the simulator runs and the RocksDB store of the native shell
-// must match (both pass the suite of package storetest). Nothing is written to disk: what
-// Apply wrote survives a simulated process crash because a restarted replica is given the
-// same *Store, and Sync has nothing to do.
 package memstore
 
 import (

@@ -1,6 +1,3 @@
-// Package storetest owns the test suite of store.Store: every Store implementation (the
-// in-memory one of package memstore, the RocksDB one of the native shell) runs Run, so
-// that they all have exactly the semantics documented on the interface.
 package storetest
 
 import (

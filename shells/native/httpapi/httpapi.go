@@ -1,13 +1,3 @@
-// Package httpapi owns a node's HTTP API (docs/contract.md §6 and §8):
-// records, batches (JSON or CBOR bodies), listing, digests, status, Prometheus metrics and
-// health, answered as JSON over a node.Node. It decides nothing about replication; it
-// checks requests against the contract's bounds and turns them into node calls. StatusDoc
-// is its status document, which ReadStatus reads from a node for the clients in this
-// repository.
-//
-// With RequireTokens, it also decides which endpoint needs which token scope and answers
-// the requests it refuses (401 and 403, §6.4); the tokens themselves, and their comparison,
-// are apitoken's.
 package httpapi
 
 import (

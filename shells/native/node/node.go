@@ -1,8 +1,3 @@
-// Package node owns a running plait node's I/O around its replica: the RocksDB data
-// directory, the WebSocket listener and dialers, the clock, timers and group commit. Every
-// decision stays in protocol/replica; this package only drives it. One goroutine (the
-// loop) owns the replica and the store; every socket's reader and writer, every dialer
-// and every API call talk to it through closures run on that goroutine.
 package node
 
 import (

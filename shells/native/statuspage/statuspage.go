@@ -1,12 +1,3 @@
-// Package statuspage owns the status page a node serves at / (docs/contract.md §6.5): the
-// built page, embedded in the binary so that a node needs nothing beyond itself (no CDN, no
-// npm at build time), and the handler that serves it. The page's source is
-// web/statuspage; `make page` rebuilds dist from it and its lockfile, and `make test`
-// fails if the build differs from what is committed here.
-//
-// The page holds no data: it reads GET /v1/status and GET /v1/status/lag from the node that
-// served it, so it is served without a token even when the API requires one, and asks the
-// user for a token that it keeps in the browser only.
 package statuspage
 
 import (

@@ -1,12 +1,3 @@
-// Package tlsfiles owns the certificate files a node serves and dials with: loading and
-// checking them, reloading them on request or when they change on disk, and the tls.Configs
-// built from each loaded generation. A generation's configurations are built once, when it
-// is loaded, and reused by every connection until the next reload: building TLS state per
-// connection turns a reconnect storm into a memory storm.
-//
-// Two kinds of files are loaded. A peer set (Cert, Key and CA) is a node certificate of
-// internal/certs' form, for mutual TLS 1.3 between peers; a server pair (Cert and Key only)
-// is any certificate, for the HTTP API.
 package tlsfiles
 
 import (

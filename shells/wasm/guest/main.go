@@ -1,8 +1,5 @@
 //go:build wasip1
 
-// Command guest is plait's protocol core as a WASM reactor module (GOOS=wasip1,
-// -buildmode=c-shared): one instance runs one Session, driven through the batch ABI of
-// shells/wasm/ABI.md. Hosts run _initialize first, then call the exports below.
 package main
 
 import (

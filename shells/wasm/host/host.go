@@ -1,6 +1,3 @@
-// Package host loads plait's protocol core compiled to WASM and runs it under wazero: it
-// compiles a module once (with an optional compilation cache directory), gives each
-// session its own instance, and moves batches across the ABI of shells/wasm/ABI.md.
 package host
 
 import (

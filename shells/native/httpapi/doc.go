@@ -1,0 +1,23 @@
+// Package httpapi owns a node's HTTP API (docs/contract.md §6 and §8):
+// records, batches (JSON or CBOR bodies), listing, digests, status, Prometheus metrics and
+// health, answered as JSON over a node.Node. It decides nothing about replication; it
+// checks requests against the contract's bounds and turns them into node calls. StatusDoc
+// is its status document, which ReadStatus reads from a node for the clients in this
+// repository.
+//
+// With RequireTokens, it also decides which endpoint needs which token scope and answers
+// the requests it refuses (401 and 403, §6.4); the tokens themselves, and their comparison,
+// are apitoken's.
+//
+// # The jobs, by file
+//
+//   - httpapi.go: the API (New), its bounds (Limits), the one table of routes and the
+//     scope each needs, the bearer-token check, the handlers of records, batches, listing,
+//     digests, status, peers and /healthz, and the errors' JSON form.
+//   - statusdoc.go: StatusDoc and LagDoc, the documents of GET /v1/status and GET
+//     /v1/status/lag, built from the replica's status; ReadStatus, their client side.
+//   - counters.go: the document's counters, one per field of replica.Counters, named by
+//     its tag (docs/contract.md §8.4).
+//   - metrics.go: the plait_* metrics of GET /metrics (docs/contract.md §9), read from the
+//     node's status at each scrape, and the API's own (refusals, reloads, expiry).
+package httpapi

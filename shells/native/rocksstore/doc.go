@@ -1,0 +1,41 @@
+// Package rocksstore owns a plait node's data directory: the store.Store on RocksDB
+// (grocksdb v1.7.14 on Debian's librocksdb-dev 7.8.3). One key space, split by a one-byte
+// prefix (layout below); every Apply is one atomic write batch of the records, the log
+// entry, the arrival position, the cursor, the origin's name and the peer cursor, so after
+// kill -9 the node resumes exactly where its data ends. It passes the suite of package
+// storetest, as the in-memory store does.
+//
+// Layout (integers big-endian, so keys sort by them):
+//
+//	'i'                                  identity: origin id (16) | name
+//	'c' origin                           cursor: seq (8) | chain hash (32) | log bytes (8)
+//	'l' origin seq                       log entry: the transaction encoding
+//	'a' pos                              arrival: origin (16) | seq (8)
+//	'r' uvarint(len(table)) table key    record: flags (1: deleted) | HLC (8) | origin (16) | value
+//	't' table                            a table that holds records (empty value)
+//	'n' origin                           an origin's name
+//	'p' peer origin                      a version-1 peer cursor (8)
+//	'h'                                  the highest record HLC written (8)
+//	'd' name                             a peer added through the API: its URL
+//	'f' origin                           the log's floor: seq (8) | chain hash (32) | HLC (8) | below (8)
+//	'g'                                  the arrival floor (8)
+//	'k' peer 0x00 origin                 a retention hold: seq (8) | since, Unix ns (8)
+//	'b'                                  the base copy being taken: store.CopyState in CBOR
+//
+// A cursor of 40 bytes (written before the log bytes were kept) has its log's bytes
+// counted once when the store opens. Prefixes 'x' to 'z' are left for repair
+// (docs/design.md §11).
+//
+// # The jobs, by file
+//
+//   - rocksstore.go: Open and Close, the layout, and the contract's reads and writes of
+//     identity, cursors, logs, arrivals, records, names and peer cursors (Apply), purges
+//     and holds (Purge, CompactLogs), Sync, and the peers added through the API
+//     (DialPeers).
+//   - basecopy.go: the snapshots a node serves copies from, the copy state it takes, and
+//     the floors a copy's end writes; tombstones.go: tombstones retention drops;
+//     antientropy.go: anti-entropy's repairs; reseed.go: a reseed, in one batch.
+//   - latch.go: after the first write or sync that fails, no more writes through RocksDB
+//     (whose next write would abort the process), and RocksDB's own background errors
+//     (BackgroundError), so that the node degrades and reopens the store instead.
+package rocksstore
