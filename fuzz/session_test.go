@@ -28,7 +28,7 @@ import (
 //
 // # Setup
 //
-// Two current-build sessions (prototest.Config: they negotiate version 2) with the small
+// Two current-build sessions (prototest.ConfigV2: they negotiate version 2) with the small
 // limits of sessLimits, joined by a prototest.Pair: the dialer "a" (origin 1) is the session
 // under test, the listener "b" (origin 2) its peer. After the handshake:
 //

@@ -10,9 +10,9 @@ import (
 	"plait/protocol/wire"
 )
 
-// V2Commands are the commands only a version-2 connection takes (Session.V2); on a
-// connection of another version they are refused with invalid-state (Credit and Credits
-// answer 0 and nil).
+// V2Commands are the commands of the per-origin channels, which a connection of version
+// 2 or 3 takes (Session.V2); on a version-1 connection they are refused with invalid-state
+// (Credit and Credits answer 0 and nil).
 type V2Commands interface {
 	// Subscribe opens one channel per origin: the peer streams each origin's entries after
 	// the given position, relayed origins included. The first call also grants the

@@ -8,7 +8,7 @@ import (
 	"strconv"
 )
 
-// Anti-entropy (SPEC.md, "Version 3: anti-entropy"): a node compares its records with a
+// Anti-entropy (SPEC.md, "Version 3", "Anti-entropy"): a node compares its records with a
 // peer's one key range at a time. RANGEDIGEST gives the asker's digest of its records in a
 // range (after, through] of (table, key) order; RANGERECORDS answers that the peer's digest
 // is the same, or gives the peer's records in the range (or in its first part). Both are

@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// The base copy (SPEC.md, "Version 3: the base copy"): a subscriber that cannot be served
+// The base copy (SPEC.md, "Version 3", "The base copy"): a subscriber that cannot be served
 // from its position by any log asks a peer for a copy of its records. The copy is a channel
 // in the subscriber's numbering: COPY opens it, COPYBEGIN gives the cursor vector the
 // sender's snapshot covers, CHUNK frames carry the records in (table, key) order under the
