@@ -121,5 +121,11 @@ bench: deps
 	$(GO) build -o $(BUILD)/plait ./cmd/plait
 	$(BUILD)/plait bench --sync $(SYNC)
 
+## bench-compare: plait bench of BASE (any commit: a release's, main's) and of HEAD, alternated ROUNDS times on this machine; each measure's medians, ratio and per-round range (docs/testing.md §11)
+BASE   ?=
+ROUNDS ?= 5
+bench-compare: deps
+	BASE=$(BASE) ROUNDS=$(ROUNDS) scripts/bench-compare.sh
+
 clean:
 	rm -rf $(BUILD)
