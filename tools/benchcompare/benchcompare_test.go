@@ -44,7 +44,7 @@ func TestParse(t *testing.T) {
 	tb := mustParse(t, older)
 	for k, want := range map[string]value{
 		"replication a -> b, N records written through the go api":            {160000, true, "records/s"},
-		"write -> visible on b (one hop), p50 / p99 of N single writes p99":   {900e-6, false, "s"},
+		"write -> visible on b (one hop), p99 of N single writes":             {900e-6, false, "s"},
 		"receiver rss when stopped / peak after it resumed and caught up (2)": {60, false, "MiB"},
 		"replication a -> b, N records written as http batches (json)":        {100000, true, "records/s"},
 	} {
