@@ -76,6 +76,12 @@ type Config struct {
 	// file kept in the data directory (0: DefaultStorageReserve, or an eighth of a smaller
 	// file system; negative: no guard, no ballast).
 	StorageReserve int64
+	// FreeSpaceEvery and FreeSpaceBytes bound how long, and how many bytes written by the
+	// store, the free-space guard goes on the free space it last measured before it asks
+	// the file system again (defaults DefaultFreeSpaceEvery, DefaultFreeSpaceBytes):
+	// other processes and RocksDB's own compactions use space too (storage.go).
+	FreeSpaceEvery time.Duration
+	FreeSpaceBytes uint64
 
 	beforeSync       func()        // rocksstore.Options.BeforeSync, for this package's tests (export_test.go)
 	backgroundErrors func() uint64 // rocksstore.Options.BackgroundErrors, likewise
@@ -128,6 +134,7 @@ type Node struct {
 	tlsClient *http.Client // the wss:// dialers' client, built once (nil without TLS)
 
 	storage      storageState // degraded storage (storage.go; loop only)
+	space        freeSpace    // the free-space guard's last measure (storage.go; loop only)
 	bgCheckedAt  time.Time    // when the guard last asked RocksDB for background errors
 	degradedCode atomic.Value // string: the code while degraded, "" otherwise
 }
@@ -188,6 +195,15 @@ func Start(cfg Config) (*Node, error) {
 	}
 	if cfg.CertPoll == 0 {
 		cfg.CertPoll = time.Second
+	}
+	if cfg.FreeSpaceEvery == 0 {
+		cfg.FreeSpaceEvery = DefaultFreeSpaceEvery
+	}
+	if cfg.FreeSpaceBytes == 0 {
+		cfg.FreeSpaceBytes = DefaultFreeSpaceBytes
+	}
+	if cfg.FreeSpaceEvery < 0 {
+		return nil, fmt.Errorf("node: FreeSpaceEvery %v is negative", cfg.FreeSpaceEvery)
 	}
 	if cfg.MaxQueued < 0 {
 		return nil, fmt.Errorf("node: MaxQueued %d is negative", cfg.MaxQueued)

@@ -37,12 +37,37 @@ const (
 // bgCheckEvery is how often the guard asks RocksDB whether its background work failed.
 const bgCheckEvery = time.Second
 
+// The defaults of Config.FreeSpaceEvery and FreeSpaceBytes: the guard measures the free
+// space again at least every 50 ms and every MiB the store writes, however many inputs
+// come between (a statfs is a system call, and the loop guards each input).
+const (
+	DefaultFreeSpaceEvery = 50 * time.Millisecond
+	DefaultFreeSpaceBytes = 1 << 20
+)
+
 // storageState is the shell's view of a degradation (loop only).
 type storageState struct {
 	active  bool
 	next    time.Time // the next recovery attempt
 	backoff time.Duration
 	retries uint64
+}
+
+// freeSpace is the guard's last measure of the free space: when, what it found, and the
+// store's Written then.
+type freeSpace struct {
+	at          time.Time // zero: measure at the next guard
+	avail, size uint64
+	written     uint64
+}
+
+// fresh reports whether the last measure still holds at now, with the store at written:
+// taken less than FreeSpaceEvery ago, less than FreeSpaceBytes written since, and the free
+// space left after what was written since, counted twice (the log now, a flushed table
+// later), still at or above the reserve r.
+func (f freeSpace) fresh(now time.Time, written, r uint64, every time.Duration, bytes uint64) bool {
+	since := written - f.written
+	return !f.at.IsZero() && now.Sub(f.at) < every && since < bytes && f.avail >= r && f.avail-r >= 2*since
 }
 
 // free is the bytes unprivileged writers may still use on the data directory's file
@@ -110,9 +135,11 @@ func (n *Node) releaseBallast() { _ = os.Remove(filepath.Join(n.cfg.DataDir, bal
 // guard degrades the node when the free space is below the reserve, before RocksDB itself
 // runs out: RocksDB 7.8 may abort the process on a write that meets a full file system
 // (rocksstore's latch.go), so the guard, not the latch, is what keeps it alive then. It
-// reports whether the storage may be written. The loop runs it before each input (one
-// statfs), so what RocksDB may write past the check is one input's: the reserve must
-// exceed that.
+// reports whether the storage may be written. The loop runs it before each input, so what
+// RocksDB may write past the check is one input's: the reserve must exceed that. It asks
+// the file system (statfs) only when its last measure no longer holds (freeSpace.fresh):
+// after FreeSpaceEvery, after FreeSpaceBytes written, or as soon as what was written since
+// could have brought the free space below the reserve.
 func (n *Node) guard() bool {
 	if n.rep.Degraded() != nil {
 		return false
@@ -130,11 +157,17 @@ func (n *Node) guard() bool {
 	if n.cfg.StorageReserve < 0 {
 		return true
 	}
+	written := n.store.Written()
+	if n.space.fresh(n.storageNow(), written, n.reserveOf(n.space.size), n.cfg.FreeSpaceEvery, n.cfg.FreeSpaceBytes) {
+		return true
+	}
 	avail, size, err := n.free()
 	r := n.reserveOf(size)
 	if err == nil && avail >= r {
+		n.space = freeSpace{at: n.storageNow(), avail: avail, size: size, written: written}
 		return true
 	}
+	n.space = freeSpace{}
 	code := wire.CodeStorageFailed // the file system cannot be asked
 	if err == nil {
 		code, err = wire.CodeStorageFull, fmt.Errorf("%d bytes free on %s, below the reserve of %d", avail, n.cfg.DataDir, r)
@@ -215,6 +248,7 @@ func (n *Node) recoverStorage() {
 	n.store, n.rep = store, rep
 	n.compacted = 0
 	n.storage = storageState{}
+	n.space = freeSpace{} // a new store counts its writes from 0
 	n.degradedCode.Store("")
 	n.placeBallast()
 	n.log.Info("storage recovered: the store reopened, replication resumes")

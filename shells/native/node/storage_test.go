@@ -26,9 +26,13 @@ const defaultReserve = 16 << 20
 // test, so that the free-space guard trips without filling a disk (no tmpfs, no root).
 type fakeFS struct {
 	avail, size atomic.Uint64
+	calls       atomic.Int64 // statfs calls, for the guard's count
 }
 
-func (f *fakeFS) statfs() (uint64, uint64, error) { return f.avail.Load(), f.size.Load(), nil }
+func (f *fakeFS) statfs() (uint64, uint64, error) {
+	f.calls.Add(1)
+	return f.avail.Load(), f.size.Load(), nil
+}
 
 // fakeClock is the storage recovery's clock, moved by the test only.
 type fakeClock struct {
@@ -50,11 +54,19 @@ func (c *fakeClock) advance(d time.Duration) {
 
 func startOnFS(t *testing.T, fs *fakeFS, clock *fakeClock, reserve int64) *testNode {
 	t.Helper()
+	return startOnFSWith(t, fs, clock, node.Config{StorageReserve: reserve})
+}
+
+// startOnFSWith starts node A on fs (and clock, when not nil) with cfg's storage settings.
+func startOnFSWith(t *testing.T, fs *fakeFS, clock *fakeClock, cfg node.Config) *testNode {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := node.WithFreeSpace(node.Config{Name: "A", DataDir: t.TempDir(), Listener: l, StorageReserve: reserve, Config: replica.Config{Secret: []byte("node test secret of enough bytes")}}, fs.statfs)
+	cfg.Name, cfg.DataDir, cfg.Listener = "A", t.TempDir(), l
+	cfg.Secret = []byte("node test secret of enough bytes")
+	cfg = node.WithFreeSpace(cfg, fs.statfs)
 	if clock != nil {
 		cfg = node.WithStorageClock(cfg, clock.Now)
 	}
@@ -140,6 +152,7 @@ func TestStorageRecoveryBacksOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs.avail.Store(defaultReserve - 1)
+	clock.advance(node.DefaultFreeSpaceEvery) // the guard's last measure has aged out
 	if err := put(n, "k2"); err == nil {
 		t.Fatal("a write below the reserve was taken")
 	}
@@ -200,5 +213,93 @@ func TestStorageRecoveryBacksOff(t *testing.T) {
 	}
 	if err := put(n, "k3"); err != nil {
 		t.Fatalf("a write after the recovery: %v", err)
+	}
+}
+
+// TestFreeSpaceGuardCountsWrites: the guard measures the free space (statfs) again only
+// when its last measure no longer holds: FreeSpaceEvery after it, once FreeSpaceBytes
+// were written since, or once what was written since, counted twice, could have brought
+// the free space to the reserve; between, inputs cost no system call. Space another
+// process takes is noticed within FreeSpaceEvery.
+func TestFreeSpaceGuardCountsWrites(t *testing.T) {
+	const reserve = 1 << 20
+	const every, bytes = 50 * time.Millisecond, 64 << 10
+	fs := &fakeFS{}
+	fs.size.Store(1 << 40)
+	fs.avail.Store(1 << 30)
+	clock := &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	n := startOnFSWith(t, fs, clock, node.Config{StorageReserve: reserve, FreeSpaceEvery: every, FreeSpaceBytes: bytes})
+	value := func(n *testNode, key string, size int) error {
+		_, err := n.Write(context.Background(), []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte(key), Value: make([]byte, size)}})
+		return err
+	}
+	if err := put(n, "first"); err != nil {
+		t.Fatal(err)
+	}
+	calls := fs.calls.Load()
+	for i := range 20 {
+		if err := put(n, fmt.Sprint("small-", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := fs.calls.Load() - calls; got != 0 {
+		t.Errorf("20 small writes within %v of the last measure: %d statfs; want 0", every, got)
+	}
+	clock.advance(every - time.Nanosecond)
+	_ = put(n, "just before")
+	if got := fs.calls.Load() - calls; got != 0 {
+		t.Errorf("a write 1 ns before the measure ages out: %d statfs; want 0", got)
+	}
+	clock.advance(time.Nanosecond)
+	_ = put(n, "at the age")
+	if got := fs.calls.Load() - calls; got != 1 {
+		t.Errorf("a write as the measure ages out: %d statfs; want 1", got)
+	}
+
+	// FreeSpaceBytes written since the last measure: the next input measures again. A put
+	// writes its value twice (the record, and the log entry that carries it) and a few
+	// hundred bytes more.
+	calls = fs.calls.Load()
+	for i := range 3 {
+		if err := value(n, fmt.Sprint("eighth-", i), bytes/8); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := fs.calls.Load() - calls; got != 0 {
+		t.Errorf("writes of about %d bytes in all, under %d: %d statfs; want 0", 3*(2*bytes/8+300), bytes, got)
+	}
+	_ = value(n, "past the bytes", bytes/8)
+	_ = put(n, "next")
+	if got := fs.calls.Load() - calls; got != 1 {
+		t.Errorf("after %d bytes written: %d statfs; want 1", bytes, got)
+	}
+
+	// Close to the reserve: what was written, counted twice, reaching the margin measures.
+	clock.advance(every)
+	fs.avail.Store(reserve + 10_000)
+	_ = put(n, "measure near the reserve")
+	calls = fs.calls.Load()
+	_ = value(n, "within the margin", 2000) // about 4,300 bytes written, counted 8,600: under 10,000
+	if got := fs.calls.Load() - calls; got != 0 {
+		t.Errorf("a write within the margin above the reserve: %d statfs; want 0", got)
+	}
+	_ = value(n, "past the margin", 1000)
+	_ = put(n, "next")
+	if got := fs.calls.Load() - calls; got < 1 {
+		t.Errorf("writes that may have used the margin above the reserve: %d statfs; want at least 1", got)
+	}
+
+	// Space taken by another process: noticed once the measure ages out, not before.
+	clock.advance(every)
+	fs.avail.Store(1 << 30)
+	_ = put(n, "measure")
+	fs.avail.Store(reserve - 1)
+	if err := put(n, "within the age"); err != nil {
+		t.Errorf("a write within %v of a measure that found room: %v", every, err)
+	}
+	clock.advance(every)
+	var se *store.StorageError
+	if err := put(n, "after the age"); !errors.As(err, &se) || se.Code != wire.CodeStorageFull {
+		t.Errorf("a write %v after the last measure, one byte below the reserve free: %v; want storage-full", every, err)
 	}
 }

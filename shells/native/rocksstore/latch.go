@@ -53,10 +53,12 @@ func (s *Store) guard(op string, f func() error) error {
 }
 
 func (s *Store) write(op string, wo *grocksdb.WriteOptions, wb *grocksdb.WriteBatch) error {
+	s.written.Add(uint64(len(wb.Data()))) // the batch's serialized form, as the log takes it (no copy)
 	return s.guard(op, func() error { return s.db.Write(wo, wb) })
 }
 
 func (s *Store) put(op string, wo *grocksdb.WriteOptions, k, v []byte) error {
+	s.written.Add(uint64(len(k) + len(v)))
 	return s.guard(op, func() error { return s.db.Put(wo, k, v) })
 }
 

@@ -76,7 +76,13 @@ type Store struct {
 	failMu   sync.Mutex          // guards failed: Sync sets it off the loop
 	failed   *store.StorageError // the first write or sync that failed (latch.go)
 	dbWrites atomic.Int64        // writes and syncs handed to RocksDB, for the latch's test
+	written  atomic.Uint64       // bytes of the batches and puts handed to RocksDB (Written)
 }
+
+// Written is the bytes of every batch and put this store handed to RocksDB since it
+// opened: what its write-ahead log grew by, and what its memtables will flush. The node's
+// free-space guard counts them against the free space it last measured.
+func (s *Store) Written() uint64 { return s.written.Load() }
 
 var _ store.Store = (*Store)(nil)
 
