@@ -12,6 +12,7 @@ require (
 	github.com/linxGnu/grocksdb v1.7.14
 	github.com/prometheus/client_golang v1.23.2
 	github.com/rs/zerolog v1.28.0
+	github.com/segmentio/encoding v0.5.4
 	github.com/tetratelabs/wazero v1.12.0
 	golang.org/x/term v0.48.0
 )
@@ -28,6 +29,7 @@ require (
 	github.com/prometheus/common v0.66.1 // indirect
 	github.com/prometheus/procfs v0.16.1 // indirect
 	github.com/rs/xid v1.4.0 // indirect
+	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
 	golang.org/x/sys v0.50.0 // indirect
