@@ -74,7 +74,11 @@ echo "  HEAD: plait bench ${headargs[*]}"
 reflist="" headlist=""
 for r in $(seq 1 "$rounds"); do
 	echo "round $r of $rounds ..." >&2
+	# Each run starts with the disk's dirty pages written: the last run's writeback would
+	# slow the next, always the other build's.
+	sync
 	"$tmp/plait-ref" bench "${refargs[@]}" >"$tmp/ref-$r.txt"
+	sync
 	"$tmp/plait-head" bench "${headargs[@]}" >"$tmp/head-$r.txt"
 	reflist+="${reflist:+,}$tmp/ref-$r.txt"
 	headlist+="${headlist:+,}$tmp/head-$r.txt"

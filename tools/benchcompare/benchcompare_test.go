@@ -52,8 +52,11 @@ func TestParse(t *testing.T) {
 			t.Errorf("%q: %+v (present %v); want %+v", k, got, ok, want)
 		}
 	}
-	if len(tb) != 7 {
-		t.Errorf("%d measures read, want 7: %v", len(tb), tb)
+	if v := tb["replication a -> b, N records written through the go api (of raw rocksdb)"]; v.n != 0.20 || !v.higher {
+		t.Errorf("the Go API's ratio to raw RocksDB: %+v; want 0.20, higher better", v)
+	}
+	if len(tb) != 9 {
+		t.Errorf("%d measures read, want 9 (two of them ratios to raw RocksDB): %v", len(tb), tb)
 	}
 }
 
