@@ -104,7 +104,7 @@ type Node struct {
 	store *rocksstore.Store
 	rep   *replica.Replica
 
-	in      chan func()
+	in      chan input
 	conns   map[replica.ConnID]*wsConn // owned by the loop
 	waiters []waiter                   // local writes waiting for their sync
 	syncing bool                       // a sync runs (loop only)
@@ -232,7 +232,7 @@ func Start(cfg Config) (*Node, error) {
 		store.Close()
 		return nil, fmt.Errorf("node: the data directory %s belongs to node %q, not %q", cfg.DataDir, id.Name, cfg.Name)
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.Name), store: store, in: make(chan func(), 256),
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.Name), store: store, in: make(chan input, 256),
 		conns: map[replica.ConnID]*wsConn{}, stopped: make(chan struct{}), dials: map[string]dialState{},
 		peers: map[string]*peerDial{}}
 	n.degradedCode.Store("")
@@ -357,11 +357,27 @@ func (n *Node) Serving() bool {
 	}
 }
 
+// input is one closure the loop runs: read, when it only reads (the store's records, the
+// status) and so moves nothing the loop's bookkeeping after an input looks at.
+type input struct {
+	f    func()
+	read bool
+}
+
 // do runs f on the loop and waits for it; it fails once the node is stopping.
-func (n *Node) do(f func()) error {
+func (n *Node) do(f func()) error { return n.run(input{f: f}) }
+
+// read is do for a closure that only reads: the loop runs it without the free-space guard
+// and, when every input of a batch is one, without the bookkeeping after inputs (the group
+// commit, the output, the lag sample, the timer): an API read does not pay for it.
+func (n *Node) read(f func()) error { return n.run(input{f: f, read: true}) }
+
+func (n *Node) run(in input) error {
 	done := make(chan struct{})
+	f := in.f
+	in.f = func() { f(); close(done) }
 	select {
-	case n.in <- func() { f(); close(done) }:
+	case n.in <- in:
 	case <-n.stopped:
 		return errStopped
 	}
@@ -396,20 +412,19 @@ func (n *Node) loop() {
 	defer timer.Stop()
 	for {
 		select {
-		case f := <-n.in:
-			n.guard() // below the reserve: degraded before f can write
-			f()
+		case in := <-n.in:
+			moved := n.input(in)
 		drain:
 			for range 64 { // a batch of inputs before the group commit
 				select {
-				case f := <-n.in:
-					// Before each input, not only the batch's first: 65 writes of a few
-					// hundred kB each outrun a small reserve (storage.go).
-					n.guard()
-					f()
+				case in := <-n.in:
+					moved = n.input(in) || moved
 				default:
 					break drain
 				}
+			}
+			if !moved {
+				continue // reads only: the timer keeps its deadline, there is nothing to flush
 			}
 		case <-timer.C:
 			n.guard() // a tick may write too (a retention step)
@@ -427,11 +442,24 @@ func (n *Node) loop() {
 		n.compact()
 		n.logCopies()
 		n.flush()
-		// After every input and tick: a sample at most every LagSampleEvery (a time compared
-		// otherwise), and an idle node still ticks about once a second (retention, PINGs).
-		n.rep.SampleLag(time.Now())
-		timer.Reset(n.untilDeadline())
+		// After every input and tick that is no read: a sample at most every
+		// LagSampleEvery (a time compared otherwise), and an idle node still ticks about
+		// once a second (retention, PINGs).
+		now := time.Now()
+		n.rep.SampleLag(now)
+		timer.Reset(n.untilDeadlineAt(now))
 	}
+}
+
+// input runs one input, guarded when it may write: before each input, not only a batch's
+// first, since 65 writes of a few hundred kB each outrun a small reserve (storage.go). It
+// reports whether the input may have moved anything (every input but a read).
+func (n *Node) input(in input) bool {
+	if !in.read {
+		n.guard() // below the reserve: degraded before f can write
+	}
+	in.f()
+	return !in.read
 }
 
 // stopLoop drops every connection and answers the waiting writes, as the loop ends.
@@ -447,19 +475,22 @@ func (n *Node) stopLoop() {
 	n.waiters = nil
 }
 
-func (n *Node) untilDeadline() time.Duration {
+func (n *Node) untilDeadline() time.Duration { return n.untilDeadlineAt(time.Now()) }
+
+// untilDeadlineAt is how long after now the loop's timer must fire.
+func (n *Node) untilDeadlineAt(now time.Time) time.Duration {
 	if n.storage.active { // the next recovery attempt is a deadline too
-		return max(min(n.storage.next.Sub(n.storageNow()), n.untilReplica()), 0)
+		return max(min(n.storage.next.Sub(n.storageNow()), n.untilReplica(now)), 0)
 	}
-	return n.untilReplica()
+	return n.untilReplica(now)
 }
 
-func (n *Node) untilReplica() time.Duration {
+func (n *Node) untilReplica(now time.Time) time.Duration {
 	d := n.rep.NextDeadline()
 	if d.IsZero() {
 		return time.Hour
 	}
-	return max(time.Until(d), 0)
+	return max(d.Sub(now), 0)
 }
 
 // check stops the node when the replica refuses to go on.
@@ -493,7 +524,7 @@ func (n *Node) groupCommit() {
 				n.check(n.rep.Synced(time.Now(), p))
 			}
 			select {
-			case n.in <- done:
+			case n.in <- input{f: done}:
 			case <-n.stopped:
 			}
 		}()
@@ -526,7 +557,7 @@ func (n *Node) compact() {
 		defer n.syncWG.Done()
 		n.store.CompactLogs()
 		select {
-		case n.in <- func() { n.compacting = false }:
+		case n.in <- input{f: func() { n.compacting = false }}:
 		case <-n.stopped:
 		}
 	}()
@@ -634,7 +665,7 @@ func (n *Node) Write(ctx context.Context, ops []wire.Op) (uint64, error) {
 // and, while it has no connection, its dialing state (connecting or backoff).
 func (n *Node) Status() (replica.Status, error) {
 	var st replica.Status
-	err := n.do(func() {
+	err := n.read(func() {
 		st = n.rep.Status(time.Now())
 		st.Node.Storage.Retries = n.storage.retries
 		n.mu.Lock()
@@ -661,7 +692,7 @@ func (n *Node) Status() (replica.Status, error) {
 // loop about once a second.
 func (n *Node) LagHistory() ([]replica.OriginLag, error) {
 	var h []replica.OriginLag
-	err := n.do(func() { h = n.rep.LagHistory() })
+	err := n.read(func() { h = n.rep.LagHistory() })
 	return h, err
 }
 
@@ -669,13 +700,13 @@ func (n *Node) LagHistory() ([]replica.OriginLag, error) {
 // (replica.PeerLagHistory).
 func (n *Node) PeerLagHistory() ([]replica.PeerLag, error) {
 	var h []replica.PeerLag
-	err := n.do(func() { h = n.rep.PeerLagHistory() })
+	err := n.read(func() { h = n.rep.PeerLagHistory() })
 	return h, err
 }
 
 // Digest is a table's digest (store.Digest).
 func (n *Node) Digest(table string) (count int, sum string, err error) {
-	if derr := n.do(func() { count, sum, err = store.Digest(n.store, []byte(table)) }); derr != nil {
+	if derr := n.read(func() { count, sum, err = store.Digest(n.store, []byte(table)) }); derr != nil {
 		return 0, "", derr
 	}
 	return count, sum, err
@@ -690,7 +721,7 @@ func nonce() []byte {
 
 // Get returns a record's current version (tombstones included).
 func (n *Node) Get(table, key []byte) (rec store.Record, found bool, err error) {
-	if derr := n.do(func() { rec, found, err = n.store.Get(table, key) }); derr != nil {
+	if derr := n.read(func() { rec, found, err = n.store.Get(table, key) }); derr != nil {
 		return store.Record{}, false, derr
 	}
 	return rec, found, err
@@ -700,7 +731,7 @@ func (n *Node) Get(table, key []byte) (rec store.Record, found bool, err error) 
 // after (exclusive; nil: from the first), in key order, and whether more follow. Keys
 // before the prefix are skipped on the way (the Store scans from a key, not a prefix).
 func (n *Node) List(table, prefix, after []byte, limit int) (recs []store.Record, more bool, err error) {
-	derr := n.do(func() {
+	derr := n.read(func() {
 		err = n.store.Scan(table, after, func(r store.Record) bool {
 			switch {
 			case bytes.Compare(r.Key, prefix) < 0:

@@ -146,7 +146,8 @@ func (n *Node) guard() bool {
 	}
 	// RocksDB's own background work (flushes, compactions) fails out of sight of any
 	// write's return: it is asked once a second (a property read), whatever the reserve.
-	if now := time.Now(); now.Sub(n.bgCheckedAt) >= bgCheckEvery {
+	now := n.storageNow()
+	if now.Sub(n.bgCheckedAt) >= bgCheckEvery {
 		n.bgCheckedAt = now
 		if err := n.store.BackgroundError(); err != nil {
 			n.check(n.rep.StorageFailed(now, err))
@@ -158,13 +159,13 @@ func (n *Node) guard() bool {
 		return true
 	}
 	written := n.store.Written()
-	if n.space.fresh(n.storageNow(), written, n.reserveOf(n.space.size), n.cfg.FreeSpaceEvery, n.cfg.FreeSpaceBytes) {
+	if n.space.fresh(now, written, n.reserveOf(n.space.size), n.cfg.FreeSpaceEvery, n.cfg.FreeSpaceBytes) {
 		return true
 	}
 	avail, size, err := n.free()
 	r := n.reserveOf(size)
 	if err == nil && avail >= r {
-		n.space = freeSpace{at: n.storageNow(), avail: avail, size: size, written: written}
+		n.space = freeSpace{at: now, avail: avail, size: size, written: written}
 		return true
 	}
 	n.space = freeSpace{}

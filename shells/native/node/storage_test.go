@@ -160,10 +160,11 @@ func TestStorageRecoveryBacksOff(t *testing.T) {
 	if s := storageOf(t, n); !s.Degraded || s.Retries != 0 {
 		t.Fatalf("storage after the guard tripped: %+v; want degraded, 0 retries", s)
 	}
-	// The loop looks at the schedule after each input: a first status runs it at the clock's
-	// time, a second reads what it did.
+	// The loop looks at the schedule after each input that is no read: a refused write runs
+	// it at the clock's time (the loop's own timer would wait for the real clock), then a
+	// status reads what it did.
 	look := func() replica.StorageStatus {
-		storageOf(t, n)
+		_ = put(n, "poke")
 		return storageOf(t, n)
 	}
 	const step = 250 * time.Millisecond
