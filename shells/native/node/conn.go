@@ -187,8 +187,10 @@ func (n *Node) readMessage(c *wsConn) ([]byte, error) {
 		return nil, err
 	}
 	// A new buffer each message: the replica may keep views into it (as it did into the
-	// buffer a whole read returned).
-	msg := make([]byte, 0, 4<<10)
+	// buffer a whole read returned). It starts as small as io.ReadAll's and grows by
+	// append: most messages are a CURSOR or one small entry, and a larger first buffer is
+	// garbage the collector pays for on every message.
+	msg := make([]byte, 0, 512)
 	told := time.Now()
 	for {
 		if len(msg) == cap(msg) {
