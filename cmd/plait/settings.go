@@ -169,15 +169,11 @@ func (v strValue[T]) Set(s string) error {
 	return nil
 }
 
-// bytesValue is a flag whose field holds bytes (the cluster secret).
+// bytesValue is a flag whose field holds bytes: the cluster secret, which it never shows
+// (String is what the flag package prints, as a default or otherwise).
 type bytesValue struct{ p *[]byte }
 
-func (v bytesValue) String() string {
-	if v.p == nil {
-		return ""
-	}
-	return string(*v.p)
-}
+func (v bytesValue) String() string { return "" }
 
 func (v bytesValue) Set(s string) error { *v.p = []byte(s); return nil }
 
