@@ -111,12 +111,10 @@ func (s *Session) onChunk(f wire.Frame) {
 		s.unexpected(f, "CHUNK on a connection that is not an established version-3 one")
 		return
 	}
-	size := uint64(wire.HeaderSize + len(f.Body))
-	if err := s.chans.connIn.Receive(size); err != nil {
-		s.fail(wire.FrameError(wire.CodeCreditOverrun, f.Type, f.Offset, "connection: "+err.Error()))
+	size, ok := s.receiveOnConnection(f)
+	if !ok {
 		return
 	}
-	s.chans.connRel = true
 	c := s.chans.copyIn
 	if c == nil || c.id != f.Channel {
 		if s.chans.in[f.Channel] != nil {

@@ -101,12 +101,10 @@ func (s *Session) onData(f wire.Frame) {
 		s.unexpected(f, "DATA on a connection that is not an established version-2 one")
 		return
 	}
-	size := uint64(wire.HeaderSize + len(f.Body))
-	if err := s.chans.connIn.Receive(size); err != nil {
-		s.fail(wire.FrameError(wire.CodeCreditOverrun, f.Type, f.Offset, "connection: "+err.Error()))
+	size, ok := s.receiveOnConnection(f)
+	if !ok {
 		return
 	}
-	s.chans.connRel = true // receipts change what can be granted too (a stalled channel's above all)
 	ch := s.chans.in[f.Channel]
 	if ch == nil {
 		if c := s.chans.copyIn; c != nil && c.id == f.Channel {
@@ -281,6 +279,19 @@ func (s *Session) onResend(f wire.Frame, b *wire.Resend) {
 	ch.next, ch.first = b.From, false
 	s.stats.ResendsReceived++
 	s.emit(Event{Kind: EventResend, Origin: ch.origin, From: b.From})
+}
+
+// receiveOnConnection charges a channel-scoped frame (DATA, CHUNK) to the connection's
+// window and returns its size; a frame beyond the window fails the session
+// (credit-overrun) and reports false.
+func (s *Session) receiveOnConnection(f wire.Frame) (uint64, bool) {
+	size := uint64(wire.HeaderSize + len(f.Body))
+	if err := s.chans.connIn.Receive(size); err != nil {
+		s.fail(wire.FrameError(wire.CodeCreditOverrun, f.Type, f.Offset, "connection: "+err.Error()))
+		return 0, false
+	}
+	s.chans.connRel = true // receipts change what can be granted too (a stalled channel's above all)
+	return size, true
 }
 
 // knownOut checks that the peer opened channel id at some point (it may be closed since:

@@ -165,12 +165,19 @@ func (h *harness) connect(dialer, listener *node) *link {
 // open opens a connection without pumping.
 func (h *harness) open(dialer, listener *node) *link {
 	h.t.Helper()
+	return h.openAs(dialer, listener, listener.name)
+}
+
+// openAs opens a connection whose dialer expects the listener to be named expect (a test
+// of a peer that names itself otherwise), without pumping.
+func (h *harness) openAs(dialer, listener *node, expect string) *link {
+	h.t.Helper()
 	l := &link{}
 	l.dialer = &end{node: dialer, link: l}
 	l.listener = &end{node: listener, link: l}
 	l.dialer.peer, l.listener.peer = l.listener, l.dialer
 	var err error
-	l.dialer.id, err = dialer.rep.Open(dialer.clock(), wire.RoleDialer, listener.name, h.nonce())
+	l.dialer.id, err = dialer.rep.Open(dialer.clock(), wire.RoleDialer, expect, h.nonce())
 	h.check(dialer, err)
 	l.listener.id, err = listener.rep.Open(listener.clock(), wire.RoleListener, "", h.nonce())
 	h.check(listener, err)

@@ -424,17 +424,7 @@ func TestHandshakeRefusals(t *testing.T) {
 			h := newHarness(t)
 			a := h.addNode("A", tc.a)
 			b := h.addNode("B", tc.b)
-			l := &link{}
-			l.dialer = &end{node: a, link: l}
-			l.listener = &end{node: b, link: l}
-			l.dialer.peer, l.listener.peer = l.listener, l.dialer
-			var err error
-			l.dialer.id, err = a.rep.Open(a.clock(), wire.RoleDialer, tc.expect, h.nonce())
-			h.check(a, err)
-			l.listener.id, err = b.rep.Open(b.clock(), wire.RoleListener, "", h.nonce())
-			h.check(b, err)
-			a.ends[l.dialer.id], b.ends[l.listener.id] = l.dialer, l.listener
-			h.links = append(h.links, l)
+			l := h.openAs(a, b, tc.expect)
 			h.pump()
 			if !l.dialer.closed || !l.listener.closed {
 				t.Fatalf("the connection is still open")

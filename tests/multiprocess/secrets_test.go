@@ -4,6 +4,7 @@ package multiprocess
 
 import (
 	"encoding/pem"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -47,7 +48,7 @@ func TestSecretsNeverShown(t *testing.T) {
 		}
 		for i, line := range strings.Split(string(pem.EncodeToMemory(&pem.Block{Type: block.Type, Bytes: block.Bytes})), "\n") {
 			if len(line) >= 32 && !strings.HasPrefix(line, "-----") {
-				hidden[k+".key line "+string(rune('0'+i))] = line
+				hidden[fmt.Sprintf("%s.key's line %d", k, i+1)] = line
 			}
 		}
 	}

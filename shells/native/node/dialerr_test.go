@@ -47,8 +47,7 @@ func TestLastDialError(t *testing.T) {
 	if err != nil {
 		t.Skipf("the port B was to take is taken: %v", err)
 	}
-	bn := run(t, node.Config{Name: "B", DataDir: t.TempDir(), Listener: l, Config: replica.Config{Secret: []byte("node test secret of enough bytes")}}, "ws://")
-	_ = bn
+	run(t, node.Config{Name: "B", DataDir: t.TempDir(), Listener: l, Config: replica.Config{Secret: []byte("node test secret of enough bytes")}}, "ws://")
 	waitFor(t, "A streaming to B", func() bool { return streamingTo(t, a, "B") })
 	if b, _ := peerOf(t, a, "B"); b.LastDialError == nil || b.LastDialError.Code != node.DialRefused {
 		t.Errorf("B, streaming now: last dial error %+v; want the dial-refused of before, kept", b.LastDialError)
