@@ -306,6 +306,9 @@ func (r *Replica) flushMembers() {
 	clear(cs.membersDirty)
 }
 
+// MapGeneration is the generation of the map this node holds (0: none).
+func (r *Replica) MapGeneration() uint64 { return r.cmap.cur.Generation }
+
 // MapStatus is the cluster map's status.
 func (r *Replica) MapStatus() MapStatus {
 	cs := &r.cmap
