@@ -37,4 +37,11 @@ type Set struct {
 	// version, below the tombstone horizon too: a record deleted here, its tombstone
 	// dropped, comes back.
 	RepairBelowHorizon bool
+	// MapByHLC makes a replica choose between two cluster maps by their publication's HLC
+	// instead of their generation: the later publication wins, as last-writer-wins would
+	// have it.
+	MapByHLC bool
+	// MapRepaired makes a replica take every different cluster map a peer sends, as a
+	// repair writes the peer's version over its own: generations no longer order maps.
+	MapRepaired bool
 }

@@ -202,7 +202,17 @@ func (r *Replica) onMap(c *conn, b *wire.Map) {
 		return
 	}
 	cs := &r.cmap
-	switch clustermap.Decide(cs.cur, m) {
+	d := clustermap.Decide(cs.cur, m)
+	switch mu := r.cfg.Mutations; {
+	case mu.MapByHLC && d != clustermap.Same: // test-only: last-writer-wins by publication
+		d = clustermap.Stale
+		if wire.HLC(b.Published) > cs.published {
+			d = clustermap.Adopt
+		}
+	case mu.MapRepaired && d != clustermap.Same: // test-only: the peer's map written over
+		d = clustermap.Adopt
+	}
+	switch d {
 	case clustermap.Adopt:
 		r.adoptMap(m, b.Publisher, wire.HLC(b.Published), c.id)
 	case clustermap.Conflict:
