@@ -182,7 +182,7 @@ func check(obj map[string]any, strict bool) (Map, *Error) {
 			return Map{}, errorf(CodeBadName, "nodes[%d] has no name", i)
 		}
 		if !wire.ValidName(name) {
-			return Map{}, errorf(CodeBadName, "nodes[%d]: the node name %s is not 1-%d bytes of [A-Za-z0-9_.-]", i, strconv.Quote(name), wire.MaxNameLen)
+			return Map{}, errorf(CodeBadName, "nodes[%d]: the node name %s is not 1-%d bytes of [A-Za-z0-9_.-]", i, quoteShort(name), wire.MaxNameLen)
 		}
 		api, _ := e["api"].(string)
 		if _, has := e["api"]; has {
