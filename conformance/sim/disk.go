@@ -90,3 +90,10 @@ func (s *recordingStore) SetPeerCursor(peer wire.OriginID, pos uint64) error {
 	}
 	return s.Store.SetPeerCursor(peer, pos)
 }
+
+func (s *recordingStore) PutControl(key string, value []byte) error {
+	if err := s.diskFull("control"); err != nil {
+		return err
+	}
+	return s.Store.PutControl(key, value)
+}
