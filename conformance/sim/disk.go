@@ -95,5 +95,9 @@ func (s *recordingStore) PutControl(key string, value []byte) error {
 	if err := s.diskFull("control"); err != nil {
 		return err
 	}
-	return s.Store.PutControl(key, value)
+	if err := s.Store.PutControl(key, value); err != nil {
+		return err
+	}
+	// Synced by itself (the store contract): what a power loss keeps has it too.
+	return s.durable.PutControl(key, value)
 }

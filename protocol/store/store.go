@@ -138,9 +138,11 @@ type Store interface {
 
 	// PutControl writes value as the control document under key, replacing any, in one
 	// atomic write, after checking both with CheckControl (ErrBadControl, writing nothing).
-	// When it returns the write survives a crash of the process. Control documents are
-	// outside the records and the logs: nothing else of this interface reads or changes
-	// them.
+	// When it returns the write survives a crash of the process and a power loss (it is
+	// synced by itself, not by Sync): a node that adopted a cluster map must never come
+	// back holding an older one (docs/design.md §23.2), and documents change too rarely
+	// for the fsync to matter. Control documents are outside the records and the logs:
+	// nothing else of this interface reads or changes them.
 	PutControl(key string, value []byte) error
 
 	// Reseed gives the node a new origin id atomically (reseed.go), after checking rs with
