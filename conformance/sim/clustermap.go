@@ -135,7 +135,7 @@ func (c *Cluster) checkMaps() {
 		if st.Generation != c.maps.maxGen && c.v4Reach(name)[c.mapPublishers()] {
 			c.inv.fail(c.now, "%s holds cluster map generation %d, the highest published is %d", name, st.Generation, c.maps.maxGen)
 		}
-		if st.Generation == c.maps.maxGen && !slices.ContainsFunc(c.maps.published[st.Generation], func(d []byte) bool { return string(d) == string(st.Document) }) {
+		if st.Generation == c.maps.maxGen && st.Generation > 0 && !slices.ContainsFunc(c.maps.published[st.Generation], func(d []byte) bool { return string(d) == string(st.Document) }) {
 			c.inv.fail(c.now, "%s holds a map of generation %d that was never published", name, st.Generation)
 		}
 		c.checkBelowV4(name, st)

@@ -2,9 +2,6 @@ package wire
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
-	"io"
 	"strconv"
 )
 
@@ -56,7 +53,7 @@ const (
 )
 
 // Map is the MAP body: the sender's cluster map. Generation is the document's own
-// generation; Document the map's canonical JSON (CanonicalJSON); Publisher the node it was
+// generation; Document the map's canonical JSON (protocol/clustermap); Publisher the node it was
 // published on and Published that node's HLC when it was, which is informative only.
 //
 // The same body answers a request of kind map (SPEC.md, "Version 4"), where a node that
@@ -74,9 +71,10 @@ func (*Map) FrameType() Type { return TypeMap }
 
 func (m *Map) AppendBody(dst []byte) ([]byte, error) { return appendMap(dst, m, m.Extra) }
 
-// Validate: a generation of 1 to MaxGeneration; a document of 1 to MaxMapDocument bytes that
-// is a JSON object in canonical form whose "generation" is Generation; a publisher under the
-// name rule.
+// Validate: a generation of 1 to MaxGeneration; a document of 1 to MaxMapDocument bytes; a
+// publisher under the name rule. What the document holds (canonical JSON whose generation is
+// Generation) is the map's own rule, checked once, by protocol/clustermap, where the node
+// decides about the map (a receiving node closes with bad-field when it breaks it).
 func (m *Map) Validate() error {
 	switch {
 	case m.Generation == 0 || m.Generation > MaxGeneration:
@@ -87,44 +85,7 @@ func (m *Map) Validate() error {
 	if err := checkName("MAP publisher", m.Publisher); err != nil {
 		return err
 	}
-	canon, err := CanonicalJSON(m.Document)
-	if err != nil {
-		return badField("MAP document is not a JSON object: " + err.Error())
-	}
-	if !bytes.Equal(canon, m.Document) {
-		return badField("MAP document is not in canonical form (keys sorted, no insignificant space, as encoding/json writes it)")
-	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(m.Document, &top); err != nil {
-		return badField("MAP document: " + err.Error()) // CanonicalJSON parsed it: never
-	}
-	if g := string(top["generation"]); g != strconv.FormatUint(m.Generation, 10) {
-		return badField("MAP document's generation " + strconv.Quote(g) + " differs from the frame's " + strconv.FormatUint(m.Generation, 10))
-	}
 	return nil
-}
-
-// CanonicalJSON returns the canonical form of a JSON object: decoded with its numbers kept
-// as written, encoded again by encoding/json (object keys sorted, no insignificant space,
-// its escapes). It fails when doc is not exactly one JSON object. A document is canonical
-// when it equals its canonical form; two documents are the same map when their canonical
-// forms are equal (docs/design.md §23.1). encoding/json is deterministic, so the WASM
-// build computes the same bytes.
-func CanonicalJSON(doc []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, ok := v.(map[string]any); !ok {
-		return nil, errors.New("the document is not a JSON object")
-	}
-	var rest any
-	if err := dec.Decode(&rest); err != io.EOF {
-		return nil, errors.New("the document holds more than one JSON value")
-	}
-	return json.Marshal(v)
 }
 
 // mapNone is the answer of a node that holds no map: {1: 0}, the one encoding of that body

@@ -71,19 +71,6 @@ func TestV4FieldRules(t *testing.T) {
 		{"MAP with an empty document", mp(func(m *wire.Map) { m.Document = nil }), false},
 		{"MAP with a document of 64 KiB", mp(func(m *wire.Map) { m.Document = big(wire.MaxMapDocument) }), true},
 		{"MAP with a document of 64 KiB + 1", mp(func(m *wire.Map) { m.Document = big(wire.MaxMapDocument + 1) }), false},
-		{"MAP with a document that is not JSON", mp(func(m *wire.Map) { m.Document = []byte(`{"generation":3`) }), false},
-		{"MAP with a document that is an array", mp(func(m *wire.Map) { m.Document = []byte(`[3]`) }), false},
-		{"MAP with two JSON values", mp(func(m *wire.Map) { m.Document = []byte(`{"generation":3}{}`) }), false},
-		{"MAP with a document's keys unsorted", mp(func(m *wire.Map) { m.Document = []byte(`{"x":1,"generation":3}`) }), false},
-		{"MAP with space in the document", mp(func(m *wire.Map) { m.Document = []byte(`{"generation": 3}`) }), false},
-		{"MAP with a key twice in the document", mp(func(m *wire.Map) { m.Document = []byte(`{"generation":3,"generation":3}`) }), false},
-		{"MAP with an escape encoding/json writes otherwise", mp(func(m *wire.Map) { m.Document = []byte(`{"generation":3,"x":"<"}`) }), false},
-		{"MAP with encoding/json's escape", mp(func(m *wire.Map) { m.Document = []byte(`{"generation":3,"x":"\u003c"}`) }), true},
-		{"MAP with a number kept as written", mp(func(m *wire.Map) { m.Document = []byte(`{"generation":3,"x":1.50}`) }), true},
-		{"MAP whose document has another generation", mp(func(m *wire.Map) { m.Document = doc("4", "") }), false},
-		{"MAP whose document's generation is written otherwise", mp(func(m *wire.Map) { m.Document = doc("3.0", "") }), false},
-		{"MAP whose document's generation is a string", mp(func(m *wire.Map) { m.Document = []byte(`{"generation":"3"}`) }), false},
-		{"MAP whose document has no generation", mp(func(m *wire.Map) { m.Document = []byte(`{"nodes":[]}`) }), false},
 		{"MAP with an empty publisher", mp(func(m *wire.Map) { m.Publisher = "" }), false},
 		{"MAP with a publisher outside the name rule", mp(func(m *wire.Map) { m.Publisher = "a b" }), false},
 		{"MAP with a publisher of 64 bytes", mp(func(m *wire.Map) { m.Publisher = strings.Repeat("p", 64) }), true},
@@ -207,38 +194,6 @@ func TestV4RequiredKeys(t *testing.T) {
 	}
 }
 
-// TestCanonicalJSON: the canonical form is encoding/json's of the document with its numbers
-// kept as written; anything but one JSON object is refused.
-func TestCanonicalJSON(t *testing.T) {
-	for _, c := range []struct {
-		in, want string // want "": refused
-	}{
-		{`{"generation":3}`, `{"generation":3}`},
-		{` { "b" : 1 , "a" : [ 1.50, "x" ] } `, `{"a":[1.50,"x"],"b":1}`},
-		{`{"z":{"y":1,"x":2}}`, `{"z":{"x":2,"y":1}}`},
-		{`{"s":"<&>"}`, `{"s":"\u003c\u0026\u003e"}`},
-		{`{"a":1,"a":2}`, `{"a":2}`},
-		{`{"e":1e3}`, `{"e":1e3}`},
-		{`[1]`, ``},
-		{`3`, ``},
-		{`null`, ``},
-		{`{}{}`, ``},
-		{`{"a":1} x`, ``},
-		{`{"a":}`, ``},
-		{``, ``},
-	} {
-		got, err := wire.CanonicalJSON([]byte(c.in))
-		if c.want == "" {
-			if err == nil {
-				t.Errorf("%q: %s, want refused", c.in, got)
-			}
-			continue
-		}
-		if err != nil || string(got) != c.want {
-			t.Errorf("%q: %s (%v), want %s", c.in, got, err, c.want)
-		}
-	}
-}
 
 // TestMapAnswer: the answer to a request of kind map is a MAP body, or {1: 0} when the
 // target holds no map; both decode back, and anything else is refused as a MAP body is.
@@ -258,7 +213,7 @@ func TestMapAnswer(t *testing.T) {
 		t.Fatalf("decoding the answer of a map: %+v, %v", m, err)
 	}
 	bad := sampleMap()
-	bad.Generation = 4
+	bad.Generation = 0
 	if _, err := wire.AppendMapAnswer(nil, bad); err == nil {
 		t.Fatal("an answer of a map that breaks its rules was encoded")
 	}
