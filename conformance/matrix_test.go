@@ -58,7 +58,7 @@ var matrixScenarios = []scenario{
 // the matrix (make conformance shows it with -v).
 func TestVersionMatrix(t *testing.T) {
 	wasm := currentModule(t)
-	currents := []matrixBuild{{"current native", nil, 3}, {"current wasm", wasm.NewSessionFunc(0), 3}}
+	currents := []matrixBuild{{"current native", nil, 4}, {"current wasm", wasm.NewSessionFunc(0), 4}}
 	var builds []matrixBuild
 	for _, r := range releases(t) {
 		builds = append(builds, matrixBuild{"release " + r.Name, loadRelease(t, r).NewSessionFunc(0), r.MaxProto})

@@ -6,7 +6,7 @@
 //
 // # Versions
 //
-// plait serve offers protocol versions 1 to 3, or 1 to --protocol-max, which it refuses
+// plait serve offers protocol versions 1 to 4, or 1 to --protocol-max, which it refuses
 // above the newest this build implements (docs/contract.md §2.1); the rest is the node's.
 //
 // # The jobs, by file

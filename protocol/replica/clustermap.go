@@ -268,12 +268,21 @@ func (r *Replica) observeVersion(c *conn, peerMax uint64) {
 // greetV4 sends a new version-4 connection the node's map and every member entry.
 func (r *Replica) greetV4(c *conn) {
 	cs := &r.cmap
-	if cs.cur.Generation > 0 {
-		r.check(c.sess.V4().SendMap(wire.Map{Generation: cs.cur.Generation, Document: cs.cur.Doc, Publisher: cs.publisher, Published: uint64(cs.published)}))
+	if m := r.mapBody(); m != nil {
+		r.check(c.sess.V4().SendMap(*m))
 	}
 	if es := r.memberEntries(nil); len(es) > 0 {
 		r.check(c.sess.V4().SendMembers(es))
 	}
+}
+
+// mapBody is the MAP body of the node's map, nil with none.
+func (r *Replica) mapBody() *wire.Map {
+	cs := &r.cmap
+	if cs.cur.Generation == 0 {
+		return nil
+	}
+	return &wire.Map{Generation: cs.cur.Generation, Document: cs.cur.Doc, Publisher: cs.publisher, Published: uint64(cs.published)}
 }
 
 // memberEntries lists the member entries, sorted by name: all of them, or those of names.

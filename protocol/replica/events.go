@@ -117,7 +117,7 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 	case protocol.EventMap:
 		r.onMap(c, ev.Map)
 	case protocol.EventMembers:
-		r.onMembers(c, ev.Members)
+		r.onMembers(c, ev.Members.Entries)
 	case protocol.EventRequest:
 		r.onRequest(c, ev.Request)
 	case protocol.EventResponse:

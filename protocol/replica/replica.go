@@ -127,9 +127,9 @@ func New(cfg Config, store store.Store) (*Replica, error) {
 			MinCopyChunk, cfg.Limits.MaxFrameBody)
 	}
 	if cfg.MaxMembers < 1 || cfg.MaxMembers > MaxMemberEntries || cfg.MaxRequestHops < 2 || cfg.MaxRequestHops > wire.MaxRequestPath ||
-		cfg.RequestTimeout < time.Millisecond || cfg.RequestTimeout > wire.MaxRequestTimeout {
+		cfg.RequestTimeout < time.Millisecond || cfg.RequestTimeout > wire.MaxRequestTimeout*time.Millisecond {
 		return nil, errorf("cluster map: MaxMembers is 1..%d, MaxRequestHops 2..%d and RequestTimeout 1ms..%s",
-			MaxMemberEntries, wire.MaxRequestPath, wire.MaxRequestTimeout)
+			MaxMemberEntries, wire.MaxRequestPath, wire.MaxRequestTimeout*time.Millisecond)
 	}
 	id, err := store.Identity()
 	if err != nil {

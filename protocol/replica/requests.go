@@ -55,8 +55,7 @@ type requestKind struct {
 var requestKinds = map[string]requestKind{
 	// map: the node's current map, as its MAP body (generation 0 alone with none).
 	"map": {scope: "read", serve: func(r *Replica, _ []byte) (wire.Code, string, []byte) {
-		cs := &r.cmap
-		body, err := wire.Marshal(wire.Map{Generation: cs.cur.Generation, Document: cs.cur.Doc, Publisher: cs.publisher, Published: uint64(cs.published)})
+		body, err := wire.AppendMapAnswer(nil, r.mapBody())
 		if err != nil {
 			return wire.CodeInternal, err.Error(), nil
 		}
@@ -180,7 +179,7 @@ func (r *Replica) requestRoute(target string, path []string) (*conn, wire.Code, 
 // onRequest serves a request for this node, or passes it on.
 func (r *Replica) onRequest(c *conn, req *wire.Request) {
 	respond := func(code wire.Code, msg string, body []byte) {
-		r.check(c.sess.V4().Respond(req.ID, wire.Response{Code: string(code), Message: msg, Body: body}))
+		r.check(c.sess.V4().Respond(req.ID, wire.Response{Code: code, Message: msg, Body: body}))
 	}
 	if req.Target == r.id.Name {
 		r.counters.RequestsServed++
@@ -221,7 +220,7 @@ func (r *Replica) onResponse(c *conn, resp *wire.Response, late bool) {
 		return
 	}
 	delete(r.reqs.hops, k)
-	r.answerHop(h, wire.Code(resp.Code), resp.Message, resp.Body)
+	r.answerHop(h, resp.Code, resp.Message, resp.Body)
 }
 
 // answerHop gives a request's answer to where it came from: the shell, or the
@@ -232,7 +231,7 @@ func (r *Replica) answerHop(h *hop, code wire.Code, msg string, body []byte) {
 		return
 	}
 	if in := r.conns[h.in]; in != nil && in.established && !in.closing {
-		r.check(in.sess.V4().Respond(h.inID, wire.Response{Code: string(code), Message: msg, Body: body}))
+		r.check(in.sess.V4().Respond(h.inID, wire.Response{Code: code, Message: msg, Body: body}))
 	}
 }
 
@@ -258,7 +257,7 @@ func (r *Replica) expireRequests(now time.Time) {
 	for _, h := range r.sortedHops(func(h *hop) bool { return !now.Before(h.deadline) }) {
 		delete(r.reqs.hops, hopKey{h.out, h.outID})
 		if c := r.conns[h.out]; c != nil {
-			c.sess.V4().Forget(h.outID)
+			_ = c.sess.V4().Forget(h.outID) // sent on c: it cannot be refused
 		}
 		r.answerHop(h, CodeRequestTimeout, "no answer within "+r.cfg.RequestTimeout.String(), nil)
 	}
@@ -272,7 +271,7 @@ func (r *Replica) requestsDropped(c *conn) {
 		if h.out == c.id {
 			r.answerHop(h, CodeUnreachable, "the connection to "+c.peerName+" closed before the answer", nil)
 		} else if out := r.conns[h.out]; out != nil {
-			out.sess.V4().Forget(h.outID)
+			_ = out.sess.V4().Forget(h.outID) // sent on out: it cannot be refused
 		}
 	}
 }
