@@ -3,6 +3,7 @@ package replica
 import (
 	"bytes"
 	"slices"
+	"strconv"
 	"time"
 
 	"plait/protocol/clustermap"
@@ -115,7 +116,6 @@ func (r *Replica) loadClusterMap() error {
 		}
 		for _, e := range sm.Entries {
 			cs.members[e.Name] = clustermap.Member{Name: e.Name, MaxVersion: e.MaxVersion, Stamp: e.Stamp}
-			r.hlc = max(r.hlc, wire.HLC(e.Stamp))
 		}
 	}
 	return nil
@@ -125,11 +125,17 @@ func (r *Replica) loadClusterMap() error {
 // clock needs a time), above every stamp it knows of its name.
 func (r *Replica) stampSelf(now time.Time) {
 	cs := &r.cmap
-	have := cs.members[r.id.Name]
-	r.hlc = max(r.hlc, wire.HLC(have.Stamp))
-	e := clustermap.Member{Name: r.id.Name, MaxVersion: r.maxVersion(), Stamp: uint64(r.advanceClock(now))}
+	e := clustermap.Member{Name: r.id.Name, MaxVersion: r.maxVersion(), Stamp: stamp(now, cs.members[r.id.Name].Stamp)}
 	cs.members[e.Name] = e
 	cs.membersDirty[e.Name] = 0
+}
+
+// stamp is the stamp of a member entry (or a map's publication) made at now: the HLC of
+// the wall clock, or, when that is not above after, after's successor. It does not move
+// the replica's clock: member entries are not writes, and a peer's stamp from a clock
+// ahead must not carry this node's writes' timestamps with it.
+func stamp(now time.Time, after uint64) uint64 {
+	return max(uint64(wire.MakeHLC(uint64(max(now.UnixMilli(), 0)), 0)), after+1)
 }
 
 // maxVersion is the highest protocol version this node offers.
@@ -158,9 +164,9 @@ func (r *Replica) PublishMap(now time.Time, doc []byte) (MapStatus, error) {
 	case clustermap.Same:
 		return r.MapStatus(), nil
 	case clustermap.Stale, clustermap.Conflict:
-		return MapStatus{}, wire.NewError(CodeStaleGeneration, "generation "+u64(m.Generation)+" is not above this node's, "+u64(r.cmap.cur.Generation))
+		return MapStatus{}, wire.NewError(CodeStaleGeneration, "generation "+strconv.FormatUint(m.Generation, 10)+" is not above this node's, "+strconv.FormatUint(r.cmap.cur.Generation, 10))
 	}
-	if !r.adoptMap(m, r.id.Name, r.advanceClock(now), 0) {
+	if !r.adoptMap(m, r.id.Name, wire.HLC(stamp(now, uint64(r.hlc))), 0) {
 		if err := r.failure(); err != nil {
 			return MapStatus{}, err
 		}
@@ -230,7 +236,6 @@ func (r *Replica) onMembers(c *conn, es []wire.Member) {
 	cs := &r.cmap
 	for _, e := range es {
 		in := clustermap.Member{Name: e.Name, MaxVersion: e.MaxVersion, Stamp: e.Stamp}
-		r.hlc = max(r.hlc, wire.HLC(e.Stamp)) // the next stamp of this node's is above it
 		have, ok := cs.members[in.Name]
 		switch {
 		case in.Name == r.id.Name:
@@ -261,13 +266,12 @@ func (r *Replica) observeVersion(c *conn, peerMax uint64) {
 		r.counters.MembersRefused++
 		return
 	}
-	cs.members[c.peerName] = clustermap.Member{Name: c.peerName, MaxVersion: peerMax, Stamp: uint64(r.advanceClock(r.now))}
+	cs.members[c.peerName] = clustermap.Member{Name: c.peerName, MaxVersion: peerMax, Stamp: stamp(r.now, cs.members[c.peerName].Stamp)}
 	cs.membersDirty[c.peerName] = c.id
 }
 
 // greetV4 sends a new version-4 connection the node's map and every member entry.
 func (r *Replica) greetV4(c *conn) {
-	cs := &r.cmap
 	if m := r.mapBody(); m != nil {
 		r.check(c.sess.V4().SendMap(*m))
 	}
