@@ -52,16 +52,15 @@ func (a *API) getMap(w http.ResponseWriter, r *http.Request) {
 		fail(w, requestError(ans))
 		return
 	}
-	var m wire.Map
-	if err := wire.Unmarshal(ans.Body, &m); err != nil {
+	m, err := wire.DecodeMapAnswer(ans.Body)
+	switch {
+	case err != nil:
 		fail(w, &apiError{http.StatusBadGateway, codeBadAnswer, "node " + target + " answered a map that does not decode: " + err.Error()})
-		return
-	}
-	if m.Generation == 0 {
+	case m == nil:
 		mapDoc(w, noMap)
-		return
+	default:
+		mapDoc(w, m.Document)
 	}
-	mapDoc(w, m.Document)
 }
 
 func (a *API) putMap(w http.ResponseWriter, r *http.Request) {
