@@ -44,13 +44,16 @@ func statusOf(t *testing.T, api string) httpapi.StatusDoc {
 // form, the same map again (other key order and spacing) answers 200, a generation at or
 // below the node's 409 stale-generation, and each document the API refuses 400 with its
 // code; the body's bound is 64 KiB exactly: a valid document of 64 KiB is adopted, one
-// byte more is map-too-large. GET answers the map, the status and the metrics show it.
+// byte more is map-too-large. GET answers the map (and ?node=A, through the request path,
+// {"generation":0} before any), the status and the metrics show it.
 func TestClusterMapPublish(t *testing.T) {
 	a, _ := startNode(t, "A")
 	s, ct, body := mapCall(t, "GET", a.URL+"/v1/cluster/map", "")
 	if s != 200 || ct != "application/json" || body != "{\"generation\":0}\n" {
 		t.Fatalf("GET before any map: %d %q %q; want 200 application/json {\"generation\":0}", s, ct, body)
 	}
+	s, _, body = mapCall(t, "GET", a.URL+"/v1/cluster/map?node=A", "")
+	want(t, "GET ?node=A before any map (the answer of a node that holds none)", s, body, 200, "{\"generation\":0}\n")
 
 	const two = `{"generation":2,"nodes":[{"api":"http://a.example:7401","name":"A"},{"name":"B"}]}` + "\n"
 	s, ct, body = mapCall(t, "PUT", a.URL+"/v1/cluster/map", ` { "nodes": [ {"name":"A", "api":"http://a.example:7401"}, {"name":"B"} ], "generation": 2 } `)
