@@ -61,7 +61,7 @@ type Cluster struct {
 	links map[[2]string]*Link
 
 	inv             invariants
-	maps            mapOracle // cluster maps and requests (clustermap.go)
+	maps            mapOracle                // cluster maps and requests (clustermap.go)
 	dropping        string                   // the peer whose connection a node is being told it lost
 	droppingSources map[wire.OriginID]string // the node's sources before
 	// writes is every local write that returned, per origin and seq: the oracle of what

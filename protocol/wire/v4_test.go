@@ -194,7 +194,6 @@ func TestV4RequiredKeys(t *testing.T) {
 	}
 }
 
-
 // TestMapAnswer: the answer to a request of kind map is a MAP body, or {1: 0} when the
 // target holds no map; both decode back, and anything else is refused as a MAP body is.
 func TestMapAnswer(t *testing.T) {
