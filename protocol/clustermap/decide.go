@@ -60,6 +60,7 @@ type Member struct {
 	Name       string
 	MaxVersion uint64
 	Stamp      uint64
+	Generation uint64 // the map generation the node holds (0: none, or not known)
 }
 
 // Newer reports whether in replaces have, two entries for one name: the higher stamp wins,

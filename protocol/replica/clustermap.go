@@ -63,10 +63,12 @@ type MapConflict struct {
 	Publisher  string
 }
 
-// MemberVersion is what this node knows of one node's protocol version.
+// MemberVersion is what this node knows of one node: its protocol version and the map
+// generation it holds (0: none, or not known).
 type MemberVersion struct {
 	Name       string
 	MaxVersion uint64
+	Generation uint64
 }
 
 // MapStatus is the cluster map's part of the status (docs/contract.md §22.4).
@@ -115,7 +117,7 @@ func (r *Replica) loadClusterMap() error {
 			return errorf("the stored member entries do not decode: %v", err)
 		}
 		for _, e := range sm.Entries {
-			cs.members[e.Name] = clustermap.Member{Name: e.Name, MaxVersion: e.MaxVersion, Stamp: e.Stamp}
+			cs.members[e.Name] = clustermap.Member{Name: e.Name, MaxVersion: e.MaxVersion, Stamp: e.Stamp, Generation: e.Generation}
 		}
 	}
 	return nil
@@ -125,7 +127,7 @@ func (r *Replica) loadClusterMap() error {
 // clock needs a time), above every stamp it knows of its name.
 func (r *Replica) stampSelf(now time.Time) {
 	cs := &r.cmap
-	e := clustermap.Member{Name: r.id.Name, MaxVersion: r.maxVersion(), Stamp: stamp(now, cs.members[r.id.Name].Stamp)}
+	e := clustermap.Member{Name: r.id.Name, MaxVersion: r.maxVersion(), Stamp: stamp(now, cs.members[r.id.Name].Stamp), Generation: cs.cur.Generation}
 	cs.members[e.Name] = e
 	cs.membersDirty[e.Name] = 0
 }
@@ -187,6 +189,7 @@ func (r *Replica) adoptMap(m clustermap.Map, publisher string, published wire.HL
 	cs.cur, cs.publisher, cs.published, cs.appliedAt = m, publisher, published, r.now
 	cs.conflict, cs.conflictDoc = nil, nil
 	r.counters.ClusterMapAdopted++
+	r.stampSelf(r.now) // every node's entry says which generation it holds
 	for _, c := range r.connList {
 		if c.id != from && c.established && c.version >= v4 {
 			r.check(c.sess.V4().SendMap(body))
@@ -235,7 +238,7 @@ func (r *Replica) onMap(c *conn, b *wire.Map) {
 func (r *Replica) onMembers(c *conn, es []wire.Member) {
 	cs := &r.cmap
 	for _, e := range es {
-		in := clustermap.Member{Name: e.Name, MaxVersion: e.MaxVersion, Stamp: e.Stamp}
+		in := clustermap.Member{Name: e.Name, MaxVersion: e.MaxVersion, Stamp: e.Stamp, Generation: e.Generation}
 		have, ok := cs.members[in.Name]
 		switch {
 		case in.Name == r.id.Name:
@@ -294,7 +297,7 @@ func (r *Replica) memberEntries(names map[string]ConnID) []wire.Member {
 	var es []wire.Member
 	for n, e := range r.cmap.members {
 		if names == nil || hasKey(names, n) {
-			es = append(es, wire.Member{Name: n, MaxVersion: e.MaxVersion, Stamp: e.Stamp})
+			es = append(es, wire.Member{Name: n, MaxVersion: e.MaxVersion, Stamp: e.Stamp, Generation: e.Generation})
 		}
 	}
 	slices.SortFunc(es, func(a, b wire.Member) int { return cmpString(a.Name, b.Name) })
@@ -347,7 +350,7 @@ func (r *Replica) MapStatus() MapStatus {
 	slices.Sort(s.Members)
 	s.MembersBelowV4 = clustermap.BelowV4(cs.cur, cs.members)
 	for _, e := range r.memberEntries(nil) {
-		s.Versions = append(s.Versions, MemberVersion{Name: e.Name, MaxVersion: e.MaxVersion})
+		s.Versions = append(s.Versions, MemberVersion{Name: e.Name, MaxVersion: e.MaxVersion, Generation: e.Generation})
 	}
 	return s
 }

@@ -81,6 +81,11 @@ func TestMapSpreads(t *testing.T) {
 	if st := c.rep.MapStatus(); st.Generation != 3 || st.AppliedAt.IsZero() {
 		t.Fatalf("C after it connected again: %+v", st)
 	}
+	// Every node's own entry says which generation it holds, so every node knows them all.
+	want := []replica.MemberVersion{{Name: "A", MaxVersion: 4, Generation: 3}, {Name: "B", MaxVersion: 4, Generation: 3}, {Name: "C", MaxVersion: 4, Generation: 3}}
+	if got := a.rep.MapStatus().Versions; !slices.Equal(got, want) {
+		t.Fatalf("A knows the nodes as %+v, want %+v", got, want)
+	}
 	if got := a.rep.Counters().ClusterMapAdopted; got != 2 {
 		t.Errorf("A adopted %d maps, want 2", got)
 	}

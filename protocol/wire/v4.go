@@ -117,12 +117,14 @@ func DecodeMapAnswer(b []byte) (*Map, error) {
 	return body.(*Map), nil
 }
 
-// Member is one entry of MEMBERS: node Name speaks protocol versions up to MaxVersion, as
+// Member is one entry of MEMBERS: node Name speaks protocol versions up to MaxVersion and
+// holds the cluster map of Generation (0: none, or not known: a neighbour's report), as
 // reported at Stamp (an HLC). Of two entries for one name the higher stamp wins.
 type Member struct {
 	Name       string `cbor:"1,keyasint"`
 	MaxVersion uint64 `cbor:"2,keyasint"`
 	Stamp      uint64 `cbor:"3,keyasint"`
+	Generation uint64 `cbor:"4,keyasint,omitempty"`
 }
 
 // Members is the MEMBERS body: 1 to MaxMembers entries, strictly ascending by name.

@@ -60,8 +60,10 @@ type MapConflictDoc struct {
 	Publisher  string `json:"publisher"`
 }
 
-// MemberVersionDoc is one node's highest protocol version, as this node knows it.
+// MemberVersionDoc is one node's highest protocol version and the map generation it holds,
+// as this node knows them.
 type MemberVersionDoc struct {
+	Generation uint64 `json:"generation"`
 	MaxVersion uint64 `json:"max_version"`
 	Name       string `json:"name"`
 }
@@ -76,7 +78,7 @@ func clusterMapDoc(m replica.MapStatus) ClusterMapDoc {
 		d.Conflict = &MapConflictDoc{Generation: c.Generation, Publisher: c.Publisher}
 	}
 	for _, v := range m.Versions {
-		d.Versions = append(d.Versions, MemberVersionDoc{MaxVersion: v.MaxVersion, Name: v.Name})
+		d.Versions = append(d.Versions, MemberVersionDoc{Generation: v.Generation, MaxVersion: v.MaxVersion, Name: v.Name})
 	}
 	return d
 }

@@ -103,11 +103,12 @@ function renderClusterMap(st) {
   }
   $('#map-facts').replaceChildren(...spans);
   const members = new Set(m.members || []);
-  const versions = new Map((m.versions || []).map((v) => [v.name, v.max_version]));
+  const versions = new Map((m.versions || []).map((v) => [v.name, v]));
   for (const n of members) if (!versions.has(n)) versions.set(n, null);
   const rows = [...versions.keys()].sort().map((n) =>
     el('tr', { data: { node: n } },
-      td(n), el('td', { class: below.has(n) ? 'num below' : 'num' }, versions.get(n) ?? '?'),
+      td(n), el('td', { class: below.has(n) ? 'num below' : 'num' }, versions.get(n)?.max_version ?? '?'),
+      el('td', { class: 'num gen' }, versions.get(n)?.generation ?? '?'),
       td(m.members ? (members.has(n) ? 'yes' : 'no') : '-')));
   $('#versions tbody').replaceChildren(...rows);
 }
