@@ -62,6 +62,13 @@ func (p *proc) mapStatus() httpapi.ClusterMapDoc {
 	return p.status().ClusterMap
 }
 
+// mapJSON is the node's cluster_map as JSON, for a failure's message.
+func (p *proc) mapJSON() string {
+	p.t.Helper()
+	b, _ := json.Marshal(p.mapStatus())
+	return string(b)
+}
+
 // deletePeer stops the node dialing peer and closes their connections (DELETE
 // /v1/peers/{name}); a peer added with POST is forgotten, so a restart does not dial it.
 func (p *proc) deletePeer(peer string) {
@@ -90,9 +97,10 @@ func allAt(gen uint64, nodes ...*proc) bool {
 // TestClusterMapChain: A <- B <- C <- D <- E, each dialing the one before. A map of
 // generation 1 listing the five, published on A with plait map set, is held by all five
 // within 10 s (mapBound; how long it took is logged, not asserted). A asked for E's map
-// (?node=E, a request over four hops) answers E's, generation 1; A's cluster_map.versions
-// comes to show all five at protocol version 4 holding generation 1, and members_below_v4
-// is absent: every member is known to speak version 4.
+// (?node=E, a request over four hops) answers E's, generation 1, and the request is counted
+// as sent by A, forwarded by B, C and D and served by E; A's cluster_map.versions comes to
+// show all five at protocol version 4 holding generation 1, and members_below_v4 is
+// absent: every member is known to speak version 4.
 func TestClusterMapChain(t *testing.T) {
 	names := []string{"A", "B", "C", "D", "E"}
 	nodes := []*proc{serve(t, "A")}
@@ -110,10 +118,11 @@ func TestClusterMapChain(t *testing.T) {
 	})
 	doc := mapDoc(1, names...)
 	set := exec.Command(binary, "map", "set", "-", "--http", a.HTTP)
-	set.Stdin = strings.NewReader(doc)
-	out, err := set.CombinedOutput()
+	var stderr bytes.Buffer
+	set.Stdin, set.Stderr = strings.NewReader(doc), &stderr
+	out, err := set.Output()
 	if err != nil {
-		t.Fatalf("plait map set on A: %v\n%s", err, out)
+		t.Fatalf("plait map set on A: %v\n%s", err, stderr.Bytes())
 	}
 	published := time.Now() // A adopted the map before it answered
 	var printed struct{ Generation uint64 }
@@ -137,7 +146,7 @@ func TestClusterMapChain(t *testing.T) {
 	}
 	for _, p := range nodes {
 		if st := p.mapStatus(); st.Publisher != "A" || !slices.Equal(st.Members, names) || st.Conflict != nil {
-			t.Errorf("%s's cluster_map: %+v, want published on A, members A..E, no conflict", p.Name, st)
+			t.Errorf("%s's cluster_map: %s, want published on A, members A..E, no conflict", p.Name, p.mapJSON())
 		}
 	}
 	// A request is routed by the target's origin (docs/design.md §23.4), which A knows of
@@ -146,6 +155,21 @@ func TestClusterMapChain(t *testing.T) {
 	waitFor(t, "A holding E's write", 30*time.Second, func() bool { return a.origin("E").AppliedSeq == 1 })
 	if got := a.clusterMap("E"); got != doc {
 		t.Errorf("A's answer of E's map: %s, want %s", got, doc)
+	}
+	// Every node holds the same map, so the answer alone cannot tell who gave it: the
+	// counters say A sent the request, B, C and D passed it on, and E served it.
+	for i, p := range nodes {
+		c := p.status().Counters
+		want := [3]uint64{0, 1, 0} // sent, forwarded, served: B, C and D
+		switch i {
+		case 0:
+			want = [3]uint64{1, 0, 0}
+		case len(nodes) - 1:
+			want = [3]uint64{0, 0, 1}
+		}
+		if got := [3]uint64{c.RequestsSent, c.RequestsForwarded, c.RequestsServed}; got != want {
+			t.Errorf("%s's requests sent, forwarded, served: %v, want %v", p.Name, got, want)
+		}
 	}
 	if got := e.clusterMap(""); got != doc {
 		t.Errorf("E's own map: %s, want %s", got, doc)
@@ -165,7 +189,7 @@ func TestClusterMapChain(t *testing.T) {
 		return true
 	}
 	if err := cluster.WaitFor("A's versions showing A..E at version 4 holding generation 1", mapBound, versionsAll); err != nil {
-		t.Fatalf("%v: %+v", err, a.mapStatus().Versions)
+		t.Fatalf("%v: A's cluster_map %s", err, a.mapJSON())
 	}
 	if st := a.mapStatus(); len(st.MembersBelowV4) != 0 {
 		t.Errorf("A's members_below_v4: %v, want none", st.MembersBelowV4)
@@ -212,7 +236,7 @@ func TestClusterMapNodeDownDuringPublication(t *testing.T) {
 		t.Errorf("C's map after its restart: %s, want %s", got, two)
 	}
 	if st := c.mapStatus(); st.Publisher != "A" || st.Conflict != nil {
-		t.Errorf("C's cluster_map: %+v, want generation 2 published on A", st)
+		t.Errorf("C's cluster_map: %s, want generation 2 published on A", c.mapJSON())
 	}
 	for _, p := range []*proc{a, b, c} {
 		p.stop()
@@ -242,7 +266,7 @@ func TestClusterMapConflict(t *testing.T) {
 	c.kill()
 	c.start()
 	if st := c.mapStatus(); st.Generation != 3 || st.Publisher != "C" || c.clusterMap("") != y {
-		t.Fatalf("C restarted alone holds %+v (%s), want its own generation 3 (%s)", st, c.clusterMap(""), y)
+		t.Fatalf("C restarted alone holds %s (%s), want its own generation 3 (%s)", c.mapJSON(), c.clusterMap(""), y)
 	}
 	c.addPeer(a)
 	c.addPeer(b)
@@ -253,7 +277,7 @@ func TestClusterMapConflict(t *testing.T) {
 	if err := cluster.WaitFor("A and B naming C, C naming A, in a conflict", mapBound, func() bool {
 		return conflicted(a, "C") && conflicted(b, "C") && conflicted(c, "A")
 	}); err != nil {
-		t.Fatalf("%v: A %+v, B %+v, C %+v", err, a.mapStatus(), b.mapStatus(), c.mapStatus())
+		t.Fatalf("%v: A %s, B %s, C %s", err, a.mapJSON(), b.mapJSON(), c.mapJSON())
 	}
 	for _, k := range []struct {
 		p    *proc
@@ -277,7 +301,7 @@ func TestClusterMapConflict(t *testing.T) {
 		}
 		return true
 	}); err != nil {
-		t.Fatalf("%v: A %+v, B %+v, C %+v", err, a.mapStatus(), b.mapStatus(), c.mapStatus())
+		t.Fatalf("%v: A %s, B %s, C %s", err, a.mapJSON(), b.mapJSON(), c.mapJSON())
 	}
 	for _, p := range []*proc{a, b, c} {
 		if got := p.clusterMap(""); got != four {
@@ -321,7 +345,7 @@ func TestClusterMapBehindVersion3(t *testing.T) {
 	if err := cluster.WaitFor("A listing B and C below version 4", mapBound, func() bool {
 		return slices.Equal(a.mapStatus().MembersBelowV4, []string{"B", "C"}) && b3(a)
 	}); err != nil {
-		t.Fatalf("%v: A's cluster_map %+v", err, a.mapStatus())
+		t.Fatalf("%v: A's cluster_map %s", err, a.mapJSON())
 	}
 	a.put("t", "after-the-map", "1")
 	waitFor(t, "C holding A's write through B", 30*time.Second, func() bool { return c.origin("A").AppliedSeq == 1 })
@@ -330,10 +354,10 @@ func TestClusterMapBehindVersion3(t *testing.T) {
 	}
 	c.publishMap(doc)
 	if st := c.mapStatus(); !slices.Equal(st.MembersBelowV4, []string{"A", "B"}) || !b3(c) {
-		t.Errorf("C's cluster_map after publishing the same map: %+v, want members_below_v4 [A B] and B at version 3", st)
+		t.Errorf("C's cluster_map after publishing the same map: %s, want members_below_v4 [A B] and B at version 3", c.mapJSON())
 	}
 	if st := a.mapStatus(); st.Conflict != nil || st.Publisher != "A" {
-		t.Errorf("A's cluster_map after C published: %+v, want A's own map and no conflict", st)
+		t.Errorf("A's cluster_map after C published: %s, want A's own map and no conflict", a.mapJSON())
 	}
 	for _, p := range []*proc{a, b, c} {
 		p.stop()
