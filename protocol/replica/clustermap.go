@@ -43,7 +43,11 @@ type clusterState struct {
 	// membersDirty: entries changed since the last settle, sent then to every version-4
 	// connection and persisted; membersFrom: the connection each came from (not sent back).
 	membersDirty map[string]ConnID
-	stamped      bool // this node's own entry was stamped since New
+	// via: the connection each node's newest member entry came on. Entries spread from
+	// their node outward, so it leads toward that node: requests use it to reach a node
+	// whose origin this node does not route (one that never wrote).
+	via     map[string]ConnID
+	stamped bool // this node's own entry was stamped since New
 }
 
 // storedMap is the control value of the current map: its MAP body and when it was adopted.
@@ -91,7 +95,7 @@ func (r *Replica) speaksV4() bool { return r.maxVersion() >= v4 }
 // report a neighbour made of an older build under its name.
 func (r *Replica) loadClusterMap() error {
 	cs := &r.cmap
-	cs.members, cs.membersDirty = map[string]clustermap.Member{}, map[string]ConnID{}
+	cs.members, cs.membersDirty, cs.via = map[string]clustermap.Member{}, map[string]ConnID{}, map[string]ConnID{}
 	raw, err := r.store.Control(controlMap)
 	if err != nil {
 		return err
@@ -251,6 +255,7 @@ func (r *Replica) onMembers(c *conn, es []wire.Member) {
 		default:
 			cs.members[in.Name] = in
 			cs.membersDirty[in.Name] = c.id
+			cs.via[in.Name] = c.id
 		}
 	}
 }

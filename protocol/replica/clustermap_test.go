@@ -315,6 +315,23 @@ func TestRequests(t *testing.T) {
 	}
 }
 
+// TestRequestToNodeThatNeverWrote: a node that never wrote is no origin anyone routes; a
+// request still reaches it, toward the connection its member entry came on.
+func TestRequestToNodeThatNeverWrote(t *testing.T) {
+	h := newHarness(t)
+	a, b, c := h.addNode("A", replica.Config{}), h.addNode("B", replica.Config{}), h.addNode("C", replica.Config{})
+	h.connect(b, a)
+	h.connect(c, b)
+	id, err := a.rep.Ask(a.clock(), "C", "map", "read", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.pump()
+	if got := a.answers(time.Second, id)[id]; got.Code != "" {
+		t.Fatalf("A asked C, which never wrote: %+v", got)
+	}
+}
+
 // TestRequestHopLimit: a request passes at most MaxRequestHops nodes.
 func TestRequestHopLimit(t *testing.T) {
 	h := newHarness(t)

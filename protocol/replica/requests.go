@@ -146,8 +146,9 @@ func (r *Replica) serve(req *wire.Request) (wire.Code, string, []byte) {
 
 // requestRoute chooses the connection a request for target goes on next: the target
 // itself when it is a neighbour at version 4; otherwise the connection this node takes
-// the target's origin from, or else one whose peer advertises it; never to a node the
-// request passed.
+// the target's origin from, or else one whose peer advertises it, or else the one the
+// target's newest member entry came on (a node that never wrote has no origin to route);
+// never to a node the request passed.
 func (r *Replica) requestRoute(target string, path []string) (*conn, wire.Code, string) {
 	if len(path) >= r.cfg.MaxRequestHops {
 		return nil, CodeNoRoute, "the request passed " + strconv.Itoa(len(path)) + " nodes, the hop limit"
@@ -173,7 +174,11 @@ func (r *Replica) requestRoute(target string, path []string) (*conn, wire.Code, 
 			}
 		}
 	}
-	return nil, CodeNoRoute, "no version-4 route reaches " + strconv.Quote(target) + " but through a node the request passed"
+	if c := r.conns[r.cmap.via[target]]; usable(c) {
+		return c, "", "" // toward the node whose newest member entry came on it
+	}
+	return nil, CodeNoRoute, "no version-4 route from " + r.id.Name + " reaches " + strconv.Quote(target) +
+		": it routes no origin of that name, no member entry of it came over a connection still open, or every way passes a node the request passed"
 }
 
 // onRequest serves a request for this node, or passes it on.

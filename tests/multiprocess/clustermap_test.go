@@ -149,10 +149,8 @@ func TestClusterMapChain(t *testing.T) {
 			t.Errorf("%s's cluster_map: %s, want published on A, members A..E, no conflict", p.Name, p.mapJSON())
 		}
 	}
-	// A request is routed by the target's origin (docs/design.md §23.4), which A knows of
-	// a node two or more hops away once that node has written: E writes one record first.
-	e.put("t", "from-e", "1")
-	waitFor(t, "A holding E's write", 30*time.Second, func() bool { return a.origin("E").AppliedSeq == 1 })
+	// E never wrote: no node routes its origin, and the request finds its way toward the
+	// connection E's member entry came on (docs/design.md §23.4).
 	if got := a.clusterMap("E"); got != doc {
 		t.Errorf("A's answer of E's map: %s, want %s", got, doc)
 	}
