@@ -41,7 +41,8 @@ type Set struct {
 	// instead of their generation: the later publication wins, as last-writer-wins would
 	// have it.
 	MapByHLC bool
-	// MapRepaired makes a replica take every different cluster map a peer sends, as a
-	// repair writes the peer's version over its own: generations no longer order maps.
+	// MapRepaired makes a replica write a different cluster map a peer sends over its own
+	// whatever its generation, and keep it to itself, as anti-entropy's repair writes a
+	// peer's version around the log: generations no longer order maps.
 	MapRepaired bool
 }

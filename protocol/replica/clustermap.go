@@ -182,8 +182,9 @@ func (r *Replica) PublishMap(now time.Time, doc []byte) (MapStatus, error) {
 }
 
 // adoptMap makes m the node's map: stored first, then sent on every version-4 connection
-// but the one it came from (from; 0: published here).
-func (r *Replica) adoptMap(m clustermap.Map, publisher string, published wire.HLC, from ConnID) bool {
+// but the one it came from (from; 0: published here; -1: sent nowhere, only by the
+// MapRepaired mutation).
+func (r *Replica) adoptMap(m clustermap.Map, publisher string, published wire.HLC, from int64) bool {
 	cs := &r.cmap
 	body := wire.Map{Generation: m.Generation, Document: m.Doc, Publisher: publisher, Published: uint64(published)}
 	raw, err := wire.Marshal(storedMap{Map: body, AppliedAt: r.now.UnixNano()})
@@ -195,7 +196,7 @@ func (r *Replica) adoptMap(m clustermap.Map, publisher string, published wire.HL
 	r.counters.ClusterMapAdopted++
 	r.stampSelf(r.now) // every node's entry says which generation it holds
 	for _, c := range r.connList {
-		if c.id != from && c.established && c.version >= v4 {
+		if from >= 0 && c.id != ConnID(from) && c.established && c.version >= v4 {
 			r.check(c.sess.V4().SendMap(body))
 		}
 	}
@@ -222,12 +223,15 @@ func (r *Replica) onMap(c *conn, b *wire.Map) {
 		if wire.HLC(b.Published) > cs.published {
 			d = clustermap.Adopt
 		}
-	case mu.MapRepaired && d != clustermap.Same: // test-only: the peer's map written over
-		d = clustermap.Adopt
+	case mu.MapRepaired && d != clustermap.Same && d != clustermap.Adopt:
+		// Test-only: the peer's map written over this node's, as a repair writes a peer's
+		// version around the log: kept here, sent nowhere.
+		r.adoptMap(m, b.Publisher, wire.HLC(b.Published), -1)
+		return
 	}
 	switch d {
 	case clustermap.Adopt:
-		r.adoptMap(m, b.Publisher, wire.HLC(b.Published), c.id)
+		r.adoptMap(m, b.Publisher, wire.HLC(b.Published), int64(c.id))
 	case clustermap.Conflict:
 		if !bytes.Equal(cs.conflictDoc, m.Doc) {
 			cs.conflict, cs.conflictDoc = &MapConflict{Generation: m.Generation, Publisher: b.Publisher}, m.Doc
