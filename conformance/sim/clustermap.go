@@ -221,7 +221,8 @@ func (c *Cluster) v4NeighbourIn(m string, reach map[string]bool) bool {
 // publications on random nodes (sometimes two of one generation on two nodes at once, a
 // conflict that the next generation ends; sometimes a lower generation on a node that
 // has not seen the highest yet; sometimes one on a node that crashes right after, before
-// it could tell anyone) and a few requests between random nodes.
+// it could tell anyone; sometimes one on a node one of whose links is partitioned) and a
+// few requests between random nodes.
 func (c *Cluster) mapsAndRequests(rep *Report, names []string, end time.Time) {
 	rng := c.Rand()
 	doc := func(gen uint64, variant int) []byte {
@@ -269,6 +270,14 @@ func (c *Cluster) mapsAndRequests(rep *Report, names []string, end time.Time) {
 					})
 				}
 			})
+		case k < 8: // during a partition of one of the node's links
+			links := c.sortedLinks()
+			l := links[rng.IntN(len(links))]
+			d := time.Duration(500+rng.IntN(2000)) * time.Millisecond
+			on := l.From
+			c.At(at, func() { rep.Partitions++; _ = c.SetLink(l.From, l.To, false) }) // a link of the run: not refused
+			c.At(at.Add(time.Millisecond), func() { c.publishDrawn(rep, on, doc(g, 0)) })
+			c.At(at.Add(d), func() { _ = c.SetLink(l.From, l.To, true) })
 		default:
 			c.At(at, func() { c.publishDrawn(rep, node, doc(g, 0)) })
 		}
