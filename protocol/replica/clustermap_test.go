@@ -10,6 +10,8 @@ import (
 
 	"plait/protocol/clustermap"
 	"plait/protocol/replica"
+	"plait/protocol/store"
+	"plait/protocol/store/memstore"
 	"plait/protocol/wire"
 )
 
@@ -356,6 +358,46 @@ func TestRequestHopLimit(t *testing.T) {
 		h.pump()
 		if got := a.answers(time.Second, id)[id]; got.Code != c.code {
 			t.Errorf("A asked %s at a hop limit of 2: %+v, want %q", c.target, got, c.code)
+		}
+	}
+}
+
+// TestMemberEntriesBound: a node keeps at most MaxMembers entries: at the bound every one
+// is kept, one more is refused and counted, and the configuration's bounds are checked.
+func TestMemberEntriesBound(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{MaxMembers: 3})
+	b, c := h.addNode("B", replica.Config{}), h.addNode("C", replica.Config{})
+	h.connect(b, a)
+	h.connect(c, b)
+	if got := a.rep.MapStatus().Versions; len(got) != 3 || a.rep.Counters().MembersRefused != 0 {
+		t.Fatalf("A at its bound of 3: %+v, %d refused", got, a.rep.Counters().MembersRefused)
+	}
+	d := h.addNode("D", replica.Config{})
+	h.connect(d, c)
+	if got := a.rep.MapStatus().Versions; len(got) != 3 || a.rep.Counters().MembersRefused == 0 {
+		t.Fatalf("A past its bound of 3: %+v, %d refused", got, a.rep.Counters().MembersRefused)
+	}
+	for _, c := range []struct {
+		cfg replica.Config
+		ok  bool
+	}{
+		{replica.Config{MaxMembers: replica.MaxMemberEntries}, true},
+		{replica.Config{MaxMembers: replica.MaxMemberEntries + 1}, false},
+		{replica.Config{MaxRequestHops: 2}, true},
+		{replica.Config{MaxRequestHops: 1}, false},
+		{replica.Config{MaxRequestHops: wire.MaxRequestPath}, true},
+		{replica.Config{MaxRequestHops: wire.MaxRequestPath + 1}, false},
+		{replica.Config{RequestTimeout: wire.MaxRequestTimeout * time.Millisecond}, true},
+		{replica.Config{RequestTimeout: wire.MaxRequestTimeout*time.Millisecond + time.Millisecond}, false},
+		{replica.Config{RequestTimeout: time.Millisecond}, true},
+		{replica.Config{RequestTimeout: time.Microsecond}, false},
+	} {
+		c.cfg.Secret = testSecret
+		_, err := replica.New(c.cfg, memstore.New(store.Identity{Origin: wire.OriginID{1}, Name: "X"}))
+		if (err == nil) != c.ok {
+			t.Errorf("replica.New with MaxMembers %d, MaxRequestHops %d, RequestTimeout %s: %v, want ok=%v",
+				c.cfg.MaxMembers, c.cfg.MaxRequestHops, c.cfg.RequestTimeout, err, c.ok)
 		}
 	}
 }
