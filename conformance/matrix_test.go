@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,7 @@ var matrixScenarios = []scenario{
 	{"retention hold", scenarioRetentionHold},
 	{"purged+copy", scenarioPurgedCopy},
 	{"anti-entropy", scenarioAntiEntropy},
+	{"cluster map", scenarioClusterMap},
 }
 
 // TestVersionMatrix runs every frozen release and the current build (native and WASM)
@@ -58,7 +60,7 @@ var matrixScenarios = []scenario{
 // the matrix (make conformance shows it with -v).
 func TestVersionMatrix(t *testing.T) {
 	wasm := currentModule(t)
-	currents := []matrixBuild{{"current native", nil, 3}, {"current wasm", wasm.NewSessionFunc(0), 3}}
+	currents := []matrixBuild{{"current native", nil, 4}, {"current wasm", wasm.NewSessionFunc(0), 4}}
 	var builds []matrixBuild
 	for _, r := range releases(t) {
 		builds = append(builds, matrixBuild{"release " + r.Name, loadRelease(t, r).NewSessionFunc(0), r.MaxProto})
@@ -365,6 +367,41 @@ func scenarioAntiEntropy(t *testing.T, c matrixCell) (string, error) {
 		return "", fmt.Errorf("invariants: %v", f)
 	}
 	return fmt.Sprintf("repaired %d", repaired()), nil
+}
+
+// scenarioClusterMap: B (a current build) publishes a map listing A and B. Over version 4 A
+// adopts it, neither lists the other below version 4, and A's request for B's map is
+// answered. Below version 4 nothing of it reaches A (a build that never sees version-4
+// frames), B lists A below version 4 from A's handshake, A's request has no route, and
+// the connection stays up with no protocol error either way.
+func scenarioClusterMap(t *testing.T, c matrixCell) (string, error) {
+	cl := pairCluster(t, c)
+	cl.Run(time.Second)
+	if _, err := cl.PublishMap("B", []byte(`{"generation":1,"nodes":[{"name":"A"},{"name":"B"}]}`)); err != nil {
+		return "", err
+	}
+	must(t, cl.Ask("A", "B"))
+	cl.Run(time.Second)
+	a, b := cl.Node("A").Rep.MapStatus(), cl.Node("B").Rep.MapStatus()
+	if cs := counters(cl, "A", "B"); cs.ProtocolErrors != 0 {
+		return "", fmt.Errorf("%d protocol errors", cs.ProtocolErrors)
+	}
+	if c.version >= 4 {
+		if a.Generation != 1 || len(a.MembersBelowV4) != 0 || len(b.MembersBelowV4) != 0 {
+			return "", fmt.Errorf("over version 4: A holds generation %d, below version 4 at A %v, at B %v", a.Generation, a.MembersBelowV4, b.MembersBelowV4)
+		}
+		if served := cl.Node("B").Rep.Counters().RequestsServed; served != 1 {
+			return "", fmt.Errorf("B served %d requests, want A's", served)
+		}
+		return "v4: adopted, asked", nil
+	}
+	if a.Generation != 0 || !slices.Equal(b.MembersBelowV4, []string{"A"}) {
+		return "", fmt.Errorf("over version %d: A holds generation %d, B lists %v below version 4 (want [A])", c.version, a.Generation, b.MembersBelowV4)
+	}
+	if refused := cl.Node("A").Rep.Counters().RequestsRefused; refused != 1 {
+		return "", fmt.Errorf("A's request over version %d: %d refused, want 1 (no route)", c.version, refused)
+	}
+	return fmt.Sprintf("v%d: not sent, A below", c.version), nil
 }
 
 // scenarioRelayFailover: A (the build under test) is the origin; two relays R1 and R2 (the

@@ -29,6 +29,8 @@ func TestMutationsAreCaught(t *testing.T) {
 		{"a base copy that replaces instead of merging", mutate.Set{ReplacingCopy: true}},
 		{"a copy cursor written apart from its chunk, after it", mutate.Set{CopyCursorApart: true}},
 		{"tombstones dropped before every origin passed them", mutate.Set{DropTombstonesEarly: true}},
+		{"a cluster map chosen by its publication's HLC, not its generation", mutate.Set{MapByHLC: true}},
+		{"a cluster map repaired from a peer's, whatever its generation", mutate.Set{MapRepaired: true}},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel() // each mutation is a value of its own runs: nothing is shared

@@ -224,8 +224,8 @@ func TestReleasesHandshakeWithCurrent(t *testing.T) {
 				t.Run("frozen "+role.String(), func(t *testing.T) {
 					f := newFrozenPeer(t, mod, role, prototest.Config(1-role, "current", 2))
 					curMin, curMax := f.nat.Advertised()
-					if curMin != 1 || curMax != 3 {
-						t.Fatalf("the current build advertises %d..%d, want 1..3", curMin, curMax)
+					if curMin != 1 || curMax != 4 {
+						t.Fatalf("the current build advertises %d..%d, want 1..4", curMin, curMax)
 					}
 					want := min(r.MaxProto, curMax)
 					if want < max(r.MinProto, curMin) {

@@ -21,9 +21,10 @@
 // established at version 1 (prototest.ConfigV1), FuzzSession's at version 2
 // (prototest.ConfigV2), so that each fuzzes the receive checks of its version. FuzzDiff
 // runs each release's session at the release's newest version (0.1: 1, 0.2: 2, 0.3: 3)
-// and this build's, native and WASM, at its newest and at each of those, so at 1, 2 and
-// 3, each against a native peer of this build held to that version; on DECODE it compares
-// a release with this build only over the frame types both implement.
+// and this build's, native and WASM, at its newest and at each of those, so at 1, 2, 3 and
+// 4, each against a native peer of this build held to that version; on DECODE it compares
+// a release with this build only over the frame types both implement (version 4's frames
+// only this build does, and on the releases' connections they are known differences).
 //
 // # The jobs, by file
 //

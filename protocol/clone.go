@@ -38,6 +38,7 @@ func (s *Session) Clone() *Session {
 	c.names, c.announced, c.peerOrigins = maps.Clone(s.names), maps.Clone(s.announced), maps.Clone(s.peerOrigins)
 	c.v1.unacked = s.v1.unacked.clone()
 	c.chans = s.chans.clone()
+	c.v4.out, c.v4.in = maps.Clone(s.v4.out), maps.Clone(s.v4.in)
 	return &c
 }
 

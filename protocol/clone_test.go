@@ -131,7 +131,7 @@ func TestCloneKnowsEveryField(t *testing.T) {
 	in := chans.FieldByName("in").Type().Elem().Elem()
 	out := chans.FieldByName("out").Type().Elem().Elem()
 	want := map[string]string{
-		"Session":      "cfg limits rng state start lastRecv localHello peerHello pending info peerRole peerMaxMsg peerFrame msgs cur spare outBytes events evTaken closeErr nextPing pingID pingSent pingOut rtt clock resumed ignored ignoredType names announced peerOrigins v1 chans stats",
+		"Session":      "cfg limits rng state start lastRecv localHello peerHello pending info peerRole peerMaxMsg peerFrame msgs cur spare outBytes events evTaken closeErr nextPing pingID pingSent pingOut rtt clock resumed ignored ignoredType names announced peerOrigins v1 chans v4 stats",
 		"v1State":      "peerSubscribed lastSent peerAcked subscribed lastPos acked unacked",
 		"channelState": "in inOrigin lastIn connIn connGiven out outOrigin lastOut connOut advertised peerHeads advFloors peerFloors copyIn copyOut rangeOut rangeIn cursors grants connRel",
 		"inChannel":    "id origin seq hash acked ackHash win pending cursorQueued grantQueued resendFrom lastDiscarded",
@@ -139,9 +139,11 @@ func TestCloneKnowsEveryField(t *testing.T) {
 		"copyIn":       "id win begun chunked vector lastOrigin table key records pending grantQueued",
 		"copyOut":      "id win begun table key records",
 		"rangeAsk":     "after through",
+		"v4State":      "lastOut out lastIn in",
 	}
 	for _, typ := range []reflect.Type{s.Type(), s.FieldByName("v1").Type(), chans.Type(), in, out,
-		chans.FieldByName("copyIn").Type().Elem(), chans.FieldByName("copyOut").Type().Elem(), chans.FieldByName("rangeIn").Type().Elem()} {
+		chans.FieldByName("copyIn").Type().Elem(), chans.FieldByName("copyOut").Type().Elem(), chans.FieldByName("rangeIn").Type().Elem(),
+		s.FieldByName("v4").Type()} {
 		var names []string
 		for i := range typ.NumField() {
 			names = append(names, typ.Field(i).Name)

@@ -46,8 +46,8 @@ func (s *Session) Close(code wire.Code, message string) error {
 	if s.state == StateClosed {
 		return wire.NewError(wire.CodeClosed, "Close on a closed session")
 	}
-	if cl, ok := wire.ClassOf(code); !ok || cl == wire.ClassLocal {
-		return wire.NewError(wire.CodeBadArgument, "close code "+quote(string(code))+" is not a wire code")
+	if cl, ok := wire.ClassOf(code); !ok || cl == wire.ClassLocal || wire.IsRequestCode(code) {
+		return wire.NewError(wire.CodeBadArgument, "close code "+quote(string(code))+" is not a code a CLOSE carries")
 	}
 	s.fail(wire.NewError(code, message))
 	return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"reflect"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -324,20 +325,23 @@ func runScenarioV2(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 }
 
 // TestDeterminism: the same inputs give byte-identical output and the same events, for a
-// version-1 connection (two sessions configured to version 1, as release 0.1) and for a
-// version-2 one; between them the scenarios send every frame type this build registers.
+// version-1 connection (two sessions configured to version 1, as release 0.1), a version-2
+// one, version-3 ones and a version-4 one; between them the scenarios send every frame type
+// this build registers.
 func TestDeterminism(t *testing.T) {
 	seen := map[wire.Type]int{}
 	for _, sc := range []struct {
 		name    string
-		version uint64
+		version uint64 // the scenario's number in the checks below
+		proto   uint64 // the version its connection negotiates
 		run     func(t *testing.T, dNonce, lNonce []byte) scenarioRun
 	}{
-		{"version 1", 1, runScenario},
-		{"version 2", 2, runScenarioV2},
-		{"version 3", 3, runScenarioV3},
-		{"version 3 copy", 4, runScenarioCopy},
-		{"version 3 anti-entropy", 5, runScenarioAntiEntropy},
+		{"version 1", 1, 1, runScenario},
+		{"version 2", 2, 2, runScenarioV2},
+		{"version 3", 3, 3, runScenarioV3},
+		{"version 3 copy", 4, 3, runScenarioCopy},
+		{"version 3 anti-entropy", 5, 3, runScenarioAntiEntropy},
+		{"version 4 map and requests", 6, 4, runScenarioV4},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			a := sc.run(t, prototest.Nonce(1), prototest.Nonce(2))
@@ -365,13 +369,13 @@ func TestDeterminism(t *testing.T) {
 				for _, f := range frames(t, msgs) {
 					types[f.Type]++
 					seen[f.Type]++
-					if v, cv := wire.Version(f.Type), min(sc.version, 3); v != 0 && v != cv && !(v >= 2 && cv > v) {
-						t.Errorf("a version-%d frame %s on a version-%d connection", v, f.Type, sc.version)
+					if v, cv := wire.Version(f.Type), sc.proto; v != 0 && v != cv && !(v >= 2 && cv > v) {
+						t.Errorf("a version-%d frame %s on a version-%d connection", v, f.Type, cv)
 					}
 				}
 			}
 			for _, typ := range []wire.Type{wire.TypeHello, wire.TypeAuth, wire.TypePing, wire.TypePong, wire.TypeOrigin, wire.TypeClose} {
-				if types[typ] == 0 && !(typ == wire.TypeOrigin && sc.version == 5) { // ranges carry no origin's name
+				if types[typ] == 0 && !(typ == wire.TypeOrigin && sc.version >= 5) { // ranges and requests carry no origin's name
 					t.Errorf("the scenario sent no %s frame", typ)
 				}
 			}
@@ -403,6 +407,13 @@ func TestDeterminism(t *testing.T) {
 					types[wire.TypeCopyEnd] != 1 || types[wire.TypeCopyAbort] != 1 {
 					t.Errorf("%d COPY, %d COPYBEGIN, %d CHUNK, %d COPYEND, %d COPYABORT frames", types[wire.TypeCopy], types[wire.TypeCopyBegin],
 						types[wire.TypeChunk], types[wire.TypeCopyEnd], types[wire.TypeCopyAbort])
+				}
+			case 6:
+				// Both maps, one MEMBERS, four requests each answered once: by the listener (one
+				// late), and by the session itself (too-many-requests).
+				if types[wire.TypeMap] != 2 || types[wire.TypeMembers] != 1 || types[wire.TypeRequest] != 4 || types[wire.TypeResponse] != 4 {
+					t.Errorf("%d MAP, %d MEMBERS, %d REQUEST, %d RESPONSE frames", types[wire.TypeMap], types[wire.TypeMembers],
+						types[wire.TypeRequest], types[wire.TypeResponse])
 				}
 			case 3:
 				// A head and a floor, one PURGED answer, then one entry from the floor.
@@ -532,12 +543,76 @@ func runScenarioAntiEntropy(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 	return endV3(t, p, d, l)
 }
 
+// runScenarioV4 plays version 4's map and requests: each side sends its map, the listener
+// its member entries; the dialer asks the listener's map (answered), asks again and gives
+// up (the answer comes late), then asks twice more: the listener's session, whose bound is
+// one request owed, answers the second too-many-requests itself, and the listener answers
+// the first.
+func runScenarioV4(t *testing.T, dNonce, lNonce []byte) scenarioRun {
+	t.Helper()
+	lc := prototest.Config(wire.RoleListener, "b", 2)
+	lc.Limits.MaxRequestsInFlight = 1
+	p, d, l := startPair(t, prototest.Config(wire.RoleDialer, "a", 1), lc, dNonce, lNonce)
+	if d.Handshake().Version != 4 {
+		t.Fatalf("handshake: version %d", d.Handshake().Version)
+	}
+	must(t, d.V4().SendMap(testMap(3, "a")))
+	must(t, l.V4().SendMap(testMap(4, "b")))
+	must(t, l.V4().SendMembers([]wire.Member{{Name: "b", MaxVersion: 4, Stamp: 9}, {Name: "a", MaxVersion: 4, Stamp: 8}}))
+	p.Pump(10)
+	ask := wire.Request{Target: "b", Path: []string{"a"}, TimeoutMS: 500, Scope: wire.ScopeRead, Kind: "map"}
+	answer := func(id uint64) {
+		m := testMap(4, "b")
+		body, err := wire.AppendMapAnswer(nil, &m)
+		must(t, err)
+		must(t, l.V4().Respond(id, wire.Response{Body: body}))
+		p.Pump(10)
+	}
+	for id := range uint64(2) {
+		got, err := d.V4().Request(ask)
+		must(t, err)
+		if got != id+1 {
+			t.Fatalf("request id %d, want %d", got, id+1)
+		}
+		p.Pump(10)
+		if id == 1 {
+			must(t, d.V4().Forget(2))
+		}
+		answer(id + 1)
+	}
+	if ev := p.D.Last(protocol.EventResponse); ev == nil || !ev.Late || ev.Response.ID != 2 {
+		t.Fatalf("the dialer's late response: %+v", ev)
+	}
+	for range 2 {
+		_, err := d.V4().Request(ask)
+		must(t, err)
+	}
+	p.Pump(10)
+	if ev := p.L.Last(protocol.EventRequestRefused); ev == nil || ev.Request.ID != 4 {
+		t.Fatalf("the listener's refusal: %+v", ev)
+	}
+	answer(3)
+	return endV3(t, p, d, l)
+}
+
+// testMap is a map of generation g published on node pub, its document canonical.
+func testMap(g uint64, pub string) wire.Map {
+	doc := `{"generation":` + strconv.FormatUint(g, 10) + `,"nodes":[{"api":"http://127.0.0.1:7401","name":"a"}]}`
+	return wire.Map{Generation: g, Document: []byte(doc), Publisher: pub, Published: 1 << 40}
+}
+
 // startV3 is a pair of current-build sessions through their handshake at version 3.
 func startV3(t *testing.T, dNonce, lNonce []byte) (*prototest.Pair, *protocol.Session, *protocol.Session) {
 	t.Helper()
-	d, err := protocol.New(prototest.Config(wire.RoleDialer, "a", 1))
+	return startPair(t, prototest.ConfigV3(wire.RoleDialer, "a", 1), prototest.ConfigV3(wire.RoleListener, "b", 2), dNonce, lNonce)
+}
+
+// startPair is a pair of sessions of these configurations through their handshake.
+func startPair(t *testing.T, dc, lc protocol.Config, dNonce, lNonce []byte) (*prototest.Pair, *protocol.Session, *protocol.Session) {
+	t.Helper()
+	d, err := protocol.New(dc)
 	must(t, err)
-	l, err := protocol.New(prototest.Config(wire.RoleListener, "b", 2))
+	l, err := protocol.New(lc)
 	must(t, err)
 	p := &prototest.Pair{D: &prototest.Side{S: d}, L: &prototest.Side{S: l}, Now: prototest.Epoch}
 	must(t, d.Start(p.Now, dNonce))
@@ -546,7 +621,7 @@ func startV3(t *testing.T, dNonce, lNonce []byte) (*prototest.Pair, *protocol.Se
 	return p, d, l
 }
 
-// endV3 ends a version-3 run: a PING each way, the dialer's close, and what each side
+// endV3 ends a version-3 or version-4 run: a PING each way, the dialer's close, and what each side
 // sent, reported and counted.
 func endV3(t *testing.T, p *prototest.Pair, d, l *protocol.Session) scenarioRun {
 	t.Helper()

@@ -30,15 +30,15 @@
 //
 // Example (in example_test.go) runs that loop for two sessions joined by memory.
 //
-// # Three versions, and the jobs of a session
+// # Four versions, and the jobs of a session
 //
 // The handshake negotiates the highest version both sides offer (SPEC.md, "Handshake").
-// Version 1 has a state of its own (v1State, v1.go); versions 2 and 3 share the
-// per-origin channels (channelState, v2.go), which version 3 extends with floors, base
-// copies and anti-entropy. The commands of each are reached through V1, V2 and V3, so that
-// a caller sees the version at the call site; V2's are taken on a version-3 connection
-// too, and a command of a version the connection does not speak is refused with
-// invalid-state.
+// Version 1 has a state of its own (v1State, v1.go); versions 2 to 4 share the per-origin
+// channels (channelState, v2.go), which version 3 extends with floors, base copies and
+// anti-entropy; version 4 adds the requests in flight (v4State, v4.go). The commands of
+// each are reached through V1, V2, V3 and V4, so that a caller sees the version at the call
+// site; V2's and V3's are taken on later connections too, and a command of a version the
+// connection does not speak is refused with invalid-state.
 //
 // Version 1 streams one interleaved log per connection, positioned by one scalar cursor in
 // the sender's arrival order. The receiver checks every entry against its receive vector
@@ -58,10 +58,18 @@
 // anti-entropy's comparison of key ranges (antientropy.go); its PONG carries a time, from
 // which the clock offset is measured (clock.go).
 //
+// Version 4 (a draft until release 0.4) carries the cluster map (V4().SendMap, EventMap)
+// and member entries (V4().SendMembers, EventMembers) without holding them, and requests
+// between nodes (V4().Request, Respond, Forget; EventRequest, EventResponse,
+// EventRequestRefused), of which it keeps the ids: each request is answered once, ids
+// increase, and Limits.MaxRequestsInFlight bounds those in flight each way, the session
+// answering a request past it too-many-requests itself. Which map to keep, where to
+// forward a request and when to give up on one are the caller's.
+//
 // The files by job: session.go (the Session, its states and Ready), receive.go (a
 // received message, the handshake and the one table that dispatches every frame type,
 // receivers), v1.go and v1_commands.go, v2.go and v2_commands.go, v3_commands.go,
-// basecopy.go, antientropy.go, clock.go (liveness times and the offset), events.go (what
+// basecopy.go, antientropy.go, v4.go and v4_commands.go, clock.go (liveness times and the offset), events.go (what
 // a session reports), output.go (framing what it sends), limits.go (its bounds),
 // ackqueue.go (what is held until acknowledged), commands.go (what every version takes),
 // clone.go (a copy of a session, for fuzzing).

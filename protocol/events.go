@@ -78,32 +78,54 @@ const (
 	// RANGERECORDS, a view into the received message valid until the next call into the
 	// session.
 	EventRangeAnswered EventKind = 23
+	// EventMap: the peer sent its cluster map, Map (version 4). Which map to keep is the
+	// caller's (clustermap.Decide).
+	EventMap EventKind = 24
+	// EventMembers: the peer sent what it knows of nodes' protocol versions, Members
+	// (version 4).
+	EventMembers EventKind = 25
+	// EventRequest: the peer sent Request, for this node or to pass on (version 4). Answer
+	// it once with V4().Respond(Request.ID, ...).
+	EventRequest EventKind = 26
+	// EventResponse: the peer answered a request this side sent: Response (version 4). Late
+	// when the request was answered already or given up (V4().Forget): the caller drops
+	// and counts it.
+	EventResponse EventKind = 27
+	// EventRequestRefused: the peer sent Request beyond this side's bound on requests not
+	// answered (Limits.MaxRequestsInFlight); the session answered it too-many-requests
+	// itself, and the caller answers nothing (version 4).
+	EventRequestRefused EventKind = 28
 )
 
 var eventNames = [...]string{
-	EventHandshake:     "handshake",
-	EventSubscribed:    "subscribed",
-	EventOriginNamed:   "origin-named",
-	EventTxn:           "txn",
-	EventDuplicate:     "duplicate",
-	EventGap:           "gap",
-	EventDivergence:    "divergence",
-	EventAcked:         "acked",
-	EventIgnoredFrame:  "ignored-frame",
-	EventClosed:        "closed",
-	EventUnsubscribed:  "unsubscribed",
-	EventCursor:        "cursor",
-	EventResend:        "resend",
-	EventCredit:        "credit",
-	EventHeads:         "heads",
-	EventPurged:        "purged",
-	EventCopyRequested: "copy-requested",
-	EventCopyBegin:     "copy-begin",
-	EventChunk:         "chunk",
-	EventCopyEnd:       "copy-end",
-	EventCopyAborted:   "copy-aborted",
-	EventRangeAsked:    "range-asked",
-	EventRangeAnswered: "range-answered",
+	EventHandshake:      "handshake",
+	EventSubscribed:     "subscribed",
+	EventOriginNamed:    "origin-named",
+	EventTxn:            "txn",
+	EventDuplicate:      "duplicate",
+	EventGap:            "gap",
+	EventDivergence:     "divergence",
+	EventAcked:          "acked",
+	EventIgnoredFrame:   "ignored-frame",
+	EventClosed:         "closed",
+	EventUnsubscribed:   "unsubscribed",
+	EventCursor:         "cursor",
+	EventResend:         "resend",
+	EventCredit:         "credit",
+	EventHeads:          "heads",
+	EventPurged:         "purged",
+	EventCopyRequested:  "copy-requested",
+	EventCopyBegin:      "copy-begin",
+	EventChunk:          "chunk",
+	EventCopyEnd:        "copy-end",
+	EventCopyAborted:    "copy-aborted",
+	EventRangeAsked:     "range-asked",
+	EventRangeAnswered:  "range-answered",
+	EventMap:            "map",
+	EventMembers:        "members",
+	EventRequest:        "request",
+	EventResponse:       "response",
+	EventRequestRefused: "request-refused",
 }
 
 func (k EventKind) String() string {
@@ -142,6 +164,11 @@ func (k EventKind) String() string {
 //	copy-aborted    -                                Err, ByPeer, Outgoing (version 3)
 //	range-asked     -                                RangeDigest (version 3)
 //	range-answered  -                                Range (version 3)
+//	map             -                                Map (version 4)
+//	members         -                                Members (version 4)
+//	request         -                                Request (version 4)
+//	response        -                                Response, Late (version 4)
+//	request-refused -                                Request (version 4)
 type Event struct {
 	Kind EventKind
 	// Position is a position in the version-1 sender's arrival order: the one the peer
@@ -183,6 +210,13 @@ type Event struct {
 	// RangeDigest is the peer's anti-entropy ask; Range the peer's answer to this side's.
 	RangeDigest *wire.RangeDigest
 	Range       *wire.RangeView
+	// Map is the peer's cluster map; Members the peer's member entries.
+	Map     *wire.Map
+	Members *wire.Members
+	// Request is a request the peer sent (request, request-refused); Response the peer's
+	// answer to one this side sent (response).
+	Request  *wire.Request
+	Response *wire.Response
 	// Handshake is the handshake's outcome.
 	Handshake *HandshakeInfo
 	// Err is why what the event reports closed: the session (closed), a version-2 channel
@@ -195,6 +229,9 @@ type Event struct {
 	// Send, or reported by the subscribing peer), or the copy aborted is the one this side
 	// serves; otherwise it is one this side subscribed to, or the copy it receives.
 	Outgoing bool
+	// Late says the response answers a request already answered or given up (V4().Forget):
+	// the two race, and the answer is dropped and counted, never an error.
+	Late bool
 }
 
 // HandshakeInfo is the outcome of a handshake.

@@ -63,8 +63,8 @@ func Example() {
 	_ = dialer.Close(wire.CodeGoingAway, "done")
 	deliver()
 	// Output:
-	// B: handshake, version 3 with A
-	// A: handshake, version 3 with B
+	// B: handshake, version 4 with A
+	// A: handshake, version 4 with B
 	// A: subscribed origin 0013 at seq 0
 	// B: txn seq 1
 	// A: cursor origin 0013 at seq 1

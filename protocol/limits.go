@@ -49,6 +49,12 @@ type Limits struct {
 	// as late (over 1 MB/s such a message outlasts the stall timeout, so its stream would be
 	// asked again before it arrived, and nothing would ever be applied).
 	MaxOutMessage int
+	// MaxRequestsInFlight bounds the requests of version 4 in flight on the connection,
+	// each way (default 64): the requests this side sent that are neither answered nor
+	// forgotten (V4().Request refuses one more with too-many-requests), and those the peer
+	// sent that this side has not answered (the session answers one more too-many-requests
+	// itself, EventRequestRefused).
+	MaxRequestsInFlight int
 	// HandshakeTimeout bounds the time from Start to an authenticated session (default 10 s).
 	HandshakeTimeout time.Duration
 	// PingInterval is the time between PINGs (default 1 s).
@@ -59,16 +65,17 @@ type Limits struct {
 
 // Default limits.
 const (
-	DefaultMaxSendBuffer    = 4 << 20
-	DefaultMaxUnackedBytes  = 8 << 20
-	DefaultMaxOrigins       = 4096
-	DefaultMaxChannels      = 4096
-	DefaultMaxSessionBuffer = 64 << 20
-	DefaultMaxOutMessage    = 256 << 10
-	DefaultHandshakeTimeout = 10 * time.Second
-	DefaultPingInterval     = time.Second
-	DefaultLivenessTimeout  = 5 * time.Second
-	maxMessageCeiling       = 1 << 30
+	DefaultMaxSendBuffer       = 4 << 20
+	DefaultMaxUnackedBytes     = 8 << 20
+	DefaultMaxOrigins          = 4096
+	DefaultMaxChannels         = 4096
+	DefaultMaxSessionBuffer    = 64 << 20
+	DefaultMaxOutMessage       = 256 << 10
+	DefaultMaxRequestsInFlight = 64
+	DefaultHandshakeTimeout    = 10 * time.Second
+	DefaultPingInterval        = time.Second
+	DefaultLivenessTimeout     = 5 * time.Second
+	maxMessageCeiling          = 1 << 30
 )
 
 // WithDefaults returns l with every zero field set to its default.
@@ -100,6 +107,9 @@ func (l Limits) WithDefaults() Limits {
 	if l.MaxOutMessage == 0 {
 		l.MaxOutMessage = DefaultMaxOutMessage
 	}
+	if l.MaxRequestsInFlight == 0 {
+		l.MaxRequestsInFlight = DefaultMaxRequestsInFlight
+	}
 	if l.HandshakeTimeout == 0 {
 		l.HandshakeTimeout = DefaultHandshakeTimeout
 	}
@@ -122,7 +132,8 @@ func (l Limits) Validate() *wire.Error {
 		return bad("MaxMessage " + strconv.Itoa(l.MaxMessage) + " is outside 64 KiB..1 GiB")
 	case l.MaxMessage < int(l.MaxFrameBody)+wire.HeaderSize:
 		return bad("MaxMessage " + strconv.Itoa(l.MaxMessage) + " cannot hold a frame of MaxFrameBody " + strconv.FormatUint(uint64(l.MaxFrameBody), 10))
-	case l.MaxSendBuffer < 0 || l.MaxUnackedBytes < 0 || l.MaxOrigins < 0 || l.MaxChannels < 0 || l.MaxOutMessage < 0:
+	case l.MaxSendBuffer < 0 || l.MaxUnackedBytes < 0 || l.MaxOrigins < 0 || l.MaxChannels < 0 || l.MaxOutMessage < 0 ||
+		l.MaxRequestsInFlight < 0:
 		return bad("negative bound")
 	case l.MaxChannelBuffer < int(l.MaxFrameBody)+wire.HeaderSize:
 		return bad("MaxChannelBuffer " + strconv.Itoa(l.MaxChannelBuffer) + " cannot hold a frame of MaxFrameBody " + strconv.FormatUint(uint64(l.MaxFrameBody), 10))

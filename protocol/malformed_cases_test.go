@@ -68,15 +68,16 @@ const (
 	onHandshake               // a listener that sent its HELLO and waits for the peer's
 	onV2D                     // fxPairV2's dialer: subscribed to channels 1 and 2, fx2Chain 1..3 received on 1
 	onV2L                     // fxPairV2's listener: its peer opened channels 1 and 2, fx2Chain 1..3 sent on 1
+	onV4D                     // fxPairV4's dialer: it sent request 1 and received the listener's request 1
 )
 
 // inputCase is one received message that closes the session.
 type inputCase struct {
-	class  string // M1..M24 of SPEC's "Malformed input" table (M25 closes a copy, not the session); "" for other input errors
+	class  string // M1..M27 of SPEC's "Malformed input" table (M25 closes a copy, not the session; M26 is its own test); "" for other input errors
 	name   string
 	on     target
-	limits protocol.Limits                // D's limits (on D, or on the version-2 fixture)
-	llim   protocol.Limits                // L's limits (version-2 fixture)
+	limits protocol.Limits                // D's limits (on D, or on the version-2 and version-4 fixtures)
+	llim   protocol.Limits                // L's limits (version-2 and version-4 fixtures)
 	cfg    func(c *protocol.Config)       // the handshake target's config
 	msg    []byte                         // the message
 	msgFn  func(localHello []byte) []byte // or the message, built from the target's own HELLO body
@@ -345,6 +346,23 @@ func inputCases() []inputCase {
 		{class: "M24", name: "DIVERGENCE side 2 to the sender", on: onV2L, msg: pingThen(prototest.Frame(&wire.Divergence{Channel: 1, Seq: 3, Hash: fx2Chain[2].Hash, Side: 2})),
 			code: wire.CodeBadField, frame: wire.TypeDivergence, offset: P, check: noEvent(protocol.EventDivergence)},
 		{class: "M24", name: "RESEND from 0", on: onV2L, msg: pingThen(prototest.RawFrame(wire.TypeResend, 0, 0, hx("a2 01 01 02 00"))), code: wire.CodeBadField, frame: wire.TypeResend, offset: P},
+		{class: "M20", name: "REQUEST on a version-2 connection", on: onV2D,
+			msg:  pingThen(prototest.Frame(&wire.Request{ID: 1, Target: "a", Path: []string{"b"}, TimeoutMS: 1, Scope: wire.ScopeRead, Kind: "map"})),
+			code: wire.CodeUnexpectedFrame, frame: wire.TypeRequest, offset: P, check: noEvent(protocol.EventRequest)},
+		{class: "M27", name: "MEMBERS out of order", on: onV4D,
+			msg:  pingThen(prototest.Frame(&wire.Members{Entries: []wire.Member{{Name: "b", MaxVersion: 4, Stamp: 1}, {Name: "a", MaxVersion: 4, Stamp: 1}}})),
+			code: wire.CodeBadField, frame: wire.TypeMembers, offset: P, check: noEvent(protocol.EventMembers)},
+		{class: "M27", name: "a REQUEST id not above the last", on: onV4D,
+			msg:  pingThen(prototest.Frame(&wire.Request{ID: 1, Target: "a", Path: []string{"b"}, TimeoutMS: 1, Scope: wire.ScopeRead, Kind: "map"})),
+			code: wire.CodeBadField, frame: wire.TypeRequest, offset: P, check: noEvent(protocol.EventRequest)},
+		{class: "M27", name: "a REQUEST whose path does not end at its sender", on: onV4D,
+			msg:  pingThen(prototest.Frame(&wire.Request{ID: 2, Target: "a", Path: []string{"b", "c"}, TimeoutMS: 1, Scope: wire.ScopeRead, Kind: "map"})),
+			code: wire.CodeBadField, frame: wire.TypeRequest, offset: P, check: noEvent(protocol.EventRequest)},
+		{class: "M27", name: "a REQUEST of timeout 0", on: onV4D,
+			msg:  pingThen(prototest.Frame(&wire.Request{ID: 2, Target: "a", Path: []string{"b"}, Scope: wire.ScopeRead, Kind: "map"})),
+			code: wire.CodeBadField, frame: wire.TypeRequest, offset: P, check: noEvent(protocol.EventRequest)},
+		{class: "M27", name: "a RESPONSE to a request never sent", on: onV4D, msg: pingThen(prototest.Frame(&wire.Response{ID: 2})),
+			code: wire.CodeBadField, frame: wire.TypeResponse, offset: P, check: noEvent(protocol.EventResponse)},
 
 		// Other errors caused by input.
 		{name: "a SUBSCRIBE opening more channels than MaxChannels", on: onV2L, llim: protocol.Limits{MaxChannels: 2},
@@ -385,7 +403,7 @@ func inputCases() []inputCase {
 			msg:  pingThen(prototest.Frame(&wire.Divergence{Channel: 3, Side: wire.SideSender})),
 			code: wire.CodeBadChannel, frame: wire.TypeDivergence, offset: P, check: noEvent(protocol.EventDivergence)},
 		{name: "no common version with this build", on: onHandshake, cfg: func(c *protocol.Config) { c.MaxVersion = 0 },
-			msg: peerHelloFrame(func(h *wire.Hello) { h.MinVersion, h.MaxVersion = 4, 5 }), code: wire.CodeUnsupportedVersion, frame: wire.TypeHello, offset: 0},
+			msg: peerHelloFrame(func(h *wire.Hello) { h.MinVersion, h.MaxVersion = 5, 6 }), code: wire.CodeUnsupportedVersion, frame: wire.TypeHello, offset: 0},
 		{name: "ACK1 beyond the last position sent", on: onL, msg: pingThen(ack1(4)), code: wire.CodeBadField, frame: wire.TypeAck1, offset: P},
 		{name: "a txn whose prev hash is wrong", msg: pingThen(txn1(4, fxOther[3].Raw)), code: wire.CodeDivergence, frame: wire.TypeTxn1, offset: P,
 			check: countIs("divergence", func(s protocol.Stats) uint64 { return s.Divergences }, protocol.EventDivergence, 4)},

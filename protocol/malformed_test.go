@@ -22,11 +22,14 @@ func runInputCase(t *testing.T, c inputCase) {
 		msg  = c.msg
 	)
 	switch c.on {
-	case onD, onL, onV2D, onV2L:
+	case onD, onL, onV2D, onV2L, onV4D:
 		var p *prototest.Pair
-		if c.on == onV2D || c.on == onV2L {
+		switch c.on {
+		case onV2D, onV2L:
 			p = fxPairV2(t, c.limits, c.llim)
-		} else {
+		case onV4D:
+			p = fxPairV4(t, c.limits, c.llim)
+		default:
 			p = fixture(t, c.limits)
 		}
 		side := p.D
@@ -108,8 +111,8 @@ func TestMalformedInput(t *testing.T) {
 // table gives (M9 is TestMalformedM9IgnorableFrame).
 func TestMalformedTableCoversSpec(t *testing.T) {
 	table := spec(t).malformed
-	if len(table) != 26 {
-		t.Fatalf("SPEC.md lists %d malformed-input classes, want M1..M26", len(table))
+	if len(table) != 27 {
+		t.Fatalf("SPEC.md lists %d malformed-input classes, want M1..M27", len(table))
 	}
 	// M9 is TestMalformedM9IgnorableFrame; M25, which closes a copy and not the session,
 	// TestMalformedM25CopyChunks.
@@ -137,9 +140,9 @@ func TestMalformedTableCoversSpec(t *testing.T) {
 			t.Errorf("no test for %s", class)
 		}
 	}
-	// The rows version 2 added or changed: every example text of the row has a case of its
-	// class (a case's name contains the example).
-	for _, class := range []string{"M7", "M20", "M23", "M24"} {
+	// The rows versions 2 and 4 added or changed: every example text of the row has a case
+	// of its class (a case's name contains the example).
+	for _, class := range []string{"M7", "M20", "M23", "M24", "M27"} {
 		ex := spec(t).examples[class]
 		parts := strings.FieldsFunc(ex, func(r rune) bool { return r == ',' || r == ';' })
 		if len(parts) < 2 {

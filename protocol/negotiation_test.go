@@ -12,34 +12,38 @@ import (
 	"plait/protocol/wire"
 )
 
-// TestAdvertisedVersions: this build implements exactly 1..3; configuration narrows it
+// TestAdvertisedVersions: this build implements exactly 1..4; configuration narrows it
 // (a configured max of 1 is `--protocol-max 1`), never widens it (a max of 5 is clamped to
-// 3), and the HELLO on the wire carries what Advertised reports.
+// 4), and the HELLO on the wire carries what Advertised reports.
 func TestAdvertisedVersions(t *testing.T) {
-	if r := handshake.Implemented(); r != (handshake.Range{Min: 1, Max: 3}) {
-		t.Fatalf("implemented %v, want 1..3", r)
+	if r := handshake.Implemented(); r != (handshake.Range{Min: 1, Max: 4}) {
+		t.Fatalf("implemented %v, want 1..4", r)
 	}
 	for _, c := range []struct {
 		min, max uint64
 		lo, hi   uint64 // advertised; 0..0: refused with bad-argument
 	}{
-		{0, 0, 1, 3},
+		{0, 0, 1, 4},
 		{1, 1, 1, 1}, // --protocol-max 1
 		{0, 1, 1, 1},
 		{1, 2, 1, 2}, // --protocol-max 2
-		{0, 5, 1, 3}, // clamped to 3
-		{1, 5, 1, 3},
-		{1, 0, 1, 3},
-		{2, 0, 2, 3},
+		{0, 3, 1, 3}, // --protocol-max 3
+		{0, 5, 1, 4}, // clamped to 4
+		{1, 5, 1, 4},
+		{1, 0, 1, 4},
+		{2, 0, 2, 4},
 		{2, 2, 2, 2},
-		{2, 5, 2, 3},
+		{2, 5, 2, 4},
 		{0, 2, 1, 2},
-		{3, 0, 3, 3},
+		{3, 0, 3, 4},
 		{3, 3, 3, 3},
+		{4, 0, 4, 4},
+		{4, 4, 4, 4},
+		{4, 5, 4, 4},
 		{2, 1, 0, 0},
-		{4, 0, 0, 0},
-		{4, 4, 0, 0},
-		{4, 5, 0, 0},
+		{5, 0, 0, 0},
+		{5, 5, 0, 0},
+		{5, 6, 0, 0},
 	} {
 		cfg := prototest.Config(wire.RoleDialer, "a", 1)
 		cfg.MinVersion, cfg.MaxVersion = c.min, c.max
@@ -64,12 +68,13 @@ func TestAdvertisedVersions(t *testing.T) {
 			t.Errorf("configured %d..%d: HELLO offers %d..%d, want %d..%d", c.min, c.max, h.MinVersion, h.MaxVersion, c.lo, c.hi)
 		}
 	}
-	// prototest's configurations: the newest version, and pinned to versions 2 and 1.
+	// prototest's configurations: the newest version, and pinned to versions 3, 2 and 1.
 	for _, c := range []struct {
 		cfg    protocol.Config
 		lo, hi uint64
 	}{
-		{prototest.Config(wire.RoleListener, "b", 2), 1, 3},
+		{prototest.Config(wire.RoleListener, "b", 2), 1, 4},
+		{prototest.ConfigV3(wire.RoleListener, "b", 2), 1, 3},
 		{prototest.ConfigV2(wire.RoleListener, "b", 2), 1, 2},
 		{prototest.ConfigV1(wire.RoleListener, "b", 2), 1, 1},
 	} {
@@ -210,23 +215,26 @@ func TestVersionNegotiationWithHandPlayedPeer(t *testing.T) {
 	}
 }
 
-// TestNegotiationBetweenSessions: two sessions of this build negotiate version 3; a
-// session of this build and one configured to version 2 or 1 (as `--protocol-max`, or as
-// releases 0.2 and 0.1) negotiate that version, in either role; each side reports the
-// peer's range.
+// TestNegotiationBetweenSessions: two sessions of this build negotiate version 4; a
+// session of this build and one configured to version 3, 2 or 1 (as `--protocol-max`, or
+// as releases 0.3, 0.2 and 0.1, which offer 1..3, 1..2 and 1..1) negotiate that version,
+// in either role; each side reports the peer's range.
 func TestNegotiationBetweenSessions(t *testing.T) {
-	cur, v2, v1 := prototest.Config, prototest.ConfigV2, prototest.ConfigV1
+	cur, v3, v2, v1 := prototest.Config, prototest.ConfigV3, prototest.ConfigV2, prototest.ConfigV1
 	for _, c := range []struct {
 		name             string
 		dialer, listener func(wire.Role, string, byte) protocol.Config
 		dMax, lMax       uint64 // advertised max versions
 		version          uint64
 	}{
-		{"current with current", cur, cur, 3, 3, 3},
-		{"current dialer with a version-2 listener", cur, v2, 3, 2, 2},
-		{"version-2 dialer with a current listener", v2, cur, 2, 3, 2},
-		{"current dialer with a version-1 listener", cur, v1, 3, 1, 1},
-		{"version-1 dialer with a current listener", v1, cur, 1, 3, 1},
+		{"current with current", cur, cur, 4, 4, 4},
+		{"current dialer with a version-3 listener", cur, v3, 4, 3, 3},
+		{"version-3 dialer with a current listener", v3, cur, 3, 4, 3},
+		{"current dialer with a version-2 listener", cur, v2, 4, 2, 2},
+		{"version-2 dialer with a current listener", v2, cur, 2, 4, 2},
+		{"current dialer with a version-1 listener", cur, v1, 4, 1, 1},
+		{"version-1 dialer with a current listener", v1, cur, 1, 4, 1},
+		{"version 3 with version 3", v3, v3, 3, 3, 3},
 		{"version 1 with version 1", v1, v1, 1, 1, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -258,6 +266,10 @@ func TestNegotiationBetweenSessions(t *testing.T) {
 				}
 			} else if v2err != nil || v1err == nil || v1err.(*wire.Error).Code != wire.CodeInvalidState {
 				t.Fatalf("version 2: Subscribe %v, SubscribeOrigins %v", v1err, v2err)
+			}
+			v4err := p.D.S.V4().Forget(1) // version 4's commands: refused below 4, then about the id
+			if code := v4err.(*wire.Error).Code; (c.version < 4) != (code == wire.CodeInvalidState) {
+				t.Fatalf("version %d: Forget %v", c.version, v4err)
 			}
 		})
 	}

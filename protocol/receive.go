@@ -168,6 +168,11 @@ func init() {
 	established(wire.TypeCopyAbort, body((*Session).onCopyAbort))
 	established(wire.TypeRangeDigest, body((*Session).onRangeDigest))
 	receivers[wire.TypeRangeRecords] = receiver{inPlace: (*Session).onRangeRecords}
+	// Version 4: the cluster map, member entries and requests (v4.go).
+	established(wire.TypeMap, body((*Session).onMap))
+	established(wire.TypeMembers, body((*Session).onMembers))
+	established(wire.TypeRequest, body((*Session).onRequest))
+	established(wire.TypeResponse, body((*Session).onResponse))
 }
 
 // body adapts a handler of one decoded body type to a receiver's decoded: DecodeBody gives
@@ -196,7 +201,8 @@ func (s *Session) onPong(now time.Time, f wire.Frame, b wire.Body) {
 }
 
 // frameOfVersion reports whether a frame of version v (0: every version) belongs on a
-// connection of version conn: its own version's, and on version 3 version 2's too.
+// connection of version conn: its own version's, and from version 3 on those of every
+// version from 2 up to it (version 4 is version 3 and more, which is version 2 and more).
 func frameOfVersion(v, conn uint64) bool {
 	return v == 0 || v == conn || (v >= 2 && conn > v)
 }

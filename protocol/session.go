@@ -111,6 +111,7 @@ type Session struct {
 
 	v1    v1State      // the version-1 stream, both directions (v1.go)
 	chans channelState // the per-origin channels of version 2 and later, both directions, with version 3's state of them (v2.go)
+	v4    v4State      // version 4's requests in flight, both directions (v4.go)
 
 	stats Stats
 }
@@ -163,6 +164,7 @@ func New(cfg Config) (*Session, error) {
 		peerOrigins: map[wire.OriginID]peerOrigin{},
 	}
 	s.initChannels()
+	s.resetV4()
 	return s, nil
 }
 
@@ -369,6 +371,7 @@ func (s *Session) closed(err *wire.Error, byPeer bool) {
 	s.peerHello, s.localHello = nil, nil
 	s.v1.unacked = ackQueue[uint64]{} // nothing received is held any more
 	s.initChannels()                  // a closed session holds nothing for the peer's channels
+	s.resetV4()                       // nor requests in flight
 	s.emit(Event{Kind: EventClosed, Err: err, ByPeer: byPeer})
 }
 

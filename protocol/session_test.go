@@ -19,7 +19,7 @@ import (
 // limit, 1 to 3) with the capabilities both offer, each knowing the other; until the
 // caller asks, nothing but HELLO and AUTH was sent, and nothing is held.
 func TestHandshakeEstablishes(t *testing.T) {
-	for _, version := range []uint64{1, 2, 3} {
+	for _, version := range []uint64{1, 2, 3, 4} {
 		dc := prototest.Config(wire.RoleDialer, "a", 1)
 		lc := prototest.Config(wire.RoleListener, "b", 2)
 		dc.MaxVersion, lc.MaxVersion = version, 0 // the dialer's limit decides
@@ -36,7 +36,7 @@ func TestHandshakeEstablishes(t *testing.T) {
 			peer             string
 			peerOrigin       wire.OriginID
 			peerMin, peerMax uint64
-		}{{p.D, "b", prototest.Origin(2), 1, 3}, {p.L, "a", prototest.Origin(1), 1, version}} {
+		}{{p.D, "b", prototest.Origin(2), 1, 4}, {p.L, "a", prototest.Origin(1), 1, version}} {
 			ev := c.side.Last(protocol.EventHandshake)
 			if ev == nil {
 				t.Fatalf("version %d: no handshake event", version)

@@ -15,7 +15,7 @@ import (
 // listener names origin o.
 func v3pair(t *testing.T, o wire.OriginID) *prototest.Pair {
 	t.Helper()
-	p := established(t, prototest.Config(wire.RoleDialer, "r", 1), prototest.Config(wire.RoleListener, "s", 2))
+	p := established(t, prototest.ConfigV3(wire.RoleDialer, "r", 1), prototest.ConfigV3(wire.RoleListener, "s", 2))
 	if v := p.D.S.Handshake().Version; v != 3 {
 		t.Fatalf("version %d", v)
 	}

@@ -44,20 +44,26 @@ func defaultLiteral(cell string) (string, bool) {
 	return "", false
 }
 
-// TestFlagsInContract: the flag tables of plait serve and plait status (their settings,
-// from which their flags and -h come) and the contract's (§2 and §12) are the same, both
-// ways: every flag has its row, with the same argument name and default, and every row is
+// TestFlagsInContract: the flag tables of plait serve, plait status and plait map (their
+// settings, from which their flags and -h come) and the contract's (§2, §12 and §22.5) are
+// the same, both ways: every flag has its row, with the same argument name and default, and every row is
 // a flag. A default compares as a value: the contract's literal, given to the flag, must
 // read back as the flag's default (72h is 72h0m0s).
 func TestFlagsInContract(t *testing.T) {
 	for _, c := range []struct {
 		command, section string
 		table            func() []setting
+		others           []string // rows of the section for another command of it
 	}{
-		{"serve", "2", func() []setting { return (&serveConfig{}).settings() }},
-		{"status", "12", func() []setting { return (&statusFlags{}).settings() }},
+		{"serve", "2", func() []setting { return (&serveConfig{}).settings() }, nil},
+		{"status", "12", func() []setting { return (&statusFlags{}).settings() }, nil},
+		{"map get", "22.5", func() []setting { return (&mapFlags{}).getSettings() }, nil},
+		{"map set", "22.5", func() []setting { return (&mapFlags{}).apiFlags.settings() }, []string{"node"}},
 	} {
 		documented := contractFlags(t, c.section)
+		for _, name := range c.others {
+			delete(documented, name)
+		}
 		fs := flag.NewFlagSet(c.command, flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
 		table := c.table()

@@ -1,12 +1,12 @@
 // Command plait is the plait replication node: `plait serve` runs one (docs/contract.md §2);
-// status, check, reseed, bench, cert and demo are the README's other commands.
+// status, map, check, reseed, bench, cert and demo are the README's other commands.
 //
 // It parses command lines and calls the shells and harnesses; it decides nothing
 // (docs/design.md §1).
 //
 // # Versions
 //
-// plait serve offers protocol versions 1 to 3, or 1 to --protocol-max, which it refuses
+// plait serve offers protocol versions 1 to 4, or 1 to --protocol-max, which it refuses
 // above the newest this build implements (docs/contract.md §2.1); the rest is the node's.
 //
 // # The jobs, by file
@@ -18,6 +18,9 @@
 //     files it loads, and their reload on SIGHUP (docs/contract.md §2).
 //   - status.go: plait status, its settings, its tables, --json, --watch and --check
 //     (docs/contract.md §12).
+//   - api.go: the flags of every command that calls a node's API (--http, --token-file,
+//     --ca, --https), and the client they make; mapcmd.go: plait map get and set
+//     (docs/contract.md §22.5).
 //   - check.go, reseed.go, bench.go and cert.go: plait check, reseed, bench and cert
 //     (docs/contract.md §13, §21, §14 and §17). plait demo is internal/demo's Run.
 package main

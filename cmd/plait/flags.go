@@ -25,20 +25,36 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 // flag.ErrHelp; any other refusal (a flag unknown or malformed, a positional argument) is
 // returned, not printed.
 func parseArgs(fs *flag.FlagSet, args []string) error {
+	_, err := parseArgsN(fs, args)
+	return err
+}
+
+// parseArgsN is parseArgs for a command of positional arguments, named by names (plait map
+// set FILE): each may stand before, between or after the flags; one missing is refused
+// by its name, and one more than names is refused too.
+func parseArgsN(fs *flag.FlagSet, args []string, names ...string) ([]string, error) {
 	out := fs.Output()
 	fs.SetOutput(io.Discard) // the flag package prints its errors; the caller prints them once
-	err := fs.Parse(args)
-	fs.SetOutput(out)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		printUsage(out, fs)
-		return err
-	case err != nil:
-		return flagError(err)
-	case fs.NArg() > 0:
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	defer fs.SetOutput(out)
+	var positional []string
+	for {
+		err := fs.Parse(args)
+		switch {
+		case errors.Is(err, flag.ErrHelp):
+			printUsage(out, fs)
+			return nil, err
+		case err != nil:
+			return nil, flagError(err)
+		case fs.NArg() == 0 && len(positional) < len(names):
+			return nil, fmt.Errorf("%s missing", names[len(positional)])
+		case fs.NArg() == 0:
+			return positional, nil
+		case len(positional) == len(names):
+			return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:] // the flag package stops at an argument: parse on after it
 	}
-	return nil
 }
 
 // The flag package's refusals, which name a flag with one dash, and flagError's forms of
@@ -67,11 +83,18 @@ func flagError(err error) error {
 // parseFlags parses a command's flags: false when the command line is refused, which it
 // has then said on fs's output (refused), or when -h printed the flags.
 func parseFlags(fs *flag.FlagSet, args []string) bool {
-	err := parseArgs(fs, args)
+	_, ok := parseFlagsN(fs, args)
+	return ok
+}
+
+// parseFlagsN is parseFlags for a command of positional arguments named by names, which
+// it returns.
+func parseFlagsN(fs *flag.FlagSet, args []string, names ...string) ([]string, bool) {
+	positional, err := parseArgsN(fs, args, names...)
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		refused(fs.Output(), fs.Name(), err)
 	}
-	return err == nil
+	return positional, err == nil
 }
 
 // refused prints a refused command line's error and where the flags are listed.

@@ -12,6 +12,8 @@ const usage = `usage: plait <command> [flags]
 commands:
   serve   run a node (plait serve -h lists the flags)
   status  a node's /v1/status as tables (--http HOST:PORT [--token-file FILE] [--ca FILE])
+  map     the cluster map: plait map get [--node NAME], plait map set FILE|-
+          (the flags of status)
   check   audit a stopped node's data directory (--data DIR); exit 0 iff all holds
   reseed  give a stopped node restored from a backup a new origin id (--data DIR),
           its entries re-issued under it: the way out of origin-rewound
@@ -32,6 +34,8 @@ func main() {
 		os.Exit(serve(os.Args[2:], os.Stderr))
 	case "status":
 		os.Exit(status(os.Args[2:], os.Stdout, os.Stderr))
+	case "map":
+		os.Exit(clusterMap(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	case "check":
 		os.Exit(check(os.Args[2:], os.Stdout, os.Stderr))
 	case "reseed":

@@ -21,7 +21,7 @@ func TestServeBadFlags(t *testing.T) {
 		flag string
 	}{
 		{[]string{"--sync", "sometimes"}, "--sync"},
-		{[]string{"--protocol-max", "4"}, "--protocol-max"},
+		{[]string{"--protocol-max", "5"}, "--protocol-max"},
 		{[]string{"--protocol-max", "x"}, "-protocol-max"},
 		{[]string{"--peer", "B"}, "-peer"},
 		{[]string{"--peer", "B=http://h:1"}, "-peer"},

@@ -3,15 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -36,39 +31,12 @@ func status(args []string, stdout, stderr io.Writer) int {
 		refused(stderr, "plait status", errors.New("--check and --watch: --check exits with the state of one reading"))
 		return 2
 	}
-	hostPort, scheme, err := statusAddr(c.http)
-	if err != nil {
-		refused(stderr, "plait status", err)
+	api, ok := c.connect("plait status", stderr)
+	if !ok {
 		return 2
-	}
-	token, err := statusToken(c.tokenFile)
-	if err != nil {
-		fmt.Fprintln(stderr, "plait status:", err)
-		return 2
-	}
-	client := &http.Client{Timeout: 10 * time.Second}
-	var opts []httpapi.ReadOption
-	if token != "" {
-		opts = append(opts, httpapi.SendToken(token))
-	}
-	if c.ca != "" {
-		pem, err := os.ReadFile(c.ca)
-		if err != nil {
-			fmt.Fprintln(stderr, "plait status: --ca:", err)
-			return 2
-		}
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(pem) {
-			fmt.Fprintf(stderr, "plait status: --ca: %s holds no PEM certificate\n", c.ca)
-			return 2
-		}
-		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
-	}
-	if c.https || c.ca != "" || scheme == "https" {
-		opts = append(opts, httpapi.UseHTTPS())
 	}
 	read := func() (reading, error) {
-		raw, doc, err := httpapi.ReadStatusRaw(client, hostPort, opts...)
+		raw, doc, err := httpapi.ReadStatusRaw(api.client, api.addr, api.opts...)
 		return reading{raw: raw, doc: doc}, err
 	}
 	if c.watch {
@@ -98,23 +66,20 @@ func status(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// statusFlags are plait status's flags (docs/contract.md §12).
+// statusFlags are plait status's flags (docs/contract.md §12): those of every command that
+// calls a node's API, and its own.
 type statusFlags struct {
-	http, tokenFile, ca       string
-	https, json, watch, check bool
+	apiFlags
+	json, watch, check bool
 }
 
 // settings is plait status's table of flags, held to the contract's by TestFlagsInContract.
 func (c *statusFlags) settings() []setting {
-	return []setting{
-		str("http", "HOST:PORT", &c.http, "127.0.0.1:7401", nil, "the node's HTTP API: HOST:PORT, or a URL http://HOST:PORT or https://HOST:PORT"),
-		str("token-file", "FILE", &c.tokenFile, "", nil, "send the bearer token in FILE (it holds the token alone); default: the environment variable PLAIT_TOKEN"),
-		str("ca", "FILE", &c.ca, "", nil, "dial https:// and trust the certificates in FILE (PEM) for it"),
-		boolean("https", &c.https, "dial https:// with the system's trusted certificates (implied by --ca)"),
+	return append(c.apiFlags.settings(),
 		boolean("json", &c.json, "print the status document (JSON, one line) instead of the tables"),
 		boolean("watch", &c.watch, "read the status every second until interrupted: on a terminal, redrawn in place"),
 		boolean("check", &c.check, "exit 3 while the node refuses local writes or an origin is stuck or diverged (for probes and scripts)"),
-	}
+	)
 }
 
 // exitCheckFailed is plait status --check's exit status when the node refuses local writes
@@ -125,36 +90,6 @@ const exitCheckFailed = 3
 type reading struct {
 	raw []byte
 	doc httpapi.StatusDoc
-}
-
-// statusAddr is --http's HOST:PORT and scheme ("" when the flag gave none): HOST:PORT, or
-// a URL http://HOST[:PORT] or https://HOST[:PORT] with no path beyond "/" (the port then
-// defaults to the scheme's).
-func statusAddr(v string) (hostPort, scheme string, err error) {
-	if !strings.Contains(v, "://") {
-		if _, _, err := net.SplitHostPort(v); err != nil {
-			return "", "", fmt.Errorf("--http: %q is neither HOST:PORT nor a URL http(s)://HOST:PORT", v)
-		}
-		return v, "", nil
-	}
-	u, err := url.Parse(v)
-	switch {
-	case err != nil:
-		return "", "", fmt.Errorf("--http: %q: %v", v, err)
-	case u.Scheme != "http" && u.Scheme != "https":
-		return "", "", fmt.Errorf("--http: %q: the scheme is neither http nor https", v)
-	case u.Host == "" || u.User != nil || u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "":
-		return "", "", fmt.Errorf("--http: %q: want http(s)://HOST:PORT, with no user, path or query", v)
-	}
-	hostPort = u.Host
-	if u.Port() == "" {
-		port := "80"
-		if u.Scheme == "https" {
-			port = "443"
-		}
-		hostPort = net.JoinHostPort(u.Hostname(), port)
-	}
-	return hostPort, u.Scheme, nil
 }
 
 // writesRefused is why the node refuses local writes now, as the codes its writes are
@@ -270,28 +205,6 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// statusToken is the bearer token to send: the content of the --token-file, else the
-// environment's PLAIT_TOKEN, else none. A file is read whole, around spaces and newlines,
-// and must hold one token and nothing else: a server's token file (TOKEN SCOPE lines) given
-// by mistake is refused, not half sent.
-func statusToken(file string) (string, error) {
-	if file == "" {
-		return strings.TrimSpace(os.Getenv("PLAIT_TOKEN")), nil
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", fmt.Errorf("--token-file: %w", err)
-	}
-	token := strings.TrimSpace(string(b))
-	switch {
-	case token == "":
-		return "", fmt.Errorf("--token-file: %s holds no token", file)
-	case strings.ContainsAny(token, " \t\r\n"):
-		return "", errors.New("--token-file: " + file + " holds more than a token (the file holds the token alone)")
-	}
-	return token, nil
-}
-
 func printStatus(w io.Writer, d httpapi.StatusDoc) {
 	refusing := ""
 	if why := writesRefused(d); len(why) > 0 {
@@ -322,6 +235,7 @@ func printStatus(w io.Writer, d httpapi.StatusDoc) {
 	} else {
 		fmt.Fprintln(w, "tls off")
 	}
+	fmt.Fprintln(w, mapLine(d.ClusterMap))
 	fmt.Fprintln(w)
 	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(t, "ORIGIN\tHEALTH\tAPPLIED\tHEAD\tLAG\tLAG MS\tSOURCE\tCHANGES\tDIVERGED\tFLOOR\tLOG BYTES\tSTUCK")
@@ -393,6 +307,28 @@ func printStatus(w io.Writer, d httpapi.StatusDoc) {
 	for _, c := range d.Counters.List() {
 		fmt.Fprintf(w, "%s %d\n", c.Name, c.Value)
 	}
+}
+
+// mapLine is plait status's line of the cluster map (docs/contract.md §12, §22.4).
+func mapLine(m httpapi.ClusterMapDoc) string {
+	if m.Generation == 0 {
+		return "map none"
+	}
+	line := fmt.Sprintf("map generation %d  publisher %s  applied %s  members ", m.Generation, dash(m.Publisher), dash(m.AppliedAt))
+	if len(m.Members) == 0 {
+		line += "not listed"
+	} else {
+		below := "-"
+		if len(m.MembersBelowV4) > 0 {
+			below = strings.Join(m.MembersBelowV4, ", ")
+		}
+		line += fmt.Sprintf("%d  below version 4: %s", len(m.Members), below)
+	}
+	if c := m.Conflict; c != nil {
+		line += fmt.Sprintf("  CONFLICT: another map of generation %d, published on %s; publish generation %d to end it",
+			c.Generation, c.Publisher, c.Generation+1)
+	}
+	return line
 }
 
 // unknown prints a total, "?" when the sender could not say.

@@ -24,13 +24,13 @@ func TestStatusAddr(t *testing.T) {
 		{"https://node.example", "node.example:443", "https"},
 		{"http://node.example", "node.example:80", "http"},
 	} {
-		hp, scheme, err := statusAddr(c.in)
+		hp, scheme, err := apiAddr(c.in)
 		if err != nil || hp != c.hostPort || scheme != c.scheme {
 			t.Errorf("%q: %q %q %v; want %q %q", c.in, hp, scheme, err, c.hostPort, c.scheme)
 		}
 	}
 	for _, in := range []string{"http", "127.0.0.1", "ftp://h:1", "http://h:1/v1/status", "http://u:p@h:1", "http://h:1?x=1", "http://", "ws://h:1"} {
-		if _, _, err := statusAddr(in); err == nil || !strings.Contains(err.Error(), "--http") {
+		if _, _, err := apiAddr(in); err == nil || !strings.Contains(err.Error(), "--http") {
 			t.Errorf("%q: %v; want a refusal naming --http", in, err)
 		}
 		var out bytes.Buffer

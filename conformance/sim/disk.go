@@ -90,3 +90,14 @@ func (s *recordingStore) SetPeerCursor(peer wire.OriginID, pos uint64) error {
 	}
 	return s.Store.SetPeerCursor(peer, pos)
 }
+
+func (s *recordingStore) PutControl(key string, value []byte) error {
+	if err := s.diskFull("control"); err != nil {
+		return err
+	}
+	if err := s.Store.PutControl(key, value); err != nil {
+		return err
+	}
+	// Synced by itself (the store contract): what a power loss keeps has it too.
+	return s.durable.PutControl(key, value)
+}

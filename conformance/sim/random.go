@@ -45,13 +45,15 @@ type Report struct {
 	Digest                         string
 	Virtual                        time.Duration
 	SyncDelay                      time.Duration // nodes held unsynced writes this long (0: not at all)
+	Maps                           int           // cluster maps published (adopted where published)
+	Requests                       int           // requests between nodes started
 	Failures                       []string
 }
 
 func (r Report) String() string {
-	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d downgrades=%d faults=%d detected=%d covered=%d resent=%d closed=%d moves=%d duplicates=%d retain-bytes=%d purged=%d purged-answers=%d copies=%d (resumed %d, crashed %d) tombstones-dropped=%d disk-fulls=%d (recovered %d) records=%d digest=%s virtual=%s sync-delay=%s",
+	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d downgrades=%d faults=%d detected=%d covered=%d resent=%d closed=%d moves=%d duplicates=%d retain-bytes=%d purged=%d purged-answers=%d copies=%d (resumed %d, crashed %d) tombstones-dropped=%d disk-fulls=%d (recovered %d) maps=%d requests=%d records=%d digest=%s virtual=%s sync-delay=%s",
 		r.Seed, r.Nodes, r.Topology, r.Links, r.Mixed, r.Writes, r.Disconnects, r.Partitions, r.Crashes, r.PowerLosses, r.Upgrades, r.Downgrades,
-		r.Injected, r.Detected, r.Covered, r.Resent, r.Closed, r.Moves, r.Duplicates, r.RetainBytes, r.Purged, r.PurgedAnswers, r.Copies, r.CopyResumes, r.CopyCrashes, r.TombstonesDropped, r.DiskFulls, r.Recoveries, r.Records, r.Digest, r.Virtual, r.SyncDelay)
+		r.Injected, r.Detected, r.Covered, r.Resent, r.Closed, r.Moves, r.Duplicates, r.RetainBytes, r.Purged, r.PurgedAnswers, r.Copies, r.CopyResumes, r.CopyCrashes, r.TombstonesDropped, r.DiskFulls, r.Recoveries, r.Maps, r.Requests, r.Records, r.Digest, r.Virtual, r.SyncDelay)
 }
 
 // SimLimits are small session limits, so that the simulator's small transactions fill
@@ -242,6 +244,7 @@ func Random(seed uint64, opts Options) Report {
 		c.awayAndCopies(&rep, names, opts.RetainHold < 30*time.Second)
 	}
 	c.diskFills(&rep, names, end)
+	c.mapsAndRequests(&rep, names, end)
 	// Only runs where no node ever speaks version 1 promise that nothing is received twice.
 	c.SetV2Only(!anyV1)
 	c.RunUntil(end)
@@ -276,6 +279,7 @@ func Random(seed uint64, opts Options) Report {
 		c.inv.fail(c.now, "did not converge within 2 minutes of healing: %s", why)
 	}
 	rep.Records, rep.Digest = c.CheckConverged()
+	c.checkMaps()
 	f := c.Faults()
 	rep.Injected, rep.Detected, rep.Covered, rep.Resent, rep.Closed = f.Injected, f.Detected, f.Covered, f.Resent, f.Closed
 	for _, name := range names {

@@ -61,6 +61,7 @@ type Cluster struct {
 	links map[[2]string]*Link
 
 	inv             invariants
+	maps            mapOracle                // cluster maps and requests (clustermap.go)
 	dropping        string                   // the peer whose connection a node is being told it lost
 	droppingSources map[wire.OriginID]string // the node's sources before
 	// writes is every local write that returned, per origin and seq: the oracle of what
@@ -544,6 +545,7 @@ func (c *Cluster) flush(n *Node) {
 			}
 		}
 	}
+	c.observeMap(n)
 	c.inv.afterStep(c, n)
 }
 

@@ -37,4 +37,12 @@ type Set struct {
 	// version, below the tombstone horizon too: a record deleted here, its tombstone
 	// dropped, comes back.
 	RepairBelowHorizon bool
+	// MapByHLC makes a replica choose between two cluster maps by their publication's HLC
+	// instead of their generation: the later publication wins, as last-writer-wins would
+	// have it.
+	MapByHLC bool
+	// MapRepaired makes a replica write a different cluster map a peer sends over its own
+	// whatever its generation, and keep it to itself, as anti-entropy's repair writes a
+	// peer's version around the log: generations no longer order maps.
+	MapRepaired bool
 }

@@ -14,8 +14,9 @@ import (
 // Released versions are frozen: a new version only adds commands, record kinds or keys.
 // Version 2 adds the commands of protocol version 2, version 3 those of protocol version 3
 // (floors, the purged answer and the base copy), version 4 the compact records
-// (ConfigMsg.Compact, compact.go).
-const Version = 4
+// (ConfigMsg.Compact, compact.go), version 5 (a draft, with protocol version 4) the
+// commands and events of protocol version 4: the cluster map, member entries and requests.
+const Version = 5
 
 // Op is a command's opcode. A session command's payload layout and the session method
 // it calls are its row in commands.go.
@@ -58,6 +59,13 @@ const (
 	// predates it answers unknown-command, and never negotiates the capability).
 	OpAskRange    Op = 0x1B // a RANGEDIGEST body
 	OpAnswerRange Op = 0x1C // a RANGERECORDS body
+
+	// ABI version 5 (a draft until release 0.4): the commands of protocol version 4.
+	OpSendMap     Op = 0x1D // CBOR wire.Map: a MAP body
+	OpSendMembers Op = 0x1E // CBOR wire.Members: a MEMBERS body
+	OpRequest     Op = 0x1F // CBOR wire.Request: a REQUEST body, its id (key 1) ignored; the RESULT's key 4 is the id given
+	OpRespond     Op = 0x20 // CBOR wire.Response: a RESPONSE body, its id (key 1) the request answered
+	OpForget      Op = 0x21 // u64 id
 )
 
 // Kind is an output record's kind.
@@ -227,6 +235,26 @@ func (b *Batch) AskRange(d *wire.RangeDigest) error { return Append(b, CmdAskRan
 // AnswerRange appends OpAnswerRange.
 func (b *Batch) AnswerRange(body []byte) { _ = Append(b, CmdAnswerRange, body) }
 
+// SendMap appends OpSendMap.
+func (b *Batch) SendMap(m wire.Map) error { return Append(b, CmdSendMap, m) }
+
+// SendMembers appends OpSendMembers.
+func (b *Batch) SendMembers(entries []wire.Member) error {
+	return Append(b, CmdSendMembers, wire.Members{Entries: entries})
+}
+
+// Request appends OpRequest.
+func (b *Batch) Request(r wire.Request) error { return Append(b, CmdRequest, r) }
+
+// Respond appends OpRespond: r answers request id.
+func (b *Batch) Respond(id uint64, r wire.Response) error {
+	r.ID = id
+	return Append(b, CmdRespond, r)
+}
+
+// Forget appends OpForget.
+func (b *Batch) Forget(id uint64) { _ = Append(b, CmdForget, id) }
+
 // OriginsMsg is a list of origins.
 type OriginsMsg struct {
 	Origins []wire.OriginID `cbor:"1,keyasint"`
@@ -308,6 +336,8 @@ type LimitsMsg struct {
 	MaxChannels      uint64 `cbor:"9,keyasint,omitempty"`
 	MaxChannelBuffer uint64 `cbor:"10,keyasint,omitempty"`
 	MaxSessionBuffer uint64 `cbor:"11,keyasint,omitempty"`
+	// ABI version 5: the bound on version 4's requests in flight, each way.
+	MaxRequestsInFlight uint64 `cbor:"12,keyasint,omitempty"`
 }
 
 // CursorMsg is one entry of a vector.
@@ -343,6 +373,9 @@ type ResultMsg struct {
 	Op    uint8     `cbor:"1,keyasint"`
 	Index uint64    `cbor:"2,keyasint"` // the command's index in its batch
 	Err   *ErrorMsg `cbor:"3,keyasint,omitempty"`
+	// ID (ABI 5) is the id an OpRequest's session gave the request (V4().Request's
+	// result); absent for every other command, and for a request refused.
+	ID uint64 `cbor:"4,keyasint,omitempty"`
 }
 
 // HandshakeMsg is a protocol.HandshakeInfo.
@@ -381,6 +414,13 @@ type EventMsg struct {
 	// ABI version 3, anti-entropy: the RANGEDIGEST body asked, the RANGERECORDS body answered.
 	RangeDigest []byte `cbor:"19,keyasint,omitempty"`
 	Range       []byte `cbor:"20,keyasint,omitempty"`
+	// ABI version 5, protocol version 4: the MAP, MEMBERS, REQUEST and RESPONSE bodies
+	// received (a request the session refused itself too), and whether an answer is late.
+	Map      []byte `cbor:"21,keyasint,omitempty"`
+	Members  []byte `cbor:"22,keyasint,omitempty"`
+	Request  []byte `cbor:"23,keyasint,omitempty"`
+	Response []byte `cbor:"24,keyasint,omitempty"`
+	Late     bool   `cbor:"25,keyasint,omitempty"`
 }
 
 // StatsMsg is a protocol.Stats.

@@ -140,6 +140,23 @@ var (
 	CmdEndCopy     = sessionRow(OpEndCopy, emptyPayload, func(s *protocol.Session, _ struct{}) error { return s.V3().EndCopy() })
 	CmdAskRange    = sessionRow(OpAskRange, rangeDigestPayload, func(s *protocol.Session, d *wire.RangeDigest) error { return s.V3().AskRange(d) })
 	CmdAnswerRange = sessionRow(OpAnswerRange, rawPayload, func(s *protocol.Session, body []byte) error { return s.V3().AnswerRange(body) })
+
+	CmdSendMap = sessionRow(OpSendMap, cborPayload[wire.Map]("map"), func(s *protocol.Session, m wire.Map) error {
+		return s.V4().SendMap(m)
+	})
+	CmdSendMembers = sessionRow(OpSendMembers, cborPayload[wire.Members]("members"), func(s *protocol.Session, m wire.Members) error {
+		return s.V4().SendMembers(m.Entries)
+	})
+	// CmdRequest's RESULT carries the id the session gave the request (ResultMsg.ID).
+	CmdRequest = row(OpRequest, cborPayload[wire.Request]("request"), func(d *Driver, r wire.Request) error {
+		id, err := d.s.V4().Request(r)
+		d.id = id
+		return err
+	})
+	CmdRespond = sessionRow(OpRespond, cborPayload[wire.Response]("response"), func(s *protocol.Session, r wire.Response) error {
+		return s.V4().Respond(r.ID, r)
+	})
+	CmdForget = sessionRow(OpForget, positionPayload, func(s *protocol.Session, id uint64) error { return s.V4().Forget(id) })
 )
 
 // TimedMsg is the payload of START, RECEIVE and TICK: the time (i64 Unix nanoseconds),

@@ -45,8 +45,9 @@ func abiCommands(t *testing.T) map[abi.Op]string {
 // TestCommandTable: a session command is one protocol method, one row of commands.go and
 // its opcode, with its line in the table of commands of shells/wasm/ABI.md: every opcode
 // there but the driver's own (CONFIGURE, DECODE, READY) has a row and every row is there,
-// and every command method of the session (one whose only result is an error:
-// replica.Session's own and those of V1, V2 and V3) is the session call of an opcode there.
+// and every command method of the session (one whose last result is an error:
+// replica.Session's own and those of V1, V2, V3 and V4) is the session call of an opcode
+// there.
 func TestCommandTable(t *testing.T) {
 	doc := abiCommands(t)
 	own := map[abi.Op]bool{abi.OpConfigure: true, abi.OpDecode: true, abi.OpReady: true}
@@ -78,8 +79,8 @@ func TestCommandTable(t *testing.T) {
 	methods := func(prefix string, iface reflect.Type) {
 		for i := range iface.NumMethod() {
 			m := iface.Method(i)
-			if m.Type.NumOut() != 1 || m.Type.Out(0) != errType {
-				continue // a query, or the version's commands (V1, V2, V3)
+			if n := m.Type.NumOut(); n == 0 || m.Type.Out(n-1) != errType {
+				continue // a query, or the version's commands (V1, V2, V3, V4)
 			}
 			if name := prefix + m.Name; !calls[name] {
 				t.Errorf("%s is a command of the session and no opcode of shells/wasm/ABI.md's table calls it: "+
@@ -93,6 +94,7 @@ func TestCommandTable(t *testing.T) {
 	methods("V1().", reflect.TypeFor[protocol.V1Commands]())
 	methods("V2().", reflect.TypeFor[protocol.V2Commands]())
 	methods("V3().", reflect.TypeFor[protocol.V3Commands]())
+	methods("V4().", reflect.TypeFor[protocol.V4Commands]())
 	delete(calls, "Ready") // READY: the driver's own
 	for name := range calls {
 		t.Errorf("shells/wasm/ABI.md's table of commands calls %s, which is no command of the session", name)

@@ -36,6 +36,7 @@ func (w *cw) resultMsg(m *ResultMsg) {
 		w.errorMsg(m.Err)
 		w.close(at)
 	}
+	w.uint(4, m.ID)
 }
 
 // errorMsg writes m's fields.
@@ -87,6 +88,11 @@ func (w *cw) eventMsg(m *EventMsg) {
 	w.bytes(18, m.Chunk)
 	w.bytes(19, m.RangeDigest)
 	w.bytes(20, m.Range)
+	w.bytes(21, m.Map)
+	w.bytes(22, m.Members)
+	w.bytes(23, m.Request)
+	w.bytes(24, m.Response)
+	w.bool(25, m.Late)
 }
 
 // handshakeMsg writes m's fields.
@@ -189,6 +195,7 @@ func (w *cw) limitsMsg(m *LimitsMsg) {
 	w.uint(9, m.MaxChannels)
 	w.uint(10, m.MaxChannelBuffer)
 	w.uint(11, m.MaxSessionBuffer)
+	w.uint(12, m.MaxRequestsInFlight)
 }
 
 // creditMsg writes m's fields.
@@ -210,6 +217,8 @@ func (r *cr) resultMsg(m *ResultMsg) {
 			s := cr{b: v}
 			s.errorMsg(m.Err)
 			r.keep(&s)
+		case 4:
+			m.ID = r.uint(k, v)
 		}
 	}
 }
@@ -287,6 +296,16 @@ func (r *cr) eventMsg(m *EventMsg) {
 			m.RangeDigest = v
 		case 20:
 			m.Range = v
+		case 21:
+			m.Map = v
+		case 22:
+			m.Members = v
+		case 23:
+			m.Request = v
+		case 24:
+			m.Response = v
+		case 25:
+			m.Late = r.bool(k, v)
 		}
 	}
 }
@@ -453,6 +472,8 @@ func (r *cr) limitsMsg(m *LimitsMsg) {
 			m.MaxChannelBuffer = r.uint(k, v)
 		case 11:
 			m.MaxSessionBuffer = r.uint(k, v)
+		case 12:
+			m.MaxRequestsInFlight = r.uint(k, v)
 		}
 	}
 }

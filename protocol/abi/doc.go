@@ -5,11 +5,13 @@
 //
 // # Versions
 //
-// The ABI has versions of its own (Version; this build implements 4), frozen once
+// The ABI has versions of its own (Version; this build implements 5), frozen once
 // released, which follow the protocol's: ABI 1 carries the commands every protocol version
 // takes and those of protocol version 1 (SUBSCRIBE, OFFER, ACK, OBSERVE); ABI 2 adds protocol
 // version 2's (0x0C–0x11) and READY; ABI 3 adds protocol version 3's (0x13–0x1A) and
-// anti-entropy's (0x1B–0x1C); ABI 4 adds the compact records. The ABI version says which
+// anti-entropy's (0x1B–0x1C); ABI 4 adds the compact records; ABI 5, a draft until release
+// 0.4 with protocol version 4, adds version 4's commands (0x1D–0x21), the id a REQUEST
+// was given in its RESULT, version 4's events and its bound on requests in flight. The ABI version says which
 // commands a guest takes; which protocol versions its sessions offer is its build's
 // (conformance/cmd/coreinfo prints both).
 //

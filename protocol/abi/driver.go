@@ -20,6 +20,7 @@ type Driver struct {
 	broken     string // set after a recovered panic: the session can no longer be trusted
 	out        []byte
 	index      uint64
+	id         uint64 // the id the command running gave a request (OpRequest), for its RESULT
 }
 
 // Clone returns a driver whose session is a Clone of this one's (protocol.Session.Clone),
@@ -82,6 +83,7 @@ func (d *Driver) command(op Op, payload []byte) {
 			d.result(op, wire.NewError(wire.CodeInternal, d.broken))
 		}
 	}()
+	d.id = 0
 	err := d.run(op, payload)
 	d.result(op, err)
 	if op == OpDecode {
@@ -169,6 +171,8 @@ func (d *Driver) configure(p []byte) *wire.Error {
 			MaxChannels:      int(min(m.Limits.MaxChannels, 1<<31)),
 			MaxChannelBuffer: int(min(m.Limits.MaxChannelBuffer, 1<<40)),
 			MaxSessionBuffer: int(min(m.Limits.MaxSessionBuffer, 1<<40)),
+			// ABI 5; absent from an older host's CONFIGURE: the default.
+			MaxRequestsInFlight: int(min(m.Limits.MaxRequestsInFlight, 1<<31)),
 		},
 	}
 	s, err := protocol.New(cfg)
@@ -221,7 +225,7 @@ func (d *Driver) drain() {
 }
 
 func (d *Driver) result(op Op, err *wire.Error) {
-	m := ResultMsg{Op: uint8(op), Index: d.index, Err: ErrorOf(err)}
+	m := ResultMsg{Op: uint8(op), Index: d.index, Err: ErrorOf(err), ID: d.id}
 	if d.compact {
 		d.compactRecord(KindResultCompact, func(b []byte) []byte { return AppendResultCompact(b, &m) })
 		return

@@ -44,16 +44,17 @@ func results(t *testing.T, out []byte) ([]abi.ResultMsg, abi.StatusMsg) {
 
 // TestUnknownCommand: an opcode the ABI does not define is refused with unknown-command
 // (class local, about no frame), before and after OpConfigure, and the batch goes on. ABI
-// version 3 defines 0x01..0x1c (0x1b and 0x1c with anti-entropy), and version 4 adds no
-// command: one past the last (0x1d) and above are unknown.
+// version 3 defines 0x01..0x1c (0x1b and 0x1c with anti-entropy), version 4 adds no
+// command, and version 5 adds 0x1d..0x21: one past the last (0x22) and above are unknown.
 //
 // internal, the other ABI-level code, is a recovered panic inside the core: no command
 // produces it without a defect, so no test does.
 func TestUnknownCommand(t *testing.T) {
-	if abi.Version != 4 || abi.OpEndCopy != 0x1a || abi.OpRequestCopy != abi.OpPurged+1 || abi.OpAdvertiseFloors != abi.OpReady+1 || abi.OpSubscribeOrigins != abi.OpDecode+1 {
-		t.Fatalf("ABI version %d defines up to 0x%02x", abi.Version, uint8(abi.OpEndCopy))
+	if abi.Version != 5 || abi.OpEndCopy != 0x1a || abi.OpRequestCopy != abi.OpPurged+1 || abi.OpAdvertiseFloors != abi.OpReady+1 ||
+		abi.OpSubscribeOrigins != abi.OpDecode+1 || abi.OpSendMap != abi.OpAnswerRange+1 || abi.OpForget != 0x21 {
+		t.Fatalf("ABI version %d defines up to 0x%02x", abi.Version, uint8(abi.OpForget))
 	}
-	unknown := []abi.Op{0x00, abi.OpAnswerRange + 1, 0x1e, 0x7f, 0x80, 0xff}
+	unknown := []abi.Op{0x00, abi.OpForget + 1, 0x23, 0x7f, 0x80, 0xff}
 	var d abi.Driver
 	var b abi.Batch
 	for _, op := range unknown {
@@ -224,14 +225,14 @@ func TestDeferReady(t *testing.T) {
 }
 
 // TestStatusBeforeStart: before START the last receive time is 0, the limits in effect are
-// the defaults (version 2's included), the advertised range is this build's 1..3 (1..2 and
-// 1..1 with a max version of 2 and 1) and no origin has credit.
+// the defaults (version 2's and version 4's included), the advertised range is this build's
+// 1..4 (1..3, 1..2 and 1..1 with a max version of 3, 2 and 1) and no origin has credit.
 func TestStatusBeforeStart(t *testing.T) {
 	def := protocol.Limits{}.WithDefaults()
 	for _, c := range []struct {
 		max    uint64
 		lo, hi uint64
-	}{{0, 1, 3}, {3, 1, 3}, {5, 1, 3}, {2, 1, 2}, {1, 1, 1}} {
+	}{{0, 1, 4}, {4, 1, 4}, {5, 1, 4}, {3, 1, 3}, {2, 1, 2}, {1, 1, 1}} {
 		var d abi.Driver
 		var b abi.Batch
 		if err := b.Configure(abi.ConfigMsg{Role: uint8(wire.RoleDialer), Name: "a", Origin: prototest.Origin(1), MaxVersion: c.max}); err != nil {
@@ -244,21 +245,24 @@ func TestStatusBeforeStart(t *testing.T) {
 		want := abi.LimitsMsg{MaxFrameBody: uint64(def.MaxFrameBody), MaxMessage: uint64(def.MaxMessage),
 			MaxSendBuffer: uint64(def.MaxSendBuffer), MaxUnackedBytes: uint64(def.MaxUnackedBytes), MaxOrigins: uint64(def.MaxOrigins),
 			HandshakeTimeout: uint64(def.HandshakeTimeout), PingInterval: uint64(def.PingInterval), LivenessTimeout: uint64(def.LivenessTimeout),
-			MaxChannels: 4096, MaxChannelBuffer: uint64(wire.DefaultMaxMessage), MaxSessionBuffer: 64 << 20}
+			MaxChannels: 4096, MaxChannelBuffer: uint64(wire.DefaultMaxMessage), MaxSessionBuffer: 64 << 20, MaxRequestsInFlight: 64}
 		if st.LastReceive != 0 || st.Limits == nil || *st.Limits != want || st.Liveness != int64(def.LivenessTimeout) ||
 			st.MinVersion != c.lo || st.MaxVersion != c.hi || st.Version != 0 || st.Credits != nil {
 			t.Fatalf("max %d: status %+v limits %+v, want %d..%d and %+v", c.max, st, st.Limits, c.lo, c.hi, want)
 		}
 	}
-	// The version-2 limits are configured through keys 9..11 of CONFIGURE's limits.
+	// The version-2 limits are configured through keys 9..11 of CONFIGURE's limits, version
+	// 4's through key 12.
 	var d abi.Driver
 	var b abi.Batch
-	lim := abi.LimitsMsg{MaxFrameBody: 4096, MaxMessage: 65536, MaxChannels: 7, MaxChannelBuffer: 5000, MaxSessionBuffer: 20000}
+	lim := abi.LimitsMsg{MaxFrameBody: 4096, MaxMessage: 65536, MaxChannels: 7, MaxChannelBuffer: 5000, MaxSessionBuffer: 20000,
+		MaxRequestsInFlight: 3}
 	if err := b.Configure(abi.ConfigMsg{Role: uint8(wire.RoleDialer), Name: "a", Origin: prototest.Origin(1), Limits: lim}); err != nil {
 		t.Fatal(err)
 	}
 	_, st := results(t, d.Step(b.Bytes()))
-	if l := st.Limits; l == nil || l.MaxChannels != 7 || l.MaxChannelBuffer != 5000 || l.MaxSessionBuffer != 20000 || l.MaxFrameBody != 4096 {
+	if l := st.Limits; l == nil || l.MaxChannels != 7 || l.MaxChannelBuffer != 5000 || l.MaxSessionBuffer != 20000 || l.MaxFrameBody != 4096 ||
+		l.MaxRequestsInFlight != 3 {
 		t.Fatalf("limits %+v", st.Limits)
 	}
 	// Limits the session refuses are a bad-argument result, and nothing is configured.
@@ -478,7 +482,7 @@ func TestVersion2Commands(t *testing.T) {
 	}
 	k.ok()
 	k.pump()
-	if k.status.Version != 2 || k.status.Handshake == nil || k.status.Handshake.PeerMax != 3 || nat.Handshake().Version != 2 ||
+	if k.status.Version != 2 || k.status.Handshake == nil || k.status.Handshake.PeerMax != 4 || nat.Handshake().Version != 2 ||
 		k.status.MinVersion != 1 || k.status.MaxVersion != 2 {
 		t.Fatalf("status %+v, native %+v", k.status, nat.Handshake())
 	}
@@ -678,7 +682,7 @@ func TestVersion2CommandsRefused(t *testing.T) {
 
 	// A version-1 session (max version 1) in the handshake, then established.
 	k := establishedLink(t, prototest.ConfigV1(wire.RoleListener, "b", 2))
-	if k.status.Version != 1 || k.status.MaxVersion != 3 || k.status.Handshake.PeerMax != 1 {
+	if k.status.Version != 1 || k.status.MaxVersion != 4 || k.status.Handshake.PeerMax != 1 {
 		t.Fatalf("status %+v", k.status)
 	}
 	seven := prototest.Origin(7)
@@ -794,7 +798,7 @@ func TestDecodeVersion2Frames(t *testing.T) {
 // and OpPurged, and reports the native peer's floors (HEADS key 3) and PURGED answer as
 // EVENT records: heads with floors, and kind purged with the origin and the floor.
 func TestVersion3Commands(t *testing.T) {
-	k := establishedLink(t, prototest.Config(wire.RoleListener, "b", 2))
+	k := establishedLink(t, prototest.ConfigV3(wire.RoleListener, "b", 2))
 	nat := k.nat
 	if k.status.Version != 3 {
 		t.Fatalf("status %+v", k.status)
@@ -865,6 +869,116 @@ func TestVersion3Commands(t *testing.T) {
 	k.b.Raw(abi.OpPurged, make([]byte, 10))
 	if rs := k.step(); len(rs) != 1 || rs[0].Err == nil || rs[0].Err.Code != string(wire.CodeBadArgument) {
 		t.Fatalf("a short OpPurged: %+v", rs)
+	}
+}
+
+// TestVersion4Commands: over ABI 5 a session at protocol version 4 takes OpSendMap,
+// OpSendMembers, OpRequest (whose RESULT carries the id the session gave), OpRespond and
+// OpForget, and reports the native peer's map, members, requests, answers (late ones
+// marked) and a request it refused itself as EVENT records that convert back to the
+// session's events.
+func TestVersion4Commands(t *testing.T) {
+	nc := prototest.Config(wire.RoleListener, "b", 2)
+	nc.Limits.MaxRequestsInFlight = 100 // so that it may send one request past the driver's bound
+	k := establishedLink(t, nc)
+	nat := k.nat
+	if k.status.Version != 4 || k.status.Limits.MaxRequestsInFlight != 64 {
+		t.Fatalf("status %+v, limits %+v", k.status, k.status.Limits)
+	}
+	m := wire.Map{Generation: 2, Document: []byte(`{"generation":2}`), Publisher: "a", Published: 9}
+	if err := k.b.SendMap(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.b.SendMembers([]wire.Member{{Name: "b", MaxVersion: 4, Stamp: 2}, {Name: "a", MaxVersion: 4, Stamp: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	ask := wire.Request{Target: "b", Path: []string{"a"}, TimeoutMS: 100, Scope: wire.ScopeRead, Kind: "map"}
+	for range 2 {
+		if err := k.b.Request(ask); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k.b.Forget(2)
+	rs := k.step()
+	if len(rs) != 5 || rs[2].ID != 1 || rs[3].ID != 2 || rs[0].ID != 0 || rs[4].ID != 0 {
+		t.Fatalf("results %+v", rs)
+	}
+	for _, r := range rs {
+		if r.Err != nil {
+			t.Fatalf("results %+v", rs)
+		}
+	}
+	k.pump()
+	if e := k.natEventsOf(protocol.EventMap, 0); len(e) != 1 || e[0].Map.Generation != 2 || e[0].Map.Publisher != "a" {
+		t.Fatalf("native map events %+v", e)
+	}
+	if e := k.natEventsOf(protocol.EventMembers, 0); len(e) != 1 || len(e[0].Members.Entries) != 2 || e[0].Members.Entries[0].Name != "a" {
+		t.Fatalf("native members events %+v", e)
+	}
+	if e := k.natEventsOf(protocol.EventRequest, 0); len(e) != 2 || e[1].Request.ID != 2 || e[1].Request.Kind != "map" {
+		t.Fatalf("native request events %+v", e)
+	}
+	// The native side answers both: the first is awaited, the second was forgotten (late).
+	for _, id := range []uint64{1, 2} {
+		if err := nat.V4().Respond(id, wire.Response{Body: []byte{0xa1, 0x01, 0x00}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// It sends its map and one request more than the driver's session owes answers to.
+	if err := nat.V4().SendMap(wire.Map{Generation: 3, Document: []byte(`{"generation":3}`), Publisher: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 65 {
+		if _, err := nat.V4().Request(wire.Request{Target: "a", Path: []string{"b"}, TimeoutMS: 100, Scope: wire.ScopeRead, Kind: "map"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k.pump()
+	resps := k.eventsOf(protocol.EventResponse, 0)
+	if len(resps) != 2 || resps[0].Late || !resps[1].Late {
+		t.Fatalf("response events %+v", resps)
+	}
+	for i, r := range resps {
+		ev, err := r.Event()
+		if err != nil || ev.Response == nil || ev.Response.ID != uint64(i+1) || ev.Late != (i == 1) || len(ev.Response.Body) != 3 {
+			t.Fatalf("response %d converted back: %+v, %v", i, ev, err)
+		}
+	}
+	if e := k.eventsOf(protocol.EventMap, 0); len(e) != 1 {
+		t.Fatalf("map events %+v", e)
+	} else if ev, err := e[0].Event(); err != nil || ev.Map == nil || ev.Map.Generation != 3 {
+		t.Fatalf("the map event converted back: %+v, %v", ev, err)
+	}
+	if n := len(k.eventsOf(protocol.EventRequest, 0)); n != 64 {
+		t.Fatalf("%d request events at the bound of 64", n)
+	}
+	refused := k.eventsOf(protocol.EventRequestRefused, 0)
+	if len(refused) != 1 {
+		t.Fatalf("request-refused events %+v", refused)
+	}
+	if ev, err := refused[0].Event(); err != nil || ev.Request == nil || ev.Request.ID != 65 {
+		t.Fatalf("the refusal converted back: %+v, %v", ev, err)
+	}
+	if e := k.natEventsOf(protocol.EventResponse, 0); len(e) != 1 || e[0].Response.ID != 65 || e[0].Response.Code != wire.CodeTooManyRequests {
+		t.Fatalf("native response events %+v", e)
+	}
+	// The driver answers request 1; a second answer, and OpForget of an id never sent, are
+	// refused.
+	if err := k.b.Respond(1, wire.Response{Code: wire.CodeNoRoute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.b.Respond(1, wire.Response{}); err != nil {
+		t.Fatal(err)
+	}
+	k.b.Forget(9)
+	rs = k.step()
+	if len(rs) != 3 || rs[0].Err != nil || rs[1].Err == nil || rs[1].Err.Code != string(wire.CodeInvalidState) ||
+		rs[2].Err == nil || rs[2].Err.Code != string(wire.CodeBadArgument) {
+		t.Fatalf("results %+v", rs)
+	}
+	k.pump()
+	if e := k.natEventsOf(protocol.EventResponse, 0); len(e) != 2 || e[1].Response.ID != 1 || e[1].Response.Code != wire.CodeNoRoute {
+		t.Fatalf("native response events %+v", e)
 	}
 }
 
@@ -1037,7 +1151,7 @@ func TestDriverClone(t *testing.T) {
 	for i := 0; i < fields.NumField(); i++ {
 		names = append(names, fields.Field(i).Name)
 	}
-	if got, want := strings.Join(names, " "), "s deferReady compact ready now broken out index"; got != want {
+	if got, want := strings.Join(names, " "), "s deferReady compact ready now broken out index id"; got != want {
 		t.Fatalf("Driver's fields are %q, Clone knows %q: update Clone, then this list", got, want)
 	}
 }

@@ -60,6 +60,20 @@ func EventOf(e *protocol.Event) *EventMsg {
 	if e.Range != nil {
 		m.Range = e.Range.Raw()
 	}
+	// The session decoded these bodies from frames, or was given them checked: they encode.
+	if e.Map != nil {
+		m.Map, _ = e.Map.AppendBody(nil)
+	}
+	if e.Members != nil {
+		m.Members, _ = e.Members.AppendBody(nil)
+	}
+	if e.Request != nil {
+		m.Request, _ = e.Request.AppendBody(nil)
+	}
+	if e.Response != nil {
+		m.Response, _ = e.Response.AppendBody(nil)
+	}
+	m.Late = e.Late
 	return m
 }
 
@@ -67,7 +81,8 @@ func EventOf(e *protocol.Event) *EventMsg {
 // view aliases m.Txn); a record whose transaction does not parse is an error.
 func (m *EventMsg) Event() (protocol.Event, error) {
 	e := protocol.Event{Kind: protocol.EventKind(m.Kind), Position: m.Position, Name: m.Name,
-		Frame: wire.Type(m.Frame), Err: m.Err.Wire(), ByPeer: m.ByPeer, Count: m.Count, Seq: m.Seq, Outgoing: m.Outgoing}
+		Frame: wire.Type(m.Frame), Err: m.Err.Wire(), ByPeer: m.ByPeer, Count: m.Count, Seq: m.Seq, Outgoing: m.Outgoing,
+		Late: m.Late}
 	switch e.Kind {
 	case protocol.EventGap:
 		e.Expected = m.Expected
@@ -118,6 +133,27 @@ func (m *EventMsg) Event() (protocol.Event, error) {
 			return e, fmt.Errorf("abi: an event's range answer: %w", err)
 		}
 		e.Range = &v
+	}
+	var err error
+	if m.Map != nil {
+		if e.Map, err = wire.DecodeMap(m.Map); err != nil {
+			return e, fmt.Errorf("abi: an event's map: %w", err)
+		}
+	}
+	if m.Members != nil {
+		if e.Members, err = wire.DecodeMembers(m.Members); err != nil {
+			return e, fmt.Errorf("abi: an event's members: %w", err)
+		}
+	}
+	if m.Request != nil {
+		if e.Request, err = wire.DecodeRequest(m.Request); err != nil {
+			return e, fmt.Errorf("abi: an event's request: %w", err)
+		}
+	}
+	if m.Response != nil {
+		if e.Response, err = wire.DecodeResponse(m.Response); err != nil {
+			return e, fmt.Errorf("abi: an event's response: %w", err)
+		}
 	}
 	if m.Txn != nil {
 		v, err := wire.ParseTxn(m.Txn)

@@ -37,7 +37,8 @@ func LimitsOf(l protocol.Limits) LimitsMsg {
 		MaxSendBuffer: uint64(l.MaxSendBuffer), MaxUnackedBytes: uint64(l.MaxUnackedBytes),
 		MaxOrigins: uint64(l.MaxOrigins), HandshakeTimeout: uint64(l.HandshakeTimeout),
 		PingInterval: uint64(l.PingInterval), LivenessTimeout: uint64(l.LivenessTimeout),
-		MaxChannels: uint64(l.MaxChannels), MaxChannelBuffer: uint64(l.MaxChannelBuffer), MaxSessionBuffer: uint64(l.MaxSessionBuffer)}
+		MaxChannels: uint64(l.MaxChannels), MaxChannelBuffer: uint64(l.MaxChannelBuffer), MaxSessionBuffer: uint64(l.MaxSessionBuffer),
+		MaxRequestsInFlight: uint64(l.MaxRequestsInFlight)}
 }
 
 // Limits converts back to a protocol.Limits, as a status reports them (a CONFIGURE's are
@@ -46,5 +47,6 @@ func (m *LimitsMsg) Limits() protocol.Limits {
 	return protocol.Limits{MaxFrameBody: uint32(m.MaxFrameBody), MaxMessage: int(m.MaxMessage), MaxSendBuffer: int(m.MaxSendBuffer),
 		MaxUnackedBytes: int(m.MaxUnackedBytes), MaxOrigins: int(m.MaxOrigins), HandshakeTimeout: time.Duration(m.HandshakeTimeout),
 		PingInterval: time.Duration(m.PingInterval), LivenessTimeout: time.Duration(m.LivenessTimeout), MaxChannels: int(m.MaxChannels),
-		MaxChannelBuffer: int(m.MaxChannelBuffer), MaxSessionBuffer: int(m.MaxSessionBuffer)}
+		MaxChannelBuffer: int(m.MaxChannelBuffer), MaxSessionBuffer: int(m.MaxSessionBuffer),
+		MaxRequestsInFlight: int(m.MaxRequestsInFlight)}
 }

@@ -40,6 +40,11 @@ func eventCases(t *testing.T) map[string]protocol.Event {
 		"Err":         {Kind: protocol.EventClosed, Err: wire.NewError(wire.CodeGoingAway, "bye")},
 		"ByPeer":      {Kind: protocol.EventClosed, Err: wire.NewError(wire.CodeGoingAway, "bye"), ByPeer: true},
 		"Outgoing":    {Kind: protocol.EventCopyAborted, Err: wire.NewError(wire.CodeCopyBusy, "busy"), Outgoing: true},
+		"Map":         {Kind: protocol.EventMap, Map: pinMap()},
+		"Members":     {Kind: protocol.EventMembers, Members: &wire.Members{Entries: []wire.Member{{Name: "a", MaxVersion: 4, Stamp: 9}}}},
+		"Request":     {Kind: protocol.EventRequest, Request: pinRequest()},
+		"Response":    {Kind: protocol.EventResponse, Response: &wire.Response{ID: 3, Code: wire.CodeNoRoute}},
+		"Late":        {Kind: protocol.EventResponse, Response: &wire.Response{ID: 2}, Late: true},
 	}
 }
 

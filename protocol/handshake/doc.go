@@ -7,7 +7,7 @@
 // # Versions
 //
 // The handshake is the same at every version, so that the builds of any two releases
-// learn which version they share: this build implements versions 1 to 3 (Implemented), a
+// learn which version they share: this build implements versions 1 to 4 (Implemented), a
 // node advertises that range narrowed by its configuration (Clamp), and the connection
 // runs the highest version both ranges hold (Negotiate). The capability tls-exporter,
 // which binds the MAC to the TLS channel, is offered at any version.

@@ -19,7 +19,7 @@ func (r Range) String() string {
 
 // Implemented returns the range of protocol versions this build speaks. A build
 // advertises exactly this range, or the part of it its configuration allows.
-func Implemented() Range { return Range{Min: 1, Max: 3} }
+func Implemented() Range { return Range{Min: 1, Max: 4} }
 
 // Clamp returns the range a node configured with [min, max] advertises: 0 means "no bound",
 // and the result never leaves Implemented. It fails when nothing remains.

@@ -81,6 +81,14 @@ func Config(role wire.Role, name string, n byte) protocol.Config {
 	return protocol.Config{Role: role, Name: name, Origin: Origin(n), Secret: []byte("test-secret")}
 }
 
+// ConfigV3 is Config limited to protocol version 3, as a node run with --protocol-max 3
+// (and as release 0.3): what the tests of version 3's frames and rules use.
+func ConfigV3(role wire.Role, name string, n byte) protocol.Config {
+	c := Config(role, name, n)
+	c.MaxVersion = 3
+	return c
+}
+
 // ConfigV2 is Config limited to protocol version 2, as a node run with --protocol-max 2:
 // what the tests of version 2's frames and rules use, so that they test exactly version 2.
 func ConfigV2(role wire.Role, name string, n byte) protocol.Config {

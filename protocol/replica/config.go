@@ -103,6 +103,16 @@ type Config struct {
 	ApplyRetries    int
 	ApplyRetryDelay time.Duration
 
+	// The cluster map and requests between nodes (clustermap.go, requests.go,
+	// docs/design.md §23). MaxMembers bounds the member entries kept (default
+	// DefaultMaxMembers, 1 to MaxMemberEntries); one more is refused and counted.
+	// MaxRequestHops bounds the nodes a request may pass (default 8, 2 to
+	// wire.MaxRequestPath). RequestTimeout is how long a request this node starts waits
+	// for its answer (default 5 s, 1 ms to wire.MaxRequestTimeout).
+	MaxMembers     int
+	MaxRequestHops int
+	RequestTimeout time.Duration
+
 	// NewSession makes the protocol core of one connection (default NativeSession).
 	NewSession func(protocol.Config) (Session, error)
 
@@ -138,6 +148,10 @@ const (
 	DefaultAntiEntropy      = time.Second
 	DefaultAntiEntropyRange = 256
 	DefaultAntiEntropyBytes = 256 << 10
+	DefaultMaxMembers       = 1024
+	MaxMemberEntries        = 65536
+	DefaultMaxRequestHops   = 8
+	DefaultRequestTimeout   = 5 * time.Second
 	maxTableName            = 64
 	arrivalBatch            = 64
 	maxMoves                = 1024
@@ -203,6 +217,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.AntiEntropyInterval == 0 {
 		c.AntiEntropyInterval = DefaultAntiEntropy
+	}
+	if c.MaxMembers == 0 {
+		c.MaxMembers = DefaultMaxMembers
+	}
+	if c.MaxRequestHops == 0 {
+		c.MaxRequestHops = DefaultMaxRequestHops
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
 	}
 	if c.AntiEntropyRange == 0 {
 		c.AntiEntropyRange = DefaultAntiEntropyRange

@@ -169,6 +169,11 @@ func (r *Replica) onHandshake(c *conn) {
 			return
 		}
 	}
+	if c.version >= v4 {
+		r.greetV4(c)
+	} else {
+		r.observeVersion(c, info.PeerMax)
+	}
 	if c.version == 1 && r.storage.err != nil {
 		return // degraded: not subscribed, so nothing arrives to apply (storage.go)
 	}
@@ -204,6 +209,7 @@ func (r *Replica) dialerOf(c *conn) wire.OriginID {
 // drop forgets a connection: the origins it was the source of lose their source, and its
 // streams and advertised heads are gone.
 func (r *Replica) drop(c *conn) {
+	r.requestsDropped(c)
 	if t := r.cp.take; t != nil && t.conn == c.id {
 		r.stopTaking(wire.NewError(wire.CodeClosed, "the connection to "+c.peerName+" ended"))
 	}

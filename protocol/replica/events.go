@@ -114,6 +114,16 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 		r.onRangeAsked(c, ev.RangeDigest)
 	case protocol.EventRangeAnswered:
 		r.onRangeAnswered(c, ev.Range)
+	case protocol.EventMap:
+		r.onMap(c, ev.Map)
+	case protocol.EventMembers:
+		r.onMembers(c, ev.Members.Entries)
+	case protocol.EventRequest:
+		r.onRequest(c, ev.Request)
+	case protocol.EventResponse:
+		r.onResponse(c, ev.Response, ev.Late)
+	case protocol.EventRequestRefused:
+		r.counters.RequestsRefused++
 	case protocol.EventCredit, protocol.EventIgnoredFrame:
 		// Credit is acted on by pump; ignored frames are counted by the session (Stats).
 	}

@@ -64,7 +64,7 @@ func ExampleReplica() {
 	fromA := b.Origin(originA)
 	fmt.Printf("B: origin A applied to seq %d, taken from %s\n", fromA.AppliedSeq, fromA.SourcePeer)
 	// Output:
-	// B: peer A, version 3, streaming
+	// B: peer A, version 4, streaming
 	// A: wrote seq 1
 	// B: fruit/apple held true: "red", written on A
 	// B: origin A applied to seq 1, taken from A

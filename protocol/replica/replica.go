@@ -59,6 +59,8 @@ type Replica struct {
 	storage    storageState  // degraded storage (storage.go)
 	rewound    *RewindStatus // evidence that this node's own origin is rewound (rewind.go)
 	lagHist    lagHistory    // the lag history (health.go)
+	cmap       clusterState  // the cluster map and member entries (clustermap.go)
+	reqs       requestState  // requests between nodes (requests.go)
 }
 
 // originState is what the replica knows of one origin.
@@ -124,6 +126,11 @@ func New(cfg Config, store store.Store) (*Replica, error) {
 		return nil, errorf("copies: MaxCopies and CopyRetry may not be negative, and CopyChunk is %d..%d bytes (the frame body limit)",
 			MinCopyChunk, cfg.Limits.MaxFrameBody)
 	}
+	if cfg.MaxMembers < 1 || cfg.MaxMembers > MaxMemberEntries || cfg.MaxRequestHops < 2 || cfg.MaxRequestHops > wire.MaxRequestPath ||
+		cfg.RequestTimeout < time.Millisecond || cfg.RequestTimeout > wire.MaxRequestTimeout*time.Millisecond {
+		return nil, errorf("cluster map: MaxMembers is 1..%d, MaxRequestHops 2..%d and RequestTimeout 1ms..%s",
+			MaxMemberEntries, wire.MaxRequestPath, wire.MaxRequestTimeout*time.Millisecond)
+	}
 	id, err := store.Identity()
 	if err != nil {
 		return nil, err
@@ -152,6 +159,10 @@ func New(cfg Config, store store.Store) (*Replica, error) {
 	if err := r.loadCopy(); err != nil {
 		return nil, err
 	}
+	if err := r.loadClusterMap(); err != nil {
+		return nil, err
+	}
+	r.reqs.hops = map[hopKey]*hop{}
 	vec, err := store.Vector()
 	if err != nil {
 		return nil, err
@@ -274,6 +285,7 @@ func (r *Replica) Tick(now time.Time) error {
 	r.routeAll = true // move delays, stalls and divergence retries are timers
 	r.confirmHeads()
 	r.retain()
+	r.expireRequests(now)
 	return r.settle()
 }
 
@@ -321,6 +333,7 @@ func (r *Replica) NextDeadline() time.Time {
 	}
 	earlier(r.ret.nextAt)
 	earlier(r.aeDeadline())
+	earlier(r.requestsDue())
 	if r.cp.retryAt.After(r.now) {
 		earlier(r.cp.retryAt)
 	}
@@ -368,6 +381,10 @@ func (r *Replica) settle() error {
 	if r.ret.nextAt.IsZero() {
 		r.ret.nextAt = r.now // the first retention step runs at the next Tick
 	}
+	if !r.cmap.stamped {
+		r.cmap.stamped = true
+		r.stampSelf(r.now) // the first input's time: New has none
+	}
 	if r.ret.restarted {
 		r.ret.restarted = false
 		for _, h := range r.ret.holds {
@@ -395,6 +412,7 @@ func (r *Replica) settle() error {
 		r.advertise()
 		r.pump()
 		r.antiEntropy()
+		r.flushMembers()
 		if r.fatal != nil {
 			return r.fatal
 		}

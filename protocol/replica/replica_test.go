@@ -45,10 +45,10 @@ func TestChainRelay(t *testing.T) {
 		t.Errorf("A's status of itself = %+v, want no source, applied %d", got, n)
 	}
 	st := c.rep.Status(c.clock())
-	if len(st.Peers) != 1 || st.Peers[0].Name != "B" || st.Peers[0].Version != 3 || st.Peers[0].State != "streaming" || !st.Peers[0].Connected {
-		t.Errorf("C's peers = %+v, want only B, streaming version 3", st.Peers)
+	if len(st.Peers) != 1 || st.Peers[0].Name != "B" || st.Peers[0].Version != 4 || st.Peers[0].State != "streaming" || !st.Peers[0].Connected {
+		t.Errorf("C's peers = %+v, want only B, streaming version 4", st.Peers)
 	}
-	if st.Node.Name != "C" || st.Node.Origin != c.origin || st.Node.ProtocolMin != 1 || st.Node.ProtocolMax != 3 || !st.Node.Authenticated {
+	if st.Node.Name != "C" || st.Node.Origin != c.origin || st.Node.ProtocolMin != 1 || st.Node.ProtocolMax != 4 || !st.Node.Authenticated {
 		t.Errorf("C's node status = %+v", st.Node)
 	}
 	wantCounters(t, c, replica.Counters{TxnsApplied: n})

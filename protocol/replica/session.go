@@ -39,6 +39,7 @@ type Session interface {
 	V1() protocol.V1Commands
 	V2() protocol.V2Commands
 	V3() protocol.V3Commands
+	V4() protocol.V4Commands
 }
 
 var _ Session = (*protocol.Session)(nil)

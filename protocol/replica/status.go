@@ -24,6 +24,9 @@ type Status struct {
 	// AntiEntropyConflicts are the newest equal-version conflicts anti-entropy flagged,
 	// oldest first (at most MaxAntiEntropyConflicts).
 	AntiEntropyConflicts []AntiEntropyConflict
+	// ClusterMap is the cluster map this node holds and what it knows of members'
+	// versions (clustermap.go).
+	ClusterMap MapStatus
 }
 
 // NodeStatus is the node part of the status.
@@ -203,6 +206,19 @@ type Counters struct {
 	// RecordsDamaged counts the damaged records (DamagedRecordError) this node's scans
 	// passed over (anti-entropy, retention, a copy's check), each time met.
 	RecordsDamaged uint64 `status:"records_damaged" help:"Damaged records (undecodable in the store) this node's scans passed over: anti-entropy writes a peer's version over them."`
+	// The cluster map (clustermap.go): maps adopted, conflicts met (once per distinct
+	// other map of the current generation), member entries refused past MaxMembers.
+	ClusterMapAdopted   uint64 `status:"cluster_map_adopted" help:"Cluster maps this node adopted (published here or received with a higher generation)."`
+	ClusterMapConflicts uint64 `status:"cluster_map_conflicts" help:"Different cluster maps of this node's generation met (each counted once); publish a higher generation to end a conflict."`
+	MembersRefused      uint64 `status:"members_refused" help:"Member version entries refused because this node holds its bound of them."`
+	// Requests between nodes (requests.go): started here, served here, passed on,
+	// refused here (no route, a full connection, the session's bound), and answers that
+	// came after their request was given up or answered.
+	RequestsSent      uint64 `status:"requests_sent" help:"Requests between nodes this node started."`
+	RequestsServed    uint64 `status:"requests_served" help:"Requests between nodes this node answered as their target."`
+	RequestsForwarded uint64 `status:"requests_forwarded" help:"Requests between nodes this node passed on toward their target."`
+	RequestsRefused   uint64 `status:"requests_refused" help:"Requests between nodes this node refused: no route, or too many in flight."`
+	RequestsLate      uint64 `status:"requests_late" help:"Answers to requests between nodes that came after the request was given up."`
 }
 
 // Counters returns the counters.
@@ -226,6 +242,7 @@ func (r *Replica) Status(now time.Time) Status {
 		Authenticated: len(r.cfg.Secret) > 0 || r.cfg.TLSAuthenticated, Clock: r.Clock(), Storage: r.storageStatus(), Rewound: r.Rewound(), RetainHold: r.cfg.RetainHold}, Counters: r.counters}
 	s.Refusals, s.RefusedByCode, s.ErrorsByCode = r.Refusals()
 	s.AntiEntropyConflicts = r.AntiEntropyConflicts()
+	s.ClusterMap = r.MapStatus()
 	for _, o := range r.originOrder {
 		s.Origins = append(s.Origins, r.originStatus(r.origins[o], now))
 	}

@@ -88,6 +88,13 @@ func (f *faultStore) SetPeerCursor(peer wire.OriginID, pos uint64) error {
 	return f.Store.SetPeerCursor(peer, pos)
 }
 
+func (f *faultStore) PutControl(key string, value []byte) error {
+	if err := f.err("control"); err != nil {
+		return err
+	}
+	return f.Store.PutControl(key, value)
+}
+
 // withFaults puts a faultStore over the node's memstore and restarts it on it.
 func (n *node) withFaults() *faultStore {
 	n.faults = &faultStore{Store: n.store, fail: map[string]wire.Code{}, cannotApply: map[entryAt]bool{}, damaged: map[string]bool{}}

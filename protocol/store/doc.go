@@ -12,6 +12,9 @@
 //     backup (reseed.go);
 //   - Audit, the offline check that a store holds what its logs make (audit.go), and
 //     Digest, a table's digest (digest.go);
+//   - CheckControl and CheckControlKey, the rule of the control documents a store keeps
+//     outside its records and logs (the cluster map, member versions), and ErrBadControl
+//     (control.go);
 //   - StorageError, a failure of the storage itself, which degrades a node rather than
 //     stopping it (storageerror.go); errorf, this package's errors (errors.go).
 //

@@ -131,6 +131,20 @@ type Store interface {
 	// writing nothing, when the check fails.
 	EndCopy(e *CopyEnd) error
 
+	// Control returns the control document under key (control.go), nil when there is
+	// none; a document written empty comes back as an empty, non-nil slice. A key outside
+	// CheckControlKey's rule is refused (ErrBadControl).
+	Control(key string) ([]byte, error)
+
+	// PutControl writes value as the control document under key, replacing any, in one
+	// atomic write, after checking both with CheckControl (ErrBadControl, writing nothing).
+	// When it returns the write survives a crash of the process and a power loss (it is
+	// synced by itself, not by Sync): a node that adopted a cluster map must never come
+	// back holding an older one (docs/design.md §23.2), and documents change too rarely
+	// for the fsync to matter. Control documents are outside the records and the logs:
+	// nothing else of this interface reads or changes them.
+	PutControl(key string, value []byte) error
+
 	// Reseed gives the node a new origin id atomically (reseed.go), after checking rs with
 	// CheckReseed: the identity becomes rs.Identity, with its name as the new origin's; the
 	// old origin's log loses every entry above rs.Cut, its cursor and floor are there; the

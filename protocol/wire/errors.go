@@ -97,6 +97,15 @@ const (
 	CodeTLSHandshake   Code = "tls-handshake"    // a TLS handshake that failed otherwise
 	CodeBadUpgrade     Code = "bad-upgrade"      // a request that is not a WebSocket upgrade
 	CodeTooManyPending Code = "too-many-pending" // past the bound on handshakes in progress
+
+	// Request codes (version 4): the answers of a RESPONSE that are not the kind's own. They
+	// travel in RESPONSE frames and never in a CLOSE.
+	CodeNoRoute         Code = "no-route"          // no route to the target, or only back along the path, or the hop limit
+	CodeUnreachable     Code = "unreachable"       // a connection on the way closed
+	CodeRequestTimeout  Code = "request-timeout"   // a hop gave up on it at its timeout
+	CodeTooManyRequests Code = "too-many-requests" // past the receiver's bound on requests not answered
+	CodeForbidden       Code = "forbidden"         // the caller's scope does not cover the kind
+	CodeUnknownKind     Code = "unknown-kind"      // a kind the target does not serve
 )
 
 // codeClasses is the registry of every code this build defines and its class.
@@ -160,10 +169,33 @@ var transportCodes = map[Code]Class{
 // TransportCodes returns the transport codes, sorted.
 func TransportCodes() []Code { return sortedCodes(transportCodes) }
 
+// requestCodes are the request codes and their classes, what a caller of a request does
+// about each: known to ClassOf, but not among Codes, since no CLOSE frame carries them.
+var requestCodes = map[Code]Class{
+	CodeNoRoute:         ClassTransient,
+	CodeUnreachable:     ClassTransient,
+	CodeRequestTimeout:  ClassTransient,
+	CodeTooManyRequests: ClassResourceLimit,
+	CodeForbidden:       ClassRefused,
+	CodeUnknownKind:     ClassUnsupported,
+}
+
+// RequestCodes returns the request codes, sorted.
+func RequestCodes() []Code { return sortedCodes(requestCodes) }
+
+// IsRequestCode reports whether c is a request code, one a CLOSE never carries.
+func IsRequestCode(c Code) bool {
+	_, ok := requestCodes[c]
+	return ok
+}
+
 // ClassOf returns the class of a code this build defines, and false for any other code
 // (a newer peer's code: its CLOSE frame carries the class too).
 func ClassOf(c Code) (Class, bool) {
 	if cl, ok := codeClasses[c]; ok {
+		return cl, ok
+	}
+	if cl, ok := requestCodes[c]; ok {
 		return cl, ok
 	}
 	cl, ok := transportCodes[c]
@@ -215,6 +247,9 @@ type Error struct {
 // plain text (not a format): the code and class say what kind of error it is.
 func NewError(code Code, msg string) *Error {
 	cl, ok := codeClasses[code]
+	if !ok {
+		cl, ok = requestCodes[code] // too-many-requests refuses a command too
+	}
 	if !ok {
 		cl = ClassLocal
 	}

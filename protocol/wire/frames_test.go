@@ -194,7 +194,26 @@ func samples() []sample {
 		{name: "RESEND", body: &wire.Resend{Channel: 1, From: 3}},
 		{name: "DIVERGENCE reported by the subscriber", body: &wire.Divergence{Channel: 1, Seq: 1, Hash: hash9, Side: wire.SideSubscriber}},
 		{name: "DIVERGENCE at seq 0 reported by the sender", body: &wire.Divergence{Channel: 4, Seq: 0, Side: wire.SideSender}},
+
+		// Version 4.
+		{name: "MAP", body: sampleMap()},
+		{name: "MAP of the highest generation, published at 0", body: &wire.Map{Generation: wire.MaxGeneration,
+			Document: []byte(`{"generation":9223372036854775807}`), Publisher: "b"}},
+		{name: "MEMBERS", body: &wire.Members{Entries: []wire.Member{{Name: "a", MaxVersion: 4, Stamp: 9},
+			{Name: "b", MaxVersion: 3, Stamp: 1 << 50}}}},
+		{name: "REQUEST with a body", body: &wire.Request{ID: 1 << 40, Target: "c", Path: []string{"a", "b"}, TimeoutMS: wire.MaxRequestTimeout,
+			Scope: wire.ScopeAdmin, Kind: "map-2", Body: []byte{0, 1}}},
+		{name: "REQUEST without a body", body: &wire.Request{ID: 1, Target: "b", Path: []string{"a"}, TimeoutMS: 1, Scope: wire.ScopeRead, Kind: "map"}},
+		{name: "RESPONSE with a body", body: &wire.Response{ID: 7, Body: []byte(`{"generation":3}`)}},
+		{name: "RESPONSE with a code and a message", body: &wire.Response{ID: 1, Code: wire.CodeNoRoute, Message: "no route to c"}},
+		{name: "RESPONSE of nothing", body: &wire.Response{ID: 2}},
 	}
+}
+
+// sampleMap is a MAP of generation 3 whose document is canonical.
+func sampleMap() *wire.Map {
+	return &wire.Map{Generation: 3, Document: []byte(`{"generation":3,"nodes":[{"api":"http://10.0.0.1:7401","name":"a"}]}`),
+		Publisher: "a", Published: uint64(wire.MakeHLC(1_800_000_000_000, 2))}
 }
 
 // TestFrameRoundTrip: every registered type encodes, decodes to an equal value and
@@ -250,15 +269,17 @@ func TestFrameRoundTrip(t *testing.T) {
 			want = 2
 		case typ >= wire.TypePurged && typ <= wire.TypeCopyAbort, typ == wire.TypeRangeDigest, typ == wire.TypeRangeRecords:
 			want = 3
+		case typ >= wire.TypeMap && typ <= wire.TypeResponse:
+			want = 4
 		}
 		if got := wire.Version(typ); got != want {
 			t.Errorf("type %s belongs to version %d, SPEC's registry says %d", typ, got, want)
 		}
 	}
-	// Exactly the registry of SPEC: 0x01..0x06, 0x10..0x12, 0x20..0x27, 0x30..0x35 and
-	// 0x40..0x41.
+	// Exactly the registry of SPEC: 0x01..0x06, 0x10..0x12, 0x20..0x27, 0x30..0x35,
+	// 0x40..0x41 and 0x50..0x53.
 	var want []wire.Type
-	for _, r := range [][2]wire.Type{{0x01, 0x06}, {0x10, 0x12}, {0x20, 0x27}, {0x30, 0x35}, {0x40, 0x41}} {
+	for _, r := range [][2]wire.Type{{0x01, 0x06}, {0x10, 0x12}, {0x20, 0x27}, {0x30, 0x35}, {0x40, 0x41}, {0x50, 0x53}} {
 		for typ := r[0]; typ <= r[1]; typ++ {
 			want = append(want, typ)
 		}
@@ -592,22 +613,25 @@ func padded(m map[uint64]any, pad uint64, size int) []byte {
 
 // TestControlBodyBounds: every control type (version 2's included) has its own body bound,
 // checked at the header (SPEC framing rule 5, frame-too-large, before flags and channel):
-// 16 KiB for HELLO, 64 KiB for every other control body, whatever the configured frame-body
-// limit. A body at the bound is decoded; the data types (TXN1, DATA) and unknown ignorable
-// types have no bound of their own.
+// 16 KiB for HELLO, 68 KiB for MAP, 128 KiB for MEMBERS, 64 KiB for every other control
+// body, whatever the configured frame-body limit. A body at the bound is decoded; the data
+// types (TXN1, DATA), version 4's requests and answers (whose body is the kind's) and unknown
+// ignorable types have no bound of their own.
 func TestControlBodyBounds(t *testing.T) {
-	if wire.MaxHelloBody != 16384 || wire.MaxControlBody != 65536 {
-		t.Fatalf("bounds %d and %d, SPEC says 16384 and 65536", wire.MaxHelloBody, wire.MaxControlBody)
+	if wire.MaxHelloBody != 16384 || wire.MaxControlBody != 65536 || wire.MaxMapBody != 69632 || wire.MaxMembersBody != 131072 {
+		t.Fatalf("bounds %d, %d, %d and %d, SPEC says 16384, 65536, 69632 and 131072", wire.MaxHelloBody, wire.MaxControlBody,
+			wire.MaxMapBody, wire.MaxMembersBody)
 	}
 	controls := 0
 	for _, typ := range wire.Registered() {
-		if typ == wire.TypeTxn1 || typ == wire.TypeData || typ == wire.TypeChunk || typ == wire.TypeRangeRecords {
+		if typ == wire.TypeTxn1 || typ == wire.TypeData || typ == wire.TypeChunk || typ == wire.TypeRangeRecords ||
+			typ == wire.TypeRequest || typ == wire.TypeResponse {
 			continue
 		}
 		controls++
-		bound := wire.MaxControlBody
-		if typ == wire.TypeHello {
-			bound = wire.MaxHelloBody
+		bound := map[wire.Type]int{wire.TypeHello: wire.MaxHelloBody, wire.TypeMap: wire.MaxMapBody, wire.TypeMembers: wire.MaxMembersBody}[typ]
+		if bound == 0 {
+			bound = wire.MaxControlBody
 		}
 		// One past the bound: frame-too-large, even with undefined flags and a channel.
 		msg := cat(pingFrame, raw(typ, 0xff, 9, make([]byte, bound+1)), pingFrame)
@@ -629,8 +653,8 @@ func TestControlBodyBounds(t *testing.T) {
 			t.Errorf("%s body of %d bytes under a frame limit of %d: %v", typ, bound+1, bound+100, err)
 		}
 	}
-	if controls != 6+2+7+6 {
-		t.Errorf("%d control types checked, want 21 (6 shared, 2 of version 1, 7 of version 2, 6 of version 3)", controls)
+	if controls != 6+2+7+6+2 {
+		t.Errorf("%d control types checked, want 23 (6 shared, 2 of version 1, 7 of version 2, 6 of version 3, 2 of version 4)", controls)
 	}
 
 	// Valid bodies of exactly the bound decode and re-encode; one byte more does not.
@@ -655,6 +679,12 @@ func TestControlBodyBounds(t *testing.T) {
 		{"DIVERGENCE", wire.TypeDivergence, func() map[uint64]any {
 			return map[uint64]any{1: 1, 2: 1, 3: hash9[:], 4: 0}
 		}, wire.MaxControlBody},
+		{"MAP", wire.TypeMap, func() map[uint64]any {
+			return map[uint64]any{1: 3, 2: []byte(`{"generation":3}`), 3: "a", 4: 0}
+		}, wire.MaxMapBody},
+		{"MEMBERS", wire.TypeMembers, func() map[uint64]any {
+			return map[uint64]any{1: []any{map[uint64]any{1: "a", 2: 4, 3: 9}}}
+		}, wire.MaxMembersBody},
 	} {
 		at := padded(c.m(), 20, c.size)
 		msg := raw(c.typ, 0, 0, at)
@@ -1206,7 +1236,7 @@ func TestDecodeMessageErrors(t *testing.T) {
 		{"DATA body too short for its hash", raw(wire.TypeData, 0, 1, make([]byte, 31)), wire.CodeBadTxn, wire.TypeData, false},
 		{"version 2 type 0x20 with an empty body", raw(0x20, 0, 0, hx("a0")), wire.CodeBadCBOR, wire.TypeSubscribe, false},
 		{"a bad version-2 field", raw(wire.TypeResend, 0, 0, hx("a2 01 00 02 01")), wire.CodeBadField, wire.TypeResend, false},
-		{"unknown critical type with flags and a channel", raw(0x50, 0xff, 9, nil), wire.CodeUnknownFrame, 0x50, false},
+		{"unknown critical type with flags and a channel", raw(0x60, 0xff, 9, nil), wire.CodeUnknownFrame, 0x60, false},
 		{"bad body", raw(wire.TypeAck1, 0, 0, hx("a1 01 00")), wire.CodeBadField, wire.TypeAck1, false},
 		{"bad CBOR", raw(wire.TypePong, 0, 0, hx("a0")), wire.CodeBadCBOR, wire.TypePong, false},
 		{"bad txn", raw(wire.TypeTxn1, 0, 0, posTxn(0, okTxn().enc())), wire.CodeBadTxn, wire.TypeTxn1, false},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"regexp"
+	"slices"
 	"testing"
 
 	"plait/protocol/prototest"
@@ -69,7 +70,7 @@ func TestSpecExamples(t *testing.T) {
 }
 
 // TestSpecErrorCodes: the code tables of SPEC.md list exactly the codes of this build, the
-// transport codes included, each with its class.
+// transport codes and the request codes included, each with its class.
 func TestSpecErrorCodes(t *testing.T) {
 	spec, err := os.ReadFile("../SPEC.md")
 	if err != nil {
@@ -80,7 +81,7 @@ func TestSpecErrorCodes(t *testing.T) {
 	for _, m := range row.FindAllStringSubmatch(string(spec), -1) {
 		documented[wire.Code(m[1])] = wire.Class(m[2])
 	}
-	for _, c := range append(wire.Codes(), wire.TransportCodes()...) {
+	for _, c := range slices.Concat(wire.Codes(), wire.TransportCodes(), wire.RequestCodes()) {
 		cl, _ := wire.ClassOf(c)
 		if got, ok := documented[c]; !ok {
 			t.Errorf("code %s is not in SPEC.md's tables", c)

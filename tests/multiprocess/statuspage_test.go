@@ -4,6 +4,7 @@ package multiprocess
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,8 +24,8 @@ const chromium = "/usr/bin/chromium"
 
 // TestStatusPage: the status page of a real 3-node cluster of the binary, in headless
 // Chromium driven by playwright-core (web/statuspage/test/page.test.mjs): it shows the
-// node, its two peers and the three origins, healthy at lag 0, and the topology's three
-// nodes; with B stopped (SIGSTOP) under writes on A, B's health changes within the
+// node, its two peers and the three origins, healthy at lag 0, the topology's three nodes,
+// and the cluster map published on A with the three nodes' protocol versions; with B stopped (SIGSTOP) under writes on A, B's health changes within the
 // liveness timeout and the chart of B's lag behind A rises; resumed, it falls back and B is
 // healthy; a node whose API needs a token is served the page, which asks for the token and
 // then shows the node. Screenshots of each state go to build/screenshots (or
@@ -50,6 +51,21 @@ func TestStatusPage(t *testing.T) {
 				if p.origin(o).AppliedSeq != 1 {
 					return false
 				}
+			}
+		}
+		return true
+	})
+	// A cluster map published on A, held by every node, each knowing the three versions.
+	req, _ := http.NewRequest("PUT", "http://"+a.HTTP+"/v1/cluster/map", strings.NewReader(`{"generation":1,"nodes":[{"name":"A"},{"name":"B"},{"name":"C"}]}`))
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("publishing the map on A: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	waitFor(t, "every node holding the map and knowing every node's version", 30*time.Second, func() bool {
+		for _, p := range []*proc{a, b, c} {
+			if m := p.status().ClusterMap; m.Generation != 1 || len(m.Versions) != 3 {
+				return false
 			}
 		}
 		return true
@@ -100,6 +116,9 @@ func TestStatusPage(t *testing.T) {
 	}
 	if res["nodes"] != "A,B,C" || res["graph"] != "A,B,C" {
 		t.Errorf("the page showed origins %q and a graph of %q, want A,B,C both", res["nodes"], res["graph"])
+	}
+	if v := a.status().Node.Protocol.Max; res["map_generation"] != "1" || res["versions"] != fmt.Sprintf("A:%d,B:%d,C:%d", v, v, v) {
+		t.Errorf("the page showed map generation %q and versions %q, want 1 and A, B and C at %d", res["map_generation"], res["versions"], v)
 	}
 	if res["health_changed_to"] == "healthy" || atoi("health_changed_after_ms") > 5000+1500 {
 		t.Errorf("B's health became %s %s ms after it stopped, want another within the 5 s liveness timeout (and a refresh)",

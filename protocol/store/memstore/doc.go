@@ -8,8 +8,8 @@
 //
 // memstore.go holds them all: Store and every method of the contract (identity, cursors,
 // logs and arrivals, records, names, peer cursors, Apply, purges, holds, tombstones,
-// snapshots and the base copy's state, repairs, reseed); Clone, an independent copy,
-// which the simulator takes at each Sync to model a power loss, and to restore a backup;
-// and Corrupt, a record changed around the replica, for tests of a store that lost or
-// altered one.
+// snapshots and the base copy's state, repairs, reseed, control documents); Clone, an
+// independent copy, which the simulator takes at each Sync to model a power loss, and to
+// restore a backup; and Corrupt, a record changed around the replica, for tests of a
+// store that lost or altered one.
 package memstore

@@ -30,8 +30,9 @@ type Store struct {
 	names    map[wire.OriginID]string
 	peers    map[wire.OriginID]uint64
 	holds    map[holdKey]store.Hold
-	hlc      wire.HLC         // the highest record HLC written
-	copying  *store.CopyState // the copy being taken (nil: none)
+	hlc      wire.HLC          // the highest record HLC written
+	copying  *store.CopyState  // the copy being taken (nil: none)
+	control  map[string][]byte // control documents, by key
 }
 
 type holdKey struct {
@@ -44,13 +45,14 @@ var _ store.Store = (*Store)(nil)
 // New returns an empty store with the given identity.
 func New(id store.Identity) *Store {
 	return &Store{
-		id:     id,
-		log:    map[logKey][]byte{},
-		logs:   map[wire.OriginID]store.Log{},
-		tables: map[string][]store.Record{},
-		names:  map[wire.OriginID]string{},
-		peers:  map[wire.OriginID]uint64{},
-		holds:  map[holdKey]store.Hold{},
+		id:      id,
+		log:     map[logKey][]byte{},
+		logs:    map[wire.OriginID]store.Log{},
+		tables:  map[string][]store.Record{},
+		names:   map[wire.OriginID]string{},
+		peers:   map[wire.OriginID]uint64{},
+		holds:   map[holdKey]store.Hold{},
+		control: map[string][]byte{},
 	}
 }
 
@@ -69,6 +71,10 @@ func (s *Store) Clone() *Store {
 		peers:    make(map[wire.OriginID]uint64, len(s.peers)),
 		hlc:      s.hlc,
 		copying:  cloneCopyState(s.copying),
+		control:  make(map[string][]byte, len(s.control)),
+	}
+	for k, v := range s.control {
+		c.control[k] = v // never modified once stored
 	}
 	for k, v := range s.log {
 		c.log[k] = v
@@ -521,4 +527,25 @@ func (s *Store) Reseed(rs *store.Reseed) error {
 func (s *Store) reseedView() store.ReseedView {
 	return store.ReseedView{Identity: s.id, Cursors: s.cursor, Logs: s.logs, Copying: s.copying != nil,
 		ArrivalFloor: s.afloor, LastArrival: uint64(len(s.arrivals)), Entry: s.Entry, Get: s.Get}
+}
+
+// Control returns a copy of the control document under key, nil when there is none.
+func (s *Store) Control(key string) ([]byte, error) {
+	if err := store.CheckControlKey(key); err != nil {
+		return nil, err
+	}
+	v, ok := s.control[key]
+	if !ok {
+		return nil, nil
+	}
+	return append([]byte{}, v...), nil // not nil when empty: an empty document is one
+}
+
+// PutControl keeps a copy of value under key, after store.CheckControl.
+func (s *Store) PutControl(key string, value []byte) error {
+	if err := store.CheckControl(key, value); err != nil {
+		return err
+	}
+	s.control[key] = append([]byte{}, value...)
+	return nil
 }

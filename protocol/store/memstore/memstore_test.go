@@ -32,7 +32,19 @@ func TestCloneIsDeep(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := orig.PutControl("cluster-map", []byte("one")); err != nil {
+		t.Fatal(err)
+	}
 	clone := orig.Clone()
+	if v, _ := clone.Control("cluster-map"); string(v) != "one" {
+		t.Errorf("clone Control(cluster-map) = %q, want the original's one", v)
+	}
+	if err := clone.PutControl("cluster-map", []byte("two")); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := orig.Control("cluster-map"); string(v) != "one" {
+		t.Errorf("original Control(cluster-map) = %q after the clone's write, want one", v)
+	}
 
 	// The clone moves on: a new entry, a changed record, a new name and peer cursor.
 	b := a[3]
@@ -88,6 +100,9 @@ func TestCloneIsDeep(t *testing.T) {
 	}
 	if _, err := clone.Entry(storetest.Origin(2), 1); err == nil {
 		t.Errorf("clone has the original's entry")
+	}
+	if v, _ := clone.Control("cluster-map"); string(v) != "two" {
+		t.Errorf("clone Control(cluster-map) = %q, want its own two", v)
 	}
 	if pos, _ := clone.PeerCursor(storetest.Origin(8)); pos != 2 {
 		t.Errorf("clone PeerCursor = %d, want 2", pos)

@@ -12,4 +12,6 @@
 //     anti-entropy's repairs.
 //   - reseed.go: a reseed and the reseeds a store refuses; RunReseedReopen, a reseed
 //     that survives a reopen.
+//   - control.go: control documents: read back as written, within their bounds, and
+//     apart from the records and logs (RunReopen keeps them too).
 package storetest

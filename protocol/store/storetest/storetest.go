@@ -94,6 +94,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Reseed", func(t *testing.T) { testReseed(t, open(t)) })
 	t.Run("ReseedRefusesWritingNothing", func(t *testing.T) { testReseedRefuses(t, open(t)) })
 	t.Run("Repair", func(t *testing.T) { testRepair(t, open(t)) })
+	t.Run("Control", func(t *testing.T) { testControl(t, open(t)) })
+	t.Run("ControlBounds", func(t *testing.T) { testControlBounds(t, open(t)) })
+	t.Run("ControlOutsideRecords", func(t *testing.T) { testControlOutsideRecords(t, open(t)) })
 }
 
 // RunReopen checks that a store keeps everything Apply wrote across a reopen: what a
@@ -117,6 +120,10 @@ func RunReopen(t *testing.T, open func(t *testing.T) store.Store, reopen func(t 
 	must(t, s.Purge(&store.Purge{ArrivalFloor: 3}))
 	must(t, s.PutHolds([]store.Hold{{Peer: "P", Origin: originA, Seq: 2, Since: holdTime(1)},
 		{Peer: "Q", Seq: 4, Since: holdTime(2)}}))
+	// Control documents, one overwritten.
+	must(t, s.PutControl("cluster-map", []byte(`{"generation":1}`)))
+	must(t, s.PutControl("members", []byte("m")))
+	must(t, s.PutControl("cluster-map", []byte(`{"generation":2}`)))
 	// A copy being taken: its records and state.
 	must(t, s.ApplyCopy(&store.CopyBatch{Records: []store.Record{rec("u", "k", "v", 5, originC)},
 		State: store.CopyState{Peer: "P", Table: []byte("u"), Key: []byte("k"), Snapshots: 1, Records: 1, Started: 3,
@@ -194,8 +201,24 @@ func fmtRecords(rs []store.Record) string {
 }
 
 // dump renders everything the store holds that the interface shows, for origins (log
-// entries at seqs 1 to 8, peer cursors) and every table, in a deterministic order.
+// entries at seqs 1 to 8, peer cursors) and every table, in a deterministic order, and the
+// control documents under controlKeys.
 func dump(t *testing.T, s store.Store, origins ...wire.OriginID) string {
+	t.Helper()
+	var w strings.Builder
+	w.WriteString(dumpData(t, s, origins...))
+	for _, k := range controlKeys {
+		v, err := s.Control(k)
+		must(t, err)
+		if v != nil {
+			fmt.Fprintf(&w, "control %s %d bytes %x\n", k, len(v), sha256.Sum256(v))
+		}
+	}
+	return w.String()
+}
+
+// dumpData is dump without the control documents: the records, the logs and the rest.
+func dumpData(t *testing.T, s store.Store, origins ...wire.OriginID) string {
 	t.Helper()
 	var w strings.Builder
 	id, err := s.Identity()

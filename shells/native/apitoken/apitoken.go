@@ -19,9 +19,9 @@ type Scope int
 
 // The scopes, lowest first.
 const (
-	Read  Scope = iota + 1 // GET of records, listings, digests, status and metrics
+	Read  Scope = iota + 1 // GET of records, listings, digests, status, metrics and the cluster map
 	Write                  // Read, and record PUT and DELETE, and batches
-	Admin                  // Write, and POST /v1/peers and DELETE /v1/peers/{name}
+	Admin                  // Write, and POST /v1/peers, DELETE /v1/peers/{name} and PUT /v1/cluster/map
 )
 
 // String is the scope's name in a token file.

@@ -97,12 +97,15 @@ func TestScopes(t *testing.T) {
 		{"GET", "/v1/tables/t/digest", "", apitoken.Read, 200},
 		{"GET", "/v1/status", "", apitoken.Read, 200},
 		{"GET", "/metrics", "", apitoken.Read, 200},
+		{"GET", "/v1/cluster/map", "", apitoken.Read, 200},
+		{"GET", "/v1/cluster/map?node=A", "", apitoken.Read, 200},
 		{"PUT", "/v1/tables/t/records/k2", "v", apitoken.Write, 200},
 		{"DELETE", "/v1/tables/t/records/k3", "", apitoken.Write, 200},
 		{"POST", "/v1/tables/t/batch", `{"ops":[{"op":"put","key":"b","value":"v"}]}`, apitoken.Write, 200},
 		// In this order: each scope is tried lowest first, and only admin adds, then removes.
 		{"POST", "/v1/peers", `{"name":"P","url":"` + peer + `"}`, apitoken.Admin, 201},
 		{"DELETE", "/v1/peers/P", "", apitoken.Admin, 204},
+		{"PUT", "/v1/cluster/map", `{"generation":1}`, apitoken.Admin, 200},
 	} {
 		for _, sc := range scopes {
 			what := e.method + " " + e.path + " with a " + sc.scope.String() + " token"

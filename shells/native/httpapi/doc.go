@@ -1,6 +1,6 @@
 // Package httpapi owns a node's HTTP API (docs/contract.md §6 and §8):
-// records, batches (JSON or CBOR bodies), listing, digests, status, Prometheus metrics and
-// health, answered as JSON over a node.Node. It decides nothing about replication; it
+// records, batches (JSON or CBOR bodies), listing, digests, status, the cluster map
+// (§22), Prometheus metrics and health, answered as JSON over a node.Node. It decides nothing about replication; it
 // checks requests against the contract's bounds and turns them into node calls. StatusDoc
 // is its status document, which ReadStatus reads from a node for the clients in this
 // repository.
@@ -14,8 +14,12 @@
 //   - httpapi.go: the API (New), its bounds (Limits), the one table of routes and the
 //     scope each needs, the bearer-token check, the handlers of records, batches, listing,
 //     digests, status, peers and /healthz, and the errors' JSON form.
+//   - clustermap.go: GET and PUT /v1/cluster/map, a request to another node for its map,
+//     and the HTTP statuses of a request's refusals (docs/contract.md §22).
 //   - statusdoc.go: StatusDoc and LagDoc, the documents of GET /v1/status and GET
 //     /v1/status/lag, built from the replica's status; ReadStatus, their client side.
+//   - client.go: the client side of every call (Call, its token, scheme and APIError),
+//     for plait status, plait map and the cluster harness.
 //   - counters.go: the document's counters, one per field of replica.Counters, named by
 //     its tag (docs/contract.md §8.4).
 //   - metrics.go: the plait_* metrics of GET /metrics (docs/contract.md §9), read from the

@@ -134,6 +134,8 @@ func (a *API) routes(metrics http.Handler) []route {
 		{"GET /v1/status/lag", apitoken.Read, http.HandlerFunc(a.lagHistory)},
 		{"POST /v1/peers", apitoken.Admin, http.HandlerFunc(a.addPeer)},
 		{"DELETE /v1/peers/{name}", apitoken.Admin, http.HandlerFunc(a.removePeer)},
+		{"GET /v1/cluster/map", apitoken.Read, http.HandlerFunc(a.getMap)},
+		{"PUT /v1/cluster/map", apitoken.Admin, http.HandlerFunc(a.putMap)},
 		{"GET /metrics", apitoken.Read, metrics},
 		// Open: load balancers and orchestrators probe health without credentials.
 		{"GET /healthz", open, http.HandlerFunc(a.healthz)},

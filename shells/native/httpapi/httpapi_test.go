@@ -132,8 +132,8 @@ func TestRecordsAndReplication(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &st); err != nil {
 		t.Fatal(err, body)
 	}
-	if st.Node.Name != "B" || st.Node.Protocol.Max != 3 || st.Counters.TxnsApplied != 4 || len(st.Peers) != 1 ||
-		st.Peers[0].Name != "A" || st.Peers[0].URL != aURL || st.Peers[0].State != replica.PeerStreaming || !st.Peers[0].Connected || st.Peers[0].Version != 3 {
+	if st.Node.Name != "B" || st.Node.Protocol.Max != 4 || st.Counters.TxnsApplied != 4 || len(st.Peers) != 1 ||
+		st.Peers[0].Name != "A" || st.Peers[0].URL != aURL || st.Peers[0].State != replica.PeerStreaming || !st.Peers[0].Connected || st.Peers[0].Version != 4 {
 		t.Errorf("B's status: %s", body)
 	}
 	_, body = do(t, "GET", b.URL+"/metrics", "")

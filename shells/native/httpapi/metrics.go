@@ -33,11 +33,12 @@ var (
 	descReconnects   = prometheus.NewDesc("plait_peer_reconnects_total", "Dials of the peer after the first, since start.", []string{"peer"}, nil)
 	descCertExpiry   = prometheus.NewDesc("plait_tls_cert_expiry_timestamp_seconds", "When this node's peer certificate expires (Unix time).", nil, nil)
 	descReloads      = prometheus.NewDesc("plait_tls_reloads_total", "Reloads of the peer certificate files, by result (ok: loaded; failed: refused, the loaded ones kept).", []string{"result"}, nil)
+	descMapGen       = prometheus.NewDesc("plait_cluster_map_generation", "The generation of the cluster map this node holds (0: none).", nil, nil)
 )
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descApplied, descHead, descLag, descFloor, descLogBytes, descStuck, descConnected, descReconnects, descHeld,
-		descClock, descRefusing, descStorage, descRewound, descCertExpiry, descReloads, descOriginHealth, descPeerHealth, descHoldAge, descRetainHold, descClockBound} {
+		descClock, descRefusing, descStorage, descRewound, descCertExpiry, descReloads, descOriginHealth, descPeerHealth, descHoldAge, descRetainHold, descClockBound, descMapGen} {
 		ch <- d
 	}
 	for _, f := range counterFields {
@@ -123,6 +124,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		rewound = 1
 	}
 	ch <- prometheus.MustNewConstMetric(descRewound, prometheus.GaugeValue, rewound)
+	ch <- prometheus.MustNewConstMetric(descMapGen, prometheus.GaugeValue, float64(st.ClusterMap.Generation))
 	byCode := map[string][]replica.CodeCount{"connections_refused": st.RefusedByCode, "connection_errors": st.ErrorsByCode}
 	for i, c := range (CountersDoc{st.Counters}).List() {
 		f := counterFields[i]

@@ -3,9 +3,7 @@ package httpapi
 import (
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -25,13 +23,64 @@ type StatusDoc struct {
 	// with two contents and no log entry left to tell them apart, oldest first (at most
 	// replica.MaxAntiEntropyConflicts; docs/contract.md §20).
 	AntiEntropyConflicts []ConflictDoc `json:"antientropy_conflicts"`
-	Counters             CountersDoc   `json:"counters"`
-	Node                 NodeDoc       `json:"node"`
-	Origins              []OriginDoc   `json:"origins"`
-	Peers                []PeerDoc     `json:"peers"`
+	// ClusterMap is the cluster map this node holds and what it knows of the nodes'
+	// protocol versions (docs/contract.md §22.4).
+	ClusterMap ClusterMapDoc `json:"cluster_map"`
+	Counters   CountersDoc   `json:"counters"`
+	Node       NodeDoc       `json:"node"`
+	Origins    []OriginDoc   `json:"origins"`
+	Peers      []PeerDoc     `json:"peers"`
 	// Refusals are the newest connections refused before their handshake completed, oldest
 	// first (at most replica.MaxRefusals).
 	Refusals []RefusalDoc `json:"refusals"`
+}
+
+// ClusterMapDoc is cluster_map (replica.MapStatus, docs/contract.md §22.4). The fields a
+// node without a map has no value for are left out, not null: a map is a document an
+// operator reads beside its JSON, whose absent fields are absent too.
+type ClusterMapDoc struct {
+	AppliedAt string `json:"applied_at,omitempty"` // when this node adopted it (RFC 3339, UTC, milliseconds)
+	// Conflict is the last different map of the current generation met, not adopted.
+	Conflict   *MapConflictDoc `json:"conflict,omitempty"`
+	Generation uint64          `json:"generation"` // 0: no map
+	// Members are the map's nodes' names, sorted; left out when it has no member list.
+	Members []string `json:"members,omitempty"`
+	// MembersBelowV4 are the members not known to speak protocol version 4, sorted
+	// (docs/contract.md §22.6); left out when none.
+	MembersBelowV4 []string `json:"members_below_v4,omitempty"`
+	Publisher      string   `json:"publisher,omitempty"` // the node it was published on
+	// Versions is every node whose protocol version this node knows, sorted by name;
+	// [] when none.
+	Versions []MemberVersionDoc `json:"versions"`
+}
+
+// MapConflictDoc is cluster_map.conflict: the other map's generation and publisher.
+type MapConflictDoc struct {
+	Generation uint64 `json:"generation"`
+	Publisher  string `json:"publisher"`
+}
+
+// MemberVersionDoc is one node's highest protocol version and the map generation it holds,
+// as this node knows them.
+type MemberVersionDoc struct {
+	Generation uint64 `json:"generation"`
+	MaxVersion uint64 `json:"max_version"`
+	Name       string `json:"name"`
+}
+
+func clusterMapDoc(m replica.MapStatus) ClusterMapDoc {
+	d := ClusterMapDoc{Generation: m.Generation, Publisher: m.Publisher, Members: m.Members, MembersBelowV4: m.MembersBelowV4,
+		Versions: make([]MemberVersionDoc, 0, len(m.Versions))}
+	if at := stamp(m.AppliedAt); at != nil {
+		d.AppliedAt = *at
+	}
+	if c := m.Conflict; c != nil {
+		d.Conflict = &MapConflictDoc{Generation: c.Generation, Publisher: c.Publisher}
+	}
+	for _, v := range m.Versions {
+		d.Versions = append(d.Versions, MemberVersionDoc{Generation: v.Generation, MaxVersion: v.MaxVersion, Name: v.Name})
+	}
+	return d
 }
 
 // ConflictDoc is one equal-version conflict anti-entropy flagged.
@@ -281,6 +330,7 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 		Origins:              make([]OriginDoc, 0, len(st.Origins)),
 		Peers:                make([]PeerDoc, 0, len(st.Peers)),
 		Counters:             CountersDoc{st.Counters},
+		ClusterMap:           clusterMapDoc(st.ClusterMap),
 		Refusals:             make([]RefusalDoc, 0, len(st.Refusals)),
 		AntiEntropyConflicts: make([]ConflictDoc, 0, len(st.AntiEntropyConflicts)),
 	}
@@ -429,23 +479,8 @@ func (d StatusDoc) Connected(peer string) bool {
 	return false
 }
 
-// ReadOption is an option of ReadStatus.
-type ReadOption func(*readConfig)
-
-type readConfig struct {
-	token string
-	https bool
-}
-
-// SendToken sends token as the request's bearer token, for a node that requires tokens
-// (docs/contract.md §6.4); an empty token sends none.
-func SendToken(token string) ReadOption { return func(c *readConfig) { c.token = token } }
-
-// UseHTTPS reads over https://; the client's transport says which certificates it trusts.
-func UseHTTPS() ReadOption { return func(c *readConfig) { c.https = true } }
-
 // ReadStatus reads GET /v1/status of the node whose HTTP API is at addr (HOST:PORT). An
-// answer other than 200 is an error with its status and, when it is one, the API's error.
+// answer other than 200 is an *APIError.
 func ReadStatus(client *http.Client, addr string, opts ...ReadOption) (StatusDoc, error) {
 	_, d, err := ReadStatusRaw(client, addr, opts...)
 	return d, err
@@ -455,41 +490,9 @@ func ReadStatus(client *http.Client, addr string, opts ...ReadOption) (StatusDoc
 // that passes the document on (plait status --json) keeps the fields of a newer node that
 // StatusDoc does not know.
 func ReadStatusRaw(client *http.Client, addr string, opts ...ReadOption) ([]byte, StatusDoc, error) {
-	var c readConfig
-	for _, o := range opts {
-		o(&c)
-	}
-	scheme := "http://"
-	if c.https {
-		scheme = "https://"
-	}
-	req, err := http.NewRequest(http.MethodGet, scheme+addr+"/v1/status", nil)
+	raw, err := Call(client, addr, http.MethodGet, "/v1/status", nil, maxStatusDoc, opts...)
 	if err != nil {
 		return nil, StatusDoc{}, err
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, StatusDoc{}, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
-		if json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&e) == nil && e.Error.Code != "" {
-			return nil, StatusDoc{}, fmt.Errorf("%s: %s: %s", resp.Status, e.Error.Code, e.Error.Message)
-		}
-		return nil, StatusDoc{}, errors.New(resp.Status)
-	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxStatusDoc+1))
-	if err != nil {
-		return nil, StatusDoc{}, err
-	}
-	if len(raw) > maxStatusDoc {
-		return nil, StatusDoc{}, fmt.Errorf("the status document is larger than %d bytes", maxStatusDoc)
 	}
 	var d StatusDoc
 	if err := json.Unmarshal(raw, &d); err != nil {

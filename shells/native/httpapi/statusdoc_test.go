@@ -19,7 +19,8 @@ import (
 // statusGoldens are replica statuses and the exact /v1/status document of each: every
 // field set; a peer without capabilities or last error beside no origins; the zero
 // status (empty lists, never null). The documents were first taken from the map-based
-// encoding StatusDoc replaced; the retention, copy, clock and storage fields were added since.
+// encoding StatusDoc replaced; the retention, copy, clock, storage and cluster map fields
+// were added since.
 var statusGoldens = []struct {
 	name   string
 	status replica.Status
@@ -55,7 +56,13 @@ var statusGoldens = []struct {
 			CopiesStarted: 20, CopiesResumed: 21, CopiesCompleted: 22, CopyRecords: 23, CopyBytes: 24, CopiesServed: 25, CopyHeldBack: 41,
 			CopiesBusy: 26, CopiesRefused: 27, BadChunks: 28, ConnectionsRefused: 29, ConnectionErrors: 30,
 			AntiEntropyRangesCompared: 31, AntiEntropyRangesDiffering: 32, AntiEntropyRecordsRepaired: 33, AntiEntropyInFlight: 34,
-			AntiEntropyBelowHorizon: 35, AntiEntropyConflicts: 36, AntiEntropyPasses: 37, AntiEntropyAsksAbandoned: 42, ApplyFailures: 38, OriginRewinds: 39, RecordsDamaged: 40},
+			AntiEntropyBelowHorizon: 35, AntiEntropyConflicts: 36, AntiEntropyPasses: 37, AntiEntropyAsksAbandoned: 42, ApplyFailures: 38, OriginRewinds: 39, RecordsDamaged: 40,
+			ClusterMapAdopted: 43, ClusterMapConflicts: 44, MembersRefused: 45, RequestsSent: 46, RequestsServed: 47, RequestsForwarded: 48,
+			RequestsRefused: 49, RequestsLate: 50},
+		ClusterMap: replica.MapStatus{Generation: 7, Publisher: "A", AppliedAt: time.Date(2031, 5, 6, 7, 8, 9, 123456789, time.FixedZone("UTC+2", 2*3600)),
+			Document: []byte(`{"generation":7,"nodes":[{"name":"A"},{"name":"B"},{"name":"R"}]}`), Members: []string{"A", "B", "R"},
+			MembersBelowV4: []string{"R"}, Conflict: &replica.MapConflict{Generation: 7, Publisher: "R"},
+			Versions: []replica.MemberVersion{{Name: "A", MaxVersion: 4, Generation: 7}, {Name: "B", MaxVersion: 4, Generation: 6}, {Name: "R", MaxVersion: 3}}},
 		AntiEntropyConflicts: []replica.AntiEntropyConflict{{At: time.Date(2031, 5, 6, 5, 8, 11, 0, time.UTC), Peer: "R",
 			Table: []byte("t"), Key: []byte("k\x00"), HLC: 117964800000000000, Origin: wire.OriginID{0xa0, 0x01}}},
 		Refusals: []replica.Refusal{{Remote: "10.0.0.9:4000", Code: wire.CodeTLSUnknownCA, Message: "signed by unknown authority",
@@ -64,12 +71,16 @@ var statusGoldens = []struct {
 	}, `{
 		"antientropy_conflicts": [{"at": "2031-05-06T05:08:11.000Z", "hlc": 117964800000000000, "key": "6b00",
 			"origin": "a0010000000000000000000000000000", "peer": "R", "table": "t"}],
+		"cluster_map": {"applied_at": "2031-05-06T05:08:09.123Z", "conflict": {"generation": 7, "publisher": "R"}, "generation": 7,
+			"members": ["A", "B", "R"], "members_below_v4": ["R"], "publisher": "A",
+			"versions": [{"generation": 7, "max_version": 4, "name": "A"}, {"generation": 6, "max_version": 4, "name": "B"}, {"generation": 0, "max_version": 3, "name": "R"}]},
 		"counters": {"antientropy_asks_abandoned": 42, "antientropy_below_horizon": 35, "antientropy_conflicts": 36, "antientropy_in_flight": 34, "antientropy_passes": 37,
 			"antientropy_ranges_compared": 31, "antientropy_ranges_differing": 32, "antientropy_records_repaired": 33, "apply_failures": 38,
-			"bad_chunks": 28, "connection_errors": 30, "connections_refused": 29, "copies_busy": 26, "copies_completed": 22, "copies_refused": 27, "copies_resumed": 21,
+			"bad_chunks": 28, "cluster_map_adopted": 43, "cluster_map_conflicts": 44, "connection_errors": 30, "connections_refused": 29, "copies_busy": 26, "copies_completed": 22, "copies_refused": 27, "copies_resumed": 21,
 			"copies_served": 25, "copies_started": 20, "copy_bytes": 24, "copy_records": 23, "copy_records_held_back": 41,
-			"divergences": 16, "duplicates_received": 12, "entries_purged": 18, "gaps_detected": 13, "origin_rewinds": 39, "protocol_errors": 15,
-			"purged_answers": 17, "records_damaged": 40, "resends_requested": 14, "tombstones_dropped": 19, "txns_applied": 11},
+			"divergences": 16, "duplicates_received": 12, "entries_purged": 18, "gaps_detected": 13, "members_refused": 45, "origin_rewinds": 39, "protocol_errors": 15,
+			"purged_answers": 17, "records_damaged": 40, "requests_forwarded": 48, "requests_late": 50, "requests_refused": 49,
+			"requests_sent": 46, "requests_served": 47, "resends_requested": 14, "tombstones_dropped": 19, "txns_applied": 11},
 		"node": {"authenticated": true,
 			"clock": {"bound_ms": 500, "measured_peers": 3, "off_peers": 2, "offset_ms": -86400001.5, "refusing_writes": true},
 			"name": "B", "origin": "b0010000000000000000000000000000", "protocol": {"max": 2, "min": 1}, "retain_hold_s": 5400,
@@ -108,12 +119,14 @@ var statusGoldens = []struct {
 		Peers: []replica.PeerStatus{{Name: "P", State: replica.PeerBackoff, URL: "ws://h:1", Health: replica.HealthStalled}},
 	}, `{
 		"antientropy_conflicts": [],
+		"cluster_map": {"generation": 0, "versions": []},
 		"counters": {"antientropy_asks_abandoned": 0, "antientropy_below_horizon": 0, "antientropy_conflicts": 0, "antientropy_in_flight": 0, "antientropy_passes": 0,
 			"antientropy_ranges_compared": 0, "antientropy_ranges_differing": 0, "antientropy_records_repaired": 0, "apply_failures": 0,
-			"bad_chunks": 0, "connection_errors": 0, "connections_refused": 0, "copies_busy": 0, "copies_completed": 0, "copies_refused": 0, "copies_resumed": 0,
+			"bad_chunks": 0, "cluster_map_adopted": 0, "cluster_map_conflicts": 0, "connection_errors": 0, "connections_refused": 0, "copies_busy": 0, "copies_completed": 0, "copies_refused": 0, "copies_resumed": 0,
 			"copies_served": 0, "copies_started": 0, "copy_bytes": 0, "copy_records": 0, "copy_records_held_back": 0,
-			"divergences": 0, "duplicates_received": 0, "entries_purged": 0, "gaps_detected": 0, "origin_rewinds": 0, "protocol_errors": 0,
-			"purged_answers": 0, "records_damaged": 0, "resends_requested": 0, "tombstones_dropped": 0, "txns_applied": 0},
+			"divergences": 0, "duplicates_received": 0, "entries_purged": 0, "gaps_detected": 0, "members_refused": 0, "origin_rewinds": 0, "protocol_errors": 0,
+			"purged_answers": 0, "records_damaged": 0, "requests_forwarded": 0, "requests_late": 0, "requests_refused": 0,
+			"requests_sent": 0, "requests_served": 0, "resends_requested": 0, "tombstones_dropped": 0, "txns_applied": 0},
 		"node": {"authenticated": false,
 			"clock": {"bound_ms": 0, "measured_peers": 0, "off_peers": 0, "offset_ms": null, "refusing_writes": false},
 			"name": "N", "origin": "01000000000000000000000000000000", "protocol": {"max": 1, "min": 1}, "retain_hold_s": 0, "rewound": null, "storage": {"retries": 0, "state": "ok"}, "tls": null},
@@ -126,12 +139,14 @@ var statusGoldens = []struct {
 	}`},
 	{"the zero status", replica.Status{}, `{
 		"antientropy_conflicts": [],
+		"cluster_map": {"generation": 0, "versions": []},
 		"counters": {"antientropy_asks_abandoned": 0, "antientropy_below_horizon": 0, "antientropy_conflicts": 0, "antientropy_in_flight": 0, "antientropy_passes": 0,
 			"antientropy_ranges_compared": 0, "antientropy_ranges_differing": 0, "antientropy_records_repaired": 0, "apply_failures": 0,
-			"bad_chunks": 0, "connection_errors": 0, "connections_refused": 0, "copies_busy": 0, "copies_completed": 0, "copies_refused": 0, "copies_resumed": 0,
+			"bad_chunks": 0, "cluster_map_adopted": 0, "cluster_map_conflicts": 0, "connection_errors": 0, "connections_refused": 0, "copies_busy": 0, "copies_completed": 0, "copies_refused": 0, "copies_resumed": 0,
 			"copies_served": 0, "copies_started": 0, "copy_bytes": 0, "copy_records": 0, "copy_records_held_back": 0,
-			"divergences": 0, "duplicates_received": 0, "entries_purged": 0, "gaps_detected": 0, "origin_rewinds": 0, "protocol_errors": 0,
-			"purged_answers": 0, "records_damaged": 0, "resends_requested": 0, "tombstones_dropped": 0, "txns_applied": 0},
+			"divergences": 0, "duplicates_received": 0, "entries_purged": 0, "gaps_detected": 0, "members_refused": 0, "origin_rewinds": 0, "protocol_errors": 0,
+			"purged_answers": 0, "records_damaged": 0, "requests_forwarded": 0, "requests_late": 0, "requests_refused": 0,
+			"requests_sent": 0, "requests_served": 0, "resends_requested": 0, "tombstones_dropped": 0, "txns_applied": 0},
 		"node": {"authenticated": false,
 			"clock": {"bound_ms": 0, "measured_peers": 0, "off_peers": 0, "offset_ms": null, "refusing_writes": false},
 			"name": "", "origin": "00000000000000000000000000000000", "protocol": {"max": 0, "min": 0}, "retain_hold_s": 0, "rewound": null, "storage": {"retries": 0, "state": "ok"}, "tls": null},
@@ -210,7 +225,7 @@ func TestStatusDocTLS(t *testing.T) {
 }
 
 // TestStatusFieldsMapped: every field of the replica's status parts (node, origins[],
-// peers[]) is a field of the document, under its name in snake case or the one this test
+// peers[], cluster_map and its conflict and versions[]) is a field of the document, under its name in snake case or the one this test
 // lists, or is listed as left out with why; and every field of the document comes from
 // one. A status field added to the replica without its place in the document, or to the
 // document with no source, fails here (the goldens above then pin its encoding, and the
@@ -233,6 +248,10 @@ func TestStatusFieldsMapped(t *testing.T) {
 				"Stats": "antientropy_bytes_in"},
 			map[string]string{"Conn": "an id inside the process", "Origin": "the peer's origin is in origins[]", "Dialed": "url says whether this node dials it"},
 			map[string]string{"antientropy_bytes_out": "Stats, as antientropy_bytes_in"}},
+		{reflect.TypeFor[replica.MapStatus](), reflect.TypeFor[httpapi.ClusterMapDoc](), nil,
+			map[string]string{"Document": "GET /v1/cluster/map answers it"}, nil},
+		{reflect.TypeFor[replica.MapConflict](), reflect.TypeFor[httpapi.MapConflictDoc](), nil, nil, nil},
+		{reflect.TypeFor[replica.MemberVersion](), reflect.TypeFor[httpapi.MemberVersionDoc](), nil, nil, nil},
 	} {
 		doc := map[string]bool{}
 		for f := range c.to.Fields() {

@@ -6,9 +6,9 @@
 //
 // # Versions
 //
-// A node offers protocol versions 1 to 3, or 1 to Config.MaxVersion (--protocol-max), so
-// that it can stand as a peer of release 0.1 or 0.2 while a cluster upgrades one node at a
-// time (docs/operations.md §4); every session is the native core. The sockets are the same
+// A node offers protocol versions 1 to 4, or 1 to Config.MaxVersion (--protocol-max), so
+// that it can stand as a peer of release 0.1, 0.2 or 0.3 while a cluster upgrades one node
+// at a time (docs/operations.md §4); every session is the native core. The sockets are the same
 // at every version: the one difference this package sees is version 1's, which has no
 // credit, so a connection's reader stops reading while the replica pauses it (conn.go).
 //

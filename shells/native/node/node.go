@@ -105,10 +105,11 @@ type Node struct {
 	rep   *replica.Replica
 
 	in      chan input
-	conns   map[replica.ConnID]*wsConn // owned by the loop
-	waiters []waiter                   // local writes waiting for their sync
-	syncing bool                       // a sync runs (loop only)
-	syncWG  sync.WaitGroup             // the running sync and compaction, which Stop waits for
+	conns   map[replica.ConnID]*wsConn                // owned by the loop
+	waiters []waiter                                  // local writes waiting for their sync
+	asks    map[replica.RequestID]chan replica.Answer // requests between nodes waiting for their answer (clustermap.go)
+	syncing bool                                      // a sync runs (loop only)
+	syncWG  sync.WaitGroup                            // the running sync and compaction, which Stop waits for
 	// compaction of purged log ranges, off the loop: running, and the purges it covered
 	compacting bool
 	compacted  uint64
@@ -441,6 +442,7 @@ func (n *Node) loop() {
 		n.groupCommit()
 		n.compact()
 		n.logCopies()
+		n.deliverAnswers()
 		n.flush()
 		// After every input and tick that is no read: a sample at most every
 		// LagSampleEvery (a time compared otherwise), and an idle node still ticks about
@@ -473,6 +475,10 @@ func (n *Node) stopLoop() {
 		w.reply <- writeResult{err: errStopped}
 	}
 	n.waiters = nil
+	for id, a := range n.asks {
+		a <- replica.Answer{ID: id, Code: wire.CodeInternal, Message: errStopped.Error()}
+		delete(n.asks, id)
+	}
 }
 
 func (n *Node) untilDeadline() time.Duration { return n.untilDeadlineAt(time.Now()) }

@@ -21,6 +21,7 @@
 //	'g'                                  the arrival floor (8)
 //	'k' peer 0x00 origin                 a retention hold: seq (8) | since, Unix ns (8)
 //	'b'                                  the base copy being taken: store.CopyState in CBOR
+//	's' key                              a control document (store.Store's Control): its bytes
 //
 // A cursor of 40 bytes (written before the log bytes were kept) has its log's bytes
 // counted once when the store opens. Prefixes 'x' to 'z' are left for repair
@@ -34,7 +35,8 @@
 //     (DialPeers).
 //   - basecopy.go: the snapshots a node serves copies from, the copy state it takes, and
 //     the floors a copy's end writes; tombstones.go: tombstones retention drops;
-//     antientropy.go: anti-entropy's repairs; reseed.go: a reseed, in one batch.
+//     antientropy.go: anti-entropy's repairs; reseed.go: a reseed, in one batch;
+//     control.go: the control documents (the cluster map, member versions).
 //   - latch.go: after the first write or sync that fails, no more writes through RocksDB
 //     (whose next write would abort the process), and RocksDB's own background errors
 //     (BackgroundError), so that the node degrades and reopens the store instead.

@@ -35,6 +35,7 @@ func wantLatched(t *testing.T, s *Store, err error, next *store.Batch) {
 	same("DeleteHolds", s.DeleteHolds("P"))
 	same("Purge", s.Purge(&store.Purge{Logs: []store.PurgeLog{{Origin: next.Origin, To: 1}}}))
 	same("PutDialPeer", s.PutDialPeer(DialPeer{Name: "P", URL: "ws://127.0.0.1:1"}))
+	same("PutControl", s.PutControl("cluster-map", []byte(`{"generation":1}`)))
 	same("DropTombstones", s.DropTombstones([]store.Record{{Table: []byte("t"), Key: []byte("k1"), Deleted: true}}))
 	same("ApplyCopy", s.ApplyCopy(&store.CopyBatch{State: store.CopyState{Peer: "P"}}))
 	same("Failed", s.Failed())

@@ -35,6 +35,7 @@ const (
 	pAFloor   = 'g'
 	pHold     = 'k'
 	pCopy     = 'b'
+	pControl  = 's'
 )
 
 // Options configure a store.

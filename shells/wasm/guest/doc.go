@@ -6,8 +6,8 @@
 //
 // # Versions
 //
-// Built from this tree, the module exports ABI version 4 (abi.Version) and its sessions
-// offer protocol versions 1 to 3. A frozen release's module is this command built at the
+// Built from this tree, the module exports ABI version 5 (abi.Version, a draft) and its
+// sessions offer protocol versions 1 to 4. A frozen release's module is this command built at the
 // release's commit (conformance/RELEASES.md): 0.1's exports ABI 1 and speaks protocol
 // version 1, 0.2's ABI 2 and versions 1 and 2, 0.3's ABI 4 and versions 1 to 3.
 //

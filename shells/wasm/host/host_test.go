@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -67,8 +68,8 @@ func load(t testing.TB) (*host.Module, *host.Instance) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { mod.Close(ctx) })
-	if mod.ABIVersion() != abi.Version || abi.Version != 4 {
-		t.Fatalf("abi_version %d, want 4 (abi.Version %d)", mod.ABIVersion(), abi.Version)
+	if mod.ABIVersion() != abi.Version || abi.Version != 5 {
+		t.Fatalf("abi_version %d, want 5 (abi.Version %d)", mod.ABIVersion(), abi.Version)
 	}
 	in, err := mod.Instantiate(ctx)
 	if err != nil {
@@ -340,7 +341,7 @@ func TestWasmAgainstNativeV2(t *testing.T) {
 			if k.w.count(protocol.EventHandshake) != 1 || nat.Handshake().Version != 2 {
 				t.Fatalf("handshake: wasm %+v native %v %v", k.w.events, nat.State(), nat.Err())
 			}
-			if st := k.w.status; st.Version != 2 || !st.Connected || st.MinVersion != 1 || st.MaxVersion != 3 || st.Limits.MaxChannelBuffer != 1<<20 {
+			if st := k.w.status; st.Version != 2 || !st.Connected || st.MinVersion != 1 || st.MaxVersion != 4 || st.Limits.MaxChannelBuffer != 1<<20 {
 				t.Fatalf("status %+v", st)
 			}
 
@@ -450,12 +451,138 @@ func TestWasmAgainstNativeV2(t *testing.T) {
 	}
 }
 
+// TestSessionV4UnderWasm: a Session of the built guest and a native session of this build
+// negotiate protocol version 4 and exchange maps, member entries and requests through the
+// Session's V4 commands: Request answers the id the guest's session gave (1, then 2), a
+// forgotten request's answer comes back late, and a session run by the native driver
+// (NewDriverSession), given the same calls, reports the same events.
+func TestSessionV4UnderWasm(t *testing.T) {
+	mod, _ := load(t)
+	type sideEvents struct {
+		guest, native []protocol.Event
+	}
+	run := func(t *testing.T, guest replica.Session) sideEvents {
+		native, err := protocol.New(prototest.Config(wire.RoleDialer, "a", 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := prototest.Epoch
+		var out sideEvents
+		sides := []replica.Session{native, guest}
+		pump := func() {
+			for range 10 {
+				for i, s := range sides {
+					rd := s.Ready()
+					if i == 0 {
+						out.native = append(out.native, rd.Events...)
+					} else {
+						out.guest = append(out.guest, rd.Events...)
+					}
+					for _, m := range rd.Messages {
+						if err := sides[1-i].Receive(now, m); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+			}
+		}
+		for i, s := range sides {
+			if err := s.Start(now, bytes.Repeat([]byte{byte(i + 1)}, 16)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pump()
+		if v := guest.Handshake().Version; v != 4 || native.Handshake().Version != 4 {
+			t.Fatalf("versions %d / %d, err %v", v, native.Handshake().Version, guest.Err())
+		}
+		g := guest.(interface{ V4() protocol.V4Commands }).V4()
+		if err := g.SendMap(wire.Map{Generation: 5, Document: []byte(`{"generation":5}`), Publisher: "b", Published: 3}); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.SendMembers([]wire.Member{{Name: "b", MaxVersion: 4, Stamp: 3}}); err != nil {
+			t.Fatal(err)
+		}
+		for want := uint64(1); want <= 2; want++ {
+			id, err := g.Request(wire.Request{Target: "a", Path: []string{"b"}, TimeoutMS: 100, Scope: wire.ScopeRead, Kind: "map"})
+			if err != nil || id != want {
+				t.Fatalf("request: id %d, %v; want %d", id, err, want)
+			}
+		}
+		if err := g.Forget(2); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.Request(wire.Request{Target: "a", Path: []string{"x"}, TimeoutMS: 100, Scope: wire.ScopeRead, Kind: "map"}); err == nil {
+			t.Fatal("a request whose path does not end at the guest was sent")
+		}
+		pump()
+		for _, id := range []uint64{1, 2} {
+			if err := native.V4().Respond(id, wire.Response{Body: []byte{0xa1, 0x01, 0x00}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := native.V4().Request(wire.Request{Target: "b", Path: []string{"a"}, TimeoutMS: 100, Scope: wire.ScopeWrite, Kind: "map"}); err != nil {
+			t.Fatal(err)
+		}
+		pump()
+		if err := g.Respond(1, wire.Response{Code: wire.CodeUnknownKind, Message: "no"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Respond(1, wire.Response{}); err == nil {
+			t.Fatal("a second answer was sent")
+		}
+		pump()
+		return out
+	}
+	wasm, err := mod.NewSession(prototest.Config(wire.RoleListener, "b", 2), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := run(t, wasm)
+	drv, err := host.NewDriverSession(prototest.Config(wire.RoleListener, "b", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := run(t, drv)
+	kindsOf := func(evs []protocol.Event) []protocol.EventKind {
+		var out []protocol.EventKind
+		for _, e := range evs {
+			out = append(out, e.Kind)
+		}
+		return out
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("under WASM the events are\n%v / %v\nnatively\n%v / %v", kindsOf(got.guest), kindsOf(got.native), kindsOf(want.guest), kindsOf(want.native))
+	}
+	var resps []protocol.Event
+	for _, e := range got.guest {
+		if e.Kind == protocol.EventResponse {
+			resps = append(resps, e)
+		}
+	}
+	if len(resps) != 2 || resps[0].Late || !resps[1].Late || resps[1].Response.ID != 2 {
+		t.Fatalf("the guest's responses: %+v", resps)
+	}
+	count := func(evs []protocol.Event, k protocol.EventKind) int {
+		n := 0
+		for _, e := range evs {
+			if e.Kind == k {
+				n++
+			}
+		}
+		return n
+	}
+	if count(got.native, protocol.EventMap) != 1 || count(got.native, protocol.EventMembers) != 1 || count(got.native, protocol.EventRequest) != 2 ||
+		count(got.guest, protocol.EventRequest) != 1 || count(got.native, protocol.EventResponse) != 1 {
+		t.Fatalf("native events %v, guest events %v", kindsOf(got.native), kindsOf(got.guest))
+	}
+}
+
 // TestUnknownCommandIsAnErrorResult: an unknown opcode, a truncated batch and a command
 // before configure come back as error results, never as a trap.
 func TestUnknownCommandIsAnErrorResult(t *testing.T) {
 	_, in := load(t)
 	var b abi.Batch
-	b.Raw(abi.OpAnswerRange+1, []byte{1, 2, 3}) // one past the last opcode of ABI version 3
+	b.Raw(abi.OpForget+1, []byte{1, 2, 3}) // one past the last opcode of ABI version 5
 	b.Tick(prototest.Epoch)
 	bad := append(b.Bytes(), 0x03, 0, 0, 0, 9, 1) // claims 9 bytes, has 1
 	out, err := in.Step(context.Background(), bad)

@@ -31,6 +31,9 @@ type Session struct {
 	st      abi.StatusMsg
 	ready   protocol.Ready
 	dead    *wire.Error
+	// id is the id the last command's RESULT carried: what OpRequest's session gave the
+	// request (ABI 5).
+	id uint64
 	// deferred: the guest keeps its output until an OpReady (ABI 2's DeferReady), as a
 	// native session keeps it until Ready, so frames of several calls share messages
 	// exactly as natively. ABI 1 hands the output over after every command.
@@ -128,6 +131,7 @@ func (s *Session) call(fill func(b *abi.Batch) error) error {
 	}
 	var cmdErr *wire.Error
 	results := 0
+	s.id = 0
 	for _, r := range recs {
 		switch r.Kind.Base() {
 		case abi.KindResult:
@@ -137,6 +141,9 @@ func (s *Session) call(fill func(b *abi.Batch) error) error {
 			}
 			if m.Err != nil && cmdErr == nil {
 				cmdErr = m.Err.Wire()
+			}
+			if results == 0 {
+				s.id = m.ID
 			}
 			results++
 		case abi.KindMessage:
@@ -312,11 +319,42 @@ func (s *Session) V2() protocol.V2Commands { return (*v2Commands)(s) }
 // an older one never negotiates version 3).
 func (s *Session) V3() protocol.V3Commands { return (*v3Commands)(s) }
 
+// V4 returns the version-4 commands, each one command batch (a module of ABI 5 or later: an
+// older one never negotiates version 4, and answers their opcodes unknown-command).
+func (s *Session) V4() protocol.V4Commands { return (*v4Commands)(s) }
+
 type (
 	v1Commands Session
 	v2Commands Session
 	v3Commands Session
+	v4Commands Session
 )
+
+func (c *v4Commands) SendMap(m wire.Map) error {
+	return send((*Session)(c), abi.CmdSendMap, m)
+}
+
+func (c *v4Commands) SendMembers(entries []wire.Member) error {
+	return send((*Session)(c), abi.CmdSendMembers, wire.Members{Entries: entries})
+}
+
+// Request answers the id its RESULT carries (ResultMsg.ID).
+func (c *v4Commands) Request(r wire.Request) (uint64, error) {
+	s := (*Session)(c)
+	if err := send(s, abi.CmdRequest, r); err != nil {
+		return 0, err
+	}
+	return s.id, nil
+}
+
+func (c *v4Commands) Respond(id uint64, r wire.Response) error {
+	r.ID = id
+	return send((*Session)(c), abi.CmdRespond, r)
+}
+
+func (c *v4Commands) Forget(id uint64) error {
+	return send((*Session)(c), abi.CmdForget, id)
+}
 
 func (c *v3Commands) AdvertiseFloors(floors []wire.Floor) error {
 	return send((*Session)(c), abi.CmdAdvertiseFloors, abi.HeadsMsg{Floors: floors})

@@ -1,6 +1,7 @@
 // The status page plait serves at /: it reads GET /v1/status and GET /v1/status/lag of the
 // node that served it about once a second and shows the node, its peers, its origins, the
-// topology as this node sees it and the lag history (docs/contract.md §6.5, §8). It holds
+// cluster map and the nodes' protocol versions, the topology as this node sees it and the
+// lag history (docs/contract.md §6.5, §8, §22.4). It holds
 // no data of its own: with API tokens on, the page is served openly and asks for a token,
 // kept in this browser's localStorage only and sent as a bearer token.
 import uPlot from 'uplot';
@@ -75,8 +76,41 @@ function renderNode(st) {
     `copies ${st.counters.copies_started} started`,
     `divergences ${st.counters.divergences}`,
   ];
+  if (st.cluster_map) facts.push(`map generation ${st.cluster_map.generation}${st.cluster_map.conflict ? ' (CONFLICT)' : ''}`);
   if (n.rewound) facts.push(`REWOUND: ${n.rewound.how} by ${n.rewound.peer}`);
   $('#node-facts').replaceChildren(...facts.map((f) => el('span', {}, f)));
+}
+
+// The cluster map this node holds (docs/contract.md §22.4) and every node whose protocol
+// version it knows: a member not known to speak version 4 is shown with version "?".
+// A node of a build before the map sends no cluster_map: the section says so.
+function renderClusterMap(st) {
+  const m = st.cluster_map;
+  if (!m) {
+    $('#map-facts').replaceChildren(el('span', {}, 'this node shows no cluster map (a build before it)'));
+    $('#versions tbody').replaceChildren();
+    return;
+  }
+  const below = new Set(m.members_below_v4 || []);
+  const facts = m.generation
+    ? [`generation ${m.generation}`, `published on ${m.publisher || '-'}`, `adopted ${m.applied_at || '-'}`,
+        m.members ? `${m.members.length} members, ${below.size ? 'below version 4: ' + [...below].join(', ') : 'all at version 4'}` : 'no member list']
+    : ['generation 0: no map published'];
+  const spans = facts.map((f) => el('span', {}, f));
+  if (m.conflict) {
+    spans.push(el('span', { class: 'conflict' },
+      `CONFLICT: another map of generation ${m.conflict.generation}, published on ${m.conflict.publisher}; publish generation ${m.conflict.generation + 1} to end it`));
+  }
+  $('#map-facts').replaceChildren(...spans);
+  const members = new Set(m.members || []);
+  const versions = new Map((m.versions || []).map((v) => [v.name, v]));
+  for (const n of members) if (!versions.has(n)) versions.set(n, null);
+  const rows = [...versions.keys()].sort().map((n) =>
+    el('tr', { data: { node: n } },
+      td(n), el('td', { class: below.has(n) ? 'num below' : 'num' }, versions.get(n)?.max_version ?? '?'),
+      el('td', { class: 'num gen' }, versions.get(n)?.generation ?? '?'),
+      td(m.members ? (members.has(n) ? 'yes' : 'no') : '-')));
+  $('#versions tbody').replaceChildren(...rows);
 }
 
 function renderPeers(st) {
@@ -197,6 +231,7 @@ async function refresh() {
     renderNode(status);
     renderPeers(status);
     renderOrigins(status);
+    renderClusterMap(status);
     renderTopology(status);
     renderCharts(lag);
     state.refreshes++;

@@ -58,21 +58,27 @@ try {
   page.on('pageerror', (e) => fail(`the page threw: ${e.message}`));
   await page.goto(env('PLAIT_PAGE_URL'));
 
-  // The node, its two peers and three origins, each healthy, with lag 0.
+  // The node, its two peers and three origins, each healthy, with lag 0; the cluster map
+  // published on A and the three nodes' protocol versions.
   const rows = () => page.evaluate(() => ({
     node: document.querySelector('#node-name').textContent,
     peers: [...document.querySelectorAll('#peers tbody tr')].map((r) => ({ name: r.dataset.peer, health: r.querySelector('.health').textContent })),
     origins: [...document.querySelectorAll('#origins tbody tr')].map((r) => ({ name: r.dataset.origin, health: r.querySelector('.health').textContent, lag: r.querySelector('.lag').textContent })),
     graph: window.plait.topology ? window.plait.topology.nodes().map((n) => n.data('label')).sort() : [],
+    map: document.querySelector('#map-facts').textContent,
+    versions: [...document.querySelectorAll('#versions tbody tr')].map((r) => `${r.dataset.node}:${r.children[1].textContent}`),
   }));
   const first = await until('the page showing A, its healthy peers B and C and three origins at lag 0', 20000, async () => {
     const r = await rows();
     const ok = r.node === 'A' && r.peers.length === 2 && r.peers.every((p) => p.health === 'healthy') &&
-      r.origins.length === 3 && r.origins.every((o) => o.health === 'healthy' && o.lag === '0') && r.graph.length === 3;
+      r.origins.length === 3 && r.origins.every((o) => o.health === 'healthy' && o.lag === '0') && r.graph.length === 3 &&
+      r.map.startsWith('generation 1') && r.versions.length === 3;
     return ok && r;
   });
   console.log('RESULT nodes=' + first.origins.map((o) => o.name).sort().join(','));
   console.log('RESULT graph=' + first.graph.join(','));
+  console.log('RESULT map_generation=' + first.map.match(/^generation (\d+)/)[1]);
+  console.log('RESULT versions=' + first.versions.join(','));
   await page.screenshot({ path: join(shots, '1-cluster.png'), fullPage: true });
 
   // Writes on A, ten a second, while B is stopped and after.

@@ -1,0 +1,314 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"plait/protocol/replica"
+	"plait/protocol/store"
+	"plait/protocol/wire"
+)
+
+// The cluster map and requests between nodes under the simulator (docs/design.md §23):
+// maps published on random nodes while the schedule crashes, partitions and skews them,
+// and requests sent between random nodes. The oracle checks that no node ever replaces
+// a map by one of a lower generation, that every node ends on the highest generation
+// published, that every node's list of members below version 4 is exact once the
+// schedule heals, and that every request is answered once (or, its node crashed, never),
+// never twice.
+
+// mapOracle is what the simulator published and asked, and what it saw of it.
+type mapOracle struct {
+	published map[uint64][][]byte // canonical documents adopted where published, by generation
+	maxGen    uint64
+	held      map[string]uint64 // the generation each node was last seen holding
+	// asks: requests started, by node, the node's start and the request id.
+	asks map[askKey]*asked
+}
+
+// asked is one request started: when, and how many answers it had.
+type asked struct {
+	at      time.Time
+	answers int
+}
+
+type askKey struct {
+	node  string
+	start int
+	id    replica.RequestID
+}
+
+func (o *mapOracle) init() {
+	if o.published == nil {
+		o.published, o.held, o.asks = map[uint64][][]byte{}, map[string]uint64{}, map[askKey]*asked{}
+	}
+}
+
+// PublishMap publishes a map document on a running node, as PUT /v1/cluster/map does. It
+// reports whether the node adopted it (or held it already); a stale generation is the
+// node doing its job, not a failure.
+func (c *Cluster) PublishMap(node string, doc []byte) (bool, error) {
+	n := c.nodes[node]
+	if n == nil || n.Rep == nil {
+		return false, fmt.Errorf("publish a map on %s: not running", node)
+	}
+	c.maps.init()
+	var st replica.MapStatus
+	var refused error
+	err := c.callErr(n, func(r *replica.Replica) error {
+		var err error
+		st, err = r.PublishMap(n.clock(c), doc)
+		var we *wire.Error
+		if asWire(err, &we) && we.Code == replica.CodeStaleGeneration {
+			refused = err
+			return nil
+		}
+		return err
+	})
+	if err != nil || refused != nil {
+		return false, err
+	}
+	if !slices.ContainsFunc(c.maps.published[st.Generation], func(d []byte) bool { return string(d) == string(st.Document) }) {
+		c.maps.published[st.Generation] = append(c.maps.published[st.Generation], st.Document)
+	}
+	c.maps.maxGen = max(c.maps.maxGen, st.Generation)
+	c.trace("%s: cluster map generation %d published", node, st.Generation)
+	return true, nil
+}
+
+// Ask starts a request of kind map from node to target.
+func (c *Cluster) Ask(node, target string) error {
+	n := c.nodes[node]
+	if n == nil || n.Rep == nil {
+		return fmt.Errorf("ask from %s: not running", node)
+	}
+	c.maps.init()
+	var id replica.RequestID
+	c.call(n, func(r *replica.Replica) error {
+		var err error
+		id, err = r.Ask(n.clock(c), target, "map", "read", nil)
+		if id != 0 {
+			c.maps.asks[askKey{node, n.starts, id}] = &asked{at: c.now}
+		}
+		return err
+	})
+	return nil
+}
+
+// observeMap checks, after every step of a node, that its map's generation never went
+// down, and counts the answers to its requests.
+func (c *Cluster) observeMap(n *Node) {
+	c.maps.init()
+	g := n.Rep.MapGeneration()
+	if g < c.maps.held[n.Name] {
+		c.inv.fail(c.now, "%s replaced cluster map generation %d by %d", n.Name, c.maps.held[n.Name], g)
+	}
+	c.maps.held[n.Name] = g
+	for _, a := range n.Rep.Answers() {
+		q := c.maps.asks[askKey{n.Name, n.starts, a.ID}]
+		switch {
+		case q == nil:
+			c.inv.fail(c.now, "%s: an answer to request %d, which it never started", n.Name, a.ID)
+			continue
+		case q.answers > 0:
+			c.inv.fail(c.now, "%s: request %d answered twice (%q after another)", n.Name, a.ID, a.Code)
+		}
+		q.answers++
+	}
+}
+
+// checkMaps is the end of a run's checks of maps and requests, every node up and the
+// schedule healed.
+func (c *Cluster) checkMaps() {
+	if c.maps.published == nil {
+		return
+	}
+	for _, name := range c.names {
+		n := c.nodes[name]
+		if n.Rep == nil || speaks(n.MaxVersion) < 4 {
+			continue
+		}
+		st := n.Rep.MapStatus()
+		if st.Generation != c.maps.maxGen && c.v4Reach(name)[c.mapPublishers()] {
+			c.inv.fail(c.now, "%s holds cluster map generation %d, the highest published is %d", name, st.Generation, c.maps.maxGen)
+		}
+		if st.Generation == c.maps.maxGen && st.Generation > 0 && !slices.ContainsFunc(c.maps.published[st.Generation], func(d []byte) bool { return string(d) == string(st.Document) }) {
+			c.inv.fail(c.now, "%s holds a map of generation %d that was never published", name, st.Generation)
+		}
+		c.checkBelowV4(name, st)
+	}
+	// A request its node still runs is answered by its timeout at the latest.
+	timeout := c.opts.RequestTimeout
+	if timeout == 0 {
+		timeout = replica.DefaultRequestTimeout
+	}
+	for k, q := range c.maps.asks {
+		if n := c.nodes[k.node]; q.answers == 0 && n.starts == k.start && n.Rep != nil && c.now.Sub(q.at) > timeout+time.Second {
+			c.inv.fail(c.now, "%s: request %d, started at %s, was never answered", k.node, k.id, q.at.Sub(Epoch))
+		}
+	}
+}
+
+// mapPublishers is a node that published the highest generation (any: they hold it).
+func (c *Cluster) mapPublishers() string {
+	for _, name := range c.names {
+		if c.maps.held[name] == c.maps.maxGen {
+			return name
+		}
+	}
+	return ""
+}
+
+// v4Reach is the set of running version-4 nodes reachable from name through up links
+// between running version-4 nodes.
+func (c *Cluster) v4Reach(name string) map[string]bool {
+	v4 := func(n string) bool { nd := c.nodes[n]; return nd.Rep != nil && speaks(nd.MaxVersion) >= 4 }
+	seen := map[string]bool{name: true}
+	for todo := []string{name}; len(todo) > 0; {
+		at := todo[0]
+		todo = todo[1:]
+		for _, l := range c.sortedLinks() {
+			other := ""
+			switch {
+			case l.From == at:
+				other = l.To
+			case l.To == at:
+				other = l.From
+			}
+			if other != "" && l.Up && !seen[other] && v4(other) {
+				seen[other] = true
+				todo = append(todo, other)
+			}
+		}
+	}
+	return seen
+}
+
+// checkBelowV4: a member reachable over version-4 nodes is below version 4 exactly when
+// it does not speak it; a member that does not speak it is below wherever one of its
+// version-4 neighbours is reachable (that neighbour saw its handshake).
+func (c *Cluster) checkBelowV4(name string, st replica.MapStatus) {
+	reach := c.v4Reach(name)
+	for _, m := range st.Members {
+		nd := c.nodes[m]
+		below := slices.Contains(st.MembersBelowV4, m)
+		switch {
+		case nd == nil:
+			if !below {
+				c.inv.fail(c.now, "%s: member %s, which no node is, is not below version 4", name, m)
+			}
+		case reach[m] && below:
+			c.inv.fail(c.now, "%s: member %s speaks version 4 and is reachable, but is listed below it", name, m)
+		case speaks(nd.MaxVersion) < 4 && nd.Rep != nil && c.v4NeighbourIn(m, reach) && !below:
+			c.inv.fail(c.now, "%s: member %s speaks version %d, but is not listed below 4", name, m, speaks(nd.MaxVersion))
+		}
+	}
+}
+
+func (c *Cluster) v4NeighbourIn(m string, reach map[string]bool) bool {
+	for _, l := range c.sortedLinks() {
+		if l.Up && (l.From == m && reach[l.To] || l.To == m && reach[l.From]) {
+			return true
+		}
+	}
+	return false
+}
+
+// mapsAndRequests adds, drawn after every other draw of the run, one to four map
+// publications on random nodes (sometimes two of one generation on two nodes at once, a
+// conflict that the next generation ends; sometimes a lower generation on a node that
+// has not seen the highest yet; sometimes one on a node that crashes right after, before
+// it could tell anyone; sometimes one on a node one of whose links is partitioned) and a
+// few requests between random nodes.
+func (c *Cluster) mapsAndRequests(rep *Report, names []string, end time.Time) {
+	rng := c.Rand()
+	doc := func(gen uint64, variant int) []byte {
+		members := slices.Clone(names)
+		if variant%2 == 1 {
+			slices.Reverse(members) // another document of the same generation
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, `{"generation":%d,"nodes":[`, gen)
+		for i, m := range members {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `{"name":%q}`, m)
+		}
+		b.WriteString("]}")
+		return []byte(b.String())
+	}
+	span := max(end.Sub(c.Now())-2*time.Second, time.Second)
+	var gen uint64
+	for range 1 + rng.IntN(4) {
+		at := c.Now().Add(time.Second + time.Duration(rng.Int64N(int64(span))))
+		node := names[rng.IntN(len(names))]
+		gen++
+		g := gen
+		switch k := rng.IntN(10); {
+		case k < 2: // two of one generation on two nodes at once
+			other := names[rng.IntN(len(names))]
+			c.At(at, func() { c.publishDrawn(rep, node, doc(g, 0)) })
+			c.At(at.Add(time.Millisecond), func() { c.publishDrawn(rep, other, doc(g, 1)) })
+		case k < 4 && g > 1: // a lower generation, where it may not be stale yet
+			c.At(at, func() { c.publishDrawn(rep, node, doc(g, 0)) })
+			late := names[rng.IntN(len(names))]
+			c.At(at.Add(time.Duration(1+rng.IntN(20))*time.Millisecond), func() { c.publishDrawn(rep, late, doc(g-1, 1)) })
+		case k < 6: // on a node that crashes at once, and comes back later
+			d := time.Duration(500+rng.IntN(2000)) * time.Millisecond
+			c.At(at, func() {
+				if c.publishDrawn(rep, node, doc(g, 0)) && c.Node(node).Rep != nil {
+					rep.Crashes++
+					_ = c.Crash(node) // running: checked
+					c.At(c.Now().Add(d), func() {
+						if c.Node(node).Rep == nil {
+							_ = c.Restart(node, c.Node(node).MaxVersion) // down: checked
+						}
+					})
+				}
+			})
+		case k < 8: // during a partition of one of the node's links
+			links := c.sortedLinks()
+			l := links[rng.IntN(len(links))]
+			d := time.Duration(500+rng.IntN(2000)) * time.Millisecond
+			on := l.From
+			c.At(at, func() { rep.Partitions++; _ = c.SetLink(l.From, l.To, false) }) // a link of the run: not refused
+			c.At(at.Add(time.Millisecond), func() { c.publishDrawn(rep, on, doc(g, 0)) })
+			c.At(at.Add(d), func() { _ = c.SetLink(l.From, l.To, true) })
+		default:
+			c.At(at, func() { c.publishDrawn(rep, node, doc(g, 0)) })
+		}
+	}
+	for range 2 + rng.IntN(4) {
+		at := c.Now().Add(time.Second + time.Duration(rng.Int64N(int64(span))))
+		from, to := names[rng.IntN(len(names))], names[rng.IntN(len(names))]
+		if rng.IntN(8) == 0 {
+			to = "nobody" // no route reaches it
+		}
+		c.At(at, func() {
+			if c.Node(from).Rep != nil {
+				rep.Requests++
+				_ = c.Ask(from, to) // running: checked
+			}
+		})
+	}
+}
+
+// publishDrawn publishes a drawn document on a node that is running, and counts it.
+func (c *Cluster) publishDrawn(rep *Report, node string, doc []byte) bool {
+	if c.Node(node).Rep == nil {
+		return false
+	}
+	ok, err := c.PublishMap(node, doc)
+	var se *store.StorageError
+	if err != nil && !errors.As(err, &se) { // a full disk refuses it: the node doing its job
+		c.inv.fail(c.now, "publishing a map on %s: %v", node, err)
+	}
+	if ok {
+		rep.Maps++
+	}
+	return ok
+}

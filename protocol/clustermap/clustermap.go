@@ -1,0 +1,288 @@
+package clustermap
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"plait/protocol/wire"
+)
+
+const (
+	// MaxBytes bounds a map's document, as published and in canonical form: a document
+	// of exactly MaxBytes is a map, one byte more is not.
+	MaxBytes = 64 << 10
+	// MaxNodes bounds the members a map lists.
+	MaxNodes = 1024
+	// MaxURLBytes bounds a node's api URL.
+	MaxURLBytes = 1024
+)
+
+// The codes of an *Error: the API's answers (docs/contract.md §22.2), and the gate's.
+const (
+	CodeBadJSON       = "bad-json"
+	CodeUnknownField  = "unknown-field"
+	CodeBadGeneration = "bad-generation"
+	CodeBadName       = "bad-name"
+	CodeBadURL        = "bad-url"
+	CodeDuplicateNode = "duplicate-node"
+	CodeTooManyNodes  = "too-many-nodes"
+	CodeMapTooLarge   = "map-too-large"
+	CodeClusterNotV4  = "cluster-not-v4"
+)
+
+// Map is a cluster map: its generation, its canonical document, and the members it lists.
+type Map struct {
+	// Generation is the document's generation, 1 to 2^63−1 (0: a node holds no map).
+	Generation uint64
+	// Doc is the document in canonical form: what is stored, sent and answered, fields
+	// this build does not know included.
+	Doc []byte
+	// Nodes are the members in the order the document lists them; nil when the document
+	// has no `nodes` (no member list).
+	Nodes []Node
+}
+
+// Node is one member of a map.
+type Node struct {
+	Name string
+	// API is where clients reach the node's HTTP API ("" when the map does not say).
+	API string
+}
+
+// Error is a map refused, or a feature refused by the version-4 gate: its code is the
+// API's (docs/contract.md §22.2), its message names what is wrong.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+func errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+func tooLarge(n int) *Error {
+	return errorf(CodeMapTooLarge, "the document is %d bytes, over the %d allowed", n, MaxBytes)
+}
+
+// reserved are the fields later features define (placement and locks): the API refuses
+// them until this build implements them, and a map received from a peer keeps them.
+var reserved = []string{"fenced_tables", "lock_homes", "placement"}
+
+// Parse checks a document published through the API, strictly: it refuses what this build
+// cannot honour, a field it does not know or does not support yet among them. The size is
+// checked before anything is parsed. The checks run in this order, and the first that
+// fails is the answer:
+//
+//   - map-too-large: over MaxBytes (or over it in canonical form);
+//   - bad-json: not one JSON object in UTF-8, a key twice in an object, or a field of
+//     the wrong type (generation not a number, nodes not an array, a node not an object,
+//     a name or an api not a string);
+//   - unknown-field: a field other than generation and nodes, of the document or of a
+//     node (other than name and api), the first in key order;
+//   - bad-generation: generation missing, not an integer, 0, negative, or above 2^63−1;
+//   - too-many-nodes: nodes empty or longer than MaxNodes;
+//   - then per node, in order: bad-name (missing, or outside the name rule of
+//     wire.ValidName), bad-url (see url.go), duplicate-node (a name listed before).
+//
+// The Map it returns has Doc in canonical form.
+func Parse(doc []byte) (Map, *Error) {
+	obj, c, err := canonical(doc)
+	if err != nil {
+		return Map{}, err
+	}
+	m, err := check(obj, true)
+	if err != nil {
+		return Map{}, err
+	}
+	m.Doc = c
+	return m, nil
+}
+
+// Decode checks a document received from a peer: it must be in canonical form already
+// (byte for byte what Canonical makes of it), with a valid generation and, when it has
+// nodes, valid nodes (as Parse checks them). Fields this build does not know, of the
+// document or of a node, are kept unchecked, in Doc, so that a map published by a newer
+// node is relayed as it is (docs/design.md §23.1). The error is an *Error.
+func Decode(doc []byte) (Map, error) {
+	obj, c, err := canonical(doc)
+	if err != nil {
+		return Map{}, err
+	}
+	if !bytes.Equal(c, doc) {
+		return Map{}, errorf(CodeBadJSON, "the document is not in canonical form")
+	}
+	m, err := check(obj, false)
+	if err != nil {
+		return Map{}, err
+	}
+	m.Doc = c
+	return m, nil
+}
+
+// check reads the fields of a decoded document; strict refuses the fields Parse refuses.
+func check(obj map[string]any, strict bool) (Map, *Error) {
+	var m Map
+	g, hasGen := obj["generation"]
+	if hasGen {
+		if _, isNum := g.(json.Number); !isNum {
+			return m, errorf(CodeBadJSON, "generation is %s, not a number", kind(g))
+		}
+	}
+	nodes, hasNodes := obj["nodes"]
+	var list []any
+	if hasNodes {
+		var ok bool
+		if list, ok = nodes.([]any); !ok {
+			return m, errorf(CodeBadJSON, "nodes is %s, not an array", kind(nodes))
+		}
+		for i, n := range list {
+			e, ok := n.(map[string]any)
+			if !ok {
+				return m, errorf(CodeBadJSON, "nodes[%d] is %s, not an object", i, kind(n))
+			}
+			for _, f := range []string{"name", "api"} {
+				if v, ok := e[f]; ok {
+					if _, isStr := v.(string); !isStr {
+						return m, errorf(CodeBadJSON, "nodes[%d].%s is %s, not a string", i, f, kind(v))
+					}
+				}
+			}
+		}
+	}
+	if strict {
+		if err := unknownFields(obj, list); err != nil {
+			return m, err
+		}
+	}
+	if !hasGen {
+		return m, errorf(CodeBadGeneration, "the document has no generation")
+	}
+	gen, err := generation(g)
+	if err != nil {
+		return m, err
+	}
+	m.Generation = gen
+	if !hasNodes {
+		return m, nil
+	}
+	if len(list) == 0 || len(list) > MaxNodes {
+		return m, errorf(CodeTooManyNodes, "nodes lists %d members, not 1 to %d", len(list), MaxNodes)
+	}
+	m.Nodes = make([]Node, len(list))
+	seen := make(map[string]int, len(list))
+	for i, n := range list {
+		e := n.(map[string]any)
+		name, ok := e["name"].(string)
+		if !ok {
+			return Map{}, errorf(CodeBadName, "nodes[%d] has no name", i)
+		}
+		if !wire.ValidName(name) {
+			return Map{}, errorf(CodeBadName, "nodes[%d]: the node name %s is not 1-%d bytes of [A-Za-z0-9_.-]", i, quoteShort(name), wire.MaxNameLen)
+		}
+		api, _ := e["api"].(string)
+		if _, has := e["api"]; has {
+			if reason := checkURL(api); reason != "" {
+				return Map{}, errorf(CodeBadURL, "nodes[%d] (node %s): the api %s %s", i, name, quoteShort(api), reason)
+			}
+		}
+		if j, dup := seen[name]; dup {
+			return Map{}, errorf(CodeDuplicateNode, "the node %s is listed twice in nodes (nodes[%d] and nodes[%d])", name, j, i)
+		}
+		seen[name] = i
+		m.Nodes[i] = Node{Name: name, API: api}
+	}
+	return m, nil
+}
+
+// unknownFields refuses, in key order, a field of the document other than generation and
+// nodes (the reserved ones saying so), then a field of a node other than name and api.
+func unknownFields(obj map[string]any, nodes []any) *Error {
+	for _, k := range sortedKeys(obj) {
+		switch {
+		case k == "generation" || k == "nodes":
+		case slices.Contains(reserved, k):
+			return errorf(CodeUnknownField, "the field %s is not supported by this build", strconv.Quote(k))
+		default:
+			return errorf(CodeUnknownField, "the document has an unknown field %s", quoteShort(k))
+		}
+	}
+	for i, n := range nodes {
+		for _, k := range sortedKeys(n.(map[string]any)) {
+			if k != "name" && k != "api" {
+				return errorf(CodeUnknownField, "nodes[%d] has an unknown field %s", i, quoteShort(k))
+			}
+		}
+	}
+	return nil
+}
+
+// generation reads the generation as written: an integer literal 1 to 2^63−1 (a fraction
+// or an exponent is not one, even when its value is whole).
+func generation(g any) (uint64, *Error) {
+	s := string(g.(json.Number))
+	bad := func(why string) (uint64, *Error) {
+		return 0, errorf(CodeBadGeneration, "the generation %s %s", quoteShort(s), why)
+	}
+	if len(s) > 0 && s[0] == '-' {
+		return bad("is negative")
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return bad("is not an integer")
+		}
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n > 1<<63-1 {
+		return bad("is above 2^63-1")
+	}
+	if n == 0 {
+		return bad("is 0; a map's is at least 1")
+	}
+	return n, nil
+}
+
+func sortedKeys(m map[string]any) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// kind names a decoded JSON value's type for a message.
+func kind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case []any:
+		return "an array"
+	}
+	return "an object"
+}
+
+// quoteShort quotes s for a message, cut to 100 bytes: a message must not carry a
+// document's worth of one field.
+func quoteShort(s string) string {
+	if len(s) > 100 {
+		cut := 100
+		for cut > 0 && !utf8RuneStart(s[cut]) {
+			cut--
+		}
+		return strconv.Quote(s[:cut]) + "..."
+	}
+	return strconv.Quote(s)
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

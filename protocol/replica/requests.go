@@ -1,0 +1,293 @@
+package replica
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"time"
+
+	"plait/protocol/wire"
+)
+
+// Requests between nodes (docs/design.md §23.4): a request travels hop by hop over
+// version-4 connections to the node it names, along the routes the node takes origins by;
+// each hop remembers where a request it passed on came from, so the answer retraces the
+// path without a routing decision of its own. Every request is answered once, or times out
+// where it started; never twice.
+
+// RequestID names a request this node started (Ask), from 1, never reused.
+type RequestID uint64
+
+// Answer is the answer to a request this node started.
+type Answer struct {
+	ID      RequestID
+	Code    wire.Code // "": success
+	Message string
+	Body    []byte
+}
+
+// The request codes (docs/contract.md §22.7). They travel in RESPONSE, never in CLOSE.
+const (
+	CodeNoRoute         wire.Code = "no-route"
+	CodeUnreachable     wire.Code = "unreachable"
+	CodeRequestTimeout  wire.Code = "request-timeout"
+	CodeTooManyRequests wire.Code = "too-many-requests"
+	CodeForbidden       wire.Code = "forbidden"
+	CodeUnknownKind     wire.Code = "unknown-kind"
+)
+
+// Scopes, each covering the ones before it (docs/contract.md §6.4).
+var scopes = []string{"read", "write", "admin"}
+
+// covers reports whether scope have covers scope need.
+func covers(have, need string) bool {
+	h, n := slices.Index(scopes, have), slices.Index(scopes, need)
+	return h >= 0 && n >= 0 && h >= n
+}
+
+// requestKind is what a node serves for one kind of request.
+type requestKind struct {
+	scope string
+	serve func(r *Replica, body []byte) (wire.Code, string, []byte)
+}
+
+// requestKinds are the kinds this build serves. Placement and locks add theirs.
+var requestKinds = map[string]requestKind{
+	// map: the node's current map, as its MAP body (generation 0 alone with none).
+	"map": {scope: "read", serve: func(r *Replica, _ []byte) (wire.Code, string, []byte) {
+		body, err := wire.AppendMapAnswer(nil, r.mapBody())
+		if err != nil {
+			return wire.CodeInternal, err.Error(), nil
+		}
+		return "", "", body
+	}},
+}
+
+// hop is one request in flight through a connection: started here (local), or passed on
+// for the connection it came from (in, inID).
+type hop struct {
+	out      ConnID
+	outID    uint64
+	local    RequestID
+	in       ConnID
+	inID     uint64
+	deadline time.Time
+}
+
+type hopKey struct {
+	conn ConnID
+	id   uint64
+}
+
+// requestState is the requests this node started or passed on, and the answers waiting
+// for the shell.
+type requestState struct {
+	last    RequestID
+	hops    map[hopKey]*hop
+	answers []Answer
+}
+
+// Ask starts a request for node target (docs/design.md §23.4) with the caller's scope. Its
+// answer comes in Answers, after this input or a later one: at once when it is for this
+// node or cannot go anywhere, otherwise when the target answers, a hop refuses, a
+// connection on the way closes, or RequestTimeout passes.
+func (r *Replica) Ask(now time.Time, target, kind, scope string, body []byte) (RequestID, error) {
+	if r.fatal != nil {
+		return 0, r.fatal
+	}
+	r.now = now
+	rs := &r.reqs
+	rs.last++
+	id := rs.last
+	req := wire.Request{Target: target, Path: []string{r.id.Name}, TimeoutMS: uint64(r.cfg.RequestTimeout / time.Millisecond),
+		Scope: scope, Kind: kind, Body: body}
+	if target == r.id.Name {
+		r.counters.RequestsServed++
+		code, msg, b := r.serve(&req)
+		rs.answers = append(rs.answers, Answer{ID: id, Code: code, Message: msg, Body: b})
+		return id, nil
+	}
+	next, code, why := r.requestRoute(target, req.Path)
+	if next == nil {
+		r.counters.RequestsRefused++
+		rs.answers = append(rs.answers, Answer{ID: id, Code: code, Message: why})
+		return id, r.settle()
+	}
+	outID, err := next.sess.V4().Request(req)
+	if err != nil {
+		r.counters.RequestsRefused++
+		rs.answers = append(rs.answers, Answer{ID: id, Code: CodeTooManyRequests, Message: "the connection to " + next.peerName + " has " +
+			strconv.Itoa(r.cfg.Limits.MaxRequestsInFlight) + " requests in flight"})
+		return id, r.settle()
+	}
+	r.counters.RequestsSent++
+	rs.hops[hopKey{next.id, outID}] = &hop{out: next.id, outID: outID, local: id, deadline: now.Add(r.cfg.RequestTimeout)}
+	return id, r.settle()
+}
+
+// Answers hands over the answers to requests this node started, in the order they came.
+func (r *Replica) Answers() []Answer {
+	a := r.reqs.answers
+	r.reqs.answers = nil
+	return a
+}
+
+// serve answers a request for this node.
+func (r *Replica) serve(req *wire.Request) (wire.Code, string, []byte) {
+	k, ok := requestKinds[req.Kind]
+	switch {
+	case !ok:
+		return CodeUnknownKind, "this node serves no request of kind " + strconv.Quote(req.Kind), nil
+	case !covers(req.Scope, k.scope):
+		return CodeForbidden, "a request of kind " + req.Kind + " needs scope " + k.scope + ", the caller has " + req.Scope, nil
+	}
+	return k.serve(r, req.Body)
+}
+
+// requestRoute chooses the connection a request for target goes on next: the target
+// itself when it is a neighbour at version 4; otherwise the connection this node takes
+// the target's origin from, or else one whose peer advertises it, or else the one the
+// target's newest member entry came on (a node that never wrote has no origin to route);
+// never to a node the request passed.
+func (r *Replica) requestRoute(target string, path []string) (*conn, wire.Code, string) {
+	if len(path) >= r.cfg.MaxRequestHops {
+		return nil, CodeNoRoute, "the request passed " + strconv.Itoa(len(path)) + " nodes, the hop limit"
+	}
+	usable := func(c *conn) bool {
+		return c != nil && c.established && c.version >= v4 && !c.closing && !slices.Contains(path, c.peerName)
+	}
+	for _, c := range r.connList {
+		if c.peerName == target && usable(c) {
+			return c, "", ""
+		}
+	}
+	for _, st := range r.originList {
+		if st.name != target || st.id == r.id.Origin {
+			continue
+		}
+		if c := r.conns[st.source]; usable(c) {
+			return c, "", ""
+		}
+		for _, c := range r.connList {
+			if _, ok := c.heads[st.id]; ok && usable(c) {
+				return c, "", ""
+			}
+		}
+	}
+	if c := r.conns[r.cmap.via[target]]; usable(c) {
+		return c, "", "" // toward the node whose newest member entry came on it
+	}
+	return nil, CodeNoRoute, "no version-4 route from " + r.id.Name + " reaches " + strconv.Quote(target) +
+		": it routes no origin of that name, no member entry of it came over a connection still open, or every way passes a node the request passed"
+}
+
+// onRequest serves a request for this node, or passes it on.
+func (r *Replica) onRequest(c *conn, req *wire.Request) {
+	respond := func(code wire.Code, msg string, body []byte) {
+		r.check(c.sess.V4().Respond(req.ID, wire.Response{Code: code, Message: msg, Body: body}))
+	}
+	if req.Target == r.id.Name {
+		r.counters.RequestsServed++
+		respond(r.serve(req))
+		return
+	}
+	if slices.Contains(req.Path, r.id.Name) {
+		r.counters.RequestsRefused++
+		respond(CodeNoRoute, "the request passed "+r.id.Name+" already", nil)
+		return
+	}
+	path := append(slices.Clone(req.Path), r.id.Name)
+	next, code, why := r.requestRoute(req.Target, path[:len(path)-1])
+	if next == nil {
+		r.counters.RequestsRefused++
+		respond(code, why, nil)
+		return
+	}
+	fwd := *req
+	fwd.Path = path
+	outID, err := next.sess.V4().Request(fwd)
+	if err != nil {
+		r.counters.RequestsRefused++
+		respond(CodeTooManyRequests, "the connection to "+next.peerName+" has "+strconv.Itoa(r.cfg.Limits.MaxRequestsInFlight)+" requests in flight", nil)
+		return
+	}
+	r.counters.RequestsForwarded++
+	r.reqs.hops[hopKey{next.id, outID}] = &hop{out: next.id, outID: outID, in: c.id, inID: req.ID,
+		deadline: r.now.Add(time.Duration(req.TimeoutMS) * time.Millisecond)}
+}
+
+// onResponse takes the answer to a request this node sent on c.
+func (r *Replica) onResponse(c *conn, resp *wire.Response, late bool) {
+	k := hopKey{c.id, resp.ID}
+	h := r.reqs.hops[k]
+	if late || h == nil {
+		r.counters.RequestsLate++
+		return
+	}
+	delete(r.reqs.hops, k)
+	r.answerHop(h, resp.Code, resp.Message, resp.Body)
+}
+
+// answerHop gives a request's answer to where it came from: the shell, or the
+// connection it came on.
+func (r *Replica) answerHop(h *hop, code wire.Code, msg string, body []byte) {
+	if h.local != 0 {
+		r.reqs.answers = append(r.reqs.answers, Answer{ID: h.local, Code: code, Message: msg, Body: body})
+		return
+	}
+	if in := r.conns[h.in]; in != nil && in.established && !in.closing {
+		r.check(in.sess.V4().Respond(h.inID, wire.Response{Code: code, Message: msg, Body: body}))
+	}
+}
+
+// sortedHops lists the requests in flight whose hop matches keep, by connection and id:
+// the order answers are given in must not depend on a map's.
+func (r *Replica) sortedHops(keep func(*hop) bool) []*hop {
+	var hs []*hop
+	for _, h := range r.reqs.hops {
+		if keep(h) {
+			hs = append(hs, h)
+		}
+	}
+	slices.SortFunc(hs, func(a, b *hop) int {
+		return cmp.Or(cmp.Compare(a.out, b.out), cmp.Compare(a.outID, b.outID))
+	})
+	return hs
+}
+
+// expireRequests gives up on requests whose deadline passed: the caller's own get
+// request-timeout; a request passed on is answered so upstream, which has given up on it
+// too or will get it as late.
+func (r *Replica) expireRequests(now time.Time) {
+	for _, h := range r.sortedHops(func(h *hop) bool { return !now.Before(h.deadline) }) {
+		delete(r.reqs.hops, hopKey{h.out, h.outID})
+		if c := r.conns[h.out]; c != nil {
+			_ = c.sess.V4().Forget(h.outID) // sent on c: it cannot be refused
+		}
+		r.answerHop(h, CodeRequestTimeout, "no answer within "+r.cfg.RequestTimeout.String(), nil)
+	}
+}
+
+// requestsDropped settles the requests of a connection that ended: those sent on it are
+// answered unreachable; those that came on it are forgotten downstream (nobody waits).
+func (r *Replica) requestsDropped(c *conn) {
+	for _, h := range r.sortedHops(func(h *hop) bool { return h.out == c.id || h.in == c.id }) {
+		delete(r.reqs.hops, hopKey{h.out, h.outID})
+		if h.out == c.id {
+			r.answerHop(h, CodeUnreachable, "the connection to "+c.peerName+" closed before the answer", nil)
+		} else if out := r.conns[h.out]; out != nil {
+			_ = out.sess.V4().Forget(h.outID) // sent on out: it cannot be refused
+		}
+	}
+}
+
+// requestsDue is the earliest deadline of a request in flight (zero: none).
+func (r *Replica) requestsDue() time.Time {
+	var due time.Time
+	for _, h := range r.reqs.hops {
+		if due.IsZero() || h.deadline.Before(due) {
+			due = h.deadline
+		}
+	}
+	return due
+}

@@ -1,0 +1,187 @@
+package protocol
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"plait/protocol/wire"
+)
+
+// V4Commands are the commands only a version-4 connection takes (Session.V4): the cluster
+// map, member entries and requests between nodes (SPEC.md, "Version 4"). On an older
+// connection they are refused with invalid-state.
+type V4Commands interface {
+	// SendMap sends this side's cluster map (MAP): once established when it holds one, and
+	// whenever it adopts another. m must pass the rules a receiver checks (its document
+	// canonical JSON whose generation is m's); a body beyond the peer's frame limit is
+	// refused with frame-too-large.
+	SendMap(m wire.Map) error
+	// SendMembers sends member entries (MEMBERS), sorted by name and split into frames of
+	// at most wire.MaxMembers that fit the peer's frame limit. A name twice, or an entry
+	// that breaks the rules, is refused (bad-argument) and nothing is sent; no entry sends
+	// nothing.
+	SendMembers(entries []wire.Member) error
+	// Request sends a request (REQUEST) and returns the id the session gave it: the next
+	// of the connection, strictly increasing (whatever r.ID holds is replaced). The path
+	// ends with this node's name. The answer arrives as EventResponse with that id. It is
+	// refused with too-many-requests while Limits.MaxRequestsInFlight requests are neither
+	// answered nor forgotten, frame-too-large beyond the peer's frame limit and
+	// send-buffer-full beyond the send buffer; nothing is sent then, and no id is used.
+	Request(r wire.Request) (uint64, error)
+	// Respond answers the peer's request id (EventRequest) with r (whatever r.ID holds is
+	// replaced): once, so a request not received or answered already is refused
+	// (invalid-state). It is refused, the request still owed, with frame-too-large beyond
+	// the peer's frame limit and send-buffer-full beyond the send buffer.
+	Respond(id uint64, r wire.Response) error
+	// Forget gives up a request this side sent (its caller timed out, or went away): it no
+	// longer counts as in flight, and its answer, if one comes, arrives as EventResponse
+	// with Late set. A request answered or forgotten already is forgotten again silently; an
+	// id never sent is refused (bad-argument).
+	Forget(id uint64) error
+}
+
+// V4 returns the version-4 commands of the session.
+func (s *Session) V4() V4Commands { return (*v4Commands)(s) }
+
+// v4Commands is a Session seen through its version-4 commands.
+type v4Commands Session
+
+func (s *Session) needV4(cmd string) *wire.Error {
+	if err := s.needEstablished(cmd); err != nil {
+		return err
+	}
+	if s.info.Version < 4 {
+		return wire.NewError(wire.CodeInvalidState, cmd+" on a version-"+strconv.FormatUint(s.info.Version, 10)+" connection")
+	}
+	return nil
+}
+
+// queueV4 queues a version-4 frame of the encoded body: refused with frame-too-large
+// beyond the peer's frame limit, and, when buffered, with send-buffer-full beyond the
+// send buffer (a request's body and an answer's may be as large as a frame).
+func (s *Session) queueV4(t wire.Type, body []byte, buffered bool) *wire.Error {
+	size := wire.HeaderSize + len(body)
+	switch {
+	case len(body) > s.peerFrame:
+		return wire.NewError(wire.CodeFrameTooLarge, "a "+t.String()+" body of "+strconv.Itoa(len(body))+
+			" bytes exceeds the peer's frame limit of "+strconv.Itoa(s.peerFrame))
+	case buffered && s.outBytes > 0 && s.outBytes+size > s.limits.MaxSendBuffer:
+		return wire.NewError(wire.CodeSendBufferFull, strconv.Itoa(s.outBytes)+" bytes are queued; take them with Ready first")
+	}
+	s.sendRaw(t, 0, body)
+	return nil
+}
+
+func (c *v4Commands) SendMap(m wire.Map) error {
+	s := (*Session)(c)
+	s.begin()
+	if err := s.needV4("SendMap"); err != nil {
+		return err
+	}
+	if err := m.Validate(); err != nil {
+		return wire.NewError(wire.CodeBadArgument, "MAP: "+err.Error())
+	}
+	body, err := m.AppendBody(nil)
+	if err != nil {
+		return wire.NewError(wire.CodeBadArgument, "MAP: "+err.Error())
+	}
+	if err := s.queueV4(wire.TypeMap, body, false); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (c *v4Commands) SendMembers(entries []wire.Member) error {
+	s := (*Session)(c)
+	s.begin()
+	if err := s.needV4("SendMembers"); err != nil {
+		return err
+	}
+	sorted := slices.SortedFunc(slices.Values(entries), func(a, b wire.Member) int { return strings.Compare(a.Name, b.Name) })
+	for lo := 0; lo < len(sorted); lo += wire.MaxMembers {
+		part := wire.Members{Entries: sorted[lo:min(len(sorted), lo+wire.MaxMembers)]}
+		if err := part.Validate(); err != nil {
+			return wire.NewError(wire.CodeBadArgument, "MEMBERS: "+err.Error())
+		}
+		if lo > 0 && sorted[lo-1].Name == sorted[lo].Name {
+			return wire.NewError(wire.CodeBadArgument, "MEMBERS: member "+quote(sorted[lo].Name)+" twice")
+		}
+	}
+	for lo := 0; lo < len(sorted); {
+		lo = s.sendFitting(lo, min(len(sorted), lo+wire.MaxMembers), func(lo, hi int) wire.Body {
+			return &wire.Members{Entries: sorted[lo:hi]}
+		})
+	}
+	return nil
+}
+
+func (c *v4Commands) Request(r wire.Request) (uint64, error) {
+	s := (*Session)(c)
+	s.begin()
+	if err := s.needV4("Request"); err != nil {
+		return 0, err
+	}
+	if len(s.v4.out) >= s.limits.MaxRequestsInFlight {
+		return 0, wire.NewError(wire.CodeTooManyRequests, strconv.Itoa(len(s.v4.out))+
+			" requests sent are neither answered nor forgotten")
+	}
+	r.ID = s.v4.lastOut + 1
+	if err := r.Validate(); err != nil {
+		return 0, wire.NewError(wire.CodeBadArgument, "REQUEST: "+err.Error())
+	}
+	if last := r.Path[len(r.Path)-1]; last != s.cfg.Name {
+		return 0, wire.NewError(wire.CodeBadArgument, "REQUEST: the path ends at "+quote(last)+", not at this node "+quote(s.cfg.Name))
+	}
+	body, err := r.AppendBody(nil)
+	if err != nil {
+		return 0, wire.NewError(wire.CodeBadArgument, "REQUEST: "+err.Error())
+	}
+	if err := s.queueV4(wire.TypeRequest, body, true); err != nil {
+		return 0, err
+	}
+	s.v4.lastOut = r.ID
+	s.v4.out[r.ID] = struct{}{}
+	return r.ID, nil
+}
+
+func (c *v4Commands) Respond(id uint64, r wire.Response) error {
+	s := (*Session)(c)
+	s.begin()
+	if err := s.needV4("Respond"); err != nil {
+		return err
+	}
+	if _, owed := s.v4.in[id]; !owed {
+		why := " is answered already"
+		if id == 0 || id > s.v4.lastIn {
+			why = " was never received"
+		}
+		return wire.NewError(wire.CodeInvalidState, "request "+strconv.FormatUint(id, 10)+why)
+	}
+	r.ID = id
+	if err := r.Validate(); err != nil {
+		return wire.NewError(wire.CodeBadArgument, "RESPONSE: "+err.Error())
+	}
+	body, err := r.AppendBody(nil)
+	if err != nil {
+		return wire.NewError(wire.CodeBadArgument, "RESPONSE: "+err.Error())
+	}
+	if err := s.queueV4(wire.TypeResponse, body, true); err != nil {
+		return err
+	}
+	delete(s.v4.in, id)
+	return nil
+}
+
+func (c *v4Commands) Forget(id uint64) error {
+	s := (*Session)(c)
+	s.begin()
+	if err := s.needV4("Forget"); err != nil {
+		return err
+	}
+	if id == 0 || id > s.v4.lastOut {
+		return wire.NewError(wire.CodeBadArgument, "request "+strconv.FormatUint(id, 10)+" was never sent")
+	}
+	delete(s.v4.out, id)
+	return nil
+}

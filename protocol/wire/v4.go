@@ -1,0 +1,269 @@
+package wire
+
+import (
+	"bytes"
+	"strconv"
+)
+
+// Version 4 (SPEC.md, "Version 4: the cluster map and requests (draft)"): version 3 and
+// more, a draft until release 0.4 freezes it. Its frame types are 0x50-0x5F, one sub-range
+// per feature; this file holds the first one's, 0x50-0x53: the cluster map (MAP), what a
+// node knows of the members' protocol versions (MEMBERS), and a request to a named node
+// with its answer (REQUEST, RESPONSE). All four are connection-level frames of version-4
+// connections only.
+
+// Frame types of version 4's cluster map and requests.
+const (
+	TypeMap      Type = 0x50 // the sender's cluster map
+	TypeMembers  Type = 0x51 // nodes' highest protocol versions, as the sender knows them
+	TypeRequest  Type = 0x52 // a request for a named node, forwarded hop by hop
+	TypeResponse Type = 0x53 // the answer to a request the receiver sent
+)
+
+// Bounds of version 4's bodies (SPEC.md, "Version 4").
+const (
+	// MaxMapDocument bounds a map's document, the canonical JSON the operator published.
+	MaxMapDocument = 64 << 10
+	// MaxMapBody bounds a MAP body: the largest document, the other keys and room for keys
+	// a later build adds. Why a bound of its own: a document of 64 KiB does not fit
+	// MaxControlBody with the keys around it.
+	MaxMapBody = MaxMapDocument + 4<<10
+	// MaxMembers bounds the entries of one MEMBERS frame (and a sender splits a longer
+	// list into frames of at most this many).
+	MaxMembers = 1024
+	// MaxMembersBody bounds a MEMBERS body: MaxMembers entries of the longest name and
+	// largest numbers take some 88 KiB.
+	MaxMembersBody = 128 << 10
+	// MaxRequestPath bounds the names of a REQUEST's path: the hops a request may pass.
+	MaxRequestPath = 16
+	// MaxRequestTimeout bounds a REQUEST's timeout, in milliseconds.
+	MaxRequestTimeout = 60000
+	// MaxRequestKind bounds a REQUEST's kind, in bytes.
+	MaxRequestKind = 32
+	// MaxGeneration is the highest generation a map may have (2^63-1), so that it reads
+	// as a signed number wherever it is shown.
+	MaxGeneration = 1<<63 - 1
+)
+
+// The scopes a REQUEST carries: the caller's token scope.
+const (
+	ScopeRead  = "read"
+	ScopeWrite = "write"
+	ScopeAdmin = "admin"
+)
+
+// Map is the MAP body: the sender's cluster map. Generation is the document's own
+// generation; Document the map's canonical JSON (protocol/clustermap); Publisher the node it was
+// published on and Published that node's HLC when it was, which is informative only.
+//
+// The same body answers a request of kind map (SPEC.md, "Version 4"), where a node that
+// holds no map answers the body of generation 0 and no other key (AppendMapAnswer,
+// DecodeMapAnswer).
+type Map struct {
+	Generation uint64 `cbor:"1,keyasint"`
+	Document   []byte `cbor:"2,keyasint"`
+	Publisher  string `cbor:"3,keyasint"`
+	Published  uint64 `cbor:"4,keyasint"`
+	Unknown
+}
+
+func (*Map) FrameType() Type { return TypeMap }
+
+func (m *Map) AppendBody(dst []byte) ([]byte, error) { return appendMap(dst, m, m.Extra) }
+
+// Validate: a generation of 1 to MaxGeneration; a document of 1 to MaxMapDocument bytes; a
+// publisher under the name rule. What the document holds (canonical JSON whose generation is
+// Generation) is the map's own rule, checked once, by protocol/clustermap, where the node
+// decides about the map (a receiving node closes with bad-field when it breaks it).
+func (m *Map) Validate() error {
+	switch {
+	case m.Generation == 0 || m.Generation > MaxGeneration:
+		return badField("MAP generation " + strconv.FormatUint(m.Generation, 10) + " is outside 1..2^63-1")
+	case len(m.Document) == 0 || len(m.Document) > MaxMapDocument:
+		return badField("MAP document of " + strconv.Itoa(len(m.Document)) + " bytes is outside 1.." + strconv.Itoa(MaxMapDocument))
+	}
+	if err := checkName("MAP publisher", m.Publisher); err != nil {
+		return err
+	}
+	return nil
+}
+
+// mapNone is the answer of a node that holds no map: {1: 0}, the one encoding of that body
+// in Core Deterministic Encoding.
+var mapNone = []byte{0xa1, 0x01, 0x00}
+
+// AppendMapAnswer appends the body that answers a request of kind map: m's MAP body, or,
+// when m is nil (no map held), the body of generation 0 and no other key.
+func AppendMapAnswer(dst []byte, m *Map) ([]byte, error) {
+	if m == nil {
+		return append(dst, mapNone...), nil
+	}
+	if err := m.Validate(); err != nil {
+		return dst, err
+	}
+	return m.AppendBody(dst)
+}
+
+// DecodeMapAnswer decodes the body of an answer to a request of kind map: nil when the
+// target holds no map, else its MAP body, checked as a MAP frame's is.
+func DecodeMapAnswer(b []byte) (*Map, error) {
+	if bytes.Equal(b, mapNone) {
+		return nil, nil
+	}
+	body, err := registry[TypeMap].decode(b)
+	if err != nil {
+		return nil, err
+	}
+	return body.(*Map), nil
+}
+
+// Member is one entry of MEMBERS: node Name speaks protocol versions up to MaxVersion and
+// holds the cluster map of Generation (0: none, or not known: a neighbour's report), as
+// reported at Stamp (an HLC). Of two entries for one name the higher stamp wins.
+type Member struct {
+	Name       string `cbor:"1,keyasint"`
+	MaxVersion uint64 `cbor:"2,keyasint"`
+	Stamp      uint64 `cbor:"3,keyasint"`
+	Generation uint64 `cbor:"4,keyasint,omitempty"`
+}
+
+// Members is the MEMBERS body: 1 to MaxMembers entries, strictly ascending by name.
+type Members struct {
+	Entries []Member `cbor:"1,keyasint"`
+	Unknown
+}
+
+func (*Members) FrameType() Type { return TypeMembers }
+
+func (m *Members) AppendBody(dst []byte) ([]byte, error) { return appendMap(dst, m, m.Extra) }
+
+// Validate: 1 to MaxMembers entries, names under the name rule and strictly ascending, a
+// max version and a stamp of at least 1.
+func (m *Members) Validate() error {
+	if len(m.Entries) == 0 || len(m.Entries) > MaxMembers {
+		return badField("MEMBERS of " + strconv.Itoa(len(m.Entries)) + " entries; a frame holds 1 to " + strconv.Itoa(MaxMembers))
+	}
+	for i, e := range m.Entries {
+		if err := checkName("member name", e.Name); err != nil {
+			return err
+		}
+		if e.MaxVersion == 0 || e.Stamp == 0 {
+			return badField("member " + strconv.Quote(e.Name) + ": a max version and a stamp of at least 1")
+		}
+		if i > 0 && m.Entries[i-1].Name >= e.Name {
+			return badField("member names are not strictly ascending at " + strconv.Quote(e.Name))
+		}
+	}
+	return nil
+}
+
+// Request is the REQUEST body: a request of Kind for the node named Target, which passed
+// the nodes of Path (the caller first, the sender last). The receiver gives up on it
+// TimeoutMS milliseconds after receiving it. Scope is the caller's token scope; Body the
+// kind's argument, if any. ID is the sender's, strictly above every id it used on the
+// connection.
+type Request struct {
+	ID        uint64   `cbor:"1,keyasint"`
+	Target    string   `cbor:"2,keyasint"`
+	Path      []string `cbor:"3,keyasint"`
+	TimeoutMS uint64   `cbor:"4,keyasint"`
+	Scope     string   `cbor:"5,keyasint"`
+	Kind      string   `cbor:"6,keyasint"`
+	Body      []byte   `cbor:"7,keyasint,omitempty"`
+	Unknown
+}
+
+func (*Request) FrameType() Type { return TypeRequest }
+
+func (r *Request) AppendBody(dst []byte) ([]byte, error) { return appendMap(dst, r, r.Extra) }
+
+// Validate: an id of at least 1; a target and 1 to MaxRequestPath path names under the name
+// rule, no name twice in the path; a timeout of 1 to MaxRequestTimeout ms; scope read, write
+// or admin; a kind of 1 to MaxRequestKind bytes of [a-z0-9-].
+func (r *Request) Validate() error {
+	if r.ID == 0 {
+		return badField("REQUEST id 0; ids start at 1")
+	}
+	if err := checkName("REQUEST target", r.Target); err != nil {
+		return err
+	}
+	if len(r.Path) == 0 || len(r.Path) > MaxRequestPath {
+		return badField("REQUEST path of " + strconv.Itoa(len(r.Path)) + " names; it holds 1 to " + strconv.Itoa(MaxRequestPath))
+	}
+	for i, n := range r.Path {
+		if err := checkName("REQUEST path name", n); err != nil {
+			return err
+		}
+		for _, m := range r.Path[:i] {
+			if m == n {
+				return badField("REQUEST path names " + strconv.Quote(n) + " twice")
+			}
+		}
+	}
+	switch {
+	case r.TimeoutMS == 0 || r.TimeoutMS > MaxRequestTimeout:
+		return badField("REQUEST timeout of " + strconv.FormatUint(r.TimeoutMS, 10) + " ms is outside 1.." + strconv.Itoa(MaxRequestTimeout))
+	case r.Scope != ScopeRead && r.Scope != ScopeWrite && r.Scope != ScopeAdmin:
+		return badField("REQUEST scope " + strconv.Quote(r.Scope) + " is none of read, write and admin")
+	case len(r.Kind) > MaxRequestKind || !token(r.Kind):
+		return badField("REQUEST kind " + strconv.Quote(r.Kind) + " is not 1-32 bytes of [a-z0-9-]")
+	}
+	return nil
+}
+
+// Response is the RESPONSE body: the answer to the request ID the receiver sent. Code is
+// empty for a success, else a request code (no-route, too-many-requests, ...) or one of the
+// kind's own; Message is for humans.
+type Response struct {
+	ID      uint64 `cbor:"1,keyasint"`
+	Code    Code   `cbor:"2,keyasint,omitempty"`
+	Message string `cbor:"3,keyasint,omitempty"`
+	Body    []byte `cbor:"4,keyasint,omitempty"`
+	Unknown
+}
+
+func (*Response) FrameType() Type { return TypeResponse }
+
+func (r *Response) AppendBody(dst []byte) ([]byte, error) { return appendMap(dst, r, r.Extra) }
+
+// Validate: an id of at least 1; a code, when present, of 1 to 64 bytes of [a-z0-9-]; a
+// message of at most MaxCloseText bytes.
+func (r *Response) Validate() error {
+	switch {
+	case r.ID == 0:
+		return badField("RESPONSE id 0 answers no request")
+	case r.Code != "" && !token(string(r.Code)):
+		return badField("RESPONSE code " + strconv.Quote(string(r.Code)) + " is not 1-64 bytes of [a-z0-9-]")
+	case len(r.Message) > MaxCloseText:
+		return badField("RESPONSE message of " + strconv.Itoa(len(r.Message)) + " bytes exceeds 1024")
+	}
+	return nil
+}
+
+func init() {
+	v4 := func(name string, maxBody uint32, decode func([]byte) (Body, error)) typeInfo {
+		return typeInfo{name: name, maxBody: maxBody, version: 4, decode: decode}
+	}
+	register(TypeMap, v4("MAP", MaxMapBody, decodeControl[Map](4, (*Map).Validate, 1, 2, 3, 4)))
+	register(TypeMembers, v4("MEMBERS", MaxMembersBody, decodeControl[Members](1, (*Members).Validate, 1)))
+	// REQUEST and RESPONSE carry a body of the kind's, bounded by the frame body limit only.
+	register(TypeRequest, v4("REQUEST", 0, decodeControl[Request](7, (*Request).Validate, 1, 2, 3, 4, 5, 6)))
+	register(TypeResponse, v4("RESPONSE", 0, decodeControl[Response](4, (*Response).Validate, 1)))
+}
+
+// DecodeMap, DecodeMembers, DecodeRequest and DecodeResponse decode and check a body of
+// their frame type, as a received frame's is (for the WASM ABI's events, which carry the
+// bodies).
+func DecodeMap(b []byte) (*Map, error)           { return decodeAs[*Map](TypeMap, b) }
+func DecodeMembers(b []byte) (*Members, error)   { return decodeAs[*Members](TypeMembers, b) }
+func DecodeRequest(b []byte) (*Request, error)   { return decodeAs[*Request](TypeRequest, b) }
+func DecodeResponse(b []byte) (*Response, error) { return decodeAs[*Response](TypeResponse, b) }
+
+func decodeAs[B Body](t Type, b []byte) (B, error) {
+	var zero B
+	body, err := registry[t].decode(b)
+	if err != nil {
+		return zero, err
+	}
+	return body.(B), nil
+}

@@ -1,0 +1,251 @@
+package wire_test
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"testing"
+
+	"plait/protocol/wire"
+)
+
+// v4Body is a version-4 body with its rules.
+type v4Body interface {
+	wire.Body
+	Validate() error
+}
+
+// decodeV4 decodes a body as a received frame of its type.
+func decodeV4(b wire.Body) (wire.Body, *wire.Error) {
+	enc := body(b)
+	return wire.DecodeBody(wire.Frame{Header: wire.Header{Type: b.FrameType(), Length: uint32(len(enc))}, Body: enc})
+}
+
+// TestV4FieldRules: each field rule of MAP, MEMBERS, REQUEST and RESPONSE (SPEC.md,
+// "Version 4") rejects a well-typed value with bad-field, from the decoder and from
+// Validate alike; the rules' bounds are accepted.
+func TestV4FieldRules(t *testing.T) {
+	doc := func(g string, rest string) []byte { return []byte(`{"generation":` + g + rest + `}`) }
+	mp := func(mod func(m *wire.Map)) *wire.Map {
+		m := sampleMap()
+		mod(m)
+		return m
+	}
+	mem := func(es ...wire.Member) *wire.Members { return &wire.Members{Entries: es} }
+	m := func(name string) wire.Member { return wire.Member{Name: name, MaxVersion: 4, Stamp: 1} }
+	names := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = "n" + strconv.Itoa(i)
+		}
+		return out
+	}
+	req := func(mod func(r *wire.Request)) *wire.Request {
+		r := &wire.Request{ID: 1, Target: "c", Path: []string{"a", "b"}, TimeoutMS: 100, Scope: wire.ScopeRead, Kind: "map"}
+		mod(r)
+		return r
+	}
+	resp := func(mod func(r *wire.Response)) *wire.Response {
+		r := &wire.Response{ID: 1}
+		mod(r)
+		return r
+	}
+	many := make([]wire.Member, wire.MaxMembers+1)
+	for i := range many {
+		many[i] = wire.Member{Name: "n" + strconv.Itoa(10000+i), MaxVersion: 4, Stamp: 1}
+	}
+	// The largest document: a canonical object padded by a string to exactly the bound.
+	big := func(n int) []byte {
+		pad := n - len(`{"generation":3,"x":""}`)
+		return []byte(`{"generation":3,"x":"` + strings.Repeat("p", pad) + `"}`)
+	}
+	for _, c := range []struct {
+		name string
+		v    v4Body
+		ok   bool
+	}{
+		{"MAP valid", sampleMap(), true},
+		{"MAP of generation 0", mp(func(m *wire.Map) { m.Generation, m.Document = 0, doc("0", "") }), false},
+		{"MAP of generation 2^63-1", mp(func(m *wire.Map) { m.Generation, m.Document = wire.MaxGeneration, doc("9223372036854775807", "") }), true},
+		{"MAP of generation 2^63", mp(func(m *wire.Map) { m.Generation, m.Document = 1<<63, doc("9223372036854775808", "") }), false},
+		{"MAP with an empty document", mp(func(m *wire.Map) { m.Document = nil }), false},
+		{"MAP with a document of 64 KiB", mp(func(m *wire.Map) { m.Document = big(wire.MaxMapDocument) }), true},
+		{"MAP with a document of 64 KiB + 1", mp(func(m *wire.Map) { m.Document = big(wire.MaxMapDocument + 1) }), false},
+		{"MAP with an empty publisher", mp(func(m *wire.Map) { m.Publisher = "" }), false},
+		{"MAP with a publisher outside the name rule", mp(func(m *wire.Map) { m.Publisher = "a b" }), false},
+		{"MAP with a publisher of 64 bytes", mp(func(m *wire.Map) { m.Publisher = strings.Repeat("p", 64) }), true},
+		{"MAP with a publisher of 65 bytes", mp(func(m *wire.Map) { m.Publisher = strings.Repeat("p", 65) }), false},
+
+		{"MEMBERS valid", mem(m("a"), m("b")), true},
+		{"MEMBERS of 1024 entries", mem(many[:wire.MaxMembers]...), true},
+		{"MEMBERS of 1025 entries", mem(many...), false},
+		{"MEMBERS of no entry", mem(), false},
+		{"MEMBERS out of order", mem(m("b"), m("a")), false},
+		{"MEMBERS with a name twice", mem(m("a"), m("a")), false},
+		{"MEMBERS with a name outside the rule", mem(m("a/b")), false},
+		{"MEMBERS with max version 0", mem(wire.Member{Name: "a", Stamp: 1}), false},
+		{"MEMBERS with stamp 0", mem(wire.Member{Name: "a", MaxVersion: 4}), false},
+
+		{"REQUEST valid", req(func(*wire.Request) {}), true},
+		{"REQUEST id 0", req(func(r *wire.Request) { r.ID = 0 }), false},
+		{"REQUEST to a target outside the name rule", req(func(r *wire.Request) { r.Target = "" }), false},
+		{"REQUEST with an empty path", req(func(r *wire.Request) { r.Path = nil }), false},
+		{"REQUEST with a path of 16 names", req(func(r *wire.Request) { r.Path = names(16) }), true},
+		{"REQUEST with a path of 17 names", req(func(r *wire.Request) { r.Path = names(17) }), false},
+		{"REQUEST with a name twice in its path", req(func(r *wire.Request) { r.Path = []string{"a", "b", "a"} }), false},
+		{"REQUEST with a path name outside the rule", req(func(r *wire.Request) { r.Path = []string{"a", "b c"} }), false},
+		{"REQUEST of timeout 0", req(func(r *wire.Request) { r.TimeoutMS = 0 }), false},
+		{"REQUEST of timeout 1", req(func(r *wire.Request) { r.TimeoutMS = 1 }), true},
+		{"REQUEST of timeout 60000", req(func(r *wire.Request) { r.TimeoutMS = 60000 }), true},
+		{"REQUEST of timeout 60001", req(func(r *wire.Request) { r.TimeoutMS = 60001 }), false},
+		{"REQUEST of scope write", req(func(r *wire.Request) { r.Scope = wire.ScopeWrite }), true},
+		{"REQUEST of scope admin", req(func(r *wire.Request) { r.Scope = wire.ScopeAdmin }), true},
+		{"REQUEST of scope Read", req(func(r *wire.Request) { r.Scope = "Read" }), false},
+		{"REQUEST of an empty scope", req(func(r *wire.Request) { r.Scope = "" }), false},
+		{"REQUEST of an empty kind", req(func(r *wire.Request) { r.Kind = "" }), false},
+		{"REQUEST of a kind of 32 bytes", req(func(r *wire.Request) { r.Kind = strings.Repeat("k", 32) }), true},
+		{"REQUEST of a kind of 33 bytes", req(func(r *wire.Request) { r.Kind = strings.Repeat("k", 33) }), false},
+		{"REQUEST of a kind outside [a-z0-9-]", req(func(r *wire.Request) { r.Kind = "Map" }), false},
+
+		{"RESPONSE valid", resp(func(*wire.Response) {}), true},
+		{"RESPONSE id 0", resp(func(r *wire.Response) { r.ID = 0 }), false},
+		{"RESPONSE code of 64 bytes", resp(func(r *wire.Response) { r.Code = wire.Code(strings.Repeat("c", 64)) }), true},
+		{"RESPONSE code of 65 bytes", resp(func(r *wire.Response) { r.Code = wire.Code(strings.Repeat("c", 65)) }), false},
+		{"RESPONSE code outside [a-z0-9-]", resp(func(r *wire.Response) { r.Code = "No-route" }), false},
+		{"RESPONSE message of 1024 bytes", resp(func(r *wire.Response) { r.Message = strings.Repeat("m", 1024) }), true},
+		{"RESPONSE message of 1025 bytes", resp(func(r *wire.Response) { r.Message = strings.Repeat("m", 1025) }), false},
+	} {
+		verr := c.v.Validate()
+		_, derr := decodeV4(c.v)
+		if c.ok {
+			if verr != nil || derr != nil {
+				t.Errorf("%s: Validate %v, decode %v", c.name, verr, derr)
+			}
+			continue
+		}
+		if verr == nil || derr == nil || derr.Code != wire.CodeBadField || derr.Class != wire.ClassProtocol {
+			t.Errorf("%s: Validate %v, decode %v; want bad-field from both", c.name, verr, derr)
+		}
+	}
+}
+
+// TestV4RequiredKeys: a MAP without one of its keys, a MEMBERS or REQUEST without one of
+// theirs, a RESPONSE without its id and a MEMBERS entry without one of its keys are
+// bad-cbor (SPEC M16); REQUEST's body and RESPONSE's code, message and body are optional.
+func TestV4RequiredKeys(t *testing.T) {
+	mapBody := map[uint64]any{1: 3, 2: []byte(`{"generation":3}`), 3: "a", 4: 7}
+	reqBody := map[uint64]any{1: 1, 2: "c", 3: []any{"a"}, 4: 100, 5: "read", 6: "map"}
+	without := func(m map[uint64]any, k uint64) map[uint64]any {
+		out := map[uint64]any{}
+		for key, v := range m {
+			if key != k {
+				out[key] = v
+			}
+		}
+		return out
+	}
+	type bad struct {
+		name string
+		typ  wire.Type
+		body []byte
+	}
+	var cases []bad
+	for k := uint64(1); k <= 4; k++ {
+		cases = append(cases, bad{"MAP without key " + strconv.FormatUint(k, 10), wire.TypeMap, cb(without(mapBody, k))})
+	}
+	for k := uint64(1); k <= 6; k++ {
+		cases = append(cases, bad{"REQUEST without key " + strconv.FormatUint(k, 10), wire.TypeRequest, cb(without(reqBody, k))})
+	}
+	cases = append(cases,
+		bad{"MEMBERS without its entries", wire.TypeMembers, cb(map[uint64]any{})},
+		bad{"a MEMBERS entry without its stamp", wire.TypeMembers, cb(map[uint64]any{1: []any{map[uint64]any{1: "a", 2: 4}}})},
+		bad{"a MEMBERS entry with a key of a later build", wire.TypeMembers, cb(map[uint64]any{1: []any{map[uint64]any{1: "a", 2: 4, 3: 1, 4: 0}}})},
+		bad{"a MEMBERS entry as an array", wire.TypeMembers, cb(map[uint64]any{1: []any{[]any{"a", 4, 1}}})},
+		bad{"RESPONSE without its id", wire.TypeResponse, cb(map[uint64]any{2: "no-route"})},
+		bad{"RESPONSE with an empty body", wire.TypeResponse, cb(map[uint64]any{1: 1, 4: []byte{}})},
+		bad{"REQUEST with an empty body", wire.TypeRequest, cb(map[uint64]any{1: 1, 2: "c", 3: []any{"a"}, 4: 100, 5: "read", 6: "map", 7: []byte{}})},
+	)
+	for _, c := range cases {
+		_, err := wire.DecodeBody(wire.Frame{Header: wire.Header{Type: c.typ, Length: uint32(len(c.body))}, Body: c.body})
+		if err == nil || err.Code != wire.CodeBadCBOR {
+			t.Errorf("%s: %v, want bad-cbor", c.name, err)
+		}
+	}
+	// Keys of a later build are kept, in every version-4 body.
+	for _, c := range []struct {
+		typ  wire.Type
+		body map[uint64]any
+	}{
+		{wire.TypeMap, mapBody},
+		{wire.TypeMembers, map[uint64]any{1: []any{map[uint64]any{1: "a", 2: 4, 3: 1}}}},
+		{wire.TypeRequest, reqBody},
+		{wire.TypeResponse, map[uint64]any{1: 1}},
+	} {
+		c.body[30] = "later"
+		enc := cb(c.body)
+		frames, err := decode(raw(c.typ, 0, 0, enc))
+		if err != nil {
+			t.Errorf("%s with key 30: %v", c.typ, err)
+			continue
+		}
+		if re, _ := wire.EncodeMessage(frames); !bytes.Equal(re[wire.HeaderSize:], enc) {
+			t.Errorf("%s with key 30 does not re-encode byte for byte", c.typ)
+		}
+	}
+}
+
+// TestMapAnswer: the answer to a request of kind map is a MAP body, or {1: 0} when the
+// target holds no map; both decode back, and anything else is refused as a MAP body is.
+func TestMapAnswer(t *testing.T) {
+	none, err := wire.AppendMapAnswer(nil, nil)
+	if err != nil || !bytes.Equal(none, hx("a1 01 00")) {
+		t.Fatalf("the answer of no map: %x, %v", none, err)
+	}
+	if m, err := wire.DecodeMapAnswer(none); m != nil || err != nil {
+		t.Fatalf("decoding the answer of no map: %+v, %v", m, err)
+	}
+	some, err := wire.AppendMapAnswer(nil, sampleMap())
+	if err != nil || !bytes.Equal(some, body(sampleMap())) {
+		t.Fatalf("the answer of a map: %x, %v", some, err)
+	}
+	if m, err := wire.DecodeMapAnswer(some); err != nil || m == nil || m.Generation != 3 || !bytes.Equal(m.Document, sampleMap().Document) {
+		t.Fatalf("decoding the answer of a map: %+v, %v", m, err)
+	}
+	bad := sampleMap()
+	bad.Generation = 0
+	if _, err := wire.AppendMapAnswer(nil, bad); err == nil {
+		t.Fatal("an answer of a map that breaks its rules was encoded")
+	}
+	for _, b := range [][]byte{hx("a1 01 01"), hx("a2 01 00 03 61 61"), hx("a0"), nil} {
+		if m, err := wire.DecodeMapAnswer(b); err == nil {
+			t.Errorf("answer %x: %+v accepted", b, m)
+		}
+	}
+}
+
+// TestRequestCodes: the request codes have their classes, are known to ClassOf, and are
+// neither among the codes a CLOSE carries nor transport codes.
+func TestRequestCodes(t *testing.T) {
+	want := map[wire.Code]wire.Class{
+		wire.CodeNoRoute: wire.ClassTransient, wire.CodeUnreachable: wire.ClassTransient, wire.CodeRequestTimeout: wire.ClassTransient,
+		wire.CodeTooManyRequests: wire.ClassResourceLimit, wire.CodeForbidden: wire.ClassRefused, wire.CodeUnknownKind: wire.ClassUnsupported,
+	}
+	if got := wire.RequestCodes(); len(got) != len(want) {
+		t.Fatalf("request codes %v", got)
+	}
+	closeCodes := map[wire.Code]bool{}
+	for _, c := range append(wire.Codes(), wire.TransportCodes()...) {
+		closeCodes[c] = true
+	}
+	for c, cl := range want {
+		if got, ok := wire.ClassOf(c); !ok || got != cl || !wire.IsRequestCode(c) || closeCodes[c] {
+			t.Errorf("%s: class %s (%v), request code %v, among the others %v", c, got, ok, wire.IsRequestCode(c), closeCodes[c])
+		}
+		if e := wire.NewError(c, "x"); e.Class != cl {
+			t.Errorf("NewError(%s) has class %s", c, e.Class)
+		}
+	}
+	if wire.IsRequestCode(wire.CodeGoingAway) {
+		t.Error("going-away is a request code")
+	}
+}

@@ -1,0 +1,199 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"plait/protocol/clustermap"
+	"plait/shells/native/httpapi"
+	"plait/shells/native/node"
+)
+
+// mapCall sends a request to the cluster map's endpoints and returns the status, the
+// content type and the body.
+func mapCall(t *testing.T, method, url, body string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+}
+
+// statusOf reads a node's status document from its API.
+func statusOf(t *testing.T, api string) httpapi.StatusDoc {
+	t.Helper()
+	st, err := httpapi.ReadStatus(http.DefaultClient, strings.TrimPrefix(api, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestClusterMapPublish: PUT /v1/cluster/map adopts a map and answers it in canonical
+// form, the same map again (other key order and spacing) answers 200, a generation at or
+// below the node's 409 stale-generation, and each document the API refuses 400 with its
+// code; the body's bound is 64 KiB exactly: a valid document of 64 KiB is adopted, one
+// byte more is map-too-large. GET answers the map (and ?node=A, through the request path,
+// {"generation":0} before any), the status and the metrics show it.
+func TestClusterMapPublish(t *testing.T) {
+	a, _ := startNode(t, "A")
+	s, ct, body := mapCall(t, "GET", a.URL+"/v1/cluster/map", "")
+	if s != 200 || ct != "application/json" || body != "{\"generation\":0}\n" {
+		t.Fatalf("GET before any map: %d %q %q; want 200 application/json {\"generation\":0}", s, ct, body)
+	}
+	s, _, body = mapCall(t, "GET", a.URL+"/v1/cluster/map?node=A", "")
+	want(t, "GET ?node=A before any map (the answer of a node that holds none)", s, body, 200, "{\"generation\":0}\n")
+
+	const two = `{"generation":2,"nodes":[{"api":"http://a.example:7401","name":"A"},{"name":"B"}]}` + "\n"
+	s, ct, body = mapCall(t, "PUT", a.URL+"/v1/cluster/map", ` { "nodes": [ {"name":"A", "api":"http://a.example:7401"}, {"name":"B"} ], "generation": 2 } `)
+	if s != 200 || ct != "application/json" || body != two {
+		t.Fatalf("PUT generation 2: %d %q %q; want 200 %q", s, ct, body, two)
+	}
+	s, _, body = mapCall(t, "PUT", a.URL+"/v1/cluster/map", `{"generation":2,"nodes":[{"name":"A","api":"http://a.example:7401"},{"name":"B"}]}`)
+	want(t, "the same map again, keys in another order", s, body, 200, two)
+	s, _, body = mapCall(t, "GET", a.URL+"/v1/cluster/map", "")
+	want(t, "GET after the PUT", s, body, 200, two)
+
+	for _, c := range []struct {
+		what, doc string
+		status    int
+		code      string
+	}{
+		{"another map of the same generation", `{"generation":2}`, 409, "stale-generation"},
+		{"a lower generation", `{"generation":1}`, 409, "stale-generation"},
+		{"not an object", `[1]`, 400, clustermap.CodeBadJSON},
+		{"an empty body", ``, 400, clustermap.CodeBadJSON},
+		{"a key twice", `{"generation":3,"generation":4}`, 400, clustermap.CodeBadJSON},
+		{"a field not supported yet", `{"generation":3,"placement":{}}`, 400, clustermap.CodeUnknownField},
+		{"generation 0", `{"generation":0}`, 400, clustermap.CodeBadGeneration},
+		{"generation 1.0", `{"generation":1.0}`, 400, clustermap.CodeBadGeneration},
+		{"a bad name", `{"generation":3,"nodes":[{"name":"a b"}]}`, 400, clustermap.CodeBadName},
+		{"a bad api", `{"generation":3,"nodes":[{"name":"A","api":"ftp://a.example"}]}`, 400, clustermap.CodeBadURL},
+		{"a node twice", `{"generation":3,"nodes":[{"name":"A"},{"name":"A"}]}`, 400, clustermap.CodeDuplicateNode},
+		{"no nodes", `{"generation":3,"nodes":[]}`, 400, clustermap.CodeTooManyNodes},
+		{"one byte over 64 KiB", `{"generation":3}` + strings.Repeat(" ", clustermap.MaxBytes+1-len(`{"generation":3}`)), 400, clustermap.CodeMapTooLarge},
+	} {
+		s, ct, body := mapCall(t, "PUT", a.URL+"/v1/cluster/map", c.doc)
+		want(t, c.what, s, body, c.status, `{"error":{"code":"`+c.code+`"`)
+		if ct != "application/json" {
+			t.Errorf("%s: content type %q", c.what, ct)
+		}
+	}
+	s, _, body = mapCall(t, "GET", a.URL+"/v1/cluster/map", "")
+	want(t, "GET after the refusals", s, body, 200, two)
+
+	at64 := `{"generation":3}` + strings.Repeat(" ", clustermap.MaxBytes-len(`{"generation":3}`))
+	if len(at64) != 64<<10 {
+		t.Fatalf("the document at the bound is %d bytes", len(at64))
+	}
+	s, _, body = mapCall(t, "PUT", a.URL+"/v1/cluster/map", at64)
+	want(t, "a document of 64 KiB exactly", s, body, 200, "{\"generation\":3}\n")
+
+	st := statusOf(t, a.URL)
+	m := st.ClusterMap
+	if m.Generation != 3 || m.Publisher != "A" || m.Members != nil || m.MembersBelowV4 != nil || m.Conflict != nil ||
+		st.Counters.ClusterMapAdopted != 2 || st.Counters.ClusterMapConflicts != 0 {
+		t.Errorf("status after generations 2 and 3: %+v, adopted %d, conflicts %d; want generation 3 of A, no member list, 2 adopted",
+			m, st.Counters.ClusterMapAdopted, st.Counters.ClusterMapConflicts)
+	}
+	if at, err := time.Parse(time.RFC3339Nano, m.AppliedAt); err != nil || time.Since(at) > time.Minute {
+		t.Errorf("cluster_map.applied_at %q: %v", m.AppliedAt, err)
+	}
+	if len(m.Versions) != 1 || m.Versions[0].Name != "A" || m.Versions[0].MaxVersion != st.Node.Protocol.Max {
+		t.Errorf("cluster_map.versions %+v; want A's own at its protocol max %d", m.Versions, st.Node.Protocol.Max)
+	}
+	_, body = do(t, "GET", a.URL+"/metrics", "")
+	for _, series := range []string{"\nplait_cluster_map_generation 3\n", "\nplait_cluster_map_adopted_total 2\n", "\nplait_cluster_map_conflicts_total 0\n"} {
+		if !strings.Contains(body, series) {
+			t.Errorf("metrics lack %q", strings.TrimSpace(series))
+		}
+	}
+}
+
+// TestClusterMapOfNode: ?node=NAME answers the map node NAME holds, asked over the peer
+// connection: A and B publish different maps of one generation before they meet, so each
+// keeps its own (a conflict, shown and counted on both), and A's API answers B's map for
+// ?node=B and its own for ?node=A. A name outside the rule is 400 bad-name; a node no
+// route reaches 502 no-route, counted as refused.
+func TestClusterMapOfNode(t *testing.T) {
+	a, aURL := startNode(t, "A")
+	b, _ := startNode(t, "B")
+	const mapA, mapB = `{"generation":1,"nodes":[{"name":"A"},{"name":"B"}]}`, `{"generation":1,"nodes":[{"name":"B"}]}`
+	s, body := do(t, "PUT", a.URL+"/v1/cluster/map", mapA)
+	want(t, "A's map", s, body, 200, mapA)
+	s, body = do(t, "PUT", b.URL+"/v1/cluster/map", mapB)
+	want(t, "B's map", s, body, 200, mapB)
+	s, body = do(t, "POST", b.URL+"/v1/peers", `{"name":"A","url":"`+aURL+`"}`)
+	want(t, "B dials A", s, body, 201, `"name":"A"`)
+
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		sa, sb := statusOf(t, a.URL), statusOf(t, b.URL)
+		if c := sa.ClusterMap.Conflict; c != nil && c.Publisher == "B" && c.Generation == 1 && sb.ClusterMap.Conflict != nil &&
+			sa.Counters.ClusterMapConflicts == 1 && sb.Counters.ClusterMapConflicts == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("A and B never showed the conflict: A %+v (%d), B %+v (%d)", sa.ClusterMap, sa.Counters.ClusterMapConflicts,
+				sb.ClusterMap, sb.Counters.ClusterMapConflicts)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s, ct, body := mapCall(t, "GET", a.URL+"/v1/cluster/map?node=B", "")
+	if s != 200 || ct != "application/json" || body != mapB+"\n" {
+		t.Errorf("A's API, ?node=B: %d %q %q; want 200 with B's map %s", s, ct, body, mapB)
+	}
+	s, _, body = mapCall(t, "GET", a.URL+"/v1/cluster/map?node=A", "")
+	want(t, "A's API, ?node=A", s, body, 200, mapA+"\n")
+	if st := statusOf(t, a.URL); st.Counters.RequestsSent != 1 || st.Counters.RequestsServed != 1 {
+		t.Errorf("A's requests: sent %d, served %d; want 1 sent (to B), 1 served (its own)", st.Counters.RequestsSent, st.Counters.RequestsServed)
+	}
+	if st := statusOf(t, b.URL); st.Counters.RequestsServed != 1 {
+		t.Errorf("B served %d requests, want 1", st.Counters.RequestsServed)
+	}
+
+	for _, q := range []string{"?node=", "?node=a%20b", "?node=" + strings.Repeat("n", 65)} {
+		s, _, body = mapCall(t, "GET", a.URL+"/v1/cluster/map"+q, "")
+		want(t, "A's API, "+q, s, body, 400, `{"error":{"code":"bad-name"`)
+	}
+	before := statusOf(t, a.URL).Counters.RequestsRefused
+	s, _, body = mapCall(t, "GET", a.URL+"/v1/cluster/map?node=Z", "")
+	want(t, "A's API, ?node=Z (no such node)", s, body, 502, `{"error":{"code":"no-route"`)
+	if after := statusOf(t, a.URL).Counters.RequestsRefused; after != before+1 {
+		t.Errorf("requests_refused %d after no-route, want %d", after, before+1)
+	}
+}
+
+// TestClusterMapScopes: with tokens, a read token reads the map, its own node's and
+// another's (the request carries the caller's scope, which the target checks), and may
+// not publish one; an admin token publishes.
+func TestClusterMapScopes(t *testing.T) {
+	tokens, _ := tokenFile(t, readToken+" read\n"+adminToken+" admin\n")
+	a, _ := startNodeWith(t, node.Config{Name: "A"}, httpapi.RequireTokens(tokens))
+	s, _, body := call(t, "PUT", a.URL+"/v1/cluster/map", `{"generation":1}`, "Bearer "+readToken)
+	want(t, "PUT with a read token", s, body, 403, `"code":"forbidden"`)
+	s, _, body = call(t, "GET", a.URL+"/v1/cluster/map", "", "Bearer "+readToken)
+	want(t, "GET with a read token, before any map", s, body, 200, `{"generation":0}`)
+	s, _, body = call(t, "PUT", a.URL+"/v1/cluster/map", `{"generation":1}`, "Bearer "+adminToken)
+	want(t, "PUT with an admin token", s, body, 200, `{"generation":1}`)
+	s, _, body = call(t, "GET", a.URL+"/v1/cluster/map?node=A", "", "Bearer "+readToken)
+	want(t, "GET ?node=A with a read token", s, body, 200, `{"generation":1}`)
+	s, _, body = call(t, "GET", a.URL+"/v1/cluster/map", "")
+	want(t, "GET without a token", s, body, 401, `"code":"unauthorized"`)
+	var doc httpapi.StatusDoc
+	_, _, body = call(t, "GET", a.URL+"/v1/status", "", "Bearer "+readToken)
+	if err := json.Unmarshal([]byte(body), &doc); err != nil || doc.ClusterMap.Generation != 1 {
+		t.Errorf("status after the admin's PUT: generation %d, %v", doc.ClusterMap.Generation, err)
+	}
+}
