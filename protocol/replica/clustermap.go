@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"plait/protocol/clustermap"
@@ -309,7 +310,7 @@ func (r *Replica) memberEntries(names map[string]ConnID) []wire.Member {
 			es = append(es, wire.Member{Name: n, MaxVersion: e.MaxVersion, Stamp: e.Stamp, Generation: e.Generation})
 		}
 	}
-	slices.SortFunc(es, func(a, b wire.Member) int { return cmpString(a.Name, b.Name) })
+	slices.SortFunc(es, func(a, b wire.Member) int { return strings.Compare(a.Name, b.Name) })
 	return es
 }
 
@@ -371,13 +372,3 @@ func (r *Replica) RequireV4() *clustermap.Error {
 }
 
 func hasKey[K comparable, V any](m map[K]V, k K) bool { _, ok := m[k]; return ok }
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
