@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,23 +11,6 @@ import (
 	"plait/shells/native/httpapi"
 	"plait/shells/native/node"
 )
-
-// mapCall sends a request to the cluster map's endpoints and returns the status, the
-// content type and the body.
-func mapCall(t *testing.T, method, url, body string) (int, string, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
-}
 
 // statusOf reads a node's status document from its API.
 func statusOf(t *testing.T, api string) httpapi.StatusDoc {
@@ -48,21 +30,21 @@ func statusOf(t *testing.T, api string) httpapi.StatusDoc {
 // {"generation":0} before any), the status and the metrics show it.
 func TestClusterMapPublish(t *testing.T) {
 	a, _ := startNode(t, "A")
-	s, ct, body := mapCall(t, "GET", a.URL+"/v1/cluster/map", "")
+	s, ct, body := doTyped(t, "GET", a.URL+"/v1/cluster/map", "")
 	if s != 200 || ct != "application/json" || body != "{\"generation\":0}\n" {
 		t.Fatalf("GET before any map: %d %q %q; want 200 application/json {\"generation\":0}", s, ct, body)
 	}
-	s, _, body = mapCall(t, "GET", a.URL+"/v1/cluster/map?node=A", "")
+	s, _, body = doTyped(t, "GET", a.URL+"/v1/cluster/map?node=A", "")
 	want(t, "GET ?node=A before any map (the answer of a node that holds none)", s, body, 200, "{\"generation\":0}\n")
 
 	const two = `{"generation":2,"nodes":[{"api":"http://a.example:7401","name":"A"},{"name":"B"}]}` + "\n"
-	s, ct, body = mapCall(t, "PUT", a.URL+"/v1/cluster/map", ` { "nodes": [ {"name":"A", "api":"http://a.example:7401"}, {"name":"B"} ], "generation": 2 } `)
+	s, ct, body = doTyped(t, "PUT", a.URL+"/v1/cluster/map", ` { "nodes": [ {"name":"A", "api":"http://a.example:7401"}, {"name":"B"} ], "generation": 2 } `)
 	if s != 200 || ct != "application/json" || body != two {
 		t.Fatalf("PUT generation 2: %d %q %q; want 200 %q", s, ct, body, two)
 	}
-	s, _, body = mapCall(t, "PUT", a.URL+"/v1/cluster/map", `{"generation":2,"nodes":[{"name":"A","api":"http://a.example:7401"},{"name":"B"}]}`)
+	s, _, body = doTyped(t, "PUT", a.URL+"/v1/cluster/map", `{"generation":2,"nodes":[{"name":"A","api":"http://a.example:7401"},{"name":"B"}]}`)
 	want(t, "the same map again, keys in another order", s, body, 200, two)
-	s, _, body = mapCall(t, "GET", a.URL+"/v1/cluster/map", "")
+	s, _, body = doTyped(t, "GET", a.URL+"/v1/cluster/map", "")
 	want(t, "GET after the PUT", s, body, 200, two)
 
 	for _, c := range []struct {
@@ -84,20 +66,20 @@ func TestClusterMapPublish(t *testing.T) {
 		{"no nodes", `{"generation":3,"nodes":[]}`, 400, clustermap.CodeTooManyNodes},
 		{"one byte over 64 KiB", `{"generation":3}` + strings.Repeat(" ", clustermap.MaxBytes+1-len(`{"generation":3}`)), 400, clustermap.CodeMapTooLarge},
 	} {
-		s, ct, body := mapCall(t, "PUT", a.URL+"/v1/cluster/map", c.doc)
+		s, ct, body := doTyped(t, "PUT", a.URL+"/v1/cluster/map", c.doc)
 		want(t, c.what, s, body, c.status, `{"error":{"code":"`+c.code+`"`)
 		if ct != "application/json" {
 			t.Errorf("%s: content type %q", c.what, ct)
 		}
 	}
-	s, _, body = mapCall(t, "GET", a.URL+"/v1/cluster/map", "")
+	s, _, body = doTyped(t, "GET", a.URL+"/v1/cluster/map", "")
 	want(t, "GET after the refusals", s, body, 200, two)
 
 	at64 := `{"generation":3}` + strings.Repeat(" ", clustermap.MaxBytes-len(`{"generation":3}`))
 	if len(at64) != 64<<10 {
 		t.Fatalf("the document at the bound is %d bytes", len(at64))
 	}
-	s, _, body = mapCall(t, "PUT", a.URL+"/v1/cluster/map", at64)
+	s, _, body = doTyped(t, "PUT", a.URL+"/v1/cluster/map", at64)
 	want(t, "a document of 64 KiB exactly", s, body, 200, "{\"generation\":3}\n")
 
 	st := statusOf(t, a.URL)
@@ -150,11 +132,11 @@ func TestClusterMapOfNode(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	s, ct, body := mapCall(t, "GET", a.URL+"/v1/cluster/map?node=B", "")
+	s, ct, body := doTyped(t, "GET", a.URL+"/v1/cluster/map?node=B", "")
 	if s != 200 || ct != "application/json" || body != mapB+"\n" {
 		t.Errorf("A's API, ?node=B: %d %q %q; want 200 with B's map %s", s, ct, body, mapB)
 	}
-	s, _, body = mapCall(t, "GET", a.URL+"/v1/cluster/map?node=A", "")
+	s, _, body = doTyped(t, "GET", a.URL+"/v1/cluster/map?node=A", "")
 	want(t, "A's API, ?node=A", s, body, 200, mapA+"\n")
 	if st := statusOf(t, a.URL); st.Counters.RequestsSent != 1 || st.Counters.RequestsServed != 1 {
 		t.Errorf("A's requests: sent %d, served %d; want 1 sent (to B), 1 served (its own)", st.Counters.RequestsSent, st.Counters.RequestsServed)
@@ -164,11 +146,11 @@ func TestClusterMapOfNode(t *testing.T) {
 	}
 
 	for _, q := range []string{"?node=", "?node=a%20b", "?node=" + strings.Repeat("n", 65)} {
-		s, _, body = mapCall(t, "GET", a.URL+"/v1/cluster/map"+q, "")
+		s, _, body = doTyped(t, "GET", a.URL+"/v1/cluster/map"+q, "")
 		want(t, "A's API, "+q, s, body, 400, `{"error":{"code":"bad-name"`)
 	}
 	before := statusOf(t, a.URL).Counters.RequestsRefused
-	s, _, body = mapCall(t, "GET", a.URL+"/v1/cluster/map?node=Z", "")
+	s, _, body = doTyped(t, "GET", a.URL+"/v1/cluster/map?node=Z", "")
 	want(t, "A's API, ?node=Z (no such node)", s, body, 502, `{"error":{"code":"no-route"`)
 	if after := statusOf(t, a.URL).Counters.RequestsRefused; after != before+1 {
 		t.Errorf("requests_refused %d after no-route, want %d", after, before+1)

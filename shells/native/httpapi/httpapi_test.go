@@ -60,6 +60,13 @@ func startNodeLimits(t *testing.T, cfg node.Config, limits httpapi.Limits, opts 
 
 func do(t *testing.T, method, url, body string) (int, string) {
 	t.Helper()
+	code, _, b := doTyped(t, method, url, body)
+	return code, b
+}
+
+// doTyped is do with the answer's content type.
+func doTyped(t *testing.T, method, url, body string) (int, string, string) {
+	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +77,7 @@ func do(t *testing.T, method, url, body string) (int, string) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
 }
 
 func want(t *testing.T, what string, status int, body string, wantStatus int, wantBody string) {
