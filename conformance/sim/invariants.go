@@ -341,17 +341,21 @@ func (s *recordingStore) ApplyCopy(b *store.CopyBatch) error {
 			inv.fail(s.now(), "%s: the copy cursor %s/%q is behind its chunk's record %s/%q", s.node, b.State.Table, b.State.Key, r.Table, r.Key)
 			break
 		}
-		k := string(r.Table) + "\x00" + string(r.Key)
-		if seen[k] {
-			inv.recopied++
-		}
-		seen[k] = true
 	}
 	if err := s.diskFull("copy"); err != nil {
 		return err
 	}
 	if err := s.Store.ApplyCopy(b); err != nil {
 		return err
+	}
+	// Merged only once written: a chunk a full disk refused is merged again after the
+	// resume, for the first time.
+	for _, r := range b.Records {
+		k := string(r.Table) + "\x00" + string(r.Key)
+		if seen[k] {
+			inv.recopied++
+		}
+		seen[k] = true
 	}
 	s.chunks++
 	if s.onChunk != nil {
