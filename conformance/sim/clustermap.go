@@ -240,7 +240,8 @@ func (c *Cluster) v4NeighbourIn(m string, reach map[string]bool) bool {
 // conflict that the next generation ends; sometimes a lower generation on a node that
 // has not seen the highest yet; sometimes one on a node that crashes right after, before
 // it could tell anyone; sometimes one on a node one of whose links is partitioned) and a
-// few requests between random nodes.
+// few requests between random nodes, a third of them with their target crashing while they
+// are on their way.
 func (c *Cluster) mapsAndRequests(rep *Report, names []string, end time.Time) {
 	rng := c.Rand()
 	doc := func(gen uint64, variant int) []byte {
@@ -312,6 +313,22 @@ func (c *Cluster) mapsAndRequests(rep *Report, names []string, end time.Time) {
 				_ = c.Ask(from, to) // running: checked
 			}
 		})
+		if k := rng.IntN(3); k == 0 && to != from && to != "nobody" {
+			// The target crashes while the request is on its way: the connection that
+			// carried it closes under it (unreachable), or its answer never comes (timeout).
+			d := time.Duration(500+rng.IntN(2000)) * time.Millisecond
+			c.At(at.Add(time.Duration(1+rng.IntN(3))*time.Millisecond), func() {
+				if c.Node(to).Rep != nil {
+					rep.Crashes++
+					_ = c.Crash(to) // running: checked
+					c.At(c.Now().Add(d), func() {
+						if c.Node(to).Rep == nil {
+							_ = c.Restart(to, c.Node(to).MaxVersion) // down: checked
+						}
+					})
+				}
+			})
+		}
 	}
 }
 
