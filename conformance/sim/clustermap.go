@@ -126,24 +126,16 @@ func (c *Cluster) checkMaps() {
 	if c.maps.published == nil {
 		return
 	}
-	// The records converged; a map sent on a connection made again at the very end may
-	// still be on its way: a few round trips more, at most 5 s.
-	for i := 0; i < 50 && !c.mapsSettled(); i++ {
+	// The records converged; a map or a member entry sent on a connection made again at
+	// the very end may still be on its way: a few round trips more, at most 5 s, until
+	// nothing is found.
+	found := c.mapFindings()
+	for i := 0; i < 50 && len(found) > 0; i++ {
 		c.Run(100 * time.Millisecond)
+		found = c.mapFindings()
 	}
-	for _, name := range c.names {
-		n := c.nodes[name]
-		if n.Rep == nil || speaks(n.MaxVersion) < 4 {
-			continue
-		}
-		st := n.Rep.MapStatus()
-		if st.Generation != c.maps.maxGen && c.v4Reach(name)[c.mapPublishers()] {
-			c.inv.fail(c.now, "%s holds cluster map generation %d, the highest published is %d", name, st.Generation, c.maps.maxGen)
-		}
-		if st.Generation == c.maps.maxGen && st.Generation > 0 && !slices.ContainsFunc(c.maps.published[st.Generation], func(d []byte) bool { return string(d) == string(st.Document) }) {
-			c.inv.fail(c.now, "%s holds a map of generation %d that was never published", name, st.Generation)
-		}
-		c.checkBelowV4(name, st)
+	for _, f := range found {
+		c.inv.fail(c.now, "%s", f)
 	}
 	// A request its node still runs is answered by its timeout at the latest.
 	timeout := c.opts.RequestTimeout
@@ -157,17 +149,25 @@ func (c *Cluster) checkMaps() {
 	}
 }
 
-// mapsSettled reports whether every running version-4 node a holder of the highest
-// generation reaches over version-4 nodes holds it.
-func (c *Cluster) mapsSettled() bool {
+// mapFindings is what the end check finds wrong with the nodes' maps and member lists now.
+func (c *Cluster) mapFindings() []string {
+	var found []string
 	holder := c.mapPublishers()
 	for _, name := range c.names {
 		n := c.nodes[name]
-		if n.Rep != nil && speaks(n.MaxVersion) >= 4 && n.Rep.MapGeneration() != c.maps.maxGen && c.v4Reach(name)[holder] {
-			return false
+		if n.Rep == nil || speaks(n.MaxVersion) < 4 {
+			continue
 		}
+		st := n.Rep.MapStatus()
+		if st.Generation != c.maps.maxGen && c.v4Reach(name)[holder] {
+			found = append(found, fmt.Sprintf("%s holds cluster map generation %d, the highest published is %d", name, st.Generation, c.maps.maxGen))
+		}
+		if st.Generation == c.maps.maxGen && st.Generation > 0 && !slices.ContainsFunc(c.maps.published[st.Generation], func(d []byte) bool { return string(d) == string(st.Document) }) {
+			found = append(found, fmt.Sprintf("%s holds a map of generation %d that was never published", name, st.Generation))
+		}
+		found = append(found, c.belowV4Findings(name, st)...)
 	}
-	return true
+	return found
 }
 
 // mapPublishers is a node that published the highest generation (any: they hold it).
@@ -205,10 +205,11 @@ func (c *Cluster) v4Reach(name string) map[string]bool {
 	return seen
 }
 
-// checkBelowV4: a member reachable over version-4 nodes is below version 4 exactly when
+// belowV4Findings: a member reachable over version-4 nodes is below version 4 exactly when
 // it does not speak it; a member that does not speak it is below wherever one of its
 // version-4 neighbours is reachable (that neighbour saw its handshake).
-func (c *Cluster) checkBelowV4(name string, st replica.MapStatus) {
+func (c *Cluster) belowV4Findings(name string, st replica.MapStatus) []string {
+	var found []string
 	reach := c.v4Reach(name)
 	for _, m := range st.Members {
 		nd := c.nodes[m]
@@ -216,14 +217,15 @@ func (c *Cluster) checkBelowV4(name string, st replica.MapStatus) {
 		switch {
 		case nd == nil:
 			if !below {
-				c.inv.fail(c.now, "%s: member %s, which no node is, is not below version 4", name, m)
+				found = append(found, fmt.Sprintf("%s: member %s, which no node is, is not below version 4", name, m))
 			}
 		case reach[m] && below:
-			c.inv.fail(c.now, "%s: member %s speaks version 4 and is reachable, but is listed below it", name, m)
+			found = append(found, fmt.Sprintf("%s: member %s speaks version 4 and is reachable, but is listed below it", name, m))
 		case speaks(nd.MaxVersion) < 4 && nd.Rep != nil && c.v4NeighbourIn(m, reach) && !below:
-			c.inv.fail(c.now, "%s: member %s speaks version %d, but is not listed below 4", name, m, speaks(nd.MaxVersion))
+			found = append(found, fmt.Sprintf("%s: member %s speaks version %d, but is not listed below 4", name, m, speaks(nd.MaxVersion)))
 		}
 	}
+	return found
 }
 
 func (c *Cluster) v4NeighbourIn(m string, reach map[string]bool) bool {
