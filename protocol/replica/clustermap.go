@@ -198,7 +198,7 @@ func (r *Replica) adoptMap(m clustermap.Map, publisher string, published wire.HL
 	r.stampSelf(r.now) // every node's entry says which generation it holds
 	for _, c := range r.connList {
 		if from >= 0 && c.id != ConnID(from) && c.established && c.version >= v4 {
-			r.check(c.sess.V4().SendMap(body))
+			r.checkConn(c, c.sess.V4().SendMap(body))
 		}
 	}
 	return true
@@ -286,10 +286,10 @@ func (r *Replica) observeVersion(c *conn, peerMax uint64) {
 // greetV4 sends a new version-4 connection the node's map and every member entry.
 func (r *Replica) greetV4(c *conn) {
 	if m := r.mapBody(); m != nil {
-		r.check(c.sess.V4().SendMap(*m))
+		r.checkConn(c, c.sess.V4().SendMap(*m))
 	}
 	if es := r.memberEntries(nil); len(es) > 0 {
-		r.check(c.sess.V4().SendMembers(es))
+		r.checkConn(c, c.sess.V4().SendMembers(es))
 	}
 }
 
@@ -336,7 +336,7 @@ func (r *Replica) flushMembers() {
 			}
 		}
 		if len(es) > 0 {
-			r.check(c.sess.V4().SendMembers(es))
+			r.checkConn(c, c.sess.V4().SendMembers(es))
 		}
 	}
 	clear(cs.membersDirty)

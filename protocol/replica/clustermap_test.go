@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"plait/protocol"
 	"plait/protocol/clustermap"
 	"plait/protocol/replica"
 	"plait/protocol/store"
@@ -400,4 +401,27 @@ func TestMemberEntriesBound(t *testing.T) {
 				c.cfg.MaxMembers, c.cfg.MaxRequestHops, c.cfg.RequestTimeout, err, c.ok)
 		}
 	}
+}
+
+// TestMapPastThePeersFrameLimit: a map whose MAP body does not fit a peer's frame limit
+// closes that connection with frame-too-large (the peer cannot hold it); the node goes on.
+func TestMapPastThePeersFrameLimit(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{})
+	b := h.addNode("B", replica.Config{Limits: protocol.Limits{MaxFrameBody: 1024}})
+	var names []string
+	for i := range 60 {
+		names = append(names, fmt.Sprintf("node-%02d", i))
+	}
+	if _, err := a.publish(mapDoc(1, "", names...)); err != nil {
+		t.Fatal(err)
+	}
+	h.connect(b, a)
+	if e := b.rep.LastError("A"); e == nil || e.Err.Code != wire.CodeFrameTooLarge {
+		t.Fatalf("B's last error from A: %+v, want frame-too-large", e)
+	}
+	if b.rep.MapGeneration() != 0 {
+		t.Fatalf("B holds generation %d", b.rep.MapGeneration())
+	}
+	a.write(put("t", "k", "v")) // A still runs
 }

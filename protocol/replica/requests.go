@@ -2,6 +2,7 @@ package replica
 
 import (
 	"cmp"
+	"errors"
 	"slices"
 	"strconv"
 	"time"
@@ -26,14 +27,15 @@ type Answer struct {
 	Body    []byte
 }
 
-// The request codes (docs/contract.md §22.7). They travel in RESPONSE, never in CLOSE.
+// The request codes (docs/contract.md §22.7), wire's: they travel in RESPONSE, never in
+// CLOSE.
 const (
-	CodeNoRoute         wire.Code = "no-route"
-	CodeUnreachable     wire.Code = "unreachable"
-	CodeRequestTimeout  wire.Code = "request-timeout"
-	CodeTooManyRequests wire.Code = "too-many-requests"
-	CodeForbidden       wire.Code = "forbidden"
-	CodeUnknownKind     wire.Code = "unknown-kind"
+	CodeNoRoute         = wire.CodeNoRoute
+	CodeUnreachable     = wire.CodeUnreachable
+	CodeRequestTimeout  = wire.CodeRequestTimeout
+	CodeTooManyRequests = wire.CodeTooManyRequests
+	CodeForbidden       = wire.CodeForbidden
+	CodeUnknownKind     = wire.CodeUnknownKind
 )
 
 // Scopes, each covering the ones before it (docs/contract.md §6.4).
@@ -116,8 +118,8 @@ func (r *Replica) Ask(now time.Time, target, kind, scope string, body []byte) (R
 	outID, err := next.sess.V4().Request(req)
 	if err != nil {
 		r.counters.RequestsRefused++
-		rs.answers = append(rs.answers, Answer{ID: id, Code: CodeTooManyRequests, Message: "the connection to " + next.peerName + " has " +
-			strconv.Itoa(r.cfg.Limits.MaxRequestsInFlight) + " requests in flight"})
+		code, msg := refusedRequest(next, err)
+		rs.answers = append(rs.answers, Answer{ID: id, Code: code, Message: msg})
 		return id, r.settle()
 	}
 	r.counters.RequestsSent++
@@ -181,10 +183,21 @@ func (r *Replica) requestRoute(target string, path []string) (*conn, wire.Code, 
 		": it routes no origin of that name, no member entry of it came over a connection still open, or every way passes a node the request passed"
 }
 
+// refusedRequest is the answer to a request the session of its next hop refused to send:
+// too-many-requests at the bound, or the session's own code (frame-too-large for a request
+// past the peer's frame limit, send-buffer-full), so the caller learns which.
+func refusedRequest(next *conn, err error) (wire.Code, string) {
+	var we *wire.Error
+	if errors.As(err, &we) {
+		return we.Code, "the connection to " + next.peerName + ": " + we.Message
+	}
+	return wire.CodeInternal, err.Error()
+}
+
 // onRequest serves a request for this node, or passes it on.
 func (r *Replica) onRequest(c *conn, req *wire.Request) {
 	respond := func(code wire.Code, msg string, body []byte) {
-		r.check(c.sess.V4().Respond(req.ID, wire.Response{Code: code, Message: msg, Body: body}))
+		r.checkConn(c, c.sess.V4().Respond(req.ID, wire.Response{Code: code, Message: msg, Body: body}))
 	}
 	if req.Target == r.id.Name {
 		r.counters.RequestsServed++
@@ -208,7 +221,8 @@ func (r *Replica) onRequest(c *conn, req *wire.Request) {
 	outID, err := next.sess.V4().Request(fwd)
 	if err != nil {
 		r.counters.RequestsRefused++
-		respond(CodeTooManyRequests, "the connection to "+next.peerName+" has "+strconv.Itoa(r.cfg.Limits.MaxRequestsInFlight)+" requests in flight", nil)
+		code, msg := refusedRequest(next, err)
+		respond(code, msg, nil)
 		return
 	}
 	r.counters.RequestsForwarded++
@@ -236,7 +250,7 @@ func (r *Replica) answerHop(h *hop, code wire.Code, msg string, body []byte) {
 		return
 	}
 	if in := r.conns[h.in]; in != nil && in.established && !in.closing {
-		r.check(in.sess.V4().Respond(h.inID, wire.Response{Code: code, Message: msg, Body: body}))
+		r.checkConn(in, in.sess.V4().Respond(h.inID, wire.Response{Code: code, Message: msg, Body: body}))
 	}
 }
 
