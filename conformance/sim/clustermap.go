@@ -152,7 +152,7 @@ func (c *Cluster) checkMaps() {
 // mapFindings is what the end check finds wrong with the nodes' maps and member lists now.
 func (c *Cluster) mapFindings() []string {
 	var found []string
-	holder := c.mapPublishers()
+	holder := c.mapHolder()
 	for _, name := range c.names {
 		n := c.nodes[name]
 		if n.Rep == nil || speaks(n.MaxVersion) < 4 {
@@ -170,8 +170,8 @@ func (c *Cluster) mapFindings() []string {
 	return found
 }
 
-// mapPublishers is a node that published the highest generation (any: they hold it).
-func (c *Cluster) mapPublishers() string {
+// mapHolder is a node seen holding the highest generation published ("" when none).
+func (c *Cluster) mapHolder() string {
 	for _, name := range c.names {
 		if c.maps.held[name] == c.maps.maxGen {
 			return name

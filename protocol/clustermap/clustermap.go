@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -202,7 +203,7 @@ func check(obj map[string]any, strict bool) (Map, *Error) {
 // unknownFields refuses, in key order, a field of the document other than generation and
 // nodes (the reserved ones saying so), then a field of a node other than name and api.
 func unknownFields(obj map[string]any, nodes []any) *Error {
-	for _, k := range sortedKeys(obj) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		switch {
 		case k == "generation" || k == "nodes":
 		case slices.Contains(reserved, k):
@@ -212,7 +213,7 @@ func unknownFields(obj map[string]any, nodes []any) *Error {
 		}
 	}
 	for i, n := range nodes {
-		for _, k := range sortedKeys(n.(map[string]any)) {
+		for _, k := range slices.Sorted(maps.Keys(n.(map[string]any))) {
 			if k != "name" && k != "api" {
 				return errorf(CodeUnknownField, "nodes[%d] has an unknown field %s", i, quoteShort(k))
 			}
@@ -244,15 +245,6 @@ func generation(g any) (uint64, *Error) {
 		return bad("is 0; a map's is at least 1")
 	}
 	return n, nil
-}
-
-func sortedKeys(m map[string]any) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
 }
 
 // kind names a decoded JSON value's type for a message.

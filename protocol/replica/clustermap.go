@@ -182,10 +182,24 @@ func (r *Replica) PublishMap(now time.Time, doc []byte) (MapStatus, error) {
 	return r.MapStatus(), r.settle()
 }
 
-// adoptMap makes m the node's map: stored first, then sent on every version-4 connection
-// but the one it came from (from; 0: published here; -1: sent nowhere, only by the
-// MapRepaired mutation).
-func (r *Replica) adoptMap(m clustermap.Map, publisher string, published wire.HLC, from int64) bool {
+// adoptMap makes m the node's map (storeMap), then sends it on every version-4 connection
+// but the one it came from (from; 0: published here).
+func (r *Replica) adoptMap(m clustermap.Map, publisher string, published wire.HLC, from ConnID) bool {
+	if !r.storeMap(m, publisher, published) {
+		return false
+	}
+	body := r.mapBody()
+	for _, c := range r.connList {
+		if c.id != from && c.established && c.version >= v4 {
+			r.checkConn(c, c.sess.V4().SendMap(*body))
+		}
+	}
+	return true
+}
+
+// storeMap makes m the node's map, stored first, and stamps this node's member entry
+// with its generation.
+func (r *Replica) storeMap(m clustermap.Map, publisher string, published wire.HLC) bool {
 	cs := &r.cmap
 	body := wire.Map{Generation: m.Generation, Document: m.Doc, Publisher: publisher, Published: uint64(published)}
 	raw, err := wire.Marshal(storedMap{Map: body, AppliedAt: r.now.UnixNano()})
@@ -196,11 +210,6 @@ func (r *Replica) adoptMap(m clustermap.Map, publisher string, published wire.HL
 	cs.conflict, cs.conflictDoc = nil, nil
 	r.counters.ClusterMapAdopted++
 	r.stampSelf(r.now) // every node's entry says which generation it holds
-	for _, c := range r.connList {
-		if from >= 0 && c.id != ConnID(from) && c.established && c.version >= v4 {
-			r.checkConn(c, c.sess.V4().SendMap(body))
-		}
-	}
 	return true
 }
 
@@ -227,12 +236,12 @@ func (r *Replica) onMap(c *conn, b *wire.Map) {
 	case mu.MapRepaired && d != clustermap.Same && d != clustermap.Adopt:
 		// Test-only: the peer's map written over this node's, as a repair writes a peer's
 		// version around the log: kept here, sent nowhere.
-		r.adoptMap(m, b.Publisher, wire.HLC(b.Published), -1)
+		r.storeMap(m, b.Publisher, wire.HLC(b.Published))
 		return
 	}
 	switch d {
 	case clustermap.Adopt:
-		r.adoptMap(m, b.Publisher, wire.HLC(b.Published), int64(c.id))
+		r.adoptMap(m, b.Publisher, wire.HLC(b.Published), c.id)
 	case clustermap.Conflict:
 		if !bytes.Equal(cs.conflictDoc, m.Doc) {
 			cs.conflict, cs.conflictDoc = &MapConflict{Generation: m.Generation, Publisher: b.Publisher}, m.Doc
@@ -306,7 +315,7 @@ func (r *Replica) mapBody() *wire.Map {
 func (r *Replica) memberEntries(names map[string]ConnID) []wire.Member {
 	var es []wire.Member
 	for n, e := range r.cmap.members {
-		if names == nil || hasKey(names, n) {
+		if _, listed := names[n]; names == nil || listed {
 			es = append(es, wire.Member{Name: n, MaxVersion: e.MaxVersion, Stamp: e.Stamp, Generation: e.Generation})
 		}
 	}
@@ -370,5 +379,3 @@ func (r *Replica) MapStatus() MapStatus {
 func (r *Replica) RequireV4() *clustermap.Error {
 	return clustermap.RequireV4(r.cmap.cur, r.cmap.members)
 }
-
-func hasKey[K comparable, V any](m map[K]V, k K) bool { _, ok := m[k]; return ok }

@@ -39,7 +39,7 @@ const (
 )
 
 // Scopes, each covering the ones before it (docs/contract.md §6.4).
-var scopes = []string{"read", "write", "admin"}
+var scopes = []string{wire.ScopeRead, wire.ScopeWrite, wire.ScopeAdmin}
 
 // covers reports whether scope have covers scope need.
 func covers(have, need string) bool {
