@@ -19,6 +19,10 @@ const (
 	MaxNodes = 1024
 	// MaxURLBytes bounds a node's api URL.
 	MaxURLBytes = 1024
+	// MaxPlacedTables bounds the tables a map's placement names. Every node asks the
+	// placement of each table a transaction writes, and learns the placed tables each
+	// origin writes (docs/design.md §24.2), so its size is the bound of both.
+	MaxPlacedTables = 1024
 )
 
 // The codes of an *Error: the API's answers (docs/contract.md §22.2), and the gate's.
@@ -32,6 +36,14 @@ const (
 	CodeTooManyNodes  = "too-many-nodes"
 	CodeMapTooLarge   = "map-too-large"
 	CodeClusterNotV4  = "cluster-not-v4"
+	// CodeBadPlacement: placement is not an object of arrays of member names, or it is
+	// given without nodes (docs/contract.md §23.1).
+	CodeBadPlacement = "bad-placement"
+	// CodeTooManyTables: placement names more than MaxPlacedTables tables.
+	CodeTooManyTables = "too-many-tables"
+	// CodeMixedPlacement refuses a transaction whose tables are not placed alike
+	// (CheckTables, docs/design.md §24.1).
+	CodeMixedPlacement = "mixed-placement"
 )
 
 // Map is a cluster map: its generation, its canonical document, and the members it lists.
@@ -44,6 +56,10 @@ type Map struct {
 	// Nodes are the members in the order the document lists them; nil when the document
 	// has no `nodes` (no member list).
 	Nodes []Node
+	// Placement is the document's placement: each placed table's carriers, sorted by
+	// name. nil when no table is placed (no placement, or an empty one): every node
+	// carries every table. Ask Carries, Placed and CheckTables rather than reading it.
+	Placement map[string][]string
 }
 
 // Node is one member of a map.
@@ -70,9 +86,9 @@ func tooLarge(n int) *Error {
 	return errorf(CodeMapTooLarge, "the document is %d bytes, over the %d allowed", n, MaxBytes)
 }
 
-// reserved are the fields later features define (placement and locks): the API refuses
-// them until this build implements them, and a map received from a peer keeps them.
-var reserved = []string{"fenced_tables", "lock_homes", "placement"}
+// reserved are the fields later features define (locks): the API refuses them until this
+// build implements them, and a map received from a peer keeps them.
+var reserved = []string{"fenced_tables", "lock_homes"}
 
 // Parse checks a document published through the API, strictly: it refuses what this build
 // cannot honour, a field it does not know or does not support yet among them. The size is
@@ -83,12 +99,17 @@ var reserved = []string{"fenced_tables", "lock_homes", "placement"}
 //   - bad-json: not one JSON object in UTF-8, a key twice in an object, or a field of
 //     the wrong type (generation not a number, nodes not an array, a node not an object,
 //     a name or an api not a string);
-//   - unknown-field: a field other than generation and nodes, of the document or of a
-//     node (other than name and api), the first in key order;
+//   - unknown-field: a field other than generation, nodes and placement, of the document
+//     or of a node (other than name and api), the first in key order;
 //   - bad-generation: generation missing, not an integer, 0, negative, or above 2^63−1;
 //   - too-many-nodes: nodes empty or longer than MaxNodes;
 //   - then per node, in order: bad-name (missing, or outside the name rule of
-//     wire.ValidName), bad-url (see url.go), duplicate-node (a name listed before).
+//     wire.ValidName), bad-url (see url.go), duplicate-node (a name listed before);
+//   - then placement (checkPlacement): bad-placement (not an object, or no nodes),
+//     too-many-tables (over MaxPlacedTables), then per table in key order: bad-name (the
+//     table's name), bad-placement (not an array, empty or longer than MaxNodes), then
+//     per name in order: bad-placement (not a string), bad-name, bad-placement (not a
+//     member), duplicate-node (listed before for the table).
 //
 // The Map it returns has Doc in canonical form.
 func Parse(doc []byte) (Map, *Error) {
@@ -106,7 +127,8 @@ func Parse(doc []byte) (Map, *Error) {
 
 // Decode checks a document received from a peer: it must be in canonical form already
 // (byte for byte what Canonical makes of it), with a valid generation and, when it has
-// nodes, valid nodes (as Parse checks them). Fields this build does not know, of the
+// nodes or placement, valid ones (as Parse checks them: a placement this node would refuse
+// is one it cannot honour, so no node holds it). Fields this build does not know, of the
 // document or of a node, are kept unchecked, in Doc, so that a map published by a newer
 // node is relayed as it is (docs/design.md §23.1). The error is an *Error.
 func Decode(doc []byte) (Map, error) {
@@ -168,11 +190,25 @@ func check(obj map[string]any, strict bool) (Map, *Error) {
 		return m, err
 	}
 	m.Generation = gen
-	if !hasNodes {
-		return m, nil
+	if hasNodes {
+		if err := checkNodes(&m, list); err != nil {
+			return Map{}, err
+		}
 	}
+	if p, has := obj["placement"]; has {
+		pl, err := checkPlacement(p, m.Nodes)
+		if err != nil {
+			return Map{}, err
+		}
+		m.Placement = pl
+	}
+	return m, nil
+}
+
+// checkNodes reads the members of nodes into m.Nodes.
+func checkNodes(m *Map, list []any) *Error {
 	if len(list) == 0 || len(list) > MaxNodes {
-		return m, errorf(CodeTooManyNodes, "nodes lists %d members, not 1 to %d", len(list), MaxNodes)
+		return errorf(CodeTooManyNodes, "nodes lists %d members, not 1 to %d", len(list), MaxNodes)
 	}
 	m.Nodes = make([]Node, len(list))
 	seen := make(map[string]int, len(list))
@@ -180,24 +216,24 @@ func check(obj map[string]any, strict bool) (Map, *Error) {
 		e := n.(map[string]any)
 		name, ok := e["name"].(string)
 		if !ok {
-			return Map{}, errorf(CodeBadName, "nodes[%d] has no name", i)
+			return errorf(CodeBadName, "nodes[%d] has no name", i)
 		}
 		if !wire.ValidName(name) {
-			return Map{}, errorf(CodeBadName, "nodes[%d]: the node name %s is not 1-%d bytes of [A-Za-z0-9_.-]", i, quoteShort(name), wire.MaxNameLen)
+			return errorf(CodeBadName, "nodes[%d]: the node name %s is not 1-%d bytes of [A-Za-z0-9_.-]", i, quoteShort(name), wire.MaxNameLen)
 		}
 		api, _ := e["api"].(string)
 		if _, has := e["api"]; has {
 			if reason := checkURL(api); reason != "" {
-				return Map{}, errorf(CodeBadURL, "nodes[%d] (node %s): the api %s %s", i, name, quoteShort(api), reason)
+				return errorf(CodeBadURL, "nodes[%d] (node %s): the api %s %s", i, name, quoteShort(api), reason)
 			}
 		}
 		if j, dup := seen[name]; dup {
-			return Map{}, errorf(CodeDuplicateNode, "the node %s is listed twice in nodes (nodes[%d] and nodes[%d])", name, j, i)
+			return errorf(CodeDuplicateNode, "the node %s is listed twice in nodes (nodes[%d] and nodes[%d])", name, j, i)
 		}
 		seen[name] = i
 		m.Nodes[i] = Node{Name: name, API: api}
 	}
-	return m, nil
+	return nil
 }
 
 // unknownFields refuses, in key order, a field of the document other than generation and
@@ -205,7 +241,7 @@ func check(obj map[string]any, strict bool) (Map, *Error) {
 func unknownFields(obj map[string]any, nodes []any) *Error {
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		switch {
-		case k == "generation" || k == "nodes":
+		case k == "generation" || k == "nodes" || k == "placement":
 		case slices.Contains(reserved, k):
 			return errorf(CodeUnknownField, "the field %s is not supported by this build", strconv.Quote(k))
 		default:

@@ -65,7 +65,6 @@ func TestParse(t *testing.T) {
 		{"an api a boolean", `{"generation":1,"nodes":[{"name":"A","api":true}]}`, "bad-json", "nodes[0].api is a boolean"},
 
 		{"an unknown field", `{"generation":1,"colour":"red"}`, "unknown-field", `"colour"`},
-		{"placement", `{"generation":1,"placement":{}}`, "unknown-field", `"placement" is not supported by this build`},
 		{"lock_homes", `{"generation":1,"lock_homes":[]}`, "unknown-field", `"lock_homes" is not supported by this build`},
 		{"fenced_tables", `{"generation":1,"fenced_tables":[]}`, "unknown-field", `"fenced_tables" is not supported by this build`},
 		{"an unknown field of a node", `{"generation":1,"nodes":[{"name":"A"},{"name":"B","zone":"x"}]}`, "unknown-field", `nodes[1] has an unknown field "zone"`},
@@ -164,7 +163,14 @@ func TestDecode(t *testing.T) {
 	}{
 		{"canonical", `{"generation":2,"nodes":[{"api":"https://a.example:7401","name":"A"},{"name":"B"}]}`, true, ""},
 		{"unknown fields kept", `{"colour":"red","generation":2,"zzz":[1.50,{"a":null}]}`, true, ""},
-		{"reserved fields kept, unchecked", `{"fenced_tables":["t"],"generation":2,"lock_homes":7,"placement":{"x":1}}`, true, ""},
+		{"reserved fields kept, unchecked", `{"fenced_tables":["t"],"generation":2,"lock_homes":7}`, true, ""},
+		{"a placement", `{"generation":2,"nodes":[{"name":"A"},{"name":"B"}],"placement":{"t":["B","A"]}}`, true, ""},
+		{"a placement without nodes", `{"generation":2,"placement":{"x":["A"]}}`, false, "bad-placement"},
+		{"a placement of a node not a member", `{"generation":2,"nodes":[{"name":"A"}],"placement":{"x":["B"]}}`, false, "bad-placement"},
+		{"a placement not an object", `{"generation":2,"nodes":[{"name":"A"}],"placement":["A"]}`, false, "bad-placement"},
+		{"a placement naming a node twice", `{"generation":2,"nodes":[{"name":"A"}],"placement":{"x":["A","A"]}}`, false, "duplicate-node"},
+		{"a placed table with a bad name", `{"generation":2,"nodes":[{"name":"A"}],"placement":{"a b":["A"]}}`, false, "bad-name"},
+		{"1025 placed tables", placedDoc(1025, 1), false, "too-many-tables"},
 		{"an unknown field of a node kept", `{"generation":2,"nodes":[{"name":"A","zone":"eu"}]}`, true, ""},
 		{"a space", `{"generation": 2}`, false, "bad-json"},
 		{"a trailing newline", "{\"generation\":2}\n", false, "bad-json"},

@@ -1,7 +1,7 @@
 // Package clustermap owns the cluster map's document and the decisions made on it
-// (docs/design.md §23, docs/contract.md §22): its canonical form, the checks of a map the
-// API is given and of one a peer sends, which of two maps a node keeps, and the version-4
-// gate every whole-cluster feature asks.
+// (docs/design.md §23 and §24, docs/contract.md §22 and §23): its canonical form, the
+// checks of a map the API is given and of one a peer sends, which of two maps a node
+// keeps, the version-4 gate every whole-cluster feature asks, and who carries a table.
 //
 // A map is a decision, not a record: of two maps the higher generation wins, by generation
 // alone (Decide), so that nodes meeting maps in any order adopt alike. A member entry is a
@@ -22,6 +22,9 @@
 //   - clustermap.go: Map, Node and Error with its codes; Parse, the API's strict check of a
 //     published document, and Decode, the check of a document received from a peer, which
 //     keeps the fields this build does not know.
+//   - placement.go: the document's placement checked (checkPlacement), and the one answer
+//     to who carries what: Carries, Placed, and CheckTables, the rule of what a
+//     transaction may touch.
 //   - url.go: the rule of a node's `api` URL, without net/url (outside the purity rule).
 //   - decide.go: Decide, of two maps the one a node keeps; Member and Newer, the member
 //     entries of protocol versions; BelowV4 and RequireV4, the version-4 gate.

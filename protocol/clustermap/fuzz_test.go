@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -20,6 +21,8 @@ var fuzzSeeds = []string{
 	`{"generation":9223372036854775808}`,
 	`{"generation":1,"nodes":[{"name":"A","api":"http://[::1]:80"},{"name":"A"}]}`,
 	`{"generation":1,"placement":{}}`,
+	`{"generation":1,"nodes":[{"name":"A"},{"name":"B"}],"placement":{"t":["B","A"],"u":["A"]}}`,
+	`{"generation":1,"nodes":[{"name":"A"}],"placement":{"t":["A","A"],"a b":[],"v":"A"}}`,
 	`[]`, `{}{}`, `{"a":[1,]}`, "{\"\":\"\xff\"}", `{"":{"":[[[]]]}}`,
 }
 
@@ -103,12 +106,26 @@ func FuzzParse(f *testing.F) {
 			"Parse":  func() (clustermap.Map, error) { m, err := clustermap.Parse(m.Doc); return m, errOrNil(err) },
 		} {
 			m2, err := again()
-			if err != nil || m2.Generation != m.Generation || !slices.Equal(m2.Nodes, m.Nodes) || !bytes.Equal(m2.Doc, m.Doc) {
+			if err != nil || m2.Generation != m.Generation || !slices.Equal(m2.Nodes, m.Nodes) || !bytes.Equal(m2.Doc, m.Doc) ||
+				!maps.EqualFunc(m2.Placement, m.Placement, slices.Equal) {
 				t.Fatalf("%s of Parse(%q)'s Doc = %+v, %v; want %+v", what, doc, m2, err, m)
 			}
 		}
 		if m.Generation == 0 || m.Generation > 1<<63-1 || (m.Nodes != nil && (len(m.Nodes) == 0 || len(m.Nodes) > clustermap.MaxNodes)) {
 			t.Fatalf("Parse(%q) accepted %+v", doc, m)
+		}
+		if m.Placement != nil && (m.Nodes == nil || len(m.Placement) > clustermap.MaxPlacedTables) {
+			t.Fatalf("Parse(%q) accepted a placement of %d tables with nodes %v", doc, len(m.Placement), m.Nodes)
+		}
+		for table, carriers := range m.Placement {
+			if len(carriers) == 0 || !slices.IsSorted(carriers) || len(slices.Compact(slices.Clone(carriers))) != len(carriers) {
+				t.Fatalf("Parse(%q): table %q placed on %v, not 1 or more names, sorted, each once", doc, table, carriers)
+			}
+			for _, c := range carriers {
+				if !slices.ContainsFunc(m.Nodes, func(n clustermap.Node) bool { return n.Name == c }) {
+					t.Fatalf("Parse(%q): table %q placed on %s, not a member", doc, table, c)
+				}
+			}
 		}
 	})
 }
