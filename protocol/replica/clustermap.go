@@ -86,6 +86,10 @@ type MapStatus struct {
 	MembersBelowV4 []string
 	Conflict       *MapConflict
 	Versions       []MemberVersion
+	// Placement is the map's placement: each placed table's carriers, sorted (nil: no
+	// table placed). Carried are the placed tables this node carries, sorted.
+	Placement map[string][]string
+	Carried   []string
 }
 
 // speaksV4 reports whether this node offers version 4.
@@ -368,6 +372,13 @@ func (r *Replica) MapStatus() MapStatus {
 	}
 	slices.Sort(s.Members)
 	s.MembersBelowV4 = clustermap.BelowV4(cs.cur, cs.members)
+	s.Placement = cs.cur.Placement
+	for t := range cs.cur.Placement {
+		if cs.cur.Carries(r.id.Name, []byte(t)) {
+			s.Carried = append(s.Carried, t)
+		}
+	}
+	slices.Sort(s.Carried)
 	for _, e := range r.memberEntries(nil) {
 		s.Versions = append(s.Versions, MemberVersion{Name: e.Name, MaxVersion: e.MaxVersion, Generation: e.Generation})
 	}

@@ -3,6 +3,7 @@ package replica_test
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -149,6 +150,7 @@ func TestMapDocumentRules(t *testing.T) {
 		{"another generation", `{"generation":4}`, false},
 		{"the generation written otherwise", `{"generation":3.0}`, false},
 		{"no generation", `{"nodes":[{"name":"A"}]}`, false},
+		{"a placement on a node not a member", `{"generation":3,"nodes":[{"name":"A"}],"placement":{"t":["B"]}}`, false},
 		{"an unknown field, kept", `{"generation":3,"zone":"x"}`, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -424,4 +426,73 @@ func TestMapPastThePeersFrameLimit(t *testing.T) {
 		t.Fatalf("B holds generation %d", b.rep.MapGeneration())
 	}
 	a.write(put("t", "k", "v")) // A still runs
+}
+
+// TestWriteMixedPlacement: a local write whose tables are not placed alike under the
+// node's map is refused with mixed-placement, counted, and writes nothing; tables placed
+// alike, or all unplaced, are written; the status shows the placement and what each node
+// carries.
+func TestWriteMixedPlacement(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.addNode("A", replica.Config{}), h.addNode("B", replica.Config{})
+	h.connect(b, a)
+	// Before any placement, any tables go together.
+	if seq := b.write(put("orders", "o1", "x"), put("lines", "l1", "y")); seq != 1 {
+		t.Fatalf("B's first write is seq %d", seq)
+	}
+	if _, err := a.publish(mapDoc(2, `,"placement":{"lines":["B"],"orders":["A"],"stock":["A"]}`, "A", "B")); err != nil {
+		t.Fatal(err)
+	}
+	refused := func(n *node, ops ...wire.Op) {
+		t.Helper()
+		var ce *clustermap.Error
+		if seq, err := n.rep.Write(n.clock(), ops); !errors.As(err, &ce) || ce.Code != clustermap.CodeMixedPlacement {
+			t.Fatalf("%s: a write of %d operations: seq %d, %v; want mixed-placement", n.name, len(ops), seq, err)
+		}
+	}
+	refused(b, put("orders", "o2", "x"), put("lines", "l2", "y"))
+	refused(b, put("x", "k", "v"), del("orders", "o1"))
+	refused(a, put("stock", "s", "1"), put("lines", "l", "1"), put("stock", "s2", "1"))
+	if got := b.rep.Counters().WritesRefusedMixedPlacement; got != 2 {
+		t.Errorf("B counted %d refusals, want 2", got)
+	}
+	if got := a.rep.Counters().WritesRefusedMixedPlacement; got != 1 {
+		t.Errorf("A counted %d refusals, want 1", got)
+	}
+	// Nothing of a refused write was stored: the next is B's seq 2, and o2 is nowhere.
+	if seq := b.write(put("orders", "o3", "x"), put("stock", "s3", "y")); seq != 2 {
+		t.Fatalf("B's write after the refusals is seq %d, want 2", seq)
+	}
+	if seq := b.write(put("x", "k", "v"), put("y", "k", "v")); seq != 3 {
+		t.Fatalf("B's write of unplaced tables is seq %d, want 3", seq)
+	}
+	h.pump()
+	for _, n := range []*node{a, b} {
+		if _, ok := n.get("orders", "o2"); ok {
+			t.Errorf("%s holds orders/o2 of a refused write", n.name)
+		}
+		if _, ok := n.get("stock", "s3"); !ok {
+			t.Errorf("%s lacks stock/s3", n.name)
+		}
+	}
+	wantPlacement := map[string][]string{"lines": {"B"}, "orders": {"A"}, "stock": {"A"}}
+	for _, c := range []struct {
+		n       *node
+		carried []string
+	}{{a, []string{"orders", "stock"}}, {b, []string{"lines"}}} {
+		st := c.n.rep.MapStatus()
+		if !maps.EqualFunc(st.Placement, wantPlacement, slices.Equal) || !slices.Equal(st.Carried, c.carried) {
+			t.Errorf("%s: placement %v, carried %v; want %v, %v", c.n.name, st.Placement, st.Carried, wantPlacement, c.carried)
+		}
+	}
+	// A map without placement lifts the rule.
+	if _, err := a.publish(mapDoc(3, "", "A", "B")); err != nil {
+		t.Fatal(err)
+	}
+	if seq := b.write(put("orders", "o4", "x"), put("lines", "l4", "y")); seq != 4 {
+		t.Fatalf("B's write after the placement went: seq %d, want 4", seq)
+	}
+	if st := b.rep.MapStatus(); st.Placement != nil || st.Carried != nil {
+		t.Errorf("B's status without placement: %v, %v", st.Placement, st.Carried)
+	}
 }

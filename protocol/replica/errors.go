@@ -11,7 +11,8 @@ import (
 // Error policy: which failures stop the replica, which end one connection, and which
 // refusals of a session are part of normal operation. Errors the replica makes are
 // errorf's, prefixed "replica: "; a write it refuses is a *wire.Error (bad-argument) that
-// the HTTP API answers as a bad request.
+// the HTTP API answers as a bad request, or a *clustermap.Error (mixed-placement: tables
+// not placed alike) that it answers as a conflict.
 
 // Errors of the replica's API.
 var (

@@ -219,6 +219,9 @@ type Counters struct {
 	RequestsForwarded uint64 `status:"requests_forwarded" help:"Requests between nodes this node passed on toward their target."`
 	RequestsRefused   uint64 `status:"requests_refused" help:"Requests between nodes this node refused: no route, or too many in flight."`
 	RequestsLate      uint64 `status:"requests_late" help:"Answers to requests between nodes that came after the request was given up."`
+	// Placement (write.go): local writes refused because their tables are not placed
+	// alike; the client was answered mixed-placement, and nothing was written.
+	WritesRefusedMixedPlacement uint64 `status:"writes_refused_mixed_placement" help:"Local writes refused because their tables are not placed alike in the cluster map (mixed-placement)."`
 }
 
 // Counters returns the counters.

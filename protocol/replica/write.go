@@ -18,7 +18,9 @@ var ErrTxnTooLarge = errors.New("replica: the transaction is too large")
 
 // Write applies a local transaction: the next seq of this node's origin, chained to its
 // last entry, with an HLC timestamp above every one this node has seen. It returns the seq.
-// The operations are checked against the write limits; a refused write changes nothing.
+// The operations are checked against the write limits, and their tables against the
+// cluster map's placement (mixed-placement, a *clustermap.Error); a refused write changes
+// nothing.
 func (r *Replica) Write(now time.Time, ops []wire.Op) (uint64, error) {
 	if r.fatal != nil {
 		return 0, r.fatal
@@ -28,6 +30,9 @@ func (r *Replica) Write(now time.Time, ops []wire.Op) (uint64, error) {
 		return 0, err
 	}
 	if err := r.checkOps(ops); err != nil {
+		return 0, err
+	}
+	if err := r.placementRefusal(ops); err != nil {
 		return 0, err
 	}
 	if err := r.clockRefusal(); err != nil {
@@ -113,6 +118,26 @@ func (r *Replica) checkOps(ops []wire.Op) error {
 		case op.Kind != wire.OpPut && op.Kind != wire.OpDelete:
 			return wire.NewError(wire.CodeBadArgument, at+"unknown operation kind "+strconv.Itoa(int(op.Kind)))
 		}
+	}
+	return nil
+}
+
+// placementRefusal refuses, with a *clustermap.Error of code mixed-placement, a write whose
+// tables are not placed alike under the node's map (docs/design.md §24.1): no node could
+// apply all of it. It is judged at the write under the map held then; a map adopted later
+// does not undo a write accepted before it (§24.2 takes such entries as they come).
+func (r *Replica) placementRefusal(ops []wire.Op) error {
+	m := &r.cmap.cur
+	if len(m.Placement) == 0 {
+		return nil
+	}
+	tables := make([][]byte, len(ops))
+	for i, op := range ops {
+		tables[i] = op.Table
+	}
+	if err := m.CheckTables(tables); err != nil {
+		r.counters.WritesRefusedMixedPlacement++
+		return err
 	}
 	return nil
 }

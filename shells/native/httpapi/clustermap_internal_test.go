@@ -82,9 +82,11 @@ func TestRequestErrorsInContract(t *testing.T) {
 	errors := tableCodes(t, "6.3")
 	served[string(replica.CodeStaleGeneration)] = 409
 	for _, c := range []string{clustermap.CodeBadJSON, clustermap.CodeUnknownField, clustermap.CodeBadGeneration, clustermap.CodeBadName,
-		clustermap.CodeBadURL, clustermap.CodeDuplicateNode, clustermap.CodeTooManyNodes, clustermap.CodeMapTooLarge} {
+		clustermap.CodeBadURL, clustermap.CodeDuplicateNode, clustermap.CodeTooManyNodes, clustermap.CodeMapTooLarge,
+		clustermap.CodeBadPlacement, clustermap.CodeTooManyTables} {
 		served[c] = 400
 	}
+	served[clustermap.CodeMixedPlacement] = 409
 	for c, s := range served {
 		if !errors[c][s] {
 			t.Errorf("%s (%d) has no row at %d in docs/contract.md §6.3's error table: %v", c, s, s, errors[c])

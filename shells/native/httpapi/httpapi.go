@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	fastjson "github.com/segmentio/encoding/json"
 
+	"plait/protocol/clustermap"
 	"plait/protocol/replica"
 	"plait/protocol/store"
 	"plait/protocol/wire"
@@ -283,8 +284,13 @@ func fail(w http.ResponseWriter, err error) {
 	var ae *apiError
 	var we *wire.Error
 	var se *store.StorageError
+	var ce *clustermap.Error
 	switch {
 	case errors.As(err, &ae):
+	case errors.As(err, &ce) && ce.Code == clustermap.CodeMixedPlacement:
+		// The request is well formed and this node's cluster map refuses it: 409, as a
+		// request that conflicts with the state the node holds (docs/contract.md §23.2).
+		ae = &apiError{http.StatusConflict, ce.Code, ce.Message}
 	case errors.Is(err, replica.ErrTxnTooLarge):
 		ae = &apiError{http.StatusRequestEntityTooLarge, "too-large", err.Error()}
 	case errors.As(err, &we) && we.Code == wire.CodeBadArgument:

@@ -40,6 +40,9 @@ type StatusDoc struct {
 // operator reads beside its JSON, whose absent fields are absent too.
 type ClusterMapDoc struct {
 	AppliedAt string `json:"applied_at,omitempty"` // when this node adopted it (RFC 3339, UTC, milliseconds)
+	// Carried are the placed tables this node carries, sorted: [] when it carries none of
+	// them, left out when no table is placed (docs/contract.md §23.1).
+	Carried *[]string `json:"carried,omitempty"`
 	// Conflict is the last different map of the current generation met, not adopted.
 	Conflict   *MapConflictDoc `json:"conflict,omitempty"`
 	Generation uint64          `json:"generation"` // 0: no map
@@ -48,7 +51,9 @@ type ClusterMapDoc struct {
 	// MembersBelowV4 are the members not known to speak protocol version 4, sorted
 	// (docs/contract.md §22.6); left out when none.
 	MembersBelowV4 []string `json:"members_below_v4,omitempty"`
-	Publisher      string   `json:"publisher,omitempty"` // the node it was published on
+	// Placement is each placed table's carriers, sorted; left out when no table is placed.
+	Placement map[string][]string `json:"placement,omitempty"`
+	Publisher string              `json:"publisher,omitempty"` // the node it was published on
 	// Versions is every node whose protocol version this node knows, sorted by name;
 	// [] when none.
 	Versions []MemberVersionDoc `json:"versions"`
@@ -76,6 +81,10 @@ func clusterMapDoc(m replica.MapStatus) ClusterMapDoc {
 	}
 	if c := m.Conflict; c != nil {
 		d.Conflict = &MapConflictDoc{Generation: c.Generation, Publisher: c.Publisher}
+	}
+	if len(m.Placement) > 0 {
+		carried := append([]string{}, m.Carried...)
+		d.Placement, d.Carried = m.Placement, &carried
 	}
 	for _, v := range m.Versions {
 		d.Versions = append(d.Versions, MemberVersionDoc{Generation: v.Generation, MaxVersion: v.MaxVersion, Name: v.Name})
