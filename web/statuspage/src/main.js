@@ -89,6 +89,7 @@ function renderClusterMap(st) {
   if (!m) {
     $('#map-facts').replaceChildren(el('span', {}, 'this node shows no cluster map (a build before it)'));
     $('#versions tbody').replaceChildren();
+    renderPlacement(null);
     return;
   }
   const below = new Set(m.members_below_v4 || []);
@@ -111,6 +112,21 @@ function renderClusterMap(st) {
       el('td', { class: 'num gen' }, versions.get(n)?.generation ?? '?'),
       td(m.members ? (members.has(n) ? 'yes' : 'no') : '-')));
   $('#versions tbody').replaceChildren(...rows);
+  renderPlacement(m);
+}
+
+// The map's placement (docs/contract.md §23.1): each placed table, its carriers, and
+// whether this node is one. Without placement the table is hidden and the note says why.
+function renderPlacement(m) {
+  const placement = m?.placement;
+  $('#placement').hidden = !placement;
+  $('#placement-note').textContent = placement
+    ? 'The tables the map places and the nodes that carry each; every table it does not name is carried by every node.'
+    : 'No table is placed: every node carries every table.';
+  const carried = new Set(m?.carried || []);
+  const rows = Object.keys(placement || {}).sort().map((t) =>
+    el('tr', { data: { table: t } }, td(t), td(placement[t].join(', ')), td(carried.has(t) ? 'yes' : 'no')));
+  $('#placement tbody').replaceChildren(...rows);
 }
 
 function renderPeers(st) {
