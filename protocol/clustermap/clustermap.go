@@ -59,6 +59,7 @@ type Map struct {
 	// Placement is the document's placement: each placed table's carriers, sorted by
 	// name. nil when no table is placed (no placement, or an empty one): every node
 	// carries every table. Ask Carries, Placed and CheckTables rather than reading it.
+	// Never changed once Parse or Decode made it: a node's status hands it out as it is.
 	Placement map[string][]string
 }
 
