@@ -44,6 +44,9 @@ const (
 	// CodeMixedPlacement refuses a transaction whose tables are not placed alike
 	// (CheckTables, docs/design.md §24.1).
 	CodeMixedPlacement = "mixed-placement"
+	// CodeNotCarried: a request for a table this node does not carry, answered here
+	// instead of by a carrier.
+	CodeNotCarried = "not-carried"
 )
 
 // Map is a cluster map: its generation, its canonical document, and the members it lists.

@@ -201,6 +201,9 @@ func (r *Replica) lww(v *wire.TxnView, b *store.Batch) error {
 	b.Records = make([]store.Record, 0, v.NumOps)
 	it := v.Ops()
 	for op, ok := it.Next(); ok; op, ok = it.Next() {
+		if !r.carries(op.Table) {
+			continue // the entry is stored whole, for its chain; its records are not (§24.2)
+		}
 		rec := store.Record{Table: op.Table, Key: op.Key, Value: op.Value, Deleted: op.Kind == wire.OpDelete, HLC: v.HLC, Origin: v.Origin}
 		r.lwwKey = append(append(append(r.lwwKey[:0], op.Table...), 0), op.Key...) // no table name holds a 0 byte
 		if i, ok := idx[string(r.lwwKey)]; ok {

@@ -459,20 +459,42 @@ func TestWriteMixedPlacement(t *testing.T) {
 	if got := a.rep.Counters().WritesRefusedMixedPlacement; got != 1 {
 		t.Errorf("A counted %d refusals, want 1", got)
 	}
+	// A write of tables this node does not carry is refused too (not-carried), and counted.
+	var ce *clustermap.Error
+	if seq, err := b.rep.Write(b.clock(), []wire.Op{put("orders", "o3", "x"), put("stock", "s3", "y")}); !errors.As(err, &ce) || ce.Code != clustermap.CodeNotCarried {
+		t.Fatalf("B: a write of tables placed on A: seq %d, %v; want not-carried", seq, err)
+	}
+	if got := b.rep.Counters().WritesRefusedNotCarried; got != 1 {
+		t.Errorf("B counted %d not-carried refusals, want 1", got)
+	}
 	// Nothing of a refused write was stored: the next is B's seq 2, and o2 is nowhere.
-	if seq := b.write(put("orders", "o3", "x"), put("stock", "s3", "y")); seq != 2 {
+	if seq := b.write(put("lines", "l3", "x")); seq != 2 {
 		t.Fatalf("B's write after the refusals is seq %d, want 2", seq)
 	}
 	if seq := b.write(put("x", "k", "v"), put("y", "k", "v")); seq != 3 {
 		t.Fatalf("B's write of unplaced tables is seq %d, want 3", seq)
+	}
+	if seq := a.write(put("orders", "o3", "x"), put("stock", "s3", "y")); seq != 1 {
+		t.Fatalf("A's write of its tables is seq %d, want 1", seq)
 	}
 	h.pump()
 	for _, n := range []*node{a, b} {
 		if _, ok := n.get("orders", "o2"); ok {
 			t.Errorf("%s holds orders/o2 of a refused write", n.name)
 		}
-		if _, ok := n.get("stock", "s3"); !ok {
-			t.Errorf("%s lacks stock/s3", n.name)
+		if _, ok := n.get("x", "k"); !ok {
+			t.Errorf("%s lacks x/k, of a table every node carries", n.name)
+		}
+	}
+	// Each node stores the records of the tables it carries only: the entries reach both.
+	for _, c := range []struct {
+		n     *node
+		table string
+		key   string
+		want  bool
+	}{{a, "stock", "s3", true}, {b, "stock", "s3", false}, {b, "lines", "l3", true}, {a, "lines", "l3", false}} {
+		if _, ok := c.n.get(c.table, c.key); ok != c.want {
+			t.Errorf("%s holds %s/%s: %v, want %v", c.n.name, c.table, c.key, ok, c.want)
 		}
 	}
 	wantPlacement := map[string][]string{"lines": {"B"}, "orders": {"A"}, "stock": {"A"}}

@@ -222,6 +222,7 @@ type Counters struct {
 	// Placement (write.go): local writes refused because their tables are not placed
 	// alike; the client was answered mixed-placement, and nothing was written.
 	WritesRefusedMixedPlacement uint64 `status:"writes_refused_mixed_placement" help:"Local writes refused because their tables are not placed alike in the cluster map (mixed-placement)."`
+	WritesRefusedNotCarried     uint64 `status:"writes_refused_not_carried" help:"Local writes refused because this node does not carry their tables (not-carried)."`
 }
 
 // Counters returns the counters.

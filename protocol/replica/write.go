@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
+	"plait/protocol/clustermap"
 	"plait/protocol/wire"
 )
 
@@ -138,6 +140,12 @@ func (r *Replica) placementRefusal(ops []wire.Op) error {
 	if err := m.CheckTables(tables); err != nil {
 		r.counters.WritesRefusedMixedPlacement++
 		return err
+	}
+	// The tables are placed alike: this node carries all of them or none.
+	if !m.Carries(r.id.Name, tables[0]) {
+		r.counters.WritesRefusedNotCarried++
+		return &clustermap.Error{Code: clustermap.CodeNotCarried, Message: "this node (" + r.id.Name +
+			") does not carry table " + string(tables[0]) + ": its carriers are " + strings.Join(m.Placement[string(tables[0])], ", ")}
 	}
 	return nil
 }

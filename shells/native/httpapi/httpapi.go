@@ -287,9 +287,10 @@ func fail(w http.ResponseWriter, err error) {
 	var ce *clustermap.Error
 	switch {
 	case errors.As(err, &ae):
-	case errors.As(err, &ce) && ce.Code == clustermap.CodeMixedPlacement:
+	case errors.As(err, &ce) && (ce.Code == clustermap.CodeMixedPlacement || ce.Code == clustermap.CodeNotCarried):
 		// The request is well formed and this node's cluster map refuses it: 409, as a
-		// request that conflicts with the state the node holds (docs/contract.md §23.2).
+		// request that conflicts with the state the node holds (docs/contract.md §23.2,
+		// §23.3).
 		ae = &apiError{http.StatusConflict, ce.Code, ce.Message}
 	case errors.Is(err, replica.ErrTxnTooLarge):
 		ae = &apiError{http.StatusRequestEntityTooLarge, "too-large", err.Error()}
