@@ -118,15 +118,16 @@ func (s *Store) Cursor(origin wire.OriginID) vector.Entry { return s.cursor.Get(
 // or below the origin's floor, a *store.SkippedError inside a run held as a skip, or
 // store.ErrNotFound.
 func (s *Store) Entry(origin wire.OriginID, seq uint64) ([]byte, error) {
+	// The rows first, the floor after: a row a purge or a copy's end failed to drop shows.
 	b, ok := s.log[logKey{origin, seq}]
 	if !ok {
-		if seq > 0 && seq <= s.logs[origin].Floor.Seq {
-			return nil, store.ErrPurged
-		}
 		if r := s.run(origin, seq); r != nil {
 			c := *r
 			c.Tables = cloneTables(r.Tables)
 			return nil, &c
+		}
+		if seq > 0 && seq <= s.logs[origin].Floor.Seq {
+			return nil, store.ErrPurged
 		}
 		return nil, store.ErrNotFound
 	}
