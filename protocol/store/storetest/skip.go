@@ -363,3 +363,24 @@ func testSkipAudit(t *testing.T, s store.Store) {
 		}
 	}
 }
+
+// testSkipReseed: a reseed keeps another origin's runs as they are, below its log's below
+// like the rest of the log, and the audit holds after it.
+func testSkipReseed(t *testing.T, s store.Store) {
+	own, a := Chain(t, Identity.Origin, 2), Chain(t, originA, 4)
+	apply(t, s, own[0], 1)
+	apply(t, s, a[0], 2)
+	run := SkipBatch(t, a, 2, 3, "p")
+	applySkip(t, s, run)
+	apply(t, s, own[1], 3)
+	apply(t, s, a[3], 4)
+	before := logOf(t, s, originA)
+	if _, err := store.ReseedStore(s, Origin(0x6f)); err != nil {
+		t.Fatal(err)
+	}
+	if l := logOf(t, s, originA); l.Floor != before.Floor || l.Bytes != before.Bytes || l.Below != 4 {
+		t.Errorf("A's log after the reseed = %+v, want %+v with below 4", l, before)
+	}
+	checkRun(t, s, run, 2)
+	checkAudit(t, s, "after a reseed beside a run")
+}

@@ -99,6 +99,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("SkipPurge", func(t *testing.T) { testSkipPurge(t, open(t)) })
 	t.Run("SkipCopyEnd", func(t *testing.T) { testSkipCopyEnd(t, open(t)) })
 	t.Run("SkipAudit", func(t *testing.T) { testSkipAudit(t, open(t)) })
+	t.Run("SkipReseed", func(t *testing.T) { testSkipReseed(t, open(t)) })
 	t.Run("Control", func(t *testing.T) { testControl(t, open(t)) })
 	t.Run("ControlBounds", func(t *testing.T) { testControlBounds(t, open(t)) })
 	t.Run("ControlOutsideRecords", func(t *testing.T) { testControlOutsideRecords(t, open(t)) })
