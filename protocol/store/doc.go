@@ -7,6 +7,8 @@
 //     the check of one entry against its origin's cursor before Apply writes it, and
 //     Newer, the conflict order of two versions (store.go too);
 //   - CheckPurge, the plan of a retention purge a store writes in one batch (purge.go);
+//   - Skip, SkippedError and the log row of a run of entries a node was not sent
+//     (skip.go), checked by CheckBatch;
 //   - CheckCopyEnd and LogsAfterCopy, the logs a base copy's end raises (basecopy.go);
 //   - PlanReseed, CheckReseed and ReseedStore, a new origin id for a node restored from a
 //     backup (reseed.go);

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -43,6 +44,13 @@ type PurgeView struct {
 // position is above the new arrival floor. It reads the entries it purges (their sizes, and
 // the new floor's hash and HLC) and the arrival positions the arrival floor passes (whose
 // entries become the logs' Below).
+//
+// Runs held as skips (skip.go) go whole: a To inside a run is lowered to the run's From-1,
+// since a floor needs the chain hash of its seq and nobody holds one inside a run (a log
+// whose To is lowered to its floor loses nothing); a run at or below To goes, and a floor at
+// its end takes its Hash and HLC. A run has no arrival position, so the arrival floor does
+// not hold it back: only the entries purged must be at or below the log's Below, which
+// rises to the new floor when runs above it go.
 func CheckPurge(p *Purge, v PurgeView) (*PurgePlan, error) {
 	bad := func(format string, args ...any) (*PurgePlan, error) {
 		return nil, fmt.Errorf("%w: "+format, append([]any{ErrBadPurge}, args...)...)
@@ -100,27 +108,54 @@ func CheckPurge(p *Purge, v PurgeView) (*PurgePlan, error) {
 	for o, log := range next {
 		pl := PlannedLog{Origin: o, From: v.Logs[o].Floor.Seq + 1, Log: log}
 		if to, ok := purged[o]; ok {
-			if to > log.Below {
-				return bad("origin %s: purge to %d passes its entries still in the arrival order (from %d)", o, to, log.Below+1)
+			floor, err := purgedLog(o, to, &pl.Log, v.Entry)
+			if err != nil {
+				return nil, err
 			}
-			pl.To = to
-			for seq := pl.From; seq <= to; seq++ {
-				raw, err := v.Entry(o, seq)
-				if err != nil {
-					return nil, errorf("origin %s: purging entry %d: %w", o, seq, err)
-				}
-				pl.Log.Bytes -= min(pl.Log.Bytes, uint64(len(raw)))
-				if seq == to {
-					t, err := wire.ParseTxn(raw)
-					if err != nil {
-						return nil, errorf("origin %s: entry %d: %w", o, seq, err)
-					}
-					pl.Log.Floor = Floor{Seq: to, Hash: sha256.Sum256(raw), HLC: t.HLC}
-				}
-			}
+			pl.To, pl.Log.Floor, pl.Log.Below = floor.Seq, floor, max(pl.Log.Below, floor.Seq)
 		}
 		plan.Logs = append(plan.Logs, pl)
 	}
 	slices.SortFunc(plan.Logs, func(a, b PlannedLog) int { return bytes.Compare(a.Origin[:], b.Origin[:]) })
 	return plan, nil
+}
+
+// purgedLog walks log o from its floor up to seq to, as far as a purge takes it: entries
+// one by one, each run whole (a run that ends above to stops the walk before it). It takes
+// what goes from l.Bytes and returns the new floor; an entry above l.Below refuses the purge
+// (ErrBadPurge).
+func purgedLog(o wire.OriginID, to uint64, l *Log, entry func(wire.OriginID, uint64) ([]byte, error)) (Floor, error) {
+	floor := l.Floor
+	var last []byte // the last entry that goes, while it is the walk's last step
+	for seq := floor.Seq + 1; seq <= to; {
+		raw, err := entry(o, seq)
+		var run *SkippedError
+		switch {
+		case errors.As(err, &run):
+			if run.From != seq {
+				return Floor{}, errorf("origin %s: seq %d is inside the run %d to %d, which the log does not reach", o, seq, run.From, run.To)
+			}
+			if run.To > to {
+				to = seq - 1 // lowered: the floor is never inside a run
+				continue
+			}
+			l.Bytes -= min(l.Bytes, uint64(len(AppendSkipRow(nil, run))))
+			floor, last, seq = Floor{Seq: run.To, Hash: run.Hash, HLC: run.HLC}, nil, run.To+1
+		case err != nil:
+			return Floor{}, errorf("origin %s: purging entry %d: %w", o, seq, err)
+		case seq > l.Below:
+			return Floor{}, fmt.Errorf("%w: origin %s: purge to %d passes its entries still in the arrival order (from %d)", ErrBadPurge, o, to, l.Below+1)
+		default:
+			l.Bytes -= min(l.Bytes, uint64(len(raw)))
+			floor.Seq, last, seq = seq, raw, seq+1
+		}
+	}
+	if last != nil {
+		t, err := wire.ParseTxn(last)
+		if err != nil {
+			return Floor{}, errorf("origin %s: entry %d: %w", o, floor.Seq, err)
+		}
+		floor = Floor{Seq: floor.Seq, Hash: sha256.Sum256(last), HLC: t.HLC}
+	}
+	return floor, nil
 }

@@ -30,7 +30,8 @@ type Store interface {
 	Vector() (vector.Vector, error)
 
 	// Entry returns the transaction encoding at (origin, seq), ErrPurged when seq is at or
-	// below the origin's floor, or ErrNotFound.
+	// below the origin's floor, a *SkippedError (wrapping ErrSkipped) with the whole run when
+	// seq is inside a run the store holds as a skip (skip.go), or ErrNotFound.
 	Entry(origin wire.OriginID, seq uint64) ([]byte, error)
 
 	// Arrivals returns up to limit log entries after arrival position after, in arrival
@@ -74,6 +75,12 @@ type Store interface {
 	// It refuses with ErrNotNext, writing nothing, unless b.Seq is the origin's cursor + 1.
 	// It returns the arrival position given to the entry. When Apply returns, the write
 	// survives a crash of the process; Sync makes it survive a power loss too.
+	//
+	// A batch with a Skip is a run b.Skip.From to b.Seq (skip.go): Apply writes it as one
+	// log row at b.Seq (AppendSkipRow, whose size the log's Bytes grow by), the cursor to
+	// (b.Seq, b.Hash) and b.Name when set; it writes no record and takes no arrival position
+	// (the arrival order holds entries only), and returns 0. It refuses with ErrNotNext
+	// unless b.Skip.From is the cursor's seq + 1 and b.Skip.Prev the cursor's hash.
 	Apply(b *Batch) (uint64, error)
 
 	// Sync makes every write so far durable against power loss (fsync).
@@ -217,14 +224,16 @@ type CopiedLog struct {
 }
 
 // Log is one origin's log as a store holds it: exactly the entries Floor.Seq+1 to the
-// origin's cursor, so its hash chain verifies from Floor.Hash.
+// origin's cursor, some of them as runs held as skips (skip.go), so its hash chain verifies
+// from Floor.Hash.
 type Log struct {
 	// Floor is the highest entry purged (the zero Floor while none is).
 	Floor Floor
 	// Below is the highest seq of the origin whose arrival position is at or below the
 	// arrival floor (at least Floor.Seq): the entries Floor.Seq+1 to Below are kept in the
 	// log (for a peer that holds them, or as the origin's head) but are no longer in the
-	// arrival order; the arrival order holds the entries above Below.
+	// arrival order; the arrival order holds the entries above Below. Runs held as skips
+	// have no arrival position: a purge of runs above Below raises it to the new floor.
 	Below uint64
 	// Bytes is the size of the transaction encodings the log holds.
 	Bytes uint64
@@ -239,7 +248,8 @@ type Floor struct {
 }
 
 // Purge is one retention step. Each listed log loses its entries up to seq To: To is above
-// the log's floor and below its cursor (an origin's head is never purged). The arrival
+// the log's floor and below its cursor (an origin's head is never purged); a To inside a run
+// held as a skip is lowered to the run's start (CheckPurge). The arrival
 // order loses every position up to ArrivalFloor, which is not below the current one; every
 // entry purged must have its arrival position at or below it, and the entries of those
 // positions that stay in their logs become the logs' Below.
@@ -289,7 +299,9 @@ type Record struct {
 	Origin  wire.OriginID
 }
 
-// Batch is one transaction to apply atomically.
+// Batch is one transaction to apply atomically, or, with Skip set, one run of an origin's
+// entries this node was not sent (skip.go): then Seq is the run's last seq, Hash its chain
+// hash, and Txn, Records and the peer cursor are empty.
 type Batch struct {
 	Origin  wire.OriginID
 	Seq     uint64
@@ -297,6 +309,7 @@ type Batch struct {
 	Txn     []byte    // the transaction encoding: the log entry
 	Records []Record  // record versions to write (the winners of last-writer-wins)
 	Name    string    // when not empty: the origin's name, persisted with the entry
+	Skip    *Skip     // when set: the batch is the run Skip.From to Seq
 
 	// PeerCursor, when PeerOrigin is not zero, raises the version-1 cursor of that peer
 	// (a lower value is ignored).
@@ -340,10 +353,13 @@ func (e *DamagedRecordError) Unwrap() error { return ErrRecordDamaged }
 // origin's cursor: a non-zero origin; b.Seq is the cursor's seq + 1 (else ErrNotNext);
 // b.Hash is SHA-256 of b.Txn, which parses and is the entry of b.Origin at b.Seq; and the
 // transaction's previous hash is the cursor's hash (else ErrNotNext). The checks run in
-// this order.
+// this order. A batch with a Skip is checked as a run instead (checkSkip, skip.go).
 func CheckBatch(b *Batch, cursor vector.Entry) error {
 	if b.Origin.IsZero() {
 		return errorf("batch with an all-zero origin id")
+	}
+	if b.Skip != nil {
+		return checkSkip(b, cursor)
 	}
 	if b.Seq != cursor.Seq+1 {
 		return fmt.Errorf("%w: origin %s seq %d, cursor at %d", ErrNotNext, b.Origin, b.Seq, cursor.Seq)

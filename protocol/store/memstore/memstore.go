@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"bytes"
+	"cmp"
 	"slices"
 	"strings"
 
@@ -23,10 +24,11 @@ type Store struct {
 	id       store.Identity
 	cursor   vector.Vector
 	log      map[logKey][]byte
-	logs     map[wire.OriginID]store.Log // floor, below and bytes of each origin's log
-	arrivals [][]byte                    // arrivals[pos-1] is the encoding at arrival position pos (nil once purged)
-	afloor   uint64                      // the arrival floor
-	tables   map[string][]store.Record   // per table, sorted by key
+	runs     map[wire.OriginID][]*store.SkippedError // each origin's runs held as skips, by seq; never modified once stored
+	logs     map[wire.OriginID]store.Log             // floor, below and bytes of each origin's log
+	arrivals [][]byte                                // arrivals[pos-1] is the encoding at arrival position pos (nil once purged)
+	afloor   uint64                                  // the arrival floor
+	tables   map[string][]store.Record               // per table, sorted by key
 	names    map[wire.OriginID]string
 	peers    map[wire.OriginID]uint64
 	holds    map[holdKey]store.Hold
@@ -47,6 +49,7 @@ func New(id store.Identity) *Store {
 	return &Store{
 		id:      id,
 		log:     map[logKey][]byte{},
+		runs:    map[wire.OriginID][]*store.SkippedError{},
 		logs:    map[wire.OriginID]store.Log{},
 		tables:  map[string][]store.Record{},
 		names:   map[wire.OriginID]string{},
@@ -62,6 +65,7 @@ func (s *Store) Clone() *Store {
 		id:       s.id,
 		cursor:   s.cursor.Clone(),
 		log:      make(map[logKey][]byte, len(s.log)),
+		runs:     make(map[wire.OriginID][]*store.SkippedError, len(s.runs)),
 		logs:     make(map[wire.OriginID]store.Log, len(s.logs)),
 		arrivals: slices.Clone(s.arrivals),
 		afloor:   s.afloor,
@@ -78,6 +82,9 @@ func (s *Store) Clone() *Store {
 	}
 	for k, v := range s.log {
 		c.log[k] = v
+	}
+	for k, v := range s.runs {
+		c.runs[k] = slices.Clone(v)
 	}
 	for k, v := range s.logs {
 		c.logs[k] = v
@@ -108,16 +115,56 @@ func (s *Store) Vector() (vector.Vector, error) { return s.cursor.Clone(), nil }
 func (s *Store) Cursor(origin wire.OriginID) vector.Entry { return s.cursor.Get(origin) }
 
 // Entry returns a copy of the transaction encoding at (origin, seq), store.ErrPurged at
-// or below the origin's floor, or store.ErrNotFound.
+// or below the origin's floor, a *store.SkippedError inside a run held as a skip, or
+// store.ErrNotFound.
 func (s *Store) Entry(origin wire.OriginID, seq uint64) ([]byte, error) {
+	// The rows first, the floor after: a row a purge or a copy's end failed to drop shows.
 	b, ok := s.log[logKey{origin, seq}]
 	if !ok {
+		if r := s.run(origin, seq); r != nil {
+			c := *r
+			c.Tables = cloneTables(r.Tables)
+			return nil, &c
+		}
 		if seq > 0 && seq <= s.logs[origin].Floor.Seq {
 			return nil, store.ErrPurged
 		}
 		return nil, store.ErrNotFound
 	}
 	return bytes.Clone(b), nil
+}
+
+// run is the run of origin that holds seq, nil when none does.
+func (s *Store) run(origin wire.OriginID, seq uint64) *store.SkippedError {
+	runs := s.runs[origin]
+	i, _ := slices.BinarySearchFunc(runs, seq, func(r *store.SkippedError, seq uint64) int { return cmp.Compare(r.To, seq) })
+	if i < len(runs) && runs[i].From <= seq {
+		return runs[i]
+	}
+	return nil
+}
+
+// dropRows deletes origin's log entries and runs from seq from to seq to.
+func (s *Store) dropRows(origin wire.OriginID, from, to uint64) {
+	for seq := from; seq <= to; seq++ {
+		if r := s.run(origin, seq); r != nil {
+			seq = r.To // a run's seqs hold no entry
+			continue
+		}
+		delete(s.log, logKey{origin, seq})
+	}
+	s.runs[origin] = slices.DeleteFunc(slices.Clone(s.runs[origin]), func(r *store.SkippedError) bool { return r.From >= from && r.To <= to })
+	if len(s.runs[origin]) == 0 {
+		delete(s.runs, origin)
+	}
+}
+
+func cloneTables(ts [][]byte) [][]byte {
+	var out [][]byte
+	for _, t := range ts {
+		out = append(out, bytes.Clone(t))
+	}
+	return out
 }
 
 // Arrivals returns up to limit entries after position after, in arrival order (none when
@@ -210,10 +257,23 @@ func (s *Store) raisePeer(peer wire.OriginID, pos uint64) {
 //     origin or seq differs from b.Origin, b.Seq (plain errors);
 //   - a b.Txn whose previous hash is not the cursor's hash (ErrNotNext).
 //
-// The checks run in this order. Apply copies everything it keeps from b.
+// The checks run in this order. Apply copies everything it keeps from b. A batch with a
+// Skip is checked as a run (store.CheckBatch) and kept as one (store.Store's Apply).
 func (s *Store) Apply(b *store.Batch) (uint64, error) {
 	if err := s.check(b); err != nil {
 		return 0, err
+	}
+	if b.Skip != nil {
+		run := store.SkippedOf(b)
+		s.runs[b.Origin] = append(slices.Clone(s.runs[b.Origin]), run)
+		l := s.logs[b.Origin]
+		l.Bytes += uint64(len(store.AppendSkipRow(nil, run)))
+		s.logs[b.Origin] = l
+		s.cursor.Advance(vector.Entry{Origin: b.Origin, Seq: b.Seq, Hash: b.Hash})
+		if b.Name != "" {
+			s.names[b.Origin] = b.Name
+		}
+		return 0, nil
 	}
 	txn := bytes.Clone(b.Txn)
 	s.arrivals = append(s.arrivals, txn)
@@ -287,9 +347,7 @@ func (s *Store) Purge(p *store.Purge) error {
 		return err
 	}
 	for _, pl := range plan.Logs {
-		for seq := pl.From; seq <= pl.To; seq++ {
-			delete(s.log, logKey{pl.Origin, seq})
-		}
+		s.dropRows(pl.Origin, pl.From, pl.To)
 		s.logs[pl.Origin] = pl.Log
 	}
 	for i := s.afloor; i < plan.ArrivalFloor; i++ {
@@ -466,9 +524,7 @@ func (s *Store) EndCopy(e *store.CopyEnd) error {
 	}
 	s.logs = store.LogsAfterCopy(plan, s.logs, s.cursor, s.afloor)
 	for _, rl := range plan.Logs {
-		for seq := rl.From; seq <= rl.To; seq++ {
-			delete(s.log, logKey{rl.Origin, seq})
-		}
+		s.dropRows(rl.Origin, rl.From, rl.To)
 		s.cursor.Advance(rl.Cursor)
 	}
 	for _, l := range e.Logs {
@@ -493,9 +549,7 @@ func (s *Store) Reseed(rs *store.Reseed) error {
 	if err != nil {
 		return err
 	}
-	for seq := plan.From; seq <= plan.To; seq++ {
-		delete(s.log, logKey{rs.Old, seq})
-	}
+	s.dropRows(rs.Old, plan.From, plan.To)
 	var cursor vector.Vector
 	for _, e := range s.cursor.Entries() {
 		if e.Origin != rs.Old {

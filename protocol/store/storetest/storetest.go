@@ -94,6 +94,12 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Reseed", func(t *testing.T) { testReseed(t, open(t)) })
 	t.Run("ReseedRefusesWritingNothing", func(t *testing.T) { testReseedRefuses(t, open(t)) })
 	t.Run("Repair", func(t *testing.T) { testRepair(t, open(t)) })
+	t.Run("Skip", func(t *testing.T) { testSkip(t, open(t)) })
+	t.Run("SkipRefusesWritingNothing", func(t *testing.T) { testSkipRefuses(t, open(t)) })
+	t.Run("SkipPurge", func(t *testing.T) { testSkipPurge(t, open(t)) })
+	t.Run("SkipCopyEnd", func(t *testing.T) { testSkipCopyEnd(t, open(t)) })
+	t.Run("SkipAudit", func(t *testing.T) { testSkipAudit(t, open(t)) })
+	t.Run("SkipReseed", func(t *testing.T) { testSkipReseed(t, open(t)) })
 	t.Run("Control", func(t *testing.T) { testControl(t, open(t)) })
 	t.Run("ControlBounds", func(t *testing.T) { testControlBounds(t, open(t)) })
 	t.Run("ControlOutsideRecords", func(t *testing.T) { testControlOutsideRecords(t, open(t)) })
@@ -114,6 +120,11 @@ func RunReopen(t *testing.T, open func(t *testing.T) store.Store, reopen func(t 
 	must(t, s.SetPeerCursor(peerQ, 3))
 	more := &chain{origin: originB, seq: b[1].Seq, prev: b[1].Hash} // a tombstone too
 	apply(t, s, more.next(t, del("t", fmt.Sprintf("%x-%d", originB[:2], 1))), 6)
+	// Runs held as skips: C's log a run, then an entry, then a run at its head.
+	c := Chain(t, originC, 6)
+	applySkip(t, s, SkipBatch(t, c, 1, 2, "p"))
+	apply(t, s, c[2], 7)
+	applySkip(t, s, SkipBatch(t, c, 4, 6, "p", "q"))
 	// A purge (A to 1 with the arrival floor at 1; B's first entry, position 2, stays as a
 	// straggler after the floor passes it at 3) and holds.
 	must(t, s.Purge(&store.Purge{Logs: []store.PurgeLog{{Origin: originA, To: 1}}, ArrivalFloor: 1}))
@@ -128,9 +139,9 @@ func RunReopen(t *testing.T, open func(t *testing.T) store.Store, reopen func(t 
 	must(t, s.ApplyCopy(&store.CopyBatch{Records: []store.Record{rec("u", "k", "v", 5, originC)},
 		State: store.CopyState{Peer: "P", Table: []byte("u"), Key: []byte("k"), Snapshots: 1, Records: 1, Started: 3,
 			Vector: []wire.CopyPosition{{Origin: originC, Seq: 2, Hash: wire.Hash{2}, HLC: 5}}}}))
-	before := dump(t, s, originA, originB, peerP, peerQ)
+	before := dump(t, s, originA, originB, originC, peerP, peerQ)
 	s = reopen(t, s)
-	if after := dump(t, s, originA, originB, peerP, peerQ); after != before {
+	if after := dump(t, s, originA, originB, originC, peerP, peerQ); after != before {
 		t.Errorf("the store changed across a reopen:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 	if id, err := s.Identity(); err != nil || id != Identity {
@@ -268,6 +279,11 @@ func dumpData(t *testing.T, s store.Store, origins ...wire.OriginID) string {
 			}
 			if errors.Is(err, store.ErrPurged) {
 				fmt.Fprintf(&w, "entry %x %d purged\n", o[:2], seq)
+				continue
+			}
+			var run *store.SkippedError
+			if errors.As(err, &run) {
+				fmt.Fprintf(&w, "entry %x %d skipped %+v\n", o[:2], seq, *run)
 				continue
 			}
 			must(t, err)

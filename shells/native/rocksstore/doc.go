@@ -9,7 +9,10 @@
 //
 //	'i'                                  identity: origin id (16) | name
 //	'c' origin                           cursor: seq (8) | chain hash (32) | log bytes (8)
-//	'l' origin seq                       log entry: the transaction encoding
+//	'l' origin seq                       log entry: the transaction encoding; or a run held as
+//	                                     a skip, at its last seq: store.AppendSkipRow's row
+//	                                     (0x00 | from | to | prev | hash | HLC | generation |
+//	                                     tables), never a transaction's first byte
 //	'a' pos                              arrival: origin (16) | seq (8)
 //	'r' uvarint(len(table)) table key    record: flags (1: deleted) | HLC (8) | origin (16) | value
 //	't' table                            a table that holds records (empty value)
@@ -22,6 +25,12 @@
 //	'k' peer 0x00 origin                 a retention hold: seq (8) | since, Unix ns (8)
 //	'b'                                  the base copy being taken: store.CopyState in CBOR
 //	's' key                              a control document (store.Store's Control): its bytes
+//
+// A run is kept at its last seq so that a log stays one row per seq range, ascending, and
+// the range deletions of a purge, a copy's end and a reseed drop runs with the entries
+// around them; Entry of a seq with no row, below the cursor, seeks the first row after it,
+// which is the run holding the seq if any (at most one seek, and only for seqs inside a
+// run: an entry's own row answers first).
 //
 // A cursor of 40 bytes (written before the log bytes were kept) has its log's bytes
 // counted once when the store opens. Prefixes 'x' to 'z' are left for repair

@@ -1,7 +1,9 @@
 package rocksstore
 
 import (
+	"encoding/binary"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,6 +11,7 @@ import (
 
 	"plait/protocol/store"
 	"plait/protocol/store/storetest"
+	"plait/protocol/wire"
 )
 
 // TestRecordHLCOfAnOlderDirectory opens a directory written before the record HLC was
@@ -73,5 +76,92 @@ func TestDamagedRecord(t *testing.T) {
 	}
 	if s.Failed() != nil {
 		t.Errorf("a damaged record latched the store: %v", s.Failed())
+	}
+}
+
+// logKeys lists the seqs of origin o's 'l' keys: what a purge, a copy's end or a reseed
+// left of its log rows, entries and runs alike.
+func logKeys(t *testing.T, s *Store, o wire.OriginID) []uint64 {
+	t.Helper()
+	var out []uint64
+	err := s.each(key(pLog, o[:]), nil, func(k, _ []byte) (bool, error) {
+		out = append(out, binary.BigEndian.Uint64(k[17:]))
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestSkipRowsDropped: a run's row is kept at its last seq, and a purge and a copy's end
+// delete it with the entries around it, leaving no key at or below the new floor.
+func TestSkipRowsDropped(t *testing.T) {
+	s, err := Open(t.TempDir(), storetest.Identity, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a, b := storetest.Origin(0xa1), storetest.Origin(0xb2)
+	ca, cb := storetest.Chain(t, a, 6), storetest.Chain(t, b, 4)
+	for _, batch := range []*store.Batch{ca[0], storetest.SkipBatch(t, ca, 2, 3), ca[3], storetest.SkipBatch(t, ca, 5, 6),
+		storetest.SkipBatch(t, cb, 1, 2), cb[2]} {
+		if _, err := s.Apply(batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := logKeys(t, s, a); !slices.Equal(got, []uint64{1, 3, 4, 6}) {
+		t.Fatalf("A's log rows at %v, want 1, 3 (the run 2-3), 4, 6 (the run 5-6)", got)
+	}
+	if err := s.Purge(&store.Purge{Logs: []store.PurgeLog{{Origin: a, To: 5}}, ArrivalFloor: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if got := logKeys(t, s, a); !slices.Equal(got, []uint64{6}) {
+		t.Errorf("A's log rows after a purge to 5 (lowered to 4) at %v, want 6 alone", got)
+	}
+	err = s.EndCopy(&store.CopyEnd{Logs: []store.CopiedLog{{Origin: b,
+		Position: wire.CopyPosition{Origin: b, Seq: 4, Hash: cb[3].Hash, HLC: 1}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := logKeys(t, s, b); len(got) != 0 {
+		t.Errorf("B's log rows after a copy's end at 4: %v, want none", got)
+	}
+}
+
+// TestDamagedSkipRow: a run row on disk whose previous hash is not its log's is what the
+// audit (plait check) reports, and one that does not decode is an error of Entry.
+func TestDamagedSkipRow(t *testing.T) {
+	s, err := Open(t.TempDir(), storetest.Identity, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a := storetest.Origin(0xa1)
+	c := storetest.Chain(t, a, 4)
+	run := storetest.SkipBatch(t, c, 2, 3)
+	for _, batch := range []*store.Batch{c[0], run, c[3]} {
+		if _, err := s.Apply(batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if problems, err := store.Audit(s, 0); err != nil || len(problems) != 0 {
+		t.Fatalf("the audit of a clean log with a run: %v, %v", problems, err)
+	}
+	row := store.AppendSkipRow(nil, &store.SkippedError{Origin: a, From: 2, To: 3, Prev: c[2].Hash, Hash: run.Hash, HLC: run.Skip.HLC})
+	wo := grocksdb.NewDefaultWriteOptions()
+	defer wo.Destroy()
+	if err := s.db.Put(wo, key(pLog, a[:], u64(3)), row); err != nil {
+		t.Fatal(err)
+	}
+	problems, err := store.Audit(s, 0)
+	if want := "the run 2 to 3 does not extend the chain of entry 1"; err != nil || !strings.Contains(strings.Join(problems, "\n"), want) {
+		t.Errorf("the audit of a run on another hash: %q, %v; want a problem saying %q", problems, err, want)
+	}
+	if err := s.db.Put(wo, key(pLog, a[:], u64(3)), row[:40]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Entry(a, 2); err == nil || errors.Is(err, store.ErrSkipped) || errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Entry inside a run row that does not decode: %v; want an error saying it is damaged", err)
 	}
 }

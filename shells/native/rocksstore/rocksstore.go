@@ -342,16 +342,55 @@ func (s *Store) Identity() (store.Identity, error) { return s.id, nil }
 func (s *Store) Vector() (vector.Vector, error) { return s.cursor.Clone(), nil }
 
 // Entry returns the transaction encoding at (origin, seq), store.ErrPurged at or below
-// the origin's floor, or store.ErrNotFound.
+// the origin's floor, a *store.SkippedError inside a run held as a skip, or
+// store.ErrNotFound.
 func (s *Store) Entry(origin wire.OriginID, seq uint64) ([]byte, error) {
 	if seq > 0 && seq <= s.logs[origin].Floor.Seq {
 		return nil, store.ErrPurged
 	}
 	v, err := s.db.GetBytes(s.ro, key(pLog, origin[:], u64(seq)))
-	if err == nil && v == nil {
-		err = store.ErrNotFound
+	switch {
+	case err != nil:
+		return nil, err
+	case v != nil && store.IsSkipRow(v):
+		return nil, s.skipRow(origin, v)
+	case v != nil:
+		return v, nil
+	case seq == 0 || seq > s.cursor.Get(origin).Seq:
+		return nil, store.ErrNotFound
 	}
-	return v, err
+	// No row at seq, below the cursor: a run's, kept at its last seq, is the first row
+	// after it.
+	it := s.db.NewIterator(s.ro)
+	defer it.Close()
+	prefix := key(pLog, origin[:])
+	if it.Seek(key(pLog, origin[:], u64(seq))); !it.ValidForPrefix(prefix) {
+		return nil, errors.Join(store.ErrNotFound, it.Err())
+	}
+	val := it.Value()
+	row := bytes.Clone(val.Data())
+	val.Free()
+	if !store.IsSkipRow(row) {
+		return nil, store.ErrNotFound
+	}
+	run, err := store.ParseSkipRow(origin, row)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("rocksstore: %w", err)
+	case run.From <= seq:
+		return nil, run
+	}
+	return nil, store.ErrNotFound
+}
+
+// skipRow decodes a run's log row into the error Entry answers, or the error it is damaged
+// with.
+func (s *Store) skipRow(origin wire.OriginID, row []byte) error {
+	run, err := store.ParseSkipRow(origin, row)
+	if err != nil {
+		return fmt.Errorf("rocksstore: %w", err)
+	}
+	return run
 }
 
 // Arrivals returns up to limit log entries after arrival position after.
@@ -499,6 +538,9 @@ func (s *Store) Apply(b *store.Batch) (uint64, error) {
 	if err := store.CheckBatch(b, s.cursor.Get(b.Origin)); err != nil {
 		return 0, err
 	}
+	if b.Skip != nil {
+		return 0, s.applySkip(b)
+	}
 	pos := s.arrivals + 1
 	wb := grocksdb.NewWriteBatch()
 	defer wb.Destroy()
@@ -532,6 +574,32 @@ func (s *Store) Apply(b *store.Batch) (uint64, error) {
 	s.arrivals = pos
 	s.hlc = hlc
 	return pos, nil
+}
+
+// applySkip writes a checked run as one batch: its log row at its last seq (the layout's
+// 'l' key, so that purges, a copy's end and a reseed drop it with the entries around it by
+// the same range deletions), the cursor with the row's bytes, and the origin's name.
+func (s *Store) applySkip(b *store.Batch) error {
+	row := store.AppendSkipRow(nil, store.SkippedOf(b))
+	wb := grocksdb.NewWriteBatch()
+	defer wb.Destroy()
+	wb.Put(key(pLog, b.Origin[:], u64(b.Seq)), row)
+	logBytes := s.logs[b.Origin].Bytes + uint64(len(row))
+	wb.Put(key(pCursor, b.Origin[:]), s.cursorValue(vector.Entry{Seq: b.Seq, Hash: b.Hash}, logBytes))
+	if b.Name != "" {
+		wb.Put(key(pName, b.Origin[:]), []byte(b.Name))
+	}
+	if s.syncAll && s.before != nil {
+		s.before() // the write below is the apply's fsync
+	}
+	if err := s.write("apply", s.wo, wb); err != nil {
+		return fmt.Errorf("rocksstore: applying origin %s run %d to %d: %w", b.Origin, b.Skip.From, b.Seq, err)
+	}
+	s.cursor.Advance(vector.Entry{Origin: b.Origin, Seq: b.Seq, Hash: b.Hash})
+	l := s.logs[b.Origin]
+	l.Bytes = logBytes
+	s.logs[b.Origin] = l
+	return nil
 }
 
 // Logs returns each origin's log: floor, below and bytes.
