@@ -442,6 +442,16 @@ func (r *Replica) loggedVersion(o wire.OriginID, hlc wire.HLC, table, key []byte
 		if err == store.ErrPurged || err == store.ErrNotFound {
 			return store.Record{}, false, true
 		}
+		if sk, ok := skipped(err); ok {
+			// A run this node was not sent: an entry of hlc is after it, before it, or
+			// inside it (then not in this log, and the search ends not found).
+			if hlc > sk.HLC {
+				lo = sk.To + 1
+			} else {
+				hi = sk.From - 1
+			}
+			continue
+		}
 		if !r.check(err) {
 			return store.Record{}, false, false
 		}

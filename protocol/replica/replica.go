@@ -180,6 +180,12 @@ func New(cfg Config, store store.Store) (*Replica, error) {
 			continue
 		}
 		raw, err := store.Entry(e.Origin, e.Seq)
+		if sk, ok := skipped(err); ok {
+			// The head is a run this node was not sent (§24.2): its HLC is the head's.
+			st.appliedHLC, st.headHLC = sk.HLC, sk.HLC
+			r.hlc = max(r.hlc, sk.HLC)
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -466,9 +466,22 @@ func (st *retentionStep) stragglers() bool {
 	r := st.r
 	for _, o := range r.originOrder {
 		l := r.ret.logs[o]
-		for seq := l.Floor.Seq + 1; seq <= l.Below && st.budget > 0; seq++ {
-			st.budget--
+		for seq := l.Floor.Seq + 1; seq <= r.origin(o).applied.Seq && st.budget > 0; seq++ {
 			raw, err := r.store.Entry(o, seq)
+			if sk, ok := skipped(err); ok {
+				// A run has no arrival position: it goes when it is next in its log, above
+				// Below too, so that a log of runs alone is purged (§24.2).
+				st.budget--
+				if !st.judgeRun(sk) {
+					break
+				}
+				seq = sk.To
+				continue
+			}
+			if seq > l.Below {
+				break // the entries above are in the arrival order: arrivalOrder's
+			}
+			st.budget--
 			if !r.check(err) {
 				return false
 			}
@@ -487,6 +500,38 @@ func (st *retentionStep) stragglers() bool {
 			default:
 				seq = l.Below // kept or too young: the rest of the run stays
 			}
+		}
+	}
+	return true
+}
+
+// judgeRun judges a run of a log as one entry of its last seq, HLC and row size: it goes
+// when it is next in its log and may. It reports whether the walk of its log goes on past
+// it (purged, or held: what is after it is counted against the holds too).
+func (st *retentionStep) judgeRun(sk *store.SkippedError) bool {
+	next := st.floorOf(sk.Origin) == sk.From-1
+	switch st.judge(sk.Origin, sk.To, sk.HLC, len(store.AppendSkipRow(nil, sk)), next) {
+	case purge:
+		if next {
+			st.next[sk.Origin] = sk.To
+		}
+		return true
+	case held:
+		return true
+	}
+	return false
+}
+
+// runsBefore purges the runs between a log's floor (as the step moved it) and seq, which
+// have no arrival position of their own, as far as they may go; it reports whether seq is
+// then next in its log.
+func (st *retentionStep) runsBefore(o wire.OriginID, seq uint64) bool {
+	r := st.r
+	for f := st.floorOf(o); f+1 < seq; f = st.floorOf(o) {
+		_, err := r.store.Entry(o, f+1)
+		sk, ok := skipped(err)
+		if !ok || sk.To >= seq || !st.judgeRun(sk) || st.floorOf(o) != sk.To {
+			return false // an entry (kept in the arrival order), or a run that stays
 		}
 	}
 	return true
@@ -521,7 +566,7 @@ func (st *retentionStep) arrivalOrder(v1 uint64, hasV1 bool) bool {
 			if !r.check(err) {
 				return false
 			}
-			if v.Seq != st.floorOf(v.Origin)+1 {
+			if v.Seq != st.floorOf(v.Origin)+1 && !st.runsBefore(v.Origin, v.Seq) {
 				st.judge(v.Origin, v.Seq, v.HLC, len(a.Txn), false) // an earlier entry stays: counted if held
 				continue
 			}
