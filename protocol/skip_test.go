@@ -293,11 +293,12 @@ func TestSkipReceiveChannels(t *testing.T) {
 	}
 
 	p = fxSkip(t)
-	must(t, p.D.S.Receive(p.Now, skipFrame(5, 5))) // gap: RESEND from 4
-	must(t, p.D.S.Receive(p.Now, skipFrame(6, 7))) // the stream from before the resend
+	must(t, p.D.S.Receive(p.Now, skipFrame(5, 7))) // gap: RESEND from 4
+	must(t, p.D.S.Receive(p.Now, skipFrame(6, 7))) // back at or below the last dropped (7), without 4: asked again
+	must(t, p.D.S.Receive(p.Now, skipFrame(8, 8))) // the stream from before the second resend: discarded
 	must(t, p.D.S.Receive(p.Now, skipFrame(4, 5))) // the resent run
 	p.D.Drain()
-	if st := p.D.S.Stats(); st.Gaps != 1 || st.Discarded != 1 || st.ResendsRequested != 1 {
+	if st := p.D.S.Stats(); st.Gaps != 2 || st.Discarded != 1 || st.ResendsRequested != 2 {
 		t.Fatalf("stats %+v", st)
 	}
 	if ev := p.D.Last(protocol.EventSkip); ev == nil || ev.Skip.From != 4 || ev.Skip.To != 5 {
@@ -343,8 +344,42 @@ func TestSkipResend(t *testing.T) {
 	if k, ok := fs[len(fs)-1].Value.(*wire.Skip); !ok || k.From != 2 || k.Prev != c[0].Hash {
 		t.Fatalf("skip after the resend from 2: %+v", fs[len(fs)-1].Value)
 	}
-	// From 3 now: entry 2 is inside the run 2..3 just sent.
-	must(t, p.L.S.Receive(p.Now, prototest.Frame(&wire.Resend{Channel: 1, From: 3})))
+	// From 2 again, and the stream sent again as one run 2..4: entry 3 is inside it now,
+	// though it ended the run 2..3 sent before.
+	must(t, p.L.S.Receive(p.Now, prototest.Frame(&wire.Resend{Channel: 1, From: 2})))
+	must(t, p.L.S.V4().Skip(fxOrigin, 4, c[3].Hash, 4, nil, 0))
+	p.L.Drain()
+	must(t, p.L.S.Receive(p.Now, prototest.Frame(&wire.Resend{Channel: 1, From: 4})))
+	checkClosed(t, p.L.S, p.L.Drain(), p.L.Events, wire.CodeBadField, wire.TypeResend, 0)
+
+	// The acknowledged position stays an end a RESEND may name, after CURSOR.
+	p = v4pair(t, protocol.Limits{}, protocol.Limits{})
+	must(t, p.L.S.SetOriginName(fxOrigin, "nine"))
+	must(t, p.D.S.V2().Subscribe([]vector.Entry{{Origin: fxOrigin}}))
+	p.Pump(10)
+	for _, e := range c[:3] {
+		must(t, p.L.S.V2().Send(e.Raw))
+	}
+	p.L.Drain()
+	must(t, p.L.S.Receive(p.Now, prototest.Frame(&wire.Cursor{Entries: []wire.CursorEntry{{Channel: 1, Seq: 1, Hash: c[0].Hash}}})))
+	must(t, p.L.S.Receive(p.Now, prototest.Frame(&wire.Resend{Channel: 1, From: 2})))
+	must(t, p.L.S.V4().Skip(fxOrigin, 3, c[2].Hash, 3, nil, 0))
+	fs = frames(t, p.L.Drain())
+	if k, ok := fs[len(fs)-1].Value.(*wire.Skip); !ok || k.From != 2 || k.Prev != c[0].Hash {
+		t.Fatalf("skip after a resend from the acknowledged position + 1: %+v", fs[len(fs)-1].Value)
+	}
+	// The ends above a RESEND's are forgotten: entry 4 ended the run 2..4 sent before the
+	// RESEND from 2, not the run 2..5 sent after it.
+	p = v4pair(t, protocol.Limits{}, protocol.Limits{})
+	must(t, p.L.S.SetOriginName(fxOrigin, "nine"))
+	must(t, p.D.S.V2().Subscribe([]vector.Entry{{Origin: fxOrigin}}))
+	p.Pump(10)
+	must(t, p.L.S.V2().Send(c[0].Raw))
+	must(t, p.L.S.V4().Skip(fxOrigin, 4, c[3].Hash, 4, nil, 0))
+	must(t, p.L.S.Receive(p.Now, prototest.Frame(&wire.Resend{Channel: 1, From: 2})))
+	must(t, p.L.S.V4().Skip(fxOrigin, 5, c[4].Hash, 5, nil, 0))
+	p.L.Drain()
+	must(t, p.L.S.Receive(p.Now, prototest.Frame(&wire.Resend{Channel: 1, From: 5})))
 	checkClosed(t, p.L.S, p.L.Drain(), p.L.Events, wire.CodeBadField, wire.TypeResend, 0)
 }
 
