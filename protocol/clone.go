@@ -55,7 +55,10 @@ func (v channelState) clone() channelState {
 		ch.pending = ch.pending.clone()
 		return ch
 	})
-	c.out, c.outOrigin = cloneChannels(v.out, v.outOrigin, func(ch outChannel) outChannel { return ch })
+	c.out, c.outOrigin = cloneChannels(v.out, v.outOrigin, func(ch outChannel) outChannel {
+		ch.ends = slices.Clone(ch.ends)
+		return ch
+	})
 	c.advertised, c.peerHeads = maps.Clone(v.advertised), maps.Clone(v.peerHeads)
 	c.advFloors, c.peerFloors = maps.Clone(v.advFloors), maps.Clone(v.peerFloors)
 	if v.copyIn != nil {

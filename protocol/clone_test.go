@@ -135,7 +135,7 @@ func TestCloneKnowsEveryField(t *testing.T) {
 		"v1State":      "peerSubscribed lastSent peerAcked subscribed lastPos acked unacked",
 		"channelState": "in inOrigin lastIn connIn connGiven out outOrigin lastOut connOut advertised peerHeads advFloors peerFloors copyIn copyOut rangeOut rangeIn cursors grants connRel",
 		"inChannel":    "id origin seq hash acked ackHash win pending cursorQueued grantQueued resendFrom lastDiscarded",
-		"outChannel":   "id origin next chain first acked win",
+		"outChannel":   "id origin next chain first acked win ends",
 		"copyIn":       "id win begun chunked vector lastOrigin table key records pending grantQueued",
 		"copyOut":      "id win begun table key records",
 		"rangeAsk":     "after through",

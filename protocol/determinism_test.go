@@ -411,9 +411,10 @@ func TestDeterminism(t *testing.T) {
 			case 6:
 				// Both maps, one MEMBERS, four requests each answered once: by the listener (one
 				// late), and by the session itself (too-many-requests).
-				if types[wire.TypeMap] != 2 || types[wire.TypeMembers] != 1 || types[wire.TypeRequest] != 4 || types[wire.TypeResponse] != 4 {
-					t.Errorf("%d MAP, %d MEMBERS, %d REQUEST, %d RESPONSE frames", types[wire.TypeMap], types[wire.TypeMembers],
-						types[wire.TypeRequest], types[wire.TypeResponse])
+				if types[wire.TypeMap] != 2 || types[wire.TypeMembers] != 1 || types[wire.TypeRequest] != 4 || types[wire.TypeResponse] != 4 ||
+					types[wire.TypeSkip] != 1 {
+					t.Errorf("%d MAP, %d MEMBERS, %d REQUEST, %d RESPONSE, %d SKIP frames", types[wire.TypeMap], types[wire.TypeMembers],
+						types[wire.TypeRequest], types[wire.TypeResponse], types[wire.TypeSkip])
 				}
 			case 3:
 				// A head and a floor, one PURGED answer, then one entry from the floor.
@@ -547,7 +548,7 @@ func runScenarioAntiEntropy(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 // its member entries; the dialer asks the listener's map (answered), asks again and gives
 // up (the answer comes late), then asks twice more: the listener's session, whose bound is
 // one request owed, answers the second too-many-requests itself, and the listener answers
-// the first.
+// the first. Then the listener streams an origin with a run left out (SKIP).
 func runScenarioV4(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 	t.Helper()
 	lc := prototest.Config(wire.RoleListener, "b", 2)
@@ -592,6 +593,22 @@ func runScenarioV4(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 		t.Fatalf("the listener's refusal: %+v", ev)
 	}
 	answer(3)
+	// Placement: the listener leaves entries 2 and 3 of an origin out of the dialer's
+	// channel with one SKIP, between two entries, and the dialer acknowledges past it.
+	o := prototest.Origin(9)
+	chain := prototest.Chain(o, 4, 1, 8)
+	must(t, l.SetOriginName(o, "nine"))
+	must(t, d.V2().Subscribe([]vector.Entry{{Origin: o}}))
+	p.Pump(10)
+	must(t, l.V2().Send(chain[0].Raw))
+	must(t, l.V4().Skip(o, 3, chain[2].Hash, 3, [][]byte{[]byte("t")}, 4))
+	must(t, l.V2().Send(chain[3].Raw))
+	p.Pump(10)
+	if ev := p.D.Last(protocol.EventSkip); ev == nil || ev.Skip.From != 2 || ev.Skip.To != 3 {
+		t.Fatalf("the dialer's skip: %+v", ev)
+	}
+	must(t, d.V2().Ack(o, 4))
+	p.Pump(10)
 	return endV3(t, p, d, l)
 }
 

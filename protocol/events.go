@@ -95,6 +95,10 @@ const (
 	// answered (Limits.MaxRequestsInFlight); the session answered it too-many-requests
 	// itself, and the caller answers nothing (version 4).
 	EventRequestRefused EventKind = 28
+	// EventSkip: a checked run of the origin's entries left out of the channel, Skip
+	// (version 4): the channel's position moved to its end (Skip.To, Skip.Hash). Store the
+	// run, then acknowledge it (V2().Ack(Origin, Skip.To)) as an entry.
+	EventSkip EventKind = 29
 )
 
 var eventNames = [...]string{
@@ -126,6 +130,7 @@ var eventNames = [...]string{
 	EventRequest:        "request",
 	EventResponse:       "response",
 	EventRequestRefused: "request-refused",
+	EventSkip:           "skip",
 }
 
 func (k EventKind) String() string {
@@ -169,6 +174,10 @@ func (k EventKind) String() string {
 //	request         -                                Request (version 4)
 //	response        -                                Response, Late (version 4)
 //	request-refused -                                Request (version 4)
+//	skip            -                                Origin, Skip (version 4)
+//
+// A duplicate, gap or divergence about a received run (version 4's SKIP) sets Skip where
+// one about an entry sets Txn.
 type Event struct {
 	Kind EventKind
 	// Position is a position in the version-1 sender's arrival order: the one the peer
@@ -217,6 +226,9 @@ type Event struct {
 	// answer to one this side sent (response).
 	Request  *wire.Request
 	Response *wire.Response
+	// Skip is a run of left-out entries the peer sent (skip; and duplicate, gap or
+	// divergence when the run is what they are about).
+	Skip *wire.Skip
 	// Handshake is the handshake's outcome.
 	Handshake *HandshakeInfo
 	// Err is why what the event reports closed: the session (closed), a version-2 channel

@@ -363,6 +363,16 @@ func inputCases() []inputCase {
 			code: wire.CodeBadField, frame: wire.TypeRequest, offset: P, check: noEvent(protocol.EventRequest)},
 		{class: "M27", name: "a RESPONSE to a request never sent", on: onV4D, msg: pingThen(prototest.Frame(&wire.Response{ID: 2})),
 			code: wire.CodeBadField, frame: wire.TypeResponse, offset: P, check: noEvent(protocol.EventResponse)},
+		{class: "M27", name: "a SKIP from 3 to 2", on: onV4D,
+			msg:  pingThen(prototest.Frame(&wire.Skip{Channel: 1, From: 3, To: 2, Prev: hashOf(1), Hash: hashOf(2), HLC: 1})),
+			code: wire.CodeBadField, frame: wire.TypeSkip, offset: P, check: noEvent(protocol.EventSkip)},
+		{class: "M27", name: "a SKIP of 65 tables", on: onV4D,
+			msg:  pingThen(prototest.Frame(&wire.Skip{Channel: 1, From: 1, To: 2, Hash: hashOf(2), HLC: 1, Tables: skipTables(wire.MaxSkipTables + 1)})),
+			code: wire.CodeBadField, frame: wire.TypeSkip, offset: P, check: noEvent(protocol.EventSkip)},
+		{class: "M27", name: "a SKIP of tables out of order", on: onV4D,
+			msg: pingThen(prototest.Frame(&wire.Skip{Channel: 1, From: 1, To: 2, Hash: hashOf(2), HLC: 1,
+				Tables: [][]byte{[]byte("b"), []byte("a")}})),
+			code: wire.CodeBadField, frame: wire.TypeSkip, offset: P, check: noEvent(protocol.EventSkip)},
 
 		// Other errors caused by input.
 		{name: "a SUBSCRIBE opening more channels than MaxChannels", on: onV2L, llim: protocol.Limits{MaxChannels: 2},
@@ -901,4 +911,22 @@ var codesElsewhere = map[wire.Code]string{
 	wire.CodeStorageFailed: "protocol/replica/storage_test.go TestStorageSyncFailure",
 	// origin-rewound is the replica's: a peer's position shows an origin's log went back.
 	wire.CodeOriginRewound: "protocol/replica/rewind_test.go",
+}
+
+// hashOf is a chain hash for hand-made frames: n in every byte.
+func hashOf(n byte) wire.Hash {
+	var h wire.Hash
+	for i := range h {
+		h[i] = n
+	}
+	return h
+}
+
+// skipTables is n table names, ascending.
+func skipTables(n int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = []byte("t" + strconv.Itoa(1000+i))
+	}
+	return out
 }

@@ -173,6 +173,7 @@ func init() {
 	established(wire.TypeMembers, body((*Session).onMembers))
 	established(wire.TypeRequest, body((*Session).onRequest))
 	established(wire.TypeResponse, body((*Session).onResponse))
+	established(wire.TypeSkip, body((*Session).onSkip))
 }
 
 // body adapts a handler of one decoded body type to a receiver's decoded: DecodeBody gives

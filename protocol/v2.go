@@ -43,11 +43,19 @@ type pendingEntry struct {
 type outChannel struct {
 	id     uint32
 	origin wire.OriginID
-	next   uint64    // the seq Send must offer next
-	chain  wire.Hash // the chain hash next's entry must extend, until the first Send
-	first  bool      // the first Send checks the chain against the subscriber's position
-	acked  uint64
-	win    credit.Sender
+	next   uint64 // the seq Send (or V4().Skip) must offer next
+	// chain is the chain hash of entry next-1, which next's entry must extend: the
+	// subscriber's position's, then the last one sent's (version 2 and 3 need it only until
+	// the first Send, and do not know it after a RESEND; version 4 finds it in ends).
+	chain wire.Hash
+	first bool // the first Send checks the chain against the subscriber's position
+	acked uint64
+	win   credit.Sender
+	// ends (version 4) are the positions the subscriber can be at on the channel: the
+	// acknowledged one first, then the end of every entry and run (SKIP) sent above it, in
+	// seq order. A RESEND names one of them + 1, and a SKIP sent after it needs its hash,
+	// which no entry the sender sends again carries.
+	ends []pendingEntry
 }
 
 type channelState struct {
@@ -236,6 +244,7 @@ func (s *Session) onCursor(f wire.Frame, b *wire.Cursor) {
 	for _, e := range b.Entries {
 		if ch := s.chans.out[e.Channel]; ch != nil && e.Seq > ch.acked {
 			ch.acked = e.Seq
+			ch.ackEnds()
 			s.emit(Event{Kind: EventCursor, Origin: ch.origin, Seq: e.Seq, Hash: e.Hash})
 		}
 	}
@@ -275,6 +284,17 @@ func (s *Session) onResend(f wire.Frame, b *wire.Resend) {
 		s.fail(wire.FrameError(wire.CodeBadField, f.Type, f.Offset, "resend from "+strconv.FormatUint(b.From, 10)+
 			" outside what is sent and not yet acknowledged ("+strconv.FormatUint(ch.acked+1, 10)+".."+strconv.FormatUint(ch.next, 10)+")"))
 		return
+	}
+	if s.info.Version >= 4 {
+		// The subscriber's position is the end of an entry or run sent, or the one it
+		// subscribed at: a SKIP sent next joins it with that end's hash.
+		h, ok := ch.resendEnd(b.From - 1)
+		if !ok {
+			s.fail(wire.FrameError(wire.CodeBadField, f.Type, f.Offset, "resend from "+strconv.FormatUint(b.From, 10)+
+				", inside a run this side sent as one SKIP"))
+			return
+		}
+		ch.chain = h
 	}
 	ch.next, ch.first = b.From, false
 	s.stats.ResendsReceived++
@@ -330,6 +350,9 @@ func (s *Session) onSubscribe(f wire.Frame, b *wire.Subscribe) {
 	for _, e := range b.Entries {
 		s.chans.lastOut = e.Channel
 		ch := &outChannel{id: e.Channel, origin: e.Origin, next: e.Seq + 1, chain: e.Hash, first: true, acked: e.Seq}
+		if s.info.Version >= 4 {
+			ch.ends = []pendingEntry{{seq: e.Seq, hash: e.Hash}}
+		}
 		ch.win.Update(e.Credit)
 		s.chans.out[ch.id] = ch
 		s.chans.outOrigin[ch.origin] = ch

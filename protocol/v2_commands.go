@@ -251,12 +251,12 @@ func (c *v2Commands) Send(txn []byte) error {
 	s.queueOrigin(v.Origin, origin)
 	ch.win.Send(uint64(size))
 	s.chans.connOut.Send(uint64(size))
-	ch.next++
+	h := wire.Sum256(txn)
+	ch.sent(v.Seq, h, s.info.Version >= 4)
 	ch.first = false
 	s.stats.TxnsSent++
 	s.reserve(size)
 	s.cur = wire.AppendHeader(s.cur, wire.Header{Type: wire.TypeData, Channel: ch.id, Length: uint32(size - wire.HeaderSize)})
-	h := wire.Sum256(txn)
 	s.cur = append(s.cur, h[:]...)
 	s.cur = append(s.cur, txn...)
 	return nil

@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 
 	"plait/protocol/wire"
@@ -73,4 +75,96 @@ func (s *Session) onResponse(f wire.Frame, r *wire.Response) {
 	_, awaited := s.v4.out[r.ID]
 	delete(s.v4.out, r.ID)
 	s.emit(Event{Kind: EventResponse, Response: r, Late: !awaited})
+}
+
+// ---- placement: runs of left-out entries (SKIP) ----
+
+// sent moves the channel's sent position to (seq, hash), the end of an entry or a run just
+// queued; a version-4 channel records it among its ends.
+func (ch *outChannel) sent(seq uint64, hash wire.Hash, v4 bool) {
+	ch.next, ch.chain = seq+1, hash
+	if v4 {
+		ch.ends = append(ch.ends, pendingEntry{seq: seq, hash: hash})
+	}
+}
+
+// ackEnds forgets the ends below the acknowledged position: the subscriber never goes back
+// below it, so no RESEND names them. The last end at or below it stays, the base.
+func (ch *outChannel) ackEnds() {
+	i := 0
+	for i+1 < len(ch.ends) && ch.ends[i+1].seq <= ch.acked {
+		i++
+	}
+	ch.ends = ch.ends[i:]
+}
+
+// resendEnd finds the end at seq (a RESEND's from - 1) and drops the ends above it, which
+// the stream sends again; false when seq is not an end (inside a run sent as one SKIP).
+func (ch *outChannel) resendEnd(seq uint64) (wire.Hash, bool) {
+	i, found := slices.BinarySearchFunc(ch.ends, seq, func(e pendingEntry, seq uint64) int { return cmp.Compare(e.seq, seq) })
+	if !found {
+		return wire.Hash{}, false
+	}
+	ch.ends = ch.ends[:i+1]
+	return ch.ends[i].hash, true
+}
+
+// onSkip checks a run of left-out entries on a channel this side subscribed to, as onData
+// checks an entry (SPEC.md, "SKIP"), the run (From..To, Prev, Hash) in place of one entry.
+// A SKIP takes no credit, so nothing is charged or released.
+func (s *Session) onSkip(f wire.Frame, k *wire.Skip) {
+	ch := s.chans.in[k.Channel]
+	if ch == nil {
+		if c := s.chans.copyIn; c != nil && c.id == k.Channel {
+			s.unexpected(f, "SKIP on copy channel "+strconv.FormatUint(uint64(k.Channel), 10))
+			return
+		}
+		if k.Channel > s.chans.lastIn {
+			s.fail(wire.FrameError(wire.CodeBadChannel, f.Type, f.Offset, "SKIP on channel "+strconv.FormatUint(uint64(k.Channel), 10)+", which this side never opened"))
+			return
+		}
+		s.stats.Stale++ // in flight when this side closed the channel
+		return
+	}
+	if !s.peerOrigins[ch.origin].named {
+		s.unexpected(f, "SKIP of origin "+ch.origin.String()+" before its ORIGIN frame")
+		return
+	}
+	a, h := ch.seq, ch.hash
+	run := strconv.FormatUint(k.From, 10) + ".." + strconv.FormatUint(k.To, 10)
+	switch {
+	case k.To < a, k.To == a && k.Hash == h:
+		s.stats.Duplicates++
+		s.emit(Event{Kind: EventDuplicate, Origin: ch.origin, Skip: k})
+	case k.To == a:
+		s.divergedSkip(ch, k, a, "the run "+run+" ends at the position held with another chain hash")
+	case k.From == a+1 && k.Prev != h:
+		s.divergedSkip(ch, k, k.From, "the run "+run+" does not extend the chain held at "+strconv.FormatUint(a, 10))
+	case k.From == a+1, s.cfg.Mutations.BreakGapDetection: // the mutation: a receiver blind to gaps (tests only)
+		ch.seq, ch.hash = k.To, k.Hash
+		ch.resendFrom, ch.lastDiscarded = 0, 0
+		ch.pending.push(pendingEntry{seq: k.To, hash: k.Hash}, 0)
+		s.emit(Event{Kind: EventSkip, Origin: ch.origin, Skip: k})
+	default: // From > a+1, or a run from at or below a to above it
+		if ch.resendFrom != 0 && k.From > ch.lastDiscarded {
+			ch.lastDiscarded = k.To // still the stream from before the resend
+			s.stats.Discarded++
+			return
+		}
+		s.stats.Gaps++
+		s.stats.ResendsRequested++
+		ch.resendFrom, ch.lastDiscarded = a+1, k.To
+		s.sendControl(&wire.Resend{Channel: ch.id, From: a + 1})
+		s.emit(Event{Kind: EventGap, Origin: ch.origin, Skip: k, Expected: a + 1})
+	}
+}
+
+// divergedSkip reports a run that does not fit the chain held (at seq at) and closes the
+// channel, as divergedIn does for an entry.
+func (s *Session) divergedSkip(ch *inChannel, k *wire.Skip, at uint64, why string) {
+	s.stats.Divergences++
+	s.emit(Event{Kind: EventDivergence, Origin: ch.origin, Skip: k, DivergedAt: at, Seq: ch.seq, Hash: ch.hash,
+		Err: wire.NewError(wire.CodeDivergence, "origin "+ch.origin.String()+": "+why)})
+	s.sendControl(&wire.Divergence{Channel: ch.id, Seq: ch.seq, Hash: ch.hash, Side: wire.SideSubscriber})
+	s.closeIn(ch)
 }

@@ -39,6 +39,22 @@ type V4Commands interface {
 	// with Late set. A request answered or forgotten already is forgotten again silently; an
 	// id never sent is refused (bad-argument).
 	Forget(id uint64) error
+	// Skip queues a SKIP on the channel of origin (after the peer subscribed to it): the
+	// origin's entries from the channel's next seq (the subscriber's position + 1, or a
+	// RESEND's from, or the seq after the last entry or run sent) to `to` are left out of
+	// this link. hash and hlc are entry to's chain hash and HLC, tables the placed tables
+	// the run writes (strictly ascending, at most wire.MaxSkipTables), generation the map
+	// generation the caller judged under. The session fills the channel, the run's first
+	// seq and its prev (the chain hash of the position the run starts after, which the
+	// session knows: the subscriber's, or the end of what was sent), and moves the channel
+	// to (to, hash) as Send does for an entry; the next entry sent must extend hash.
+	//
+	// A SKIP takes no credit. It is refused with invalid-state when the peer has not
+	// subscribed to the origin, bad-argument when to is below the channel's next seq or the
+	// run breaks SKIP's rules (a zero hash, HLC 0, tables), or the origin has no name,
+	// frame-too-large beyond the peer's frame limit (a caller ends a run before its tables
+	// pass it) and send-buffer-full beyond the send buffer; nothing is queued then.
+	Skip(origin wire.OriginID, to uint64, hash wire.Hash, hlc wire.HLC, tables [][]byte, generation uint64) error
 }
 
 // V4 returns the version-4 commands of the session.
@@ -183,5 +199,50 @@ func (c *v4Commands) Forget(id uint64) error {
 		return wire.NewError(wire.CodeBadArgument, "request "+strconv.FormatUint(id, 10)+" was never sent")
 	}
 	delete(s.v4.out, id)
+	return nil
+}
+
+func (c *v4Commands) Skip(origin wire.OriginID, to uint64, hash wire.Hash, hlc wire.HLC, tables [][]byte, generation uint64) error {
+	s := (*Session)(c)
+	s.begin()
+	if err := s.needV4("Skip"); err != nil {
+		return err
+	}
+	ch := s.chans.outOrigin[origin]
+	if ch == nil {
+		return wire.NewError(wire.CodeInvalidState, "the peer has not subscribed to origin "+origin.String())
+	}
+	if to < ch.next {
+		return wire.NewError(wire.CodeBadArgument, "a run to seq "+strconv.FormatUint(to, 10)+" where the channel of origin "+
+			origin.String()+" needs "+strconv.FormatUint(ch.next, 10)+" or above")
+	}
+	name, named := s.names[origin]
+	if !named {
+		return wire.NewError(wire.CodeBadArgument, "origin "+origin.String()+" has no name: SetOriginName first, its ORIGIN frame precedes its runs")
+	}
+	k := wire.Skip{Channel: ch.id, From: ch.next, To: to, Prev: ch.chain, Hash: hash, HLC: hlc, Tables: tables, Generation: generation}
+	if err := k.Validate(); err != nil {
+		return wire.NewError(wire.CodeBadArgument, "SKIP: "+err.Error())
+	}
+	body, err := k.AppendBody(nil)
+	if err != nil {
+		return wire.NewError(wire.CodeBadArgument, "SKIP: "+err.Error())
+	}
+	originFrame, oerr := s.originFrame(origin, name)
+	if oerr != nil {
+		return oerr
+	}
+	size := wire.HeaderSize + len(body)
+	switch {
+	case len(body) > s.peerFrame:
+		return wire.NewError(wire.CodeFrameTooLarge, "a SKIP body of "+strconv.Itoa(len(body))+
+			" bytes exceeds the peer's frame limit of "+strconv.Itoa(s.peerFrame))
+	case s.outBytes > 0 && s.outBytes+size+len(originFrame) > s.limits.MaxSendBuffer:
+		return wire.NewError(wire.CodeSendBufferFull, strconv.Itoa(s.outBytes)+" bytes are queued; take them with Ready first")
+	}
+	s.queueOrigin(origin, originFrame)
+	s.sendRaw(wire.TypeSkip, 0, body)
+	ch.sent(to, hash, true)
+	ch.first = false
 	return nil
 }

@@ -66,6 +66,7 @@ const (
 	OpRequest     Op = 0x1F // CBOR wire.Request: a REQUEST body, its id (key 1) ignored; the RESULT's key 4 is the id given
 	OpRespond     Op = 0x20 // CBOR wire.Response: a RESPONSE body, its id (key 1) the request answered
 	OpForget      Op = 0x21 // u64 id
+	OpSkip        Op = 0x22 // CBOR SkipMsg: a run of an origin's entries left out of its channel
 )
 
 // Kind is an output record's kind.
@@ -255,6 +256,21 @@ func (b *Batch) Respond(id uint64, r wire.Response) error {
 // Forget appends OpForget.
 func (b *Batch) Forget(id uint64) { _ = Append(b, CmdForget, id) }
 
+// Skip appends OpSkip.
+func (b *Batch) Skip(origin wire.OriginID, to uint64, hash wire.Hash, hlc wire.HLC, tables [][]byte, generation uint64) error {
+	return Append(b, CmdSkip, SkipMsg{Origin: origin, To: to, Hash: hash, HLC: hlc, Tables: tables, Generation: generation})
+}
+
+// SkipMsg is OpSkip's payload: V4().Skip's arguments.
+type SkipMsg struct {
+	Origin     wire.OriginID `cbor:"1,keyasint"`
+	To         uint64        `cbor:"2,keyasint"`
+	Hash       wire.Hash     `cbor:"3,keyasint"`
+	HLC        wire.HLC      `cbor:"4,keyasint"`
+	Tables     [][]byte      `cbor:"5,keyasint,omitempty"`
+	Generation uint64        `cbor:"6,keyasint,omitempty"`
+}
+
 // OriginsMsg is a list of origins.
 type OriginsMsg struct {
 	Origins []wire.OriginID `cbor:"1,keyasint"`
@@ -421,6 +437,9 @@ type EventMsg struct {
 	Request  []byte `cbor:"23,keyasint,omitempty"`
 	Response []byte `cbor:"24,keyasint,omitempty"`
 	Late     bool   `cbor:"25,keyasint,omitempty"`
+	// ABI version 5, placement: the SKIP body received (skip, and a duplicate, gap or
+	// divergence about a run).
+	Skip []byte `cbor:"26,keyasint,omitempty"`
 }
 
 // StatsMsg is a protocol.Stats.

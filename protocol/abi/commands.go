@@ -157,6 +157,9 @@ var (
 		return s.V4().Respond(r.ID, r)
 	})
 	CmdForget = sessionRow(OpForget, positionPayload, func(s *protocol.Session, id uint64) error { return s.V4().Forget(id) })
+	CmdSkip   = sessionRow(OpSkip, cborPayload[SkipMsg]("skip"), func(s *protocol.Session, m SkipMsg) error {
+		return s.V4().Skip(m.Origin, m.To, m.Hash, m.HLC, m.Tables, m.Generation)
+	})
 )
 
 // TimedMsg is the payload of START, RECEIVE and TICK: the time (i64 Unix nanoseconds),

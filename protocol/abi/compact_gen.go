@@ -93,6 +93,7 @@ func (w *cw) eventMsg(m *EventMsg) {
 	w.bytes(23, m.Request)
 	w.bytes(24, m.Response)
 	w.bool(25, m.Late)
+	w.bytes(26, m.Skip)
 }
 
 // handshakeMsg writes m's fields.
@@ -306,6 +307,8 @@ func (r *cr) eventMsg(m *EventMsg) {
 			m.Response = v
 		case 25:
 			m.Late = r.bool(k, v)
+		case 26:
+			m.Skip = v
 		}
 	}
 }

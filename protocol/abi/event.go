@@ -24,7 +24,7 @@ func EventOf(e *protocol.Event) *EventMsg {
 	case protocol.EventResend:
 		m.Expected = e.From
 	case protocol.EventDivergence:
-		if e.Txn.Raw() != nil { // about a received entry: its seq (otherwise it is Seq's)
+		if e.Txn.Raw() != nil || e.Skip != nil { // about a received entry or run: its seq (otherwise it is Seq's)
 			m.Expected = e.DivergedAt
 		}
 	}
@@ -73,6 +73,9 @@ func EventOf(e *protocol.Event) *EventMsg {
 	if e.Response != nil {
 		m.Response, _ = e.Response.AppendBody(nil)
 	}
+	if e.Skip != nil {
+		m.Skip, _ = e.Skip.AppendBody(nil)
+	}
 	m.Late = e.Late
 	return m
 }
@@ -90,7 +93,7 @@ func (m *EventMsg) Event() (protocol.Event, error) {
 		e.From = m.Expected
 	case protocol.EventDivergence:
 		e.DivergedAt = m.Seq
-		if m.Txn != nil {
+		if m.Txn != nil || m.Skip != nil {
 			e.DivergedAt = m.Expected
 		}
 	}
@@ -153,6 +156,11 @@ func (m *EventMsg) Event() (protocol.Event, error) {
 	if m.Response != nil {
 		if e.Response, err = wire.DecodeResponse(m.Response); err != nil {
 			return e, fmt.Errorf("abi: an event's response: %w", err)
+		}
+	}
+	if m.Skip != nil {
+		if e.Skip, err = wire.DecodeSkip(m.Skip); err != nil {
+			return e, fmt.Errorf("abi: an event's skip: %w", err)
 		}
 	}
 	if m.Txn != nil {

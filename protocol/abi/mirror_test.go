@@ -45,6 +45,8 @@ func eventCases(t *testing.T) map[string]protocol.Event {
 		"Request":     {Kind: protocol.EventRequest, Request: pinRequest()},
 		"Response":    {Kind: protocol.EventResponse, Response: &wire.Response{ID: 3, Code: wire.CodeNoRoute}},
 		"Late":        {Kind: protocol.EventResponse, Response: &wire.Response{ID: 2}, Late: true},
+		"Skip": {Kind: protocol.EventSkip, Origin: o, Skip: &wire.Skip{Channel: 1, From: 2, To: 5, Prev: h, Hash: h, HLC: 9,
+			Tables: [][]byte{[]byte("t")}, Generation: 3}},
 	}
 }
 

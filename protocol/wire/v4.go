@@ -267,3 +267,78 @@ func decodeAs[B Body](t Type, b []byte) (B, error) {
 	}
 	return body.(B), nil
 }
+
+// Placement's frame (SPEC.md, "Version 4", "SKIP"): a run of an origin's entries left out
+// of a subscriber's channel, in 0x54-0x57.
+
+// TypeSkip is the run of left-out entries on a subscriber's channel.
+const TypeSkip Type = 0x54
+
+// MaxSkipTables bounds the placed tables one SKIP names: a sender ends a run where its
+// tables would pass it, so a SKIP body stays far within MaxControlBody (64 names of 64
+// bytes and the other keys take under 5 KiB).
+const MaxSkipTables = 64
+
+// Skip is the SKIP body: on the subscriber's Channel, the origin's entries From..To are left
+// out (the subscriber takes none of their operations on this link). Prev is the chain hash
+// of entry From-1, where the run joins the subscriber's position (all zero when From is 1),
+// and Hash the chain hash of entry To, which the next entry extends; HLC is entry To's.
+// Tables are the placed tables the run's entries write, and Generation the map generation
+// the sender judged under (0: none, a link's own exclusions).
+//
+// SKIP is connection-level (its header's channel is 0, the channel is key 1, as PURGED's)
+// and carries no credit: a run ends at each DATA the sender sends on the channel, so SKIPs
+// are bounded by the DATA the credit bounds, plus one per advance of the sender's head.
+type Skip struct {
+	Channel    uint32   `cbor:"1,keyasint"`
+	From       uint64   `cbor:"2,keyasint"`
+	To         uint64   `cbor:"3,keyasint"`
+	Prev       Hash     `cbor:"4,keyasint"`
+	Hash       Hash     `cbor:"5,keyasint"`
+	HLC        HLC      `cbor:"6,keyasint"`
+	Tables     [][]byte `cbor:"7,keyasint,omitempty"`
+	Generation uint64   `cbor:"8,keyasint"`
+	Unknown
+}
+
+func (*Skip) FrameType() Type { return TypeSkip }
+
+func (k *Skip) AppendBody(dst []byte) ([]byte, error) { return appendMap(dst, k, k.Extra) }
+
+// Validate: a channel above 0; 1 <= From <= To; Prev all zero exactly when From is 1 (no
+// entry precedes the first); a Hash that is not all zero; an HLC of at least 1; at most
+// MaxSkipTables tables under the name rule, strictly ascending by their bytes.
+func (k *Skip) Validate() error {
+	switch {
+	case k.Channel == 0:
+		return badField("SKIP on channel 0")
+	case k.From == 0 || k.To < k.From:
+		return badField("SKIP run " + strconv.FormatUint(k.From, 10) + ".." + strconv.FormatUint(k.To, 10) + " is not 1 <= from <= to")
+	case (k.Prev == Hash{}) != (k.From == 1):
+		return badField("SKIP from " + strconv.FormatUint(k.From, 10) + ": prev is all zero exactly when the run starts at seq 1")
+	case k.Hash == Hash{}:
+		return badField("SKIP without the chain hash of its last entry")
+	case k.HLC == 0:
+		return badField("SKIP with HLC 0")
+	case len(k.Tables) > MaxSkipTables:
+		return badField("SKIP of " + strconv.Itoa(len(k.Tables)) + " tables; it names at most " + strconv.Itoa(MaxSkipTables))
+	}
+	for i, t := range k.Tables {
+		if !validNameBytes(t) {
+			return badField("SKIP table " + strconv.Quote(string(t)) + " is not 1-64 bytes of [A-Za-z0-9_.-]")
+		}
+		if i > 0 && bytes.Compare(k.Tables[i-1], t) >= 0 {
+			return badField("SKIP tables are not strictly ascending at " + strconv.Quote(string(t)))
+		}
+	}
+	return nil
+}
+
+func init() {
+	register(TypeSkip, typeInfo{name: "SKIP", maxBody: MaxControlBody, version: 4,
+		decode: decodeControl[Skip](8, (*Skip).Validate, 1, 2, 3, 4, 5, 6, 8)})
+}
+
+// DecodeSkip decodes and checks a SKIP body, as a received frame's is (for the WASM ABI's
+// events, which carry the body).
+func DecodeSkip(b []byte) (*Skip, error) { return decodeAs[*Skip](TypeSkip, b) }

@@ -249,3 +249,114 @@ func TestRequestCodes(t *testing.T) {
 		t.Error("going-away is a request code")
 	}
 }
+
+// TestSkipFieldRules: each rule of SKIP (SPEC.md, "Version 4", "SKIP") rejects a
+// well-typed value with bad-field, from the decoder and from Validate alike, and accepts
+// the value at its bound: MaxSkipTables tables and one more, from > to, prev all zero iff
+// the run starts at seq 1, tables not strictly ascending or outside the name rule.
+func TestSkipFieldRules(t *testing.T) {
+	skip := func(mod func(k *wire.Skip)) *wire.Skip {
+		k := &wire.Skip{Channel: 1, From: 3, To: 5, Prev: hash9, Hash: hash9, HLC: 7, Tables: [][]byte{[]byte("t")}, Generation: 2}
+		mod(k)
+		return k
+	}
+	tables := func(n int) [][]byte {
+		out := make([][]byte, n)
+		for i := range out {
+			out[i] = []byte("t" + strconv.Itoa(1000+i))
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		v    *wire.Skip
+		ok   bool
+	}{
+		{"valid", skip(func(*wire.Skip) {}), true},
+		{"a run of one entry", skip(func(k *wire.Skip) { k.To = k.From }), true},
+		{"from above to", skip(func(k *wire.Skip) { k.To = k.From - 1 }), false},
+		{"from 0", skip(func(k *wire.Skip) { k.From, k.Prev = 0, wire.Hash{} }), false},
+		{"from 1 with a zero prev", skip(func(k *wire.Skip) { k.From, k.Prev = 1, wire.Hash{} }), true},
+		{"from 1 with a prev", skip(func(k *wire.Skip) { k.From = 1 }), false},
+		{"from 2 with a zero prev", skip(func(k *wire.Skip) { k.From, k.Prev = 2, wire.Hash{} }), false},
+		{"channel 0", skip(func(k *wire.Skip) { k.Channel = 0 }), false},
+		{"a zero hash", skip(func(k *wire.Skip) { k.Hash = wire.Hash{} }), false},
+		{"HLC 0", skip(func(k *wire.Skip) { k.HLC = 0 }), false},
+		{"no table", skip(func(k *wire.Skip) { k.Tables = nil }), true},
+		{"64 tables", skip(func(k *wire.Skip) { k.Tables = tables(wire.MaxSkipTables) }), true},
+		{"65 tables", skip(func(k *wire.Skip) { k.Tables = tables(wire.MaxSkipTables + 1) }), false},
+		{"tables out of order", skip(func(k *wire.Skip) { k.Tables = [][]byte{[]byte("b"), []byte("a")} }), false},
+		{"a table twice", skip(func(k *wire.Skip) { k.Tables = [][]byte{[]byte("a"), []byte("a")} }), false},
+		{"a table outside the name rule", skip(func(k *wire.Skip) { k.Tables = [][]byte{[]byte("a/b")} }), false},
+		{"an empty table name", skip(func(k *wire.Skip) { k.Tables = [][]byte{{}} }), false},
+		{"a table of 64 bytes", skip(func(k *wire.Skip) { k.Tables = [][]byte{bytes.Repeat([]byte("t"), 64)} }), true},
+		{"a table of 65 bytes", skip(func(k *wire.Skip) { k.Tables = [][]byte{bytes.Repeat([]byte("t"), 65)} }), false},
+		{"generation 0", skip(func(k *wire.Skip) { k.Generation = 0 }), true},
+	} {
+		verr := c.v.Validate()
+		_, derr := decodeV4(c.v)
+		if c.ok {
+			if verr != nil || derr != nil {
+				t.Errorf("SKIP %s: Validate %v, decode %v", c.name, verr, derr)
+			}
+			continue
+		}
+		if verr == nil || derr == nil || derr.Code != wire.CodeBadField || derr.Class != wire.ClassProtocol {
+			t.Errorf("SKIP %s: Validate %v, decode %v; want bad-field from both", c.name, verr, derr)
+		}
+	}
+	// The largest SKIP (64 tables of 64 bytes, every number at its widest) is well within
+	// the control body bound.
+	big := skip(func(k *wire.Skip) {
+		k.Channel, k.From, k.To, k.HLC, k.Generation = 1<<32-1, 1<<64-2, 1<<64-1, 1<<64-1, wire.MaxGeneration
+		k.Tables = make([][]byte, wire.MaxSkipTables)
+		for i := range k.Tables {
+			k.Tables[i] = append(bytes.Repeat([]byte("t"), 62), byte('A'+i/26), byte('a'+i%26))
+		}
+	})
+	if enc := body(big); len(enc) > 8<<10 {
+		t.Errorf("the largest SKIP body takes %d bytes", len(enc))
+	} else if _, err := decodeV4(big); err != nil {
+		t.Errorf("the largest SKIP: %v", err)
+	}
+}
+
+// TestSkipRequiredKeys: a SKIP without one of keys 1 to 6 or 8 is bad-cbor; key 7 (tables)
+// is optional, and present empty is bad-cbor (an empty optional value is omitted); a key of
+// a later build is kept.
+func TestSkipRequiredKeys(t *testing.T) {
+	full := func() map[uint64]any {
+		return map[uint64]any{1: 1, 2: 2, 3: 4, 4: hash9[:], 5: hash9[:], 6: 9, 7: []any{[]byte("t")}, 8: 0}
+	}
+	for _, k := range []uint64{1, 2, 3, 4, 5, 6, 8} {
+		m := full()
+		delete(m, k)
+		enc := cb(m)
+		if _, err := wire.DecodeBody(wire.Frame{Header: wire.Header{Type: wire.TypeSkip, Length: uint32(len(enc))}, Body: enc}); err == nil || err.Code != wire.CodeBadCBOR {
+			t.Errorf("SKIP without key %d: %v, want bad-cbor", k, err)
+		}
+	}
+	m := full()
+	delete(m, 7)
+	if _, err := decode(raw(wire.TypeSkip, 0, 0, cb(m))); err != nil {
+		t.Errorf("SKIP without tables: %v", err)
+	}
+	m[7] = []any{}
+	if _, err := decode(raw(wire.TypeSkip, 0, 0, cb(m))); err == nil || err.Code != wire.CodeBadCBOR {
+		t.Errorf("SKIP with an empty table list: %v, want bad-cbor", err)
+	}
+	m = full()
+	m[30] = "later"
+	enc := cb(m)
+	frames, err := decode(raw(wire.TypeSkip, 0, 0, enc))
+	if err != nil {
+		t.Fatalf("SKIP with key 30: %v", err)
+	}
+	if re, _ := wire.EncodeMessage(frames); !bytes.Equal(re[wire.HeaderSize:], enc) {
+		t.Errorf("SKIP with key 30 does not re-encode byte for byte")
+	}
+	// SKIP is connection-level: a header channel other than 0 is bad-channel.
+	if _, err := decode(raw(wire.TypeSkip, 0, 1, cb(full()))); err == nil || err.Code != wire.CodeBadChannel {
+		t.Errorf("SKIP with header channel 1: %v, want bad-channel", err)
+	}
+}

@@ -454,7 +454,7 @@ func TestWasmAgainstNativeV2(t *testing.T) {
 // TestSessionV4UnderWasm: a Session of the built guest and a native session of this build
 // negotiate protocol version 4 and exchange maps, member entries and requests through the
 // Session's V4 commands: Request answers the id the guest's session gave (1, then 2), a
-// forgotten request's answer comes back late, and a session run by the native driver
+// forgotten request's answer comes back late, each side sends the other a SKIP, and a session run by the native driver
 // (NewDriverSession), given the same calls, reports the same events.
 func TestSessionV4UnderWasm(t *testing.T) {
 	mod, _ := load(t)
@@ -531,6 +531,27 @@ func TestSessionV4UnderWasm(t *testing.T) {
 			t.Fatal("a second answer was sent")
 		}
 		pump()
+		// Placement: each side leaves a run of an origin out of the other's channel (the
+		// guest's SKIP command, and the EventSkip it reports, cross the ABI).
+		nine, eight := prototest.Origin(9), prototest.Origin(8)
+		nineLog, eightLog := prototest.Chain(nine, 3, 1, 4), prototest.Chain(eight, 2, 1, 4)
+		for _, err := range []error{guest.SetOriginName(nine, "nine"), native.SetOriginName(eight, "eight"),
+			native.V2().Subscribe([]vector.Entry{{Origin: nine}}), guest.V2().Subscribe([]vector.Entry{{Origin: eight}})} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		pump()
+		for _, err := range []error{guest.V2().Send(nineLog[0].Raw), g.Skip(nine, 3, nineLog[2].Hash, 3, [][]byte{[]byte("t")}, 5),
+			native.V4().Skip(eight, 2, eightLog[1].Hash, 2, nil, 0)} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := g.Skip(nine, 2, nineLog[1].Hash, 2, nil, 0); err == nil {
+			t.Fatal("a run below the channel's next seq was sent")
+		}
+		pump()
 		return out
 	}
 	wasm, err := mod.NewSession(prototest.Config(wire.RoleListener, "b", 2), 5*time.Second)
@@ -572,7 +593,8 @@ func TestSessionV4UnderWasm(t *testing.T) {
 		return n
 	}
 	if count(got.native, protocol.EventMap) != 1 || count(got.native, protocol.EventMembers) != 1 || count(got.native, protocol.EventRequest) != 2 ||
-		count(got.guest, protocol.EventRequest) != 1 || count(got.native, protocol.EventResponse) != 1 {
+		count(got.guest, protocol.EventRequest) != 1 || count(got.native, protocol.EventResponse) != 1 ||
+		count(got.native, protocol.EventSkip) != 1 || count(got.guest, protocol.EventSkip) != 1 {
 		t.Fatalf("native events %v, guest events %v", kindsOf(got.native), kindsOf(got.guest))
 	}
 }
@@ -582,7 +604,7 @@ func TestSessionV4UnderWasm(t *testing.T) {
 func TestUnknownCommandIsAnErrorResult(t *testing.T) {
 	_, in := load(t)
 	var b abi.Batch
-	b.Raw(abi.OpForget+1, []byte{1, 2, 3}) // one past the last opcode of ABI version 5
+	b.Raw(abi.OpSkip+1, []byte{1, 2, 3}) // one past the last opcode of ABI version 5
 	b.Tick(prototest.Epoch)
 	bad := append(b.Bytes(), 0x03, 0, 0, 0, 9, 1) // claims 9 bytes, has 1
 	out, err := in.Step(context.Background(), bad)

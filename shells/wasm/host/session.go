@@ -356,6 +356,10 @@ func (c *v4Commands) Forget(id uint64) error {
 	return send((*Session)(c), abi.CmdForget, id)
 }
 
+func (c *v4Commands) Skip(origin wire.OriginID, to uint64, hash wire.Hash, hlc wire.HLC, tables [][]byte, generation uint64) error {
+	return send((*Session)(c), abi.CmdSkip, abi.SkipMsg{Origin: origin, To: to, Hash: hash, HLC: hlc, Tables: tables, Generation: generation})
+}
+
 func (c *v3Commands) AdvertiseFloors(floors []wire.Floor) error {
 	return send((*Session)(c), abi.CmdAdvertiseFloors, abi.HeadsMsg{Floors: floors})
 }
