@@ -73,6 +73,7 @@ func TestRandomSeedsOnceFailing(t *testing.T) {
 		{5000202, 32, "a peer level with an idle origin taken as behind since its last move: J saw Q catching-up"},
 		{5000212, 32, "the same: K saw X catching-up"},
 		{5000254, 32, "the same: B saw H catching-up"},
+		{7000591, 0, "a record repaired from a peer that had not applied its delete, whose tombstone the sender of a base copy had dropped (antientropy.go peerBehind)"},
 		{1796617492, 16, "a node kept as its source of an origin a relay at its own head whose only way to the origin was the node, below every other floor (basecopy.go sourceless)"},
 	} {
 		rep := Random(c.seed, Options{Nodes: c.nodes})

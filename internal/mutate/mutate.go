@@ -37,6 +37,10 @@ type Set struct {
 	// version, below the tombstone horizon too: a record deleted here, its tombstone
 	// dropped, comes back.
 	RepairBelowHorizon bool
+	// RepairFromBehind makes anti-entropy write a record this node lacks from a peer that
+	// has not applied as far as this node: after a base copy from a node that dropped the
+	// record's tombstone, a peer that has not applied the delete brings the record back.
+	RepairFromBehind bool
 	// MapByHLC makes a replica choose between two cluster maps by their publication's HLC
 	// instead of their generation: the later publication wins, as last-writer-wins would
 	// have it.

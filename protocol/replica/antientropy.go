@@ -26,6 +26,11 @@ import (
 //   - a record this node lacks whose version is at or below its tombstone horizon
 //     (retention.go) is not written: this node may have deleted it and dropped the
 //     tombstone, and writing it would bring it back;
+//   - nor is a record this node lacks from a peer that has not shown it applied as far as
+//     this node on some origin whose applied timestamp here is at or above the version
+//     (peerBehind): the record may be deleted here by an entry the peer has not applied,
+//     its tombstone dropped by this node or by the sender of a base copy it took, whose
+//     horizon this node's own does not cover;
 //   - a peer version older than this node's is left: the peer repairs itself.
 //
 // The node makes one pass at a time, not one per peer: one range every
@@ -362,6 +367,22 @@ func (r *Replica) onRangeAnswered(c *conn, v *wire.RangeView) {
 	}
 }
 
+// peerBehind is the newest timestamp this node applied of an origin that the peer on c has
+// not shown it applied as far (0: the peer showed every origin at or past this node's
+// positions). A record this node lacks and the peer holds, at or below it, may have been
+// deleted by an entry of that origin that this node applied and the peer not yet, with no
+// tombstone left here to say so (docs/design.md §19): the delete's timestamp is at or above
+// the record's and at or below this node's applied one.
+func (r *Replica) peerBehind(c *conn) wire.HLC {
+	var at wire.HLC
+	for _, o := range r.originOrder {
+		if st := r.origins[o]; st.applied.Seq > c.shown[o] {
+			at = max(at, st.appliedHLC)
+		}
+	}
+	return at
+}
+
 // repairFrom decides, record by record, what a differing range's answer repairs here, and
 // writes it in one Store.Repair.
 func (r *Replica) repairFrom(c *conn, v *wire.RangeView) bool {
@@ -369,6 +390,7 @@ func (r *Replica) repairFrom(c *conn, v *wire.RangeView) bool {
 		return false
 	}
 	age, applied, horizon := r.tombstoneHorizon()
+	behind := r.peerBehind(c)
 	var fix []store.Record
 	for i := range v.Records {
 		p := &v.Records[i]
@@ -408,6 +430,11 @@ func (r *Replica) repairFrom(c *conn, v *wire.RangeView) bool {
 		case !has && horizon && p.HLC < age && p.HLC <= applied && !r.cfg.Mutations.RepairBelowHorizon:
 			// This node may have deleted it and dropped the tombstone.
 			r.counters.AntiEntropyBelowHorizon++
+			continue
+		case !has && p.HLC <= behind && !r.cfg.Mutations.RepairFromBehind:
+			// The peer may not have applied this record's delete yet (a base copy can take
+			// the tombstone away here while the own horizon is below the version).
+			r.counters.AntiEntropyPeerBehind++
 			continue
 		}
 		fix = append(fix, store.Record{Table: bytes.Clone(p.Table), Key: bytes.Clone(p.Key), Value: bytes.Clone(p.Value),

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"plait/internal/mutate"
 	"plait/protocol"
 	"plait/protocol/replica"
 	"plait/protocol/store"
@@ -287,5 +288,93 @@ func TestAntiEntropyEqualHLCTieByOrigin(t *testing.T) {
 	}
 	if got := l.rep.Counters().AntiEntropyRecordsRepaired; got != 1 {
 		t.Errorf("L repaired %d records from H, want 1", got)
+	}
+}
+
+// TestAntiEntropyNotFromAPeerBehind: A wrote k last (it writes nothing after), C deleted
+// k, and A dropped the tombstone; B, away meanwhile, takes a copy from A, which removes k
+// (A's vector shows it applied k's write, and A lacks it). B's own tombstone horizon does
+// not cover k: its --retain-age is a day, and A's origin is applied here only to k's
+// version. D, which takes everything through B, left before C's delete and still holds k;
+// its copy of B is held back, so it
+// stays behind on C's origin. B does not take k back from D while D has not shown it
+// applied C as far as B (it counts it), and once D caught up, a record B lost is repaired
+// from D: nothing lost stays lost.
+func TestAntiEntropyNotFromAPeerBehind(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		t.Run(fmt.Sprint("broken=", broken), func(t *testing.T) {
+			h := newHarness(t)
+			a := h.addNode("A", replica.Config{RetainAge: time.Second, RetainHold: 2 * time.Second})
+			b := h.addNode("B", replica.Config{RetainAge: 24 * time.Hour, AntiEntropyInterval: 10 * time.Millisecond,
+				Mutations: mutate.Set{RepairFromBehind: broken}})
+			c := h.addNode("C", replica.Config{})
+			d := h.addNode("D", replica.Config{})
+			// D takes everything through B: A never learns of D's origin, which, never
+			// written, would keep A from dropping any tombstone.
+			ba, ca, db := h.connect(b, a), h.connect(c, a), h.connect(d, b)
+			b.write(put("t", "b", "0"))
+			c.write(put("t", "c", "1"))
+			h.pump()
+			a.write(put("t", "k", "a's last write"))
+			h.pump()
+			if r, ok := d.get("t", "k"); !ok || r.Deleted {
+				t.Fatalf("D's k = %+v, want A's write", r)
+			}
+			h.disconnect(db)
+			h.disconnect(ba)
+			h.disconnect(ca)
+			h.advance(10 * time.Millisecond)
+			c.write(del("t", "k"))
+			c.write(put("t", "c", "2"))
+			h.advance(10 * time.Millisecond)
+			b.write(put("t", "b", "1"))
+			ba = h.connect(b, a)
+			h.disconnect(ba)
+			ca = h.connect(c, a)
+			h.disconnect(ca)
+			h.advance(5 * time.Second) // A drops k's tombstone and purges C's log past B
+			if _, ok := a.get("t", "k"); ok {
+				t.Fatal("A kept k's tombstone: the test needs it gone")
+			}
+			ba = h.connect(b, a)
+			h.advance(time.Second)
+			if got := b.rep.Counters().CopiesCompleted; got != 1 {
+				t.Fatalf("B completed %d copies, want 1", got)
+			}
+			if _, ok := b.get("t", "k"); ok {
+				t.Fatal("B holds k after the copy: the test needs the copy to remove it")
+			}
+			h.disconnect(ba)                                      // D is B's only peer from here
+			h.drop = func(from, to string, f wire.Decoded) bool { // D's copy of B is held back
+				_, isCopy := f.Value.(*wire.Copy)
+				return from == "D" && isCopy
+			}
+			db = h.connect(d, b)
+			h.advance(2 * time.Second)
+			r, back := b.get("t", "k")
+			if back != broken {
+				t.Fatalf("B's k from D, which has not applied C's delete = %+v (held %v)", r, back)
+			}
+			if broken {
+				return
+			}
+			if n := b.rep.Counters().AntiEntropyPeerBehind; n == 0 {
+				t.Fatalf("B's counters %+v: want k counted as held by a peer behind", b.rep.Counters())
+			}
+			h.drop = nil
+			h.disconnect(db)
+			h.connect(d, b) // D's copy of B resumes (after CopyRetry), and D is level with B
+			h.advance(5 * time.Second)
+			if _, ok := d.get("t", "k"); ok {
+				t.Fatalf("D holds k after its copy of B; D's counters %+v", d.rep.Counters())
+			}
+			lost, _ := b.get("t", "c")
+			b.store.Corrupt([]byte("t"), []byte("c"), nil)
+			h.advance(2 * time.Second)
+			if r, ok := b.get("t", "c"); !ok || r.HLC != lost.HLC || r.Origin != lost.Origin || string(r.Value) != "2" {
+				t.Fatalf("B's lost t/c = %+v (held %v), want %+v back from D", r, ok, lost)
+			}
+			sameRecords(t, "t", b, d)
+		})
 	}
 }

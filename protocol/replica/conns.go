@@ -56,6 +56,10 @@ type conn struct {
 	purged   map[wire.OriginID]bool      // origins withdrawn from the peer: it asked below their floors
 	floors   map[wire.OriginID]uint64    // version 3: the floors the peer advertised or answered
 	aeAsk    *wire.RangeDigest           // the peer's anti-entropy ask, not answered yet (a full send buffer)
+	// shown: per origin, the highest seq the peer showed it applied on this connection (its
+	// heads, its subscriptions, its cursors). Its applied positions only rise while a
+	// connection lasts, so each is at or below what it holds now (anti-entropy's peerBehind).
+	shown map[wire.OriginID]uint64
 
 	// version 1
 	v1Subscribed bool
@@ -268,6 +272,9 @@ func (c *conn) addOut(o wire.OriginID, s *outStream) {
 	}
 	c.out[o] = s
 }
+
+// showed notes that the peer applied origin o up to seq (a head, a subscription, a cursor).
+func (c *conn) showed(o wire.OriginID, seq uint64) { c.shown[o] = max(c.shown[o], seq) }
 
 func (c *conn) dropOut(o wire.OriginID) {
 	if c.out[o] != nil {

@@ -40,6 +40,9 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 	case protocol.EventOriginNamed:
 		r.learnName(ev.Origin, ev.Name)
 	case protocol.EventSubscribed:
+		if c.version >= 2 {
+			c.showed(ev.Origin, ev.Seq)
+		}
 		switch {
 		case c.version == 1 && ev.Position < r.ret.afloor:
 			r.purgedAnswer(c, wire.OriginID{}, "the arrival order is purged up to "+strconv.FormatUint(r.ret.afloor, 10))
@@ -64,6 +67,7 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 			s.next, s.blocked = ev.From, 0
 		}
 	case protocol.EventCursor:
+		c.showed(ev.Origin, ev.Seq)
 		r.advanceHold(c.peerName, ev.Origin, ev.Seq)
 	case protocol.EventAcked:
 		r.advanceHold(c.peerName, wire.OriginID{}, ev.Position)
@@ -152,6 +156,7 @@ func (r *Replica) onHeads(c *conn, h *wire.Heads) {
 	}
 	for _, hd := range h.Heads {
 		c.heads[hd.Origin] = hd
+		c.showed(hd.Origin, hd.Seq)
 		st := r.origin(hd.Origin)
 		if st.source == c.id {
 			st.srcHead = hd.Seq

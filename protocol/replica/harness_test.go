@@ -546,6 +546,7 @@ func wantCounters(t *testing.T, n *node, want replica.Counters) {
 	got := n.rep.Counters()
 	got.AntiEntropyRangesCompared, got.AntiEntropyRangesDiffering, got.AntiEntropyRecordsRepaired = 0, 0, 0
 	got.AntiEntropyInFlight, got.AntiEntropyBelowHorizon, got.AntiEntropyConflicts, got.AntiEntropyPasses = 0, 0, 0, 0
+	got.AntiEntropyPeerBehind = 0
 	if got != want {
 		t.Errorf("%s counters = %+v, want %+v", n.name, got, want)
 	}

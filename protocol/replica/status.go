@@ -190,6 +190,7 @@ type Counters struct {
 	AntiEntropyRecordsRepaired uint64 `status:"antientropy_records_repaired" help:"Records anti-entropy wrote here from a peer's version."`
 	AntiEntropyInFlight        uint64 `status:"antientropy_in_flight" help:"Differing peer versions not yet applied here, left to the log."`
 	AntiEntropyBelowHorizon    uint64 `status:"antientropy_below_horizon" help:"Records this node lacks at or below its tombstone horizon, not written (they may have been deleted here)."`
+	AntiEntropyPeerBehind      uint64 `status:"antientropy_peer_behind" help:"Records this node lacks from a peer that has not applied as far as this node, not written (they may have been deleted here by an entry the peer lacks)."`
 	// AntiEntropyConflicts: each flagged once while listed.
 	AntiEntropyConflicts     uint64 `status:"antientropy_conflicts" help:"Records held at one version with two contents and no log entry left: flagged in status, never chosen."`
 	AntiEntropyPasses        uint64 `status:"antientropy_passes" help:"Anti-entropy passes over this node's records that reached the last record (one pass for all peers)."`
