@@ -205,8 +205,12 @@ func (r *Replica) lww(v *wire.TxnView, b *store.Batch) error {
 	idx := r.lwwIdx // the record index of each table and key seen in this transaction
 	clear(idx)
 	b.Records = make([]store.Record, 0, v.NumOps)
+	st, placement := r.origins[v.Origin], len(r.cmap.cur.Placement) > 0
 	it := v.Ops()
 	for op, ok := it.Next(); ok; op, ok = it.Next() {
+		if placement && st != nil {
+			r.placed(st, op.Table)
+		}
 		if !r.carries(op.Table) {
 			continue // the entry is stored whole, for its chain; its records are not (§24.2)
 		}

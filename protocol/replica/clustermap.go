@@ -252,6 +252,10 @@ func (r *Replica) onMap(c *conn, b *wire.Map) {
 			r.counters.ClusterMapConflicts++
 		}
 	}
+	c.peerGen = max(c.peerGen, m.Generation)
+	if c.skipWait != nil && c.peerGen >= cs.cur.Generation {
+		r.mapCaughtUp(c)
+	}
 }
 
 // onMembers takes the member entries a peer sent: the newer of two entries for a name

@@ -56,6 +56,10 @@ type conn struct {
 	purged   map[wire.OriginID]bool      // origins withdrawn from the peer: it asked below their floors
 	floors   map[wire.OriginID]uint64    // version 3: the floors the peer advertised or answered
 	aeAsk    *wire.RangeDigest           // the peer's anti-entropy ask, not answered yet (a full send buffer)
+	// skipWait: origins whose runs the peer judged under an older map than this node's,
+	// taken from it again once its map catches up (placement.go).
+	skipWait map[wire.OriginID]bool
+	peerGen  uint64 // the highest map generation the peer sent on this connection (MAP)
 	// shown: per origin, the highest seq the peer showed it applied on this connection (its
 	// heads, its subscriptions, its cursors). Its applied positions only rise while a
 	// connection lasts, so each is at or below what it holds now (anti-entropy's peerBehind).
@@ -79,6 +83,9 @@ type outStream struct {
 	// it (0: not known): the stream waits for that much credit without reading the entry
 	// again.
 	blocked int
+	// run: entries left out since the last DATA or SKIP sent (placement.go), sent as one
+	// SKIP before the next entry, at the head, or where its tables reach the bound.
+	run skipRun
 }
 
 type sentPos struct {

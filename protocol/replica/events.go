@@ -30,7 +30,7 @@ func (r *Replica) drain(c *conn) {
 func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 	if c.closing {
 		switch ev.Kind {
-		case protocol.EventTxn, protocol.EventDuplicate, protocol.EventGap:
+		case protocol.EventTxn, protocol.EventSkip, protocol.EventDuplicate, protocol.EventGap:
 			return // the rest of a message that came with the entry this side closed for
 		}
 	}
@@ -64,7 +64,7 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 		if ev.From <= r.floor(ev.Origin).Seq {
 			r.purgedAnswer(c, ev.Origin, "origin "+ev.Origin.String()+" is purged up to "+strconv.FormatUint(r.floor(ev.Origin).Seq, 10))
 		} else if s := c.out[ev.Origin]; s != nil {
-			s.next, s.blocked = ev.From, 0
+			s.next, s.blocked, s.run = ev.From, 0, skipRun{}
 		}
 	case protocol.EventCursor:
 		c.showed(ev.Origin, ev.Seq)
@@ -84,6 +84,8 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 		r.onHeads(c, ev.Heads)
 	case protocol.EventTxn:
 		r.receive(c, ev.Txn, ev.Position)
+	case protocol.EventSkip:
+		r.receiveSkip(c, ev.Origin, ev.Skip)
 	case protocol.EventDuplicate:
 		r.counters.DuplicatesReceived++
 		if c.version == 1 {

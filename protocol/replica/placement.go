@@ -1,9 +1,14 @@
 package replica
 
 import (
+	"bytes"
 	"errors"
+	"slices"
+	"strconv"
 
+	"plait/protocol"
 	"plait/protocol/store"
+	"plait/protocol/wire"
 )
 
 // Placement (docs/design.md §24): which tables this node and its peers carry, as the
@@ -19,4 +24,215 @@ func skipped(err error) (*store.SkippedError, bool) {
 	var sk *store.SkippedError
 	ok := errors.As(err, &sk)
 	return sk, ok
+}
+
+// placed notes the placed tables of an origin's entry or run: a source of the origin must
+// carry those of them this node carries (canServe).
+func (r *Replica) placed(st *originState, table []byte) {
+	if !r.cmap.cur.Placed(table) || st.writes[string(table)] {
+		return
+	}
+	if st.writes == nil {
+		st.writes = map[string]bool{}
+	}
+	st.writes[string(table)] = true
+}
+
+// canServe reports whether the peer on c can send this node every entry of origin st it
+// needs (§24.2, the relay rule): the origin's own node always; a version-4 relay that
+// carries every placed table the origin was seen to write and this node carries; a
+// version-3 relay only while the origin was seen to write none of them (it knows no
+// placement, so nothing says what it holds).
+func (r *Replica) canServe(c *conn, st *originState) bool {
+	if c.direct(st.id) || len(st.writes) == 0 {
+		return true
+	}
+	for t := range st.writes {
+		if r.carries([]byte(t)) && (c.version < v4 || !r.cmap.cur.Carries(c.peerName, []byte(t))) {
+			return false
+		}
+	}
+	return true
+}
+
+// leftOut reports whether the entry raw is left out of the stream to the peer on c: none
+// of its operations is of a table the peer carries. It returns the entry's HLC and its
+// tables (sorted, distinct: all placed, since every node carries the others).
+func (r *Replica) leftOut(c *conn, raw []byte) (wire.HLC, [][]byte, bool) {
+	v, err := wire.ParseTxn(raw)
+	if err != nil {
+		return 0, nil, false // sent whole: the peer's checks say what is wrong with it
+	}
+	var tables [][]byte
+	it := v.Ops()
+	for op, ok := it.Next(); ok; op, ok = it.Next() {
+		if r.cmap.cur.Carries(c.peerName, op.Table) {
+			return 0, nil, false
+		}
+		tables = insertTable(tables, op.Table)
+	}
+	return v.HLC, tables, true
+}
+
+// insertTable adds t to the sorted, distinct list ts.
+func insertTable(ts [][]byte, t []byte) [][]byte {
+	i, found := slices.BinarySearchFunc(ts, t, bytes.Compare)
+	if found {
+		return ts
+	}
+	return slices.Insert(ts, i, bytes.Clone(t))
+}
+
+// skipRun is a run of entries left out of one stream and not yet sent as a SKIP: its end
+// (seq, chain hash, HLC) and the tables its entries write.
+type skipRun struct {
+	on     bool
+	to     uint64
+	hash   wire.Hash
+	hlc    wire.HLC
+	tables [][]byte
+}
+
+// addRun extends the stream's run to seq (hash, hlc) with the tables of what it adds,
+// sending the run first when the tables would pass a SKIP's bound. It reports false when
+// the connection cannot take more now.
+func (r *Replica) addRun(c *conn, o wire.OriginID, s *outStream, seq uint64, hash wire.Hash, hlc wire.HLC, tables [][]byte) bool {
+	merged := s.run.tables
+	for _, t := range tables {
+		merged = insertTable(merged, t)
+	}
+	if s.run.on && len(merged) > wire.MaxSkipTables {
+		if !r.flushRun(c, o, s) {
+			return false
+		}
+		merged = nil
+		for _, t := range tables {
+			merged = insertTable(merged, t)
+		}
+	}
+	s.run = skipRun{on: true, to: seq, hash: hash, hlc: hlc, tables: merged}
+	return true
+}
+
+// flushRun sends the stream's run as one SKIP, if it has one. It reports false when the
+// connection cannot take more now (the run stays, and goes at the next pump).
+func (r *Replica) flushRun(c *conn, o wire.OriginID, s *outStream) bool {
+	if !s.run.on {
+		return true
+	}
+	if !r.nameOrigins(c, o) {
+		return false
+	}
+	if err := c.sess.V4().Skip(o, s.run.to, s.run.hash, s.run.hlc, s.run.tables, r.cmap.cur.Generation); err != nil {
+		return r.sendRefused(c, err)
+	}
+	s.run = skipRun{}
+	r.counters.SkipsSent++
+	return true
+}
+
+// runPurged answers a peer below version 4 whose stream reached a run this node holds as
+// a skip: it cannot be sent those entries, so to it they are purged (§24.3). A version-3
+// peer is told the run's end as the floor (PURGED) and takes the origin elsewhere; an
+// older one has no such answer, and the connection closes with purged.
+func (r *Replica) runPurged(c *conn, o wire.OriginID, sk *store.SkippedError) bool {
+	r.counters.PurgedAnswers++
+	c.dropOut(o)
+	if c.version < 3 {
+		r.closeConn(c, wire.CodePurged, "origin "+o.String()+": seqs "+strconv.FormatUint(sk.From, 10)+" to "+
+			strconv.FormatUint(sk.To, 10)+" are held here as a run of tables this node does not carry")
+		return false
+	}
+	return r.checkConn(c, c.sess.V3().Purged(o, sk.To, sk.Hash)) && c.sess.State() == protocol.StateEstablished
+}
+
+// receiveSkip takes a run of origin o that the peer on c left out of its stream (§24.2),
+// which the session checked against the channel, against what this node applied: store it
+// as one row and acknowledge its end; a run naming a table this node carries is refused,
+// and the origin taken from a source that can send it.
+func (r *Replica) receiveSkip(c *conn, o wire.OriginID, sk *wire.Skip) {
+	if r.storage.err != nil {
+		return // degraded: nothing is applied or acknowledged (as receive)
+	}
+	st := r.origin(o)
+	switch {
+	case o == r.id.Origin:
+		r.check(errorf("a session delivered a run of this node's own origin, %d to %d", sk.From, sk.To))
+		return
+	case sk.To <= st.applied.Seq:
+		r.counters.DuplicatesReceived++
+		r.check(c.sess.V2().Ack(o, sk.To))
+		return
+	case r.holding(st), r.retryWaiting(st):
+		return // as receive: what the channel had in flight comes again
+	case sk.From != st.applied.Seq+1:
+		r.counters.GapsDetected++
+		r.restream(c, st)
+		return
+	case sk.Prev != st.applied.Hash:
+		r.divergedHere(c, st, sk.From, "the run "+strconv.FormatUint(sk.From, 10)+" to "+strconv.FormatUint(sk.To, 10)+
+			" does not extend the applied chain")
+		return
+	}
+	for _, t := range sk.Tables {
+		r.placed(st, t)
+	}
+	for _, t := range sk.Tables {
+		if r.carries(t) {
+			r.refuseSkip(c, st, t)
+			return
+		}
+	}
+	b := &store.Batch{Origin: o, Seq: sk.To, Hash: sk.Hash,
+		Skip: &store.Skip{From: sk.From, Prev: sk.Prev, Tables: sk.Tables, Generation: sk.Generation, HLC: sk.HLC}}
+	if !st.namePersisted {
+		b.Name = st.name
+	}
+	if _, err := r.store.Apply(b); !r.check(err) {
+		return
+	}
+	r.logApplied(o, len(store.AppendSkipRow(nil, store.SkippedOf(b))))
+	st.namePersisted = st.namePersisted || b.Name != ""
+	st.applied.Seq, st.applied.Hash, st.appliedHLC = sk.To, sk.Hash, sk.HLC
+	st.progressAt, st.appliedAt = r.now, r.now
+	if sk.To >= st.headSeq {
+		st.headSeq, st.headHLC = sk.To, sk.HLC
+	}
+	if st.diverged && sk.To >= st.divergedAt {
+		st.diverged = false
+	}
+	r.counters.SkipsReceived++
+	r.headsDirty[o] = true
+	r.check(c.sess.V2().Ack(o, sk.To))
+}
+
+// refuseSkip refuses a run that names table t, which this node carries: it never moves
+// past it (§24.2). A peer whose map is older than this node's is asked again once its map
+// catches up (onMap); one at this node's generation or later does not carry t, and is no
+// source of the origin while the map stands (canServe, through st.writes).
+func (r *Replica) refuseSkip(c *conn, st *originState, t []byte) {
+	r.counters.SkipsRefused++
+	r.unsubscribe(c, st.id)
+	r.exclude(c, st.id)
+	if max(c.peerGen, r.cmap.members[c.peerName].Generation) < r.cmap.cur.Generation {
+		if c.skipWait == nil {
+			c.skipWait = map[wire.OriginID]bool{}
+		}
+		c.skipWait[st.id] = true
+	}
+	if st.source == c.id {
+		r.loseSource(st, ReasonSkipRefused)
+	}
+}
+
+// mapCaughtUp lets the origins whose runs the peer on c had judged under an older map be
+// taken from it again, now that it holds this node's generation or a later one.
+func (r *Replica) mapCaughtUp(c *conn) {
+	for o := range c.skipWait {
+		if _, ok := c.excluded[o]; ok {
+			r.unexclude(c, o)
+		}
+		r.routeSome[o] = true
+	}
+	c.skipWait = nil
 }

@@ -94,6 +94,9 @@ type originState struct {
 	divergedAt    uint64
 	legacySource  string // the version-1 peer that delivered the last applied entry
 	rewound       bool   // its own node was found rewound on a connection to it (rewind.go)
+	// writes: the placed tables its entries and runs were seen to write (placement.go),
+	// which a source must carry where this node does; bounded by the map's placement.
+	writes map[string]bool
 }
 
 // New opens a replica on its store: it reads the identity, the cursor vector and the
@@ -182,8 +185,8 @@ func New(cfg Config, store store.Store) (*Replica, error) {
 		raw, err := store.Entry(e.Origin, e.Seq)
 		if sk, ok := skipped(err); ok {
 			// The head is a run this node was not sent (§24.2): its HLC is the head's.
+			// The write clock does not follow it: this node holds no record of it.
 			st.appliedHLC, st.headHLC = sk.HLC, sk.HLC
-			r.hlc = max(r.hlc, sk.HLC)
 			continue
 		}
 		if err != nil {

@@ -195,7 +195,7 @@ func (c *conn) advertises(o wire.OriginID) bool { _, ok := c.heads[o]; return ok
 func (r *Replica) candidates(st *originState) []candidate {
 	var cands []candidate
 	for _, c := range r.connList {
-		if !r.usable(c, st.id) {
+		if !r.usable(c, st.id) || !r.canServe(c, st) {
 			continue
 		}
 		h, has := c.heads[st.id]
@@ -438,6 +438,7 @@ const (
 	ReasonAhead        MoveReason = "ahead"        // another head stayed ahead for MoveDelay
 	ReasonPurged       MoveReason = "purged"       // the source answered PURGED: its log begins above this node's position (version 3)
 	ReasonRewound      MoveReason = "rewound"      // the source is the origin's own node, found rewound (rewind.go)
+	ReasonSkipRefused  MoveReason = "skip-refused" // the source sent a run of a table this node carries (placement.go)
 )
 
 // Moves hands over the source changes since the last call (for the simulator and logs).

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"crypto/sha256"
 	"errors"
 	"math"
 	"strconv"
@@ -36,7 +37,7 @@ func (r *Replica) pump() {
 					continue
 				}
 			}
-			if s.next > r.servable(s.st) {
+			if s.next > r.servable(s.st) && !s.run.on {
 				continue // nothing to send (pumpV2 would return at once)
 			}
 			if more = r.pumpV2(c, s.origin, s); !more {
@@ -57,7 +58,7 @@ func (r *Replica) pump() {
 // settles, so pump checks this before it copies a connection's streams to walk them.
 func (r *Replica) pumpIdle(c *conn) bool {
 	for _, s := range c.outList {
-		if s.next <= r.servable(s.st) {
+		if s.next <= r.servable(s.st) || s.run.on {
 			return false
 		}
 	}
@@ -81,17 +82,43 @@ func (r *Replica) servable(st *originState) uint64 {
 // more now (its send buffer is full or it closed).
 func (r *Replica) pumpV2(c *conn, o wire.OriginID, s *outStream) bool {
 	limit := r.servable(s.st)
+	filter := c.version >= v4 && len(r.cmap.cur.Placement) > 0
 	for s.next <= limit {
-		if s.blocked > c.sess.V2().Credit(o) {
-			return true
-		}
 		raw, err := r.store.Entry(o, s.next)
+		if sk, ok := skipped(err); ok {
+			// A run this node holds as a skip: the peer is sent it as one, and takes the
+			// origin elsewhere if it carries a table of it (§24.2). An older peer cannot be
+			// sent it at all: to it the run is purged.
+			if c.version < v4 {
+				return r.runPurged(c, o, sk)
+			}
+			if !r.addRun(c, o, s, sk.To, sk.Hash, sk.HLC, sk.Tables) {
+				return false
+			}
+			s.next = sk.To + 1
+			continue
+		}
 		if isPurged(err) { // the peer's hold lapsed while it was behind
 			r.purgedAnswer(c, o, "origin "+o.String()+" is purged past "+strconv.FormatUint(s.next, 10))
 			return c.sess.State() == protocol.StateEstablished
 		}
 		if !r.check(err) {
 			return false
+		}
+		if filter {
+			if hlc, tables, out := r.leftOut(c, raw); out {
+				if !r.addRun(c, o, s, s.next, sha256.Sum256(raw), hlc, tables) {
+					return false
+				}
+				s.next++
+				continue
+			}
+		}
+		if !r.flushRun(c, o, s) {
+			return false
+		}
+		if s.blocked > c.sess.V2().Credit(o) {
+			return true
 		}
 		if size := protocol.DataFrameSize(len(raw)); size > c.sess.V2().Credit(o) {
 			s.blocked = size
@@ -106,7 +133,7 @@ func (r *Replica) pumpV2(c *conn, o wire.OriginID, s *outStream) bool {
 		}
 		s.next++
 	}
-	return true
+	return r.flushRun(c, o, s)
 }
 
 // sendRefused handles a refused Send or Offer: a full send buffer waits for the next

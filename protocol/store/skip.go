@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"plait/protocol/vector"
 	"plait/protocol/wire"
@@ -178,4 +179,26 @@ func checkSkip(b *Batch, cursor vector.Entry) error {
 		return fmt.Errorf("%w: origin %s run from %d follows hash %s, cursor hash is %s", ErrNotNext, b.Origin, sk.From, sk.Prev, cursor.Hash)
 	}
 	return nil
+}
+
+// Extend is the run that run prev followed by run next makes, when the two are adjacent
+// (next starts right after prev) and their tables together stay within MaxSkipTables: a
+// store keeps adjacent runs as one row, so that an origin whose entries a node is not sent
+// costs it one row per stretch of them, however many SKIPs brought it (a receiver that is
+// level with its source is sent one run per entry). ok is false when they cannot be one.
+func Extend(prev, next *SkippedError) (run *SkippedError, ok bool) {
+	if prev == nil || prev.Origin != next.Origin || prev.To+1 != next.From {
+		return nil, false
+	}
+	tables := slices.Clone(prev.Tables)
+	for _, t := range next.Tables {
+		if i, found := slices.BinarySearchFunc(tables, t, bytes.Compare); !found {
+			tables = slices.Insert(tables, i, t)
+		}
+	}
+	if len(tables) > MaxSkipTables {
+		return nil, false
+	}
+	return &SkippedError{Origin: next.Origin, From: prev.From, To: next.To, Prev: prev.Prev, Hash: next.Hash,
+		HLC: next.HLC, Tables: tables, Generation: max(prev.Generation, next.Generation)}, true
 }

@@ -265,8 +265,15 @@ func (s *Store) Apply(b *store.Batch) (uint64, error) {
 	}
 	if b.Skip != nil {
 		run := store.SkippedOf(b)
-		s.runs[b.Origin] = append(slices.Clone(s.runs[b.Origin]), run)
+		runs := slices.Clone(s.runs[b.Origin])
 		l := s.logs[b.Origin]
+		if n := len(runs); n > 0 {
+			if ext, ok := store.Extend(runs[n-1], run); ok {
+				l.Bytes -= uint64(len(store.AppendSkipRow(nil, runs[n-1])))
+				runs, run = runs[:n-1], ext
+			}
+		}
+		s.runs[b.Origin] = append(runs, run)
 		l.Bytes += uint64(len(store.AppendSkipRow(nil, run)))
 		s.logs[b.Origin] = l
 		s.cursor.Advance(vector.Entry{Origin: b.Origin, Seq: b.Seq, Hash: b.Hash})

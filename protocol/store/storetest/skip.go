@@ -145,6 +145,41 @@ func testSkip(t *testing.T, s store.Store) {
 	checkAudit(t, s, "with logs that start with a run")
 }
 
+// testSkipExtends: a run right after a run the store holds extends it into one row (its
+// first seq and Prev, the new end, the tables of both), and the log's bytes count the one
+// row; a run after an entry, or one whose tables would pass MaxSkipTables, is a row of its
+// own.
+func testSkipExtends(t *testing.T, s store.Store) {
+	a := Chain(t, originA, 8)
+	apply(t, s, a[0], 1)
+	applySkip(t, s, SkipBatch(t, a, 2, 2, "q"))
+	applySkip(t, s, SkipBatch(t, a, 3, 3, "p"))
+	applySkip(t, s, SkipBatch(t, a, 4, 5, "q"))
+	one := SkipBatch(t, a, 2, 5, "p", "q")
+	for _, seq := range []uint64{2, 3, 5} {
+		checkRun(t, s, one, seq)
+	}
+	want := uint64(len(a[0].Txn)) + rowSize(one)
+	if l := logOf(t, s, originA); l.Bytes != want {
+		t.Errorf("A's log after three adjacent runs: %d bytes, want %d (an entry and one run row)", l.Bytes, want)
+	}
+	apply(t, s, a[5], 2)
+	after := SkipBatch(t, a, 7, 7, "p")
+	applySkip(t, s, after)
+	checkRun(t, s, after, 7)
+	checkRun(t, s, one, 4)
+	// Tables past the bound: a row of its own.
+	var many []string
+	for i := range store.MaxSkipTables {
+		many = append(many, fmt.Sprintf("t%02d", i))
+	}
+	last := SkipBatch(t, a, 8, 8, many...)
+	applySkip(t, s, last)
+	checkRun(t, s, after, 7)
+	checkRun(t, s, last, 8)
+	checkAudit(t, s, "of a log with extended runs")
+}
+
 // testSkipRefuses: a run that does not start at the cursor + 1 on the cursor's hash is
 // refused with ErrNotNext, and one that breaks a run's rules with another error; either
 // writes nothing. A run naming MaxSkipTables tables is kept with them.

@@ -96,6 +96,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Repair", func(t *testing.T) { testRepair(t, open(t)) })
 	t.Run("Skip", func(t *testing.T) { testSkip(t, open(t)) })
 	t.Run("SkipRefusesWritingNothing", func(t *testing.T) { testSkipRefuses(t, open(t)) })
+	t.Run("SkipExtends", func(t *testing.T) { testSkipExtends(t, open(t)) })
 	t.Run("SkipPurge", func(t *testing.T) { testSkipPurge(t, open(t)) })
 	t.Run("SkipCopyEnd", func(t *testing.T) { testSkipCopyEnd(t, open(t)) })
 	t.Run("SkipAudit", func(t *testing.T) { testSkipAudit(t, open(t)) })

@@ -580,11 +580,28 @@ func (s *Store) Apply(b *store.Batch) (uint64, error) {
 // 'l' key, so that purges, a copy's end and a reseed drop it with the entries around it by
 // the same range deletions), the cursor with the row's bytes, and the origin's name.
 func (s *Store) applySkip(b *store.Batch) error {
-	row := store.AppendSkipRow(nil, store.SkippedOf(b))
+	run := store.SkippedOf(b)
+	logBytes := s.logs[b.Origin].Bytes
 	wb := grocksdb.NewWriteBatch()
 	defer wb.Destroy()
+	// A run right after a run this store holds extends it (store.Extend): one row.
+	prevKey := key(pLog, b.Origin[:], u64(b.Skip.From-1))
+	if prev, err := s.db.GetBytes(s.ro, prevKey); err != nil {
+		return err
+	} else if prev != nil && store.IsSkipRow(prev) {
+		pr, err := store.ParseSkipRow(b.Origin, prev)
+		if err != nil {
+			return fmt.Errorf("rocksstore: %w", err)
+		}
+		if ext, ok := store.Extend(pr, run); ok {
+			wb.Delete(prevKey)
+			logBytes -= uint64(len(prev))
+			run = ext
+		}
+	}
+	row := store.AppendSkipRow(nil, run)
 	wb.Put(key(pLog, b.Origin[:], u64(b.Seq)), row)
-	logBytes := s.logs[b.Origin].Bytes + uint64(len(row))
+	logBytes += uint64(len(row))
 	wb.Put(key(pCursor, b.Origin[:]), s.cursorValue(vector.Entry{Seq: b.Seq, Hash: b.Hash}, logBytes))
 	if b.Name != "" {
 		wb.Put(key(pName, b.Origin[:]), []byte(b.Name))

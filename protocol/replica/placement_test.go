@@ -1,0 +1,125 @@
+package replica_test
+
+import (
+	"errors"
+	"testing"
+
+	"plait/protocol/replica"
+	"plait/protocol/store"
+	"plait/protocol/wire"
+)
+
+// runAt reads origin o's log at seq on n: the run n holds it in, or nil for an entry.
+func runAt(t *testing.T, n *node, o wire.OriginID, seq uint64) *store.SkippedError {
+	t.Helper()
+	_, err := n.store.Entry(o, seq)
+	var sk *store.SkippedError
+	if errors.As(err, &sk) {
+		return sk
+	}
+	if err != nil {
+		t.Fatalf("%s: Entry(%s, %d): %v", n.name, o, seq, err)
+	}
+	return nil
+}
+
+// TestFilteredStream: a node that does not carry a table is sent runs of the entries
+// that write only it, each run one SKIP stored as one row, and whole entries for the
+// rest; its position in the origin is exact, it stores no record of the table, and the
+// chain goes on across the runs.
+func TestFilteredStream(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.addNode("A", replica.Config{}), h.addNode("B", replica.Config{})
+	h.connect(b, a)
+	if _, err := a.publish(mapDoc(2, `,"placement":{"t":["A"]}`, "A", "B")); err != nil {
+		t.Fatal(err)
+	}
+	a.write(put("t", "k1", "1")) // 1: left out
+	a.write(put("u", "k2", "2")) // 2: sent
+	a.write(put("t", "k3", "3")) // 3: left out
+	a.write(put("t", "k4", "4")) // 4: left out, with 3 in one run
+	a.write(del("t", "k1"))      // 5: left out too
+	a.write(put("u", "k6", "6")) // 6: sent
+	h.pump()
+	if got := b.applied()[a.origin]; got != 6 {
+		t.Fatalf("B's position in A = %d, want 6", got)
+	}
+	for _, k := range []string{"k1", "k3", "k4"} {
+		if _, ok := b.get("t", k); ok {
+			t.Errorf("B holds t/%s, a table it does not carry", k)
+		}
+		if _, ok := a.get("t", k); !ok && k != "k1" {
+			t.Errorf("A lacks t/%s", k)
+		}
+	}
+	for _, k := range []string{"k2", "k6"} {
+		if _, ok := b.get("u", k); !ok {
+			t.Errorf("B lacks u/%s, a table every node carries", k)
+		}
+	}
+	if sk := runAt(t, b, a.origin, 1); sk == nil || sk.From != 1 || sk.To != 1 {
+		t.Errorf("B's log of A at 1: %+v, want the run 1 to 1", sk)
+	}
+	if sk := runAt(t, b, a.origin, 4); sk == nil || sk.From != 3 || sk.To != 5 || len(sk.Tables) != 1 || string(sk.Tables[0]) != "t" {
+		t.Errorf("B's log of A at 4: %+v, want the run 3 to 5 of table t", sk)
+	}
+	if sk := runAt(t, b, a.origin, 6); sk != nil {
+		t.Errorf("B's log of A at 6 is the run %+v, want the entry", sk)
+	}
+	if got := a.rep.Counters().SkipsSent; got != 4 {
+		t.Errorf("A sent %d runs, want 4 (one per entry left out: B is level with A at each)", got)
+	}
+	if got := b.rep.Counters().SkipsReceived; got != 4 {
+		t.Errorf("B took %d runs, want 4", got)
+	}
+	// A restart reads the runs back: the position and the stream go on from them.
+	b.restart()
+	h.connect(b, a)
+	a.write(put("t", "k7", "7"))
+	a.write(put("u", "k8", "8"))
+	h.pump()
+	if got := b.applied()[a.origin]; got != 8 {
+		t.Fatalf("B's position in A after a restart = %d, want 8", got)
+	}
+	if _, ok := b.get("u", "k8"); !ok {
+		t.Error("B lacks u/k8 after its restart")
+	}
+}
+
+// TestRunRefusedByACarrier: a relay that does not carry a table sends a carrier runs of
+// it; the carrier never moves past such a run, counts it, and takes the origin from a
+// source that carries the table once it has one.
+func TestRunRefusedByACarrier(t *testing.T) {
+	h := newHarness(t)
+	a, b, c := h.addNode("A", replica.Config{}), h.addNode("B", replica.Config{}), h.addNode("C", replica.Config{})
+	h.connect(b, a)
+	h.connect(c, b)
+	if _, err := a.publish(mapDoc(2, `,"placement":{"t":["A","C"]}`, "A", "B", "C")); err != nil {
+		t.Fatal(err)
+	}
+	a.write(put("u", "k1", "1"))
+	a.write(put("t", "k2", "2"))
+	a.write(put("u", "k3", "3"))
+	h.pump()
+	if got := c.applied()[a.origin]; got != 1 {
+		t.Fatalf("C's position in A = %d, want 1: it must not pass the run of t that B holds", got)
+	}
+	if got := c.rep.Counters().SkipsRefused; got == 0 {
+		t.Error("C counted no refused run")
+	}
+	if _, ok := c.get("t", "k2"); ok {
+		t.Fatal("C holds t/k2 without a carrier's entry")
+	}
+	// The origin itself: C takes A from A and gets everything.
+	h.connect(c, a)
+	h.pump()
+	if got := c.applied()[a.origin]; got != 3 {
+		t.Fatalf("C's position in A once connected to A = %d, want 3", got)
+	}
+	if _, ok := c.get("t", "k2"); !ok {
+		t.Error("C lacks t/k2 from A")
+	}
+	if _, ok := b.get("t", "k2"); ok {
+		t.Error("B holds t/k2")
+	}
+}
