@@ -37,6 +37,12 @@ func TestMutationsAreCaught(t *testing.T) {
 		// A record taken back from a peer that had not applied its delete, the tombstone
 		// dropped by the sender of a base copy (seed 7000591: a seven-node chain).
 		{"anti-entropy repairing a record this node lacks from a peer behind it", mutate.Set{RepairFromBehind: true}, []uint64{7000591}},
+		{"a sender that ignores placement (entries sent whole to non-carriers)", mutate.Set{IgnorePlacement: true}, nil},
+		{"a receiver that moves past a run of a table it carries", mutate.Set{PassCarriedSkip: true}, nil},
+		{"a relay chosen that does not carry the subscriber's tables", mutate.Set{AnyRelay: true}, nil},
+		// A copy from a node that does not carry t1 raising a carrier of t1 past t1's
+		// entries (seed 22: a seven-node ring with retention).
+		{"a base copy from a source that does not carry a table, past its entries", mutate.Set{CopyPastCarried: true}, []uint64{22}},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel() // each mutation is a value of its own runs: nothing is shared

@@ -246,21 +246,16 @@ func (c *Cluster) v4NeighbourIn(m string, reach map[string]bool) bool {
 // are on their way.
 func (c *Cluster) mapsAndRequests(rep *Report, names []string, end time.Time) {
 	rng := c.Rand()
+	base := uint64(0)
+	if c.place.carriers != nil {
+		base = 1 // the run's first map, published before anything else (random.go)
+	}
 	doc := func(gen uint64, variant int) []byte {
 		members := slices.Clone(names)
 		if variant%2 == 1 {
 			slices.Reverse(members) // another document of the same generation
 		}
-		var b strings.Builder
-		fmt.Fprintf(&b, `{"generation":%d,"nodes":[`, gen)
-		for i, m := range members {
-			if i > 0 {
-				b.WriteString(",")
-			}
-			fmt.Fprintf(&b, `{"name":%q}`, m)
-		}
-		b.WriteString("]}")
-		return []byte(b.String())
+		return c.MapDoc(base+gen, members)
 	}
 	span := max(end.Sub(c.Now())-2*time.Second, time.Second)
 	var gen uint64
@@ -332,6 +327,21 @@ func (c *Cluster) mapsAndRequests(rep *Report, names []string, end time.Time) {
 			})
 		}
 	}
+}
+
+// MapDoc is a map document of generation gen with the members named, in that order, and
+// the run's placement.
+func (c *Cluster) MapDoc(gen uint64, members []string) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"generation":%d,"nodes":[`, gen)
+	for i, m := range members {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"name":%q}`, m)
+	}
+	b.WriteString("]" + c.place.doc + "}")
+	return []byte(b.String())
 }
 
 // publishDrawn publishes a drawn document on a node that is running, and counts it.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -43,6 +44,10 @@ type invariants struct {
 	// V2Only makes receiving any duplicate a failure: set when no node speaks version 1.
 	v2Only bool
 
+	// placed: the run's placed tables (placement.go's carriers, nil: none), so that a
+	// node's store notes the origins whose entries of one it applied since it started.
+	placed map[string]map[string]bool
+
 	maxHeld    int // the most bytes a session held after an input
 	injections []*injection
 	detected   int // faults the receiving session detected
@@ -79,6 +84,7 @@ func (v *invariants) crashed(n *Node) {
 	for _, e := range n.ends {
 		e.drops = nil
 	}
+	n.Store.placedSeen = nil // what the replica learned of its origins' tables is gone
 }
 
 // move checks a source change against the routing rule's reasons.
@@ -87,6 +93,15 @@ func (v *invariants) move(c *Cluster, n *Node, m replica.Move) {
 	// other: one origin's failover never moves another.
 	if m.Reason == replica.ReasonDisconnected && m.LostAt.Equal(c.now) && c.dropping != "" && m.From != c.dropping {
 		v.fail(c.now, "%s: origin %s lost its source %s when the connection to %s dropped", n.Name, c.originName(m.Origin), m.From, c.dropping)
+	}
+	// The relay rule (docs/design.md §24.2): an origin known to write a placed table this
+	// node carries is taken from the origin itself or a relay that carries the table.
+	if m.To != "" && m.To != c.originName(m.Origin) && n.Store.placedSeen[m.Origin] {
+		for t, cs := range v.placed {
+			if cs[n.Name] && !cs[m.To] {
+				v.fail(c.now, "%s: took origin %s, which writes table %s, from %s, which does not carry it", n.Name, c.originName(m.Origin), t, m.To)
+			}
+		}
 	}
 }
 
@@ -225,6 +240,10 @@ type recordingStore struct {
 	damaged map[string]bool
 	// full: the node's disk is full (disk.go).
 	full bool
+	// placedSeen: the origins an entry of a placed table was applied from since the node
+	// started: the node knows they write it, so a relay that does not carry the table is
+	// no source of theirs for it (move).
+	placedSeen map[wire.OriginID]bool
 	// purged: the logs retention purged during the node's current input (checkPurges).
 	purged []store.PurgeLog
 }
@@ -302,8 +321,12 @@ func (s *recordingStore) lostPower() *recordingStore {
 
 // Apply checks that an origin's entries are applied once each, in seq order.
 func (s *recordingStore) Apply(b *store.Batch) (uint64, error) {
-	if b.Seq != s.last[b.Origin]+1 {
-		s.inv.fail(s.now(), "%s: origin %s applied at seq %d after %d", s.node, b.Origin, b.Seq, s.last[b.Origin])
+	first := b.Seq
+	if b.Skip != nil {
+		first = b.Skip.From // a run of seqs, one row
+	}
+	if first != s.last[b.Origin]+1 {
+		s.inv.fail(s.now(), "%s: origin %s applied at seq %d after %d", s.node, b.Origin, first, s.last[b.Origin])
 	}
 	if err := s.diskFull("apply"); err != nil {
 		return 0, err
@@ -311,11 +334,25 @@ func (s *recordingStore) Apply(b *store.Batch) (uint64, error) {
 	pos, err := s.Store.Apply(b)
 	if err == nil {
 		s.healed(b.Records)
+		for _, r := range b.Records {
+			if s.inv.placed[string(r.Table)] != nil {
+				if s.placedSeen == nil {
+					s.placedSeen = map[wire.OriginID]bool{}
+				}
+				s.placedSeen[b.Origin] = true
+			}
+		}
 		s.last[b.Origin] = b.Seq
 		// The cursor never ahead of the data: it names an entry the log holds.
 		// (Cursor, not a copy of the whole vector: O(1) an apply, not O(origins).)
 		raw, eerr := s.Store.Entry(b.Origin, b.Seq)
-		if e := s.Store.Cursor(b.Origin); eerr != nil || e.Seq != b.Seq || e.Hash != b.Hash || sha256.Sum256(raw) != e.Hash {
+		if b.Skip != nil {
+			// A run: the log holds it as one, and nothing to hash (docs/design.md §24.2).
+			if _, ok := errors.AsType[*store.SkippedError](eerr); ok {
+				raw, eerr = nil, nil
+			}
+		}
+		if e := s.Store.Cursor(b.Origin); eerr != nil || e.Seq != b.Seq || e.Hash != b.Hash || b.Skip == nil && sha256.Sum256(raw) != e.Hash {
 			s.inv.fail(s.now(), "%s: the cursor of %s at %d is not the entry applied", s.node, b.Origin, b.Seq)
 		}
 	}
@@ -462,6 +499,24 @@ func (c *Cluster) CheckConverged() (count int, digest string) {
 			c.inv.fail(c.now, "records of %s differ from those of %s", name, firstName)
 		}
 	}
+	// A placed table is alike on its carriers, and nowhere else (placement.go).
+	placedFirst := map[string]string{}
+	placed := map[string][]byte{}
+	for _, name := range c.names {
+		if c.nodes[name].Rep == nil {
+			continue
+		}
+		for t, d := range c.placedDigests(c.nodes[name]) {
+			if _, ok := placed[t]; !ok {
+				placed[t], placedFirst[t] = d, name
+			} else if !bytes.Equal(d, placed[t]) {
+				c.inv.fail(c.now, "records of table %s on %s differ from those on %s", t, name, placedFirst[t])
+			}
+		}
+	}
+	for _, f := range c.placementFindings() {
+		c.inv.fail(c.now, "%s", f)
+	}
 	c.checkOracle()
 	c.checkHealthy()
 	for _, name := range c.names {
@@ -559,7 +614,7 @@ func (c *Cluster) checkOracle() {
 			})
 		}
 		for k, w := range want {
-			if !w.Deleted && !live[k] {
+			if !w.Deleted && !live[k] && c.carries(name, w.Table) {
 				c.inv.fail(c.now, "%s: the write of %s/%s (version %d of %s) is lost", name, w.Table, w.Key, w.HLC, c.originName(w.Origin))
 			}
 		}
@@ -575,6 +630,9 @@ func (c *Cluster) recordsDigest(n *Node) ([]byte, int) {
 	// The in-memory store's reads never fail: there is no error to report.
 	tables, _ := n.Store.Tables()
 	for _, t := range tables {
+		if _, placed := c.place.carriers[string(t)]; placed {
+			continue // compared among its carriers alone (placedDigests)
+		}
 		_ = n.Store.Scan(t, nil, func(r store.Record) bool {
 			if !r.Deleted {
 				live++

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -46,14 +47,15 @@ type Report struct {
 	Virtual                        time.Duration
 	SyncDelay                      time.Duration // nodes held unsynced writes this long (0: not at all)
 	Maps                           int           // cluster maps published (adopted where published)
+	Placed                         int           // the nodes that carry table t1 (0: nothing placed)
 	Requests                       int           // requests between nodes started
 	Failures                       []string
 }
 
 func (r Report) String() string {
-	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d downgrades=%d faults=%d detected=%d covered=%d resent=%d closed=%d moves=%d duplicates=%d retain-bytes=%d purged=%d purged-answers=%d copies=%d (resumed %d, crashed %d) tombstones-dropped=%d disk-fulls=%d (recovered %d) maps=%d requests=%d records=%d digest=%s virtual=%s sync-delay=%s",
+	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d downgrades=%d faults=%d detected=%d covered=%d resent=%d closed=%d moves=%d duplicates=%d retain-bytes=%d purged=%d purged-answers=%d copies=%d (resumed %d, crashed %d) tombstones-dropped=%d disk-fulls=%d (recovered %d) maps=%d placed=%d requests=%d records=%d digest=%s virtual=%s sync-delay=%s",
 		r.Seed, r.Nodes, r.Topology, r.Links, r.Mixed, r.Writes, r.Disconnects, r.Partitions, r.Crashes, r.PowerLosses, r.Upgrades, r.Downgrades,
-		r.Injected, r.Detected, r.Covered, r.Resent, r.Closed, r.Moves, r.Duplicates, r.RetainBytes, r.Purged, r.PurgedAnswers, r.Copies, r.CopyResumes, r.CopyCrashes, r.TombstonesDropped, r.DiskFulls, r.Recoveries, r.Maps, r.Requests, r.Records, r.Digest, r.Virtual, r.SyncDelay)
+		r.Injected, r.Detected, r.Covered, r.Resent, r.Closed, r.Moves, r.Duplicates, r.RetainBytes, r.Purged, r.PurgedAnswers, r.Copies, r.CopyResumes, r.CopyCrashes, r.TombstonesDropped, r.DiskFulls, r.Recoveries, r.Maps, r.Placed, r.Requests, r.Records, r.Digest, r.Virtual, r.SyncDelay)
 }
 
 // SimLimits are small session limits, so that the simulator's small transactions fill
@@ -144,6 +146,36 @@ func Random(seed uint64, opts Options) Report {
 		l.MaxDelay = l.MinDelay + time.Duration(rng.IntN(30))*time.Millisecond
 	}
 	links := c.sortedLinks()
+	if !rep.Mixed && seed%5 == 2 {
+		// A fifth of the version-4 runs place table t1 on some of their nodes, from before
+		// the first write (placement.go). Drawn from a source of its own, so that the
+		// run's other draws, and the schedules of seeds without placement, stay the same.
+		prng := rand.New(rand.NewPCG(seed, 0x706c616365))
+		carriers := slices.Clone(names)
+		prng.Shuffle(len(carriers), func(i, j int) { carriers[i], carriers[j] = carriers[j], carriers[i] })
+		carriers = carriers[:1+prng.IntN(n-1)]
+		slices.Sort(carriers)
+		// A node that does not carry t1 relays none of its entries: the carriers reach one
+		// another through carriers (docs/contract.md §23.3), here by links of their own,
+		// which the faults below leave alone (they draw from the links made before).
+		for i := 1; i < len(carriers); i++ {
+			if c.Link(carriers[i-1], carriers[i]) == nil && c.Link(carriers[i], carriers[i-1]) == nil {
+				_ = c.Connect(carriers[i-1], carriers[i]) // two nodes of the run, no link yet: not refused
+				l := c.Link(carriers[i-1], carriers[i])
+				l.MinDelay = time.Duration(1+prng.IntN(5)) * time.Millisecond
+				l.MaxDelay = l.MinDelay + time.Duration(prng.IntN(30))*time.Millisecond
+			}
+		}
+		c.SetPlacement(map[string][]string{"t1": carriers})
+		rep.Placed = len(carriers)
+		doc := c.MapDoc(1, names)
+		for _, name := range names {
+			if _, err := c.PublishMap(name, doc); err != nil {
+				rep.Failures = append(rep.Failures, err.Error())
+				return rep
+			}
+		}
+	}
 
 	const busy = 15 * time.Second
 	end := c.Now().Add(busy)

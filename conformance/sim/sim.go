@@ -62,6 +62,7 @@ type Cluster struct {
 
 	inv             invariants
 	maps            mapOracle                // cluster maps and requests (clustermap.go)
+	place           placement                // the run's placement (placement.go)
 	dropping        string                   // the peer whose connection a node is being told it lost
 	droppingSources map[wire.OriginID]string // the node's sources before
 	// writes is every local write that returned, per origin and seq: the oracle of what
@@ -361,6 +362,7 @@ func (c *Cluster) Write(node string, ops []wire.Op) (uint64, error) {
 		return 0, nil
 	}
 	var seq uint64
+	ops = c.placeOps(node, ops)
 	err := c.callErr(n, func(r *replica.Replica) error {
 		var err error
 		seq, err = r.Write(n.clock(c), ops)

@@ -49,4 +49,18 @@ type Set struct {
 	// whatever its generation, and keep it to itself, as anti-entropy's repair writes a
 	// peer's version around the log: generations no longer order maps.
 	MapRepaired bool
+	// IgnorePlacement makes a sender send every entry whole to every version-4 peer, as if
+	// no table were placed: a node is sent and keeps the entries of tables it does not
+	// carry.
+	IgnorePlacement bool
+	// PassCarriedSkip makes a receiver store a run that leaves out a table it carries and
+	// move past it: the run's records of that table are never applied there.
+	PassCarriedSkip bool
+	// AnyRelay makes every peer a source candidate for every origin, whatever tables it
+	// carries: a carrier takes an origin from a relay that holds only runs of its table.
+	AnyRelay bool
+	// CopyPastCarried makes a node end a base copy from a source that does not carry a
+	// table it carries even where the copy raises an origin's log past entries that may
+	// write that table: their records are never applied there.
+	CopyPastCarried bool
 }

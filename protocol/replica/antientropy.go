@@ -167,7 +167,7 @@ func (r *Replica) aeDeadline() time.Time {
 
 func (r *Replica) askRange(c *conn, w *aeWalk) {
 	n := r.cfg.AntiEntropyRange
-	recs, ok := r.rangeRecords(w.after, wire.RangePoint{}, n+1)
+	recs, ok := r.rangeRecords(c, w.after, wire.RangePoint{}, n+1)
 	if !ok {
 		return
 	}
@@ -209,8 +209,9 @@ func rangeRecord(rec *store.Record) *wire.RangeRecord {
 }
 
 // rangeRecords reads up to limit of this node's records in (after, through] (a zero
-// through: to the end), tombstones included.
-func (r *Replica) rangeRecords(after, through wire.RangePoint, limit int) ([]store.Record, bool) {
+// through: to the end), tombstones included, of the tables it compares with the peer on c
+// (compared).
+func (r *Replica) rangeRecords(c *conn, after, through wire.RangePoint, limit int) ([]store.Record, bool) {
 	tables, err := r.store.Tables()
 	if !r.check(err) {
 		return nil, false
@@ -225,6 +226,9 @@ func (r *Replica) rangeRecords(after, through wire.RangePoint, limit int) ([]sto
 		}
 		if !through.IsZero() && bytes.Compare(t, through.Table) > 0 {
 			break
+		}
+		if !r.compared(c, t) {
+			continue
 		}
 		var from []byte
 		if bytes.Equal(t, after.Table) {
@@ -254,11 +258,11 @@ func (r *Replica) rangeRecords(after, through wire.RangePoint, limit int) ([]sto
 // take yet is made again at the next settle (answerPending).
 func (r *Replica) onRangeAsked(c *conn, d *wire.RangeDigest) {
 	c.aeAsk = nil
-	body := r.rangeAnswer(d)
+	body := r.rangeAnswer(c, d)
 	err := c.sess.V3().AnswerRange(body)
 	for budget := r.cfg.AntiEntropyBytes; isCode(err, wire.CodeFrameTooLarge) && budget > MinCopyChunk; {
 		budget /= 2 // the peer's frame limit is below this node's budget
-		body = r.rangeAnswerWithin(d, budget)
+		body = r.rangeAnswerWithin(c, d, budget)
 		err = c.sess.V3().AnswerRange(body)
 	}
 	switch {
@@ -288,18 +292,18 @@ func isCode(err error, code wire.Code) bool {
 	return errors.As(err, &we) && we.Code == code
 }
 
-func (r *Replica) rangeAnswer(d *wire.RangeDigest) []byte {
-	return r.rangeAnswerWithin(d, r.cfg.AntiEntropyBytes)
+func (r *Replica) rangeAnswer(c *conn, d *wire.RangeDigest) []byte {
+	return r.rangeAnswerWithin(c, d, r.cfg.AntiEntropyBytes)
 }
 
 // rangeAnswerWithin is the RANGERECORDS body answering d with at most budget bytes of
 // records (always one, when this node holds any in the range).
-func (r *Replica) rangeAnswerWithin(d *wire.RangeDigest, budget int) []byte {
+func (r *Replica) rangeAnswerWithin(c *conn, d *wire.RangeDigest, budget int) []byte {
 	after, through := d.After(), d.Through()
 	var recs []store.Record
 	if r.storage.err == nil {
 		var ok bool
-		if recs, ok = r.rangeRecords(after, through, int(d.Count)+1); !ok {
+		if recs, ok = r.rangeRecords(c, after, through, int(d.Count)+1); !ok {
 			recs = nil
 		}
 	}
@@ -394,6 +398,9 @@ func (r *Replica) repairFrom(c *conn, v *wire.RangeView) bool {
 	var fix []store.Record
 	for i := range v.Records {
 		p := &v.Records[i]
+		if !r.compared(c, p.Table) {
+			continue // a table not both sides carry: never written here from a peer
+		}
 		l, has, err := r.store.Get(p.Table, p.Key)
 		var de *store.DamagedRecordError
 		damaged := errors.As(err, &de)

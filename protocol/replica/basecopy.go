@@ -182,10 +182,10 @@ func (r *Replica) sourceless(st *originState) bool {
 		!r.now.Before(st.waitingSince().Add(r.cfg.StallTimeout))
 }
 
-// copyable reports whether a connection may serve a copy now: established at version 3
-// and not busy.
+// copyable reports whether a connection may serve a copy now: established at version 3,
+// not busy, and, while tables are placed, at version 4 (canCopy).
 func (r *Replica) copyable(c *conn) bool {
-	if !c.established || c.version < 3 || c.sess.State() != protocol.StateEstablished {
+	if !c.established || c.version < 3 || c.sess.State() != protocol.StateEstablished || !r.canCopy(c) {
 		return false
 	}
 	if until, ok := r.cp.busy[c.peerName]; ok {
@@ -244,6 +244,17 @@ func (r *Replica) onCopyBegin(c *conn, b *wire.CopyBegin) {
 		}
 		t.snap[p.Origin] = p
 	}
+	if why := r.partialCopyRefusal(c, b.Positions); why != "" {
+		// The source does not carry a table this node does, and the copy would pass entries
+		// that may write it (§24.2): another source is asked later.
+		r.counters.CopiesRefused++
+		err := wire.NewError(wire.CodeGoingAway, why)
+		r.recordError(c, err)
+		r.copyEvent(CopyEvent{Peer: c.peerName, Kind: CopyRefused, Err: err})
+		r.checkConn(c, c.sess.V3().AbortCopy(false, wire.CodeGoingAway, why))
+		r.cp.busy[c.peerName] = r.now.Add(r.cfg.CopyRetry)
+		r.cp.take = nil
+	}
 }
 
 // mergedVector is the state's vector with the current snapshot's merged in: per origin
@@ -299,7 +310,9 @@ func (r *Replica) seen(hlc wire.HLC, o wire.OriginID) bool {
 
 // coveredLocal lists this node's records in the range a chunk covers: after (fromTable,
 // fromKey) (nil: the start) up to and including (toTable, toKey) (nil: the end).
-func (r *Replica) coveredLocal(fromTable, fromKey, toTable, toKey []byte) ([]store.Record, bool) {
+// Tables the source on c does not carry are not covered: it sends none of their records,
+// and this node's are not its to remove (§24.2).
+func (r *Replica) coveredLocal(c *conn, fromTable, fromKey, toTable, toKey []byte) ([]store.Record, bool) {
 	tables, err := r.store.Tables()
 	if !r.check(err) {
 		return nil, false
@@ -307,6 +320,9 @@ func (r *Replica) coveredLocal(fromTable, fromKey, toTable, toKey []byte) ([]sto
 	var out []store.Record
 	for _, t := range tables {
 		if fromTable != nil && bytes.Compare(t, fromTable) < 0 {
+			continue
+		}
+		if !r.sourceHolds(c, t) {
 			continue
 		}
 		if toTable != nil && bytes.Compare(t, toTable) > 0 {
@@ -358,7 +374,7 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 		return
 	}
 	next := r.nextState(t)
-	local, ok := r.coveredLocal(next.Table, next.Key, v.Table, v.Last)
+	local, ok := r.coveredLocal(c, next.Table, next.Key, v.Table, v.Last)
 	if !ok {
 		return
 	}
@@ -375,6 +391,7 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 	// The chunk's winners are copied out of the message into one buffer (the chunk's
 	// bytes bound their keys and values), each slice capped at its own bytes.
 	table := bytes.Clone(v.Table)
+	carried := r.carries(table)
 	buf := make([]byte, 0, len(v.Raw()))
 	var hlc wire.HLC
 	it := v.Records()
@@ -389,6 +406,8 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 			copied[string(cr.Key)] = true
 		}
 		switch {
+		case !carried:
+			continue // a table this node does not carry (§24.4) is not stored
 		case r.cfg.Mutations.ReplacingCopy:
 		case r.seen(cr.HLC, cr.Origin):
 			continue // applied here already: what this node holds is that version or later
@@ -473,7 +492,7 @@ func (r *Replica) onCopyEnd(c *conn) {
 		return
 	}
 	next := r.nextState(t)
-	local, ok := r.coveredLocal(next.Table, next.Key, nil, nil)
+	local, ok := r.coveredLocal(c, next.Table, next.Key, nil, nil)
 	if !ok {
 		return
 	}
@@ -565,6 +584,14 @@ func (r *Replica) stopTaking(err *wire.Error) {
 // MaxCopies run already. The peer's holds are pinned at the snapshot's positions first, so
 // that the logs it streams from after the copy are kept.
 func (r *Replica) onCopyRequested(c *conn, req *wire.Copy) {
+	if c.version < v4 && !r.carriesAll() {
+		// A peer below version 4 knows no placement: a copy without a table it holds would
+		// lose that table there (§24.3). Busy sends it to another peer.
+		r.counters.CopiesBusy++
+		r.checkConn(c, c.sess.V3().AbortCopy(true, wire.CodeCopyBusy,
+			"this node does not carry every table the cluster map places, and a version-"+strconv.FormatUint(c.version, 10)+" peer takes them all"))
+		return
+	}
 	if len(r.cp.serving) >= r.cfg.MaxCopies {
 		r.counters.CopiesBusy++
 		r.checkConn(c, c.sess.V3().AbortCopy(true, wire.CodeCopyBusy,

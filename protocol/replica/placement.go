@@ -44,7 +44,7 @@ func (r *Replica) placed(st *originState, table []byte) {
 // version-3 relay only while the origin was seen to write none of them (it knows no
 // placement, so nothing says what it holds).
 func (r *Replica) canServe(c *conn, st *originState) bool {
-	if c.direct(st.id) || len(st.writes) == 0 {
+	if c.direct(st.id) || len(st.writes) == 0 || r.cfg.Mutations.AnyRelay {
 		return true
 	}
 	for t := range st.writes {
@@ -178,7 +178,7 @@ func (r *Replica) receiveSkip(c *conn, o wire.OriginID, sk *wire.Skip) {
 		r.placed(st, t)
 	}
 	for _, t := range sk.Tables {
-		if r.carries(t) {
+		if r.carries(t) && !r.cfg.Mutations.PassCarriedSkip {
 			r.refuseSkip(c, st, t)
 			return
 		}
@@ -235,4 +235,72 @@ func (r *Replica) mapCaughtUp(c *conn) {
 		r.routeSome[o] = true
 	}
 	c.skipWait = nil
+}
+
+// canCopy reports whether the peer on c may be this node's base copy source while tables
+// are placed: a version-4 peer, which knows the placement. One that does not carry a table
+// this node carries may still serve: its copy leaves that table alone here
+// (sourceHolds), and is refused where it would pass entries that may write it
+// (partialCopyRefusal). A version-3 peer holds every table, but whether it lost none of
+// them to a copy of its own nothing says: it is no source while any table is placed.
+func (r *Replica) canCopy(c *conn) bool {
+	return len(r.cmap.cur.Placement) == 0 || c.version >= v4
+}
+
+// sourceHolds reports whether a copy source on c holds table: it is unplaced, or placed on
+// the source too.
+func (r *Replica) sourceHolds(c *conn, table []byte) bool {
+	m := &r.cmap.cur
+	return !m.Placed(table) || m.Carries(c.peerName, table)
+}
+
+// partialCopyRefusal says why a copy from the peer on c must not end here ("" when it
+// may): it would raise an origin's log past entries that may write a table this node
+// carries and the source does not (the origin carries it, so may write it, or was seen
+// to), whose records the source never held.
+func (r *Replica) partialCopyRefusal(c *conn, positions []wire.CopyPosition) string {
+	m := &r.cmap.cur
+	var lacks []string
+	for t := range m.Placement {
+		if m.Carries(r.id.Name, []byte(t)) && !m.Carries(c.peerName, []byte(t)) {
+			lacks = append(lacks, t)
+		}
+	}
+	if len(lacks) == 0 || r.cfg.Mutations.CopyPastCarried {
+		return ""
+	}
+	slices.Sort(lacks)
+	for _, p := range positions {
+		st := r.origins[p.Origin]
+		if p.Origin == r.id.Origin || st != nil && p.Seq <= st.applied.Seq {
+			continue // not raised by the copy
+		}
+		for _, t := range lacks {
+			if st == nil || st.name == "" || m.Carries(st.name, []byte(t)) || st.writes[t] {
+				return "the copy would raise origin " + p.Origin.String() + " past entries that may write table " + t +
+					", which " + c.peerName + " does not carry"
+			}
+		}
+	}
+	return ""
+}
+
+// compared reports whether anti-entropy compares table with the peer on c (§24.2): it is
+// carried on both sides. A peer below version 4 knows no placement and holds every table.
+func (r *Replica) compared(c *conn, table []byte) bool {
+	m := &r.cmap.cur
+	if !m.Placed(table) {
+		return true
+	}
+	return m.Carries(r.id.Name, table) && (c.version < v4 || m.Carries(c.peerName, table))
+}
+
+// carriesAll reports whether this node carries every table its map places.
+func (r *Replica) carriesAll() bool {
+	for t := range r.cmap.cur.Placement {
+		if !r.carries([]byte(t)) {
+			return false
+		}
+	}
+	return true
 }

@@ -123,3 +123,36 @@ func TestRunRefusedByACarrier(t *testing.T) {
 		t.Error("B holds t/k2")
 	}
 }
+
+// TestRunToAnOlderPeer: a node that holds a run of an origin cannot send its entries to a
+// version-3 peer: the peer is answered purged at the run's end, and holds nothing of the
+// run's table; once connected to the origin it takes the rest from there.
+func TestRunToAnOlderPeer(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.addNode("A", replica.Config{}), h.addNode("B", replica.Config{})
+	c := h.addNode("C", replica.Config{MaxVersion: 3})
+	h.connect(b, a)
+	if _, err := a.publish(mapDoc(2, `,"placement":{"t":["A"]}`, "A", "B", "C")); err != nil {
+		t.Fatal(err)
+	}
+	a.write(put("u", "k1", "1"))
+	a.write(put("t", "k2", "2"))
+	a.write(put("u", "k3", "3"))
+	h.pump()
+	h.connect(c, b)
+	h.pump()
+	if got := b.rep.Counters().PurgedAnswers; got == 0 {
+		t.Fatal("B answered C no purged: it holds A's entry 2 as a run only")
+	}
+	if got := c.applied()[a.origin]; got != 1 {
+		t.Fatalf("C's position in A through B = %d, want 1 (the entry before the run)", got)
+	}
+	h.connect(c, a)
+	h.pump()
+	if got := c.applied()[a.origin]; got != 3 {
+		t.Fatalf("C's position in A once connected to A = %d, want 3", got)
+	}
+	if _, ok := c.get("t", "k2"); !ok {
+		t.Error("C, at version 3, lacks t/k2: it is sent every table")
+	}
+}

@@ -82,7 +82,7 @@ func (r *Replica) servable(st *originState) uint64 {
 // more now (its send buffer is full or it closed).
 func (r *Replica) pumpV2(c *conn, o wire.OriginID, s *outStream) bool {
 	limit := r.servable(s.st)
-	filter := c.version >= v4 && len(r.cmap.cur.Placement) > 0
+	filter := c.version >= v4 && len(r.cmap.cur.Placement) > 0 && !r.cfg.Mutations.IgnorePlacement
 	for s.next <= limit {
 		raw, err := r.store.Entry(o, s.next)
 		if sk, ok := skipped(err); ok {
