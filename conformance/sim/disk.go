@@ -84,6 +84,13 @@ func (s *recordingStore) DropTombstones(ts []store.Record) error {
 	return s.Store.DropTombstones(ts)
 }
 
+func (s *recordingStore) DropTable(table []byte) (records, bytes uint64, err error) {
+	if err := s.diskFull("drop-table"); err != nil {
+		return 0, 0, err
+	}
+	return s.Store.DropTable(table)
+}
+
 func (s *recordingStore) SetPeerCursor(peer wire.OriginID, pos uint64) error {
 	if err := s.diskFull("peer-cursor"); err != nil {
 		return err

@@ -90,6 +90,9 @@ type MapStatus struct {
 	// table placed). Carried are the placed tables this node carries, sorted.
 	Placement map[string][]string
 	Carried   []string
+	// Removals are the tables this node holds records of and no longer carries, each with
+	// the carriers it waits for (tablemove.go).
+	Removals []RemovalStatus
 }
 
 // speaksV4 reports whether this node offers version 4.
@@ -213,6 +216,7 @@ func (r *Replica) storeMap(m clustermap.Map, publisher string, published wire.HL
 	cs.cur, cs.publisher, cs.published, cs.appliedAt = m, publisher, published, r.now
 	cs.conflict, cs.conflictDoc = nil, nil
 	r.counters.ClusterMapAdopted++
+	r.removalsDirty = true
 	r.stampSelf(r.now) // every node's entry says which generation it holds
 	return true
 }
@@ -383,6 +387,7 @@ func (r *Replica) MapStatus() MapStatus {
 		}
 	}
 	slices.Sort(s.Carried)
+	s.Removals = r.Removals()
 	for _, e := range r.memberEntries(nil) {
 		s.Versions = append(s.Versions, MemberVersion{Name: e.Name, MaxVersion: e.MaxVersion, Generation: e.Generation})
 	}

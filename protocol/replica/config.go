@@ -113,6 +113,11 @@ type Config struct {
 	MaxRequestHops int
 	RequestTimeout time.Duration
 
+	// PlacementPoll is how often a node that no longer carries a table asks each of its
+	// carriers whether it holds what this node held (tablemove.go; default
+	// DefaultPlacementPoll).
+	PlacementPoll time.Duration
+
 	// NewSession makes the protocol core of one connection (default NativeSession).
 	NewSession func(protocol.Config) (Session, error)
 
@@ -152,6 +157,7 @@ const (
 	MaxMemberEntries        = 65536
 	DefaultMaxRequestHops   = 8
 	DefaultRequestTimeout   = 5 * time.Second
+	DefaultPlacementPoll    = time.Second
 	maxTableName            = 64
 	arrivalBatch            = 64
 	maxMoves                = 1024
@@ -169,6 +175,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MoveDelay == 0 {
 		c.MoveDelay = DefaultMoveDelay
+	}
+	if c.PlacementPoll == 0 {
+		c.PlacementPoll = DefaultPlacementPoll
 	}
 	if c.StallTimeout == 0 {
 		c.StallTimeout = DefaultStallTimeout

@@ -2,7 +2,9 @@ package replica_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
+	"time"
 
 	"plait/protocol/replica"
 	"plait/protocol/store"
@@ -154,5 +156,82 @@ func TestRunToAnOlderPeer(t *testing.T) {
 	}
 	if _, ok := c.get("t", "k2"); !ok {
 		t.Error("C, at version 3, lacks t/k2: it is sent every table")
+	}
+}
+
+// TestTableRemoved: a node that a new map no longer lists for a table keeps its records
+// until every carrier in the map holds what it held, its own writes included, waits for a
+// carrier that cannot be reached, then deletes the table in one write and counts it.
+func TestTableRemoved(t *testing.T) {
+	h := newHarness(t)
+	a, b, c := h.addNode("A", replica.Config{}), h.addNode("B", replica.Config{}), h.addNode("C", replica.Config{})
+	h.connect(b, a)
+	lc := h.connect(c, a)
+	if _, err := a.publish(mapDoc(2, `,"placement":{"t":["A","B","C"]}`, "A", "B", "C")); err != nil {
+		t.Fatal(err)
+	}
+	a.write(put("t", "k1", "1"))
+	b.write(put("t", "k2", "2"))
+	h.pump()
+	h.disconnect(lc)
+	b.write(put("t", "k3", "3")) // C cannot have it: B must wait for C
+	if _, err := a.publish(mapDoc(3, `,"placement":{"t":["A","C"]}`, "A", "B", "C")); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(3 * time.Second)
+	h.pump()
+	if got := b.rep.Removals(); len(got) != 1 || got[0].Table != "t" || !slices.Equal(got[0].Waiting, []string{"C"}) {
+		t.Fatalf("B's removals while C is away = %+v, want t waiting for C", got)
+	}
+	// C reachable but behind: its clock an hour late, it holds B's k3 back (ahead of its
+	// clock) while it answers B's requests.
+	c.skew = -time.Hour
+	lc = h.connect(c, a)
+	h.pump()
+	h.advance(3 * time.Second)
+	h.pump()
+	if got := b.rep.Removals(); len(got) != 1 || !slices.Equal(got[0].Waiting, []string{"C"}) {
+		t.Fatalf("B's removals while C is behind = %+v, want t waiting for C", got)
+	}
+	if _, ok := c.get("t", "k3"); ok {
+		t.Fatal("C applied t/k3 with its clock an hour late: the test does not hold it back")
+	}
+	for _, k := range []string{"k1", "k2", "k3"} {
+		if _, ok := b.get("t", k); !ok {
+			t.Errorf("B dropped t/%s before C held it", k)
+		}
+	}
+	c.skew = 0
+	h.disconnect(lc)
+	h.connect(c, a)
+	h.pump()
+	h.advance(3 * time.Second)
+	h.pump()
+	if got := b.rep.Removals(); len(got) != 0 {
+		t.Fatalf("B's removals once C caught up = %+v, want none", got)
+	}
+	for _, k := range []string{"k1", "k2", "k3"} {
+		if _, ok := b.get("t", k); ok {
+			t.Errorf("B still holds t/%s", k)
+		}
+		if _, ok := c.get("t", k); !ok {
+			t.Errorf("C lacks t/%s", k)
+		}
+	}
+	cs := b.rep.Counters()
+	if cs.TablesRemoved != 1 || cs.RecordsFreed != 3 || cs.BytesFreed == 0 {
+		t.Errorf("B counted %d tables removed, %d records and %d bytes freed; want 1, 3, more than 0", cs.TablesRemoved, cs.RecordsFreed, cs.BytesFreed)
+	}
+	// Carried again: nothing to remove, and the table's entries are applied again.
+	if _, err := a.publish(mapDoc(4, `,"placement":{"t":["A","B","C"]}`, "A", "B", "C")); err != nil {
+		t.Fatal(err)
+	}
+	a.write(put("t", "k4", "4"))
+	h.pump()
+	if _, ok := b.get("t", "k4"); !ok {
+		t.Error("B lacks t/k4, written once it carried t again")
+	}
+	if got := b.rep.Removals(); len(got) != 0 {
+		t.Errorf("B's removals once it carries t again = %+v", got)
 	}
 }

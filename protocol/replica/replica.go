@@ -60,7 +60,12 @@ type Replica struct {
 	rewound    *RewindStatus // evidence that this node's own origin is rewound (rewind.go)
 	lagHist    lagHistory    // the lag history (health.go)
 	cmap       clusterState  // the cluster map and member entries (clustermap.go)
-	reqs       requestState  // requests between nodes (requests.go)
+	// removals: the tables this node holds records of and no longer carries, each waiting
+	// for the carriers (tablemove.go); removalsDirty: planned again at the next settle (a
+	// map was adopted, or the replica started).
+	removals      map[string]*removal
+	removalsDirty bool
+	reqs          requestState // requests between nodes (requests.go)
 }
 
 // originState is what the replica knows of one origin.
@@ -162,6 +167,7 @@ func New(cfg Config, store store.Store) (*Replica, error) {
 	if err := r.loadCopy(); err != nil {
 		return nil, err
 	}
+	r.removalsDirty = true // a removal a restart interrupted goes on
 	if err := r.loadClusterMap(); err != nil {
 		return nil, err
 	}
@@ -343,6 +349,7 @@ func (r *Replica) NextDeadline() time.Time {
 	earlier(r.ret.nextAt)
 	earlier(r.aeDeadline())
 	earlier(r.requestsDue())
+	earlier(r.removalsDue())
 	if r.cp.retryAt.After(r.now) {
 		earlier(r.cp.retryAt)
 	}
@@ -421,6 +428,7 @@ func (r *Replica) settle() error {
 		r.advertise()
 		r.pump()
 		r.antiEntropy()
+		r.removeTables()
 		r.flushMembers()
 		if r.fatal != nil {
 			return r.fatal

@@ -55,6 +55,8 @@ type requestKind struct {
 
 // requestKinds are the kinds this build serves. Placement and locks add theirs.
 var requestKinds = map[string]requestKind{
+	// positions: the node's applied seq of every origin it holds (tablemove.go).
+	kindPositions: {scope: "read", serve: servePositions},
 	// map: the node's current map, as its MAP body (generation 0 alone with none).
 	"map": {scope: "read", serve: func(r *Replica, _ []byte) (wire.Code, string, []byte) {
 		body, err := wire.AppendMapAnswer(nil, r.mapBody())
@@ -87,6 +89,9 @@ type requestState struct {
 	last    RequestID
 	hops    map[hopKey]*hop
 	answers []Answer
+	// own: the requests the replica started for itself (tablemove.go), answered to these
+	// instead of the shell.
+	own map[RequestID]func(Answer)
 }
 
 // Ask starts a request for node target (docs/design.md §23.4) with the caller's scope. Its
@@ -98,6 +103,12 @@ func (r *Replica) Ask(now time.Time, target, kind, scope string, body []byte) (R
 		return 0, r.fatal
 	}
 	r.now = now
+	id := r.ask(target, kind, scope, body)
+	return id, r.settle()
+}
+
+// ask starts a request (Ask, within an input).
+func (r *Replica) ask(target, kind, scope string, body []byte) RequestID {
 	rs := &r.reqs
 	rs.last++
 	id := rs.last
@@ -106,25 +117,36 @@ func (r *Replica) Ask(now time.Time, target, kind, scope string, body []byte) (R
 	if target == r.id.Name {
 		r.counters.RequestsServed++
 		code, msg, b := r.serve(&req)
-		rs.answers = append(rs.answers, Answer{ID: id, Code: code, Message: msg, Body: b})
-		return id, nil
+		r.answered(Answer{ID: id, Code: code, Message: msg, Body: b})
+		return id
 	}
 	next, code, why := r.requestRoute(target, req.Path)
 	if next == nil {
 		r.counters.RequestsRefused++
-		rs.answers = append(rs.answers, Answer{ID: id, Code: code, Message: why})
-		return id, r.settle()
+		r.answered(Answer{ID: id, Code: code, Message: why})
+		return id
 	}
 	outID, err := next.sess.V4().Request(req)
 	if err != nil {
 		r.counters.RequestsRefused++
 		code, msg := refusedRequest(next, err)
-		rs.answers = append(rs.answers, Answer{ID: id, Code: code, Message: msg})
-		return id, r.settle()
+		r.answered(Answer{ID: id, Code: code, Message: msg})
+		return id
 	}
 	r.counters.RequestsSent++
-	rs.hops[hopKey{next.id, outID}] = &hop{out: next.id, outID: outID, local: id, deadline: now.Add(r.cfg.RequestTimeout)}
-	return id, r.settle()
+	rs.hops[hopKey{next.id, outID}] = &hop{out: next.id, outID: outID, local: id, deadline: r.now.Add(r.cfg.RequestTimeout)}
+	return id
+}
+
+// answered hands an answer to whoever started the request: the replica itself (own), or
+// the shell (Answers).
+func (r *Replica) answered(a Answer) {
+	if f := r.reqs.own[a.ID]; f != nil {
+		delete(r.reqs.own, a.ID)
+		f(a)
+		return
+	}
+	r.reqs.answers = append(r.reqs.answers, a)
 }
 
 // Answers hands over the answers to requests this node started, in the order they came.
@@ -246,7 +268,7 @@ func (r *Replica) onResponse(c *conn, resp *wire.Response, late bool) {
 // connection it came on.
 func (r *Replica) answerHop(h *hop, code wire.Code, msg string, body []byte) {
 	if h.local != 0 {
-		r.reqs.answers = append(r.reqs.answers, Answer{ID: h.local, Code: code, Message: msg, Body: body})
+		r.answered(Answer{ID: h.local, Code: code, Message: msg, Body: body})
 		return
 	}
 	if in := r.conns[h.in]; in != nil && in.established && !in.closing {

@@ -227,6 +227,9 @@ type Counters struct {
 	SkipsSent                   uint64 `status:"skips_sent" help:"Runs of entries left out of a stream to a peer that does not carry their tables, sent as one SKIP each."`
 	SkipsReceived               uint64 `status:"skips_received" help:"Runs of entries a peer left out of a stream to this node, stored as one row each."`
 	SkipsRefused                uint64 `status:"skips_refused" help:"Runs refused because they left out a table this node carries (the origin is taken from another source)."`
+	TablesRemoved               uint64 `status:"tables_removed" help:"Tables this node deleted the records of once it no longer carried them and their carriers held what it held."`
+	RecordsFreed                uint64 `status:"records_freed" help:"Records deleted with the tables this node no longer carries."`
+	BytesFreed                  uint64 `status:"bytes_freed" help:"Bytes of the records deleted with the tables this node no longer carries, as its store held them."`
 }
 
 // Counters returns the counters.

@@ -112,6 +112,12 @@ type Store interface {
 	// it is. One atomic write.
 	DropTombstones(ts []Record) error
 
+	// DropTable deletes every record of table, tombstones included, in one atomic write,
+	// and reports how many it deleted and their bytes as the store held them (at least
+	// their keys and values): a table this node no longer carries (docs/design.md §24.4).
+	// A table without records deletes nothing.
+	DropTable(table []byte) (records, bytes uint64, err error)
+
 	// Repair writes record versions as they are, around the log (anti-entropy,
 	// docs/design.md §19): no log entry, no cursor; one atomic write. RecordHLC rises to
 	// the highest HLC of recs. When it returns the write survives a crash of the process.

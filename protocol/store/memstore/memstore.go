@@ -408,6 +408,16 @@ func (s *Store) DropTombstones(ts []store.Record) error {
 	return nil
 }
 
+// DropTable deletes every record of table (store.Store).
+func (s *Store) DropTable(table []byte) (records, bytes uint64, err error) {
+	for _, r := range s.tables[string(table)] {
+		records++
+		bytes += uint64(len(r.Key) + len(r.Value))
+	}
+	delete(s.tables, string(table))
+	return records, bytes, nil
+}
+
 // remove deletes a record, and its table when it was the last.
 func (s *Store) remove(table, key []byte) {
 	recs := s.tables[string(table)]

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -233,6 +234,44 @@ func testDropTombstones(t *testing.T, s store.Store) {
 	must(t, s.DropTombstones([]store.Record{tomb("t", "b", h2, originA)}))
 	if r, ok := get(t, s, "t", "b"); !ok || string(r.Value) != "back" {
 		t.Errorf("a put was dropped as a tombstone: %s", fmtRecord(r))
+	}
+}
+
+// testDropTable: DropTable deletes one table's records, tombstones included, and counts
+// them and their bytes; the other tables (one whose name extends it included), the logs
+// and the cursor vector stay; a table without records deletes nothing.
+func testDropTable(t *testing.T, s store.Store) {
+	c := &chain{origin: originA}
+	apply(t, s, c.next(t, put("t", "a", "1"), put("t", "bb", "22"), put("t1", "c", "3"), put("u", "d", "4")), 1)
+	apply(t, s, c.next(t, del("t", "a")), 2)
+	vec, err := s.Vector()
+	must(t, err)
+	n, size, err := s.DropTable([]byte("t"))
+	must(t, err)
+	if n != 2 || size < uint64(len("a")+len("bb")+len("22")) {
+		t.Errorf("DropTable(t) = %d records, %d bytes; want 2 (a tombstone and a put), at least their 5 bytes of keys and values", n, size)
+	}
+	if got := scan(t, s, "t", nil); len(got) != 0 {
+		t.Errorf("table t after DropTable: %s", fmtRecords(got))
+	}
+	if _, ok := get(t, s, "t1", "c"); !ok {
+		t.Error("DropTable(t) deleted table t1's record")
+	}
+	if _, ok := get(t, s, "u", "d"); !ok {
+		t.Error("DropTable(t) deleted table u's record")
+	}
+	tables, err := s.Tables()
+	must(t, err)
+	if !slices.EqualFunc(tables, [][]byte{[]byte("t1"), []byte("u")}, func(a, b []byte) bool { return string(a) == string(b) }) {
+		t.Errorf("Tables = %q, want [t1 u]", tables)
+	}
+	after, err := s.Vector()
+	must(t, err)
+	if !reflect.DeepEqual(after.Entries(), vec.Entries()) {
+		t.Errorf("the vector changed: %v, want %v", after.Entries(), vec.Entries())
+	}
+	if n, size, err := s.DropTable([]byte("zz")); err != nil || n != 0 || size != 0 {
+		t.Errorf("DropTable of a table without records = %d, %d, %v", n, size, err)
 	}
 }
 

@@ -91,6 +91,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("ApplyCopy", func(t *testing.T) { testApplyCopy(t, open(t)) })
 	t.Run("EndCopy", func(t *testing.T) { testEndCopy(t, open(t)) })
 	t.Run("DropTombstones", func(t *testing.T) { testDropTombstones(t, open(t)) })
+	t.Run("DropTable", func(t *testing.T) { testDropTable(t, open(t)) })
 	t.Run("Reseed", func(t *testing.T) { testReseed(t, open(t)) })
 	t.Run("ReseedRefusesWritingNothing", func(t *testing.T) { testReseedRefuses(t, open(t)) })
 	t.Run("Repair", func(t *testing.T) { testRepair(t, open(t)) })

@@ -54,9 +54,19 @@ type ClusterMapDoc struct {
 	// Placement is each placed table's carriers, sorted; left out when no table is placed.
 	Placement map[string][]string `json:"placement,omitempty"`
 	Publisher string              `json:"publisher,omitempty"` // the node it was published on
+	// Removals are the tables this node holds records of and no longer carries, each with
+	// the carriers it waits for before it deletes them (docs/contract.md §23.5); left out
+	// when none.
+	Removals []RemovalDoc `json:"removals,omitempty"`
 	// Versions is every node whose protocol version this node knows, sorted by name;
 	// [] when none.
 	Versions []MemberVersionDoc `json:"versions"`
+}
+
+// RemovalDoc is one of cluster_map.removals.
+type RemovalDoc struct {
+	Table      string   `json:"table"`
+	WaitingFor []string `json:"waiting_for"`
 }
 
 // MapConflictDoc is cluster_map.conflict: the other map's generation and publisher.
@@ -85,6 +95,9 @@ func clusterMapDoc(m replica.MapStatus) ClusterMapDoc {
 	if len(m.Placement) > 0 {
 		carried := append([]string{}, m.Carried...)
 		d.Placement, d.Carried = m.Placement, &carried
+	}
+	for _, rm := range m.Removals {
+		d.Removals = append(d.Removals, RemovalDoc{Table: rm.Table, WaitingFor: append([]string{}, rm.Waiting...)})
 	}
 	for _, v := range m.Versions {
 		d.Versions = append(d.Versions, MemberVersionDoc{Generation: v.Generation, MaxVersion: v.MaxVersion, Name: v.Name})

@@ -2,6 +2,7 @@ package rocksstore
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/linxGnu/grocksdb"
 
@@ -43,4 +44,34 @@ func (s *Store) DropTombstones(ts []store.Record) error {
 		return fmt.Errorf("rocksstore: dropping tombstones: %w", err)
 	}
 	return nil
+}
+
+// DropTable deletes every record of table in one write: a range deletion over the table's
+// keys, and its entry in the table list; the range is then compacted, so that the space
+// comes back (store.Store). It counts what it deletes by scanning the table first.
+func (s *Store) DropTable(table []byte) (records, bytes uint64, err error) {
+	if err := s.Failed(); err != nil {
+		return 0, 0, err // latched (latch.go)
+	}
+	prefix := tablePrefix(table)
+	if err := s.each(prefix, nil, func(k, v []byte) (bool, error) {
+		records++
+		bytes += uint64(len(k) - len(prefix) + len(v))
+		return true, nil
+	}); err != nil {
+		return 0, 0, err
+	}
+	if records == 0 {
+		return 0, 0, nil
+	}
+	end := append(slices.Clone(prefix[:len(prefix)-1]), prefix[len(prefix)-1]+1)
+	wb := grocksdb.NewWriteBatch()
+	defer wb.Destroy()
+	wb.DeleteRange(prefix, end)
+	wb.Delete(key(pTable, table))
+	if err := s.write("drop-table", s.wo, wb); err != nil {
+		return 0, 0, fmt.Errorf("rocksstore: dropping table %s: %w", table, err)
+	}
+	s.db.CompactRange(grocksdb.Range{Start: prefix, Limit: end})
+	return records, bytes, nil
 }
