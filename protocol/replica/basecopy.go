@@ -33,6 +33,7 @@ type copyTake struct {
 	total    CopyTotals
 	runStart time.Time // this run of the copy (since the last resume)
 	runBytes uint64
+	fill     string // a table this node was added to, filled by this copy alone ("": a base copy)
 }
 
 // CopyTotals is what a sender says of its snapshot, for progress: 0 when unknown.
@@ -93,6 +94,8 @@ const (
 	CopyStopped   CopyEventKind = "stopped"   // the run stopped early; the copy resumes later
 	CopyServed    CopyEventKind = "served"    // this node began serving a copy to Peer
 	CopyRefused   CopyEventKind = "refused"   // this node refused a copy (its own origin ahead of its log)
+	CopyFilling   CopyEventKind = "filling"   // this node began filling a table it was added to (tablemove.go)
+	CopyFilled    CopyEventKind = "filled"    // it filled it
 )
 
 const maxCopyEvents = 256
@@ -164,7 +167,9 @@ func (r *Replica) maybeCopy() {
 	}
 	if pick != nil {
 		r.startCopy(pick)
+		return
 	}
+	r.maybeFill()
 }
 
 // sourceless reports whether an origin has no source that can bring it on: none, or one
@@ -243,6 +248,10 @@ func (r *Replica) onCopyBegin(c *conn, b *wire.CopyBegin) {
 			return
 		}
 		t.snap[p.Origin] = p
+	}
+	if t.fill != "" {
+		r.fillBegins(c, t)
+		return
 	}
 	if why := r.partialCopyRefusal(c, b.Positions); why != "" {
 		// The source does not carry a table this node does, and the copy would pass entries
@@ -373,6 +382,10 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 	if t == nil || t.conn != c.id {
 		return
 	}
+	if t.fill != "" {
+		r.fillChunk(c, t, v)
+		return
+	}
 	next := r.nextState(t)
 	local, ok := r.coveredLocal(c, next.Table, next.Key, v.Table, v.Last)
 	if !ok {
@@ -489,6 +502,10 @@ func (r *Replica) stateOrEmpty() store.CopyState {
 func (r *Replica) onCopyEnd(c *conn) {
 	t := r.cp.take
 	if t == nil || t.conn != c.id {
+		return
+	}
+	if t.fill != "" {
+		r.fillDone(t) // the table was the snapshot's last
 		return
 	}
 	next := r.nextState(t)

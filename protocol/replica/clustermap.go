@@ -2,6 +2,7 @@ package replica
 
 import (
 	"bytes"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,6 +56,9 @@ type clusterState struct {
 type storedMap struct {
 	Map       wire.Map `cbor:"1,keyasint"`
 	AppliedAt int64    `cbor:"2,keyasint,omitempty"` // Unix nanoseconds
+	// Fills are the tables this node was added to and has not filled yet (tablemove.go),
+	// kept with the map so that adopting it and owing their fills are one write.
+	Fills []storedFill `cbor:"3,keyasint,omitempty"`
 }
 
 // storedMembers is the control value of the member entries.
@@ -91,8 +95,10 @@ type MapStatus struct {
 	Placement map[string][]string
 	Carried   []string
 	// Removals are the tables this node holds records of and no longer carries, each with
-	// the carriers it waits for (tablemove.go).
+	// the carriers it waits for; Filling the tables it was added to and has not filled
+	// (tablemove.go), sorted.
 	Removals []RemovalStatus
+	Filling  []string
 }
 
 // speaksV4 reports whether this node offers version 4.
@@ -119,6 +125,7 @@ func (r *Replica) loadClusterMap() error {
 		}
 		cs.cur, cs.publisher, cs.published = m, sm.Map.Publisher, wire.HLC(sm.Map.Published)
 		cs.appliedAt = time.Unix(0, sm.AppliedAt).UTC()
+		r.fills = loadFills(sm.Fills)
 	}
 	if raw, err = r.store.Control(controlMembers); err != nil {
 		return err
@@ -208,17 +215,24 @@ func (r *Replica) adoptMap(m clustermap.Map, publisher string, published wire.HL
 // with its generation.
 func (r *Replica) storeMap(m clustermap.Map, publisher string, published wire.HLC) bool {
 	cs := &r.cmap
-	body := wire.Map{Generation: m.Generation, Document: m.Doc, Publisher: publisher, Published: uint64(published)}
-	raw, err := wire.Marshal(storedMap{Map: body, AppliedAt: r.now.UnixNano()})
-	if !r.check(err) || !r.check(r.store.PutControl(controlMap, raw)) {
+	fills := r.plannedFills(cs.cur, m)
+	if !r.putMap(m, publisher, published, r.now, fills) {
 		return false
 	}
+	r.fills = fills
 	cs.cur, cs.publisher, cs.published, cs.appliedAt = m, publisher, published, r.now
 	cs.conflict, cs.conflictDoc = nil, nil
 	r.counters.ClusterMapAdopted++
 	r.removalsDirty = true
 	r.stampSelf(r.now) // every node's entry says which generation it holds
 	return true
+}
+
+// putMap writes the control value of a map and the fills it owes.
+func (r *Replica) putMap(m clustermap.Map, publisher string, published wire.HLC, at time.Time, fills map[string]map[wire.OriginID]uint64) bool {
+	body := wire.Map{Generation: m.Generation, Document: m.Doc, Publisher: publisher, Published: uint64(published)}
+	raw, err := wire.Marshal(storedMap{Map: body, AppliedAt: at.UnixNano(), Fills: storeFills(fills)})
+	return r.check(err) && r.check(r.store.PutControl(controlMap, raw))
 }
 
 // onMap decides a map a peer sent: adopt a higher generation, keep the node's own
@@ -282,6 +296,13 @@ func (r *Replica) onMembers(c *conn, es []wire.Member) {
 			cs.members[in.Name] = in
 			cs.membersDirty[in.Name] = c.id
 			cs.via[in.Name] = c.id
+		}
+	}
+	// A peer whose runs waited for its map to catch up says it did in its own entry: a
+	// node that adopts a map from a peer sends it on every other connection, not back.
+	for _, pc := range r.connList {
+		if pc.skipWait != nil && cs.members[pc.peerName].Generation >= cs.cur.Generation {
+			r.mapCaughtUp(pc)
 		}
 	}
 }
@@ -388,6 +409,7 @@ func (r *Replica) MapStatus() MapStatus {
 	}
 	slices.Sort(s.Carried)
 	s.Removals = r.Removals()
+	s.Filling = slices.Sorted(maps.Keys(r.fills))
 	for _, e := range r.memberEntries(nil) {
 		s.Versions = append(s.Versions, MemberVersion{Name: e.Name, MaxVersion: e.MaxVersion, Generation: e.Generation})
 	}

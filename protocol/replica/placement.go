@@ -292,6 +292,9 @@ func (r *Replica) compared(c *conn, table []byte) bool {
 	if !m.Placed(table) {
 		return true
 	}
+	if r.Filling(table) {
+		return false // its fill brings it (tablemove.go)
+	}
 	return m.Carries(r.id.Name, table) && (c.version < v4 || m.Carries(c.peerName, table))
 }
 

@@ -235,3 +235,60 @@ func TestTableRemoved(t *testing.T) {
 		t.Errorf("B's removals once it carries t again = %+v", got)
 	}
 }
+
+// TestTableAdded: a node a new map adds to a table fills it by a copy of that table from a
+// carrier that holds its map, while the entries it was sent as runs stay runs; entries
+// after are sent whole, also when the carrier adopted the map after this node did.
+func TestTableAdded(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.addNode("A", replica.Config{}), h.addNode("B", replica.Config{})
+	h.connect(b, a)
+	if _, err := a.publish(mapDoc(2, `,"placement":{"t":["A"]}`, "A", "B")); err != nil {
+		t.Fatal(err)
+	}
+	a.write(put("t", "k1", "1"))
+	a.write(put("u", "k2", "2"))
+	a.write(put("t", "k3", "3"), put("t", "k4", "4"))
+	a.write(del("t", "k4"))
+	h.pump()
+	if _, ok := b.get("t", "k1"); ok {
+		t.Fatal("B holds t/k1 before it carries t")
+	}
+	// B adopts the map that adds it while A, which has not seen it yet, writes t under the
+	// map before: the entry's run crosses B's MAP and reaches B, which must not pass it.
+	if _, err := b.rep.PublishMap(b.clock(), mapDoc(3, `,"placement":{"t":["A","B"]}`, "A", "B")); err != nil {
+		t.Fatal(err)
+	}
+	if !b.rep.Filling([]byte("t")) {
+		t.Fatal("B does not owe a fill of t once added to it")
+	}
+	a.write(put("t", "k5", "5"))
+	h.pump()
+	if got := b.rep.Counters().SkipsRefused; got == 0 {
+		t.Error("B refused no run: the test did not make A's run cross B's map")
+	}
+	h.advance(5 * time.Second)
+	h.pump()
+	for _, k := range []string{"k1", "k3", "k5"} {
+		if r, ok := b.get("t", k); !ok || r.Deleted {
+			t.Errorf("B lacks t/%s once filled", k)
+		}
+	}
+	if r, ok := b.get("t", "k4"); ok && !r.Deleted {
+		t.Error("B holds t/k4, deleted before it was added")
+	}
+	if b.rep.Filling([]byte("t")) {
+		t.Error("B still owes the fill of t")
+	}
+	if cs := b.rep.Counters(); cs.TablesFilled != 1 || cs.FillRecords == 0 {
+		t.Errorf("B counted %d tables filled, %d records; want 1 and some", cs.TablesFilled, cs.FillRecords)
+	}
+	if got := b.applied()[a.origin]; got != 5 {
+		t.Errorf("B's position in A = %d, want 5", got)
+	}
+	// A restart keeps what was filled and owes nothing.
+	b.restart()
+	if b.rep.Filling([]byte("t")) {
+		t.Error("B owes the fill of t again after a restart")
+	}
+}

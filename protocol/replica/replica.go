@@ -65,7 +65,10 @@ type Replica struct {
 	// map was adopted, or the replica started).
 	removals      map[string]*removal
 	removalsDirty bool
-	reqs          requestState // requests between nodes (requests.go)
+	// fills: the tables this node was added to and has not filled, each with its applied
+	// positions when it was (tablemove.go), as the map's control value keeps them.
+	fills map[string]map[wire.OriginID]uint64
+	reqs  requestState // requests between nodes (requests.go)
 }
 
 // originState is what the replica knows of one origin.
@@ -350,6 +353,9 @@ func (r *Replica) NextDeadline() time.Time {
 	earlier(r.aeDeadline())
 	earlier(r.requestsDue())
 	earlier(r.removalsDue())
+	if len(r.fills) > 0 && r.cp.take == nil {
+		earlier(r.now.Add(r.cfg.CopyRetry)) // a fill waits for a carrier that can serve it
+	}
 	if r.cp.retryAt.After(r.now) {
 		earlier(r.cp.retryAt)
 	}

@@ -230,6 +230,8 @@ type Counters struct {
 	TablesRemoved               uint64 `status:"tables_removed" help:"Tables this node deleted the records of once it no longer carried them and their carriers held what it held."`
 	RecordsFreed                uint64 `status:"records_freed" help:"Records deleted with the tables this node no longer carries."`
 	BytesFreed                  uint64 `status:"bytes_freed" help:"Bytes of the records deleted with the tables this node no longer carries, as its store held them."`
+	TablesFilled                uint64 `status:"tables_filled" help:"Tables this node was added to and filled by a copy of that table from a carrier."`
+	FillRecords                 uint64 `status:"fill_records" help:"Record versions written by those copies (newer than this node's)."`
 }
 
 // Counters returns the counters.

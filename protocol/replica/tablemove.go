@@ -5,8 +5,11 @@ import (
 	"encoding/binary"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
+	"plait/protocol/clustermap"
+	"plait/protocol/store"
 	"plait/protocol/wire"
 )
 
@@ -208,4 +211,204 @@ func parsePositions(b []byte) (map[wire.OriginID]uint64, bool) {
 		out[o], last = binary.BigEndian.Uint64(b[i+16:i+24]), o
 	}
 	return out, true
+}
+
+// A node added to a table (docs/design.md §24.4) holds runs where the table's past entries
+// were: it fills the table by a copy of that table alone (the base copy's request from the
+// table's first key, its chunks of that table merged by last-writer-wins, the copy left
+// once it reaches another table), from a carrier that holds this node's map generation and
+// has applied, of every origin, what this node had applied when it was added: the
+// snapshot then holds every entry of the table this node was not sent. Its logs are not
+// raised: it is past those entries already. Entries after are applied as they come.
+
+// storedFill is one table a node owes a fill, with its positions when it was added.
+type storedFill struct {
+	Table string       `cbor:"1,keyasint"`
+	Want  []storedSeqs `cbor:"2,keyasint,omitempty"`
+}
+
+type storedSeqs struct {
+	Origin wire.OriginID `cbor:"1,keyasint"`
+	Seq    uint64        `cbor:"2,keyasint"`
+}
+
+func storeFills(fills map[string]map[wire.OriginID]uint64) []storedFill {
+	var out []storedFill
+	for _, t := range slices.Sorted(maps.Keys(fills)) {
+		f := storedFill{Table: t}
+		for _, o := range slices.SortedFunc(maps.Keys(fills[t]), cmpOrigin) {
+			f.Want = append(f.Want, storedSeqs{Origin: o, Seq: fills[t][o]})
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func loadFills(fs []storedFill) map[string]map[wire.OriginID]uint64 {
+	if len(fs) == 0 {
+		return nil
+	}
+	out := map[string]map[wire.OriginID]uint64{}
+	for _, f := range fs {
+		want := map[wire.OriginID]uint64{}
+		for _, w := range f.Want {
+			want[w.Origin] = w.Seq
+		}
+		out[f.Table] = want
+	}
+	return out
+}
+
+// plannedFills is the fills this node owes under map next, adopted over map prev: a table
+// it did not carry under prev and carries under next is owed, wanting its positions now;
+// one it no longer carries is not.
+func (r *Replica) plannedFills(prev, next clustermap.Map) map[string]map[wire.OriginID]uint64 {
+	out := map[string]map[wire.OriginID]uint64{}
+	for t, want := range r.fills {
+		if next.Carries(r.id.Name, []byte(t)) {
+			out[t] = want
+		}
+	}
+	tables := slices.Collect(maps.Keys(next.Placement))
+	tables = append(tables, slices.Collect(maps.Keys(prev.Placement))...)
+	for _, t := range tables {
+		if out[t] != nil || prev.Carries(r.id.Name, []byte(t)) || !next.Carries(r.id.Name, []byte(t)) {
+			continue
+		}
+		want := map[wire.OriginID]uint64{}
+		for _, st := range r.originList {
+			if st.applied.Seq > 0 && st.id != r.id.Origin { // it wrote none of the table
+				want[st.id] = st.applied.Seq
+			}
+		}
+		out[t] = want
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// Filling reports whether this node carries table and has not filled it yet: its reads go
+// to a carrier that holds it.
+func (r *Replica) Filling(table []byte) bool { return r.fills[string(table)] != nil }
+
+// maybeFill starts a fill when one is owed and no copy runs: from a version-4 carrier of
+// the table that holds this node's map generation or a later one.
+func (r *Replica) maybeFill() {
+	if len(r.fills) == 0 || r.cp.take != nil || r.cp.state != nil || r.cp.rewound || r.now.Before(r.cp.retryAt) {
+		return
+	}
+	gen := r.cmap.cur.Generation
+	for _, t := range slices.Sorted(maps.Keys(r.fills)) {
+		for _, c := range r.connList {
+			if c.version < v4 || !r.copyable(c) || !r.cmap.cur.Carries(c.peerName, []byte(t)) ||
+				max(c.peerGen, r.cmap.members[c.peerName].Generation) < gen {
+				continue
+			}
+			from, key := copyPointBefore([]byte(t))
+			if !r.checkConn(c, c.sess.V3().RequestCopy(from, key)) {
+				return
+			}
+			r.cp.take = &copyTake{conn: c.id, peer: c.peerName, snap: map[wire.OriginID]wire.CopyPosition{}, runStart: r.now, fill: t}
+			r.copyEvent(CopyEvent{Peer: c.peerName, Kind: CopyFilling})
+			return
+		}
+	}
+}
+
+// fillBegins checks a fill's snapshot: it must hold every position the fill wants, or the
+// copy is left and asked of a carrier later. It reports whether the fill goes on.
+func (r *Replica) fillBegins(c *conn, t *copyTake) bool {
+	for o, seq := range r.fills[t.fill] {
+		if t.snap[o].Seq < seq {
+			why := c.peerName + " has not applied origin " + o.String() + " as far as this node had when it was added to table " + t.fill
+			r.checkConn(c, c.sess.V3().AbortCopy(false, wire.CodeGoingAway, why))
+			r.cp.busy[c.peerName] = r.now.Add(r.cfg.CopyRetry)
+			r.cp.take = nil
+			return false
+		}
+	}
+	return true
+}
+
+// fillChunk merges a chunk of the table being filled: a copied version is written where it
+// is newer than this node's (last-writer-wins; this node applied none of the table's
+// entries it was not sent, so whether it applied a version says nothing here). A chunk of
+// another table ends the fill.
+func (r *Replica) fillChunk(c *conn, t *copyTake, v *wire.ChunkView) {
+	switch bytes.Compare(v.Table, []byte(t.fill)) {
+	case -1: // a table before it, after the copy's resume point (copyPointBefore)
+		r.checkConn(c, c.sess.V3().AckChunk())
+		return
+	case 1:
+		r.checkConn(c, c.sess.V3().AbortCopy(false, wire.CodeGoingAway, "table "+t.fill+" is filled"))
+		r.fillDone(t)
+		return
+	}
+	var fix []store.Record
+	var hlc wire.HLC
+	it := v.Records()
+	for {
+		cr, more, _ := it.Next() // the session checked every record
+		if !more {
+			break
+		}
+		hlc = max(hlc, cr.HLC)
+		l, has, err := r.store.Get(v.Table, cr.Key)
+		if !r.check(err) {
+			return
+		}
+		if has && !store.Newer(cr.HLC, cr.Origin, l.HLC, l.Origin) {
+			continue
+		}
+		fix = append(fix, store.Record{Table: bytes.Clone(v.Table), Key: bytes.Clone(cr.Key), Value: bytes.Clone(cr.Value),
+			Deleted: cr.Deleted, HLC: cr.HLC, Origin: cr.Origin})
+	}
+	if len(fix) > 0 && !r.check(r.store.Repair(fix)) {
+		return
+	}
+	r.storedHLC = max(r.storedHLC, hlc)
+	r.hlc = max(r.hlc, hlc) // later local writes order after every copied version
+	r.counters.FillRecords += uint64(len(fix))
+	r.checkConn(c, c.sess.V3().AckChunk())
+}
+
+// fillDone ends a fill: the table is no longer owed, in the map's control value.
+func (r *Replica) fillDone(t *copyTake) {
+	r.cp.take = nil
+	fills := maps.Clone(r.fills)
+	delete(fills, t.fill)
+	cs := &r.cmap
+	if !r.putMap(cs.cur, cs.publisher, cs.published, cs.appliedAt, fills) {
+		return
+	}
+	r.fills = fills
+	r.counters.TablesFilled++
+	r.copyEvent(CopyEvent{Peer: t.peer, Kind: CopyFilled})
+}
+
+// nameChars are the characters of a table name, in byte order.
+const nameChars = "-.0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
+
+// copyPointBefore is a COPY resume point just before table's first record (a copy's
+// request names the record after which it begins, never a table's start): the highest
+// table name below table with a key of 0xFF, so that no other table's records come
+// between; (nil, nil), the snapshot's start, for the lowest name. A table the point names
+// (a prefix of table's name) may still send its records with longer keys: the fill passes
+// them over.
+func copyPointBefore(table []byte) ([]byte, []byte) {
+	n := len(table)
+	i := strings.IndexByte(nameChars, table[n-1])
+	switch {
+	case i > 0:
+		p := append(bytes.Clone(table[:n-1]), nameChars[i-1])
+		for len(p) < maxTableName {
+			p = append(p, nameChars[len(nameChars)-1])
+		}
+		return p, []byte{0xff}
+	case n > 1:
+		return bytes.Clone(table[:n-1]), []byte{0xff}
+	}
+	return nil, nil
 }

@@ -44,8 +44,11 @@ type ClusterMapDoc struct {
 	// them, left out when no table is placed (docs/contract.md §23.1).
 	Carried *[]string `json:"carried,omitempty"`
 	// Conflict is the last different map of the current generation met, not adopted.
-	Conflict   *MapConflictDoc `json:"conflict,omitempty"`
-	Generation uint64          `json:"generation"` // 0: no map
+	Conflict *MapConflictDoc `json:"conflict,omitempty"`
+	// Filling are the tables this node was added to and has not filled yet, sorted
+	// (docs/contract.md §23.6); left out when none.
+	Filling    []string `json:"filling,omitempty"`
+	Generation uint64   `json:"generation"` // 0: no map
 	// Members are the map's nodes' names, sorted; left out when it has no member list.
 	Members []string `json:"members,omitempty"`
 	// MembersBelowV4 are the members not known to speak protocol version 4, sorted
@@ -96,6 +99,7 @@ func clusterMapDoc(m replica.MapStatus) ClusterMapDoc {
 		carried := append([]string{}, m.Carried...)
 		d.Placement, d.Carried = m.Placement, &carried
 	}
+	d.Filling = m.Filling
 	for _, rm := range m.Removals {
 		d.Removals = append(d.Removals, RemovalDoc{Table: rm.Table, WaitingFor: append([]string{}, rm.Waiting...)})
 	}
