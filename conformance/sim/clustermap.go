@@ -74,6 +74,7 @@ func (c *Cluster) PublishMap(node string, doc []byte) (bool, error) {
 	if !slices.ContainsFunc(c.maps.published[st.Generation], func(d []byte) bool { return string(d) == string(st.Document) }) {
 		c.maps.published[st.Generation] = append(c.maps.published[st.Generation], st.Document)
 	}
+	c.published(st.Generation)
 	c.maps.maxGen = max(c.maps.maxGen, st.Generation)
 	c.trace("%s: cluster map generation %d published", node, st.Generation)
 	return true, nil
@@ -340,7 +341,7 @@ func (c *Cluster) MapDoc(gen uint64, members []string) []byte {
 		}
 		fmt.Fprintf(&b, `{"name":%q}`, m)
 	}
-	b.WriteString("]" + c.place.doc + "}")
+	b.WriteString("]" + c.placementDoc(gen) + "}")
 	return []byte(b.String())
 }
 

@@ -96,9 +96,9 @@ func (v *invariants) move(c *Cluster, n *Node, m replica.Move) {
 	}
 	// The relay rule (docs/design.md §24.2): an origin known to write a placed table this
 	// node carries is taken from the origin itself or a relay that carries the table.
-	if m.To != "" && m.To != c.originName(m.Origin) && n.Store.placedSeen[m.Origin] {
-		for t, cs := range v.placed {
-			if cs[n.Name] && !cs[m.To] {
+	if m.To != "" && m.To != c.originName(m.Origin) && n.Store.placedSeen[m.Origin] && n.Rep != nil {
+		for t, cs := range n.Rep.MapStatus().Placement { // as the node's map has it
+			if slices.Contains(cs, n.Name) && !slices.Contains(cs, m.To) {
 				v.fail(c.now, "%s: took origin %s, which writes table %s, from %s, which does not carry it", n.Name, c.originName(m.Origin), t, m.To)
 			}
 		}
@@ -468,6 +468,9 @@ func (c *Cluster) Converged() (bool, string) {
 			}
 		}
 	}
+	if p := c.placementPending(); p != "" {
+		return false, p
+	}
 	return true, ""
 }
 
@@ -523,7 +526,12 @@ func (c *Cluster) CheckConverged() (count int, digest string) {
 		if c.nodes[name].Rep == nil {
 			continue
 		}
-		problems, err := store.Audit(c.nodes[name].Store, 5)
+		n := c.nodes[name]
+		m := n.Rep.MapStatus() // the tables it carries, as its map has them
+		problems, err := store.AuditCarried(n.Store, 5, func(t []byte) bool {
+			cs, placed := m.Placement[string(t)]
+			return !placed || slices.Contains(cs, name)
+		})
 		if err != nil {
 			problems = append(problems, err.Error())
 		}

@@ -24,12 +24,17 @@ import (
 type placement struct {
 	carriers map[string]map[string]bool
 	doc      string
+	// byGen: the placement member of each generation's maps, when the run changes it (a
+	// table added to a node, removed from one, moved); changed: it does. carriers and doc
+	// follow the highest generation published so far.
+	byGen   map[uint64]map[string][]string
+	changed bool
 }
 
 // SetPlacement places each table of p on the nodes listed, for the run's writes and its
 // oracle; the caller publishes maps that say so.
 func (c *Cluster) SetPlacement(p map[string][]string) {
-	c.place = placement{carriers: map[string]map[string]bool{}}
+	c.place.carriers = map[string]map[string]bool{}
 	var b strings.Builder
 	b.WriteString(`,"placement":{`)
 	for i, t := range slices.Sorted(maps.Keys(p)) {
@@ -52,8 +57,40 @@ func (c *Cluster) SetPlacement(p map[string][]string) {
 	c.inv.placed = c.place.carriers
 }
 
-// PlacementDoc is the placement member every map of the run carries ("" when none).
+// PlacementDoc is the placement member the run's maps carry now ("" when none).
 func (c *Cluster) PlacementDoc() string { return c.place.doc }
+
+// PlaceGeneration makes maps of generation gen place each table of p on the nodes listed;
+// once a map of that generation is published, the run's writes and its oracle follow it.
+func (c *Cluster) PlaceGeneration(gen uint64, p map[string][]string) {
+	if c.place.byGen == nil {
+		c.place.byGen = map[uint64]map[string][]string{}
+	}
+	c.place.byGen[gen] = p
+}
+
+// placementDoc is the placement member of generation gen's maps.
+func (c *Cluster) placementDoc(gen uint64) string {
+	if p := c.place.byGen[gen]; p != nil {
+		saved := c.place
+		c.SetPlacement(p)
+		doc := c.place.doc
+		c.place = saved
+		c.inv.placed = c.place.carriers
+		return doc
+	}
+	return c.place.doc
+}
+
+// published follows a map of generation gen published: the highest generation's placement
+// is the run's from then on.
+func (c *Cluster) published(gen uint64) {
+	if p := c.place.byGen[gen]; p != nil && gen >= c.maps.maxGen {
+		byGen, changed := c.place.byGen, c.place.changed
+		c.SetPlacement(p)
+		c.place.byGen, c.place.changed = byGen, changed
+	}
+}
 
 // carries reports whether node carries table under the run's placement.
 func (c *Cluster) carries(node string, table []byte) bool {
@@ -110,6 +147,9 @@ func (c *Cluster) placementFindings() []string {
 				out = append(out, fmt.Sprintf("%s: holds %d records of table %s, which it does not carry", name, count, t))
 			}
 		}
+		if c.place.changed {
+			continue // an entry it was sent whole while it carried the table stays in its log
+		}
 		logs, _ := n.Store.Logs()
 		vec, _ := n.Store.Vector()
 		for _, e := range vec.Entries() {
@@ -159,4 +199,23 @@ func (c *Cluster) placedDigests(n *Node) map[string][]byte {
 		out[t] = b.Bytes()
 	}
 	return out
+}
+
+// placementPending is the first node still filling a table it was added to, or waiting to
+// remove one it no longer carries ("" when none): the run has not settled until none is.
+func (c *Cluster) placementPending() string {
+	for _, name := range c.names {
+		n := c.nodes[name]
+		if n.Rep == nil {
+			continue
+		}
+		st := n.Rep.MapStatus()
+		if len(st.Filling) > 0 {
+			return fmt.Sprintf("%s fills %v", name, st.Filling)
+		}
+		if len(st.Removals) > 0 {
+			return fmt.Sprintf("%s removes %v", name, st.Removals)
+		}
+	}
+	return ""
 }

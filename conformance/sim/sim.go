@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"plait/protocol/clustermap"
 	"slices"
 	"strings"
 	"time"
@@ -471,11 +472,15 @@ func (c *Cluster) callErr(n *Node, f func(*replica.Replica) error) error {
 	}
 	var we *wire.Error
 	var se *store.StorageError
+	var ce *clustermap.Error
 	// A write refused for the node's clock (clock-offset), on a rewound origin
-	// (origin-rewound) or for its degraded storage is the replica doing its job.
+	// (origin-rewound), for its degraded storage, or for its map's placement (a map the run
+	// changed, which the node holds a generation before or after the run's latest) is the
+	// replica doing its job.
 	if err != nil && !(asWire(err, &we) && (we.Code == wire.CodeBadArgument || we.Code == wire.CodeClockOffset ||
 		we.Code == wire.CodeOriginRewound)) &&
-		!errors.As(err, &se) && err != replica.ErrUnknownConn {
+		!errors.As(err, &se) && err != replica.ErrUnknownConn &&
+		!(errors.As(err, &ce) && (ce.Code == clustermap.CodeNotCarried || ce.Code == clustermap.CodeMixedPlacement) && c.place.changed) {
 		c.inv.fail(c.now, "%s: %v", n.Name, err)
 	}
 	c.checkPurges(n)

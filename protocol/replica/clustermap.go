@@ -229,7 +229,7 @@ func (r *Replica) storeMap(m clustermap.Map, publisher string, published wire.HL
 }
 
 // putMap writes the control value of a map and the fills it owes.
-func (r *Replica) putMap(m clustermap.Map, publisher string, published wire.HLC, at time.Time, fills map[string]map[wire.OriginID]uint64) bool {
+func (r *Replica) putMap(m clustermap.Map, publisher string, published wire.HLC, at time.Time, fills map[string]*fill) bool {
 	body := wire.Map{Generation: m.Generation, Document: m.Doc, Publisher: publisher, Published: uint64(published)}
 	raw, err := wire.Marshal(storedMap{Map: body, AppliedAt: at.UnixNano(), Fills: storeFills(fills)})
 	return r.check(err) && r.check(r.store.PutControl(controlMap, raw))

@@ -67,7 +67,7 @@ type Replica struct {
 	removalsDirty bool
 	// fills: the tables this node was added to and has not filled, each with its applied
 	// positions when it was (tablemove.go), as the map's control value keeps them.
-	fills map[string]map[wire.OriginID]uint64
+	fills map[string]*fill
 	reqs  requestState // requests between nodes (requests.go)
 }
 

@@ -2,7 +2,6 @@ package replica
 
 import (
 	"bytes"
-	"encoding/binary"
 	"maps"
 	"slices"
 	"strings"
@@ -125,13 +124,15 @@ func (r *Replica) removeTables() {
 			if r.reqs.own == nil {
 				r.reqs.own = map[RequestID]func(Answer){}
 			}
+			// Noted before it is asked: an answer may come at once (no route, or the request
+			// refused on its first connection).
 			id := r.reqs.last + 1
 			r.reqs.own[id] = func(a Answer) { r.carrierAnswered(t, carrier, a) }
+			rm.asking[carrier] = id
 			if got := r.ask(carrier, kindPositions, wire.ScopeRead, nil); got != id {
 				r.check(errorf("a request was given id %d, not %d", got, id))
 				return
 			}
-			rm.asking[carrier] = id
 		}
 	}
 }
@@ -147,9 +148,9 @@ func (r *Replica) carrierAnswered(table, carrier string, a Answer) {
 	if a.Code != "" {
 		return // unreachable, down, timed out: asked again at the next poll
 	}
-	have, ok := parsePositions(a.Body)
-	if !ok {
-		return
+	have, filling, ok := parsePositions(a.Body)
+	if !ok || slices.Contains(filling, table) {
+		return // a carrier still filling the table holds less of it than its positions say
 	}
 	for o, seq := range rm.want {
 		if have[o] < seq {
@@ -179,38 +180,43 @@ func (r *Replica) Removals() []RemovalStatus {
 	return out
 }
 
-// kindPositions is the request kind of a node's applied positions: no body; the answer is
-// 24 bytes per origin it holds, the origin id and its applied seq (big-endian), sorted by
-// origin (protocol/SPEC.md, Version 4).
+// kindPositions is the request kind of a node's applied positions and the tables it is
+// filling: no body; the answer is positionsAnswer (protocol/SPEC.md, Version 4).
 const kindPositions = "positions"
 
+// positionsAnswer is the answer of kind positions: the node's applied seq of every origin
+// it holds, by origin, and the tables it was added to and has not filled.
+type positionsAnswer struct {
+	Positions []storedSeqs `cbor:"1,keyasint,omitempty"`
+	Filling   []string     `cbor:"2,keyasint,omitempty"`
+}
+
 func servePositions(r *Replica, _ []byte) (wire.Code, string, []byte) {
-	var b []byte
+	var a positionsAnswer
 	for _, o := range r.originOrder {
 		if st := r.origins[o]; st.applied.Seq > 0 {
-			b = append(b, o[:]...)
-			b = binary.BigEndian.AppendUint64(b, st.applied.Seq)
+			a.Positions = append(a.Positions, storedSeqs{Origin: o, Seq: st.applied.Seq})
 		}
+	}
+	a.Filling = slices.Sorted(maps.Keys(r.fills))
+	b, err := wire.Marshal(a)
+	if err != nil {
+		return wire.CodeInternal, err.Error(), nil
 	}
 	return "", "", b
 }
 
-// parsePositions reads a positions answer: strictly ascending origins, 24 bytes each.
-func parsePositions(b []byte) (map[wire.OriginID]uint64, bool) {
-	if len(b)%24 != 0 {
-		return nil, false
+// parsePositions reads a positions answer.
+func parsePositions(b []byte) (map[wire.OriginID]uint64, []string, bool) {
+	var a positionsAnswer
+	if err := wire.Unmarshal(b, &a); err != nil {
+		return nil, nil, false
 	}
-	out := make(map[wire.OriginID]uint64, len(b)/24)
-	var last wire.OriginID
-	for i := 0; i < len(b); i += 24 {
-		var o wire.OriginID
-		copy(o[:], b[i:i+16])
-		if i > 0 && bytes.Compare(o[:], last[:]) <= 0 {
-			return nil, false
-		}
-		out[o], last = binary.BigEndian.Uint64(b[i+16:i+24]), o
+	out := make(map[wire.OriginID]uint64, len(a.Positions))
+	for _, p := range a.Positions {
+		out[p.Origin] = p.Seq
 	}
-	return out, true
+	return out, a.Filling, true
 }
 
 // A node added to a table (docs/design.md §24.4) holds runs where the table's past entries
@@ -225,6 +231,16 @@ func parsePositions(b []byte) (map[wire.OriginID]uint64, bool) {
 type storedFill struct {
 	Table string       `cbor:"1,keyasint"`
 	Want  []storedSeqs `cbor:"2,keyasint,omitempty"`
+	// From are the nodes that carried the table under the map before (none: every node):
+	// a table moved whole to new carriers is held, until its removal there, by them alone.
+	From []string `cbor:"3,keyasint,omitempty"`
+}
+
+// fill is a table this node owes a fill: its positions when it was added, and who carried
+// the table before.
+type fill struct {
+	want map[wire.OriginID]uint64
+	from []string // nil: every node
 }
 
 type storedSeqs struct {
@@ -232,29 +248,29 @@ type storedSeqs struct {
 	Seq    uint64        `cbor:"2,keyasint"`
 }
 
-func storeFills(fills map[string]map[wire.OriginID]uint64) []storedFill {
+func storeFills(fills map[string]*fill) []storedFill {
 	var out []storedFill
 	for _, t := range slices.Sorted(maps.Keys(fills)) {
-		f := storedFill{Table: t}
-		for _, o := range slices.SortedFunc(maps.Keys(fills[t]), cmpOrigin) {
-			f.Want = append(f.Want, storedSeqs{Origin: o, Seq: fills[t][o]})
+		f := storedFill{Table: t, From: fills[t].from}
+		for _, o := range slices.SortedFunc(maps.Keys(fills[t].want), cmpOrigin) {
+			f.Want = append(f.Want, storedSeqs{Origin: o, Seq: fills[t].want[o]})
 		}
 		out = append(out, f)
 	}
 	return out
 }
 
-func loadFills(fs []storedFill) map[string]map[wire.OriginID]uint64 {
+func loadFills(fs []storedFill) map[string]*fill {
 	if len(fs) == 0 {
 		return nil
 	}
-	out := map[string]map[wire.OriginID]uint64{}
+	out := map[string]*fill{}
 	for _, f := range fs {
 		want := map[wire.OriginID]uint64{}
 		for _, w := range f.Want {
 			want[w.Origin] = w.Seq
 		}
-		out[f.Table] = want
+		out[f.Table] = &fill{want: want, from: f.From}
 	}
 	return out
 }
@@ -262,11 +278,11 @@ func loadFills(fs []storedFill) map[string]map[wire.OriginID]uint64 {
 // plannedFills is the fills this node owes under map next, adopted over map prev: a table
 // it did not carry under prev and carries under next is owed, wanting its positions now;
 // one it no longer carries is not.
-func (r *Replica) plannedFills(prev, next clustermap.Map) map[string]map[wire.OriginID]uint64 {
-	out := map[string]map[wire.OriginID]uint64{}
-	for t, want := range r.fills {
+func (r *Replica) plannedFills(prev, next clustermap.Map) map[string]*fill {
+	out := map[string]*fill{}
+	for t, f := range r.fills {
 		if next.Carries(r.id.Name, []byte(t)) {
-			out[t] = want
+			out[t] = f
 		}
 	}
 	tables := slices.Collect(maps.Keys(next.Placement))
@@ -281,7 +297,7 @@ func (r *Replica) plannedFills(prev, next clustermap.Map) map[string]map[wire.Or
 				want[st.id] = st.applied.Seq
 			}
 		}
-		out[t] = want
+		out[t] = &fill{want: want, from: slices.Clone(prev.Placement[t])}
 	}
 	if len(out) == 0 {
 		return nil
@@ -302,8 +318,10 @@ func (r *Replica) maybeFill() {
 	gen := r.cmap.cur.Generation
 	for _, t := range slices.Sorted(maps.Keys(r.fills)) {
 		for _, c := range r.connList {
-			if c.version < v4 || !r.copyable(c) || !r.cmap.cur.Carries(c.peerName, []byte(t)) ||
-				max(c.peerGen, r.cmap.members[c.peerName].Generation) < gen {
+			f := r.fills[t]
+			holds := r.cmap.cur.Carries(c.peerName, []byte(t)) && max(c.peerGen, r.cmap.members[c.peerName].Generation) >= gen ||
+				f.from != nil && slices.Contains(f.from, c.peerName) // keeps it until this node holds it (removeTables)
+			if c.version < v4 || !r.copyable(c) || !holds {
 				continue
 			}
 			from, key := copyPointBefore([]byte(t))
@@ -320,7 +338,7 @@ func (r *Replica) maybeFill() {
 // fillBegins checks a fill's snapshot: it must hold every position the fill wants, or the
 // copy is left and asked of a carrier later. It reports whether the fill goes on.
 func (r *Replica) fillBegins(c *conn, t *copyTake) bool {
-	for o, seq := range r.fills[t.fill] {
+	for o, seq := range r.fills[t.fill].want {
 		if t.snap[o].Seq < seq {
 			why := c.peerName + " has not applied origin " + o.String() + " as far as this node had when it was added to table " + t.fill
 			r.checkConn(c, c.sess.V3().AbortCopy(false, wire.CodeGoingAway, why))

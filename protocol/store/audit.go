@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"plait/protocol/wire"
@@ -24,8 +25,15 @@ import (
 // removed it). A log a copy raised may hold no entry: its floor is then its cursor. It returns the
 // problems found, at most limit of them (0: no bound), or an error when the store cannot
 // be read. It holds every record in memory while it runs.
-func Audit(s Store, limit int) ([]string, error) {
-	a := &audit{limit: limit}
+func Audit(s Store, limit int) ([]string, error) { return AuditCarried(s, limit, nil) }
+
+// AuditCarried is Audit for a node that carries only the tables carried reports true for
+// (nil: every table; docs/design.md §24): the operations of the others in its log are not
+// replayed, since it stores none of their records, and a record whose version is inside a
+// run its log holds as a skip (a table it was added to, filled by a copy) stands as one
+// copied ahead does.
+func AuditCarried(s Store, limit int, carried func(table []byte) bool) ([]string, error) {
+	a := &audit{limit: limit, carried: carried}
 	vec, err := s.Vector()
 	if err != nil {
 		return nil, err
@@ -71,12 +79,13 @@ func Audit(s Store, limit int) ([]string, error) {
 				a.add("arrival %d: origin %s seq %d is in the arrival order, below its log's below %d", arr.Pos, v.Origin, v.Seq, logs[v.Origin].Below)
 			}
 			seen[id] = true
-			replayLWW(want, &v)
+			a.replayLWW(want, &v)
 		}
 	}
-	inOrder := 0                            // log entries the arrival order should hold
-	headHLC := map[wire.OriginID]wire.HLC{} // each log's last entry's timestamp (its floor's when it holds none)
-	var floorHLC wire.HLC                   // the highest floor timestamp of any log
+	inOrder := 0                              // log entries the arrival order should hold
+	headHLC := map[wire.OriginID]wire.HLC{}   // each log's last entry's timestamp (its floor's when it holds none)
+	runs := map[wire.OriginID][][2]wire.HLC{} // the timestamps each log's runs span: (after, through]
+	var floorHLC wire.HLC                     // the highest floor timestamp of any log
 	for _, e := range vec.Entries() {
 		l := logs[e.Origin]
 		headHLC[e.Origin] = l.Floor.HLC
@@ -107,6 +116,7 @@ func Audit(s Store, limit int) ([]string, error) {
 				}
 				held += uint64(len(AppendSkipRow(nil, run)))
 				skipped += run.To - max(run.From-1, min(l.Below, run.To))
+				runs[e.Origin] = append(runs[e.Origin], [2]wire.HLC{headHLC[e.Origin], run.HLC})
 				headHLC[e.Origin], prev, seq = run.HLC, run.Hash, run.To
 				continue
 			}
@@ -127,7 +137,7 @@ func Audit(s Store, limit int) ([]string, error) {
 			case seq > l.Below && !inIndex:
 				a.add("origin %s: log entry %d is not in the arrival order", e.Origin, seq)
 			case seq <= l.Below:
-				replayLWW(want, &v) // kept below the arrival floor: not replayed above
+				a.replayLWW(want, &v) // kept below the arrival floor: not replayed above
 			}
 			if err == nil {
 				headHLC[e.Origin] = v.HLC
@@ -162,9 +172,10 @@ func Audit(s Store, limit int) ([]string, error) {
 			// Copied from a snapshot that held more of the origin than this node's log: the
 			// log catches up when the origin streams from the copy's position.
 			copiedAhead := r.HLC > headHLC[r.Origin]
+			fromRun := slices.ContainsFunc(runs[r.Origin], func(span [2]wire.HLC) bool { return r.HLC > span[0] && r.HLC <= span[1] })
 			switch {
 			case ok && w.Deleted == r.Deleted && w.HLC == r.HLC && w.Origin == r.Origin && bytes.Equal(w.Value, r.Value):
-			case (fromPurged || copiedAhead) && (!ok || Newer(r.HLC, r.Origin, w.HLC, w.Origin)):
+			case (fromPurged || copiedAhead || fromRun) && (!ok || Newer(r.HLC, r.Origin, w.HLC, w.Origin)):
 			case !ok:
 				a.add("record %s/%q is in no log", r.Table, r.Key)
 			default:
@@ -194,6 +205,7 @@ func Audit(s Store, limit int) ([]string, error) {
 type audit struct {
 	problems []string
 	limit    int
+	carried  func(table []byte) bool // nil: every table
 }
 
 func (a *audit) add(format string, args ...any) {
@@ -205,9 +217,12 @@ func (a *audit) add(format string, args ...any) {
 func recordKey(table, key []byte) string { return string(table) + "\x00" + string(key) }
 
 // replayLWW applies a transaction to records by last-writer-wins, as the replica does.
-func replayLWW(records map[string]Record, v *wire.TxnView) {
+func (a *audit) replayLWW(records map[string]Record, v *wire.TxnView) {
 	it := v.Ops()
 	for op, ok := it.Next(); ok; op, ok = it.Next() {
+		if a.carried != nil && !a.carried(op.Table) {
+			continue // a table this node does not carry: it stores none of its records
+		}
 		k := recordKey(op.Table, op.Key)
 		if old, found := records[k]; found && Newer(old.HLC, old.Origin, v.HLC, v.Origin) {
 			continue
