@@ -227,6 +227,14 @@ type Counters struct {
 	SkipsSent                   uint64 `status:"skips_sent" help:"Runs of entries left out of a stream to a peer that does not carry their tables, sent as one SKIP each."`
 	SkipsReceived               uint64 `status:"skips_received" help:"Runs of entries a peer left out of a stream to this node, stored as one row each."`
 	SkipsRefused                uint64 `status:"skips_refused" help:"Runs refused because they left out a table this node carries (the origin is taken from another source)."`
+	// API requests for a table this node does not carry (forward.go): answered by a
+	// carrier, answered no-carrier (none reachable, or the request found no way to it or
+	// back), answered not-carried (not to be forwarded); and, on a carrier, those it
+	// served for another node.
+	ForwardsAnswered   uint64 `status:"forwards_answered" help:"API requests for a table this node does not carry that a carrier answered."`
+	ForwardsNoCarrier  uint64 `status:"forwards_no_carrier" help:"API requests for a table this node does not carry answered no-carrier: no carrier reachable, or the request found no way to it."`
+	ForwardsNotCarried uint64 `status:"forwards_not_carried" help:"API requests for a table this node does not carry answered not-carried instead of forwarded (Plait-Forward: no, or a request forwarded here)."`
+	ForwardsServed     uint64 `status:"forwards_served" help:"API requests another node forwarded to this node as a carrier, run through this node's API."`
 }
 
 // Counters returns the counters.
