@@ -81,13 +81,17 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // forwardPair is A, which does not carry table t, dialing B, which does (and carries x,
 // which A carries alone, and w, which only C does, and C never runs), both holding the
-// map. B's frame limit is frame (0: the default).
-func forwardPair(t *testing.T, frame uint32) (a, b *node.Node, aAPI, bAPI *httptest.Server) {
+// map. B's frame limit is frame (0: the default), A's frameA.
+func forwardPair(t *testing.T, frame uint32, frameA ...uint32) (a, b *node.Node, aAPI, bAPI *httptest.Server) {
 	t.Helper()
 	cfgB := node.Config{Name: "B"}
 	cfgB.Limits.MaxFrameBody = frame
 	b, bAPI, bURL := startForwardNode(t, cfgB)
-	a, aAPI, _ = startForwardNode(t, node.Config{Name: "A", Peers: []node.Peer{{Name: "B", URL: bURL}}})
+	cfgA := node.Config{Name: "A", Peers: []node.Peer{{Name: "B", URL: bURL}}}
+	if len(frameA) > 0 {
+		cfgA.Limits.MaxFrameBody = frameA[0]
+	}
+	a, aAPI, _ = startForwardNode(t, cfgA)
 	doc := `{"generation":2,"nodes":[{"name":"A"},{"name":"B","api":"http://b.example:7411"},{"name":"C"}],` +
 		`"placement":{"t":["B","C"],"w":["C"],"x":["A"]}}`
 	if _, err := a.PublishMap([]byte(doc)); err != nil {
@@ -250,4 +254,26 @@ func TestForwardFrameLimit(t *testing.T) {
 	var doc struct{ Error struct{ Message string } }
 	_ = json.Unmarshal([]byte(got.body), &doc)
 	t.Logf("one byte past: %s", doc.Error.Message)
+}
+
+// TestForwardAnswerPastFrameLimit: a carrier's answer past the frame limit of the
+// connection it goes back on is answered too-large in its place, and the connection stays
+// up: the next request is answered on it.
+func TestForwardAnswerPastFrameLimit(t *testing.T) {
+	const frame = 4 << 10
+	_, _, aAPI, bAPI := forwardPair(t, 0, frame)
+	if got := send(t, "PUT", bAPI.URL+"/v1/tables/t/records/big", "", strings.Repeat("v", frame)); got.status != 200 {
+		t.Fatalf("a PUT on B: %d %s", got.status, got.body)
+	}
+	got := send(t, "GET", aAPI.URL+"/v1/tables/t/records/big", "", "")
+	if got.status != 413 || !strings.HasPrefix(got.body, `{"error":{"code":"too-large"`) {
+		t.Errorf("a GET whose answer is past A's frame limit: %d %s; want 413 too-large", got.status, got.body)
+	}
+	got = send(t, "GET", aAPI.URL+"/v1/tables/t/digest", "", "")
+	if got.status != 200 || got.header.Get("Plait-Forwarded-By") != "A" {
+		t.Errorf("a GET after it: %d %s; want 200, forwarded", got.status, got.body)
+	}
+	if st := statusOf(t, aAPI.URL); st.Peers[0].Reconnects != 0 {
+		t.Errorf("A reconnected to B %d times; want 0: the connection stays up", st.Peers[0].Reconnects)
+	}
 }
