@@ -47,10 +47,12 @@ func covers(have, need string) bool {
 	return h >= 0 && n >= 0 && h >= n
 }
 
-// requestKind is what a node serves for one kind of request.
+// requestKind is what a node serves for one kind of request: serve answers it at once, or,
+// for a kind the shell serves (shell), the shell answers it later (Served, Reply).
 type requestKind struct {
 	scope string
 	serve func(r *Replica, body []byte) (wire.Code, string, []byte)
+	shell bool
 }
 
 // requestKinds are the kinds this build serves. Placement and locks add theirs.
@@ -65,6 +67,10 @@ var requestKinds = map[string]requestKind{
 		}
 		return "", "", body
 	}},
+	// api: an API request for a table the caller does not carry (forward.go), which the
+	// shell runs through its API. The kind needs the least scope; the endpoint's own is
+	// checked by the API with the caller's scope, as for a request made here.
+	KindAPI: {scope: "read", shell: true},
 }
 
 // hop is one request in flight through a connection: started here (local), or passed on
@@ -92,6 +98,11 @@ type requestState struct {
 	// own: the requests the replica started for itself (tablemove.go), answered to these
 	// instead of the shell.
 	own map[RequestID]func(Answer)
+	// Requests for this node the shell serves (forward.go): the last id given, and those
+	// not yet handed over.
+	lastServed ServedID
+	served     []Served
+	forwards   map[RequestID]bool // API requests forwarded from here not yet answered
 }
 
 // Ask starts a request for node target (docs/design.md §23.4) with the caller's scope. Its
@@ -116,6 +127,10 @@ func (r *Replica) ask(target, kind, scope string, body []byte) RequestID {
 		Scope: scope, Kind: kind, Body: body}
 	if target == r.id.Name {
 		r.counters.RequestsServed++
+		if r.shellServes(&req) {
+			r.handOver(&hop{local: id, deadline: r.now.Add(r.cfg.RequestTimeout)}, &req)
+			return id
+		}
 		code, msg, b := r.serve(&req)
 		r.answered(Answer{ID: id, Code: code, Message: msg, Body: b})
 		return id
@@ -154,6 +169,13 @@ func (r *Replica) Answers() []Answer {
 	a := r.reqs.answers
 	r.reqs.answers = nil
 	return a
+}
+
+// shellServes reports whether a request for this node is one the shell serves: of a kind
+// it serves, with a scope that covers the kind's (any other is answered by serve).
+func (r *Replica) shellServes(req *wire.Request) bool {
+	k, ok := requestKinds[req.Kind]
+	return ok && k.shell && covers(req.Scope, k.scope)
 }
 
 // serve answers a request for this node.
@@ -223,6 +245,10 @@ func (r *Replica) onRequest(c *conn, req *wire.Request) {
 	}
 	if req.Target == r.id.Name {
 		r.counters.RequestsServed++
+		if r.shellServes(req) {
+			r.handOver(&hop{in: c.id, inID: req.ID, deadline: r.now.Add(time.Duration(req.TimeoutMS) * time.Millisecond)}, req)
+			return
+		}
 		respond(r.serve(req))
 		return
 	}
@@ -268,11 +294,21 @@ func (r *Replica) onResponse(c *conn, resp *wire.Response, late bool) {
 // connection it came on.
 func (r *Replica) answerHop(h *hop, code wire.Code, msg string, body []byte) {
 	if h.local != 0 {
-		r.answered(Answer{ID: h.local, Code: code, Message: msg, Body: body})
+		a := Answer{ID: h.local, Code: code, Message: msg, Body: body}
+		r.countForward(a)
+		r.answered(a)
 		return
 	}
 	if in := r.conns[h.in]; in != nil && in.established && !in.closing {
-		r.checkConn(in, in.sess.V4().Respond(h.inID, wire.Response{Code: code, Message: msg, Body: body}))
+		err := in.sess.V4().Respond(h.inID, wire.Response{Code: code, Message: msg, Body: body})
+		var we *wire.Error
+		if errors.As(err, &we) && we.Code == wire.CodeFrameTooLarge {
+			// An answer past the frame limit of the connection it goes back on (an API
+			// answer of a carrier, or one passed on toward a peer of a smaller limit) is
+			// the asker's to learn, not a fault of the connection: it is answered so.
+			err = in.sess.V4().Respond(h.inID, wire.Response{Code: wire.CodeFrameTooLarge, Message: "the answer: " + we.Message})
+		}
+		r.checkConn(in, err)
 	}
 }
 

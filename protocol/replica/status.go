@@ -232,6 +232,14 @@ type Counters struct {
 	BytesFreed                  uint64 `status:"bytes_freed" help:"Bytes of the records deleted with the tables this node no longer carries, as its store held them."`
 	TablesFilled                uint64 `status:"tables_filled" help:"Tables this node was added to and filled by a copy of that table from a carrier."`
 	FillRecords                 uint64 `status:"fill_records" help:"Record versions written by those copies (newer than this node's)."`
+	// API requests for a table this node does not carry (forward.go): answered by a
+	// carrier, answered no-carrier (none reachable, or the request found no way to it or
+	// back), answered not-carried (not to be forwarded); and, on a carrier, those it
+	// served for another node.
+	ForwardsAnswered   uint64 `status:"forwards_answered" help:"API requests for a table this node does not carry forwarded to a carrier and answered other than no-carrier (the carrier's answer, or a refusal on the way)."`
+	ForwardsNoCarrier  uint64 `status:"forwards_no_carrier" help:"API requests for a table this node does not carry answered no-carrier: no carrier reachable, or the request found no way to it."`
+	ForwardsNotCarried uint64 `status:"forwards_not_carried" help:"API requests for a table this node does not carry answered not-carried instead of forwarded (Plait-Forward: no, or a request forwarded here)."`
+	ForwardsServed     uint64 `status:"forwards_served" help:"API requests another node forwarded to this node as a carrier, run through this node's API."`
 }
 
 // Counters returns the counters.

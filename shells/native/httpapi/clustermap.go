@@ -122,6 +122,9 @@ func requestError(ans replica.Answer) *apiError {
 // scope's without tokens, where the API is open (docs/contract.md §6.4). A request to
 // another node carries it, and that node checks it as its own API would.
 func (a *API) callerScope(r *http.Request) apitoken.Scope {
+	if have, forwarded := forwardedScope(r.Context()); forwarded {
+		return have // the scope a request forwarded here carries (forward.go)
+	}
 	if a.tokens == nil {
 		return apitoken.Admin
 	}

@@ -110,6 +110,7 @@ func New(n *node.Node, limits Limits, opts ...Option) *API {
 	for _, r := range a.routes(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})) {
 		a.handle(r.pattern, r.scope, r.h)
 	}
+	n.ServeAPI(a.serveForwarded)
 	return a
 }
 
@@ -125,12 +126,14 @@ type route struct {
 // without one, and docs/contract.md §6.4's scope table is checked against it.
 func (a *API) routes(metrics http.Handler) []route {
 	return []route{
-		{"PUT /v1/tables/{t}/records/{key...}", apitoken.Write, http.HandlerFunc(a.put)},
-		{"GET /v1/tables/{t}/records/{key...}", apitoken.Read, http.HandlerFunc(a.get)},
-		{"DELETE /v1/tables/{t}/records/{key...}", apitoken.Write, http.HandlerFunc(a.del)},
-		{"POST /v1/tables/{t}/batch", apitoken.Write, http.HandlerFunc(a.batch)},
-		{"GET /v1/tables/{t}/records", apitoken.Read, http.HandlerFunc(a.list)},
-		{"GET /v1/tables/{t}/digest", apitoken.Read, http.HandlerFunc(a.digest)},
+		// The table endpoints go to a carrier when this node does not carry the table
+		// (forward.go), with the body each takes, under its own bound.
+		{"PUT /v1/tables/{t}/records/{key...}", apitoken.Write, a.placed(a.put, func() int { return a.writeLimits.MaxValue })},
+		{"GET /v1/tables/{t}/records/{key...}", apitoken.Read, a.placed(a.get, noBody)},
+		{"DELETE /v1/tables/{t}/records/{key...}", apitoken.Write, a.placed(a.del, noBody)},
+		{"POST /v1/tables/{t}/batch", apitoken.Write, a.placed(a.batch, func() int { return a.limits.MaxBatchBody })},
+		{"GET /v1/tables/{t}/records", apitoken.Read, a.placed(a.list, noBody)},
+		{"GET /v1/tables/{t}/digest", apitoken.Read, a.placed(a.digest, noBody)},
 		{"GET /v1/status", apitoken.Read, http.HandlerFunc(a.status)},
 		{"GET /v1/status/lag", apitoken.Read, http.HandlerFunc(a.lagHistory)},
 		{"POST /v1/peers", apitoken.Admin, http.HandlerFunc(a.addPeer)},
@@ -145,6 +148,9 @@ func (a *API) routes(metrics http.Handler) []route {
 		{"GET /assets/{file}", open, statuspage.Handler()},
 	}
 }
+
+// noBody is the body bound of an endpoint that takes none.
+func noBody() int { return 0 }
 
 func (a *API) handle(pattern string, scope apitoken.Scope, h http.Handler) {
 	a.mux.Handle(pattern, h)
@@ -183,7 +189,16 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_, pattern := a.mux.Handler(r)
 	need, known := a.scopes[pattern]
-	if a.tokens != nil && (!known || need != open) {
+	if have, forwarded := forwardedScope(r.Context()); forwarded {
+		// Another node forwarded the request with its caller's scope (forward.go): this
+		// node checks it as it checks a token's, whether or not it requires tokens itself.
+		if known && !have.Covers(need) {
+			a.refused[1].Add(1)
+			fail(w, &apiError{http.StatusForbidden, "forbidden",
+				fmt.Sprintf("%s needs scope %s; the request forwarded here carries scope %s", pattern, need, have)})
+			return
+		}
+	} else if a.tokens != nil && (!known || need != open) {
 		have, why := a.authenticate(r)
 		if why != "" {
 			a.refused[0].Add(1)

@@ -18,10 +18,12 @@ import (
 )
 
 // TestPlacementAnswers: a write a node refuses because its tables are not placed alike
-// answers 409 mixed-placement, one of a table it does not carry 409 not-carried; each is counted in the status and the metrics, and the status
-// shows the placement and the tables this node carries. No endpoint writes two tables in
-// one transaction yet (a batch is one table's), so the write goes through the node, as the
-// API's own writes do, and its error through the API's one error answer.
+// answers 409 mixed-placement, one of a table it does not carry 409 not-carried; each is
+// counted in the status and the metrics, and the status shows the placement and the tables
+// this node carries. No endpoint writes two tables in one transaction yet (a batch is one
+// table's), and the endpoints forward a table this node does not carry, so the writes go
+// through the node, as the API's own writes do, and their errors through the API's one
+// error answer.
 func TestPlacementAnswers(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -56,17 +58,13 @@ func TestPlacementAnswers(t *testing.T) {
 		t.Fatalf("a write of two tables placed alike: %v", err)
 	}
 
-	// A write of a table this node does not carry, through the API's own endpoint: 409
-	// not-carried, nothing written, counted.
-	req, _ := http.NewRequest(http.MethodPut, api.URL+"/v1/tables/lines/records/k", strings.NewReader("v"))
-	pr, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(pr.Body)
-	pr.Body.Close()
-	if pr.StatusCode != http.StatusConflict || !strings.HasPrefix(string(body), `{"error":{"code":"not-carried","message":"this node (A) does not carry table lines: its carriers are B`) {
-		t.Fatalf("a PUT of a table placed on B: answered %d %s; want 409 not-carried naming B", pr.StatusCode, body)
+	// A write of a table this node does not carry that reaches the node (the API forwards
+	// its own, docs/contract.md §23.4): 409 not-carried, nothing written, counted.
+	_, err = n.Write(context.Background(), []wire.Op{put("lines")})
+	rec = httptest.NewRecorder()
+	fail(rec, err)
+	if body := rec.Body.String(); rec.Code != http.StatusConflict || !strings.HasPrefix(body, `{"error":{"code":"not-carried","message":"this node (A) does not carry table lines: its carriers are B`) {
+		t.Fatalf("a write of a table placed on B: %v, answered %d %s; want 409 not-carried naming B", err, rec.Code, body)
 	}
 
 	resp, err := http.Get(api.URL + "/v1/status")

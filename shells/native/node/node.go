@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"plait/protocol/clustermap"
 	"plait/protocol/replica"
 	"plait/protocol/store"
 	"plait/protocol/wire"
@@ -138,6 +139,12 @@ type Node struct {
 	space        freeSpace    // the free-space guard's last measure (storage.go; loop only)
 	bgCheckedAt  time.Time    // when the guard last asked RocksDB for background errors
 	degradedCode atomic.Value // string: the code while degraded, "" otherwise
+
+	// The cluster map the replica holds, kept after every input that may change it, so
+	// that the API asks whether this node carries a table without a turn of the loop; and
+	// the API's server of requests of kind api (forward.go).
+	cmap       atomic.Pointer[clustermap.Map]
+	apiHandler atomic.Pointer[APIHandler]
 }
 
 // peerDial is one peer's dialer.
@@ -243,6 +250,7 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.rep = rep
+	n.keepMap()
 	n.placeBallast()
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	go n.loop()
@@ -443,6 +451,8 @@ func (n *Node) loop() {
 		n.compact()
 		n.logCopies()
 		n.deliverAnswers()
+		n.keepMap()
+		n.serveRequests()
 		n.flush()
 		// After every input and tick that is no read: a sample at most every
 		// LagSampleEvery (a time compared otherwise), and an idle node still ticks about
