@@ -89,8 +89,8 @@ func (r *Replica) Reply(now time.Time, id ServedID, code wire.Code, msg string, 
 // carries: nothing is forwarded.
 func (r *Replica) Carrier(table []byte) string {
 	m := &r.cmap.cur
-	if m.Carries(r.id.Name, table) {
-		return ""
+	if m.Carries(r.id.Name, table) && !r.Filling(table) {
+		return "" // a table this node fills is read from another carrier
 	}
 	var cands []carrierCandidate
 	for _, name := range m.Placement[string(table)] {

@@ -262,6 +262,9 @@ func TestTableAdded(t *testing.T) {
 	if !b.rep.Filling([]byte("t")) {
 		t.Fatal("B does not owe a fill of t once added to it")
 	}
+	if got := b.rep.Carrier([]byte("t")); got != "A" {
+		t.Errorf("B, filling t, sends its reads of t to %q, want A", got)
+	}
 	a.write(put("t", "k5", "5"))
 	h.pump()
 	if got := b.rep.Counters().SkipsRefused; got == 0 {

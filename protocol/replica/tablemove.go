@@ -309,6 +309,10 @@ func (r *Replica) plannedFills(prev, next clustermap.Map) map[string]*fill {
 // to a carrier that holds it.
 func (r *Replica) Filling(table []byte) bool { return r.fills[string(table)] != nil }
 
+// FillCount is how many tables this node owes a fill: the shell reads the list again when
+// it changes (a fill ended) or the map does.
+func (r *Replica) FillCount() int { return len(r.fills) }
+
 // maybeFill starts a fill when one is owed and no copy runs: from a version-4 carrier of
 // the table that holds this node's map generation or a later one.
 func (r *Replica) maybeFill() {

@@ -51,7 +51,10 @@ func forwardedScope(ctx context.Context) (apitoken.Scope, bool) {
 func (a *API) placed(h http.HandlerFunc, maxBody func() int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		table := []byte(r.PathValue("t"))
-		if !replica.ValidTable(table) || a.n.Carries(table) {
+		// A table this node was added to and has not filled: it takes writes, and its reads
+		// go to a carrier that holds it (docs/contract.md §23.6).
+		filling := r.Method == http.MethodGet && a.n.Filling(table)
+		if !replica.ValidTable(table) || a.n.Carries(table) && !filling {
 			h(w, r)
 			return
 		}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"plait/protocol/clustermap"
@@ -29,6 +30,23 @@ func (n *Node) keepMap() {
 		m := n.rep.ClusterMap()
 		n.cmap.Store(&m)
 	}
+	// The tables owed a fill change with the map or when a fill ends (fewer of them).
+	if f := n.filling.Load(); f == nil || f.generation != n.rep.MapGeneration() || len(f.tables) != n.rep.FillCount() {
+		n.filling.Store(&fillingTables{generation: n.rep.MapGeneration(), tables: n.rep.MapStatus().Filling})
+	}
+}
+
+// fillingTables are the tables this node was added to and has not filled, under a map.
+type fillingTables struct {
+	generation uint64
+	tables     []string
+}
+
+// Filling reports whether this node carries table and has not filled it yet (its reads go
+// to a carrier that holds it, docs/contract.md §23.6), as of the last input.
+func (n *Node) Filling(table []byte) bool {
+	f := n.filling.Load()
+	return f != nil && slices.Contains(f.tables, string(table))
 }
 
 // Carries reports whether this node carries table under the map it held after the last

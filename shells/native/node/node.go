@@ -144,6 +144,7 @@ type Node struct {
 	// that the API asks whether this node carries a table without a turn of the loop; and
 	// the API's server of requests of kind api (forward.go).
 	cmap       atomic.Pointer[clustermap.Map]
+	filling    atomic.Pointer[fillingTables] // keepMap's
 	apiHandler atomic.Pointer[APIHandler]
 }
 
