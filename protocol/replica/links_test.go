@@ -77,6 +77,12 @@ func TestLinkDirection(t *testing.T) {
 			if got := a.applied()[cn.origin]; got != want(c.bAndCToA) {
 				t.Errorf("A's position in C = %d, want %d", got, want(c.bAndCToA))
 			}
+			if src := b.originStatus(a).SourcePeer; (src == "A") != c.aToB {
+				t.Errorf("B takes A's origin from %q; over the link: %v", src, c.aToB)
+			}
+			if src := a.originStatus(b).SourcePeer; (src == "B") != c.bAndCToA {
+				t.Errorf("A takes B's origin from %q; over the link: %v", src, c.bAndCToA)
+			}
 			if _, ok := b.get("u", "a0"); ok != c.aToB {
 				t.Errorf("B holds u/a0: %v, want %v", ok, c.aToB)
 			}
