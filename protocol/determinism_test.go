@@ -412,9 +412,9 @@ func TestDeterminism(t *testing.T) {
 				// Both maps, one MEMBERS, four requests each answered once: by the listener (one
 				// late), and by the session itself (too-many-requests).
 				if types[wire.TypeMap] != 2 || types[wire.TypeMembers] != 1 || types[wire.TypeRequest] != 4 || types[wire.TypeResponse] != 4 ||
-					types[wire.TypeSkip] != 1 {
-					t.Errorf("%d MAP, %d MEMBERS, %d REQUEST, %d RESPONSE, %d SKIP frames", types[wire.TypeMap], types[wire.TypeMembers],
-						types[wire.TypeRequest], types[wire.TypeResponse], types[wire.TypeSkip])
+					types[wire.TypeSkip] != 1 || types[wire.TypeLink] != 1 {
+					t.Errorf("%d MAP, %d MEMBERS, %d REQUEST, %d RESPONSE, %d SKIP, %d LINK frames", types[wire.TypeMap], types[wire.TypeMembers],
+						types[wire.TypeRequest], types[wire.TypeResponse], types[wire.TypeSkip], types[wire.TypeLink])
 				}
 			case 3:
 				// A head and a floor, one PURGED answer, then one entry from the floor.
@@ -603,7 +603,11 @@ func runScenarioV4(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 	must(t, l.V2().Send(chain[0].Raw))
 	must(t, l.V4().Skip(o, 3, chain[2].Hash, 3, [][]byte{[]byte("t")}, 4))
 	must(t, l.V2().Send(chain[3].Raw))
+	must(t, d.V4().Link(wire.Link{Mode: wire.LinkReceive, Tables: [][]byte{[]byte("t")}}))
 	p.Pump(10)
+	if ev := p.L.Last(protocol.EventLink); ev == nil || ev.Link.Mode != wire.LinkReceive {
+		t.Fatalf("the listener's link: %+v", ev)
+	}
 	if ev := p.D.Last(protocol.EventSkip); ev == nil || ev.Skip.From != 2 || ev.Skip.To != 3 {
 		t.Fatalf("the dialer's skip: %+v", ev)
 	}

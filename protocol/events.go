@@ -99,6 +99,9 @@ const (
 	// (version 4): the channel's position moved to its end (Skip.To, Skip.Hash). Store the
 	// run, then acknowledge it (V2().Ack(Origin, Skip.To)) as an entry.
 	EventSkip EventKind = 29
+	// EventLink: the peer sent its settings for this link, Link (version 4): its direction
+	// and the tables it excludes. The latest one received is the peer's.
+	EventLink EventKind = 30
 )
 
 var eventNames = [...]string{
@@ -131,6 +134,7 @@ var eventNames = [...]string{
 	EventResponse:       "response",
 	EventRequestRefused: "request-refused",
 	EventSkip:           "skip",
+	EventLink:           "link",
 }
 
 func (k EventKind) String() string {
@@ -175,6 +179,7 @@ func (k EventKind) String() string {
 //	response        -                                Response, Late (version 4)
 //	request-refused -                                Request (version 4)
 //	skip            -                                Origin, Skip (version 4)
+//	link            -                                Link (version 4)
 //
 // A duplicate, gap or divergence about a received run (version 4's SKIP) sets Skip where
 // one about an entry sets Txn.
@@ -229,6 +234,8 @@ type Event struct {
 	// Skip is a run of left-out entries the peer sent (skip; and duplicate, gap or
 	// divergence when the run is what they are about).
 	Skip *wire.Skip
+	// Link is the peer's settings for this link (link).
+	Link *wire.Link
 	// Handshake is the handshake's outcome.
 	Handshake *HandshakeInfo
 	// Err is why what the event reports closed: the session (closed), a version-2 channel

@@ -911,6 +911,10 @@ var codesElsewhere = map[wire.Code]string{
 	wire.CodeStorageFailed: "protocol/replica/storage_test.go TestStorageSyncFailure",
 	// origin-rewound is the replica's: a peer's position shows an origin's log went back.
 	wire.CodeOriginRewound: "protocol/replica/rewind_test.go",
+	// The link codes are the replica's: it compares the two ends' LINKs, and its own
+	// exclusions with the connection's version.
+	wire.CodeLinkMismatch: "protocol/replica/links_test.go TestLinkMismatch",
+	wire.CodeLinkNeedsV4:  "protocol/replica/links_test.go TestLinkNeedsV4",
 }
 
 // hashOf is a chain hash for hand-made frames: n in every byte.

@@ -174,6 +174,7 @@ func init() {
 	established(wire.TypeRequest, body((*Session).onRequest))
 	established(wire.TypeResponse, body((*Session).onResponse))
 	established(wire.TypeSkip, body((*Session).onSkip))
+	established(wire.TypeLink, body((*Session).onLink))
 }
 
 // body adapts a handler of one decoded body type to a receiver's decoded: DecodeBody gives

@@ -168,3 +168,9 @@ func (s *Session) divergedSkip(ch *inChannel, k *wire.Skip, at uint64, why strin
 	s.sendControl(&wire.Divergence{Channel: ch.id, Seq: ch.seq, Hash: ch.hash, Side: wire.SideSubscriber})
 	s.closeIn(ch)
 }
+
+// onLink hands the peer's settings for this link to the caller, which decides what they
+// mean with its own (protocol/replica's links).
+func (s *Session) onLink(_ wire.Frame, l *wire.Link) {
+	s.emit(Event{Kind: EventLink, Link: l})
+}

@@ -55,6 +55,11 @@ type V4Commands interface {
 	// frame-too-large beyond the peer's frame limit (a caller ends a run before its tables
 	// pass it) and send-buffer-full beyond the send buffer; nothing is queued then.
 	Skip(origin wire.OriginID, to uint64, hash wire.Hash, hlc wire.HLC, tables [][]byte, generation uint64) error
+	// Link sends this side's settings for the link (LINK): once established, and again
+	// whenever they change. l must pass LINK's rules (a mode of 0 to 2, at most
+	// wire.MaxLinkTables tables, sorted and distinct), else it is refused with bad-argument
+	// and nothing is sent.
+	Link(l wire.Link) error
 }
 
 // V4 returns the version-4 commands of the session.
@@ -244,5 +249,24 @@ func (c *v4Commands) Skip(origin wire.OriginID, to uint64, hash wire.Hash, hlc w
 	s.sendRaw(wire.TypeSkip, 0, body)
 	ch.sent(to, hash, true)
 	ch.first = false
+	return nil
+}
+
+func (c *v4Commands) Link(l wire.Link) error {
+	s := (*Session)(c)
+	s.begin()
+	if err := s.needV4("Link"); err != nil {
+		return err
+	}
+	if err := l.Validate(); err != nil {
+		return wire.NewError(wire.CodeBadArgument, "LINK: "+err.Error())
+	}
+	body, err := l.AppendBody(nil)
+	if err != nil {
+		return wire.NewError(wire.CodeBadArgument, "LINK: "+err.Error())
+	}
+	if err := s.queueV4(wire.TypeLink, body, false); err != nil {
+		return err
+	}
 	return nil
 }

@@ -384,12 +384,13 @@ func TestV4OnOlderConnections(t *testing.T) {
 	for _, cfg := range []func(wire.Role, string, byte) protocol.Config{prototest.ConfigV1, prototest.ConfigV2, prototest.ConfigV3} {
 		for _, f := range []wire.Body{&m, &wire.Members{Entries: []wire.Member{{Name: "b", MaxVersion: 4, Stamp: 1}}},
 			&wire.Request{ID: 1, Target: "a", Path: []string{"b"}, TimeoutMS: 1, Scope: wire.ScopeRead, Kind: "map"},
-			&wire.Response{ID: 1}} {
+			&wire.Response{ID: 1}, &wire.Link{Mode: wire.LinkSend}} {
 			p := established(t, cfg(wire.RoleDialer, "a", 1), cfg(wire.RoleListener, "b", 2))
 			v := p.D.S.Handshake().Version
 			v4 := p.D.S.V4()
 			_, rerr := v4.Request(askMap("a"))
-			for i, err := range []error{v4.SendMap(testMap(3, "a")), v4.SendMembers(nMembers(1)), rerr, v4.Respond(1, wire.Response{}), v4.Forget(1)} {
+			for i, err := range []error{v4.SendMap(testMap(3, "a")), v4.SendMembers(nMembers(1)), rerr, v4.Respond(1, wire.Response{}), v4.Forget(1),
+				v4.Link(wire.Link{})} {
 				if !isCode(err, wire.CodeInvalidState) {
 					t.Errorf("version %d: command %d: %v, want invalid-state", v, i, err)
 				}
@@ -417,5 +418,30 @@ func TestV4ClosedRefuses(t *testing.T) {
 	// Request codes never travel in a CLOSE.
 	if err := p.L.S.Close(wire.CodeNoRoute, "x"); !isCode(err, wire.CodeBadArgument) {
 		t.Fatalf("Close with a request code: %v", err)
+	}
+}
+
+// TestV4Link: LINK carries a side's settings for the link to the peer as they were sent,
+// each time they are sent; settings that break LINK's rules are refused, nothing sent.
+func TestV4Link(t *testing.T) {
+	p := v4pair(t, protocol.Limits{}, protocol.Limits{})
+	must(t, p.D.S.V4().Link(wire.Link{Mode: wire.LinkReceive, Tables: [][]byte{[]byte("a"), []byte("b")}}))
+	p.Pump(10)
+	ev := p.L.Last(protocol.EventLink)
+	if ev == nil || ev.Link.Mode != wire.LinkReceive || len(ev.Link.Tables) != 2 || string(ev.Link.Tables[1]) != "b" {
+		t.Fatalf("the listener's link event: %+v", ev)
+	}
+	must(t, p.D.S.V4().Link(wire.Link{}))
+	p.Pump(10)
+	if got := eventsAfter(p.L, 0, protocol.EventLink); len(got) != 2 || got[1].Link.Mode != wire.LinkBoth || got[1].Link.Tables != nil {
+		t.Fatalf("the link events: %+v", got)
+	}
+	for _, l := range []wire.Link{{Mode: 3}, {Tables: [][]byte{[]byte("b"), []byte("a")}}} {
+		if err := p.D.S.V4().Link(l); !isCode(err, wire.CodeBadArgument) {
+			t.Errorf("Link(%+v): %v, want bad-argument", l, err)
+		}
+	}
+	if got := p.D.Drain(); len(got) != 0 {
+		t.Fatalf("sent %d messages after refused links", len(got))
 	}
 }

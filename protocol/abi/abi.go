@@ -67,6 +67,7 @@ const (
 	OpRespond     Op = 0x20 // CBOR wire.Response: a RESPONSE body, its id (key 1) the request answered
 	OpForget      Op = 0x21 // u64 id
 	OpSkip        Op = 0x22 // CBOR SkipMsg: a run of an origin's entries left out of its channel
+	OpLink        Op = 0x23 // CBOR wire.Link: a LINK body, this side's settings for the link
 )
 
 // Kind is an output record's kind.
@@ -261,6 +262,9 @@ func (b *Batch) Skip(origin wire.OriginID, to uint64, hash wire.Hash, hlc wire.H
 	return Append(b, CmdSkip, SkipMsg{Origin: origin, To: to, Hash: hash, HLC: hlc, Tables: tables, Generation: generation})
 }
 
+// Link appends OpLink.
+func (b *Batch) Link(l wire.Link) error { return Append(b, CmdLink, l) }
+
 // SkipMsg is OpSkip's payload: V4().Skip's arguments.
 type SkipMsg struct {
 	Origin     wire.OriginID `cbor:"1,keyasint"`
@@ -440,6 +444,8 @@ type EventMsg struct {
 	// ABI version 5, placement: the SKIP body received (skip, and a duplicate, gap or
 	// divergence about a run).
 	Skip []byte `cbor:"26,keyasint,omitempty"`
+	// The LINK body received (link).
+	Link []byte `cbor:"27,keyasint,omitempty"`
 }
 
 // StatsMsg is a protocol.Stats.

@@ -160,6 +160,9 @@ var (
 	CmdSkip   = sessionRow(OpSkip, cborPayload[SkipMsg]("skip"), func(s *protocol.Session, m SkipMsg) error {
 		return s.V4().Skip(m.Origin, m.To, m.Hash, m.HLC, m.Tables, m.Generation)
 	})
+	CmdLink = sessionRow(OpLink, cborPayload[wire.Link]("link"), func(s *protocol.Session, l wire.Link) error {
+		return s.V4().Link(l)
+	})
 )
 
 // TimedMsg is the payload of START, RECEIVE and TICK: the time (i64 Unix nanoseconds),

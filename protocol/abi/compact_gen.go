@@ -94,6 +94,7 @@ func (w *cw) eventMsg(m *EventMsg) {
 	w.bytes(24, m.Response)
 	w.bool(25, m.Late)
 	w.bytes(26, m.Skip)
+	w.bytes(27, m.Link)
 }
 
 // handshakeMsg writes m's fields.
@@ -309,6 +310,8 @@ func (r *cr) eventMsg(m *EventMsg) {
 			m.Late = r.bool(k, v)
 		case 26:
 			m.Skip = v
+		case 27:
+			m.Link = v
 		}
 	}
 }

@@ -76,6 +76,9 @@ func EventOf(e *protocol.Event) *EventMsg {
 	if e.Skip != nil {
 		m.Skip, _ = e.Skip.AppendBody(nil)
 	}
+	if e.Link != nil {
+		m.Link, _ = e.Link.AppendBody(nil)
+	}
 	m.Late = e.Late
 	return m
 }
@@ -161,6 +164,11 @@ func (m *EventMsg) Event() (protocol.Event, error) {
 	if m.Skip != nil {
 		if e.Skip, err = wire.DecodeSkip(m.Skip); err != nil {
 			return e, fmt.Errorf("abi: an event's skip: %w", err)
+		}
+	}
+	if m.Link != nil {
+		if e.Link, err = wire.DecodeLink(m.Link); err != nil {
+			return e, fmt.Errorf("abi: an event's link: %w", err)
 		}
 	}
 	if m.Txn != nil {

@@ -136,8 +136,8 @@ func (r *Replica) antiEntropy() {
 func (r *Replica) nextAEPeer() *conn {
 	var first, next *conn
 	for _, c := range r.connList {
-		if !aeCapable(c) || c.sess.V3().RangeAsked() {
-			continue
+		if !aeCapable(c) || c.sess.V3().RangeAsked() || !r.receivesFrom(c) {
+			continue // a repair from a peer is taking from it: not against the link's direction
 		}
 		if first == nil || c.peerName <= first.peerName {
 			first = c
@@ -390,7 +390,7 @@ func (r *Replica) peerBehind(c *conn) wire.HLC {
 // repairFrom decides, record by record, what a differing range's answer repairs here, and
 // writes it in one Store.Repair.
 func (r *Replica) repairFrom(c *conn, v *wire.RangeView) bool {
-	if r.storage.err != nil {
+	if r.storage.err != nil || !r.receivesFrom(c) {
 		return false
 	}
 	age, applied, horizon := r.tombstoneHorizon()

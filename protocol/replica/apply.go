@@ -151,7 +151,7 @@ func (r *Replica) rewindV1(c *conn, o wire.OriginID) {
 func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) error {
 	st := r.origin(v.Origin)
 	b := &store.Batch{Origin: v.Origin, Seq: v.Seq, Hash: h, Txn: v.Raw()}
-	if err := r.lww(v, b); err != nil {
+	if err := r.lww(v, b, from); err != nil {
 		return err
 	}
 	if !st.namePersisted {
@@ -197,7 +197,7 @@ func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) er
 // the outcome is the same everywhere. A later operation of one transaction on the same key
 // replaces an earlier one. A transaction newer than every stored version (a local write,
 // or an origin's entries arriving in order) wins without reading the store.
-func (r *Replica) lww(v *wire.TxnView, b *store.Batch) error {
+func (r *Replica) lww(v *wire.TxnView, b *store.Batch, from *conn) error {
 	read := v.HLC <= r.storedHLC
 	if r.lwwIdx == nil || len(r.lwwIdx) > 4096 { // a huge transaction's map is not kept
 		r.lwwIdx = map[string]int{}
@@ -205,14 +205,14 @@ func (r *Replica) lww(v *wire.TxnView, b *store.Batch) error {
 	idx := r.lwwIdx // the record index of each table and key seen in this transaction
 	clear(idx)
 	b.Records = make([]store.Record, 0, v.NumOps)
-	st, placement := r.origins[v.Origin], len(r.cmap.cur.Placement) > 0
+	st, placement := r.origins[v.Origin], len(r.cmap.cur.Placement) > 0 || len(r.linkTables) > 0
 	it := v.Ops()
 	for op, ok := it.Next(); ok; op, ok = it.Next() {
 		if placement && st != nil {
 			r.placed(st, op.Table)
 		}
-		if !r.carries(op.Table) {
-			continue // the entry is stored whole, for its chain; its records are not (§24.2)
+		if !r.appliesOn(from, op.Table) {
+			continue // the entry is stored whole, for its chain; its records are not (§24.2, §24.6)
 		}
 		rec := store.Record{Table: op.Table, Key: op.Key, Value: op.Value, Deleted: op.Kind == wire.OpDelete, HLC: v.HLC, Origin: v.Origin}
 		r.lwwKey = append(append(append(r.lwwKey[:0], op.Table...), 0), op.Key...) // no table name holds a 0 byte

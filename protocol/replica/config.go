@@ -52,6 +52,11 @@ type Config struct {
 	// of the candidates, unless the connection is made again (default 10 s).
 	DivergenceRetry time.Duration
 
+	// Links are this node's settings for the links to its peers, by peer name (links.go,
+	// docs/design.md §24.6): a peer not named here is linked both ways with nothing
+	// excluded. SetLink changes one while the replica runs.
+	Links map[string]LinkSettings
+
 	// HoldUnsynced keeps entries that are not yet durable against power loss from peers:
 	// the local origin's entries beyond the last Synced, and, for version-1 peers, arrival
 	// positions beyond it (so a power loss cannot renumber positions a peer holds). Without

@@ -60,6 +60,9 @@ type conn struct {
 	// taken from it again once its map catches up (placement.go).
 	skipWait map[wire.OriginID]bool
 	peerGen  uint64 // the highest map generation the peer sent on this connection (MAP)
+	// peerLink: the peer's settings for this link, from its latest LINK (the zero value,
+	// both ways and nothing excluded, until one comes: links.go).
+	peerLink wire.Link
 	// shown: per origin, the highest seq the peer showed it applied on this connection (its
 	// heads, its subscriptions, its cursors). Its applied positions only rise while a
 	// connection lasts, so each is at or below what it holds now (anti-entropy's peerBehind).
@@ -184,6 +187,9 @@ func (r *Replica) onHandshake(c *conn) {
 		r.greetV4(c)
 	} else {
 		r.observeVersion(c, info.PeerMax)
+	}
+	if !r.greetLink(c) {
+		return // refused: tables excluded from a link below version 4, or directions that contradict
 	}
 	if c.version == 1 && r.storage.err != nil {
 		return // degraded: not subscribed, so nothing arrives to apply (storage.go)

@@ -53,6 +53,9 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 			// The peer holds this node's origin beyond its log: rewound (rewind.go).
 		case ev.Seq < r.floor(ev.Origin).Seq:
 			r.purgedAnswer(c, ev.Origin, "origin "+ev.Origin.String()+" is purged up to "+strconv.FormatUint(r.floor(ev.Origin).Seq, 10))
+		case !r.sendsTo(c):
+			// The link's direction: nothing goes to this peer (links.go). The channel stays
+			// open and empty; a version-4 peer knows from LINK, and unsubscribes.
 		default:
 			st := r.origin(ev.Origin) // an origin this node may not hold (yet): nothing to send
 			c.addOut(ev.Origin, &outStream{st: st, next: ev.Seq + 1, since: r.now})
@@ -122,6 +125,8 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 		r.onRangeAnswered(c, ev.Range)
 	case protocol.EventMap:
 		r.onMap(c, ev.Map)
+	case protocol.EventLink:
+		r.onLink(c, ev.Link)
 	case protocol.EventMembers:
 		r.onMembers(c, ev.Members.Entries)
 	case protocol.EventRequest:

@@ -29,7 +29,7 @@ func skipped(err error) (*store.SkippedError, bool) {
 // placed notes the placed tables of an origin's entry or run: a source of the origin must
 // carry those of them this node carries (canServe).
 func (r *Replica) placed(st *originState, table []byte) {
-	if !r.cmap.cur.Placed(table) || st.writes[string(table)] {
+	if !r.cmap.cur.Placed(table) && !r.linkTables[string(table)] || st.writes[string(table)] {
 		return
 	}
 	if st.writes == nil {
@@ -48,7 +48,7 @@ func (r *Replica) canServe(c *conn, st *originState) bool {
 		return true
 	}
 	for t := range st.writes {
-		if r.carries([]byte(t)) && (c.version < v4 || !r.cmap.cur.Carries(c.peerName, []byte(t))) {
+		if r.carries([]byte(t)) && r.cmap.cur.Placed([]byte(t)) && (c.version < v4 || !r.cmap.cur.Carries(c.peerName, []byte(t))) {
 			return false
 		}
 	}
@@ -66,7 +66,7 @@ func (r *Replica) leftOut(c *conn, raw []byte) (wire.HLC, [][]byte, bool) {
 	var tables [][]byte
 	it := v.Ops()
 	for op, ok := it.Next(); ok; op, ok = it.Next() {
-		if r.cmap.cur.Carries(c.peerName, op.Table) {
+		if r.cmap.cur.Carries(c.peerName, op.Table) && !r.linkExcludes(c, op.Table) {
 			return 0, nil, false
 		}
 		tables = insertTable(tables, op.Table)
@@ -178,7 +178,7 @@ func (r *Replica) receiveSkip(c *conn, o wire.OriginID, sk *wire.Skip) {
 		r.placed(st, t)
 	}
 	for _, t := range sk.Tables {
-		if r.carries(t) && !r.cfg.Mutations.PassCarriedSkip {
+		if r.carries(t) && !r.linkExcludes(c, t) && !r.cfg.Mutations.PassCarriedSkip {
 			r.refuseSkip(c, st, t)
 			return
 		}
@@ -288,6 +288,9 @@ func (r *Replica) partialCopyRefusal(c *conn, positions []wire.CopyPosition) str
 // compared reports whether anti-entropy compares table with the peer on c (§24.2): it is
 // carried on both sides. A peer below version 4 knows no placement and holds every table.
 func (r *Replica) compared(c *conn, table []byte) bool {
+	if r.linkExcludes(c, table) {
+		return false // the link leaves it out both ways (§24.6)
+	}
 	m := &r.cmap.cur
 	if !m.Placed(table) {
 		return true

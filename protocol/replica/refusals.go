@@ -114,7 +114,7 @@ func (r *Replica) connEnded(c *conn, err *wire.Error, byPeer bool) {
 	if err == nil {
 		return
 	}
-	if !c.established || byPeer && err.Class == wire.ClassRefused {
+	if !c.established || byPeer && err.Class == wire.ClassRefused || err.Code == wire.CodeLinkMismatch || err.Code == wire.CodeLinkNeedsV4 {
 		name := c.peerName
 		if name == "" {
 			name = c.expect

@@ -68,7 +68,12 @@ type Replica struct {
 	// fills: the tables this node was added to and has not filled, each with its applied
 	// positions when it was (tablemove.go), as the map's control value keeps them.
 	fills map[string]*fill
-	reqs  requestState // requests between nodes (requests.go)
+	// links: this node's settings for the links to its peers, by peer name, the default
+	// (both ways, nothing excluded) left out; linkTables: every table some link excludes,
+	// on either end (links.go).
+	links      map[string]LinkSettings
+	linkTables map[string]bool
+	reqs       requestState // requests between nodes (requests.go)
 }
 
 // originState is what the replica knows of one origin.
@@ -152,6 +157,19 @@ func New(cfg Config, store store.Store) (*Replica, error) {
 	r := &Replica{cfg: cfg, store: store, id: id,
 		origins: map[wire.OriginID]*originState{}, conns: map[ConnID]*conn{}, out: map[ConnID]*Output{},
 		headsDirty: map[wire.OriginID]bool{}, routeSome: map[wire.OriginID]bool{}, lastErrors: map[string]PeerError{}}
+	for peer, ls := range cfg.Links {
+		ls, err := CheckLink(ls)
+		if err != nil {
+			return nil, errorf("the link to %s: %v", peer, err)
+		}
+		if ls.Mode != wire.LinkBoth || len(ls.Exclude) > 0 {
+			if r.links == nil {
+				r.links = map[string]LinkSettings{}
+			}
+			r.links[peer] = ls
+		}
+	}
+	r.noteExcluded()
 	names, err := store.Names()
 	if err != nil {
 		return nil, err

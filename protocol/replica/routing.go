@@ -69,7 +69,9 @@ func (r *Replica) routeOrigin(st *originState) {
 	if st.source != 0 {
 		why := MoveReason("")
 		switch {
-		case src == nil || !r.usable(src, st.id):
+		case src == nil || !r.usable(src, st.id) || r.linkHides(src, st) && r.unhiddenCandidate(st):
+			// linkHides: the origin was seen to write a table the link excludes, and another
+			// candidate sends it (links.go).
 			why = ReasonWithdrawn
 		case src.direct(st.id):
 		case !src.advertises(st.id):
@@ -145,7 +147,7 @@ func (r *Replica) routeOrigin(st *originState) {
 // usable reports whether a connection can carry an origin now: an established session of
 // version 2 or later whose channel of the origin has not diverged recently.
 func (r *Replica) usable(c *conn, o wire.OriginID) bool {
-	if !c.established || c.version < 2 {
+	if !c.established || c.version < 2 || !r.receivesFrom(c) {
 		return false
 	}
 	if until, ok := c.excluded[o]; ok {
@@ -206,7 +208,7 @@ func (r *Replica) candidates(st *originState) []candidate {
 			cands = append(cands, candidate{c: c, direct: c.direct(st.id), head: h.Seq})
 		}
 	}
-	return cands
+	return r.preferUnhidden(st, cands)
 }
 
 // best is the routing rule's choice: the origin itself, then the highest advertised head,
@@ -325,6 +327,7 @@ func (r *Replica) advertise() {
 		var heads []wire.Head
 		var gone []wire.OriginID
 		var floors []wire.Floor
+		sends := r.sendsTo(c) // the link's direction: no heads to a peer this node does not send to
 		for i, o := range set {
 			var ah advHead
 			if looked != nil {
@@ -333,7 +336,7 @@ func (r *Replica) advertise() {
 				ah = r.advHeadOf(o)
 			}
 			st, seq, hlc := ah.st, ah.seq, ah.hlc
-			if seq > 0 && o != c.peerOrigin && st.source != c.id && !c.purged[o] {
+			if seq > 0 && o != c.peerOrigin && st.source != c.id && !c.purged[o] && sends {
 				if r.cfg.HeadsInterval > 0 && !now && c.adv[o] && c.out[o] == nil {
 					// A head that moved, to a peer that does not take the origin from
 					// this node: it only informs the peer's routing and lag, so it waits

@@ -25,6 +25,9 @@ func (r *Replica) pump() {
 			continue
 		}
 		more := true
+		if !r.sendsTo(c) {
+			continue // the link's direction (links.go): its streams were dropped
+		}
 		if r.pumpIdle(c) {
 			continue // no stream has an entry to send, and no copy is served on it
 		}
@@ -82,7 +85,7 @@ func (r *Replica) servable(st *originState) uint64 {
 // more now (its send buffer is full or it closed).
 func (r *Replica) pumpV2(c *conn, o wire.OriginID, s *outStream) bool {
 	limit := r.servable(s.st)
-	filter := c.version >= v4 && len(r.cmap.cur.Placement) > 0 && !r.cfg.Mutations.IgnorePlacement
+	filter := c.version >= v4 && (len(r.cmap.cur.Placement) > 0 && !r.cfg.Mutations.IgnorePlacement || r.linkFilters(c))
 	for s.next <= limit {
 		raw, err := r.store.Entry(o, s.next)
 		if sk, ok := skipped(err); ok {

@@ -85,6 +85,12 @@ const (
 	// node refuses local writes with it until an operator reseeds it. Class refused: the
 	// node may not be talked to as that origin until an operator acts.
 	CodeOriginRewound Code = "origin-rewound"
+	// CodeLinkMismatch closes a version-4 connection whose two ends set directions that
+	// contradict each other (both receive only, or both send only: LINK).
+	CodeLinkMismatch Code = "link-mismatch"
+	// CodeLinkNeedsV4 closes a connection below version 4 to a peer this node excludes
+	// tables from: only version 4 can leave them out (SKIP).
+	CodeLinkNeedsV4 Code = "link-needs-v4"
 
 	// Transport codes: a node records them when it refuses a connection before any frame
 	// crossed it (at TLS or at the WebSocket upgrade); they are never sent in a CLOSE.
@@ -148,6 +154,8 @@ var codeClasses = map[Code]Class{
 	CodeStorageFull:        ClassLocal,
 	CodeStorageFailed:      ClassLocal,
 	CodeOriginRewound:      ClassRefused,
+	CodeLinkMismatch:       ClassRefused,
+	CodeLinkNeedsV4:        ClassRefused,
 	CodeUnknownCommand:     ClassLocal,
 	CodeInternal:           ClassLocal,
 }

@@ -210,6 +210,8 @@ func samples() []sample {
 		{name: "SKIP from seq 1, no table, generation 0", body: &wire.Skip{Channel: 1, From: 1, To: 1, Hash: hash9, HLC: 1}},
 		{name: "SKIP of a long run with tables", body: &wire.Skip{Channel: 1<<32 - 1, From: 5, To: 1 << 50, Prev: hash9, Hash: hash9,
 			HLC: wire.MakeHLC(1_800_000_000_000, 3), Tables: [][]byte{[]byte("a"), []byte("users")}, Generation: wire.MaxGeneration}},
+		{name: "LINK of both ways, no table", body: &wire.Link{}},
+		{name: "LINK receive only, two tables", body: &wire.Link{Mode: wire.LinkReceive, Tables: [][]byte{[]byte("a"), []byte("users")}}},
 	}
 }
 
@@ -272,7 +274,7 @@ func TestFrameRoundTrip(t *testing.T) {
 			want = 2
 		case typ >= wire.TypePurged && typ <= wire.TypeCopyAbort, typ == wire.TypeRangeDigest, typ == wire.TypeRangeRecords:
 			want = 3
-		case typ >= wire.TypeMap && typ <= wire.TypeSkip:
+		case typ >= wire.TypeMap && typ <= wire.TypeLink:
 			want = 4
 		}
 		if got := wire.Version(typ); got != want {
@@ -280,9 +282,9 @@ func TestFrameRoundTrip(t *testing.T) {
 		}
 	}
 	// Exactly the registry of SPEC: 0x01..0x06, 0x10..0x12, 0x20..0x27, 0x30..0x35,
-	// 0x40..0x41 and 0x50..0x54.
+	// 0x40..0x41 and 0x50..0x55.
 	var want []wire.Type
-	for _, r := range [][2]wire.Type{{0x01, 0x06}, {0x10, 0x12}, {0x20, 0x27}, {0x30, 0x35}, {0x40, 0x41}, {0x50, 0x54}} {
+	for _, r := range [][2]wire.Type{{0x01, 0x06}, {0x10, 0x12}, {0x20, 0x27}, {0x30, 0x35}, {0x40, 0x41}, {0x50, 0x55}} {
 		for typ := r[0]; typ <= r[1]; typ++ {
 			want = append(want, typ)
 		}
@@ -656,8 +658,8 @@ func TestControlBodyBounds(t *testing.T) {
 			t.Errorf("%s body of %d bytes under a frame limit of %d: %v", typ, bound+1, bound+100, err)
 		}
 	}
-	if controls != 6+2+7+6+3 {
-		t.Errorf("%d control types checked, want 24 (6 shared, 2 of version 1, 7 of version 2, 6 of version 3, 3 of version 4)", controls)
+	if controls != 6+2+7+6+4 {
+		t.Errorf("%d control types checked, want 25 (6 shared, 2 of version 1, 7 of version 2, 6 of version 3, 4 of version 4)", controls)
 	}
 
 	// Valid bodies of exactly the bound decode and re-encode; one byte more does not.

@@ -76,7 +76,7 @@ func TestSpecErrorCodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := regexp.MustCompile("(?m)^\\| `([a-z-]+)` \\| ([a-z-]+) \\|")
+	row := regexp.MustCompile("(?m)^\\| `([a-z0-9-]+)` \\| ([a-z-]+) \\|")
 	documented := map[wire.Code]wire.Class{}
 	for _, m := range row.FindAllStringSubmatch(string(spec), -1) {
 		documented[wire.Code(m[1])] = wire.Class(m[2])

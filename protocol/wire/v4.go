@@ -342,3 +342,94 @@ func init() {
 // DecodeSkip decodes and checks a SKIP body, as a received frame's is (for the WASM ABI's
 // events, which carry the body).
 func DecodeSkip(b []byte) (*Skip, error) { return decodeAs[*Skip](TypeSkip, b) }
+
+// A link's settings (SPEC.md, "Version 4", "LINK"): the direction a node replicates in on
+// one connection and the tables it leaves out of it, sent by each side so that both ends
+// agree on what crosses the link (docs/design.md §24.6).
+
+// TypeLink carries the sender's settings for the link.
+const TypeLink Type = 0x55
+
+// LinkMode is a node's direction for one link: what it lets cross it.
+type LinkMode uint64
+
+// The modes. The zero mode is both, the default of a link nobody configured.
+const (
+	LinkBoth    LinkMode = 0 // this node sends to the peer and receives from it
+	LinkReceive LinkMode = 1 // this node only receives from the peer
+	LinkSend    LinkMode = 2 // this node only sends to the peer
+)
+
+// String is the mode's name, as flags and the API spell it.
+func (m LinkMode) String() string {
+	switch m {
+	case LinkBoth:
+		return "both"
+	case LinkReceive:
+		return "receive"
+	case LinkSend:
+		return "send"
+	}
+	return "mode-" + strconv.FormatUint(uint64(m), 10)
+}
+
+// ParseLinkMode reads a mode's name: receive, send or both.
+func ParseLinkMode(s string) (LinkMode, bool) {
+	switch s {
+	case "both":
+		return LinkBoth, true
+	case "receive":
+		return LinkReceive, true
+	case "send":
+		return LinkSend, true
+	}
+	return 0, false
+}
+
+// Sends and Receives say what the mode lets this side do.
+func (m LinkMode) Sends() bool    { return m != LinkReceive }
+func (m LinkMode) Receives() bool { return m != LinkSend }
+
+// MaxLinkTables bounds the tables one link excludes: a SKIP names at most MaxSkipTables,
+// and a run of entries that write only excluded tables must fit one.
+const MaxLinkTables = MaxSkipTables
+
+// Link is the LINK body: the sender's mode for this link and the tables it excludes from
+// it (sorted by their bytes, distinct, under the name rule), as the sender configured them.
+type Link struct {
+	Mode   LinkMode `cbor:"1,keyasint"`
+	Tables [][]byte `cbor:"2,keyasint,omitempty"`
+	Unknown
+}
+
+func (*Link) FrameType() Type { return TypeLink }
+
+func (l *Link) AppendBody(dst []byte) ([]byte, error) { return appendMap(dst, l, l.Extra) }
+
+// Validate: a mode of 0 (both), 1 (receive) or 2 (send); at most MaxLinkTables tables
+// under the name rule, strictly ascending by their bytes.
+func (l *Link) Validate() error {
+	if l.Mode > LinkSend {
+		return badField("LINK mode " + strconv.FormatUint(uint64(l.Mode), 10) + " is none of 0 (both), 1 (receive) and 2 (send)")
+	}
+	if len(l.Tables) > MaxLinkTables {
+		return badField("LINK of " + strconv.Itoa(len(l.Tables)) + " tables; it excludes at most " + strconv.Itoa(MaxLinkTables))
+	}
+	for i, t := range l.Tables {
+		if !validNameBytes(t) {
+			return badField("LINK table " + strconv.Quote(string(t)) + " is not 1-64 bytes of [A-Za-z0-9_.-]")
+		}
+		if i > 0 && bytes.Compare(l.Tables[i-1], t) >= 0 {
+			return badField("LINK tables are not strictly ascending at " + strconv.Quote(string(t)))
+		}
+	}
+	return nil
+}
+
+func init() {
+	register(TypeLink, typeInfo{name: "LINK", maxBody: MaxControlBody, version: 4,
+		decode: decodeControl[Link](2, (*Link).Validate, 1)})
+}
+
+// DecodeLink decodes and checks a LINK body, as a received frame's is.
+func DecodeLink(b []byte) (*Link, error) { return decodeAs[*Link](TypeLink, b) }

@@ -360,3 +360,54 @@ func TestSkipRequiredKeys(t *testing.T) {
 		t.Errorf("SKIP with header channel 1: %v, want bad-channel", err)
 	}
 }
+
+// TestLinkFieldRules: LINK's mode is 0, 1 or 2; its tables at most MaxLinkTables (64), under
+// the name rule, strictly ascending; key 1 is required and key 2 optional.
+func TestLinkFieldRules(t *testing.T) {
+	tables := func(n int) [][]byte {
+		out := make([][]byte, n)
+		for i := range out {
+			out[i] = []byte("t" + strconv.Itoa(1000+i))
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		v    *wire.Link
+		ok   bool
+	}{
+		{"both, no table", &wire.Link{}, true},
+		{"receive", &wire.Link{Mode: wire.LinkReceive}, true},
+		{"send", &wire.Link{Mode: wire.LinkSend, Tables: [][]byte{[]byte("t")}}, true},
+		{"mode 3", &wire.Link{Mode: 3}, false},
+		{"64 tables", &wire.Link{Tables: tables(wire.MaxLinkTables)}, true},
+		{"65 tables", &wire.Link{Tables: tables(wire.MaxLinkTables + 1)}, false},
+		{"tables out of order", &wire.Link{Tables: [][]byte{[]byte("b"), []byte("a")}}, false},
+		{"a table twice", &wire.Link{Tables: [][]byte{[]byte("a"), []byte("a")}}, false},
+		{"a table outside the name rule", &wire.Link{Tables: [][]byte{[]byte("a/b")}}, false},
+	} {
+		verr := c.v.Validate()
+		_, derr := decodeV4(c.v)
+		if c.ok {
+			if verr != nil || derr != nil {
+				t.Errorf("LINK %s: Validate %v, decode %v", c.name, verr, derr)
+			}
+			continue
+		}
+		if verr == nil || derr == nil || derr.Code != wire.CodeBadField {
+			t.Errorf("LINK %s: Validate %v, decode %v; want bad-field from both", c.name, verr, derr)
+		}
+	}
+	enc := cb(map[uint64]any{2: []any{[]byte("t")}})
+	if _, err := wire.DecodeBody(wire.Frame{Header: wire.Header{Type: wire.TypeLink, Length: uint32(len(enc))}, Body: enc}); err == nil || err.Code != wire.CodeBadCBOR {
+		t.Errorf("LINK without key 1: %v, want bad-cbor", err)
+	}
+	for _, m := range []string{"both", "receive", "send"} {
+		if got, ok := wire.ParseLinkMode(m); !ok || got.String() != m {
+			t.Errorf("ParseLinkMode(%q) = %v, %v", m, got, ok)
+		}
+	}
+	if _, ok := wire.ParseLinkMode("sideways"); ok {
+		t.Error("ParseLinkMode took sideways")
+	}
+}

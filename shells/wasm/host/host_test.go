@@ -551,6 +551,17 @@ func TestSessionV4UnderWasm(t *testing.T) {
 		if err := g.Skip(nine, 2, nineLog[1].Hash, 2, nil, 0); err == nil {
 			t.Fatal("a run below the channel's next seq was sent")
 		}
+		// Links: each side sends its settings (the guest's LINK command, and the EventLink
+		// it reports, cross the ABI).
+		if err := g.Link(wire.Link{Mode: wire.LinkReceive, Tables: [][]byte{[]byte("t")}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := native.V4().Link(wire.Link{Mode: wire.LinkSend}); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Link(wire.Link{Mode: 3}); err == nil {
+			t.Fatal("a LINK of mode 3 was sent")
+		}
 		pump()
 		return out
 	}
@@ -594,7 +605,8 @@ func TestSessionV4UnderWasm(t *testing.T) {
 	}
 	if count(got.native, protocol.EventMap) != 1 || count(got.native, protocol.EventMembers) != 1 || count(got.native, protocol.EventRequest) != 2 ||
 		count(got.guest, protocol.EventRequest) != 1 || count(got.native, protocol.EventResponse) != 1 ||
-		count(got.native, protocol.EventSkip) != 1 || count(got.guest, protocol.EventSkip) != 1 {
+		count(got.native, protocol.EventSkip) != 1 || count(got.guest, protocol.EventSkip) != 1 ||
+		count(got.native, protocol.EventLink) != 1 || count(got.guest, protocol.EventLink) != 1 {
 		t.Fatalf("native events %v, guest events %v", kindsOf(got.native), kindsOf(got.guest))
 	}
 }
@@ -604,7 +616,7 @@ func TestSessionV4UnderWasm(t *testing.T) {
 func TestUnknownCommandIsAnErrorResult(t *testing.T) {
 	_, in := load(t)
 	var b abi.Batch
-	b.Raw(abi.OpSkip+1, []byte{1, 2, 3}) // one past the last opcode of ABI version 5
+	b.Raw(abi.OpLink+1, []byte{1, 2, 3}) // one past the last opcode of ABI version 5
 	b.Tick(prototest.Epoch)
 	bad := append(b.Bytes(), 0x03, 0, 0, 0, 9, 1) // claims 9 bytes, has 1
 	out, err := in.Step(context.Background(), bad)

@@ -1,0 +1,242 @@
+package replica
+
+import (
+	"bytes"
+	"slices"
+	"strconv"
+	"time"
+
+	"plait/protocol"
+	"plait/protocol/wire"
+)
+
+// Links (docs/design.md §24.6): the direction a node replicates in with one peer and the
+// tables it excludes from that link, as the operator set them on the side that names the
+// peer, and as the peer's LINK says for the other side. What crosses a link is decided
+// here, for every decision that asks: advertise and pump (what this node sends), the
+// routing rule's candidates (what it takes), apply and receiveSkip (what it applies and
+// accepts), anti-entropy (what it compares).
+
+// LinkSettings are this node's settings for the link to one peer. The zero value is the
+// default: both ways, no table excluded.
+type LinkSettings struct {
+	Mode wire.LinkMode
+	// Exclude are the tables left out of the link, sorted by their bytes and distinct, at
+	// most wire.MaxLinkTables (CheckLink).
+	Exclude [][]byte
+}
+
+// CheckLink checks a link's settings against LINK's rules (a mode of 0 to 2; at most
+// wire.MaxLinkTables tables under the name rule, sorted and distinct) and returns them in
+// the form the replica keeps: the tables sorted, a name twice refused.
+func CheckLink(ls LinkSettings) (LinkSettings, error) {
+	tables := slices.Clone(ls.Exclude)
+	slices.SortFunc(tables, bytes.Compare)
+	l := wire.Link{Mode: ls.Mode, Tables: tables}
+	if err := l.Validate(); err != nil {
+		return LinkSettings{}, wire.NewError(wire.CodeBadArgument, "link: "+err.Error())
+	}
+	return LinkSettings{Mode: ls.Mode, Exclude: tables}, nil
+}
+
+// SetLink changes this node's settings for the link to peer: at once on its connection
+// (a version-4 peer is sent the new LINK; what this node sends, takes and applies on it
+// follows the new settings from here), and for every connection of that name after. A
+// connection below version 4 to a peer it now excludes tables from is closed
+// (link-needs-v4).
+func (r *Replica) SetLink(now time.Time, peer string, ls LinkSettings) error {
+	if r.fatal != nil {
+		return r.fatal
+	}
+	ls, err := CheckLink(ls)
+	if err != nil {
+		return err
+	}
+	r.now = now
+	if ls.Mode == wire.LinkBoth && len(ls.Exclude) == 0 {
+		delete(r.links, peer)
+	} else {
+		if r.links == nil {
+			r.links = map[string]LinkSettings{}
+		}
+		r.links[peer] = ls
+	}
+	r.noteExcluded()
+	for _, c := range r.connList {
+		if c.established && c.peerName == peer && c.sess.State() == protocol.StateEstablished {
+			if r.greetLink(c) {
+				r.linkChanged(c)
+			}
+		}
+	}
+	return r.settle()
+}
+
+// Link returns this node's settings for the link to peer.
+func (r *Replica) Link(peer string) LinkSettings { return r.links[peer] }
+
+// noteExcluded keeps the set of every table some link excludes, on this side or the
+// peer's: apply and receiveSkip note such tables among an origin's writes (canServe).
+func (r *Replica) noteExcluded() {
+	r.linkTables = map[string]bool{}
+	for _, ls := range r.links {
+		for _, t := range ls.Exclude {
+			r.linkTables[string(t)] = true
+		}
+	}
+	for _, c := range r.connList {
+		for _, t := range c.peerLink.Tables {
+			r.linkTables[string(t)] = true
+		}
+	}
+}
+
+// greetLink sends the link's settings to a version-4 peer, and refuses a connection below
+// version 4 to a peer this node excludes tables from: without SKIP nothing can leave them
+// out. Version 1 has no routing (every entry goes to every peer), so no direction can be
+// kept on it either: any setting but the default refuses it. It reports false when it
+// closed the connection.
+func (r *Replica) greetLink(c *conn) bool {
+	own := r.links[c.peerName]
+	if c.version < v4 {
+		if len(own.Exclude) > 0 || c.version == 1 && own.Mode != wire.LinkBoth {
+			r.closeConn(c, wire.CodeLinkNeedsV4, "tables are excluded from the link to "+c.peerName+
+				", which only protocol version 4 can leave out; this connection runs at version "+strconv.FormatUint(c.version, 10))
+			return false
+		}
+		return true
+	}
+	return r.checkConn(c, c.sess.V4().Link(wire.Link{Mode: own.Mode, Tables: own.Exclude})) && r.checkMismatch(c)
+}
+
+// onLink takes the peer's settings for the link on c.
+func (r *Replica) onLink(c *conn, l *wire.Link) {
+	c.peerLink = wire.Link{Mode: l.Mode, Tables: slices.Clone(l.Tables)}
+	r.noteExcluded()
+	if r.checkMismatch(c) {
+		r.linkChanged(c)
+	}
+}
+
+// checkMismatch closes the connection when the two ends' directions contradict each other:
+// both only receive, or both only send. It reports false when it closed it.
+func (r *Replica) checkMismatch(c *conn) bool {
+	own, peer := r.links[c.peerName].Mode, c.peerLink.Mode
+	if own == wire.LinkBoth || own != peer {
+		return true
+	}
+	r.closeConn(c, wire.CodeLinkMismatch, "this node and "+c.peerName+" both set the link to "+own.String()+
+		": nothing would cross it the way either end means")
+	return false
+}
+
+// linkChanged acts on new settings of either end: a peer this node no longer sends to has
+// its streams dropped and its heads withdrawn, origins this node no longer takes over the
+// link lose it as their source, and every origin is routed again.
+func (r *Replica) linkChanged(c *conn) {
+	if !r.sendsTo(c) {
+		for _, s := range slices.Clone(c.outList) {
+			c.dropOut(s.origin)
+		}
+	}
+	if !r.receivesFrom(c) {
+		for _, o := range r.originOrder {
+			if c.in[o] {
+				r.unsubscribe(c, o)
+			}
+			if st := r.origins[o]; st.source == c.id {
+				r.loseSource(st, ReasonWithdrawn)
+			}
+		}
+	}
+	c.fullAdv, r.advFull, r.routeAll = true, true, true
+}
+
+// sendsTo reports whether this node sends entries to the peer on c: its own mode for the
+// peer is send or both, and the peer's (from its LINK; both when it sent none) receive or
+// both.
+func (r *Replica) sendsTo(c *conn) bool {
+	return r.links[c.peerName].Mode.Sends() && c.peerLink.Mode.Receives()
+}
+
+// receivesFrom reports whether this node takes entries from the peer on c: the mirror of
+// sendsTo.
+func (r *Replica) receivesFrom(c *conn) bool {
+	return r.links[c.peerName].Mode.Receives() && c.peerLink.Mode.Sends()
+}
+
+// linkFilters reports whether the link on c excludes any table, on either side.
+func (r *Replica) linkFilters(c *conn) bool {
+	return len(r.links[c.peerName].Exclude) > 0 || len(c.peerLink.Tables) > 0
+}
+
+// linkExcludes reports whether the link on c excludes table: the union of both ends'
+// exclusions.
+func (r *Replica) linkExcludes(c *conn, table []byte) bool {
+	if c == nil {
+		return false
+	}
+	has := func(ts [][]byte) bool {
+		_, ok := slices.BinarySearchFunc(ts, table, bytes.Compare)
+		return ok
+	}
+	return has(r.links[c.peerName].Exclude) || has(c.peerLink.Tables)
+}
+
+// appliesOn reports whether this node applies an operation of table from an entry that came
+// on the connection from (nil: a local write, or a copy): it carries the table, and the
+// link does not exclude it.
+func (r *Replica) appliesOn(from *conn, table []byte) bool {
+	return r.carries(table) && !r.linkExcludes(from, table)
+}
+
+// linkHides reports whether the link on c hides from this node a table it carries and
+// origin st was seen to write: the origin is then not taken over it, not even from the
+// origin itself, while a candidate whose link hides none of them is there
+// (preferUnhidden). With none, a link that hides a table is taken all the same: the rest
+// of the origin's tables still come, and the table's entries are left out as the link
+// says.
+func (r *Replica) linkHides(c *conn, st *originState) bool {
+	if !r.linkFilters(c) {
+		return false
+	}
+	for t := range st.writes {
+		if r.carries([]byte(t)) && r.linkExcludes(c, []byte(t)) {
+			return true
+		}
+	}
+	return false
+}
+
+// preferUnhidden keeps, of an origin's candidates, those whose links hide none of the
+// tables this node carries and the origin writes, when such a link could serve the origin
+// (unhiddenCandidate); otherwise all of them. The kept list may be empty: a relay level
+// with this node is no candidate yet, and becomes one with the origin's next entry, which
+// the hiding link would otherwise bring first.
+func (r *Replica) preferUnhidden(st *originState, cands []candidate) []candidate {
+	if len(r.linkTables) == 0 || len(st.writes) == 0 || !r.unhiddenCandidate(st) {
+		return cands
+	}
+	kept := cands[:0:0]
+	for _, k := range cands {
+		if !r.linkHides(k.c, st) {
+			kept = append(kept, k)
+		}
+	}
+	return kept
+}
+
+// unhiddenCandidate reports whether a link that hides none of the tables this node carries
+// and origin st writes can serve the origin: the origin itself, or a relay that advertises
+// it at this node's applied seq or above (and whose floor is not above it).
+func (r *Replica) unhiddenCandidate(st *originState) bool {
+	for _, c := range r.connList {
+		if !r.usable(c, st.id) || !r.canServe(c, st) || r.linkHides(c, st) || c.floors[st.id] > st.applied.Seq {
+			continue
+		}
+		if h, has := c.heads[st.id]; c.direct(st.id) || has && h.Seq >= st.applied.Seq {
+			return true
+		}
+	}
+	return false
+}

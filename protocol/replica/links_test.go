@@ -1,0 +1,316 @@
+package replica_test
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"plait/protocol/replica"
+	"plait/protocol/wire"
+)
+
+// linked is a Config whose link to peer has mode m and excludes tables.
+func linked(peer string, m wire.LinkMode, tables ...string) replica.Config {
+	return replica.Config{Links: map[string]replica.LinkSettings{peer: settings(m, tables...)}}
+}
+
+func settings(m wire.LinkMode, tables ...string) replica.LinkSettings {
+	ls := replica.LinkSettings{Mode: m}
+	for _, t := range tables {
+		ls.Exclude = append(ls.Exclude, []byte(t))
+	}
+	return ls
+}
+
+// refusedBy is how many connections n counted refused with code.
+func refusedBy(n *node, code wire.Code) uint64 {
+	_, refused, _ := n.rep.Refusals()
+	for _, c := range refused {
+		if c.Code == code {
+			return c.Count
+		}
+	}
+	return 0
+}
+
+// TestLinkDirection: a link set to receive on A carries B's entries (and those B relays)
+// to A and none of A's to B: A never advertises to B nor streams to it, and B takes
+// A's origin from nothing over that link; send is the mirror. The side that did not set
+// anything learns the direction from LINK.
+func TestLinkDirection(t *testing.T) {
+	for _, c := range []struct {
+		mode           wire.LinkMode
+		aToB, bAndCToA bool
+	}{
+		{wire.LinkReceive, false, true},
+		{wire.LinkSend, true, false},
+		{wire.LinkBoth, true, true},
+	} {
+		t.Run(c.mode.String(), func(t *testing.T) {
+			h := newHarness(t)
+			a, b := h.addNode("A", linked("B", c.mode)), h.addNode("B", replica.Config{})
+			cn := h.addNode("C", replica.Config{})
+			h.connect(b, a)
+			h.connect(cn, b)
+			for i := range 3 {
+				a.write(put("u", "a"+strconv.Itoa(i), "1"))
+				b.write(put("u", "b"+strconv.Itoa(i), "1"))
+				cn.write(put("u", "c"+strconv.Itoa(i), "1"))
+			}
+			h.pump()
+			h.advance(3 * time.Second) // heads, stall and anti-entropy timers run
+			want := func(yes bool) uint64 {
+				if yes {
+					return 3
+				}
+				return 0
+			}
+			if got := b.applied()[a.origin]; got != want(c.aToB) {
+				t.Errorf("B's position in A = %d, want %d", got, want(c.aToB))
+			}
+			if got := cn.applied()[a.origin]; got != want(c.aToB) {
+				t.Errorf("C's position in A = %d, want %d", got, want(c.aToB))
+			}
+			if got := a.applied()[b.origin]; got != want(c.bAndCToA) {
+				t.Errorf("A's position in B = %d, want %d", got, want(c.bAndCToA))
+			}
+			if got := a.applied()[cn.origin]; got != want(c.bAndCToA) {
+				t.Errorf("A's position in C = %d, want %d", got, want(c.bAndCToA))
+			}
+			if src := b.originStatus(a).SourcePeer; (src == "A") != c.aToB {
+				t.Errorf("B takes A's origin from %q; over the link: %v", src, c.aToB)
+			}
+			if src := a.originStatus(b).SourcePeer; (src == "B") != c.bAndCToA {
+				t.Errorf("A takes B's origin from %q; over the link: %v", src, c.bAndCToA)
+			}
+			if _, ok := b.get("u", "a0"); ok != c.aToB {
+				t.Errorf("B holds u/a0: %v, want %v", ok, c.aToB)
+			}
+			if _, ok := a.get("u", "b0"); ok != c.bAndCToA {
+				t.Errorf("A holds u/b0: %v, want %v", ok, c.bAndCToA)
+			}
+			if _, ever := h.headsSent("A", "B", a.origin); ever != c.aToB {
+				t.Errorf("A advertised its origin to B: %v, want %v", ever, c.aToB)
+			}
+			if _, ever := h.headsSent("B", "A", a.origin); ever && !c.bAndCToA {
+				t.Error("B advertised A's origin to A") // split horizon anyway; the direction too
+			}
+			if _, ever := h.headsSent("B", "A", cn.origin); ever != c.bAndCToA {
+				t.Errorf("B advertised C's origin to A: %v, want %v", ever, c.bAndCToA)
+			}
+		})
+	}
+}
+
+// TestLinkExclusions: a table excluded from the link A-B (on A's side) crosses it neither
+// way: B's position in A is exact (the entries of the table come as runs), B holds none
+// of its records and A none of B's; every other table crosses; anti-entropy compares
+// everything but the table and writes none of it. A third node C, linked to both without
+// exclusions, becomes B's source of A once B has seen A write the table.
+func TestLinkExclusions(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.addNode("A", linked("B", wire.LinkBoth, "x")), h.addNode("B", replica.Config{})
+	h.connect(b, a)
+	a.write(put("x", "k1", "1")) // 1: a run
+	a.write(put("u", "k2", "2")) // 2: sent
+	a.write(put("x", "k3", "3")) // 3: a run
+	a.write(put("u", "k4", "4"), put("x", "k5", "5"))
+	b.write(put("x", "b1", "1"))
+	b.write(put("u", "b2", "2"))
+	h.pump()
+	h.advance(5 * time.Second) // anti-entropy passes over the pair
+	if got := b.applied()[a.origin]; got != 4 {
+		t.Fatalf("B's position in A = %d, want 4", got)
+	}
+	if got := a.applied()[b.origin]; got != 2 {
+		t.Fatalf("A's position in B = %d, want 2", got)
+	}
+	for _, k := range []string{"k1", "k3", "k5"} {
+		if _, ok := b.get("x", k); ok {
+			t.Errorf("B holds x/%s, a table excluded from its link to A", k)
+		}
+	}
+	for _, k := range []string{"k2", "k4"} {
+		if _, ok := b.get("u", k); !ok {
+			t.Errorf("B lacks u/%s", k)
+		}
+	}
+	if _, ok := a.get("x", "b1"); ok {
+		t.Error("A holds x/b1: B sent a table A excludes (B learned it from LINK)")
+	}
+	if _, ok := a.get("u", "b2"); !ok {
+		t.Error("A lacks u/b2")
+	}
+	if sk := runAt(t, b, a.origin, 1); sk == nil || sk.From != 1 || sk.To != 1 || len(sk.Tables) != 1 || string(sk.Tables[0]) != "x" {
+		t.Errorf("B's log of A at 1: %+v, want the run 1 to 1 of table x", sk)
+	}
+	if sk := runAt(t, b, a.origin, 4); sk != nil {
+		t.Errorf("B's log of A at 4 is the run %+v, want the entry (u is not excluded)", sk)
+	}
+	if got := a.rep.Counters().SkipsSent; got != 2 {
+		t.Errorf("A sent %d runs, want 2", got)
+	}
+	if got := b.rep.Counters().SkipsSent; got != 1 {
+		t.Errorf("B sent %d runs, want 1 (x/b1)", got)
+	}
+	if got := b.rep.Counters().SkipsRefused; got != 0 {
+		t.Errorf("B refused %d runs of a table its link excludes", got)
+	}
+	// C carries x and is linked to both: B has seen A write x over the link that excludes
+	// it, so A's next entries come to B through C.
+	cn := h.addNode("C", replica.Config{})
+	h.connect(cn, a)
+	h.connect(b, cn)
+	h.advance(3 * time.Second)
+	a.write(put("x", "k6", "6"))
+	h.pump()
+	h.advance(3 * time.Second)
+	if got := b.originStatus(a).SourcePeer; got != "C" {
+		t.Errorf("B takes A from %q, want C: the link to A hides table x, which A writes", got)
+	}
+	if _, ok := b.get("x", "k6"); !ok {
+		t.Error("B lacks x/k6, which C could send it")
+	}
+	if got := b.applied()[a.origin]; got != 5 {
+		t.Errorf("B's position in A = %d, want 5", got)
+	}
+}
+
+// TestLinkMismatch: both ends only receive: the connection closes with link-mismatch on
+// both sides, each counts a refusal of that code, and nothing crosses.
+func TestLinkMismatch(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.addNode("A", linked("B", wire.LinkReceive)), h.addNode("B", linked("A", wire.LinkReceive))
+	h.connect(b, a)
+	a.write(put("u", "k", "1"))
+	b.write(put("u", "k2", "1"))
+	h.pump()
+	for _, n := range []*node{a, b} {
+		if got := refusedBy(n, wire.CodeLinkMismatch); got == 0 {
+			t.Errorf("%s counted no link-mismatch refusal", n.name)
+		}
+		if got := len(n.rep.Conns()); got != 0 {
+			t.Errorf("%s has %d connections, want 0", n.name, got)
+		}
+	}
+	if b.applied()[a.origin] != 0 || a.applied()[b.origin] != 0 {
+		t.Error("entries crossed a link refused link-mismatch")
+	}
+}
+
+// TestLinkLiveChange: SetLink on a live connection: from both ways to receive on A (A's
+// next entries stay on A, B's still come), then to both ways excluding x (A's entries come
+// again, those of x as runs), without a reconnect.
+func TestLinkLiveChange(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.addNode("A", replica.Config{}), h.addNode("B", replica.Config{})
+	h.connect(b, a)
+	a.write(put("u", "k1", "1"))
+	h.pump()
+	if got := b.applied()[a.origin]; got != 1 {
+		t.Fatalf("B's position in A = %d, want 1", got)
+	}
+	conns := a.rep.Conns()
+	h.check(a, a.rep.SetLink(a.clock(), "B", settings(wire.LinkReceive)))
+	h.pump()
+	a.write(put("u", "k2", "2"))
+	b.write(put("u", "b1", "1"))
+	h.pump()
+	h.advance(3 * time.Second)
+	if got := b.applied()[a.origin]; got != 1 {
+		t.Errorf("B's position in A after A set receive = %d, want 1", got)
+	}
+	if got := a.applied()[b.origin]; got != 1 {
+		t.Errorf("A's position in B after A set receive = %d, want 1", got)
+	}
+	h.check(a, a.rep.SetLink(a.clock(), "B", settings(wire.LinkBoth, "x")))
+	h.pump()
+	a.write(put("x", "k3", "3"))
+	a.write(put("u", "k4", "4"))
+	h.pump()
+	h.advance(3 * time.Second)
+	if got := b.applied()[a.origin]; got != 4 {
+		t.Errorf("B's position in A after A set both = %d, want 4", got)
+	}
+	if _, ok := b.get("x", "k3"); ok {
+		t.Error("B holds x/k3, excluded from the link")
+	}
+	if _, ok := b.get("u", "k4"); !ok {
+		t.Error("B lacks u/k4")
+	}
+	if got := a.rep.Conns(); len(got) != 1 || got[0] != conns[0] {
+		t.Errorf("A's connections %v, want the one it had, %v", got, conns)
+	}
+	if got := a.rep.Link("B"); got.Mode != wire.LinkBoth || len(got.Exclude) != 1 {
+		t.Errorf("A's link to B: %+v", got)
+	}
+}
+
+// TestLinkNeedsV4: a link with tables excluded cannot run below version 4: the connection
+// to a version-3 peer is closed with link-needs-v4 on both sides (each counts it); a
+// direction alone is kept on a version-3 link by this side (nothing of A reaches B).
+func TestLinkNeedsV4(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", linked("B", wire.LinkBoth, "x"))
+	b := h.addNode("B", replica.Config{MaxVersion: 3})
+	h.connect(b, a)
+	a.write(put("u", "k1", "1"))
+	h.pump()
+	if got := refusedBy(a, wire.CodeLinkNeedsV4); got == 0 {
+		t.Error("A counted no link-needs-v4 refusal")
+	}
+	if got := refusedBy(b, wire.CodeLinkNeedsV4); got == 0 {
+		t.Error("B counted no link-needs-v4 refusal")
+	}
+	if got := b.applied()[a.origin]; got != 0 {
+		t.Errorf("B's position in A = %d, want 0", got)
+	}
+	// A direction alone is kept by A on its own: B, at version 3, sees no LINK.
+	h2 := newHarness(t)
+	a2 := h2.addNode("A", linked("B", wire.LinkReceive))
+	b2 := h2.addNode("B", replica.Config{MaxVersion: 3})
+	h2.connect(b2, a2)
+	a2.write(put("u", "k1", "1"))
+	b2.write(put("u", "b1", "1"))
+	h2.pump()
+	h2.advance(3 * time.Second)
+	if got := b2.applied()[a2.origin]; got != 0 {
+		t.Errorf("B (version 3) took A's origin over a link A only receives on: %d", got)
+	}
+	if got := a2.applied()[b2.origin]; got != 1 {
+		t.Errorf("A's position in B = %d, want 1", got)
+	}
+	if got := len(a2.rep.Conns()); got != 1 {
+		t.Errorf("A has %d connections, want 1: a direction needs no version 4", got)
+	}
+}
+
+// TestLinkBound: a link excludes at most wire.MaxLinkTables (64) tables: 64 are taken, 65
+// refused with bad-argument (by New and by SetLink); a name outside the rule or a mode
+// beyond send is refused too.
+func TestLinkBound(t *testing.T) {
+	tables := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = "t" + strconv.Itoa(1000+i)
+		}
+		return out
+	}
+	h := newHarness(t)
+	a := h.addNode("A", linked("B", wire.LinkBoth, tables(wire.MaxLinkTables)...))
+	if got := a.rep.Link("B"); len(got.Exclude) != wire.MaxLinkTables {
+		t.Fatalf("A's link to B excludes %d tables, want %d", len(got.Exclude), wire.MaxLinkTables)
+	}
+	for _, ls := range []replica.LinkSettings{settings(wire.LinkBoth, tables(wire.MaxLinkTables+1)...),
+		settings(wire.LinkBoth, "a/b"), settings(wire.LinkBoth, "a", "a"), {Mode: 3}} {
+		if err := a.rep.SetLink(a.clock(), "B", ls); wireCode(err) != wire.CodeBadArgument {
+			t.Errorf("SetLink of %d tables, mode %d: %v, want bad-argument", len(ls.Exclude), ls.Mode, err)
+		}
+		if _, err := replica.New(replica.Config{Links: map[string]replica.LinkSettings{"B": ls}}, a.store); err == nil {
+			t.Errorf("New with a link of %d tables, mode %d: no error", len(ls.Exclude), ls.Mode)
+		}
+	}
+	if got := a.rep.Link("B"); len(got.Exclude) != wire.MaxLinkTables {
+		t.Errorf("a refused SetLink changed the link: %d tables", len(got.Exclude))
+	}
+}
