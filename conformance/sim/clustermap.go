@@ -76,7 +76,7 @@ func (c *Cluster) PublishMap(node string, doc []byte) (bool, error) {
 	}
 	c.published(st.Generation)
 	c.maps.maxGen = max(c.maps.maxGen, st.Generation)
-	c.trace("%s: cluster map generation %d published", node, st.Generation)
+	c.trace("%s: cluster map generation %d published%s", node, st.Generation, c.placementDoc(st.Generation))
 	return true, nil
 }
 

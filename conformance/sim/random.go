@@ -518,10 +518,11 @@ func (c *Cluster) down() string {
 }
 
 // changingPlacement turns on the runs whose later maps add t1 to nodes, remove it from
-// others and move it. Off: in seeds 97, 182 and 392 of 1 to 500 a carrier ends without
-// writes of t1 (a node removed from the table and added again, and a table moved whole
-// while writes go on); the node-added and node-removed paths are proved by the replica's
-// tests until the simulator's runs of them pass.
+// others and move it. Off: of seeds 1 to 500 with it on, 217 does not converge (a node
+// behind its peers' floors finds every copy source busy filling) and in 392 two carriers
+// end with an older version of a t1 record than the last write (a table moved while its
+// writers' maps differed). The node-added and node-removed paths are proved by the
+// replica's tests until the simulator's runs of them pass.
 const changingPlacement = false
 
 func randomOps(c *Cluster, n int) []wire.Op {

@@ -601,6 +601,13 @@ func (r *Replica) stopTaking(err *wire.Error) {
 // MaxCopies run already. The peer's holds are pinned at the snapshot's positions first, so
 // that the logs it streams from after the copy are kept.
 func (r *Replica) onCopyRequested(c *conn, req *wire.Copy) {
+	if len(r.fills) > 0 {
+		// A table it was added to is not whole here yet: a snapshot would lack records the
+		// taker would then take for deleted (§24.4). Busy sends it to another peer.
+		r.counters.CopiesBusy++
+		r.checkConn(c, c.sess.V3().AbortCopy(true, wire.CodeCopyBusy, "this node is filling a table it was added to"))
+		return
+	}
 	if c.version < v4 && !r.carriesAll() {
 		// A peer below version 4 knows no placement: a copy without a table it holds would
 		// lose that table there (§24.3). Busy sends it to another peer.

@@ -313,19 +313,16 @@ func (r *Replica) Filling(table []byte) bool { return r.fills[string(table)] != 
 // it changes (a fill ended) or the map does.
 func (r *Replica) FillCount() int { return len(r.fills) }
 
-// maybeFill starts a fill when one is owed and no copy runs: from a version-4 carrier of
-// the table that holds this node's map generation or a later one.
+// maybeFill starts a fill when one is owed and no copy runs, from a node that holds the
+// whole table (fillSources).
 func (r *Replica) maybeFill() {
 	if len(r.fills) == 0 || r.cp.take != nil || r.cp.state != nil || r.cp.rewound || r.now.Before(r.cp.retryAt) {
 		return
 	}
-	gen := r.cmap.cur.Generation
 	for _, t := range slices.Sorted(maps.Keys(r.fills)) {
+		sources := r.fillSources(t, r.fills[t])
 		for _, c := range r.connList {
-			f := r.fills[t]
-			holds := r.cmap.cur.Carries(c.peerName, []byte(t)) && max(c.peerGen, r.cmap.members[c.peerName].Generation) >= gen ||
-				f.from != nil && slices.Contains(f.from, c.peerName) // keeps it until this node holds it (removeTables)
-			if c.version < v4 || !r.copyable(c) || !holds {
+			if c.version < v4 || !r.copyable(c) || !sources[c.peerName] {
 				continue
 			}
 			from, key := copyPointBefore([]byte(t))
@@ -337,6 +334,31 @@ func (r *Replica) maybeFill() {
 			return
 		}
 	}
+}
+
+// fillSources are the nodes a fill of table may come from: those that carried it under the
+// map before and carry it still (they applied every entry of it); only when none but this
+// node does (the table moved whole), those that carried it before, which keep it until
+// the new carriers hold what they held (removeTables). A node added with this one may be
+// filling itself, and one the table left stopped applying its entries when it adopted the
+// map: neither is a source while a carrier of both maps is.
+func (r *Replica) fillSources(table string, f *fill) map[string]bool {
+	m := &r.cmap.cur
+	before := func(n string) bool { return f.from == nil || slices.Contains(f.from, n) }
+	out := map[string]bool{}
+	for _, n := range m.Placement[table] {
+		if n != r.id.Name && before(n) {
+			out[n] = true
+		}
+	}
+	if len(out) == 0 {
+		for _, n := range f.from {
+			if n != r.id.Name {
+				out[n] = true
+			}
+		}
+	}
+	return out
 }
 
 // fillBegins checks a fill's snapshot: it must hold every position the fill wants, or the
