@@ -53,6 +53,7 @@ var matrixScenarios = []scenario{
 	{"purged+copy", scenarioPurgedCopy},
 	{"anti-entropy", scenarioAntiEntropy},
 	{"cluster map", scenarioClusterMap},
+	{"placed table", scenarioPlacedTable},
 }
 
 // TestVersionMatrix runs every frozen release and the current build (native and WASM)
@@ -402,6 +403,59 @@ func scenarioClusterMap(t *testing.T, c matrixCell) (string, error) {
 		return "", fmt.Errorf("A's request over version %d: %d refused, want 1 (no route)", c.version, refused)
 	}
 	return fmt.Sprintf("v%d: not sent, A below", c.version), nil
+}
+
+// scenarioPlacedTable: B (the current build) holds a map that places table t on A alone; A
+// (the build under test) writes t and u. Over version 4 B is sent runs for t's entries
+// (SKIP) and whole entries for u's; below it, an older A knows no placement and sends every
+// entry whole. Either way B stores no record of t and every record of u, and its position
+// in A's log is A's head.
+func scenarioPlacedTable(t *testing.T, c matrixCell) (string, error) {
+	cl := pairCluster(t, c)
+	cl.Run(time.Second)
+	if _, err := cl.PublishMap("B", []byte(`{"generation":1,"nodes":[{"name":"A"},{"name":"B"}],"placement":{"t":["A"]}}`)); err != nil {
+		return "", err
+	}
+	cl.Run(time.Second)
+	for i := range 12 {
+		table := "t"
+		if i%3 == 2 {
+			table = "u"
+		}
+		_, err := cl.Write("A", []wire.Op{{Kind: wire.OpPut, Table: []byte(table), Key: fmt.Appendf(nil, "k%d", i), Value: []byte("v")}})
+		must(t, err)
+		cl.Run(10 * time.Millisecond)
+	}
+	if !cl.Stabilize(30 * time.Second) {
+		_, why := cl.Converged()
+		return "", fmt.Errorf("did not converge: %s", why)
+	}
+	b := cl.Node("B")
+	count := func(table string) int {
+		n := 0
+		_ = b.Store.Scan([]byte(table), nil, func(store.Record) bool { n++; return true })
+		return n
+	}
+	if n := count("t"); n != 0 {
+		return "", fmt.Errorf("B holds %d records of t, placed on A alone", n)
+	}
+	if n := count("u"); n != 4 {
+		return "", fmt.Errorf("B holds %d records of u, want 4", n)
+	}
+	skips := b.Rep.Counters().SkipsReceived
+	if cs := counters(cl, "A", "B"); cs.ProtocolErrors != 0 {
+		return "", fmt.Errorf("%d protocol errors", cs.ProtocolErrors)
+	}
+	if c.version >= 4 {
+		if skips == 0 {
+			return "", fmt.Errorf("over version 4 B took no run of t")
+		}
+		return fmt.Sprintf("v4: %d runs, t not stored", skips), nil
+	}
+	if skips != 0 {
+		return "", fmt.Errorf("over version %d B took %d runs", c.version, skips)
+	}
+	return fmt.Sprintf("v%d: whole, t not stored", c.version), nil
 }
 
 // scenarioRelayFailover: A (the build under test) is the origin; two relays R1 and R2 (the
