@@ -2,6 +2,7 @@ package replica
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -92,8 +93,14 @@ func (r *Replica) Carrier(table []byte) string {
 	if m.Carries(r.id.Name, table) && !r.Filling(table) {
 		return "" // a table this node fills is read from another carrier
 	}
+	names := m.Placement[string(table)]
+	if f := r.fills[string(table)]; f != nil {
+		// This node fills the table: its reads go to a node that holds it whole, not to
+		// another carrier added with it (fillSources).
+		names = slices.Sorted(maps.Keys(r.fillSources(string(table), f)))
+	}
 	var cands []carrierCandidate
-	for _, name := range m.Placement[string(table)] {
+	for _, name := range names {
 		if name == r.id.Name {
 			continue
 		}
