@@ -456,3 +456,29 @@ func copyPointBefore(table []byte) ([]byte, []byte) {
 	}
 	return nil, nil
 }
+
+// StoredCarries reads the cluster map a store holds (a stopped node's, for plait check)
+// and reports which tables its node carries under it: every table when it holds no map
+// or no placement.
+func StoredCarries(s store.Store) (func(table []byte) bool, error) {
+	id, err := s.Identity()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := s.Control(controlMap)
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	var sm storedMap
+	if err := wire.Unmarshal(raw, &sm); err != nil {
+		return nil, errorf("the stored cluster map does not decode: %v", err)
+	}
+	m, err := clustermap.Decode(sm.Map.Document)
+	if err != nil {
+		return nil, errorf("the stored cluster map: %v", err)
+	}
+	if len(m.Placement) == 0 {
+		return nil, nil
+	}
+	return func(table []byte) bool { return m.Carries(id.Name, table) }, nil
+}
