@@ -21,6 +21,8 @@ func benchmark(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.Writers, "writers", 16, "concurrent writers on A (group commit answers them together)")
 	fs.IntVar(&c.Stalled, "stalled-records", 500_000, "records written to a node whose receiver is stopped (SIGSTOP), sender RSS sampled; 0 skips")
 	fs.IntVar(&c.Copy, "copy-records", 500_000, "records of the base copy measures (copy rate beside a raw RocksDB scan and write, copy vs replay); 0 skips")
+	fs.IntVar(&c.Placement, "placement-records", 0, "records of 1 KiB in each of 4 tables on 4 nodes: disk per node with each table on 2 of them against on all 4, a forwarded GET against a carrier's, a table moved to a new carrier; 0 skips")
+	fs.IntVar(&c.Move, "move-records", 0, "with --placement-records: records of 1 KiB of the table moved to a new carrier (0: --placement-records)")
 	fs.BoolVar(&c.TLS, "tls", false, "also measure the raw WebSocket and the replication A -> B over ws:// against wss:// (mutual TLS 1.3, throwaway certificates)")
 	fs.IntVar(&c.TLSRounds, "tls-rounds", 3, "with --tls: alternated rounds of the ws:// and the wss:// measure")
 	sync := fs.String("sync", "origin", "origin | all | none (the nodes' --sync)")

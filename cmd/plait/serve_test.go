@@ -9,6 +9,8 @@ import (
 	"plait/internal/testnet"
 	"plait/protocol/replica"
 	"plait/shells/native/httpapi"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -295,10 +297,49 @@ func TestBench(t *testing.T) {
 		{"--copy-records", "100"}, // one transaction: nothing below a head to purge
 		{"--copy-records", "-100"},
 		{"--sync", "sometimes"},
+		{"--placement-records", "-1"},
+		{"--move-records", "100"}, // without --placement-records
 		{"extra"},
 	} {
 		if code := benchmark(args, &out, &errs); code != 2 {
 			t.Errorf("plait bench %v: exit %d, want 2", args, code)
+		}
+	}
+}
+
+// TestBenchPlacement: plait bench --placement-records runs the placement measures on a tiny
+// load and prints their rows, with ratios that say what placement does whatever the
+// machine's speed: each node holds about half the bytes when each table is on half the
+// nodes, and the fill sends at least the moved table's keys and values.
+func TestBenchPlacement(t *testing.T) {
+	var out, errs bytes.Buffer
+	if code := benchmark([]string{"--records", "1600", "--latency-samples", "20", "--stalled-records", "0", "--copy-records", "0",
+		"--placement-records", "200", "--move-records", "300"}, &out, &errs); code != 0 {
+		t.Fatalf("plait bench: exit %d: %s", code, errs.String())
+	}
+	ratio := func(re string) float64 {
+		t.Helper()
+		m := regexp.MustCompile(re).FindStringSubmatch(out.String())
+		if m == nil {
+			t.Fatalf("plait bench output lacks %s:\n%s", re, out.String())
+		}
+		f, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	if r := ratio(`\| disk per node, the same with each table placed on 2 of the 4 nodes: [^|]*\| [^|]*\| ([\d.]+) of every table on every node \|`); r <= 0 || r >= 0.65 {
+		t.Errorf("disk per node with each table on 2 of 4 nodes: %.2f of every table on every node, want about a half", r)
+	}
+	if r := ratio(`\| the fill's chunk bytes \(fill_bytes\)[^|]*\| [^|]*\| ([\d.]+) of the table's bytes \|`); r < 1 || r > 2 {
+		t.Errorf("the fill sent %.2f of the moved table's bytes, want at least all of them and not twice", r)
+	}
+	for _, re := range []string{`\| GET of a record through a carrier's HTTP API, p50 / p99 of 20 \| \S+ / \S+ \| (1) \|`,
+		`\| GET of the same record through a node that does not carry it \(forwarded to a carrier\), p50 / p99 \| \S+ / \S+ \| p50 ([\d.]+), p99 [\d.]+ of the carrier's \|`,
+		`\| a table of 300 records of 1 KiB \(0.3 MB\) moved to a node a map adds to it: publication until it filled the table \| ([\d.]+) s \|`} {
+		if r := ratio(re); r <= 0 {
+			t.Errorf("%s: %v, want a positive figure", re, r)
 		}
 	}
 }

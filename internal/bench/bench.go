@@ -22,13 +22,18 @@ import (
 
 // Config is a run's load. Its fields are plait bench's flags, which Check's errors name.
 type Config struct {
-	Records int           // records replicated in each throughput measure (--records)
-	PerTxn  int           // records per transaction (--per-txn)
-	Samples int           // single writes timed from A until visible on B and C (--latency-samples)
-	Writers int           // concurrent writers on A (--writers)
-	Stalled int           // records written while the receiver is stopped; 0 skips the measure (--stalled-records)
-	Copy    int           // records of the base copy measures; 0 skips them (--copy-records)
-	Sync    node.SyncMode // the nodes' --sync (--sync)
+	Records int // records replicated in each throughput measure (--records)
+	PerTxn  int // records per transaction (--per-txn)
+	Samples int // single writes timed from A until visible on B and C (--latency-samples)
+	Writers int // concurrent writers on A (--writers)
+	Stalled int // records written while the receiver is stopped; 0 skips the measure (--stalled-records)
+	Copy    int // records of the base copy measures; 0 skips them (--copy-records)
+	// Placement is the records of each of the placement measures' four tables; 0 skips
+	// those measures (--placement-records). Move is the records of the table they move to
+	// a new carrier; 0 is Placement's (--move-records).
+	Placement int
+	Move      int
+	Sync      node.SyncMode // the nodes' --sync (--sync)
 	// TLS also measures the raw WebSocket and the replication A -> B through the Go API
 	// over ws:// and over wss:// (mutual TLS 1.3, throwaway certificates), alternated for
 	// TLSRounds rounds, with the ratio of each round's pair (--tls, --tls-rounds).
@@ -50,6 +55,10 @@ func (c Config) Check() error {
 		return errors.New("--writers and --latency-samples must be positive, --stalled-records not negative")
 	case c.Copy < 0 || c.Copy%c.PerTxn != 0 || c.Copy > 0 && c.Copy < 2*c.PerTxn:
 		return errors.New("--copy-records must be 0 or a multiple of --per-txn of at least 2 transactions (a log purged below its head)")
+	case c.Placement < 0 || c.Move < 0:
+		return errors.New("--placement-records and --move-records must not be negative")
+	case c.Move > 0 && c.Placement == 0:
+		return errors.New("--move-records needs --placement-records: the move is one of the placement measures")
 	case c.TLS && c.TLSRounds <= 0:
 		return errors.New("--tls-rounds must be positive")
 	case c.Sync != node.SyncOrigin && c.Sync != node.SyncAll && c.Sync != node.SyncNone:
@@ -192,6 +201,13 @@ func (c *run) measure(out io.Writer) error {
 		row(fmt.Sprintf("sender peak RSS while %d records were written to it, receiver stopped", c.Stalled), mib(st.senderPeak), fmt.Sprintf("+%s", mib(st.senderPeak-st.senderIdle)))
 		row("receiver RSS when stopped / peak after it resumed and caught up", mib(st.receiverStopped)+" / "+mib(st.receiverPeak), "")
 		row("receiver catch-up after resuming", rate(st.catchUp, "records"), "")
+	}
+	if c.Placement > 0 {
+		pl, err := c.placement()
+		if err != nil {
+			return err
+		}
+		c.placementRows(row, pl)
 	}
 	return nil
 }

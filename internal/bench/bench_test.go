@@ -30,6 +30,9 @@ func TestCheck(t *testing.T) {
 		{func(c *Config) { c.Copy = 150 }, "--copy-records"},
 		{func(c *Config) { c.Copy = 100 }, "--copy-records"},
 		{func(c *Config) { c.Sync = "sometimes" }, "--sync"},
+		{func(c *Config) { c.Placement = -1 }, "--placement-records"},
+		{func(c *Config) { c.Move = 100 }, "--move-records needs --placement-records"},
+		{func(c *Config) { c.Placement, c.Move = 100, -1 }, "--move-records"},
 		{func(c *Config) { c.TLS = true }, "--tls-rounds"},
 	} {
 		bad := good

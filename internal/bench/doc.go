@@ -4,7 +4,9 @@
 // replicate A -> B through the Go API and through HTTP batches, time write -> visible at
 // one and two hops, catch up 16 origins against 1 over one connection, take a base copy
 // beside a raw RocksDB scan and write of the same records and against replaying the whole
-// log (basecopy.go), and, as plait serve processes, hold a stalled receiver's backlog. Run
+// log (basecopy.go), as plait serve processes, hold a stalled receiver's backlog, and, with
+// --placement-records, weigh placement: disk per node with each table on half the nodes,
+// a forwarded read against a carrier's, a table moved to a new carrier (placement.go). Run
 // prints one table row a measure.
 //
 // # The jobs, by file
@@ -16,5 +18,6 @@
 //     origins against 1.
 //   - basecopy.go: the base copy beside the raw scan and write of its records, and the
 //     catch-up by replaying a whole log; stall.go: the memory of a stalled receiver and
-//     its sender, each a plait serve process; tls.go: the --tls measures over wss://.
+//     its sender, each a plait serve process; tls.go: the --tls measures over wss://;
+//     placement.go: the --placement-records measures.
 package bench

@@ -232,6 +232,7 @@ type Counters struct {
 	BytesFreed                  uint64 `status:"bytes_freed" help:"Bytes of the records deleted with the tables this node no longer carries, as its store held them."`
 	TablesFilled                uint64 `status:"tables_filled" help:"Tables this node was added to and filled by a copy of that table from a carrier."`
 	FillRecords                 uint64 `status:"fill_records" help:"Record versions written by those copies (newer than this node's)."`
+	FillBytes                   uint64 `status:"fill_bytes" help:"Chunk bytes received in those copies, chunks of neighbouring tables passed over included."`
 	// API requests for a table this node does not carry (forward.go): answered by a
 	// carrier, answered no-carrier (none reachable, or the request found no way to it or
 	// back), answered not-carried (not to be forwarded); and, on a carrier, those it

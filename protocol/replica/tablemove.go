@@ -381,6 +381,9 @@ func (r *Replica) fillBegins(c *conn, t *copyTake) bool {
 // entries it was not sent, so whether it applied a version says nothing here). A chunk of
 // another table ends the fill.
 func (r *Replica) fillChunk(c *conn, t *copyTake, v *wire.ChunkView) {
+	// Every chunk the source sent counts, those of the tables around it too: the fill's
+	// cost on the link, against the table's size.
+	r.counters.FillBytes += uint64(len(v.Raw()))
 	switch bytes.Compare(v.Table, []byte(t.fill)) {
 	case -1: // a table before it, after the copy's resume point (copyPointBefore)
 		r.checkConn(c, c.sess.V3().AckChunk())
