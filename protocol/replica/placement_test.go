@@ -283,8 +283,8 @@ func TestTableAdded(t *testing.T) {
 	if b.rep.Filling([]byte("t")) {
 		t.Error("B still owes the fill of t")
 	}
-	if cs := b.rep.Counters(); cs.TablesFilled != 1 || cs.FillRecords == 0 {
-		t.Errorf("B counted %d tables filled, %d records; want 1 and some", cs.TablesFilled, cs.FillRecords)
+	if cs := b.rep.Counters(); cs.TablesFilled != 1 || cs.FillRecords == 0 || cs.FillBytes == 0 {
+		t.Errorf("B counted %d tables filled, %d records, %d bytes; want 1 and some", cs.TablesFilled, cs.FillRecords, cs.FillBytes)
 	}
 	if got := b.applied()[a.origin]; got != 5 {
 		t.Errorf("B's position in A = %d, want 5", got)
