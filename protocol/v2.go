@@ -113,18 +113,11 @@ func (s *Session) onData(f wire.Frame) {
 	if !ok {
 		return
 	}
-	ch := s.chans.in[f.Channel]
+	ch, stale := s.inChannel(f, f.Channel, "DATA")
 	if ch == nil {
-		if c := s.chans.copyIn; c != nil && c.id == f.Channel {
-			s.unexpected(f, "DATA on copy channel "+strconv.FormatUint(uint64(f.Channel), 10))
-			return
+		if stale {
+			s.releaseConn(size)
 		}
-		if f.Channel > s.chans.lastIn {
-			s.fail(wire.FrameError(wire.CodeBadChannel, f.Type, f.Offset, "DATA on channel "+strconv.FormatUint(uint64(f.Channel), 10)+", which this side never opened"))
-			return
-		}
-		s.stats.Stale++ // in flight when this side closed the channel
-		s.releaseConn(size)
 		return
 	}
 	if err := ch.win.Receive(size); err != nil {
@@ -535,4 +528,23 @@ func (s *Session) sendFitting(lo, hi int, body func(lo, hi int) wire.Body) int {
 	}
 	s.sendRaw(b.FrameType(), 0, enc)
 	return hi
+}
+
+// inChannel finds the channel this side subscribed to that a DATA or SKIP (what) names: nil
+// when there is none, after failing the session for a channel never opened or a copy's,
+// or, with stale, counting one closed since (the frame was in flight when it closed).
+func (s *Session) inChannel(f wire.Frame, id uint32, what string) (ch *inChannel, stale bool) {
+	if ch := s.chans.in[id]; ch != nil {
+		return ch, false
+	}
+	if c := s.chans.copyIn; c != nil && c.id == id {
+		s.unexpected(f, what+" on copy channel "+strconv.FormatUint(uint64(id), 10))
+		return nil, false
+	}
+	if id > s.chans.lastIn {
+		s.fail(wire.FrameError(wire.CodeBadChannel, f.Type, f.Offset, what+" on channel "+strconv.FormatUint(uint64(id), 10)+", which this side never opened"))
+		return nil, false
+	}
+	s.stats.Stale++
+	return nil, true
 }

@@ -113,17 +113,8 @@ func (ch *outChannel) resendEnd(seq uint64) (wire.Hash, bool) {
 // checks an entry (SPEC.md, "SKIP"), the run (From..To, Prev, Hash) in place of one entry.
 // A SKIP takes no credit, so nothing is charged or released.
 func (s *Session) onSkip(f wire.Frame, k *wire.Skip) {
-	ch := s.chans.in[k.Channel]
+	ch, _ := s.inChannel(f, k.Channel, "SKIP")
 	if ch == nil {
-		if c := s.chans.copyIn; c != nil && c.id == k.Channel {
-			s.unexpected(f, "SKIP on copy channel "+strconv.FormatUint(uint64(k.Channel), 10))
-			return
-		}
-		if k.Channel > s.chans.lastIn {
-			s.fail(wire.FrameError(wire.CodeBadChannel, f.Type, f.Offset, "SKIP on channel "+strconv.FormatUint(uint64(k.Channel), 10)+", which this side never opened"))
-			return
-		}
-		s.stats.Stale++ // in flight when this side closed the channel
 		return
 	}
 	if !s.peerOrigins[ch.origin].named {
