@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"plait/protocol/replica"
+	"plait/protocol/wire"
 	"plait/shells/native/httpapi"
 	"plait/shells/native/node"
 )
@@ -157,7 +159,8 @@ func TestPutPeerExcludeLive(t *testing.T) {
 // TestPutPeerKeptAcrossRestart: a peer added by PUT /v1/peers/{name} with link settings is
 // kept in the data directory with them: after a restart with no peer configured, A dials
 // B again under the same settings (the status shows them, and A's writes do not reach B).
-// PUT answers 201 for a peer it adds, 200 for one it changes.
+// PUT answers 201 for a peer it adds, 200 for one it changes. Started again with the
+// peer's link in its configuration (as --peer-mode gives it), A runs with that one.
 func TestPutPeerKeptAcrossRestart(t *testing.T) {
 	_, b, bURL, _ := linkNode(t, node.Config{Name: "B"}, t.TempDir())
 	dir := t.TempDir()
@@ -176,7 +179,7 @@ func TestPutPeerKeptAcrossRestart(t *testing.T) {
 	})
 	stop()
 
-	_, a2, _, _ := linkNode(t, node.Config{Name: "A"}, dir)
+	_, a2, _, stop2 := linkNode(t, node.Config{Name: "A"}, dir)
 	waitFor(t, "the restarted A streaming to B", func() bool {
 		p := peerDoc(t, a2.URL, "B")
 		return p != nil && p.Connected && p.Version == 4
@@ -191,6 +194,17 @@ func TestPutPeerKeptAcrossRestart(t *testing.T) {
 	if seq := appliedOf(t, b.URL, "A"); seq != 0 {
 		t.Errorf("B applied A's origin to seq %d; want 0: A only receives from B", seq)
 	}
+	stop2()
+
+	// Settings the configuration gives for the peer (the flags) win whole over the kept
+	// ones: send, and no table excluded, since the configuration excludes none.
+	cfg := node.Config{Name: "A"}
+	cfg.Links = map[string]replica.LinkSettings{"B": {Mode: wire.LinkSend}}
+	_, a3, _, _ := linkNode(t, cfg, dir)
+	if p := peerDoc(t, a3.URL, "B"); p == nil || p.Mode != "send" || len(p.Exclude) != 0 {
+		t.Errorf("A started with B's link set to send: peers[] B %+v; want mode send, nothing excluded", p)
+	}
+	waitFor(t, "B to apply A's write once A sends to it", func() bool { return appliedOf(t, b.URL, "A") == 1 })
 }
 
 // TestPutPeerRefusals: PUT /v1/peers/{name} refuses each bad body with its code, before
