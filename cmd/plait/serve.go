@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -40,6 +42,9 @@ type serveConfig struct {
 	tokens     *apitoken.File   // --api-token-file; nil: the API is open
 	httpTLS    *tlsfiles.Source // --http-tls-cert and --http-tls-key; nil: plain HTTP
 
+	// --peer-mode and --peer-exclude, made Config.Links once every flag is parsed.
+	links peerLinks
+
 	// The flags that name files or allow a risk, read once every flag is parsed.
 	files         serveFiles
 	insecurePlain bool // --insecure-plaintext
@@ -64,12 +69,17 @@ type serveFiles struct {
 // TestFlagsInContract holds this table to, both ways.
 func (c *serveConfig) settings() []setting {
 	n, r, f := &c.node, &c.node.Config, &c.files
+	if c.links == nil {
+		c.links = peerLinks{}
+	}
 	return []setting{
 		str("name", "NAME", &n.Name, "", validNodeName, "the node's name, unique in a cluster (default: the host name)"),
 		str("data", "DIR", &n.DataDir, "./plait-data", nil, "data directory (created on first start)"),
 		str("listen", "HOST:PORT", &c.listen, "127.0.0.1:7400", hostPort, "replication WebSocket listener, HOST:PORT"),
 		str("http", "HOST:PORT", &c.httpListen, "127.0.0.1:7401", hostPort, "HTTP API, status and metrics, HOST:PORT"),
 		{"peer", "NAME=URL", &peerFlags{&n.Peers}, "NAME=URL: dial this peer and keep the connection up (repeatable)"},
+		{"peer-mode", "NAME=MODE", peerModeFlags{c.links}, "NAME=receive|send|both: this node's direction on the link to --peer NAME (repeatable; default both)"},
+		{"peer-exclude", "NAME=TABLE[,TABLE]", peerExcludeFlags{c.links}, "NAME=TABLE[,TABLE...]: tables left out of the link to --peer NAME, both ways (repeatable; at most 64 a peer)"},
 		{"secret", "S", bytesValue{&r.Secret}, "cluster secret (default: the environment variable PLAIT_SECRET); required for plaintext peer links when --listen is not loopback"},
 		num("protocol-max", "N", &r.MaxVersion, 0, 0, atMostNewest, "speak protocol versions up to N only (0: newest)"),
 		str("sync", "MODE", &n.Sync, node.SyncOrigin, oneOf(node.SyncOrigin, node.SyncAll, node.SyncNone), "origin | all | none"),
@@ -156,7 +166,80 @@ func (f *peerFlags) Set(v string) error {
 	return nil
 }
 
-// parseServe reads plait serve's flags (docs/contract.md §2): each checked by its own rule
+// peerLinks is what --peer-mode and --peer-exclude give, by peer name (docs/design.md
+// §24.6): parseServe checks the names against --peer and makes them Config.Links.
+type peerLinks map[string]*peerLink
+
+// peerLink is one peer's link settings as the flags build them up, and whether its mode was
+// given (a second --peer-mode of a peer is refused).
+type peerLink struct {
+	replica.LinkSettings
+	modeGiven bool
+}
+
+func (l peerLinks) of(name string) *peerLink {
+	if l[name] == nil {
+		l[name] = &peerLink{}
+	}
+	return l[name]
+}
+
+// peerModeFlags is the repeatable --peer-mode NAME=MODE.
+type peerModeFlags struct{ links peerLinks }
+
+func (f peerModeFlags) String() string { return "" }
+
+func (f peerModeFlags) Set(v string) error {
+	name, raw, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return errors.New("want NAME=receive|send|both")
+	}
+	if !wire.ValidName(name) {
+		return fmt.Errorf("%q is not a node name (%s)", name, nameRule)
+	}
+	mode, ok := wire.ParseLinkMode(raw)
+	if !ok {
+		return fmt.Errorf("mode %q is none of receive, send and both", raw)
+	}
+	l := f.links.of(name)
+	if l.modeGiven {
+		return fmt.Errorf("the mode of peer %s given twice", name)
+	}
+	l.Mode, l.modeGiven = mode, true
+	return nil
+}
+
+// peerExcludeFlags is the repeatable --peer-exclude NAME=TABLE[,TABLE]. The tables of one
+// peer's flags add up, each named once, at most wire.MaxLinkTables in all.
+type peerExcludeFlags struct{ links peerLinks }
+
+func (f peerExcludeFlags) String() string { return "" }
+
+func (f peerExcludeFlags) Set(v string) error {
+	name, raw, ok := strings.Cut(v, "=")
+	if !ok || name == "" || raw == "" {
+		return errors.New("want NAME=TABLE[,TABLE]")
+	}
+	if !wire.ValidName(name) {
+		return fmt.Errorf("%q is not a node name (%s)", name, nameRule)
+	}
+	l := f.links.of(name)
+	for _, t := range strings.Split(raw, ",") {
+		if !wire.ValidName(t) {
+			return fmt.Errorf("%q is not a table name (%s)", t, nameRule)
+		}
+		if slices.ContainsFunc(l.Exclude, func(e []byte) bool { return string(e) == t }) {
+			return fmt.Errorf("table %s excluded from peer %s twice", t, name)
+		}
+		l.Exclude = append(l.Exclude, []byte(t))
+	}
+	if len(l.Exclude) > wire.MaxLinkTables {
+		return fmt.Errorf("%d tables excluded from peer %s; a link excludes at most %d", len(l.Exclude), name, wire.MaxLinkTables)
+	}
+	return nil
+}
+
+// parseServe reads plait serve's flags// parseServe reads plait serve's flags (docs/contract.md §2): each checked by its own rule
 // as it is parsed, then the rules that join several and the files they name. Errors name
 // the flag.
 func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
@@ -211,6 +294,22 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 		if err := n.CheckPeerURL(p.URL); err != nil {
 			return nil, fmt.Errorf("--peer %s: %w", p.Name, err)
 		}
+	}
+	// A link's settings are for a peer this node dials: a name no --peer gives could only
+	// be a peer that dials in, or one kept in the data directory, which PUT /v1/peers/{name}
+	// sets; a misspelt name would otherwise be taken in silence.
+	for _, name := range slices.Sorted(maps.Keys(c.links)) {
+		if !slices.ContainsFunc(n.Peers, func(p node.Peer) bool { return p.Name == name }) {
+			return nil, fmt.Errorf("--peer-mode, --peer-exclude: %s is not a --peer of this command line (set the link of a peer added through the API with PUT /v1/peers/%s)", name, name)
+		}
+		if n.Links == nil {
+			n.Links = map[string]replica.LinkSettings{}
+		}
+		ls, err := replica.CheckLink(c.links[name].LinkSettings)
+		if err != nil { // the flags' own rules come first; CheckLink is the replica's last word
+			return nil, fmt.Errorf("--peer-mode, --peer-exclude %s: %w", name, err)
+		}
+		n.Links[name] = ls
 	}
 	// An API that anyone who reaches it may write to and reconfigure is opened only on
 	// purpose: off loopback it needs tokens, or the flag that says so.

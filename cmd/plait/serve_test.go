@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"plait/internal/testnet"
 	"plait/protocol/replica"
+	"plait/protocol/wire"
 	"plait/shells/native/httpapi"
 	"regexp"
 	"strconv"
@@ -69,6 +71,16 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--storage-reserve", "16MiB"}, "-storage-reserve"},
 		{[]string{"--apply-retries", "0"}, "--apply-retries"},
 		{[]string{"extra"}, "extra"},
+		{[]string{"--peer", "B=ws://h:1", "--peer-mode", "B=sideways"}, `--peer-mode B=sideways: mode "sideways" is none of receive, send and both`},
+		{[]string{"--peer", "B=ws://h:1", "--peer-mode", "B"}, "--peer-mode B: want NAME=receive|send|both"},
+		{[]string{"--peer", "B=ws://h:1", "--peer-mode", "B=receive", "--peer-mode", "B=send"}, "--peer-mode B=send: the mode of peer B given twice"},
+		{[]string{"--peer", "B=ws://h:1", "--peer-exclude", "B=orders,a/b"}, `--peer-exclude B=orders,a/b: "a/b" is not a table name`},
+		{[]string{"--peer", "B=ws://h:1", "--peer-exclude", "B=orders,"}, `--peer-exclude B=orders,: "" is not a table name`},
+		{[]string{"--peer", "B=ws://h:1", "--peer-exclude", "B=orders", "--peer-exclude", "B=orders"}, "table orders excluded from peer B twice"},
+		{[]string{"--peer", "B=ws://h:1", "--peer-exclude", "B=" + tableList(0, 65)}, "65 tables excluded from peer B; a link excludes at most 64"},
+		{[]string{"--peer", "B=ws://h:1", "--peer-exclude", "B=" + tableList(0, 60), "--peer-exclude", "B=" + tableList(60, 65)}, "65 tables excluded from peer B; a link excludes at most 64"},
+		{[]string{"--peer-mode", "C=receive", "--peer", "B=ws://h:1"}, "--peer-mode, --peer-exclude: C is not a --peer of this command line"},
+		{[]string{"--peer-exclude", "C=t"}, "--peer-mode, --peer-exclude: C is not a --peer of this command line"},
 	} {
 		var stderr bytes.Buffer
 		if code := serve(c.args, &stderr); code != 2 || !strings.Contains(stderr.String(), c.flag) {
@@ -449,5 +461,47 @@ func TestSecretNeverInUsage(t *testing.T) {
 	cfg, err = parseServe([]string{"--secret", "from the command line"}, io.Discard)
 	if err != nil || string(cfg.node.Secret) != "from the command line" {
 		t.Errorf("--secret given: %v, secret %q; want the flag's", err, cfg.node.Secret)
+	}
+}
+
+// tableList is the tables t<from> to t<to-1>, comma-separated, as --peer-exclude takes them.
+func tableList(from, to int) string {
+	var ts []string
+	for i := from; i < to; i++ {
+		ts = append(ts, fmt.Sprintf("t%02d", i))
+	}
+	return strings.Join(ts, ",")
+}
+
+// TestServePeerLinks: --peer-mode and --peer-exclude become the replica's Config.Links,
+// by peer name, the tables of one peer's flags added up and sorted; 64 tables, the most a
+// link excludes, are taken (one more is refused: TestServeBadFlags); a peer with neither
+// flag has no entry.
+func TestServePeerLinks(t *testing.T) {
+	cfg, err := parseServe([]string{"--peer", "B=ws://h:1", "--peer", "C=ws://h:2", "--peer", "D=ws://h:3",
+		"--peer-exclude", "B=stock,audit", "--peer-mode", "B=receive", "--peer-exclude", "B=cache",
+		"--peer-mode", "C=send", "--peer-exclude", "D=" + tableList(0, 40), "--peer-exclude", "D=" + tableList(40, 64)}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(ts [][]byte) string { return string(bytes.Join(ts, []byte(","))) }
+	links := cfg.node.Links
+	if b := links["B"]; len(links) != 3 || b.Mode != wire.LinkReceive || names(b.Exclude) != "audit,cache,stock" {
+		t.Errorf("B's link = %v %q (of %d links); want receive, audit,cache,stock", b.Mode, names(b.Exclude), len(links))
+	}
+	if c := links["C"]; c.Mode != wire.LinkSend || len(c.Exclude) != 0 {
+		t.Errorf("C's link = %v %q; want send, nothing excluded", c.Mode, names(c.Exclude))
+	}
+	if d := links["D"]; d.Mode != wire.LinkBoth || names(d.Exclude) != tableList(0, 64) {
+		t.Errorf("D's link = %v, %d tables; want both, the 64 tables given", d.Mode, len(d.Exclude))
+	}
+	// A name no --peer gives, in either order of the flags: refused before anything starts.
+	for _, args := range [][]string{{"--peer-mode", "C=receive", "--peer", "B=ws://h:1"}, {"--peer", "B=ws://h:1", "--peer-exclude", "C=t"}} {
+		if _, err := parseServe(args, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "C is not a --peer of this command line") {
+			t.Errorf("%v: %v; want C refused as no --peer", args, err)
+		}
+	}
+	if cfg, err := parseServe([]string{"--peer", "B=ws://h:1"}, &bytes.Buffer{}); err != nil || cfg.node.Links != nil {
+		t.Errorf("no link flags: %v, links %v; want none", err, cfg.node.Links)
 	}
 }

@@ -115,6 +115,9 @@ type PeerStatus struct {
 	// Health is how the peer is doing (PeerHealth; the shell decides it for the peers it
 	// adds).
 	Health Health
+	// Link is this node's settings for the link to the peer (Link; the zero value: both
+	// ways, nothing excluded).
+	Link LinkSettings
 	// Filled by the shell, which dials: the configured URL, how many times it dialed the
 	// peer after the first dial since start (successful or not), and why its last dial
 	// that opened no connection failed (nil: none did since start).
@@ -292,6 +295,8 @@ func (r *Replica) Status(now time.Time) Status {
 		p.Copy = r.copyProgress(c.id)
 		p.Behind = r.PeerBehindOf(p.Name, now)
 		p.Health = PeerHealth(p, s.Origins)
+		p.Link = r.Link(p.Name)
+		p.Link.Exclude = slices.Clone(p.Link.Exclude) // the status leaves the loop
 		s.Peers = append(s.Peers, p)
 	}
 	return s

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -137,6 +139,7 @@ func (a *API) routes(metrics http.Handler) []route {
 		{"GET /v1/status", apitoken.Read, http.HandlerFunc(a.status)},
 		{"GET /v1/status/lag", apitoken.Read, http.HandlerFunc(a.lagHistory)},
 		{"POST /v1/peers", apitoken.Admin, http.HandlerFunc(a.addPeer)},
+		{"PUT /v1/peers/{name}", apitoken.Admin, http.HandlerFunc(a.setPeer)},
 		{"DELETE /v1/peers/{name}", apitoken.Admin, http.HandlerFunc(a.removePeer)},
 		{"GET /v1/cluster/map", apitoken.Read, http.HandlerFunc(a.getMap)},
 		{"PUT /v1/cluster/map", apitoken.Admin, http.HandlerFunc(a.putMap)},
@@ -719,6 +722,99 @@ func (a *API) addPeer(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusCreated, map[string]string{"name": p.Name, "url": p.URL})
 	}
+}
+
+// peerBody is the body of PUT /v1/peers/{name} (docs/contract.md §6.2): the peer's URL
+// and this node's settings for the link to it. Mode is a pointer so that an empty one is
+// refused, not taken for one left out.
+type peerBody struct {
+	URL     string   `json:"url"`
+	Mode    *string  `json:"mode"`
+	Exclude []string `json:"exclude"`
+}
+
+// peerAnswer is its answer: the peer as this node now dials it, its link's settings as
+// kept (the tables sorted).
+type peerAnswer struct {
+	Name    string   `json:"name"`
+	URL     string   `json:"url"`
+	Mode    string   `json:"mode"`
+	Exclude []string `json:"exclude"`
+}
+
+// setPeer adds a peer or changes one, with this node's settings for the link to it, on
+// its connection at once (docs/design.md §24.6). The body says the whole settings: a mode
+// left out is both, an exclude left out excludes nothing; a url left out keeps the one
+// configured. The settings are checked here first, each rule with its own code: the mode,
+// then the number of tables, then each table in the order given.
+func (a *API) setPeer(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	body, err := readBody(w, r, 64<<10)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	var p peerBody
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		fail(w, &apiError{http.StatusBadRequest, "bad-json", err.Error()})
+		return
+	}
+	if dec.More() {
+		fail(w, &apiError{http.StatusBadRequest, "bad-json", "the body has more than one JSON value"})
+		return
+	}
+	if !wire.ValidName(name) {
+		fail(w, &apiError{http.StatusBadRequest, "bad-peer", fmt.Sprintf("peer name %q is not 1 to 64 of [A-Za-z0-9_.-]", name)})
+		return
+	}
+	var ls replica.LinkSettings
+	if p.Mode != nil {
+		mode, ok := wire.ParseLinkMode(*p.Mode)
+		if !ok {
+			fail(w, &apiError{http.StatusBadRequest, "bad-mode", fmt.Sprintf("mode %q is none of receive, send and both", *p.Mode)})
+			return
+		}
+		ls.Mode = mode
+	}
+	if len(p.Exclude) > wire.MaxLinkTables {
+		fail(w, &apiError{http.StatusBadRequest, "too-many-tables",
+			fmt.Sprintf("exclude names %d tables; a link excludes at most %d", len(p.Exclude), wire.MaxLinkTables)})
+		return
+	}
+	seen := map[string]bool{}
+	for _, t := range p.Exclude {
+		switch {
+		case !wire.ValidName(t):
+			fail(w, &apiError{http.StatusBadRequest, "bad-table", fmt.Sprintf("exclude: table %q is not 1 to 64 of [A-Za-z0-9_.-]", t)})
+			return
+		case seen[t]:
+			fail(w, &apiError{http.StatusBadRequest, "bad-table", fmt.Sprintf("exclude: table %q is named twice", t)})
+			return
+		}
+		seen[t] = true
+		ls.Exclude = append(ls.Exclude, []byte(t))
+	}
+	var bad *node.PeerURLError
+	dialed, added, err := a.n.SetPeer(node.Peer{Name: name, URL: p.URL}, ls)
+	switch {
+	case errors.As(err, &bad):
+		fail(w, &apiError{http.StatusBadRequest, "bad-peer", bad.Error()})
+		return
+	case errors.Is(err, node.ErrPeerURLNeeded):
+		fail(w, &apiError{http.StatusBadRequest, "bad-peer", "peer " + name + " is not configured: adding it needs a url"})
+		return
+	case err != nil:
+		fail(w, err)
+		return
+	}
+	ans := peerAnswer{Name: name, URL: dialed.URL, Mode: ls.Mode.String(), Exclude: append([]string{}, slices.Sorted(maps.Keys(seen))...)}
+	status := http.StatusOK
+	if added {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, ans)
 }
 
 func (a *API) removePeer(w http.ResponseWriter, r *http.Request) {

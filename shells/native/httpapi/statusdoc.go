@@ -276,6 +276,9 @@ type PeerDoc struct {
 	ClockOffsetMs *float64 `json:"clock_offset_ms"`
 	Connected     bool     `json:"connected"`
 	Copy          *CopyDoc `json:"copy"` // the base copy with this peer; null when none
+	// Exclude are the tables this node excludes from the link to the peer, sorted; [] when
+	// none (docs/design.md §24.6). The peer's own settings are in its status.
+	Exclude []string `json:"exclude"`
 	// Health is how the peer is doing (replica.PeerHealth, docs/contract.md §8.7).
 	Health    replica.Health `json:"health"`
 	HeldBytes int            `json:"held_bytes"`
@@ -290,8 +293,10 @@ type PeerDoc struct {
 	// dialed peer only), kept after it recovers; null when none failed since start.
 	LastDialError *DialErrorDoc `json:"last_dial_error"`
 	LastError     *PeerErrorDoc `json:"last_error"` // null when there was none
-	Name          string        `json:"name"`
-	Reconnects    uint64        `json:"reconnects"`
+	// Mode is this node's direction for the link to the peer: both, receive or send.
+	Mode       string `json:"mode"`
+	Name       string `json:"name"`
+	Reconnects uint64 `json:"reconnects"`
 	// RetentionHeldBytes and RetentionHeldEntries: what this peer's retention holds kept
 	// from the last retention step (0: it holds nothing back).
 	RetentionHeldBytes   uint64 `json:"retention_held_bytes"`
@@ -401,9 +406,18 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 		d.Peers = append(d.Peers, PeerDoc{AntiEntropyBytesIn: p.Stats.RangeBytesIn, AntiEntropyBytesOut: p.Stats.RangeBytesOut, Capabilities: caps, ClockOffsetMs: off, Connected: p.Connected, Health: p.Health, HeldBytes: p.HeldBytes,
 			LagSeq: peerLag(p.Behind), LastContact: stamp(p.LastContact), LastDialError: dialErrorDoc(p.LastDialError), LastError: lastErr, Name: p.Name, Reconnects: p.Reconnects, RetentionHeldBytes: p.RetentionHeldBytes,
 			RetentionHeldEntries: p.RetentionHeldEntries, RetentionHoldAgeS: p.RetentionHoldAge.Seconds(), RTTMs: float64(p.RTT.Microseconds()) / 1000,
-			State: p.State, URL: p.URL, Version: p.Version, Copy: copyDoc(p.Copy)})
+			State: p.State, URL: p.URL, Version: p.Version, Copy: copyDoc(p.Copy), Mode: p.Link.Mode.String(), Exclude: tableNames(p.Link.Exclude)})
 	}
 	return d
+}
+
+// tableNames is a list of tables as the document writes it: strings, [] for none.
+func tableNames(ts [][]byte) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = string(t)
+	}
+	return out
 }
 
 // stamp is a time as the document writes it (RFC 3339, UTC, milliseconds), null for zero.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -241,6 +242,12 @@ func Start(cfg Config) (*Node, error) {
 		store.Close()
 		return nil, fmt.Errorf("node: the data directory %s belongs to node %q, not %q", cfg.DataDir, id.Name, cfg.Name)
 	}
+	saved, err := store.DialPeers()
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	cfg.Links = keptLinks(cfg.Links, saved)
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.Name), store: store, in: make(chan input, 256),
 		conns: map[replica.ConnID]*wsConn{}, stopped: make(chan struct{}), dials: map[string]dialState{},
 		peers: map[string]*peerDial{}}
@@ -277,11 +284,6 @@ func Start(cfg Config) (*Node, error) {
 			}
 		}()
 	}
-	saved, err := store.DialPeers()
-	if err != nil {
-		_ = n.Stop() // the store's error is the one to report
-		return nil, err
-	}
 	for _, p := range cfg.Peers {
 		n.dial(p)
 	}
@@ -293,8 +295,26 @@ func Start(cfg Config) (*Node, error) {
 	return n, nil
 }
 
+// keptLinks is the link settings a node starts with: those of the configuration (the
+// flags), and for every other peer kept in the data directory, the settings kept with it
+// (PUT /v1/peers). The configuration's settings of a peer win whole over the kept ones, as
+// its URL does.
+func keptLinks(cfg map[string]replica.LinkSettings, saved []rocksstore.DialPeer) map[string]replica.LinkSettings {
+	links := maps.Clone(cfg)
+	for _, p := range saved {
+		if _, given := cfg[p.Name]; given || p.Link.Mode == wire.LinkBoth && len(p.Link.Tables) == 0 {
+			continue
+		}
+		if links == nil {
+			links = map[string]replica.LinkSettings{}
+		}
+		links[p.Name] = replica.LinkSettings{Mode: p.Link.Mode, Exclude: p.Link.Tables}
+	}
+	return links
+}
+
 // replicaConfig is the replica's configuration, for Start and for a rebuild after
-// degraded storage.
+// degraded storage: the links are the ones the node holds now (SetPeer keeps them).
 // replicaConfig is the replica's settings as given, with what the shell decides: which
 // entries wait for their sync (Sync), and whether TLS authenticates every peer link.
 func (n *Node) replicaConfig() replica.Config {
@@ -696,6 +716,8 @@ func (n *Node) Status() (replica.Status, error) {
 				ps.RetentionHoldAge = n.rep.RetentionHoldAge(p.Name, time.Now())
 				ps.Behind = n.rep.PeerBehindOf(p.Name, time.Now())
 				ps.Health = replica.PeerHealth(ps, st.Origins) // dialing: stalled
+				ps.Link = n.rep.Link(p.Name)
+				ps.Link.Exclude = slices.Clone(ps.Link.Exclude) // the status leaves the loop
 				st.Peers = append(st.Peers, ps)
 				i = len(st.Peers) - 1
 			}
@@ -817,8 +839,92 @@ func (n *Node) AddPeer(p Peer) error {
 	return nil
 }
 
+// ErrPeerURLNeeded refuses SetPeer of a peer not configured, without a URL to dial it at.
+var ErrPeerURLNeeded = errors.New("node: a peer not configured needs a URL")
+
+// SetPeer adds a peer, or changes a configured one, with this node's settings for the
+// link to it (PUT /v1/peers/{name}, docs/design.md §24.6): the settings apply at once to
+// the peer's connection (replica.SetLink) and are kept in the data directory with the
+// peer, which is dialed from then on. An empty URL keeps a configured peer's; a new URL
+// is dialed from the peer's next dial (a connection up now stays). It returns the peer as
+// it is dialed now and reports whether it was added. Settings CheckLink refuses are refused with its error (class
+// bad-argument), a URL ParsePeerURL refuses with its *PeerURLError.
+func (n *Node) SetPeer(p Peer, ls replica.LinkSettings) (dialed Peer, added bool, err error) {
+	if !wire.ValidName(p.Name) {
+		return Peer{}, false, fmt.Errorf("node: peer name %q is not 1 to 64 of [A-Za-z0-9_.-]", p.Name)
+	}
+	if ls, err = replica.CheckLink(ls); err != nil {
+		return Peer{}, false, err
+	}
+	if p.URL != "" {
+		if err := n.cfg.CheckPeerURL(p.URL); err != nil {
+			return Peer{}, false, err
+		}
+	}
+	n.peerMu.Lock()
+	defer n.peerMu.Unlock()
+	n.mu.Lock()
+	old := n.peers[p.Name]
+	n.mu.Unlock()
+	switch {
+	case old == nil && p.URL == "":
+		return Peer{}, false, ErrPeerURLNeeded
+	case p.URL == "":
+		p.URL = old.URL
+	}
+	derr := n.do(func() {
+		if err = n.store.PutDialPeer(rocksstore.DialPeer{Name: p.Name, URL: p.URL, Link: wire.Link{Mode: ls.Mode, Tables: ls.Exclude}}); err != nil {
+			return
+		}
+		err = n.rep.SetLink(time.Now(), p.Name, ls)
+		n.check(err)
+		n.keepLink(p.Name, ls)
+	})
+	if derr != nil {
+		return Peer{}, false, derr
+	}
+	if err != nil {
+		return Peer{}, false, err
+	}
+	switch {
+	case old == nil:
+		n.dial(p)
+	case old.URL != p.URL:
+		n.redial(old, p)
+	}
+	return p, old == nil, nil
+}
+
+// keepLink keeps a link's settings in the node's configuration (on the loop), so that a
+// replica rebuilt after degraded storage starts with them.
+func (n *Node) keepLink(peer string, ls replica.LinkSettings) {
+	links := maps.Clone(n.cfg.Links) // the map Start was given is the caller's
+	if ls.Mode == wire.LinkBoth && len(ls.Exclude) == 0 {
+		delete(links, peer)
+	} else {
+		if links == nil {
+			links = map[string]replica.LinkSettings{}
+		}
+		links[peer] = ls
+	}
+	n.cfg.Links = links
+}
+
+// redial replaces a peer's dialer by one of its new URL, in the same place among the
+// peers. The old one ends once its connection, if it has one, does.
+func (n *Node) redial(old *peerDial, p Peer) {
+	old.cancel()
+	ctx, cancel := context.WithCancel(n.ctx)
+	n.mu.Lock()
+	n.peers[p.Name] = &peerDial{Peer: p, cancel: cancel}
+	n.mu.Unlock()
+	n.wg.Add(1)
+	go n.dialLoop(ctx, p)
+}
+
 // RemovePeer stops dialing a peer, forgets it and closes its connection (DELETE
-// /v1/peers/{name}).
+// /v1/peers/{name}); its link's settings go with it, so a connection it makes to this
+// node later is linked both ways.
 func (n *Node) RemovePeer(name string) error {
 	n.peerMu.Lock()
 	defer n.peerMu.Unlock()
@@ -837,6 +943,12 @@ func (n *Node) RemovePeer(name string) error {
 	var err error
 	derr := n.do(func() {
 		err = errors.Join(n.store.DeleteDialPeer(name), n.rep.ReleaseHolds(name))
+		if _, has := n.cfg.Links[name]; has {
+			lerr := n.rep.SetLink(time.Now(), name, replica.LinkSettings{})
+			n.check(lerr)
+			n.keepLink(name, replica.LinkSettings{})
+			err = errors.Join(err, lerr)
+		}
 		for _, ps := range n.rep.Status(time.Now()).Peers {
 			if ps.Name == name {
 				n.check(n.rep.CloseConn(time.Now(), ps.Conn, "peer removed"))

@@ -20,6 +20,7 @@
 //	'p' peer origin                      a version-1 peer cursor (8)
 //	'h'                                  the highest record HLC written (8)
 //	'd' name                             a peer added through the API: its URL
+//	'e' name                             its link's settings, unless the default: a LINK body
 //	'f' origin                           the log's floor: seq (8) | chain hash (32) | HLC (8) | below (8)
 //	'g'                                  the arrival floor (8)
 //	'k' peer 0x00 origin                 a retention hold: seq (8) | since, Unix ns (8)

@@ -165,3 +165,62 @@ func TestDamagedSkipRow(t *testing.T) {
 		t.Errorf("Entry inside a run row that does not decode: %v; want an error saying it is damaged", err)
 	}
 }
+
+// TestDialPeerLinks: a peer's link settings are kept with it and read back after a reopen;
+// a peer kept as a directory from before the settings holds it (its URL alone, under 'd')
+// reads as the default link; default settings and a forgotten peer leave no 'e' key.
+func TestDialPeerLinks(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, storetest.Identity, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv := wire.Link{Mode: wire.LinkReceive, Tables: [][]byte{[]byte("a"), []byte("b")}}
+	for _, p := range []DialPeer{{Name: "B", URL: "ws://127.0.0.1:1", Link: recv}, {Name: "C", URL: "ws://127.0.0.1:2"}} {
+		if err := s.PutDialPeer(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An older directory's peer: its URL alone.
+	wo := grocksdb.NewDefaultWriteOptions()
+	defer wo.Destroy()
+	if err := s.db.Put(wo, key(pDial, []byte("D")), []byte("ws://127.0.0.1:3")); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err = Open(dir, store.Identity{}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.DialPeers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []DialPeer{{Name: "B", URL: "ws://127.0.0.1:1", Link: recv}, {Name: "C", URL: "ws://127.0.0.1:2"}, {Name: "D", URL: "ws://127.0.0.1:3"}}
+	if !slices.EqualFunc(got, want, func(a, b DialPeer) bool {
+		return a.Name == b.Name && a.URL == b.URL && a.Link.Mode == b.Link.Mode && slices.EqualFunc(a.Link.Tables, b.Link.Tables, slices.Equal)
+	}) {
+		t.Fatalf("DialPeers after a reopen = %+v; want %+v", got, want)
+	}
+	// Back to the default, then forgotten: no 'e' key left either way.
+	if err := s.PutDialPeer(DialPeer{Name: "B", URL: "ws://127.0.0.1:1"}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.db.GetBytes(s.ro, key(pLink, []byte("B"))); err != nil || v != nil {
+		t.Errorf("B's 'e' key after default settings = %x, %v; want none", v, err)
+	}
+	if err := s.PutDialPeer(DialPeer{Name: "B", URL: "ws://127.0.0.1:1", Link: recv}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteDialPeer("B"); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.db.GetBytes(s.ro, key(pLink, []byte("B"))); err != nil || v != nil {
+		t.Errorf("B's 'e' key after DeleteDialPeer = %x, %v; want none", v, err)
+	}
+	// Settings LINK's rules refuse are not written.
+	bad := DialPeer{Name: "E", URL: "ws://127.0.0.1:4", Link: wire.Link{Tables: [][]byte{[]byte("b"), []byte("a")}}}
+	if err := s.PutDialPeer(bad); err == nil {
+		t.Error("PutDialPeer of unsorted tables: no error")
+	}
+}

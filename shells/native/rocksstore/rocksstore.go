@@ -30,6 +30,7 @@ const (
 	pName     = 'n'
 	pPeer     = 'p'
 	pDial     = 'd'
+	pLink     = 'e'
 	pHLC      = 'h'
 	pFloor    = 'f'
 	pAFloor   = 'g'
@@ -759,36 +760,79 @@ func (s *Store) Sync() error {
 	return s.guard("sync", func() error { return s.db.FlushWAL(true) })
 }
 
-// DialPeer is a peer added through the API, kept in the data directory.
+// DialPeer is a peer added through the API, kept in the data directory, with this node's
+// settings for the link to it (docs/design.md §24.6; the zero Link: both ways, nothing
+// excluded).
 type DialPeer struct {
 	Name string
 	URL  string
+	Link wire.Link
 }
 
-// DialPeers lists the peers added through the API, by name.
+// DialPeers lists the peers added through the API, by name, each with its link's settings.
+// The settings are a key of their own ('e', beside the URL's 'd'), so that a data directory
+// written before they existed reads as peers of the default link, and a build from before
+// them still reads its peers' URLs (and passes the settings over) from one written after.
 func (s *Store) DialPeers() ([]DialPeer, error) {
 	var out []DialPeer
 	err := s.each([]byte{pDial}, nil, func(k, v []byte) (bool, error) {
 		out = append(out, DialPeer{Name: string(k[1:]), URL: string(v)})
 		return true, nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		v, err := s.db.GetBytes(s.ro, key(pLink, []byte(out[i].Name)))
+		if err != nil {
+			return nil, err
+		}
+		if v == nil {
+			continue
+		}
+		l, err := wire.DecodeLink(v)
+		if err != nil {
+			return nil, fmt.Errorf("rocksstore: the link settings kept for peer %s: %w", out[i].Name, err)
+		}
+		out[i].Link = wire.Link{Mode: l.Mode, Tables: l.Tables}
+	}
+	return out, nil
 }
 
-// PutDialPeer keeps a peer added through the API (synced: it is configuration).
+// PutDialPeer keeps a peer added through the API, its URL and its link's settings in one
+// write (synced: it is configuration). Default settings keep no 'e' key.
 func (s *Store) PutDialPeer(p DialPeer) error {
+	wb := grocksdb.NewWriteBatch()
+	defer wb.Destroy()
+	wb.Put(key(pDial, []byte(p.Name)), []byte(p.URL))
+	if l := (wire.Link{Mode: p.Link.Mode, Tables: p.Link.Tables}); l.Mode == wire.LinkBoth && len(l.Tables) == 0 {
+		wb.Delete(key(pLink, []byte(p.Name)))
+	} else {
+		if err := l.Validate(); err != nil {
+			return fmt.Errorf("rocksstore: the link settings of peer %s: %w", p.Name, err)
+		}
+		body, err := l.AppendBody(nil)
+		if err != nil {
+			return err
+		}
+		wb.Put(key(pLink, []byte(p.Name)), body)
+	}
 	wo := grocksdb.NewDefaultWriteOptions()
 	defer wo.Destroy()
 	wo.SetSync(true)
-	return s.put("dial-peer", wo, key(pDial, []byte(p.Name)), []byte(p.URL))
+	return s.write("dial-peer", wo, wb)
 }
 
-// DeleteDialPeer forgets a peer added through the API.
+// DeleteDialPeer forgets a peer added through the API, and its link's settings.
 func (s *Store) DeleteDialPeer(name string) error {
+	wb := grocksdb.NewWriteBatch()
+	defer wb.Destroy()
+	wb.Delete(key(pDial, []byte(name)))
+	wb.Delete(key(pLink, []byte(name)))
 	wo := grocksdb.NewDefaultWriteOptions()
 	defer wo.Destroy()
 	wo.SetSync(true)
-	return s.guard("dial-peer", func() error { return s.db.Delete(wo, key(pDial, []byte(name))) })
+	return s.write("dial-peer", wo, wb)
 }
 
 // putRecords adds recs' versions to wb, each table's 't' key, and RecordHLC when they raise
