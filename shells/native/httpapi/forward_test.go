@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,24 +19,7 @@ import (
 // node too.
 func startForwardNode(t *testing.T, cfg node.Config) (*node.Node, *httptest.Server, string) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.DataDir, cfg.Listener, cfg.Secret = t.TempDir(), l, []byte("http api test secret, long enough")
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	n, err := node.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	api := httptest.NewServer(httpapi.New(n, httpapi.Limits{}))
-	t.Cleanup(func() {
-		api.Close()
-		if err := n.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	return n, api, "ws://" + l.Addr().String()
+	return startNodeAPI(t, cfg, httpapi.Limits{})
 }
 
 // answer is one HTTP answer: status, headers and body.

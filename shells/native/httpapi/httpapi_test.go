@@ -38,13 +38,20 @@ func startNodeWith(t *testing.T, cfg node.Config, opts ...httpapi.Option) (api *
 // startNodeLimits is startNodeWith with the API's own limits.
 func startNodeLimits(t *testing.T, cfg node.Config, limits httpapi.Limits, opts ...httpapi.Option) (api *httptest.Server, replicate string) {
 	t.Helper()
+	_, api, replicate = startNodeAPI(t, cfg, limits, opts...)
+	return api, replicate
+}
+
+// startNodeAPI is startNodeLimits that gives the node too.
+func startNodeAPI(t *testing.T, cfg node.Config, limits httpapi.Limits, opts ...httpapi.Option) (n *node.Node, api *httptest.Server, replicate string) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.DataDir, cfg.Listener, cfg.Secret = t.TempDir(), l, []byte("http api test secret, long enough")
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	n, err := node.Start(cfg)
+	n, err = node.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +62,7 @@ func startNodeLimits(t *testing.T, cfg node.Config, limits httpapi.Limits, opts 
 			t.Error(err)
 		}
 	})
-	return api, "ws://" + l.Addr().String()
+	return n, api, "ws://" + l.Addr().String()
 }
 
 func do(t *testing.T, method, url, body string) (int, string) {
