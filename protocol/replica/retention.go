@@ -407,6 +407,8 @@ type retentionStep struct {
 	ageLimit uint64                   // HLC wall milliseconds: older entries may go
 	purged   uint64
 	held     map[string]heldBack
+	// stays: the floor at which runsBefore found a log's next row staying (runsBefore).
+	stays map[wire.OriginID]uint64
 }
 
 // verdict is what a step makes of one entry.
@@ -527,11 +529,20 @@ func (st *retentionStep) judgeRun(sk *store.SkippedError) bool {
 // then next in its log.
 func (st *retentionStep) runsBefore(o wire.OriginID, seq uint64) bool {
 	r := st.r
+	if f, ok := st.stays[o]; ok && f == st.floorOf(o) {
+		return false // found at this floor already: the walk meets the log's other entries
+	}
 	for f := st.floorOf(o); f+1 < seq; f = st.floorOf(o) {
 		_, err := r.store.Entry(o, f+1)
 		sk, ok := skipped(err)
 		if !ok || sk.To >= seq || !st.judgeRun(sk) || st.floorOf(o) != sk.To {
-			return false // an entry (kept in the arrival order), or a run that stays
+			// An entry (kept in the arrival order), or a run that stays: the same answer
+			// for every later entry of the log while its floor does not move.
+			if st.stays == nil {
+				st.stays = map[wire.OriginID]uint64{}
+			}
+			st.stays[o] = st.floorOf(o)
+			return false
 		}
 	}
 	return true
