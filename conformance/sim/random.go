@@ -518,8 +518,10 @@ func (c *Cluster) down() string {
 }
 
 // changingPlacement turns on the runs whose later maps add t1 to nodes, remove it from
-// others and move it. Off: of seeds 1 to 500 with it on, 217 does not converge (a node
-// behind its peers' floors finds every copy source busy filling) and in 392 two carriers
+// others and move it. Off: of seeds 1 to 500 with it on, 217 does not converge (A, behind
+// its peers' floors, needs a base copy from B, the only other node holding t1 whole, which
+// refuses copies while it fills t1, and fills it from A, which cannot serve the positions
+// B wants until its copy ends) and in 392 two carriers
 // end with an older version of a t1 record than the last write (a table moved while its
 // writers' maps differed). The node-added and node-removed paths are proved by the
 // replica's tests until the simulator's runs of them pass.
