@@ -291,9 +291,17 @@ func (r *Replica) plannedFills(prev, next clustermap.Map) map[string]*fill {
 		if out[t] != nil || prev.Carries(r.id.Name, []byte(t)) || !next.Carries(r.id.Name, []byte(t)) {
 			continue
 		}
+		// What the fill must hold is every entry of the table this node was sent as a run:
+		// only an origin that carries the table under either map (so may have written it),
+		// or was seen to write it, has such entries; this node wrote none of it. Wanting
+		// the others too would hold the fill back for origins its source may be behind on
+		// for reasons of their own (a source itself waiting for a base copy).
 		want := map[wire.OriginID]uint64{}
 		for _, st := range r.originList {
-			if st.applied.Seq > 0 && st.id != r.id.Origin { // it wrote none of the table
+			if st.applied.Seq == 0 || st.id == r.id.Origin {
+				continue
+			}
+			if st.name == "" || prev.Carries(st.name, []byte(t)) || next.Carries(st.name, []byte(t)) || st.writes[t] {
 				want[st.id] = st.applied.Seq
 			}
 		}
