@@ -374,3 +374,28 @@ func TestPlacement(t *testing.T) {
 	}
 	t.Logf("TestPlacement took %.1f s", time.Since(start).Seconds())
 }
+
+// TestReceiveLink: a node started with --peer-mode NAME=receive takes the peer's writes and
+// never sends its own back over that link (docs/contract.md §23.7), on the real binary.
+func TestReceiveLink(t *testing.T) {
+	a := serve(t, "A")
+	b := serve(t, "B", "--peer", a.PeerFlag(), "--peer-mode", "A=receive")
+	waitFor(t, "B connected to A", 30*time.Second, func() bool { return b.connected("A") })
+	b.put("t", "from-b", "b") // first: were the link to carry it, it would reach A before A's write reaches B
+	a.put("t", "from-a", "a")
+	waitFor(t, "A's write on B", 30*time.Second, func() bool {
+		code, _ := b.get("/v1/tables/t/records/from-a")
+		return code == 200
+	})
+	if code, body := a.get("/v1/tables/t/records/from-b"); code != 404 {
+		t.Errorf("A's t/from-b, written on B, which only receives from A: %d %s; want 404", code, body)
+	}
+	if o, ok := a.status().Origin("B"); ok && o.AppliedSeq > 0 {
+		t.Errorf("A applied B's origin to seq %d over a link B only receives on", o.AppliedSeq)
+	}
+	for _, p := range b.status().Peers {
+		if p.Name == "A" && p.Mode != "receive" {
+			t.Errorf("B's peers[] A: mode %q, want receive", p.Mode)
+		}
+	}
+}
