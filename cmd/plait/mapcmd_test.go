@@ -147,8 +147,26 @@ func TestPrintStatusMap(t *testing.T) {
 		var out bytes.Buffer
 		printStatus(&out, d)
 		lines := strings.Split(out.String(), "\n")
-		if len(lines) < 4 || lines[2] != "tls off" || lines[3] != c.want {
-			t.Errorf("the lines after the node's:\n%s\nwant line 4 %q", strings.Join(lines[:min(len(lines), 5)], "\n"), c.want)
+		if len(lines) < 5 || lines[2] != "tls off" || lines[3] != c.want || lines[4] != "" {
+			t.Errorf("the lines after the node's:\n%s\nwant line 4 %q, then none about placement", strings.Join(lines[:min(len(lines), 5)], "\n"), c.want)
 		}
+	}
+}
+
+// TestPrintStatusPlacement: with tables placed, plait status prints a line after the map's:
+// each placed table with its carriers, marked where this node carries it, what it fills
+// and what it waits to remove.
+func TestPrintStatusPlacement(t *testing.T) {
+	d := httpapi.NewStatusDoc(replica.Status{})
+	carried := []string{"orders"}
+	d.ClusterMap = httpapi.ClusterMapDoc{Generation: 3, Publisher: "A", AppliedAt: "2026-12-07T00:00:00.000Z", Members: []string{"A", "B", "C"},
+		Placement: map[string][]string{"stock": {"C"}, "orders": {"A", "B"}, "lines": {"C"}}, Carried: &carried, Filling: []string{"orders"},
+		Removals: []httpapi.RemovalDoc{{Table: "lines", WaitingFor: []string{"C"}}}}
+	var out bytes.Buffer
+	printStatus(&out, d)
+	lines := strings.Split(out.String(), "\n")
+	want := "placement lines on C  orders* on A,B  stock on C  filling orders  removing lines (waiting for C)"
+	if len(lines) < 5 || lines[4] != want {
+		t.Errorf("the lines after the node's:\n%s\nwant line 5 %q", strings.Join(lines[:min(len(lines), 6)], "\n"), want)
 	}
 }

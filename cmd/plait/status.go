@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -236,6 +238,9 @@ func printStatus(w io.Writer, d httpapi.StatusDoc) {
 		fmt.Fprintln(w, "tls off")
 	}
 	fmt.Fprintln(w, mapLine(d.ClusterMap))
+	if l := placementLine(d.ClusterMap); l != "" {
+		fmt.Fprintln(w, l)
+	}
 	fmt.Fprintln(w)
 	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(t, "ORIGIN\tHEALTH\tAPPLIED\tHEAD\tLAG\tLAG MS\tSOURCE\tCHANGES\tDIVERGED\tFLOOR\tLOG BYTES\tSTUCK")
@@ -327,6 +332,37 @@ func mapLine(m httpapi.ClusterMapDoc) string {
 	if c := m.Conflict; c != nil {
 		line += fmt.Sprintf("  CONFLICT: another map of generation %d, published on %s; publish generation %d to end it",
 			c.Generation, c.Publisher, c.Generation+1)
+	}
+	return line
+}
+
+// placementLine is plait status's line of the map's placement (docs/contract.md §12,
+// §23): each placed table with its carriers, "*" after the table this node carries, then
+// what it fills and what it waits to remove; "" when no table is placed.
+func placementLine(m httpapi.ClusterMapDoc) string {
+	if len(m.Placement) == 0 {
+		return ""
+	}
+	carried := map[string]bool{}
+	if m.Carried != nil {
+		for _, t := range *m.Carried {
+			carried[t] = true
+		}
+	}
+	parts := []string{}
+	for _, t := range slices.Sorted(maps.Keys(m.Placement)) {
+		mark := ""
+		if carried[t] {
+			mark = "*"
+		}
+		parts = append(parts, t+mark+" on "+strings.Join(m.Placement[t], ","))
+	}
+	line := "placement " + strings.Join(parts, "  ")
+	if len(m.Filling) > 0 {
+		line += "  filling " + strings.Join(m.Filling, ",")
+	}
+	for _, rm := range m.Removals {
+		line += "  removing " + rm.Table + " (waiting for " + strings.Join(rm.WaitingFor, ",") + ")"
 	}
 	return line
 }
