@@ -205,13 +205,15 @@ func (r *Replica) lww(v *wire.TxnView, b *store.Batch, from *conn) error {
 	idx := r.lwwIdx // the record index of each table and key seen in this transaction
 	clear(idx)
 	b.Records = make([]store.Record, 0, v.NumOps)
-	st, placement := r.origins[v.Origin], len(r.cmap.cur.Placement) > 0 || len(r.linkTables) > 0
+	// Without placement or excluded tables anywhere every operation applies: the checks
+	// below stay off the write path.
+	st, filtered := r.origins[v.Origin], len(r.cmap.cur.Placement) > 0 || len(r.linkTables) > 0
 	it := v.Ops()
 	for op, ok := it.Next(); ok; op, ok = it.Next() {
-		if placement && st != nil {
+		if filtered && st != nil {
 			r.placed(st, op.Table)
 		}
-		if !r.appliesOn(from, op.Table) {
+		if filtered && !r.appliesOn(from, op.Table) {
 			continue // the entry is stored whole, for its chain; its records are not (§24.2, §24.6)
 		}
 		rec := store.Record{Table: op.Table, Key: op.Key, Value: op.Value, Deleted: op.Kind == wire.OpDelete, HLC: v.HLC, Origin: v.Origin}
