@@ -134,34 +134,21 @@ func (c *run) publish(n *cluster.Node, doc string, all ...*cluster.Node) error {
 // transaction, from writers concurrent writers, each record's value 1 KiB of its own. It
 // returns the transactions written.
 func (c *run) writePlaced(n *cluster.Node, table string, count, writers int) (uint64, error) {
-	next := make(chan int, count/c.PerTxn+1)
+	var starts []int
 	for k := 0; k < count; k += c.PerTxn {
-		next <- k
+		starts = append(starts, k)
 	}
-	close(next)
-	errs := make(chan error, writers)
-	var wg sync.WaitGroup
-	for range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			raw := make([]byte, placedValue/2)
-			for k := range next {
-				ops := make([]wire.Op, 0, c.PerTxn)
-				for j := k; j < min(k+c.PerTxn, count); j++ {
-					_, _ = rand.Read(raw) // crypto/rand.Read never fails (it crashes the program instead)
-					ops = append(ops, wire.Op{Kind: wire.OpPut, Table: []byte(table), Key: benchKey(j), Value: []byte(hex.EncodeToString(raw))})
-				}
-				if _, err := n.Local.Write(context.Background(), ops); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	return uint64((count + c.PerTxn - 1) / c.PerTxn), <-errs
+	err := fanOut(writers, starts, func(k int) error {
+		raw := make([]byte, placedValue/2)
+		ops := make([]wire.Op, 0, c.PerTxn)
+		for j := k; j < min(k+c.PerTxn, count); j++ {
+			_, _ = rand.Read(raw) // crypto/rand.Read never fails (it crashes the program instead)
+			ops = append(ops, wire.Op{Kind: wire.OpPut, Table: []byte(table), Key: benchKey(j), Value: []byte(hex.EncodeToString(raw))})
+		}
+		_, err := n.Local.Write(context.Background(), ops)
+		return err
+	})
+	return uint64(len(starts)), err
 }
 
 // sameTable checks that every node of has holds what from holds of table, digest for

@@ -82,9 +82,30 @@ func (c *run) writeRecords(n *cluster.Node, first, count, writers int, how via) 
 	txns := count / c.PerTxn
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: writers}}
 	defer client.CloseIdleConnections()
-	next := make(chan int, txns)
-	for t := range txns {
-		next <- first + t*c.PerTxn
+	starts := make([]int, txns)
+	for t := range starts {
+		starts[t] = first + t*c.PerTxn
+	}
+	err := fanOut(writers, starts, func(k int) error {
+		if how.http() {
+			return postBatch(client, n.HTTP, k, c.PerTxn, c.value, how == viaCBOR)
+		}
+		ops := make([]wire.Op, 0, c.PerTxn)
+		for j := k; j < k+c.PerTxn; j++ {
+			ops = append(ops, wire.Op{Kind: wire.OpPut, Table: []byte("t"), Key: benchKey(j), Value: c.value})
+		}
+		_, err := n.Local.Write(context.Background(), ops)
+		return err
+	})
+	return uint64(txns), err
+}
+
+// fanOut calls do for every start, from writers goroutines at once, and returns the first
+// error (a writer stops at its error; the others finish the starts left).
+func fanOut(writers int, starts []int, do func(start int) error) error {
+	next := make(chan int, len(starts))
+	for _, k := range starts {
+		next <- k
 	}
 	close(next)
 	errs := make(chan error, writers)
@@ -94,17 +115,7 @@ func (c *run) writeRecords(n *cluster.Node, first, count, writers int, how via) 
 		go func() {
 			defer wg.Done()
 			for k := range next {
-				var err error
-				if how.http() {
-					err = postBatch(client, n.HTTP, k, c.PerTxn, c.value, how == viaCBOR)
-				} else {
-					ops := make([]wire.Op, 0, c.PerTxn)
-					for j := k; j < k+c.PerTxn; j++ {
-						ops = append(ops, wire.Op{Kind: wire.OpPut, Table: []byte("t"), Key: benchKey(j), Value: c.value})
-					}
-					_, err = n.Local.Write(context.Background(), ops)
-				}
-				if err != nil {
+				if err := do(k); err != nil {
 					errs <- err
 					return
 				}
@@ -113,7 +124,7 @@ func (c *run) writeRecords(n *cluster.Node, first, count, writers int, how via) 
 	}
 	wg.Wait()
 	close(errs)
-	return uint64(txns), <-errs
+	return <-errs
 }
 
 // postBatch writes records first..first+n-1 as one POST /v1/tables/t/batch to the HTTP

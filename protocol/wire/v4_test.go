@@ -260,13 +260,6 @@ func TestSkipFieldRules(t *testing.T) {
 		mod(k)
 		return k
 	}
-	tables := func(n int) [][]byte {
-		out := make([][]byte, n)
-		for i := range out {
-			out[i] = []byte("t" + strconv.Itoa(1000+i))
-		}
-		return out
-	}
 	for _, c := range []struct {
 		name string
 		v    *wire.Skip
@@ -283,8 +276,8 @@ func TestSkipFieldRules(t *testing.T) {
 		{"a zero hash", skip(func(k *wire.Skip) { k.Hash = wire.Hash{} }), false},
 		{"HLC 0", skip(func(k *wire.Skip) { k.HLC = 0 }), false},
 		{"no table", skip(func(k *wire.Skip) { k.Tables = nil }), true},
-		{"64 tables", skip(func(k *wire.Skip) { k.Tables = tables(wire.MaxSkipTables) }), true},
-		{"65 tables", skip(func(k *wire.Skip) { k.Tables = tables(wire.MaxSkipTables + 1) }), false},
+		{"64 tables", skip(func(k *wire.Skip) { k.Tables = tableNames(wire.MaxSkipTables) }), true},
+		{"65 tables", skip(func(k *wire.Skip) { k.Tables = tableNames(wire.MaxSkipTables + 1) }), false},
 		{"tables out of order", skip(func(k *wire.Skip) { k.Tables = [][]byte{[]byte("b"), []byte("a")} }), false},
 		{"a table twice", skip(func(k *wire.Skip) { k.Tables = [][]byte{[]byte("a"), []byte("a")} }), false},
 		{"a table outside the name rule", skip(func(k *wire.Skip) { k.Tables = [][]byte{[]byte("a/b")} }), false},
@@ -364,13 +357,6 @@ func TestSkipRequiredKeys(t *testing.T) {
 // TestLinkFieldRules: LINK's mode is 0, 1 or 2; its tables at most MaxLinkTables (64), under
 // the name rule, strictly ascending; key 1 is required and key 2 optional.
 func TestLinkFieldRules(t *testing.T) {
-	tables := func(n int) [][]byte {
-		out := make([][]byte, n)
-		for i := range out {
-			out[i] = []byte("t" + strconv.Itoa(1000+i))
-		}
-		return out
-	}
 	for _, c := range []struct {
 		name string
 		v    *wire.Link
@@ -380,8 +366,8 @@ func TestLinkFieldRules(t *testing.T) {
 		{"receive", &wire.Link{Mode: wire.LinkReceive}, true},
 		{"send", &wire.Link{Mode: wire.LinkSend, Tables: [][]byte{[]byte("t")}}, true},
 		{"mode 3", &wire.Link{Mode: 3}, false},
-		{"64 tables", &wire.Link{Tables: tables(wire.MaxLinkTables)}, true},
-		{"65 tables", &wire.Link{Tables: tables(wire.MaxLinkTables + 1)}, false},
+		{"64 tables", &wire.Link{Tables: tableNames(wire.MaxLinkTables)}, true},
+		{"65 tables", &wire.Link{Tables: tableNames(wire.MaxLinkTables + 1)}, false},
 		{"tables out of order", &wire.Link{Tables: [][]byte{[]byte("b"), []byte("a")}}, false},
 		{"a table twice", &wire.Link{Tables: [][]byte{[]byte("a"), []byte("a")}}, false},
 		{"a table outside the name rule", &wire.Link{Tables: [][]byte{[]byte("a/b")}}, false},
@@ -410,4 +396,13 @@ func TestLinkFieldRules(t *testing.T) {
 	if _, ok := wire.ParseLinkMode("sideways"); ok {
 		t.Error("ParseLinkMode took sideways")
 	}
+}
+
+// tableNames is n distinct table names in ascending order: t1000, t1001, ...
+func tableNames(n int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = []byte("t" + strconv.Itoa(1000+i))
+	}
+	return out
 }
