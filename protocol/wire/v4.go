@@ -433,3 +433,69 @@ func init() {
 
 // DecodeLink decodes and checks a LINK body, as a received frame's is.
 func DecodeLink(b []byte) (*Link, error) { return decodeAs[*Link](TypeLink, b) }
+
+// What a copy's snapshot holds of a placed table (SPEC.md, "Version 4", "HOLDS"): a node's
+// records of a table it does not carry, or is still filling, reflect that table's entries
+// only up to some seq of each origin, while its COPYBEGIN positions say how far it applied
+// each origin's log. HOLDS tells the copy's taker the difference, so that a fill or a base
+// copy never takes a table's records for whole past what they hold (docs/design.md §24.4).
+
+// TypeHolds says how far a copy's snapshot holds one placed table's entries.
+const TypeHolds Type = 0x56
+
+// MaxHoldsSeqs bounds the origins one HOLDS lists: a table whose list is longer goes in
+// several HOLDS frames, so that a body stays far within MaxControlBody (512 pairs of a
+// 16-byte origin and a seq take under 16 KiB).
+const MaxHoldsSeqs = 512
+
+// OriginSeq is one origin's seq in a HOLDS list.
+type OriginSeq struct {
+	_      struct{} `cbor:",toarray"`
+	Origin OriginID
+	Seq    uint64
+}
+
+// Holds is the HOLDS body: on the copy channel Channel, the snapshot holds table Table's
+// records as they are after each listed origin's entries up to its Seq, and after none of
+// an unlisted origin's. A table the sender sends no HOLDS for is held whole through the
+// COPYBEGIN positions.
+type Holds struct {
+	Channel uint32      `cbor:"1,keyasint"`
+	Table   []byte      `cbor:"2,keyasint"`
+	Seqs    []OriginSeq `cbor:"3,keyasint,omitempty"`
+	Unknown
+}
+
+func (*Holds) FrameType() Type { return TypeHolds }
+
+func (h *Holds) AppendBody(dst []byte) ([]byte, error) { return appendMap(dst, h, h.Extra) }
+
+// Validate: a channel above 0; a table under the name rule; at most MaxHoldsSeqs origins,
+// each non-zero at a seq of at least 1, strictly ascending.
+func (h *Holds) Validate() error {
+	switch {
+	case h.Channel == 0:
+		return badField("HOLDS on channel 0")
+	case !validNameBytes(h.Table):
+		return badField("HOLDS table " + strconv.Quote(string(h.Table)) + " is not 1-64 bytes of [A-Za-z0-9_.-]")
+	case len(h.Seqs) > MaxHoldsSeqs:
+		return badField("HOLDS of " + strconv.Itoa(len(h.Seqs)) + " origins; it lists at most " + strconv.Itoa(MaxHoldsSeqs))
+	}
+	for i, s := range h.Seqs {
+		if s.Origin.IsZero() || s.Seq == 0 {
+			return badField("a HOLDS origin needs a non-zero id and a seq >= 1")
+		}
+		if i > 0 && bytes.Compare(h.Seqs[i-1].Origin[:], s.Origin[:]) >= 0 {
+			return badField("HOLDS origins are not strictly ascending")
+		}
+	}
+	return nil
+}
+
+func init() {
+	register(TypeHolds, typeInfo{name: "HOLDS", maxBody: MaxControlBody, version: 4,
+		decode: decodeControl[Holds](3, (*Holds).Validate, 1, 2)})
+}
+
+// DecodeHolds decodes and checks a HOLDS body, as a received frame's is.
+func DecodeHolds(b []byte) (*Holds, error) { return decodeAs[*Holds](TypeHolds, b) }
