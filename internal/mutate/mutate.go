@@ -63,4 +63,8 @@ type Set struct {
 	// table it carries even where the copy raises an origin's log past entries that may
 	// write that table: their records are never applied there.
 	CopyPastCarried bool
+	// HoldWhole makes a node claim to hold every table whole (no HOLDS, nothing in a
+	// positions answer's holds): a fill, a base copy or a removal takes its records of a
+	// table for whole past entries it passed.
+	HoldWhole bool
 }

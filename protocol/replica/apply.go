@@ -154,6 +154,14 @@ func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) er
 	if err := r.lww(v, b, from); err != nil {
 		return err
 	}
+	if len(r.passed) > 0 {
+		// It passes operations of tables this node holds and does not carry.
+		err := r.stopHolds(v.Origin, v.Seq-1, r.passed)
+		r.passed = r.passed[:0]
+		if err != nil {
+			return err
+		}
+	}
 	if !st.namePersisted {
 		b.Name = st.name
 	}
@@ -199,6 +207,7 @@ func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) er
 // or an origin's entries arriving in order) wins without reading the store.
 func (r *Replica) lww(v *wire.TxnView, b *store.Batch, from *conn) error {
 	read := v.HLC <= r.storedHLC
+	r.passed = r.passed[:0]
 	if r.lwwIdx == nil || len(r.lwwIdx) > 4096 { // a huge transaction's map is not kept
 		r.lwwIdx = map[string]int{}
 	}
@@ -214,6 +223,9 @@ func (r *Replica) lww(v *wire.TxnView, b *store.Batch, from *conn) error {
 			r.placed(st, op.Table)
 		}
 		if filtered && !r.appliesOn(from, op.Table) {
+			if r.held[string(op.Table)] != nil {
+				r.passed = append(r.passed, op.Table)
+			}
 			continue // the entry is stored whole, for its chain; its records are not (§24.2, §24.6)
 		}
 		rec := store.Record{Table: op.Table, Key: op.Key, Value: op.Value, Deleted: op.Kind == wire.OpDelete, HLC: v.HLC, Origin: v.Origin}

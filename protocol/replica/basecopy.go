@@ -34,6 +34,9 @@ type copyTake struct {
 	runStart time.Time // this run of the copy (since the last resume)
 	runBytes uint64
 	fill     string // a table this node was added to, filled by this copy alone ("": a base copy)
+	judged   bool   // the fill was judged worth taking from this snapshot (fillUseful)
+	// holds: the tables the snapshot does not hold whole, and how far it holds them (HOLDS)
+	holds map[string]map[wire.OriginID]uint64
 }
 
 // CopyTotals is what a sender says of its snapshot, for progress: 0 when unknown.
@@ -250,10 +253,9 @@ func (r *Replica) onCopyBegin(c *conn, b *wire.CopyBegin) {
 		t.snap[p.Origin] = p
 	}
 	if t.fill != "" {
-		r.fillBegins(c, t)
-		return
+		return // judged at its first chunk, once every COPYBEGIN came (fillUseful)
 	}
-	if why := r.partialCopyRefusal(c, b.Positions); why != "" {
+	if why := r.partialCopyRefusal(c, t, b.Positions); why != "" {
 		// The source does not carry a table this node does, and the copy would pass entries
 		// that may write it (§24.2): another source is asked later.
 		r.counters.CopiesRefused++
@@ -319,9 +321,9 @@ func (r *Replica) seen(hlc wire.HLC, o wire.OriginID) bool {
 
 // coveredLocal lists this node's records in the range a chunk covers: after (fromTable,
 // fromKey) (nil: the start) up to and including (toTable, toKey) (nil: the end).
-// Tables the source on c does not carry are not covered: it sends none of their records,
-// and this node's are not its to remove (§24.2).
-func (r *Replica) coveredLocal(c *conn, fromTable, fromKey, toTable, toKey []byte) ([]store.Record, bool) {
+// Tables the source does not hold whole (HOLDS) are not covered: it sends none of their
+// records or not all, and this node's are not its to remove (§24.2).
+func (r *Replica) coveredLocal(take *copyTake, fromTable, fromKey, toTable, toKey []byte) ([]store.Record, bool) {
 	tables, err := r.store.Tables()
 	if !r.check(err) {
 		return nil, false
@@ -331,7 +333,7 @@ func (r *Replica) coveredLocal(c *conn, fromTable, fromKey, toTable, toKey []byt
 		if fromTable != nil && bytes.Compare(t, fromTable) < 0 {
 			continue
 		}
-		if !r.sourceHolds(c, t) {
+		if !take.sourceWhole(t) {
 			continue
 		}
 		if toTable != nil && bytes.Compare(t, toTable) > 0 {
@@ -387,7 +389,7 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 		return
 	}
 	next := r.nextState(t)
-	local, ok := r.coveredLocal(c, next.Table, next.Key, v.Table, v.Last)
+	local, ok := r.coveredLocal(t, next.Table, next.Key, v.Table, v.Last)
 	if !ok {
 		return
 	}
@@ -404,7 +406,7 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 	// The chunk's winners are copied out of the message into one buffer (the chunk's
 	// bytes bound their keys and values), each slice capped at its own bytes.
 	table := bytes.Clone(v.Table)
-	carried := r.carries(table)
+	carried, filling := r.carries(table), r.fills[string(table)] != nil
 	buf := make([]byte, 0, len(v.Raw()))
 	var hlc wire.HLC
 	it := v.Records()
@@ -422,8 +424,10 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 		case !carried:
 			continue // a table this node does not carry (§24.4) is not stored
 		case r.cfg.Mutations.ReplacingCopy:
-		case r.seen(cr.HLC, cr.Origin):
-			continue // applied here already: what this node holds is that version or later
+		case !filling && r.seen(cr.HLC, cr.Origin):
+			// Applied here already: what this node holds is that version or later. Not
+			// so of a table it fills: it passed that table's entries before.
+			continue
 		case has && !store.Newer(cr.HLC, cr.Origin, old.HLC, old.Origin):
 			continue // this node's own version is newer
 		}
@@ -509,7 +513,7 @@ func (r *Replica) onCopyEnd(c *conn) {
 		return
 	}
 	next := r.nextState(t)
-	local, ok := r.coveredLocal(c, next.Table, next.Key, nil, nil)
+	local, ok := r.coveredLocal(t, next.Table, next.Key, nil, nil)
 	if !ok {
 		return
 	}
@@ -521,6 +525,19 @@ func (r *Replica) onCopyEnd(c *conn) {
 				l.Name = st.name
 			}
 			e.Logs = append(e.Logs, l)
+		}
+	}
+	if held := r.heldTables(); len(held) > 0 {
+		// The copy raises these logs past entries of the tables this node holds and does
+		// not carry, whose chunks it did not store: it holds them as far as before.
+		for _, l := range e.Logs {
+			var was uint64
+			if st := r.origins[l.Origin]; st != nil {
+				was = st.applied.Seq
+			}
+			if !r.check(r.stopHolds(l.Origin, was, held)) {
+				return
+			}
 		}
 	}
 	if !r.check(r.store.EndCopy(e)) {
@@ -601,9 +618,10 @@ func (r *Replica) stopTaking(err *wire.Error) {
 // MaxCopies run already. The peer's holds are pinned at the snapshot's positions first, so
 // that the logs it streams from after the copy are kept.
 func (r *Replica) onCopyRequested(c *conn, req *wire.Copy) {
-	if len(r.fills) > 0 {
-		// A table it was added to is not whole here yet: a snapshot would lack records the
-		// taker would then take for deleted (§24.4). Busy sends it to another peer.
+	if c.version < v4 && len(r.fills) > 0 {
+		// A table it was added to is not whole here yet, and a peer below version 4 is not
+		// told so (HOLDS): it would take records missing here for deleted (§24.4). Busy
+		// sends it to another peer.
 		r.counters.CopiesBusy++
 		r.checkConn(c, c.sess.V3().AbortCopy(true, wire.CodeCopyBusy, "this node is filling a table it was added to"))
 		return
@@ -659,6 +677,9 @@ func (r *Replica) onCopyRequested(c *conn, req *wire.Copy) {
 	named := true
 	for _, p := range pos {
 		named = named && r.nameOrigins(c, p.Origin)
+	}
+	if named && c.version >= v4 {
+		named = r.sendHolds(c)
 	}
 	if !named || !r.checkConn(c, c.sess.V3().BeginCopy(pos, tables, records, size)) {
 		snap.Release()

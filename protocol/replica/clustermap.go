@@ -59,6 +59,9 @@ type storedMap struct {
 	// Fills are the tables this node was added to and has not filled yet (tablemove.go),
 	// kept with the map so that adopting it and owing their fills are one write.
 	Fills []storedFill `cbor:"3,keyasint,omitempty"`
+	// Held are the tables this node holds records of and no longer carries, and how far
+	// it holds them (holds.go), kept with the map for the same reason.
+	Held []storedHold `cbor:"4,keyasint,omitempty"`
 }
 
 // storedMembers is the control value of the member entries.
@@ -125,7 +128,7 @@ func (r *Replica) loadClusterMap() error {
 		}
 		cs.cur, cs.publisher, cs.published = m, sm.Map.Publisher, wire.HLC(sm.Map.Published)
 		cs.appliedAt = time.Unix(0, sm.AppliedAt).UTC()
-		r.fills = loadFills(sm.Fills)
+		r.fills, r.held = loadFills(sm.Fills), loadHolds(sm.Held)
 	}
 	if raw, err = r.store.Control(controlMembers); err != nil {
 		return err
@@ -215,11 +218,11 @@ func (r *Replica) adoptMap(m clustermap.Map, publisher string, published wire.HL
 // with its generation.
 func (r *Replica) storeMap(m clustermap.Map, publisher string, published wire.HLC) bool {
 	cs := &r.cmap
-	fills := r.plannedFills(cs.cur, m)
-	if !r.putMap(m, publisher, published, r.now, fills) {
+	fills, held := r.plannedHolds(cs.cur, m)
+	if !r.check(r.writeMap(m, publisher, published, r.now, fills, held)) {
 		return false
 	}
-	r.fills = fills
+	r.fills, r.held = fills, held
 	cs.cur, cs.publisher, cs.published, cs.appliedAt = m, publisher, published, r.now
 	cs.conflict, cs.conflictDoc = nil, nil
 	r.counters.ClusterMapAdopted++
@@ -228,11 +231,15 @@ func (r *Replica) storeMap(m clustermap.Map, publisher string, published wire.HL
 	return true
 }
 
-// putMap writes the control value of a map and the fills it owes.
-func (r *Replica) putMap(m clustermap.Map, publisher string, published wire.HLC, at time.Time, fills map[string]*fill) bool {
+// writeMap writes the control value of a map, the fills it owes and the tables it holds
+// and does not carry.
+func (r *Replica) writeMap(m clustermap.Map, publisher string, published wire.HLC, at time.Time, fills map[string]*fill, held map[string]*tableHold) error {
 	body := wire.Map{Generation: m.Generation, Document: m.Doc, Publisher: publisher, Published: uint64(published)}
-	raw, err := wire.Marshal(storedMap{Map: body, AppliedAt: at.UnixNano(), Fills: storeFills(fills)})
-	return r.check(err) && r.check(r.store.PutControl(controlMap, raw))
+	raw, err := wire.Marshal(storedMap{Map: body, AppliedAt: at.UnixNano(), Fills: storeFills(fills), Held: storeHolds(held)})
+	if err != nil {
+		return err
+	}
+	return r.store.PutControl(controlMap, raw)
 }
 
 // onMap decides a map a peer sent: adopt a higher generation, keep the node's own

@@ -2,7 +2,6 @@ package replica
 
 import (
 	"cmp"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -97,7 +96,13 @@ func (r *Replica) Carrier(table []byte) string {
 	if f := r.fills[string(table)]; f != nil {
 		// This node fills the table: its reads go to a node that holds it whole, not to
 		// another carrier added with it (fillSources).
-		names = slices.Sorted(maps.Keys(r.fillSources(string(table), f)))
+		tiers := r.fillSources(string(table), f)
+		for i := 0; i < len(tiers) && i < 2; i++ { // not those filling with it
+			if len(tiers[i]) > 0 {
+				names = slices.Sorted(slices.Values(tiers[i]))
+				break
+			}
+		}
 	}
 	var cands []carrierCandidate
 	for _, name := range names {

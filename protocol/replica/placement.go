@@ -3,6 +3,7 @@ package replica
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -183,6 +184,9 @@ func (r *Replica) receiveSkip(c *conn, o wire.OriginID, sk *wire.Skip) {
 			return
 		}
 	}
+	if !r.check(r.stopHolds(o, sk.From-1, sk.Tables)) {
+		return
+	}
 	b := &store.Batch{Origin: o, Seq: sk.To, Hash: sk.Hash,
 		Skip: &store.Skip{From: sk.From, Prev: sk.Prev, Tables: sk.Tables, Generation: sk.Generation, HLC: sk.HLC}}
 	if !st.namePersisted {
@@ -238,47 +242,37 @@ func (r *Replica) mapCaughtUp(c *conn) {
 }
 
 // canCopy reports whether the peer on c may be this node's base copy source while tables
-// are placed: a version-4 peer, which knows the placement. One that does not carry a table
-// this node carries may still serve: its copy leaves that table alone here
-// (sourceHolds), and is refused where it would pass entries that may write it
-// (partialCopyRefusal). A version-3 peer holds every table, but whether it lost none of
-// them to a copy of its own nothing says: it is no source while any table is placed.
+// are placed: a version-4 peer, which says how far its snapshot holds each table it does
+// not hold whole (HOLDS). One that does not carry a table this node carries may still
+// serve: its copy leaves that table alone here (sourceWhole), and is refused where it
+// would pass entries that may write it (partialCopyRefusal). A version-3 peer holds every
+// table, but whether it lost none of them to a copy of its own nothing says: it is no
+// source while any table is placed.
 func (r *Replica) canCopy(c *conn) bool {
-	return len(r.cmap.cur.Placement) == 0 || c.version >= v4
+	return len(r.cmap.cur.Placement) == 0 && len(r.held) == 0 && len(r.fills) == 0 || c.version >= v4
 }
 
-// sourceHolds reports whether a copy source on c holds table: it is unplaced, or placed on
-// the source too.
-func (r *Replica) sourceHolds(c *conn, table []byte) bool {
-	m := &r.cmap.cur
-	return !m.Placed(table) || m.Carries(c.peerName, table)
-}
-
-// partialCopyRefusal says why a copy from the peer on c must not end here ("" when it
+// partialCopyRefusal says why the copy t from the peer on c must not end here ("" when it
 // may): it would raise an origin's log past entries that may write a table this node
-// carries and the source does not (the origin carries it, so may write it, or was seen
-// to), whose records the source never held.
-func (r *Replica) partialCopyRefusal(c *conn, positions []wire.CopyPosition) string {
-	m := &r.cmap.cur
-	var lacks []string
-	for t := range m.Placement {
-		if m.Carries(r.id.Name, []byte(t)) && !m.Carries(c.peerName, []byte(t)) {
-			lacks = append(lacks, t)
-		}
-	}
-	if len(lacks) == 0 || r.cfg.Mutations.CopyPastCarried {
+// carries (the origin carries it, so may write it, or was seen to), which the snapshot
+// does not hold that far (HOLDS).
+func (r *Replica) partialCopyRefusal(c *conn, t *copyTake, positions []wire.CopyPosition) string {
+	if r.cfg.Mutations.CopyPastCarried {
 		return ""
 	}
-	slices.Sort(lacks)
-	for _, p := range positions {
-		st := r.origins[p.Origin]
-		if p.Origin == r.id.Origin || st != nil && p.Seq <= st.applied.Seq {
-			continue // not raised by the copy
+	for _, table := range slices.Sorted(maps.Keys(t.holds)) {
+		if !r.carries([]byte(table)) {
+			continue
 		}
-		for _, t := range lacks {
-			if st == nil || st.name == "" || m.Carries(st.name, []byte(t)) || st.writes[t] {
-				return "the copy would raise origin " + p.Origin.String() + " past entries that may write table " + t +
-					", which " + c.peerName + " does not carry"
+		h := t.holds[table]
+		for _, p := range positions {
+			st := r.origins[p.Origin]
+			if p.Origin == r.id.Origin || st != nil && p.Seq <= st.applied.Seq || h[p.Origin] >= p.Seq {
+				continue // not raised by the copy, or held as far as it is raised
+			}
+			if r.mayWrite(st, table) {
+				return "the copy would raise origin " + p.Origin.String() + " past entries that may write table " + table +
+					", which " + c.peerName + " holds only through seq " + strconv.FormatUint(h[p.Origin], 10)
 			}
 		}
 	}

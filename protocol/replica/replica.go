@@ -68,6 +68,11 @@ type Replica struct {
 	// fills: the tables this node was added to and has not filled, each with its applied
 	// positions when it was (tablemove.go), as the map's control value keeps them.
 	fills map[string]*fill
+	// held: the tables this node holds records of and no longer carries, and how far it
+	// holds them (holds.go).
+	held map[string]*tableHold
+	// passed: the held tables whose operations the entry being applied passes (lww).
+	passed [][]byte
 	// links: this node's settings for the links to its peers, by peer name, the default
 	// (both ways, nothing excluded) left out; linkTables: every table some link excludes,
 	// on either end (links.go).

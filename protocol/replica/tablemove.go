@@ -102,6 +102,16 @@ func (r *Replica) removeTables() {
 	for _, t := range slices.Sorted(maps.Keys(r.removals)) {
 		rm := r.removals[t]
 		if len(rm.waiting) == 0 {
+			if r.held[t] != nil {
+				// Claimed held no longer first: a crash before the drop then claims less.
+				held := maps.Clone(r.held)
+				delete(held, t)
+				cs := &r.cmap
+				if !r.check(r.writeMap(cs.cur, cs.publisher, cs.published, cs.appliedAt, r.fills, held)) {
+					return
+				}
+				r.held = held
+			}
 			n, size, err := r.store.DropTable([]byte(t))
 			if !r.check(err) {
 				return
@@ -137,8 +147,9 @@ func (r *Replica) removeTables() {
 	}
 }
 
-// carrierAnswered takes a carrier's positions: once they are at or past what the removal
-// wants of every origin, the carrier is no longer waited for.
+// carrierAnswered takes how far a carrier holds the table (its positions, less what it
+// does not hold whole: holds.go): once that is at or past what the removal wants of every
+// origin, the carrier is no longer waited for.
 func (r *Replica) carrierAnswered(table, carrier string, a Answer) {
 	rm := r.removals[table]
 	if rm == nil || rm.asking[carrier] != a.ID {
@@ -148,9 +159,9 @@ func (r *Replica) carrierAnswered(table, carrier string, a Answer) {
 	if a.Code != "" {
 		return // unreachable, down, timed out: asked again at the next poll
 	}
-	have, filling, ok := parsePositions(a.Body)
-	if !ok || slices.Contains(filling, table) {
-		return // a carrier still filling the table holds less of it than its positions say
+	have, ok := parsePositions(a.Body, table)
+	if !ok {
+		return
 	}
 	for o, seq := range rm.want {
 		if have[o] < seq {
@@ -189,6 +200,9 @@ const kindPositions = "positions"
 type positionsAnswer struct {
 	Positions []storedSeqs `cbor:"1,keyasint,omitempty"`
 	Filling   []string     `cbor:"2,keyasint,omitempty"`
+	// Holds: the tables the node does not hold whole, each with how far it holds them
+	// (holds.go; an origin left out: none of it).
+	Holds []heldAnswer `cbor:"3,keyasint,omitempty"`
 }
 
 func servePositions(r *Replica, _ []byte) (wire.Code, string, []byte) {
@@ -199,6 +213,14 @@ func servePositions(r *Replica, _ []byte) (wire.Code, string, []byte) {
 		}
 	}
 	a.Filling = slices.Sorted(maps.Keys(r.fills))
+	for _, t := range r.partialTables() {
+		h, _ := r.hold(t)
+		var seqs []storedSeqs
+		for _, s := range holdSeqs(h) {
+			seqs = append(seqs, storedSeqs{Origin: s.Origin, Seq: s.Seq})
+		}
+		a.Holds = append(a.Holds, heldAnswer{Table: t, Seqs: seqs})
+	}
 	b, err := wire.Marshal(a)
 	if err != nil {
 		return wire.CodeInternal, err.Error(), nil
@@ -206,17 +228,18 @@ func servePositions(r *Replica, _ []byte) (wire.Code, string, []byte) {
 	return "", "", b
 }
 
-// parsePositions reads a positions answer.
-func parsePositions(b []byte) (map[wire.OriginID]uint64, []string, bool) {
+// parsePositions reads a positions answer: how far the node holds table.
+func parsePositions(b []byte, table string) (map[wire.OriginID]uint64, bool) {
 	var a positionsAnswer
 	if err := wire.Unmarshal(b, &a); err != nil {
-		return nil, nil, false
+		return nil, false
 	}
-	out := make(map[wire.OriginID]uint64, len(a.Positions))
-	for _, p := range a.Positions {
-		out[p.Origin] = p.Seq
+	for _, h := range a.Holds {
+		if h.Table == table {
+			return loadSeqs(h.Seqs), true
+		}
 	}
-	return out, a.Filling, true
+	return loadSeqs(a.Positions), true
 }
 
 // A node added to a table (docs/design.md §24.4) holds runs where the table's past entries
@@ -234,13 +257,16 @@ type storedFill struct {
 	// From are the nodes that carried the table under the map before (none: every node):
 	// a table moved whole to new carriers is held, until its removal there, by them alone.
 	From []string `cbor:"3,keyasint,omitempty"`
+	// Covered is how far the fills so far brought the table, of each origin of Want.
+	Covered []storedSeqs `cbor:"4,keyasint,omitempty"`
 }
 
 // fill is a table this node owes a fill: its positions when it was added, and who carried
 // the table before.
 type fill struct {
-	want map[wire.OriginID]uint64
-	from []string // nil: every node
+	want    map[wire.OriginID]uint64
+	covered map[wire.OriginID]uint64 // how far the fills so far brought the table
+	from    []string                 // nil: every node
 }
 
 type storedSeqs struct {
@@ -251,11 +277,7 @@ type storedSeqs struct {
 func storeFills(fills map[string]*fill) []storedFill {
 	var out []storedFill
 	for _, t := range slices.Sorted(maps.Keys(fills)) {
-		f := storedFill{Table: t, From: fills[t].from}
-		for _, o := range slices.SortedFunc(maps.Keys(fills[t].want), cmpOrigin) {
-			f.Want = append(f.Want, storedSeqs{Origin: o, Seq: fills[t].want[o]})
-		}
-		out = append(out, f)
+		out = append(out, storedFill{Table: t, From: fills[t].from, Want: storeSeqs(fills[t].want), Covered: storeSeqs(fills[t].covered)})
 	}
 	return out
 }
@@ -266,49 +288,7 @@ func loadFills(fs []storedFill) map[string]*fill {
 	}
 	out := map[string]*fill{}
 	for _, f := range fs {
-		want := map[wire.OriginID]uint64{}
-		for _, w := range f.Want {
-			want[w.Origin] = w.Seq
-		}
-		out[f.Table] = &fill{want: want, from: f.From}
-	}
-	return out
-}
-
-// plannedFills is the fills this node owes under map next, adopted over map prev: a table
-// it did not carry under prev and carries under next is owed, wanting its positions now;
-// one it no longer carries is not.
-func (r *Replica) plannedFills(prev, next clustermap.Map) map[string]*fill {
-	out := map[string]*fill{}
-	for t, f := range r.fills {
-		if next.Carries(r.id.Name, []byte(t)) {
-			out[t] = f
-		}
-	}
-	tables := slices.Collect(maps.Keys(next.Placement))
-	tables = append(tables, slices.Collect(maps.Keys(prev.Placement))...)
-	for _, t := range tables {
-		if out[t] != nil || prev.Carries(r.id.Name, []byte(t)) || !next.Carries(r.id.Name, []byte(t)) {
-			continue
-		}
-		// What the fill must hold is every entry of the table this node was sent as a run:
-		// only an origin that carries the table under either map (so may have written it),
-		// or was seen to write it, has such entries; this node wrote none of it. Wanting
-		// the others too would hold the fill back for origins its source may be behind on
-		// for reasons of their own (a source itself waiting for a base copy).
-		want := map[wire.OriginID]uint64{}
-		for _, st := range r.originList {
-			if st.applied.Seq == 0 || st.id == r.id.Origin {
-				continue
-			}
-			if st.name == "" || prev.Carries(st.name, []byte(t)) || next.Carries(st.name, []byte(t)) || st.writes[t] {
-				want[st.id] = st.applied.Seq
-			}
-		}
-		out[t] = &fill{want: want, from: slices.Clone(prev.Placement[t])}
-	}
-	if len(out) == 0 {
-		return nil
+		out[f.Table] = &fill{want: loadSeqs(f.Want), covered: loadSeqs(f.Covered), from: f.From}
 	}
 	return out
 }
@@ -328,60 +308,81 @@ func (r *Replica) maybeFill() {
 		return
 	}
 	for _, t := range slices.Sorted(maps.Keys(r.fills)) {
-		sources := r.fillSources(t, r.fills[t])
-		for _, c := range r.connList {
-			if c.version < v4 || !r.copyable(c) || !sources[c.peerName] {
-				continue
-			}
-			from, key := copyPointBefore([]byte(t))
-			if !r.checkConn(c, c.sess.V3().RequestCopy(from, key)) {
+		for _, tier := range r.fillSources(t, r.fills[t]) {
+			for _, c := range r.connList {
+				if c.version < v4 || !r.copyable(c) || !slices.Contains(tier, c.peerName) {
+					continue
+				}
+				from, key := copyPointBefore([]byte(t))
+				if !r.checkConn(c, c.sess.V3().RequestCopy(from, key)) {
+					return
+				}
+				r.cp.take = &copyTake{conn: c.id, peer: c.peerName, snap: map[wire.OriginID]wire.CopyPosition{}, runStart: r.now, fill: t}
+				r.copyEvent(CopyEvent{Peer: c.peerName, Kind: CopyFilling})
 				return
 			}
-			r.cp.take = &copyTake{conn: c.id, peer: c.peerName, snap: map[wire.OriginID]wire.CopyPosition{}, runStart: r.now, fill: t}
-			r.copyEvent(CopyEvent{Peer: c.peerName, Kind: CopyFilling})
-			return
 		}
 	}
 }
 
-// fillSources are the nodes a fill of table may come from: those that carried it under the
-// map before and carry it still (they applied every entry of it); only when none but this
-// node does (the table moved whole), those that carried it before, which keep it until
-// the new carriers hold what they held (removeTables). A node added with this one may be
-// filling itself, and one the table left stopped applying its entries when it adopted the
-// map: neither is a source while a carrier of both maps is.
-func (r *Replica) fillSources(table string, f *fill) map[string]bool {
+// fillSources are the nodes a fill of table may come from, each merged copy bringing the
+// table as far as its source holds it (HOLDS): those that carried it under the map before
+// and carry it still first, since they hold it whole; then those that carried it before
+// (the table moved whole, or its carriers are away), which hold it until the new carriers
+// hold what they held (removeTables); then those added with this node, which hold what
+// their own fills brought. A source that would bring nothing this fill lacks is left for
+// CopyRetry (fillUseful).
+func (r *Replica) fillSources(table string, f *fill) [][]string {
 	m := &r.cmap.cur
 	before := func(n string) bool { return f.from == nil || slices.Contains(f.from, n) }
-	out := map[string]bool{}
+	var both, former, added []string
 	for _, n := range m.Placement[table] {
-		if n != r.id.Name && before(n) {
-			out[n] = true
+		switch {
+		case n == r.id.Name:
+		case before(n):
+			both = append(both, n)
+		default:
+			added = append(added, n)
 		}
 	}
-	if len(out) == 0 {
-		for _, n := range f.from {
-			if n != r.id.Name {
-				out[n] = true
-			}
+	for _, n := range f.from {
+		if n != r.id.Name && !slices.Contains(both, n) {
+			former = append(former, n)
 		}
 	}
-	return out
+	if len(m.Placement[table]) == 0 && f.from == nil {
+		// Unplaced under both maps (this node held it and was added back as every node
+		// was): every peer carries it.
+		var all []string
+		for _, c := range r.connList {
+			all = append(all, c.peerName)
+		}
+		return [][]string{all}
+	}
+	return [][]string{both, former, added}
 }
 
-// fillBegins checks a fill's snapshot: it must hold every position the fill wants, or the
-// copy is left and asked of a carrier later. It reports whether the fill goes on.
-func (r *Replica) fillBegins(c *conn, t *copyTake) bool {
-	for o, seq := range r.fills[t.fill].want {
-		if t.snap[o].Seq < seq {
-			why := c.peerName + " has not applied origin " + o.String() + " as far as this node had when it was added to table " + t.fill
-			r.checkConn(c, c.sess.V3().AbortCopy(false, wire.CodeGoingAway, why))
-			r.cp.busy[c.peerName] = r.now.Add(r.cfg.CopyRetry)
-			r.cp.take = nil
-			return false
+// fillUseful reports whether the copy t would bring its fill anything it lacks, as far as
+// its source holds the table; one that would not is left, and its source left for
+// CopyRetry.
+func (r *Replica) fillUseful(c *conn, t *copyTake) bool {
+	f := r.fills[t.fill]
+	if f == nil {
+		r.checkConn(c, c.sess.V3().AbortCopy(false, wire.CodeGoingAway, "table "+t.fill+" is no longer owed a fill"))
+		r.cp.take = nil
+		return false
+	}
+	src := t.sourceHold([]byte(t.fill))
+	for o, w := range f.want {
+		if c := f.covered[o]; c < w && src[o] > c {
+			return true
 		}
 	}
-	return true
+	r.checkConn(c, c.sess.V3().AbortCopy(false, wire.CodeGoingAway,
+		c.peerName+" holds table "+t.fill+" no further than this node's fills brought it"))
+	r.cp.busy[c.peerName] = r.now.Add(r.cfg.CopyRetry)
+	r.cp.take = nil
+	return false
 }
 
 // fillChunk merges a chunk of the table being filled: a copied version is written where it
@@ -392,6 +393,13 @@ func (r *Replica) fillChunk(c *conn, t *copyTake, v *wire.ChunkView) {
 	// Every chunk the source sent counts, those of the tables around it too: the fill's
 	// cost on the link, against the table's size.
 	r.counters.FillBytes += uint64(len(v.Raw()))
+	if !t.judged {
+		// Every COPYBEGIN came before the first chunk: the snapshot's holds are known.
+		t.judged = true
+		if !r.fillUseful(c, t) {
+			return
+		}
+	}
 	switch bytes.Compare(v.Table, []byte(t.fill)) {
 	case -1: // a table before it, after the copy's resume point (copyPointBefore)
 		r.checkConn(c, c.sess.V3().AckChunk())
@@ -429,16 +437,41 @@ func (r *Replica) fillChunk(c *conn, t *copyTake, v *wire.ChunkView) {
 	r.checkConn(c, c.sess.V3().AckChunk())
 }
 
-// fillDone ends a fill: the table is no longer owed, in the map's control value.
+// fillDone ends a copy of a fill: the table is as far as the copy's source holds it (its
+// snapshot's positions, less what HOLDS said), and no longer owed once that is every
+// position the fill wants; else the fill goes on from another source (CopyRetry for this
+// one), in the map's control value either way.
 func (r *Replica) fillDone(t *copyTake) {
 	r.cp.take = nil
+	f := r.fills[t.fill]
+	if f == nil {
+		return
+	}
+	src := t.sourceHold([]byte(t.fill))
+	n := &fill{want: f.want, covered: maps.Clone(f.covered), from: f.from}
+	if n.covered == nil {
+		n.covered = map[wire.OriginID]uint64{}
+	}
+	done := true
+	for o, w := range f.want {
+		n.covered[o] = min(w, max(n.covered[o], src[o]))
+		done = done && n.covered[o] >= w
+	}
 	fills := maps.Clone(r.fills)
-	delete(fills, t.fill)
+	fills[t.fill] = n
+	if done {
+		delete(fills, t.fill)
+	}
 	cs := &r.cmap
-	if !r.putMap(cs.cur, cs.publisher, cs.published, cs.appliedAt, fills) {
+	if !r.check(r.writeMap(cs.cur, cs.publisher, cs.published, cs.appliedAt, fills, r.held)) {
 		return
 	}
 	r.fills = fills
+	if !done {
+		r.cp.busy[t.peer] = r.now.Add(r.cfg.CopyRetry)
+		r.copyEvent(CopyEvent{Peer: t.peer, Kind: CopyStopped})
+		return
+	}
 	r.counters.TablesFilled++
 	r.copyEvent(CopyEvent{Peer: t.peer, Kind: CopyFilled})
 }

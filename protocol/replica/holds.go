@@ -1,0 +1,316 @@
+package replica
+
+import (
+	"maps"
+	"slices"
+
+	"plait/protocol/clustermap"
+	"plait/protocol/wire"
+)
+
+// How far a node holds a table (docs/design.md §24.4). A node's applied positions say how
+// far it applied each origin's log, not that its records of a table reflect that log: an
+// entry of a table it does not carry is passed (as a run, or stored without its
+// operations of that table), and a table it was added to lacks the entries it passed
+// before. Every decision that takes a node's records of a table for whole (a fill's
+// source, a base copy's source, a removal's carriers) asks how far the node holds that
+// table instead: per origin, the seq through which every entry of the table is reflected
+// in its records. A node that carries a table and owes it no fill holds it whole (through
+// every applied position); it never moves past an entry of a table it carries without
+// applying it (receiveSkip, partialCopyRefusal). A table a link excludes is held as that
+// link brings it: an operator's exclusion is a choice to hold less, and nothing here
+// claims otherwise for it.
+
+// tableHold is a table this node holds records of and does not carry: of each origin it
+// holds the table through its applied seq, except an origin in stopped, held through the
+// seq given there (it passed an entry of the table after it). Entries applied after the
+// node stopped carrying the table keep it whole while they write none of it, so a node
+// removed from a table and added again soon owes no fill.
+type tableHold struct {
+	stopped map[wire.OriginID]uint64
+}
+
+// storedHold is a tableHold in the map's control value.
+type storedHold struct {
+	Table   string       `cbor:"1,keyasint"`
+	Stopped []storedSeqs `cbor:"2,keyasint,omitempty"`
+}
+
+func storeHolds(held map[string]*tableHold) []storedHold {
+	var out []storedHold
+	for _, t := range slices.Sorted(maps.Keys(held)) {
+		out = append(out, storedHold{Table: t, Stopped: storeSeqs(held[t].stopped)})
+	}
+	return out
+}
+
+func loadHolds(hs []storedHold) map[string]*tableHold {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := map[string]*tableHold{}
+	for _, h := range hs {
+		out[h.Table] = &tableHold{stopped: loadSeqs(h.Stopped)}
+	}
+	return out
+}
+
+func storeSeqs(m map[wire.OriginID]uint64) []storedSeqs {
+	var out []storedSeqs
+	for _, o := range slices.SortedFunc(maps.Keys(m), cmpOrigin) {
+		out = append(out, storedSeqs{Origin: o, Seq: m[o]})
+	}
+	return out
+}
+
+func loadSeqs(ss []storedSeqs) map[wire.OriginID]uint64 {
+	out := make(map[wire.OriginID]uint64, len(ss))
+	for _, s := range ss {
+		out[s.Origin] = s.Seq
+	}
+	return out
+}
+
+// appliedSeqs is this node's applied seq of every origin it applied anything of.
+func (r *Replica) appliedSeqs() map[wire.OriginID]uint64 {
+	out := make(map[wire.OriginID]uint64, len(r.originList))
+	for _, st := range r.originList {
+		if st.applied.Seq > 0 {
+			out[st.id] = st.applied.Seq
+		}
+	}
+	return out
+}
+
+// hold is how far this node holds table: whole (true), or through the seq of each origin
+// in the map (absent: none of it).
+func (r *Replica) hold(table string) (map[wire.OriginID]uint64, bool) {
+	if f := r.fills[table]; f != nil {
+		// Its entries after the fill's positions came whole; those up to them, as far as
+		// the fills so far brought them.
+		out := r.appliedSeqs()
+		for o, w := range f.want {
+			if c := f.covered[o]; c < w {
+				out[o] = c
+			}
+		}
+		return out, false
+	}
+	if h := r.held[table]; h != nil {
+		out := r.appliedSeqs()
+		for o, s := range h.stopped {
+			out[o] = min(out[o], s)
+		}
+		return out, false
+	}
+	if r.carries([]byte(table)) {
+		return nil, true
+	}
+	return nil, false
+}
+
+// partialTables are the tables this node does not hold whole, sorted: the placed tables
+// it does not carry, those it holds records of and does not carry, those it fills.
+func (r *Replica) partialTables() []string {
+	if r.cfg.Mutations.HoldWhole {
+		return nil
+	}
+	set := map[string]bool{}
+	for t := range r.cmap.cur.Placement {
+		if !r.carries([]byte(t)) {
+			set[t] = true
+		}
+	}
+	for t := range r.held {
+		set[t] = true
+	}
+	for t := range r.fills {
+		set[t] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// holdSeqs is a hold as a list ascending by origin, without the origins held through 0.
+func holdSeqs(h map[wire.OriginID]uint64) []wire.OriginSeq {
+	var out []wire.OriginSeq
+	for _, o := range slices.SortedFunc(maps.Keys(h), cmpOrigin) {
+		if h[o] > 0 {
+			out = append(out, wire.OriginSeq{Origin: o, Seq: h[o]})
+		}
+	}
+	return out
+}
+
+// plannedHolds is what this node holds and owes under map next, adopted over map prev
+// (its current): a table it stops carrying is held as far as it held it; a table it is
+// added to is owed a fill up to its applied positions, less what it holds of it already
+// (nothing owed when that is all); the rest as they were.
+func (r *Replica) plannedHolds(prev, next clustermap.Map) (map[string]*fill, map[string]*tableHold) {
+	fills, held := map[string]*fill{}, map[string]*tableHold{}
+	tables := map[string]bool{}
+	for t := range prev.Placement {
+		tables[t] = true
+	}
+	for t := range next.Placement {
+		tables[t] = true
+	}
+	for t := range r.held {
+		tables[t] = true
+	}
+	for t := range r.fills {
+		tables[t] = true
+	}
+	for _, t := range slices.Sorted(maps.Keys(tables)) {
+		now, whole := r.hold(t)
+		was := whole || r.fills[t] != nil || r.held[t] != nil
+		switch {
+		case !next.Carries(r.id.Name, []byte(t)):
+			if !was {
+				continue // never held: nothing to keep
+			}
+			h := &tableHold{stopped: map[wire.OriginID]uint64{}}
+			applied := r.appliedSeqs()
+			for o, s := range now {
+				if s < applied[o] {
+					h.stopped[o] = s
+				}
+			}
+			for o := range applied {
+				if _, ok := now[o]; !ok && !whole {
+					h.stopped[o] = 0
+				}
+			}
+			held[t] = h
+		case whole:
+			// carried under both maps
+		case r.fills[t] != nil:
+			fills[t] = r.fills[t]
+		default:
+			// Added: what it holds already counts; the rest comes by fills.
+			want := r.appliedSeqs()
+			covered := map[wire.OriginID]uint64{}
+			owed := false
+			for o, w := range want {
+				covered[o] = min(now[o], w)
+				owed = owed || covered[o] < w
+			}
+			if owed {
+				fills[t] = &fill{want: want, covered: covered, from: slices.Clone(prev.Placement[t])}
+			}
+		}
+	}
+	if len(fills) == 0 {
+		fills = nil
+	}
+	if len(held) == 0 {
+		held = nil
+	}
+	return fills, held
+}
+
+// stopHolds notes that this node moves origin o past seq without taking the operations of
+// tables (an entry it passes, a run, a copy that raises the log): each of them it holds
+// and holds o of through seq or further is held through seq from now. The map's control
+// value is written first, so that a crash after it claims less, never more.
+func (r *Replica) stopHolds(o wire.OriginID, seq uint64, tables [][]byte) error {
+	var changed map[string]*tableHold
+	for _, t := range tables {
+		h := r.held[string(t)]
+		if h == nil {
+			continue
+		}
+		if s, ok := h.stopped[o]; ok && s <= seq {
+			continue
+		}
+		if changed == nil {
+			changed = maps.Clone(r.held)
+		}
+		n := &tableHold{stopped: maps.Clone(h.stopped)}
+		if n.stopped == nil {
+			n.stopped = map[wire.OriginID]uint64{}
+		}
+		n.stopped[o] = seq
+		changed[string(t)] = n
+	}
+	if changed == nil {
+		return nil
+	}
+	cs := &r.cmap
+	if err := r.writeMap(cs.cur, cs.publisher, cs.published, cs.appliedAt, r.fills, changed); err != nil {
+		return err
+	}
+	r.held = changed
+	return nil
+}
+
+// heldTables lists the tables this node holds and does not carry, for stopHolds.
+func (r *Replica) heldTables() [][]byte {
+	var out [][]byte
+	for _, t := range slices.Sorted(maps.Keys(r.held)) {
+		out = append(out, []byte(t))
+	}
+	return out
+}
+
+// sendHolds tells the taker of a copy served on c how far its snapshot holds each table
+// this node does not hold whole (HOLDS, before COPYBEGIN). It reports false when the
+// connection went.
+func (r *Replica) sendHolds(c *conn) bool {
+	for _, t := range r.partialTables() {
+		h, _ := r.hold(t)
+		if !r.checkConn(c, c.sess.V4().CopyHolds([]byte(t), holdSeqs(h))) {
+			return false
+		}
+	}
+	return true
+}
+
+// onCopyHolds takes in how far the snapshot of the copy this node takes holds a table.
+func (r *Replica) onCopyHolds(c *conn, b *wire.Holds) {
+	t := r.cp.take
+	if t == nil || t.conn != c.id {
+		return
+	}
+	if t.holds == nil {
+		t.holds = map[string]map[wire.OriginID]uint64{}
+	}
+	h := t.holds[string(b.Table)]
+	if h == nil {
+		h = map[wire.OriginID]uint64{}
+		t.holds[string(b.Table)] = h
+	}
+	for _, s := range b.Seqs {
+		h[s.Origin] = s.Seq
+	}
+}
+
+// sourceHold is how far the snapshot of the copy t holds table: whole through its
+// positions, unless its source said otherwise (HOLDS).
+func (t *copyTake) sourceHold(table []byte) map[wire.OriginID]uint64 {
+	if h, ok := t.holds[string(table)]; ok {
+		return h
+	}
+	out := make(map[wire.OriginID]uint64, len(t.snap))
+	for o, p := range t.snap {
+		out[o] = p.Seq
+	}
+	return out
+}
+
+// sourceWhole reports whether the snapshot of the copy t holds table whole.
+func (t *copyTake) sourceWhole(table []byte) bool {
+	_, partial := t.holds[string(table)]
+	return !partial
+}
+
+// mayWrite reports whether origin st may have written table: it carries it under this
+// node's map, was seen to write it, or is not known by name.
+func (r *Replica) mayWrite(st *originState, table string) bool {
+	return st == nil || st.name == "" || r.cmap.cur.Carries(st.name, []byte(table)) || st.writes[table]
+}
+
+// heldAnswer is one table of a positions answer that the node does not hold whole.
+type heldAnswer struct {
+	Table string       `cbor:"1,keyasint"`
+	Seqs  []storedSeqs `cbor:"2,keyasint,omitempty"`
+}
