@@ -26,6 +26,7 @@ type copyIn struct {
 	records     uint64
 	pending     ackQueue[struct{}] // chunks handed to the caller and not yet acknowledged
 	grantQueued bool
+	holds       holdsEnd // where the HOLDS received so far end (version 4)
 }
 
 // copyOut is the copy the peer asked of this side.
@@ -35,6 +36,7 @@ type copyOut struct {
 	begun      bool
 	table, key []byte // the last record sent (nil: the resume point or the start)
 	records    uint64
+	holds      holdsEnd // where the HOLDS sent so far end (version 4)
 }
 
 // ---- receiving ----

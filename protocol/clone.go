@@ -66,11 +66,13 @@ func (v channelState) clone() channelState {
 		n.vector = maps.Clone(v.copyIn.vector)
 		n.table, n.key = bytes.Clone(v.copyIn.table), bytes.Clone(v.copyIn.key)
 		n.pending = v.copyIn.pending.clone()
+		n.holds.table = bytes.Clone(v.copyIn.holds.table)
 		c.copyIn = &n
 	}
 	if v.copyOut != nil {
 		n := *v.copyOut
 		n.table, n.key = bytes.Clone(v.copyOut.table), bytes.Clone(v.copyOut.key)
+		n.holds.table = bytes.Clone(v.copyOut.holds.table)
 		c.copyOut = &n
 	}
 	c.rangeOut, c.rangeIn = v.rangeOut.clone(), v.rangeIn.clone()

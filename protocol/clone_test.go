@@ -136,14 +136,15 @@ func TestCloneKnowsEveryField(t *testing.T) {
 		"channelState": "in inOrigin lastIn connIn connGiven out outOrigin lastOut connOut advertised peerHeads advFloors peerFloors copyIn copyOut rangeOut rangeIn cursors grants connRel",
 		"inChannel":    "id origin seq hash acked ackHash win pending cursorQueued grantQueued resendFrom lastDiscarded",
 		"outChannel":   "id origin next chain first acked win ends",
-		"copyIn":       "id win begun chunked vector lastOrigin table key records pending grantQueued",
-		"copyOut":      "id win begun table key records",
+		"copyIn":       "id win begun chunked vector lastOrigin table key records pending grantQueued holds",
+		"copyOut":      "id win begun table key records holds",
+		"holdsEnd":     "table last",
 		"rangeAsk":     "after through",
 		"v4State":      "lastOut out lastIn in",
 	}
 	for _, typ := range []reflect.Type{s.Type(), s.FieldByName("v1").Type(), chans.Type(), in, out,
 		chans.FieldByName("copyIn").Type().Elem(), chans.FieldByName("copyOut").Type().Elem(), chans.FieldByName("rangeIn").Type().Elem(),
-		s.FieldByName("v4").Type()} {
+		s.FieldByName("v4").Type(), fieldType(chans.FieldByName("copyIn").Type().Elem(), "holds")} {
 		var names []string
 		for i := range typ.NumField() {
 			names = append(names, typ.Field(i).Name)
@@ -152,4 +153,10 @@ func TestCloneKnowsEveryField(t *testing.T) {
 			t.Errorf("%s has the fields\n  %s\nClone was written for\n  %s", typ.Name(), got, want[typ.Name()])
 		}
 	}
+}
+
+// fieldType is the type of typ's field name.
+func fieldType(typ reflect.Type, name string) reflect.Type {
+	f, _ := typ.FieldByName(name)
+	return f.Type
 }

@@ -412,9 +412,9 @@ func TestDeterminism(t *testing.T) {
 				// Both maps, one MEMBERS, four requests each answered once: by the listener (one
 				// late), and by the session itself (too-many-requests).
 				if types[wire.TypeMap] != 2 || types[wire.TypeMembers] != 1 || types[wire.TypeRequest] != 4 || types[wire.TypeResponse] != 4 ||
-					types[wire.TypeSkip] != 1 || types[wire.TypeLink] != 1 {
-					t.Errorf("%d MAP, %d MEMBERS, %d REQUEST, %d RESPONSE, %d SKIP, %d LINK frames", types[wire.TypeMap], types[wire.TypeMembers],
-						types[wire.TypeRequest], types[wire.TypeResponse], types[wire.TypeSkip], types[wire.TypeLink])
+					types[wire.TypeSkip] != 1 || types[wire.TypeLink] != 1 || types[wire.TypeHolds] != 1 {
+					t.Errorf("%d MAP, %d MEMBERS, %d REQUEST, %d RESPONSE, %d SKIP, %d LINK, %d HOLDS frames", types[wire.TypeMap], types[wire.TypeMembers],
+						types[wire.TypeRequest], types[wire.TypeResponse], types[wire.TypeSkip], types[wire.TypeLink], types[wire.TypeHolds])
 				}
 			case 3:
 				// A head and a floor, one PURGED answer, then one entry from the floor.
@@ -613,6 +613,17 @@ func runScenarioV4(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 	}
 	must(t, d.V2().Ack(o, 4))
 	p.Pump(10)
+	// A copy whose snapshot holds table t only through entry 1 of the origin: one HOLDS
+	// before its COPYBEGIN.
+	must(t, d.V3().RequestCopy(nil, nil))
+	p.Pump(10)
+	must(t, l.V4().CopyHolds([]byte("t"), []wire.OriginSeq{{Origin: o, Seq: 1}}))
+	must(t, l.V3().BeginCopy([]wire.CopyPosition{{Origin: o, Seq: 4, Hash: chain[3].Hash, HLC: 4}}, 0, 0, 0))
+	must(t, l.V3().EndCopy())
+	p.Pump(10)
+	if ev := p.D.Last(protocol.EventCopyHolds); ev == nil || string(ev.Holds.Table) != "t" || p.D.Count(protocol.EventCopyEnd) != 1 {
+		t.Fatalf("the dialer's copy-holds: %+v", ev)
+	}
 	return endV3(t, p, d, l)
 }
 

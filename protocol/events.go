@@ -102,6 +102,11 @@ const (
 	// EventLink: the peer sent its settings for this link, Link (version 4): its direction
 	// and the tables it excludes. The latest one received is the peer's.
 	EventLink EventKind = 30
+	// EventCopyHolds: before the copy this side asked for begins, the peer says how far its
+	// snapshot holds one placed table's entries, Holds (version 4): a table it sends none
+	// for is held whole through the COPYBEGIN positions. Several arrive for a table whose
+	// list of origins is long, ascending.
+	EventCopyHolds EventKind = 31
 )
 
 var eventNames = [...]string{
@@ -135,6 +140,7 @@ var eventNames = [...]string{
 	EventRequestRefused: "request-refused",
 	EventSkip:           "skip",
 	EventLink:           "link",
+	EventCopyHolds:      "copy-holds",
 }
 
 func (k EventKind) String() string {
@@ -180,6 +186,7 @@ func (k EventKind) String() string {
 //	request-refused -                                Request (version 4)
 //	skip            -                                Origin, Skip (version 4)
 //	link            -                                Link (version 4)
+//	copy-holds      -                                Holds (version 4)
 //
 // A duplicate, gap or divergence about a received run (version 4's SKIP) sets Skip where
 // one about an entry sets Txn.
@@ -236,6 +243,9 @@ type Event struct {
 	Skip *wire.Skip
 	// Link is the peer's settings for this link (link).
 	Link *wire.Link
+	// Holds is how far the snapshot of the copy this side receives holds one placed
+	// table's entries, as the peer sent it (copy-holds).
+	Holds *wire.Holds
 	// Handshake is the handshake's outcome.
 	Handshake *HandshakeInfo
 	// Err is why what the event reports closed: the session (closed), a version-2 channel

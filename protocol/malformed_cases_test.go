@@ -373,6 +373,13 @@ func inputCases() []inputCase {
 			msg: pingThen(prototest.Frame(&wire.Skip{Channel: 1, From: 1, To: 2, Hash: hashOf(2), HLC: 1,
 				Tables: [][]byte{[]byte("b"), []byte("a")}})),
 			code: wire.CodeBadField, frame: wire.TypeSkip, offset: P, check: noEvent(protocol.EventSkip)},
+		{class: "M27", name: "a HOLDS of origins out of order", on: onV4D,
+			msg: pingThen(prototest.Frame(&wire.Holds{Channel: 1, Table: []byte("t"),
+				Seqs: []wire.OriginSeq{{Origin: wire.OriginID{2}, Seq: 1}, {Origin: wire.OriginID{1}, Seq: 1}}})),
+			code: wire.CodeBadField, frame: wire.TypeHolds, offset: P, check: noEvent(protocol.EventCopyHolds)},
+		{class: "M20", name: "HOLDS on a version-2 connection", on: onV2D,
+			msg:  pingThen(prototest.Frame(&wire.Holds{Channel: 1, Table: []byte("t")})),
+			code: wire.CodeUnexpectedFrame, frame: wire.TypeHolds, offset: P, check: noEvent(protocol.EventCopyHolds)},
 
 		// Other errors caused by input.
 		{name: "a SUBSCRIBE opening more channels than MaxChannels", on: onV2L, llim: protocol.Limits{MaxChannels: 2},

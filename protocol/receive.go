@@ -175,6 +175,7 @@ func init() {
 	established(wire.TypeResponse, body((*Session).onResponse))
 	established(wire.TypeSkip, body((*Session).onSkip))
 	established(wire.TypeLink, body((*Session).onLink))
+	established(wire.TypeHolds, body((*Session).onCopyHolds))
 }
 
 // body adapts a handler of one decoded body type to a receiver's decoded: DecodeBody gives

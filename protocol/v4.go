@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"cmp"
 	"slices"
 	"strconv"
@@ -164,4 +165,68 @@ func (s *Session) divergedSkip(ch *inChannel, k *wire.Skip, at uint64, why strin
 // mean with its own (protocol/replica's links).
 func (s *Session) onLink(_ wire.Frame, l *wire.Link) {
 	s.emit(Event{Kind: EventLink, Link: l})
+}
+
+// ---- placement: what a copy's snapshot holds (HOLDS) ----
+
+// holdsEnd is where the HOLDS of one copy end so far, on the side that sends them and on
+// the side that receives them: the last one's table (nil: none yet) and its last origin
+// (zero: it listed none, and a HOLDS lists no zero origin).
+type holdsEnd struct {
+	table []byte
+	last  wire.OriginID
+}
+
+// after says why a HOLDS of table listing seqs does not go forward from e ("" when it
+// does): its table is above the last one's, or it is the same table going on with origins
+// above the last one's, which listed some. Why: a receiver that took a later frame as the
+// table's whole list, or one listing no origin as "held not at all" after origins were
+// listed, would take the table's records as held further than they are.
+func (e *holdsEnd) after(table []byte, seqs []wire.OriginSeq) string {
+	if e.table == nil {
+		return ""
+	}
+	switch t := bytes.Compare(table, e.table); {
+	case t < 0:
+		return "HOLDS of table " + quote(string(table)) + " after one of table " + quote(string(e.table))
+	case t > 0:
+		return ""
+	case e.last.IsZero():
+		return "a second HOLDS of table " + quote(string(table)) + " after one that listed no origin"
+	case len(seqs) == 0:
+		return "a HOLDS of table " + quote(string(table)) + " listing no origin after one that listed some"
+	case bytes.Compare(seqs[0].Origin[:], e.last[:]) <= 0:
+		return "a HOLDS of table " + quote(string(table)) + " goes on from origin " + seqs[0].Origin.String() +
+			", not above the previous one's last, " + e.last.String()
+	}
+	return ""
+}
+
+// advance moves e to the end of a HOLDS of table listing seqs.
+func (e *holdsEnd) advance(table []byte, seqs []wire.OriginSeq) {
+	e.table = append(e.table[:0], table...)
+	e.last = wire.OriginID{}
+	if len(seqs) > 0 {
+		e.last = seqs[len(seqs)-1].Origin
+	}
+}
+
+// onCopyHolds checks a HOLDS of the copy this side receives (SPEC.md, "HOLDS"): on its
+// channel, with COPYBEGIN's checks of the channel; before the copy's first COPYBEGIN; going
+// forward from the previous HOLDS by (table, first origin).
+func (s *Session) onCopyHolds(f wire.Frame, h *wire.Holds) {
+	c := s.inCopy(f, h.Channel)
+	if c == nil {
+		return
+	}
+	if c.begun {
+		s.unexpected(f, "HOLDS after the copy's COPYBEGIN")
+		return
+	}
+	if why := c.holds.after(h.Table, h.Seqs); why != "" {
+		s.fail(wire.FrameError(wire.CodeOutOfOrder, f.Type, f.Offset, why))
+		return
+	}
+	c.holds.advance(h.Table, h.Seqs)
+	s.emit(Event{Kind: EventCopyHolds, Holds: h})
 }

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,6 +61,17 @@ type V4Commands interface {
 	// wire.MaxLinkTables tables, sorted and distinct), else it is refused with bad-argument
 	// and nothing is sent.
 	Link(l wire.Link) error
+	// CopyHolds tells the taker of the copy this side serves how far the snapshot holds
+	// placed table `table` (HOLDS, SPEC.md "HOLDS"): after each listed origin's entries up
+	// to its seq, and after none of an unlisted origin's; no seqs: none of its entries. A
+	// table the copy holds whole through its COPYBEGIN positions needs no call. It goes
+	// after the peer asked for the copy (EventCopyRequested) and before BeginCopy, else it
+	// is refused with invalid-state. seqs are non-zero origins at seqs of at least 1,
+	// strictly ascending; tables strictly ascending across calls, and a call for the table
+	// of the previous call goes on with origins above that call's last (a list split by
+	// the caller): else bad-argument, and nothing is sent. The session splits seqs into
+	// frames of at most wire.MaxHoldsSeqs origins that fit the peer's frame limit.
+	CopyHolds(table []byte, seqs []wire.OriginSeq) error
 }
 
 // V4 returns the version-4 commands of the session.
@@ -267,6 +279,39 @@ func (c *v4Commands) Link(l wire.Link) error {
 	}
 	if err := s.queueV4(wire.TypeLink, body, false); err != nil {
 		return err
+	}
+	return nil
+}
+
+func (c *v4Commands) CopyHolds(table []byte, seqs []wire.OriginSeq) error {
+	s := (*Session)(c)
+	s.begin()
+	if err := s.needV4("CopyHolds"); err != nil {
+		return err
+	}
+	out := s.chans.copyOut
+	switch {
+	case out == nil:
+		return wire.NewError(wire.CodeInvalidState, "the peer asked for no copy")
+	case out.begun:
+		return wire.NewError(wire.CodeInvalidState, "CopyHolds after BeginCopy: HOLDS precede the copy's COPYBEGIN")
+	}
+	for lo := 0; lo == 0 || lo < len(seqs); lo += wire.MaxHoldsSeqs {
+		part := wire.Holds{Channel: out.id, Table: table, Seqs: seqs[lo:min(len(seqs), lo+wire.MaxHoldsSeqs)]}
+		if err := part.Validate(); err != nil {
+			return wire.NewError(wire.CodeBadArgument, "HOLDS: "+err.Error())
+		}
+		if lo > 0 && bytes.Compare(seqs[lo-1].Origin[:], seqs[lo].Origin[:]) >= 0 {
+			return wire.NewError(wire.CodeBadArgument, "HOLDS: origins are not strictly ascending at "+seqs[lo].Origin.String())
+		}
+	}
+	if why := out.holds.after(table, seqs); why != "" {
+		return wire.NewError(wire.CodeBadArgument, why)
+	}
+	out.holds.advance(table, seqs)
+	holds := func(lo, hi int) wire.Body { return &wire.Holds{Channel: out.id, Table: table, Seqs: seqs[lo:hi]} }
+	for lo := 0; lo == 0 || lo < len(seqs); {
+		lo = max(s.sendFitting(lo, min(len(seqs), lo+wire.MaxHoldsSeqs), holds), 1)
 	}
 	return nil
 }

@@ -68,6 +68,7 @@ const (
 	OpForget      Op = 0x21 // u64 id
 	OpSkip        Op = 0x22 // CBOR SkipMsg: a run of an origin's entries left out of its channel
 	OpLink        Op = 0x23 // CBOR wire.Link: a LINK body, this side's settings for the link
+	OpCopyHolds   Op = 0x24 // CBOR CopyHoldsMsg: how far the snapshot of the copy served holds one placed table
 )
 
 // Kind is an output record's kind.
@@ -265,6 +266,11 @@ func (b *Batch) Skip(origin wire.OriginID, to uint64, hash wire.Hash, hlc wire.H
 // Link appends OpLink.
 func (b *Batch) Link(l wire.Link) error { return Append(b, CmdLink, l) }
 
+// CopyHolds appends OpCopyHolds.
+func (b *Batch) CopyHolds(table []byte, seqs []wire.OriginSeq) error {
+	return Append(b, CmdCopyHolds, CopyHoldsMsg{Table: table, Seqs: seqs})
+}
+
 // SkipMsg is OpSkip's payload: V4().Skip's arguments.
 type SkipMsg struct {
 	Origin     wire.OriginID `cbor:"1,keyasint"`
@@ -273,6 +279,12 @@ type SkipMsg struct {
 	HLC        wire.HLC      `cbor:"4,keyasint"`
 	Tables     [][]byte      `cbor:"5,keyasint,omitempty"`
 	Generation uint64        `cbor:"6,keyasint,omitempty"`
+}
+
+// CopyHoldsMsg is OpCopyHolds's payload: V4().CopyHolds's arguments.
+type CopyHoldsMsg struct {
+	Table []byte           `cbor:"1,keyasint"`
+	Seqs  []wire.OriginSeq `cbor:"2,keyasint,omitempty"`
 }
 
 // OriginsMsg is a list of origins.
@@ -446,6 +458,8 @@ type EventMsg struct {
 	Skip []byte `cbor:"26,keyasint,omitempty"`
 	// The LINK body received (link).
 	Link []byte `cbor:"27,keyasint,omitempty"`
+	// The HOLDS body received (copy-holds).
+	Holds []byte `cbor:"28,keyasint,omitempty"`
 }
 
 // StatsMsg is a protocol.Stats.

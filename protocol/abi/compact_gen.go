@@ -95,6 +95,7 @@ func (w *cw) eventMsg(m *EventMsg) {
 	w.bool(25, m.Late)
 	w.bytes(26, m.Skip)
 	w.bytes(27, m.Link)
+	w.bytes(28, m.Holds)
 }
 
 // handshakeMsg writes m's fields.
@@ -312,6 +313,8 @@ func (r *cr) eventMsg(m *EventMsg) {
 			m.Skip = v
 		case 27:
 			m.Link = v
+		case 28:
+			m.Holds = v
 		}
 	}
 }

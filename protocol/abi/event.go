@@ -79,6 +79,9 @@ func EventOf(e *protocol.Event) *EventMsg {
 	if e.Link != nil {
 		m.Link, _ = e.Link.AppendBody(nil)
 	}
+	if e.Holds != nil {
+		m.Holds, _ = e.Holds.AppendBody(nil)
+	}
 	m.Late = e.Late
 	return m
 }
@@ -169,6 +172,11 @@ func (m *EventMsg) Event() (protocol.Event, error) {
 	if m.Link != nil {
 		if e.Link, err = wire.DecodeLink(m.Link); err != nil {
 			return e, fmt.Errorf("abi: an event's link: %w", err)
+		}
+	}
+	if m.Holds != nil {
+		if e.Holds, err = wire.DecodeHolds(m.Holds); err != nil {
+			return e, fmt.Errorf("abi: an event's holds: %w", err)
 		}
 	}
 	if m.Txn != nil {

@@ -235,6 +235,10 @@ func pinnedEvents() []pinEvent {
 			"a70107040205500013223544576679889baabdccdfee0109a4016a646976657267656e6365026870726f746f636f6c03616405200c010d5820a1a2a3000000000000000000000000000000000000000000000000000000aeaf181a5851a7010102020307045820a1a2a3000000000000000000000000000000000000000000000000000000aeaf055820a1a2a3000000000000000000000000000000000000000000000000000000aeaf06090800"},
 		{"link", ev(protocol.Event{Kind: protocol.EventLink, Link: &wire.Link{Mode: wire.LinkSend, Tables: [][]byte{[]byte("t")}}}),
 			"01011e1b07a2010202814174", "a201181e181b47a2010202814174"},
+		{"copy-holds", ev(protocol.Event{Kind: protocol.EventCopyHolds, Holds: &wire.Holds{Channel: 1, Table: []byte("t"),
+			Seqs: []wire.OriginSeq{{Origin: pinO1, Seq: 7}}}}),
+			"01011f1c1ba30101024174038182500013223544576679889baabdccdfee0107",
+			"a201181f181c581ba30101024174038182500013223544576679889baabdccdfee0107"},
 	}
 }
 
@@ -447,6 +451,10 @@ func pinnedCommands() []pinCommand {
 			"2200000040a601500013223544576679889baabdccdfee010207035820a1a2a3000000000000000000000000000000000000000000000000000000aeaf0409058141740603"},
 		{abi.OpLink, func(b *abi.Batch) error { return b.Link(wire.Link{Mode: wire.LinkSend, Tables: [][]byte{[]byte("t")}}) },
 			"2300000007a2010202814174"},
+		{abi.OpCopyHolds, func(b *abi.Batch) error {
+			return b.CopyHolds([]byte("t"), []wire.OriginSeq{{Origin: pinO1, Seq: 7}})
+		},
+			"2400000019a2014174028182500013223544576679889baabdccdfee0107"},
 	}
 }
 
@@ -563,7 +571,7 @@ func TestPinnedCommands(t *testing.T) {
 		samePayload(t, "command 0x"+hex.EncodeToString([]byte{byte(c.op)}), b.Bytes(), c.want)
 		seen[c.op] = true
 	}
-	for op := abi.OpConfigure; op <= abi.OpLink; op++ {
+	for op := abi.OpConfigure; op <= abi.OpCopyHolds; op++ {
 		if !seen[op] {
 			t.Errorf("op 0x%02x has no pinned command", uint8(op))
 		}

@@ -212,6 +212,9 @@ func samples() []sample {
 			HLC: wire.MakeHLC(1_800_000_000_000, 3), Tables: [][]byte{[]byte("a"), []byte("users")}, Generation: wire.MaxGeneration}},
 		{name: "LINK of both ways, no table", body: &wire.Link{}},
 		{name: "LINK receive only, two tables", body: &wire.Link{Mode: wire.LinkReceive, Tables: [][]byte{[]byte("a"), []byte("users")}}},
+		{name: "HOLDS of a table held not at all", body: &wire.Holds{Channel: 1, Table: []byte("users")}},
+		{name: "HOLDS of two origins", body: &wire.Holds{Channel: 1<<32 - 1, Table: []byte("users"),
+			Seqs: []wire.OriginSeq{{Origin: originA, Seq: 1}, {Origin: originB, Seq: 1<<64 - 1}}}},
 	}
 }
 
@@ -274,7 +277,7 @@ func TestFrameRoundTrip(t *testing.T) {
 			want = 2
 		case typ >= wire.TypePurged && typ <= wire.TypeCopyAbort, typ == wire.TypeRangeDigest, typ == wire.TypeRangeRecords:
 			want = 3
-		case typ >= wire.TypeMap && typ <= wire.TypeLink:
+		case typ >= wire.TypeMap && typ <= wire.TypeHolds:
 			want = 4
 		}
 		if got := wire.Version(typ); got != want {
@@ -282,9 +285,9 @@ func TestFrameRoundTrip(t *testing.T) {
 		}
 	}
 	// Exactly the registry of SPEC: 0x01..0x06, 0x10..0x12, 0x20..0x27, 0x30..0x35,
-	// 0x40..0x41 and 0x50..0x55.
+	// 0x40..0x41 and 0x50..0x56.
 	var want []wire.Type
-	for _, r := range [][2]wire.Type{{0x01, 0x06}, {0x10, 0x12}, {0x20, 0x27}, {0x30, 0x35}, {0x40, 0x41}, {0x50, 0x55}} {
+	for _, r := range [][2]wire.Type{{0x01, 0x06}, {0x10, 0x12}, {0x20, 0x27}, {0x30, 0x35}, {0x40, 0x41}, {0x50, 0x56}} {
 		for typ := r[0]; typ <= r[1]; typ++ {
 			want = append(want, typ)
 		}
@@ -658,8 +661,8 @@ func TestControlBodyBounds(t *testing.T) {
 			t.Errorf("%s body of %d bytes under a frame limit of %d: %v", typ, bound+1, bound+100, err)
 		}
 	}
-	if controls != 6+2+7+6+4 {
-		t.Errorf("%d control types checked, want 25 (6 shared, 2 of version 1, 7 of version 2, 6 of version 3, 4 of version 4)", controls)
+	if controls != 6+2+7+6+5 {
+		t.Errorf("%d control types checked, want 26 (6 shared, 2 of version 1, 7 of version 2, 6 of version 3, 5 of version 4)", controls)
 	}
 
 	// Valid bodies of exactly the bound decode and re-encode; one byte more does not.

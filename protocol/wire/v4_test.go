@@ -406,3 +406,105 @@ func tableNames(n int) [][]byte {
 	}
 	return out
 }
+
+// TestHoldsFieldRules: HOLDS's channel is above 0, its table under the name rule, its
+// origins at most MaxHoldsSeqs (512), each non-zero at a seq of at least 1, strictly
+// ascending; from the decoder and from Validate alike. The largest HOLDS (512 origins of the
+// widest seq, a table of 64 bytes) is well within the control body bound.
+func TestHoldsFieldRules(t *testing.T) {
+	seqs := func(n int, seq uint64) []wire.OriginSeq {
+		out := make([]wire.OriginSeq, n)
+		for i := range out {
+			out[i] = wire.OriginSeq{Origin: wire.OriginID{1, byte(i >> 8), byte(i)}, Seq: seq}
+		}
+		return out
+	}
+	holds := func(mod func(h *wire.Holds)) *wire.Holds {
+		h := &wire.Holds{Channel: 1, Table: []byte("users"), Seqs: []wire.OriginSeq{{Origin: originA, Seq: 3}, {Origin: originB, Seq: 1}}}
+		mod(h)
+		return h
+	}
+	for _, c := range []struct {
+		name string
+		v    *wire.Holds
+		ok   bool
+	}{
+		{"two origins", holds(func(*wire.Holds) {}), true},
+		{"no origin (held not at all)", holds(func(h *wire.Holds) { h.Seqs = nil }), true},
+		{"channel 0", holds(func(h *wire.Holds) { h.Channel = 0 }), false},
+		{"an empty table name", holds(func(h *wire.Holds) { h.Table = nil }), false},
+		{"a table outside the name rule", holds(func(h *wire.Holds) { h.Table = []byte("a/b") }), false},
+		{"a table of 64 bytes", holds(func(h *wire.Holds) { h.Table = bytes.Repeat([]byte("t"), 64) }), true},
+		{"a table of 65 bytes", holds(func(h *wire.Holds) { h.Table = bytes.Repeat([]byte("t"), 65) }), false},
+		{"512 origins", holds(func(h *wire.Holds) { h.Seqs = seqs(wire.MaxHoldsSeqs, 1) }), true},
+		{"513 origins", holds(func(h *wire.Holds) { h.Seqs = seqs(wire.MaxHoldsSeqs+1, 1) }), false},
+		{"a zero origin", holds(func(h *wire.Holds) { h.Seqs = []wire.OriginSeq{{Seq: 1}, {Origin: originB, Seq: 1}} }), false},
+		{"seq 0", holds(func(h *wire.Holds) { h.Seqs[1].Seq = 0 }), false},
+		{"origins out of order", holds(func(h *wire.Holds) { h.Seqs[0], h.Seqs[1] = h.Seqs[1], h.Seqs[0] }), false},
+		{"an origin twice", holds(func(h *wire.Holds) { h.Seqs[1].Origin = originA }), false},
+	} {
+		verr := c.v.Validate()
+		_, derr := decodeV4(c.v)
+		if c.ok {
+			if verr != nil || derr != nil {
+				t.Errorf("HOLDS %s: Validate %v, decode %v", c.name, verr, derr)
+			}
+			continue
+		}
+		if verr == nil || derr == nil || derr.Code != wire.CodeBadField || derr.Class != wire.ClassProtocol {
+			t.Errorf("HOLDS %s: Validate %v, decode %v; want bad-field from both", c.name, verr, derr)
+		}
+	}
+	big := holds(func(h *wire.Holds) {
+		h.Channel, h.Table, h.Seqs = 1<<32-1, bytes.Repeat([]byte("t"), 64), seqs(wire.MaxHoldsSeqs, 1<<64-1)
+	})
+	if enc := body(big); len(enc) > 16<<10 {
+		t.Errorf("the largest HOLDS body takes %d bytes", len(enc))
+	} else if _, err := decodeV4(big); err != nil {
+		t.Errorf("the largest HOLDS: %v", err)
+	}
+}
+
+// TestHoldsRequiredKeys: a HOLDS without key 1 or 2 is bad-cbor; key 3 (the origins) is
+// optional, and present empty is bad-cbor (an empty optional value is omitted); a key of a
+// later build is kept; a header channel other than 0 is bad-channel (the copy channel is
+// key 1).
+func TestHoldsRequiredKeys(t *testing.T) {
+	full := func() map[uint64]any {
+		return map[uint64]any{1: 1, 2: []byte("t"), 3: []any{[]any{originA[:], 4}}}
+	}
+	for _, k := range []uint64{1, 2} {
+		m := full()
+		delete(m, k)
+		if _, err := decode(raw(wire.TypeHolds, 0, 0, cb(m))); err == nil || err.Code != wire.CodeBadCBOR {
+			t.Errorf("HOLDS without key %d: %v, want bad-cbor", k, err)
+		}
+	}
+	m := full()
+	delete(m, 3)
+	if _, err := decode(raw(wire.TypeHolds, 0, 0, cb(m))); err != nil {
+		t.Errorf("HOLDS without origins: %v", err)
+	}
+	m[3] = []any{}
+	if _, err := decode(raw(wire.TypeHolds, 0, 0, cb(m))); err == nil || err.Code != wire.CodeBadCBOR {
+		t.Errorf("HOLDS with an empty origin list: %v, want bad-cbor", err)
+	}
+	m = full()
+	m[3] = []any{[]any{originA[:], 4, 5}}
+	if _, err := decode(raw(wire.TypeHolds, 0, 0, cb(m))); err == nil || err.Code != wire.CodeBadCBOR {
+		t.Errorf("HOLDS with an origin of three fields: %v, want bad-cbor", err)
+	}
+	m = full()
+	m[30] = "later"
+	enc := cb(m)
+	frames, err := decode(raw(wire.TypeHolds, 0, 0, enc))
+	if err != nil {
+		t.Fatalf("HOLDS with key 30: %v", err)
+	}
+	if re, _ := wire.EncodeMessage(frames); !bytes.Equal(re[wire.HeaderSize:], enc) {
+		t.Errorf("HOLDS with key 30 does not re-encode byte for byte")
+	}
+	if _, err := decode(raw(wire.TypeHolds, 0, 1, cb(full()))); err == nil || err.Code != wire.CodeBadChannel {
+		t.Errorf("HOLDS with header channel 1: %v, want bad-channel", err)
+	}
+}

@@ -563,6 +563,28 @@ func TestSessionV4UnderWasm(t *testing.T) {
 			t.Fatal("a LINK of mode 3 was sent")
 		}
 		pump()
+		// A copy's HOLDS: the native side asks the guest for a copy, the guest says how far
+		// its snapshot holds table t before it begins (the guest's COPY-HOLDS command, and
+		// the EventCopyHolds it makes at the native side, cross the ABI).
+		if err := native.V3().RequestCopy(nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		pump()
+		if err := g.CopyHolds([]byte("t"), []wire.OriginSeq{{Origin: nine, Seq: 2}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.CopyHolds([]byte("s"), nil); err == nil {
+			t.Fatal("a HOLDS of a table below the last one's was sent")
+		}
+		for _, err := range []error{guest.V3().BeginCopy(nil, 0, 0, 0), guest.V3().EndCopy()} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := g.CopyHolds([]byte("u"), nil); err == nil {
+			t.Fatal("a HOLDS after the copy began was sent")
+		}
+		pump()
 		return out
 	}
 	wasm, err := mod.NewSession(prototest.Config(wire.RoleListener, "b", 2), 5*time.Second)
@@ -606,8 +628,15 @@ func TestSessionV4UnderWasm(t *testing.T) {
 	if count(got.native, protocol.EventMap) != 1 || count(got.native, protocol.EventMembers) != 1 || count(got.native, protocol.EventRequest) != 2 ||
 		count(got.guest, protocol.EventRequest) != 1 || count(got.native, protocol.EventResponse) != 1 ||
 		count(got.native, protocol.EventSkip) != 1 || count(got.guest, protocol.EventSkip) != 1 ||
-		count(got.native, protocol.EventLink) != 1 || count(got.guest, protocol.EventLink) != 1 {
+		count(got.native, protocol.EventLink) != 1 || count(got.guest, protocol.EventLink) != 1 ||
+		count(got.native, protocol.EventCopyHolds) != 1 || count(got.native, protocol.EventCopyEnd) != 1 {
 		t.Fatalf("native events %v, guest events %v", kindsOf(got.native), kindsOf(got.guest))
+	}
+	for _, e := range got.native {
+		if e.Kind == protocol.EventCopyHolds && (string(e.Holds.Table) != "t" || e.Holds.Channel != 2 || // 1 is its subscription
+			!reflect.DeepEqual(e.Holds.Seqs, []wire.OriginSeq{{Origin: prototest.Origin(9), Seq: 2}})) {
+			t.Fatalf("the native side's copy-holds: %+v", e.Holds)
+		}
 	}
 }
 
@@ -616,7 +645,7 @@ func TestSessionV4UnderWasm(t *testing.T) {
 func TestUnknownCommandIsAnErrorResult(t *testing.T) {
 	_, in := load(t)
 	var b abi.Batch
-	b.Raw(abi.OpLink+1, []byte{1, 2, 3}) // one past the last opcode of ABI version 5
+	b.Raw(abi.OpCopyHolds+1, []byte{1, 2, 3}) // one past the last opcode of ABI version 5
 	b.Tick(prototest.Epoch)
 	bad := append(b.Bytes(), 0x03, 0, 0, 0, 9, 1) // claims 9 bytes, has 1
 	out, err := in.Step(context.Background(), bad)

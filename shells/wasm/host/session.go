@@ -364,6 +364,10 @@ func (c *v4Commands) Link(l wire.Link) error {
 	return send((*Session)(c), abi.CmdLink, l)
 }
 
+func (c *v4Commands) CopyHolds(table []byte, seqs []wire.OriginSeq) error {
+	return send((*Session)(c), abi.CmdCopyHolds, abi.CopyHoldsMsg{Table: table, Seqs: seqs})
+}
+
 func (c *v3Commands) AdvertiseFloors(floors []wire.Floor) error {
 	return send((*Session)(c), abi.CmdAdvertiseFloors, abi.HeadsMsg{Floors: floors})
 }
