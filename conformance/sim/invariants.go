@@ -616,7 +616,8 @@ func (c *Cluster) checkOracle() {
 				case w.Deleted:
 					c.inv.fail(c.now, "%s: record %s/%s is back after its delete (version %d of %s)", name, r.Table, r.Key, w.HLC, c.originName(w.Origin))
 				case !bytes.Equal(w.Value, r.Value):
-					c.inv.fail(c.now, "%s: record %s/%s holds %q, the last write made it %q", name, r.Table, r.Key, r.Value, w.Value)
+					c.inv.fail(c.now, "%s: record %s/%s holds %.12q (version %d of %s), the last write made it %.12q (version %d of %s)",
+						name, r.Table, r.Key, r.Value, r.HLC, c.originName(r.Origin), w.Value, w.HLC, c.originName(w.Origin))
 				}
 				return true
 			})

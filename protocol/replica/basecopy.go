@@ -321,9 +321,9 @@ func (r *Replica) seen(hlc wire.HLC, o wire.OriginID) bool {
 
 // coveredLocal lists this node's records in the range a chunk covers: after (fromTable,
 // fromKey) (nil: the start) up to and including (toTable, toKey) (nil: the end).
-// Tables the source does not hold whole (HOLDS) are not covered: it sends none of their
-// records or not all, and this node's are not its to remove (§24.2).
-func (r *Replica) coveredLocal(take *copyTake, fromTable, fromKey, toTable, toKey []byte) ([]store.Record, bool) {
+// Every table is listed: a copied version is written only where it is newer than the one
+// listed (onChunk), whoever sent it.
+func (r *Replica) coveredLocal(fromTable, fromKey, toTable, toKey []byte) ([]store.Record, bool) {
 	tables, err := r.store.Tables()
 	if !r.check(err) {
 		return nil, false
@@ -331,9 +331,6 @@ func (r *Replica) coveredLocal(take *copyTake, fromTable, fromKey, toTable, toKe
 	var out []store.Record
 	for _, t := range tables {
 		if fromTable != nil && bytes.Compare(t, fromTable) < 0 {
-			continue
-		}
-		if !take.sourceWhole(t) {
 			continue
 		}
 		if toTable != nil && bytes.Compare(t, toTable) > 0 {
@@ -359,11 +356,13 @@ func (r *Replica) coveredLocal(take *copyTake, fromTable, fromKey, toTable, toKe
 }
 
 // superseded lists the records of local absent from the copied set that the snapshot shows
-// the sender deleted: live versions whose write its vector covers.
+// the sender deleted: live versions whose write its vector covers, of a table it holds
+// whole. A table it does not (HOLDS: it does not carry it, or fills it) may lack a record
+// it never took, which is not its to remove (§24.2).
 func (r *Replica) superseded(local []store.Record, copied map[string]bool, t *copyTake) []store.Record {
 	var out []store.Record
 	for _, l := range local {
-		if l.Deleted || copied[string(l.Key)] {
+		if l.Deleted || copied[string(l.Key)] || !t.sourceWhole(l.Table) {
 			continue
 		}
 		if p, ok := t.snap[l.Origin]; r.cfg.Mutations.ReplacingCopy || ok && l.HLC <= p.HLC {
@@ -389,7 +388,7 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 		return
 	}
 	next := r.nextState(t)
-	local, ok := r.coveredLocal(t, next.Table, next.Key, v.Table, v.Last)
+	local, ok := r.coveredLocal(next.Table, next.Key, v.Table, v.Last)
 	if !ok {
 		return
 	}
@@ -513,7 +512,7 @@ func (r *Replica) onCopyEnd(c *conn) {
 		return
 	}
 	next := r.nextState(t)
-	local, ok := r.coveredLocal(t, next.Table, next.Key, nil, nil)
+	local, ok := r.coveredLocal(next.Table, next.Key, nil, nil)
 	if !ok {
 		return
 	}

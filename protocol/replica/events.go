@@ -111,6 +111,8 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 		r.onPurged(c, ev)
 	case protocol.EventCopyRequested:
 		r.onCopyRequested(c, ev.Copy)
+	case protocol.EventCopyHolds:
+		r.onCopyHolds(c, ev.Holds)
 	case protocol.EventCopyBegin:
 		r.onCopyBegin(c, ev.CopyBegin)
 	case protocol.EventChunk:

@@ -265,10 +265,14 @@ func (r *Replica) sendHolds(c *conn) bool {
 	return true
 }
 
-// onCopyHolds takes in how far the snapshot of the copy this node takes holds a table.
+// onCopyHolds takes in how far the snapshot of the copy this node takes holds a table. It
+// keeps what its decisions read, so that a peer's frames cannot make it keep more than its
+// own tables and origins: the tables it carries, fills or holds, and of them the origins
+// it knows (one it does not is held through 0, which refuses more, never less: a copy that
+// would raise it past such a table's entries, partialCopyRefusal).
 func (r *Replica) onCopyHolds(c *conn, b *wire.Holds) {
 	t := r.cp.take
-	if t == nil || t.conn != c.id {
+	if t == nil || t.conn != c.id || !r.carries(b.Table) && r.fills[string(b.Table)] == nil && r.held[string(b.Table)] == nil {
 		return
 	}
 	if t.holds == nil {
@@ -280,7 +284,9 @@ func (r *Replica) onCopyHolds(c *conn, b *wire.Holds) {
 		t.holds[string(b.Table)] = h
 	}
 	for _, s := range b.Seqs {
-		h[s.Origin] = s.Seq
+		if r.origins[s.Origin] != nil {
+			h[s.Origin] = s.Seq
+		}
 	}
 }
 
