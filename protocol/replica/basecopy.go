@@ -28,6 +28,7 @@ import (
 type copyTake struct {
 	conn     ConnID
 	peer     string
+	origin   wire.OriginID // the source's own origin
 	snap     map[wire.OriginID]wire.CopyPosition // the current snapshot's vector, as COPYBEGIN gives it
 	merged   bool                                // the current snapshot's vector is in the state's
 	total    CopyTotals
@@ -37,6 +38,9 @@ type copyTake struct {
 	judged   bool   // the fill was judged worth taking from this snapshot (fillUseful)
 	// holds: the tables the snapshot does not hold whole, and how far it holds them (HOLDS)
 	holds map[string]map[wire.OriginID]uint64
+	// since: of those tables, the seq from which the source's own entries write none of
+	// it (HOLDS key 4)
+	since map[string]uint64
 }
 
 // CopyTotals is what a sender says of its snapshot, for progress: 0 when unknown.

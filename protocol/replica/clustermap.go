@@ -62,6 +62,20 @@ type storedMap struct {
 	// Held are the tables this node holds records of and no longer carries, and how far
 	// it holds them (holds.go), kept with the map for the same reason.
 	Held []storedHold `cbor:"4,keyasint,omitempty"`
+	// Writers are, of each table a map this node held placed, the nodes that carried it
+	// under one of them, or none when it was unplaced before (every node may have written
+	// it): a base copy must not pass their entries (holds.go, mayWrite).
+	Writers []storedWriters `cbor:"5,keyasint,omitempty"`
+	// OwnSince is, of each table this node does not carry, the seq of its own log from
+	// which its entries write none of it (holds.go, HOLDS's since).
+	OwnSince []storedSince `cbor:"6,keyasint,omitempty"`
+}
+
+// storedWriters is one table's writers in the map's control value.
+type storedWriters struct {
+	Table string   `cbor:"1,keyasint"`
+	Any   bool     `cbor:"2,keyasint,omitempty"`
+	Nodes []string `cbor:"3,keyasint,omitempty"`
 }
 
 // storedMembers is the control value of the member entries.
@@ -128,7 +142,8 @@ func (r *Replica) loadClusterMap() error {
 		}
 		cs.cur, cs.publisher, cs.published = m, sm.Map.Publisher, wire.HLC(sm.Map.Published)
 		cs.appliedAt = time.Unix(0, sm.AppliedAt).UTC()
-		r.fills, r.held = loadFills(sm.Fills), loadHolds(sm.Held)
+		r.fills, r.held, r.writers = loadFills(sm.Fills), loadHolds(sm.Held), loadWriters(sm.Writers)
+		r.ownSince = loadSince(sm.OwnSince)
 	}
 	if raw, err = r.store.Control(controlMembers); err != nil {
 		return err
@@ -218,8 +233,12 @@ func (r *Replica) adoptMap(m clustermap.Map, publisher string, published wire.HL
 // with its generation.
 func (r *Replica) storeMap(m clustermap.Map, publisher string, published wire.HLC) bool {
 	cs := &r.cmap
-	fills, held := r.plannedHolds(cs.cur, m)
+	fills, held, since := r.plannedHolds(cs.cur, m)
+	wasWriters, wasSince := r.writers, r.ownSince
+	// written with the map, below
+	r.writers, r.ownSince = r.plannedWriters(cs.cur, m), since
 	if !r.check(r.writeMap(m, publisher, published, r.now, fills, held)) {
+		r.writers, r.ownSince = wasWriters, wasSince
 		return false
 	}
 	r.fills, r.held = fills, held
@@ -235,7 +254,8 @@ func (r *Replica) storeMap(m clustermap.Map, publisher string, published wire.HL
 // and does not carry.
 func (r *Replica) writeMap(m clustermap.Map, publisher string, published wire.HLC, at time.Time, fills map[string]*fill, held map[string]*tableHold) error {
 	body := wire.Map{Generation: m.Generation, Document: m.Doc, Publisher: publisher, Published: uint64(published)}
-	raw, err := wire.Marshal(storedMap{Map: body, AppliedAt: at.UnixNano(), Fills: storeFills(fills), Held: storeHolds(held)})
+	raw, err := wire.Marshal(storedMap{Map: body, AppliedAt: at.UnixNano(), Fills: storeFills(fills), Held: storeHolds(held),
+		Writers: storeWriters(r.writers), OwnSince: storeSince(r.ownSince)})
 	if err != nil {
 		return err
 	}

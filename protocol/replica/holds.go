@@ -145,8 +145,9 @@ func holdSeqs(h map[wire.OriginID]uint64) []wire.OriginSeq {
 // (its current): a table it stops carrying is held as far as it held it; a table it is
 // added to is owed a fill up to its applied positions, less what it holds of it already
 // (nothing owed when that is all); the rest as they were.
-func (r *Replica) plannedHolds(prev, next clustermap.Map) (map[string]*fill, map[string]*tableHold) {
-	fills, held := map[string]*fill{}, map[string]*tableHold{}
+func (r *Replica) plannedHolds(prev, next clustermap.Map) (map[string]*fill, map[string]*tableHold, map[string]uint64) {
+	fills, held, since := map[string]*fill{}, map[string]*tableHold{}, map[string]uint64{}
+	own := r.origin(r.id.Origin).applied.Seq
 	tables := map[string]bool{}
 	for t := range prev.Placement {
 		tables[t] = true
@@ -160,9 +161,20 @@ func (r *Replica) plannedHolds(prev, next clustermap.Map) (map[string]*fill, map
 	for t := range r.fills {
 		tables[t] = true
 	}
+	for t := range r.ownSince {
+		tables[t] = true
+	}
 	for _, t := range slices.Sorted(maps.Keys(tables)) {
 		now, whole := r.hold(t)
 		was := whole || r.fills[t] != nil || r.held[t] != nil
+		if !next.Carries(r.id.Name, []byte(t)) {
+			// It writes the table no more: its own entries from the next on write none
+			// of it (a node removed twice keeps the first stop: it wrote none between).
+			since[t] = r.ownSince[t]
+			if prev.Carries(r.id.Name, []byte(t)) || since[t] == 0 {
+				since[t] = own + 1
+			}
+		}
 		switch {
 		case !next.Carries(r.id.Name, []byte(t)):
 			if !was {
@@ -192,6 +204,9 @@ func (r *Replica) plannedHolds(prev, next clustermap.Map) (map[string]*fill, map
 			owed := false
 			for o, w := range want {
 				covered[o] = min(now[o], w)
+				if o == r.id.Origin && r.ownSince[t] > 0 && r.ownSince[t] <= now[o]+1 {
+					covered[o] = w // its own entries since it held them write none of it
+				}
 				owed = owed || covered[o] < w
 			}
 			if owed {
@@ -205,7 +220,10 @@ func (r *Replica) plannedHolds(prev, next clustermap.Map) (map[string]*fill, map
 	if len(held) == 0 {
 		held = nil
 	}
-	return fills, held
+	if len(since) == 0 {
+		since = nil
+	}
+	return fills, held, since
 }
 
 // stopHolds notes that this node moves origin o past seq without taking the operations of
@@ -258,7 +276,7 @@ func (r *Replica) heldTables() [][]byte {
 func (r *Replica) sendHolds(c *conn) bool {
 	for _, t := range r.partialTables() {
 		h, _ := r.hold(t)
-		if !r.checkConn(c, c.sess.V4().CopyHolds([]byte(t), holdSeqs(h))) {
+		if !r.checkConn(c, c.sess.V4().CopyHolds([]byte(t), holdSeqs(h), r.ownSince[t])) {
 			return false
 		}
 	}
@@ -276,7 +294,10 @@ func (r *Replica) onCopyHolds(c *conn, b *wire.Holds) {
 		return
 	}
 	if t.holds == nil {
-		t.holds = map[string]map[wire.OriginID]uint64{}
+		t.holds, t.since = map[string]map[wire.OriginID]uint64{}, map[string]uint64{}
+	}
+	if b.Since > 0 {
+		t.since[string(b.Table)] = b.Since
 	}
 	h := t.holds[string(b.Table)]
 	if h == nil {
@@ -309,14 +330,99 @@ func (t *copyTake) sourceWhole(table []byte) bool {
 	return !partial
 }
 
-// mayWrite reports whether origin st may have written table: it carries it under this
-// node's map, was seen to write it, or is not known by name.
+// mayWrite reports whether origin st may have written table: it carried it under a map
+// this node held (writers), was seen to write it, or is not known by name.
 func (r *Replica) mayWrite(st *originState, table string) bool {
-	return st == nil || st.name == "" || r.cmap.cur.Carries(st.name, []byte(table)) || st.writes[table]
+	if st == nil || st.name == "" || st.writes[table] || r.cmap.cur.Carries(st.name, []byte(table)) {
+		return true
+	}
+	w, ok := r.writers[table]
+	return !ok || w == nil || slices.Contains(w, st.name)
 }
+
+// plannedWriters is writers with the carriers of next's placed tables added: a table
+// placed for the first time was carried by every node before (nil: anyone may have
+// written it), unless this node held a map before that placed it.
+func (r *Replica) plannedWriters(prev, next clustermap.Map) map[string][]string {
+	out := maps.Clone(r.writers)
+	if out == nil {
+		out = map[string][]string{}
+	}
+	applied := len(r.appliedSeqs()) > 0
+	for t, nodes := range next.Placement {
+		w, ok := out[t]
+		if ok && w == nil {
+			continue
+		}
+		if !ok && (prev.Generation > 0 && len(prev.Placement[t]) == 0 || prev.Generation == 0 && applied) {
+			// Unplaced before: every node carried it (this node's first map: unless its
+			// logs hold nothing yet, and then nothing was written that it knows of).
+			out[t] = nil
+			continue
+		}
+		merged := slices.Clone(w)
+		for _, n := range nodes {
+			if !slices.Contains(merged, n) {
+				merged = append(merged, n)
+			}
+		}
+		slices.Sort(merged)
+		out[t] = merged
+	}
+	return out
+}
+
 
 // heldAnswer is one table of a positions answer that the node does not hold whole.
 type heldAnswer struct {
 	Table string       `cbor:"1,keyasint"`
 	Seqs  []storedSeqs `cbor:"2,keyasint,omitempty"`
+}
+
+func storeWriters(w map[string][]string) []storedWriters {
+	var out []storedWriters
+	for _, t := range slices.Sorted(maps.Keys(w)) {
+		out = append(out, storedWriters{Table: t, Any: w[t] == nil, Nodes: w[t]})
+	}
+	return out
+}
+
+func loadWriters(ws []storedWriters) map[string][]string {
+	if len(ws) == 0 {
+		return nil
+	}
+	out := map[string][]string{}
+	for _, w := range ws {
+		if w.Any {
+			out[w.Table] = nil
+		} else {
+			out[w.Table] = w.Nodes
+		}
+	}
+	return out
+}
+
+// storedSince is one table's ownSince in the map's control value.
+type storedSince struct {
+	Table string `cbor:"1,keyasint"`
+	Seq   uint64 `cbor:"2,keyasint"`
+}
+
+func storeSince(m map[string]uint64) []storedSince {
+	var out []storedSince
+	for _, t := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, storedSince{Table: t, Seq: m[t]})
+	}
+	return out
+}
+
+func loadSince(ss []storedSince) map[string]uint64 {
+	if len(ss) == 0 {
+		return nil
+	}
+	out := make(map[string]uint64, len(ss))
+	for _, s := range ss {
+		out[s.Table] = s.Seq
+	}
+	return out
 }

@@ -254,8 +254,9 @@ func (r *Replica) canCopy(c *conn) bool {
 
 // partialCopyRefusal says why the copy t from the peer on c must not end here ("" when it
 // may): it would raise an origin's log past entries that may write a table this node
-// carries (the origin carries it, so may write it, or was seen to), which the snapshot
-// does not hold that far (HOLDS).
+// carries (mayWrite), which the snapshot does not hold that far (HOLDS), unless the origin
+// is the source's own and the source says that its entries it raises past write none of
+// the table (HOLDS's since).
 func (r *Replica) partialCopyRefusal(c *conn, t *copyTake, positions []wire.CopyPosition) string {
 	if r.cfg.Mutations.CopyPastCarried {
 		return ""
@@ -269,6 +270,9 @@ func (r *Replica) partialCopyRefusal(c *conn, t *copyTake, positions []wire.Copy
 			st := r.origins[p.Origin]
 			if p.Origin == r.id.Origin || st != nil && p.Seq <= st.applied.Seq || h[p.Origin] >= p.Seq {
 				continue // not raised by the copy, or held as far as it is raised
+			}
+			if s := t.since[table]; p.Origin == c.peerOrigin && s > 0 && (st == nil && s <= 1 || st != nil && s <= st.applied.Seq+1) {
+				continue // the source's own entries it raises past write none of the table
 			}
 			if r.mayWrite(st, table) {
 				return "the copy would raise origin " + p.Origin.String() + " past entries that may write table " + table +

@@ -71,6 +71,12 @@ type Replica struct {
 	// held: the tables this node holds records of and no longer carries, and how far it
 	// holds them (holds.go).
 	held map[string]*tableHold
+	// writers: of each table a map this node held placed, the nodes that carried it
+	// under one (nil: every node may have written it; holds.go).
+	writers map[string][]string
+	// ownSince: of each table this node does not carry, the seq of its own log from
+	// which its entries write none of it (holds.go).
+	ownSince map[string]uint64
 	// passed: the held tables whose operations the entry being applied passes (lww).
 	passed [][]byte
 	// links: this node's settings for the links to its peers, by peer name, the default

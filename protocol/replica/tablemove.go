@@ -39,7 +39,7 @@ type RemovalStatus struct {
 
 // planRemovals makes the removals the map asks for: a table this node holds records of and
 // does not carry is removed (a new removal wants this node's positions now); one it
-// carries again is not; a carrier no longer in the map is not waited for.
+// carries again is not; each waits for the carriers of the map, and for no other.
 func (r *Replica) planRemovals() {
 	r.removalsDirty = false
 	m := &r.cmap.cur
@@ -79,14 +79,10 @@ func (r *Replica) planRemovals() {
 				carriers[n] = true
 			}
 		}
-		if rm.waiting == nil {
-			rm.waiting = carriers
-		}
-		for n := range rm.waiting {
-			if !carriers[n] {
-				delete(rm.waiting, n)
-			}
-		}
+		// Every carrier of this map, those that answered under the map before too: the
+		// table's carriers may all be new (it moved), and one that showed it held enough
+		// then may have been removed and dropped it since.
+		rm.waiting = carriers
 	}
 }
 
@@ -317,7 +313,7 @@ func (r *Replica) maybeFill() {
 				if !r.checkConn(c, c.sess.V3().RequestCopy(from, key)) {
 					return
 				}
-				r.cp.take = &copyTake{conn: c.id, peer: c.peerName, snap: map[wire.OriginID]wire.CopyPosition{}, runStart: r.now, fill: t}
+				r.cp.take = &copyTake{conn: c.id, peer: c.peerName, origin: c.peerOrigin, snap: map[wire.OriginID]wire.CopyPosition{}, runStart: r.now, fill: t}
 				r.copyEvent(CopyEvent{Peer: c.peerName, Kind: CopyFilling})
 				return
 			}
@@ -325,7 +321,7 @@ func (r *Replica) maybeFill() {
 	}
 }
 
-// fillSources are the nodes a fill of table may come from, each merged copy bringing the
+// fillSources are the nodes a fill of table may come from, in tiers, each merged copy bringing the
 // table as far as its source holds it (HOLDS): those that carried it under the map before
 // and carry it still first, since they hold it whole; then those that carried it before
 // (the table moved whole, or its carriers are away), which hold it until the new carriers
@@ -359,7 +355,31 @@ func (r *Replica) fillSources(table string, f *fill) [][]string {
 		}
 		return [][]string{all}
 	}
-	return [][]string{both, former, added}
+	// Last, any other node: one that holds none of the table still tells how far its own
+	// entries write none of it (HOLDS's since), which is all a fill needs of an origin
+	// that stopped writing the table long ago.
+	var rest []string
+	for _, c := range r.connList {
+		if !slices.Contains(both, c.peerName) && !slices.Contains(former, c.peerName) && !slices.Contains(added, c.peerName) {
+			rest = append(rest, c.peerName)
+		}
+	}
+	return [][]string{both, former, added, rest}
+}
+
+// fillHold is how far the copy t brings the fill f, of each origin: as far as its source
+// holds the table, and, of the source's own origin, every position the fill wants when the
+// source's entries from the seq after what it brings write none of the table (HOLDS's
+// since).
+func (t *copyTake) fillHold(f *fill) map[wire.OriginID]uint64 {
+	src := t.sourceHold([]byte(t.fill))
+	if s := t.since[t.fill]; s > 0 && !t.origin.IsZero() {
+		if w := f.want[t.origin]; w > 0 && s <= max(src[t.origin], f.covered[t.origin])+1 {
+			src = maps.Clone(src)
+			src[t.origin] = w
+		}
+	}
+	return src
 }
 
 // fillUseful reports whether the copy t would bring its fill anything it lacks, as far as
@@ -372,7 +392,7 @@ func (r *Replica) fillUseful(c *conn, t *copyTake) bool {
 		r.cp.take = nil
 		return false
 	}
-	src := t.sourceHold([]byte(t.fill))
+	src := t.fillHold(f)
 	for o, w := range f.want {
 		if c := f.covered[o]; c < w && src[o] > c {
 			return true
@@ -447,7 +467,7 @@ func (r *Replica) fillDone(t *copyTake) {
 	if f == nil {
 		return
 	}
-	src := t.sourceHold([]byte(t.fill))
+	src := t.fillHold(f)
 	n := &fill{want: f.want, covered: maps.Clone(f.covered), from: f.from}
 	if n.covered == nil {
 		n.covered = map[wire.OriginID]uint64{}
