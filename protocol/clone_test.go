@@ -138,7 +138,7 @@ func TestCloneKnowsEveryField(t *testing.T) {
 		"outChannel":   "id origin next chain first acked win ends",
 		"copyIn":       "id win begun chunked vector lastOrigin table key records pending grantQueued holds",
 		"copyOut":      "id win begun table key records holds",
-		"holdsEnd":     "table last",
+		"holdsEnd":     "table last since",
 		"rangeAsk":     "after through",
 		"v4State":      "lastOut out lastIn in",
 	}

@@ -617,7 +617,7 @@ func runScenarioV4(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 	// before its COPYBEGIN.
 	must(t, d.V3().RequestCopy(nil, nil))
 	p.Pump(10)
-	must(t, l.V4().CopyHolds([]byte("t"), []wire.OriginSeq{{Origin: o, Seq: 1}}))
+	must(t, l.V4().CopyHolds([]byte("t"), []wire.OriginSeq{{Origin: o, Seq: 1}}, 0))
 	must(t, l.V3().BeginCopy([]wire.CopyPosition{{Origin: o, Seq: 4, Hash: chain[3].Hash, HLC: 4}}, 0, 0, 0))
 	must(t, l.V3().EndCopy())
 	p.Pump(10)

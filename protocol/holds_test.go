@@ -24,9 +24,10 @@ func holdsSeqs(n int, first uint64) []wire.OriginSeq {
 
 // TestCopyHolds: each CopyHolds reaches the taker as EventCopyHolds, in the order sent and
 // before EventCopyBegin; a table of more than wire.MaxHoldsSeqs origins goes as two frames,
-// origins ascending across them; a table listed with no origin arrives with none; the
-// taker's view of the whole list equals what was sent. After BeginCopy, CopyHolds is
-// refused with invalid-state and sends nothing.
+// origins ascending across them, each with the table's since; a table listed with no
+// origin arrives with none; the taker's view of the whole list and of each table's since
+// equals what was sent. After BeginCopy, CopyHolds is refused with invalid-state and sends
+// nothing.
 func TestCopyHolds(t *testing.T) {
 	o := prototest.Origin(7)
 	p := copyPair(t, o, protocol.Limits{}, protocol.Limits{}, nil, nil)
@@ -35,11 +36,11 @@ func TestCopyHolds(t *testing.T) {
 	}
 	long := holdsSeqs(wire.MaxHoldsSeqs+1, 1)
 	sent := len(p.L.Sent)
-	must(t, p.L.S.V4().CopyHolds([]byte("a"), []wire.OriginSeq{{Origin: o, Seq: 3}}))
-	must(t, p.L.S.V4().CopyHolds([]byte("b"), long))
-	must(t, p.L.S.V4().CopyHolds([]byte("c"), nil))
+	must(t, p.L.S.V4().CopyHolds([]byte("a"), []wire.OriginSeq{{Origin: o, Seq: 3}}, 0))
+	must(t, p.L.S.V4().CopyHolds([]byte("b"), long, 1<<40))
+	must(t, p.L.S.V4().CopyHolds([]byte("c"), nil, 4))
 	must(t, p.L.S.V3().BeginCopy(nil, 0, 0, 0))
-	if err := p.L.S.V4().CopyHolds([]byte("d"), nil); !isCode(err, wire.CodeInvalidState) {
+	if err := p.L.S.V4().CopyHolds([]byte("d"), nil, 0); !isCode(err, wire.CodeInvalidState) {
 		t.Errorf("CopyHolds after BeginCopy: %v, want invalid-state", err)
 	}
 	must(t, p.L.S.V3().EndCopy())
@@ -62,9 +63,12 @@ func TestCopyHolds(t *testing.T) {
 	if want := []string{"copy-holds a", "copy-holds b", "copy-holds b", "copy-holds c", "copy-begin", "copy-end"}; !reflect.DeepEqual(order, want) {
 		t.Fatalf("the taker saw %v, want %v", order, want)
 	}
-	for _, h := range holds {
+	for i, h := range holds {
 		if h.Channel != 1 {
 			t.Errorf("HOLDS of %q on channel %d, the copy's is 1", h.Table, h.Channel)
+		}
+		if want := []uint64{0, 1 << 40, 1 << 40, 4}[i]; h.Since != want {
+			t.Errorf("HOLDS %d, of %q, since %d, want %d", i, h.Table, h.Since, want)
 		}
 	}
 	if !reflect.DeepEqual(holds[0].Seqs, []wire.OriginSeq{{Origin: o, Seq: 3}}) {
@@ -88,7 +92,7 @@ func TestCopyHolds(t *testing.T) {
 func TestCopyHoldsFitsThePeersFrame(t *testing.T) {
 	p := copyPair(t, prototest.Origin(7), protocol.Limits{MaxFrameBody: wire.MinMaxFrame}, protocol.Limits{}, nil, nil)
 	seqs := holdsSeqs(300, 1<<40)
-	must(t, p.L.S.V4().CopyHolds([]byte("t"), seqs))
+	must(t, p.L.S.V4().CopyHolds([]byte("t"), seqs, 0))
 	p.Pump(10)
 	var got []wire.OriginSeq
 	for _, e := range eventsAfter(p.D, 0, protocol.EventCopyHolds) {
@@ -102,10 +106,10 @@ func TestCopyHoldsFitsThePeersFrame(t *testing.T) {
 // TestCopyHoldsRefusals: what CopyHolds refuses, and that a refused call sends nothing and
 // leaves the order where it was: invalid-state without a copy served or on a version-3
 // connection; bad-argument for a list or a table that breaks HOLDS's rules or does not go
-// forward from the last call.
+// forward from the last call, or a table's list going on with another since.
 func TestCopyHoldsRefusals(t *testing.T) {
 	p := v4pair(t, protocol.Limits{}, protocol.Limits{})
-	if err := p.L.S.V4().CopyHolds([]byte("t"), nil); !isCode(err, wire.CodeInvalidState) {
+	if err := p.L.S.V4().CopyHolds([]byte("t"), nil, 0); !isCode(err, wire.CodeInvalidState) {
 		t.Errorf("CopyHolds with no copy asked: %v, want invalid-state", err)
 	}
 	v3 := established(t, prototest.ConfigV3(wire.RoleDialer, "r", 1), prototest.ConfigV3(wire.RoleListener, "s", 2))
@@ -114,7 +118,7 @@ func TestCopyHoldsRefusals(t *testing.T) {
 	if v3.L.Count(protocol.EventCopyRequested) != 1 {
 		t.Fatal("no copy asked on version 3")
 	}
-	if err := v3.L.S.V4().CopyHolds([]byte("t"), nil); !isCode(err, wire.CodeInvalidState) {
+	if err := v3.L.S.V4().CopyHolds([]byte("t"), nil, 0); !isCode(err, wire.CodeInvalidState) {
 		t.Errorf("CopyHolds on a version-3 connection: %v, want invalid-state", err)
 	}
 
@@ -124,8 +128,8 @@ func TestCopyHoldsRefusals(t *testing.T) {
 	unordered := holdsSeqs(wire.MaxHoldsSeqs+1, 1)
 	unordered[wire.MaxHoldsSeqs] = unordered[wire.MaxHoldsSeqs-1] // twice, across the frames' split
 	a, b := wire.OriginID{5}, wire.OriginID{6}
-	must(t, p.L.S.V4().CopyHolds([]byte("m"), []wire.OriginSeq{{Origin: b, Seq: 1}}))
-	must(t, p.L.S.V4().CopyHolds([]byte("n"), nil))
+	must(t, p.L.S.V4().CopyHolds([]byte("m"), []wire.OriginSeq{{Origin: b, Seq: 1}}, 0))
+	must(t, p.L.S.V4().CopyHolds([]byte("n"), nil, 0))
 	p.Pump(10)
 	for _, c := range []struct {
 		name  string
@@ -141,21 +145,24 @@ func TestCopyHoldsRefusals(t *testing.T) {
 		{"a table below the last", "m", []wire.OriginSeq{{Origin: wire.OriginID{9}, Seq: 1}}},
 		{"the last table again, after none", "n", []wire.OriginSeq{{Origin: a, Seq: 1}}},
 	} {
-		if err := p.L.S.V4().CopyHolds([]byte(c.table), c.seqs); !isCode(err, wire.CodeBadArgument) {
+		if err := p.L.S.V4().CopyHolds([]byte(c.table), c.seqs, 0); !isCode(err, wire.CodeBadArgument) {
 			t.Errorf("CopyHolds %s: %v, want bad-argument", c.name, err)
 		}
 	}
 	before := len(p.L.Sent)
-	must(t, p.L.S.V4().CopyHolds([]byte("o"), long[:2]))
+	must(t, p.L.S.V4().CopyHolds([]byte("o"), long[:2], 9))
 	for _, c := range []struct {
-		name string
-		seqs []wire.OriginSeq
+		name  string
+		seqs  []wire.OriginSeq
+		since uint64
 	}{
-		{"going on at the last origin", long[1:3]},
-		{"going on below the last origin", long[0:1]},
-		{"going on with none", nil},
+		{"going on at the last origin", long[1:3], 9},
+		{"going on below the last origin", long[0:1], 9},
+		{"going on with none", nil, 9},
+		{"going on with another since", long[2:3], 10},
+		{"going on without since", long[3:4], 0},
 	} {
-		if err := p.L.S.V4().CopyHolds([]byte("o"), c.seqs); !isCode(err, wire.CodeBadArgument) {
+		if err := p.L.S.V4().CopyHolds([]byte("o"), c.seqs, c.since); !isCode(err, wire.CodeBadArgument) {
 			t.Errorf("CopyHolds of table o %s: %v, want bad-argument", c.name, err)
 		}
 	}
@@ -163,13 +170,16 @@ func TestCopyHoldsRefusals(t *testing.T) {
 	if got := sentTypes(t, p.L, before); !reflect.DeepEqual(got, []wire.Type{wire.TypeHolds}) {
 		t.Fatalf("sent %v; only the one HOLDS of table o taken", got)
 	}
-	must(t, p.L.S.V4().CopyHolds([]byte("o"), long[2:]))
+	must(t, p.L.S.V4().CopyHolds([]byte("o"), long[2:], 9))
 	must(t, p.L.S.V3().BeginCopy(nil, 0, 0, 0))
 	p.Pump(10)
 	var got []wire.OriginSeq
 	for _, e := range p.D.Events {
 		if e.Kind == protocol.EventCopyHolds && string(e.Holds.Table) == "o" {
 			got = append(got, e.Holds.Seqs...)
+			if e.Holds.Since != 9 {
+				t.Errorf("a HOLDS of table o since %d, the caller's 9", e.Holds.Since)
+			}
 		}
 	}
 	if !reflect.DeepEqual(got, long) || p.D.Count(protocol.EventCopyBegin) != 1 || p.D.S.Err() != nil {
@@ -190,7 +200,7 @@ func TestCopyHoldsReceiveChecks(t *testing.T) {
 	}
 	sent := func(table string, seqs ...wire.OriginSeq) func(p *prototest.Pair) {
 		return func(p *prototest.Pair) {
-			must(t, p.L.S.V4().CopyHolds([]byte(table), seqs))
+			must(t, p.L.S.V4().CopyHolds([]byte(table), seqs, 0))
 			p.Pump(10)
 		}
 	}
@@ -259,16 +269,16 @@ func TestCopyHoldsReceiveChecks(t *testing.T) {
 // move its original's order.
 func TestCopyHoldsClone(t *testing.T) {
 	p := copyPair(t, prototest.Origin(7), protocol.Limits{}, protocol.Limits{}, nil, nil)
-	must(t, p.L.S.V4().CopyHolds([]byte("m"), nil))
+	must(t, p.L.S.V4().CopyHolds([]byte("m"), nil, 0))
 	p.Pump(10)
 	sender, taker := p.L.S.Clone(), p.D.S.Clone()
-	must(t, sender.V4().CopyHolds([]byte("z"), nil))
+	must(t, sender.V4().CopyHolds([]byte("z"), nil, 0))
 	must(t, taker.Receive(p.Now, prototest.Frame(&wire.Holds{Channel: 1, Table: []byte("z")})))
 	if taker.Err() != nil {
 		t.Fatalf("the taker's clone: %v", taker.Err())
 	}
 	// The originals are still at table m: n goes on from it.
-	must(t, p.L.S.V4().CopyHolds([]byte("n"), nil))
+	must(t, p.L.S.V4().CopyHolds([]byte("n"), nil, 0))
 	p.Pump(10)
 	if n := p.D.Count(protocol.EventCopyHolds); n != 2 || p.D.S.Err() != nil {
 		t.Fatalf("the original taker: %d copy-holds, err %v", n, p.D.S.Err())

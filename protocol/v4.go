@@ -170,11 +170,13 @@ func (s *Session) onLink(_ wire.Frame, l *wire.Link) {
 // ---- placement: what a copy's snapshot holds (HOLDS) ----
 
 // holdsEnd is where the HOLDS of one copy end so far, on the side that sends them and on
-// the side that receives them: the last one's table (nil: none yet) and its last origin
-// (zero: it listed none, and a HOLDS lists no zero origin).
+// the side that receives them: the last one's table (nil: none yet), its last origin
+// (zero: it listed none, and a HOLDS lists no zero origin) and its since, which the
+// sender keeps for every frame of a table.
 type holdsEnd struct {
 	table []byte
 	last  wire.OriginID
+	since uint64
 }
 
 // after says why a HOLDS of table listing seqs does not go forward from e ("" when it
@@ -202,9 +204,9 @@ func (e *holdsEnd) after(table []byte, seqs []wire.OriginSeq) string {
 	return ""
 }
 
-// advance moves e to the end of a HOLDS of table listing seqs.
-func (e *holdsEnd) advance(table []byte, seqs []wire.OriginSeq) {
-	e.table = append(e.table[:0], table...)
+// advance moves e to the end of a HOLDS of table listing seqs, with since.
+func (e *holdsEnd) advance(table []byte, seqs []wire.OriginSeq, since uint64) {
+	e.table, e.since = append(e.table[:0], table...), since
 	e.last = wire.OriginID{}
 	if len(seqs) > 0 {
 		e.last = seqs[len(seqs)-1].Origin
@@ -227,6 +229,6 @@ func (s *Session) onCopyHolds(f wire.Frame, h *wire.Holds) {
 		s.fail(wire.FrameError(wire.CodeOutOfOrder, f.Type, f.Offset, why))
 		return
 	}
-	c.holds.advance(h.Table, h.Seqs)
+	c.holds.advance(h.Table, h.Seqs, h.Since)
 	s.emit(Event{Kind: EventCopyHolds, Holds: h})
 }

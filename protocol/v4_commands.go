@@ -69,9 +69,12 @@ type V4Commands interface {
 	// is refused with invalid-state. seqs are non-zero origins at seqs of at least 1,
 	// strictly ascending; tables strictly ascending across calls, and a call for the table
 	// of the previous call goes on with origins above that call's last (a list split by
-	// the caller): else bad-argument, and nothing is sent. The session splits seqs into
-	// frames of at most wire.MaxHoldsSeqs origins that fit the peer's frame limit.
-	CopyHolds(table []byte, seqs []wire.OriginSeq) error
+	// the caller, with the same since): else bad-argument, and nothing is sent. The session
+	// splits seqs into frames of at most wire.MaxHoldsSeqs origins that fit the peer's
+	// frame limit, each carrying since. since (0: no claim) says that none of this side's
+	// own entries from that seq on writes the table: it has not carried the table since
+	// before it (a node writes a table only while its map says it carries it).
+	CopyHolds(table []byte, seqs []wire.OriginSeq, since uint64) error
 }
 
 // V4 returns the version-4 commands of the session.
@@ -283,7 +286,7 @@ func (c *v4Commands) Link(l wire.Link) error {
 	return nil
 }
 
-func (c *v4Commands) CopyHolds(table []byte, seqs []wire.OriginSeq) error {
+func (c *v4Commands) CopyHolds(table []byte, seqs []wire.OriginSeq, since uint64) error {
 	s := (*Session)(c)
 	s.begin()
 	if err := s.needV4("CopyHolds"); err != nil {
@@ -297,7 +300,7 @@ func (c *v4Commands) CopyHolds(table []byte, seqs []wire.OriginSeq) error {
 		return wire.NewError(wire.CodeInvalidState, "CopyHolds after BeginCopy: HOLDS precede the copy's COPYBEGIN")
 	}
 	for lo := 0; lo == 0 || lo < len(seqs); lo += wire.MaxHoldsSeqs {
-		part := wire.Holds{Channel: out.id, Table: table, Seqs: seqs[lo:min(len(seqs), lo+wire.MaxHoldsSeqs)]}
+		part := wire.Holds{Channel: out.id, Table: table, Seqs: seqs[lo:min(len(seqs), lo+wire.MaxHoldsSeqs)], Since: since}
 		if err := part.Validate(); err != nil {
 			return wire.NewError(wire.CodeBadArgument, "HOLDS: "+err.Error())
 		}
@@ -308,8 +311,15 @@ func (c *v4Commands) CopyHolds(table []byte, seqs []wire.OriginSeq) error {
 	if why := out.holds.after(table, seqs); why != "" {
 		return wire.NewError(wire.CodeBadArgument, why)
 	}
-	out.holds.advance(table, seqs)
-	holds := func(lo, hi int) wire.Body { return &wire.Holds{Channel: out.id, Table: table, Seqs: seqs[lo:hi]} }
+	if bytes.Equal(table, out.holds.table) && since != out.holds.since {
+		// A taker reads since from whichever frame of the table it looks at.
+		return wire.NewError(wire.CodeBadArgument, "a HOLDS of table "+quote(string(table))+" goes on with since "+
+			strconv.FormatUint(since, 10)+", not the previous one's "+strconv.FormatUint(out.holds.since, 10))
+	}
+	out.holds.advance(table, seqs, since)
+	holds := func(lo, hi int) wire.Body {
+		return &wire.Holds{Channel: out.id, Table: table, Seqs: seqs[lo:hi], Since: since}
+	}
 	for lo := 0; lo == 0 || lo < len(seqs); {
 		lo = max(s.sendFitting(lo, min(len(seqs), lo+wire.MaxHoldsSeqs), holds), 1)
 	}

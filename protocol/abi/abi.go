@@ -267,8 +267,8 @@ func (b *Batch) Skip(origin wire.OriginID, to uint64, hash wire.Hash, hlc wire.H
 func (b *Batch) Link(l wire.Link) error { return Append(b, CmdLink, l) }
 
 // CopyHolds appends OpCopyHolds.
-func (b *Batch) CopyHolds(table []byte, seqs []wire.OriginSeq) error {
-	return Append(b, CmdCopyHolds, CopyHoldsMsg{Table: table, Seqs: seqs})
+func (b *Batch) CopyHolds(table []byte, seqs []wire.OriginSeq, since uint64) error {
+	return Append(b, CmdCopyHolds, CopyHoldsMsg{Table: table, Seqs: seqs, Since: since})
 }
 
 // SkipMsg is OpSkip's payload: V4().Skip's arguments.
@@ -285,6 +285,7 @@ type SkipMsg struct {
 type CopyHoldsMsg struct {
 	Table []byte           `cbor:"1,keyasint"`
 	Seqs  []wire.OriginSeq `cbor:"2,keyasint,omitempty"`
+	Since uint64           `cbor:"3,keyasint,omitempty"`
 }
 
 // OriginsMsg is a list of origins.

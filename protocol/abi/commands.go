@@ -164,7 +164,7 @@ var (
 		return s.V4().Link(l)
 	})
 	CmdCopyHolds = sessionRow(OpCopyHolds, cborPayload[CopyHoldsMsg]("copy-holds"), func(s *protocol.Session, m CopyHoldsMsg) error {
-		return s.V4().CopyHolds(m.Table, m.Seqs)
+		return s.V4().CopyHolds(m.Table, m.Seqs, m.Since)
 	})
 )
 

@@ -239,6 +239,10 @@ func pinnedEvents() []pinEvent {
 			Seqs: []wire.OriginSeq{{Origin: pinO1, Seq: 7}}}}),
 			"01011f1c1ba30101024174038182500013223544576679889baabdccdfee0107",
 			"a201181f181c581ba30101024174038182500013223544576679889baabdccdfee0107"},
+		{"copy-holds since", ev(protocol.Event{Kind: protocol.EventCopyHolds, Holds: &wire.Holds{Channel: 1, Table: []byte("t"),
+			Seqs: []wire.OriginSeq{{Origin: pinO1, Seq: 7}}, Since: 300}}),
+			"01011f1c1fa40101024174038182500013223544576679889baabdccdfee01070419012c",
+			"a201181f181c581fa40101024174038182500013223544576679889baabdccdfee01070419012c"},
 	}
 }
 
@@ -452,9 +456,13 @@ func pinnedCommands() []pinCommand {
 		{abi.OpLink, func(b *abi.Batch) error { return b.Link(wire.Link{Mode: wire.LinkSend, Tables: [][]byte{[]byte("t")}}) },
 			"2300000007a2010202814174"},
 		{abi.OpCopyHolds, func(b *abi.Batch) error {
-			return b.CopyHolds([]byte("t"), []wire.OriginSeq{{Origin: pinO1, Seq: 7}})
+			return b.CopyHolds([]byte("t"), []wire.OriginSeq{{Origin: pinO1, Seq: 7}}, 0)
 		},
 			"2400000019a2014174028182500013223544576679889baabdccdfee0107"},
+		{abi.OpCopyHolds, func(b *abi.Batch) error {
+			return b.CopyHolds([]byte("t"), []wire.OriginSeq{{Origin: pinO1, Seq: 7}}, 300)
+		},
+			"240000001da3014174028182500013223544576679889baabdccdfee01070319012c"},
 	}
 }
 

@@ -215,6 +215,9 @@ func samples() []sample {
 		{name: "HOLDS of a table held not at all", body: &wire.Holds{Channel: 1, Table: []byte("users")}},
 		{name: "HOLDS of two origins", body: &wire.Holds{Channel: 1<<32 - 1, Table: []byte("users"),
 			Seqs: []wire.OriginSeq{{Origin: originA, Seq: 1}, {Origin: originB, Seq: 1<<64 - 1}}}},
+		{name: "HOLDS of one origin, since seq 7", body: &wire.Holds{Channel: 2, Table: []byte("users"),
+			Seqs: []wire.OriginSeq{{Origin: originA, Seq: 5}}, Since: 7}},
+		{name: "HOLDS of no origin, since the widest seq", body: &wire.Holds{Channel: 1, Table: []byte("t"), Since: 1<<64 - 1}},
 	}
 }
 

@@ -459,10 +459,19 @@ type OriginSeq struct {
 // records as they are after each listed origin's entries up to its Seq, and after none of
 // an unlisted origin's. A table the sender sends no HOLDS for is held whole through the
 // COPYBEGIN positions.
+//
+// Since (0: absent, no claim) is what the sender knows of its own origin's entries: none
+// from seq Since on writes the table, because a node writes a table only while its map
+// says it carries it, and the sender has not carried this one since before that seq. It
+// says nothing of what the snapshot holds: it tells a taker that the entries of the
+// sender's origin the snapshot lacks of the table lie below Since, so that a copy may raise
+// that origin past the ones from Since on (docs/design.md §24.2, "Base copies"). Every
+// frame of a table split across several carries the same Since.
 type Holds struct {
 	Channel uint32      `cbor:"1,keyasint"`
 	Table   []byte      `cbor:"2,keyasint"`
 	Seqs    []OriginSeq `cbor:"3,keyasint,omitempty"`
+	Since   uint64      `cbor:"4,keyasint,omitempty"`
 	Unknown
 }
 
@@ -471,7 +480,8 @@ func (*Holds) FrameType() Type { return TypeHolds }
 func (h *Holds) AppendBody(dst []byte) ([]byte, error) { return appendMap(dst, h, h.Extra) }
 
 // Validate: a channel above 0; a table under the name rule; at most MaxHoldsSeqs origins,
-// each non-zero at a seq of at least 1, strictly ascending.
+// each non-zero at a seq of at least 1, strictly ascending. Since needs no check: 0 is its
+// absence, and any seq from 1 up is a claim a sender may make.
 func (h *Holds) Validate() error {
 	switch {
 	case h.Channel == 0:
@@ -494,7 +504,7 @@ func (h *Holds) Validate() error {
 
 func init() {
 	register(TypeHolds, typeInfo{name: "HOLDS", maxBody: MaxControlBody, version: 4,
-		decode: decodeControl[Holds](3, (*Holds).Validate, 1, 2)})
+		decode: decodeControl[Holds](4, (*Holds).Validate, 1, 2)})
 }
 
 // DecodeHolds decodes and checks a HOLDS body, as a received frame's is.

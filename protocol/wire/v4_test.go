@@ -409,8 +409,9 @@ func tableNames(n int) [][]byte {
 
 // TestHoldsFieldRules: HOLDS's channel is above 0, its table under the name rule, its
 // origins at most MaxHoldsSeqs (512), each non-zero at a seq of at least 1, strictly
-// ascending; from the decoder and from Validate alike. The largest HOLDS (512 origins of the
-// widest seq, a table of 64 bytes) is well within the control body bound.
+// ascending; its since is any seq (0 is its absence); from the decoder and from Validate
+// alike. The largest HOLDS (512 origins of the widest seq, a table of 64 bytes, the widest
+// since) is well within the control body bound.
 func TestHoldsFieldRules(t *testing.T) {
 	seqs := func(n int, seq uint64) []wire.OriginSeq {
 		out := make([]wire.OriginSeq, n)
@@ -442,6 +443,8 @@ func TestHoldsFieldRules(t *testing.T) {
 		{"seq 0", holds(func(h *wire.Holds) { h.Seqs[1].Seq = 0 }), false},
 		{"origins out of order", holds(func(h *wire.Holds) { h.Seqs[0], h.Seqs[1] = h.Seqs[1], h.Seqs[0] }), false},
 		{"an origin twice", holds(func(h *wire.Holds) { h.Seqs[1].Origin = originA }), false},
+		{"since seq 1", holds(func(h *wire.Holds) { h.Since = 1 }), true},
+		{"since the widest seq, no origin", holds(func(h *wire.Holds) { h.Seqs, h.Since = nil, 1<<64-1 }), true},
 	} {
 		verr := c.v.Validate()
 		_, derr := decodeV4(c.v)
@@ -456,7 +459,7 @@ func TestHoldsFieldRules(t *testing.T) {
 		}
 	}
 	big := holds(func(h *wire.Holds) {
-		h.Channel, h.Table, h.Seqs = 1<<32-1, bytes.Repeat([]byte("t"), 64), seqs(wire.MaxHoldsSeqs, 1<<64-1)
+		h.Channel, h.Table, h.Seqs, h.Since = 1<<32-1, bytes.Repeat([]byte("t"), 64), seqs(wire.MaxHoldsSeqs, 1<<64-1), 1<<64-1
 	})
 	if enc := body(big); len(enc) > 16<<10 {
 		t.Errorf("the largest HOLDS body takes %d bytes", len(enc))
@@ -465,13 +468,14 @@ func TestHoldsFieldRules(t *testing.T) {
 	}
 }
 
-// TestHoldsRequiredKeys: a HOLDS without key 1 or 2 is bad-cbor; key 3 (the origins) is
-// optional, and present empty is bad-cbor (an empty optional value is omitted); a key of a
-// later build is kept; a header channel other than 0 is bad-channel (the copy channel is
-// key 1).
+// TestHoldsRequiredKeys: a HOLDS without key 1 or 2 is bad-cbor; keys 3 (the origins) and
+// 4 (since) are optional, and present empty (an empty list, since 0) is bad-cbor (an empty
+// optional value is omitted); key 4 is this build's, decoded into Since, not kept as a
+// later build's; a key of a later build is kept; a header channel other than 0 is
+// bad-channel (the copy channel is key 1).
 func TestHoldsRequiredKeys(t *testing.T) {
 	full := func() map[uint64]any {
-		return map[uint64]any{1: 1, 2: []byte("t"), 3: []any{[]any{originA[:], 4}}}
+		return map[uint64]any{1: 1, 2: []byte("t"), 3: []any{[]any{originA[:], 4}}, 4: 9}
 	}
 	for _, k := range []uint64{1, 2} {
 		m := full()
@@ -488,6 +492,18 @@ func TestHoldsRequiredKeys(t *testing.T) {
 	m[3] = []any{}
 	if _, err := decode(raw(wire.TypeHolds, 0, 0, cb(m))); err == nil || err.Code != wire.CodeBadCBOR {
 		t.Errorf("HOLDS with an empty origin list: %v, want bad-cbor", err)
+	}
+	m = full()
+	delete(m, 4)
+	if h, err := wire.DecodeHolds(cb(m)); err != nil || h.Since != 0 {
+		t.Errorf("HOLDS without since: %+v, %v", h, err)
+	}
+	m[4] = 0
+	if _, err := decode(raw(wire.TypeHolds, 0, 0, cb(m))); err == nil || err.Code != wire.CodeBadCBOR {
+		t.Errorf("HOLDS with since 0 present: %v, want bad-cbor", err)
+	}
+	if h, err := wire.DecodeHolds(cb(full())); err != nil || h.Since != 9 || h.Extra != nil {
+		t.Errorf("HOLDS since 9: %+v, %v; want Since 9 and no key of a later build", h, err)
 	}
 	m = full()
 	m[3] = []any{[]any{originA[:], 4, 5}}

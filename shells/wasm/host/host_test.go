@@ -564,16 +564,17 @@ func TestSessionV4UnderWasm(t *testing.T) {
 		}
 		pump()
 		// A copy's HOLDS: the native side asks the guest for a copy, the guest says how far
-		// its snapshot holds table t before it begins (the guest's COPY-HOLDS command, and
-		// the EventCopyHolds it makes at the native side, cross the ABI).
+		// its snapshot holds table t, and since when it writes none of it, before it begins
+		// (the guest's COPY-HOLDS command, its since included, and the EventCopyHolds it
+		// makes at the native side, cross the ABI).
 		if err := native.V3().RequestCopy(nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		pump()
-		if err := g.CopyHolds([]byte("t"), []wire.OriginSeq{{Origin: nine, Seq: 2}}); err != nil {
+		if err := g.CopyHolds([]byte("t"), []wire.OriginSeq{{Origin: nine, Seq: 2}}, 5); err != nil {
 			t.Fatal(err)
 		}
-		if err := g.CopyHolds([]byte("s"), nil); err == nil {
+		if err := g.CopyHolds([]byte("s"), nil, 0); err == nil {
 			t.Fatal("a HOLDS of a table below the last one's was sent")
 		}
 		for _, err := range []error{guest.V3().BeginCopy(nil, 0, 0, 0), guest.V3().EndCopy()} {
@@ -581,7 +582,7 @@ func TestSessionV4UnderWasm(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := g.CopyHolds([]byte("u"), nil); err == nil {
+		if err := g.CopyHolds([]byte("u"), nil, 0); err == nil {
 			t.Fatal("a HOLDS after the copy began was sent")
 		}
 		pump()
@@ -633,7 +634,7 @@ func TestSessionV4UnderWasm(t *testing.T) {
 		t.Fatalf("native events %v, guest events %v", kindsOf(got.native), kindsOf(got.guest))
 	}
 	for _, e := range got.native {
-		if e.Kind == protocol.EventCopyHolds && (string(e.Holds.Table) != "t" || e.Holds.Channel != 2 || // 1 is its subscription
+		if e.Kind == protocol.EventCopyHolds && (string(e.Holds.Table) != "t" || e.Holds.Channel != 2 || e.Holds.Since != 5 || // 1 is its subscription
 			!reflect.DeepEqual(e.Holds.Seqs, []wire.OriginSeq{{Origin: prototest.Origin(9), Seq: 2}})) {
 			t.Fatalf("the native side's copy-holds: %+v", e.Holds)
 		}

@@ -364,8 +364,8 @@ func (c *v4Commands) Link(l wire.Link) error {
 	return send((*Session)(c), abi.CmdLink, l)
 }
 
-func (c *v4Commands) CopyHolds(table []byte, seqs []wire.OriginSeq) error {
-	return send((*Session)(c), abi.CmdCopyHolds, abi.CopyHoldsMsg{Table: table, Seqs: seqs})
+func (c *v4Commands) CopyHolds(table []byte, seqs []wire.OriginSeq, since uint64) error {
+	return send((*Session)(c), abi.CmdCopyHolds, abi.CopyHoldsMsg{Table: table, Seqs: seqs, Since: since})
 }
 
 func (c *v3Commands) AdvertiseFloors(floors []wire.Floor) error {
