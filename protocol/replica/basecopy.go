@@ -35,7 +35,11 @@ type copyTake struct {
 	runStart time.Time // this run of the copy (since the last resume)
 	runBytes uint64
 	fill     string // a table this node was added to, filled by this copy alone ("": a base copy)
-	judged   bool   // the fill was judged worth taking from this snapshot (fillUseful)
+	judged   bool   // judged worth taking from this snapshot (fillUseful, judgeCopy)
+	fresh    bool   // a copy from the start: every chunk comes from this snapshot
+	// unsafe: the origins the copy must not raise, and why (unsafeRaises)
+	unsafe map[wire.OriginID]bool
+	why    string
 	// holds: the tables the snapshot does not hold whole, and how far it holds them (HOLDS)
 	holds map[string]map[wire.OriginID]uint64
 	// since: of those tables, the seq from which the source's own entries write none of
@@ -221,7 +225,7 @@ func (r *Replica) startCopy(c *conn) {
 	if !r.checkConn(c, c.sess.V3().RequestCopy(table, key)) {
 		return
 	}
-	r.cp.take = &copyTake{conn: c.id, peer: c.peerName, snap: map[wire.OriginID]wire.CopyPosition{}, runStart: r.now}
+	r.cp.take = &copyTake{conn: c.id, peer: c.peerName, snap: map[wire.OriginID]wire.CopyPosition{}, runStart: r.now, fresh: r.cp.state == nil}
 	ev := CopyEvent{Peer: c.peerName, Kind: kind}
 	if st := r.cp.state; st != nil {
 		ev.Records, ev.Bytes = st.Records, st.Bytes
@@ -259,17 +263,43 @@ func (r *Replica) onCopyBegin(c *conn, b *wire.CopyBegin) {
 	if t.fill != "" {
 		return // judged at its first chunk, once every COPYBEGIN came (fillUseful)
 	}
-	if why := r.partialCopyRefusal(c, t, b.Positions); why != "" {
-		// The source does not carry a table this node does, and the copy would pass entries
-		// that may write it (§24.2): another source is asked later.
-		r.counters.CopiesRefused++
-		err := wire.NewError(wire.CodeGoingAway, why)
-		r.recordError(c, err)
-		r.copyEvent(CopyEvent{Peer: c.peerName, Kind: CopyRefused, Err: err})
-		r.checkConn(c, c.sess.V3().AbortCopy(false, wire.CodeGoingAway, why))
-		r.cp.busy[c.peerName] = r.now.Add(r.cfg.CopyRetry)
-		r.cp.take = nil
+	unsafe, why := r.unsafeRaises(c, t, b.Positions)
+	for o := range unsafe {
+		if t.unsafe == nil {
+			t.unsafe = map[wire.OriginID]bool{}
+		}
+		t.unsafe[o] = true
 	}
+	if why != "" && t.why == "" {
+		t.why = why
+	}
+}
+
+// judgeCopy decides, once every COPYBEGIN came, whether the copy t from the peer on c goes
+// on (§24.2): one that may not raise some origins (unsafeRaises) goes on when it came whole
+// from this snapshot and raises some other origin (those are left as they are, and come
+// on the streams); else it is refused, and another source asked later. It reports whether
+// the copy goes on.
+func (r *Replica) judgeCopy(c *conn, t *copyTake) bool {
+	t.judged = true
+	if len(t.unsafe) == 0 {
+		return true
+	}
+	other := false
+	for o, p := range t.snap {
+		other = other || !t.unsafe[o] && r.raises(p)
+	}
+	if t.fresh && other {
+		return true
+	}
+	r.counters.CopiesRefused++
+	err := wire.NewError(wire.CodeGoingAway, t.why)
+	r.recordError(c, err)
+	r.copyEvent(CopyEvent{Peer: c.peerName, Kind: CopyRefused, Err: err})
+	r.checkConn(c, c.sess.V3().AbortCopy(false, wire.CodeGoingAway, t.why))
+	r.cp.busy[c.peerName] = r.now.Add(r.cfg.CopyRetry)
+	r.cp.take = nil
+	return false
 }
 
 // mergedVector is the state's vector with the current snapshot's merged in: per origin
@@ -389,6 +419,9 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 	}
 	if t.fill != "" {
 		r.fillChunk(c, t, v)
+		return
+	}
+	if !t.judged && !r.judgeCopy(c, t) {
 		return
 	}
 	next := r.nextState(t)
@@ -515,6 +548,9 @@ func (r *Replica) onCopyEnd(c *conn) {
 		r.fillDone(t) // the table was the snapshot's last
 		return
 	}
+	if !t.judged && !r.judgeCopy(c, t) {
+		return
+	}
 	next := r.nextState(t)
 	local, ok := r.coveredLocal(next.Table, next.Key, nil, nil)
 	if !ok {
@@ -522,7 +558,7 @@ func (r *Replica) onCopyEnd(c *conn) {
 	}
 	e := &store.CopyEnd{Deletes: r.superseded(local, map[string]bool{}, t)}
 	for _, p := range next.Vector {
-		if st := r.origins[p.Origin]; p.Origin != r.id.Origin && (st == nil || p.Seq > st.applied.Seq) {
+		if st := r.origins[p.Origin]; r.raises(p) && !t.unsafe[p.Origin] {
 			l := store.CopiedLog{Origin: p.Origin, Position: p}
 			if st != nil && !st.namePersisted {
 				l.Name = st.name

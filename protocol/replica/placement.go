@@ -252,15 +252,17 @@ func (r *Replica) canCopy(c *conn) bool {
 	return len(r.cmap.cur.Placement) == 0 && len(r.held) == 0 && len(r.fills) == 0 || c.version >= v4
 }
 
-// partialCopyRefusal says why the copy t from the peer on c must not end here ("" when it
-// may): it would raise an origin's log past entries that may write a table this node
-// carries (mayWrite), which the snapshot does not hold that far (HOLDS), unless the origin
-// is the source's own and the source says that its entries it raises past write none of
-// the table (HOLDS's since).
-func (r *Replica) partialCopyRefusal(c *conn, t *copyTake, positions []wire.CopyPosition) string {
+// unsafeRaises lists the origins the copy t from the peer on c must not raise (with why,
+// for the first): the copy would raise the origin's log past entries that may write a
+// table this node carries (mayWrite), which the snapshot does not hold that far (HOLDS),
+// unless the origin is the source's own and the source says that its entries it raises
+// past write none of the table (HOLDS's since).
+func (r *Replica) unsafeRaises(c *conn, t *copyTake, positions []wire.CopyPosition) (map[wire.OriginID]bool, string) {
 	if r.cfg.Mutations.CopyPastCarried {
-		return ""
+		return nil, ""
 	}
+	var out map[wire.OriginID]bool
+	why := ""
 	for _, table := range slices.Sorted(maps.Keys(t.holds)) {
 		if !r.carries([]byte(table)) {
 			continue
@@ -268,19 +270,29 @@ func (r *Replica) partialCopyRefusal(c *conn, t *copyTake, positions []wire.Copy
 		h := t.holds[table]
 		for _, p := range positions {
 			st := r.origins[p.Origin]
-			if p.Origin == r.id.Origin || st != nil && p.Seq <= st.applied.Seq || h[p.Origin] >= p.Seq {
+			if out[p.Origin] || !r.raises(p) || h[p.Origin] >= p.Seq {
 				continue // not raised by the copy, or held as far as it is raised
 			}
 			if s := t.since[table]; p.Origin == c.peerOrigin && s > 0 && (st == nil && s <= 1 || st != nil && s <= st.applied.Seq+1) {
 				continue // the source's own entries it raises past write none of the table
 			}
 			if r.mayWrite(st, table) {
-				return "the copy would raise origin " + p.Origin.String() + " past entries that may write table " + table +
-					", which " + c.peerName + " holds only through seq " + strconv.FormatUint(h[p.Origin], 10)
+				if out == nil {
+					out = map[wire.OriginID]bool{}
+					why = "the copy would raise origin " + p.Origin.String() + " past entries that may write table " + table +
+						", which " + c.peerName + " holds only through seq " + strconv.FormatUint(h[p.Origin], 10)
+				}
+				out[p.Origin] = true
 			}
 		}
 	}
-	return ""
+	return out, why
+}
+
+// raises reports whether a copy's position p raises this node's log of its origin.
+func (r *Replica) raises(p wire.CopyPosition) bool {
+	st := r.origins[p.Origin]
+	return p.Origin != r.id.Origin && (st == nil || p.Seq > st.applied.Seq)
 }
 
 // compared reports whether anti-entropy compares table with the peer on c (§24.2): it is
