@@ -206,6 +206,9 @@ func (r *Replica) PublishMap(now time.Time, doc []byte) (MapStatus, error) {
 		return MapStatus{}, wire.NewError(CodeStaleGeneration, "generation "+strconv.FormatUint(m.Generation, 10)+" is not above this node's, "+strconv.FormatUint(r.cmap.cur.Generation, 10))
 	}
 	if !r.adoptMap(m, r.id.Name, wire.HLC(stamp(now, uint64(r.hlc))), 0) {
+		if err := r.settleFailed(); err != nil {
+			return MapStatus{}, err
+		}
 		if err := r.failure(); err != nil {
 			return MapStatus{}, err
 		}

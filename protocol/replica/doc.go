@@ -45,9 +45,11 @@
 //	}
 //
 // Every input settles completely before it returns: sessions' events are handled,
-// sources re-chosen, heads advertised and entries sent as far as credit allows. An error
-// wrapping ErrStopped means the store failed or the replica met a state it cannot explain;
-// the shell stops the node.
+// sources re-chosen, heads advertised and entries sent as far as credit allows. A failed
+// input too: a connection the replica closed is dropped within the input that closed it,
+// with Output.Closed, so a message the shell read from it meanwhile gets ErrUnknownConn,
+// which the shell passes over. An error wrapping ErrStopped means the store failed or the
+// replica met a state it cannot explain; the shell stops the node.
 //
 // # Decisions
 //

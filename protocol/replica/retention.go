@@ -181,8 +181,10 @@ func (r *Replica) ReleaseHolds(peer string) error {
 		}
 	}
 	delete(r.ret.held, peer)
-	r.check(r.store.DeleteHolds(peer))
-	return r.fatal
+	if !r.check(r.store.DeleteHolds(peer)) {
+		return r.settleFailed()
+	}
+	return nil
 }
 
 // RetentionHeld is what a peer's holds kept from the last retention step: entries and

@@ -92,6 +92,20 @@ func (r *Replica) storageRefusal() error {
 	return r.storage.err
 }
 
+// settleFailed ends an input that failed inside the replica, unless the replica stopped:
+// it settles, as every input does before it returns. A failure that degraded the storage
+// closed the version-1 connections (degrade); settling handles their sessions' EventClosed,
+// so each connection is dropped and its close is in this input's Output. Without it the
+// replica would hold connections whose sessions are closed until some later input settled:
+// no close would go out, and a message arriving on one would be refused (Receive on a
+// closed session) instead of answered ErrUnknownConn.
+func (r *Replica) settleFailed() error {
+	if r.fatal != nil {
+		return r.fatal
+	}
+	return r.settle()
+}
+
 // failure is why an input failed inside the replica: the fatal error, or else the storage
 // error it degraded for.
 func (r *Replica) failure() error {

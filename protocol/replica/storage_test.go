@@ -3,6 +3,7 @@ package replica_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -79,6 +80,13 @@ func (f *faultStore) PutHolds(hs []store.Hold) error {
 		return err
 	}
 	return f.Store.PutHolds(hs)
+}
+
+func (f *faultStore) DeleteHolds(peer string) error {
+	if err := f.err("holds"); err != nil {
+		return err
+	}
+	return f.Store.DeleteHolds(peer)
 }
 
 func (f *faultStore) SetPeerCursor(peer wire.OriginID, pos uint64) error {
@@ -261,5 +269,91 @@ func TestStoragePurgeFailure(t *testing.T) {
 	h.advance(3 * time.Second)
 	if a.rep.Degraded() != nil || a.rep.Counters().EntriesPurged == 0 {
 		t.Errorf("after recovery: degraded %v, %d entries purged", a.rep.Degraded(), a.rep.Counters().EntriesPurged)
+	}
+}
+
+// TestStorageDegradedByInputClosesAtOnce: an input that meets a full disk (a local write,
+// publishing a map, releasing a removed peer's holds) degrades the replica, which closes
+// its version-1 connection. The connection is gone within that input: its close
+// (going-away) is in the input's Output and the replica no longer lists it, so a message
+// the peer sent meanwhile, which a shell may deliver before it has taken that Output, is
+// answered ErrUnknownConn (the shells pass over it), never refused by the closed session.
+// The peer then learns the close.
+func TestStorageDegradedByInputClosesAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name, op string
+		input    func(b *node) error
+	}{
+		{"write", "apply", func(b *node) error {
+			_, err := b.rep.Write(b.clock(), []wire.Op{put("t", "b0", "1")})
+			return err
+		}},
+		{"publish", "control", func(b *node) error {
+			_, err := b.rep.PublishMap(b.clock(), mapDoc(1, "", "A", "B"))
+			return err
+		}},
+		{"release-holds", "holds", func(b *node) error { return b.rep.ReleaseHolds("C") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			a := h.addNode("A", replica.Config{})
+			b := h.addNode("B", replica.Config{MaxVersion: 1})
+			faults := b.withFaults()
+			l := h.connect(a, b)
+			a.write(put("t", "k0", "1"))
+			h.advance(time.Second)
+			if got := b.applied()[a.origin]; got != 1 {
+				t.Fatalf("B applied %d of A before the fault, want 1", got)
+			}
+			bEnd := l.listener
+			if s := b.rep.Session(bEnd.id); s == nil || s.Handshake().Version != 1 {
+				t.Fatalf("B's connection to A is not at version 1")
+			}
+
+			a.write(put("t", "k1", "2")) // its TXN1 waits in A's Output: in flight to B
+			faults.fail[tc.op] = wire.CodeStorageFull
+			if err := tc.input(b); err != nil && storageCode(err) != wire.CodeStorageFull {
+				t.Fatalf("B's %s on a full disk: %v, want storage-full or nil", tc.name, err)
+			}
+			if se := b.rep.Degraded(); se == nil || se.Op != tc.op {
+				t.Fatalf("B degraded for %v, want storage-full in %s", se, tc.op)
+			}
+			if slices.Contains(b.rep.Conns(), bEnd.id) {
+				t.Errorf("B still lists its connection to A after the input that closed it")
+			}
+			closed := false
+			for _, out := range b.rep.Output() {
+				if out.Conn == bEnd.id && out.Closed && out.Err != nil && out.Err.Code == wire.CodeGoingAway && len(out.Messages) > 0 {
+					closed = true
+					for _, msg := range out.Messages { // the CLOSE goes to A as it would
+						h.check(a, a.rep.Receive(a.clock(), l.dialer.id, msg))
+					}
+				}
+			}
+			if !closed {
+				t.Errorf("B's Output after the input holds no going-away close of its connection to A")
+			}
+			inFlight := 0
+			for _, out := range a.rep.Output() {
+				if out.Conn != l.dialer.id {
+					continue
+				}
+				for _, msg := range out.Messages {
+					inFlight++
+					if err := b.rep.Receive(b.clock(), bEnd.id, msg); !errors.Is(err, replica.ErrUnknownConn) {
+						t.Errorf("B answered a message A sent before the close with %v, want ErrUnknownConn", err)
+					}
+				}
+			}
+			if inFlight == 0 {
+				t.Fatal("A had nothing in flight to B: the test delivers nothing")
+			}
+			if got := b.applied()[a.origin]; got != 1 {
+				t.Errorf("B applied %d of A while degraded, want 1", got)
+			}
+			if slices.Contains(a.rep.Conns(), l.dialer.id) {
+				t.Errorf("A still lists its connection to B after B's close")
+			}
+		})
 	}
 }

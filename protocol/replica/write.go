@@ -70,12 +70,8 @@ func (r *Replica) Write(now time.Time, ops []wire.Op) (uint64, error) {
 			return 0, wire.NewError(wire.CodeInternal, "the write was not applied: "+err.Error())
 		}
 		r.check(err)
-		if r.fatal == nil {
-			// Degraded by this write: the connections degrading closed (version 1) have
-			// their closes go out now, before anything else reaches their sessions.
-			if serr := r.settle(); serr != nil {
-				return 0, serr
-			}
+		if serr := r.settleFailed(); serr != nil {
+			return 0, serr
 		}
 		if err := r.failure(); err != nil {
 			return 0, err
