@@ -43,6 +43,7 @@ func TestMutationsAreCaught(t *testing.T) {
 		// A copy from a node that does not carry t1 raising a carrier of t1 past t1's
 		// entries (seed 22: a seven-node ring with retention).
 		{"a base copy from a source that does not carry a table, past its entries", mutate.Set{CopyPastCarried: true}, []uint64{22}},
+		{"a node that claims to hold every table whole (no HOLDS)", mutate.Set{HoldWhole: true}, nil},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel() // each mutation is a value of its own runs: nothing is shared
