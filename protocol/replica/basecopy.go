@@ -28,7 +28,7 @@ import (
 type copyTake struct {
 	conn     ConnID
 	peer     string
-	origin   wire.OriginID // the source's own origin
+	origin   wire.OriginID                       // the source's own origin
 	snap     map[wire.OriginID]wire.CopyPosition // the current snapshot's vector, as COPYBEGIN gives it
 	merged   bool                                // the current snapshot's vector is in the state's
 	total    CopyTotals
@@ -36,7 +36,6 @@ type copyTake struct {
 	runBytes uint64
 	fill     string // a table this node was added to, filled by this copy alone ("": a base copy)
 	judged   bool   // judged worth taking from this snapshot (fillUseful, judgeCopy)
-	fresh    bool   // a copy from the start: every chunk comes from this snapshot
 	// unsafe: the origins the copy must not raise, and why (unsafeRaises)
 	unsafe map[wire.OriginID]bool
 	why    string
@@ -225,7 +224,7 @@ func (r *Replica) startCopy(c *conn) {
 	if !r.checkConn(c, c.sess.V3().RequestCopy(table, key)) {
 		return
 	}
-	r.cp.take = &copyTake{conn: c.id, peer: c.peerName, snap: map[wire.OriginID]wire.CopyPosition{}, runStart: r.now, fresh: r.cp.state == nil}
+	r.cp.take = &copyTake{conn: c.id, peer: c.peerName, snap: map[wire.OriginID]wire.CopyPosition{}, runStart: r.now}
 	ev := CopyEvent{Peer: c.peerName, Kind: kind}
 	if st := r.cp.state; st != nil {
 		ev.Records, ev.Bytes = st.Records, st.Bytes
@@ -276,10 +275,10 @@ func (r *Replica) onCopyBegin(c *conn, b *wire.CopyBegin) {
 }
 
 // judgeCopy decides, once every COPYBEGIN came, whether the copy t from the peer on c goes
-// on (§24.2): one that may not raise some origins (unsafeRaises) goes on when it came whole
-// from this snapshot and raises some other origin (those are left as they are, and come
-// on the streams); else it is refused, and another source asked later. It reports whether
-// the copy goes on.
+// on (§24.2): one that may not raise some origins (unsafeRaises) goes on when it raises
+// some other origin; those are left out of the copy's vector (mergedVector), so that no
+// later snapshot of the copy raises them either, and come on the streams. Else it is
+// refused, and another source asked later. It reports whether the copy goes on.
 func (r *Replica) judgeCopy(c *conn, t *copyTake) bool {
 	t.judged = true
 	if len(t.unsafe) == 0 {
@@ -289,7 +288,7 @@ func (r *Replica) judgeCopy(c *conn, t *copyTake) bool {
 	for o, p := range t.snap {
 		other = other || !t.unsafe[o] && r.raises(p)
 	}
-	if t.fresh && other {
+	if other {
 		return true
 	}
 	r.counters.CopiesRefused++
@@ -303,12 +302,15 @@ func (r *Replica) judgeCopy(c *conn, t *copyTake) bool {
 }
 
 // mergedVector is the state's vector with the current snapshot's merged in: per origin
-// the lower position, and an origin only both hold (the first snapshot's as it is).
+// the lower position, and an origin only both hold (the first snapshot's as it is), and none the
+// copy may not raise (unsafeRaises): left out once, never raised by a later snapshot.
 func (r *Replica) mergedVector(st *store.CopyState, t *copyTake) []wire.CopyPosition {
 	if st.Snapshots == 0 {
 		out := make([]wire.CopyPosition, 0, len(t.snap))
 		for _, p := range t.snap {
-			out = append(out, p)
+			if !t.unsafe[p.Origin] {
+				out = append(out, p)
+			}
 		}
 		slices.SortFunc(out, func(a, b wire.CopyPosition) int { return cmpOrigin(a.Origin, b.Origin) })
 		return out
@@ -317,7 +319,7 @@ func (r *Replica) mergedVector(st *store.CopyState, t *copyTake) []wire.CopyPosi
 	for _, p := range st.Vector {
 		q, ok := t.snap[p.Origin]
 		switch {
-		case !ok:
+		case !ok || t.unsafe[p.Origin]:
 		case q.Seq < p.Seq:
 			out = append(out, q)
 		default:
@@ -558,7 +560,7 @@ func (r *Replica) onCopyEnd(c *conn) {
 	}
 	e := &store.CopyEnd{Deletes: r.superseded(local, map[string]bool{}, t)}
 	for _, p := range next.Vector {
-		if st := r.origins[p.Origin]; r.raises(p) && !t.unsafe[p.Origin] {
+		if st := r.origins[p.Origin]; r.raises(p) {
 			l := store.CopiedLog{Origin: p.Origin, Position: p}
 			if st != nil && !st.namePersisted {
 				l.Name = st.name
