@@ -210,7 +210,7 @@ func (r *Replica) plannedHolds(prev, next clustermap.Map) (map[string]*fill, map
 				owed = owed || covered[o] < w
 			}
 			if owed {
-				fills[t] = &fill{want: want, covered: covered, from: slices.Clone(prev.Placement[t])}
+				fills[t] = &fill{want: want, covered: covered, from: slices.Clone(prev.Placement[t]), since: r.ownSince[t]}
 			}
 		}
 	}

@@ -255,6 +255,9 @@ type storedFill struct {
 	From []string `cbor:"3,keyasint,omitempty"`
 	// Covered is how far the fills so far brought the table, of each origin of Want.
 	Covered []storedSeqs `cbor:"4,keyasint,omitempty"`
+	// Since is the seq from which this node's own entries wrote none of the table before
+	// it was added (0: none known).
+	Since uint64 `cbor:"5,keyasint,omitempty"`
 }
 
 // fill is a table this node owes a fill: its positions when it was added, and who carried
@@ -263,6 +266,7 @@ type fill struct {
 	want    map[wire.OriginID]uint64
 	covered map[wire.OriginID]uint64 // how far the fills so far brought the table
 	from    []string                 // nil: every node
+	since   uint64                   // this node's own entries from this seq wrote none of it
 }
 
 type storedSeqs struct {
@@ -273,7 +277,8 @@ type storedSeqs struct {
 func storeFills(fills map[string]*fill) []storedFill {
 	var out []storedFill
 	for _, t := range slices.Sorted(maps.Keys(fills)) {
-		out = append(out, storedFill{Table: t, From: fills[t].from, Want: storeSeqs(fills[t].want), Covered: storeSeqs(fills[t].covered)})
+		f := fills[t]
+		out = append(out, storedFill{Table: t, From: f.from, Want: storeSeqs(f.want), Covered: storeSeqs(f.covered), Since: f.since})
 	}
 	return out
 }
@@ -284,7 +289,7 @@ func loadFills(fs []storedFill) map[string]*fill {
 	}
 	out := map[string]*fill{}
 	for _, f := range fs {
-		out[f.Table] = &fill{want: loadSeqs(f.Want), covered: loadSeqs(f.Covered), from: f.From}
+		out[f.Table] = &fill{want: loadSeqs(f.Want), covered: loadSeqs(f.Covered), from: f.From, since: f.Since}
 	}
 	return out
 }
@@ -367,19 +372,28 @@ func (r *Replica) fillSources(table string, f *fill) [][]string {
 	return [][]string{both, former, added, rest}
 }
 
-// fillHold is how far the copy t brings the fill f, of each origin: as far as its source
-// holds the table, and, of the source's own origin, every position the fill wants when the
-// source's entries from the seq after what it brings write none of the table (HOLDS's
-// since).
-func (t *copyTake) fillHold(f *fill) map[wire.OriginID]uint64 {
+// covers is how far the fill f is brought with the copy t merged: of each origin it wants,
+// as far as the copy's source holds the table, or the fills before; and all it wants of an
+// origin whose entries after that write none of the table: the source's own (HOLDS's
+// since) and this node's own (its stop before it was added: fill.since).
+func (r *Replica) covers(f *fill, t *copyTake) map[wire.OriginID]uint64 {
 	src := t.sourceHold([]byte(t.fill))
-	if s := t.since[t.fill]; s > 0 && !t.origin.IsZero() {
-		if w := f.want[t.origin]; w > 0 && s <= max(src[t.origin], f.covered[t.origin])+1 {
-			src = maps.Clone(src)
-			src[t.origin] = w
+	out := make(map[wire.OriginID]uint64, len(f.want))
+	for o, w := range f.want {
+		c := min(w, max(f.covered[o], src[o]))
+		var since uint64
+		switch o {
+		case t.origin:
+			since = t.since[t.fill]
+		case r.id.Origin:
+			since = f.since
 		}
+		if since > 0 && since <= c+1 {
+			c = w
+		}
+		out[o] = c
 	}
-	return src
+	return out
 }
 
 // fillUseful reports whether the copy t would bring its fill anything it lacks, as far as
@@ -392,9 +406,9 @@ func (r *Replica) fillUseful(c *conn, t *copyTake) bool {
 		r.cp.take = nil
 		return false
 	}
-	src := t.fillHold(f)
-	for o, w := range f.want {
-		if c := f.covered[o]; c < w && src[o] > c {
+	after := r.covers(f, t)
+	for o := range f.want {
+		if after[o] > f.covered[o] {
 			return true
 		}
 	}
@@ -467,14 +481,9 @@ func (r *Replica) fillDone(t *copyTake) {
 	if f == nil {
 		return
 	}
-	src := t.fillHold(f)
-	n := &fill{want: f.want, covered: maps.Clone(f.covered), from: f.from}
-	if n.covered == nil {
-		n.covered = map[wire.OriginID]uint64{}
-	}
+	n := &fill{want: f.want, covered: r.covers(f, t), from: f.from, since: f.since}
 	done := true
 	for o, w := range f.want {
-		n.covered[o] = min(w, max(n.covered[o], src[o]))
 		done = done && n.covered[o] >= w
 	}
 	fills := maps.Clone(r.fills)
