@@ -684,12 +684,9 @@ func (r *Replica) onCopyRequested(c *conn, req *wire.Copy) {
 	if r.cfg.HoldUnsynced && r.synced < r.origin(r.id.Origin).applied.Seq {
 		// The snapshot holds this node's own writes: they must survive a power loss before
 		// another node takes them.
-		if !r.check(r.store.Sync()) {
+		if !r.syncNow() {
 			return
 		}
-		own := r.origin(r.id.Origin)
-		r.synced, r.syncedHLC, r.syncedArrive = own.applied.Seq, own.appliedHLC, r.arrivals
-		r.headsDirty[r.id.Origin] = true
 	}
 	snap, err := r.store.Snapshot()
 	if !r.check(err) {

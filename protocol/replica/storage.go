@@ -125,3 +125,16 @@ func (r *Replica) storageStatus() StorageStatus {
 	}
 	return StorageStatus{Degraded: true, Code: se.Code, Message: se.Error(), Since: r.storage.since}
 }
+
+// syncNow makes everything applied durable at once, as a group commit would later, and
+// says so to the peers (the own origin's synced position): for what must survive a power
+// loss before another node acts on it. It reports false when the store failed.
+func (r *Replica) syncNow() bool {
+	if !r.check(r.store.Sync()) {
+		return false
+	}
+	own := r.origin(r.id.Origin)
+	r.synced, r.syncedHLC, r.syncedArrive = own.applied.Seq, own.appliedHLC, r.arrivals
+	r.headsDirty[r.id.Origin] = true
+	return true
+}

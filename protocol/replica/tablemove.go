@@ -202,6 +202,13 @@ type positionsAnswer struct {
 }
 
 func servePositions(r *Replica, _ []byte) (wire.Code, string, []byte) {
+	if r.cfg.HoldUnsynced {
+		// A removal drops a table's records on this answer: what it says this node holds
+		// must survive a power loss first (a fill's records, its end, the entries applied).
+		if !r.syncNow() {
+			return wire.CodeInternal, "this node's store did not sync", nil
+		}
+	}
 	var a positionsAnswer
 	for _, o := range r.originOrder {
 		if st := r.origins[o]; st.applied.Seq > 0 {
@@ -490,6 +497,11 @@ func (r *Replica) fillDone(t *copyTake) {
 	fills[t.fill] = n
 	if done {
 		delete(fills, t.fill)
+	}
+	// The control value is durable as it is written: the records it says are here must
+	// be first (a power loss would keep the claim and lose them).
+	if !r.syncNow() {
+		return
 	}
 	cs := &r.cmap
 	if !r.check(r.writeMap(cs.cur, cs.publisher, cs.published, cs.appliedAt, fills, r.held)) {
