@@ -67,4 +67,7 @@ type Set struct {
 	// positions answer's holds): a fill, a base copy or a removal takes its records of a
 	// table for whole past entries it passed.
 	HoldWhole bool
+	// DropAtOnce makes a node removed from a table drop its records at once, waiting for
+	// no carrier to hold what it held.
+	DropAtOnce bool
 }

@@ -83,6 +83,9 @@ func (r *Replica) planRemovals() {
 		// table's carriers may all be new (it moved), and one that showed it held enough
 		// then may have been removed and dropped it since.
 		rm.waiting = carriers
+		if r.cfg.Mutations.DropAtOnce {
+			rm.waiting = map[string]bool{}
+		}
 	}
 }
 
