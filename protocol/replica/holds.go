@@ -372,7 +372,6 @@ func (r *Replica) plannedWriters(prev, next clustermap.Map) map[string][]string 
 	return out
 }
 
-
 // heldAnswer is one table of a positions answer that the node does not hold whole.
 type heldAnswer struct {
 	Table string       `cbor:"1,keyasint"`
