@@ -63,7 +63,7 @@ func TestMapCommand(t *testing.T) {
 	}{
 		{"a stale generation", `{"generation":2}`, []string{"set", "-", "--token-file", adminFile},
 			[]string{"plait map set: 409 Conflict: stale-generation: ", "generation 2 is not above"}},
-		{"a document refused", `{"generation":4,"lock_homes":{}}`, []string{"set", "-", "--token-file", adminFile},
+		{"a document refused", `{"generation":4,"colour":"red"}`, []string{"set", "-", "--token-file", adminFile},
 			[]string{"400 Bad Request: unknown-field: "}},
 		{"a read token sets", `{"generation":4}`, []string{"set", "-", "--token-file", readFile}, []string{"403 Forbidden: forbidden: "}},
 		{"no token", "", []string{"get"}, []string{"401 Unauthorized: unauthorized: "}},

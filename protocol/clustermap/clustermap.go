@@ -23,6 +23,11 @@ const (
 	// placement of each table a transaction writes, and learns the placed tables each
 	// origin writes (docs/design.md §24.2), so its size is the bound of both.
 	MaxPlacedTables = 1024
+	// MaxLockHomes bounds a map's lock homes. A key's home is chosen by hashing it once
+	// per home (Home), on every lock request and every write of a fenced table.
+	MaxLockHomes = 64
+	// MaxFencedTables bounds the tables a map fences, as MaxPlacedTables the placed ones.
+	MaxFencedTables = 1024
 )
 
 // The codes of an *Error: the API's answers (docs/contract.md §22.2), and the gate's.
@@ -47,6 +52,15 @@ const (
 	// CodeNotCarried: a request for a table this node does not carry, answered here
 	// instead of by a carrier.
 	CodeNotCarried = "not-carried"
+	// CodeBadLockHomes: lock_homes is not an array of member names within MaxLockHomes,
+	// or it is given without nodes (docs/contract.md §22.8).
+	CodeBadLockHomes = "bad-lock-homes"
+	// CodeBadFencedTables: fenced_tables is not an array of table names, or names one
+	// twice (docs/contract.md §22.8).
+	CodeBadFencedTables = "bad-fenced-tables"
+	// CodeUnfenced refuses a map that follows one fencing a table and does not fence it
+	// (CheckSuccessor, docs/design.md §25.2).
+	CodeUnfenced = "unfenced"
 )
 
 // Map is a cluster map: its generation, its canonical document, and the members it lists.
@@ -64,6 +78,13 @@ type Map struct {
 	// carries every table. Ask Carries, Placed and CheckTables rather than reading it.
 	// Never changed once Parse or Decode made it: a node's status hands it out as it is.
 	Placement map[string][]string
+	// LockHomes are the document's lock homes, sorted by name: the members among which
+	// every key has its home (Home). nil when there are none (no lock_homes, or an empty
+	// one).
+	LockHomes []string
+	// FencedTables are the document's fenced tables, sorted: the tables whose writes
+	// need a lock's token (Fenced). nil when none is fenced.
+	FencedTables []string
 }
 
 // Node is one member of a map.
@@ -90,10 +111,6 @@ func tooLarge(n int) *Error {
 	return errorf(CodeMapTooLarge, "the document is %d bytes, over the %d allowed", n, MaxBytes)
 }
 
-// reserved are the fields later features define (locks): the API refuses them until this
-// build implements them, and a map received from a peer keeps them.
-var reserved = []string{"fenced_tables", "lock_homes"}
-
 // Parse checks a document published through the API, strictly: it refuses what this build
 // cannot honour, a field it does not know or does not support yet among them. The size is
 // checked before anything is parsed. The checks run in this order, and the first that
@@ -103,8 +120,9 @@ var reserved = []string{"fenced_tables", "lock_homes"}
 //   - bad-json: not one JSON object in UTF-8, a key twice in an object, or a field of
 //     the wrong type (generation not a number, nodes not an array, a node not an object,
 //     a name or an api not a string);
-//   - unknown-field: a field other than generation, nodes and placement, of the document
-//     or of a node (other than name and api), the first in key order;
+//   - unknown-field: a field other than generation, nodes, placement, lock_homes and
+//     fenced_tables, of the document, or of a node other than name and api, the first in
+//     key order;
 //   - bad-generation: generation missing, not an integer, 0, negative, or above 2^63−1;
 //   - too-many-nodes: nodes empty or longer than MaxNodes;
 //   - then per node, in order: bad-name (missing, or outside the name rule of
@@ -113,7 +131,13 @@ var reserved = []string{"fenced_tables", "lock_homes"}
 //     too-many-tables (over MaxPlacedTables), then per table in key order: bad-name (the
 //     table's name), bad-placement (not an array, empty or longer than MaxNodes), then
 //     per name in order: bad-placement (not a string), bad-name, bad-placement (not a
-//     member), duplicate-node (listed before for the table).
+//     member), duplicate-node (listed before for the table);
+//   - then lock_homes (checkLockHomes): bad-lock-homes (not an array, no nodes, or over
+//     MaxLockHomes), then per name in order: bad-lock-homes (not a string), bad-name,
+//     bad-lock-homes (not a member), duplicate-node (listed before);
+//   - then fenced_tables (checkFencedTables): bad-fenced-tables (not an array),
+//     too-many-tables (over MaxFencedTables), then per name in order: bad-fenced-tables
+//     (not a string), bad-name, bad-fenced-tables (listed before).
 //
 // The Map it returns has Doc in canonical form.
 func Parse(doc []byte) (Map, *Error) {
@@ -131,8 +155,9 @@ func Parse(doc []byte) (Map, *Error) {
 
 // Decode checks a document received from a peer: it must be in canonical form already
 // (byte for byte what Canonical makes of it), with a valid generation and, when it has
-// nodes or placement, valid ones (as Parse checks them: a placement this node would refuse
-// is one it cannot honour, so no node holds it). Fields this build does not know, of the
+// nodes, placement, lock_homes or fenced_tables, valid ones (as Parse checks them: a
+// placement or a lock field this node would refuse is one it cannot honour, so no node
+// holds it). Fields this build does not know, of the
 // document or of a node, are kept unchecked, in Doc, so that a map published by a newer
 // node is relayed as it is (docs/design.md §23.1). The error is an *Error.
 func Decode(doc []byte) (Map, error) {
@@ -206,6 +231,20 @@ func check(obj map[string]any, strict bool) (Map, *Error) {
 		}
 		m.Placement = pl
 	}
+	if h, has := obj["lock_homes"]; has {
+		homes, err := checkLockHomes(h, m.Nodes)
+		if err != nil {
+			return Map{}, err
+		}
+		m.LockHomes = homes
+	}
+	if f, has := obj["fenced_tables"]; has {
+		tables, err := checkFencedTables(f)
+		if err != nil {
+			return Map{}, err
+		}
+		m.FencedTables = tables
+	}
 	return m, nil
 }
 
@@ -240,14 +279,12 @@ func checkNodes(m *Map, list []any) *Error {
 	return nil
 }
 
-// unknownFields refuses, in key order, a field of the document other than generation and
-// nodes (the reserved ones saying so), then a field of a node other than name and api.
+// unknownFields refuses, in key order, a field of the document this build does not know,
+// then a field of a node other than name and api.
 func unknownFields(obj map[string]any, nodes []any) *Error {
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		switch {
-		case k == "generation" || k == "nodes" || k == "placement":
-		case slices.Contains(reserved, k):
-			return errorf(CodeUnknownField, "the field %s is not supported by this build", strconv.Quote(k))
+		case k == "generation" || k == "nodes" || k == "placement" || k == "lock_homes" || k == "fenced_tables":
 		default:
 			return errorf(CodeUnknownField, "the document has an unknown field %s", quoteShort(k))
 		}

@@ -65,8 +65,9 @@ func TestParse(t *testing.T) {
 		{"an api a boolean", `{"generation":1,"nodes":[{"name":"A","api":true}]}`, "bad-json", "nodes[0].api is a boolean"},
 
 		{"an unknown field", `{"generation":1,"colour":"red"}`, "unknown-field", `"colour"`},
-		{"lock_homes", `{"generation":1,"lock_homes":[]}`, "unknown-field", `"lock_homes" is not supported by this build`},
-		{"fenced_tables", `{"generation":1,"fenced_tables":[]}`, "unknown-field", `"fenced_tables" is not supported by this build`},
+		{"lock_homes, a field of this build", `{"generation":1,"lock_homes":[],"nodes":[{"name":"A"}]}`, "", ""},
+		{"fenced_tables, a field of this build", `{"generation":1,"fenced_tables":[]}`, "", ""},
+		{"an unknown field beside the lock fields", `{"fenced_tables":[],"generation":1,"lock_home":["A"]}`, "unknown-field", `"lock_home"`},
 		{"an unknown field of a node", `{"generation":1,"nodes":[{"name":"A"},{"name":"B","zone":"x"}]}`, "unknown-field", `nodes[1] has an unknown field "zone"`},
 		{"an unknown field before a bad generation", `{"generation":0,"x":1}`, "unknown-field", `"x"`},
 
@@ -163,7 +164,9 @@ func TestDecode(t *testing.T) {
 	}{
 		{"canonical", `{"generation":2,"nodes":[{"api":"https://a.example:7401","name":"A"},{"name":"B"}]}`, true, ""},
 		{"unknown fields kept", `{"colour":"red","generation":2,"zzz":[1.50,{"a":null}]}`, true, ""},
-		{"reserved fields kept, unchecked", `{"fenced_tables":["t"],"generation":2,"lock_homes":7}`, true, ""},
+		{"lock fields", `{"fenced_tables":["t"],"generation":2,"lock_homes":["A"],"nodes":[{"name":"A"}]}`, true, ""},
+		{"lock_homes checked", `{"fenced_tables":["t"],"generation":2,"lock_homes":7}`, false, "bad-lock-homes"},
+		{"fenced_tables checked", `{"fenced_tables":["t","t"],"generation":2}`, false, "bad-fenced-tables"},
 		{"a placement", `{"generation":2,"nodes":[{"name":"A"},{"name":"B"}],"placement":{"t":["B","A"]}}`, true, ""},
 		{"a placement without nodes", `{"generation":2,"placement":{"x":["A"]}}`, false, "bad-placement"},
 		{"a placement of a node not a member", `{"generation":2,"nodes":[{"name":"A"}],"placement":{"x":["B"]}}`, false, "bad-placement"},

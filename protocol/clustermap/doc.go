@@ -1,7 +1,8 @@
 // Package clustermap owns the cluster map's document and the decisions made on it
-// (docs/design.md §23 and §24, docs/contract.md §22 and §23): its canonical form, the
-// checks of a map the API is given and of one a peer sends, which of two maps a node
-// keeps, the version-4 gate every whole-cluster feature asks, and who carries a table.
+// (docs/design.md §23, §24 and §25.2, docs/contract.md §22 and §23): its canonical form,
+// the checks of a map the API is given and of one a peer sends, which of two maps a node
+// keeps, the version-4 gate every whole-cluster feature asks, who carries a table, and
+// where a key's lock lives.
 //
 // A map is a decision, not a record: of two maps the higher generation wins, by generation
 // alone (Decide), so that nodes meeting maps in any order adopt alike. A member entry is a
@@ -25,6 +26,9 @@
 //   - placement.go: the document's placement checked (checkPlacement), and the one answer
 //     to who carries what: Carries, Placed, and CheckTables, the rule of what a
 //     transaction may touch.
+//   - locks.go: the document's lock_homes and fenced_tables checked; Home, a key's lock
+//     home by rendezvous hash; Fenced; CheckSuccessor, which refuses a map that unfences
+//     a table.
 //   - url.go: the rule of a node's `api` URL, without net/url (outside the purity rule).
 //   - decide.go: Decide, of two maps the one a node keeps; Member and Newer, the member
 //     entries of protocol versions; BelowV4 and RequireV4, the version-4 gate.

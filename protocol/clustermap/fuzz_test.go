@@ -23,6 +23,8 @@ var fuzzSeeds = []string{
 	`{"generation":1,"placement":{}}`,
 	`{"generation":1,"nodes":[{"name":"A"},{"name":"B"}],"placement":{"t":["B","A"],"u":["A"]}}`,
 	`{"generation":1,"nodes":[{"name":"A"}],"placement":{"t":["A","A"],"a b":[],"v":"A"}}`,
+	`{"fenced_tables":["u","t"],"generation":1,"lock_homes":["B","A"],"nodes":[{"name":"A"},{"name":"B"}]}`,
+	`{"generation":1,"lock_homes":["A","A","C"],"fenced_tables":["t","t",1]}`,
 	`[]`, `{}{}`, `{"a":[1,]}`, "{\"\":\"\xff\"}", `{"":{"":[[[]]]}}`,
 }
 
@@ -107,7 +109,8 @@ func FuzzParse(f *testing.F) {
 		} {
 			m2, err := again()
 			if err != nil || m2.Generation != m.Generation || !slices.Equal(m2.Nodes, m.Nodes) || !bytes.Equal(m2.Doc, m.Doc) ||
-				!maps.EqualFunc(m2.Placement, m.Placement, slices.Equal) {
+				!maps.EqualFunc(m2.Placement, m.Placement, slices.Equal) || !slices.Equal(m2.LockHomes, m.LockHomes) ||
+				!slices.Equal(m2.FencedTables, m.FencedTables) {
 				t.Fatalf("%s of Parse(%q)'s Doc = %+v, %v; want %+v", what, doc, m2, err, m)
 			}
 		}
@@ -116,6 +119,15 @@ func FuzzParse(f *testing.F) {
 		}
 		if m.Placement != nil && (m.Nodes == nil || len(m.Placement) > clustermap.MaxPlacedTables) {
 			t.Fatalf("Parse(%q) accepted a placement of %d tables with nodes %v", doc, len(m.Placement), m.Nodes)
+		}
+		if len(m.LockHomes) > clustermap.MaxLockHomes || (m.LockHomes != nil && m.Nodes == nil) || !sortedOnce(m.LockHomes) ||
+			len(m.FencedTables) > clustermap.MaxFencedTables || !sortedOnce(m.FencedTables) {
+			t.Fatalf("Parse(%q) accepted lock homes %v and fenced tables %v (nodes %v)", doc, m.LockHomes, m.FencedTables, m.Nodes)
+		}
+		for _, h := range m.LockHomes {
+			if !slices.ContainsFunc(m.Nodes, func(n clustermap.Node) bool { return n.Name == h }) {
+				t.Fatalf("Parse(%q): lock home %s, not a member", doc, h)
+			}
 		}
 		for table, carriers := range m.Placement {
 			if len(carriers) == 0 || !slices.IsSorted(carriers) || len(slices.Compact(slices.Clone(carriers))) != len(carriers) {
@@ -128,6 +140,11 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// sortedOnce reports whether names are sorted with none twice.
+func sortedOnce(names []string) bool {
+	return slices.IsSorted(names) && len(slices.Compact(slices.Clone(names))) == len(names)
 }
 
 // errOrNil keeps a nil *Error from becoming a non-nil error.

@@ -83,7 +83,7 @@ func TestRequestErrorsInContract(t *testing.T) {
 	served[string(replica.CodeStaleGeneration)] = 409
 	for _, c := range []string{clustermap.CodeBadJSON, clustermap.CodeUnknownField, clustermap.CodeBadGeneration, clustermap.CodeBadName,
 		clustermap.CodeBadURL, clustermap.CodeDuplicateNode, clustermap.CodeTooManyNodes, clustermap.CodeMapTooLarge,
-		clustermap.CodeBadPlacement, clustermap.CodeTooManyTables} {
+		clustermap.CodeBadPlacement, clustermap.CodeTooManyTables, clustermap.CodeBadLockHomes, clustermap.CodeBadFencedTables} {
 		served[c] = 400
 	}
 	served[clustermap.CodeMixedPlacement] = 409
