@@ -188,8 +188,9 @@ func (r *Replica) maxVersion() uint64 {
 
 // PublishMap publishes a document an operator gave this node (PUT /v1/cluster/map): it
 // answers the node's map after, or an error: *clustermap.Error for a document the API
-// refuses (400), wire code stale-generation for one at or below the node's generation
-// that is not its map (409).
+// refuses (400), or for one that does not fence a table the node's map fences (code
+// unfenced, 409: clustermap.CheckSuccessor); wire code stale-generation for one at or
+// below the node's generation that is not its map (409).
 func (r *Replica) PublishMap(now time.Time, doc []byte) (MapStatus, error) {
 	if r.fatal != nil {
 		return MapStatus{}, r.fatal
@@ -204,6 +205,9 @@ func (r *Replica) PublishMap(now time.Time, doc []byte) (MapStatus, error) {
 		return r.MapStatus(), nil
 	case clustermap.Stale, clustermap.Conflict:
 		return MapStatus{}, wire.NewError(CodeStaleGeneration, "generation "+strconv.FormatUint(m.Generation, 10)+" is not above this node's, "+strconv.FormatUint(r.cmap.cur.Generation, 10))
+	}
+	if err := clustermap.CheckSuccessor(r.cmap.cur, m); err != nil {
+		return MapStatus{}, err
 	}
 	if !r.adoptMap(m, r.id.Name, wire.HLC(stamp(now, uint64(r.hlc))), 0) {
 		if err := r.settleFailed(); err != nil {
@@ -266,7 +270,11 @@ func (r *Replica) writeMap(m clustermap.Map, publisher string, published wire.HL
 }
 
 // onMap decides a map a peer sent: adopt a higher generation, keep the node's own
-// otherwise, and record a different map of the same generation as a conflict.
+// otherwise, and record a different map of the same generation as a conflict. A higher
+// generation that does not fence a table the node's map fences is refused and counted
+// (clustermap.CheckSuccessor), and the connection stays: the map is well formed, and the
+// peer, which adopted it over a map that fenced nothing, broke no rule of its own; the
+// two hold different maps until one that fences the table reaches both.
 func (r *Replica) onMap(c *conn, b *wire.Map) {
 	m, err := clustermap.Decode(b.Document)
 	if err != nil || m.Generation != b.Generation {
@@ -293,6 +301,10 @@ func (r *Replica) onMap(c *conn, b *wire.Map) {
 	}
 	switch d {
 	case clustermap.Adopt:
+		if clustermap.CheckSuccessor(cs.cur, m) != nil {
+			r.counters.ClusterMapRefused++
+			break
+		}
 		r.adoptMap(m, b.Publisher, wire.HLC(b.Published), c.id)
 	case clustermap.Conflict:
 		if !bytes.Equal(cs.conflictDoc, m.Doc) {

@@ -518,3 +518,76 @@ func TestWriteMixedPlacement(t *testing.T) {
 		t.Errorf("B's status without placement: %v, %v", st.Placement, st.Carried)
 	}
 }
+
+// TestMapUnfenced: a table once fenced stays fenced. Published here, a higher generation
+// that does not fence it is refused unfenced and nothing changes; sent by a peer (one that
+// never held the fencing map), it is refused and counted, the connection stays and
+// replicates, and a later map that fences the table again is adopted by both.
+func TestMapUnfenced(t *testing.T) {
+	h := newHarness(t)
+	a, b, c := h.addNode("A", replica.Config{}), h.addNode("B", replica.Config{}), h.addNode("C", replica.Config{})
+	h.connect(b, a)
+	if _, err := a.publish(mapDoc(2, `,"fenced_tables":["t","u"]`, "A", "B", "C")); err != nil {
+		t.Fatal(err)
+	}
+	if g := b.rep.MapGeneration(); g != 2 {
+		t.Fatalf("B holds generation %d, want 2", g)
+	}
+	for doc, names := range map[string]string{
+		string(mapDoc(3, "", "A", "B", "C")):                       `the table "t" (and 1 more)`,
+		string(mapDoc(3, `,"fenced_tables":["t"]`, "A", "B", "C")): `the table "u" and`,
+	} {
+		var ce *clustermap.Error
+		_, err := a.publish([]byte(doc))
+		if !errors.As(err, &ce) || ce.Code != clustermap.CodeUnfenced || !strings.Contains(ce.Message, names) {
+			t.Fatalf("publishing %s over a map fencing t and u: %v, want unfenced naming %s", doc, err, names)
+		}
+	}
+	// Refused as stale first: the generation is Decide's, before the fence is looked at.
+	if _, err := a.publish(mapDoc(1, "", "A")); wireCode(err) != replica.CodeStaleGeneration {
+		t.Fatalf("a lower generation that unfences: %v, want stale-generation", err)
+	}
+	if g := a.rep.MapGeneration(); g != 2 {
+		t.Fatalf("A holds generation %d after the refusals, want 2", g)
+	}
+
+	// C never held a map: it takes generation 3 without fences, and meets B.
+	if _, err := c.publish(mapDoc(3, "", "A", "B", "C")); err != nil {
+		t.Fatal(err)
+	}
+	h.connect(c, b)
+	if g := b.rep.MapGeneration(); g != 2 {
+		t.Fatalf("B took C's map that unfences t and u: generation %d", g)
+	}
+	if g := a.rep.MapGeneration(); g != 2 {
+		t.Fatalf("A holds generation %d, want 2: B relays no map it refused", g)
+	}
+	if g := c.rep.MapGeneration(); g != 3 {
+		t.Fatalf("C holds generation %d, want its 3 (B's 2 is stale to it)", g)
+	}
+	if n := b.rep.Counters().ClusterMapRefused; n != 1 {
+		t.Fatalf("B counted %d maps refused, want 1", n)
+	}
+	c.write(put("v", "k", "x"))
+	h.pump()
+	if _, ok := b.get("v", "k"); !ok {
+		t.Fatal("B does not have C's write: the connection did not stay")
+	}
+	for _, n := range []*node{a, b, c} {
+		if k := n.rep.Counters(); k.ProtocolErrors != 0 || k.ConnectionErrors != 0 {
+			t.Fatalf("%s: %d protocol errors, %d connection errors; a refused map closes nothing", n.name, k.ProtocolErrors, k.ConnectionErrors)
+		}
+	}
+	// A map that fences them again follows both.
+	if _, err := c.publish(mapDoc(4, `,"fenced_tables":["u","t","w"]`, "A", "B", "C")); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []*node{a, b, c} {
+		if g := n.rep.MapGeneration(); g != 4 {
+			t.Fatalf("%s holds generation %d after a map that fences t and u again, want 4", n.name, g)
+		}
+	}
+	if n := b.rep.Counters().ClusterMapRefused; n != 1 {
+		t.Fatalf("B counted %d maps refused, want still 1", n)
+	}
+}

@@ -79,6 +79,10 @@ func (a *API) putMap(w http.ResponseWriter, r *http.Request) {
 	var ce *clustermap.Error
 	var we *wire.Error
 	switch {
+	case errors.As(err, &ce) && ce.Code == clustermap.CodeUnfenced:
+		// The document is valid; it is refused for the map the node holds, as a stale
+		// generation is.
+		fail(w, &apiError{http.StatusConflict, ce.Code, ce.Message})
 	case errors.As(err, &ce):
 		fail(w, &apiError{http.StatusBadRequest, ce.Code, ce.Message})
 	case errors.As(err, &we) && we.Code == replica.CodeStaleGeneration:

@@ -87,6 +87,7 @@ func TestRequestErrorsInContract(t *testing.T) {
 		served[c] = 400
 	}
 	served[clustermap.CodeMixedPlacement] = 409
+	served[clustermap.CodeUnfenced] = 409
 	for c, s := range served {
 		if !errors[c][s] {
 			t.Errorf("%s (%d) has no row at %d in docs/contract.md §6.3's error table: %v", c, s, s, errors[c])

@@ -108,6 +108,22 @@ func TestClusterMapPublish(t *testing.T) {
 	}
 }
 
+// TestClusterMapUnfenced: PUT /v1/cluster/map of a higher generation that does not fence
+// a table the node's map fences answers 409 unfenced naming the table, and the node keeps
+// its map; one that fences it still is adopted.
+func TestClusterMapUnfenced(t *testing.T) {
+	a, _ := startNode(t, "A")
+	const fenced = `{"fenced_tables":["t"],"generation":1,"lock_homes":["A"],"nodes":[{"name":"A"}]}`
+	s, body := do(t, "PUT", a.URL+"/v1/cluster/map", fenced)
+	want(t, "a map fencing t", s, body, 200, fenced+"\n")
+	s, body = do(t, "PUT", a.URL+"/v1/cluster/map", `{"fenced_tables":["u"],"generation":2}`)
+	want(t, "a map that unfences t", s, body, 409, `{"error":{"code":"unfenced","message":"the cluster map generation 1 fences the table \"t\" and generation 2 does not`)
+	s, body = do(t, "GET", a.URL+"/v1/cluster/map", "")
+	want(t, "GET after the refusal", s, body, 200, fenced+"\n")
+	s, body = do(t, "PUT", a.URL+"/v1/cluster/map", `{"fenced_tables":["u","t"],"generation":2}`)
+	want(t, "a map fencing t still", s, body, 200, `{"fenced_tables":["u","t"],"generation":2}`+"\n")
+}
+
 // TestClusterMapOfNode: ?node=NAME answers the map node NAME holds, asked over the peer
 // connection: A and B publish different maps of one generation before they meet, so each
 // keeps its own (a conflict, shown and counted on both), and A's API answers B's map for
