@@ -209,6 +209,14 @@ func (r *Replica) PublishMap(now time.Time, doc []byte) (MapStatus, error) {
 	if err := clustermap.CheckSuccessor(r.cmap.cur, m); err != nil {
 		return MapStatus{}, err
 	}
+	if turnsOnLocks(r.cmap.cur, m) {
+		// Locks are whole-cluster (docs/design.md §23.3), and a table once fenced stays
+		// fenced: a map that would turn them on waits for every member it lists to speak
+		// version 4, never half on.
+		if err := clustermap.RequireV4(m, r.cmap.members); err != nil {
+			return MapStatus{}, err
+		}
+	}
 	if !r.adoptMap(m, r.id.Name, wire.HLC(stamp(now, uint64(r.hlc))), 0) {
 		if err := r.settleFailed(); err != nil {
 			return MapStatus{}, err
@@ -462,4 +470,18 @@ func (r *Replica) MapStatus() MapStatus {
 // when every member of the map is known to speak version 4, otherwise the refusal.
 func (r *Replica) RequireV4() *clustermap.Error {
 	return clustermap.RequireV4(r.cmap.cur, r.cmap.members)
+}
+
+// turnsOnLocks reports whether map next turns on what map prev did not: lock homes where
+// prev had none, or a table prev did not fence.
+func turnsOnLocks(prev, next clustermap.Map) bool {
+	if len(next.LockHomes) > 0 && len(prev.LockHomes) == 0 {
+		return true
+	}
+	for _, t := range next.FencedTables {
+		if !prev.Fenced([]byte(t)) {
+			return true
+		}
+	}
+	return false
 }

@@ -83,6 +83,10 @@ func (a *API) putMap(w http.ResponseWriter, r *http.Request) {
 		// The document is valid; it is refused for the map the node holds, as a stale
 		// generation is.
 		fail(w, &apiError{http.StatusConflict, ce.Code, ce.Message})
+	case errors.As(err, &ce) && ce.Code == clustermap.CodeClusterNotV4:
+		// A map that would turn locks on, while a member it lists is not known to speak
+		// version 4: the whole-cluster gate (docs/design.md §23.3), until it does.
+		fail(w, &apiError{http.StatusServiceUnavailable, ce.Code, ce.Message})
 	case errors.As(err, &ce):
 		fail(w, &apiError{http.StatusBadRequest, ce.Code, ce.Message})
 	case errors.As(err, &we) && we.Code == replica.CodeStaleGeneration:

@@ -88,6 +88,7 @@ func TestRequestErrorsInContract(t *testing.T) {
 	}
 	served[clustermap.CodeMixedPlacement] = 409
 	served[clustermap.CodeUnfenced] = 409
+	served[clustermap.CodeClusterNotV4] = 503
 	for c, s := range served {
 		if !errors[c][s] {
 			t.Errorf("%s (%d) has no row at %d in docs/contract.md §6.3's error table: %v", c, s, s, errors[c])

@@ -121,7 +121,10 @@ func TestClusterMapUnfenced(t *testing.T) {
 	s, body = do(t, "GET", a.URL+"/v1/cluster/map", "")
 	want(t, "GET after the refusal", s, body, 200, fenced+"\n")
 	s, body = do(t, "PUT", a.URL+"/v1/cluster/map", `{"fenced_tables":["u","t"],"generation":2}`)
-	want(t, "a map fencing t still", s, body, 200, `{"fenced_tables":["u","t"],"generation":2}`+"\n")
+	want(t, "a map fencing u with no member list", s, body, 503, `{"error":{"code":"cluster-not-v4","message":"the cluster map (generation 2) has no member list (nodes)"}}`)
+	const still = `{"fenced_tables":["u","t"],"generation":2,"lock_homes":["A"],"nodes":[{"name":"A"}]}`
+	s, body = do(t, "PUT", a.URL+"/v1/cluster/map", still)
+	want(t, "a map fencing t still", s, body, 200, still+"\n")
 }
 
 // TestClusterMapOfNode: ?node=NAME answers the map node NAME holds, asked over the peer
