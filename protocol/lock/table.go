@@ -326,35 +326,35 @@ func (t *Table) Release(now time.Time, key Key, token Token, fence Fence) Result
 
 // Confirm reports whether token is key's lease and live now, its key in no quarantine: the
 // home's answer to a write under the lock it applies (docs/design.md §25.6). A false for a
-// token this home granted in this incarnation is an overlap it can see: counted
-// (Stats.Overlaps).
+// token this home granted in this incarnation, whose lease it no longer holds, is an overlap
+// it can see: counted (Stats.Overlaps).
 func (t *Table) Confirm(now time.Time, key Key, token Token) bool {
 	now = t.clamp(now)
 	e := t.live(now, key, token)
-	return t.answer(now, key, token, e != nil)
+	return t.answer(now, key, token, e, e != nil)
 }
 
 // Check reports whether token is key's lease and live now by its holder's deadline on the
 // home's clock (Granted + TTL·(1−ρ)), its key in no quarantine: the home's answer to a
 // lock-check, whether a node other than the holder's may take a write under it
-// (docs/design.md §25.6). Counted as Confirm is.
+// (docs/design.md §25.6). Counted as Confirm is; a lease past its holder's deadline but not
+// past its expiry is not an overlap (the home still holds it).
 func (t *Table) Check(now time.Time, key Key, token Token) bool {
 	now = t.clamp(now)
 	e := t.live(now, key, token)
-	ok := e != nil && now.Before(HolderDeadline(e.lease.Granted, e.lease.TTL, t.cfg.Drift))
-	return t.answer(now, key, token, ok)
+	return t.answer(now, key, token, e, e != nil && now.Before(HolderDeadline(e.lease.Granted, e.lease.TTL, t.cfg.Drift)))
 }
 
-func (t *Table) answer(now time.Time, key Key, token Token, live bool) bool {
-	if live {
+// answer counts a Confirm's or a Check's answer: e is the key's lease if token is it and it
+// is live at the home, ok whether the answer is yes before the quarantines.
+func (t *Table) answer(now time.Time, key Key, token Token, e *entry, ok bool) bool {
+	if ok {
 		if _, q := t.quarantinedUntil(now, key); !q {
 			return true
 		}
-		t.stats.ConfirmsLost++
-		return false
 	}
 	t.stats.ConfirmsLost++
-	if token.Home == t.home && token.Incarnation == t.incarnation && token.Counter >= 1 && token.Counter <= t.counter {
+	if e == nil && token.Home == t.home && token.Incarnation == t.incarnation && token.Counter >= 1 && token.Counter <= t.counter {
 		t.stats.Overlaps++
 	}
 	return false
