@@ -21,7 +21,8 @@
 //     it homes, and is told at each new generation which keys it newly homes
 //     (MoveQuarantine). It does not stop renewing a key that a new generation moved away:
 //     the caller stops asking;
-//   - the incarnation: raised and made durable in the store before New;
+//   - the incarnation: raised and made durable in the store before New; the generation
+//     given with each request: the adopted map's, which never goes down across a restart;
 //   - the fence: the home's applied positions, given with every input that may grant;
 //   - the version-4 gate, a map conflict (a home grants nothing while it knows of one),
 //     the clock-offset guard being on, and the API's checks of names and sizes;

@@ -187,7 +187,10 @@ func (t *Table) clamp(now time.Time) time.Time {
 func (t *Table) raise(generation uint64) { t.generation = max(t.generation, generation) }
 
 // Acquire asks for a lease on key for ttl, waiting up to wait if it is held. generation is
-// the map generation the home has adopted: the table grants under the highest it was given.
+// the map generation the home has adopted: the table grants under the highest it was given,
+// so a key's tokens rise within one incarnation whatever the inputs. Across a restart they
+// rise only if the first generation given is no lower than the last one before it, which
+// holds when the caller gives its adopted map's (kept in its store), not a request's.
 // fence is the home's applied positions now. It first does what time made due (as Tick),
 // then answers, checking in this order:
 //
