@@ -1,0 +1,516 @@
+package lock
+
+import (
+	"bytes"
+	"cmp"
+	"container/heap"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"plait/protocol/wire"
+)
+
+// Key is a locked key: a table and a key in it. The table keeps its own copy of the bytes.
+type Key struct {
+	Table string
+	Key   []byte
+}
+
+func (k Key) clone() Key { return Key{Table: k.Table, Key: bytes.Clone(k.Key)} }
+
+func (k Key) String() string { return fmt.Sprintf("%s/%q", k.Table, k.Key) }
+
+func compareKeys(a, b Key) int {
+	if c := cmp.Compare(a.Table, b.Table); c != 0 {
+		return c
+	}
+	return bytes.Compare(a.Key, b.Key)
+}
+
+type keyID struct{ table, key string }
+
+func (k Key) id() keyID { return keyID{k.Table, string(k.Key)} }
+
+// Position is one origin's applied seq at the home.
+type Position struct {
+	Origin wire.OriginID
+	Seq    uint64
+}
+
+// Fence is the home's applied positions when it granted a lease (docs/design.md §25.7),
+// sorted by origin. The table does not read it: the caller gives the home's positions with
+// every input that may grant, and the table hands a copy of them back with each grant it
+// makes then.
+type Fence []Position
+
+// Lease is a key's lease at the home.
+type Lease struct {
+	Token  Token
+	Holder string // the caller's name for whoever asked: reported, never interpreted
+	// Granted is when the home granted the lease or last renewed it, on its clock.
+	Granted time.Time
+	// TTL is the ttl asked at the grant or at the last renewal.
+	TTL time.Duration
+	// Expiry is when the home frees the key: Granted + TTL·(1+ρ). The lease is live before it.
+	Expiry time.Time
+}
+
+// Result is the answer to one input.
+type Result struct {
+	Code Code
+	// Lease is the lease granted or renewed (CodeGranted, CodeRenewed).
+	Lease Lease
+	// Fence is a grant's fence (CodeGranted): the positions given with the input that
+	// granted it.
+	Fence Fence
+	// RetryAfter is how long until the key's lease expires at the home (CodeHeld; 0 when it
+	// expires at the same instant), or until the quarantine ends (CodeQuarantined).
+	RetryAfter time.Duration
+	// Until is when the quarantine that refused the request ends (CodeQuarantined).
+	Until time.Time
+	// Waiter is the id of a queued request (CodeQueued): the Event that answers it carries
+	// it.
+	Waiter uint64
+	// Events are the answers to earlier requests that this input decided: waiters granted
+	// (the key freed) or refused (their wait ended, or their key was quarantined).
+	Events []Event
+}
+
+// Event answers a queued request, exactly once: CodeGranted, CodeHeld (its wait ended first)
+// or CodeQuarantined (a move quarantine took its key).
+type Event struct {
+	Waiter uint64
+	Key    Key
+	Result Result // its Events are nil
+}
+
+type entry struct {
+	key     Key
+	lease   *Lease // nil when no lease holds the key
+	expiry  *timer // the lease's
+	waiters []*waiter
+}
+
+type waiter struct {
+	id     uint64
+	holder string
+	ttl    time.Duration
+	timer  *timer
+}
+
+type move struct {
+	generation uint64
+	until      time.Time
+	newlyHomed func(Key) bool
+}
+
+// Stats are a table's counters.
+type Stats struct {
+	Leases  int // leases held now
+	Waiting int // requests waiting now
+	// Granted counts leases granted (at once or to a waiter), Queued requests that waited,
+	// Renewed renewals, Released releases, Expired leases that ran out, TimedOut waiters
+	// whose wait ended first.
+	Granted, Queued, Renewed, Released, Expired, TimedOut uint64
+	// Refused counts every refusal by code, whether answered at once or by an Event.
+	Refused map[Code]uint64
+	// ConfirmsLost counts Confirm and Check answering false; Overlaps those of them for a
+	// token this home granted in this incarnation whose lease it no longer holds (ended,
+	// released, or replaced by a later grant), the overlap the home can see
+	// (docs/design.md §25.8).
+	ConfirmsLost, Overlaps uint64
+	Generation             uint64    // the generation the home grants under
+	Incarnation            uint64    // the home's, given to New
+	Counter                uint64    // the last grant's counter
+	RestartUntil           time.Time // the restart quarantine's end; zero once it is over
+	MoveQuarantines        int       // move quarantines not yet over
+}
+
+// Table is one home's leases. It is not safe for concurrent use; the replica owns it.
+//
+// Time is an input: every method takes the home's clock reading now, and the table keeps the
+// latest it was given. A now earlier than that is taken as that (time never goes back in
+// the table), so nothing that expired or ended comes back to life, whatever the inputs.
+type Table struct {
+	cfg          Config
+	home         wire.OriginID
+	incarnation  uint64
+	generation   uint64
+	counter      uint64
+	last         time.Time
+	restartUntil time.Time
+	moves        []move
+	keys         map[keyID]*entry
+	timers       timerHeap
+	seq          uint64
+	nextWaiter   uint64
+	leases       int
+	waiting      int
+	stats        Stats
+}
+
+// New starts the lease table of a home: its origin id, its incarnation (raised in its store
+// at every start before it grants anything) and its clock now. It starts in its restart
+// quarantine, until now + MaxTTL·(1+ρ) + OffsetBound: it forgot its leases, and their
+// holders may still write (docs/design.md §25.5).
+func New(cfg Config, home wire.OriginID, incarnation uint64, now time.Time) (*Table, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
+	if home.IsZero() {
+		return nil, ErrHome
+	}
+	if incarnation == 0 {
+		return nil, ErrIncarnation
+	}
+	return &Table{
+		cfg:          cfg,
+		home:         home,
+		incarnation:  incarnation,
+		last:         now,
+		restartUntil: now.Add(cfg.Quarantine()),
+		keys:         map[keyID]*entry{},
+		stats:        Stats{Refused: map[Code]uint64{}},
+	}, nil
+}
+
+// clamp takes now as the table's time: the latest input.
+func (t *Table) clamp(now time.Time) time.Time {
+	if now.After(t.last) {
+		t.last = now
+	}
+	return t.last
+}
+
+func (t *Table) raise(generation uint64) { t.generation = max(t.generation, generation) }
+
+// Acquire asks for a lease on key for ttl, waiting up to wait if it is held. generation is
+// the map generation the home has adopted: the table grants under the highest it was given,
+// so a key's tokens rise within one incarnation whatever the inputs. Across a restart they
+// rise only if the first generation given is no lower than the last one before it, which
+// holds when the caller gives its adopted map's (kept in its store), not a request's.
+// fence is the home's applied positions now. It first does what time made due (as Tick),
+// then answers, checking in this order:
+//
+//   - CodeBadTTL: ttl not above 0, or above MaxTTL;
+//   - CodeBadWait: wait below 0, or above MaxWait;
+//   - CodeQuarantined: the home's restart quarantine, or a move quarantine of the key, is
+//     not over (Until says when it is);
+//   - the key is free: CodeTooManyLeases if the home holds MaxLeases leases, else
+//     CodeGranted: the next counter's token, expiry now + ttl·(1+ρ), the fence;
+//   - the key is held: CodeHeld with RetryAfter when wait is 0, CodeTooManyWaiters when
+//     MaxWaiters requests wait, else CodeQueued: the request waits until now + wait, after
+//     those that came before it, and an Event answers it.
+func (t *Table) Acquire(now time.Time, key Key, holder string, ttl, wait time.Duration, generation uint64, fence Fence) Result {
+	events := t.advance(now, fence)
+	now = t.last
+	t.raise(generation)
+	r := t.acquire(now, key, holder, ttl, wait, fence)
+	t.count(r.Code)
+	r.Events = events
+	return r
+}
+
+func (t *Table) acquire(now time.Time, key Key, holder string, ttl, wait time.Duration, fence Fence) Result {
+	if ttl <= 0 || ttl > t.cfg.MaxTTL {
+		return Result{Code: CodeBadTTL}
+	}
+	if wait < 0 || wait > t.cfg.MaxWait {
+		return Result{Code: CodeBadWait}
+	}
+	if until, ok := t.quarantinedUntil(now, key); ok {
+		return Result{Code: CodeQuarantined, Until: until, RetryAfter: until.Sub(now)}
+	}
+	e := t.keys[key.id()]
+	if e == nil || e.lease == nil {
+		// advance ran first, so a lease here is live, and a key with waiters has a lease.
+		if t.leases >= t.cfg.MaxLeases {
+			return Result{Code: CodeTooManyLeases}
+		}
+		if e == nil {
+			e = &entry{key: key.clone()}
+			t.keys[key.id()] = e
+		}
+		return Result{Code: CodeGranted, Lease: t.grant(e, holder, ttl, now), Fence: slices.Clone(fence)}
+	}
+	if wait == 0 {
+		return Result{Code: CodeHeld, RetryAfter: e.lease.Expiry.Sub(now)}
+	}
+	if t.waiting >= t.cfg.MaxWaiters {
+		return Result{Code: CodeTooManyWaiters}
+	}
+	t.nextWaiter++
+	w := &waiter{id: t.nextWaiter, holder: holder, ttl: ttl}
+	w.timer = t.setTimer(now.Add(wait), timerWait, e, w)
+	e.waiters = append(e.waiters, w)
+	t.waiting++
+	t.stats.Queued++
+	return Result{Code: CodeQueued, Waiter: w.id}
+}
+
+// grant gives the free key e to holder from now.
+func (t *Table) grant(e *entry, holder string, ttl time.Duration, now time.Time) Lease {
+	t.counter++ // 2^64 grants: it does not wrap in practice
+	l := Lease{
+		Token:   Token{Generation: t.generation, Incarnation: t.incarnation, Counter: t.counter, Home: t.home},
+		Holder:  holder,
+		Granted: now,
+		TTL:     ttl,
+		Expiry:  now.Add(HomeTTL(ttl, t.cfg.Drift)),
+	}
+	e.lease = &l
+	e.expiry = t.setTimer(l.Expiry, timerExpiry, e, nil)
+	t.leases++
+	t.stats.Granted++
+	return l
+}
+
+// live is key's lease if token is it and it is live at now.
+func (t *Table) live(now time.Time, key Key, token Token) *entry {
+	e := t.keys[key.id()]
+	if e == nil || e.lease == nil || e.lease.Token != token || !now.Before(e.lease.Expiry) {
+		return nil
+	}
+	return e
+}
+
+// Renew extends token's lease on key: it runs from now for ttl (at most MaxTTL), its expiry
+// now + ttl·(1+ρ), with the same token. CodeBadTTL as Acquire; CodeLost when token is not
+// the key's lease live now (it expired, was released, or never was); CodeQuarantined when a
+// move quarantine of the key is not over (the lease then runs out: the key's previous home
+// may grant it meanwhile).
+func (t *Table) Renew(now time.Time, key Key, token Token, ttl time.Duration) Result {
+	now = t.clamp(now)
+	r := t.renew(now, key, token, ttl)
+	t.count(r.Code)
+	return r
+}
+
+func (t *Table) renew(now time.Time, key Key, token Token, ttl time.Duration) Result {
+	if ttl <= 0 || ttl > t.cfg.MaxTTL {
+		return Result{Code: CodeBadTTL}
+	}
+	e := t.live(now, key, token)
+	if e == nil {
+		return Result{Code: CodeLost}
+	}
+	if until, ok := t.quarantinedUntil(now, key); ok {
+		return Result{Code: CodeQuarantined, Until: until, RetryAfter: until.Sub(now)}
+	}
+	e.lease.Granted = now
+	e.lease.TTL = ttl
+	e.lease.Expiry = now.Add(HomeTTL(ttl, t.cfg.Drift))
+	t.moveTimer(e.expiry, e.lease.Expiry)
+	t.stats.Renewed++
+	return Result{Code: CodeRenewed, Lease: *e.lease}
+}
+
+// Release frees key if token is its lease live now (CodeReleased), and grants it at once to
+// its first waiter, if any, with fence (an Event). Otherwise CodeLost, and nothing changes:
+// a release that reaches the home after its lease ended frees nothing (docs/design.md
+// §25.7). Like Acquire it first does what time made due.
+func (t *Table) Release(now time.Time, key Key, token Token, fence Fence) Result {
+	events := t.advance(now, fence)
+	now = t.last
+	e := t.live(now, key, token)
+	if e == nil {
+		t.count(CodeLost)
+		return Result{Code: CodeLost, Events: events}
+	}
+	t.stopTimer(e.expiry)
+	e.lease, e.expiry = nil, nil
+	t.leases--
+	t.stats.Released++
+	events = append(events, t.grantNext(e, now, fence)...)
+	return Result{Code: CodeReleased, Events: events}
+}
+
+// Confirm reports whether token is key's lease and live now, its key in no quarantine: the
+// home's answer to a write under the lock it applies (docs/design.md §25.6). A false for a
+// token this home granted in this incarnation, whose lease it no longer holds, is an overlap
+// it can see: counted (Stats.Overlaps).
+func (t *Table) Confirm(now time.Time, key Key, token Token) bool {
+	now = t.clamp(now)
+	e := t.live(now, key, token)
+	return t.answer(now, key, token, e, e != nil)
+}
+
+// Check reports whether token is key's lease and live now by its holder's deadline on the
+// home's clock (Granted + TTL·(1−ρ)), its key in no quarantine: the home's answer to a
+// lock-check, whether a node other than the holder's may take a write under it
+// (docs/design.md §25.6). Counted as Confirm is; a lease past its holder's deadline but not
+// past its expiry is not an overlap (the home still holds it).
+func (t *Table) Check(now time.Time, key Key, token Token) bool {
+	now = t.clamp(now)
+	e := t.live(now, key, token)
+	return t.answer(now, key, token, e, e != nil && now.Before(HolderDeadline(e.lease.Granted, e.lease.TTL, t.cfg.Drift)))
+}
+
+// answer counts a Confirm's or a Check's answer: e is the key's lease if token is it and it
+// is live at the home, ok whether the answer is yes before the quarantines.
+func (t *Table) answer(now time.Time, key Key, token Token, e *entry, ok bool) bool {
+	if ok {
+		if _, q := t.quarantinedUntil(now, key); !q {
+			return true
+		}
+	}
+	t.stats.ConfirmsLost++
+	if e == nil && token.Home == t.home && token.Incarnation == t.incarnation && token.Counter >= 1 && token.Counter <= t.counter {
+		t.stats.Overlaps++
+	}
+	return false
+}
+
+// Tick does what time made due by now: leases that expired free their keys (each granted to
+// its first waiter, with fence), waits that ended are answered CodeHeld, quarantines that
+// ended end. Instants are taken in order, and at one instant expiries before waits.
+func (t *Table) Tick(now time.Time, fence Fence) []Event { return t.advance(now, fence) }
+
+func (t *Table) advance(now time.Time, fence Fence) []Event {
+	now = t.clamp(now)
+	var events []Event
+	for len(t.timers) > 0 && !t.timers[0].at.After(now) {
+		tm := heap.Pop(&t.timers).(*timer)
+		e := tm.e
+		switch tm.kind {
+		case timerExpiry:
+			e.lease, e.expiry = nil, nil
+			t.leases--
+			t.stats.Expired++
+			events = append(events, t.grantNext(e, now, fence)...)
+		case timerWait:
+			e.waiters = slices.DeleteFunc(e.waiters, func(w *waiter) bool { return w == tm.w })
+			t.waiting--
+			t.stats.TimedOut++
+			var retry time.Duration
+			if e.lease != nil { // always, since a key with waiters is held
+				retry = max(0, e.lease.Expiry.Sub(now))
+			}
+			t.count(CodeHeld)
+			events = append(events, Event{Waiter: tm.w.id, Key: e.key.clone(), Result: Result{Code: CodeHeld, RetryAfter: retry}})
+			t.drop(e)
+		}
+	}
+	if !t.restartUntil.IsZero() && !now.Before(t.restartUntil) {
+		t.restartUntil = time.Time{}
+	}
+	t.moves = slices.DeleteFunc(t.moves, func(m move) bool { return !now.Before(m.until) })
+	return events
+}
+
+// grantNext gives the free key e to its first waiter, if any.
+func (t *Table) grantNext(e *entry, now time.Time, fence Fence) []Event {
+	if len(e.waiters) == 0 {
+		t.drop(e)
+		return nil
+	}
+	w := e.waiters[0]
+	e.waiters = e.waiters[1:]
+	t.stopTimer(w.timer)
+	t.waiting--
+	l := t.grant(e, w.holder, w.ttl, now)
+	return []Event{{Waiter: w.id, Key: e.key.clone(), Result: Result{Code: CodeGranted, Lease: l, Fence: slices.Clone(fence)}}}
+}
+
+// drop forgets a key with no lease and no waiter.
+func (t *Table) drop(e *entry) {
+	if e.lease == nil && len(e.waiters) == 0 {
+		delete(t.keys, e.key.id())
+	}
+}
+
+// MoveQuarantine starts a move quarantine: the home adopted generation, under which it
+// homes the keys for which newlyHomed is true and did not before (nil: every key). It grants,
+// renews and confirms nothing for them until now + MaxTTL·(1+ρ) + OffsetBound, since their
+// previous home's leases run on that home's clock (docs/design.md §25.2). Requests waiting
+// for such a key are answered CodeQuarantined (the Events, in key order); leases it holds on
+// them run out. The table grants under generation from now on, if it is the highest it was
+// given. newlyHomed is kept until the quarantine ends and called with the keys asked about
+// then.
+func (t *Table) MoveQuarantine(now time.Time, generation uint64, newlyHomed func(Key) bool) []Event {
+	now = t.clamp(now)
+	t.raise(generation)
+	if newlyHomed == nil {
+		newlyHomed = func(Key) bool { return true }
+	}
+	until := now.Add(t.cfg.Quarantine())
+	t.moves = append(t.moves, move{generation: generation, until: until, newlyHomed: newlyHomed})
+	var waited []*entry
+	for _, e := range t.keys {
+		if len(e.waiters) > 0 {
+			waited = append(waited, e)
+		}
+	}
+	slices.SortFunc(waited, func(a, b *entry) int { return compareKeys(a.key, b.key) })
+	var events []Event
+	for _, e := range waited {
+		if !newlyHomed(e.key) {
+			continue
+		}
+		for _, w := range e.waiters {
+			t.stopTimer(w.timer)
+			t.waiting--
+			t.count(CodeQuarantined)
+			events = append(events, Event{Waiter: w.id, Key: e.key.clone(), Result: Result{Code: CodeQuarantined, Until: until, RetryAfter: until.Sub(now)}})
+		}
+		e.waiters = nil
+	}
+	return events
+}
+
+// quarantinedUntil is when the quarantines that hold key at now end, the latest of them.
+func (t *Table) quarantinedUntil(now time.Time, key Key) (time.Time, bool) {
+	var until time.Time
+	if now.Before(t.restartUntil) {
+		until = t.restartUntil
+	}
+	for _, m := range t.moves {
+		if now.Before(m.until) && m.until.After(until) && m.newlyHomed(key) {
+			until = m.until
+		}
+	}
+	return until, !until.IsZero()
+}
+
+// Next is the earliest instant at which Tick has work: a lease's expiry, a wait's end, a
+// quarantine's end. Zero when there is none.
+func (t *Table) Next() time.Time {
+	var next time.Time
+	earlier := func(at time.Time) {
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	if len(t.timers) > 0 {
+		earlier(t.timers[0].at)
+	}
+	if !t.restartUntil.IsZero() {
+		earlier(t.restartUntil)
+	}
+	for _, m := range t.moves {
+		earlier(m.until)
+	}
+	return next
+}
+
+// Stats are the table's counters now.
+func (t *Table) Stats() Stats {
+	s := t.stats
+	s.Refused = maps.Clone(t.stats.Refused)
+	s.Leases = t.leases
+	s.Waiting = t.waiting
+	s.Generation = t.generation
+	s.Incarnation = t.incarnation
+	s.Counter = t.counter
+	s.RestartUntil = t.restartUntil
+	s.MoveQuarantines = len(t.moves)
+	return s
+}
+
+func (t *Table) count(c Code) {
+	if c.Refused() {
+		t.stats.Refused[c]++
+	}
+}
