@@ -319,10 +319,15 @@ func (r *Replica) rangeAnswerWithin(c *conn, d *wire.RangeDigest, budget int) []
 	}
 	more := uint64(len(recs)) > d.Count // the peer may hold even more: the answer ends early
 	out := make([]wire.RangeRecord, 0, len(recs))
-	size := wire.RangeHeaderSize(through, len(recs))
+	// The header holds the answer's end: the ask's through, or, for an answer cut short,
+	// its last record's point. Each record is taken only if the answer fits with either
+	// (a header counted with the ask's end alone passed the frame limit by the last key's
+	// bytes, and the answer went out with no record).
+	head, size := wire.RangeHeaderSize(through, len(recs)), 0
 	for i := range recs {
 		rr := rangeRecord(&recs[i])
-		if len(out) > 0 && size+wire.RangeRecordSize(rr) > budget {
+		hdr := max(head, wire.RangeHeaderSize(wire.RangePoint{Table: rr.Table, Key: rr.Key}, len(recs)))
+		if len(out) > 0 && hdr+size+wire.RangeRecordSize(rr) > budget {
 			more = true
 			break
 		}

@@ -378,3 +378,36 @@ func TestAntiEntropyNotFromAPeerBehind(t *testing.T) {
 		})
 	}
 }
+
+// TestAntiEntropyAnswerEndFitsTheFrame: frames of 1 KiB, answers of at most 1 KiB, keys
+// of 40 bytes. An answer cut short ends at its last record, whose point (table and key)
+// the answer's header then holds; counted with the ask's end instead (none: the range
+// ran to the end), a full answer passed the frame limit by the key's bytes, and the peer
+// sent an answer with no record in its place, which the asker took for the whole range:
+// the records past the first answer were compared with no one. B lost 30 records of 60;
+// all of them come back.
+func TestAntiEntropyAnswerEndFitsTheFrame(t *testing.T) {
+	h := newHarness(t)
+	lim := protocol.Limits{MaxFrameBody: 1 << 10}
+	a := h.addNode("A", replica.Config{Limits: lim, AntiEntropyInterval: -1})
+	b := h.addNode("B", replica.Config{Limits: lim, AntiEntropyInterval: 10 * time.Millisecond})
+	h.connect(b, a)
+	key := func(i int) string { return fmt.Sprintf("%038d%02d", 0, i) }
+	for i := range 60 {
+		a.write(put("t", key(i), "v"))
+	}
+	h.pump()
+	h.advance(time.Second)
+	for i := 30; i < 60; i++ {
+		b.store.Corrupt([]byte("t"), []byte(key(i)), nil)
+	}
+	before := b.rep.Counters().AntiEntropyRecordsRepaired
+	h.advance(3 * time.Second)
+	if n := b.rep.Counters().AntiEntropyRecordsRepaired - before; n != 30 {
+		t.Errorf("B repaired %d records, want 30", n)
+	}
+	na, da := a.digest("t")
+	if nb, db := b.digest("t"); na != nb || da != db {
+		t.Errorf("table t: A holds %d records, B %d, not alike", na, nb)
+	}
+}
