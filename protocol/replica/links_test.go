@@ -373,3 +373,32 @@ func TestLinkDirectionBaseCopy(t *testing.T) {
 		t.Fatalf("D had copied %d records when A's link changed: the test needs the change in the copy's middle", copied)
 	}
 }
+
+// TestLinkDirectionLapsedExclusion: A refuses B's run of table x of O (B's link to O
+// excludes x, A's to B does not), which leaves B out of O's candidates for
+// DivergenceRetry; then A stops receiving from B. The exclusion lapses and is forgotten:
+// A's timers go on (it was kept, since routing asked nothing of a link A does not
+// receive on, and NextDeadline gave its lapsed time for ever: a livelock, the
+// simulator's links, seed 248).
+func TestLinkDirectionLapsedExclusion(t *testing.T) {
+	h := newHarness(t)
+	const retry = time.Second
+	o := h.addNode("O", replica.Config{})
+	b := h.addNode("B", linked("O", wire.LinkBoth, "x"))
+	a := h.addNode("A", replica.Config{DivergenceRetry: retry})
+	h.connect(b, o)
+	o.write(put("x", "k1", "1"))
+	o.write(put("u", "k2", "2"))
+	h.pump()
+	h.connect(a, b)
+	h.advance(100 * time.Millisecond)
+	if got := a.rep.Counters().SkipsRefused; got == 0 {
+		t.Fatal("A refused no run of B: the test needs B left out of O's candidates")
+	}
+	h.check(a, a.rep.SetLink(a.clock(), "B", settings(wire.LinkSend)))
+	h.pump()
+	h.tickDeadlines(h.now.Add(5 * retry))
+	if d := a.rep.NextDeadline(); !d.IsZero() && !h.now.Before(d) {
+		t.Errorf("A's next deadline %v is not after now %v", d, h.now)
+	}
+}
