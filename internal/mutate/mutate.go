@@ -67,4 +67,8 @@ type Set struct {
 	// positions answer's holds): a fill, a base copy or a removal takes its records of a
 	// table for whole past entries it passed.
 	HoldWhole bool
+	// IgnoreLinks makes a sender ignore its links' settings (docs/design.md §24.6): it
+	// sends to a peer whatever the two ends' directions say, and sends whole an entry that
+	// writes only tables the link excludes, where a run (SKIP) should go.
+	IgnoreLinks bool
 }

@@ -168,7 +168,7 @@ func (r *Replica) linkChanged(c *conn) {
 // peer is send or both, and the peer's (from its LINK; both when it sent none) receive or
 // both.
 func (r *Replica) sendsTo(c *conn) bool {
-	return r.links[c.peerName].Mode.Sends() && c.peerLink.Mode.Receives()
+	return r.links[c.peerName].Mode.Sends() && c.peerLink.Mode.Receives() || r.cfg.Mutations.IgnoreLinks
 }
 
 // receivesFrom reports whether this node takes entries from the peer on c: the mirror of
