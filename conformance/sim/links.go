@@ -17,10 +17,13 @@ import (
 // exclude table t0 from one, from its first moment, and change one link's settings once
 // while it runs. The draws keep every origin's entries, and t0's among them, reaching
 // every node: the directed graph of what may cross the links stays strongly connected,
-// with and without each link that excludes t0. The oracle reads the wire: a node never
+// with and without each link that excludes t0, and through no node at an end of one
+// (linkValid). The oracle reads the wire: a node never
 // sends an entry (a DATA frame) to a peer it does not send to, nor one all of whose
 // operations are of tables the link excludes; and a node applies no operation of an
-// excluded table from an entry that came over the link.
+// excluded table from an entry that came over the link. A run with an exclusion ends once
+// the records agree as well as the logs (linkRecordsAlike): anti-entropy brings a node
+// the records of the excluded table's operations it passed.
 
 // excludedTable is the table the runs exclude from links: one of the two randomOps writes.
 const excludedTable = "t0"
