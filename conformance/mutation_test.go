@@ -45,6 +45,7 @@ func TestMutationsAreCaught(t *testing.T) {
 		{"a base copy from a source that does not carry a table, past its entries", mutate.Set{CopyPastCarried: true}, []uint64{22}},
 		{"a node that claims to hold every table whole (no HOLDS)", mutate.Set{HoldWhole: true}, nil},
 		{"a node removed from a table that drops it at once", mutate.Set{DropAtOnce: true}, nil},
+		{"a sender that ignores its links' directions and excluded tables", mutate.Set{IgnoreLinks: true}, nil},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel() // each mutation is a value of its own runs: nothing is shared

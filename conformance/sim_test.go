@@ -37,6 +37,7 @@ func TestSim(t *testing.T) {
 	start := time.Now()
 	failed, largest, retaining, purgedRuns := 0, 0, 0, 0
 	copyRuns, copies, resumed, copyCrashes, tombstones := 0, 0, uint64(0), 0, uint64(0)
+	linkRuns, oneWay, excluding, linkChanges, linkChecked := 0, 0, 0, 0, 0
 	var virtual time.Duration
 	for seed := *simBase; seed < *simBase+uint64(*simSeeds); seed++ {
 		rep := sim.Random(seed, sim.Options{Nodes: *simNodes})
@@ -50,6 +51,10 @@ func TestSim(t *testing.T) {
 				copyRuns++
 			}
 			copies, resumed, copyCrashes, tombstones = copies+rep.Copies, resumed+rep.CopyResumes, copyCrashes+rep.CopyCrashes, tombstones+rep.TombstonesDropped
+		}
+		if rep.OneWay+rep.Excluding+rep.LinkChanges > 0 {
+			linkRuns++
+			oneWay, excluding, linkChanges, linkChecked = oneWay+rep.OneWay, excluding+rep.Excluding, linkChanges+rep.LinkChanges, linkChecked+rep.LinkChecked
 		}
 		if len(rep.Failures) > 0 {
 			failed++
@@ -73,9 +78,18 @@ func TestSim(t *testing.T) {
 		t.Errorf("of %d runs with retention, %d took %d base copies (%d resumed, %d crashed) and %d tombstones were dropped: the range does not exercise them",
 			retaining, copyRuns, copies, resumed, copyCrashes, tombstones)
 	}
+	// Links (conformance/sim/links.go): over enough runs that draw them (the CI range has
+	// about 80), some make links one-way, exclude t0, change a link live, and send entries
+	// the per-link checks look at.
+	if linkRuns >= judged && (oneWay == 0 || excluding == 0 || linkChanges == 0 || linkChecked == 0) {
+		t.Errorf("of %d runs with links, %d links were made one-way, %d excluded t0, %d changed live, %d entries were checked: the range does not exercise them",
+			linkRuns, oneWay, excluding, linkChanges, linkChecked)
+	}
 	took := time.Since(start)
 	t.Logf("%d seeds from %d: %d failed, %s; %d with retention, %d of them purged, %d took %d base copies (%d resumed, %d crashed), %d tombstones dropped",
 		*simSeeds, *simBase, failed, took.Round(time.Millisecond), retaining, purgedRuns, copyRuns, copies, resumed, copyCrashes, tombstones)
+	t.Logf("%d with links: %d links made one-way, %d excluding t0, %d changed live; %d entries checked against their link's settings",
+		linkRuns, oneWay, excluding, linkChanges, linkChecked)
 	t.Logf("%.1f schedules per second; %.0fx virtual time; largest topology %d nodes",
 		float64(*simSeeds)/took.Seconds(), virtual.Seconds()/took.Seconds(), largest)
 }

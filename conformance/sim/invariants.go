@@ -31,7 +31,10 @@ import (
 //     returning node;
 //   - a base copy's cursor is written with the records of its chunk, and a resumed copy
 //     merges no record twice (ApplyCopy);
-//   - retention never purges an entry a live hold still keeps (checkPurges).
+//   - retention never purges an entry a live hold still keeps (checkPurges);
+//   - on a link, a node sends no entry to a peer it does not send to, nor one that writes
+//     only tables the link excludes, and applies no operation of an excluded table from
+//     an entry that came over it (links.go).
 
 type invariants struct {
 	failures []string
@@ -47,6 +50,9 @@ type invariants struct {
 	// placed: the run's placed tables (placement.go's carriers, nil: none), so that a
 	// node's store notes the origins whose entries of one it applied since it started.
 	placed map[string]map[string]bool
+	// arriving: the delivery a node is taking in over a link that excludes tables, while
+	// it does (links.go).
+	arriving *arrival
 
 	maxHeld    int // the most bytes a session held after an input
 	injections []*injection
@@ -333,6 +339,7 @@ func (s *recordingStore) Apply(b *store.Batch) (uint64, error) {
 	}
 	pos, err := s.Store.Apply(b)
 	if err == nil {
+		s.inv.appliedExcluded(s.node, b, s.now())
 		s.healed(b.Records)
 		for _, r := range b.Records {
 			if s.inv.placed[string(r.Table)] != nil {
@@ -470,6 +477,9 @@ func (c *Cluster) Converged() (bool, string) {
 	}
 	if p := c.placementPending(); p != "" {
 		return false, p
+	}
+	if ok, why := c.linkRecordsAlike(); !ok {
+		return false, why
 	}
 	return true, ""
 }

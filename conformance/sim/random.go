@@ -50,13 +50,17 @@ type Report struct {
 	Maps                           int           // cluster maps published (adopted where published)
 	Placed                         int           // the nodes that carry table t1 (0: nothing placed)
 	Requests                       int           // requests between nodes started
-	Failures                       []string
+	// Links made one-way, links excluding t0 (both from the start), live changes of a
+	// link's settings, and the entries sent over a link that does not send that way or
+	// excludes a table, each checked against its settings (links.go).
+	OneWay, Excluding, LinkChanges, LinkChecked int
+	Failures                                    []string
 }
 
 func (r Report) String() string {
-	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d downgrades=%d faults=%d detected=%d covered=%d resent=%d closed=%d moves=%d duplicates=%d retain-bytes=%d purged=%d purged-answers=%d copies=%d (resumed %d, crashed %d) tombstones-dropped=%d disk-fulls=%d (recovered %d) maps=%d placed=%d requests=%d records=%d digest=%s virtual=%s sync-delay=%s",
+	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d downgrades=%d faults=%d detected=%d covered=%d resent=%d closed=%d moves=%d duplicates=%d retain-bytes=%d purged=%d purged-answers=%d copies=%d (resumed %d, crashed %d) tombstones-dropped=%d disk-fulls=%d (recovered %d) maps=%d placed=%d requests=%d one-way=%d excluding=%d link-changes=%d link-checked=%d records=%d digest=%s virtual=%s sync-delay=%s",
 		r.Seed, r.Nodes, r.Topology, r.Links, r.Mixed, r.Writes, r.Disconnects, r.Partitions, r.Crashes, r.PowerLosses, r.Upgrades, r.Downgrades,
-		r.Injected, r.Detected, r.Covered, r.Resent, r.Closed, r.Moves, r.Duplicates, r.RetainBytes, r.Purged, r.PurgedAnswers, r.Copies, r.CopyResumes, r.CopyCrashes, r.TombstonesDropped, r.DiskFulls, r.Recoveries, r.Maps, r.Placed, r.Requests, r.Records, r.Digest, r.Virtual, r.SyncDelay)
+		r.Injected, r.Detected, r.Covered, r.Resent, r.Closed, r.Moves, r.Duplicates, r.RetainBytes, r.Purged, r.PurgedAnswers, r.Copies, r.CopyResumes, r.CopyCrashes, r.TombstonesDropped, r.DiskFulls, r.Recoveries, r.Maps, r.Placed, r.Requests, r.OneWay, r.Excluding, r.LinkChanges, r.LinkChecked, r.Records, r.Digest, r.Virtual, r.SyncDelay)
 }
 
 // SimLimits are small session limits, so that the simulator's small transactions fill
@@ -212,6 +216,13 @@ func Random(seed uint64, opts Options) Report {
 	}
 
 	const busy = 15 * time.Second
+	if !rep.Mixed && seed%5 == 3 {
+		// A fifth of the version-4 runs (none of them placing tables) make links one-way
+		// and exclude t0 from one (not with retention: excludeWithRetention), and change a
+		// link's settings once while they run (links.go). Drawn from a source of their
+		// own, as placement is.
+		c.drawLinks(&rep, seed, busy, !retaining || excludeWithRetention)
+	}
 	end := c.Now().Add(busy)
 	if retaining {
 		// Every origin writes first, before any fault: each node then subscribes to each
@@ -370,6 +381,9 @@ func Random(seed uint64, opts Options) Report {
 		opts.Inspect(c)
 	}
 	rep.Copies, rep.Recopied = c.inv.copies, c.inv.recopied
+	if c.lk != nil {
+		rep.LinkChecked = c.lk.checked
+	}
 	if rep.Recopied > 0 {
 		// Each chunk's records and cursor are one write, and a resume starts after the
 		// cursor: nothing is merged twice (the bound is about one chunk a resume).

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"plait/protocol/clustermap"
 	"slices"
@@ -64,6 +65,7 @@ type Cluster struct {
 	inv             invariants
 	maps            mapOracle                // cluster maps and requests (clustermap.go)
 	place           placement                // the run's placement (placement.go)
+	lk              *linkOracle              // the run's links, once some are set (links.go)
 	dropping        string                   // the peer whose connection a node is being told it lost
 	droppingSources map[wire.OriginID]string // the node's sources before
 	// writes is every local write that returned, per origin and seq: the oracle of what
@@ -103,6 +105,9 @@ type Node struct {
 	syncArmed  bool
 	moves      []replica.Move
 	restored   bool // started from a backup (RestoreBackup) and not reseeded since
+	// Links are the node's settings for its links, by peer (SetPeerLink): its
+	// configuration's, so that a restart starts with the settings it last ran with.
+	Links map[string]replica.LinkSettings
 }
 
 // Link is an edge of the topology: From dials To while both are up and the link is not
@@ -133,6 +138,9 @@ type end struct {
 	armed  bool
 	closed bool
 	drops  []*injection // entries dropped on the way here, until a later one shows whether it was seen
+	// peerLink: the peer's settings for the link, from the last LINK delivered here (both
+	// ways, nothing excluded, until one is): what this end's node knows of them.
+	peerLink wire.Link
 }
 
 type delivery struct {
@@ -200,6 +208,9 @@ func (c *Cluster) start(n *Node) error {
 	cfg.NewSession, cfg.HoldUnsynced = c.newSession(n), c.opts.SyncDelay > 0
 	if cfg.CopyRetry == 0 {
 		cfg.CopyRetry = 300 * time.Millisecond
+	}
+	if n.Links != nil {
+		cfg.Links = maps.Clone(n.Links)
 	}
 	if c.opts.Retaining != nil && !c.opts.Retaining[n.Name] {
 		cfg.RetainAge, cfg.RetainBytes, cfg.RetainHold = 0, 0, 0
@@ -571,6 +582,9 @@ func (c *Cluster) send(e *end, msg []byte) {
 		return
 	}
 	msg = slices.Clone(msg)
+	if c.lk != nil {
+		c.checkSent(e, msg) // as sent: a fault below may drop or damage it on the way
+	}
 	d := delivery{msg: msg}
 	c.applyFaults(e, &d)
 	if d.msg == nil {
@@ -623,7 +637,11 @@ func (c *Cluster) deliver(e *end) {
 		c.lost(e, "closed by peer")
 	} else {
 		before := c.inv.beforeDelivery(e, d)
+		if c.lk != nil {
+			c.noteLinks(e, d.msg)
+		}
 		c.call(e.node, func(r *replica.Replica) error { return r.Receive(e.node.clock(c), e.id, d.msg) })
+		c.inv.arriving = nil
 		c.inv.afterDelivery(c, e, d, before)
 	}
 	c.arm(e)

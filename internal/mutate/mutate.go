@@ -70,4 +70,8 @@ type Set struct {
 	// DropAtOnce makes a node removed from a table drop its records at once, waiting for
 	// no carrier to hold what it held.
 	DropAtOnce bool
+	// IgnoreLinks makes a sender ignore its links' settings (docs/design.md §24.6): it
+	// sends to a peer whatever the two ends' directions say, and sends whole an entry that
+	// writes only tables the link excludes, where a run (SKIP) should go.
+	IgnoreLinks bool
 }

@@ -118,7 +118,10 @@ func (r *Replica) antiEntropy() {
 		w.asked, w.conn = nil, 0
 		r.counters.AntiEntropyAsksAbandoned++
 	}
-	c := r.nextAEPeer()
+	c, ok := r.nextAEPeer()
+	if !ok {
+		return
+	}
 	switch {
 	case c == nil:
 		w.nextAt = time.Time{} // the pass waits for a peer; the first range goes an interval after one comes
@@ -132,12 +135,24 @@ func (r *Replica) antiEntropy() {
 // nextAEPeer is the connection the next range is asked on: the anti-entropy peer whose
 // name follows the last one asked, or the first name after the last (nil: none), passing
 // over a connection that still owes an answer. Two connections of one peer (a redial
-// before the old one closed) are the same peer: the newer is asked.
-func (r *Replica) nextAEPeer() *conn {
+// before the old one closed) are the same peer: the newer is asked. When a peer may not
+// compare every table (a link excludes one, or tables are placed), only the peers that
+// compare every table this node compares with any of them take turns, if one does
+// (wholePeers): a range asked of a peer that does not compare a table leaves that table's
+// part of it out of the pass, and the turns could give that part of every pass to such a
+// peer for ever (two peers and a pass of two ranges do), so that a record of the table
+// this node lost is compared with no one. ok is false when the store failed.
+func (r *Replica) nextAEPeer() (c *conn, ok bool) {
+	var whole map[*conn]bool
+	if len(r.linkTables) > 0 || len(r.cmap.cur.Placement) > 0 {
+		if whole, ok = r.wholePeers(); !ok {
+			return nil, false
+		}
+	}
 	var first, next *conn
-	for _, c := range r.connList {
-		if !aeCapable(c) || c.sess.V3().RangeAsked() || !r.receivesFrom(c) {
-			continue // a repair from a peer is taking from it: not against the link's direction
+	for _, c = range r.connList {
+		if !r.aeAskable(c) || whole != nil && !whole[c] {
+			continue
 		}
 		if first == nil || c.peerName <= first.peerName {
 			first = c
@@ -147,9 +162,62 @@ func (r *Replica) nextAEPeer() *conn {
 		}
 	}
 	if next != nil {
-		return next
+		return next, true
 	}
-	return first
+	return first, true
+}
+
+// aeAskable reports whether a range may be asked on c now: it negotiated anti-entropy,
+// owes no answer, and the link lets this node take from the peer (a repair is taking).
+func (r *Replica) aeAskable(c *conn) bool {
+	return aeCapable(c) && !c.sess.V3().RangeAsked() && r.receivesFrom(c)
+}
+
+// wholePeers is the set of connections a range may be asked on that compare every table
+// this node holds, or a link leaves out, that any of them compares; nil when none does
+// (every askable peer then takes its turn). ok is false when the store failed.
+func (r *Replica) wholePeers() (whole map[*conn]bool, ok bool) {
+	tables, err := r.store.Tables()
+	if !r.check(err) {
+		return nil, false
+	}
+	held := make(map[string]bool, len(tables))
+	for _, t := range tables {
+		held[string(t)] = true
+	}
+	for t := range r.linkTables { // a table this node lost whole is still one to compare
+		if !held[t] {
+			tables = append(tables, []byte(t))
+		}
+	}
+	var askable []*conn
+	for _, c := range r.connList {
+		if r.aeAskable(c) {
+			askable = append(askable, c)
+		}
+	}
+	whole = map[*conn]bool{}
+	for _, c := range askable {
+		whole[c] = true
+	}
+	for _, t := range tables {
+		some := false
+		for _, c := range askable {
+			some = some || r.compared(c, t)
+		}
+		if !some {
+			continue // compared with no peer: no choice of peer helps
+		}
+		for _, c := range askable {
+			if !r.compared(c, t) {
+				delete(whole, c)
+			}
+		}
+	}
+	if len(whole) == 0 {
+		return nil, true
+	}
+	return whole, true
 }
 
 // aeDeadline is when the pass's next range is due, or when the answer awaited is given up
@@ -319,10 +387,15 @@ func (r *Replica) rangeAnswerWithin(c *conn, d *wire.RangeDigest, budget int) []
 	}
 	more := uint64(len(recs)) > d.Count // the peer may hold even more: the answer ends early
 	out := make([]wire.RangeRecord, 0, len(recs))
-	size := wire.RangeHeaderSize(through, len(recs))
+	// The header holds the answer's end: the ask's through, or, for an answer cut short,
+	// its last record's point. Each record is taken only if the answer fits with either
+	// (a header counted with the ask's end alone passed the frame limit by the last key's
+	// bytes, and the answer went out with no record).
+	head, size := wire.RangeHeaderSize(through, len(recs)), 0
 	for i := range recs {
 		rr := rangeRecord(&recs[i])
-		if len(out) > 0 && size+wire.RangeRecordSize(rr) > budget {
+		hdr := max(head, wire.RangeHeaderSize(wire.RangePoint{Table: rr.Table, Key: rr.Key}, len(recs)))
+		if len(out) > 0 && hdr+size+wire.RangeRecordSize(rr) > budget {
 			more = true
 			break
 		}

@@ -198,9 +198,11 @@ func (r *Replica) sourceless(st *originState) bool {
 }
 
 // copyable reports whether a connection may serve a copy now: established at version 3,
-// not busy, and, while tables are placed, at version 4 (canCopy).
+// not busy, the link's direction lets this node take from the peer (a copy is taking,
+// and a peer that does not send to this node pumps no copy to it either), and, while
+// tables are placed, at version 4 (canCopy).
 func (r *Replica) copyable(c *conn) bool {
-	if !c.established || c.version < 3 || c.sess.State() != protocol.StateEstablished || !r.canCopy(c) {
+	if !c.established || c.version < 3 || c.sess.State() != protocol.StateEstablished || !r.receivesFrom(c) || !r.canCopy(c) {
 		return false
 	}
 	if until, ok := r.cp.busy[c.peerName]; ok {
@@ -673,6 +675,13 @@ func (r *Replica) onCopyRequested(c *conn, req *wire.Copy) {
 		r.counters.CopiesBusy++
 		r.checkConn(c, c.sess.V3().AbortCopy(true, wire.CodeCopyBusy,
 			"this node does not carry every table the cluster map places, and a version-"+strconv.FormatUint(c.version, 10)+" peer takes them all"))
+		return
+	}
+	if !r.sendsTo(c) {
+		// The link's direction: nothing goes to this peer (it asked before this node's
+		// LINK reached it). Busy sends it to another peer.
+		r.counters.CopiesBusy++
+		r.checkConn(c, c.sess.V3().AbortCopy(true, wire.CodeCopyBusy, "this node does not send to "+c.peerName+" (the link's direction)"))
 		return
 	}
 	if len(r.cp.serving) >= r.cfg.MaxCopies {

@@ -131,15 +131,27 @@ func (r *Replica) checkMismatch(c *conn) bool {
 }
 
 // linkChanged acts on new settings of either end: a peer this node no longer sends to has
-// its streams dropped and its heads withdrawn, origins this node no longer takes over the
-// link lose it as their source, and every origin is routed again.
+// its streams dropped, its heads withdrawn and the base copy it takes from this node
+// stopped; origins this node no longer takes over the link lose it as their source, a
+// copy this node takes over it stops (it resumes from another peer), and every origin is
+// routed again.
 func (r *Replica) linkChanged(c *conn) {
 	if !r.sendsTo(c) {
 		for _, s := range slices.Clone(c.outList) {
 			c.dropOut(s.origin)
 		}
+		if r.cp.serving[c.id] != nil {
+			r.checkConn(c, c.sess.V3().AbortCopy(true, wire.CodeCopyBusy, "this node no longer sends to "+c.peerName+" (the link's direction)"))
+			r.stopServing(c.id)
+		}
 	}
 	if !r.receivesFrom(c) {
+		if t := r.cp.take; t != nil && t.conn == c.id {
+			err := wire.NewError(wire.CodeGoingAway, "this node no longer takes from "+c.peerName+" (the link's direction)")
+			r.checkConn(c, c.sess.V3().AbortCopy(false, err.Code, err.Message))
+			r.stopTaking(err)
+			r.cp.retryAt = time.Time{} // another peer may serve it now
+		}
 		for _, o := range r.originOrder {
 			if c.in[o] {
 				r.unsubscribe(c, o)
@@ -156,7 +168,7 @@ func (r *Replica) linkChanged(c *conn) {
 // peer is send or both, and the peer's (from its LINK; both when it sent none) receive or
 // both.
 func (r *Replica) sendsTo(c *conn) bool {
-	return r.links[c.peerName].Mode.Sends() && c.peerLink.Mode.Receives()
+	return r.links[c.peerName].Mode.Sends() && c.peerLink.Mode.Receives() || r.cfg.Mutations.IgnoreLinks
 }
 
 // receivesFrom reports whether this node takes entries from the peer on c: the mirror of

@@ -1,10 +1,13 @@
 package replica_test
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"plait/protocol"
 	"plait/protocol/replica"
 	"plait/protocol/wire"
 )
@@ -312,5 +315,90 @@ func TestLinkBound(t *testing.T) {
 	}
 	if got := a.rep.Link("B"); len(got.Exclude) != wire.MaxLinkTables {
 		t.Errorf("a refused SetLink changed the link: %d tables", len(got.Exclude))
+	}
+}
+
+// TestLinkDirectionBaseCopy: a base copy is taking from a peer, so it follows the link's
+// direction. B, below A's purged history, only sends to A (its link to A is send): it asks
+// A for no copy (A, which does not send to B, would have served it and pumped none of it,
+// and B waited on it for ever) and takes its copy from C, which holds A's history. Then,
+// while D takes a copy from A, A sets its link to D to receive: the copy stops, D takes
+// it from C instead, and A served no chunk after the change.
+func TestLinkDirectionBaseCopy(t *testing.T) {
+	h, a := purgedCluster(t, replica.Config{})
+	c := h.addNode("C", replica.Config{})
+	h.connect(c, a)
+	if got := c.rep.Counters().CopiesCompleted; got != 1 {
+		t.Fatalf("C completed %d copies from A, want 1", got)
+	}
+	b := h.addNode("B", linked("A", wire.LinkSend))
+	h.connect(b, a)
+	h.connect(b, c)
+	h.advance(3 * time.Second)
+	if got := a.rep.Counters().CopiesServed; got != 1 {
+		t.Errorf("A served %d copies, want 1 (to C): B only sends to A", got)
+	}
+	bc := b.rep.Counters()
+	if bc.CopiesCompleted != 1 || c.rep.Counters().CopiesServed != 1 {
+		t.Fatalf("B completed %d copies, C served %d; want 1 each", bc.CopiesCompleted, c.rep.Counters().CopiesServed)
+	}
+	sameRecords(t, "t", a, b)
+	sameRecords(t, "u", a, b)
+
+	for i := range 40 { // a copy of many chunks: the change comes in its middle
+		a.write(put("w", fmt.Sprint("k", i), strings.Repeat("v", 300)))
+	}
+	h.pump()
+	d := h.addNode("D", replica.Config{CopyChunk: 1 << 10, Limits: protocol.Limits{MaxFrameBody: 1 << 10, MaxChannelBuffer: 4 << 10, MaxSessionBuffer: 16 << 10}})
+	da := h.open(d, a)
+	h.stepUntil(da, func() bool { return d.rep.Counters().CopyRecords > 0 })
+	h.check(a, a.rep.SetLink(a.clock(), "D", settings(wire.LinkReceive)))
+	copied := d.rep.Counters().CopyRecords
+	h.connect(d, c)
+	h.advance(3 * time.Second)
+	if got := d.rep.Counters().CopiesCompleted; got != 1 {
+		t.Fatalf("D completed %d copies, want 1 (from C, after A stopped sending to it)", got)
+	}
+	for _, tb := range []string{"t", "u", "w"} {
+		sameRecords(t, tb, a, d)
+	}
+	var last replica.CopyEvent
+	for _, e := range d.rep.CopyEvents() {
+		last = e
+	}
+	if last.Kind != replica.CopyCompleted || last.Peer != "C" {
+		t.Errorf("D's last copy event %+v, want its copy completed with C", last)
+	}
+	if copied >= 40 {
+		t.Fatalf("D had copied %d records when A's link changed: the test needs the change in the copy's middle", copied)
+	}
+}
+
+// TestLinkDirectionLapsedExclusion: A refuses B's run of table x of O (B's link to O
+// excludes x, A's to B does not), which leaves B out of O's candidates for
+// DivergenceRetry; then A stops receiving from B. The exclusion lapses and is forgotten:
+// A's timers go on (it was kept, since routing asked nothing of a link A does not
+// receive on, and NextDeadline gave its lapsed time for ever: a livelock, the
+// simulator's links, seed 248).
+func TestLinkDirectionLapsedExclusion(t *testing.T) {
+	h := newHarness(t)
+	const retry = time.Second
+	o := h.addNode("O", replica.Config{})
+	b := h.addNode("B", linked("O", wire.LinkBoth, "x"))
+	a := h.addNode("A", replica.Config{DivergenceRetry: retry})
+	h.connect(b, o)
+	o.write(put("x", "k1", "1"))
+	o.write(put("u", "k2", "2"))
+	h.pump()
+	h.connect(a, b)
+	h.advance(100 * time.Millisecond)
+	if got := a.rep.Counters().SkipsRefused; got == 0 {
+		t.Fatal("A refused no run of B: the test needs B left out of O's candidates")
+	}
+	h.check(a, a.rep.SetLink(a.clock(), "B", settings(wire.LinkSend)))
+	h.pump()
+	h.tickDeadlines(h.now.Add(5 * retry))
+	if d := a.rep.NextDeadline(); !d.IsZero() && !h.now.Before(d) {
+		t.Errorf("A's next deadline %v is not after now %v", d, h.now)
 	}
 }

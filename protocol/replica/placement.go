@@ -67,7 +67,7 @@ func (r *Replica) leftOut(c *conn, raw []byte) (wire.HLC, [][]byte, bool) {
 	var tables [][]byte
 	it := v.Ops()
 	for op, ok := it.Next(); ok; op, ok = it.Next() {
-		if r.cmap.cur.Carries(c.peerName, op.Table) && !r.linkExcludes(c, op.Table) {
+		if r.cmap.cur.Carries(c.peerName, op.Table) && (!r.linkExcludes(c, op.Table) || r.cfg.Mutations.IgnoreLinks) {
 			return 0, nil, false
 		}
 		tables = insertTable(tables, op.Table)

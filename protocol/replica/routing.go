@@ -145,9 +145,11 @@ func (r *Replica) routeOrigin(st *originState) {
 }
 
 // usable reports whether a connection can carry an origin now: an established session of
-// version 2 or later whose channel of the origin has not diverged recently.
+// version 2 or later whose channel of the origin has not diverged recently, on a link this
+// node receives on. A lapsed exclusion is forgotten before the direction is asked: kept,
+// NextDeadline would give its time, past, at every call.
 func (r *Replica) usable(c *conn, o wire.OriginID) bool {
-	if !c.established || c.version < 2 || !r.receivesFrom(c) {
+	if !c.established || c.version < 2 {
 		return false
 	}
 	if until, ok := c.excluded[o]; ok {
@@ -156,7 +158,7 @@ func (r *Replica) usable(c *conn, o wire.OriginID) bool {
 		}
 		r.unexclude(c, o)
 	}
-	return true
+	return r.receivesFrom(c)
 }
 
 // exclude leaves a diverged channel out of routing for DivergenceRetry.
