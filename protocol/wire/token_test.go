@@ -1,0 +1,152 @@
+package wire_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"testing"
+
+	"plait/protocol/wire"
+)
+
+var testToken = wire.Token{Generation: 3, Incarnation: 2, Counter: 41, Home: wire.OriginID{0xf0, 0xf1, 15: 0xff}}
+
+// TestTokenCompare: tokens compare by generation, then incarnation, then counter, then
+// home; the zero token is below every other.
+func TestTokenCompare(t *testing.T) {
+	h1, h2 := wire.OriginID{1}, wire.OriginID{2}
+	order := []wire.Token{
+		{},
+		{Generation: 1, Incarnation: 0, Counter: 9, Home: h2},
+		{Generation: 1, Incarnation: 1, Counter: 0, Home: h1},
+		{Generation: 1, Incarnation: 1, Counter: 1, Home: h1},
+		{Generation: 1, Incarnation: 1, Counter: 1, Home: h2},
+		{Generation: 2, Incarnation: 0, Counter: 0, Home: h1},
+	}
+	for i, a := range order {
+		for j, b := range order {
+			want := 0
+			if i < j {
+				want = -1
+			} else if i > j {
+				want = 1
+			}
+			if got := a.Compare(b); got != want {
+				t.Errorf("%v.Compare(%v) = %d, want %d", a, b, got, want)
+			}
+		}
+	}
+	if !(wire.Token{}).IsZero() || order[1].IsZero() {
+		t.Error("IsZero")
+	}
+}
+
+// TestTxnFormat2: a transaction with a token encodes in format 2, the token's 40 bytes
+// after prev (generation, incarnation, counter big-endian, then the home), inside the
+// hashed encoding; it parses back whole; one without a token is format 1 as before.
+func TestTxnFormat2(t *testing.T) {
+	prev := sha256.Sum256([]byte("prev"))
+	txn := wire.Txn{Origin: originA, Seq: 2, HLC: 99, Prev: prev, Token: testToken,
+		Ops: []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte("k"), Value: []byte("v")}, {Kind: wire.OpDelete, Table: []byte("t"), Key: []byte("k")}}}
+	enc, err := txn.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if enc[0] != wire.TxnFormat2 {
+		t.Fatalf("format %#x, want 2", enc[0])
+	}
+	tok := enc[65 : 65+wire.TokenSize]
+	if binary.BigEndian.Uint64(tok) != 3 || binary.BigEndian.Uint64(tok[8:]) != 2 || binary.BigEndian.Uint64(tok[16:]) != 41 || !bytes.Equal(tok[24:], testToken.Home[:]) {
+		t.Fatalf("token bytes %x", tok)
+	}
+	untokened := txn
+	untokened.Token = wire.Token{}
+	enc1, err := untokened.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Format 2 is format 1 with the token inserted after prev.
+	if !bytes.Equal(enc1[1:65], enc[1:65]) || !bytes.Equal(enc1[65:], enc[65+wire.TokenSize:]) || enc1[0] != wire.TxnFormat1 {
+		t.Fatalf("format 2 %x is not format 1 %x with a token", enc, enc1)
+	}
+	v, err := wire.ParseTxn(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Token != testToken || v.Format() != wire.TxnFormat2 || v.Seq != 2 || v.HLC != 99 || v.Prev != prev || v.NumOps != 2 {
+		t.Fatalf("view %+v", v)
+	}
+	if back := v.Txn(); back.Token != testToken || len(back.Ops) != 2 {
+		t.Fatalf("Txn() %+v", back)
+	}
+	if v.Hash() != sha256.Sum256(enc) {
+		t.Fatal("the chain hash is not SHA-256 of the whole encoding")
+	}
+	v1, err := wire.ParseTxn(enc1)
+	if err != nil || !v1.Token.IsZero() || v1.Format() != wire.TxnFormat1 {
+		t.Fatalf("format 1: %+v, %v", v1, err)
+	}
+	// The hash covers the token: another token is another entry.
+	other := txn
+	other.Token.Counter++
+	enc2, _ := other.Encode()
+	if sha256.Sum256(enc2) == sha256.Sum256(enc) {
+		t.Fatal("the token is outside the hash")
+	}
+}
+
+// TestTxnFormat2Rules: a format-2 encoding whose token is cut short, of generation 0 or of
+// an all-zero home, or that writes more than one (table, key), is bad-txn, parsed and
+// encoded alike.
+func TestTxnFormat2Rules(t *testing.T) {
+	put := func(table, key string) wire.Op {
+		return wire.Op{Kind: wire.OpPut, Table: []byte(table), Key: []byte(key), Value: []byte("v")}
+	}
+	good := wire.Txn{Origin: originA, Seq: 1, HLC: 5, Token: testToken, Ops: []wire.Op{put("t", "k")}}
+	for _, c := range []struct {
+		name string
+		mod  func(x *wire.Txn)
+	}{
+		{"generation 0", func(x *wire.Txn) { x.Token.Generation = 0 }},
+		{"zero home", func(x *wire.Txn) { x.Token.Home = wire.OriginID{} }},
+		{"two keys", func(x *wire.Txn) { x.Ops = append(x.Ops, put("t", "k2")) }},
+		{"two tables", func(x *wire.Txn) { x.Ops = append(x.Ops, put("u", "k")) }},
+		{"a key again after another", func(x *wire.Txn) { x.Ops = append(x.Ops, put("t", "j"), put("t", "k")) }},
+	} {
+		x := good
+		x.Ops = append([]wire.Op(nil), good.Ops...)
+		c.mod(&x)
+		if _, err := x.Encode(); err == nil || wire.TxnErrorCode(err) != wire.CodeBadTxn {
+			t.Errorf("%s: Encode: %v, want bad-txn", c.name, err)
+		}
+		// The same bytes, written by hand: ParseTxn refuses them.
+		x1 := x
+		x1.Token = wire.Token{}
+		enc1, err := x1.Encode()
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		enc := append([]byte{wire.TxnFormat2}, enc1[1:65]...)
+		enc = wire.AppendToken(enc, x.Token)
+		enc = append(enc, enc1[65:]...)
+		if _, err := wire.ParseTxn(enc); err == nil || wire.TxnErrorCode(err) != wire.CodeBadTxn {
+			t.Errorf("%s: ParseTxn: %v, want bad-txn", c.name, err)
+		}
+	}
+	// One key written twice is one key.
+	twice := good
+	twice.Ops = []wire.Op{put("t", "k"), {Kind: wire.OpDelete, Table: []byte("t"), Key: []byte("k")}}
+	enc, err := twice.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wire.ParseTxn(enc); err != nil {
+		t.Fatalf("one key twice: %v", err)
+	}
+	// A token cut short, and a token with no operation count after it.
+	for n := 65; n < 65+wire.TokenSize+1; n += 13 {
+		if _, err := wire.ParseTxn(enc[:n]); err == nil || wire.TxnErrorCode(err) != wire.CodeBadTxn {
+			t.Errorf("cut at %d: %v, want bad-txn", n, err)
+		}
+	}
+}
