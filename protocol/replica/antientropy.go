@@ -428,7 +428,7 @@ func (r *Replica) repairFrom(c *conn, v *wire.RangeView) bool {
 				fix = append(fix, want)
 			}
 			continue
-		case has && !store.Newer(p.HLC, p.Origin, l.HLC, l.Origin) && !r.cfg.Mutations.RepairOlder:
+		case has && !store.NewerVersion(store.Version{HLC: p.HLC, Origin: p.Origin}, l.Version()) && !r.cfg.Mutations.RepairOlder:
 			continue // this node's version is newer: the peer repairs itself
 		case damaged:
 			// This node's record is unreadable: the peer's version, applied here, takes

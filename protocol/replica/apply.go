@@ -245,7 +245,7 @@ func (r *Replica) lww(v *wire.TxnView, b *store.Batch, from *conn) error {
 		if err != nil {
 			return err
 		}
-		if found && store.Newer(old.HLC, old.Origin, v.HLC, v.Origin) {
+		if found && store.NewerVersion(old.Version(), store.Version{HLC: v.HLC, Origin: v.Origin}) {
 			b.Records = append(b.Records, store.Record{}) // the stored version wins; later ops of this key too
 			continue
 		}

@@ -466,7 +466,7 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 			// Applied here already: what this node holds is that version or later. Not
 			// so of a table it fills: it passed that table's entries before.
 			continue
-		case has && !store.Newer(cr.HLC, cr.Origin, old.HLC, old.Origin):
+		case has && !store.NewerVersion(store.Version{HLC: cr.HLC, Origin: cr.Origin}, old.Version()):
 			continue // this node's own version is newer
 		}
 		rec := store.Record{Table: table, Deleted: cr.Deleted, HLC: cr.HLC, Origin: cr.Origin}

@@ -466,7 +466,7 @@ func (r *Replica) fillChunk(c *conn, t *copyTake, v *wire.ChunkView) {
 		if !r.check(err) {
 			return
 		}
-		if has && !store.Newer(cr.HLC, cr.Origin, l.HLC, l.Origin) {
+		if has && !store.NewerVersion(store.Version{HLC: cr.HLC, Origin: cr.Origin}, l.Version()) {
 			continue
 		}
 		fix = append(fix, store.Record{Table: bytes.Clone(v.Table), Key: bytes.Clone(cr.Key), Value: bytes.Clone(cr.Value),
