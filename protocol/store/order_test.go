@@ -16,7 +16,9 @@ func TestNewerVersion(t *testing.T) {
 	tok := func(gen, inc, n uint64, home byte) wire.Token {
 		return wire.Token{Generation: gen, Incarnation: inc, Counter: n, Home: wire.OriginID{home}}
 	}
-	v := func(tk wire.Token, h wire.HLC, o wire.OriginID) store.Version { return store.Version{Token: tk, HLC: h, Origin: o} }
+	v := func(tk wire.Token, h wire.HLC, o wire.OriginID) store.Version {
+		return store.Version{Token: tk, HLC: h, Origin: o}
+	}
 	for _, c := range []struct {
 		name         string
 		newer, older store.Version
