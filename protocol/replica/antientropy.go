@@ -407,7 +407,10 @@ func (r *Replica) repairFrom(c *conn, v *wire.RangeView) bool {
 		if !damaged && !r.check(err) {
 			return false
 		}
-		if has && l.HLC == p.HLC && l.Origin == p.Origin && l.Deleted == p.Deleted && bytes.Equal(l.Value, p.Value) {
+		// Below version 4 the peer's records carry no token (its connection cannot): the
+		// same version is then the same HLC and origin, whatever token this node's holds.
+		sameToken := l.Token == p.Token || c.version < v4
+		if has && l.HLC == p.HLC && l.Origin == p.Origin && sameToken && l.Deleted == p.Deleted && bytes.Equal(l.Value, p.Value) {
 			continue // the same version, the same contents
 		}
 		if !r.seen(p.HLC, p.Origin) && !r.cfg.Mutations.RepairInFlight {
@@ -424,11 +427,11 @@ func (r *Replica) repairFrom(c *conn, v *wire.RangeView) bool {
 				r.conflict(c.peerName, p)
 				continue
 			}
-			if l.Deleted != want.Deleted || !bytes.Equal(l.Value, want.Value) {
+			if l.Deleted != want.Deleted || !bytes.Equal(l.Value, want.Value) || l.Token != want.Token {
 				fix = append(fix, want)
 			}
 			continue
-		case has && !store.NewerVersion(store.Version{HLC: p.HLC, Origin: p.Origin}, l.Version()) && !r.cfg.Mutations.RepairOlder:
+		case has && !store.NewerVersion(store.Version{Token: p.Token, HLC: p.HLC, Origin: p.Origin}, l.Version()) && !r.cfg.Mutations.RepairOlder:
 			continue // this node's version is newer: the peer repairs itself
 		case damaged:
 			// This node's record is unreadable: the peer's version, applied here, takes
@@ -445,7 +448,7 @@ func (r *Replica) repairFrom(c *conn, v *wire.RangeView) bool {
 			continue
 		}
 		fix = append(fix, store.Record{Table: bytes.Clone(p.Table), Key: bytes.Clone(p.Key), Value: bytes.Clone(p.Value),
-			Deleted: p.Deleted, HLC: p.HLC, Origin: p.Origin})
+			Deleted: p.Deleted, HLC: p.HLC, Origin: p.Origin, Token: p.Token})
 	}
 	if len(fix) == 0 {
 		return true
@@ -453,9 +456,7 @@ func (r *Replica) repairFrom(c *conn, v *wire.RangeView) bool {
 	if !r.check(r.store.Repair(fix)) {
 		return false
 	}
-	for _, f := range fix {
-		r.storedHLC = max(r.storedHLC, f.HLC)
-	}
+	r.stored(fix)
 	r.counters.AntiEntropyRecordsRepaired += uint64(len(fix))
 	return true
 }
@@ -503,7 +504,7 @@ func (r *Replica) loggedVersion(o wire.OriginID, hlc wire.HLC, table, key []byte
 			for op, more := it.Next(); more; op, more = it.Next() {
 				if bytes.Equal(op.Table, table) && bytes.Equal(op.Key, key) { // the last op of a key wins
 					rec = store.Record{Table: bytes.Clone(table), Key: bytes.Clone(key), Value: bytes.Clone(op.Value),
-						Deleted: op.Kind == wire.OpDelete, HLC: hlc, Origin: o}
+						Deleted: op.Kind == wire.OpDelete, HLC: hlc, Origin: o, Token: tv.Token}
 					found = true
 				}
 			}

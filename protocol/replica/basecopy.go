@@ -466,10 +466,10 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 			// Applied here already: what this node holds is that version or later. Not
 			// so of a table it fills: it passed that table's entries before.
 			continue
-		case has && !store.NewerVersion(store.Version{HLC: cr.HLC, Origin: cr.Origin}, old.Version()):
+		case has && !store.NewerVersion(store.Version{Token: cr.Token, HLC: cr.HLC, Origin: cr.Origin}, old.Version()):
 			continue // this node's own version is newer
 		}
-		rec := store.Record{Table: table, Deleted: cr.Deleted, HLC: cr.HLC, Origin: cr.Origin}
+		rec := store.Record{Table: table, Deleted: cr.Deleted, HLC: cr.HLC, Origin: cr.Origin, Token: cr.Token}
 		rec.Key, buf = carve(buf, cr.Key)
 		if cr.Value != nil {
 			rec.Value, buf = carve(buf, cr.Value)
@@ -500,6 +500,7 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 	t.runBytes += uint64(len(v.Raw()))
 	r.cp.state = &next
 	r.storedHLC = max(r.storedHLC, hlc)
+	r.stored(b.Records)
 	r.hlc = max(r.hlc, hlc) // later local writes order after every copied version
 	r.counters.CopyRecords += uint64(v.Count)
 	r.counters.CopyBytes += uint64(len(v.Raw()))

@@ -141,7 +141,7 @@ const (
 	RangeRecords = 0x02
 )
 
-// RangeRecord is one record version of a range.
+// RangeRecord is one record version of a range; Token is zero for an untokened one.
 type RangeRecord struct {
 	Table   []byte
 	Key     []byte
@@ -149,6 +149,7 @@ type RangeRecord struct {
 	Deleted bool
 	HLC     HLC
 	Origin  OriginID
+	Token   Token
 }
 
 func badRange(msg string) error { return &codedError{CodeBadRange, msg} }

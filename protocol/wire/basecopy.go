@@ -175,13 +175,14 @@ const (
 )
 
 // CopyRecord is one record version in a CHUNK: a put (Value) or a tombstone (Deleted),
-// with the version (HLC, Origin) that wrote it.
+// with the version (Token, HLC, Origin) that wrote it; Token is zero for an untokened one.
 type CopyRecord struct {
 	Key     []byte
 	Value   []byte
 	Deleted bool
 	HLC     HLC
 	Origin  OriginID
+	Token   Token
 }
 
 // codedError is a binary body that breaks its rules, with its code: a CHUNK's bad-chunk,
