@@ -766,6 +766,11 @@ func (r *Replica) pumpCopy(c *conn, s *copyServe) bool {
 		recs := s.recs[:0]
 		for _, p := range s.pending {
 			cr := wire.CopyRecord{Key: p.Key, Value: p.Value, Deleted: p.Deleted, HLC: p.HLC, Origin: p.Origin}
+			if c.version >= v4 {
+				// A token travels in chunk format 2, version 4's; an older peer is sent the
+				// version without it (docs/design.md §25.4: it orders by HLC alone).
+				cr.Token = p.Token
+			}
 			n := wire.ChunkSize(&cr)
 			if len(recs) > 0 && size+n > min(s.limit, room) {
 				break
@@ -828,7 +833,7 @@ func (r *Replica) readAhead(s *copyServe) bool {
 			r.counters.CopyHeldBack++
 			return true
 		}
-		n := wire.ChunkSize(&wire.CopyRecord{Key: rec.Key, Value: rec.Value, Deleted: rec.Deleted})
+		n := wire.ChunkSize(&wire.CopyRecord{Key: rec.Key, Value: rec.Value, Deleted: rec.Deleted, Token: rec.Token})
 		if len(s.pending) == 0 {
 			size = wire.ChunkHeaderSize(rec.Table, s.limit) // a count of at most s.limit records
 		} else if size+n > s.limit {

@@ -176,3 +176,51 @@ func TestTokenedEntryToOlderPeers(t *testing.T) {
 		t.Errorf("C's connection to A is at version %d, want 3 and open", got.Version)
 	}
 }
+
+// TestTokensInBaseCopy: a base copy over version 4 carries the records' tokens (chunk
+// format 2), and the taker merges by the same order: a copied tokened version replaces its
+// own untokened one of a higher HLC.
+func TestTokensInBaseCopy(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{RetainAge: time.Second})
+	if _, err := a.publish(mapDoc(1, "", "A")); err != nil {
+		t.Fatal(err)
+	}
+	a.writeTokened(tokNew, put("t", "k", "A tokened"))
+	a.write(put("t", "plain", "A"))
+	a.writeTokened(tokStale, put("u", "j", "A tokened too"))
+	a.write(put("u", "plain", "A"))
+	h.advance(2 * time.Second)
+	if f := a.logOf(a).Floor.Seq; f < 3 {
+		t.Fatalf("A's floor is %d: the test needs its log purged", f)
+	}
+	b := h.addNode("B", replica.Config{})
+	b.write(put("t", "k", "B untokened, later"))
+	if r, _ := b.get("t", "k"); r.HLC <= mustGet(t, a, "t", "k").HLC {
+		t.Fatal("B's own write is not later than A's tokened one: the test proves nothing")
+	}
+	h.connect(b, a)
+	h.pump()
+	if got := b.rep.Counters().CopyRecords; got == 0 {
+		t.Fatal("B took no base copy")
+	}
+	for _, c := range []struct {
+		table, key, value string
+		tok               wire.Token
+	}{{"t", "k", "A tokened", tokNew}, {"u", "j", "A tokened too", tokStale}, {"t", "plain", "A", wire.Token{}}} {
+		for _, n := range []*node{a, b} {
+			if r, ok := n.get(c.table, c.key); !ok || string(r.Value) != c.value || r.Token != c.tok {
+				t.Errorf("%s: %s/%s = %q token %v, want %q token %v", n.name, c.table, c.key, r.Value, r.Token, c.value, c.tok)
+			}
+		}
+	}
+}
+
+func mustGet(t *testing.T, n *node, table, key string) store.Record {
+	t.Helper()
+	r, ok := n.get(table, key)
+	if !ok {
+		t.Fatalf("%s lacks %s/%s", n.name, table, key)
+	}
+	return r
+}

@@ -150,3 +150,63 @@ func TestTxnFormat2Rules(t *testing.T) {
 		}
 	}
 }
+
+// TestChunkFormat2: a chunk with a tokened record is of format 2, the record's kind with
+// the tokened bit and its token after the origin; its other records and a chunk without
+// tokens are encoded as in format 1; it parses back whole; a tokened bit in format 1, a
+// token cut short, of generation 0 or of a zero home is bad-chunk.
+func TestChunkFormat2(t *testing.T) {
+	o := wire.OriginID{7}
+	plain := []wire.CopyRecord{{Key: []byte("a"), Value: []byte("v"), HLC: 9, Origin: o}, {Key: []byte("b"), Deleted: true, HLC: 9, Origin: o}}
+	body1, err := wire.AppendChunk(nil, []byte("t"), plain)
+	if err != nil || body1[0] != wire.ChunkFormat1 {
+		t.Fatalf("a chunk without tokens: %x, %v", body1, err)
+	}
+	tokened := append([]wire.CopyRecord(nil), plain...)
+	tokened[1].Token = testToken
+	body2, err := wire.AppendChunk(nil, []byte("t"), tokened)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Format 2 is format 1 with the format byte, the kind's bit and the token.
+	want := append([]byte{wire.ChunkFormat2}, body1[1:len(body1)-16-8-1-1-1]...)
+	want = append(want, wire.ChunkTombstone|wire.ChunkTokened, 1, 'b')
+	want = binary.BigEndian.AppendUint64(want, 9)
+	want = append(want, o[:]...)
+	want = wire.AppendToken(want, testToken)
+	if !bytes.Equal(body2, want) {
+		t.Fatalf("format 2:\n%x\nwant\n%x", body2, want)
+	}
+	if n := wire.ChunkHeaderSize([]byte("t"), 2) + wire.ChunkSize(&tokened[0]) + wire.ChunkSize(&tokened[1]); n != len(body2) {
+		t.Fatalf("sizes add up to %d, the chunk is %d bytes", n, len(body2))
+	}
+	v, err := wire.ParseChunk(body2)
+	if err != nil || v.Format != wire.ChunkFormat2 {
+		t.Fatalf("ParseChunk: %+v, %v", v, err)
+	}
+	it := v.Records()
+	r1, _, _ := it.Next()
+	r2, _, err := it.Next()
+	if err != nil || !r1.Token.IsZero() || r2.Token != testToken || !r2.Deleted || string(r2.Key) != "b" {
+		t.Fatalf("records %+v %+v, %v", r1, r2, err)
+	}
+	tokAt := len(body2) - wire.TokenSize
+	for _, c := range []struct {
+		name string
+		body []byte
+	}{
+		{"a tokened bit in format 1", append([]byte{wire.ChunkFormat1}, body2[1:]...)},
+		{"a token cut short", body2[:len(body2)-1]},
+		{"generation 0", func() []byte { b := bytes.Clone(body2); clear(b[tokAt : tokAt+8]); return b }()},
+		{"a zero home", func() []byte { b := bytes.Clone(body2); clear(b[tokAt+24:]); return b }()},
+	} {
+		if _, err := wire.ParseChunk(c.body); err == nil || rangeCode(err) != wire.CodeBadChunk {
+			t.Errorf("%s: %v, want bad-chunk", c.name, err)
+		}
+	}
+	bad := append([]wire.CopyRecord(nil), tokened...)
+	bad[1].Token.Generation = 0
+	if _, err := wire.AppendChunk(nil, []byte("t"), bad); err == nil {
+		t.Error("AppendChunk took a token of generation 0")
+	}
+}
