@@ -138,3 +138,39 @@ func TestChunkFormat2ByVersion(t *testing.T) {
 		t.Error("version 3: the chunk of format 2 was taken")
 	}
 }
+
+// TestRangeFormat2ByVersion: on version 4 an answer of format 2 goes through with its
+// tokens; on version 3 AnswerRange refuses it (bad-argument) and a receiver closes on it
+// with bad-range, as a build that knows range format 1 only.
+func TestRangeFormat2ByVersion(t *testing.T) {
+	rec := aeRec("t", "c")
+	rec.Token = sessTok
+	body := aeBody(t, false, aeThrough, rec)
+	if body[0] != wire.RangeFormat2 {
+		t.Fatalf("format %d", body[0])
+	}
+	for _, v := range []uint64{3, 4} {
+		dc, lc := prototest.Config(wire.RoleDialer, "r", 1), prototest.Config(wire.RoleListener, "s", 2)
+		dc.MaxVersion, lc.MaxVersion = v, v
+		p := established(t, dc, lc)
+		must(t, p.D.S.V3().AskRange(aeAsk()))
+		p.Pump(10)
+		err := p.L.S.V3().AnswerRange(body)
+		if v == 4 {
+			must(t, err)
+			p.Pump(10)
+			e := p.D.Last(protocol.EventRangeAnswered)
+			if e == nil || len(e.Range.Records) != 1 || e.Range.Records[0].Token != sessTok || p.D.S.Err() != nil {
+				t.Errorf("version 4: answered %+v, session %v", e, p.D.S.Err())
+			}
+			continue
+		}
+		if codeOf(err) != wire.CodeBadArgument {
+			t.Errorf("version 3: AnswerRange of format 2: %v, want bad-argument", err)
+		}
+		_ = p.D.S.Receive(p.Now, prototest.RawFrame(wire.TypeRangeRecords, 0, 0, body))
+		if err := p.D.S.Err(); err == nil || err.Code != wire.CodeBadRange {
+			t.Errorf("version 3: a RANGERECORDS of format 2: %v, want bad-range", err)
+		}
+	}
+}

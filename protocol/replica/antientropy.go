@@ -179,7 +179,7 @@ func (r *Replica) askRange(c *conn, w *aeWalk) {
 	}
 	h := wire.NewRangeHash()
 	for i := range recs {
-		h.Add(rangeRecord(&recs[i]))
+		h.Add(rangeRecord(c, &recs[i]))
 	}
 	d.Count, d.Digest = h.Count, h.Sum()
 	if len(d.ThroughKey) > wire.MaxCopyKey || len(d.AfterKey) > wire.MaxCopyKey {
@@ -204,8 +204,16 @@ func (r *Replica) askRange(c *conn, w *aeWalk) {
 	r.ae.lastPeer = c.peerName
 }
 
-func rangeRecord(rec *store.Record) *wire.RangeRecord {
-	return &wire.RangeRecord{Table: rec.Table, Key: rec.Key, Value: rec.Value, Deleted: rec.Deleted, HLC: rec.HLC, Origin: rec.Origin}
+// rangeRecord is a record as the peer on c is sent it and as the digests compared with it
+// hash it: with its token on version 4; below, without (the connection carries no token,
+// and the peer's digests hash none: docs/design.md §25.4), so that a version-3 peer and
+// this node compare what both can hold.
+func rangeRecord(c *conn, rec *store.Record) *wire.RangeRecord {
+	r := &wire.RangeRecord{Table: rec.Table, Key: rec.Key, Value: rec.Value, Deleted: rec.Deleted, HLC: rec.HLC, Origin: rec.Origin}
+	if c.version >= v4 {
+		r.Token = rec.Token
+	}
+	return r
 }
 
 // rangeRecords reads up to limit of this node's records in (after, through] (a zero
@@ -310,7 +318,7 @@ func (r *Replica) rangeAnswerWithin(c *conn, d *wire.RangeDigest, budget int) []
 	if uint64(len(recs)) == d.Count && r.storage.err == nil {
 		h := wire.NewRangeHash()
 		for i := range recs {
-			h.Add(rangeRecord(&recs[i]))
+			h.Add(rangeRecord(c, &recs[i]))
 		}
 		if h.Sum() == d.Digest {
 			body, _ := wire.AppendRangeRecords(nil, true, through, nil) // the ask's through passed its checks
@@ -321,7 +329,7 @@ func (r *Replica) rangeAnswerWithin(c *conn, d *wire.RangeDigest, budget int) []
 	out := make([]wire.RangeRecord, 0, len(recs))
 	size := wire.RangeHeaderSize(through, len(recs))
 	for i := range recs {
-		rr := rangeRecord(&recs[i])
+		rr := rangeRecord(c, &recs[i])
 		if len(out) > 0 && size+wire.RangeRecordSize(rr) > budget {
 			more = true
 			break

@@ -210,3 +210,82 @@ func TestChunkFormat2(t *testing.T) {
 		t.Error("AppendChunk took a token of generation 0")
 	}
 }
+
+// TestRangeFormat2: an answer with a tokened record is of format 2, the record encoded as
+// in a chunk of format 2 (with its table); one without tokens is format 1 as before; it
+// parses back whole; the digest hashes a tokened record with its token and an untokened one
+// exactly as before tokens; a tokened bit in format 1, or a token cut short or not a token,
+// is bad-range.
+func TestRangeFormat2(t *testing.T) {
+	o := wire.OriginID{7}
+	plain := []wire.RangeRecord{{Table: []byte("t"), Key: []byte("a"), Value: []byte("v"), HLC: 9, Origin: o},
+		{Table: []byte("t"), Key: []byte("b"), Deleted: true, HLC: 9, Origin: o}}
+	// The encoding of a record before tokens: kind, table, key, HLC, origin, value.
+	before := func(r wire.RangeRecord) []byte {
+		kind := byte(wire.ChunkPut)
+		if r.Deleted {
+			kind = wire.ChunkTombstone
+		}
+		b := append([]byte{kind, byte(len(r.Table))}, r.Table...)
+		b = append(append(b, byte(len(r.Key))), r.Key...)
+		b = binary.BigEndian.AppendUint64(b, uint64(r.HLC))
+		b = append(b, r.Origin[:]...)
+		if !r.Deleted {
+			b = append(append(b, byte(len(r.Value))), r.Value...)
+		}
+		return b
+	}
+	h := wire.NewRangeHash()
+	var hashed []byte
+	for i := range plain {
+		if got := wire.AppendRangeRecord(nil, &plain[i]); !bytes.Equal(got, before(plain[i])) {
+			t.Errorf("untokened record %d: %x, before tokens %x", i, got, before(plain[i]))
+		}
+		h.Add(&plain[i])
+		hashed = append(hashed, before(plain[i])...)
+	}
+	if h.Sum() != sha256.Sum256(hashed) {
+		t.Error("the digest of untokened records is not what it was before tokens")
+	}
+	body1, err := wire.AppendRangeRecords(nil, false, wire.RangePoint{}, plain)
+	if err != nil || body1[0] != wire.RangeFormat1 {
+		t.Fatalf("an answer without tokens: %x, %v", body1, err)
+	}
+	tokened := append([]wire.RangeRecord(nil), plain...)
+	tokened[1].Token = testToken
+	rec := wire.AppendRangeRecord(nil, &tokened[1])
+	want := append([]byte{wire.ChunkTombstone | wire.ChunkTokened}, before(plain[1])[1:]...)
+	want = wire.AppendToken(want, testToken)
+	if !bytes.Equal(rec, want) || wire.RangeRecordSize(&tokened[1]) != len(rec) {
+		t.Fatalf("tokened record %x (size %d), want %x", rec, wire.RangeRecordSize(&tokened[1]), want)
+	}
+	ht := wire.NewRangeHash()
+	for i := range tokened {
+		ht.Add(&tokened[i])
+	}
+	if ht.Sum() == h.Sum() {
+		t.Error("the digest does not hash the token")
+	}
+	body2, err := wire.AppendRangeRecords(nil, false, wire.RangePoint{}, tokened)
+	if err != nil || body2[0] != wire.RangeFormat2 {
+		t.Fatalf("an answer with a token: %x, %v", body2, err)
+	}
+	v, err := wire.ParseRangeRecords(body2)
+	if err != nil || v.Format != wire.RangeFormat2 || len(v.Records) != 2 || !v.Records[0].Token.IsZero() || v.Records[1].Token != testToken {
+		t.Fatalf("ParseRangeRecords: %+v, %v", v, err)
+	}
+	tokAt := len(body2) - wire.TokenSize
+	for _, c := range []struct {
+		name string
+		body []byte
+	}{
+		{"a tokened bit in format 1", append([]byte{wire.RangeFormat1}, body2[1:]...)},
+		{"a token cut short", body2[:len(body2)-1]},
+		{"generation 0", func() []byte { b := bytes.Clone(body2); clear(b[tokAt : tokAt+8]); return b }()},
+		{"a zero home", func() []byte { b := bytes.Clone(body2); clear(b[tokAt+24:]); return b }()},
+	} {
+		if _, err := wire.ParseRangeRecords(c.body); err == nil || rangeCode(err) != wire.CodeBadRange {
+			t.Errorf("%s: %v, want bad-range", c.name, err)
+		}
+	}
+}
