@@ -314,3 +314,44 @@ func TestTokensAntiEntropyWithOlderPeer(t *testing.T) {
 		t.Errorf("A's t/k lost its token: %v", r.Token)
 	}
 }
+
+// TestTokenedTombstoneKept: retention drops an untokened tombstone past the horizon and
+// never a tokened one, the key's token floor: a stale holder's later write of the deleted
+// key, and an untokened one, still lose to it on every node.
+func TestTokenedTombstoneKept(t *testing.T) {
+	h := newHarness(t)
+	cfg := replica.Config{RetainAge: time.Second}
+	a, b := h.addNode("A", cfg), h.addNode("B", cfg)
+	h.connect(b, a)
+	if _, err := a.publish(mapDoc(1, "", "A", "B")); err != nil {
+		t.Fatal(err)
+	}
+	a.write(put("t", "k", "v"), put("t", "j", "v"))
+	h.pump()
+	h.advance(time.Millisecond)
+	a.writeTokened(tokNew, del("t", "k"))
+	a.write(del("t", "j"))
+	h.pump()
+	b.write(put("t", "b", "1")) // both origins move past the deletes
+	a.write(put("t", "a", "1"))
+	h.pump()
+	h.advance(3 * time.Second)
+	for _, n := range []*node{a, b} {
+		if r, ok := n.get("t", "k"); !ok || !r.Deleted || r.Token != tokNew {
+			t.Fatalf("%s: the tokened tombstone went: %+v, %v", n.name, r, ok)
+		}
+		if _, ok := n.get("t", "j"); ok || n.rep.Counters().TombstonesDropped != 1 {
+			t.Fatalf("%s: the untokened tombstone is there %v, %d dropped: the test needs the horizon passed", n.name, ok, n.rep.Counters().TombstonesDropped)
+		}
+	}
+	b.writeTokened(tokStale, put("t", "k", "stale holder, late"))
+	b.write(put("t", "k", "untokened, late"))
+	h.pump()
+	h.advance(3 * time.Second)
+	for _, n := range []*node{a, b} {
+		if r, ok := n.get("t", "k"); !ok || !r.Deleted || r.Token != tokNew {
+			t.Errorf("%s: t/k = %q deleted %v token %v, want the tombstone of %v", n.name, r.Value, r.Deleted, r.Token, tokNew)
+		}
+		n.audit()
+	}
+}
