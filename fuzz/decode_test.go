@@ -447,6 +447,11 @@ func lastFrameClose(d *wire.Decoded) (*wire.Close, bool) {
 // when at the same frame), and never reports a decode error on input the decoder accepts.
 func checkAgainstWire(t testing.TB, data []byte, state protocol.State, serr *wire.Error, closedEv *protocol.Event) {
 	_, werr := wire.DecodeMessage(data, limits.MaxMessage, limits.MaxFrameBody)
+	if serr != nil && serr.Code == wire.CodeUnsupportedTxn && dataFormat2(data, serr.Offset) && (werr == nil || werr.Offset >= serr.Offset) {
+		// Transaction format 2 is version 4's: the session, below version 4, refuses it as
+		// a format it does not carry; the decoder, which knows no version, reads it.
+		return
+	}
 	if werr == nil {
 		if serr != nil && !closedEv.ByPeer && decodeCodes[serr.Code] && serr.Code != wire.CodeBadField {
 			t.Fatalf("the session failed with %v on input the wire decoder accepts", serr)
@@ -476,6 +481,13 @@ func checkAgainstWire(t testing.TB, data []byte, state protocol.State, serr *wir
 	case serr.Offset == werr.Offset && serr.Code != werr.Code:
 		t.Fatalf("at offset %d the session says %v, the wire decoder %v", serr.Offset, serr, werr)
 	}
+}
+
+// dataFormat2 reports whether the frame at offset off of data is a DATA frame whose
+// transaction is of format 2.
+func dataFormat2(data []byte, off int) bool {
+	at := off + wire.HeaderSize + wire.DataHeader
+	return off >= 0 && at < len(data) && wire.Type(data[off]) == wire.TypeData && data[at] == wire.TxnFormat2
 }
 
 // seed is one named seed input.

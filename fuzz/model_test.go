@@ -545,7 +545,7 @@ func (m *v2Model) outChannel(p *mPred, f wire.Frame, id uint32) (*mOut, bool) {
 // channel's credit, a channel that was opened, of the entry's origin (in no particular
 // order), then the chain.
 func (m *v2Model) data(p *mPred, f wire.Frame) {
-	claimed, v, err := wire.ParseData(f.Body)
+	claimed, v, err := wire.ParseDataUpTo(f.Body, wire.TxnFormat1) // version 2 carries format 1 only
 	if err != nil {
 		m.failAt(p, f, wire.TxnErrorCode(err))
 		return

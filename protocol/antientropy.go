@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"errors"
 	"strconv"
 
 	"plait/protocol/wire"
@@ -64,6 +65,11 @@ func (s *Session) onRangeRecords(f wire.Frame) {
 		return
 	}
 	v, err := wire.ParseRangeRecords(f.Body)
+	if len(f.Body) > 0 {
+		if why := s.formatNotCarried("range", f.Body[0]); why != "" {
+			err = errors.New(why) // what a build without tokens says, whatever follows
+		}
+	}
 	if err != nil {
 		s.fail(wire.FrameError(wire.CodeBadRange, f.Type, f.Offset, err.Error()))
 		return
@@ -148,6 +154,9 @@ func (c *v3Commands) AnswerRange(body []byte) error {
 	v, err := wire.ParseRangeRecords(body)
 	if err != nil {
 		return wire.NewError(wire.CodeBadArgument, "RANGERECORDS: "+err.Error())
+	}
+	if why := s.formatNotCarried("range", v.Format); why != "" {
+		return wire.NewError(wire.CodeBadArgument, "RANGERECORDS: "+why)
 	}
 	if why := ask.check(&v); why != "" {
 		return wire.NewError(wire.CodeBadArgument, "RANGERECORDS: "+why)

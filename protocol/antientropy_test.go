@@ -130,7 +130,7 @@ func TestMalformedM26AntiEntropy(t *testing.T) {
 	examples := spec(t).examples["M26"]
 	raw := func(b []byte) []byte { return prototest.RawFrame(wire.TypeRangeRecords, 0, 0, b) }
 	rec := aeBody(t, false, aeThrough, aeRec("t", "c"), aeRec("t", "d"))
-	format2 := append([]byte{2}, rec[1:]...)
+	format3 := append([]byte{3}, rec[1:]...)
 	result3 := append([]byte{rec[0], 3}, rec[2:]...)
 	for _, c := range []struct {
 		name   string
@@ -138,7 +138,7 @@ func TestMalformedM26AntiEntropy(t *testing.T) {
 		listen bool // the frame goes to the listener
 		msg    []byte
 	}{
-		{"a RANGERECORDS of format 2", true, false, raw(format2)},
+		{"a RANGERECORDS of format 3", true, false, raw(format3)},
 		{"result 3", true, false, raw(result3)},
 		{"records out of order", true, false, raw(swapRecords(t, rec))},
 		{"outside the range asked", true, false, raw(aeBody(t, false, aeThrough, aeRec("a", "z")))},

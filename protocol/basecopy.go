@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"errors"
 	"strconv"
 
 	"plait/protocol/credit"
@@ -141,6 +142,11 @@ func (s *Session) onChunk(f wire.Frame) {
 	}
 	c.chunked = true
 	v, err := wire.ParseChunk(f.Body)
+	if len(f.Body) > 0 {
+		if why := s.formatNotCarried("chunk", f.Body[0]); why != "" {
+			err = errors.New(why) // what a build without tokens says, whatever follows
+		}
+	}
 	if err != nil {
 		s.releaseCopy(c, size)
 		s.abortIn(c, wire.FrameError(wire.CodeBadChunk, f.Type, f.Offset, err.Error()))
@@ -431,6 +437,9 @@ func (c *v3Commands) SendChunk(body []byte) error {
 	v, err := wire.ParseChunk(body)
 	if err != nil {
 		return wire.NewError(wire.CodeBadArgument, "chunk: "+err.Error())
+	}
+	if why := s.formatNotCarried("chunk", v.Format); why != "" {
+		return wire.NewError(wire.CodeBadArgument, "chunk: "+why)
 	}
 	if out.table != nil {
 		if t := bytes.Compare(v.Table, out.table); t < 0 || t == 0 && bytes.Compare(v.First, out.key) <= 0 {

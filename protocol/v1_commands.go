@@ -19,7 +19,8 @@ type V1Commands interface {
 	// Offer queues one transaction of this node's arrival order at position, after the peer
 	// subscribed. Positions must increase; the transaction encoding is checked and sent as
 	// is. It is refused with send-buffer-full once SendBudget is used up, and with
-	// frame-too-large when it would not fit the peer's frame limit.
+	// frame-too-large when it would not fit the peer's frame limit; a transaction of format 2
+	// (a token), which only version 4 carries, is refused with bad-argument.
 	Offer(position uint64, txn []byte) error
 	// Ack tells the peer that every entry up to position is durable here (applied, or a
 	// duplicate of something durable). Call it only after the store reported durability.
@@ -116,7 +117,7 @@ func (c *v1Commands) Offer(position uint64, txn []byte) error {
 	if position <= s.v1.lastSent {
 		return wire.NewError(wire.CodeBadArgument, "position "+strconv.FormatUint(position, 10)+" does not advance past "+strconv.FormatUint(s.v1.lastSent, 10))
 	}
-	v, err := wire.ParseTxn(txn)
+	v, err := wire.ParseTxnUpTo(txn, s.txnFormats())
 	if err != nil {
 		return wire.NewError(wire.CodeBadArgument, "transaction: "+err.Error())
 	}

@@ -100,7 +100,7 @@ func (s *Session) hasChannels() bool { return s.state == StateEstablished && s.i
 
 // onData checks one entry on a channel this side subscribed to.
 func (s *Session) onData(f wire.Frame) {
-	claimed, v, err := wire.ParseData(f.Body)
+	claimed, v, err := wire.ParseDataUpTo(f.Body, s.txnFormats())
 	if err != nil {
 		s.fail(wire.FrameError(wire.TxnErrorCode(err), f.Type, f.Offset, err.Error()))
 		return

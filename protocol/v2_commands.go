@@ -28,7 +28,9 @@ type V2Commands interface {
 	// Send queues one transaction on the channel of its origin, after the peer subscribed
 	// to the origin. Entries go in seq order from the subscriber's position (or from a
 	// RESEND's). It is refused with no-credit beyond Credit, send-buffer-full beyond
-	// SendBudget and frame-too-large beyond the peer's frame limit; nothing is queued then.
+	// SendBudget and frame-too-large beyond the peer's frame limit, and a transaction of
+	// format 2 (a token) on a connection below version 4 with bad-argument; nothing is
+	// queued then.
 	//
 	// The first entry on a channel must extend the subscriber's position. When it does not,
 	// the two logs disagree: Send queues a DIVERGENCE report instead of the entry, closes
@@ -207,7 +209,7 @@ func (c *v2Commands) Send(txn []byte) error {
 	if err := s.needV2("Send"); err != nil {
 		return err
 	}
-	v, err := wire.ParseTxn(txn)
+	v, err := wire.ParseTxnUpTo(txn, s.txnFormats())
 	if err != nil {
 		return wire.NewError(wire.CodeBadArgument, "transaction: "+err.Error())
 	}

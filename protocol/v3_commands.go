@@ -40,7 +40,8 @@ type V3Commands interface {
 	// SendChunk queues one CHUNK body (wire.AppendChunk) on the copy: its first record
 	// above the last one sent. It is refused with no-credit beyond CopyCredit,
 	// send-buffer-full beyond the send buffer and frame-too-large beyond the peer's frame
-	// limit; nothing is queued then.
+	// limit, and a chunk of format 2 (tokens) below version 4 with bad-argument; nothing is
+	// queued then.
 	SendChunk(body []byte) error
 	// CopyCredit is how many CHUNK bytes (header included, ChunkFrameSize) SendChunk may
 	// queue now; 0 when no copy is served.
@@ -56,8 +57,8 @@ type V3Commands interface {
 	RangeAsked() bool
 	// AnswerRange answers the peer's ask (EventRangeAsked) with a RANGERECORDS body
 	// (wire.AppendRangeRecords) that fits it. It is refused with frame-too-large beyond
-	// the peer's frame limit and send-buffer-full beyond the send buffer; nothing is
-	// queued then.
+	// the peer's frame limit, send-buffer-full beyond the send buffer, and an answer of
+	// format 2 (tokens) below version 4 with bad-argument; nothing is queued then.
 	AnswerRange(body []byte) error
 }
 

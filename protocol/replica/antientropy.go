@@ -247,7 +247,7 @@ func (r *Replica) askRange(c *conn, w *aeWalk) {
 	}
 	h := wire.NewRangeHash()
 	for i := range recs {
-		h.Add(rangeRecord(&recs[i]))
+		h.Add(rangeRecord(c, &recs[i]))
 	}
 	d.Count, d.Digest = h.Count, h.Sum()
 	if len(d.ThroughKey) > wire.MaxCopyKey || len(d.AfterKey) > wire.MaxCopyKey {
@@ -272,8 +272,16 @@ func (r *Replica) askRange(c *conn, w *aeWalk) {
 	r.ae.lastPeer = c.peerName
 }
 
-func rangeRecord(rec *store.Record) *wire.RangeRecord {
-	return &wire.RangeRecord{Table: rec.Table, Key: rec.Key, Value: rec.Value, Deleted: rec.Deleted, HLC: rec.HLC, Origin: rec.Origin}
+// rangeRecord is a record as the peer on c is sent it and as the digests compared with it
+// hash it: with its token on version 4; below, without (the connection carries no token,
+// and the peer's digests hash none: docs/design.md §25.4), so that a version-3 peer and
+// this node compare what both can hold.
+func rangeRecord(c *conn, rec *store.Record) *wire.RangeRecord {
+	r := &wire.RangeRecord{Table: rec.Table, Key: rec.Key, Value: rec.Value, Deleted: rec.Deleted, HLC: rec.HLC, Origin: rec.Origin}
+	if c.version >= v4 {
+		r.Token = rec.Token
+	}
+	return r
 }
 
 // rangeRecords reads up to limit of this node's records in (after, through] (a zero
@@ -378,7 +386,7 @@ func (r *Replica) rangeAnswerWithin(c *conn, d *wire.RangeDigest, budget int) []
 	if uint64(len(recs)) == d.Count && r.storage.err == nil {
 		h := wire.NewRangeHash()
 		for i := range recs {
-			h.Add(rangeRecord(&recs[i]))
+			h.Add(rangeRecord(c, &recs[i]))
 		}
 		if h.Sum() == d.Digest {
 			body, _ := wire.AppendRangeRecords(nil, true, through, nil) // the ask's through passed its checks
@@ -393,7 +401,7 @@ func (r *Replica) rangeAnswerWithin(c *conn, d *wire.RangeDigest, budget int) []
 	// bytes, and the answer went out with no record).
 	head, size := wire.RangeHeaderSize(through, len(recs)), 0
 	for i := range recs {
-		rr := rangeRecord(&recs[i])
+		rr := rangeRecord(c, &recs[i])
 		hdr := max(head, wire.RangeHeaderSize(wire.RangePoint{Table: rr.Table, Key: rr.Key}, len(recs)))
 		if len(out) > 0 && hdr+size+wire.RangeRecordSize(rr) > budget {
 			more = true
@@ -480,7 +488,10 @@ func (r *Replica) repairFrom(c *conn, v *wire.RangeView) bool {
 		if !damaged && !r.check(err) {
 			return false
 		}
-		if has && l.HLC == p.HLC && l.Origin == p.Origin && l.Deleted == p.Deleted && bytes.Equal(l.Value, p.Value) {
+		// Below version 4 the peer's records carry no token (its connection cannot): the
+		// same version is then the same HLC and origin, whatever token this node's holds.
+		sameToken := l.Token == p.Token || c.version < v4
+		if has && l.HLC == p.HLC && l.Origin == p.Origin && sameToken && l.Deleted == p.Deleted && bytes.Equal(l.Value, p.Value) {
 			continue // the same version, the same contents
 		}
 		if !r.seen(p.HLC, p.Origin) && !r.cfg.Mutations.RepairInFlight {
@@ -497,11 +508,11 @@ func (r *Replica) repairFrom(c *conn, v *wire.RangeView) bool {
 				r.conflict(c.peerName, p)
 				continue
 			}
-			if l.Deleted != want.Deleted || !bytes.Equal(l.Value, want.Value) {
+			if l.Deleted != want.Deleted || !bytes.Equal(l.Value, want.Value) || l.Token != want.Token {
 				fix = append(fix, want)
 			}
 			continue
-		case has && !store.Newer(p.HLC, p.Origin, l.HLC, l.Origin) && !r.cfg.Mutations.RepairOlder:
+		case has && !store.NewerVersion(store.Version{Token: p.Token, HLC: p.HLC, Origin: p.Origin}, l.Version()) && !r.cfg.Mutations.RepairOlder:
 			continue // this node's version is newer: the peer repairs itself
 		case damaged:
 			// This node's record is unreadable: the peer's version, applied here, takes
@@ -518,7 +529,7 @@ func (r *Replica) repairFrom(c *conn, v *wire.RangeView) bool {
 			continue
 		}
 		fix = append(fix, store.Record{Table: bytes.Clone(p.Table), Key: bytes.Clone(p.Key), Value: bytes.Clone(p.Value),
-			Deleted: p.Deleted, HLC: p.HLC, Origin: p.Origin})
+			Deleted: p.Deleted, HLC: p.HLC, Origin: p.Origin, Token: p.Token})
 	}
 	if len(fix) == 0 {
 		return true
@@ -526,9 +537,7 @@ func (r *Replica) repairFrom(c *conn, v *wire.RangeView) bool {
 	if !r.check(r.store.Repair(fix)) {
 		return false
 	}
-	for _, f := range fix {
-		r.storedHLC = max(r.storedHLC, f.HLC)
-	}
+	r.stored(fix)
 	r.counters.AntiEntropyRecordsRepaired += uint64(len(fix))
 	return true
 }
@@ -576,7 +585,7 @@ func (r *Replica) loggedVersion(o wire.OriginID, hlc wire.HLC, table, key []byte
 			for op, more := it.Next(); more; op, more = it.Next() {
 				if bytes.Equal(op.Table, table) && bytes.Equal(op.Key, key) { // the last op of a key wins
 					rec = store.Record{Table: bytes.Clone(table), Key: bytes.Clone(key), Value: bytes.Clone(op.Value),
-						Deleted: op.Kind == wire.OpDelete, HLC: hlc, Origin: o}
+						Deleted: op.Kind == wire.OpDelete, HLC: hlc, Origin: o, Token: tv.Token}
 					found = true
 				}
 			}

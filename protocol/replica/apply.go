@@ -185,6 +185,7 @@ func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) er
 	}
 	r.hlc = max(r.hlc, v.HLC)
 	r.storedHLC = max(r.storedHLC, v.HLC)
+	r.stored(b.Records)
 	r.counters.TxnsApplied++
 	st.retrySucceeded()
 	r.headsDirty[v.Origin] = true
@@ -200,13 +201,16 @@ func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) er
 }
 
 // lww puts into b the record versions the transaction wins: an operation replaces a record
-// when its version (HLC timestamp, then origin id) is not older than the record's. Equal
-// versions come only from one origin, whose entries every node applies in seq order, so
-// the outcome is the same everywhere. A later operation of one transaction on the same key
-// replaces an earlier one. A transaction newer than every stored version (a local write,
-// or an origin's entries arriving in order) wins without reading the store.
+// when its version is not older than the record's by the conflict order (store.NewerVersion:
+// carries a token, token, HLC, origin; docs/design.md §25.4), and its record carries the
+// transaction's token. Equal versions come only from one origin, whose entries every node
+// applies in seq order, so the outcome is the same everywhere. A later operation of one
+// transaction on the same key replaces an earlier one. A transaction newer than every
+// stored version (beatsStored: a local write, or an origin's entries arriving in order,
+// while no stored version carries a token) wins without reading the store.
 func (r *Replica) lww(v *wire.TxnView, b *store.Batch, from *conn) error {
-	read := v.HLC <= r.storedHLC
+	read := !r.beatsStored(v)
+	ver := store.Version{Token: v.Token, HLC: v.HLC, Origin: v.Origin}
 	r.passed = r.passed[:0]
 	if r.lwwIdx == nil || len(r.lwwIdx) > 4096 { // a huge transaction's map is not kept
 		r.lwwIdx = map[string]int{}
@@ -228,7 +232,7 @@ func (r *Replica) lww(v *wire.TxnView, b *store.Batch, from *conn) error {
 			}
 			continue // the entry is stored whole, for its chain; its records are not (§24.2, §24.6)
 		}
-		rec := store.Record{Table: op.Table, Key: op.Key, Value: op.Value, Deleted: op.Kind == wire.OpDelete, HLC: v.HLC, Origin: v.Origin}
+		rec := store.Record{Table: op.Table, Key: op.Key, Value: op.Value, Deleted: op.Kind == wire.OpDelete, HLC: v.HLC, Origin: v.Origin, Token: v.Token}
 		r.lwwKey = append(append(append(r.lwwKey[:0], op.Table...), 0), op.Key...) // no table name holds a 0 byte
 		if i, ok := idx[string(r.lwwKey)]; ok {
 			if b.Records[i].Table != nil {
@@ -245,7 +249,7 @@ func (r *Replica) lww(v *wire.TxnView, b *store.Batch, from *conn) error {
 		if err != nil {
 			return err
 		}
-		if found && store.Newer(old.HLC, old.Origin, v.HLC, v.Origin) {
+		if found && store.NewerVersion(old.Version(), ver) {
 			b.Records = append(b.Records, store.Record{}) // the stored version wins; later ops of this key too
 			continue
 		}
@@ -259,4 +263,25 @@ func (r *Replica) lww(v *wire.TxnView, b *store.Batch, from *conn) error {
 	}
 	b.Records = kept
 	return nil
+}
+
+// beatsStored reports whether every version of transaction v is newer than every stored
+// version (store.NewerVersion), so that last-writer-wins need read none: a tokened one whose
+// token is above every stored token (storedToken); an untokened one while no stored version
+// carries a token, and above every stored HLC (storedHLC).
+func (r *Replica) beatsStored(v *wire.TxnView) bool {
+	if !v.Token.IsZero() {
+		return v.Token.Compare(r.storedToken) > 0
+	}
+	return r.storedToken.IsZero() && v.HLC > r.storedHLC
+}
+
+// stored notes record versions written: storedHLC and storedToken rise to theirs.
+func (r *Replica) stored(recs []store.Record) {
+	for i := range recs {
+		r.storedHLC = max(r.storedHLC, recs[i].HLC)
+		if recs[i].Token.Compare(r.storedToken) > 0 {
+			r.storedToken = recs[i].Token
+		}
+	}
 }

@@ -468,10 +468,10 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 			// Applied here already: what this node holds is that version or later. Not
 			// so of a table it fills: it passed that table's entries before.
 			continue
-		case has && !store.Newer(cr.HLC, cr.Origin, old.HLC, old.Origin):
+		case has && !store.NewerVersion(store.Version{Token: cr.Token, HLC: cr.HLC, Origin: cr.Origin}, old.Version()):
 			continue // this node's own version is newer
 		}
-		rec := store.Record{Table: table, Deleted: cr.Deleted, HLC: cr.HLC, Origin: cr.Origin}
+		rec := store.Record{Table: table, Deleted: cr.Deleted, HLC: cr.HLC, Origin: cr.Origin, Token: cr.Token}
 		rec.Key, buf = carve(buf, cr.Key)
 		if cr.Value != nil {
 			rec.Value, buf = carve(buf, cr.Value)
@@ -502,6 +502,7 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 	t.runBytes += uint64(len(v.Raw()))
 	r.cp.state = &next
 	r.storedHLC = max(r.storedHLC, hlc)
+	r.stored(b.Records)
 	r.hlc = max(r.hlc, hlc) // later local writes order after every copied version
 	r.counters.CopyRecords += uint64(v.Count)
 	r.counters.CopyBytes += uint64(len(v.Raw()))
@@ -774,6 +775,11 @@ func (r *Replica) pumpCopy(c *conn, s *copyServe) bool {
 		recs := s.recs[:0]
 		for _, p := range s.pending {
 			cr := wire.CopyRecord{Key: p.Key, Value: p.Value, Deleted: p.Deleted, HLC: p.HLC, Origin: p.Origin}
+			if c.version >= v4 {
+				// A token travels in chunk format 2, version 4's; an older peer is sent the
+				// version without it (docs/design.md §25.4: it orders by HLC alone).
+				cr.Token = p.Token
+			}
 			n := wire.ChunkSize(&cr)
 			if len(recs) > 0 && size+n > min(s.limit, room) {
 				break
@@ -836,7 +842,7 @@ func (r *Replica) readAhead(s *copyServe) bool {
 			r.counters.CopyHeldBack++
 			return true
 		}
-		n := wire.ChunkSize(&wire.CopyRecord{Key: rec.Key, Value: rec.Value, Deleted: rec.Deleted})
+		n := wire.ChunkSize(&wire.CopyRecord{Key: rec.Key, Value: rec.Value, Deleted: rec.Deleted, Token: rec.Token})
 		if len(s.pending) == 0 {
 			size = wire.ChunkHeaderSize(rec.Table, s.limit) // a count of at most s.limit records
 		} else if size+n > s.limit {

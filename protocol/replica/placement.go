@@ -2,6 +2,7 @@ package replica
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"maps"
 	"slices"
@@ -137,14 +138,30 @@ func (r *Replica) flushRun(c *conn, o wire.OriginID, s *outStream) bool {
 // peer is told the run's end as the floor (PURGED) and takes the origin elsewhere; an
 // older one has no such answer, and the connection closes with purged.
 func (r *Replica) runPurged(c *conn, o wire.OriginID, sk *store.SkippedError) bool {
+	return r.purgedTo(c, o, sk.To, sk.Hash, "origin "+o.String()+": seqs "+strconv.FormatUint(sk.From, 10)+" to "+
+		strconv.FormatUint(sk.To, 10)+" are held here as a run of tables this node does not carry")
+}
+
+// tokenPurged answers a peer below version 4 whose stream reached an entry of transaction
+// format 2 (a fencing token, docs/design.md §25.4), which its connection cannot carry: to it
+// the entry is purged, as a run is (runPurged), with the entry as the floor.
+func (r *Replica) tokenPurged(c *conn, o wire.OriginID, seq uint64, raw []byte) bool {
+	return r.purgedTo(c, o, seq, sha256.Sum256(raw), "origin "+o.String()+": entry "+strconv.FormatUint(seq, 10)+
+		" carries a fencing token (transaction format 2), which a version-"+strconv.FormatUint(c.version, 10)+" connection does not carry")
+}
+
+// purgedTo tells a peer below version 4 that origin o's entries up to seq (chain hash hash)
+// cannot be sent to it: a version-3 peer by PURGED with that floor, an older one by closing
+// the connection with purged and why. It reports false when the connection cannot take
+// more now.
+func (r *Replica) purgedTo(c *conn, o wire.OriginID, seq uint64, hash wire.Hash, why string) bool {
 	r.counters.PurgedAnswers++
 	c.dropOut(o)
 	if c.version < 3 {
-		r.closeConn(c, wire.CodePurged, "origin "+o.String()+": seqs "+strconv.FormatUint(sk.From, 10)+" to "+
-			strconv.FormatUint(sk.To, 10)+" are held here as a run of tables this node does not carry")
+		r.closeConn(c, wire.CodePurged, why)
 		return false
 	}
-	return r.checkConn(c, c.sess.V3().Purged(o, sk.To, sk.Hash)) && c.sess.State() == protocol.StateEstablished
+	return r.checkConn(c, c.sess.V3().Purged(o, seq, hash)) && c.sess.State() == protocol.StateEstablished
 }
 
 // receiveSkip takes a run of origin o that the peer on c left out of its stream (§24.2),

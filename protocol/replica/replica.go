@@ -30,6 +30,7 @@ type Replica struct {
 
 	hlc          wire.HLC
 	storedHLC    wire.HLC       // no stored record version is newer (Store.RecordHLC and later applies)
+	storedToken  wire.Token     // no stored record version carries a higher token (Store.RecordToken and later writes)
 	lwwIdx       map[string]int // lww's scratch: record index by table and key
 	lwwKey       []byte         // lww's scratch: a table and key
 	arrivals     uint64         // the last arrival position
@@ -238,6 +239,9 @@ func New(cfg Config, store store.Store) (*Replica, error) {
 		r.hlc = max(r.hlc, v.HLC)
 	}
 	if r.storedHLC, err = store.RecordHLC(); err != nil {
+		return nil, err
+	}
+	if r.storedToken, err = store.RecordToken(); err != nil {
 		return nil, err
 	}
 	r.hlc = max(r.hlc, r.storedHLC) // local writes order after every stored version, copied ones included

@@ -322,7 +322,10 @@ func (r *Replica) tombstoneHorizon() (age, applied wire.HLC, ok bool) {
 
 // dropTombstones walks PurgeStep records on from where the last walk stopped, and drops
 // the tombstones older than the horizon, in one write. The walk starts over after the
-// last record.
+// last record. A tombstone that carries a fencing token is never dropped: it is its key's
+// token floor (docs/design.md §25.4), below which a stale holder's late write of the
+// deleted key must still lose, and a late write may come at any time (its token, not its
+// clock, orders it), so no horizon covers it.
 func (r *Replica) dropTombstones() {
 	age, applied, ok := r.tombstoneHorizon()
 	if !ok {
@@ -343,7 +346,7 @@ func (r *Replica) dropTombstones() {
 		ok := r.scanReadable(tables[i], after, func(rec store.Record) bool {
 			budget--
 			r.ret.tombTable, r.ret.tombKey = rec.Table, rec.Key
-			if rec.Deleted && rec.HLC < age && (rec.HLC <= applied || r.cfg.Mutations.DropTombstonesEarly) {
+			if rec.Deleted && rec.Token.IsZero() && rec.HLC < age && (rec.HLC <= applied || r.cfg.Mutations.DropTombstonesEarly) {
 				drop = append(drop, rec)
 			}
 			return budget > 0

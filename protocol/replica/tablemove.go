@@ -466,16 +466,17 @@ func (r *Replica) fillChunk(c *conn, t *copyTake, v *wire.ChunkView) {
 		if !r.check(err) {
 			return
 		}
-		if has && !store.Newer(cr.HLC, cr.Origin, l.HLC, l.Origin) {
+		if has && !store.NewerVersion(store.Version{Token: cr.Token, HLC: cr.HLC, Origin: cr.Origin}, l.Version()) {
 			continue
 		}
 		fix = append(fix, store.Record{Table: bytes.Clone(v.Table), Key: bytes.Clone(cr.Key), Value: bytes.Clone(cr.Value),
-			Deleted: cr.Deleted, HLC: cr.HLC, Origin: cr.Origin})
+			Deleted: cr.Deleted, HLC: cr.HLC, Origin: cr.Origin, Token: cr.Token})
 	}
 	if len(fix) > 0 && !r.check(r.store.Repair(fix)) {
 		return
 	}
 	r.storedHLC = max(r.storedHLC, hlc)
+	r.stored(fix)
 	r.hlc = max(r.hlc, hlc) // later local writes order after every copied version
 	r.counters.FillRecords += uint64(len(fix))
 	r.checkConn(c, c.sess.V3().AckChunk())

@@ -24,6 +24,26 @@ var ErrTxnTooLarge = errors.New("replica: the transaction is too large")
 // cluster map's placement (mixed-placement, a *clustermap.Error); a refused write changes
 // nothing.
 func (r *Replica) Write(now time.Time, ops []wire.Op) (uint64, error) {
+	return r.write(now, wire.Token{}, ops)
+}
+
+// WriteTokened is Write under a fencing token (docs/design.md §25.4): the entry is of
+// transaction format 2, its records carry tok and order by it on every node, above every
+// untokened version and every lower token, whatever the clocks say. The operations write one
+// (table, key), the key the token was granted for (bad-argument otherwise), and tok is a
+// token (generation and home not zero). Format 2 is written only while every member of the
+// cluster map is known to speak version 4 (the writer gates, protocol/SPEC.md "Later
+// formats"): otherwise the write is refused with the gate's *clustermap.Error
+// (cluster-not-v4). Whether tok is live is the caller's (the lock API's) to know; tests write
+// through it too.
+func (r *Replica) WriteTokened(now time.Time, tok wire.Token, ops []wire.Op) (uint64, error) {
+	if tok.IsZero() {
+		return 0, wire.NewError(wire.CodeBadArgument, "a tokened write needs a token")
+	}
+	return r.write(now, tok, ops)
+}
+
+func (r *Replica) write(now time.Time, tok wire.Token, ops []wire.Op) (uint64, error) {
 	if r.fatal != nil {
 		return 0, r.fatal
 	}
@@ -33,6 +53,11 @@ func (r *Replica) Write(now time.Time, ops []wire.Op) (uint64, error) {
 	}
 	if err := r.checkOps(ops); err != nil {
 		return 0, err
+	}
+	if !tok.IsZero() {
+		if err := r.RequireV4(); err != nil {
+			return 0, err
+		}
 	}
 	if err := r.placementRefusal(ops); err != nil {
 		return 0, err
@@ -45,7 +70,7 @@ func (r *Replica) Write(now time.Time, ops []wire.Op) (uint64, error) {
 	}
 	st := r.origins[r.id.Origin]
 	last := r.hlc
-	t := wire.Txn{Origin: r.id.Origin, Seq: st.applied.Seq + 1, HLC: r.advanceClock(now), Prev: st.applied.Hash, Ops: ops}
+	t := wire.Txn{Origin: r.id.Origin, Seq: st.applied.Seq + 1, HLC: r.advanceClock(now), Prev: st.applied.Hash, Token: tok, Ops: ops}
 	enc, err := t.Encode()
 	if err == nil && len(enc) > r.cfg.Write.MaxTxn {
 		err = fmt.Errorf("the transaction encodes to %d bytes; the limit is %d", len(enc), r.cfg.Write.MaxTxn)
@@ -65,8 +90,9 @@ func (r *Replica) Write(now time.Time, ops []wire.Op) (uint64, error) {
 	if err := r.apply(&v, v.Hash(), nil, 0); err != nil {
 		r.hlc = last // nothing of the write was stored
 		if entryFault(err) {
-			// Local writes read no record (they are the newest), so only a store that
-			// refuses the batch gets here: the write is refused, the node goes on.
+			// A store that refuses the batch, or a record it cannot read (a local write
+			// reads the ones that may beat it: beatsStored): the write is refused, the node
+			// goes on.
 			return 0, wire.NewError(wire.CodeInternal, "the write was not applied: "+err.Error())
 		}
 		r.check(err)

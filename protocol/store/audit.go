@@ -17,7 +17,7 @@ import (
 // one's previous hash; a run is in no arrival order); each cursor names the
 // last entry of its log; the log's bytes are what it holds; the arrival order above the
 // arrival floor holds exactly the log entries above each log's Below, once each; and the
-// records are what last-writer-wins makes of the logs, allowing for history the logs no
+// records are what the conflict order (NewerVersion) makes of the logs, allowing for history the logs no
 // longer hold: a record written by a purged or copied entry (at or below its origin's
 // floor), or copied from a snapshot ahead of this node's log of its origin, stands where
 // no kept entry overrides it; a tombstone may be dropped; and a record a kept entry wrote
@@ -174,8 +174,8 @@ func AuditCarried(s Store, limit int, carried func(table []byte) bool) ([]string
 			copiedAhead := r.HLC > headHLC[r.Origin]
 			fromRun := slices.ContainsFunc(runs[r.Origin], func(span [2]wire.HLC) bool { return r.HLC > span[0] && r.HLC <= span[1] })
 			switch {
-			case ok && w.Deleted == r.Deleted && w.HLC == r.HLC && w.Origin == r.Origin && bytes.Equal(w.Value, r.Value):
-			case (fromPurged || copiedAhead || fromRun) && (!ok || Newer(r.HLC, r.Origin, w.HLC, w.Origin)):
+			case ok && w.Deleted == r.Deleted && w.Version() == r.Version() && bytes.Equal(w.Value, r.Value):
+			case (fromPurged || copiedAhead || fromRun) && (!ok || NewerVersion(r.Version(), w.Version())):
 			case !ok:
 				a.add("record %s/%q is in no log", r.Table, r.Key)
 			default:
@@ -216,18 +216,19 @@ func (a *audit) add(format string, args ...any) {
 
 func recordKey(table, key []byte) string { return string(table) + "\x00" + string(key) }
 
-// replayLWW applies a transaction to records by last-writer-wins, as the replica does.
+// replayLWW applies a transaction to records by the conflict order, as the replica does.
 func (a *audit) replayLWW(records map[string]Record, v *wire.TxnView) {
+	ver := Version{Token: v.Token, HLC: v.HLC, Origin: v.Origin}
 	it := v.Ops()
 	for op, ok := it.Next(); ok; op, ok = it.Next() {
 		if a.carried != nil && !a.carried(op.Table) {
 			continue // a table this node does not carry: it stores none of its records
 		}
 		k := recordKey(op.Table, op.Key)
-		if old, found := records[k]; found && Newer(old.HLC, old.Origin, v.HLC, v.Origin) {
+		if old, found := records[k]; found && NewerVersion(old.Version(), ver) {
 			continue
 		}
-		r := Record{Table: bytes.Clone(op.Table), Key: bytes.Clone(op.Key), Deleted: op.Kind == wire.OpDelete, HLC: v.HLC, Origin: v.Origin}
+		r := Record{Table: bytes.Clone(op.Table), Key: bytes.Clone(op.Key), Deleted: op.Kind == wire.OpDelete, HLC: v.HLC, Origin: v.Origin, Token: v.Token}
 		if !r.Deleted {
 			r.Value = bytes.Clone(op.Value)
 		}

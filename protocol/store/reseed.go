@@ -14,7 +14,7 @@ import (
 // new origin id; its old origin becomes an ordinary foreign origin whose log is cut back to
 // its floor, so the old timeline streams in from the peers that hold it; and every entry of
 // the old origin the node held above the floor is re-issued, in order, as an entry of the
-// new origin with its original HLC and operations. Nothing is lost: an entry no peer holds
+// new origin with its original HLC, token and operations. Nothing is lost: an entry no peer holds
 // reaches them under the new id, and one they hold arrives twice, which last-writer-wins
 // absorbs. The node's records written by a re-issued entry (their version is the entry's
 // HLC and the old origin) take the new origin into their version, so that they are what the
@@ -82,7 +82,9 @@ func PlanReseed(v ReseedView, newOrigin wire.OriginID) (*Reseed, error) {
 		if err != nil {
 			return nil, errorf("reseed: entry %d of origin %s: %w", seq, old, err)
 		}
-		t := wire.Txn{Origin: newOrigin, Seq: uint64(len(rs.Entries)) + 1, HLC: tv.HLC, Prev: prev}
+		// A format-2 entry is re-issued with its token: the token orders its versions, and
+		// the record it rewrites keeps it.
+		t := wire.Txn{Origin: newOrigin, Seq: uint64(len(rs.Entries)) + 1, HLC: tv.HLC, Prev: prev, Token: tv.Token}
 		b := Batch{Origin: newOrigin, Seq: t.Seq}
 		it := tv.Ops()
 		for op, ok := it.Next(); ok; op, ok = it.Next() {
@@ -91,7 +93,7 @@ func PlanReseed(v ReseedView, newOrigin wire.OriginID) (*Reseed, error) {
 			if err != nil {
 				return nil, err
 			}
-			if found && rec.HLC == tv.HLC && rec.Origin == old && !rewrites(b.Records, rec) {
+			if found && rec.HLC == tv.HLC && rec.Origin == old && rec.Token == tv.Token && !rewrites(b.Records, rec) {
 				rec.Origin = newOrigin
 				b.Records = append(b.Records, rec)
 			}

@@ -51,6 +51,12 @@ type Store interface {
 	// newer than it: no stored version can win.
 	RecordHLC() (wire.HLC, error)
 
+	// RecordToken is the highest fencing token of any record version ever written (the
+	// zero Token when none carried one), by Apply, Repair, ApplyCopy or Reseed. It survives
+	// what the records survive. While it is zero no stored version carries a token, and
+	// RecordHLC alone says which entries no stored version can beat (NewerVersion).
+	RecordToken() (wire.Token, error)
+
 	// Scan calls fn for the records of table in key order, starting after key after
 	// (nil: from the first), tombstones included, until fn returns false.
 	Scan(table []byte, after []byte, fn func(Record) bool) error
@@ -108,8 +114,8 @@ type Store interface {
 	DeleteHolds(peer string) error
 
 	// DropTombstones deletes the listed tombstones, each only while it is still the
-	// record's current version (same HLC and origin, deleted); any other record is left as
-	// it is. One atomic write.
+	// record's current version (same token, HLC and origin, deleted); any other record is
+	// left as it is. One atomic write.
 	DropTombstones(ts []Record) error
 
 	// DropTable deletes every record of table, tombstones included, in one atomic write,
@@ -295,7 +301,9 @@ type Arrival struct {
 }
 
 // Record is one record's current version. A deleted record is a tombstone: it keeps the
-// version (HLC, origin) that deleted it, so that an older put arriving later loses.
+// version (token, HLC, origin) that deleted it, so that an older put arriving later loses.
+// Token is the fencing token of the entry that wrote it (transaction format 2), zero for an
+// untokened version.
 type Record struct {
 	Table   []byte
 	Key     []byte
@@ -303,7 +311,11 @@ type Record struct {
 	Deleted bool
 	HLC     wire.HLC
 	Origin  wire.OriginID
+	Token   wire.Token
 }
+
+// Version is what orders a record's versions (NewerVersion): its token, HLC and origin.
+func (r *Record) Version() Version { return Version{Token: r.Token, HLC: r.HLC, Origin: r.Origin} }
 
 // Batch is one transaction to apply atomically, or, with Skip set, one run of an origin's
 // entries this node was not sent (skip.go): then Seq is the run's last seq, Hash its chain
@@ -386,12 +398,28 @@ func CheckBatch(b *Batch, cursor vector.Entry) error {
 	return nil
 }
 
-// Newer reports whether version (h1, o1) is strictly newer than (h2, o2): the conflict
-// order of last-writer-wins, by HLC time, then by origin id. It is total, and decided by
-// what a record carries only, so every node orders two versions alike.
-func Newer(h1 wire.HLC, o1 wire.OriginID, h2 wire.HLC, o2 wire.OriginID) bool {
-	if h1 != h2 {
-		return h1 > h2
+// Version is one version of a record as the conflict order sees it: the fencing token of
+// the entry that wrote it (zero: none), its HLC timestamp and its origin.
+type Version struct {
+	Token  wire.Token
+	HLC    wire.HLC
+	Origin wire.OriginID
+}
+
+// NewerVersion reports whether version a is strictly newer than b: the conflict order
+// (docs/design.md §25.4), by (carries a token, token, HLC, origin). A tokened version beats
+// every untokened one, a higher token a lower one, whatever their clocks say; otherwise it is
+// last-writer-wins, by HLC time, then by origin id. It is total, and decided by what a
+// record carries only, never by a node's map, so every node orders two versions alike.
+func NewerVersion(a, b Version) bool {
+	if at, bt := !a.Token.IsZero(), !b.Token.IsZero(); at != bt {
+		return at
 	}
-	return bytes.Compare(o1[:], o2[:]) > 0
+	if c := a.Token.Compare(b.Token); c != 0 {
+		return c > 0
+	}
+	if a.HLC != b.HLC {
+		return a.HLC > b.HLC
+	}
+	return bytes.Compare(a.Origin[:], b.Origin[:]) > 0
 }

@@ -132,8 +132,15 @@ func validPoint(what string, table, key []byte) error {
 //
 // Records are strictly ascending in (table, key) and none is above the through; nothing
 // follows the last record. The digest of a range (RangeHash) is SHA-256 of its records
-// encoded as here, one after another.
+// encoded as here (a tokened one as in format 2), one after another.
 const RangeFormat1 = 0x01
+
+// RangeFormat2 is format 1 whose records may carry a fencing token, as a CHUNK of format 2
+// has them: a record's kind with the ChunkTokened bit is followed, after its origin, by the
+// token's TokenSize bytes; a record without it is encoded as in format 1, so that an
+// untokened record hashes into a digest exactly as before tokens. Only a version-4
+// connection carries it, and an answer uses it only when a record carries a token.
+const RangeFormat2 = 0x02
 
 // Results of a RANGERECORDS.
 const (
@@ -141,7 +148,7 @@ const (
 	RangeRecords = 0x02
 )
 
-// RangeRecord is one record version of a range.
+// RangeRecord is one record version of a range; Token is zero for an untokened one.
 type RangeRecord struct {
 	Table   []byte
 	Key     []byte
@@ -149,21 +156,22 @@ type RangeRecord struct {
 	Deleted bool
 	HLC     HLC
 	Origin  OriginID
+	Token   Token
 }
 
 func badRange(msg string) error { return &codedError{CodeBadRange, msg} }
 
-// AppendRangeRecord appends one record's encoding (as RANGERECORDS and RangeHash have it).
+// AppendRangeRecord appends one record's encoding (as RANGERECORDS and RangeHash have it):
+// a tokened record's kind carries the ChunkTokened bit and its token follows the origin.
 func AppendRangeRecord(dst []byte, r *RangeRecord) []byte {
-	kind := byte(ChunkPut)
-	if r.Deleted {
-		kind = ChunkTombstone
-	}
-	dst = append(dst, kind)
+	dst = append(dst, recordKind(r.Deleted, r.Token))
 	dst = appendBytes(dst, r.Table)
 	dst = appendBytes(dst, r.Key)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(r.HLC))
 	dst = append(dst, r.Origin[:]...)
+	if !r.Token.IsZero() {
+		dst = AppendToken(dst, r.Token)
+	}
 	if !r.Deleted {
 		dst = appendBytes(dst, r.Value)
 	}
@@ -173,6 +181,9 @@ func AppendRangeRecord(dst []byte, r *RangeRecord) []byte {
 // RangeRecordSize is the encoded size of a record in a RANGERECORDS body.
 func RangeRecordSize(r *RangeRecord) int {
 	n := 1 + uvarintLen(uint64(len(r.Table))) + len(r.Table) + uvarintLen(uint64(len(r.Key))) + len(r.Key) + 8 + 16
+	if !r.Token.IsZero() {
+		n += TokenSize
+	}
 	if !r.Deleted {
 		n += uvarintLen(uint64(len(r.Value))) + len(r.Value)
 	}
@@ -213,7 +224,8 @@ func (d *RangeHash) Sum() Hash {
 }
 
 // AppendRangeRecords appends a RANGERECORDS body: equal (records then empty), or records
-// ascending up to through (zero: the end). It checks what a receiver checks.
+// ascending up to through (zero: the end); of format 2 when a record carries a token, 1
+// otherwise. It checks what a receiver checks.
 func AppendRangeRecords(dst []byte, equal bool, through RangePoint, records []RangeRecord) ([]byte, error) {
 	if equal && len(records) > 0 {
 		return dst, badRange("an equal answer with records")
@@ -225,7 +237,16 @@ func AppendRangeRecords(dst []byte, equal bool, through RangePoint, records []Ra
 	if equal {
 		result = RangeEqual
 	}
-	dst = append(dst, RangeFormat1, result)
+	format := byte(RangeFormat1)
+	for i := range records {
+		if !records[i].Token.IsZero() {
+			format = RangeFormat2
+			if why := checkToken(records[i].Token); why != "" {
+				return dst, badRange(why)
+			}
+		}
+	}
+	dst = append(dst, format, result)
 	dst = appendBytes(dst, through.Table)
 	if !through.IsZero() {
 		dst = appendBytes(dst, through.Key)
@@ -270,6 +291,7 @@ func checkRangeRecord(r *RangeRecord, all []RangeRecord, i int, through RangePoi
 
 // RangeView is a checked RANGERECORDS body; its slices alias the body.
 type RangeView struct {
+	Format  byte // RangeFormat1, or RangeFormat2 (its records may carry tokens)
 	Equal   bool
 	Through RangePoint
 	Records []RangeRecord
@@ -286,13 +308,13 @@ func ParseRangeRecords(b []byte) (RangeView, error) {
 	if len(b) < 2 {
 		return RangeView{}, badRange("a RANGERECORDS body of " + strconv.Itoa(len(b)) + " bytes")
 	}
-	if b[0] != RangeFormat1 {
-		return RangeView{}, badRange("range format 0x" + strconv.FormatUint(uint64(b[0]), 16) + "; this build knows format 1")
+	if b[0] != RangeFormat1 && b[0] != RangeFormat2 {
+		return RangeView{}, badRange("range format 0x" + strconv.FormatUint(uint64(b[0]), 16) + "; this build knows formats 1 and 2")
 	}
 	if b[1] != RangeEqual && b[1] != RangeRecords {
 		return RangeView{}, badRange("range result 0x" + strconv.FormatUint(uint64(b[1]), 16) + " is neither equal nor records")
 	}
-	v := RangeView{Equal: b[1] == RangeEqual, raw: b}
+	v := RangeView{Format: b[0], Equal: b[1] == RangeEqual, raw: b}
 	off := 2
 	var err error
 	if v.Through.Table, err = readRangeBytes(b, &off, "through table"); err != nil {
@@ -325,8 +347,12 @@ func ParseRangeRecords(b []byte) (RangeView, error) {
 		var r RangeRecord
 		kind := b[off]
 		off++
+		tokened := b[0] == RangeFormat2 && kind&ChunkTokened != 0
+		if tokened {
+			kind &^= ChunkTokened
+		}
 		if kind != ChunkPut && kind != ChunkTombstone {
-			return RangeView{}, badRange("record kind 0x" + strconv.FormatUint(uint64(kind), 16) + " is neither put nor tombstone")
+			return RangeView{}, badRange("record kind 0x" + strconv.FormatUint(uint64(b[off-1]), 16) + " is neither put nor tombstone")
 		}
 		r.Deleted = kind == ChunkTombstone
 		if r.Table, err = readRangeBytes(b, &off, "table"); err != nil {
@@ -341,6 +367,16 @@ func ParseRangeRecords(b []byte) (RangeView, error) {
 		r.HLC = HLC(binary.BigEndian.Uint64(b[off:]))
 		copy(r.Origin[:], b[off+8:off+24])
 		off += 24
+		if tokened {
+			if len(b)-off < TokenSize {
+				return RangeView{}, badRange("a record's token runs past the end")
+			}
+			r.Token = readToken(b[off:])
+			off += TokenSize
+			if why := checkToken(r.Token); why != "" {
+				return RangeView{}, badRange(why)
+			}
+		}
 		if !r.Deleted {
 			if r.Value, err = readRangeBytes(b, &off, "value"); err != nil {
 				return RangeView{}, err

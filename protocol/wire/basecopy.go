@@ -168,20 +168,31 @@ func (a *CopyAbort) Validate() error {
 // Keys are strictly ascending; nothing follows the last record.
 const ChunkFormat1 = 0x01
 
+// ChunkFormat2 is format 1 whose records may carry a fencing token (docs/design.md §25.4):
+// a record's kind with the ChunkTokened bit is followed, after its origin, by the token's
+// TokenSize bytes (generation and home not zero). A record without the bit is encoded as in
+// format 1. Only a version-4 connection carries it, and a sender uses it only for a chunk
+// that holds a tokened record.
+const ChunkFormat2 = 0x02
+
 // Record kinds of a CHUNK.
 const (
 	ChunkPut       = 0x01
 	ChunkTombstone = 0x02
+	// ChunkTokened, or-ed into a record's kind in a CHUNK or RANGERECORDS of format 2: the
+	// record carries a token.
+	ChunkTokened = 0x80
 )
 
 // CopyRecord is one record version in a CHUNK: a put (Value) or a tombstone (Deleted),
-// with the version (HLC, Origin) that wrote it.
+// with the version (Token, HLC, Origin) that wrote it; Token is zero for an untokened one.
 type CopyRecord struct {
 	Key     []byte
 	Value   []byte
 	Deleted bool
 	HLC     HLC
 	Origin  OriginID
+	Token   Token
 }
 
 // codedError is a binary body that breaks its rules, with its code: a CHUNK's bad-chunk,
@@ -199,6 +210,9 @@ func badChunk(msg string) error { return &codedError{CodeBadChunk, msg} }
 // ChunkSize is the encoded size of a record in a CHUNK body.
 func ChunkSize(r *CopyRecord) int {
 	n := 1 + uvarintLen(uint64(len(r.Key))) + len(r.Key) + 8 + 16
+	if !r.Token.IsZero() {
+		n += TokenSize
+	}
 	if !r.Deleted {
 		n += uvarintLen(uint64(len(r.Value))) + len(r.Value)
 	}
@@ -211,8 +225,9 @@ func ChunkHeaderSize(table []byte, count int) int {
 	return 1 + uvarintLen(uint64(len(table))) + len(table) + uvarintLen(uint64(count))
 }
 
-// AppendChunk appends the CHUNK body of table's records to dst. It checks what a receiver
-// checks, so that this side never sends a chunk its peer must refuse.
+// AppendChunk appends the CHUNK body of table's records to dst: format 2 when a record
+// carries a token, format 1 otherwise. It checks what a receiver checks, so that this side
+// never sends a chunk its peer must refuse.
 func AppendChunk(dst []byte, table []byte, records []CopyRecord) ([]byte, error) {
 	if !validNameBytes(table) {
 		return dst, badChunk("table " + strconv.Quote(string(table)) + " is not a valid name")
@@ -220,7 +235,16 @@ func AppendChunk(dst []byte, table []byte, records []CopyRecord) ([]byte, error)
 	if len(records) == 0 {
 		return dst, badChunk("a chunk with no record")
 	}
-	dst = append(dst, ChunkFormat1)
+	format := byte(ChunkFormat1)
+	for i := range records {
+		if !records[i].Token.IsZero() {
+			format = ChunkFormat2
+			if why := checkToken(records[i].Token); why != "" {
+				return dst, badChunk(why)
+			}
+		}
+	}
+	dst = append(dst, format)
 	dst = appendBytes(dst, table)
 	dst = binary.AppendUvarint(dst, uint64(len(records)))
 	for i := range records {
@@ -231,14 +255,13 @@ func AppendChunk(dst []byte, table []byte, records []CopyRecord) ([]byte, error)
 		if i > 0 && bytes.Compare(records[i-1].Key, r.Key) >= 0 {
 			return dst, badChunk("keys are not strictly ascending")
 		}
-		kind := byte(ChunkPut)
-		if r.Deleted {
-			kind = ChunkTombstone
-		}
-		dst = append(dst, kind)
+		dst = append(dst, recordKind(r.Deleted, r.Token))
 		dst = appendBytes(dst, r.Key)
 		dst = binary.BigEndian.AppendUint64(dst, uint64(r.HLC))
 		dst = append(dst, r.Origin[:]...)
+		if !r.Token.IsZero() {
+			dst = AppendToken(dst, r.Token)
+		}
 		if !r.Deleted {
 			dst = appendBytes(dst, r.Value)
 		}
@@ -246,14 +269,28 @@ func AppendChunk(dst []byte, table []byte, records []CopyRecord) ([]byte, error)
 	return dst, nil
 }
 
+// recordKind is a chunk or range record's kind byte: put or tombstone, with the tokened bit
+// when it carries a token.
+func recordKind(deleted bool, tok Token) byte {
+	kind := byte(ChunkPut)
+	if deleted {
+		kind = ChunkTombstone
+	}
+	if !tok.IsZero() {
+		kind |= ChunkTokened
+	}
+	return kind
+}
+
 // ChunkView is a checked CHUNK body, read without copying (its slices alias the body).
 type ChunkView struct {
-	Table []byte
-	Count int
-	First []byte // the first record's key
-	Last  []byte // the last record's key
-	raw   []byte
-	off   int // where the records begin
+	Format byte // ChunkFormat1, or ChunkFormat2 (its records may carry tokens)
+	Table  []byte
+	Count  int
+	First  []byte // the first record's key
+	Last   []byte // the last record's key
+	raw    []byte
+	off    int // where the records begin
 }
 
 // ParseChunk checks a CHUNK body completely: the format, the table name, a count that fits,
@@ -263,8 +300,8 @@ func ParseChunk(b []byte) (ChunkView, error) {
 	if len(b) == 0 {
 		return ChunkView{}, badChunk("an empty chunk")
 	}
-	if b[0] != ChunkFormat1 {
-		return ChunkView{}, badChunk("chunk format 0x" + strconv.FormatUint(uint64(b[0]), 16) + "; this build knows format 1")
+	if b[0] != ChunkFormat1 && b[0] != ChunkFormat2 {
+		return ChunkView{}, badChunk("chunk format 0x" + strconv.FormatUint(uint64(b[0]), 16) + "; this build knows formats 1 and 2")
 	}
 	off := 1
 	table, err := readChunkBytes(b, &off, "table")
@@ -283,7 +320,7 @@ func ParseChunk(b []byte) (ChunkView, error) {
 	if n == 0 || n > uint64(len(b)-off)/minRecord {
 		return ChunkView{}, badChunk("record count " + strconv.FormatUint(n, 10) + " does not fit the chunk")
 	}
-	v := ChunkView{Table: table, Count: int(n), raw: b, off: off}
+	v := ChunkView{Format: b[0], Table: table, Count: int(n), raw: b, off: off}
 	it := v.Records()
 	for {
 		r, ok, err := it.Next()
@@ -309,15 +346,16 @@ func (v *ChunkView) Raw() []byte { return v.raw }
 
 // Records iterates over the chunk's records.
 func (v *ChunkView) Records() ChunkIter {
-	return ChunkIter{b: v.raw, off: v.off, left: v.Count}
+	return ChunkIter{b: v.raw, off: v.off, left: v.Count, tokens: v.raw[0] == ChunkFormat2}
 }
 
 // ChunkIter walks the records of a chunk.
 type ChunkIter struct {
-	b    []byte
-	off  int
-	left int
-	last []byte
+	b      []byte
+	off    int
+	left   int
+	last   []byte
+	tokens bool // format 2: a record may carry a token
 }
 
 // Next returns the next record (its slices alias the chunk), false after the last, or the
@@ -333,8 +371,12 @@ func (it *ChunkIter) Next() (CopyRecord, bool, error) {
 	}
 	kind := b[it.off]
 	it.off++
+	tokened := it.tokens && kind&ChunkTokened != 0
+	if tokened {
+		kind &^= ChunkTokened
+	}
 	if kind != ChunkPut && kind != ChunkTombstone {
-		return CopyRecord{}, false, badChunk("record kind 0x" + strconv.FormatUint(uint64(kind), 16) + " is neither put nor tombstone")
+		return CopyRecord{}, false, badChunk("record kind 0x" + strconv.FormatUint(uint64(b[it.off-1]), 16) + " is neither put nor tombstone")
 	}
 	key, err := readChunkBytes(b, &it.off, "key")
 	if err != nil {
@@ -355,6 +397,16 @@ func (it *ChunkIter) Next() (CopyRecord, bool, error) {
 	it.off += 24
 	if r.Origin.IsZero() {
 		return CopyRecord{}, false, badChunk("a record version with an all-zero origin")
+	}
+	if tokened {
+		if len(b)-it.off < TokenSize {
+			return CopyRecord{}, false, badChunk("a record's token runs past the end")
+		}
+		r.Token = readToken(b[it.off:])
+		it.off += TokenSize
+		if why := checkToken(r.Token); why != "" {
+			return CopyRecord{}, false, badChunk(why)
+		}
 	}
 	if !r.Deleted {
 		if r.Value, err = readChunkBytes(b, &it.off, "value"); err != nil {

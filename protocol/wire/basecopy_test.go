@@ -100,7 +100,7 @@ func TestChunkBody(t *testing.T) {
 	}{
 		{"empty", nil},
 		{"format 0", chunkWith(func(c *chunkBytes) { c.format = 0 })},
-		{"format 2", chunkWith(func(c *chunkBytes) { c.format = 2 })},
+		{"format 3", chunkWith(func(c *chunkBytes) { c.format = 3 })},
 		{"no table", chunkWith(func(c *chunkBytes) { c.table = nil })},
 		{"a table name with a space", chunkWith(func(c *chunkBytes) { c.table = []byte("a b") })},
 		{"a table name of 65 bytes", chunkWith(func(c *chunkBytes) { c.table = bytes.Repeat([]byte("t"), 65) })},

@@ -287,11 +287,16 @@ type Txn1 struct {
 func (*Txn1) FrameType() Type { return TypeTxn1 }
 
 func (t *Txn1) AppendBody(dst []byte) ([]byte, error) {
+	if !t.Txn.Token.IsZero() {
+		return dst, badTxn("a TXN1 carries transaction format 1 only: no token")
+	}
 	dst = binary.BigEndian.AppendUint64(dst, t.Position)
 	return t.Txn.AppendEncoding(dst)
 }
 
 // ParseTxn1 parses a TXN body without copying: the returned view aliases body.
+// Version 1 carries transaction format 1 only: a later format is unsupported-txn in a TXN1
+// whatever connection it arrives on.
 func ParseTxn1(body []byte) (position uint64, v TxnView, err error) {
 	if len(body) < 8 {
 		return 0, TxnView{}, badTxn("body of " + strconv.Itoa(len(body)) + " bytes has no room for the position")
@@ -300,7 +305,7 @@ func ParseTxn1(body []byte) (position uint64, v TxnView, err error) {
 	if position == 0 {
 		return 0, TxnView{}, badTxn("position 0 is not a valid arrival position")
 	}
-	v, err = ParseTxn(body[8:])
+	v, err = ParseTxnUpTo(body[8:], TxnFormat1)
 	return position, v, err
 }
 

@@ -966,10 +966,10 @@ func TestTxnEncodingRules(t *testing.T) {
 		{"a value after a delete", txnWith(func(x *txnBytes) { x.ops = hx("02 01 74 01 6b 01 76") }), bad},
 		{"a bad operation before an unknown kind", txnWith(func(x *txnBytes) { x.nops, x.ops = []byte{2}, hx("01 03 612f62 01 6b 01 76 03") }), bad},
 
-		{"format 0x02", txnWith(func(x *txnBytes) { x.format = 2 }), unsupported},
+		{"format 0x03", txnWith(func(x *txnBytes) { x.format = 3 }), unsupported},
 		{"format 0xff", txnWith(func(x *txnBytes) { x.format = 0xff }), unsupported},
-		{"format 0x02 with a body format 1 would reject", txnWith(func(x *txnBytes) { x.format, x.nops, x.ops = 2, []byte{0}, hx("ffff") }), unsupported},
-		{"format 0x02, the shared prefix only", txnWith(func(x *txnBytes) { x.format = 2 })[:65], unsupported},
+		{"format 0x03 with a body format 1 would reject", txnWith(func(x *txnBytes) { x.format, x.nops, x.ops = 3, []byte{0}, hx("ffff") }), unsupported},
+		{"format 0x03, the shared prefix only", txnWith(func(x *txnBytes) { x.format = 3 })[:65], unsupported},
 		{"op kind 3", txnWith(func(x *txnBytes) { x.ops[0] = 3 }), unsupported},
 		{"op kind 0xff", txnWith(func(x *txnBytes) { x.ops[0] = 0xff }), unsupported},
 		{"op kind 3 followed by what format 1 cannot read", txnWith(func(x *txnBytes) { x.ops = hx("03 ffffffff") }), unsupported},
@@ -1023,7 +1023,7 @@ func TestTxnEncodingRules(t *testing.T) {
 		{"TXN1 body of 7 bytes", make([]byte, 7)},
 		{"TXN1 position only", posTxn(1, nil)},
 		{"TXN1 position 0", posTxn(0, okTxn().enc())},
-		{"TXN1 position 0 of an unknown format", posTxn(0, txnWith(func(x *txnBytes) { x.format = 2 }))},
+		{"TXN1 position 0 of an unknown format", posTxn(0, txnWith(func(x *txnBytes) { x.format = 3 }))},
 	} {
 		_, err := decode(cat(pingFrame, raw(wire.TypeTxn1, 0, 0, c.body)))
 		if err == nil || err.Code != wire.CodeBadTxn || err.Offset != len(pingFrame) {
@@ -1251,7 +1251,7 @@ func TestDecodeMessageErrors(t *testing.T) {
 		{"bad body", raw(wire.TypeAck1, 0, 0, hx("a1 01 00")), wire.CodeBadField, wire.TypeAck1, false},
 		{"bad CBOR", raw(wire.TypePong, 0, 0, hx("a0")), wire.CodeBadCBOR, wire.TypePong, false},
 		{"bad txn", raw(wire.TypeTxn1, 0, 0, posTxn(0, okTxn().enc())), wire.CodeBadTxn, wire.TypeTxn1, false},
-		{"unsupported txn", raw(wire.TypeTxn1, 0, 0, posTxn(1, txnWith(func(x *txnBytes) { x.format = 2 }))), wire.CodeUnsupportedTxn, wire.TypeTxn1, false},
+		{"unsupported txn", raw(wire.TypeTxn1, 0, 0, posTxn(1, txnWith(func(x *txnBytes) { x.format = 3 }))), wire.CodeUnsupportedTxn, wire.TypeTxn1, false},
 		{"a float in an unknown key", raw(wire.TypePong, 0, 0, hx("a2 01 07 09 f9 3c00")), wire.CodeBadCBOR, wire.TypePong, false},
 	}
 	for _, pre := range prefixes {
@@ -1572,7 +1572,7 @@ func TestDataBody(t *testing.T) {
 		{"the hash and the fixed part only", cat(hash9[:], enc[:65]), wire.CodeBadTxn},
 		{"seq 0", cat(hash9[:], txnWith(func(x *txnBytes) { x.seq = 0 })), wire.CodeBadTxn},
 		{"trailing bytes", cat(good, hx("00")), wire.CodeBadTxn},
-		{"format 2", cat(hash9[:], txnWith(func(x *txnBytes) { x.format = 2 })), wire.CodeUnsupportedTxn},
+		{"format 3", cat(hash9[:], txnWith(func(x *txnBytes) { x.format = 3 })), wire.CodeUnsupportedTxn},
 		{"op kind 3", cat(hash9[:], txnWith(func(x *txnBytes) { x.ops[0] = 3 })), wire.CodeUnsupportedTxn},
 	} {
 		_, _, perr := wire.ParseData(c.body)

@@ -2,6 +2,7 @@ package wire_test
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"os"
 	"regexp"
 	"slices"
@@ -93,5 +94,68 @@ func TestSpecErrorCodes(t *testing.T) {
 		if _, ok := wire.ClassOf(c); !ok {
 			t.Errorf("SPEC.md lists code %s, which this build does not define", c)
 		}
+	}
+}
+
+// TestSpecExampleChainsAndDigests: SPEC.md's DATA examples carry their encoding's chain
+// hash and chain one after another (the second of transaction format 2, its token the one
+// the text gives); each RANGEDIGEST example's digest is that of the records of the next
+// RANGERECORDS example that holds records (a tokened record hashed with its token); the
+// chunk of format 2 holds k1 as the DATA example of format 2 wrote it.
+func TestSpecExampleChainsAndDigests(t *testing.T) {
+	var datas []*wire.Data
+	var digest *wire.RangeDigest
+	var chunk2 *wire.Chunk
+	digests := 0
+	for _, ex := range readExamples(t) {
+		frames, err := wire.DecodeMessage(ex.Bytes, wire.DefaultMaxMessage, wire.MaxFrameBody)
+		if err != nil || len(frames) != 1 {
+			t.Fatalf("SPEC.md:%d: %v", ex.Line, err)
+		}
+		switch b := frames[0].Value.(type) {
+		case *wire.Data:
+			enc, err := b.Txn.Encode()
+			if err != nil || b.Hash != sha256.Sum256(enc) {
+				t.Errorf("SPEC.md:%d: DATA's chain hash is not SHA-256 of its encoding (%v)", ex.Line, err)
+			}
+			if n := len(datas); n > 0 && (b.Txn.Seq != datas[n-1].Txn.Seq+1 || b.Txn.Prev != datas[n-1].Hash) {
+				t.Errorf("SPEC.md:%d: DATA example does not extend the previous one's chain", ex.Line)
+			}
+			datas = append(datas, b)
+		case *wire.RangeDigest:
+			digest = b
+		case *wire.RangeAnswer:
+			if b.Equal || digest == nil {
+				continue
+			}
+			h := wire.NewRangeHash()
+			for i := range b.Records {
+				h.Add(&b.Records[i])
+			}
+			if h.Sum() != digest.Digest || h.Count != digest.Count {
+				t.Errorf("SPEC.md:%d: the records hash to %s (%d), the RANGEDIGEST before says %s (%d)", ex.Line, h.Sum(), h.Count, digest.Digest, digest.Count)
+			}
+			digest = nil
+			digests++
+		case *wire.Chunk:
+			for _, r := range b.Records {
+				if !r.Token.IsZero() {
+					chunk2 = b
+				}
+			}
+		}
+	}
+	if digests != 2 {
+		t.Errorf("%d RANGEDIGEST examples checked against records, want 2 (format 1 and format 2)", digests)
+	}
+	want := wire.Token{Generation: 3, Incarnation: 1, Counter: 7,
+		Home: wire.OriginID{0xf0, 0xf1, 0xf2, 0xf3, 0xf4, 0xf5, 0xf6, 0xf7, 0xf8, 0xf9, 0xfa, 0xfb, 0xfc, 0xfd, 0xfe, 0xff}}
+	if len(datas) != 2 || !datas[0].Txn.Token.IsZero() || datas[1].Txn.Token != want {
+		t.Fatalf("DATA examples: %d, want one of format 1 and one of format 2 under %v", len(datas), want)
+	}
+	tx := datas[1].Txn
+	if chunk2 == nil || chunk2.Records[0].Token != tx.Token || chunk2.Records[0].HLC != tx.HLC || chunk2.Records[0].Origin != tx.Origin ||
+		!bytes.Equal(chunk2.Records[0].Value, tx.Ops[0].Value) {
+		t.Errorf("the CHUNK example of format 2 does not hold k1 as the DATA example of format 2 wrote it: %+v", chunk2)
 	}
 }

@@ -1,13 +1,19 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/binary"
 	"strconv"
 )
 
-// TxnFormat1 is the first byte of every transaction encoding of this protocol. A later
+// TxnFormat1 is the first byte of a transaction encoding of the first format. A later
 // encoding gets a new format byte; a receiver rejects formats it does not know.
 const TxnFormat1 = 0x01
+
+// TxnFormat2 is the first byte of a transaction written under a lock: format 1 with the
+// fencing token (TokenSize bytes) after prev, inside the hashed encoding (docs/design.md
+// §25.4). It writes one key, and only a version-4 connection carries it.
+const TxnFormat2 = 0x02
 
 // txnFixed is the size of the fixed part of a transaction encoding: format, origin, seq,
 // HLC timestamp, previous hash.
@@ -31,12 +37,14 @@ type Op struct {
 
 // Txn is one transaction of an origin: its position in the origin's log (Seq, from 1,
 // contiguous), its hybrid-logical-clock timestamp, the chain hash of the origin's previous
-// transaction (zero for Seq 1) and its operations, applied atomically.
+// transaction (zero for Seq 1) and its operations, applied atomically. A transaction with
+// a Token is encoded in format 2 (and writes one key); one without, in format 1.
 type Txn struct {
 	Origin OriginID
 	Seq    uint64
 	HLC    HLC
 	Prev   Hash
+	Token  Token
 	Ops    []Op
 }
 
@@ -83,6 +91,12 @@ func (t *Txn) AppendEncoding(dst []byte) ([]byte, error) {
 	if len(t.Ops) == 0 {
 		return dst, badTxn("a transaction has at least one operation")
 	}
+	tokened := !t.Token.IsZero()
+	if tokened {
+		if why := checkToken(t.Token); why != "" {
+			return dst, badTxn(why)
+		}
+	}
 	for i := range t.Ops {
 		op := &t.Ops[i]
 		if err := checkOp(op.Kind, op.Table, op.Key); err != nil {
@@ -91,12 +105,22 @@ func (t *Txn) AppendEncoding(dst []byte) ([]byte, error) {
 		if op.Kind == OpDelete && len(op.Value) != 0 {
 			return dst, badTxn("a delete carries no value")
 		}
+		if tokened && i > 0 && !sameKey(op, &t.Ops[0]) {
+			return dst, badTxn(oneKeyMessage)
+		}
 	}
-	dst = append(dst, TxnFormat1)
+	format := byte(TxnFormat1)
+	if tokened {
+		format = TxnFormat2
+	}
+	dst = append(dst, format)
 	dst = append(dst, t.Origin[:]...)
 	dst = binary.BigEndian.AppendUint64(dst, t.Seq)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(t.HLC))
 	dst = append(dst, t.Prev[:]...)
+	if tokened {
+		dst = AppendToken(dst, t.Token)
+	}
 	dst = binary.AppendUvarint(dst, uint64(len(t.Ops)))
 	for i := range t.Ops {
 		op := &t.Ops[i]
@@ -112,6 +136,12 @@ func (t *Txn) AppendEncoding(dst []byte) ([]byte, error) {
 
 // Encode returns the transaction encoding.
 func (t *Txn) Encode() ([]byte, error) { return t.AppendEncoding(nil) }
+
+// oneKeyMessage is the bad-txn of a format-2 transaction that writes more than one key: a
+// token orders the versions of the key it was granted for (docs/design.md §25.4).
+const oneKeyMessage = "a format-2 transaction writes one (table, key)"
+
+func sameKey(a, b *Op) bool { return bytes.Equal(a.Table, b.Table) && bytes.Equal(a.Key, b.Key) }
 
 func appendBytes(dst, b []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(b)))
@@ -155,19 +185,27 @@ func checkOp(kind OpKind, table, key []byte) error {
 }
 
 // TxnView is a checked transaction encoding, read in place: its byte slices alias the
-// encoding it was parsed from. Parsing and reading allocate nothing.
+// encoding it was parsed from. Parsing and reading allocate nothing. Token is the zero
+// Token for format 1, and never zero for format 2.
 type TxnView struct {
 	raw    []byte
 	Origin OriginID
 	Seq    uint64
 	HLC    HLC
 	Prev   Hash
+	Token  Token
 	NumOps int
 	opsOff int
 }
 
 // ParseTxn checks a transaction encoding completely and returns a view of it.
-func ParseTxn(b []byte) (TxnView, error) {
+func ParseTxn(b []byte) (TxnView, error) { return ParseTxnUpTo(b, TxnFormat2) }
+
+// ParseTxnUpTo is ParseTxn for a receiver that takes transaction formats up to max only: a
+// later one is unsupported-txn, whatever follows its shared prefix, exactly as for a build
+// that knows no later format. A connection below version 4 takes format 1 only (a
+// format-2 entry carries a fencing token, which only version 4 carries).
+func ParseTxnUpTo(b []byte, max byte) (TxnView, error) {
 	if len(b) < txnFixed {
 		return TxnView{}, badTxn("encoding of " + strconv.Itoa(len(b)) + " bytes is shorter than the prefix every format shares")
 	}
@@ -177,22 +215,36 @@ func ParseTxn(b []byte) (TxnView, error) {
 	switch {
 	case b[0] == 0:
 		return TxnView{}, badTxn("transaction format 0")
-	case b[0] != TxnFormat1:
+	case b[0] != TxnFormat1 && b[0] != TxnFormat2:
 		return TxnView{}, unsupportedTxn("origin " + v.Origin.String() + " seq " + strconv.FormatUint(v.Seq, 10) +
-			" has transaction format 0x" + strconv.FormatUint(uint64(b[0]), 16) + "; this build knows format 1")
+			" has transaction format 0x" + strconv.FormatUint(uint64(b[0]), 16) + "; this build knows formats 1 and 2")
+	case b[0] > max:
+		return TxnView{}, unsupportedTxn("origin " + v.Origin.String() + " seq " + strconv.FormatUint(v.Seq, 10) +
+			" has transaction format 0x" + strconv.FormatUint(uint64(b[0]), 16) + "; the connection carries formats up to " +
+			strconv.Itoa(int(max)))
 	}
 	v.HLC = HLC(binary.BigEndian.Uint64(b[25:33]))
 	copy(v.Prev[:], b[33:65])
 	if v.Origin.IsZero() {
 		return TxnView{}, badTxn("origin id is all zero")
 	}
-	if len(b) == txnFixed {
+	off := txnFixed
+	if b[0] == TxnFormat2 {
+		if len(b) < txnFixed+TokenSize {
+			return TxnView{}, badTxn("a format-2 encoding of " + strconv.Itoa(len(b)) + " bytes has no room for its token")
+		}
+		v.Token = readToken(b[off:])
+		if why := checkToken(v.Token); why != "" {
+			return TxnView{}, badTxn(why)
+		}
+		off += TokenSize
+	}
+	if len(b) == off {
 		return TxnView{}, badTxn("no operation count")
 	}
 	if err := checkTxnHeader(v.Seq, v.Prev); err != nil {
 		return TxnView{}, err
 	}
-	off := txnFixed
 	n, err := readUvarint(b, &off, "operation count", "")
 	if err != nil {
 		return TxnView{}, err
@@ -203,6 +255,7 @@ func ParseTxn(b []byte) (TxnView, error) {
 	}
 	v.NumOps = int(n)
 	v.opsOff = off
+	var firstTable, firstKey []byte // a format-2 transaction's one key
 	for i := 0; i < v.NumOps; i++ {
 		if off >= len(b) {
 			return TxnView{}, badTxn("operation " + strconv.Itoa(i) + " is missing")
@@ -225,6 +278,13 @@ func ParseTxn(b []byte) (TxnView, error) {
 		}
 		if err := checkOp(kind, table, key); err != nil {
 			return TxnView{}, err
+		}
+		if !v.Token.IsZero() {
+			if i == 0 {
+				firstTable, firstKey = table, key
+			} else if !bytes.Equal(table, firstTable) || !bytes.Equal(key, firstKey) {
+				return TxnView{}, badTxn(oneKeyMessage)
+			}
 		}
 		if kind == OpPut {
 			if _, err := readBytes(b, &off, "value"); err != nil {
@@ -277,6 +337,9 @@ func uvarintLen(x uint64) int {
 // Raw returns the encoding the view reads.
 func (v *TxnView) Raw() []byte { return v.raw }
 
+// Format is the encoding's format: TxnFormat1, or TxnFormat2 (a token).
+func (v *TxnView) Format() byte { return v.raw[0] }
+
 // Hash returns the chain hash of this transaction: SHA-256 of its encoding.
 func (v *TxnView) Hash() Hash { return Sum256(v.raw) }
 
@@ -309,7 +372,7 @@ func (it *OpIter) Next() (Op, bool) {
 
 // Txn returns an owned copy of the transaction.
 func (v *TxnView) Txn() Txn {
-	t := Txn{Origin: v.Origin, Seq: v.Seq, HLC: v.HLC, Prev: v.Prev, Ops: make([]Op, 0, v.NumOps)}
+	t := Txn{Origin: v.Origin, Seq: v.Seq, HLC: v.HLC, Prev: v.Prev, Token: v.Token, Ops: make([]Op, 0, v.NumOps)}
 	it := v.Ops()
 	for op, ok := it.Next(); ok; op, ok = it.Next() {
 		op.Table = append([]byte(nil), op.Table...)

@@ -320,13 +320,16 @@ func (d *Data) AppendBody(dst []byte) ([]byte, error) {
 // ParseData parses a DATA body without copying: the claimed chain hash and a checked view
 // of the transaction (which aliases body). Whether the claimed hash is the encoding's is
 // the receiver's check.
-func ParseData(body []byte) (Hash, TxnView, error) {
+func ParseData(body []byte) (Hash, TxnView, error) { return ParseDataUpTo(body, TxnFormat2) }
+
+// ParseDataUpTo is ParseData taking transaction formats up to max only (ParseTxnUpTo).
+func ParseDataUpTo(body []byte, max byte) (Hash, TxnView, error) {
 	var h Hash
 	if len(body) < DataHeader {
 		return h, TxnView{}, badTxn("DATA body of " + strconv.Itoa(len(body)) + " bytes has no room for the chain hash")
 	}
 	copy(h[:], body[:DataHeader])
-	v, err := ParseTxn(body[DataHeader:])
+	v, err := ParseTxnUpTo(body[DataHeader:], max)
 	return h, v, err
 }
 

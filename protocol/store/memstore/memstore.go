@@ -33,6 +33,7 @@ type Store struct {
 	peers    map[wire.OriginID]uint64
 	holds    map[holdKey]store.Hold
 	hlc      wire.HLC          // the highest record HLC written
+	token    wire.Token        // the highest record token written
 	copying  *store.CopyState  // the copy being taken (nil: none)
 	control  map[string][]byte // control documents, by key
 }
@@ -74,6 +75,7 @@ func (s *Store) Clone() *Store {
 		names:    make(map[wire.OriginID]string, len(s.names)),
 		peers:    make(map[wire.OriginID]uint64, len(s.peers)),
 		hlc:      s.hlc,
+		token:    s.token,
 		copying:  cloneCopyState(s.copying),
 		control:  make(map[string][]byte, len(s.control)),
 	}
@@ -186,6 +188,16 @@ func (s *Store) LastArrival() (uint64, error) { return uint64(len(s.arrivals)), 
 // RecordHLC is the highest HLC of a record version Apply wrote.
 func (s *Store) RecordHLC() (wire.HLC, error) { return s.hlc, nil }
 
+// RecordToken is the highest token of a record version written.
+func (s *Store) RecordToken() (wire.Token, error) { return s.token, nil }
+
+// raiseToken raises RecordToken to r's token.
+func (s *Store) raiseToken(r *store.Record) {
+	if r.Token.Compare(s.token) > 0 {
+		s.token = r.Token
+	}
+}
+
 // Get returns a copy of the record's current version, tombstones included.
 func (s *Store) Get(table, key []byte) (store.Record, bool, error) {
 	recs := s.tables[string(table)]
@@ -293,6 +305,7 @@ func (s *Store) Apply(b *store.Batch) (uint64, error) {
 	for _, r := range b.Records {
 		s.put(cloneRecord(r))
 		s.hlc = max(s.hlc, r.HLC)
+		s.raiseToken(&r)
 	}
 	if b.Name != "" {
 		s.names[b.Origin] = b.Name
@@ -401,7 +414,7 @@ func (s *Store) DeleteHolds(peer string) error {
 func (s *Store) DropTombstones(ts []store.Record) error {
 	for _, t := range ts {
 		recs := s.tables[string(t.Table)]
-		if i, ok := search(recs, t.Key); ok && recs[i].Deleted && recs[i].HLC == t.HLC && recs[i].Origin == t.Origin {
+		if i, ok := search(recs, t.Key); ok && recs[i].Deleted && recs[i].Version() == t.Version() {
 			s.remove(t.Table, t.Key)
 		}
 	}
@@ -501,12 +514,13 @@ func (s *Store) Repair(recs []store.Record) error {
 	for _, r := range recs {
 		s.put(cloneRecord(r))
 		s.hlc = max(s.hlc, r.HLC)
+		s.raiseToken(&r)
 	}
 	return nil
 }
 
 // Corrupt writes a record version, or deletes the record when rec is nil, around
-// everything the replica decides: no log entry, and RecordHLC does not move. Tests use it
+// everything the replica decides: no log entry, and RecordHLC and RecordToken do not move. Tests use it
 // for a record lost or altered in one node's store (a bug, a restored file, a bad disk).
 func (s *Store) Corrupt(table, key []byte, rec *store.Record) {
 	if rec == nil {
@@ -526,6 +540,7 @@ func (s *Store) ApplyCopy(b *store.CopyBatch) error {
 	for _, r := range b.Records {
 		s.put(cloneRecord(r))
 		s.hlc = max(s.hlc, r.HLC)
+		s.raiseToken(&r)
 	}
 	st := b.State
 	s.copying = cloneCopyState(&st)
@@ -590,6 +605,7 @@ func (s *Store) Reseed(rs *store.Reseed) error {
 		s.cursor.Advance(vector.Entry{Origin: b.Origin, Seq: b.Seq, Hash: b.Hash})
 		for _, r := range b.Records {
 			s.put(cloneRecord(r))
+			s.raiseToken(&r)
 		}
 	}
 	return nil

@@ -14,7 +14,7 @@ var newOrigin = Origin(0x6f)
 
 // reseedable fills s with its own origin's entries 1 to 3 and A's 1 and 2, and purges its
 // own log to 1: s1 puts k3 and k1, s2 puts k2 (which a2, newer, then takes), s3 puts k1
-// again. Positions: s1 1, a1 2, s2 3, a2 4, s3 5.
+// again under tokenT (transaction format 2). Positions: s1 1, a1 2, s2 3, a2 4, s3 5.
 func reseedable(t *testing.T, s store.Store) (own []*store.Batch) {
 	t.Helper()
 	self := &chain{origin: Identity.Origin}
@@ -26,7 +26,7 @@ func reseedable(t *testing.T, s store.Store) (own []*store.Batch) {
 	apply(t, s, own[1], 3)
 	a2 := a.next(t, put("t", "k2", "a")) // A's HLC sorts after the store's own at one seq
 	apply(t, s, a2, 4)
-	own = append(own, self.next(t, put("t", "k1", "new")))
+	own = append(own, self.nextTokened(t, tokenT, put("t", "k1", "new")))
 	apply(t, s, own[2], 5)
 	must(t, s.Purge(&store.Purge{Logs: []store.PurgeLog{{Origin: Identity.Origin, To: 1}}, ArrivalFloor: 1}))
 	return own
@@ -65,8 +65,8 @@ func testReseed(t *testing.T, s store.Store) {
 		nv, err1 := wire.ParseTxn(raw)
 		ov, err2 := wire.ParseTxn(b.Txn)
 		must(t, errors.Join(err1, err2))
-		if nv.Origin != newOrigin || nv.HLC != ov.HLC || fmt.Sprint(nv.Txn().Ops) != fmt.Sprint(ov.Txn().Ops) {
-			t.Errorf("re-issued entry %d: origin %s, HLC %d, want the old entry's HLC %d and operations", i+1, nv.Origin, nv.HLC, ov.HLC)
+		if nv.Origin != newOrigin || nv.HLC != ov.HLC || nv.Token != ov.Token || fmt.Sprint(nv.Txn().Ops) != fmt.Sprint(ov.Txn().Ops) {
+			t.Errorf("re-issued entry %d: origin %s, HLC %d, token %v, want the old entry's HLC %d, token %v and operations", i+1, nv.Origin, nv.HLC, nv.Token, ov.HLC, ov.Token)
 		}
 	}
 	ver := func(key string) (wire.HLC, wire.OriginID, string) {
@@ -75,6 +75,9 @@ func testReseed(t *testing.T, s store.Store) {
 	}
 	if h, o, val := ver("k1"); h != hlcOf(t, own[2]) || o != newOrigin || val != "new" {
 		t.Errorf("k1 = %d %s %q, want s3's version with the new origin", h, o, val)
+	}
+	if r, _ := get(t, s, "t", "k1"); r.Token != tokenT {
+		t.Errorf("k1's token = %v, want s3's %v, kept by its re-issue", r.Token, tokenT)
 	}
 	if _, o, val := ver("k2"); o != originA || val != "a" {
 		t.Errorf("k2 = %s %q, want A's, which s2 never won", o, val)

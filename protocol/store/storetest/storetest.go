@@ -44,24 +44,32 @@ type chain struct {
 	origin wire.OriginID
 	seq    uint64
 	prev   wire.Hash
+	last   *store.Batch // the last batch built
 }
 
 // next builds the next transaction of the chain from ops; its records are the ops' results
 // at the transaction's HLC.
 func (c *chain) next(t testing.TB, ops ...wire.Op) *store.Batch {
 	t.Helper()
+	return c.nextTokened(t, wire.Token{}, ops...)
+}
+
+// nextTokened is next with a fencing token (transaction format 2 when it is not zero),
+// which its records carry.
+func (c *chain) nextTokened(t testing.TB, tok wire.Token, ops ...wire.Op) *store.Batch {
+	t.Helper()
 	c.seq++
 	hlc := wire.MakeHLC(1_700_000_000_000+c.seq, uint16(c.origin[0]))
-	txn, err := (&wire.Txn{Origin: c.origin, Seq: c.seq, HLC: hlc, Prev: c.prev, Ops: ops}).Encode()
+	txn, err := (&wire.Txn{Origin: c.origin, Seq: c.seq, HLC: hlc, Prev: c.prev, Token: tok, Ops: ops}).Encode()
 	if err != nil {
 		t.Fatalf("encoding seq %d: %v", c.seq, err)
 	}
 	b := &store.Batch{Origin: c.origin, Seq: c.seq, Hash: sha256.Sum256(txn), Txn: txn}
 	for _, op := range ops {
 		b.Records = append(b.Records, store.Record{Table: op.Table, Key: op.Key, Value: op.Value,
-			Deleted: op.Kind == wire.OpDelete, HLC: hlc, Origin: c.origin})
+			Deleted: op.Kind == wire.OpDelete, HLC: hlc, Origin: c.origin, Token: tok})
 	}
-	c.prev = b.Hash
+	c.prev, c.last = b.Hash, b
 	return b
 }
 
@@ -95,6 +103,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Reseed", func(t *testing.T) { testReseed(t, open(t)) })
 	t.Run("ReseedRefusesWritingNothing", func(t *testing.T) { testReseedRefuses(t, open(t)) })
 	t.Run("Repair", func(t *testing.T) { testRepair(t, open(t)) })
+	t.Run("Tokens", func(t *testing.T) { testTokens(t, open(t)) })
 	t.Run("Skip", func(t *testing.T) { testSkip(t, open(t)) })
 	t.Run("SkipRefusesWritingNothing", func(t *testing.T) { testSkipRefuses(t, open(t)) })
 	t.Run("SkipExtends", func(t *testing.T) { testSkipExtends(t, open(t)) })
@@ -122,10 +131,12 @@ func RunReopen(t *testing.T, open func(t *testing.T) store.Store, reopen func(t 
 	must(t, s.SetPeerCursor(peerQ, 3))
 	more := &chain{origin: originB, seq: b[1].Seq, prev: b[1].Hash} // a tombstone too
 	apply(t, s, more.next(t, del("t", fmt.Sprintf("%x-%d", originB[:2], 1))), 6)
+	// A format-2 entry: a tokened put, and RecordToken.
+	apply(t, s, more.nextTokened(t, tokenT, put("t", "locked", "x")), 7)
 	// Runs held as skips: C's log a run, then an entry, then a run at its head.
 	c := Chain(t, originC, 6)
 	applySkip(t, s, SkipBatch(t, c, 1, 2, "p"))
-	apply(t, s, c[2], 7)
+	apply(t, s, c[2], 8)
 	applySkip(t, s, SkipBatch(t, c, 4, 6, "p", "q"))
 	// A purge (A to 1 with the arrival floor at 1; B's first entry, position 2, stays as a
 	// straggler after the floor passes it at 3) and holds.
@@ -138,7 +149,9 @@ func RunReopen(t *testing.T, open func(t *testing.T) store.Store, reopen func(t 
 	must(t, s.PutControl("members", []byte("m")))
 	must(t, s.PutControl("cluster-map", []byte(`{"generation":2}`)))
 	// A copy being taken: its records and state.
-	must(t, s.ApplyCopy(&store.CopyBatch{Records: []store.Record{rec("u", "k", "v", 5, originC)},
+	tokened := tomb("u", "l", 4, originC)
+	tokened.Token = tokenT
+	must(t, s.ApplyCopy(&store.CopyBatch{Records: []store.Record{rec("u", "k", "v", 5, originC), tokened},
 		State: store.CopyState{Peer: "P", Table: []byte("u"), Key: []byte("k"), Snapshots: 1, Records: 1, Started: 3,
 			Vector: []wire.CopyPosition{{Origin: originC, Seq: 2, Hash: wire.Hash{2}, HLC: 5}}}}))
 	before := dump(t, s, originA, originB, originC, peerP, peerQ)
@@ -202,7 +215,7 @@ func peerCursor(t *testing.T, s store.Store, peer wire.OriginID) uint64 {
 }
 
 func fmtRecord(r store.Record) string {
-	return fmt.Sprintf("%s/%q=%q deleted=%v hlc=%d origin=%x", r.Table, r.Key, r.Value, r.Deleted, r.HLC, r.Origin[:2])
+	return fmt.Sprintf("%s/%q=%q deleted=%v hlc=%d origin=%x token=%v", r.Table, r.Key, r.Value, r.Deleted, r.HLC, r.Origin[:2], r.Token)
 }
 
 func fmtRecords(rs []store.Record) string {
@@ -248,6 +261,9 @@ func dumpData(t *testing.T, s store.Store, origins ...wire.OriginID) string {
 	hlc, err := s.RecordHLC()
 	must(t, err)
 	fmt.Fprintf(&w, "record hlc %d\n", hlc)
+	tok, err := s.RecordToken()
+	must(t, err)
+	fmt.Fprintf(&w, "record token %v\n", tok)
 	logs, err := s.Logs()
 	must(t, err)
 	for _, e := range v.Entries() {

@@ -16,10 +16,10 @@ func (s *Store) Repair(recs []store.Record) error {
 	}
 	wb := grocksdb.NewWriteBatch()
 	defer wb.Destroy()
-	hlc := s.putRecords(wb, recs)
+	tops := s.putRecords(wb, recs, s.tops())
 	if err := s.write("repair", s.wo, wb); err != nil {
 		return fmt.Errorf("rocksstore: writing %d repaired records: %w", len(recs), err)
 	}
-	s.hlc = hlc
+	s.setTops(tops)
 	return nil
 }

@@ -130,7 +130,7 @@ func (s *Store) CopyState() (*store.CopyState, error) {
 }
 
 // ApplyCopy writes one copied chunk as one batch: the records, the deletions, the copy
-// state and RecordHLC. A table that loses its last record loses its 't' key too.
+// state, RecordHLC and RecordToken. A table that loses its last record loses its 't' key too.
 func (s *Store) ApplyCopy(b *store.CopyBatch) error {
 	if err := s.Failed(); err != nil {
 		return err // latched (latch.go)
@@ -141,7 +141,7 @@ func (s *Store) ApplyCopy(b *store.CopyBatch) error {
 	}
 	wb := grocksdb.NewWriteBatch()
 	defer wb.Destroy()
-	hlc := s.putRecords(wb, b.Records)
+	tops := s.putRecords(wb, b.Records, s.tops())
 	emptied, err := s.deleteRecords(wb, b.Deletes, b.Records)
 	if err != nil {
 		return err
@@ -153,7 +153,7 @@ func (s *Store) ApplyCopy(b *store.CopyBatch) error {
 	if err := s.write("copy", s.wo, wb); err != nil {
 		return fmt.Errorf("rocksstore: writing a copied chunk: %w", err)
 	}
-	s.hlc = hlc
+	s.setTops(tops)
 	return nil
 }
 

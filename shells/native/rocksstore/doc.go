@@ -14,11 +14,13 @@
 //	                                     (0x00 | from | to | prev | hash | HLC | generation |
 //	                                     tables), never a transaction's first byte
 //	'a' pos                              arrival: origin (16) | seq (8)
-//	'r' uvarint(len(table)) table key    record: flags (1: deleted) | HLC (8) | origin (16) | value
+//	'r' uvarint(len(table)) table key    record: flags (1: deleted, 2: tokened) | HLC (8) | origin (16) |
+//	                                     token (40, when tokened: wire.AppendToken) | value
 //	't' table                            a table that holds records (empty value)
 //	'n' origin                           an origin's name
 //	'p' peer origin                      a version-1 peer cursor (8)
 //	'h'                                  the highest record HLC written (8)
+//	'o'                                  the highest record token written (40), absent while none
 //	'd' name                             a peer added through the API: its URL
 //	'e' name                             its link's settings, unless the default: a LINK body
 //	'f' origin                           the log's floor: seq (8) | chain hash (32) | HLC (8) | below (8)

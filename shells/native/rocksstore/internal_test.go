@@ -224,3 +224,53 @@ func TestDialPeerLinks(t *testing.T) {
 		t.Error("PutDialPeer of unsorted tables: no error")
 	}
 }
+
+// TestRecordEncodingWithTokens: an untokened record is stored exactly as before tokens
+// (flags 0 or 1, HLC, origin, value), so a data directory written before decodes as it is,
+// untokened; a tokened one adds flag 2 and its 40 bytes after the origin; a value whose
+// flags are unknown, or that is too short for its token, is damaged.
+func TestRecordEncodingWithTokens(t *testing.T) {
+	o := storetest.Origin(0xa1)
+	old := func(flags byte, value string) []byte { // the layout written before tokens
+		v := append([]byte{flags}, binary.BigEndian.AppendUint64(nil, 77)...)
+		return append(append(v, o[:]...), value...)
+	}
+	untokened := store.Record{Table: []byte("t"), Key: []byte("k"), Value: []byte("val"), HLC: 77, Origin: o}
+	if got := appendRecord(nil, &untokened); !slices.Equal(got, old(0, "val")) {
+		t.Errorf("an untokened put is stored as %x, before tokens %x", got, old(0, "val"))
+	}
+	tomb := store.Record{Table: []byte("t"), Key: []byte("k"), Deleted: true, HLC: 77, Origin: o}
+	if got := appendRecord(nil, &tomb); !slices.Equal(got, old(1, "")) {
+		t.Errorf("an untokened tombstone is stored as %x, before tokens %x", got, old(1, ""))
+	}
+	for _, c := range []struct {
+		v       []byte
+		deleted bool
+	}{{old(0, "val"), false}, {old(1, ""), true}} {
+		r, err := decodeRecord([]byte("t"), []byte("k"), c.v)
+		if err != nil || !r.Token.IsZero() || r.Deleted != c.deleted || r.HLC != 77 || r.Origin != o || (!c.deleted && string(r.Value) != "val") {
+			t.Errorf("a record of the layout before tokens %x decodes as %+v, %v", c.v, r, err)
+		}
+	}
+	tok := wire.Token{Generation: 4, Incarnation: 3, Counter: 2, Home: storetest.Origin(0x40)}
+	for _, deleted := range []bool{false, true} {
+		r := untokened
+		r.Deleted, r.Token = deleted, tok
+		if deleted {
+			r.Value = nil
+		}
+		v := appendRecord(nil, &r)
+		if v[0] != 2 && !deleted || v[0] != 3 && deleted || len(v) != 25+wire.TokenSize+len(r.Value) {
+			t.Errorf("a tokened record (deleted %v) is stored as %x", deleted, v)
+		}
+		back, err := decodeRecord([]byte("t"), []byte("k"), v)
+		if err != nil || back.Token != tok || back.Deleted != deleted || string(back.Value) != string(r.Value) || back.HLC != 77 {
+			t.Errorf("a tokened record (deleted %v) decodes as %+v, %v", deleted, back, err)
+		}
+		for _, bad := range [][]byte{v[:25+wire.TokenSize-1], append([]byte{v[0] | 4}, v[1:]...)} {
+			if _, err := decodeRecord([]byte("t"), []byte("k"), bad); !errors.Is(err, store.ErrRecordDamaged) {
+				t.Errorf("%x decodes: %v, want damaged", bad, err)
+			}
+		}
+	}
+}

@@ -41,14 +41,14 @@ func (s *Store) Reseed(rs *store.Reseed) error {
 	}
 	wb.Put(key(pCursor, rs.Old[:]), s.cursorValue(plan.OldCursor, 0))
 	ranges = append(ranges, s.putFloors(wb, plan.Logs, plan.ArrivalFloor)...)
-	pos, hlc := s.arrivals, s.hlc
+	pos, tops := s.arrivals, s.tops()
 	var last vector.Entry
 	for i := range rs.Entries {
 		b := &rs.Entries[i]
 		pos++
 		wb.Put(key(pLog, b.Origin[:], u64(b.Seq)), b.Txn)
 		wb.Put(key(pArrival, u64(pos)), append(b.Origin[:], u64(b.Seq)...))
-		hlc = max(hlc, s.putRecords(wb, b.Records))
+		tops = s.putRecords(wb, b.Records, tops)
 		last = vector.Entry{Origin: b.Origin, Seq: b.Seq, Hash: b.Hash}
 	}
 	if len(rs.Entries) > 0 {
@@ -67,7 +67,8 @@ func (s *Store) Reseed(rs *store.Reseed) error {
 	if len(rs.Entries) > 0 {
 		cursor.Advance(last)
 	}
-	s.cursor, s.logs, s.afloor, s.arrivals, s.hlc, s.id = cursor, plan.Logs, plan.ArrivalFloor, pos, hlc, rs.Identity
+	s.cursor, s.logs, s.afloor, s.arrivals, s.id = cursor, plan.Logs, plan.ArrivalFloor, pos, rs.Identity
+	s.setTops(tops)
 	s.compactMu.Lock()
 	s.toCompact = mergeRanges(append(s.toCompact, ranges...))
 	s.compactMu.Unlock()

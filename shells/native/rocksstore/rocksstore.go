@@ -32,6 +32,7 @@ const (
 	pDial     = 'd'
 	pLink     = 'e'
 	pHLC      = 'h'
+	pToken    = 'o'
 	pFloor    = 'f'
 	pAFloor   = 'g'
 	pHold     = 'k'
@@ -67,6 +68,7 @@ type Store struct {
 	arrivals uint64
 	afloor   uint64        // the arrival floor
 	hlc      wire.HLC      // RecordHLC, kept in memory
+	token    wire.Token    // RecordToken, kept in memory
 	scratch  []byte        // Apply's buffer for record keys and values
 	before   func()        // Options.BeforeSync
 	syncAll  bool          // Options.SyncEveryApply
@@ -226,6 +228,9 @@ func (s *Store) load(create store.Identity) error {
 	if err := s.loadHLC(); err != nil {
 		return err
 	}
+	if err := s.loadToken(); err != nil {
+		return err
+	}
 	it := s.db.NewIterator(s.ro)
 	defer it.Close()
 	it.SeekForPrev([]byte{pArrival, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
@@ -261,6 +266,27 @@ func (s *Store) loadHLC() error {
 		return err
 	}
 	return s.db.Put(s.wo, []byte{pHLC}, u64(uint64(s.hlc)))
+}
+
+// loadToken reads RecordToken. A directory without the 'o' key holds no tokened record:
+// every write of one writes the key in the same batch (putRecords).
+func (s *Store) loadToken() error {
+	v, err := s.db.GetBytes(s.ro, []byte{pToken})
+	switch {
+	case err != nil:
+		return err
+	case len(v) == wire.TokenSize:
+		s.token = decodeToken(v)
+	case v != nil:
+		return errors.New("rocksstore: the record token is damaged")
+	}
+	return nil
+}
+
+func decodeToken(b []byte) wire.Token {
+	t := wire.Token{Generation: binary.BigEndian.Uint64(b), Incarnation: binary.BigEndian.Uint64(b[8:]), Counter: binary.BigEndian.Uint64(b[16:])}
+	copy(t.Home[:], b[24:wire.TokenSize])
+	return t
 }
 
 // countLogs counts the log bytes of origins whose cursor records predate them, and
@@ -425,6 +451,9 @@ func (s *Store) LastArrival() (uint64, error) { return s.arrivals, nil }
 // RecordHLC is the highest HLC of a record version Apply wrote.
 func (s *Store) RecordHLC() (wire.HLC, error) { return s.hlc, nil }
 
+// RecordToken is the highest token of a record version written.
+func (s *Store) RecordToken() (wire.Token, error) { return s.token, nil }
+
 // Get returns a record's current version, tombstones included.
 func (s *Store) Get(table, k []byte) (store.Record, bool, error) {
 	v, err := s.db.GetBytes(s.ro, append(tablePrefix(table), k...))
@@ -435,36 +464,58 @@ func (s *Store) Get(table, k []byte) (store.Record, bool, error) {
 	return r, err == nil, err
 }
 
-// appendRecord appends a record's stored value to v: flags, HLC, origin, value.
+// Flags of a stored record: deleted, and tokened (its token follows the origin). A record
+// written before tokens existed has flags 0 or 1 and no token: it decodes as untokened, so
+// no data directory is rewritten; an untokened record is stored exactly as before.
+const (
+	flagDeleted = 0x01
+	flagToken   = 0x02
+)
+
+// appendRecord appends a record's stored value to v: flags, HLC, origin, the token when it
+// carries one, value.
 func appendRecord(v []byte, r *store.Record) []byte {
 	flags := byte(0)
 	if r.Deleted {
-		flags = 1
+		flags |= flagDeleted
+	}
+	if !r.Token.IsZero() {
+		flags |= flagToken
 	}
 	v = append(v, flags)
 	v = binary.BigEndian.AppendUint64(v, uint64(r.HLC))
 	v = append(v, r.Origin[:]...)
+	if !r.Token.IsZero() {
+		v = wire.AppendToken(v, r.Token)
+	}
 	return append(v, r.Value...)
 }
 
 func decodeRecord(table, k, v []byte) (store.Record, error) {
-	if len(v) < 25 || v[0] > 1 {
+	head := 25 // flags, HLC, origin
+	if len(v) > 0 && v[0]&flagToken != 0 {
+		head += wire.TokenSize
+	}
+	if len(v) < head || v[0] > flagDeleted|flagToken {
 		return store.Record{}, &store.DamagedRecordError{Table: slices.Clone(table), Key: slices.Clone(k),
 			Err: fmt.Errorf("rocksstore: a stored value of %d bytes that does not decode", len(v))}
 	}
-	r := store.Record{Deleted: v[0] == 1, HLC: wire.HLC(binary.BigEndian.Uint64(v[1:9]))}
+	r := store.Record{Deleted: v[0]&flagDeleted != 0, HLC: wire.HLC(binary.BigEndian.Uint64(v[1:9]))}
 	copy(r.Origin[:], v[9:25])
+	if v[0]&flagToken != 0 {
+		r.Token = decodeToken(v[25:head])
+	}
 	// One allocation for the table, the key and the value, each slice capped at its own
 	// bytes: a scan decodes every record it passes.
 	n := len(table) + len(k)
 	if !r.Deleted {
-		n += len(v) - 25
+		n += len(v) - head
 	}
 	b := make([]byte, 0, n)
 	b = append(append(b, table...), k...)
 	r.Table, r.Key = b[:len(table):len(table)], b[len(table):len(b):len(b)]
 	if !r.Deleted {
-		b = append(b, v[25:]...)
+		b = append(b, v[head:]...)
 		r.Value = b[len(table)+len(k) : len(b) : len(b)]
 	}
 	return r, nil
@@ -549,7 +600,7 @@ func (s *Store) Apply(b *store.Batch) (uint64, error) {
 	wb.Put(key(pArrival, u64(pos)), append(b.Origin[:], u64(b.Seq)...))
 	logBytes := s.logs[b.Origin].Bytes + uint64(len(b.Txn))
 	wb.Put(key(pCursor, b.Origin[:]), s.cursorValue(vector.Entry{Seq: b.Seq, Hash: b.Hash}, logBytes))
-	hlc := s.putRecords(wb, b.Records)
+	tops := s.putRecords(wb, b.Records, s.tops())
 	if b.Name != "" {
 		wb.Put(key(pName, b.Origin[:]), []byte(b.Name))
 	}
@@ -573,7 +624,7 @@ func (s *Store) Apply(b *store.Batch) (uint64, error) {
 	l.Bytes = logBytes
 	s.logs[b.Origin] = l
 	s.arrivals = pos
-	s.hlc = hlc
+	s.setTops(tops)
 	return pos, nil
 }
 
@@ -835,14 +886,29 @@ func (s *Store) DeleteDialPeer(name string) error {
 	return s.write("dial-peer", wo, wb)
 }
 
-// putRecords adds recs' versions to wb, each table's 't' key, and RecordHLC when they raise
-// it; it returns RecordHLC after them (the caller sets s.hlc once wb is written).
-func (s *Store) putRecords(wb *grocksdb.WriteBatch, recs []store.Record) wire.HLC {
+// recordTops are RecordHLC and RecordToken.
+type recordTops struct {
+	hlc   wire.HLC
+	token wire.Token
+}
+
+func (s *Store) tops() recordTops { return recordTops{hlc: s.hlc, token: s.token} }
+
+// setTops keeps the tops a written batch raised.
+func (s *Store) setTops(t recordTops) { s.hlc, s.token = t.hlc, t.token }
+
+// putRecords adds recs' versions to wb, each table's 't' key, and RecordHLC and RecordToken
+// where they raise them above from (what the batch holds so far); it returns them after
+// recs (the caller keeps them, setTops, once wb is written).
+func (s *Store) putRecords(wb *grocksdb.WriteBatch, recs []store.Record, from recordTops) recordTops {
 	var last []byte // the table whose 't' key is in the batch; a batch seldom spans many
-	hlc := s.hlc
+	hlc, token := from.hlc, from.token
 	for i := range recs {
 		r := &recs[i]
 		hlc = max(hlc, r.HLC)
+		if r.Token.Compare(token) > 0 {
+			token = r.Token
+		}
 		// Put copies key and value into the batch, so one scratch buffer serves every record.
 		s.scratch = append(appendTablePrefix(s.scratch[:0], r.Table), r.Key...)
 		k := len(s.scratch)
@@ -853,8 +919,11 @@ func (s *Store) putRecords(wb *grocksdb.WriteBatch, recs []store.Record) wire.HL
 			last = r.Table
 		}
 	}
-	if hlc > s.hlc {
+	if hlc > from.hlc {
 		wb.Put([]byte{pHLC}, u64(uint64(hlc)))
 	}
-	return hlc
+	if token != from.token {
+		wb.Put([]byte{pToken}, wire.AppendToken(nil, token))
+	}
+	return recordTops{hlc: hlc, token: token}
 }

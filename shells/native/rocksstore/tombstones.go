@@ -24,7 +24,7 @@ func (s *Store) DropTombstones(ts []store.Record) error {
 		if err != nil {
 			return err
 		}
-		if found && cur.Deleted && cur.HLC == t.HLC && cur.Origin == t.Origin {
+		if found && cur.Deleted && cur.Version() == t.Version() {
 			drop = append(drop, t)
 		}
 	}
