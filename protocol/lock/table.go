@@ -55,6 +55,10 @@ type Lease struct {
 	TTL time.Duration
 	// Expiry is when the home frees the key: Granted + TTL·(1+ρ). The lease is live before it.
 	Expiry time.Time
+	// Fence is the fence of the grant (docs/design.md §25.7), kept with the lease so that the
+	// home can answer for it (kind lock-fence) as long as the lease is live; a renewal keeps
+	// it.
+	Fence Fence
 }
 
 // Result is the answer to one input.
@@ -233,7 +237,8 @@ func (t *Table) acquire(now time.Time, key Key, holder string, ttl, wait time.Du
 			e = &entry{key: key.clone()}
 			t.keys[key.id()] = e
 		}
-		return Result{Code: CodeGranted, Lease: t.grant(e, holder, ttl, now), Fence: slices.Clone(fence)}
+		l := t.grant(e, holder, ttl, now, fence)
+		return Result{Code: CodeGranted, Lease: l, Fence: l.Fence}
 	}
 	if wait == 0 {
 		return Result{Code: CodeHeld, RetryAfter: e.lease.Expiry.Sub(now)}
@@ -251,7 +256,7 @@ func (t *Table) acquire(now time.Time, key Key, holder string, ttl, wait time.Du
 }
 
 // grant gives the free key e to holder from now.
-func (t *Table) grant(e *entry, holder string, ttl time.Duration, now time.Time) Lease {
+func (t *Table) grant(e *entry, holder string, ttl time.Duration, now time.Time, fence Fence) Lease {
 	t.counter++ // 2^64 grants: it does not wrap in practice
 	l := Lease{
 		Token:   Token{Generation: t.generation, Incarnation: t.incarnation, Counter: t.counter, Home: t.home},
@@ -259,6 +264,7 @@ func (t *Table) grant(e *entry, holder string, ttl time.Duration, now time.Time)
 		Granted: now,
 		TTL:     ttl,
 		Expiry:  now.Add(HomeTTL(ttl, t.cfg.Drift)),
+		Fence:   slices.Clone(fence),
 	}
 	e.lease = &l
 	e.expiry = t.setTimer(l.Expiry, timerExpiry, e, nil)
@@ -274,6 +280,17 @@ func (t *Table) live(now time.Time, key Key, token Token) *entry {
 		return nil
 	}
 	return e
+}
+
+// Lease is token's lease on key if it is the key's lease and live at now, uncounted: the
+// home's answer to a lock-fence (its Fence). It changes nothing but the table's time.
+func (t *Table) Lease(now time.Time, key Key, token Token) (Lease, bool) {
+	now = t.clamp(now)
+	e := t.live(now, key, token)
+	if e == nil {
+		return Lease{}, false
+	}
+	return *e.lease, true
 }
 
 // Renew extends token's lease on key: it runs from now for ttl (at most MaxTTL), its expiry
@@ -410,8 +427,8 @@ func (t *Table) grantNext(e *entry, now time.Time, fence Fence) []Event {
 	e.waiters = e.waiters[1:]
 	t.stopTimer(w.timer)
 	t.waiting--
-	l := t.grant(e, w.holder, w.ttl, now)
-	return []Event{{Waiter: w.id, Key: e.key.clone(), Result: Result{Code: CodeGranted, Lease: l, Fence: slices.Clone(fence)}}}
+	l := t.grant(e, w.holder, w.ttl, now, fence)
+	return []Event{{Waiter: w.id, Key: e.key.clone(), Result: Result{Code: CodeGranted, Lease: l, Fence: l.Fence}}}
 }
 
 // drop forgets a key with no lease and no waiter.

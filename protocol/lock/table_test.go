@@ -212,8 +212,8 @@ func TestGrantFields(t *testing.T) {
 	f := lock.Fence{{Origin: homeB, Seq: 9}}
 	r := tab.Acquire(at, key("a"), "h1", time.Second, 0, 4, f)
 	want := lock.Lease{Token: lock.Token{Generation: 4, Incarnation: 1, Counter: 1, Home: homeA}, Holder: "h1",
-		Granted: at, TTL: time.Second, Expiry: at.Add(time.Second + time.Millisecond)}
-	if r.Code != lock.CodeGranted || r.Lease != want || !reflect.DeepEqual(r.Fence, f) {
+		Granted: at, TTL: time.Second, Expiry: at.Add(time.Second + time.Millisecond), Fence: f}
+	if r.Code != lock.CodeGranted || !reflect.DeepEqual(r.Lease, want) || !reflect.DeepEqual(r.Fence, f) {
 		t.Fatalf("got %+v, want %+v with fence %v", r, want, f)
 	}
 	f[0].Seq = 10 // the caller's buffer, reused
