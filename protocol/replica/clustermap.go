@@ -257,11 +257,13 @@ func (r *Replica) storeMap(m clustermap.Map, publisher string, published wire.HL
 		return false
 	}
 	r.fills, r.held = fills, held
+	prev := cs.cur
 	cs.cur, cs.publisher, cs.published, cs.appliedAt = m, publisher, published, r.now
 	cs.conflict, cs.conflictDoc = nil, nil
 	r.counters.ClusterMapAdopted++
 	r.removalsDirty = true
 	r.stampSelf(r.now) // every node's entry says which generation it holds
+	r.lockMapAdopted(prev, m)
 	return true
 }
 

@@ -6,6 +6,7 @@ import (
 	"plait/internal/mutate"
 
 	"plait/protocol"
+	"plait/protocol/lock"
 )
 
 // Configuration: what a replica needs besides its store, and the defaults.
@@ -123,6 +124,16 @@ type Config struct {
 	// DefaultPlacementPoll).
 	PlacementPoll time.Duration
 
+	// Locks are this node's bounds as a lock home (locks.go, docs/design.md §25.5): zero
+	// fields take the defaults (DefaultLockMaxTTL, DefaultLockMaxWait, DefaultMaxLeases,
+	// DefaultLockMaxWaiters, lock.DefaultDrift). OffsetBound is not read: it is
+	// MaxClockOffset, so a node whose guard is off (negative) is refused as a home.
+	// LockMaxConfirms bounds the lock-confirm requests waiting at the home for the writes
+	// they name to be applied (default DefaultLockMaxConfirms); one more is refused
+	// too-many-confirms.
+	Locks           lock.Config
+	LockMaxConfirms int
+
 	// NewSession makes the protocol core of one connection (default NativeSession).
 	NewSession func(protocol.Config) (Session, error)
 
@@ -163,9 +174,16 @@ const (
 	DefaultMaxRequestHops   = 8
 	DefaultRequestTimeout   = 5 * time.Second
 	DefaultPlacementPoll    = time.Second
-	maxTableName            = 64
-	arrivalBatch            = 64
-	maxMoves                = 1024
+	// A lease of a minute covers a transaction's work; a wait below RequestTimeout's
+	// default leaves the answer time to travel back before the caller gives up.
+	DefaultLockMaxTTL      = time.Minute
+	DefaultLockMaxWait     = 2 * time.Second
+	DefaultMaxLeases       = 10000
+	DefaultLockMaxWaiters  = 1000
+	DefaultLockMaxConfirms = 1024
+	maxTableName           = 64
+	arrivalBatch           = 64
+	maxMoves               = 1024
 )
 
 func (c Config) withDefaults() Config {
@@ -252,6 +270,25 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ApplyRetryDelay == 0 {
 		c.ApplyRetryDelay = DefaultApplyRetryDelay
+	}
+	if c.Locks.MaxTTL == 0 {
+		c.Locks.MaxTTL = DefaultLockMaxTTL
+	}
+	if c.Locks.MaxWait == 0 {
+		c.Locks.MaxWait = DefaultLockMaxWait
+	}
+	if c.Locks.MaxLeases == 0 {
+		c.Locks.MaxLeases = DefaultMaxLeases
+	}
+	if c.Locks.MaxWaiters == 0 {
+		c.Locks.MaxWaiters = DefaultLockMaxWaiters
+	}
+	if c.Locks.Drift == 0 {
+		c.Locks.Drift = lock.DefaultDrift
+	}
+	c.Locks.OffsetBound = max(c.MaxClockOffset, 0)
+	if c.LockMaxConfirms == 0 {
+		c.LockMaxConfirms = DefaultLockMaxConfirms
 	}
 	if c.NewSession == nil {
 		c.NewSession = NativeSession

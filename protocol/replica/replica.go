@@ -86,6 +86,7 @@ type Replica struct {
 	links      map[string]LinkSettings
 	linkTables map[string]bool
 	reqs       requestState // requests between nodes (requests.go)
+	locks      lockState    // the lock home and the leases held (locks.go)
 }
 
 // originState is what the replica knows of one origin.
@@ -205,6 +206,9 @@ func New(cfg Config, store store.Store) (*Replica, error) {
 		return nil, err
 	}
 	r.reqs.hops = map[hopKey]*hop{}
+	if err := r.raiseIncarnation(); err != nil {
+		return nil, err
+	}
 	vec, err := store.Vector()
 	if err != nil {
 		return nil, err
@@ -336,6 +340,7 @@ func (r *Replica) Tick(now time.Time) error {
 	r.routeAll = true // move delays, stalls and divergence retries are timers
 	r.confirmHeads()
 	r.retain()
+	r.tickLocks() // before the requests' deadlines: a wait ends before its request's
 	r.expireRequests(now)
 	return r.settle()
 }
@@ -385,6 +390,7 @@ func (r *Replica) NextDeadline() time.Time {
 	earlier(r.ret.nextAt)
 	earlier(r.aeDeadline())
 	earlier(r.requestsDue())
+	earlier(r.locksDue())
 	earlier(r.removalsDue())
 	if len(r.fills) > 0 && r.cp.take == nil {
 		earlier(r.now.Add(r.cfg.CopyRetry)) // a fill waits for a carrier that can serve it
@@ -440,6 +446,7 @@ func (r *Replica) settle() error {
 		r.cmap.stamped = true
 		r.stampSelf(r.now) // the first input's time: New has none
 	}
+	r.syncLockHome()
 	if r.ret.restarted {
 		r.ret.restarted = false
 		for _, h := range r.ret.holds {
@@ -469,6 +476,7 @@ func (r *Replica) settle() error {
 		r.antiEntropy()
 		r.removeTables()
 		r.flushMembers()
+		r.serveConfirms()
 		if r.fatal != nil {
 			return r.fatal
 		}

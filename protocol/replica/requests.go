@@ -53,6 +53,10 @@ type requestKind struct {
 	scope string
 	serve func(r *Replica, body []byte) (wire.Code, string, []byte)
 	shell bool
+	// later serves a kind that may be answered after this input (locks.go): done says it
+	// answered now; otherwise it kept the hop h (deferHop) and answers it later, or the
+	// hop's deadline answers request-timeout.
+	later func(r *Replica, h *hop, req *wire.Request) (code wire.Code, msg string, body []byte, done bool)
 }
 
 // requestKinds are the kinds this build serves. Placement and locks add theirs.
@@ -71,6 +75,23 @@ var requestKinds = map[string]requestKind{
 	// shell runs through its API. The kind needs the least scope; the endpoint's own is
 	// checked by the API with the caller's scope, as for a request made here.
 	KindAPI: {scope: "read", shell: true},
+	// The lock kinds (locks.go): answered by the key's home, a waiting acquire and a
+	// confirm whose write is not applied yet later.
+	KindLockAcquire: {scope: "write", later: serveLock},
+	KindLockRenew:   {scope: "write", later: serveLock},
+	KindLockRelease: {scope: "write", later: serveLock},
+	KindLockCheck:   {scope: "write", later: serveLock},
+	KindLockConfirm: {scope: "write", later: serveLock},
+	KindLockFence:   {scope: "read", later: serveLock},
+}
+
+// servesLater is the kind's later when it serves req (a scope that covers the kind's).
+func servesLater(req *wire.Request) func(*Replica, *hop, *wire.Request) (wire.Code, string, []byte, bool) {
+	k, ok := requestKinds[req.Kind]
+	if !ok || k.later == nil || !covers(req.Scope, k.scope) {
+		return nil
+	}
+	return k.later
 }
 
 // hop is one request in flight through a connection: started here (local), or passed on
@@ -129,6 +150,12 @@ func (r *Replica) ask(target, kind, scope string, body []byte) RequestID {
 		r.counters.RequestsServed++
 		if r.shellServes(&req) {
 			r.handOver(&hop{local: id, deadline: r.now.Add(r.cfg.RequestTimeout)}, &req)
+			return id
+		}
+		if later := servesLater(&req); later != nil {
+			if code, msg, b, done := later(r, &hop{local: id, deadline: r.now.Add(r.cfg.RequestTimeout)}, &req); done {
+				r.answered(Answer{ID: id, Code: code, Message: msg, Body: b})
+			}
 			return id
 		}
 		code, msg, b := r.serve(&req)
@@ -247,6 +274,12 @@ func (r *Replica) onRequest(c *conn, req *wire.Request) {
 		r.counters.RequestsServed++
 		if r.shellServes(req) {
 			r.handOver(&hop{in: c.id, inID: req.ID, deadline: r.now.Add(time.Duration(req.TimeoutMS) * time.Millisecond)}, req)
+			return
+		}
+		if later := servesLater(req); later != nil {
+			if code, msg, b, done := later(r, &hop{in: c.id, inID: req.ID, deadline: r.now.Add(time.Duration(req.TimeoutMS) * time.Millisecond)}, req); done {
+				respond(code, msg, b)
+			}
 			return
 		}
 		respond(r.serve(req))

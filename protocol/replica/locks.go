@@ -1,0 +1,602 @@
+package replica
+
+import (
+	"encoding/binary"
+	"slices"
+	"strconv"
+	"time"
+
+	"plait/protocol/clustermap"
+	"plait/protocol/lock"
+	"plait/protocol/wire"
+)
+
+// Locks at a key's home (docs/design.md §25): a node the map names among its lock_homes
+// keeps a lease table (protocol/lock) and serves the lock request kinds over the request
+// exchange (requests.go); any node asks a key's home for it (Lock), itself included
+// without the exchange, and keeps the holder deadline of every lease it was granted, so
+// that a write under a token is checked here (HeldLease). The decisions about leases are
+// the table's; this file carries requests to it and its answers back.
+
+// The lock request kinds (protocol/SPEC.md, Version 4). Every body is a LockArgs, every
+// success's body a LockReply.
+const (
+	KindLockAcquire = "lock-acquire" // table, key, ttl_ms, wait_ms, holder → token, expires_in_ms, fence
+	KindLockRenew   = "lock-renew"   // table, key, token, ttl_ms → token, expires_in_ms
+	KindLockRelease = "lock-release" // table, key, token → empty
+	KindLockCheck   = "lock-check"   // table, key, token → empty (live by its holder's deadline)
+	KindLockConfirm = "lock-confirm" // table, key, token, origin, seq → empty, once applied
+	KindLockFence   = "lock-fence"   // table, key, token → token, fence
+)
+
+// The lock codes the replica adds to the table's (lock.Code*, which travel as they are).
+const (
+	CodeNotHome         wire.Code = "not-home"      // this node is not the key's home under its map
+	CodeNoLockHomes     wire.Code = "no-lock-homes" // the map names no lock home
+	CodeClusterNotV4    wire.Code = clustermap.CodeClusterNotV4
+	CodeTooManyConfirms wire.Code = "too-many-confirms" // the home's pending confirms are at LockMaxConfirms
+	CodeLockHomeOff     wire.Code = "lock-home-off"     // the map names this node a home, its Config cannot be one
+)
+
+// controlLockIncarnation is the store's control key of the home's incarnation: raised at
+// every start, before the table exists, so a restarted home never reissues a token.
+const controlLockIncarnation = "lock-incarnation"
+
+// lockConn is the connection id the hops of lock requests answered later (a waiting
+// acquire, a confirm waiting for its write) are kept under: no connection has it, so
+// expiry and a closing connection treat them as they treat every hop.
+const lockConn ConnID = ^ConnID(0)
+
+// LockArgs is the body of every lock request kind; each kind reads the fields it names.
+type LockArgs struct {
+	Table  string `cbor:"1,keyasint"`
+	Key    []byte `cbor:"2,keyasint"`
+	TTLMS  uint64 `cbor:"3,keyasint,omitempty"`
+	WaitMS uint64 `cbor:"4,keyasint,omitempty"`
+	Holder string `cbor:"5,keyasint,omitempty"`
+	Token  []byte `cbor:"6,keyasint,omitempty"` // lock.TokenBytes bytes
+	Origin []byte `cbor:"7,keyasint,omitempty"` // 16 bytes: lock-confirm's writer origin
+	Seq    uint64 `cbor:"8,keyasint,omitempty"`
+}
+
+// LockReply is the body of a lock request's answer: a grant, a renewal or a fence carry
+// the token and what they say; a refusal (its code in the answer) carries RetryAfterMS when
+// the table gave one (lock-held, quarantined).
+type LockReply struct {
+	Token        []byte       `cbor:"1,keyasint,omitempty"`
+	ExpiresInMS  uint64       `cbor:"2,keyasint,omitempty"`
+	Fence        []storedSeqs `cbor:"3,keyasint,omitempty"`
+	RetryAfterMS uint64       `cbor:"4,keyasint,omitempty"`
+}
+
+// LockResult is a LockReply read (ParseLockReply).
+type LockResult struct {
+	Token      lock.Token
+	ExpiresIn  time.Duration // until the home frees the key, on its clock at the answer
+	Fence      lock.Fence
+	RetryAfter time.Duration
+}
+
+// tokenBytes and tokenOf are the one conversion between lock.Token and the bytes a
+// request carries (the token's lock.TokenBytes bytes, as the record's token section).
+func tokenBytes(t lock.Token) []byte { b := t.Bytes(); return b[:] }
+
+func tokenOf(b []byte) (lock.Token, bool) {
+	if len(b) != lock.TokenBytes {
+		return lock.Token{}, false
+	}
+	var t lock.Token
+	t.Generation = binary.BigEndian.Uint64(b[0:])
+	t.Incarnation = binary.BigEndian.Uint64(b[8:])
+	t.Counter = binary.BigEndian.Uint64(b[16:])
+	copy(t.Home[:], b[24:])
+	return t, !t.IsZero()
+}
+
+// WireToken is the record's token of a lease's (Replica.WriteTokened takes it).
+func WireToken(t lock.Token) wire.Token {
+	return wire.Token{Generation: t.Generation, Incarnation: t.Incarnation, Counter: t.Counter, Home: t.Home}
+}
+
+// ParseLockReply reads the body of a lock request's answer.
+func ParseLockReply(body []byte) (LockResult, error) {
+	var rep LockReply
+	if len(body) > 0 {
+		if err := wire.Unmarshal(body, &rep); err != nil {
+			return LockResult{}, err
+		}
+	}
+	res := LockResult{ExpiresIn: time.Duration(rep.ExpiresInMS) * time.Millisecond,
+		RetryAfter: time.Duration(rep.RetryAfterMS) * time.Millisecond}
+	if len(rep.Token) > 0 {
+		t, ok := tokenOf(rep.Token)
+		if !ok {
+			return LockResult{}, wire.NewError(wire.CodeBadArgument, "a lock answer's token is not "+strconv.Itoa(lock.TokenBytes)+" bytes of a token")
+		}
+		res.Token = t
+	}
+	for _, p := range rep.Fence {
+		res.Fence = append(res.Fence, lock.Position{Origin: p.Origin, Seq: p.Seq})
+	}
+	return res, nil
+}
+
+// lockState is the home's lease table and the requests it answers later, and the leases
+// this node was granted as a caller.
+type lockState struct {
+	incarnation uint64      // raised in the store at New
+	table       *lock.Table // nil while the map names this node no home
+	err         error       // why the map's naming this node a home could not be honoured
+	// waiters: the hop of each queued acquire, by the table's waiter id.
+	waiters map[uint64]hopKey
+	// confirms: lock-confirm requests waiting for their write to be applied here, in
+	// arrival order.
+	confirms []*pendingConfirm
+	lastHop  uint64
+	// held: the leases this node was granted as a caller, by token, until their holder
+	// deadline passes or they are released.
+	held map[lock.Token]HeldLease
+}
+
+type pendingConfirm struct {
+	hop    hopKey
+	key    lock.Key
+	token  lock.Token
+	origin wire.OriginID
+	seq    uint64
+}
+
+// HeldLease is a lease this node was granted: the key, the holder deadline (its clock,
+// from when the acquire was sent: lock.HolderDeadline) and the grant's fence.
+type HeldLease struct {
+	Key      lock.Key
+	Token    lock.Token
+	Deadline time.Time
+	Fence    lock.Fence
+}
+
+// raiseIncarnation raises the home's incarnation in the store: at every start, before a
+// table can exist, so that no token of an earlier start is granted again.
+func (r *Replica) raiseIncarnation() error {
+	raw, err := r.store.Control(controlLockIncarnation)
+	if err != nil {
+		return err
+	}
+	var n uint64
+	if len(raw) == 8 {
+		n = binary.BigEndian.Uint64(raw)
+	} else if raw != nil {
+		return errorf("the control document %s is %d bytes, not 8", controlLockIncarnation, len(raw))
+	}
+	n++
+	if err := r.store.PutControl(controlLockIncarnation, binary.BigEndian.AppendUint64(nil, n)); err != nil {
+		return err
+	}
+	r.locks.incarnation = n
+	return nil
+}
+
+// isLockHome reports whether m names this node among its lock homes.
+func (r *Replica) isLockHome(m *clustermap.Map) bool {
+	_, found := slices.BinarySearch(m.LockHomes, r.id.Name)
+	return found
+}
+
+// syncLockHome makes the table exist exactly while the map names this node a home. A
+// table made here starts in its restart quarantine, which a key newly homed needs too.
+func (r *Replica) syncLockHome() {
+	ls := &r.locks
+	home := r.isLockHome(&r.cmap.cur)
+	switch {
+	case home && ls.table == nil && ls.err == nil:
+		t, err := lock.New(r.cfg.Locks, r.id.Origin, ls.incarnation, r.now)
+		if err != nil {
+			ls.err = err
+			return
+		}
+		ls.table = t
+	case !home && (ls.table != nil || ls.err != nil):
+		r.dropLockHome()
+	}
+}
+
+// dropLockHome forgets the table of a node the map no longer names a home: the requests it
+// was to answer later are answered not-home (the key's new home has it now).
+func (r *Replica) dropLockHome() {
+	ls := &r.locks
+	ls.table, ls.err = nil, nil
+	ids := slices.Sorted(func(yield func(uint64) bool) {
+		for id := range ls.waiters {
+			if !yield(id) {
+				return
+			}
+		}
+	})
+	for _, id := range ids {
+		r.answerLater(ls.waiters[id], CodeNotHome, "the cluster map no longer names "+r.id.Name+" a lock home", nil)
+	}
+	ls.waiters = nil
+	for _, c := range ls.confirms {
+		r.answerLater(c.hop, CodeNotHome, "the cluster map no longer names "+r.id.Name+" a lock home", nil)
+	}
+	ls.confirms = nil
+}
+
+// lockMapAdopted follows a new map at the home: a table that goes on starts a move
+// quarantine for the keys the new map brings to it (their old home's leases run on);
+// a node named a home or no longer one gets or drops its table.
+func (r *Replica) lockMapAdopted(prev, next clustermap.Map) {
+	ls := &r.locks
+	if ls.table != nil && r.isLockHome(&next) && next.Generation > prev.Generation {
+		self := r.id.Name
+		newly := func(k lock.Key) bool {
+			return next.Home([]byte(k.Table), k.Key) == self && prev.Home([]byte(k.Table), k.Key) != self
+		}
+		r.lockEvents(ls.table.MoveQuarantine(r.now, next.Generation, newly))
+	}
+	r.syncLockHome()
+}
+
+// lockFence is the home's applied positions now: the fence of a grant made now.
+func (r *Replica) lockFence() lock.Fence {
+	var f lock.Fence
+	for _, st := range r.originList {
+		if st.applied.Seq > 0 {
+			f = append(f, lock.Position{Origin: st.id, Seq: st.applied.Seq})
+		}
+	}
+	return f
+}
+
+// tickLocks does what time made due at the home, and forgets the held leases whose holder
+// deadline passed.
+func (r *Replica) tickLocks() {
+	if t := r.locks.table; t != nil && !t.Next().IsZero() && !r.now.Before(t.Next()) {
+		r.lockEvents(t.Tick(r.now, r.lockFence()))
+	}
+	for tok, h := range r.locks.held {
+		if !r.now.Before(h.Deadline) {
+			delete(r.locks.held, tok) // a map's order cannot show: deletes only
+		}
+	}
+}
+
+// locksDue is when tickLocks has work (zero: none).
+func (r *Replica) locksDue() time.Time {
+	if t := r.locks.table; t != nil {
+		return t.Next()
+	}
+	return time.Time{}
+}
+
+// deferHop keeps a request to answer later (answerLater).
+func (r *Replica) deferHop(h *hop) hopKey {
+	r.locks.lastHop++
+	h.out, h.outID = lockConn, r.locks.lastHop
+	k := hopKey{lockConn, h.outID}
+	r.reqs.hops[k] = h
+	return k
+}
+
+// answerLater answers a request kept by deferHop; false when it is given up already (its
+// deadline passed, or the connection it came on closed).
+func (r *Replica) answerLater(k hopKey, code wire.Code, msg string, body []byte) bool {
+	h := r.reqs.hops[k]
+	if h == nil {
+		return false
+	}
+	delete(r.reqs.hops, k)
+	r.answerHop(h, code, msg, body)
+	return true
+}
+
+// lockEvents answers the queued acquires the table decided. A grant whose request was
+// given up meanwhile is released at once: nobody holds it, and the next waiter should not
+// wait out its ttl.
+func (r *Replica) lockEvents(evs []lock.Event) {
+	for len(evs) > 0 {
+		ev := evs[0]
+		evs = evs[1:]
+		k, ok := r.locks.waiters[ev.Waiter]
+		if !ok {
+			continue
+		}
+		delete(r.locks.waiters, ev.Waiter)
+		code, msg, body := r.lockAnswer(ev.Result)
+		if !r.answerLater(k, code, msg, body) && ev.Result.Code == lock.CodeGranted && r.locks.table != nil {
+			evs = append(evs, r.locks.table.Release(r.now, ev.Key, ev.Result.Lease.Token, r.lockFence()).Events...)
+		}
+	}
+}
+
+// ceilMS is d in whole milliseconds, rounded up (a retry after it is never early).
+func ceilMS(d time.Duration) uint64 {
+	if d <= 0 {
+		return 0
+	}
+	return uint64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// lockAnswer is the answer of a table's result.
+func (r *Replica) lockAnswer(res lock.Result) (wire.Code, string, []byte) {
+	var rep LockReply
+	code, msg := wire.Code(""), ""
+	switch res.Code {
+	case lock.CodeGranted, lock.CodeRenewed:
+		rep.Token = tokenBytes(res.Lease.Token)
+		rep.ExpiresInMS = uint64(res.Lease.Expiry.Sub(r.now) / time.Millisecond)
+		for _, p := range res.Lease.Fence {
+			rep.Fence = append(rep.Fence, storedSeqs{Origin: p.Origin, Seq: p.Seq})
+		}
+		if res.Code == lock.CodeRenewed {
+			rep.Fence = nil
+		}
+	case lock.CodeReleased:
+		return "", "", nil
+	default:
+		code, msg = wire.Code(res.Code), lockMessage(res)
+		rep.RetryAfterMS = ceilMS(res.RetryAfter)
+	}
+	if rep.Token == nil && rep.RetryAfterMS == 0 {
+		return code, msg, nil
+	}
+	b, err := wire.Marshal(rep)
+	if err != nil {
+		return wire.CodeInternal, err.Error(), nil
+	}
+	return code, msg, b
+}
+
+func lockMessage(res lock.Result) string {
+	switch res.Code {
+	case lock.CodeHeld:
+		return "another lease holds the key"
+	case lock.CodeLost:
+		return "the token is not the key's live lease"
+	case lock.CodeTooManyLeases:
+		return "the home holds as many leases as it may"
+	case lock.CodeTooManyWaiters:
+		return "the home's queue is full"
+	case lock.CodeBadTTL:
+		return "ttl_ms is not above 0 and at most the home's maximum"
+	case lock.CodeBadWait:
+		return "wait_ms is above the home's maximum"
+	case lock.CodeQuarantined:
+		return "the home grants nothing for the key until its quarantine ends"
+	}
+	return string(res.Code)
+}
+
+// serveLock serves a lock request for this node, h its hop: at once (done), or later, for a
+// queued acquire and a confirm whose write is not applied here yet (the hop is kept).
+func serveLock(r *Replica, h *hop, req *wire.Request) (code wire.Code, msg string, body []byte, done bool) {
+	var a LockArgs
+	if err := wire.Unmarshal(req.Body, &a); err != nil || !wire.ValidName(a.Table) {
+		return wire.CodeBadArgument, "a " + req.Kind + " body is a map of a table name, a key and the kind's fields", nil, true
+	}
+	m := &r.cmap.cur
+	switch {
+	case len(m.LockHomes) == 0:
+		return CodeNoLockHomes, "the cluster map names no lock home", nil, true
+	case r.RequireV4() != nil:
+		return CodeClusterNotV4, r.RequireV4().Message, nil, true
+	case m.Home([]byte(a.Table), a.Key) != r.id.Name:
+		return CodeNotHome, "the key's home under generation " + strconv.FormatUint(m.Generation, 10) + " is " + m.Home([]byte(a.Table), a.Key), nil, true
+	}
+	r.syncLockHome()
+	t := r.locks.table
+	if t == nil {
+		return CodeLockHomeOff, "this node cannot be a lock home: " + r.locks.err.Error(), nil, true
+	}
+	key := lock.Key{Table: a.Table, Key: a.Key}
+	var tok lock.Token
+	if req.Kind != KindLockAcquire {
+		var ok bool
+		if tok, ok = tokenOf(a.Token); !ok {
+			return wire.CodeBadArgument, "a " + req.Kind + " needs a token of " + strconv.Itoa(lock.TokenBytes) + " bytes", nil, true
+		}
+	}
+	ttl := time.Duration(min(a.TTLMS, uint64(lock.MaxTTLLimit/time.Millisecond)+1)) * time.Millisecond
+	switch req.Kind {
+	case KindLockAcquire:
+		wait := time.Duration(min(a.WaitMS, uint64(lock.MaxWaitLimit/time.Millisecond)+1)) * time.Millisecond
+		if remaining := h.deadline.Sub(r.now); wait > 0 && wait >= remaining {
+			// A wait must end before the request's deadline here, so that the table answers
+			// it (granted or lock-held) while the caller still waits.
+			return wire.Code(lock.CodeBadWait), "wait_ms must be below the request's remaining time (" + remaining.String() + ")", nil, true
+		}
+		res := t.Acquire(r.now, key, a.Holder, ttl, wait, m.Generation, r.lockFence())
+		r.lockEvents(res.Events)
+		if res.Code == lock.CodeQueued {
+			if r.locks.waiters == nil {
+				r.locks.waiters = map[uint64]hopKey{}
+			}
+			r.locks.waiters[res.Waiter] = r.deferHop(h)
+			return "", "", nil, false
+		}
+		code, msg, body = r.lockAnswer(res)
+		return code, msg, body, true
+	case KindLockRenew:
+		code, msg, body = r.lockAnswer(t.Renew(r.now, key, tok, ttl))
+		return code, msg, body, true
+	case KindLockRelease:
+		res := t.Release(r.now, key, tok, r.lockFence())
+		r.lockEvents(res.Events)
+		code, msg, body = r.lockAnswer(res)
+		return code, msg, body, true
+	case KindLockCheck:
+		if !t.Check(r.now, key, tok) {
+			return wire.Code(lock.CodeLost), "the token is not the key's live lease by its holder's deadline", nil, true
+		}
+		return "", "", nil, true
+	case KindLockFence:
+		l, ok := t.Lease(r.now, key, tok)
+		if !ok {
+			return wire.Code(lock.CodeLost), "the token is not the key's live lease", nil, true
+		}
+		code, msg, body = r.lockAnswer(lock.Result{Code: lock.CodeGranted, Lease: l})
+		return code, msg, body, true
+	case KindLockConfirm:
+		if len(a.Origin) != len(wire.OriginID{}) || a.Seq == 0 {
+			return wire.CodeBadArgument, "a lock-confirm needs the writer's origin (16 bytes) and a seq above 0", nil, true
+		}
+		var o wire.OriginID
+		copy(o[:], a.Origin)
+		if st := r.origins[o]; st != nil && st.applied.Seq >= a.Seq {
+			code, msg = r.confirm(key, tok)
+			return code, msg, nil, true
+		}
+		if len(r.locks.confirms) >= r.cfg.LockMaxConfirms {
+			return CodeTooManyConfirms, "the home holds " + strconv.Itoa(r.cfg.LockMaxConfirms) + " confirms waiting for their writes", nil, true
+		}
+		r.locks.confirms = append(r.locks.confirms, &pendingConfirm{hop: r.deferHop(h), key: lock.Key{Table: a.Table, Key: slices.Clone(a.Key)}, token: tok, origin: o, seq: a.Seq})
+		return "", "", nil, false
+	}
+	return CodeUnknownKind, "no lock request of kind " + strconv.Quote(req.Kind), nil, true
+}
+
+// confirm is the home's answer to a write under token it has applied.
+func (r *Replica) confirm(key lock.Key, tok lock.Token) (wire.Code, string) {
+	if r.locks.table == nil || !r.locks.table.Confirm(r.now, key, tok) {
+		return wire.Code(lock.CodeLost), "the token was not the key's live lease when the home applied the write"
+	}
+	return "", ""
+}
+
+// serveConfirms answers the confirms whose write this node has applied now, and forgets
+// those given up.
+func (r *Replica) serveConfirms() {
+	ls := &r.locks
+	if len(ls.confirms) == 0 {
+		return
+	}
+	keep := ls.confirms[:0]
+	for _, c := range ls.confirms {
+		if r.reqs.hops[c.hop] == nil {
+			continue // its deadline passed, or its connection closed
+		}
+		if st := r.origins[c.origin]; st == nil || st.applied.Seq < c.seq {
+			keep = append(keep, c)
+			continue
+		}
+		code, msg := r.confirm(c.key, c.token)
+		r.answerLater(c.hop, code, msg, nil)
+	}
+	clear(ls.confirms[len(keep):])
+	ls.confirms = keep
+}
+
+// LockOp is one lock request this node makes of a key's home (Lock): Kind is one of the
+// Kind* lock kinds, and each reads the fields its LockArgs names.
+type LockOp struct {
+	Kind   string
+	Table  string
+	Key    []byte
+	TTL    time.Duration // acquire, renew
+	Wait   time.Duration // acquire
+	Holder string        // acquire
+	Token  lock.Token    // every kind but acquire
+	Origin wire.OriginID // confirm: the writer's origin
+	Seq    uint64        // confirm: the write's seq in it
+}
+
+// Lock asks the key's home under this node's map for op, with the caller's scope: itself
+// without the exchange when it is the home. Its answer comes in Answers (ParseLockReply
+// reads the body) as every request's does. A grant or a renewal is kept with its holder
+// deadline measured from now (HeldLease), and a release forgets it. With no lock homes,
+// or a member not known at version 4, it is answered at once without a request.
+func (r *Replica) Lock(now time.Time, scope string, op LockOp) (RequestID, error) {
+	if r.fatal != nil {
+		return 0, r.fatal
+	}
+	r.now = now
+	m := &r.cmap.cur
+	args := LockArgs{Table: op.Table, Key: op.Key, TTLMS: ceilMS(op.TTL), WaitMS: ceilMS(op.Wait), Holder: op.Holder}
+	if op.Kind != KindLockAcquire {
+		args.Token = tokenBytes(op.Token)
+	}
+	if op.Kind == KindLockConfirm {
+		args.Origin, args.Seq = op.Origin[:], op.Seq
+	}
+	body, err := wire.Marshal(args)
+	if err != nil {
+		return 0, err
+	}
+	rs := &r.reqs
+	id := rs.last + 1 // noted before it is asked: the answer may come at once
+	if len(m.LockHomes) == 0 || r.RequireV4() != nil {
+		rs.last++
+		a := Answer{ID: id, Code: CodeNoLockHomes, Message: "the cluster map names no lock home"}
+		if e := r.RequireV4(); len(m.LockHomes) > 0 && e != nil {
+			a.Code, a.Message = CodeClusterNotV4, e.Message
+		}
+		r.answered(a)
+		return id, r.settle()
+	}
+	if rs.own == nil {
+		rs.own = map[RequestID]func(Answer){}
+	}
+	sent := now
+	key := lock.Key{Table: op.Table, Key: slices.Clone(op.Key)}
+	rs.own[id] = func(a Answer) {
+		r.lockAnswered(op, key, sent, a)
+		r.reqs.answers = append(r.reqs.answers, a)
+	}
+	r.ask(m.Home([]byte(op.Table), op.Key), op.Kind, scope, body)
+	return id, r.settle()
+}
+
+// lockAnswered keeps a lease this node was granted or renewed, and forgets one released.
+func (r *Replica) lockAnswered(op LockOp, key lock.Key, sent time.Time, a Answer) {
+	switch {
+	case a.Code == "" && (op.Kind == KindLockAcquire || op.Kind == KindLockRenew):
+		res, err := ParseLockReply(a.Body)
+		if err != nil {
+			return
+		}
+		h := HeldLease{Key: key, Token: res.Token, Deadline: lock.HolderDeadline(sent, op.TTL, r.cfg.Locks.Drift), Fence: res.Fence}
+		if old, ok := r.locks.held[res.Token]; ok && op.Kind == KindLockRenew {
+			h.Fence = old.Fence
+		}
+		if r.locks.held == nil {
+			r.locks.held = map[lock.Token]HeldLease{}
+		}
+		r.locks.held[res.Token] = h
+	case op.Kind == KindLockRelease && (a.Code == "" || a.Code == wire.Code(lock.CodeLost)):
+		delete(r.locks.held, op.Token)
+	}
+}
+
+// HeldLease is a lease this node was granted for token, while its holder deadline has not
+// passed at now: a write under the token is taken here only then (docs/design.md §25.6).
+func (r *Replica) HeldLease(now time.Time, tok lock.Token) (HeldLease, bool) {
+	h, ok := r.locks.held[tok]
+	if !ok || !now.Before(h.Deadline) {
+		return HeldLease{}, false
+	}
+	return h, true
+}
+
+// LockStatus is this node's lock home's state and what it holds as a caller.
+type LockStatus struct {
+	Home            bool   // the map names this node a lock home and its table exists
+	Err             string // why the map's naming it a home could not be honoured
+	Incarnation     uint64
+	Table           lock.Stats // zero when not a home
+	WaitingConfirms int        // lock-confirm requests waiting for their writes
+	Held            int        // leases this node was granted whose holder deadline has not passed
+}
+
+// LockStatus is the lock home's status now.
+func (r *Replica) LockStatus() LockStatus {
+	ls := &r.locks
+	s := LockStatus{Incarnation: ls.incarnation, WaitingConfirms: len(ls.confirms), Held: len(ls.held)}
+	if ls.err != nil {
+		s.Err = ls.err.Error()
+	}
+	if ls.table != nil {
+		s.Home = true
+		s.Table = ls.table.Stats()
+	}
+	return s
+}
