@@ -52,6 +52,8 @@ type node struct {
 	skew   time.Duration // this node's wall clock is the harness clock plus skew
 	ends   map[replica.ConnID]*end
 	moves  []replica.Move // every move reported since the node was added
+	// lockAnswers: the answers to this node's requests taken from Answers so far (answerOf).
+	lockAnswers map[replica.RequestID]replica.Answer
 }
 
 // end is one side of a connection; queue holds what travels towards it.
