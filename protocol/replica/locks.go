@@ -400,10 +400,11 @@ func serveLock(r *Replica, h *hop, req *wire.Request) (code wire.Code, msg strin
 	switch req.Kind {
 	case KindLockAcquire:
 		wait := time.Duration(min(a.WaitMS, uint64(lock.MaxWaitLimit/time.Millisecond)+1)) * time.Millisecond
-		if remaining := h.deadline.Sub(r.now); wait > 0 && wait >= remaining {
-			// A wait must end before the request's deadline here, so that the table answers
-			// it (granted or lock-held) while the caller still waits.
-			return wire.Code(lock.CodeBadWait), "wait_ms must be below the request's remaining time (" + remaining.String() + ")", nil, true
+		if remaining := h.deadline.Sub(r.now); wait > 0 && wait > remaining-remaining/4 {
+			// A wait must end while the caller still waits: it leaves a quarter of the
+			// request's remaining time here for the answer (granted or lock-held) to travel
+			// back, since the caller's deadline is earlier by the request's way here.
+			return wire.Code(lock.CodeBadWait), "wait_ms must leave a quarter of the request's remaining time (" + remaining.String() + ") for the answer", nil, true
 		}
 		res := t.Acquire(r.now, key, a.Holder, ttl, wait, m.Generation, r.lockFence())
 		r.lockEvents(res.Events)

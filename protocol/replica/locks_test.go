@@ -161,3 +161,179 @@ func TestLockWaitOrder(t *testing.T) {
 		t.Fatalf("A's grant %v, want counter 3", ga.Token)
 	}
 }
+
+// TestLockLapsed: a lease past its expiry at the home is lock-lost to renew and check, and
+// its holder no longer holds it past its deadline.
+func TestLockLapsed(t *testing.T) {
+	h, _, b, _ := lockCluster(t, `"A"`)
+	g := b.lockResult(b.acquire("k", time.Second, 0), "")
+	op := replica.LockOp{Table: "t", Key: []byte("k"), Token: g.Token, TTL: time.Second}
+	op.Kind = replica.KindLockCheck
+	b.lockResult(b.lockOp(op), "")
+	h.advance(time.Second + 10*time.Millisecond)
+	if _, ok := b.rep.HeldLease(b.clock(), g.Token); ok {
+		t.Fatal("B holds a lease past its holder deadline")
+	}
+	for _, k := range []string{replica.KindLockRenew, replica.KindLockCheck, replica.KindLockFence} {
+		op.Kind = k
+		b.lockResult(b.lockOp(op), wire.Code(lock.CodeLost))
+	}
+}
+
+// TestLockHomeRestart: a restarted home has a new incarnation and grants nothing until its
+// restart quarantine ends.
+func TestLockHomeRestart(t *testing.T) {
+	h, a, b, _ := lockCluster(t, `"A"`)
+	g := b.lockResult(b.acquire("k", time.Second, 0), "")
+	a.restart()
+	h.connect(b, a)
+	if inc := a.rep.LockStatus().Incarnation; inc != g.Token.Incarnation+1 {
+		t.Fatalf("incarnation after the restart %d, want %d", inc, g.Token.Incarnation+1)
+	}
+	q := b.lockResult(b.acquire("k2", time.Second, 0), wire.Code(lock.CodeQuarantined))
+	if q.RetryAfter <= 0 || q.RetryAfter > lockQuarantine {
+		t.Fatalf("quarantined for %v, want within %v", q.RetryAfter, lockQuarantine)
+	}
+	h.advance(q.RetryAfter)
+	g2 := b.lockResult(b.acquire("k", time.Second, 0), "")
+	if g2.Token.Incarnation != g.Token.Incarnation+1 || g2.Token.Counter != 1 {
+		t.Fatalf("the grant after the restart %v", g2.Token)
+	}
+}
+
+// TestLockMoveQuarantine: a generation that moves a key's home to A puts that key in A's
+// move quarantine; a key A homed under both generations is granted at once.
+func TestLockMoveQuarantine(t *testing.T) {
+	h, a, b, _ := lockCluster(t, `"A","B"`)
+	m := a.rep.ClusterMap()
+	var moved, stays string
+	for i := 0; moved == "" || stays == ""; i++ {
+		k := string(rune('a'+i%26)) + string(rune('a'+i/26))
+		switch m.Home([]byte("t"), []byte(k)) {
+		case "B":
+			moved = k
+		case "A":
+			stays = k
+		}
+	}
+	if _, err := a.publish(mapDoc(2, `,"lock_homes":["A"]`, "A", "B", "C")); err != nil {
+		t.Fatal(err)
+	}
+	b.lockResult(b.acquire(stays, time.Second, 0), "")
+	q := b.lockResult(b.acquire(moved, time.Second, 0), wire.Code(lock.CodeQuarantined))
+	if q.RetryAfter <= lockQuarantine-100*time.Millisecond {
+		t.Fatalf("quarantined for %v, want about %v", q.RetryAfter, lockQuarantine)
+	}
+	h.advance(q.RetryAfter)
+	if g := b.lockResult(b.acquire(moved, time.Second, 0), ""); g.Token.Generation != 2 {
+		t.Fatalf("the moved key's grant %v, want generation 2", g.Token)
+	}
+}
+
+// TestLockConfirm: a confirm is answered only once the home applied the write it names:
+// ok while the lease is live, lock-lost (an overlap) when it ended first; one whose write
+// never arrives times out.
+func TestLockConfirm(t *testing.T) {
+	h, a, b, c := lockCluster(t, `"A"`)
+	cb := h.links[1]
+	g := b.lockResult(b.acquire("k", time.Second, 0), "")
+	cb.hold = true
+	seq := c.write(put("t", "k", "1"))
+	op := replica.LockOp{Kind: replica.KindLockConfirm, Table: "t", Key: []byte("k"), Token: g.Token, Origin: c.origin, Seq: seq}
+	id := b.lockOp(op)
+	h.advance(200 * time.Millisecond)
+	b.unanswered(id)
+	if st := a.rep.LockStatus(); st.WaitingConfirms != 1 {
+		t.Fatalf("A's confirms waiting %d, want 1", st.WaitingConfirms)
+	}
+	cb.hold = false
+	h.pump()
+	b.lockResult(id, "")
+	// A second write, confirmed after the lease ended.
+	cb.hold = true
+	op.Seq = c.write(put("t", "k", "2"))
+	id = b.lockOp(op)
+	h.advance(time.Second)
+	b.unanswered(id)
+	cb.hold = false
+	h.pump()
+	b.lockResult(id, wire.Code(lock.CodeLost))
+	if st := a.rep.LockStatus(); st.Table.ConfirmsLost != 1 || st.Table.Overlaps != 1 || st.WaitingConfirms != 0 {
+		t.Fatalf("A's lock status %+v: one confirm lost, an overlap", st)
+	}
+	// A write that never arrives: request-timeout at the caller's deadline.
+	cb.hold = true
+	op.Seq = c.write(put("t", "k", "3"))
+	id = b.lockOp(op)
+	h.advance(replica.DefaultRequestTimeout)
+	b.lockResult(id, replica.CodeRequestTimeout)
+	if st := a.rep.LockStatus(); st.WaitingConfirms != 0 {
+		t.Fatalf("A keeps %d confirms past their deadline", st.WaitingConfirms)
+	}
+}
+
+// TestLockRefusals: not-home, no-lock-homes, cluster-not-v4, and the bounds at their limit
+// and one past.
+func TestLockRefusals(t *testing.T) {
+	h, a, b, c := lockCluster(t, `"A"`)
+	// B is not the home: asked directly, it says so.
+	body, err := wire.Marshal(replica.LockArgs{Table: "t", Key: []byte("k"), TTLMS: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := c.rep.Ask(c.clock(), "B", replica.KindLockAcquire, "write", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.pump()
+	c.lockResult(id, replica.CodeNotHome)
+	// ttl at MaxTTL and one past; wait at MaxWait and one past; waits at the request's
+	// remaining time.
+	g1 := b.lockResult(b.acquire("k1", 2*time.Second, 0), "")
+	b.lockResult(b.acquire("k2", 2*time.Second+time.Millisecond, 0), wire.Code(lock.CodeBadTTL))
+	b.lockResult(b.acquire("k1", time.Second, time.Second+time.Millisecond), wire.Code(lock.CodeBadWait))
+	// leases: two at the limit, the third refused.
+	b.lockResult(b.acquire("k2", time.Second, 0), "")
+	b.lockResult(b.acquire("k3", time.Second, 0), wire.Code(lock.CodeTooManyLeases))
+	// waiters: two at the limit, the third refused.
+	w1, w2 := b.acquire("k1", time.Second, time.Second), c.acquire("k1", time.Second, time.Second)
+	b.unanswered(w1)
+	c.unanswered(w2)
+	a.lockResult(a.acquire("k1", time.Second, time.Second), wire.Code(lock.CodeTooManyWaiters))
+	_ = g1
+	st := a.rep.LockStatus()
+	if st.Table.Refused[lock.CodeBadTTL] != 1 || st.Table.Refused[lock.CodeBadWait] != 1 || st.Table.Refused[lock.CodeTooManyLeases] != 1 || st.Table.Refused[lock.CodeTooManyWaiters] != 1 {
+		t.Fatalf("A's refusals %v", st.Table.Refused)
+	}
+	// A member not known at version 4.
+	if _, err := a.publish(mapDoc(2, `,"lock_homes":["A"]`, "A", "B", "C", "D")); err != nil {
+		t.Fatal(err)
+	}
+	b.lockResult(b.acquire("k1", time.Second, 0), replica.CodeClusterNotV4)
+	// A map with no lock homes: answered at once, nothing sent.
+	if _, err := a.publish(mapDoc(3, "", "A", "B", "C")); err != nil {
+		t.Fatal(err)
+	}
+	b.lockResult(b.acquire("k1", time.Second, 0), replica.CodeNoLockHomes)
+}
+
+// TestLockWaitBelowDeadline: a wait must leave a quarter of the request's remaining time at
+// the home (here 1 s: 750 ms); the home answers lock-held when it ends, before the caller's
+// deadline.
+func TestLockWaitBelowDeadline(t *testing.T) {
+	h := newHarness(t)
+	cfg := lockCfg
+	cfg.RequestTimeout = time.Second
+	a, b := h.addNode("A", cfg), h.addNode("B", cfg)
+	h.connect(b, a)
+	if _, err := a.publish(mapDoc(1, `,"lock_homes":["A"]`, "A", "B")); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(lockQuarantine)
+	b.lockResult(b.acquire("k", time.Second, 0), "")
+	b.lockResult(b.acquire("k", time.Second, 751*time.Millisecond), wire.Code(lock.CodeBadWait))
+	w := b.acquire("k", time.Second, 750*time.Millisecond)
+	b.unanswered(w)
+	h.advance(time.Second)
+	b.lockResult(w, wire.Code(lock.CodeHeld))
+}
