@@ -386,7 +386,11 @@ func serveLock(r *Replica, h *hop, req *wire.Request) (code wire.Code, msg strin
 	r.syncLockHome()
 	t := r.locks.table
 	if t == nil {
-		return CodeLockHomeOff, "this node cannot be a lock home: " + r.locks.err.Error(), nil, true
+		why := "its table could not be made"
+		if r.locks.err != nil {
+			why = r.locks.err.Error()
+		}
+		return CodeLockHomeOff, "this node cannot be a lock home: " + why, nil, true
 	}
 	key := lock.Key{Table: a.Table, Key: a.Key}
 	var tok lock.Token
