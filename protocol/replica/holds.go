@@ -293,6 +293,9 @@ func (r *Replica) onCopyHolds(c *conn, b *wire.Holds) {
 	if t == nil || t.conn != c.id || !r.carries(b.Table) && r.fills[string(b.Table)] == nil && r.held[string(b.Table)] == nil {
 		return
 	}
+	if t.hidden[string(b.Table)] {
+		return // the link excludes it: the copy holds none of it (hideTables)
+	}
 	if t.holds == nil {
 		t.holds, t.since = map[string]map[wire.OriginID]uint64{}, map[string]uint64{}
 	}
