@@ -483,3 +483,70 @@ func TestLinkHidesOrigin(t *testing.T) {
 		t.Error("B lacks x/k6")
 	}
 }
+
+// TestLinkExclusionsBaseCopy: a base copy over a link that excludes a table this node
+// carries leaves the table out. B carries x (placed on A, B and D) and took A's x/k1
+// through D; then, with B away, A wrote x/k2, deleted x/k1 and dropped its logs and the
+// tombstone, and C wrote on. B comes back over a link to A that excludes x, below A's floor
+// of C, and takes a copy from A: it stores none of x (x/k2 does not come), takes none of
+// its own x records for deleted (x/k1 stays: what A lacks of x says nothing over that
+// link), and raises C's origin (which writes no x) but not A's (which does, past what the
+// copy holds of x: nothing).
+func TestLinkExclusionsBaseCopy(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{RetainAge: time.Second, RetainHold: time.Second})
+	b, cn, d := h.addNode("B", replica.Config{}), h.addNode("C", replica.Config{}), h.addNode("D", replica.Config{})
+	h.connect(cn, a)
+	h.connect(d, a)
+	bd := h.connect(b, d)
+	if _, err := a.publish(mapDoc(2, `,"placement":{"x":["A","B","D"]}`, "A", "B", "C", "D")); err != nil {
+		t.Fatal(err)
+	}
+	a.write(put("x", "k1", "1"))
+	a.write(put("u", "a1", "1"))
+	cn.write(put("u", "c1", "1"))
+	h.pump()
+	if _, ok := b.get("x", "k1"); !ok {
+		t.Fatal("B lacks x/k1")
+	}
+	h.disconnect(bd)
+	a.write(put("x", "k2", "2"))
+	a.write(del("x", "k1"))
+	a.write(put("u", "a2", "2"))
+	h.advance(10 * time.Millisecond) // C's and D's writes are newer than the delete: it may be dropped
+	for i := range 5 {
+		cn.write(put("u", fmt.Sprint("c", i+2), "1"))
+	}
+	d.write(put("u", "d1", "1"))
+	h.pump()
+	h.advance(5 * time.Second)
+	if f := a.logOf(cn).Floor.Seq; f < 2 {
+		t.Fatalf("A's floor of C is %d: the test needs it purged", f)
+	}
+	if r, ok := a.get("x", "k1"); ok {
+		t.Fatalf("A holds x/k1 (%+v): the test needs its tombstone dropped", r)
+	}
+	h.check(b, b.rep.SetLink(b.clock(), "A", settings(wire.LinkBoth, "x")))
+	h.connect(b, a)
+	h.advance(3 * time.Second)
+	if got := b.rep.Counters().CopiesCompleted; got != 1 {
+		t.Fatalf("B completed %d copies, want 1 (from A, for C's origin)", got)
+	}
+	if r, ok := b.get("x", "k2"); ok {
+		t.Errorf("B holds x/k2 (%+v): the copy over a link excluding x stored it", r)
+	}
+	if r, ok := b.get("x", "k1"); !ok || r.Deleted {
+		t.Errorf("B's x/k1: %+v, %v; want it live: the copy over a link excluding x took it for deleted", r, ok)
+	}
+	for _, k := range []string{"c2", "c6", "a2"} {
+		if _, ok := b.get("u", k); !ok {
+			t.Errorf("B lacks u/%s, which the copy holds", k)
+		}
+	}
+	if got, want := b.applied()[cn.origin], cn.applied()[cn.origin]; got != want {
+		t.Errorf("B's position in C = %d, want %d (raised by the copy)", got, want)
+	}
+	if got := b.applied()[a.origin]; got != 2 {
+		t.Errorf("B's position in A = %d, want 2: the copy holds none of x, which A writes", got)
+	}
+}
