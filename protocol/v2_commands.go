@@ -19,7 +19,10 @@ type V2Commands interface {
 	// connection's credit. Each origin may have one open channel at a time.
 	Subscribe(cursors []vector.Entry) error
 	// Unsubscribe closes the channels of these origins. Entries already in flight are
-	// dropped on arrival and counted as stale.
+	// dropped on arrival and counted as stale. An origin with no open channel refuses the
+	// call with invalid-state, nothing closed: the session closes a channel on its own
+	// (a divergence, PURGED) while it reads a message, before the caller handles the
+	// events before that one.
 	Unsubscribe(origins []wire.OriginID) error
 	// Ack tells the peer that the origin's entries up to seq are durable here: the
 	// acknowledgement travels in the next CURSOR and frees their credit. Call it only after
@@ -123,7 +126,10 @@ func (c *v2Commands) Unsubscribe(origins []wire.OriginID) error {
 	for _, o := range origins {
 		ch := s.chans.inOrigin[o]
 		if ch == nil {
-			return wire.NewError(wire.CodeBadArgument, "origin "+o.String()+" has no open channel")
+			// As Ack: the session may have closed it within the input whose events the
+			// caller is handling (a divergence or PURGED further on in the same message),
+			// and the event that says so follows.
+			return wire.NewError(wire.CodeInvalidState, "origin "+o.String()+" has no open channel (closed by divergence or unsubscribe)")
 		}
 		if !slices.Contains(ids, ch.id) {
 			ids = append(ids, ch.id)

@@ -2,6 +2,7 @@ package protocol_test
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"plait/protocol"
@@ -247,6 +248,12 @@ func TestV2MoveOneOrigin(t *testing.T) {
 	// Entries 21..25 of a are in flight when the subscriber drops a's channel.
 	serve(t, p.L.S, map[wire.OriginID][]prototest.Entry{a: chains[a][:25]}, next)
 	must(t, p.D.S.V2().Unsubscribe([]wire.OriginID{a}))
+	// Again, the channel closed: invalid-state, as Ack answers, which a caller passes
+	// over (the session closes channels on its own within a message, ahead of its events).
+	var we *wire.Error
+	if err := p.D.S.V2().Unsubscribe([]wire.OriginID{a}); !errors.As(err, &we) || we.Code != wire.CodeInvalidState {
+		t.Fatalf("Unsubscribe of a closed channel: %v, want invalid-state", err)
+	}
 	p.Pump(10)
 	drainTxns(t, p.D, applied)
 	if applied[a] != 20 || p.D.S.Stats().Stale != 5 || p.L.Count(protocol.EventUnsubscribed) != 1 {

@@ -15,28 +15,18 @@ import (
 
 // Links under the simulator (docs/design.md §24.6): a run may make links one-way and
 // exclude table t0 from one, from its first moment, and change one link's settings once
-// while it runs. The draws keep every origin's entries, and t0's among them, reaching
-// every node: the directed graph of what may cross the links stays strongly connected,
-// with and without each link that excludes t0, and through no node at an end of one
-// (linkValid). The oracle reads the wire: a node never
+// while it runs. The draws keep every origin's entries reaching every node: the directed
+// graph of what may cross the links stays strongly connected without the links that
+// exclude t0 (linkValid), since every origin writes t0 and no node takes an origin over a
+// link that hides a table it writes. The oracle reads the wire: a node never
 // sends an entry (a DATA frame) to a peer it does not send to, nor one all of whose
 // operations are of tables the link excludes; and a node applies no operation of an
 // excluded table from an entry that came over the link. A run with an exclusion ends once
-// the records agree as well as the logs (linkRecordsAlike): anti-entropy brings a node
-// the records of the excluded table's operations it passed.
+// the records agree as well as the logs (linkRecordsAlike): a node that passed an
+// excluded table's operations would hold records the logs do not show.
 
 // excludedTable is the table the runs exclude from links: one of the two randomOps writes.
 const excludedTable = "t0"
-
-// excludeWithRetention turns on exclusions in the runs that purge their logs and drop
-// tombstones (a third of them). Off, those runs draw directions only: a node at an end of
-// a link that excludes t0 applies none of the t0 operations it takes over it, and only
-// anti-entropy brings it their records, which its tombstone horizon and the peers' forbid
-// once retention has dropped the tombstones a delete left (seconds, in these runs): a
-// record deleted everywhere stays on it with its value from before the delete, and a base
-// copy taken from it passes stale t0 records to a node whose positions then claim them
-// (seed 583, with this on). Kept as a switch, to show that case again.
-const excludeWithRetention = false
 
 // linkOracle is what a run with links drew and checked.
 type linkOracle struct {
@@ -126,61 +116,41 @@ func (s linkSettings) excludesT0(a, b string) bool {
 }
 
 // linkValid reports whether settings keep the run able to converge: no link's two ends
-// contradict each other (both receive, or both send: link-mismatch), every node reaches
-// every other over the links' directions, and still does without any one link that
-// excludes t0, so that t0's entries reach every node over links that carry them. And
-// every node reaches every other through nodes none of which is an end of a link that
-// excludes t0, now or before (runs: those ends, the settings' own added): such a node
-// may hold an origin's t0 entries as runs, taken over that link, and a peer that carries
-// t0 and takes the origin from it refuses them (docs/design.md §24.2), so whole entries
-// must have a way around it.
-func (c *Cluster) linkValid(s linkSettings, runs map[string]bool) bool {
+// contradict each other (both receive, or both send: link-mismatch), and every node
+// reaches every other over the links' directions without the links that exclude t0. Every
+// origin writes t0, and a node takes no origin over a link that hides a table it writes
+// (docs/design.md §24.6): such a link carries an origin's entries only until its first
+// entry of t0 shows it, so the rest must have a way around every one of them. (The rule
+// that an end of such a link is nobody's only way, kept while a node took an origin over
+// it and held the origin's t0 entries as runs that a peer carrying t0 refuses, seed 98,
+// went with that: a node now holds no run of a table it carries.)
+func (c *Cluster) linkValid(s linkSettings) bool {
 	for _, l := range c.sortedLinks() {
 		a, b := s.get(l.From, l.To).Mode, s.get(l.To, l.From).Mode
 		if a != wire.LinkBoth && a == b {
 			return false
 		}
 	}
-	if !c.stronglyConnected(s, nil, nil) {
-		return false
-	}
-	runs = maps.Clone(runs)
-	if runs == nil {
-		runs = map[string]bool{}
-	}
+	without := map[*Link]bool{}
 	for _, l := range c.sortedLinks() {
 		if s.excludesT0(l.From, l.To) {
-			if !c.stronglyConnected(s, l, nil) {
-				return false
-			}
-			runs[l.From], runs[l.To] = true, true
+			without[l] = true
 		}
 	}
-	return c.stronglyConnected(s, nil, runs)
-}
-
-// runEnds is the set of nodes at an end of a link that excludes t0 under s.
-func (c *Cluster) runEnds(s linkSettings) map[string]bool {
-	out := map[string]bool{}
-	for _, l := range c.sortedLinks() {
-		if s.excludesT0(l.From, l.To) {
-			out[l.From], out[l.To] = true, true
-		}
-	}
-	return out
+	return c.stronglyConnected(s, without)
 }
 
 // stronglyConnected reports whether every node reaches every other over the links but
-// without, each in the directions its settings let entries cross (docs/contract.md §23.7:
-// a sends to b when a's mode is send or both and b's receive or both), through no node of
-// avoid (a path may start or end at one).
-func (c *Cluster) stronglyConnected(s linkSettings, without *Link, avoid map[string]bool) bool {
+// those in without, each in the directions its settings let entries cross
+// (docs/contract.md §23.7: a sends to b when a's mode is send or both and b's receive or
+// both).
+func (c *Cluster) stronglyConnected(s linkSettings, without map[*Link]bool) bool {
 	if len(c.names) < 2 {
 		return true
 	}
 	fwd := map[string][]string{}
 	for _, l := range c.sortedLinks() {
-		if l == without {
+		if without[l] {
 			continue
 		}
 		for _, d := range [][2]string{{l.From, l.To}, {l.To, l.From}} {
@@ -195,9 +165,6 @@ func (c *Cluster) stronglyConnected(s linkSettings, without *Link, avoid map[str
 		for len(todo) > 0 {
 			x := todo[len(todo)-1]
 			todo = todo[:len(todo)-1]
-			if x != from && avoid[x] {
-				continue // reached, and passes nothing on
-			}
 			for _, y := range fwd[x] {
 				if !seen[y] {
 					seen[y] = true
@@ -214,10 +181,10 @@ func (c *Cluster) stronglyConnected(s linkSettings, without *Link, avoid map[str
 
 // drawLinks draws a run's links from a source of its own (so that the run's other draws,
 // and other seeds' schedules, stay the same): one or two links made one-way, t0 excluded
-// from one link (on one end or both) when exclude, each only where linkValid holds; they
-// are set before any connection is established. Then one live change of one end of a
-// link at a drawn time within busy, under the same rule.
-func (c *Cluster) drawLinks(rep *Report, seed uint64, busy time.Duration, exclude bool) {
+// from one link (on one end or both), each only where linkValid holds; they are set
+// before any connection is established. Then one live change of one end of a link at a
+// drawn time within busy, under the same rule.
+func (c *Cluster) drawLinks(rep *Report, seed uint64, busy time.Duration) {
 	prng := rand.New(rand.NewPCG(seed, 0x6c696e6b73))
 	links := c.sortedLinks()
 	cur := linkSettings{}
@@ -238,7 +205,7 @@ func (c *Cluster) drawLinks(rep *Report, seed uint64, busy time.Duration, exclud
 		next := cur.clone()
 		next.set(x, y, replica.LinkSettings{Mode: wire.LinkReceive})
 		next.set(y, x, replica.LinkSettings{Mode: ym})
-		if c.linkValid(next, nil) {
+		if c.linkValid(next) {
 			cur = next
 			rep.OneWay++
 		}
@@ -255,7 +222,7 @@ func (c *Cluster) drawLinks(rep *Report, seed uint64, busy time.Duration, exclud
 				next.set(d[0], d[1], ls)
 			}
 		}
-		if exclude && c.linkValid(next, nil) {
+		if c.linkValid(next) {
 			cur = next
 			rep.Excluding++
 			break
@@ -281,7 +248,7 @@ func (c *Cluster) drawLinks(rep *Report, seed uint64, busy time.Duration, exclud
 		if prng.IntN(2) == 0 {
 			if len(ls.Exclude) > 0 {
 				ls.Exclude = nil
-			} else if exclude {
+			} else {
 				ls.Exclude = [][]byte{[]byte(excludedTable)}
 			}
 		}
@@ -291,8 +258,8 @@ func (c *Cluster) drawLinks(rep *Report, seed uint64, busy time.Duration, exclud
 		}
 		next := cur.clone()
 		next.set(x, y, ls)
-		if !c.linkValid(next, c.runEnds(cur)) {
-			continue // the ends of a link that excluded t0 before keep their runs
+		if !c.linkValid(next) {
+			continue
 		}
 		c.At(at, func() {
 			rep.LinkChanges++

@@ -218,10 +218,9 @@ func Random(seed uint64, opts Options) Report {
 	const busy = 15 * time.Second
 	if !rep.Mixed && seed%5 == 3 {
 		// A fifth of the version-4 runs (none of them placing tables) make links one-way
-		// and exclude t0 from one (not with retention: excludeWithRetention), and change a
-		// link's settings once while they run (links.go). Drawn from a source of their
-		// own, as placement is.
-		c.drawLinks(&rep, seed, busy, !retaining || excludeWithRetention)
+		// and exclude t0 from one, and change a link's settings once while they run
+		// (links.go). Drawn from a source of their own, as placement is.
+		c.drawLinks(&rep, seed, busy)
 	}
 	end := c.Now().Add(busy)
 	if retaining {

@@ -79,6 +79,13 @@ func (r *Replica) receive(c *conn, v wire.TxnView, pos uint64) {
 		r.restream(c, st)
 		return
 	default:
+		if r.hiddenIn(c, st, &v) {
+			// An operation of a table this node carries, which the link excludes: applied
+			// without it, the entry would pass that table's change for good (links.go).
+			r.counters.EntriesRefusedExcluded++
+			r.refuseHidden(c, st, ReasonLinkHides)
+			return
+		}
 		if until, ahead := r.aheadOfClock(v.HLC); ahead {
 			r.holdAhead(c, st, &v, until)
 			return

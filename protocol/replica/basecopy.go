@@ -44,6 +44,11 @@ type copyTake struct {
 	// since: of those tables, the seq from which the source's own entries write none of
 	// it (HOLDS key 4)
 	since map[string]uint64
+	// hidden: the tables this node carries that the link to the source excludes when the
+	// copy starts (links.go): the copy holds none of them, whatever its HOLDS say, so none
+	// of their chunks is stored, none of their records is taken for deleted, and no origin
+	// that may write them is raised (hideTables)
+	hidden map[string]bool
 }
 
 // CopyTotals is what a sender says of its snapshot, for progress: 0 when unknown.
@@ -152,10 +157,21 @@ func (r *Replica) maybeCopy() {
 	if r.cp.take != nil || r.cp.rewound || r.now.Before(r.cp.retryAt) {
 		return
 	}
+	// A source whose link excludes a table this node carries is the last choice: its copy
+	// brings none of that table and raises no origin that may write it (hideTables).
 	var pick *conn
+	better := func(c *conn) bool {
+		switch {
+		case pick == nil:
+			return true
+		case r.linkHidesCarried(pick) != r.linkHidesCarried(c):
+			return r.linkHidesCarried(pick)
+		}
+		return r.cp.state != nil && c.peerName == r.cp.state.Peer
+	}
 	if r.cp.state != nil {
 		for _, c := range r.connList {
-			if r.copyable(c) && (pick == nil || c.peerName == r.cp.state.Peer) {
+			if r.copyable(c) && better(c) {
 				pick = c
 			}
 		}
@@ -165,9 +181,8 @@ func (r *Replica) maybeCopy() {
 				continue
 			}
 			for _, c := range r.connList {
-				if r.copyable(c) && r.blockedBy(c, st) {
+				if r.copyable(c) && r.blockedBy(c, st) && better(c) {
 					pick = c
-					break
 				}
 			}
 			if pick != nil {
@@ -227,6 +242,7 @@ func (r *Replica) startCopy(c *conn) {
 		return
 	}
 	r.cp.take = &copyTake{conn: c.id, peer: c.peerName, snap: map[wire.OriginID]wire.CopyPosition{}, runStart: r.now}
+	r.hideTables(c, r.cp.take)
 	ev := CopyEvent{Peer: c.peerName, Kind: kind}
 	if st := r.cp.state; st != nil {
 		ev.Records, ev.Bytes = st.Records, st.Bytes
@@ -446,7 +462,7 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 	// The chunk's winners are copied out of the message into one buffer (the chunk's
 	// bytes bound their keys and values), each slice capped at its own bytes.
 	table := bytes.Clone(v.Table)
-	carried, filling := r.carries(table), r.fills[string(table)] != nil
+	carried, filling := r.carries(table) && !t.hidden[string(table)], r.fills[string(table)] != nil
 	buf := make([]byte, 0, len(v.Raw()))
 	var hlc wire.HLC
 	it := v.Records()
@@ -462,7 +478,7 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 		}
 		switch {
 		case !carried:
-			continue // a table this node does not carry (§24.4) is not stored
+			continue // a table this node does not carry (§24.4), or the link excludes (§24.6), is not stored
 		case r.cfg.Mutations.ReplacingCopy:
 		case !filling && r.seen(cr.HLC, cr.Origin):
 			// Applied here already: what this node holds is that version or later. Not

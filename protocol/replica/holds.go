@@ -17,9 +17,9 @@ import (
 // table instead: per origin, the seq through which every entry of the table is reflected
 // in its records. A node that carries a table and owes it no fill holds it whole (through
 // every applied position); it never moves past an entry of a table it carries without
-// applying it (receiveSkip, partialCopyRefusal). A table a link excludes is held as that
-// link brings it: an operator's exclusion is a choice to hold less, and nothing here
-// claims otherwise for it.
+// applying it (receiveSkip, partialCopyRefusal). A table a link excludes is no exception:
+// nothing of it is taken over that link (links.go: no entry or run of it, no origin that
+// writes it, no copy's chunk), so the node holds it whole as far as its positions go.
 
 // tableHold is a table this node holds records of and does not carry: of each origin it
 // holds the table through its applied seq, except an origin in stopped, held through the
@@ -292,6 +292,9 @@ func (r *Replica) onCopyHolds(c *conn, b *wire.Holds) {
 	t := r.cp.take
 	if t == nil || t.conn != c.id || !r.carries(b.Table) && r.fills[string(b.Table)] == nil && r.held[string(b.Table)] == nil {
 		return
+	}
+	if t.hidden[string(b.Table)] {
+		return // the link excludes it: the copy holds none of it (hideTables)
 	}
 	if t.holds == nil {
 		t.holds, t.since = map[string]map[wire.OriginID]uint64{}, map[string]uint64{}

@@ -133,8 +133,8 @@ func (r *Replica) checkMismatch(c *conn) bool {
 // linkChanged acts on new settings of either end: a peer this node no longer sends to has
 // its streams dropped, its heads withdrawn and the base copy it takes from this node
 // stopped; origins this node no longer takes over the link lose it as their source, a
-// copy this node takes over it stops (it resumes from another peer), and every origin is
-// routed again.
+// copy this node takes over it stops (it resumes from another peer), so does a copy the
+// link now leaves a table of (copyHidden), and every origin is routed again.
 func (r *Replica) linkChanged(c *conn) {
 	if !r.sendsTo(c) {
 		for _, s := range slices.Clone(c.outList) {
@@ -144,6 +144,14 @@ func (r *Replica) linkChanged(c *conn) {
 			r.checkConn(c, c.sess.V3().AbortCopy(true, wire.CodeCopyBusy, "this node no longer sends to "+c.peerName+" (the link's direction)"))
 			r.stopServing(c.id)
 		}
+	}
+	if t := r.cp.take; t != nil && t.conn == c.id && r.receivesFrom(c) && r.copyHidden(c, t) {
+		// Chunks of the table may have been stored already; it resumes, from this peer
+		// with the table left out or from another.
+		err := wire.NewError(wire.CodeGoingAway, "the link to "+c.peerName+" now excludes a table this copy takes")
+		r.checkConn(c, c.sess.V3().AbortCopy(false, err.Code, err.Message))
+		r.stopTaking(err)
+		r.cp.retryAt = time.Time{}
 	}
 	if !r.receivesFrom(c) {
 		if t := r.cp.take; t != nil && t.conn == c.id {
@@ -203,11 +211,12 @@ func (r *Replica) appliesOn(from *conn, table []byte) bool {
 }
 
 // linkHides reports whether the link on c hides from this node a table it carries and
-// origin st was seen to write: the origin is then not taken over it, not even from the
-// origin itself, while a candidate whose link hides none of them is there
-// (preferUnhidden). With none, a link that hides a table is taken all the same: the rest
-// of the origin's tables still come, and the table's entries are left out as the link
-// says.
+// origin st was seen to write (its entries and runs, placed): the origin is then never
+// taken over it, not even from the origin itself, as canServe refuses a relay. With no
+// other candidate the origin stays where it is, behind, its lag showing: taken over the
+// hiding link, the origin's entries of that table would be passed (their operations of it
+// not applied), and a delete passed so is lost for good once retention drops the
+// tombstones that anti-entropy would need to bring it (the simulator's seed 583).
 func (r *Replica) linkHides(c *conn, st *originState) bool {
 	if !r.linkFilters(c) {
 		return false
@@ -220,34 +229,86 @@ func (r *Replica) linkHides(c *conn, st *originState) bool {
 	return false
 }
 
-// preferUnhidden keeps, of an origin's candidates, those whose links hide none of the
-// tables this node carries and the origin writes, when such a link could serve the origin
-// (unhiddenCandidate); otherwise all of them. The kept list may be empty: a relay level
-// with this node is no candidate yet, and becomes one with the origin's next entry, which
-// the hiding link would otherwise bring first.
-func (r *Replica) preferUnhidden(st *originState, cands []candidate) []candidate {
-	if len(r.linkTables) == 0 || len(st.writes) == 0 || !r.unhiddenCandidate(st) {
-		return cands
+// hiddenIn reports whether the entry v of origin st, come over the link on c, has an
+// operation of a table this node carries and the link excludes, noting its placed and
+// link-excluded tables among the origin's writes (placed) on the way: such an entry is
+// not applied from that link (receive).
+func (r *Replica) hiddenIn(c *conn, st *originState, v *wire.TxnView) bool {
+	if c == nil || !r.linkFilters(c) {
+		return false
 	}
-	kept := cands[:0:0]
-	for _, k := range cands {
-		if !r.linkHides(k.c, st) {
-			kept = append(kept, k)
-		}
+	hidden := false
+	it := v.Ops()
+	for op, ok := it.Next(); ok; op, ok = it.Next() {
+		r.placed(st, op.Table)
+		hidden = hidden || r.carries(op.Table) && r.linkExcludes(c, op.Table)
 	}
-	return kept
+	return hidden
 }
 
-// unhiddenCandidate reports whether a link that hides none of the tables this node carries
-// and origin st writes can serve the origin: the origin itself, or a relay that advertises
-// it at this node's applied seq or above (and whose floor is not above it).
-func (r *Replica) unhiddenCandidate(st *originState) bool {
-	for _, c := range r.connList {
-		if !r.usable(c, st.id) || !r.canServe(c, st) || r.linkHides(c, st) || c.floors[st.id] > st.applied.Seq {
-			continue
+// refuseHidden refuses an entry or run of origin st that came over the link on c and
+// writes table t, which this node carries and the link excludes: it is not applied, the
+// origin's stream on c stops, and a source whose link hides none of the origin's tables is
+// sought (linkHides, which the origin's writes now name). The link is kept out by
+// linkHides alone, not by a timed exclusion: once the link stops excluding the table, the
+// origin may be taken over it again at once.
+func (r *Replica) refuseHidden(c *conn, st *originState, why MoveReason) {
+	r.unsubscribe(c, st.id)
+	if st.source == c.id {
+		r.loseSource(st, why)
+	}
+	r.routeSome[st.id] = true
+}
+
+// linkHidesCarried reports whether the link on c excludes a table this node carries.
+func (r *Replica) linkHidesCarried(c *conn) bool {
+	for _, ts := range [][][]byte{r.links[c.peerName].Exclude, c.peerLink.Tables} {
+		for _, t := range ts {
+			if r.carries(t) {
+				return true
+			}
 		}
-		if h, has := c.heads[st.id]; c.direct(st.id) || has && h.Seq >= st.applied.Seq {
-			return true
+	}
+	return false
+}
+
+// hideTables notes, on the copy t from the peer on c, the tables this node carries that the
+// link excludes, and holds them through nothing: the copy stores none of their chunks
+// (onChunk), takes none of this node's records of them for deleted (superseded: not held
+// whole), and raises no origin that may write them (unsafeRaises), as for a table its
+// source does not hold. Stored, or taken for deleted, a copy over the link would carry the
+// table the link leaves out, and a record the source kept from before a delete it passed
+// would come back with it.
+func (r *Replica) hideTables(c *conn, t *copyTake) {
+	for _, ts := range [][][]byte{r.links[c.peerName].Exclude, c.peerLink.Tables} {
+		for _, table := range ts {
+			if !r.carries(table) || t.hidden[string(table)] {
+				continue
+			}
+			if t.hidden == nil {
+				t.hidden = map[string]bool{}
+			}
+			if t.holds == nil {
+				t.holds = map[string]map[wire.OriginID]uint64{}
+			}
+			t.hidden[string(table)] = true
+			t.holds[string(table)] = map[wire.OriginID]uint64{}
+		}
+	}
+}
+
+// copyHidden reports whether the link on c now hides from the copy t taken over it a
+// table the copy was started without: a fill of a table the link excludes, or a base copy
+// and a table this node carries that the link excludes and the copy stores (hideTables).
+func (r *Replica) copyHidden(c *conn, t *copyTake) bool {
+	if t.fill != "" {
+		return r.linkExcludes(c, []byte(t.fill))
+	}
+	for _, ts := range [][][]byte{r.links[c.peerName].Exclude, c.peerLink.Tables} {
+		for _, table := range ts {
+			if r.carries(table) && !t.hidden[string(table)] {
+				return true
+			}
 		}
 	}
 	return false

@@ -106,36 +106,42 @@ func TestLinkDirection(t *testing.T) {
 }
 
 // TestLinkExclusions: a table excluded from the link A-B (on A's side) crosses it neither
-// way: B's position in A is exact (the entries of the table come as runs), B holds none
-// of its records and A none of B's; every other table crosses; anti-entropy compares
-// everything but the table and writes none of it. A third node C, linked to both without
-// exclusions, becomes B's source of A once B has seen A write the table.
+// way. Its entries go as runs (A learns B's side from nothing: its own setting; B's writes
+// are judged under A's LINK), and the receiver, which carries the table, refuses them:
+// B's position in A stops before A's first entry of x, and A's in B before B's. Nothing
+// of x crosses, and none of the other tables' entries after it either (the origin is not
+// taken over a link that hides a table it writes): anti-entropy leaves them to the log.
+// A third node C, linked to both without exclusions, becomes each one's source of the
+// other's origin, and everything comes.
 func TestLinkExclusions(t *testing.T) {
 	h := newHarness(t)
 	a, b := h.addNode("A", linked("B", wire.LinkBoth, "x")), h.addNode("B", replica.Config{})
 	h.connect(b, a)
-	a.write(put("x", "k1", "1")) // 1: a run
-	a.write(put("u", "k2", "2")) // 2: sent
-	a.write(put("x", "k3", "3")) // 3: a run
-	a.write(put("u", "k4", "4"), put("x", "k5", "5"))
-	b.write(put("x", "b1", "1"))
-	b.write(put("u", "b2", "2"))
+	a.write(put("u", "k2", "2"))                      // 1: sent
+	a.write(put("x", "k1", "1"))                      // 2: a run, refused
+	a.write(put("u", "k3", "3"))                      // 3
+	a.write(put("u", "k4", "4"), put("x", "k5", "5")) // 4
+	b.write(put("u", "b2", "2"))                      // 1: sent
+	b.write(put("x", "b1", "1"))                      // 2: a run, refused
 	h.pump()
 	h.advance(5 * time.Second) // anti-entropy passes over the pair
-	if got := b.applied()[a.origin]; got != 4 {
-		t.Fatalf("B's position in A = %d, want 4", got)
+	if got := b.applied()[a.origin]; got != 1 {
+		t.Fatalf("B's position in A = %d, want 1 (the run of x at 2 refused)", got)
 	}
-	if got := a.applied()[b.origin]; got != 2 {
-		t.Fatalf("A's position in B = %d, want 2", got)
+	if got := a.applied()[b.origin]; got != 1 {
+		t.Fatalf("A's position in B = %d, want 1 (the run of x at 2 refused)", got)
 	}
-	for _, k := range []string{"k1", "k3", "k5"} {
+	for _, k := range []string{"k1", "k5"} {
 		if _, ok := b.get("x", k); ok {
 			t.Errorf("B holds x/%s, a table excluded from its link to A", k)
 		}
 	}
-	for _, k := range []string{"k2", "k4"} {
-		if _, ok := b.get("u", k); !ok {
-			t.Errorf("B lacks u/%s", k)
+	if _, ok := b.get("u", "k2"); !ok {
+		t.Error("B lacks u/k2")
+	}
+	for _, k := range []string{"k3", "k4"} {
+		if _, ok := b.get("u", k); ok {
+			t.Errorf("B holds u/%s, of an entry after one of x it never applied", k)
 		}
 	}
 	if _, ok := a.get("x", "b1"); ok {
@@ -144,23 +150,22 @@ func TestLinkExclusions(t *testing.T) {
 	if _, ok := a.get("u", "b2"); !ok {
 		t.Error("A lacks u/b2")
 	}
-	if sk := runAt(t, b, a.origin, 1); sk == nil || sk.From != 1 || sk.To != 1 || len(sk.Tables) != 1 || string(sk.Tables[0]) != "x" {
-		t.Errorf("B's log of A at 1: %+v, want the run 1 to 1 of table x", sk)
+	if got := a.rep.Counters().SkipsSent; got == 0 {
+		t.Error("A sent no run")
 	}
-	if sk := runAt(t, b, a.origin, 4); sk != nil {
-		t.Errorf("B's log of A at 4 is the run %+v, want the entry (u is not excluded)", sk)
+	if got := b.rep.Counters().SkipsSent; got == 0 {
+		t.Error("B sent no run of x/b1")
 	}
-	if got := a.rep.Counters().SkipsSent; got != 2 {
-		t.Errorf("A sent %d runs, want 2", got)
+	if got := b.rep.Counters().SkipsRefused; got != 1 {
+		t.Errorf("B refused %d runs, want 1", got)
 	}
-	if got := b.rep.Counters().SkipsSent; got != 1 {
-		t.Errorf("B sent %d runs, want 1 (x/b1)", got)
+	if got := a.rep.Counters().SkipsRefused; got != 1 {
+		t.Errorf("A refused %d runs, want 1", got)
 	}
-	if got := b.rep.Counters().SkipsRefused; got != 0 {
-		t.Errorf("B refused %d runs of a table its link excludes", got)
+	if st := b.originStatus(a); st.SourcePeer != "" || st.LagSeq != 3 {
+		t.Errorf("B's status of A: source %q, lag %d; want none, 3 (behind: the only link hides x)", st.SourcePeer, st.LagSeq)
 	}
-	// C carries x and is linked to both: B has seen A write x over the link that excludes
-	// it, so A's next entries come to B through C.
+	// C carries x and is linked to both: each takes the other's origin through C.
 	cn := h.addNode("C", replica.Config{})
 	h.connect(cn, a)
 	h.connect(b, cn)
@@ -171,11 +176,22 @@ func TestLinkExclusions(t *testing.T) {
 	if got := b.originStatus(a).SourcePeer; got != "C" {
 		t.Errorf("B takes A from %q, want C: the link to A hides table x, which A writes", got)
 	}
-	if _, ok := b.get("x", "k6"); !ok {
-		t.Error("B lacks x/k6, which C could send it")
+	if got := a.originStatus(b).SourcePeer; got != "C" {
+		t.Errorf("A takes B from %q, want C: the link to B hides table x, which B writes", got)
+	}
+	for _, r := range []struct{ table, key string }{{"x", "k1"}, {"u", "k3"}, {"u", "k4"}, {"x", "k5"}, {"x", "k6"}} {
+		if _, ok := b.get(r.table, r.key); !ok {
+			t.Errorf("B lacks %s/%s, which C could send it", r.table, r.key)
+		}
+	}
+	if _, ok := a.get("x", "b1"); !ok {
+		t.Error("A lacks x/b1, which C could send it")
 	}
 	if got := b.applied()[a.origin]; got != 5 {
 		t.Errorf("B's position in A = %d, want 5", got)
+	}
+	if got := a.applied()[b.origin]; got != 2 {
+		t.Errorf("A's position in B = %d, want 2", got)
 	}
 }
 
@@ -203,7 +219,7 @@ func TestLinkMismatch(t *testing.T) {
 
 // TestLinkLiveChange: SetLink on a live connection: from both ways to receive on A (A's
 // next entries stay on A, B's still come), then to both ways excluding x (A's entries come
-// again, those of x as runs), without a reconnect.
+// again, up to its first of x, which comes as a run that B refuses), without a reconnect.
 func TestLinkLiveChange(t *testing.T) {
 	h := newHarness(t)
 	a, b := h.addNode("A", replica.Config{}), h.addNode("B", replica.Config{})
@@ -228,18 +244,21 @@ func TestLinkLiveChange(t *testing.T) {
 	}
 	h.check(a, a.rep.SetLink(a.clock(), "B", settings(wire.LinkBoth, "x")))
 	h.pump()
-	a.write(put("x", "k3", "3"))
-	a.write(put("u", "k4", "4"))
+	a.write(put("u", "k3", "3"))
+	a.write(put("x", "k4", "4"))
 	h.pump()
 	h.advance(3 * time.Second)
-	if got := b.applied()[a.origin]; got != 4 {
-		t.Errorf("B's position in A after A set both = %d, want 4", got)
+	if got := b.applied()[a.origin]; got != 3 {
+		t.Errorf("B's position in A after A set both = %d, want 3 (the run of x at 4 refused)", got)
 	}
-	if _, ok := b.get("x", "k3"); ok {
-		t.Error("B holds x/k3, excluded from the link")
+	if _, ok := b.get("u", "k3"); !ok {
+		t.Error("B lacks u/k3")
 	}
-	if _, ok := b.get("u", "k4"); !ok {
-		t.Error("B lacks u/k4")
+	if _, ok := b.get("x", "k4"); ok {
+		t.Error("B holds x/k4, excluded from the link")
+	}
+	if got := b.rep.Counters().SkipsRefused; got != 1 {
+		t.Errorf("B refused %d runs, want 1 (x/k4: B carries x)", got)
 	}
 	if got := a.rep.Conns(); len(got) != 1 || got[0] != conns[0] {
 		t.Errorf("A's connections %v, want the one it had, %v", got, conns)
@@ -374,19 +393,21 @@ func TestLinkDirectionBaseCopy(t *testing.T) {
 	}
 }
 
-// TestLinkDirectionLapsedExclusion: A refuses B's run of table x of O (B's link to O
-// excludes x, A's to B does not), which leaves B out of O's candidates for
-// DivergenceRetry; then A stops receiving from B. The exclusion lapses and is forgotten:
-// A's timers go on (it was kept, since routing asked nothing of a link A does not
-// receive on, and NextDeadline gave its lapsed time for ever: a livelock, the
-// simulator's links, seed 248).
+// TestLinkDirectionLapsedExclusion: A refuses B's run of table x of O (B does not carry
+// x, A does), which leaves B out of O's candidates for DivergenceRetry; then A stops
+// receiving from B. The exclusion lapses and is forgotten: A's timers go on (it was kept,
+// since routing asked nothing of a link A does not receive on, and NextDeadline gave its
+// lapsed time for ever: a livelock, the simulator's links, seed 248).
 func TestLinkDirectionLapsedExclusion(t *testing.T) {
 	h := newHarness(t)
 	const retry = time.Second
 	o := h.addNode("O", replica.Config{})
-	b := h.addNode("B", linked("O", wire.LinkBoth, "x"))
+	b := h.addNode("B", replica.Config{})
 	a := h.addNode("A", replica.Config{DivergenceRetry: retry})
 	h.connect(b, o)
+	if _, err := o.publish(mapDoc(2, `,"placement":{"x":["O","A"]}`, "O", "B", "A")); err != nil {
+		t.Fatal(err)
+	}
 	o.write(put("x", "k1", "1"))
 	o.write(put("u", "k2", "2"))
 	h.pump()
@@ -400,5 +421,132 @@ func TestLinkDirectionLapsedExclusion(t *testing.T) {
 	h.tickDeadlines(h.now.Add(5 * retry))
 	if d := a.rep.NextDeadline(); !d.IsZero() && !h.now.Before(d) {
 		t.Errorf("A's next deadline %v is not after now %v", d, h.now)
+	}
+}
+
+// TestLinkHidesOrigin: the strict rule. B's link to A excludes x. An entry of A that
+// writes x and another table, come over that link before B knew A writes x, is refused
+// whole (entries_refused_excluded), and A is never taken over the link again: with no
+// other link B stays behind on A, every table of it, however long it waits. Once C, linked
+// to both without exclusions, appears, B takes A through C, though A itself is connected
+// (the origin is no first choice over a link that hides); and once B's link stops
+// excluding x, A is taken over it again at once.
+func TestLinkHidesOrigin(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.addNode("A", replica.Config{}), h.addNode("B", linked("A", wire.LinkBoth, "x"))
+	h.connect(b, a)
+	a.write(put("u", "k1", "1"))                      // 1: applied
+	a.write(put("u", "k2", "2"), put("x", "k3", "3")) // 2: sent whole, refused
+	a.write(put("u", "k4", "4"))                      // 3
+	h.pump()
+	h.advance(30 * time.Second) // past DivergenceRetry, anti-entropy passes
+	if got := b.applied()[a.origin]; got != 1 {
+		t.Fatalf("B's position in A = %d, want 1 (entry 2 writes x, which the link hides)", got)
+	}
+	if got := b.rep.Counters().EntriesRefusedExcluded; got != 1 {
+		t.Errorf("B refused %d entries over the link, want 1", got)
+	}
+	for _, r := range []struct{ table, key string }{{"u", "k2"}, {"x", "k3"}, {"u", "k4"}} {
+		if _, ok := b.get(r.table, r.key); ok {
+			t.Errorf("B holds %s/%s, of A's entries it may not take over the link", r.table, r.key)
+		}
+	}
+	if st := b.originStatus(a); st.SourcePeer != "" || st.LagSeq != 2 {
+		t.Errorf("B's status of A: source %q, lag %d; want none, 2 (behind)", st.SourcePeer, st.LagSeq)
+	}
+	cn := h.addNode("C", replica.Config{})
+	h.connect(cn, a)
+	h.connect(b, cn)
+	h.advance(3 * time.Second)
+	a.write(put("x", "k5", "5")) // 4
+	h.pump()
+	h.advance(3 * time.Second)
+	if got := b.originStatus(a).SourcePeer; got != "C" {
+		t.Errorf("B takes A from %q, want C", got)
+	}
+	if got := b.applied()[a.origin]; got != 4 {
+		t.Errorf("B's position in A = %d, want 4", got)
+	}
+	for _, r := range []struct{ table, key string }{{"u", "k2"}, {"x", "k3"}, {"u", "k4"}, {"x", "k5"}} {
+		if _, ok := b.get(r.table, r.key); !ok {
+			t.Errorf("B lacks %s/%s, which C could send it", r.table, r.key)
+		}
+	}
+	h.check(b, b.rep.SetLink(b.clock(), "A", settings(wire.LinkBoth)))
+	h.pump()
+	a.write(put("x", "k6", "6")) // 5
+	h.pump()
+	if got := b.originStatus(a).SourcePeer; got != "A" {
+		t.Errorf("B takes A from %q once the link excludes nothing, want A (the origin itself)", got)
+	}
+	if _, ok := b.get("x", "k6"); !ok {
+		t.Error("B lacks x/k6")
+	}
+}
+
+// TestLinkExclusionsBaseCopy: a base copy over a link that excludes a table this node
+// carries leaves the table out. B carries x (placed on A, B and D) and took A's x/k1
+// through D; then, with B away, A wrote x/k2, deleted x/k1 and dropped its logs and the
+// tombstone, and C wrote on. B comes back over a link to A that excludes x, below A's floor
+// of C, and takes a copy from A: it stores none of x (x/k2 does not come), takes none of
+// its own x records for deleted (x/k1 stays: what A lacks of x says nothing over that
+// link), and raises C's origin (which writes no x) but not A's (which does, past what the
+// copy holds of x: nothing).
+func TestLinkExclusionsBaseCopy(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{RetainAge: time.Second, RetainHold: time.Second})
+	b, cn, d := h.addNode("B", replica.Config{}), h.addNode("C", replica.Config{}), h.addNode("D", replica.Config{})
+	h.connect(cn, a)
+	h.connect(d, a)
+	bd := h.connect(b, d)
+	if _, err := a.publish(mapDoc(2, `,"placement":{"x":["A","B","D"]}`, "A", "B", "C", "D")); err != nil {
+		t.Fatal(err)
+	}
+	a.write(put("x", "k1", "1"))
+	a.write(put("u", "a1", "1"))
+	cn.write(put("u", "c1", "1"))
+	h.pump()
+	if _, ok := b.get("x", "k1"); !ok {
+		t.Fatal("B lacks x/k1")
+	}
+	h.disconnect(bd)
+	a.write(put("x", "k2", "2"))
+	a.write(del("x", "k1"))
+	a.write(put("u", "a2", "2"))
+	h.advance(10 * time.Millisecond) // C's and D's writes are newer than the delete: it may be dropped
+	for i := range 5 {
+		cn.write(put("u", fmt.Sprint("c", i+2), "1"))
+	}
+	d.write(put("u", "d1", "1"))
+	h.pump()
+	h.advance(5 * time.Second)
+	if f := a.logOf(cn).Floor.Seq; f < 2 {
+		t.Fatalf("A's floor of C is %d: the test needs it purged", f)
+	}
+	if r, ok := a.get("x", "k1"); ok {
+		t.Fatalf("A holds x/k1 (%+v): the test needs its tombstone dropped", r)
+	}
+	h.check(b, b.rep.SetLink(b.clock(), "A", settings(wire.LinkBoth, "x")))
+	h.connect(b, a)
+	h.advance(3 * time.Second)
+	if got := b.rep.Counters().CopiesCompleted; got != 1 {
+		t.Fatalf("B completed %d copies, want 1 (from A, for C's origin)", got)
+	}
+	if r, ok := b.get("x", "k2"); ok {
+		t.Errorf("B holds x/k2 (%+v): the copy over a link excluding x stored it", r)
+	}
+	if r, ok := b.get("x", "k1"); !ok || r.Deleted {
+		t.Errorf("B's x/k1: %+v, %v; want it live: the copy over a link excluding x took it for deleted", r, ok)
+	}
+	for _, k := range []string{"c2", "c6", "a2"} {
+		if _, ok := b.get("u", k); !ok {
+			t.Errorf("B lacks u/%s, which the copy holds", k)
+		}
+	}
+	if got, want := b.applied()[cn.origin], cn.applied()[cn.origin]; got != want {
+		t.Errorf("B's position in C = %d, want %d (raised by the copy)", got, want)
+	}
+	if got := b.applied()[a.origin]; got != 2 {
+		t.Errorf("B's position in A = %d, want 2: the copy holds none of x, which A writes", got)
 	}
 }

@@ -167,7 +167,8 @@ func (r *Replica) purgedTo(c *conn, o wire.OriginID, seq uint64, hash wire.Hash,
 // receiveSkip takes a run of origin o that the peer on c left out of its stream (§24.2),
 // which the session checked against the channel, against what this node applied: store it
 // as one row and acknowledge its end; a run naming a table this node carries is refused,
-// and the origin taken from a source that can send it.
+// and the origin taken from a source that can send it: a relay that carries the table, or
+// a link that does not exclude it (§24.6: a run the link left out is refused too).
 func (r *Replica) receiveSkip(c *conn, o wire.OriginID, sk *wire.Skip) {
 	if r.storage.err != nil {
 		return // degraded: nothing is applied or acknowledged (as receive)
@@ -196,7 +197,14 @@ func (r *Replica) receiveSkip(c *conn, o wire.OriginID, sk *wire.Skip) {
 		r.placed(st, t)
 	}
 	for _, t := range sk.Tables {
-		if r.carries(t) && !r.linkExcludes(c, t) && !r.cfg.Mutations.PassCarriedSkip {
+		if r.carries(t) && !r.cfg.Mutations.PassCarriedSkip {
+			if r.linkExcludes(c, t) {
+				// Left out by the link, not by the peer's placement: taken over a link
+				// that hides none of the origin's tables, never passed (links.go).
+				r.counters.SkipsRefused++
+				r.refuseHidden(c, st, ReasonSkipRefused)
+				return
+			}
 			r.refuseSkip(c, st, t)
 			return
 		}

@@ -69,10 +69,12 @@ func (r *Replica) routeOrigin(st *originState) {
 	if st.source != 0 {
 		why := MoveReason("")
 		switch {
-		case src == nil || !r.usable(src, st.id) || r.linkHides(src, st) && r.unhiddenCandidate(st):
-			// linkHides: the origin was seen to write a table the link excludes, and another
-			// candidate sends it (links.go).
+		case src == nil || !r.usable(src, st.id):
 			why = ReasonWithdrawn
+		case r.linkHides(src, st):
+			// The origin was seen to write a table this node carries and the link excludes
+			// (links.go): never taken over that link, even with no other candidate.
+			why = ReasonLinkHides
 		case src.direct(st.id):
 		case !src.advertises(st.id):
 			why = ReasonWithdrawn
@@ -195,11 +197,12 @@ func (c *conn) direct(o wire.OriginID) bool { return c.peerOrigin == o }
 
 func (c *conn) advertises(o wire.OriginID) bool { _, ok := c.heads[o]; return ok }
 
-// candidates lists the connections an origin may be taken from, in connection order.
+// candidates lists the connections an origin may be taken from, in connection order: none
+// whose link hides a table this node carries and the origin writes (linkHides).
 func (r *Replica) candidates(st *originState) []candidate {
 	var cands []candidate
 	for _, c := range r.connList {
-		if !r.usable(c, st.id) || !r.canServe(c, st) {
+		if !r.usable(c, st.id) || !r.canServe(c, st) || r.linkHides(c, st) {
 			continue
 		}
 		h, has := c.heads[st.id]
@@ -210,7 +213,7 @@ func (r *Replica) candidates(st *originState) []candidate {
 			cands = append(cands, candidate{c: c, direct: c.direct(st.id), head: h.Seq})
 		}
 	}
-	return r.preferUnhidden(st, cands)
+	return cands
 }
 
 // best is the routing rule's choice: the origin itself, then the highest advertised head,
@@ -444,6 +447,7 @@ const (
 	ReasonPurged       MoveReason = "purged"       // the source answered PURGED: its log begins above this node's position (version 3)
 	ReasonRewound      MoveReason = "rewound"      // the source is the origin's own node, found rewound (rewind.go)
 	ReasonSkipRefused  MoveReason = "skip-refused" // the source sent a run of a table this node carries (placement.go)
+	ReasonLinkHides    MoveReason = "link-hides"   // the source's link excludes a table this node carries and the origin writes (links.go)
 )
 
 // Moves hands over the source changes since the last call (for the simulator and logs).

@@ -246,6 +246,12 @@ type Counters struct {
 	ForwardsNoCarrier  uint64 `status:"forwards_no_carrier" help:"API requests for a table this node does not carry answered no-carrier: no carrier reachable, or the request found no way to it."`
 	ForwardsNotCarried uint64 `status:"forwards_not_carried" help:"API requests for a table this node does not carry answered not-carried instead of forwarded (Plait-Forward: no, or a request forwarded here)."`
 	ForwardsServed     uint64 `status:"forwards_served" help:"API requests another node forwarded to this node as a carrier, run through this node's API."`
+	// Links (links.go): an entry with an operation of a table this node carries, come over
+	// a link that excludes that table, is not applied, and the origin is taken over another
+	// link. A run the link left out counts in SkipsRefused: refused the same way, but an
+	// entry sent whole over a link that excludes one of its tables is the ordinary case
+	// (its other tables cross), which the operator reads apart from a run.
+	EntriesRefusedExcluded uint64 `status:"entries_refused_excluded" help:"Entries refused because they came over a link that excludes a table of theirs this node carries (the origin is taken over another link)."`
 }
 
 // Counters returns the counters.

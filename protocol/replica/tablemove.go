@@ -321,8 +321,8 @@ func (r *Replica) maybeFill() {
 	for _, t := range slices.Sorted(maps.Keys(r.fills)) {
 		for _, tier := range r.fillSources(t, r.fills[t]) {
 			for _, c := range r.connList {
-				if c.version < v4 || !r.copyable(c) || !slices.Contains(tier, c.peerName) {
-					continue
+				if c.version < v4 || !r.copyable(c) || !slices.Contains(tier, c.peerName) || r.linkExcludes(c, []byte(t)) {
+					continue // a link that excludes the table brings none of it (§24.6)
 				}
 				from, key := copyPointBefore([]byte(t))
 				if !r.checkConn(c, c.sess.V3().RequestCopy(from, key)) {

@@ -124,35 +124,56 @@ func TestPutPeerReceiveLive(t *testing.T) {
 	waitFor(t, "B to apply A's writes once the link is both ways", func() bool { return appliedOf(t, b, "A") == 3 })
 }
 
-// TestPutPeerExcludeLive: PUT /v1/peers/B {"exclude":["secret"]} on A keeps table secret's
-// records off the link both ways, live: A's write of secret never reaches B's records
-// while B's position in A's origin passes it (the entry goes as a run), and B's write of
-// secret is not applied on A; other tables flow as before.
+// TestPutPeerExcludeLive: PUT /v1/peers/B {"exclude":["secret"]} on A keeps table secret
+// off the link both ways, live: A's write of secret goes to B as a run, which B refuses
+// (it carries secret: skips_refused), and B's write of secret likewise on A; neither holds
+// the other's secret record. Since each has seen the other write secret, and the link is
+// its only way to the other, each stays behind on the other's origin from there (the
+// strict rule, docs/contract.md §23.7): a later write of t shows as lag, never applied.
 func TestPutPeerExcludeLive(t *testing.T) {
 	a, b := linkedPair(t)
 	got := send(t, "PUT", a+"/v1/peers/B", "application/json", `{"exclude":["secret"]}`)
 	if got.status != 200 || !strings.HasSuffix(got.body, `"mode":"both","exclude":["secret"]}`+"\n") {
 		t.Fatalf("PUT /v1/peers/B: %d %s", got.status, got.body)
 	}
-	for _, w := range []struct{ table, key string }{{"secret", "s"}, {"t", "k2"}} {
+	roundTrip(t, a, b, "b1") // B has A's LINK: what it sends after is judged under it
+	for _, w := range []struct{ table, key string }{{"t", "k2"}, {"secret", "s"}} {
 		if got := send(t, "PUT", a+"/v1/tables/"+w.table+"/records/"+w.key, "", "from A"); got.status != 200 {
 			t.Fatalf("PUT on A: %d %s", got.status, got.body)
 		}
 	}
-	waitFor(t, "B to apply A's origin to seq 3", func() bool { return appliedOf(t, b, "A") == 3 })
+	waitFor(t, "B to refuse A's run of secret", func() bool { return statusOf(t, b).Counters.SkipsRefused == 1 })
+	if seq := appliedOf(t, b, "A"); seq != 2 {
+		t.Errorf("B applied A's origin to seq %d; want 2: the run of secret at 3 refused", seq)
+	}
 	if got := send(t, "GET", b+"/v1/tables/secret/records/s", "", ""); got.status != 404 {
 		t.Errorf("B's secret/s: %d %q; want 404: the link excludes secret", got.status, got.body)
 	}
 	if got := send(t, "GET", b+"/v1/tables/t/records/k2", "", ""); got.status != 200 || got.body != "from A" {
 		t.Errorf("B's t/k2: %d %q; want 200 from A", got.status, got.body)
 	}
-	// B's write of secret: B learned A's exclusion from its LINK, and A applies none of it.
+	// B's write of secret: B learned A's exclusion from its LINK, and A refuses its run.
 	if got := send(t, "PUT", b+"/v1/tables/secret/records/b", "", "from B"); got.status != 200 {
 		t.Fatalf("PUT on B: %d %s", got.status, got.body)
 	}
-	roundTrip(t, a, b, "b1")
+	waitFor(t, "A to refuse B's run of secret", func() bool { return statusOf(t, a).Counters.SkipsRefused == 1 })
 	if got := send(t, "GET", a+"/v1/tables/secret/records/b", "", ""); got.status != 404 {
 		t.Errorf("A's secret/b: %d %q; want 404: the link excludes secret", got.status, got.body)
+	}
+	// A writes t again: B sees A's head move and stays where it is.
+	if got := send(t, "PUT", a+"/v1/tables/t/records/k4", "", "from A"); got.status != 200 {
+		t.Fatalf("PUT on A: %d %s", got.status, got.body)
+	}
+	waitFor(t, "B to show A's origin behind by 2", func() bool {
+		for _, o := range statusOf(t, b).Origins {
+			if o.Name == "A" {
+				return o.LagSeq == 2
+			}
+		}
+		return false
+	})
+	if seq := appliedOf(t, b, "A"); seq != 2 {
+		t.Errorf("B applied A's origin to seq %d; want 2: the only link to A hides secret, which A writes", seq)
 	}
 }
 
