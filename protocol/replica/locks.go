@@ -38,8 +38,9 @@ const (
 	CodeLockHomeOff     wire.Code = "lock-home-off"     // the map names this node a home, its Config cannot be one
 )
 
-// controlLockIncarnation is the store's control key of the home's incarnation: raised at
-// every start, before the table exists, so a restarted home never reissues a token.
+// controlLockIncarnation is the store's control key of the home's incarnation: raised each
+// time the home's table is made (after every start, before it grants), so a restarted home
+// never reissues a token.
 const controlLockIncarnation = "lock-incarnation"
 
 // lockConn is the connection id the hops of lock requests answered later (a waiting
@@ -124,7 +125,7 @@ func ParseLockReply(body []byte) (LockResult, error) {
 // lockState is the home's lease table and the requests it answers later, and the leases
 // this node was granted as a caller.
 type lockState struct {
-	incarnation uint64      // raised in the store at New
+	incarnation uint64      // raised in the store when the table is made
 	table       *lock.Table // nil while the map names this node no home
 	err         error       // why the map's naming this node a home could not be honoured
 	// waiters: the hop of each queued acquire, by the table's waiter id.
@@ -155,8 +156,8 @@ type HeldLease struct {
 	Fence    lock.Fence
 }
 
-// raiseIncarnation raises the home's incarnation in the store: at every start, before a
-// table can exist, so that no token of an earlier start is granted again.
+// raiseIncarnation raises the home's incarnation in the store: each time the table is made,
+// before it grants, so that no token of an earlier table is granted again.
 func (r *Replica) raiseIncarnation() error {
 	raw, err := r.store.Control(controlLockIncarnation)
 	if err != nil {
@@ -189,6 +190,12 @@ func (r *Replica) syncLockHome() {
 	home := r.isLockHome(&r.cmap.cur)
 	switch {
 	case home && ls.table == nil && ls.err == nil:
+		// A new incarnation for every table, raised in the store before it grants: a node
+		// that is no home writes nothing for locks (a write at every start would be one
+		// more at a reopen on a nearly full disk, before the free-space guard could look).
+		if !r.check(r.raiseIncarnation()) {
+			return
+		}
 		t, err := lock.New(r.cfg.Locks, r.id.Origin, ls.incarnation, r.now)
 		if err != nil {
 			ls.err = err

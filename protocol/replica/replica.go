@@ -206,9 +206,6 @@ func New(cfg Config, store store.Store) (*Replica, error) {
 		return nil, err
 	}
 	r.reqs.hops = map[hopKey]*hop{}
-	if err := r.raiseIncarnation(); err != nil {
-		return nil, err
-	}
 	vec, err := store.Vector()
 	if err != nil {
 		return nil, err
