@@ -579,8 +579,8 @@ func (c *Cluster) checkHealthy() {
 	}
 }
 
-// checkOracle compares every running node's live records with last-writer-wins over the
-// writes that survived: those at or below their origin's converged head.
+// checkOracle compares every running node's live records with the conflict order
+// (store.NewerVersion: a token first, then last-writer-wins) over the writes that survived: those at or below their origin's converged head.
 func (c *Cluster) checkOracle() {
 	heads := map[wire.OriginID]uint64{}
 	for _, name := range c.names {
@@ -599,10 +599,10 @@ func (c *Cluster) checkOracle() {
 			}
 			for _, op := range w.ops {
 				k := string(op.Table) + "\x00" + string(op.Key)
-				if old, ok := want[k]; ok && (old.HLC > w.hlc || old.HLC == w.hlc && bytes.Compare(old.Origin[:], o[:]) > 0) {
+				if old, ok := want[k]; ok && store.NewerVersion(old.Version(), store.Version{Token: w.tok, HLC: w.hlc, Origin: o}) {
 					continue
 				}
-				want[k] = store.Record{Table: op.Table, Key: op.Key, Value: op.Value, Deleted: op.Kind == wire.OpDelete, HLC: w.hlc, Origin: o}
+				want[k] = store.Record{Table: op.Table, Key: op.Key, Value: op.Value, Deleted: op.Kind == wire.OpDelete, HLC: w.hlc, Origin: o, Token: w.tok}
 			}
 		}
 	}
