@@ -36,7 +36,7 @@ const (
 	lockTTL = 2 * time.Second
 	// lockSkew bounds how far a node's clock is from the simulation's in a lock run: two
 	// nodes are at most 2·lockSkew apart, below replica.DefaultMaxClockOffset.
-	lockSkew = 150 * time.Millisecond
+	lockSkew = 240 * time.Millisecond
 	// lockFenceWait bounds a holder's wait for its grant's fence before it gives up.
 	lockFenceWait = time.Second
 )
@@ -122,7 +122,7 @@ func (c *Cluster) drawLocks(rep *Report, seed uint64, names []string, end time.T
 		c.At(c.Now().Add(100*time.Millisecond), publish)
 	}
 	c.At(c.Now().Add(100*time.Millisecond), publish)
-	for i := range 2 + prng.IntN(3) {
+	for i := range 3 + prng.IntN(3) {
 		cl := &lockClient{id: i, node: names[prng.IntN(len(names))], rng: rand.New(rand.NewPCG(seed, uint64(i)))}
 		lr.clients = append(lr.clients, cl)
 		c.At(c.Now().Add(time.Duration(100+prng.IntN(500))*time.Millisecond), func() { c.lockCycle(cl) })
@@ -232,12 +232,13 @@ func (c *Cluster) lockCycle(cl *lockClient) {
 		c.At(c.now.Add(time.Second), watch)
 	}
 	c.At(c.now.Add(time.Second), watch)
-	key := "k" + strconv.Itoa(cl.rng.IntN(4))
+	key := "k" + strconv.Itoa(max(0, cl.rng.IntN(6)-2)) // k0 half the time: contended
+
 	if lr.keys[key] == nil {
 		lr.keys[key] = &lockKey{}
 	}
 	c.lockAsk(n, replica.LockOp{Kind: replica.KindLockAcquire, Table: lockTable, Key: []byte(key), TTL: lockTTL,
-		Wait: 300 * time.Millisecond, Holder: "client" + strconv.Itoa(cl.id)}, func(a replica.Answer) {
+		Wait: 1500 * time.Millisecond, Holder: "client" + strconv.Itoa(cl.id)}, func(a replica.Answer) {
 		if cl.gen != g {
 			return
 		}
@@ -289,7 +290,7 @@ func (c *Cluster) lockGranted(cl *lockClient, g uint64, starts int, key string, 
 }
 
 // lockWrite reads the counter on the holder's node, writes it plus one under the token
-// (now, or, one time in six, just before the holder deadline, as a holder that paused
+// (now, or, one time in three, just before the holder deadline, as a holder that paused
 // does), and asks the home to confirm it.
 func (c *Cluster) lockWrite(cl *lockClient, g uint64, starts int, key string, gr *lockGrant, h replica.HeldLease) {
 	lr, kl, n := c.locks, c.locks.keys[key], c.nodes[cl.node]
@@ -312,7 +313,7 @@ func (c *Cluster) lockWrite(cl *lockClient, g uint64, starts int, key string, gr
 			c.lockRelease(cl, g, starts, key, gr.token, gr)
 			return
 		}
-		ops := []wire.Op{{Kind: wire.OpPut, Table: []byte(lockTable), Key: []byte(key), Value: []byte(strconv.FormatUint(val+1, 10))}}
+		ops := []wire.Op{{Kind: wire.OpPut, Table: []byte(lockTable), Key: []byte(key), Value: []byte(strconv.FormatUint(val+1, 10) + "@" + gr.token.String())}}
 		var seq uint64
 		err := c.callErr(n, func(r *replica.Replica) error {
 			var err error
@@ -338,8 +339,8 @@ func (c *Cluster) lockWrite(cl *lockClient, g uint64, starts int, key string, gr
 			}
 		})
 	}
-	if cl.rng.IntN(6) == 0 {
-		if late := h.Deadline.Add(-n.Skew).Add(-time.Duration(1+cl.rng.IntN(30)) * time.Millisecond); late.After(c.now) {
+	if cl.rng.IntN(3) == 0 {
+		if late := h.Deadline.Add(-n.Skew).Add(-time.Duration(1+cl.rng.IntN(5)) * time.Millisecond); late.After(c.now) {
 			c.At(late, write)
 			return
 		}
@@ -347,13 +348,16 @@ func (c *Cluster) lockWrite(cl *lockClient, g uint64, starts int, key string, gr
 	write()
 }
 
-// lockRead is the counter on a node (0 when it has none).
+// lockRead is the counter on a node (0 when it has none). A write makes it the count and
+// the writer's token ("N@TOKEN"), so that two writes of one count differ and the end's
+// check of every record against the conflict order (checkOracle) tells which one won.
 func (c *Cluster) lockRead(n *Node, key string) (uint64, error) {
 	rec, found, err := n.Store.Get([]byte(lockTable), []byte(key))
 	if err != nil || !found || rec.Deleted {
 		return 0, err
 	}
-	return strconv.ParseUint(string(rec.Value), 10, 64)
+	count, _, _ := strings.Cut(string(rec.Value), "@")
+	return strconv.ParseUint(count, 10, 64)
 }
 
 // lockRelease ends a holder's window now and releases its lease, then starts the client's

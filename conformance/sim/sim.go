@@ -495,12 +495,14 @@ func (c *Cluster) callErr(n *Node, f func(*replica.Replica) error) error {
 	var ce *clustermap.Error
 	// A write refused for the node's clock (clock-offset), on a rewound origin
 	// (origin-rewound), for its degraded storage, or for its map's placement (a map the run
-	// changed, which the node holds a generation before or after the run's latest) is the
-	// replica doing its job.
+	// changed, which the node holds a generation before or after the run's latest), or
+	// before it knows every member speaks version 4 (a map that turns locks on, a write
+	// under a lock: cluster-not-v4) is the replica doing its job.
 	if err != nil && !(asWire(err, &we) && (we.Code == wire.CodeBadArgument || we.Code == wire.CodeClockOffset ||
 		we.Code == wire.CodeOriginRewound)) &&
 		!errors.As(err, &se) && err != replica.ErrUnknownConn &&
-		!(errors.As(err, &ce) && (ce.Code == clustermap.CodeNotCarried || ce.Code == clustermap.CodeMixedPlacement) && c.place.changed) {
+		!(errors.As(err, &ce) && (ce.Code == clustermap.CodeNotCarried || ce.Code == clustermap.CodeMixedPlacement) && c.place.changed) &&
+		!(errors.As(err, &ce) && ce.Code == clustermap.CodeClusterNotV4 && c.locks != nil) {
 		c.inv.fail(c.now, "%s: %v", n.Name, err)
 	}
 	c.checkPurges(n)
