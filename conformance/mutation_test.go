@@ -46,6 +46,12 @@ func TestMutationsAreCaught(t *testing.T) {
 		{"a node that claims to hold every table whole (no HOLDS)", mutate.Set{HoldWhole: true}, nil},
 		{"a node removed from a table that drops it at once", mutate.Set{DropAtOnce: true}, nil},
 		{"a sender that ignores its links' directions and excluded tables", mutate.Set{IgnoreLinks: true}, nil},
+		// A paused holder's late write, its clock ahead, applied over its successor's on a
+		// node that had the successor's first (seed 674: a lock run, clocks within the bound).
+		{"a token not compared on apply (last-writer-wins by HLC alone)", mutate.Set{IgnoreTokens: true}, []uint64{674}},
+		{"a lock granted with an empty fence", mutate.Set{SkipLockFence: true}, nil},
+		{"a restarted lock home that skips its quarantine", mutate.Set{SkipRestartQuarantine: true}, nil},
+		{"a write under a lock acknowledged before the home has it", mutate.Set{ConfirmAtOnce: true}, nil},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel() // each mutation is a value of its own runs: nothing is shared

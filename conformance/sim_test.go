@@ -38,6 +38,7 @@ func TestSim(t *testing.T) {
 	failed, largest, retaining, purgedRuns := 0, 0, 0, 0
 	copyRuns, copies, resumed, copyCrashes, tombstones := 0, 0, uint64(0), 0, uint64(0)
 	linkRuns, oneWay, excluding, linkChanges, linkChecked := 0, 0, 0, 0, 0
+	lockRuns, lockGrants, lockAcked, lockLost, lockHomeCrashes := 0, 0, 0, 0, 0
 	var virtual time.Duration
 	for seed := *simBase; seed < *simBase+uint64(*simSeeds); seed++ {
 		rep := sim.Random(seed, sim.Options{Nodes: *simNodes})
@@ -55,6 +56,10 @@ func TestSim(t *testing.T) {
 		if rep.OneWay+rep.Excluding+rep.LinkChanges > 0 {
 			linkRuns++
 			oneWay, excluding, linkChanges, linkChecked = oneWay+rep.OneWay, excluding+rep.Excluding, linkChanges+rep.LinkChanges, linkChecked+rep.LinkChecked
+		}
+		if rep.LockGrants+rep.LockHomeCrashes > 0 {
+			lockRuns++
+			lockGrants, lockAcked, lockLost, lockHomeCrashes = lockGrants+rep.LockGrants, lockAcked+rep.LockAcked, lockLost+rep.LockLost, lockHomeCrashes+rep.LockHomeCrashes
 		}
 		if len(rep.Failures) > 0 {
 			failed++
@@ -84,12 +89,23 @@ func TestSim(t *testing.T) {
 	if linkRuns >= judged && (oneWay == 0 || excluding == 0 || linkChanges == 0 || linkChecked == 0) {
 		t.Errorf("of %d runs with links, %d links were made one-way, %d excluded t0, %d changed live, %d entries were checked: the range does not exercise them",
 			linkRuns, oneWay, excluding, linkChanges, linkChecked)
+		t.Logf("%d with locks: %d leases held, %d writes under them acknowledged, %d refused at the confirm, %d home crashes",
+			lockRuns, lockGrants, lockAcked, lockLost, lockHomeCrashes)
+	}
+	// Locks (conformance/sim/locks.go): over enough runs that draw them (the CI range has
+	// about 80), leases are granted, writes under them acknowledged and refused, and homes
+	// crash under them.
+	if lockRuns >= judged && (lockGrants == 0 || lockAcked == 0 || lockLost == 0 || lockHomeCrashes == 0) {
+		t.Errorf("of %d runs with locks, %d leases were granted, %d writes acknowledged, %d refused, %d homes crashed: the range does not exercise them",
+			lockRuns, lockGrants, lockAcked, lockLost, lockHomeCrashes)
 	}
 	took := time.Since(start)
 	t.Logf("%d seeds from %d: %d failed, %s; %d with retention, %d of them purged, %d took %d base copies (%d resumed, %d crashed), %d tombstones dropped",
 		*simSeeds, *simBase, failed, took.Round(time.Millisecond), retaining, purgedRuns, copyRuns, copies, resumed, copyCrashes, tombstones)
 	t.Logf("%d with links: %d links made one-way, %d excluding t0, %d changed live; %d entries checked against their link's settings",
 		linkRuns, oneWay, excluding, linkChanges, linkChecked)
+	t.Logf("%d with locks: %d leases held, %d writes under them acknowledged, %d refused at the confirm, %d home crashes",
+		lockRuns, lockGrants, lockAcked, lockLost, lockHomeCrashes)
 	t.Logf("%.1f schedules per second; %.0fx virtual time; largest topology %d nodes",
 		float64(*simSeeds)/took.Seconds(), virtual.Seconds()/took.Seconds(), largest)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"plait/protocol/clustermap"
 	"plait/protocol/replica"
 	"plait/protocol/store"
 	"plait/protocol/wire"
@@ -110,6 +111,10 @@ func (c *Cluster) observeMap(n *Node) {
 	c.maps.held[n.Name] = g
 	for _, a := range n.Rep.Answers() {
 		q := c.maps.asks[askKey{n.Name, n.starts, a.ID}]
+		if q == nil && c.locks != nil {
+			c.lockAnswer(n, a) // not a map request's: a lock request's (locks.go)
+			continue
+		}
 		switch {
 		case q == nil:
 			c.inv.fail(c.now, "%s: an answer to request %d, which it never started", n.Name, a.ID)
@@ -251,6 +256,9 @@ func (c *Cluster) mapsAndRequests(rep *Report, names []string, end time.Time) {
 	if c.place.carriers != nil {
 		base = 1 // the run's first map, published before anything else (random.go)
 	}
+	if c.locks != nil {
+		base = 2 // the run's first maps: the members, then the lock homes (locks.go)
+	}
 	doc := func(gen uint64, variant int) []byte {
 		members := slices.Clone(names)
 		if variant%2 == 1 {
@@ -330,8 +338,8 @@ func (c *Cluster) mapsAndRequests(rep *Report, names []string, end time.Time) {
 	}
 }
 
-// MapDoc is a map document of generation gen with the members named, in that order, and
-// the run's placement.
+// MapDoc is a map document of generation gen with the members named, in that order, the
+// run's placement and its lock homes.
 func (c *Cluster) MapDoc(gen uint64, members []string) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, `{"generation":%d,"nodes":[`, gen)
@@ -341,7 +349,7 @@ func (c *Cluster) MapDoc(gen uint64, members []string) []byte {
 		}
 		fmt.Fprintf(&b, `{"name":%q}`, m)
 	}
-	b.WriteString("]" + c.placementDoc(gen) + "}")
+	b.WriteString("]" + c.placementDoc(gen) + c.lockDoc(gen) + "}")
 	return []byte(b.String())
 }
 
@@ -352,7 +360,10 @@ func (c *Cluster) publishDrawn(rep *Report, node string, doc []byte) bool {
 	}
 	ok, err := c.PublishMap(node, doc)
 	var se *store.StorageError
-	if err != nil && !errors.As(err, &se) { // a full disk refuses it: the node doing its job
+	var ce *clustermap.Error
+	// A full disk refuses it, and a map that turns locks on is refused before the node knows
+	// every member speaks version 4: the node doing its job.
+	if err != nil && !errors.As(err, &se) && !(errors.As(err, &ce) && ce.Code == clustermap.CodeClusterNotV4) {
 		c.inv.fail(c.now, "publishing a map on %s: %v", node, err)
 	}
 	if ok {

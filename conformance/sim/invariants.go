@@ -337,6 +337,17 @@ func (s *recordingStore) Apply(b *store.Batch) (uint64, error) {
 	if err := s.diskFull("apply"); err != nil {
 		return 0, err
 	}
+	// A version under a fencing token never replaces a newer one (docs/design.md §25.4: a
+	// stale holder's write loses to its successor's, whatever their clocks say).
+	for _, r := range b.Records {
+		if r.Token.IsZero() {
+			continue
+		}
+		if old, ok, _ := s.Store.Get(r.Table, r.Key); ok && store.NewerVersion(old.Version(), r.Version()) {
+			s.inv.fail(s.now(), "%s: %s/%q at token %v (HLC %d) replaced by the older token %v (HLC %d) of %s seq %d",
+				s.node, r.Table, r.Key, old.Token, old.HLC, r.Token, r.HLC, b.Origin, b.Seq)
+		}
+	}
 	pos, err := s.Store.Apply(b)
 	if err == nil {
 		s.inv.appliedExcluded(s.node, b, s.now())
@@ -409,8 +420,8 @@ func (s *recordingStore) ApplyCopy(b *store.CopyBatch) error {
 }
 
 // Repair checks that anti-entropy never replaces a version with an older one: each
-// repaired version is newer than the record's (last-writer-wins), or the same version
-// re-read from its log entry.
+// repaired version is newer than the record's (the conflict order: a token first, then
+// last-writer-wins), or the same version re-read from its log entry.
 func (s *recordingStore) Repair(recs []store.Record) error {
 	defer s.healed(recs)
 	for _, r := range recs {
@@ -418,7 +429,7 @@ func (s *recordingStore) Repair(recs []store.Record) error {
 		if s.damagedErr(r.Table, r.Key) != nil {
 			continue // its version is lost: any the peers hold may take its place
 		}
-		if ok && (old.HLC > r.HLC || old.HLC == r.HLC && bytes.Compare(old.Origin[:], r.Origin[:]) > 0) {
+		if ok && store.NewerVersion(old.Version(), r.Version()) {
 			s.inv.fail(s.now(), "%s: anti-entropy replaced %s/%q at version %d of %s with the older %d of %s",
 				s.node, r.Table, r.Key, old.HLC, old.Origin, r.HLC, r.Origin)
 		}
@@ -579,8 +590,8 @@ func (c *Cluster) checkHealthy() {
 	}
 }
 
-// checkOracle compares every running node's live records with last-writer-wins over the
-// writes that survived: those at or below their origin's converged head.
+// checkOracle compares every running node's live records with the conflict order
+// (store.NewerVersion: a token first, then last-writer-wins) over the writes that survived: those at or below their origin's converged head.
 func (c *Cluster) checkOracle() {
 	heads := map[wire.OriginID]uint64{}
 	for _, name := range c.names {
@@ -599,10 +610,10 @@ func (c *Cluster) checkOracle() {
 			}
 			for _, op := range w.ops {
 				k := string(op.Table) + "\x00" + string(op.Key)
-				if old, ok := want[k]; ok && (old.HLC > w.hlc || old.HLC == w.hlc && bytes.Compare(old.Origin[:], o[:]) > 0) {
+				if old, ok := want[k]; ok && store.NewerVersion(old.Version(), store.Version{Token: w.tok, HLC: w.hlc, Origin: o}) {
 					continue
 				}
-				want[k] = store.Record{Table: op.Table, Key: op.Key, Value: op.Value, Deleted: op.Kind == wire.OpDelete, HLC: w.hlc, Origin: o}
+				want[k] = store.Record{Table: op.Table, Key: op.Key, Value: op.Value, Deleted: op.Kind == wire.OpDelete, HLC: w.hlc, Origin: o, Token: w.tok}
 			}
 		}
 	}

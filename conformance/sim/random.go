@@ -54,13 +54,16 @@ type Report struct {
 	// link's settings, and the entries sent over a link that does not send that way or
 	// excludes a table, each checked against its settings (links.go).
 	OneWay, Excluding, LinkChanges, LinkChecked int
-	Failures                                    []string
+	// Locks (locks.go): leases granted and held by clients, their writes acknowledged and
+	// refused (lock-lost or given up at the confirm), and home crashes.
+	LockGrants, LockAcked, LockLost, LockHomeCrashes int
+	Failures                                         []string
 }
 
 func (r Report) String() string {
-	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d downgrades=%d faults=%d detected=%d covered=%d resent=%d closed=%d moves=%d duplicates=%d retain-bytes=%d purged=%d purged-answers=%d copies=%d (resumed %d, crashed %d) tombstones-dropped=%d disk-fulls=%d (recovered %d) maps=%d placed=%d requests=%d one-way=%d excluding=%d link-changes=%d link-checked=%d records=%d digest=%s virtual=%s sync-delay=%s",
+	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d downgrades=%d faults=%d detected=%d covered=%d resent=%d closed=%d moves=%d duplicates=%d retain-bytes=%d purged=%d purged-answers=%d copies=%d (resumed %d, crashed %d) tombstones-dropped=%d disk-fulls=%d (recovered %d) maps=%d placed=%d requests=%d one-way=%d excluding=%d link-changes=%d link-checked=%d lock-grants=%d lock-acked=%d lock-lost=%d lock-home-crashes=%d records=%d digest=%s virtual=%s sync-delay=%s",
 		r.Seed, r.Nodes, r.Topology, r.Links, r.Mixed, r.Writes, r.Disconnects, r.Partitions, r.Crashes, r.PowerLosses, r.Upgrades, r.Downgrades,
-		r.Injected, r.Detected, r.Covered, r.Resent, r.Closed, r.Moves, r.Duplicates, r.RetainBytes, r.Purged, r.PurgedAnswers, r.Copies, r.CopyResumes, r.CopyCrashes, r.TombstonesDropped, r.DiskFulls, r.Recoveries, r.Maps, r.Placed, r.Requests, r.OneWay, r.Excluding, r.LinkChanges, r.LinkChecked, r.Records, r.Digest, r.Virtual, r.SyncDelay)
+		r.Injected, r.Detected, r.Covered, r.Resent, r.Closed, r.Moves, r.Duplicates, r.RetainBytes, r.Purged, r.PurgedAnswers, r.Copies, r.CopyResumes, r.CopyCrashes, r.TombstonesDropped, r.DiskFulls, r.Recoveries, r.Maps, r.Placed, r.Requests, r.OneWay, r.Excluding, r.LinkChanges, r.LinkChecked, r.LockGrants, r.LockAcked, r.LockLost, r.LockHomeCrashes, r.Records, r.Digest, r.Virtual, r.SyncDelay)
 }
 
 // SimLimits are small session limits, so that the simulator's small transactions fill
@@ -106,6 +109,11 @@ func Random(seed uint64, opts Options) Report {
 			opts.RetainHold = 3 * time.Second
 		}
 		opts.CopyChunk = int(min(1024, opts.Limits.MaxFrameBody))
+	}
+	if seed%5 == 4 && opts.Locks.MaxTTL == 0 {
+		// The lock runs' homes (locks.go) grant leases of 2 s at most: a restarted home's
+		// quarantine then ends within the run.
+		opts.Locks.MaxTTL = lockTTL
 	}
 	c := New(opts)
 	rng := c.Rand()
@@ -216,6 +224,11 @@ func Random(seed uint64, opts Options) Report {
 	}
 
 	const busy = 15 * time.Second
+	if !rep.Mixed && seed%5 == 4 {
+		// A fifth of the version-4 runs (none of them placing tables or setting links) name
+		// lock homes and run clients that increment counters under locks (locks.go).
+		c.drawLocks(&rep, seed, names, c.Now().Add(busy))
+	}
 	if !rep.Mixed && seed%5 == 3 {
 		// A fifth of the version-4 runs (none of them placing tables) make links one-way
 		// and exclude t0 from one, and change a link's settings once while they run
@@ -356,6 +369,7 @@ func Random(seed uint64, opts Options) Report {
 	}
 	rep.Records, rep.Digest = c.CheckConverged()
 	c.checkMaps()
+	c.checkLocks(&rep)
 	f := c.Faults()
 	rep.Injected, rep.Detected, rep.Covered, rep.Resent, rep.Closed = f.Injected, f.Detected, f.Covered, f.Resent, f.Closed
 	for _, name := range names {

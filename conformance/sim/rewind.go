@@ -55,7 +55,7 @@ func (c *Cluster) Reseed(node string) error {
 		if err != nil {
 			return err
 		}
-		c.writes[o][b.Seq] = written{hlc: v.HLC, ops: v.Txn().Ops}
+		c.writes[o][b.Seq] = written{hlc: v.HLC, tok: v.Token, ops: v.Txn().Ops}
 	}
 	n.Store = newRecordingStore(n.Store.Store, &c.inv, node, c.Now)
 	n.origin, n.restored = o, false

@@ -66,6 +66,7 @@ type Cluster struct {
 	maps            mapOracle                // cluster maps and requests (clustermap.go)
 	place           placement                // the run's placement (placement.go)
 	lk              *linkOracle              // the run's links, once some are set (links.go)
+	locks           *lockRun                 // the run's lock workload, when it has one (locks.go)
 	dropping        string                   // the peer whose connection a node is being told it lost
 	droppingSources map[wire.OriginID]string // the node's sources before
 	// writes is every local write that returned, per origin and seq: the oracle of what
@@ -73,9 +74,11 @@ type Cluster struct {
 	writes map[wire.OriginID]map[uint64]written
 }
 
-// written is one local write: its version and operations.
+// written is one local write: its version (its token, for a write under a lock) and
+// operations.
 type written struct {
 	hlc wire.HLC
+	tok wire.Token
 	ops []wire.Op
 }
 
@@ -381,21 +384,27 @@ func (c *Cluster) Write(node string, ops []wire.Op) (uint64, error) {
 		return err
 	})
 	if err == nil && seq > 0 {
-		// The in-memory store holds the entry it just applied.
-		raw, _ := n.Store.Entry(n.origin, seq)
-		if v, perr := wire.ParseTxn(raw); perr == nil {
-			if c.writes[n.origin] == nil {
-				c.writes[n.origin] = map[uint64]written{}
-			}
-			if _, held := c.writes[n.origin][seq]; !held || !n.restored {
-				// A node restored from a backup issues held seqs again: the oracle keeps the
-				// first timeline's, which its peers hold; the fork's reach them re-issued
-				// under the new origin once the node is reseeded (Reseed).
-				c.writes[n.origin][seq] = written{hlc: v.HLC, ops: slices.Clone(ops)}
-			}
-		}
+		c.noteWrite(n, seq, ops)
 	}
 	return seq, err
+}
+
+// noteWrite keeps a local write that returned seq in the oracle of what the records must
+// end as.
+func (c *Cluster) noteWrite(n *Node, seq uint64, ops []wire.Op) {
+	// The in-memory store holds the entry it just applied.
+	raw, _ := n.Store.Entry(n.origin, seq)
+	if v, perr := wire.ParseTxn(raw); perr == nil {
+		if c.writes[n.origin] == nil {
+			c.writes[n.origin] = map[uint64]written{}
+		}
+		if _, held := c.writes[n.origin][seq]; !held || !n.restored {
+			// A node restored from a backup issues held seqs again: the oracle keeps the
+			// first timeline's, which its peers hold; the fork's reach them re-issued
+			// under the new origin once the node is reseeded (Reseed).
+			c.writes[n.origin][seq] = written{hlc: v.HLC, tok: v.Token, ops: slices.Clone(ops)}
+		}
+	}
 }
 
 // Crash stops a node at once: its connections reset, its replica's memory is lost, its
@@ -486,12 +495,14 @@ func (c *Cluster) callErr(n *Node, f func(*replica.Replica) error) error {
 	var ce *clustermap.Error
 	// A write refused for the node's clock (clock-offset), on a rewound origin
 	// (origin-rewound), for its degraded storage, or for its map's placement (a map the run
-	// changed, which the node holds a generation before or after the run's latest) is the
-	// replica doing its job.
+	// changed, which the node holds a generation before or after the run's latest), or
+	// before it knows every member speaks version 4 (a map that turns locks on, a write
+	// under a lock: cluster-not-v4) is the replica doing its job.
 	if err != nil && !(asWire(err, &we) && (we.Code == wire.CodeBadArgument || we.Code == wire.CodeClockOffset ||
 		we.Code == wire.CodeOriginRewound)) &&
 		!errors.As(err, &se) && err != replica.ErrUnknownConn &&
-		!(errors.As(err, &ce) && (ce.Code == clustermap.CodeNotCarried || ce.Code == clustermap.CodeMixedPlacement) && c.place.changed) {
+		!(errors.As(err, &ce) && (ce.Code == clustermap.CodeNotCarried || ce.Code == clustermap.CodeMixedPlacement) && c.place.changed) &&
+		!(errors.As(err, &ce) && ce.Code == clustermap.CodeClusterNotV4 && c.locks != nil) {
 		c.inv.fail(c.now, "%s: %v", n.Name, err)
 	}
 	c.checkPurges(n)

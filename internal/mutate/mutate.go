@@ -74,4 +74,17 @@ type Set struct {
 	// sends to a peer whatever the two ends' directions say, and sends whole an entry that
 	// writes only tables the link excludes, where a run (SKIP) should go.
 	IgnoreLinks bool
+	// IgnoreTokens makes apply order a key's versions by last-writer-wins alone (HLC, then
+	// origin), as if no version carried a fencing token: a stale holder's late write with a
+	// clock ahead beats its successor's.
+	IgnoreTokens bool
+	// SkipLockFence makes a lock home grant with an empty fence: the holder reads without
+	// waiting for its predecessors' acknowledged writes.
+	SkipLockFence bool
+	// SkipRestartQuarantine makes a lock home's table start with its restart quarantine
+	// over: a restarted home grants a key whose lease it forgot while its holder still holds it.
+	SkipRestartQuarantine bool
+	// ConfirmAtOnce makes a lock home answer lock-confirm at once, whether or not it has
+	// applied the write: a write is acknowledged before the home has it.
+	ConfirmAtOnce bool
 }

@@ -218,6 +218,10 @@ func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) er
 func (r *Replica) lww(v *wire.TxnView, b *store.Batch, from *conn) error {
 	read := !r.beatsStored(v)
 	ver := store.Version{Token: v.Token, HLC: v.HLC, Origin: v.Origin}
+	ignoreTokens := r.cfg.Mutations.IgnoreTokens
+	if ignoreTokens {
+		read, ver.Token = true, wire.Token{}
+	}
 	r.passed = r.passed[:0]
 	if r.lwwIdx == nil || len(r.lwwIdx) > 4096 { // a huge transaction's map is not kept
 		r.lwwIdx = map[string]int{}
@@ -256,7 +260,11 @@ func (r *Replica) lww(v *wire.TxnView, b *store.Batch, from *conn) error {
 		if err != nil {
 			return err
 		}
-		if found && store.NewerVersion(old.Version(), ver) {
+		ov := old.Version()
+		if ignoreTokens {
+			ov.Token = wire.Token{}
+		}
+		if found && store.NewerVersion(ov, ver) {
 			b.Records = append(b.Records, store.Record{}) // the stored version wins; later ops of this key too
 			continue
 		}

@@ -196,7 +196,11 @@ func (r *Replica) syncLockHome() {
 		if !r.check(r.raiseIncarnation()) {
 			return
 		}
-		t, err := lock.New(r.cfg.Locks, r.id.Origin, ls.incarnation, r.now)
+		start := r.now
+		if r.cfg.Mutations.SkipRestartQuarantine {
+			start = start.Add(-r.cfg.Locks.Quarantine()) // its quarantine ends now
+		}
+		t, err := lock.New(r.cfg.Locks, r.id.Origin, ls.incarnation, start)
 		if err != nil {
 			ls.err = err
 			return
@@ -247,6 +251,9 @@ func (r *Replica) lockMapAdopted(prev, next clustermap.Map) {
 // lockFence is the home's applied positions now: the fence of a grant made now.
 func (r *Replica) lockFence() lock.Fence {
 	var f lock.Fence
+	if r.cfg.Mutations.SkipLockFence {
+		return f
+	}
 	for _, st := range r.originList {
 		if st.applied.Seq > 0 {
 			f = append(f, lock.Position{Origin: st.id, Seq: st.applied.Seq})
@@ -454,7 +461,7 @@ func serveLock(r *Replica, h *hop, req *wire.Request) (code wire.Code, msg strin
 		}
 		var o wire.OriginID
 		copy(o[:], a.Origin)
-		if st := r.origins[o]; st != nil && st.applied.Seq >= a.Seq {
+		if st := r.origins[o]; st != nil && st.applied.Seq >= a.Seq || r.cfg.Mutations.ConfirmAtOnce {
 			code, msg = r.confirm(key, tok)
 			return code, msg, nil, true
 		}

