@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/fxamacker/cbor/v2"
@@ -47,7 +48,15 @@ type Limits struct {
 	// MaxHeaders is the most header bytes (names and values) a request may carry before it
 	// is answered 431 too-large (default 64 KiB).
 	MaxHeaders int
+	// LockFenceWait bounds how long a read under a lock waits for this node to apply the
+	// lease's fence before it answers 503 fence-timeout (default DefaultLockFenceWait).
+	LockFenceWait time.Duration
 }
+
+// DefaultLockFenceWait is Limits.LockFenceWait's default (--lock-fence-wait): longer
+// than a healthy cluster's replication lag by far, short enough that a client behind a
+// partition hears of it while its lease runs.
+const DefaultLockFenceWait = 5 * time.Second
 
 // MaxRequestHead is the HTTP server's own bound on a request's line and headers
 // (http.Server.MaxHeaderBytes): past it, net/http answers 431 in plain text before any
@@ -64,6 +73,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxBatchBody == 0 {
 		l.MaxBatchBody = 12 << 20
+	}
+	if l.LockFenceWait <= 0 {
+		l.LockFenceWait = DefaultLockFenceWait
 	}
 	if l.MaxList == 0 {
 		l.MaxList = 1000
