@@ -94,6 +94,7 @@ type API struct {
 	tokens  *apitoken.File   // nil: the API is open
 	tls     *tlsfiles.Source // the HTTPS certificate, for /metrics; nil when none
 	refused [2]atomic.Uint64 // unauthorized, forbidden
+	locks   lockCounters
 }
 
 // Option is an option of New beyond the API's bounds.
@@ -148,6 +149,10 @@ func (a *API) routes(metrics http.Handler) []route {
 		{"POST /v1/tables/{t}/batch", apitoken.Write, a.placed(a.batch, func() int { return a.limits.MaxBatchBody })},
 		{"GET /v1/tables/{t}/records", apitoken.Read, a.placed(a.list, noBody)},
 		{"GET /v1/tables/{t}/digest", apitoken.Read, a.placed(a.digest, noBody)},
+		// A lock request goes to the key's home, whoever carries the table (locks.go).
+		{"POST /v1/tables/{t}/locks/{key...}", apitoken.Write, http.HandlerFunc(a.lockAcquire)},
+		{"PUT /v1/tables/{t}/locks/{key...}", apitoken.Write, http.HandlerFunc(a.lockRenew)},
+		{"DELETE /v1/tables/{t}/locks/{key...}", apitoken.Write, http.HandlerFunc(a.lockRelease)},
 		{"GET /v1/status", apitoken.Read, http.HandlerFunc(a.status)},
 		{"GET /v1/status/lag", apitoken.Read, http.HandlerFunc(a.lagHistory)},
 		{"POST /v1/peers", apitoken.Admin, http.HandlerFunc(a.addPeer)},
@@ -399,6 +404,18 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int) ([]byte, error)
 }
 
 func (a *API) write(w http.ResponseWriter, r *http.Request, ops []wire.Op) {
+	tok, locked, err := lockToken(r)
+	switch {
+	case err != nil:
+		a.lockFail(w, err)
+		return
+	case locked:
+		a.lockedWrite(w, r, tok, ops)
+		return
+	case a.n.Fenced(ops[0].Table):
+		a.lockFail(w, &apiError{http.StatusConflict, codeLockRequired, "table " + string(ops[0].Table) + " is fenced: its writes carry a live lock's token in Plait-Lock"})
+		return
+	}
 	seq, err := a.n.Write(r.Context(), ops)
 	if err != nil {
 		fail(w, err)
@@ -435,6 +452,15 @@ func (a *API) get(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		fail(w, err)
 		return
+	}
+	if tok, locked, err := lockToken(r); err != nil {
+		a.lockFail(w, err)
+		return
+	} else if locked {
+		if err := a.awaitFence(r, tok, table, key); err != nil {
+			a.lockFail(w, err)
+			return
+		}
 	}
 	rec, found, err := a.n.Get(table, key)
 	switch {
