@@ -712,6 +712,13 @@ func (a *API) status(w http.ResponseWriter, _ *http.Request) {
 	}
 	d := NewStatusDoc(st)
 	d.SetTLS(a.n.TLS())
+	ls, err := a.n.LockStatus()
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	d.Locks = NewLocksDoc(ls)
+	d.Locks.Caller = a.locks.doc()
 	writeJSON(w, http.StatusOK, d)
 }
 

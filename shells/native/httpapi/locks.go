@@ -54,7 +54,7 @@ var lockStatus = map[wire.Code]int{
 	wire.CodeBadArgument:               http.StatusBadRequest,
 }
 
-// lockCounters are the API's counts of lock requests as a caller (docs/contract.md §8.6).
+// lockCounters are the API's counts of lock requests as a caller (docs/contract.md §8.9).
 type lockCounters struct {
 	acquired, renewed, released atomic.Uint64
 	refused                     codeCounts

@@ -122,6 +122,24 @@ func TestLockEndpoints(t *testing.T) {
 	if got := send(t, "GET", a+"/v1/tables/t/records/k", "", ""); got.body != "v2" {
 		t.Errorf("after a refused write under a stale token the record is %q, want v2", got.body)
 	}
+
+	// The status counts what the home and the caller did.
+	l := statusOf(t, a).Locks
+	if !l.Home || l.Leases != 0 || l.Held != 0 || l.Granted != 1 || l.Renewed != 1 || l.Released != 1 || l.Refused["lock-held"] != 1 ||
+		l.Refused["too-many-leases"] != 1 || l.Refused["lock-lost"] < 2 || l.Incarnation != 1 {
+		t.Errorf("the home's locks status: %+v", l)
+	}
+	if c := l.Caller; c.Acquired != 1 || c.Renewed != 1 || c.Released != 1 || c.Writes != 2 || c.WritesLost != 0 ||
+		c.Refused["lock-held"] != 1 || c.Refused["lock-lost"] != 4 || c.Refused["lock-scope"] != 1 || c.Refused["bad-token"] != 4 {
+		t.Errorf("the caller's locks status: %+v", c)
+	}
+	metrics := send(t, "GET", a+"/metrics", "", "").body
+	for _, line := range []string{`plait_lock_home 1`, `plait_lock_home_total{result="granted"} 1`, `plait_lock_refused_total{code="lock-held"} 1`,
+		`plait_lock_requests_total{outcome="acquired"} 1`, `plait_lock_writes_total{result="confirmed"} 2`} {
+		if !strings.Contains(metrics, line+"\n") {
+			t.Errorf("/metrics has no line %s", line)
+		}
+	}
 }
 
 // TestLockRequiredInFencedTable: in a fenced table a write without a token is refused
@@ -165,6 +183,9 @@ func TestLockedWriteConfirmedByHome(t *testing.T) {
 			t.Fatalf("the home answered %d %q right after write %d was acknowledged, want %q", got.status, got.body, i, v)
 		}
 	}
+	if a, b := statusOf(t, aAPI.URL).Locks, statusOf(t, bAPI.URL).Locks; a.Home || !b.Home || b.Granted != 1 || a.Held != 1 || a.Caller.Writes != 20 || a.Caller.WritesLost != 0 {
+		t.Errorf("locks status: A %+v, B %+v", a, b)
+	}
 }
 
 // TestLockedReadWaitsForFence: B takes nothing from A (its link is send-only), so a read
@@ -199,6 +220,9 @@ func TestLockedReadWaitsForFence(t *testing.T) {
 		}
 		return true
 	})
+	if c := statusOf(t, bAPI.URL).Locks.Caller; c.FenceWaits < 2 || c.FenceTimeouts < 1 || c.Refused["fence-timeout"] < 1 {
+		t.Errorf("B's caller status after a fence-timeout and a wait: %+v", c)
+	}
 }
 
 // publishWhenV4 publishes doc on n once its peers are known to speak version 4.
