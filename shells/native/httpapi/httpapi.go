@@ -327,6 +327,10 @@ func fail(w http.ResponseWriter, err error) {
 		// request that conflicts with the state the node holds (docs/contract.md §23.2,
 		// §23.3).
 		ae = &apiError{http.StatusConflict, ce.Code, ce.Message}
+	case errors.As(err, &ce) && ce.Code == clustermap.CodeClusterNotV4:
+		// A write under a lock's token while a member is not known to speak version 4
+		// (docs/contract.md §22.6): the cluster, not the request, is not ready.
+		ae = &apiError{http.StatusServiceUnavailable, ce.Code, ce.Message}
 	case errors.Is(err, replica.ErrTxnTooLarge):
 		ae = &apiError{http.StatusRequestEntityTooLarge, "too-large", err.Error()}
 	case errors.As(err, &we) && we.Code == wire.CodeBadArgument:
