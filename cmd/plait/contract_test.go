@@ -59,6 +59,7 @@ func TestFlagsInContract(t *testing.T) {
 		{"status", "12", func() []setting { return (&statusFlags{}).settings() }, nil},
 		{"map get", "22.5", func() []setting { return (&mapFlags{}).getSettings() }, nil},
 		{"map set", "22.5", func() []setting { return (&mapFlags{}).apiFlags.settings() }, []string{"node"}},
+		{"lock", "22.10", func() []setting { return (&lockFlags{}).settings() }, nil},
 	} {
 		documented := contractFlags(t, c.section)
 		for _, name := range c.others {

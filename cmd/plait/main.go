@@ -14,6 +14,8 @@ commands:
   status  a node's /v1/status as tables (--http HOST:PORT [--token-file FILE] [--ca FILE])
   map     the cluster map: plait map get [--node NAME], plait map set FILE|-
           (the flags of status)
+  lock    a lock of a key: plait lock acquire|renew|release TABLE KEY
+          [--ttl D] [--wait D] [--token T] (and the flags of status)
   check   audit a stopped node's data directory (--data DIR); exit 0 iff all holds
   reseed  give a stopped node restored from a backup a new origin id (--data DIR),
           its entries re-issued under it: the way out of origin-rewound
@@ -36,6 +38,8 @@ func main() {
 		os.Exit(status(os.Args[2:], os.Stdout, os.Stderr))
 	case "map":
 		os.Exit(clusterMap(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	case "lock":
+		os.Exit(lockCommand(os.Args[2:], os.Stdout, os.Stderr))
 	case "check":
 		os.Exit(check(os.Args[2:], os.Stdout, os.Stderr))
 	case "reseed":

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"plait/protocol/handshake"
+	"plait/protocol/lock"
 	"plait/protocol/replica"
 	"plait/protocol/wire"
 	"plait/shells/native/apitoken"
@@ -41,6 +42,7 @@ type serveConfig struct {
 	httpListen string
 	tokens     *apitoken.File   // --api-token-file; nil: the API is open
 	httpTLS    *tlsfiles.Source // --http-tls-cert and --http-tls-key; nil: plain HTTP
+	apiLimits  httpapi.Limits   // --lock-fence-wait
 
 	// --peer-mode and --peer-exclude, made Config.Links once every flag is parsed.
 	links peerLinks
@@ -99,6 +101,11 @@ func (c *serveConfig) settings() []setting {
 		dur("antientropy-interval", &r.AntiEntropyInterval, replica.DefaultAntiEntropy, -1, nonNegative, "how often this node asks the next peer to compare its next key range of records (anti-entropy; 0: no passes of its own, it still answers)"),
 		num("antientropy-range", "N", &r.AntiEntropyRange, replica.DefaultAntiEntropyRange, 0, between(1, wire.MaxRangeCount), "the records of one anti-entropy range"),
 		num("copy-chunk", "BYTES", &r.CopyChunk, replica.DefaultCopyChunk, 0, between(replica.MinCopyChunk, wire.MaxFrameBody), "the size of a base copy's chunks, in bytes"),
+		dur("lock-max-ttl", &r.Locks.MaxTTL, replica.DefaultLockMaxTTL, 0, durBetween(1, lock.MaxTTLLimit), "the longest lease this node grants as a lock home; a restarted home grants nothing for this (with the drift) plus --max-clock-offset"),
+		dur("lock-max-wait", &r.Locks.MaxWait, replica.DefaultLockMaxWait, -1, durBetween(0, lock.MaxWaitLimit), "the longest a lock request may wait at this home for a held key (0: none waits)"),
+		num("max-leases", "N", &r.Locks.MaxLeases, replica.DefaultMaxLeases, 0, atLeast(1), "the leases this node holds at once as a lock home; one more is refused too-many-leases"),
+		dur("lock-fence-wait", &c.apiLimits.LockFenceWait, httpapi.DefaultLockFenceWait, 0, positive, "how long a read under a lock waits for this node to apply the lease's fence before it answers fence-timeout"),
+		float("lock-drift", "RHO", &r.Locks.Drift, lock.DefaultDrift, floatAbove(0, lock.DriftLimit), "the bound on how far a clock's rate may be off: a holder stops at ttl*(1-RHO) from its request, a home frees the key at ttl*(1+RHO)"),
 		str("tls-cert", "FILE", &f.tlsCert, "", nil, "this node's certificate (plait cert node) for wss:// between peers; with --tls-key and --tls-ca"),
 		str("tls-key", "FILE", &f.tlsKey, "", nil, "the key of --tls-cert"),
 		str("tls-ca", "FILE", &f.tlsCA, "", nil, "the CA bundle peers' certificates must chain to"),
@@ -421,7 +428,7 @@ func runServe(ctx context.Context, cfg *serveConfig, log *slog.Logger) error {
 		opts = append(opts, httpapi.ReportTLS(cfg.httpTLS))
 		srv.TLSConfig = cfg.httpTLS.ServerConfig()
 	}
-	srv.Handler = httpapi.New(n, httpapi.Limits{}, opts...)
+	srv.Handler = httpapi.New(n, cfg.apiLimits, opts...)
 	go func() {
 		var err error
 		if srv.TLSConfig != nil {

@@ -70,6 +70,16 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--storage-reserve", "-2"}, "--storage-reserve"},
 		{[]string{"--storage-reserve", "16MiB"}, "-storage-reserve"},
 		{[]string{"--apply-retries", "0"}, "--apply-retries"},
+		{[]string{"--lock-max-ttl", "0s"}, "--lock-max-ttl"},
+		{[]string{"--lock-max-ttl", "25h"}, "--lock-max-ttl"},
+		{[]string{"--lock-max-wait", "-1ms"}, "--lock-max-wait"},
+		{[]string{"--lock-max-wait", "25h"}, "--lock-max-wait"},
+		{[]string{"--max-leases", "0"}, "--max-leases"},
+		{[]string{"--lock-fence-wait", "0s"}, "--lock-fence-wait"},
+		{[]string{"--lock-drift", "0"}, "--lock-drift"},
+		{[]string{"--lock-drift", "0.2"}, "--lock-drift"},
+		{[]string{"--lock-drift", "NaN"}, "--lock-drift"},
+		{[]string{"--lock-drift", "x"}, "-lock-drift"},
 		{[]string{"extra"}, "extra"},
 		{[]string{"--peer", "B=ws://h:1", "--peer-mode", "B=sideways"}, `--peer-mode B=sideways: mode "sideways" is none of receive, send and both`},
 		{[]string{"--peer", "B=ws://h:1", "--peer-mode", "B"}, "--peer-mode B: want NAME=receive|send|both"},
@@ -123,6 +133,15 @@ func TestServeDefaults(t *testing.T) {
 		if err != nil || cfg.node.MaxCopies != c.copies || cfg.node.CopyChunk != c.size {
 			t.Errorf("%v: %v, %d copies, chunks of %d", c.args, err, cfg.node.MaxCopies, cfg.node.CopyChunk)
 		}
+	}
+	// Locks: the defaults, and each flag reaching the replica's and the API's settings.
+	if l := cfg.node.Locks; l.MaxTTL != time.Minute || l.MaxWait != 2*time.Second || l.MaxLeases != 10000 || l.Drift != 0.001 || cfg.apiLimits.LockFenceWait != 5*time.Second {
+		t.Errorf("lock defaults: %+v, fence wait %v", l, cfg.apiLimits.LockFenceWait)
+	}
+	if cfg, err := parseServe([]string{"--lock-max-ttl", "10s", "--lock-max-wait", "0", "--max-leases", "7", "--lock-drift", "0.01", "--lock-fence-wait", "1s"}, &bytes.Buffer{}); err != nil {
+		t.Errorf("lock flags: %v", err)
+	} else if l := cfg.node.Locks; l.MaxTTL != 10*time.Second || l.MaxWait != -1 || l.MaxLeases != 7 || l.Drift != 0.01 || cfg.apiLimits.LockFenceWait != time.Second {
+		t.Errorf("lock flags: %+v, fence wait %v", l, cfg.apiLimits.LockFenceWait)
 	}
 	// Heads: the default wait, every head at once (0, the replica's -1), and a wait given.
 	for _, c := range []struct {

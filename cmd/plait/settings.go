@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 )
@@ -141,6 +142,38 @@ func (v durValue) Set(s string) error {
 	return nil
 }
 
+// floatValue is a number flag with a fraction (a ratio).
+type floatValue struct {
+	p  *float64
+	ok rule[float64]
+}
+
+func float(name, arg string, p *float64, def float64, ok rule[float64], help string) setting {
+	*p = def
+	return setting{name, arg, floatValue{p, ok}, help}
+}
+
+func (v floatValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*v.p, 'g', -1, 64)
+}
+
+func (v floatValue) Set(s string) error {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return errors.New("not a number")
+	}
+	if v.ok != nil {
+		if err := v.ok(f); err != nil {
+			return err
+		}
+	}
+	*v.p = f
+	return nil
+}
+
 // strValue is a string flag, of any string type (a mode, a path, an address).
 type strValue[T ~string] struct {
 	p  *T
@@ -232,6 +265,26 @@ func between[T number](lo, hi T) rule[T] {
 	return func(v T) error {
 		if v < lo || v > hi {
 			return fmt.Errorf("outside %d..%d", lo, hi)
+		}
+		return nil
+	}
+}
+
+// durBetween: a duration from lo to hi.
+func durBetween(lo, hi time.Duration) rule[time.Duration] {
+	return func(v time.Duration) error {
+		if v < lo || v > hi {
+			return fmt.Errorf("outside %v..%v", lo, hi)
+		}
+		return nil
+	}
+}
+
+// floatAbove: a number above lo and at most hi.
+func floatAbove(lo, hi float64) rule[float64] {
+	return func(v float64) error {
+		if !(v > lo && v <= hi) {
+			return fmt.Errorf("not above %g and at most %g", lo, hi)
 		}
 		return nil
 	}

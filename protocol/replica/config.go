@@ -126,7 +126,8 @@ type Config struct {
 
 	// Locks are this node's bounds as a lock home (locks.go, docs/design.md §25.5): zero
 	// fields take the defaults (DefaultLockMaxTTL, DefaultLockMaxWait, DefaultMaxLeases,
-	// DefaultLockMaxWaiters, lock.DefaultDrift). OffsetBound is not read: it is
+	// DefaultLockMaxWaiters, lock.DefaultDrift); a negative MaxWait is 0, no request
+	// waits. OffsetBound is not read: it is
 	// MaxClockOffset, so a node whose guard is off (negative) is refused as a home.
 	// LockMaxConfirms bounds the lock-confirm requests waiting at the home for the writes
 	// they name to be applied (default DefaultLockMaxConfirms); one more is refused
@@ -274,8 +275,11 @@ func (c Config) withDefaults() Config {
 	if c.Locks.MaxTTL == 0 {
 		c.Locks.MaxTTL = DefaultLockMaxTTL
 	}
-	if c.Locks.MaxWait == 0 {
+	switch {
+	case c.Locks.MaxWait == 0:
 		c.Locks.MaxWait = DefaultLockMaxWait
+	case c.Locks.MaxWait < 0: // the zero value is the default: a negative one is "none waits"
+		c.Locks.MaxWait = 0
 	}
 	if c.Locks.MaxLeases == 0 {
 		c.Locks.MaxLeases = DefaultMaxLeases

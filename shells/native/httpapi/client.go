@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"time"
 
 	"plait/protocol/clustermap"
 )
@@ -20,7 +21,12 @@ type ReadOption func(*readConfig)
 type readConfig struct {
 	token string
 	https bool
+	lock  string
 }
+
+// SendLock sends token in the Plait-Lock header: a lease's token, for the lock endpoints
+// and the writes and reads under a lock (docs/contract.md §22.9).
+func SendLock(token string) ReadOption { return func(c *readConfig) { c.lock = token } }
 
 // SendToken sends token as the request's bearer token, for a node that requires tokens
 // (docs/contract.md §6.4); an empty token sends none.
@@ -72,12 +78,15 @@ func Call(client *http.Client, addr, method, path string, body []byte, limit int
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if c.lock != "" {
+		req.Header.Set(headerLock, c.lock)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNoContent {
 		ae := &APIError{Status: resp.Status, StatusCode: resp.StatusCode}
 		var e struct {
 			Error struct{ Code, Message string } `json:"error"`
@@ -118,4 +127,39 @@ func PublishClusterMap(client *http.Client, addr string, doc []byte, opts ...Rea
 		doc = []byte{} // an empty body is still a body: the node answers bad-json
 	}
 	return Call(client, addr, http.MethodPut, "/v1/cluster/map", doc, maxMapAnswer, opts...)
+}
+
+// LockGrant is a lock endpoint's answer: the lease's token (an acquire's) and how long this
+// node takes writes under it.
+type LockGrant struct {
+	Token       string `json:"token,omitempty"`
+	ExpiresInMS int64  `json:"expires_in_ms"`
+}
+
+// maxLockAnswer bounds a lock endpoint's answer a client takes.
+const maxLockAnswer = 4 << 10
+
+// Lock calls a lock endpoint of table and key on the node at addr: POST (acquire, token
+// ""), PUT (renew) or DELETE (release, whose grant is empty), with ttl and wait.
+func Lock(client *http.Client, addr, method, table, key, token string, ttl, wait time.Duration, opts ...ReadOption) (LockGrant, error) {
+	var body []byte
+	if method != http.MethodDelete {
+		doc := map[string]int64{"ttl_ms": ttl.Milliseconds()}
+		if method == http.MethodPost {
+			doc["wait_ms"] = wait.Milliseconds()
+		}
+		body, _ = json.Marshal(doc)
+	}
+	if token != "" {
+		opts = append(opts, SendLock(token))
+	}
+	raw, err := Call(client, addr, method, "/v1/tables/"+url.PathEscape(table)+"/locks/"+url.PathEscape(key), body, maxLockAnswer, opts...)
+	if err != nil || method == http.MethodDelete {
+		return LockGrant{}, err
+	}
+	var g LockGrant
+	if err := json.Unmarshal(raw, &g); err != nil {
+		return LockGrant{}, fmt.Errorf("the lock answer is not JSON: %w", err)
+	}
+	return g, nil
 }

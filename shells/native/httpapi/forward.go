@@ -60,7 +60,10 @@ func (a *API) placed(h http.HandlerFunc, maxBody func() int) http.Handler {
 		}
 		// A request forwarded here is never forwarded again: the two nodes' maps differ,
 		// and the asker learns the carriers this node knows.
-		if _, forwarded := forwardedScope(r.Context()); forwarded || strings.EqualFold(r.Header.Get(headerForward), "no") {
+		// A request under a lock is never forwarded either: its token would not travel,
+		// and the write's confirm is this node's to ask (locks.go).
+		_, locked := r.Header[headerLock]
+		if _, forwarded := forwardedScope(r.Context()); forwarded || locked || strings.EqualFold(r.Header.Get(headerForward), "no") {
 			a.notCarried(w, table)
 			return
 		}

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/fxamacker/cbor/v2"
@@ -47,7 +48,15 @@ type Limits struct {
 	// MaxHeaders is the most header bytes (names and values) a request may carry before it
 	// is answered 431 too-large (default 64 KiB).
 	MaxHeaders int
+	// LockFenceWait bounds how long a read under a lock waits for this node to apply the
+	// lease's fence before it answers 503 fence-timeout (default DefaultLockFenceWait).
+	LockFenceWait time.Duration
 }
+
+// DefaultLockFenceWait is Limits.LockFenceWait's default (--lock-fence-wait): longer
+// than a healthy cluster's replication lag by far, short enough that a client behind a
+// partition hears of it while its lease runs.
+const DefaultLockFenceWait = 5 * time.Second
 
 // MaxRequestHead is the HTTP server's own bound on a request's line and headers
 // (http.Server.MaxHeaderBytes): past it, net/http answers 431 in plain text before any
@@ -64,6 +73,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxBatchBody == 0 {
 		l.MaxBatchBody = 12 << 20
+	}
+	if l.LockFenceWait <= 0 {
+		l.LockFenceWait = DefaultLockFenceWait
 	}
 	if l.MaxList == 0 {
 		l.MaxList = 1000
@@ -82,6 +94,7 @@ type API struct {
 	tokens  *apitoken.File   // nil: the API is open
 	tls     *tlsfiles.Source // the HTTPS certificate, for /metrics; nil when none
 	refused [2]atomic.Uint64 // unauthorized, forbidden
+	locks   lockCounters
 }
 
 // Option is an option of New beyond the API's bounds.
@@ -136,6 +149,10 @@ func (a *API) routes(metrics http.Handler) []route {
 		{"POST /v1/tables/{t}/batch", apitoken.Write, a.placed(a.batch, func() int { return a.limits.MaxBatchBody })},
 		{"GET /v1/tables/{t}/records", apitoken.Read, a.placed(a.list, noBody)},
 		{"GET /v1/tables/{t}/digest", apitoken.Read, a.placed(a.digest, noBody)},
+		// A lock request goes to the key's home, whoever carries the table (locks.go).
+		{"POST /v1/tables/{t}/locks/{key...}", apitoken.Write, http.HandlerFunc(a.lockAcquire)},
+		{"PUT /v1/tables/{t}/locks/{key...}", apitoken.Write, http.HandlerFunc(a.lockRenew)},
+		{"DELETE /v1/tables/{t}/locks/{key...}", apitoken.Write, http.HandlerFunc(a.lockRelease)},
 		{"GET /v1/status", apitoken.Read, http.HandlerFunc(a.status)},
 		{"GET /v1/status/lag", apitoken.Read, http.HandlerFunc(a.lagHistory)},
 		{"POST /v1/peers", apitoken.Admin, http.HandlerFunc(a.addPeer)},
@@ -310,6 +327,10 @@ func fail(w http.ResponseWriter, err error) {
 		// request that conflicts with the state the node holds (docs/contract.md §23.2,
 		// §23.3).
 		ae = &apiError{http.StatusConflict, ce.Code, ce.Message}
+	case errors.As(err, &ce) && ce.Code == clustermap.CodeClusterNotV4:
+		// A write under a lock's token while a member is not known to speak version 4
+		// (docs/contract.md §22.6): the cluster, not the request, is not ready.
+		ae = &apiError{http.StatusServiceUnavailable, ce.Code, ce.Message}
 	case errors.Is(err, replica.ErrTxnTooLarge):
 		ae = &apiError{http.StatusRequestEntityTooLarge, "too-large", err.Error()}
 	case errors.As(err, &we) && we.Code == wire.CodeBadArgument:
@@ -387,6 +408,18 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int) ([]byte, error)
 }
 
 func (a *API) write(w http.ResponseWriter, r *http.Request, ops []wire.Op) {
+	tok, locked, err := lockToken(r)
+	switch {
+	case err != nil:
+		a.lockFail(w, err)
+		return
+	case locked:
+		a.lockedWrite(w, r, tok, ops)
+		return
+	case a.n.Fenced(ops[0].Table):
+		a.lockFail(w, &apiError{http.StatusConflict, codeLockRequired, "table " + string(ops[0].Table) + " is fenced: its writes carry a live lock's token in Plait-Lock"})
+		return
+	}
 	seq, err := a.n.Write(r.Context(), ops)
 	if err != nil {
 		fail(w, err)
@@ -423,6 +456,15 @@ func (a *API) get(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		fail(w, err)
 		return
+	}
+	if tok, locked, err := lockToken(r); err != nil {
+		a.lockFail(w, err)
+		return
+	} else if locked {
+		if err := a.awaitFence(r, tok, table, key); err != nil {
+			a.lockFail(w, err)
+			return
+		}
 	}
 	rec, found, err := a.n.Get(table, key)
 	switch {
@@ -674,6 +716,13 @@ func (a *API) status(w http.ResponseWriter, _ *http.Request) {
 	}
 	d := NewStatusDoc(st)
 	d.SetTLS(a.n.TLS())
+	ls, err := a.n.LockStatus()
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	d.Locks = NewLocksDoc(ls)
+	d.Locks.Caller = a.locks.doc()
 	writeJSON(w, http.StatusOK, d)
 }
 

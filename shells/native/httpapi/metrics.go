@@ -156,7 +156,7 @@ var (
 )
 
 func (m *apiMetrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRefused, descTokenReloads, descTLSReloads, descTLSExpiry} {
+	for _, d := range append([]*prometheus.Desc{descRefused, descTokenReloads, descTLSReloads, descTLSExpiry}, lockDescs...) {
 		ch <- d
 	}
 }
@@ -168,6 +168,7 @@ func (m *apiMetrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(a.refused[0].Load()), "unauthorized")
 	ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(a.refused[1].Load()), "forbidden")
+	a.collectLocks(ch)
 	if a.tokens != nil {
 		ok, failed := a.tokens.Reloads()
 		ch <- prometheus.MustNewConstMetric(descTokenReloads, prometheus.CounterValue, float64(ok), "ok")

@@ -27,9 +27,12 @@ type StatusDoc struct {
 	// protocol versions (docs/contract.md §22.4).
 	ClusterMap ClusterMapDoc `json:"cluster_map"`
 	Counters   CountersDoc   `json:"counters"`
-	Node       NodeDoc       `json:"node"`
-	Origins    []OriginDoc   `json:"origins"`
-	Peers      []PeerDoc     `json:"peers"`
+	// Locks is this node as a lock home and as a caller (docs/contract.md §8.9); the
+	// shell's SetLocks fills it.
+	Locks   LocksDoc    `json:"locks"`
+	Node    NodeDoc     `json:"node"`
+	Origins []OriginDoc `json:"origins"`
+	Peers   []PeerDoc   `json:"peers"`
 	// Refusals are the newest connections refused before their handshake completed, oldest
 	// first (at most replica.MaxRefusals).
 	Refusals []RefusalDoc `json:"refusals"`
@@ -362,6 +365,7 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 		Peers:                make([]PeerDoc, 0, len(st.Peers)),
 		Counters:             CountersDoc{st.Counters},
 		ClusterMap:           clusterMapDoc(st.ClusterMap),
+		Locks:                NewLocksDoc(replica.LockStatus{}),
 		Refusals:             make([]RefusalDoc, 0, len(st.Refusals)),
 		AntiEntropyConflicts: make([]ConflictDoc, 0, len(st.AntiEntropyConflicts)),
 	}

@@ -1,6 +1,6 @@
 // The status page plait serves at /: it reads GET /v1/status and GET /v1/status/lag of the
 // node that served it about once a second and shows the node, its peers, its origins, the
-// cluster map and the nodes' protocol versions, the topology as this node sees it and the
+// cluster map and the nodes' protocol versions, the locks, the topology as this node sees it and the
 // lag history (docs/contract.md §6.5, §8, §22.4). It holds
 // no data of its own: with API tokens on, the page is served openly and asks for a token,
 // kept in this browser's localStorage only and sent as a bearer token.
@@ -129,6 +129,31 @@ function renderPlacement(m) {
   $('#placement tbody').replaceChildren(...rows);
 }
 
+// This node as a lock home and as a caller (docs/contract.md §8.9). A node of a build
+// before locks sends no locks: the section says so.
+function renderLocks(st) {
+  const l = st.locks;
+  if (!l) {
+    $('#lock-facts').replaceChildren(el('span', {}, 'this node shows no locks (a build before them)'));
+    $('#lock-refusals tbody').replaceChildren();
+    return;
+  }
+  const home = l.home
+    ? [`lock home, incarnation ${l.incarnation}, generation ${l.generation}`, `${l.leases} leases held`, `${l.waiting} waiting`,
+        `${l.granted} granted`, `${l.released} released`, `${l.expired} expired`, `confirms lost ${l.confirms_lost}`, `overlaps ${l.overlaps}`]
+    : [l.home_error ? `named a lock home and cannot be one: ${l.home_error}` : 'not a lock home'];
+  const c = l.caller;
+  const caller = [`${l.held} leases held for clients`, `${c.acquired} acquired`, `${c.writes} writes under a lock (${c.writes_lost} lost)`,
+    `fence waits ${c.fence_waits} (${c.fence_timeouts} timed out)`];
+  const spans = [...home, ...caller].map((f) => el('span', {}, f));
+  if (l.overlaps > 0 || c.writes_lost > 0) spans.push(el('span', { class: 'conflict' }, 'a write came after its lease ended: check the clocks'));
+  $('#lock-facts').replaceChildren(...spans);
+  const codes = new Set([...Object.keys(l.refused || {}), ...Object.keys(c.refused || {})]);
+  const rows = [...codes].sort().map((code) =>
+    el('tr', { data: { code } }, td(code), num(l.refused?.[code] ?? 0), num(c.refused?.[code] ?? 0)));
+  $('#lock-refusals tbody').replaceChildren(...rows);
+}
+
 function renderPeers(st) {
   const rows = st.peers.map((p) =>
     el('tr', { data: { peer: p.name || '(handshaking)' } },
@@ -248,6 +273,7 @@ async function refresh() {
     renderPeers(status);
     renderOrigins(status);
     renderClusterMap(status);
+    renderLocks(status);
     renderTopology(status);
     renderCharts(lag);
     state.refreshes++;
