@@ -216,18 +216,28 @@ func (a *API) lockAcquire(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"token": res.Token.String(), "expires_in_ms": a.expiresIn(res.Token, res.ExpiresIn)})
 }
 
-func (a *API) lockRenew(w http.ResponseWriter, r *http.Request) {
+// leaseTarget reads the table, the key and the Plait-Lock token of a request on a held
+// lease (a renew, a release); it answers the refusal itself and reports false.
+func (a *API) leaseTarget(w http.ResponseWriter, r *http.Request, what string) ([]byte, []byte, lock.Token, bool) {
 	table, key, err := a.target(r, true)
 	if err != nil {
 		a.lockFail(w, err)
-		return
+		return nil, nil, lock.Token{}, false
 	}
 	tok, ok, err := lockToken(r)
 	if err == nil && !ok {
-		err = &apiError{http.StatusBadRequest, string(lock.CodeBadToken), "a renew carries the lease's token in Plait-Lock"}
+		err = &apiError{http.StatusBadRequest, string(lock.CodeBadToken), "a " + what + " carries the lease's token in Plait-Lock"}
 	}
 	if err != nil {
 		a.lockFail(w, err)
+		return nil, nil, lock.Token{}, false
+	}
+	return table, key, tok, true
+}
+
+func (a *API) lockRenew(w http.ResponseWriter, r *http.Request) {
+	table, key, tok, ok := a.leaseTarget(w, r, "renew")
+	if !ok {
 		return
 	}
 	ttl, _, err := readLockBody(w, r)
@@ -245,17 +255,8 @@ func (a *API) lockRenew(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) lockRelease(w http.ResponseWriter, r *http.Request) {
-	table, key, err := a.target(r, true)
-	if err != nil {
-		a.lockFail(w, err)
-		return
-	}
-	tok, ok, err := lockToken(r)
-	if err == nil && !ok {
-		err = &apiError{http.StatusBadRequest, string(lock.CodeBadToken), "a release carries the lease's token in Plait-Lock"}
-	}
-	if err != nil {
-		a.lockFail(w, err)
+	table, key, tok, ok := a.leaseTarget(w, r, "release")
+	if !ok {
 		return
 	}
 	if _, err := a.lockAsk(r.Context(), r, replica.LockOp{Kind: replica.KindLockRelease, Table: string(table), Key: key, Token: tok}); err != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"plait/protocol/replica"
+	"plait/protocol/wire"
 )
 
 // The cluster map and requests between nodes, as the HTTP API calls them
@@ -32,12 +33,19 @@ func (n *Node) ClusterMap() (st replica.MapStatus, err error) {
 // way, or its own timeout), so the wait is bounded by the replica's RequestTimeout; ctx
 // ends it earlier (the answer is then dropped when it comes).
 func (n *Node) Ask(ctx context.Context, target, kind, scope string, body []byte) (replica.Answer, error) {
+	return n.await(ctx, func(now time.Time) (replica.RequestID, error) { return n.rep.Ask(now, target, kind, scope, body) })
+}
+
+// await runs ask on the loop, which sends a request of the replica's, and waits for its
+// answer (Ask, Lock): the replica answers every request once, so the wait is bounded by its
+// RequestTimeout; ctx ends it earlier, and the answer is then dropped when it comes.
+func (n *Node) await(ctx context.Context, ask func(now time.Time) (replica.RequestID, error)) (replica.Answer, error) {
 	reply := make(chan replica.Answer, 1)
 	err := n.do(func() {
-		id, err := n.rep.Ask(time.Now(), target, kind, scope, body)
+		id, err := ask(time.Now())
 		n.check(err)
 		if err != nil {
-			reply <- replica.Answer{Code: "internal", Message: err.Error()}
+			reply <- replica.Answer{Code: wire.CodeInternal, Message: err.Error()}
 			return
 		}
 		if n.asks == nil {

@@ -17,30 +17,7 @@ import (
 // the answer: the replica answers every request once, so the wait is bounded by its
 // RequestTimeout; ctx ends it earlier.
 func (n *Node) Lock(ctx context.Context, scope string, op replica.LockOp) (replica.Answer, error) {
-	reply := make(chan replica.Answer, 1)
-	err := n.do(func() {
-		id, err := n.rep.Lock(time.Now(), scope, op)
-		n.check(err)
-		if err != nil {
-			reply <- replica.Answer{Code: wire.CodeInternal, Message: err.Error()}
-			return
-		}
-		if n.asks == nil {
-			n.asks = map[replica.RequestID]chan replica.Answer{}
-		}
-		n.asks[id] = reply
-	})
-	if err != nil {
-		return replica.Answer{}, err
-	}
-	select {
-	case a := <-reply:
-		return a, nil
-	case <-ctx.Done():
-		return replica.Answer{}, ctx.Err()
-	case <-n.stopped:
-		return replica.Answer{}, errStopped
-	}
+	return n.await(ctx, func(now time.Time) (replica.RequestID, error) { return n.rep.Lock(now, scope, op) })
 }
 
 // HeldLease is replica.HeldLease now: a lease this node was granted, while its holder
