@@ -80,7 +80,7 @@ type LockResult struct {
 
 // tokenBytes and tokenOf are the one conversion between lock.Token and the bytes a
 // request carries (the token's lock.TokenBytes bytes, as the record's token section).
-func tokenBytes(t lock.Token) []byte { b := t.Bytes(); return b[:] }
+func tokenBytes(t lock.Token) []byte { return wire.AppendToken(nil, t) }
 
 func tokenOf(b []byte) (lock.Token, bool) {
 	if len(b) != lock.TokenBytes {

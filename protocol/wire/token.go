@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
-	"strconv"
+	"encoding/hex"
 )
 
 // Token is a fencing token (docs/design.md §25.3): the map generation a key's home granted
@@ -42,12 +42,13 @@ func (t Token) Compare(u Token) int {
 	return bytes.Compare(t.Home[:], u.Home[:])
 }
 
+// String is the token's one text (the API's `token`, the header `Plait-Lock`): its
+// TokenSize bytes, as AppendToken writes them, in lowercase hex. Since every field is
+// big-endian and fixed-size, texts of two tokens compare as Compare does. The zero Token's
+// text is all zeros; no home grants it.
 func (t Token) String() string {
-	if t.IsZero() {
-		return "none"
-	}
-	return strconv.FormatUint(t.Generation, 10) + "." + strconv.FormatUint(t.Incarnation, 10) + "." +
-		strconv.FormatUint(t.Counter, 10) + "@" + t.Home.String()
+	var b [TokenSize]byte
+	return hex.EncodeToString(AppendToken(b[:0], t))
 }
 
 // AppendToken appends the token's TokenSize bytes.
