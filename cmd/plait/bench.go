@@ -23,6 +23,7 @@ func benchmark(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.Copy, "copy-records", 500_000, "records of the base copy measures (copy rate beside a raw RocksDB scan and write, copy vs replay); 0 skips")
 	fs.IntVar(&c.Placement, "placement-records", 0, "records of 1 KiB in each of 4 tables on 4 nodes: disk per node with each table on 2 of them against on all 4, a forwarded GET against a carrier's, a table moved to a new carrier; 0 skips")
 	fs.IntVar(&c.Move, "move-records", 0, "with --placement-records: records of 1 KiB of the table moved to a new carrier (0: --placement-records)")
+	fs.IntVar(&c.LockCycles, "lock-cycles", 0, "lock cycles (acquire, read, write, release of a fenced table's key) per client on 3 and 5 nodes: through the key's home, through another node, and 4 clients on one key; 0 skips")
 	fs.BoolVar(&c.TLS, "tls", false, "also measure the raw WebSocket and the replication A -> B over ws:// against wss:// (mutual TLS 1.3, throwaway certificates)")
 	fs.IntVar(&c.TLSRounds, "tls-rounds", 3, "with --tls: alternated rounds of the ws:// and the wss:// measure")
 	sync := fs.String("sync", "origin", "origin | all | none (the nodes' --sync)")

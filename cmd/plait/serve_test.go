@@ -329,6 +329,7 @@ func TestBench(t *testing.T) {
 		{"--copy-records", "-100"},
 		{"--sync", "sometimes"},
 		{"--placement-records", "-1"},
+		{"--lock-cycles", "-1"},
 		{"--move-records", "100"}, // without --placement-records
 		{"extra"},
 	} {
@@ -371,6 +372,29 @@ func TestBenchPlacement(t *testing.T) {
 		`\| a table of 300 records of 1 KiB \(0.3 MB\) moved to a node a map adds to it: publication until it filled the table \| ([\d.]+) s \|`} {
 		if r := ratio(re); r <= 0 {
 			t.Errorf("%s: %v, want a positive figure", re, r)
+		}
+	}
+}
+
+// TestBenchLocks: plait bench --lock-cycles runs the lock measures on 3 and 5 nodes and
+// prints their rows. Every cycle writes the count it read under the lock plus one, and the
+// measure fails when two cycles wrote one count, so a run that exits 0 had each of its
+// contended holders alone and seeing its predecessor's write.
+func TestBenchLocks(t *testing.T) {
+	var out, errs bytes.Buffer
+	if code := benchmark([]string{"--records", "1600", "--latency-samples", "20", "--stalled-records", "0", "--copy-records", "0",
+		"--lock-cycles", "5"}, &out, &errs); code != 0 {
+		t.Fatalf("plait bench: exit %d: %s", code, errs.String())
+	}
+	for _, nodes := range []string{"3", "5"} {
+		for _, re := range []string{
+			`\| ` + nodes + ` nodes: lock acquire through the key's home, p50 / p99 of 5 \| \S+ / \S+ \| 1 \|`,
+			`\| ` + nodes + ` nodes: lock acquire through another node \(one round trip to the home\) \| \S+ / \S+ \| [\d.]+ of the home's p50 \|`,
+			`\| ` + nodes + ` nodes: 4 clients on one key through different nodes: acquire \(its wait included\) / cycle, p50 \| \S+ / \S+ \|`,
+		} {
+			if !regexp.MustCompile(re).MatchString(out.String()) {
+				t.Errorf("plait bench output lacks %s:\n%s", re, out.String())
+			}
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"plait/protocol/lock"
 	"time"
 
 	"github.com/coder/websocket"
@@ -33,7 +34,10 @@ type Config struct {
 	// a new carrier; 0 is Placement's (--move-records).
 	Placement int
 	Move      int
-	Sync      node.SyncMode // the nodes' --sync (--sync)
+	// LockCycles is each lock measure's cycles (acquire, read, write, release) per client,
+	// on 3 and 5 nodes; 0 skips them (--lock-cycles).
+	LockCycles int
+	Sync       node.SyncMode // the nodes' --sync (--sync)
 	// TLS also measures the raw WebSocket and the replication A -> B through the Go API
 	// over ws:// and over wss:// (mutual TLS 1.3, throwaway certificates), alternated for
 	// TLSRounds rounds, with the ratio of each round's pair (--tls, --tls-rounds).
@@ -55,6 +59,8 @@ func (c Config) Check() error {
 		return errors.New("--writers and --latency-samples must be positive, --stalled-records not negative")
 	case c.Copy < 0 || c.Copy%c.PerTxn != 0 || c.Copy > 0 && c.Copy < 2*c.PerTxn:
 		return errors.New("--copy-records must be 0 or a multiple of --per-txn of at least 2 transactions (a log purged below its head)")
+	case c.LockCycles < 0:
+		return errors.New("--lock-cycles must not be negative")
 	case c.Placement < 0 || c.Move < 0:
 		return errors.New("--placement-records and --move-records must not be negative")
 	case c.Move > 0 && c.Placement == 0:
@@ -72,7 +78,8 @@ type run struct {
 	Config
 	dir   string
 	value []byte
-	certs string // the TLS measures' certificates (tls.go); empty until made
+	certs string      // the TLS measures' certificates (tls.go); empty until made
+	locks lock.Config // the nodes' lock bounds (locks.go); zero: the defaults
 }
 
 // Run measures the load c and writes the table to out, in a temporary directory it
@@ -208,6 +215,13 @@ func (c *run) measure(out io.Writer) error {
 			return err
 		}
 		c.placementRows(row, pl)
+	}
+	if c.LockCycles > 0 {
+		ls, err := c.lockMeasures()
+		if err != nil {
+			return err
+		}
+		c.lockRows(row, ls)
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ func (c *run) startNode(dir, name string, serveHTTP bool, peers ...*cluster.Node
 	for _, p := range peers {
 		dial = append(dial, p.Peer())
 	}
-	return cluster.StartLocal(node.Config{Name: name, DataDir: filepath.Join(dir, name), Peers: dial, Sync: c.Sync, Config: replica.Config{Secret: []byte(benchSecret)}}, serveHTTP)
+	return cluster.StartLocal(node.Config{Name: name, DataDir: filepath.Join(dir, name), Peers: dial, Sync: c.Sync, Config: replica.Config{Secret: []byte(benchSecret), Locks: c.locks}}, serveHTTP)
 }
 
 // stop stops a measure's node once the measure is done (or failed): how the node stops

@@ -1,0 +1,272 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"plait/internal/cluster"
+	"plait/protocol/clustermap"
+	"plait/protocol/lock"
+)
+
+// The lock measures (docs/design.md §25): what one lock costs a client in time, through
+// the HTTP API a client uses, on meshes of 3 and 5 nodes whose every member is a lock home
+// and whose table c is fenced. A cycle is what a client of a fenced table does: acquire,
+// read the key under the token (the freshness fence), write it under the token (answered
+// once the key's home has the write), release. It is measured through the key's home and
+// through a node that is not its home (each request then goes to the home over the request
+// exchange), and with contenders: several clients cycling on one key through different
+// nodes, each acquire waiting its turn. The frames each costs are the simulator's to count
+// (BENCHMARKS.md), since a real link's frames are not counted per request.
+
+// lockTable is the lock measures' fenced table.
+const lockTable = "c"
+
+// lockContenders is the clients of the contended measure, all on one key.
+const lockContenders = 4
+
+// lockTiming is one measure's p50 and p99 of an acquire and of a whole cycle.
+type lockTiming struct {
+	acquire, cycle [2]time.Duration
+}
+
+// lockResult is the lock measures of one mesh size.
+type lockResult struct {
+	nodes                      int
+	viaHome, viaOther, contend lockTiming
+}
+
+// lockTTL is the lock measures' leases and their homes' longest (--lock-max-ttl): short,
+// since a home that has just made its lease table grants nothing for the longest lease plus
+// the bounds (its restart quarantine, docs/design.md §25.5), and the measures wait it out.
+const lockTTL = 2 * time.Second
+
+// lockMeasures runs the lock measures on 3 and 5 nodes.
+func (c *run) lockMeasures() ([]lockResult, error) {
+	var out []lockResult
+	c.locks = lock.Config{MaxTTL: lockTTL}
+	defer func() { c.locks = lock.Config{} }()
+	for _, size := range []int{3, 5} {
+		r, err := c.lockMesh(filepath.Join(c.dir, fmt.Sprintf("locks-%d", size)), size)
+		if err != nil {
+			return nil, fmt.Errorf("locks on %d nodes: %w", size, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// lockMesh starts a mesh of size nodes, every one a lock home, and times c.LockCycles
+// cycles of each kind.
+func (c *run) lockMesh(dir string, size int) (lockResult, error) {
+	res := lockResult{nodes: size}
+	var names, quoted []string
+	for i := range size {
+		name := string(rune('A' + i))
+		names = append(names, name)
+		quoted = append(quoted, strconv.Quote(name))
+	}
+	var nodeList []string
+	for _, q := range quoted {
+		nodeList = append(nodeList, `{"name":`+q+`}`)
+	}
+	doc := fmt.Sprintf(`{"generation":1,"nodes":[%s],"lock_homes":[%s],"fenced_tables":[%q]}`,
+		strings.Join(nodeList, ","), strings.Join(quoted, ","), lockTable)
+	m, perr := clustermap.Parse([]byte(doc))
+	if perr != nil {
+		return res, perr
+	}
+	nodes, done, err := c.startMesh(dir, doc, names...)
+	if err != nil {
+		return res, err
+	}
+	defer done()
+	// A key homed on A, timed through A and through B: the same key each time, so the two
+	// measures differ only in the node asked.
+	key := keyHomedOn(m, "A")
+	client := &http.Client{Timeout: time.Minute}
+	if err := waitQuarantines(client, nodes["A"], m, names); err != nil {
+		return res, err
+	}
+	if res.viaHome, err = c.lockCycles(client, []*cluster.Node{nodes["A"]}, key); err != nil {
+		return res, fmt.Errorf("through the home: %w", err)
+	}
+	if res.viaOther, err = c.lockCycles(client, []*cluster.Node{nodes["B"]}, key); err != nil {
+		return res, fmt.Errorf("through another node: %w", err)
+	}
+	var via []*cluster.Node
+	for i := range lockContenders {
+		via = append(via, nodes[names[i%size]])
+	}
+	if res.contend, err = c.lockCycles(client, via, key); err != nil {
+		return res, fmt.Errorf("contended: %w", err)
+	}
+	return res, nil
+}
+
+// waitQuarantines waits until every home grants: it runs a cycle through n on a key homed
+// on each, until none is refused (a home answers quarantined until its restart quarantine
+// is over).
+func waitQuarantines(client *http.Client, n *cluster.Node, m clustermap.Map, homes []string) error {
+	return cluster.WaitEvery("the lock homes' quarantines ended", time.Minute, 100*time.Millisecond, func() bool {
+		for _, h := range homes {
+			if _, _, err := lockCycle(client, "http://"+n.HTTP, keyHomedOn(m, h)); err != nil {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// keyHomedOn is the first of k0, k1, ... whose home under m is home.
+func keyHomedOn(m clustermap.Map, home string) string {
+	for i := 0; ; i++ {
+		if k := fmt.Sprintf("k%d", i); m.Home([]byte(lockTable), []byte(k)) == home {
+			return k
+		}
+	}
+}
+
+// lockCycles runs c.LockCycles cycles on key from each client, client i through via[i],
+// all at once, and returns the p50 and p99 over every client's acquires and cycles. Each
+// cycle writes the count it read plus one, so two cycles that wrote one count were two
+// holders at once, or one that did not see its predecessor's write: either is an error.
+func (c *run) lockCycles(client *http.Client, via []*cluster.Node, key string) (lockTiming, error) {
+	var (
+		mu              sync.Mutex
+		acquires, whole []time.Duration
+		wrote           = map[int]bool{}
+		wg              sync.WaitGroup
+		errs            = make(chan error, len(via))
+	)
+	for _, n := range via {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range c.LockCycles {
+				acq, cyc, count, err := countCycle(client, "http://"+n.HTTP, key)
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				twice := wrote[count]
+				wrote[count] = true
+				acquires, whole = append(acquires, acq), append(whole, cyc)
+				mu.Unlock()
+				if twice {
+					errs <- fmt.Errorf("%s: two cycles under the lock wrote the count %d", key, count)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return lockTiming{}, err
+	}
+	return lockTiming{acquire: percentiles(acquires), cycle: percentiles(whole)}, nil
+}
+
+// lockCycle acquires key through the node at base, reads it and writes it back plus one
+// under the token, and releases it; it returns how long the acquire and the whole cycle
+// took.
+func lockCycle(client *http.Client, base, key string) (acquire, cycle time.Duration, err error) {
+	acquire, cycle, _, err = countCycle(client, base, key)
+	return acquire, cycle, err
+}
+
+// countCycle is lockCycle, and also returns the count it wrote.
+func countCycle(client *http.Client, base, key string) (acquire, cycle time.Duration, wrote int, err error) {
+	start := time.Now()
+	path := base + "/v1/tables/" + lockTable
+	body, err := lockCall(client, http.MethodPost, path+"/locks/"+key, "", `{"ttl_ms":2000,"wait_ms":2000}`, http.StatusOK)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("acquire: %w", err)
+	}
+	acquire = time.Since(start)
+	var grant struct {
+		Token string `json:"token"`
+	}
+	if err := json.Unmarshal(body, &grant); err != nil || grant.Token == "" {
+		return 0, 0, 0, fmt.Errorf("acquire answered %q", body)
+	}
+	// The first read of a key finds nothing (404); its counter is then 0.
+	val, err := lockCall(client, http.MethodGet, path+"/records/"+key, grant.Token, "", http.StatusOK, http.StatusNotFound)
+	if errors.Is(err, errNotFound) {
+		val, err = nil, nil
+	}
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("read: %w", err)
+	}
+	count := 0
+	if val != nil {
+		if count, err = strconv.Atoi(string(val)); err != nil {
+			return 0, 0, 0, fmt.Errorf("the counter holds %q", val)
+		}
+	}
+	if _, err := lockCall(client, http.MethodPut, path+"/records/"+key, grant.Token, strconv.Itoa(count+1), http.StatusOK, http.StatusNoContent); err != nil {
+		return 0, 0, 0, fmt.Errorf("write: %w", err)
+	}
+	if _, err := lockCall(client, http.MethodDelete, path+"/locks/"+key, grant.Token, "", http.StatusNoContent); err != nil {
+		return 0, 0, 0, fmt.Errorf("release: %w", err)
+	}
+	return acquire, time.Since(start), count + 1, nil
+}
+
+// errNotFound is lockCall's error for a 404 it was told to take: a key not written yet.
+var errNotFound = errors.New("not found")
+
+// lockCall makes one request, with the token in Plait-Lock when there is one, and returns
+// its body if its status is one of ok (a 404 among them as errNotFound).
+func lockCall(client *http.Client, method, url, token, body string, ok ...int) ([]byte, error) {
+	req, err := http.NewRequest(method, url, bytes.NewReader([]byte(body)))
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Plait-Lock", token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range ok {
+		if resp.StatusCode == s && s == http.StatusNotFound {
+			return nil, errNotFound
+		}
+		if resp.StatusCode == s {
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, out)
+}
+
+// lockRows writes the lock measures' rows.
+func (c *run) lockRows(row func(measure, result, ratio string), rs []lockResult) {
+	pp := func(d [2]time.Duration) string { return d[0].String() + " / " + d[1].String() }
+	for _, r := range rs {
+		row(fmt.Sprintf("%d nodes: lock acquire through the key's home, p50 / p99 of %d", r.nodes, c.LockCycles), pp(r.viaHome.acquire), "1")
+		row(fmt.Sprintf("%d nodes: lock acquire through another node (one round trip to the home)", r.nodes), pp(r.viaOther.acquire),
+			fmt.Sprintf("%.2f of the home's p50", r.viaOther.acquire[0].Seconds()/r.viaHome.acquire[0].Seconds()))
+		row(fmt.Sprintf("%d nodes: acquire, read, write, release through the key's home", r.nodes), pp(r.viaHome.cycle), "")
+		row(fmt.Sprintf("%d nodes: the same cycle through another node", r.nodes), pp(r.viaOther.cycle), "")
+		row(fmt.Sprintf("%d nodes: %d clients on one key through different nodes: acquire (its wait included) / cycle, p50", r.nodes, lockContenders),
+			r.contend.acquire[0].String()+" / "+r.contend.cycle[0].String(), "")
+	}
+}
