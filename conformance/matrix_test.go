@@ -54,6 +54,7 @@ var matrixScenarios = []scenario{
 	{"anti-entropy", scenarioAntiEntropy},
 	{"cluster map", scenarioClusterMap},
 	{"placed table", scenarioPlacedTable},
+	{"lock handoff", scenarioLockHandoff},
 }
 
 // TestVersionMatrix runs every frozen release and the current build (native and WASM)

@@ -171,6 +171,7 @@ func (r *Replica) maybeCopy() {
 	}
 	if r.cp.state != nil {
 		for _, c := range r.connList {
+			r.passOverBelowV4(c)
 			if r.copyable(c) && better(c) {
 				pick = c
 			}
@@ -181,6 +182,9 @@ func (r *Replica) maybeCopy() {
 				continue
 			}
 			for _, c := range r.connList {
+				if r.blockedBy(c, st) {
+					r.passOverBelowV4(c)
+				}
 				if r.copyable(c) && r.blockedBy(c, st) && better(c) {
 					pick = c
 				}
@@ -215,9 +219,12 @@ func (r *Replica) sourceless(st *originState) bool {
 // copyable reports whether a connection may serve a copy now: established at version 3,
 // not busy, the link's direction lets this node take from the peer (a copy is taking,
 // and a peer that does not send to this node pumps no copy to it either), and, while
-// tables are placed, at version 4 (canCopy).
-func (r *Replica) copyable(c *conn) bool {
-	if !c.established || c.version < 3 || c.sess.State() != protocol.StateEstablished || !r.receivesFrom(c) || !r.canCopy(c) {
+// tables are placed or locks are on, at version 4 (canCopy).
+func (r *Replica) copyable(c *conn) bool { return r.canCopy(c) && r.copySource(c) }
+
+// copySource is copyable but for what the map asks of the source (canCopy).
+func (r *Replica) copySource(c *conn) bool {
+	if !c.established || c.version < 3 || c.sess.State() != protocol.StateEstablished || !r.receivesFrom(c) {
 		return false
 	}
 	if until, ok := r.cp.busy[c.peerName]; ok {

@@ -40,6 +40,9 @@ type conn struct {
 	// processed (onEvent): nothing of them is applied or acknowledged, and version 1's
 	// peer cursor stays where the close left it, before what the close was about.
 	closing bool
+	// copyPassedOver: this connection was counted as a base copy source passed over for its
+	// version while locks are on (passOverBelowV4), once.
+	copyPassedOver bool
 
 	// version 2
 	heads   map[wire.OriginID]wire.Head // advertised by the peer

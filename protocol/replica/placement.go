@@ -272,9 +272,31 @@ func (r *Replica) mapCaughtUp(c *conn) {
 // serve: its copy leaves that table alone here (sourceWhole), and is refused where it
 // would pass entries that may write it (partialCopyRefusal). A version-3 peer holds every
 // table, but whether it lost none of them to a copy of its own nothing says: it is no
-// source while any table is placed.
+// source while any table is placed. Nor while the map names lock homes or fences a table
+// (belowV4Tokens).
 func (r *Replica) canCopy(c *conn) bool {
-	return len(r.cmap.cur.Placement) == 0 && len(r.held) == 0 && len(r.fills) == 0 || c.version >= v4
+	return len(r.cmap.cur.Placement) == 0 && len(r.held) == 0 && len(r.fills) == 0 && !r.belowV4Tokens(c) || c.version >= v4
+}
+
+// belowV4Tokens reports whether the peer on c is below version 4 while this node's map names
+// lock homes or fences a table (docs/design.md §25.4): such a peer holds the versions of
+// writes under locks without their tokens (its copies and repairs came over version 3), and
+// its copy would raise this node's logs past the tokened entries, leaving it those versions
+// ordered by clock where every version-4 node orders them by token. It is no copy source
+// then, and no fill's (which asks version 4 anyway).
+func (r *Replica) belowV4Tokens(c *conn) bool {
+	m := &r.cmap.cur
+	return c.version < v4 && (len(m.LockHomes) > 0 || len(m.FencedTables) > 0)
+}
+
+// passOverBelowV4 counts, once per connection, a peer that would have been this node's
+// base copy source but for belowV4Tokens (Counters.CopySourcesBelowV4): a node whose only
+// sources are such peers waits for a version-4 one, and the operator sees why.
+func (r *Replica) passOverBelowV4(c *conn) {
+	if !c.copyPassedOver && r.belowV4Tokens(c) && r.copySource(c) {
+		c.copyPassedOver = true
+		r.counters.CopySourcesBelowV4++
+	}
 }
 
 // unsafeRaises lists the origins the copy t from the peer on c must not raise (with why,

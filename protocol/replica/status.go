@@ -182,7 +182,9 @@ type Counters struct {
 	CopyHeldBack  uint64 `status:"copy_records_held_back" help:"Records left out of base copies served: versions this node's logs did not cover yet."`
 	CopiesBusy    uint64 `status:"copies_busy" help:"Copy requests refused at --max-copies (copy-busy)."`
 	CopiesRefused uint64 `status:"copies_refused" help:"Base copies this node refused to take (its own origin ahead of its log)."`
-	BadChunks     uint64 `status:"bad_chunks" help:"Base copies stopped by a chunk that broke the copy's rules (bad-chunk)."`
+	// CopySourcesBelowV4: once per connection (passOverBelowV4).
+	CopySourcesBelowV4 uint64 `status:"copy_sources_below_v4" help:"Connections to a peer below protocol version 4 passed over as this node's base copy source while its cluster map names lock homes or fences a table."`
+	BadChunks          uint64 `status:"bad_chunks" help:"Base copies stopped by a chunk that broke the copy's rules (bad-chunk)."`
 
 	// OriginRewinds counts the times this node found an origin rewound (rewind.go): its
 	// own, by a peer's position, or a peer's own, on the connection to it.

@@ -55,7 +55,7 @@ func TestCountersInContract(t *testing.T) {
 		}
 	}
 
-	row := regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\|")
+	row := regexp.MustCompile("(?m)^\\| `([a-z][a-z0-9_]*)` \\|")
 	var documented []string
 	for _, m := range row.FindAllStringSubmatch(docsection.Section(t, "docs/contract.md", "8.4"), -1) {
 		documented = append(documented, m[1])
