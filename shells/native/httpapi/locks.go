@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"plait/protocol/clustermap"
 	"plait/protocol/lock"
 	"plait/protocol/replica"
 	"plait/protocol/wire"
@@ -297,6 +298,13 @@ func (a *API) lockedWrite(w http.ResponseWriter, r *http.Request, tok lock.Token
 	}
 	origin, seq, err := a.n.WriteTokened(r.Context(), tok, ops)
 	if err != nil {
+		// The replica refuses a token's write while a member is below version 4 (a map
+		// listing one came after the grant): a refusal of a locked write, counted as the
+		// caller's (docs/contract.md §8.9).
+		var ce *clustermap.Error
+		if errors.As(err, &ce) {
+			a.locks.refused.add(ce.Code)
+		}
 		fail(w, err)
 		return
 	}

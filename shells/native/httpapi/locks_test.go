@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -235,4 +237,111 @@ func publishWhenV4(t *testing.T, n *node.Node, doc string) {
 		}
 		return err == nil
 	})
+}
+
+// TestLockClusterNotV4: A is its own lock home; a map that keeps its homes and lists B,
+// a peer at protocol version 3, is adopted (it turns nothing on), and from then on every
+// lock request on A, and a write under the token it granted before, answers 503
+// cluster-not-v4 naming B: locks are whole-cluster (docs/design.md §25.2). Nothing is
+// written.
+func TestLockClusterNotV4(t *testing.T) {
+	aNode, aAPI, aURL := lockNode(t, "A", 10, time.Second)
+	a := aAPI.URL
+	if _, err := aNode.PublishMap([]byte(`{"generation":1,"nodes":[{"name":"A"}],"lock_homes":["A"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	g := acquire(t, a, "t", "k", 2000)
+	cfg := node.Config{Name: "B", Peers: []node.Peer{{Name: "A", URL: aURL}}}
+	cfg.MaxVersion = 3
+	startNodeAPI(t, cfg, httpapi.Limits{})
+	waitFor(t, "A to know B at version 3", func() bool {
+		for _, p := range statusOf(t, a).Peers {
+			if p.Name == "B" && p.Version == 3 {
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := aNode.PublishMap([]byte(`{"generation":2,"nodes":[{"name":"A"},{"name":"B"}],"lock_homes":["A"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if below := statusOf(t, a).ClusterMap.MembersBelowV4; len(below) != 1 || below[0] != "B" {
+		t.Fatalf("members_below_v4 %v, want [B]", below)
+	}
+	lockURL := a + "/v1/tables/t/locks/k"
+	for _, c := range []struct {
+		what string
+		got  answer
+	}{
+		{"an acquire", send(t, "POST", lockURL, "application/json", `{"ttl_ms":1000}`)},
+		{"an acquire of another key", send(t, "POST", a+"/v1/tables/t/locks/j", "application/json", `{"ttl_ms":1000}`)},
+		{"a renew", send(t, "PUT", lockURL, "application/json", `{"ttl_ms":1000}`, "Plait-Lock", g.Token)},
+		{"a write under the token", send(t, "PUT", a+"/v1/tables/t/records/k", "", "v", "Plait-Lock", g.Token)},
+		{"a release", send(t, "DELETE", lockURL, "", "", "Plait-Lock", g.Token)},
+	} {
+		wantCode(t, c.what, c.got, 503, "cluster-not-v4")
+		if !strings.Contains(c.got.body, "B") {
+			t.Errorf("%s: %s does not name B", c.what, c.got.body)
+		}
+	}
+	if got := send(t, "GET", a+"/v1/tables/t/records/k", "", ""); got.status != 404 {
+		t.Errorf("after a refused write under the token: %d %s", got.status, got.body)
+	}
+	if c := statusOf(t, a).Locks.Caller; c.Refused["cluster-not-v4"] != 5 || c.Writes != 0 {
+		t.Errorf("the caller's locks status: %+v", c)
+	}
+}
+
+// TestLockTooManyWaiters: a home whose queue holds 2 requests (MaxWaiters) queues two
+// acquires of a held key and refuses the third 503 too-many-waiters; once the holder
+// releases, the two queued are granted in turn, each releasing.
+func TestLockTooManyWaiters(t *testing.T) {
+	cfg := node.Config{Name: "A"}
+	cfg.Locks.MaxTTL, cfg.Locks.MaxWaiters, cfg.MaxClockOffset = 2*time.Second, 2, 100*time.Millisecond
+	n, api, _ := startNodeAPI(t, cfg, httpapi.Limits{LockFenceWait: time.Second})
+	if _, err := n.PublishMap([]byte(`{"generation":1,"nodes":[{"name":"A"}],"lock_homes":["A"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	a := api.URL
+	lockURL := a + "/v1/tables/t/locks/k"
+	g := acquire(t, a, "t", "k", 2000)
+	results := make(chan answer, 2)
+	for range 2 {
+		go func() {
+			req, _ := http.NewRequest("POST", lockURL, strings.NewReader(`{"ttl_ms":1000,"wait_ms":1900}`))
+			got := answer{}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				got.body = err.Error()
+				results <- got
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			got.status, got.body = resp.StatusCode, string(b)
+			var w grant
+			if json.Unmarshal(b, &w) == nil && w.Token != "" {
+				rel, _ := http.NewRequest("DELETE", lockURL, nil)
+				rel.Header.Set("Plait-Lock", w.Token)
+				if resp, err := http.DefaultClient.Do(rel); err == nil {
+					resp.Body.Close()
+				}
+			}
+			results <- got
+		}()
+	}
+	waitFor(t, "two requests waiting at the home", func() bool { return statusOf(t, a).Locks.Waiting == 2 })
+	wantCode(t, "a third waiter", send(t, "POST", lockURL, "application/json", `{"ttl_ms":1000,"wait_ms":1900}`), 503, "too-many-waiters")
+	if got := send(t, "DELETE", lockURL, "", "", "Plait-Lock", g.Token); got.status != 204 {
+		t.Fatalf("release: %d %s", got.status, got.body)
+	}
+	for range 2 {
+		if got := <-results; got.status != 200 {
+			t.Errorf("a queued acquire: %d %s, want a grant", got.status, got.body)
+		}
+	}
+	l := statusOf(t, a).Locks
+	if l.Refused["too-many-waiters"] != 1 || l.Queued != 2 || l.Granted != 3 || l.Caller.Refused["too-many-waiters"] != 1 {
+		t.Errorf("the locks status: %+v", l)
+	}
 }
