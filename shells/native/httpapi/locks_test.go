@@ -345,3 +345,55 @@ func TestLockTooManyWaiters(t *testing.T) {
 		t.Errorf("the locks status: %+v", l)
 	}
 }
+
+// TestLockExchangeFailures: what a lock request answers when its home does not answer, as
+// the request exchange gives it (docs/contract.md §22.7, §22.9). A takes B's entries but
+// sends B none (its link to B is receive), and B is the home: a write under a lock on A is
+// written and its confirm waits at B for an entry that never comes, so it answers 504
+// request-timeout at A's request deadline (2 s here) and the home forgets it. An acquire
+// waiting at B when B stops answers 502 unreachable (the connection closed before the
+// answer); one made after answers 502 no-route.
+func TestLockExchangeFailures(t *testing.T) {
+	bNode, bAPI, bURL := lockNode(t, "B", 10, time.Second)
+	cfg := node.Config{Name: "A", Peers: []node.Peer{{Name: "B", URL: bURL}}}
+	cfg.Locks.MaxTTL, cfg.MaxClockOffset, cfg.RequestTimeout = 2*time.Second, 100*time.Millisecond, 2*time.Second
+	cfg.Links = map[string]replica.LinkSettings{"B": {Mode: wire.LinkReceive}}
+	_, aAPI, _ := startNodeAPI(t, cfg, httpapi.Limits{LockFenceWait: time.Second})
+	publishWhenV4(t, bNode, `{"generation":1,"nodes":[{"name":"A"},{"name":"B"}],"lock_homes":["B"]}`)
+	waitFor(t, "A to hold the map", func() bool { return statusOf(t, aAPI.URL).ClusterMap.Generation == 1 })
+	a := aAPI.URL
+	lockURL := a + "/v1/tables/t/locks/k"
+
+	g := acquire(t, a, "t", "k", 2000)
+	wantCode(t, "a write whose confirm the home cannot give", send(t, "PUT", a+"/v1/tables/t/records/k", "", "v", "Plait-Lock", g.Token), 504, "request-timeout")
+	if c := statusOf(t, a).Locks.Caller; c.Writes != 1 || c.WritesLost != 0 || c.Refused["request-timeout"] != 1 {
+		t.Errorf("A's caller status after a confirm's timeout: %+v", c)
+	}
+	waitFor(t, "the home to forget the confirm", func() bool { return statusOf(t, bAPI.URL).Locks.ConfirmsWaiting == 0 })
+
+	// The lease of k may have ended while the confirm waited: j is held now, and waited for.
+	held := acquire(t, a, "t", "j", 2000)
+	lockURL = a + "/v1/tables/t/locks/j"
+	waiting := make(chan answer, 1)
+	go func() {
+		resp, err := http.Post(lockURL, "application/json", strings.NewReader(`{"ttl_ms":1000,"wait_ms":1400}`))
+		if err != nil {
+			waiting <- answer{body: err.Error()}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		waiting <- answer{status: resp.StatusCode, body: string(b)}
+	}()
+	waitFor(t, "an acquire waiting at B", func() bool { return statusOf(t, bAPI.URL).Locks.Waiting == 1 })
+	if err := bNode.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, "an acquire waiting at the home when it stopped", <-waiting, 502, "unreachable")
+	waitFor(t, "A to see B gone", func() bool { return !statusOf(t, a).Connected("B") })
+	wantCode(t, "an acquire with the home down", send(t, "POST", lockURL, "application/json", `{"ttl_ms":1000}`), 502, "no-route")
+	wantCode(t, "a release with the home down", send(t, "DELETE", lockURL, "", "", "Plait-Lock", held.Token), 502, "no-route")
+	if c := statusOf(t, a).Locks.Caller; c.Refused["unreachable"] != 1 || c.Refused["no-route"] != 2 {
+		t.Errorf("A's caller status: %+v", c)
+	}
+}
