@@ -42,6 +42,13 @@ func (n *Node) Applied(o wire.OriginID) (seq uint64, err error) {
 	return seq, err
 }
 
+// FenceReach is replica.FenceReach now: whether this node applied fence, may still, or
+// cannot from the connections it has, and the first origin it is below.
+func (n *Node) FenceReach(fence lock.Fence) (state replica.FenceState, origin wire.OriginID, err error) {
+	err = n.read(func() { state, origin = n.rep.FenceReach(fence) })
+	return state, origin, err
+}
+
 // Fenced reports whether table is fenced under the map this node held after the last
 // input (its writes need a lock).
 func (n *Node) Fenced(table []byte) bool {
