@@ -127,7 +127,7 @@ func TestMapCommandLine(t *testing.T) {
 
 // TestPrintStatusMap: plait status's map line, after the TLS line: none; a map with its
 // publisher, members and those below version 4; one without a member list; a conflict,
-// with the generation that ends it.
+// with the generation that ends it. The locks line follows (no placement line between).
 func TestPrintStatusMap(t *testing.T) {
 	for _, c := range []struct {
 		m    httpapi.ClusterMapDoc
@@ -147,8 +147,8 @@ func TestPrintStatusMap(t *testing.T) {
 		var out bytes.Buffer
 		printStatus(&out, d)
 		lines := strings.Split(out.String(), "\n")
-		if len(lines) < 5 || lines[2] != "tls off" || lines[3] != c.want || lines[4] != "" {
-			t.Errorf("the lines after the node's:\n%s\nwant line 4 %q, then none about placement", strings.Join(lines[:min(len(lines), 5)], "\n"), c.want)
+		if len(lines) < 6 || lines[2] != "tls off" || lines[3] != c.want || !strings.HasPrefix(lines[4], "locks ") || lines[5] != "" {
+			t.Errorf("the lines after the node's:\n%s\nwant line 4 %q, then none about placement, then the locks line", strings.Join(lines[:min(len(lines), 6)], "\n"), c.want)
 		}
 	}
 }

@@ -241,6 +241,9 @@ func printStatus(w io.Writer, d httpapi.StatusDoc) {
 	if l := placementLine(d.ClusterMap); l != "" {
 		fmt.Fprintln(w, l)
 	}
+	if l := locksLine(d.Locks); l != "" {
+		fmt.Fprintln(w, l)
+	}
 	fmt.Fprintln(w)
 	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(t, "ORIGIN\tHEALTH\tAPPLIED\tHEAD\tLAG\tLAG MS\tSOURCE\tCHANGES\tDIVERGED\tFLOOR\tLOG BYTES\tSTUCK")
@@ -365,6 +368,38 @@ func placementLine(m httpapi.ClusterMapDoc) string {
 		line += "  removing " + rm.Table + " (waiting for " + strings.Join(rm.WaitingFor, ",") + ")"
 	}
 	return line
+}
+
+// locksLine is plait status's line of the node's locks (docs/contract.md §8.9, §12): as a
+// home, whether it is one (OFF and why while the map names it one it cannot be), its
+// leases, grants, waiting requests and refusals by code; as a caller, the leases it holds
+// and its refusals by code. "" for a node whose status has no locks object (one that
+// predates locks): a node that has one always writes both refused objects, {} when empty.
+func locksLine(l httpapi.LocksDoc) string {
+	if l.Refused == nil && l.Caller.Refused == nil {
+		return ""
+	}
+	home := "no"
+	switch {
+	case l.Home:
+		home = "yes"
+	case l.HomeError != nil:
+		home = "OFF (" + *l.HomeError + ")"
+	}
+	return fmt.Sprintf("locks home %s  leases %d  granted %d  waiting %d  refused %s  held %d  caller refused %s",
+		home, l.Leases, l.Granted, l.Waiting, codeCounts(l.Refused), l.Held, codeCounts(l.Caller.Refused))
+}
+
+// codeCounts prints refusals by code as CODE=N,..., sorted by code; "-" when none.
+func codeCounts(m map[string]uint64) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	parts := []string{}
+	for _, c := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", c, m[c]))
+	}
+	return strings.Join(parts, ",")
 }
 
 // unknown prints a total, "?" when the sender could not say.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"plait/protocol/lock"
 	"plait/protocol/replica"
 	"plait/shells/native/httpapi"
 )
@@ -165,5 +166,39 @@ func TestPrintStatusWritesRefused(t *testing.T) {
 	printStatus(&out, d)
 	if strings.Contains(out.String(), "REFUSED") || strings.Contains(out.String(), "DEGRADED") || strings.Contains(out.String(), "REWOUND") {
 		t.Errorf("a node that takes writes:\n%s", out.String())
+	}
+}
+
+// TestPrintStatusLocks: the locks line says the home's leases, grants, waits and refusals
+// by code and the caller's held leases and refusals; a home the map names that cannot be
+// one says why; a status without a locks object (a node before locks) prints no line.
+func TestPrintStatusLocks(t *testing.T) {
+	d := httpapi.NewStatusDoc(replica.Status{})
+	d.Locks = httpapi.NewLocksDoc(replica.LockStatus{Home: true, Held: 2, Table: lock.Stats{Leases: 12, Granted: 140, Waiting: 1,
+		Refused: map[lock.Code]uint64{lock.CodeQuarantined: 4, lock.CodeHeld: 21}}})
+	d.Locks.Caller.Refused["lock-held"] = 9
+	var out bytes.Buffer
+	printStatus(&out, d)
+	want := "locks home yes  leases 12  granted 140  waiting 1  refused lock-held=21,quarantined=4  held 2  caller refused lock-held=9\n"
+	if !strings.Contains(out.String(), "\n"+want) {
+		t.Errorf("want the line %q in:\n%s", want, out.String())
+	}
+
+	d.Locks = httpapi.NewLocksDoc(replica.LockStatus{Err: "the clock-offset guard is off"})
+	out.Reset()
+	printStatus(&out, d)
+	want = "locks home OFF (the clock-offset guard is off)  leases 0  granted 0  waiting 0  refused -  held 0  caller refused -\n"
+	if !strings.Contains(out.String(), "\n"+want) {
+		t.Errorf("want the line %q in:\n%s", want, out.String())
+	}
+
+	var old httpapi.StatusDoc
+	if err := json.Unmarshal([]byte(`{"node":{"name":"N"}}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	printStatus(&out, old)
+	if strings.Contains(out.String(), "locks") {
+		t.Errorf("a status without locks printed a locks line:\n%s", out.String())
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"plait/protocol/clustermap"
 	"plait/protocol/lock"
 	"plait/protocol/replica"
 	"plait/protocol/wire"
@@ -28,11 +29,13 @@ const headerLock = "Plait-Lock"
 
 // The lock codes the API adds to the home's (lock.Code*, replica.Code*).
 const (
-	codeLockRequired    = "lock-required" // a write without a token in a fenced table
-	codeLockScope       = "lock-scope"    // a write under a token of more than the lock's key
-	codeFenceTimeout    = "fence-timeout" // a read under a token waited --lock-fence-wait
-	fencePollInterval   = 5 * time.Millisecond
-	maxLockRequestBytes = 4 << 10
+	codeLockRequired = "lock-required" // a write without a token in a fenced table
+	codeLockScope    = "lock-scope"    // a write under a token of more than the lock's key
+	codeFenceTimeout = "fence-timeout" // a read under a token waited --lock-fence-wait
+	// codeFenceUnreachable: a read under a token below its fence, which no peer can bring.
+	codeFenceUnreachable = "fence-unreachable"
+	fencePollInterval    = 5 * time.Millisecond
+	maxLockRequestBytes  = 4 << 10
 )
 
 // lockStatus is the HTTP status of each refusal of a lock request; a code not here is the
@@ -297,6 +300,13 @@ func (a *API) lockedWrite(w http.ResponseWriter, r *http.Request, tok lock.Token
 	}
 	origin, seq, err := a.n.WriteTokened(r.Context(), tok, ops)
 	if err != nil {
+		// The replica refuses a token's write while a member is below version 4 (a map
+		// listing one came after the grant): a refusal of a locked write, counted as the
+		// caller's (docs/contract.md §8.9).
+		var ce *clustermap.Error
+		if errors.As(err, &ce) {
+			a.locks.refused.add(ce.Code)
+		}
 		fail(w, err)
 		return
 	}
@@ -313,7 +323,9 @@ func (a *API) lockedWrite(w http.ResponseWriter, r *http.Request, tok lock.Token
 }
 
 // awaitFence waits until this node has applied the fence of the lease tok of table and
-// key: from the grant on the node that acquired it, else from the home (lock-fence).
+// key: from the grant on the node that acquired it, else from the home (lock-fence). It
+// answers fence-unreachable as soon as the replica says no connection can bring the fence
+// (replica.FenceReach), fence-timeout after --lock-fence-wait.
 func (a *API) awaitFence(r *http.Request, tok lock.Token, table, key []byte) error {
 	h, ok := a.n.HeldLease(tok)
 	fence := h.Fence
@@ -330,19 +342,18 @@ func (a *API) awaitFence(r *http.Request, tok lock.Token, table, key []byte) err
 	deadline := time.Now().Add(a.limits.LockFenceWait)
 	waited := false
 	for {
-		met := true
-		for _, p := range fence {
-			seq, err := a.n.Applied(p.Origin)
-			if err != nil {
-				return err
-			}
-			if seq < p.Seq {
-				met = false
-				break
-			}
+		state, origin, err := a.n.FenceReach(fence)
+		if err != nil {
+			return err
 		}
-		if met {
+		switch state {
+		case replica.FenceMet:
 			return nil
+		case replica.FenceUnreachable:
+			// No connection can bring the fence's entries: waiting longer would only end in
+			// fence-timeout, and never in a stale read (docs/design.md §25.7).
+			return &apiError{http.StatusServiceUnavailable, codeFenceUnreachable, "this node is below the lease's fence in origin " + origin.String() +
+				" and every peer it takes entries from has purged that origin past its position; read on the node that holds the lease, or retry once this node has taken a copy"}
 		}
 		if !waited {
 			waited = true

@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -220,7 +222,7 @@ func TestLockedReadWaitsForFence(t *testing.T) {
 		}
 		return true
 	})
-	if c := statusOf(t, bAPI.URL).Locks.Caller; c.FenceWaits < 2 || c.FenceTimeouts < 1 || c.Refused["fence-timeout"] < 1 {
+	if c := statusOf(t, bAPI.URL).Locks.Caller; c.FenceWaits < 1 || c.FenceTimeouts < 1 || c.Refused["fence-timeout"] < 1 {
 		t.Errorf("B's caller status after a fence-timeout and a wait: %+v", c)
 	}
 }
@@ -235,4 +237,204 @@ func publishWhenV4(t *testing.T, n *node.Node, doc string) {
 		}
 		return err == nil
 	})
+}
+
+// TestLockClusterNotV4: A is its own lock home; a map that keeps its homes and lists B,
+// a peer at protocol version 3, is adopted (it turns nothing on), and from then on every
+// lock request on A, and a write under the token it granted before, answers 503
+// cluster-not-v4 naming B: locks are whole-cluster (docs/design.md §25.2). Nothing is
+// written.
+func TestLockClusterNotV4(t *testing.T) {
+	aNode, aAPI, aURL := lockNode(t, "A", 10, time.Second)
+	a := aAPI.URL
+	if _, err := aNode.PublishMap([]byte(`{"generation":1,"nodes":[{"name":"A"}],"lock_homes":["A"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	g := acquire(t, a, "t", "k", 2000)
+	cfg := node.Config{Name: "B", Peers: []node.Peer{{Name: "A", URL: aURL}}}
+	cfg.MaxVersion = 3
+	startNodeAPI(t, cfg, httpapi.Limits{})
+	waitFor(t, "A to know B at version 3", func() bool {
+		for _, p := range statusOf(t, a).Peers {
+			if p.Name == "B" && p.Version == 3 {
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := aNode.PublishMap([]byte(`{"generation":2,"nodes":[{"name":"A"},{"name":"B"}],"lock_homes":["A"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if below := statusOf(t, a).ClusterMap.MembersBelowV4; len(below) != 1 || below[0] != "B" {
+		t.Fatalf("members_below_v4 %v, want [B]", below)
+	}
+	lockURL := a + "/v1/tables/t/locks/k"
+	for _, c := range []struct {
+		what string
+		got  answer
+	}{
+		{"an acquire", send(t, "POST", lockURL, "application/json", `{"ttl_ms":1000}`)},
+		{"an acquire of another key", send(t, "POST", a+"/v1/tables/t/locks/j", "application/json", `{"ttl_ms":1000}`)},
+		{"a renew", send(t, "PUT", lockURL, "application/json", `{"ttl_ms":1000}`, "Plait-Lock", g.Token)},
+		{"a write under the token", send(t, "PUT", a+"/v1/tables/t/records/k", "", "v", "Plait-Lock", g.Token)},
+		{"a release", send(t, "DELETE", lockURL, "", "", "Plait-Lock", g.Token)},
+	} {
+		wantCode(t, c.what, c.got, 503, "cluster-not-v4")
+		if !strings.Contains(c.got.body, "B") {
+			t.Errorf("%s: %s does not name B", c.what, c.got.body)
+		}
+	}
+	if got := send(t, "GET", a+"/v1/tables/t/records/k", "", ""); got.status != 404 {
+		t.Errorf("after a refused write under the token: %d %s", got.status, got.body)
+	}
+	if c := statusOf(t, a).Locks.Caller; c.Refused["cluster-not-v4"] != 5 || c.Writes != 0 {
+		t.Errorf("the caller's locks status: %+v", c)
+	}
+}
+
+// TestLockTooManyWaiters: a home whose queue holds 2 requests (MaxWaiters) queues two
+// acquires of a held key and refuses the third 503 too-many-waiters; once the holder
+// releases, the two queued are granted in turn, each releasing.
+func TestLockTooManyWaiters(t *testing.T) {
+	cfg := node.Config{Name: "A"}
+	cfg.Locks.MaxTTL, cfg.Locks.MaxWaiters, cfg.MaxClockOffset = 2*time.Second, 2, 100*time.Millisecond
+	n, api, _ := startNodeAPI(t, cfg, httpapi.Limits{LockFenceWait: time.Second})
+	if _, err := n.PublishMap([]byte(`{"generation":1,"nodes":[{"name":"A"}],"lock_homes":["A"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	a := api.URL
+	lockURL := a + "/v1/tables/t/locks/k"
+	g := acquire(t, a, "t", "k", 2000)
+	results := make(chan answer, 2)
+	for range 2 {
+		go func() {
+			req, _ := http.NewRequest("POST", lockURL, strings.NewReader(`{"ttl_ms":1000,"wait_ms":1900}`))
+			got := answer{}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				got.body = err.Error()
+				results <- got
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			got.status, got.body = resp.StatusCode, string(b)
+			var w grant
+			if json.Unmarshal(b, &w) == nil && w.Token != "" {
+				rel, _ := http.NewRequest("DELETE", lockURL, nil)
+				rel.Header.Set("Plait-Lock", w.Token)
+				if resp, err := http.DefaultClient.Do(rel); err == nil {
+					resp.Body.Close()
+				}
+			}
+			results <- got
+		}()
+	}
+	waitFor(t, "two requests waiting at the home", func() bool { return statusOf(t, a).Locks.Waiting == 2 })
+	wantCode(t, "a third waiter", send(t, "POST", lockURL, "application/json", `{"ttl_ms":1000,"wait_ms":1900}`), 503, "too-many-waiters")
+	if got := send(t, "DELETE", lockURL, "", "", "Plait-Lock", g.Token); got.status != 204 {
+		t.Fatalf("release: %d %s", got.status, got.body)
+	}
+	for range 2 {
+		if got := <-results; got.status != 200 {
+			t.Errorf("a queued acquire: %d %s, want a grant", got.status, got.body)
+		}
+	}
+	l := statusOf(t, a).Locks
+	if l.Refused["too-many-waiters"] != 1 || l.Queued != 2 || l.Granted != 3 || l.Caller.Refused["too-many-waiters"] != 1 {
+		t.Errorf("the locks status: %+v", l)
+	}
+}
+
+// TestLockExchangeFailures: what a lock request answers when its home does not answer, as
+// the request exchange gives it (docs/contract.md §22.7, §22.9). A takes B's entries but
+// sends B none (its link to B is receive), and B is the home: a write under a lock on A is
+// written and its confirm waits at B for an entry that never comes, so it answers 504
+// request-timeout at A's request deadline (2 s here) and the home forgets it. An acquire
+// waiting at B when B stops answers 502 unreachable (the connection closed before the
+// answer); one made after answers 502 no-route.
+func TestLockExchangeFailures(t *testing.T) {
+	bNode, bAPI, bURL := lockNode(t, "B", 10, time.Second)
+	cfg := node.Config{Name: "A", Peers: []node.Peer{{Name: "B", URL: bURL}}}
+	cfg.Locks.MaxTTL, cfg.MaxClockOffset, cfg.RequestTimeout = 2*time.Second, 100*time.Millisecond, 2*time.Second
+	cfg.Links = map[string]replica.LinkSettings{"B": {Mode: wire.LinkReceive}}
+	_, aAPI, _ := startNodeAPI(t, cfg, httpapi.Limits{LockFenceWait: time.Second})
+	publishWhenV4(t, bNode, `{"generation":1,"nodes":[{"name":"A"},{"name":"B"}],"lock_homes":["B"]}`)
+	waitFor(t, "A to hold the map", func() bool { return statusOf(t, aAPI.URL).ClusterMap.Generation == 1 })
+	a := aAPI.URL
+	lockURL := a + "/v1/tables/t/locks/k"
+
+	g := acquire(t, a, "t", "k", 2000)
+	wantCode(t, "a write whose confirm the home cannot give", send(t, "PUT", a+"/v1/tables/t/records/k", "", "v", "Plait-Lock", g.Token), 504, "request-timeout")
+	if c := statusOf(t, a).Locks.Caller; c.Writes != 1 || c.WritesLost != 0 || c.Refused["request-timeout"] != 1 {
+		t.Errorf("A's caller status after a confirm's timeout: %+v", c)
+	}
+	waitFor(t, "the home to forget the confirm", func() bool { return statusOf(t, bAPI.URL).Locks.ConfirmsWaiting == 0 })
+
+	// The lease of k may have ended while the confirm waited: j is held now, and waited for.
+	held := acquire(t, a, "t", "j", 2000)
+	lockURL = a + "/v1/tables/t/locks/j"
+	waiting := make(chan answer, 1)
+	go func() {
+		resp, err := http.Post(lockURL, "application/json", strings.NewReader(`{"ttl_ms":1000,"wait_ms":1400}`))
+		if err != nil {
+			waiting <- answer{body: err.Error()}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		waiting <- answer{status: resp.StatusCode, body: string(b)}
+	}()
+	waitFor(t, "an acquire waiting at B", func() bool { return statusOf(t, bAPI.URL).Locks.Waiting == 1 })
+	if err := bNode.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, "an acquire waiting at the home when it stopped", <-waiting, 502, "unreachable")
+	waitFor(t, "A to see B gone", func() bool { return !statusOf(t, a).Connected("B") })
+	wantCode(t, "an acquire with the home down", send(t, "POST", lockURL, "application/json", `{"ttl_ms":1000}`), 502, "no-route")
+	wantCode(t, "a release with the home down", send(t, "DELETE", lockURL, "", "", "Plait-Lock", held.Token), 502, "no-route")
+	if c := statusOf(t, a).Locks.Caller; c.Refused["unreachable"] != 1 || c.Refused["no-route"] != 2 {
+		t.Errorf("A's caller status: %+v", c)
+	}
+}
+
+// TestLockedReadFenceUnreachable: B, the home, wrote and purged its log (retention of
+// 200 ms) before A ever met it, and serves no copy (MaxCopies -1). A, connected to B alone,
+// is below every fence B grants and nothing can bring it there: a read on A under a lease
+// B granted answers 503 fence-unreachable, not fence-timeout (no fence wait timed out),
+// never B's earlier value or a 404; the read on B, which holds the lease's fence, answers
+// the record.
+func TestLockedReadFenceUnreachable(t *testing.T) {
+	cfgB := node.Config{Name: "B"}
+	cfgB.Locks.MaxTTL, cfgB.MaxClockOffset = 2*time.Second, 100*time.Millisecond
+	cfgB.RetainAge, cfgB.RetentionInterval, cfgB.MaxCopies = 200*time.Millisecond, 50*time.Millisecond, -1
+	bNode, bAPI, bURL := startNodeAPI(t, cfgB, httpapi.Limits{LockFenceWait: 10 * time.Second})
+	b := bAPI.URL
+	for i := range 20 {
+		if got := send(t, "PUT", b+"/v1/tables/t/records/k", "", "v"+itoa(i)); got.status != 200 {
+			t.Fatal(got.status, got.body)
+		}
+	}
+	waitFor(t, "B to purge its log", func() bool {
+		for _, o := range statusOf(t, b).Origins {
+			if o.Name == "B" {
+				return o.FloorSeq >= 10
+			}
+		}
+		return false
+	})
+	cfgA := node.Config{Name: "A", Peers: []node.Peer{{Name: "B", URL: bURL}}}
+	cfgA.Locks.MaxTTL, cfgA.MaxClockOffset = 2*time.Second, 100*time.Millisecond
+	_, aAPI, _ := startNodeAPI(t, cfgA, httpapi.Limits{LockFenceWait: 10 * time.Second})
+	a := aAPI.URL
+	publishWhenV4(t, bNode, `{"generation":1,"nodes":[{"name":"A"},{"name":"B"}],"lock_homes":["B"]}`)
+	waitFor(t, "A to hold the map", func() bool { return statusOf(t, a).ClusterMap.Generation == 1 })
+	g := acquire(t, a, "t", "k", 2000)
+	wantCode(t, "a read on A under the lease", send(t, "GET", a+"/v1/tables/t/records/k", "", "", "Plait-Lock", g.Token), 503, "fence-unreachable")
+	if got := send(t, "GET", b+"/v1/tables/t/records/k", "", "", "Plait-Lock", g.Token); got.status != 200 || got.body != "v19" {
+		t.Errorf("the read on B under the lease: %d %s", got.status, got.body)
+	}
+	if c := statusOf(t, a).Locks.Caller; c.Refused["fence-unreachable"] != 1 || c.FenceTimeouts != 0 {
+		t.Errorf("A's caller status: %+v", c)
+	}
 }

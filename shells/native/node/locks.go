@@ -36,10 +36,11 @@ func (n *Node) LockStatus() (st replica.LockStatus, err error) {
 	return st, err
 }
 
-// Applied is the seq of origin o this node has applied (0: none).
-func (n *Node) Applied(o wire.OriginID) (seq uint64, err error) {
-	err = n.read(func() { seq = n.rep.Origin(o).AppliedSeq })
-	return seq, err
+// FenceReach is replica.FenceReach now: whether this node applied fence, may still, or
+// cannot from the connections it has, and the first origin it is below.
+func (n *Node) FenceReach(fence lock.Fence) (state replica.FenceState, origin wire.OriginID, err error) {
+	err = n.read(func() { state, origin = n.rep.FenceReach(fence) })
+	return state, origin, err
 }
 
 // Fenced reports whether table is fenced under the map this node held after the last
