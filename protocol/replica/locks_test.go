@@ -2,9 +2,11 @@ package replica_test
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
+	"plait/protocol/clustermap"
 	"plait/protocol/lock"
 	"plait/protocol/replica"
 	"plait/protocol/wire"
@@ -336,4 +338,60 @@ func TestLockWaitBelowDeadline(t *testing.T) {
 	b.unanswered(w)
 	h.advance(time.Second)
 	b.lockResult(w, wire.Code(lock.CodeHeld))
+}
+
+// TestLockMoveFloor: a generation adds A to the homes, which moves key k from B to A, and A
+// has not applied a write B confirmed (the link B-A held). B, once it holds the generation,
+// drops its lease on k and confirms nothing more for it; A grants k nothing once its
+// quarantine is over until B's floor is in and applied (move-pending), and its first
+// grant's fence then covers the confirmed write.
+func TestLockMoveFloor(t *testing.T) {
+	h, a, b, c := lockCluster(t, `"B"`)
+	ba := h.links[0]
+	k := ""
+	for i := 0; k == ""; i++ {
+		if x := "k" + strconv.Itoa(i); (clustermap.Map{LockHomes: []string{"A", "B"}}).Home([]byte("t"), []byte(x)) == "A" {
+			k = x
+		}
+	}
+	g := c.lockResult(c.acquire(k, 2*time.Second, 0), "")
+	ba.hold = true
+	seq := c.writeTokened(replica.WireToken(g.Token), put("t", "k", "1"))
+	op := replica.LockOp{Kind: replica.KindLockConfirm, Table: "t", Key: []byte(k), Token: g.Token, Origin: c.origin, Seq: seq}
+	c.lockResult(c.lockOp(op), "")
+	// A confirm of a write not made yet waits at B, and B adopts the move meanwhile.
+	op.Seq = seq + 1
+	late := c.lockOp(op)
+	c.unanswered(late)
+	doc := mapDoc(2, `,"lock_homes":["A","B"]`, "A", "B", "C")
+	for _, n := range []*node{a, b} {
+		if _, err := n.publish(doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.writeTokened(replica.WireToken(g.Token), put("t", "k", "2"))
+	h.pump()
+	c.lockResult(late, wire.Code(lock.CodeLost))
+	if st := b.rep.LockStatus(); st.Table.MovedAway != 1 || st.Table.Leases != 0 {
+		t.Fatalf("B's lock status %+v: its lease on the moved key dropped", st)
+	}
+	// A's quarantine ends with B's floor out of reach: nothing granted.
+	h.advance(lockQuarantine)
+	a.lockResult(a.acquire(k, time.Second, 0), wire.Code(lock.CodeMovePending))
+	if st := a.rep.LockStatus(); st.Table.MovesAwaitingFloor != 1 || st.Table.Refused[lock.CodeMovePending] != 1 {
+		t.Fatalf("A's lock status %+v: one move waiting for its floor, one move-pending", st)
+	}
+	ba.hold = false
+	h.advance(2 * replica.DefaultPlacementPoll)
+	first := a.lockResult(a.acquire(k, time.Second, 0), "")
+	covered := false
+	for _, p := range first.Fence {
+		covered = covered || p.Origin == c.origin && p.Seq >= seq+1
+	}
+	if !covered || first.Token.Generation != 2 {
+		t.Fatalf("A's first grant %v, fence %v: want generation 2 and C's seq %d inside", first.Token, first.Fence, seq+1)
+	}
+	if st := a.rep.LockStatus(); st.Table.MovesAwaitingFloor != 0 || st.Table.MoveQuarantines != 0 {
+		t.Fatalf("A's lock status %+v: the move is over", st)
+	}
 }
