@@ -2,6 +2,7 @@ package replica
 
 import (
 	"encoding/binary"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -29,7 +30,7 @@ const (
 	KindLockFence   = "lock-fence"   // table, key, token → token, fence
 	// KindLockFloor is asked of a key's previous home by its new one once the move
 	// quarantine is over (docs/design.md §25.2); any node answers it, home or not.
-	KindLockFloor = "lock-floor" // table "", generation → fence (applied positions, once it holds the generation)
+	KindLockFloor = "lock-floor" // generation → fence (its applied positions, once it holds the generation)
 )
 
 // The lock codes the replica adds to the table's (lock.Code*, which travel as they are).
@@ -59,10 +60,13 @@ type storedLockMove struct {
 	PrevHomes  []string `cbor:"2,keyasint"`
 }
 
-// floorAsk is one lock-floor request in flight: a move's generation and the previous home.
+// floorAsk is one lock-floor request: a move's generation, the previous home whose floor
+// it is for, and the member asked (the home itself, or, for a home the map no longer
+// lists among its nodes, each member: askFloors).
 type floorAsk struct {
 	generation uint64
 	home       string
+	member     string
 }
 
 // lockConn is the connection id the hops of lock requests answered later (a waiting
@@ -80,8 +84,11 @@ type LockArgs struct {
 	Token  []byte `cbor:"6,keyasint,omitempty"` // lock.TokenBytes bytes
 	Origin []byte `cbor:"7,keyasint,omitempty"` // 16 bytes: lock-confirm's writer origin
 	Seq    uint64 `cbor:"8,keyasint,omitempty"`
-	// Generation: lock-floor's, the generation that moved the keys.
-	Generation uint64 `cbor:"9,keyasint,omitempty"`
+}
+
+// lockFloorArgs is the body of a lock-floor: the generation that moved the keys.
+type lockFloorArgs struct {
+	Generation uint64 `cbor:"1,keyasint"`
 }
 
 // LockReply is the body of a lock request's answer: a grant, a renewal or a fence carry
@@ -162,10 +169,12 @@ type lockState struct {
 	// deadline passes or they are released.
 	held map[lock.Token]HeldLease
 	// moves: the moves this home waits for floors of, as kept in the store
-	// (controlLockMoves); floorAsking: their lock-floor requests in flight; floorNext: when
-	// the floors wanted are asked again.
+	// (controlLockMoves); floorAsking: their lock-floor requests in flight; floorParts: the
+	// answers of the members for a previous home gone from the map; floorNext: when the
+	// floors wanted are asked again. Each is bounded by the moves times the map's members.
 	moves       []storedLockMove
 	floorAsking map[floorAsk]RequestID
+	floorParts  map[floorAsk]lock.Fence
 	floorNext   time.Time
 }
 
@@ -247,6 +256,7 @@ func (r *Replica) syncLockHome() {
 func (r *Replica) dropLockHome() {
 	ls := &r.locks
 	ls.table, ls.err = nil, nil
+	ls.floorAsking, ls.floorParts = nil, nil
 	if len(ls.moves) > 0 {
 		// Its keys are other homes' now, and their floors those homes' to ask.
 		ls.moves = nil
@@ -344,7 +354,11 @@ func (r *Replica) writeLockMoves() {
 
 // askFloors asks the previous homes whose floors the table wants (kind lock-floor), every
 // PlacementPoll while one is wanted, and forgets in the store the moves the table no
-// longer holds.
+// longer holds. A previous home the current map no longer lists among its nodes (gone for
+// good, docs/operations.md) cannot answer: its floor is then the join of every member's
+// answer, each given once the member holds the generation. A write it confirmed was made
+// by its writer before, so the writer's answer covers it, unless the writer was the lost
+// node itself and the write never left it.
 func (r *Replica) askFloors() {
 	ls := &r.locks
 	t := ls.table
@@ -354,6 +368,7 @@ func (r *Replica) askFloors() {
 	if pending := t.PendingMoves(); len(ls.moves) > 0 && len(pending) < len(ls.moves) {
 		ls.moves = slices.DeleteFunc(ls.moves, func(mv storedLockMove) bool { return !slices.Contains(pending, mv.Generation) })
 		r.writeLockMoves()
+		maps.DeleteFunc(ls.floorParts, func(k floorAsk, _ lock.Fence) bool { return !slices.Contains(pending, k.generation) })
 	}
 	if r.now.Before(ls.floorNext) {
 		return
@@ -364,36 +379,49 @@ func (r *Replica) askFloors() {
 	}
 	ls.floorNext = r.now.Add(r.cfg.PlacementPoll)
 	for _, w := range wants {
-		body, err := wire.Marshal(LockArgs{Generation: w.Generation})
+		body, err := wire.Marshal(lockFloorArgs{Generation: w.Generation})
 		if !r.check(err) {
 			return
 		}
 		for _, h := range w.Homes {
-			k := floorAsk{w.Generation, h}
-			if _, asked := ls.floorAsking[k]; asked {
-				continue
+			asked := []string{h}
+			if !slices.ContainsFunc(r.cmap.cur.Nodes, func(n clustermap.Node) bool { return n.Name == h }) {
+				asked = asked[:0]
+				for _, n := range r.cmap.cur.Nodes {
+					asked = append(asked, n.Name)
+				}
 			}
-			if r.reqs.own == nil {
-				r.reqs.own = map[RequestID]func(Answer){}
-			}
-			if ls.floorAsking == nil {
-				ls.floorAsking = map[floorAsk]RequestID{}
-			}
-			// Noted before it is asked: the answer may come at once.
-			id := r.reqs.last + 1
-			r.reqs.own[id] = func(a Answer) { r.floorAnswered(k, a) }
-			ls.floorAsking[k] = id
-			if got := r.ask(h, KindLockFloor, wire.ScopeRead, body); got != id {
-				r.check(errorf("a request was given id %d, not %d", got, id))
-				return
+			for _, member := range asked {
+				k := floorAsk{w.Generation, h, member}
+				if _, busy := ls.floorAsking[k]; busy {
+					continue
+				}
+				if _, done := ls.floorParts[k]; done {
+					continue
+				}
+				if r.reqs.own == nil {
+					r.reqs.own = map[RequestID]func(Answer){}
+				}
+				if ls.floorAsking == nil {
+					ls.floorAsking = map[floorAsk]RequestID{}
+				}
+				// Noted before it is asked: the answer may come at once.
+				id := r.reqs.last + 1
+				r.reqs.own[id] = func(a Answer) { r.floorAnswered(k, asked, a) }
+				ls.floorAsking[k] = id
+				if got := r.ask(member, KindLockFloor, wire.ScopeRead, body); got != id {
+					r.check(errorf("a request was given id %d, not %d", got, id))
+					return
+				}
 			}
 		}
 	}
 }
 
-// floorAnswered gives the table a previous home's floor; a refusal (down, unreachable,
+// floorAnswered gives the table a previous home's floor once every member in asked has
+// answered (the home alone, or every member: askFloors); a refusal (down, unreachable,
 // map-behind) is asked again at the next poll.
-func (r *Replica) floorAnswered(k floorAsk, a Answer) {
+func (r *Replica) floorAnswered(k floorAsk, asked []string, a Answer) {
 	ls := &r.locks
 	if ls.floorAsking[k] != a.ID {
 		return
@@ -406,7 +434,24 @@ func (r *Replica) floorAnswered(k floorAsk, a Answer) {
 	if err != nil {
 		return
 	}
-	ls.table.Floor(k.generation, k.home, res.Fence)
+	if ls.floorParts == nil {
+		ls.floorParts = map[floorAsk]lock.Fence{}
+	}
+	ls.floorParts[k] = res.Fence
+	var parts []lock.Fence
+	for _, m := range asked {
+		f, ok := ls.floorParts[floorAsk{k.generation, k.home, m}]
+		if !ok {
+			return
+		}
+		parts = append(parts, f)
+	}
+	for _, m := range asked {
+		delete(ls.floorParts, floorAsk{k.generation, k.home, m})
+	}
+	for _, f := range parts {
+		ls.table.Floor(k.generation, k.home, f) // joined: Floor joins a second floor to the first
+	}
 }
 
 // floorsDue is when askFloors next asks (zero: no floor is wanted).
@@ -421,7 +466,7 @@ func (r *Replica) floorsDue() time.Time {
 // generation asked. Holding it, it confirms nothing for a key that generation moved away
 // from it (confirm), so every write it confirmed for one is inside them.
 func serveLockFloor(r *Replica, body []byte) (wire.Code, string, []byte) {
-	var a LockArgs
+	var a lockFloorArgs
 	if err := wire.Unmarshal(body, &a); err != nil || a.Generation == 0 {
 		return wire.CodeBadArgument, "a lock-floor body is a map with a generation above 0", nil
 	}

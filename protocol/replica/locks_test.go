@@ -395,3 +395,35 @@ func TestLockMoveFloor(t *testing.T) {
 		t.Fatalf("A's lock status %+v: the move is over", st)
 	}
 }
+
+// TestLockMoveFloorHomeGone: B, the lock home, is gone for good: a map drops it from the
+// nodes and names A. B never answers; A's floor for B's keys is then every member's
+// (A's and C's) applied positions, so A grants only once it has C's write that B confirmed.
+func TestLockMoveFloorHomeGone(t *testing.T) {
+	h, a, b, c := lockCluster(t, `"B"`)
+	ba := h.links[0]
+	ca := h.connect(c, a)
+	g := c.lockResult(c.acquire("k", 2*time.Second, 0), "")
+	ba.hold, ca.hold = true, true
+	seq := c.writeTokened(replica.WireToken(g.Token), put("t", "k", "1"))
+	c.lockResult(c.lockOp(replica.LockOp{Kind: replica.KindLockConfirm, Table: "t", Key: []byte("k"), Token: g.Token, Origin: c.origin, Seq: seq}), "")
+	h.links[1].hold = true // C-B: B is gone
+	doc := mapDoc(2, `,"lock_homes":["A"]`, "A", "C")
+	for _, n := range []*node{a, b, c} {
+		if _, err := n.publish(doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.advance(lockQuarantine)
+	a.lockResult(a.acquire("k", time.Second, 0), wire.Code(lock.CodeMovePending))
+	ca.hold = false
+	h.advance(2 * replica.DefaultPlacementPoll)
+	first := a.lockResult(a.acquire("k", time.Second, 0), "")
+	covered := false
+	for _, p := range first.Fence {
+		covered = covered || p.Origin == c.origin && p.Seq >= seq
+	}
+	if !covered {
+		t.Fatalf("A's first grant's fence %v: want C's seq %d inside", first.Fence, seq)
+	}
+}
