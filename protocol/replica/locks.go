@@ -703,7 +703,7 @@ func serveLock(r *Replica, h *hop, req *wire.Request) (code wire.Code, msg strin
 		}
 		var o wire.OriginID
 		copy(o[:], a.Origin)
-		if st := r.origins[o]; st != nil && st.applied.Seq >= a.Seq || r.cfg.Mutations.ConfirmAtOnce {
+		if r.confirmable(o, a.Seq) || r.cfg.Mutations.ConfirmAtOnce {
 			code, msg = r.confirm(key, tok)
 			return code, msg, nil, true
 		}
@@ -729,6 +729,18 @@ func (r *Replica) confirm(key lock.Key, tok lock.Token) (wire.Code, string) {
 	return "", ""
 }
 
+// confirmable reports whether the home holds the write at seq of origin o for good: applied,
+// and, when it is this node's own, synced (HoldUnsynced), since a power loss takes back
+// an own write not synced, and a fence or a floor taken after it would miss the write it
+// acknowledged. Another origin's entry reached this home only once durable at its writer.
+func (r *Replica) confirmable(o wire.OriginID, seq uint64) bool {
+	st := r.origins[o]
+	if st == nil || st.applied.Seq < seq {
+		return false
+	}
+	return o != r.id.Origin || !r.cfg.HoldUnsynced || seq <= r.synced
+}
+
 // serveConfirms answers the confirms whose write this node has applied now, and forgets
 // those given up.
 func (r *Replica) serveConfirms() {
@@ -741,7 +753,7 @@ func (r *Replica) serveConfirms() {
 		if r.reqs.hops[c.hop] == nil {
 			continue // its deadline passed, or its connection closed
 		}
-		if st := r.origins[c.origin]; st == nil || st.applied.Seq < c.seq {
+		if !r.confirmable(c.origin, c.seq) {
 			keep = append(keep, c)
 			continue
 		}
