@@ -52,6 +52,9 @@ func TestMutationsAreCaught(t *testing.T) {
 		{"a lock granted with an empty fence", mutate.Set{SkipLockFence: true}, nil},
 		{"a restarted lock home that skips its quarantine", mutate.Set{SkipRestartQuarantine: true}, nil},
 		{"a write under a lock acknowledged before the home has it", mutate.Set{ConfirmAtOnce: true}, nil},
+		// A key's new home granting with its own applied positions once its move quarantine
+		// is over, without its previous home's floor.
+		{"a lock home that grants a moved key without its previous home's floor", mutate.Set{SkipMoveFloor: true}, nil},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel() // each mutation is a value of its own runs: nothing is shared

@@ -172,13 +172,10 @@ func (lr *lockRun) drawHomeMove(prng *rand.Rand, names []string) {
 	lr.moved, lr.moveGen = moved, uint64(3+prng.IntN(2))
 }
 
-// movingHomes turns on the lock runs whose later maps move the homes. It is off: a key's
-// new home grants, once its move quarantine is over, with a fence of its own applied
-// positions, which need not hold the writes the old home acknowledged (seed 284: homes A,
-// B, F moved to F, G at generation 3; G's first grant of c/k0 after its quarantine let its
-// holder on F read 0 where 3 was acknowledged under B, and an acknowledged update was lost).
-// The quarantine gives exclusion across a move, not freshness (docs/design.md §25.2, §25.7).
-const movingHomes = false
+// movingHomes turns on the lock runs whose later maps move the homes: a key's new home
+// grants it only after its move quarantine and once it has applied its previous home's
+// floor (docs/design.md §25.2; seed 284 lost an acknowledged update before the floor).
+const movingHomes = true
 
 // lockDoc is the lock members of a lock run's maps of generation gen ("" in other runs,
 // and for generation 1): every later generation fences c (a fenced table stays fenced) and

@@ -87,4 +87,9 @@ type Set struct {
 	// ConfirmAtOnce makes a lock home answer lock-confirm at once, whether or not it has
 	// applied the write: a write is acknowledged before the home has it.
 	ConfirmAtOnce bool
+	// SkipMoveFloor makes a lock home that a map generation brings keys to grant them, once
+	// its move quarantine is over, with its own applied positions as the fence, without
+	// the previous home's floor: a holder may read below a write the previous home
+	// confirmed.
+	SkipMoveFloor bool
 }

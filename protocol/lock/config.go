@@ -29,6 +29,13 @@ const (
 	CodeBadWait        Code = "bad-wait"         // wait not in [0, Config.MaxWait]
 	CodeQuarantined    Code = "quarantined"      // the home grants nothing for the key until Until
 	CodeBadToken       Code = "bad-token"        // a token's text that ParseToken refuses
+	// CodeMovePending: the key's move quarantine is over, but the home does not know yet, or
+	// has not applied, what the key's previous home had applied once it let the key go
+	// (its floor: docs/design.md §25.2).
+	CodeMovePending Code = "move-pending"
+	// CodeNotHome answers the waiters of a key a later generation moved away from this home
+	// (MoveAway); the replica answers its requests the same.
+	CodeNotHome Code = "not-home"
 )
 
 // Refused reports whether c is a refusal rather than a grant, a place in the queue, a

@@ -18,9 +18,11 @@
 //
 //   - which keys this node homes (the rendezvous hash over the map's lock_homes), and
 //     routing a request to its key's home: the table answers only for keys the caller says
-//     it homes, and is told at each new generation which keys it newly homes
-//     (MoveQuarantine). It does not stop renewing a key that a new generation moved away:
-//     the caller stops asking;
+//     it homes, and is told at each new generation which keys it newly homes and their
+//     previous homes (MoveHome), and which it no longer homes (MoveAway, which drops their
+//     leases and waiters);
+//   - asking the previous homes for their floors (FloorsWanted, Floor): a newly homed key
+//     is granted only once the fence given covers its previous home's floor;
 //   - the incarnation: raised and made durable in the store before New; the generation
 //     given with each request: the adopted map's, which never goes down across a restart;
 //   - the fence: the home's applied positions, given with every input that may grant;
@@ -36,6 +38,6 @@
 //   - token.go: Token, its order (Compare), its text (String, ParseToken).
 //   - config.go: Config and its bounds (Check), the codes, HomeTTL and HolderDeadline.
 //   - table.go: Table: Acquire, Renew, Release, Confirm, Check, Tick, Next, MoveQuarantine,
-//     Stats.
+//     MoveHome, Floor, FloorsWanted, PendingMoves, MoveAway, Stats.
 //   - timers.go: the heap of the instants the table acts at (expiries and waits' ends).
 package lock

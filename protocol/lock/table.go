@@ -108,6 +108,20 @@ type move struct {
 	generation uint64
 	until      time.Time
 	newlyHomed func(Key) bool
+	// from is the previous home of a key and whether it is newly homed (nil: no floor is
+	// wanted, MoveQuarantine);
+	// floors, the floor of each previous home once known (Floor): the move waits for a floor
+	// of every name in wanted.
+	from   func(Key) (string, bool)
+	wanted []string
+	floors map[string]Fence
+}
+
+// FloorWant is a move whose quarantine is over and the previous homes whose floors it
+// still lacks (FloorsWanted).
+type FloorWant struct {
+	Generation uint64
+	Homes      []string
 }
 
 // Stats are a table's counters.
@@ -125,11 +139,17 @@ type Stats struct {
 	// released, or replaced by a later grant), the overlap the home can see
 	// (docs/design.md §25.8).
 	ConfirmsLost, Overlaps uint64
-	Generation             uint64    // the generation the home grants under
-	Incarnation            uint64    // the home's, given to New
-	Counter                uint64    // the last grant's counter
-	RestartUntil           time.Time // the restart quarantine's end; zero once it is over
-	MoveQuarantines        int       // move quarantines not yet over
+	// MovedAway counts leases dropped because a later generation moved their key away
+	// (MoveAway).
+	MovedAway       uint64
+	Generation      uint64    // the generation the home grants under
+	Incarnation     uint64    // the home's, given to New
+	Counter         uint64    // the last grant's counter
+	RestartUntil    time.Time // the restart quarantine's end; zero once it is over
+	MoveQuarantines int       // move quarantines not yet over
+	// MovesAwaitingFloor counts moves whose quarantine is over that wait for a previous
+	// home's floor, or for the home to apply it.
+	MovesAwaitingFloor int
 }
 
 // Table is one home's leases. It is not safe for concurrent use; the replica owns it.
@@ -202,6 +222,8 @@ func (t *Table) raise(generation uint64) { t.generation = max(t.generation, gene
 //   - CodeBadWait: wait below 0, or above MaxWait;
 //   - CodeQuarantined: the home's restart quarantine, or a move quarantine of the key, is
 //     not over (Until says when it is);
+//   - CodeMovePending: the key's move quarantine is over, and its previous home's floor is
+//     not known (Floor) or fence does not cover it yet;
 //   - the key is free: CodeTooManyLeases if the home holds MaxLeases leases, else
 //     CodeGranted: the next counter's token, expiry now + ttl·(1+ρ), the fence;
 //   - the key is held: CodeHeld with RetryAfter when wait is 0, CodeTooManyWaiters when
@@ -226,6 +248,9 @@ func (t *Table) acquire(now time.Time, key Key, holder string, ttl, wait time.Du
 	}
 	if until, ok := t.quarantinedUntil(now, key); ok {
 		return Result{Code: CodeQuarantined, Until: until, RetryAfter: until.Sub(now)}
+	}
+	if !t.floorMet(now, key, fence) {
+		return Result{Code: CodeMovePending}
 	}
 	e := t.keys[key.id()]
 	if e == nil || e.lease == nil {
@@ -413,7 +438,7 @@ func (t *Table) advance(now time.Time, fence Fence) []Event {
 	if !t.restartUntil.IsZero() && !now.Before(t.restartUntil) {
 		t.restartUntil = time.Time{}
 	}
-	t.moves = slices.DeleteFunc(t.moves, func(m move) bool { return !now.Before(m.until) })
+	t.moves = slices.DeleteFunc(t.moves, func(m move) bool { return !now.Before(m.until) && t.floorsMet(m, fence) })
 	return events
 }
 
@@ -447,13 +472,176 @@ func (t *Table) drop(e *entry) {
 // given. newlyHomed is kept until the quarantine ends and called with the keys asked about
 // then.
 func (t *Table) MoveQuarantine(now time.Time, generation uint64, newlyHomed func(Key) bool) []Event {
-	now = t.clamp(now)
-	t.raise(generation)
 	if newlyHomed == nil {
 		newlyHomed = func(Key) bool { return true }
 	}
+	return t.startMove(now, move{generation: generation, newlyHomed: newlyHomed})
+}
+
+// MoveHome is MoveQuarantine with a floor (docs/design.md §25.2): from says whether a key
+// is newly homed under generation and its previous home ("" when there was none), and
+// homes lists every previous home whose floor is wanted (a name from gives that is not in
+// homes wants none). After the quarantine a newly homed key is still
+// granted nothing (CodeMovePending) until its previous home's floor is known (Floor) and
+// the fence given with the request covers it: the floor covers every write that home
+// confirmed, so the first grant's fence does too. Its state is one floor per previous
+// home, never per key.
+func (t *Table) MoveHome(now time.Time, generation uint64, from func(Key) (string, bool), homes []string) []Event {
+	return t.startMove(now, move{
+		generation: generation,
+		newlyHomed: func(k Key) bool { _, newly := from(k); return newly },
+		from:       from,
+		wanted:     slices.Compact(slices.Sorted(slices.Values(homes))),
+		floors:     map[string]Fence{},
+	})
+}
+
+// Floor gives the floor of previous home from for the move of generation: positions that
+// cover every write it confirmed (its applied positions taken once it had adopted a
+// generation that moved its keys away). A floor for a move the table does not hold, or
+// for a home it does not want, is ignored; a second one is joined to the first.
+func (t *Table) Floor(generation uint64, from string, floor Fence) {
+	for i := range t.moves {
+		m := &t.moves[i]
+		if m.generation == generation && m.floors != nil && slices.Contains(m.wanted, from) {
+			m.floors[from] = join(m.floors[from], floor)
+		}
+	}
+}
+
+// PendingMoves lists the generations of the moves given by MoveHome that the table still
+// holds (in their quarantine, or waiting for a floor), in the order they were given: the
+// caller keeps what it needs to give them again to a table made after a restart.
+func (t *Table) PendingMoves() []uint64 {
+	var out []uint64
+	for _, m := range t.moves {
+		if m.from != nil {
+			out = append(out, m.generation)
+		}
+	}
+	return out
+}
+
+// FloorsWanted lists the moves whose quarantine is over at the table's time and the
+// previous homes whose floors each lacks, by generation: the caller asks them (Floor).
+func (t *Table) FloorsWanted() []FloorWant {
+	var out []FloorWant
+	for _, m := range t.moves {
+		if t.last.Before(m.until) {
+			continue
+		}
+		var homes []string
+		for _, h := range m.wanted {
+			if _, ok := m.floors[h]; !ok {
+				homes = append(homes, h)
+			}
+		}
+		if len(homes) > 0 {
+			out = append(out, FloorWant{Generation: m.generation, Homes: homes})
+		}
+	}
+	slices.SortFunc(out, func(a, b FloorWant) int { return cmp.Compare(a.Generation, b.Generation) })
+	return out
+}
+
+// floorMet reports whether fence covers the floor of every move over at now that newly
+// homes key (a move not over refused it already).
+func (t *Table) floorMet(now time.Time, key Key, fence Fence) bool {
+	for _, m := range t.moves {
+		if m.from == nil || now.Before(m.until) {
+			continue
+		}
+		h, newly := m.from(key)
+		if !newly {
+			continue
+		}
+		floor, ok := m.floors[h]
+		if !ok && slices.Contains(m.wanted, h) || !covers(fence, floor) {
+			return false
+		}
+	}
+	return true
+}
+
+// floorsMet reports whether every floor m wants is known and fence covers it: the move is
+// then over for every key.
+func (t *Table) floorsMet(m move, fence Fence) bool {
+	for _, h := range m.wanted {
+		floor, ok := m.floors[h]
+		if !ok || !covers(fence, floor) {
+			return false
+		}
+	}
+	return true
+}
+
+// covers reports whether fence is at or past floor at every origin.
+func covers(fence, floor Fence) bool {
+	for _, p := range floor {
+		i := slices.IndexFunc(fence, func(q Position) bool { return q.Origin == p.Origin })
+		if i < 0 || fence[i].Seq < p.Seq {
+			return false
+		}
+	}
+	return true
+}
+
+// join is the positions at or past both a and b, sorted by origin.
+func join(a, b Fence) Fence {
+	out := slices.Clone(a)
+	for _, p := range b {
+		if i := slices.IndexFunc(out, func(q Position) bool { return q.Origin == p.Origin }); i >= 0 {
+			out[i].Seq = max(out[i].Seq, p.Seq)
+		} else {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(x, y Position) int { return bytes.Compare(x.Origin[:], y.Origin[:]) })
+	return out
+}
+
+// MoveAway follows a generation that moved keys away from this home: homed reports whether
+// it still homes a key. The leases it holds on the others are dropped (counted MovedAway)
+// and their waiters answered CodeNotHome (the Events, in key order), so that it grants,
+// renews and confirms nothing more for them: what it confirmed is then inside its applied
+// positions from now on, the floor it gives their new home (docs/design.md §25.2).
+func (t *Table) MoveAway(now time.Time, generation uint64, homed func(Key) bool) []Event {
+	now = t.clamp(now)
+	t.raise(generation)
+	var gone []*entry
+	for _, e := range t.keys {
+		if !homed(e.key) {
+			gone = append(gone, e)
+		}
+	}
+	slices.SortFunc(gone, func(a, b *entry) int { return compareKeys(a.key, b.key) })
+	var events []Event
+	for _, e := range gone {
+		if e.lease != nil {
+			t.stopTimer(e.expiry)
+			e.lease, e.expiry = nil, nil
+			t.leases--
+			t.stats.MovedAway++
+		}
+		for _, w := range e.waiters {
+			t.stopTimer(w.timer)
+			t.waiting--
+			t.count(CodeNotHome)
+			events = append(events, Event{Waiter: w.id, Key: e.key.clone(), Result: Result{Code: CodeNotHome}})
+		}
+		e.waiters = nil
+		delete(t.keys, e.key.id())
+	}
+	return events
+}
+
+func (t *Table) startMove(now time.Time, mv move) []Event {
+	now = t.clamp(now)
+	generation, newlyHomed := mv.generation, mv.newlyHomed
+	t.raise(generation)
 	until := now.Add(t.cfg.Quarantine())
-	t.moves = append(t.moves, move{generation: generation, until: until, newlyHomed: newlyHomed})
+	mv.until = until
+	t.moves = append(t.moves, mv)
 	var waited []*entry
 	for _, e := range t.keys {
 		if len(e.waiters) > 0 {
@@ -507,7 +695,9 @@ func (t *Table) Next() time.Time {
 		earlier(t.restartUntil)
 	}
 	for _, m := range t.moves {
-		earlier(m.until)
+		if t.last.Before(m.until) { // one over waits for floors, not for time
+			earlier(m.until)
+		}
 	}
 	return next
 }
@@ -522,7 +712,13 @@ func (t *Table) Stats() Stats {
 	s.Incarnation = t.incarnation
 	s.Counter = t.counter
 	s.RestartUntil = t.restartUntil
-	s.MoveQuarantines = len(t.moves)
+	for _, m := range t.moves {
+		if t.last.Before(m.until) {
+			s.MoveQuarantines++
+		} else {
+			s.MovesAwaitingFloor++
+		}
+	}
 	return s
 }
 

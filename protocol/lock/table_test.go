@@ -371,3 +371,45 @@ func TestDeterminism(t *testing.T) {
 		}
 	}
 }
+
+// TestMoveFloor: a key MoveHome brings from home "B" is quarantined, then move-pending until
+// B's floor is given and the fence covers it; a key it does not bring is granted throughout;
+// once the floor is applied the move is forgotten. MoveAway drops a lease and answers its
+// waiter not-home.
+func TestMoveFloor(t *testing.T) {
+	tab, at := open(t, nil)
+	q := goodConfig().Quarantine()
+	moved, stays := key("m"), key("s")
+	from := func(k lock.Key) (string, bool) { return "B", string(k.Key) == "m" }
+	tab.MoveHome(at, 2, from, []string{"B"})
+	if r := tab.Acquire(at, moved, "x", time.Second, 0, 2, fence); r.Code != lock.CodeQuarantined {
+		t.Fatalf("in the quarantine: %s", r.Code)
+	}
+	mustGrant(t, tab.Acquire(at, stays, "x", time.Second, 0, 2, fence))
+	at = at.Add(q)
+	if r := tab.Acquire(at, moved, "x", time.Second, 0, 2, fence); r.Code != lock.CodeMovePending {
+		t.Fatalf("after the quarantine, no floor: %s", r.Code)
+	}
+	if w := tab.FloorsWanted(); !reflect.DeepEqual(w, []lock.FloorWant{{Generation: 2, Homes: []string{"B"}}}) {
+		t.Fatalf("floors wanted %v", w)
+	}
+	tab.Floor(2, "B", lock.Fence{{Origin: homeB, Seq: 4}})
+	if r := tab.Acquire(at, moved, "x", time.Second, 0, 2, fence); r.Code != lock.CodeMovePending {
+		t.Fatalf("a floor above the fence (B 4 > 3): %s", r.Code)
+	}
+	if st := tab.Stats(); st.MovesAwaitingFloor != 1 || st.Refused[lock.CodeMovePending] != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+	covering := lock.Fence{{Origin: homeA, Seq: 7}, {Origin: homeB, Seq: 4}}
+	l := mustGrant(t, tab.Acquire(at, moved, "x", time.Second, 0, 2, covering))
+	if !reflect.DeepEqual(l.Fence, covering) || tab.Stats().MovesAwaitingFloor != 0 {
+		t.Fatalf("the first grant's fence %v, stats %+v", l.Fence, tab.Stats())
+	}
+	if r := tab.Acquire(at, moved, "y", time.Second, time.Second, 2, covering); r.Code != lock.CodeQueued {
+		t.Fatalf("a waiter: %s", r.Code)
+	}
+	ev := tab.MoveAway(at, 3, func(k lock.Key) bool { return string(k.Key) != "m" })
+	if len(ev) != 1 || ev[0].Result.Code != lock.CodeNotHome || tab.Stats().MovedAway != 1 || tab.Confirm(at, moved, l.Token) {
+		t.Fatalf("MoveAway: events %+v, stats %+v", ev, tab.Stats())
+	}
+}

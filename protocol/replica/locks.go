@@ -2,6 +2,7 @@ package replica
 
 import (
 	"encoding/binary"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -27,6 +28,9 @@ const (
 	KindLockCheck   = "lock-check"   // table, key, token → empty (live by its holder's deadline)
 	KindLockConfirm = "lock-confirm" // table, key, token, origin, seq → empty, once applied
 	KindLockFence   = "lock-fence"   // table, key, token → token, fence
+	// KindLockFloor is asked of a key's previous home by its new one once the move
+	// quarantine is over (docs/design.md §25.2); any node answers it, home or not.
+	KindLockFloor = "lock-floor" // generation → fence (its applied positions, once it holds the generation)
 )
 
 // The lock codes the replica adds to the table's (lock.Code*, which travel as they are).
@@ -36,12 +40,34 @@ const (
 	CodeClusterNotV4    wire.Code = clustermap.CodeClusterNotV4
 	CodeTooManyConfirms wire.Code = "too-many-confirms" // the home's pending confirms are at LockMaxConfirms
 	CodeLockHomeOff     wire.Code = "lock-home-off"     // the map names this node a home, its Config cannot be one
+	CodeMapBehind       wire.Code = "map-behind"        // lock-floor: this node has not adopted the generation asked
 )
 
 // controlLockIncarnation is the store's control key of the home's incarnation: raised each
 // time the home's table is made (after every start, before it grants), so a restarted home
 // never reissues a token.
 const controlLockIncarnation = "lock-incarnation"
+
+// controlLockMoves is the store's control key of the home's moves still waiting for their
+// previous homes' floors (storedLockMove, CBOR): a table made after a restart takes them
+// again, since its restart quarantine gives exclusion but no floor.
+const controlLockMoves = "lock-moves"
+
+// storedLockMove is one move kept under controlLockMoves: the generation that brought keys
+// to this home and the lock homes of the map it held before.
+type storedLockMove struct {
+	Generation uint64   `cbor:"1,keyasint"`
+	PrevHomes  []string `cbor:"2,keyasint"`
+}
+
+// floorAsk is one lock-floor request: a move's generation, the previous home whose floor
+// it is for, and the member asked (the home itself, or, for a home the map no longer
+// lists among its nodes, each member: askFloors).
+type floorAsk struct {
+	generation uint64
+	home       string
+	member     string
+}
 
 // lockConn is the connection id the hops of lock requests answered later (a waiting
 // acquire, a confirm waiting for its write) are kept under: no connection has it, so
@@ -58,6 +84,11 @@ type LockArgs struct {
 	Token  []byte `cbor:"6,keyasint,omitempty"` // lock.TokenBytes bytes
 	Origin []byte `cbor:"7,keyasint,omitempty"` // 16 bytes: lock-confirm's writer origin
 	Seq    uint64 `cbor:"8,keyasint,omitempty"`
+}
+
+// lockFloorArgs is the body of a lock-floor: the generation that moved the keys.
+type lockFloorArgs struct {
+	Generation uint64 `cbor:"1,keyasint"`
 }
 
 // LockReply is the body of a lock request's answer: a grant, a renewal or a fence carry
@@ -137,6 +168,14 @@ type lockState struct {
 	// held: the leases this node was granted as a caller, by token, until their holder
 	// deadline passes or they are released.
 	held map[lock.Token]HeldLease
+	// moves: the moves this home waits for floors of, as kept in the store
+	// (controlLockMoves); floorAsking: their lock-floor requests in flight; floorParts: the
+	// answers of the members for a previous home gone from the map; floorNext: when the
+	// floors wanted are asked again. Each is bounded by the moves times the map's members.
+	moves       []storedLockMove
+	floorAsking map[floorAsk]RequestID
+	floorParts  map[floorAsk]lock.Fence
+	floorNext   time.Time
 }
 
 type pendingConfirm struct {
@@ -206,6 +245,7 @@ func (r *Replica) syncLockHome() {
 			return
 		}
 		ls.table = t
+		r.restoreLockMoves()
 	case !home && (ls.table != nil || ls.err != nil):
 		r.dropLockHome()
 	}
@@ -216,6 +256,12 @@ func (r *Replica) syncLockHome() {
 func (r *Replica) dropLockHome() {
 	ls := &r.locks
 	ls.table, ls.err = nil, nil
+	ls.floorAsking, ls.floorParts = nil, nil
+	if len(ls.moves) > 0 {
+		// Its keys are other homes' now, and their floors those homes' to ask.
+		ls.moves = nil
+		r.writeLockMoves()
+	}
 	ids := slices.Sorted(func(yield func(uint64) bool) {
 		for id := range ls.waiters {
 			if !yield(id) {
@@ -233,19 +279,211 @@ func (r *Replica) dropLockHome() {
 	ls.confirms = nil
 }
 
-// lockMapAdopted follows a new map at the home: a table that goes on starts a move
-// quarantine for the keys the new map brings to it (their old home's leases run on);
-// a node named a home or no longer one gets or drops its table.
+// lockMapAdopted follows a new map at the home: a table that goes on lets go of the keys
+// the new map moves away, and starts a move for the keys it brings (their old home's
+// leases run on, and what it confirmed must be applied here first); a node named a home or
+// no longer one gets or drops its table.
 func (r *Replica) lockMapAdopted(prev, next clustermap.Map) {
 	ls := &r.locks
 	if ls.table != nil && r.isLockHome(&next) && next.Generation > prev.Generation {
 		self := r.id.Name
-		newly := func(k lock.Key) bool {
-			return next.Home([]byte(k.Table), k.Key) == self && prev.Home([]byte(k.Table), k.Key) != self
-		}
-		r.lockEvents(ls.table.MoveQuarantine(r.now, next.Generation, newly))
+		// The keys moved away first: from now on this home grants, renews and confirms
+		// nothing for them, so its applied positions cover what it confirmed (its floor).
+		r.lockEvents(ls.table.MoveAway(r.now, next.Generation, func(k lock.Key) bool {
+			return next.Home([]byte(k.Table), k.Key) == self
+		}))
 	}
 	r.syncLockHome()
+	// A table that goes on, and one made now for a node the map newly names a home, alike:
+	// the keys it takes from the previous homes wait for their floors.
+	if ls.table != nil && next.Generation > prev.Generation && r.startLockMove(next, next.Generation, prev.LockHomes) {
+		ls.moves = append(ls.moves, storedLockMove{Generation: next.Generation, PrevHomes: slices.Clone(prev.LockHomes)})
+		r.writeLockMoves()
+	}
+}
+
+// startLockMove starts the move of generation at the table: the keys next homes here that
+// a map of lock homes prevHomes did not are in their quarantine, then wait for the floor
+// of their previous home. It reports whether a floor is wanted (a previous home other than
+// this node).
+func (r *Replica) startLockMove(next clustermap.Map, generation uint64, prevHomes []string) bool {
+	self := r.id.Name
+	prev := clustermap.Map{LockHomes: prevHomes}
+	from := func(k lock.Key) (string, bool) {
+		if next.Home([]byte(k.Table), k.Key) != self {
+			return "", false
+		}
+		h := prev.Home([]byte(k.Table), k.Key)
+		return h, h != self
+	}
+	homes := slices.DeleteFunc(slices.Clone(prevHomes), func(h string) bool { return h == self })
+	if r.cfg.Mutations.SkipMoveFloor {
+		homes = nil
+	}
+	r.lockEvents(r.locks.table.MoveHome(r.now, generation, from, homes))
+	return len(homes) > 0
+}
+
+// restoreLockMoves gives a table just made the moves kept in the store that still wait for
+// floors: their keys are under the current map's homes, a previous home's floor as before.
+func (r *Replica) restoreLockMoves() {
+	raw, err := r.store.Control(controlLockMoves)
+	if !r.check(err) || raw == nil {
+		return
+	}
+	var moves []storedLockMove
+	if err := wire.Unmarshal(raw, &moves); err != nil {
+		r.check(errorf("the control document %s is not a list of moves: %v", controlLockMoves, err))
+		return
+	}
+	r.locks.moves = nil
+	for _, mv := range moves {
+		if r.startLockMove(r.cmap.cur, mv.Generation, mv.PrevHomes) {
+			r.locks.moves = append(r.locks.moves, mv)
+		}
+	}
+}
+
+// writeLockMoves keeps the moves waiting for floors in the store.
+func (r *Replica) writeLockMoves() {
+	b, err := wire.Marshal(r.locks.moves)
+	if r.check(err) {
+		r.check(r.store.PutControl(controlLockMoves, b))
+	}
+}
+
+// askFloors asks the previous homes whose floors the table wants (kind lock-floor), every
+// PlacementPoll while one is wanted, and forgets in the store the moves the table no
+// longer holds. A previous home the current map no longer lists among its nodes (gone for
+// good, docs/operations.md) cannot answer: its floor is then the join of every member's
+// answer, each given once the member holds the generation. A write it confirmed was made
+// by its writer before, so the writer's answer covers it, unless the writer was the lost
+// node itself and the write never left it.
+func (r *Replica) askFloors() {
+	ls := &r.locks
+	t := ls.table
+	if t == nil {
+		return
+	}
+	if pending := t.PendingMoves(); len(ls.moves) > 0 && len(pending) < len(ls.moves) {
+		ls.moves = slices.DeleteFunc(ls.moves, func(mv storedLockMove) bool { return !slices.Contains(pending, mv.Generation) })
+		r.writeLockMoves()
+		maps.DeleteFunc(ls.floorParts, func(k floorAsk, _ lock.Fence) bool { return !slices.Contains(pending, k.generation) })
+	}
+	if r.now.Before(ls.floorNext) {
+		return
+	}
+	wants := t.FloorsWanted()
+	if len(wants) == 0 {
+		return
+	}
+	ls.floorNext = r.now.Add(r.cfg.PlacementPoll)
+	for _, w := range wants {
+		body, err := wire.Marshal(lockFloorArgs{Generation: w.Generation})
+		if !r.check(err) {
+			return
+		}
+		for _, h := range w.Homes {
+			asked := []string{h}
+			if !slices.ContainsFunc(r.cmap.cur.Nodes, func(n clustermap.Node) bool { return n.Name == h }) {
+				asked = asked[:0]
+				for _, n := range r.cmap.cur.Nodes {
+					asked = append(asked, n.Name)
+				}
+			}
+			for _, member := range asked {
+				k := floorAsk{w.Generation, h, member}
+				if _, busy := ls.floorAsking[k]; busy {
+					continue
+				}
+				if _, done := ls.floorParts[k]; done {
+					continue
+				}
+				if r.reqs.own == nil {
+					r.reqs.own = map[RequestID]func(Answer){}
+				}
+				if ls.floorAsking == nil {
+					ls.floorAsking = map[floorAsk]RequestID{}
+				}
+				// Noted before it is asked: the answer may come at once.
+				id := r.reqs.last + 1
+				r.reqs.own[id] = func(a Answer) { r.floorAnswered(k, asked, a) }
+				ls.floorAsking[k] = id
+				if got := r.ask(member, KindLockFloor, wire.ScopeRead, body); got != id {
+					r.check(errorf("a request was given id %d, not %d", got, id))
+					return
+				}
+			}
+		}
+	}
+}
+
+// floorAnswered gives the table a previous home's floor once every member in asked has
+// answered (the home alone, or every member: askFloors); a refusal (down, unreachable,
+// map-behind) is asked again at the next poll.
+func (r *Replica) floorAnswered(k floorAsk, asked []string, a Answer) {
+	ls := &r.locks
+	if ls.floorAsking[k] != a.ID {
+		return
+	}
+	delete(ls.floorAsking, k)
+	if a.Code != "" || ls.table == nil {
+		return
+	}
+	res, err := ParseLockReply(a.Body)
+	if err != nil {
+		return
+	}
+	if ls.floorParts == nil {
+		ls.floorParts = map[floorAsk]lock.Fence{}
+	}
+	ls.floorParts[k] = res.Fence
+	var parts []lock.Fence
+	for _, m := range asked {
+		f, ok := ls.floorParts[floorAsk{k.generation, k.home, m}]
+		if !ok {
+			return
+		}
+		parts = append(parts, f)
+	}
+	for _, m := range asked {
+		delete(ls.floorParts, floorAsk{k.generation, k.home, m})
+	}
+	for _, f := range parts {
+		ls.table.Floor(k.generation, k.home, f) // joined: Floor joins a second floor to the first
+	}
+}
+
+// floorsDue is when askFloors next asks (zero: no floor is wanted).
+func (r *Replica) floorsDue() time.Time {
+	if t := r.locks.table; t != nil && len(t.FloorsWanted()) > 0 {
+		return r.locks.floorNext
+	}
+	return time.Time{}
+}
+
+// serveLockFloor answers a lock-floor: this node's applied positions, once it holds the
+// generation asked. Holding it, it confirms nothing for a key that generation moved away
+// from it (confirm), so every write it confirmed for one is inside them.
+func serveLockFloor(r *Replica, body []byte) (wire.Code, string, []byte) {
+	var a lockFloorArgs
+	if err := wire.Unmarshal(body, &a); err != nil || a.Generation == 0 {
+		return wire.CodeBadArgument, "a lock-floor body is a map with a generation above 0", nil
+	}
+	if g := r.cmap.cur.Generation; g < a.Generation {
+		return CodeMapBehind, "this node holds generation " + strconv.FormatUint(g, 10) + ", below " + strconv.FormatUint(a.Generation, 10), nil
+	}
+	var rep LockReply
+	for _, st := range r.originList {
+		if st.applied.Seq > 0 {
+			rep.Fence = append(rep.Fence, storedSeqs{Origin: st.id, Seq: st.applied.Seq})
+		}
+	}
+	b, err := wire.Marshal(rep)
+	if err != nil {
+		return wire.CodeInternal, err.Error(), nil
+	}
+	return "", "", b
 }
 
 // lockFence is the home's applied positions now: the fence of a grant made now.
@@ -377,6 +615,10 @@ func lockMessage(res lock.Result) string {
 		return "wait_ms is above the home's maximum"
 	case lock.CodeQuarantined:
 		return "the home grants nothing for the key until its quarantine ends"
+	case lock.CodeMovePending:
+		return "the key's home moved: the new home grants nothing for it until it has applied what the previous home had"
+	case lock.CodeNotHome:
+		return "a later generation moved the key's home away from this node"
 	}
 	return string(res.Code)
 }
@@ -461,7 +703,7 @@ func serveLock(r *Replica, h *hop, req *wire.Request) (code wire.Code, msg strin
 		}
 		var o wire.OriginID
 		copy(o[:], a.Origin)
-		if st := r.origins[o]; st != nil && st.applied.Seq >= a.Seq || r.cfg.Mutations.ConfirmAtOnce {
+		if r.confirmable(o, a.Seq) || r.cfg.Mutations.ConfirmAtOnce {
 			code, msg = r.confirm(key, tok)
 			return code, msg, nil, true
 		}
@@ -476,10 +718,27 @@ func serveLock(r *Replica, h *hop, req *wire.Request) (code wire.Code, msg strin
 
 // confirm is the home's answer to a write under token it has applied.
 func (r *Replica) confirm(key lock.Key, tok lock.Token) (wire.Code, string) {
+	if r.cmap.cur.Home([]byte(key.Table), key.Key) != r.id.Name {
+		// A generation moved the key away: what this home confirmed must stay inside the
+		// floor it gives the new home (serveLockFloor).
+		return wire.Code(lock.CodeLost), "the key's home moved away from this node before it applied the write"
+	}
 	if r.locks.table == nil || !r.locks.table.Confirm(r.now, key, tok) {
 		return wire.Code(lock.CodeLost), "the token was not the key's live lease when the home applied the write"
 	}
 	return "", ""
+}
+
+// confirmable reports whether the home holds the write at seq of origin o for good: applied,
+// and, when it is this node's own, synced (HoldUnsynced), since a power loss takes back
+// an own write not synced, and a fence or a floor taken after it would miss the write it
+// acknowledged. Another origin's entry reached this home only once durable at its writer.
+func (r *Replica) confirmable(o wire.OriginID, seq uint64) bool {
+	st := r.origins[o]
+	if st == nil || st.applied.Seq < seq {
+		return false
+	}
+	return o != r.id.Origin || !r.cfg.HoldUnsynced || seq <= r.synced
 }
 
 // serveConfirms answers the confirms whose write this node has applied now, and forgets
@@ -494,7 +753,7 @@ func (r *Replica) serveConfirms() {
 		if r.reqs.hops[c.hop] == nil {
 			continue // its deadline passed, or its connection closed
 		}
-		if st := r.origins[c.origin]; st == nil || st.applied.Seq < c.seq {
+		if !r.confirmable(c.origin, c.seq) {
 			keep = append(keep, c)
 			continue
 		}

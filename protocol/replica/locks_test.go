@@ -2,9 +2,11 @@ package replica_test
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
+	"plait/protocol/clustermap"
 	"plait/protocol/lock"
 	"plait/protocol/replica"
 	"plait/protocol/wire"
@@ -336,4 +338,114 @@ func TestLockWaitBelowDeadline(t *testing.T) {
 	b.unanswered(w)
 	h.advance(time.Second)
 	b.lockResult(w, wire.Code(lock.CodeHeld))
+}
+
+// TestLockMoveFloor: a generation adds A to the homes, which moves key k from B to A, and A
+// has not applied a write B confirmed (the link B-A held). B, once it holds the generation,
+// drops its lease on k and confirms nothing more for it; A grants k nothing once its
+// quarantine is over until B's floor is in and applied (move-pending), and its first
+// grant's fence then covers the confirmed write.
+func TestLockMoveFloor(t *testing.T) {
+	h, a, b, c := lockCluster(t, `"B"`)
+	ba := h.links[0]
+	k := ""
+	for i := 0; k == ""; i++ {
+		if x := "k" + strconv.Itoa(i); (clustermap.Map{LockHomes: []string{"A", "B"}}).Home([]byte("t"), []byte(x)) == "A" {
+			k = x
+		}
+	}
+	g := c.lockResult(c.acquire(k, 2*time.Second, 0), "")
+	ba.hold = true
+	seq := c.writeTokened(replica.WireToken(g.Token), put("t", "k", "1"))
+	op := replica.LockOp{Kind: replica.KindLockConfirm, Table: "t", Key: []byte(k), Token: g.Token, Origin: c.origin, Seq: seq}
+	c.lockResult(c.lockOp(op), "")
+	// A confirm of a write not made yet waits at B, and B adopts the move meanwhile.
+	op.Seq = seq + 1
+	late := c.lockOp(op)
+	c.unanswered(late)
+	doc := mapDoc(2, `,"lock_homes":["A","B"]`, "A", "B", "C")
+	for _, n := range []*node{a, b} {
+		if _, err := n.publish(doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.writeTokened(replica.WireToken(g.Token), put("t", "k", "2"))
+	h.pump()
+	c.lockResult(late, wire.Code(lock.CodeLost))
+	if st := b.rep.LockStatus(); st.Table.MovedAway != 1 || st.Table.Leases != 0 {
+		t.Fatalf("B's lock status %+v: its lease on the moved key dropped", st)
+	}
+	// A's quarantine ends with B's floor out of reach: nothing granted.
+	h.advance(lockQuarantine)
+	a.lockResult(a.acquire(k, time.Second, 0), wire.Code(lock.CodeMovePending))
+	if st := a.rep.LockStatus(); st.Table.MovesAwaitingFloor != 1 || st.Table.Refused[lock.CodeMovePending] != 1 {
+		t.Fatalf("A's lock status %+v: one move waiting for its floor, one move-pending", st)
+	}
+	ba.hold = false
+	h.advance(2 * replica.DefaultPlacementPoll)
+	first := a.lockResult(a.acquire(k, time.Second, 0), "")
+	covered := false
+	for _, p := range first.Fence {
+		covered = covered || p.Origin == c.origin && p.Seq >= seq+1
+	}
+	if !covered || first.Token.Generation != 2 {
+		t.Fatalf("A's first grant %v, fence %v: want generation 2 and C's seq %d inside", first.Token, first.Fence, seq+1)
+	}
+	if st := a.rep.LockStatus(); st.Table.MovesAwaitingFloor != 0 || st.Table.MoveQuarantines != 0 {
+		t.Fatalf("A's lock status %+v: the move is over", st)
+	}
+}
+
+// TestLockMoveFloorHomeGone: B, the lock home, is gone for good: a map drops it from the
+// nodes and names A. B never answers; A's floor for B's keys is then every member's
+// (A's and C's) applied positions, so A grants only once it has C's write that B confirmed.
+func TestLockMoveFloorHomeGone(t *testing.T) {
+	h, a, b, c := lockCluster(t, `"B"`)
+	ba := h.links[0]
+	ca := h.connect(c, a)
+	g := c.lockResult(c.acquire("k", 2*time.Second, 0), "")
+	ba.hold, ca.hold = true, true
+	seq := c.writeTokened(replica.WireToken(g.Token), put("t", "k", "1"))
+	c.lockResult(c.lockOp(replica.LockOp{Kind: replica.KindLockConfirm, Table: "t", Key: []byte("k"), Token: g.Token, Origin: c.origin, Seq: seq}), "")
+	h.links[1].hold = true // C-B: B is gone
+	doc := mapDoc(2, `,"lock_homes":["A"]`, "A", "C")
+	for _, n := range []*node{a, b, c} {
+		if _, err := n.publish(doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.advance(lockQuarantine)
+	a.lockResult(a.acquire("k", time.Second, 0), wire.Code(lock.CodeMovePending))
+	ca.hold = false
+	h.advance(2 * replica.DefaultPlacementPoll)
+	first := a.lockResult(a.acquire("k", time.Second, 0), "")
+	covered := false
+	for _, p := range first.Fence {
+		covered = covered || p.Origin == c.origin && p.Seq >= seq
+	}
+	if !covered {
+		t.Fatalf("A's first grant's fence %v: want C's seq %d inside", first.Fence, seq)
+	}
+}
+
+// TestLockConfirmOwnWriteSynced: with HoldUnsynced, a home confirms a write of its own only
+// once it is synced: a power loss before takes it back, and the next fence (or a move's
+// floor) would miss the write it acknowledged.
+func TestLockConfirmOwnWriteSynced(t *testing.T) {
+	h := newHarness(t)
+	cfg := lockCfg
+	cfg.HoldUnsynced = true
+	a, b := h.addNode("A", cfg), h.addNode("B", lockCfg)
+	h.connect(b, a)
+	if _, err := a.publish(mapDoc(1, `,"lock_homes":["A"]`, "A", "B")); err != nil {
+		t.Fatal(err)
+	}
+	h.check(a, a.rep.Synced(a.clock(), a.rep.SyncPoint()))
+	h.advance(lockQuarantine)
+	g := a.lockResult(a.acquire("k", 2*time.Second, 0), "")
+	seq := a.writeTokened(replica.WireToken(g.Token), put("t", "k", "1"))
+	id := a.lockOp(replica.LockOp{Kind: replica.KindLockConfirm, Table: "t", Key: []byte("k"), Token: g.Token, Origin: a.origin, Seq: seq})
+	a.unanswered(id)
+	h.check(a, a.rep.Synced(a.clock(), a.rep.SyncPoint()))
+	a.lockResult(id, "")
 }

@@ -389,6 +389,7 @@ func (r *Replica) NextDeadline() time.Time {
 	earlier(r.requestsDue())
 	earlier(r.locksDue())
 	earlier(r.removalsDue())
+	earlier(r.floorsDue())
 	if len(r.fills) > 0 && r.cp.take == nil {
 		earlier(r.now.Add(r.cfg.CopyRetry)) // a fill waits for a carrier that can serve it
 	}
@@ -474,6 +475,7 @@ func (r *Replica) settle() error {
 		r.removeTables()
 		r.flushMembers()
 		r.serveConfirms()
+		r.askFloors()
 		if r.fatal != nil {
 			return r.fatal
 		}

@@ -83,6 +83,8 @@ var requestKinds = map[string]requestKind{
 	KindLockCheck:   {scope: "write", later: serveLock},
 	KindLockConfirm: {scope: "write", later: serveLock},
 	KindLockFence:   {scope: "read", later: serveLock},
+	// lock-floor: this node's applied positions once it holds a generation (locks.go).
+	KindLockFloor: {scope: "read", serve: serveLockFloor},
 }
 
 // servesLater is the kind's later when it serves req (a scope that covers the kind's).

@@ -47,6 +47,7 @@ var lockStatus = map[wire.Code]int{
 	wire.Code(lock.CodeBadWait):        http.StatusBadRequest,
 	wire.Code(lock.CodeBadToken):       http.StatusBadRequest,
 	wire.Code(lock.CodeQuarantined):    http.StatusServiceUnavailable,
+	wire.Code(lock.CodeMovePending):    http.StatusServiceUnavailable,
 	wire.Code(lock.CodeTooManyLeases):  http.StatusServiceUnavailable,
 	wire.Code(lock.CodeTooManyWaiters): http.StatusServiceUnavailable,
 	replica.CodeNoLockHomes:            http.StatusServiceUnavailable,
