@@ -117,8 +117,7 @@ type move struct {
 	floors map[string]Fence
 }
 
-// FloorWant is a move whose quarantine is over and the previous homes whose floors it
-// still lacks (FloorsWanted).
+// FloorWant is a move and the previous homes whose floors it still lacks (FloorsWanted).
 type FloorWant struct {
 	Generation uint64
 	Homes      []string
@@ -496,15 +495,23 @@ func (t *Table) MoveHome(now time.Time, generation uint64, from func(Key) (strin
 	})
 }
 
-// Floor gives the floor of previous home from for the move of generation: positions that
-// cover every write it confirmed (its applied positions taken once it had adopted a
-// generation that moved its keys away). A floor for a move the table does not hold, or
-// for a home it does not want, is ignored; a second one is joined to the first.
-func (t *Table) Floor(generation uint64, from string, floor Fence) {
+// Floor gives, at now, the floor of previous home from for the move of generation:
+// positions that cover every write it confirmed (its applied positions taken once it had
+// adopted a generation that moved its keys away). A floor for a move the table does not
+// hold, or for a home it does not want, is ignored; a second one is joined to the first.
+// The move's quarantine then lasts at least until now plus the quarantine: the home that
+// gave the floor had let go of the keys before it gave it, so every lease it granted ends
+// by then, however late it adopted the generation (a partition can hold it back well past
+// this home's own quarantine).
+func (t *Table) Floor(now time.Time, generation uint64, from string, floor Fence) {
+	now = t.clamp(now)
 	for i := range t.moves {
 		m := &t.moves[i]
 		if m.generation == generation && m.floors != nil && slices.Contains(m.wanted, from) {
 			m.floors[from] = join(m.floors[from], floor)
+			if end := now.Add(t.cfg.Quarantine()); end.After(m.until) {
+				m.until = end
+			}
 		}
 	}
 }
@@ -522,14 +529,12 @@ func (t *Table) PendingMoves() []uint64 {
 	return out
 }
 
-// FloorsWanted lists the moves whose quarantine is over at the table's time and the
-// previous homes whose floors each lacks, by generation: the caller asks them (Floor).
+// FloorsWanted lists the moves and the previous homes whose floors each lacks, by
+// generation: the caller asks them (Floor) from the start of the move, since the
+// quarantine a floor brings counts from its arrival.
 func (t *Table) FloorsWanted() []FloorWant {
 	var out []FloorWant
 	for _, m := range t.moves {
-		if t.last.Before(m.until) {
-			continue
-		}
 		var homes []string
 		for _, h := range m.wanted {
 			if _, ok := m.floors[h]; !ok {

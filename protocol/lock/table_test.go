@@ -393,7 +393,13 @@ func TestMoveFloor(t *testing.T) {
 	if w := tab.FloorsWanted(); !reflect.DeepEqual(w, []lock.FloorWant{{Generation: 2, Homes: []string{"B"}}}) {
 		t.Fatalf("floors wanted %v", w)
 	}
-	tab.Floor(2, "B", lock.Fence{{Origin: homeB, Seq: 4}})
+	// B let go of the key before it gave its floor, so its leases end within a quarantine
+	// of the floor's arrival: the key is quarantined again until then.
+	tab.Floor(at, 2, "B", lock.Fence{{Origin: homeB, Seq: 4}})
+	if r := tab.Acquire(at, moved, "x", time.Second, 0, 2, fence); r.Code != lock.CodeQuarantined || !r.Until.Equal(at.Add(q)) {
+		t.Fatalf("as the floor arrives: %s until %v, want quarantined until %v", r.Code, r.Until, at.Add(q))
+	}
+	at = at.Add(q)
 	if r := tab.Acquire(at, moved, "x", time.Second, 0, 2, fence); r.Code != lock.CodeMovePending {
 		t.Fatalf("a floor above the fence (B 4 > 3): %s", r.Code)
 	}

@@ -252,7 +252,7 @@ func (r *Replica) storeMap(m clustermap.Map, publisher string, published wire.HL
 	wasWriters, wasSince := r.writers, r.ownSince
 	// written with the map, below
 	r.writers, r.ownSince = r.plannedWriters(cs.cur, m), since
-	if !r.check(r.writeMap(m, publisher, published, r.now, fills, held)) {
+	if !r.noteLockMove(cs.cur, m) || !r.check(r.writeMap(m, publisher, published, r.now, fills, held)) {
 		r.writers, r.ownSince = wasWriters, wasSince
 		return false
 	}

@@ -54,7 +54,8 @@ const controlLockIncarnation = "lock-incarnation"
 const controlLockMoves = "lock-moves"
 
 // storedLockMove is one move kept under controlLockMoves: the generation that brought keys
-// to this home and the lock homes of the map it held before.
+// to this home and the lock homes of the map it held before; [""] (anyHome) when it skipped
+// a generation.
 type storedLockMove struct {
 	Generation uint64   `cbor:"1,keyasint"`
 	PrevHomes  []string `cbor:"2,keyasint"`
@@ -184,6 +185,9 @@ type pendingConfirm struct {
 	token  lock.Token
 	origin wire.OriginID
 	seq    uint64
+	// arrival is the arrival position by which this home had applied the write, once it
+	// had (0 before): the sync that covers it makes the write the home's for good.
+	arrival uint64
 }
 
 // HeldLease is a lease this node was granted: the key, the holder deadline (its clock,
@@ -285,7 +289,8 @@ func (r *Replica) dropLockHome() {
 // no longer one gets or drops its table.
 func (r *Replica) lockMapAdopted(prev, next clustermap.Map) {
 	ls := &r.locks
-	if ls.table != nil && r.isLockHome(&next) && next.Generation > prev.Generation {
+	had := ls.table != nil
+	if had && r.isLockHome(&next) && next.Generation > prev.Generation {
 		self := r.id.Name
 		// The keys moved away first: from now on this home grants, renews and confirms
 		// nothing for them, so its applied positions cover what it confirmed (its floor).
@@ -293,14 +298,45 @@ func (r *Replica) lockMapAdopted(prev, next clustermap.Map) {
 			return next.Home([]byte(k.Table), k.Key) == self
 		}))
 	}
-	r.syncLockHome()
-	// A table that goes on, and one made now for a node the map newly names a home, alike:
-	// the keys it takes from the previous homes wait for their floors.
-	if ls.table != nil && next.Generation > prev.Generation && r.startLockMove(next, next.Generation, prev.LockHomes) {
-		ls.moves = append(ls.moves, storedLockMove{Generation: next.Generation, PrevHomes: slices.Clone(prev.LockHomes)})
+	r.syncLockHome() // a table made now takes the move noted in the store (noteLockMove)
+	// A table that goes on takes the move here: the keys it takes from the previous homes
+	// wait for their floors. The store's note of it is rewritten either way.
+	if had && ls.table != nil && next.Generation > prev.Generation {
+		prevHomes := lockPrevHomes(prev, next)
+		if r.startLockMove(next, next.Generation, prevHomes) {
+			ls.moves = append(ls.moves, storedLockMove{Generation: next.Generation, PrevHomes: prevHomes})
+		}
 		r.writeLockMoves()
 	}
 }
+
+// noteLockMove writes, before the map next is stored, the move it makes at this home (the
+// store's moves with it added), so that a crash between the two writes cannot leave a
+// stored map whose move no table made after the restart takes: the move is the new home's
+// floor, which its restart quarantine does not give.
+func (r *Replica) noteLockMove(prev, next clustermap.Map) bool {
+	if !r.isLockHome(&next) || next.Generation <= prev.Generation {
+		return true
+	}
+	moves := append(slices.Clone(r.locks.moves), storedLockMove{Generation: next.Generation, PrevHomes: lockPrevHomes(prev, next)})
+	b, err := wire.Marshal(moves)
+	return r.check(err) && r.check(r.store.PutControl(controlLockMoves, b))
+}
+
+// lockPrevHomes is the previous homes of the move from prev to next: prev's lock homes, or,
+// when a generation between them was skipped, anyHome. A node that skipped a generation
+// does not know the homes of the maps between, which may have granted and confirmed any of
+// its keys: every key it homes then waits for the floor of every member.
+func lockPrevHomes(prev, next clustermap.Map) []string {
+	if next.Generation > prev.Generation+1 {
+		return []string{anyHome}
+	}
+	return slices.Clone(prev.LockHomes)
+}
+
+// anyHome stands, as a move's previous home, for every home of the generations a node
+// skipped: no member is named so, so its floor is the join of every member's (askFloors).
+const anyHome = ""
 
 // startLockMove starts the move of generation at the table: the keys next homes here that
 // a map of lock homes prevHomes did not are in their quarantine, then wait for the floor
@@ -309,9 +345,13 @@ func (r *Replica) lockMapAdopted(prev, next clustermap.Map) {
 func (r *Replica) startLockMove(next clustermap.Map, generation uint64, prevHomes []string) bool {
 	self := r.id.Name
 	prev := clustermap.Map{LockHomes: prevHomes}
+	skipped := slices.Contains(prevHomes, anyHome)
 	from := func(k lock.Key) (string, bool) {
 		if next.Home([]byte(k.Table), k.Key) != self {
 			return "", false
+		}
+		if skipped {
+			return anyHome, true
 		}
 		h := prev.Home([]byte(k.Table), k.Key)
 		return h, h != self
@@ -450,7 +490,7 @@ func (r *Replica) floorAnswered(k floorAsk, asked []string, a Answer) {
 		delete(ls.floorParts, floorAsk{k.generation, k.home, m})
 	}
 	for _, f := range parts {
-		ls.table.Floor(k.generation, k.home, f) // joined: Floor joins a second floor to the first
+		ls.table.Floor(r.now, k.generation, k.home, f) // joined: Floor joins a second floor to the first
 	}
 }
 
@@ -703,14 +743,16 @@ func serveLock(r *Replica, h *hop, req *wire.Request) (code wire.Code, msg strin
 		}
 		var o wire.OriginID
 		copy(o[:], a.Origin)
-		if r.confirmable(o, a.Seq) || r.cfg.Mutations.ConfirmAtOnce {
+		pc := &pendingConfirm{key: lock.Key{Table: a.Table, Key: slices.Clone(a.Key)}, token: tok, origin: o, seq: a.Seq}
+		if r.confirmable(pc) || r.cfg.Mutations.ConfirmAtOnce {
 			code, msg = r.confirm(key, tok)
 			return code, msg, nil, true
 		}
 		if len(r.locks.confirms) >= r.cfg.LockMaxConfirms {
 			return CodeTooManyConfirms, "the home holds " + strconv.Itoa(r.cfg.LockMaxConfirms) + " confirms waiting for their writes", nil, true
 		}
-		r.locks.confirms = append(r.locks.confirms, &pendingConfirm{hop: r.deferHop(h), key: lock.Key{Table: a.Table, Key: slices.Clone(a.Key)}, token: tok, origin: o, seq: a.Seq})
+		pc.hop = r.deferHop(h)
+		r.locks.confirms = append(r.locks.confirms, pc)
 		return "", "", nil, false
 	}
 	return CodeUnknownKind, "no lock request of kind " + strconv.Quote(req.Kind), nil, true
@@ -729,16 +771,39 @@ func (r *Replica) confirm(key lock.Key, tok lock.Token) (wire.Code, string) {
 	return "", ""
 }
 
-// confirmable reports whether the home holds the write at seq of origin o for good: applied,
-// and, when it is this node's own, synced (HoldUnsynced), since a power loss takes back
-// an own write not synced, and a fence or a floor taken after it would miss the write it
-// acknowledged. Another origin's entry reached this home only once durable at its writer.
-func (r *Replica) confirmable(o wire.OriginID, seq uint64) bool {
-	st := r.origins[o]
-	if st == nil || st.applied.Seq < seq {
+// confirmable reports whether the home holds c's write for good: applied, and, with
+// HoldUnsynced, synced, since a power loss takes back what a store had not synced, and a
+// fence or a floor taken after it would miss the write it acknowledged. This node's own
+// write is synced once its seq is (r.synced); another origin's once the sync of an arrival
+// position at or past the one by which it was applied returned (r.syncedArrive): its
+// writer holds it durably, but the home's fence and floor are the home's own positions.
+// A write waiting for such a sync asks for one (NeedsSync).
+func (r *Replica) confirmable(c *pendingConfirm) bool {
+	st := r.origins[c.origin]
+	if st == nil || st.applied.Seq < c.seq {
 		return false
 	}
-	return o != r.id.Origin || !r.cfg.HoldUnsynced || seq <= r.synced
+	switch {
+	case !r.cfg.HoldUnsynced:
+		return true
+	case c.origin == r.id.Origin:
+		return c.seq <= r.synced
+	}
+	if c.arrival == 0 {
+		c.arrival = r.arrivals
+	}
+	return c.arrival <= r.syncedArrive
+}
+
+// confirmsNeedSync reports whether a waiting confirm's write is applied and waits only for
+// a sync of other origins' arrivals (confirmable).
+func (r *Replica) confirmsNeedSync() bool {
+	for _, c := range r.locks.confirms {
+		if c.arrival > r.syncedArrive {
+			return true
+		}
+	}
+	return false
 }
 
 // serveConfirms answers the confirms whose write this node has applied now, and forgets
@@ -753,7 +818,7 @@ func (r *Replica) serveConfirms() {
 		if r.reqs.hops[c.hop] == nil {
 			continue // its deadline passed, or its connection closed
 		}
-		if !r.confirmable(c.origin, c.seq) {
+		if !r.confirmable(c) {
 			keep = append(keep, c)
 			continue
 		}

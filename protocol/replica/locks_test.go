@@ -383,6 +383,11 @@ func TestLockMoveFloor(t *testing.T) {
 	}
 	ba.hold = false
 	h.advance(2 * replica.DefaultPlacementPoll)
+	// B's floor is in: B let go of k before it gave it, so B's leases end within a
+	// quarantine of its arrival, and A waits that out (a B that adopted the generation
+	// late would have granted until then).
+	a.lockResult(a.acquire(k, time.Second, 0), wire.Code(lock.CodeQuarantined))
+	h.advance(lockQuarantine)
 	first := a.lockResult(a.acquire(k, time.Second, 0), "")
 	covered := false
 	for _, p := range first.Fence {
@@ -418,6 +423,8 @@ func TestLockMoveFloorHomeGone(t *testing.T) {
 	a.lockResult(a.acquire("k", time.Second, 0), wire.Code(lock.CodeMovePending))
 	ca.hold = false
 	h.advance(2 * replica.DefaultPlacementPoll)
+	a.lockResult(a.acquire("k", time.Second, 0), wire.Code(lock.CodeQuarantined)) // from the floor's arrival
+	h.advance(lockQuarantine)
 	first := a.lockResult(a.acquire("k", time.Second, 0), "")
 	covered := false
 	for _, p := range first.Fence {
@@ -448,4 +455,106 @@ func TestLockConfirmOwnWriteSynced(t *testing.T) {
 	a.unanswered(id)
 	h.check(a, a.rep.Synced(a.clock(), a.rep.SyncPoint()))
 	a.lockResult(id, "")
+}
+
+// TestLockConfirmOtherWriteSynced: a home confirms another node's write under a lock only
+// once a sync of its own store covers the arrival that applied it, and asks for that sync
+// (NeedsSync): its fences and the floor it gives a key's next home are its own applied
+// positions, which a power loss before the sync would take back below a write it
+// acknowledged, though the writer holds it.
+func TestLockConfirmOtherWriteSynced(t *testing.T) {
+	h := newHarness(t)
+	cfg := lockCfg
+	cfg.HoldUnsynced = true
+	a, b := h.addNode("A", cfg), h.addNode("B", lockCfg)
+	h.connect(b, a)
+	if _, err := a.publish(mapDoc(1, `,"lock_homes":["A"]`, "A", "B")); err != nil {
+		t.Fatal(err)
+	}
+	h.check(a, a.rep.Synced(a.clock(), a.rep.SyncPoint()))
+	h.advance(lockQuarantine)
+	g := b.lockResult(b.acquire("k", 2*time.Second, 0), "")
+	seq := b.writeTokened(replica.WireToken(g.Token), put("t", "k", "1"))
+	id := b.lockOp(replica.LockOp{Kind: replica.KindLockConfirm, Table: "t", Key: []byte("k"), Token: g.Token, Origin: b.origin, Seq: seq})
+	if got := a.rep.Origin(b.origin).AppliedSeq; got < seq {
+		t.Fatalf("A applied B's seq %d, want %d: the write reached the home", got, seq)
+	}
+	b.unanswered(id)
+	if !a.rep.NeedsSync() {
+		t.Fatal("A waits to confirm a write it applied and has not synced, and does not ask for a sync")
+	}
+	h.check(a, a.rep.Synced(a.clock(), a.rep.SyncPoint()))
+	h.pump()
+	b.lockResult(id, "")
+	if a.rep.NeedsSync() {
+		t.Fatal("A still asks for a sync once the confirm is answered")
+	}
+}
+
+// TestLockMoveSkippedGeneration: A held generation 1 (home B) and adopts generation 3
+// (home A) without generation 2, whose homes it never saw and which may have granted and
+// confirmed any key. Every key A homes then waits, past its quarantine, for the floor of
+// every member (move-pending while C cannot answer), and after it for a quarantine from
+// the floor's arrival.
+func TestLockMoveSkippedGeneration(t *testing.T) {
+	h, a, b, c := lockCluster(t, `"B"`)
+	ba, cb := h.links[0], h.links[1]
+	ba.hold = true
+	for _, n := range []*node{b, c} {
+		if _, err := n.publish(mapDoc(2, `,"lock_homes":["C"]`, "A", "B", "C")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	doc3 := mapDoc(3, `,"lock_homes":["A"]`, "A", "B", "C")
+	if _, err := a.publish(doc3); err != nil {
+		t.Fatal(err)
+	}
+	cb.hold = true // C's answers cannot reach A
+	ba.hold = false
+	h.pump()
+	h.advance(lockQuarantine)
+	h.advance(2 * replica.DefaultPlacementPoll)
+	// The maps A held name B alone as k's previous home, whose floor need not cover what
+	// C, k's home under generation 2, confirmed: A waits for every member's, C's too.
+	a.lockResult(a.acquire("k", time.Second, 0), wire.Code(lock.CodeMovePending))
+	cb.hold = false
+	h.advance(2 * replica.DefaultPlacementPoll)
+	a.lockResult(a.acquire("k", time.Second, 0), wire.Code(lock.CodeQuarantined))
+	h.advance(lockQuarantine)
+	a.lockResult(a.acquire("k", time.Second, 0), "")
+}
+
+// TestLockMoveNotedBeforeMap: a home notes the move a map makes at it in the store before
+// it stores the map, so a crash between the two writes never leaves a stored map whose
+// move is lost: here the note's write fails (the disk full), and A, restarted, holds the
+// map before it, takes the new map again from C with its move, and grants k nothing while
+// B's floor is out of reach; it never holds the new map without its move, whose only guard
+// would then be its restart quarantine.
+func TestLockMoveNotedBeforeMap(t *testing.T) {
+	h, a, b, c := lockCluster(t, `"B"`)
+	k := ""
+	for i := 0; k == ""; i++ {
+		if x := "k" + strconv.Itoa(i); (clustermap.Map{LockHomes: []string{"A", "B"}}).Home([]byte("t"), []byte(x)) == "A" {
+			k = x
+		}
+	}
+	f := a.withFaults() // a restart: its connections are gone
+	f.failControl = map[string]bool{"lock-moves": true}
+	h.connect(b, a)
+	if _, err := b.publish(mapDoc(2, `,"lock_homes":["A","B"]`, "A", "B", "C")); err != nil {
+		t.Fatal(err)
+	}
+	h.pump()
+	f.failControl = nil
+	a.restart()
+	h.links[1].hold = true // C-B: B, and its floor, out of A's reach
+	h.connect(c, a)
+	if g := a.rep.ClusterMap().Generation; g != 2 {
+		t.Fatalf("A holds generation %d, want 2 from C", g)
+	}
+	h.advance(lockQuarantine)
+	h.advance(2 * replica.DefaultPlacementPoll)
+	if ans, ok := a.answerOf(a.acquire(k, time.Second, 0)); !ok || ans.Code == "" {
+		t.Fatalf("A, restarted, answered %+v (%v) for %s with B's floor out of reach, want a refusal", ans, ok, k)
+	}
 }

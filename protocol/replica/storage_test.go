@@ -26,6 +26,8 @@ type faultStore struct {
 	cannotApply  map[entryAt]bool
 	damaged      map[string]bool
 	entryRefused int
+	// failControl fails the control writes of these keys alone, with storage-full.
+	failControl map[string]bool
 }
 
 type entryAt struct {
@@ -99,6 +101,10 @@ func (f *faultStore) SetPeerCursor(peer wire.OriginID, pos uint64) error {
 func (f *faultStore) PutControl(key string, value []byte) error {
 	if err := f.err("control"); err != nil {
 		return err
+	}
+	if f.failControl[key] {
+		f.refused++
+		return &store.StorageError{Code: wire.CodeStorageFull, Op: "control " + key, Err: errors.New("injected: No space left on device")}
 	}
 	return f.Store.PutControl(key, value)
 }

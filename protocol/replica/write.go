@@ -199,6 +199,9 @@ func (r *Replica) NeedsSync() bool {
 		return true
 	}
 	if r.syncedArrive < r.arrivals {
+		if r.confirmsNeedSync() {
+			return true
+		}
 		for _, c := range r.connList {
 			if c.version == 1 && c.v1Subscribed {
 				return true
