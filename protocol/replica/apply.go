@@ -232,8 +232,13 @@ func (r *Replica) lww(v *wire.TxnView, b *store.Batch, from *conn) error {
 	// Without placement or excluded tables anywhere every operation applies: the checks
 	// below stay off the write path.
 	st, filtered := r.origins[v.Origin], len(r.cmap.cur.Placement) > 0 || len(r.linkTables) > 0
+	// An untokened entry in a fenced table is counted: it orders below every token.
+	untokenedFenced := v.Token.IsZero() && len(r.cmap.cur.FencedTables) > 0
 	it := v.Ops()
 	for op, ok := it.Next(); ok; op, ok = it.Next() {
+		if untokenedFenced && r.cmap.cur.Fenced(op.Table) {
+			r.counters.WritesUntokenedFenced++
+		}
 		if filtered && st != nil {
 			r.placed(st, op.Table)
 		}

@@ -254,6 +254,9 @@ type Counters struct {
 	// entry sent whole over a link that excludes one of its tables is the ordinary case
 	// (its other tables cross), which the operator reads apart from a run.
 	EntriesRefusedExcluded uint64 `status:"entries_refused_excluded" help:"Entries refused because they came over a link that excludes a table of theirs this node carries (the origin is taken over another link)."`
+	// WritesUntokenedFenced: operations of applied entries, counted whether their version
+	// won or not (lww).
+	WritesUntokenedFenced uint64 `status:"writes_untokened_fenced" help:"Operations applied without a lock's token in a table the cluster map fences (written by a node below version 4, or before the table was fenced): they order below every token."`
 }
 
 // Counters returns the counters.

@@ -21,16 +21,21 @@ type LocksDoc struct {
 	Home            bool   `json:"home"` // the map names this node a home and its table exists
 	// HomeError is why the map's naming this node a home could not be honoured; null when
 	// none.
-	HomeError   *string           `json:"home_error"`
-	Incarnation uint64            `json:"incarnation"`
-	Leases      int               `json:"leases"` // held at this home now
-	Overlaps    uint64            `json:"overlaps"`
-	Queued      uint64            `json:"queued"`
-	Refused     map[string]uint64 `json:"refused"` // the home's refusals by code; {} when none
-	Released    uint64            `json:"released"`
-	Renewed     uint64            `json:"renewed"`
-	TimedOut    uint64            `json:"timed_out"`
-	Waiting     int               `json:"waiting"` // requests waiting at this home now
+	HomeError   *string `json:"home_error"`
+	Incarnation uint64  `json:"incarnation"`
+	Leases      int     `json:"leases"` // held at this home now
+	// MovedAway counts leases the home dropped because a generation moved their key away;
+	// MovesPending is the moves that brought it keys it does not grant yet (quarantined or
+	// waiting for a floor: docs/design.md §25.2).
+	MovedAway    uint64            `json:"moved_away"`
+	MovesPending int               `json:"moves_pending"`
+	Overlaps     uint64            `json:"overlaps"`
+	Queued       uint64            `json:"queued"`
+	Refused      map[string]uint64 `json:"refused"` // the home's refusals by code; {} when none
+	Released     uint64            `json:"released"`
+	Renewed      uint64            `json:"renewed"`
+	TimedOut     uint64            `json:"timed_out"`
+	Waiting      int               `json:"waiting"` // requests waiting at this home now
 }
 
 // LockCallerDoc is the API's counts of lock requests it made for its clients and of the
@@ -50,7 +55,8 @@ type LockCallerDoc struct {
 func NewLocksDoc(ls replica.LockStatus) LocksDoc {
 	d := LocksDoc{ConfirmsLost: ls.Table.ConfirmsLost, ConfirmsWaiting: ls.WaitingConfirms, Expired: ls.Table.Expired,
 		Generation: ls.Table.Generation, Granted: ls.Table.Granted, Held: ls.Held, Home: ls.Home, Incarnation: ls.Incarnation,
-		Leases: ls.Table.Leases, Overlaps: ls.Table.Overlaps, Queued: ls.Table.Queued, Refused: map[string]uint64{},
+		Leases: ls.Table.Leases, MovedAway: ls.Table.MovedAway, MovesPending: ls.Table.MoveQuarantines + ls.Table.MovesAwaitingFloor,
+		Overlaps: ls.Table.Overlaps, Queued: ls.Table.Queued, Refused: map[string]uint64{},
 		Released: ls.Table.Released, Renewed: ls.Table.Renewed, TimedOut: ls.Table.TimedOut, Waiting: ls.Table.Waiting,
 		Caller: LockCallerDoc{Refused: map[string]uint64{}}}
 	if ls.Err != "" {
@@ -80,14 +86,15 @@ var (
 	descLockLeases   = prometheus.NewDesc("plait_lock_leases", "Leases held at this lock home now.", nil, nil)
 	descLockWaiting  = prometheus.NewDesc("plait_lock_waiting", "Lock requests waiting at this home now.", nil, nil)
 	descLockHeld     = prometheus.NewDesc("plait_lock_held", "Leases this node was granted whose holder deadline has not passed.", nil, nil)
-	descLockHomeOps  = prometheus.NewDesc("plait_lock_home_total", "What this lock home did: granted, queued, renewed, released, expired, timed_out (a wait that ended first), confirms_lost, overlaps.", []string{"result"}, nil)
+	descLockMoves    = prometheus.NewDesc("plait_lock_moves_pending", "Moves that brought this lock home keys it does not grant yet (quarantined, or waiting for the previous home's floor).", nil, nil)
+	descLockHomeOps  = prometheus.NewDesc("plait_lock_home_total", "What this lock home did: granted, queued, renewed, released, expired, timed_out (a wait that ended first), confirms_lost, overlaps, moved_away (a lease dropped as a map moved its key away).", []string{"result"}, nil)
 	descLockRefused  = prometheus.NewDesc("plait_lock_refused_total", "Lock requests this home refused, by code.", []string{"code"}, nil)
 	descLockRequests = prometheus.NewDesc("plait_lock_requests_total", "Lock requests this node's API made for its clients, by outcome: acquired, renewed, released, or the refusal's code.", []string{"outcome"}, nil)
 	descLockWrites   = prometheus.NewDesc("plait_lock_writes_total", "Writes under a lock's token this node wrote: confirmed (acknowledged) or lost (the home refused the confirm).", []string{"result"}, nil)
 	descLockFence    = prometheus.NewDesc("plait_lock_fence_total", "Reads under a lock's token that waited for the lease's fence: waited, or timed_out (fence-timeout).", []string{"result"}, nil)
 )
 
-var lockDescs = []*prometheus.Desc{descLockHome, descLockLeases, descLockWaiting, descLockHeld, descLockHomeOps, descLockRefused, descLockRequests, descLockWrites, descLockFence}
+var lockDescs = []*prometheus.Desc{descLockHome, descLockLeases, descLockWaiting, descLockHeld, descLockMoves, descLockHomeOps, descLockRefused, descLockRequests, descLockWrites, descLockFence}
 
 // collectLocks sends the lock metrics of ls and the API's counts.
 func (a *API) collectLocks(ch chan<- prometheus.Metric) {
@@ -107,11 +114,12 @@ func (a *API) collectLocks(ch chan<- prometheus.Metric) {
 	gauge(descLockLeases, float64(d.Leases))
 	gauge(descLockWaiting, float64(d.Waiting))
 	gauge(descLockHeld, float64(d.Held))
+	gauge(descLockMoves, float64(d.MovesPending))
 	for _, r := range []struct {
 		name string
 		v    uint64
 	}{{"granted", d.Granted}, {"queued", d.Queued}, {"renewed", d.Renewed}, {"released", d.Released}, {"expired", d.Expired},
-		{"timed_out", d.TimedOut}, {"confirms_lost", d.ConfirmsLost}, {"overlaps", d.Overlaps}} {
+		{"timed_out", d.TimedOut}, {"confirms_lost", d.ConfirmsLost}, {"overlaps", d.Overlaps}, {"moved_away", d.MovedAway}} {
 		counter(descLockHomeOps, r.v, r.name)
 	}
 	for code, n := range d.Refused {
