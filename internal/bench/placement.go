@@ -18,6 +18,8 @@ import (
 	"github.com/linxGnu/grocksdb"
 
 	"plait/internal/cluster"
+	"plait/protocol/clustermap"
+	"plait/protocol/replica"
 	"plait/protocol/wire"
 )
 
@@ -116,9 +118,20 @@ func (c *run) startMesh(dir, doc string, names ...string) (nodes map[string]*clu
 	return nodes, done, nil
 }
 
-// publish publishes doc on n and waits until every node of all holds its generation.
+// publish publishes doc on n and waits until every node of all holds its generation. A map
+// that turns locks on is refused cluster-not-v4 until n has heard from every member that
+// it speaks version 4 (their member entries travel after the connections open), so that
+// refusal is tried again.
 func (c *run) publish(n *cluster.Node, doc string, all ...*cluster.Node) error {
-	st, err := n.Local.PublishMap([]byte(doc))
+	var st replica.MapStatus
+	var err error
+	if werr := cluster.WaitEvery("a map publication every member's version admits", time.Minute, pollEvery, func() bool {
+		st, err = n.Local.PublishMap([]byte(doc))
+		var ce *clustermap.Error
+		return !errors.As(err, &ce) || ce.Code != clustermap.CodeClusterNotV4
+	}); werr != nil {
+		return fmt.Errorf("%w (%v)", werr, err)
+	}
 	if err != nil {
 		return err
 	}
