@@ -87,4 +87,8 @@ type Set struct {
 	// ConfirmAtOnce makes a lock home answer lock-confirm at once, whether or not it has
 	// applied the write: a write is acknowledged before the home has it.
 	ConfirmAtOnce bool
+	// UnfencedWrites makes a node take a write without a token in a table its map fences
+	// (no lock-required): the write orders below every token, so it is lost in silence
+	// where the key was written under a lock before, and lands between holders where not.
+	UnfencedWrites bool
 }
