@@ -576,7 +576,7 @@ func (c *Cluster) checkHealthy() {
 		if n.Rep == nil {
 			continue
 		}
-		st := n.Rep.Status(c.now.Add(n.Skew))
+		st := n.Rep.Status(n.clock(c))
 		for _, o := range st.Origins {
 			if o.Health != replica.HealthHealthy {
 				c.inv.fail(c.now, "%s: converged, but origin %s is %s: %+v", name, c.originName(o.Origin), o.Health, o)
