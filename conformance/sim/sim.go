@@ -72,6 +72,10 @@ type Cluster struct {
 	// writes is every local write that returned, per origin and seq: the oracle of what
 	// the records must end as (a power loss may give a seq to a later write instead).
 	writes map[wire.OriginID]map[uint64]written
+	// frames counts, while not nil, the frames delivered on every link by type, and
+	// messages the messages (lockcost_test.go).
+	frames   map[string]int
+	messages int
 }
 
 // written is one local write: its version (its token, for a write under a lock) and
@@ -659,11 +663,27 @@ func (c *Cluster) deliver(e *end) {
 		if c.lk != nil {
 			c.noteLinks(e, d.msg)
 		}
+		if c.frames != nil {
+			c.countFrames(d.msg)
+		}
 		c.call(e.node, func(r *replica.Replica) error { return r.Receive(e.node.clock(c), e.id, d.msg) })
 		c.inv.arriving = nil
 		c.inv.afterDelivery(c, e, d, before)
 	}
 	c.arm(e)
+}
+
+// countFrames counts a delivered message and its frames by type.
+func (c *Cluster) countFrames(msg []byte) {
+	c.messages++
+	r := wire.NewReader(msg, 0)
+	for r.More() {
+		f, err := r.Next()
+		if err != nil {
+			return
+		}
+		c.frames[fmt.Sprint(f.Type)]++
+	}
 }
 
 // clock is the node's wall clock: the simulation's time plus its skew, and its drift
