@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"plait/protocol/clustermap"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"plait/protocol/clustermap"
 	"plait/protocol/lock"
 	"plait/protocol/replica"
 	"plait/protocol/wire"
@@ -87,7 +87,7 @@ type lockKey struct {
 	maxAcked uint64
 }
 
-// lockWritten is a write made to a counter key: its entry, and the token it carries.
+// lockWritten is a write made to a counter key: its entry (Cluster.writes has its token).
 type lockWritten struct {
 	origin wire.OriginID
 	seq    uint64
@@ -187,8 +187,9 @@ func (c *Cluster) drawLocks(rep *Report, seed uint64, names []string, end time.T
 // drawBeyond puts, in a third of the lock runs, one node's clock beyond the bounds §25.5
 // assumes (drawn from a source of its own, so that the run's other draws stay the same): a
 // home half the time, else any node. Half of them run at a rate off by 0.5% to 5% (5 to 50
-// times ρ) from the start until the busy period ends, and keep the offset it made; the
-// others are offset by 0.6 s to 2 s (past the clock-offset guard's 500 ms). A home whose
+// times ρ), the others are a further 0.6 s to 2 s off (past the clock-offset guard's
+// 500 ms), from the start until the busy period ends, when the clock is put right (a step,
+// as NTP makes): the healing and the end's checks run within the bounds. A home whose
 // clock runs fast frees a key before its holder, on a true clock, has stopped; a holder
 // whose clock runs slow writes after the home freed its key: the overlaps §25.8 says are
 // counted, and the token order still decides.
