@@ -426,21 +426,7 @@ func (c *Cluster) lockWrite(cl *lockClient, g uint64, starts int, key string, gr
 		kl.issued++
 		kl.writes = append(kl.writes, lockWritten{origin: n.origin, seq: seq})
 		wrote := c.now
-		c.lockAsk(n, replica.LockOp{Kind: replica.KindLockConfirm, Table: lockTable, Key: []byte(key), Token: gr.token, Origin: n.origin, Seq: seq}, func(a replica.Answer) {
-			if a.Code == wire.Code(lock.CodeLost) {
-				c.lockOverlap(key, gr.token, wrote)
-			}
-			if a.Code == "" {
-				lr.acked++
-				kl.acks = append(kl.acks, lockAck{token: gr.token, value: val + 1})
-				kl.maxAcked = max(kl.maxAcked, val+1)
-			} else {
-				lr.lost++
-			}
-			if cl.gen == g {
-				c.lockRelease(cl, g, starts, key, gr.token, gr)
-			}
-		})
+		c.lockDurable(cl, g, n, starts, seq, func() { c.lockConfirm(cl, g, starts, key, gr, n, val, seq, wrote) })
 	}
 	if cl.rng.IntN(3) == 0 {
 		if late := n.simTime(c.now, h.Deadline).Add(-time.Duration(1+cl.rng.IntN(5)) * time.Millisecond); late.After(c.now) {
@@ -449,6 +435,43 @@ func (c *Cluster) lockWrite(cl *lockClient, g uint64, starts int, key string, gr
 		}
 	}
 	write()
+}
+
+// lockDurable calls then once n's write of seq is durable: at once, or, on nodes that hold
+// what they did not sync (Options.SyncDelay), once n synced it. The API answers a write
+// under a lock only then (node.WriteTokened, --sync origin), and its client asks the
+// confirm after: a write acknowledged before would be lost with the writer's power, and,
+// written on the home, confirmed by it at once.
+func (c *Cluster) lockDurable(cl *lockClient, g uint64, n *Node, starts int, seq uint64, then func()) {
+	if cl.gen != g || n.Rep == nil || n.starts != starts {
+		return // the watchdog starts the next cycle
+	}
+	if c.opts.SyncDelay > 0 && n.Rep.SyncedSeq() < seq {
+		c.At(c.now.Add(time.Millisecond), func() { c.lockDurable(cl, g, n, starts, seq, then) })
+		return
+	}
+	then()
+}
+
+// lockConfirm asks the home to confirm the holder's write of val under its token (seq of
+// n's origin, made at wrote), and releases once answered.
+func (c *Cluster) lockConfirm(cl *lockClient, g uint64, starts int, key string, gr *lockGrant, n *Node, val, seq uint64, wrote time.Time) {
+	lr, kl := c.locks, c.locks.keys[key]
+	c.lockAsk(n, replica.LockOp{Kind: replica.KindLockConfirm, Table: lockTable, Key: []byte(key), Token: gr.token, Origin: n.origin, Seq: seq}, func(a replica.Answer) {
+		if a.Code == wire.Code(lock.CodeLost) {
+			c.lockOverlap(key, gr.token, wrote)
+		}
+		if a.Code == "" {
+			lr.acked++
+			kl.acks = append(kl.acks, lockAck{token: gr.token, value: val + 1})
+			kl.maxAcked = max(kl.maxAcked, val+1)
+		} else {
+			lr.lost++
+		}
+		if cl.gen == g {
+			c.lockRelease(cl, g, starts, key, gr.token, gr)
+		}
+	})
 }
 
 // lockRead is the counter on a node (0 when it has none). A write makes it the count and
