@@ -576,18 +576,36 @@ func (c *Cluster) checkHealthy() {
 		if n.Rep == nil {
 			continue
 		}
-		st := n.Rep.Status(c.now.Add(n.Skew))
+		st := n.Rep.Status(n.clock(c))
 		for _, o := range st.Origins {
 			if o.Health != replica.HealthHealthy {
 				c.inv.fail(c.now, "%s: converged, but origin %s is %s: %+v", name, c.originName(o.Origin), o.Health, o)
 			}
 		}
 		for _, p := range st.Peers {
-			if p.State == replica.PeerStreaming && p.Connected && p.Health != replica.HealthHealthy {
+			if p.State == replica.PeerStreaming && p.Connected && p.Health != replica.HealthHealthy && !c.ackOnItsWay(n, p.Name) {
 				c.inv.fail(c.now, "%s: converged, but peer %s is %s (behind: %+v)", name, p.Name, p.Health, p.Behind)
 			}
 		}
 	}
+}
+
+// ackOnItsWay reports whether the peer named peer has applied n's origin up to its head
+// and a message from it to n is still on its way: n learns the peer's position from it. A
+// peer that was behind for a while (an entry lost at the tail of n's stream, found only at
+// n's next write) and caught up at the convergence's last poll is still catching-up for n
+// until then (seed 99, with a lock run's clock beyond the bounds).
+func (c *Cluster) ackOnItsWay(n *Node, peer string) bool {
+	pn := c.nodes[peer]
+	if pn == nil || pn.Rep == nil || pn.Rep.Origin(n.origin).AppliedSeq < n.Rep.Origin(n.origin).AppliedSeq {
+		return false
+	}
+	for _, e := range n.ends {
+		if e.peer != nil && e.peer.node == pn && len(e.queue) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // checkOracle compares every running node's live records with the conflict order

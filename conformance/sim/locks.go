@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -8,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"plait/protocol/clustermap"
 	"plait/protocol/lock"
 	"plait/protocol/replica"
 	"plait/protocol/wire"
@@ -19,14 +22,21 @@ import (
 // locks through their node: acquire, wait for the grant's fence, read, write the counter
 // plus one under the token, ask the home to confirm it, and release. The run's crashes,
 // partitions and faults go on meanwhile; homes crash too, and the nodes' clocks are apart
-// by up to lockSkew (within the clock-offset guard's bound, so every promise of §25.8
-// holds). The oracle checks, per key: the windows in which holders held their leases (from
-// the grant's arrival to the holder deadline or the release) never overlap, and the grants'
-// tokens rise in that order; every holder's read saw every write acknowledged before its
-// grant; acknowledged values rise with their tokens (no acknowledged update lost); and once
-// the run heals, every node's counter is at least the highest acknowledged value, carries a
-// token no lower than the highest acknowledged write's, and equals the number of
-// acknowledged increments where every write made was acknowledged.
+// by up to lockSkew (within the clock-offset guard's bound). A third of the lock runs put
+// one node's clock beyond the bounds (drawBeyond): its rate off by more than ρ, or its
+// offset past the guard's bound. The oracle checks, per key: within the bounds, the windows
+// in which holders held their leases (from the grant's arrival to the holder deadline or
+// the release) never overlap, and the grants' tokens rise in that order; always, every
+// holder's read saw every write acknowledged before its grant, the version every node
+// holds, when a holder reads and once the run heals, carries the highest token written to
+// the key among the writes that node applied (no stale token beats a newer one), every
+// node holds the same version once healed (the order is total), acknowledged values rise
+// with their tokens (no acknowledged update lost), and every overlap a home can see (a
+// write confirmed under a lease a later grant of that home had replaced) is in its
+// overlaps counter (docs/design.md §25.8); once the run heals, every node's counter is at
+// least the highest acknowledged value and carries a token no lower than the highest
+// acknowledged write's, and, within the bounds, equals the number of acknowledged
+// increments where every write made was acknowledged.
 
 const (
 	lockTable = "c"
@@ -53,18 +63,34 @@ type lockRun struct {
 	early   map[askKey]replica.Answer       // answers that came before their id was returned
 	keys    map[string]*lockKey
 	end     time.Time // no cycle starts after it
+	// beyond says which node's clock is beyond the bounds, and how ("" within them).
+	beyond string
+	// overlaps counts, by home and incarnation, the overlaps the oracle saw that home see.
+	overlaps map[homeInc]uint64
 	// Counts for the report.
 	grants, acked, lost, gaveUp, homeCrashes int
 }
 
+type homeInc struct {
+	home        string
+	incarnation uint64
+}
+
 // lockKey is what the oracle saw of one counter key.
 type lockKey struct {
-	grants []*lockGrant // in the order their answers arrived
-	acks   []lockAck    // in the order their confirms arrived
-	issued int          // tokened writes made
+	grants []*lockGrant  // in the order their answers arrived
+	acks   []lockAck     // in the order their confirms arrived
+	issued int           // tokened writes made
+	writes []lockWritten // every write made, in order
 	// maxAcked is the highest value acknowledged so far: a holder granted now must read at
 	// least it.
 	maxAcked uint64
+}
+
+// lockWritten is a write made to a counter key: its entry (Cluster.writes has its token).
+type lockWritten struct {
+	origin wire.OriginID
+	seq    uint64
 }
 
 type lockAck struct {
@@ -88,6 +114,9 @@ type lockClient struct {
 	node string
 	rng  *rand.Rand
 	gen  uint64
+	// plain draws the cycles that first try a write without a token (lockPlainWrite), from
+	// a source of its own so that the cycles' other draws stay the same.
+	plain *rand.Rand
 }
 
 // drawLocks sets up a lock run, drawn from a source of its own so that the run's other
@@ -100,7 +129,7 @@ func (c *Cluster) drawLocks(rep *Report, seed uint64, names []string, end time.T
 	prng.Shuffle(len(homes), func(i, j int) { homes[i], homes[j] = homes[j], homes[i] })
 	homes = homes[:1+prng.IntN(min(3, len(homes)))]
 	slices.Sort(homes)
-	lr := &lockRun{homes: homes, pending: map[askKey]func(replica.Answer){}, early: map[askKey]replica.Answer{}, keys: map[string]*lockKey{}, end: end}
+	lr := &lockRun{homes: homes, pending: map[askKey]func(replica.Answer){}, early: map[askKey]replica.Answer{}, keys: map[string]*lockKey{}, end: end, overlaps: map[homeInc]uint64{}}
 	c.locks = lr
 	for _, name := range names {
 		c.nodes[name].Skew = time.Duration(prng.Int64N(int64(2*lockSkew+1))) - lockSkew
@@ -127,7 +156,7 @@ func (c *Cluster) drawLocks(rep *Report, seed uint64, names []string, end time.T
 	}
 	c.At(c.Now().Add(100*time.Millisecond), publish)
 	for i := range 3 + prng.IntN(3) {
-		cl := &lockClient{id: i, node: names[prng.IntN(len(names))], rng: rand.New(rand.NewPCG(seed, uint64(i)))}
+		cl := &lockClient{id: i, node: names[prng.IntN(len(names))], rng: rand.New(rand.NewPCG(seed, uint64(i))), plain: rand.New(rand.NewPCG(seed, 0x706c61696e+uint64(i)))}
 		lr.clients = append(lr.clients, cl)
 		c.At(c.Now().Add(time.Duration(100+prng.IntN(500))*time.Millisecond), func() { c.lockCycle(cl) })
 	}
@@ -152,6 +181,36 @@ func (c *Cluster) drawLocks(rep *Report, seed uint64, names []string, end time.T
 		})
 	}
 	lr.drawHomeMove(prng, names)
+	c.drawBeyond(seed, names, homes, end)
+}
+
+// drawBeyond puts, in a third of the lock runs, one node's clock beyond the bounds §25.5
+// assumes (drawn from a source of its own, so that the run's other draws stay the same): a
+// home half the time, else any node. Half of them run at a rate off by 0.5% to 5% (5 to 50
+// times ρ), the others are a further 0.6 s to 2 s off (past the clock-offset guard's
+// 500 ms), from the start until the busy period ends, when the clock is put right (a step,
+// as NTP makes): the healing and the end's checks run within the bounds. A home whose
+// clock runs fast frees a key before its holder, on a true clock, has stopped; a holder
+// whose clock runs slow writes after the home freed its key: the overlaps §25.8 says are
+// counted, and the token order still decides.
+func (c *Cluster) drawBeyond(seed uint64, names, homes []string, end time.Time) {
+	prng := rand.New(rand.NewPCG(seed, 0x6265796f6e64))
+	if prng.IntN(3) != 0 {
+		return
+	}
+	name := names[prng.IntN(len(names))]
+	if prng.IntN(2) == 0 {
+		name = homes[prng.IntN(len(homes))]
+	}
+	n, sign := c.nodes[name], 1-2*prng.IntN(2)
+	if prng.IntN(2) == 0 {
+		c.driftNode(n, 0, float64(sign)*(0.005+0.045*prng.Float64()), end)
+		c.locks.beyond = fmt.Sprintf("%s's clock runs %+.2f%% until %s", name, 100*n.Rate, end.Sub(Epoch))
+	} else {
+		c.driftNode(n, time.Duration(sign)*(600*time.Millisecond+time.Duration(prng.Int64N(int64(1400*time.Millisecond)))), 0, end)
+		c.locks.beyond = fmt.Sprintf("%s's clock is %s further off until %s", name, n.Off, end.Sub(Epoch))
+	}
+	c.trace("beyond the clock bounds: %s", c.locks.beyond)
 }
 
 // drawHomeMove draws, for half the lock runs, other homes (one to three members, not all
@@ -269,6 +328,9 @@ func (c *Cluster) lockCycle(cl *lockClient) {
 	if lr.keys[key] == nil {
 		lr.keys[key] = &lockKey{}
 	}
+	if cl.plain.IntN(4) == 0 {
+		c.lockPlainWrite(n, key)
+	}
 	c.lockAsk(n, replica.LockOp{Kind: replica.KindLockAcquire, Table: lockTable, Key: []byte(key), TTL: lockTTL,
 		Wait: 1500 * time.Millisecond, Holder: "client" + strconv.Itoa(cl.id)}, func(a replica.Answer) {
 		if cl.gen != g {
@@ -292,7 +354,7 @@ func (c *Cluster) lockGranted(cl *lockClient, g uint64, starts int, key string, 
 		return
 	}
 	lr.grants++
-	gr := &lockGrant{node: cl.node, token: res.Token, from: c.now, until: h.Deadline.Add(-n.Skew), ackedBefore: kl.maxAcked}
+	gr := &lockGrant{node: cl.node, token: res.Token, from: c.now, until: n.simTime(c.now, h.Deadline), ackedBefore: kl.maxAcked}
 	kl.grants = append(kl.grants, gr)
 	since := c.now
 	var wait func()
@@ -332,6 +394,7 @@ func (c *Cluster) lockWrite(cl *lockClient, g uint64, starts int, key string, gr
 		c.lockRelease(cl, g, starts, key, gr.token, gr)
 		return
 	}
+	c.checkLockToken(n, key)
 	if val < gr.ackedBefore {
 		c.inv.fail(c.now, "%s: the holder of %s/%s granted at %s read %d after the fence, but %d was acknowledged before its grant",
 			n.Name, lockTable, key, gr.from.Sub(Epoch), val, gr.ackedBefore)
@@ -358,26 +421,54 @@ func (c *Cluster) lockWrite(cl *lockClient, g uint64, starts int, key string, gr
 		}
 		c.noteWrite(n, seq, ops)
 		kl.issued++
-		c.lockAsk(n, replica.LockOp{Kind: replica.KindLockConfirm, Table: lockTable, Key: []byte(key), Token: gr.token, Origin: n.origin, Seq: seq}, func(a replica.Answer) {
-			if a.Code == "" {
-				lr.acked++
-				kl.acks = append(kl.acks, lockAck{token: gr.token, value: val + 1})
-				kl.maxAcked = max(kl.maxAcked, val+1)
-			} else {
-				lr.lost++
-			}
-			if cl.gen == g {
-				c.lockRelease(cl, g, starts, key, gr.token, gr)
-			}
-		})
+		kl.writes = append(kl.writes, lockWritten{origin: n.origin, seq: seq})
+		wrote := c.now
+		c.lockDurable(cl, g, n, starts, seq, func() { c.lockConfirm(cl, g, starts, key, gr, n, val, seq, wrote) })
 	}
 	if cl.rng.IntN(3) == 0 {
-		if late := h.Deadline.Add(-n.Skew).Add(-time.Duration(1+cl.rng.IntN(5)) * time.Millisecond); late.After(c.now) {
+		if late := n.simTime(c.now, h.Deadline).Add(-time.Duration(1+cl.rng.IntN(5)) * time.Millisecond); late.After(c.now) {
 			c.At(late, write)
 			return
 		}
 	}
 	write()
+}
+
+// lockDurable calls then once n's write of seq is durable: at once, or, on nodes that hold
+// what they did not sync (Options.SyncDelay), once n synced it. The API answers a write
+// under a lock only then (node.WriteTokened, --sync origin), and its client asks the
+// confirm after: a write acknowledged before would be lost with the writer's power, and,
+// written on the home, confirmed by it at once.
+func (c *Cluster) lockDurable(cl *lockClient, g uint64, n *Node, starts int, seq uint64, then func()) {
+	if cl.gen != g || n.Rep == nil || n.starts != starts {
+		return // the watchdog starts the next cycle
+	}
+	if c.opts.SyncDelay > 0 && n.Rep.SyncedSeq() < seq {
+		c.At(c.now.Add(time.Millisecond), func() { c.lockDurable(cl, g, n, starts, seq, then) })
+		return
+	}
+	then()
+}
+
+// lockConfirm asks the home to confirm the holder's write of val under its token (seq of
+// n's origin, made at wrote), and releases once answered.
+func (c *Cluster) lockConfirm(cl *lockClient, g uint64, starts int, key string, gr *lockGrant, n *Node, val, seq uint64, wrote time.Time) {
+	lr, kl := c.locks, c.locks.keys[key]
+	c.lockAsk(n, replica.LockOp{Kind: replica.KindLockConfirm, Table: lockTable, Key: []byte(key), Token: gr.token, Origin: n.origin, Seq: seq}, func(a replica.Answer) {
+		if a.Code == wire.Code(lock.CodeLost) {
+			c.lockOverlap(key, gr.token, wrote)
+		}
+		if a.Code == "" {
+			lr.acked++
+			kl.acks = append(kl.acks, lockAck{token: gr.token, value: val + 1})
+			kl.maxAcked = max(kl.maxAcked, val+1)
+		} else {
+			lr.lost++
+		}
+		if cl.gen == g {
+			c.lockRelease(cl, g, starts, key, gr.token, gr)
+		}
+	})
 }
 
 // lockRead is the counter on a node (0 when it has none). A write makes it the count and
@@ -423,6 +514,12 @@ func (c *Cluster) checkLocks(rep *Report) {
 		return
 	}
 	rep.LockGrants, rep.LockAcked, rep.LockLost, rep.LockHomeCrashes = lr.grants, lr.acked, lr.lost, lr.homeCrashes
+	if lr.beyond != "" {
+		rep.LockBeyond = 1
+	}
+	for _, n := range lr.overlaps {
+		rep.LockOverlaps += int(n)
+	}
 	keys := make([]string, 0, len(lr.keys))
 	for k := range lr.keys {
 		keys = append(keys, k)
@@ -430,7 +527,7 @@ func (c *Cluster) checkLocks(rep *Report) {
 	slices.Sort(keys)
 	for _, key := range keys {
 		kl := lr.keys[key]
-		for i := 1; i < len(kl.grants); i++ {
+		for i := 1; i < len(kl.grants) && lr.beyond == ""; i++ { // exclusion: within the bounds
 			a, b := kl.grants[i-1], kl.grants[i]
 			if lock.Compare(b.token, a.token) <= 0 {
 				c.inv.fail(c.now, "%s/%s: the grant that arrived at %s on %s has token %s, not above the one before it (%s on %s: %s)",
@@ -444,6 +541,7 @@ func (c *Cluster) checkLocks(rep *Report) {
 		acks := slices.Clone(kl.acks)
 		slices.SortFunc(acks, func(x, y lockAck) int { return lock.Compare(x.token, y.token) })
 		var top lockAck
+		var first *Node // the first running node: every other holds its version (the order is total)
 		for i, a := range acks {
 			if i > 0 && a.value <= acks[i-1].value {
 				c.inv.fail(c.now, "%s/%s: an acknowledged update was lost: the write of %d under %s was acknowledged, and so was %d under the earlier %s",
@@ -458,6 +556,14 @@ func (c *Cluster) checkLocks(rep *Report) {
 			}
 			rec, found, err := n.Store.Get([]byte(lockTable), []byte(key))
 			val, perr := c.lockRead(n, key)
+			c.checkLockToken(n, key)
+			if first == nil {
+				first = n
+			} else if frec, ffound, ferr := first.Store.Get([]byte(lockTable), []byte(key)); err == nil && ferr == nil &&
+				(found != ffound || found && (rec.Version() != frec.Version() || string(rec.Value) != string(frec.Value))) {
+				c.inv.fail(c.now, "%s/%s: %s holds %q (version %v), %s holds %q (version %v): healed, the nodes disagree",
+					lockTable, key, first.Name, frec.Value, frec.Version(), name, rec.Value, rec.Version())
+			}
 			switch {
 			case err != nil || perr != nil:
 				c.inv.fail(c.now, "%s: reading %s/%s: %v %v", name, lockTable, key, err, perr)
@@ -465,9 +571,108 @@ func (c *Cluster) checkLocks(rep *Report) {
 				c.inv.fail(c.now, "%s: %s/%s is %d, below its acknowledged %d", name, lockTable, key, val, top.value)
 			case len(acks) > 0 && (!found || replica.WireToken(top.token).Compare(rec.Token) > 0):
 				c.inv.fail(c.now, "%s: %s/%s holds a version of token %v, below its highest acknowledged write's (%s)", name, lockTable, key, rec.Token, top.token)
-			case kl.issued == len(acks) && val != uint64(len(acks)):
+			case lr.beyond == "" && kl.issued == len(acks) && val != uint64(len(acks)):
 				c.inv.fail(c.now, "%s: %s/%s is %d, and every one of its %d writes was acknowledged", name, lockTable, key, val, len(acks))
 			}
 		}
+	}
+}
+
+// checkLockToken checks that the version of c/key node n holds carries the highest token
+// among the writes to the key that n applied (docs/design.md §25.4, §25.8): no stale token
+// beats a newer one there, whatever the clocks did. A node restored from a backup and not
+// reseeded issues seqs the oracle holds other writes for: it is not judged.
+func (c *Cluster) checkLockToken(n *Node, key string) {
+	kl := c.locks.keys[key]
+	if kl == nil || n.Rep == nil || n.restored {
+		return
+	}
+	var top wire.Token
+	for _, w := range kl.writes {
+		wr, ok := c.writes[w.origin][w.seq]
+		if !ok || len(wr.ops) != 1 || string(wr.ops[0].Table) != lockTable || string(wr.ops[0].Key) != key {
+			continue // lost with a power loss, its seq reissued
+		}
+		if n.Rep.Origin(w.origin).AppliedSeq >= w.seq && wr.tok.Compare(top) > 0 {
+			top = wr.tok
+		}
+	}
+	rec, _, err := n.Store.Get([]byte(lockTable), []byte(key))
+	if err == nil && rec.Token.Compare(top) != 0 {
+		c.inv.fail(c.now, "%s: %s/%s holds a version of token %s (%.20q), and this node applied a write of it under token %s",
+			n.Name, lockTable, key, lock.Token(rec.Token), rec.Value, lock.Token(top))
+	}
+}
+
+// lockOverlap takes a confirm of key's write under tok, made at wrote, that its home
+// answered lock-lost. If a grant of a higher token of that home's same incarnation had
+// reached its holder before the write was made, the home had freed tok's lease (it holds
+// one lease of a key) before it answered: an overlap it can see, which it must have counted
+// (docs/design.md §25.8). Only while the home is still that incarnation (its counters are
+// since its table was made) and the homes never move (another home may have answered).
+func (c *Cluster) lockOverlap(key string, tok lock.Token, wrote time.Time) {
+	lr := c.locks
+	if lr.moveGen != 0 {
+		return
+	}
+	var home *Node
+	for _, name := range c.names {
+		if c.nodes[name].origin == tok.Home {
+			home = c.nodes[name]
+		}
+	}
+	if home == nil || home.Rep == nil {
+		return
+	}
+	st := home.Rep.LockStatus()
+	if !st.Home || st.Incarnation != tok.Incarnation {
+		return
+	}
+	var later *lockGrant
+	for _, g := range lr.keys[key].grants {
+		if g.token.Home == tok.Home && g.token.Incarnation == tok.Incarnation && lock.Compare(g.token, tok) > 0 && g.from.Before(wrote) {
+			later = g
+			break
+		}
+	}
+	if later == nil {
+		return
+	}
+	hi := homeInc{home.Name, tok.Incarnation}
+	lr.overlaps[hi]++
+	if st.Table.Overlaps < lr.overlaps[hi] {
+		c.inv.fail(c.now, "%s/%s: the write under %s was made at %s, after the grant under %s reached %s at %s; its home %s answered lock-lost, and counts %d overlaps where %d were seen",
+			lockTable, key, tok, wrote.Sub(Epoch), later.token, later.node, later.from.Sub(Epoch), home.Name, st.Table.Overlaps, lr.overlaps[hi])
+	}
+}
+
+// lockPlainWrite tries a write without a token of c/key on n, as a client that forgot the
+// lock would: once n's map fences c, it must be refused lock-required and change nothing
+// (docs/design.md §25.6). Taken, it would order below every token (§25.4): lost in silence
+// where the key was written under a lock, and read by the next holder where it was not.
+func (c *Cluster) lockPlainWrite(n *Node, key string) {
+	var m struct {
+		Fenced []string `json:"fenced_tables"`
+	}
+	if n.Rep == nil || json.Unmarshal(n.Rep.MapStatus().Document, &m) != nil || !slices.Contains(m.Fenced, lockTable) {
+		return // not fenced here yet: the write would be taken, below every token
+	}
+	ops := []wire.Op{{Kind: wire.OpPut, Table: []byte(lockTable), Key: []byte(key), Value: []byte("1000000@plain")}}
+	var seq uint64
+	err := c.callErr(n, func(r *replica.Replica) error {
+		var err error
+		seq, err = r.Write(n.clock(c), ops)
+		return err
+	})
+	var ce *clustermap.Error
+	switch {
+	case seq > 0:
+		c.noteWrite(n, seq, ops)
+		c.locks.keys[key].writes = append(c.locks.keys[key].writes, lockWritten{origin: n.origin, seq: seq})
+		c.inv.fail(c.now, "%s: a write of %s/%s without a token was taken (seq %d), and its map fences %s", n.Name, lockTable, key, seq, lockTable)
+	case err != nil && !errors.As(err, &ce):
+		// refused for something of the node's own first (its storage): not judged
+	case ce != nil && ce.Code != clustermap.CodeLockRequired:
+		c.inv.fail(c.now, "%s: a write of %s/%s without a token was refused %s, not lock-required", n.Name, lockTable, key, ce.Code)
 	}
 }

@@ -57,13 +57,16 @@ type Report struct {
 	// Locks (locks.go): leases granted and held by clients, their writes acknowledged and
 	// refused (lock-lost or given up at the confirm), and home crashes.
 	LockGrants, LockAcked, LockLost, LockHomeCrashes int
-	Failures                                         []string
+	// LockBeyond is 1 for a lock run with a clock beyond the bounds, LockOverlaps the
+	// overlaps its oracle saw the homes see (locks.go).
+	LockBeyond, LockOverlaps int
+	Failures                 []string
 }
 
 func (r Report) String() string {
-	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d downgrades=%d faults=%d detected=%d covered=%d resent=%d closed=%d moves=%d duplicates=%d retain-bytes=%d purged=%d purged-answers=%d copies=%d (resumed %d, crashed %d) tombstones-dropped=%d disk-fulls=%d (recovered %d) maps=%d placed=%d requests=%d one-way=%d excluding=%d link-changes=%d link-checked=%d lock-grants=%d lock-acked=%d lock-lost=%d lock-home-crashes=%d records=%d digest=%s virtual=%s sync-delay=%s",
+	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d downgrades=%d faults=%d detected=%d covered=%d resent=%d closed=%d moves=%d duplicates=%d retain-bytes=%d purged=%d purged-answers=%d copies=%d (resumed %d, crashed %d) tombstones-dropped=%d disk-fulls=%d (recovered %d) maps=%d placed=%d requests=%d one-way=%d excluding=%d link-changes=%d link-checked=%d lock-grants=%d lock-acked=%d lock-lost=%d lock-home-crashes=%d lock-beyond=%d lock-overlaps=%d records=%d digest=%s virtual=%s sync-delay=%s",
 		r.Seed, r.Nodes, r.Topology, r.Links, r.Mixed, r.Writes, r.Disconnects, r.Partitions, r.Crashes, r.PowerLosses, r.Upgrades, r.Downgrades,
-		r.Injected, r.Detected, r.Covered, r.Resent, r.Closed, r.Moves, r.Duplicates, r.RetainBytes, r.Purged, r.PurgedAnswers, r.Copies, r.CopyResumes, r.CopyCrashes, r.TombstonesDropped, r.DiskFulls, r.Recoveries, r.Maps, r.Placed, r.Requests, r.OneWay, r.Excluding, r.LinkChanges, r.LinkChecked, r.LockGrants, r.LockAcked, r.LockLost, r.LockHomeCrashes, r.Records, r.Digest, r.Virtual, r.SyncDelay)
+		r.Injected, r.Detected, r.Covered, r.Resent, r.Closed, r.Moves, r.Duplicates, r.RetainBytes, r.Purged, r.PurgedAnswers, r.Copies, r.CopyResumes, r.CopyCrashes, r.TombstonesDropped, r.DiskFulls, r.Recoveries, r.Maps, r.Placed, r.Requests, r.OneWay, r.Excluding, r.LinkChanges, r.LinkChecked, r.LockGrants, r.LockAcked, r.LockLost, r.LockHomeCrashes, r.LockBeyond, r.LockOverlaps, r.Records, r.Digest, r.Virtual, r.SyncDelay)
 }
 
 // SimLimits are small session limits, so that the simulator's small transactions fill

@@ -73,6 +73,11 @@ func TestRandomSeedsOnceFailing(t *testing.T) {
 		{5000202, 32, "a peer level with an idle origin taken as behind since its last move: J saw Q catching-up"},
 		{5000212, 32, "the same: K saw X catching-up"},
 		{5000254, 32, "the same: B saw H catching-up"},
+		// A node whose clock was behind its peers' by more than the bound (a lock run's,
+		// beyond the bounds) held an origin's entries while the move delay of that origin
+		// came due: a held origin moves no source, and the past deadline was due at once,
+		// again and again (replica.go NextDeadline).
+		{5759, 0, "a livelock: the move delay of an origin held for the clock due at once forever"},
 		{7000591, 0, "a record repaired from a peer that had not applied its delete, whose tombstone the sender of a base copy had dropped (antientropy.go peerBehind)"},
 		{1796617492, 16, "a node kept as its source of an origin a relay at its own head whose only way to the origin was the node, below every other floor (basecopy.go sourceless)"},
 	} {

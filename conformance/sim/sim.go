@@ -72,6 +72,10 @@ type Cluster struct {
 	// writes is every local write that returned, per origin and seq: the oracle of what
 	// the records must end as (a power loss may give a seq to a later write instead).
 	writes map[wire.OriginID]map[uint64]written
+	// frames counts, while not nil, the frames delivered on every link by type, and
+	// messages the messages (lockcost_test.go).
+	frames   map[string]int
+	messages int
 }
 
 // written is one local write: its version (its token, for a write under a lock) and
@@ -96,6 +100,13 @@ type Node struct {
 	// Skew is how far the node's wall clock is from the simulation's (positive: ahead):
 	// every time the node's replica is given is the simulation's plus Skew.
 	Skew time.Duration
+	// From OffFrom until OffUntil the node's clock is further off by Off plus Rate of the
+	// time since OffFrom (Rate 0.01: it runs 1% fast; above -1): a clock beyond the bounds
+	// for a while, which is put right at OffUntil (a step, as NTP makes one). Zero for
+	// every node but a lock run's one beyond the bounds (locks.go).
+	Off               time.Duration
+	Rate              float64
+	OffFrom, OffUntil time.Time
 	// Recoveries counts the node's recoveries from degraded storage (FillDisk).
 	Recoveries int
 	origin     wire.OriginID
@@ -497,12 +508,13 @@ func (c *Cluster) callErr(n *Node, f func(*replica.Replica) error) error {
 	// (origin-rewound), for its degraded storage, or for its map's placement (a map the run
 	// changed, which the node holds a generation before or after the run's latest), or
 	// before it knows every member speaks version 4 (a map that turns locks on, a write
-	// under a lock: cluster-not-v4) is the replica doing its job.
+	// under a lock: cluster-not-v4), or without a token in a fenced table (lock-required:
+	// a lock run's client tries it) is the replica doing its job.
 	if err != nil && !(asWire(err, &we) && (we.Code == wire.CodeBadArgument || we.Code == wire.CodeClockOffset ||
 		we.Code == wire.CodeOriginRewound)) &&
 		!errors.As(err, &se) && err != replica.ErrUnknownConn &&
 		!(errors.As(err, &ce) && (ce.Code == clustermap.CodeNotCarried || ce.Code == clustermap.CodeMixedPlacement) && c.place.changed) &&
-		!(errors.As(err, &ce) && ce.Code == clustermap.CodeClusterNotV4 && c.locks != nil) {
+		!(errors.As(err, &ce) && (ce.Code == clustermap.CodeClusterNotV4 || ce.Code == clustermap.CodeLockRequired) && c.locks != nil) {
 		c.inv.fail(c.now, "%s: %v", n.Name, err)
 	}
 	c.checkPurges(n)
@@ -651,6 +663,9 @@ func (c *Cluster) deliver(e *end) {
 		if c.lk != nil {
 			c.noteLinks(e, d.msg)
 		}
+		if c.frames != nil {
+			c.countFrames(d.msg)
+		}
 		c.call(e.node, func(r *replica.Replica) error { return r.Receive(e.node.clock(c), e.id, d.msg) })
 		c.inv.arriving = nil
 		c.inv.afterDelivery(c, e, d, before)
@@ -658,8 +673,81 @@ func (c *Cluster) deliver(e *end) {
 	c.arm(e)
 }
 
-// clock is the node's wall clock: the simulation's time plus its skew.
-func (n *Node) clock(c *Cluster) time.Time { return c.now.Add(n.Skew) }
+// countFrames counts a delivered message and its frames by type.
+func (c *Cluster) countFrames(msg []byte) {
+	c.messages++
+	r := wire.NewReader(msg, 0)
+	for r.More() {
+		f, err := r.Next()
+		if err != nil {
+			return
+		}
+		c.frames[fmt.Sprint(f.Type)]++
+	}
+}
+
+// clock is the node's wall clock: the simulation's time plus its skew, and its drift
+// while it has one.
+func (n *Node) clock(c *Cluster) time.Time { return n.clockAt(c.now) }
+
+func (n *Node) clockAt(t time.Time) time.Time {
+	w := t.Add(n.Skew)
+	if n.drifting(t) {
+		w = w.Add(n.Off + time.Duration(n.Rate*float64(t.Sub(n.OffFrom))))
+	}
+	return w
+}
+
+func (n *Node) drifting(t time.Time) bool {
+	return (n.Off != 0 || n.Rate != 0) && !t.Before(n.OffFrom) && t.Before(n.OffUntil)
+}
+
+// simTime is the simulation's earliest time from now on at which the node's clock reads
+// at or later (the inverse of clockAt, which is monotonic but for its two steps).
+func (n *Node) simTime(now, at time.Time) time.Time {
+	if n.Off == 0 && n.Rate == 0 || !now.Before(n.OffUntil) {
+		return latest(now, at.Add(-n.Skew))
+	}
+	if now.Before(n.OffFrom) {
+		if t := at.Add(-n.Skew); t.Before(n.OffFrom) {
+			return latest(now, t)
+		}
+		now = n.OffFrom
+	}
+	if !n.clockAt(now).Before(at) {
+		return now
+	}
+	t := n.OffFrom.Add(time.Duration(float64(at.Add(-n.Skew-n.Off).Sub(n.OffFrom)) / (1 + n.Rate)))
+	t = latest(now, t)
+	for t.Before(n.OffUntil) && n.clockAt(t).Before(at) {
+		t = t.Add(time.Nanosecond) // rounded down: a deadline is due at its instant, not before
+	}
+	if t.Before(n.OffUntil) {
+		return t
+	}
+	return latest(n.OffUntil, at.Add(-n.Skew))
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// driftNode makes n's clock beyond the bounds from now until until (Node.Off, Rate), and
+// sets its timer again at both steps of its clock.
+func (c *Cluster) driftNode(n *Node, off time.Duration, rate float64, until time.Time) {
+	n.Off, n.Rate, n.OffFrom, n.OffUntil = off, rate, c.now, until
+	rearm := func() {
+		if n.Rep != nil {
+			n.tickArmed = false
+			c.after(n)
+		}
+	}
+	rearm()
+	c.At(until, rearm)
+}
 
 // after schedules the node's next timer.
 func (c *Cluster) after(n *Node) {
@@ -676,7 +764,7 @@ func (c *Cluster) after(n *Node) {
 	n.tickGen++
 	gen := n.tickGen
 	n.tickAt, n.tickArmed = d, true
-	c.schedule(d.Add(-n.Skew), func() { // the node's deadline is on its own clock
+	c.schedule(n.simTime(c.now, d), func() { // the node's deadline is on its own clock
 		if n.tickGen == gen && n.Rep != nil {
 			n.tickArmed = false
 			c.call(n, func(r *replica.Replica) error { return r.Tick(n.clock(c)) })

@@ -92,4 +92,8 @@ type Set struct {
 	// the previous home's floor: a holder may read below a write the previous home
 	// confirmed.
 	SkipMoveFloor bool
+	// UnfencedWrites makes a node take a write without a token in a table its map fences
+	// (no lock-required): the write orders below every token, so it is lost in silence
+	// where the key was written under a lock before, and lands between holders where not.
+	UnfencedWrites bool
 }

@@ -61,6 +61,9 @@ const (
 	// CodeUnfenced refuses a map that follows one fencing a table and does not fence it
 	// (CheckSuccessor, docs/design.md §25.2).
 	CodeUnfenced = "unfenced"
+	// CodeLockRequired refuses a write without a lock's token that writes a table the map
+	// fences (docs/design.md §25.6).
+	CodeLockRequired = "lock-required"
 )
 
 // Map is a cluster map: its generation, its canonical document, and the members it lists.

@@ -371,7 +371,11 @@ func (r *Replica) NextDeadline() time.Time {
 		return next
 	}
 	for _, st := range r.originList {
-		if !st.aheadSince.IsZero() {
+		if !st.aheadSince.IsZero() && !r.holding(st) && !r.retryWaiting(st) {
+			// A held origin moves no source (routeOrigin) until its hold or retry wait
+			// ends, which has a deadline of its own: the move delay's, past, would be due
+			// at once, again and again, for as long as the hold lasts (a node whose clock
+			// is behind its peers' by more than the bound holds their entries).
 			earlier(st.aheadSince.Add(r.cfg.MoveDelay))
 		}
 		if r.stalling(st) {

@@ -231,6 +231,7 @@ type Counters struct {
 	// alike; the client was answered mixed-placement, and nothing was written.
 	WritesRefusedMixedPlacement uint64 `status:"writes_refused_mixed_placement" help:"Local writes refused because their tables are not placed alike in the cluster map (mixed-placement)."`
 	WritesRefusedNotCarried     uint64 `status:"writes_refused_not_carried" help:"Local writes refused because this node does not carry their tables (not-carried)."`
+	WritesRefusedLockRequired   uint64 `status:"writes_refused_lock_required" help:"Local writes without a lock's token refused because they write a table the cluster map fences (lock-required)."`
 	SkipsSent                   uint64 `status:"skips_sent" help:"Runs of entries left out of a stream to a peer that does not carry their tables, sent as one SKIP each."`
 	SkipsReceived               uint64 `status:"skips_received" help:"Runs of entries a peer left out of a stream to this node, stored as one row each."`
 	SkipsRefused                uint64 `status:"skips_refused" help:"Runs refused because they left out a table this node carries (the origin is taken from another source)."`

@@ -355,3 +355,33 @@ func TestTokenedTombstoneKept(t *testing.T) {
 		n.audit()
 	}
 }
+
+// TestFencedTableRefusesUntokened: once the map fences table c, a write without a token of
+// any of its operations' tables c is refused lock-required (a *clustermap.Error), counted,
+// and nothing of it is written; the same transaction under a token, and untokened writes of
+// other tables, are taken. Such a write would order below every token (docs/design.md
+// §25.4): lost in silence where the key was ever written under a lock.
+func TestFencedTableRefusesUntokened(t *testing.T) {
+	_, a, _, _ := tokenPair(t)
+	a.write(put("c", "k", "before")) // not fenced yet: taken
+	if _, err := a.publish(mapDoc(2, `,"fenced_tables":["c"]`, "A", "B")); err != nil {
+		t.Fatal(err)
+	}
+	var ce *clustermap.Error
+	for _, ops := range [][]wire.Op{{put("c", "k", "1")}, {put("t", "x", "1"), put("c", "k", "1")}} {
+		if _, err := a.rep.Write(a.clock(), ops); !errors.As(err, &ce) || ce.Code != clustermap.CodeLockRequired {
+			t.Errorf("an untokened write of %d operations, one of fenced c: %v, want lock-required", len(ops), err)
+		}
+	}
+	if got := a.rep.Counters().WritesRefusedLockRequired; got != 2 {
+		t.Errorf("writes_refused_lock_required = %d, want 2", got)
+	}
+	if got := a.applied()[a.origin]; got != 1 {
+		t.Errorf("A's log holds %d entries after two refused writes, want 1", got)
+	}
+	a.write(put("t", "x", "1"))
+	a.writeTokened(tokNew, put("c", "k", "2"))
+	if rec := mustGet(t, a, "c", "k"); string(rec.Value) != "2" || rec.Token != tokNew {
+		t.Errorf("c/k after the tokened write: %q under %v, want 2 under %v", rec.Value, rec.Token, tokNew)
+	}
+}

@@ -62,6 +62,9 @@ func (r *Replica) write(now time.Time, tok wire.Token, ops []wire.Op) (uint64, e
 	if err := r.placementRefusal(ops); err != nil {
 		return 0, err
 	}
+	if err := r.fenceRefusal(tok, ops); err != nil {
+		return 0, err
+	}
 	if err := r.clockRefusal(); err != nil {
 		return 0, err
 	}
@@ -168,6 +171,27 @@ func (r *Replica) placementRefusal(ops []wire.Op) error {
 		r.counters.WritesRefusedNotCarried++
 		return &clustermap.Error{Code: clustermap.CodeNotCarried, Message: "this node (" + r.id.Name +
 			") does not carry table " + string(tables[0]) + ": its carriers are " + strings.Join(m.Placement[string(tables[0])], ", ")}
+	}
+	return nil
+}
+
+// fenceRefusal refuses a write without a token of any table the cluster map fences
+// (lock-required, a *clustermap.Error; docs/design.md §25.6): its versions would order
+// below every token written to the key before (§25.4), so the write would be lost in
+// silence where the key was ever written under a lock, and land unordered where it was
+// not. A tokened write names one key, the lock's (WriteTokened). A table's untokened
+// versions made before it was fenced, or by a node below version 4, are applied and
+// counted (writes_untokened_fenced); this refuses only new ones.
+func (r *Replica) fenceRefusal(tok wire.Token, ops []wire.Op) error {
+	m := &r.cmap.cur
+	if !tok.IsZero() || len(m.FencedTables) == 0 || r.cfg.Mutations.UnfencedWrites {
+		return nil
+	}
+	for _, op := range ops {
+		if m.Fenced(op.Table) {
+			r.counters.WritesRefusedLockRequired++
+			return &clustermap.Error{Code: clustermap.CodeLockRequired, Message: "table " + string(op.Table) + " is fenced: its writes carry a live lock's token"}
+		}
 	}
 	return nil
 }
