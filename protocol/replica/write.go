@@ -263,15 +263,22 @@ func (r *Replica) Synced(now time.Time, p SyncPoint) error {
 	}
 	r.now = now
 	if p.Seq > r.synced {
-		raw, err := r.store.Entry(r.id.Origin, p.Seq)
-		if !r.check(err) {
-			return r.fatal
+		// The synced entry's timestamp: the head's, kept in memory, when nothing was written
+		// since the sync began (one write at a time: the store is not read on the way from
+		// the fsync to the peers); else the entry's own.
+		hlc := r.origins[r.id.Origin].appliedHLC
+		if own := r.origins[r.id.Origin]; own.applied.Seq != p.Seq {
+			raw, err := r.store.Entry(r.id.Origin, p.Seq)
+			if !r.check(err) {
+				return r.fatal
+			}
+			v, err := wire.ParseTxn(raw)
+			if !r.check(err) {
+				return r.fatal
+			}
+			hlc = v.HLC
 		}
-		v, err := wire.ParseTxn(raw)
-		if !r.check(err) {
-			return r.fatal
-		}
-		r.synced, r.syncedHLC = p.Seq, v.HLC
+		r.synced, r.syncedHLC = p.Seq, hlc
 		r.headsDirty[r.id.Origin] = true // the head peers may now be told of
 	}
 	r.syncedArrive = max(r.syncedArrive, p.Arrival)
