@@ -435,59 +435,43 @@ func TestLockMoveFloorHomeGone(t *testing.T) {
 	}
 }
 
-// TestLockConfirmOwnWriteSynced: with HoldUnsynced, a home confirms a write of its own only
-// once it is synced: a power loss before takes it back, and the next fence (or a move's
-// floor) would miss the write it acknowledged.
-func TestLockConfirmOwnWriteSynced(t *testing.T) {
-	h := newHarness(t)
-	cfg := lockCfg
-	cfg.HoldUnsynced = true
-	a, b := h.addNode("A", cfg), h.addNode("B", lockCfg)
-	h.connect(b, a)
-	if _, err := a.publish(mapDoc(1, `,"lock_homes":["A"]`, "A", "B")); err != nil {
-		t.Fatal(err)
-	}
-	h.check(a, a.rep.Synced(a.clock(), a.rep.SyncPoint()))
-	h.advance(lockQuarantine)
-	g := a.lockResult(a.acquire("k", 2*time.Second, 0), "")
-	seq := a.writeTokened(replica.WireToken(g.Token), put("t", "k", "1"))
-	id := a.lockOp(replica.LockOp{Kind: replica.KindLockConfirm, Table: "t", Key: []byte("k"), Token: g.Token, Origin: a.origin, Seq: seq})
-	a.unanswered(id)
-	h.check(a, a.rep.Synced(a.clock(), a.rep.SyncPoint()))
-	a.lockResult(id, "")
-}
-
-// TestLockConfirmOtherWriteSynced: a home confirms another node's write under a lock only
-// once a sync of its own store covers the arrival that applied it, and asks for that sync
-// (NeedsSync): its fences and the floor it gives a key's next home are its own applied
-// positions, which a power loss before the sync would take back below a write it
-// acknowledged, though the writer holds it.
-func TestLockConfirmOtherWriteSynced(t *testing.T) {
-	h := newHarness(t)
-	cfg := lockCfg
-	cfg.HoldUnsynced = true
-	a, b := h.addNode("A", cfg), h.addNode("B", lockCfg)
-	h.connect(b, a)
-	if _, err := a.publish(mapDoc(1, `,"lock_homes":["A"]`, "A", "B")); err != nil {
-		t.Fatal(err)
-	}
-	h.check(a, a.rep.Synced(a.clock(), a.rep.SyncPoint()))
-	h.advance(lockQuarantine)
-	g := b.lockResult(b.acquire("k", 2*time.Second, 0), "")
-	seq := b.writeTokened(replica.WireToken(g.Token), put("t", "k", "1"))
-	id := b.lockOp(replica.LockOp{Kind: replica.KindLockConfirm, Table: "t", Key: []byte("k"), Token: g.Token, Origin: b.origin, Seq: seq})
-	if got := a.rep.Origin(b.origin).AppliedSeq; got < seq {
-		t.Fatalf("A applied B's seq %d, want %d: the write reached the home", got, seq)
-	}
-	b.unanswered(id)
-	if !a.rep.NeedsSync() {
-		t.Fatal("A waits to confirm a write it applied and has not synced, and does not ask for a sync")
-	}
-	h.check(a, a.rep.Synced(a.clock(), a.rep.SyncPoint()))
-	h.pump()
-	b.lockResult(id, "")
-	if a.rep.NeedsSync() {
-		t.Fatal("A still asks for a sync once the confirm is answered")
+// TestLockConfirmWriteSynced: with HoldUnsynced, a home confirms a write under a lock only
+// once a sync of its own store covers it, and asks for that sync (NeedsSync) while the
+// confirm waits: its own write once synced, another node's once the sync of the arrival
+// that applied it returned. Its fences and the floor it gives a key's next home are its own
+// applied positions, which a power loss before the sync would take back below a write it
+// acknowledged, though another writer holds its own.
+func TestLockConfirmWriteSynced(t *testing.T) {
+	for _, writer := range []string{"A", "B"} {
+		t.Run("written on "+writer, func(t *testing.T) {
+			h := newHarness(t)
+			cfg := lockCfg
+			cfg.HoldUnsynced = true
+			a, b := h.addNode("A", cfg), h.addNode("B", lockCfg)
+			h.connect(b, a)
+			if _, err := a.publish(mapDoc(1, `,"lock_homes":["A"]`, "A", "B")); err != nil {
+				t.Fatal(err)
+			}
+			h.check(a, a.rep.Synced(a.clock(), a.rep.SyncPoint()))
+			h.advance(lockQuarantine)
+			w := map[string]*node{"A": a, "B": b}[writer]
+			g := w.lockResult(w.acquire("k", 2*time.Second, 0), "")
+			seq := w.writeTokened(replica.WireToken(g.Token), put("t", "k", "1"))
+			id := w.lockOp(replica.LockOp{Kind: replica.KindLockConfirm, Table: "t", Key: []byte("k"), Token: g.Token, Origin: w.origin, Seq: seq})
+			if got := a.rep.Origin(w.origin).AppliedSeq; got < seq {
+				t.Fatalf("A applied %s's seq %d, want %d: the write reached the home", writer, got, seq)
+			}
+			w.unanswered(id)
+			if !a.rep.NeedsSync() {
+				t.Fatal("A waits to confirm a write it applied and has not synced, and does not ask for a sync")
+			}
+			h.check(a, a.rep.Synced(a.clock(), a.rep.SyncPoint()))
+			h.pump()
+			w.lockResult(id, "")
+			if a.rep.NeedsSync() {
+				t.Fatal("A still asks for a sync once the confirm is answered")
+			}
+		})
 	}
 }
 
