@@ -516,6 +516,10 @@ func (t *Table) Floor(now time.Time, generation uint64, from string, floor Fence
 	}
 }
 
+// DropMoves forgets every move: the caller replaces them with one that covers them all (a
+// move whose previous home stands for every member, started after this).
+func (t *Table) DropMoves() { t.moves = nil }
+
 // PendingMoves lists the generations of the moves given by MoveHome that the table still
 // holds (in their quarantine, or waiting for a floor), in the order they were given: the
 // caller keeps what it needs to give them again to a table made after a restart.

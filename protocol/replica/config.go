@@ -134,6 +134,10 @@ type Config struct {
 	// too-many-confirms.
 	Locks           lock.Config
 	LockMaxConfirms int
+	// LockMaxMoves bounds the moves a home keeps waiting for their previous homes' floors
+	// (locks.go; default DefaultLockMaxMoves): a map that would make one more merges them
+	// all into one that waits for every member's floor, which covers each of theirs.
+	LockMaxMoves int
 
 	// NewSession makes the protocol core of one connection (default NativeSession).
 	NewSession func(protocol.Config) (Session, error)
@@ -182,6 +186,7 @@ const (
 	DefaultMaxLeases       = 10000
 	DefaultLockMaxWaiters  = 1000
 	DefaultLockMaxConfirms = 1024
+	DefaultLockMaxMoves    = 16
 	maxTableName           = 64
 	arrivalBatch           = 64
 	maxMoves               = 1024
@@ -293,6 +298,9 @@ func (c Config) withDefaults() Config {
 	c.Locks.OffsetBound = max(c.MaxClockOffset, 0)
 	if c.LockMaxConfirms == 0 {
 		c.LockMaxConfirms = DefaultLockMaxConfirms
+	}
+	if c.LockMaxMoves <= 0 {
+		c.LockMaxMoves = DefaultLockMaxMoves
 	}
 	if c.NewSession == nil {
 		c.NewSession = NativeSession

@@ -302,7 +302,11 @@ func (r *Replica) lockMapAdopted(prev, next clustermap.Map) {
 	// A table that goes on takes the move here: the keys it takes from the previous homes
 	// wait for their floors. The store's note of it is rewritten either way.
 	if had && ls.table != nil && next.Generation > prev.Generation {
-		prevHomes := lockPrevHomes(prev, next)
+		prevHomes := r.lockPrevHomes(prev, next)
+		if slices.Contains(prevHomes, anyHome) && len(ls.moves) >= r.cfg.LockMaxMoves {
+			ls.table.DropMoves() // merged into this one (lockPrevHomes)
+			ls.moves = nil
+		}
 		if r.startLockMove(next, next.Generation, prevHomes) {
 			ls.moves = append(ls.moves, storedLockMove{Generation: next.Generation, PrevHomes: prevHomes})
 		}
@@ -318,17 +322,25 @@ func (r *Replica) noteLockMove(prev, next clustermap.Map) bool {
 	if !r.isLockHome(&next) || next.Generation <= prev.Generation {
 		return true
 	}
-	moves := append(slices.Clone(r.locks.moves), storedLockMove{Generation: next.Generation, PrevHomes: lockPrevHomes(prev, next)})
+	prevHomes := r.lockPrevHomes(prev, next)
+	moves := slices.Clone(r.locks.moves)
+	if slices.Contains(prevHomes, anyHome) && len(moves) >= r.cfg.LockMaxMoves {
+		moves = nil // merged into this one (lockPrevHomes)
+	}
+	moves = append(moves, storedLockMove{Generation: next.Generation, PrevHomes: prevHomes})
 	b, err := wire.Marshal(moves)
 	return r.check(err) && r.check(r.store.PutControl(controlLockMoves, b))
 }
 
-// lockPrevHomes is the previous homes of the move from prev to next: prev's lock homes, or,
-// when a generation between them was skipped, anyHome. A node that skipped a generation
-// does not know the homes of the maps between, which may have granted and confirmed any of
-// its keys: every key it homes then waits for the floor of every member.
-func lockPrevHomes(prev, next clustermap.Map) []string {
-	if next.Generation > prev.Generation+1 {
+// lockPrevHomes is the previous homes of the move from prev to next: prev's lock homes, or
+// anyHome when a generation between them was skipped, or when the home keeps
+// Config.LockMaxMoves moves already. A node that skipped a generation does not know the
+// homes of the maps between, which may have granted and confirmed any of its keys: every
+// key it homes then waits for the floor of every member, each given once the member holds
+// next, so after each home of any generation before let go; that floor covers the floors
+// of the moves kept, which the new move then replaces (bounding them).
+func (r *Replica) lockPrevHomes(prev, next clustermap.Map) []string {
+	if next.Generation > prev.Generation+1 || len(r.locks.moves) >= r.cfg.LockMaxMoves {
 		return []string{anyHome}
 	}
 	return slices.Clone(prev.LockHomes)

@@ -542,3 +542,49 @@ func TestLockMoveNotedBeforeMap(t *testing.T) {
 		t.Fatalf("A, restarted, answered %+v (%v) for %s with B's floor out of reach, want a refusal", ans, ok, k)
 	}
 }
+
+// TestLockMovesBounded: a home keeps at most LockMaxMoves moves waiting for floors; a map
+// that would make one more merges them into one that waits for every member's floor,
+// which covers each of theirs. A (at most 2) is given keys from B twice with B's floors out
+// of reach (2 moves); the next map merges them into one (1), the next adds one (2); once B
+// answers, every floor comes in and A grants.
+func TestLockMovesBounded(t *testing.T) {
+	h := newHarness(t)
+	cfg := lockCfg
+	cfg.LockMaxMoves = 2
+	a, b := h.addNode("A", cfg), h.addNode("B", lockCfg)
+	ab := h.connect(b, a)
+	if _, err := a.publish(mapDoc(1, `,"lock_homes":["B"]`, "A", "B")); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(lockQuarantine)
+	ab.hold = true
+	moves := func() int {
+		st := a.rep.LockStatus().Table
+		return st.MoveQuarantines + st.MovesAwaitingFloor
+	}
+	for i, step := range []struct {
+		homes string
+		moves int
+	}{{`"A","B"`, 1}, {`"A"`, 2}, {`"A","B"`, 1}, {`"A"`, 2}} {
+		if _, err := a.publish(mapDoc(uint64(2+i), `,"lock_homes":[`+step.homes+`]`, "A", "B")); err != nil {
+			t.Fatal(err)
+		}
+		h.pump()
+		if n := moves(); n != step.moves {
+			t.Fatalf("after generation %d: A keeps %d moves, want %d", 2+i, n, step.moves)
+		}
+	}
+	h.advance(lockQuarantine)
+	h.advance(2 * replica.DefaultPlacementPoll)
+	a.lockResult(a.acquire("k", time.Second, 0), wire.Code(lock.CodeMovePending))
+	ab.hold = false
+	h.connect(b, a) // the held connection timed out meanwhile
+	h.advance(2 * replica.DefaultPlacementPoll)
+	a.lockResult(a.acquire("k", time.Second, 0), wire.Code(lock.CodeQuarantined)) // from the floors' arrival
+	h.advance(lockQuarantine)
+	a.lockResult(a.acquire("k", time.Second, 0), "")
+	if n := moves(); n != 0 {
+		t.Fatalf("A keeps %d moves once every floor is in and applied", n)
+	}
+}
