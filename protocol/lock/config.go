@@ -106,7 +106,7 @@ var (
 	ErrDrift       = errors.New("lock: Drift must be at least 0 and at most 0.1")
 	ErrOffsetBound = errors.New("lock: OffsetBound must be above 0 and at most 24h (a lock home needs the clock-offset guard on)")
 	ErrHome        = errors.New("lock: the home's origin id is all zeros")
-	ErrDelegation  = errors.New("lock: MaxDelegations must be at least 0, and DelegationBlock between 1 and 2^20 when it is above 0")
+	ErrDelegation  = errors.New("lock: MaxDelegations must be at least 0, and when it is above 0, DelegationBlock between 1 and 2^20 and MaxDelegationTTL above 0 and at most 24h")
 	ErrIncarnation = errors.New("lock: the incarnation is 0 (it is raised at every start, so the first is 1)")
 )
 
@@ -136,6 +136,11 @@ type Config struct {
 	// DelegationBlock is how many counters a delegation reserves: the leases its delegate
 	// may grant under it (at most DelegationBlockLimit).
 	DelegationBlock uint64
+	// MaxDelegationTTL bounds a delegation's time (at most MaxTTLLimit). It may pass MaxTTL,
+	// so that a delegate can grant a lease of MaxTTL under it: a delegation is noted in the
+	// home's store before it is granted, and a restarted home takes its notes back
+	// (Table.Restore), so no restart quarantine needs to cover it.
+	MaxDelegationTTL time.Duration
 }
 
 // Check refuses a Config outside its bounds, with one of the Err values above wrapped with
@@ -154,8 +159,9 @@ func (c Config) Check() error {
 		return fmt.Errorf("%w: %v", ErrDrift, c.Drift)
 	case c.OffsetBound <= 0 || c.OffsetBound > OffsetBoundLimit:
 		return fmt.Errorf("%w: %v", ErrOffsetBound, c.OffsetBound)
-	case c.MaxDelegations < 0 || c.MaxDelegations > 0 && (c.DelegationBlock < 1 || c.DelegationBlock > DelegationBlockLimit):
-		return fmt.Errorf("%w: %d, %d", ErrDelegation, c.MaxDelegations, c.DelegationBlock)
+	case c.MaxDelegations < 0 || c.MaxDelegations > 0 && (c.DelegationBlock < 1 || c.DelegationBlock > DelegationBlockLimit ||
+		c.MaxDelegationTTL <= 0 || c.MaxDelegationTTL > MaxTTLLimit):
+		return fmt.Errorf("%w: %d, %d, %v", ErrDelegation, c.MaxDelegations, c.DelegationBlock, c.MaxDelegationTTL)
 	}
 	return nil
 }

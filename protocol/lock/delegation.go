@@ -33,12 +33,13 @@ type Delegation struct {
 	Recalled bool
 }
 
-// Delegate asks for a delegation of key to delegate for ttl (at most MaxTTL), with the
+// Delegate asks for a delegation of key to delegate for ttl (at most MaxDelegationTTL), with the
 // home's generation and fence as Acquire takes them. Like Acquire it first does what time
-// made due, then answers, checking in this order: CodeBadTTL; CodeQuarantined and
+// made due, then answers, checking in this order: CodeNoDelegation when the home delegates
+// nothing (MaxDelegations 0); CodeBadTTL; CodeQuarantined and
 // CodeMovePending as Acquire; CodeHeld when a lease, a delegation or a waiter holds the key
 // (RetryAfter as Acquire's, 0 for a delegation recalled or ended); CodeNoDelegation when
-// the home delegates nothing or keeps MaxDelegations delegations; else CodeDelegated with
+// the home keeps MaxDelegations delegations; else CodeDelegated with
 // Result.Delegation: the next DelegationBlock counters reserved, its expiry now +
 // ttl·(1+ρ), its fence. A delegation holds the key as a lease does: the home grants it to
 // nobody else until it is returned, or it expired and its delegate answered (Return).
@@ -53,7 +54,10 @@ func (t *Table) Delegate(now time.Time, key Key, delegate string, ttl time.Durat
 }
 
 func (t *Table) delegate(now time.Time, key Key, delegate string, ttl time.Duration, fence Fence) Result {
-	if ttl <= 0 || ttl > t.cfg.MaxTTL {
+	if t.cfg.MaxDelegations == 0 {
+		return Result{Code: CodeNoDelegation}
+	}
+	if ttl <= 0 || ttl > t.cfg.MaxDelegationTTL {
 		return Result{Code: CodeBadTTL}
 	}
 	if until, ok := t.quarantinedUntil(now, key); ok {
@@ -123,7 +127,7 @@ func (t *Table) delegatedKey(now time.Time, e *entry, holder string, ttl, wait t
 	return r
 }
 
-// RenewDelegation runs token's delegation of key from now for ttl (at most MaxTTL), its
+// RenewDelegation runs token's delegation of key from now for ttl (at most MaxDelegationTTL), its
 // expiry now + ttl·(1+ρ): CodeRenewed with Result.Delegation. CodeBadTTL as Acquire;
 // CodeLost when token names no live delegation of key; CodeRecalled once it is recalled (it
 // then runs out, or its delegate returns it); CodeQuarantined as Renew.
@@ -135,7 +139,7 @@ func (t *Table) RenewDelegation(now time.Time, key Key, token Token, ttl time.Du
 }
 
 func (t *Table) renewDelegation(now time.Time, key Key, token Token, ttl time.Duration) Result {
-	if ttl <= 0 || ttl > t.cfg.MaxTTL {
+	if ttl <= 0 || ttl > t.cfg.MaxDelegationTTL {
 		return Result{Code: CodeBadTTL}
 	}
 	e := t.keys[key.id()]
@@ -188,6 +192,27 @@ func (t *Table) Return(now time.Time, key Key, token Token, positions, fence Fen
 		events = append(events, t.grantNext(e, now, fence)...)
 	}
 	return Result{Code: CodeReturned, Delegation: d.clone(), Events: events}
+}
+
+// Restore gives a table made after a restart the delegations its home noted in its store
+// before granting them and had not seen returned: each holds its key as one that ended
+// unreturned (CodeDelegationPending) until its delegate answers (Return), since what the
+// delegate confirmed may be applied only there. Its own tokens order above theirs: its
+// incarnation is higher. Beyond MaxDelegations, or
+// for a key the table holds already, a delegation is not taken: it reports how many were.
+func (t *Table) Restore(ds []Delegation) int {
+	n := 0
+	for _, d := range ds {
+		if t.delegations >= t.cfg.MaxDelegations || t.keys[d.Key.id()] != nil {
+			continue
+		}
+		c := d.clone()
+		c.Recalled = true
+		t.keys[d.Key.id()] = &entry{key: d.Key.clone(), pending: &c}
+		t.delegations++
+		n++
+	}
+	return n
 }
 
 // Delegations lists the delegations the home keeps, in key order (then by token): live,

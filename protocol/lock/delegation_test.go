@@ -8,16 +8,21 @@ import (
 	"plait/protocol/lock"
 )
 
-const block = 3 // counters a delegation reserves in these tests
+// block is the counters a delegation reserves in these tests; delegTTL their longest
+// delegation, past goodConfig's MaxTTL (10 s).
+const (
+	block    = 3
+	delegTTL = 20 * time.Second
+)
 
 // delegating is a home of goodConfig with delegation on (two delegations, blocks of
 // three counters) past its restart quarantine, a deputy of the same bounds, and that
 // instant.
 func delegating(t *testing.T) (*lock.Table, *lock.Deputy, time.Time) {
 	t.Helper()
-	tab, now := open(t, func(c *lock.Config) { c.MaxDelegations, c.DelegationBlock = 2, block })
+	tab, now := open(t, func(c *lock.Config) { c.MaxDelegations, c.DelegationBlock, c.MaxDelegationTTL = 2, block, delegTTL })
 	cfg := goodConfig()
-	cfg.MaxDelegations, cfg.DelegationBlock = 2, block
+	cfg.MaxDelegations, cfg.DelegationBlock, cfg.MaxDelegationTTL = 2, block, delegTTL
 	dep, err := lock.NewDeputy(cfg, now)
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +168,11 @@ func TestDelegationExpiry(t *testing.T) {
 	if got := dep.Acquire(at.Add(time.Nanosecond), key("k"), "c", time.Second, nil); got.Code != lock.CodeNotDelegated {
 		t.Fatalf("a lease past the deadline: got %s, want not-delegated", got.Code)
 	}
-	dep2, _ := lock.NewDeputy(func() lock.Config { c := goodConfig(); c.MaxDelegations, c.DelegationBlock = 1, 1; return c }(), now)
+	dep2, _ := lock.NewDeputy(func() lock.Config {
+		c := goodConfig()
+		c.MaxDelegations, c.DelegationBlock, c.MaxDelegationTTL = 1, 1, delegTTL
+		return c
+	}(), now)
 	if c := dep2.Take(now, now, d); c != lock.CodeDelegated {
 		t.Fatalf("take: %s", c)
 	}
@@ -274,5 +283,38 @@ func TestDeputyReturnEnds(t *testing.T) {
 	}
 	if s := dep.Stats(); s.Delegations != 0 || s.Taken != 1 || s.Returned != 1 || s.Granted != 1 {
 		t.Fatalf("deputy stats: %+v", s)
+	}
+}
+
+// TestDelegationRestore: a table made after a restart holds the delegations its home noted
+// and did not see returned as ended unreturned, grants their keys only once returned, and
+// delegates no more than MaxDelegations; a delegation may last past MaxTTL.
+func TestDelegationRestore(t *testing.T) {
+	tab, _, now := delegating(t)
+	d := mustDelegate(t, tab.Delegate(now, key("k"), "n2", delegTTL, 1, fence))
+	if got := tab.Delegate(now, key("long"), "n2", delegTTL+1, 1, fence); got.Code != lock.CodeBadTTL {
+		t.Fatalf("a delegation past MaxDelegationTTL: got %s, want bad-ttl", got.Code)
+	}
+	cfg := goodConfig()
+	cfg.MaxDelegations, cfg.DelegationBlock, cfg.MaxDelegationTTL = 1, block, delegTTL
+	re, err := lock.New(cfg, homeA, 2, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := d
+	other.Key = key("other")
+	if n := re.Restore([]lock.Delegation{d, other}); n != 1 {
+		t.Fatalf("restored %d, want 1 (MaxDelegations)", n)
+	}
+	open := now.Add(cfg.Quarantine())
+	if got := re.Acquire(open, key("k"), "h", time.Second, 0, 1, fence); got.Code != lock.CodeDelegationPending {
+		t.Fatalf("acquire of a restored delegation's key: got %s, want delegation-pending", got.Code)
+	}
+	if got := re.Return(open, key("k"), d.Token, lock.Fence{{Origin: homeB, Seq: 5}}, fence); got.Code != lock.CodeReturned {
+		t.Fatalf("return of a restored delegation: got %s", got.Code)
+	}
+	l := mustGrant(t, re.Acquire(open, key("k"), "h", time.Second, 0, 1, fence))
+	if want := (lock.Fence{{Origin: homeA, Seq: 7}, {Origin: homeB, Seq: 5}}); !reflect.DeepEqual(l.Fence, want) {
+		t.Fatalf("fence after the return: %v, want %v", l.Fence, want)
 	}
 }
