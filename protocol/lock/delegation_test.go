@@ -190,9 +190,9 @@ func TestDelegationExpiry(t *testing.T) {
 	if got := tab.Delegate(d.Expiry, key("k"), "n3", time.Second, 1, fence); got.Code != lock.CodeHeld {
 		t.Fatalf("delegate while one is pending: got %s, want lock-held", got.Code)
 	}
-	// The delegate forgot it (past its deadline, or restarted): it answers with its
-	// positions all the same.
-	if got := dep.Return(d.Expiry, key("k"), d.Token); got.Code != lock.CodeNotDelegated {
+	// The delegate forgot it (past its deadline): it answers with its positions all the
+	// same, once no lease a deputy of its node made before could still be live.
+	if got := dep.Return(now.Add(lock.HomeTTL(goodConfig().MaxTTL, lock.DefaultDrift)), key("k"), d.Token); got.Code != lock.CodeNotDelegated {
 		t.Fatalf("deputy's return after its deadline: got %s, want not-delegated", got.Code)
 	}
 	if got := tab.Return(d.Expiry, key("k"), d.Token, lock.Fence{{Origin: homeB, Seq: 9}}, fence); got.Code != lock.CodeReturned {
@@ -316,5 +316,27 @@ func TestDelegationRestore(t *testing.T) {
 	l := mustGrant(t, re.Acquire(open, key("k"), "h", time.Second, 0, 1, fence))
 	if want := (lock.Fence{{Origin: homeA, Seq: 7}, {Origin: homeB, Seq: 5}}); !reflect.DeepEqual(l.Fence, want) {
 		t.Fatalf("fence after the return: %v, want %v", l.Fence, want)
+	}
+}
+
+// TestDeputyRestart: a deputy made after its node restarted gives back a delegation it
+// does not hold only once every lease an earlier deputy could have granted has ended
+// (MaxTTL·(1+ρ)), since their holders may not have stopped.
+func TestDeputyRestart(t *testing.T) {
+	tab, _, now := delegating(t)
+	d := mustDelegate(t, tab.Delegate(now, key("k"), "n2", delegTTL, 1, fence))
+	cfg := goodConfig()
+	cfg.MaxDelegations, cfg.DelegationBlock, cfg.MaxDelegationTTL = 2, block, delegTTL
+	restarted := now.Add(time.Second)
+	dep, err := lock.NewDeputy(cfg, restarted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	over := restarted.Add(lock.HomeTTL(cfg.MaxTTL, cfg.Drift))
+	if got := dep.Return(over.Add(-time.Nanosecond), key("k"), d.Token); got.Code != lock.CodeHeld || got.RetryAfter != time.Nanosecond {
+		t.Fatalf("return of a forgotten delegation just before its leases surely ended: got %s after %v, want lock-held after 1ns", got.Code, got.RetryAfter)
+	}
+	if got := dep.Return(over, key("k"), d.Token); got.Code != lock.CodeNotDelegated {
+		t.Fatalf("return of a forgotten delegation once its leases ended: got %s, want not-delegated", got.Code)
 	}
 }

@@ -23,6 +23,10 @@ type Deputy struct {
 	last  time.Time
 	keys  map[keyID]*deputed
 	stats DeputyStats
+	// forgot is when every lease a deputy of this node granted before this one was made
+	// has ended: MaxTTL·(1+ρ) after it was made. Until then it answers no return of a
+	// delegation it does not hold (the node may have restarted, forgetting it).
+	forgot time.Time
 }
 
 type deputed struct {
@@ -45,12 +49,14 @@ type DeputyStats struct {
 }
 
 // NewDeputy makes an empty deputy with the node's bounds (MaxDelegations bounds the
-// delegations it holds) and its clock now.
+// delegations it holds) and its clock now. Made after a restart, it may have forgotten
+// leases it granted whose holders have not stopped: it gives back no delegation it does
+// not hold until MaxTTL·(1+ρ) from now (Return).
 func NewDeputy(cfg Config, now time.Time) (*Deputy, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
-	return &Deputy{cfg: cfg, last: now, keys: map[keyID]*deputed{}}, nil
+	return &Deputy{cfg: cfg, last: now, keys: map[keyID]*deputed{}, forgot: now.Add(HomeTTL(cfg.MaxTTL, cfg.Drift))}, nil
 }
 
 func (p *Deputy) clamp(now time.Time) time.Time {
@@ -219,14 +225,17 @@ func (p *Deputy) Recall(now time.Time, key Key, token Token) bool {
 // CodeReturned, and the deputy forgets it; the caller sends the home its applied positions
 // with it (Table.Return). CodeHeld, with RetryAfter until the lease's expiry here, while a
 // lease is live: the delegation is then recalled, so the key is returned at the latest
-// when that lease ends. CodeNotDelegated when it holds no such delegation (it ended, it was
-// returned, or the node restarted): none of its leases is live either, so the caller may
-// answer with its applied positions all the same.
+// when that lease ends. For a delegation it does not hold (it ended, it was returned, or
+// the node restarted): CodeHeld, with RetryAfter, until every lease a deputy of this node
+// granted before this one was made has ended (NewDeputy), then CodeNotDelegated: none of
+// its leases is live, so the caller may answer with its applied positions all the same.
 func (p *Deputy) Return(now time.Time, key Key, token Token) Result {
 	p.tick(now)
 	now = p.last
 	h := p.keys[key.id()]
 	switch {
+	case (h == nil || h.d.Token != token) && now.Before(p.forgot):
+		return Result{Code: CodeHeld, RetryAfter: p.forgot.Sub(now)}
 	case h == nil || h.d.Token != token:
 		return Result{Code: CodeNotDelegated}
 	case h.lease != nil:
@@ -283,6 +292,9 @@ func (p *Deputy) tick(now time.Time) {
 // deadline); zero when there is none.
 func (p *Deputy) Next() time.Time {
 	var next time.Time
+	if p.last.Before(p.forgot) {
+		next = p.forgot
+	}
 	for _, h := range p.keys {
 		for _, at := range []time.Time{h.deadline, leaseEnd(h.lease)} {
 			if !at.IsZero() && (next.IsZero() || at.Before(next)) {

@@ -636,6 +636,10 @@ func covers(fence, floor Fence) bool {
 	return true
 }
 
+// Join is the positions at or past both a and b, sorted by origin (a fence or a floor that
+// covers both).
+func Join(a, b Fence) Fence { return join(a, b) }
+
 // join is the positions at or past both a and b, sorted by origin.
 func join(a, b Fence) Fence {
 	out := slices.Clone(a)
