@@ -195,12 +195,15 @@ func (t *Table) Return(now time.Time, key Key, token Token, positions, fence Fen
 }
 
 // Restore gives a table made after a restart the delegations its home noted in its store
-// before granting them and had not seen returned: each holds its key as one that ended
-// unreturned (CodeDelegationPending) until its delegate answers (Return), since what the
-// delegate confirmed may be applied only there. Its own tokens order above theirs: its
+// before granting them and had not seen returned, and owed, the positions returned that it
+// noted (FloorOwed): each delegation holds its key as one that ended unreturned
+// (CodeDelegationPending) until its delegate answers (Return), and owed is joined into every
+// fence until one given covers it, since what the delegates confirmed may be applied only
+// there. Its own tokens order above theirs: its
 // incarnation is higher. Beyond MaxDelegations, or
 // for a key the table holds already, a delegation is not taken: it reports how many were.
-func (t *Table) Restore(ds []Delegation) int {
+func (t *Table) Restore(ds []Delegation, owed Fence) int {
+	t.owed = join(t.owed, owed)
 	n := 0
 	for _, d := range ds {
 		if t.delegations >= t.cfg.MaxDelegations || t.keys[d.Key.id()] != nil {

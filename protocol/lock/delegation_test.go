@@ -303,7 +303,7 @@ func TestDelegationRestore(t *testing.T) {
 	}
 	other := d
 	other.Key = key("other")
-	if n := re.Restore([]lock.Delegation{d, other}); n != 1 {
+	if n := re.Restore([]lock.Delegation{d, other}, lock.Fence{{Origin: homeA, Seq: 9}}); n != 1 {
 		t.Fatalf("restored %d, want 1 (MaxDelegations)", n)
 	}
 	open := now.Add(cfg.Quarantine())
@@ -314,8 +314,8 @@ func TestDelegationRestore(t *testing.T) {
 		t.Fatalf("return of a restored delegation: got %s", got.Code)
 	}
 	l := mustGrant(t, re.Acquire(open, key("k"), "h", time.Second, 0, 1, fence))
-	if want := (lock.Fence{{Origin: homeA, Seq: 7}, {Origin: homeB, Seq: 5}}); !reflect.DeepEqual(l.Fence, want) {
-		t.Fatalf("fence after the return: %v, want %v", l.Fence, want)
+	if want := (lock.Fence{{Origin: homeA, Seq: 9}, {Origin: homeB, Seq: 5}}); !reflect.DeepEqual(l.Fence, want) {
+		t.Fatalf("fence after the return: %v, want %v (the noted owed positions and the returned ones)", l.Fence, want)
 	}
 }
 

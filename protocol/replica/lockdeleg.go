@@ -25,10 +25,17 @@ import (
 const KindLockRecall = "lock-recall" // table, key, token → fence
 
 // controlLockDelegations is the store's control key of the home's delegations not yet
-// returned (storedDelegation, CBOR), written before a delegation is answered and after
-// each return: a table made after a restart takes them back (lock.Table.Restore), since
-// what their delegates confirmed may be applied only there.
+// returned and of the positions returned ones brought (storedDelegations, CBOR), written
+// before a delegation is answered and after each return: a table made after a restart
+// takes them back (lock.Table.Restore), since what their delegates confirmed may be applied
+// only there, and a fence after the restart must still cover it.
 const controlLockDelegations = "lock-delegations"
+
+// storedDelegations is what controlLockDelegations keeps.
+type storedDelegations struct {
+	Out  []storedDelegation `cbor:"1,keyasint,omitempty"`
+	Owed []storedSeqs       `cbor:"2,keyasint,omitempty"`
+}
 
 // storedDelegation is one delegation kept under controlLockDelegations.
 type storedDelegation struct {
@@ -219,15 +226,21 @@ func (r *Replica) delegated(op LockOp, key lock.Key, sent time.Time, a *Answer, 
 
 // noteDelegations keeps the home's delegations not yet returned in its store.
 func (r *Replica) noteDelegations() bool {
-	var out []storedDelegation
+	var out storedDelegations
+	var owed lock.Fence
 	for _, t := range []*lock.Table{r.locks.table, r.locks.leaving} {
 		if t == nil {
 			continue
 		}
 		for _, d := range t.Delegations() {
-			out = append(out, storedDelegation{Table: d.Key.Table, Key: d.Key.Key, Token: tokenBytes(d.Token), Block: d.Block,
+			out.Out = append(out.Out, storedDelegation{Table: d.Key.Table, Key: d.Key.Key, Token: tokenBytes(d.Token), Block: d.Block,
 				Delegate: d.Delegate, TTLMS: uint64(d.TTL / time.Millisecond)})
 		}
+		o, _ := t.FloorOwed()
+		owed = lock.Join(owed, o)
+	}
+	for _, p := range owed {
+		out.Owed = append(out.Owed, storedSeqs{Origin: p.Origin, Seq: p.Seq})
 	}
 	b, err := wire.Marshal(out)
 	return r.check(err) && r.check(r.store.PutControl(controlLockDelegations, b))
@@ -239,13 +252,13 @@ func (r *Replica) restoreDelegations() {
 	if !r.check(err) || raw == nil {
 		return
 	}
-	var stored []storedDelegation
+	var stored storedDelegations
 	if err := wire.Unmarshal(raw, &stored); err != nil {
-		r.check(errorf("the control document %s is not a list of delegations: %v", controlLockDelegations, err))
+		r.check(errorf("the control document %s is not a map of delegations: %v", controlLockDelegations, err))
 		return
 	}
 	var ds []lock.Delegation
-	for _, s := range stored {
+	for _, s := range stored.Out {
 		tok, ok := tokenOf(s.Token)
 		if !ok {
 			continue
@@ -253,7 +266,11 @@ func (r *Replica) restoreDelegations() {
 		ds = append(ds, lock.Delegation{Key: lock.Key{Table: s.Table, Key: s.Key}, Delegate: s.Delegate, Token: tok, Block: s.Block,
 			TTL: time.Duration(s.TTLMS) * time.Millisecond})
 	}
-	r.locks.table.Restore(ds)
+	var owed lock.Fence
+	for _, p := range stored.Owed {
+		owed = append(owed, lock.Position{Origin: p.Origin, Seq: p.Seq})
+	}
+	r.locks.table.Restore(ds, owed)
 }
 
 // askRecalls asks the delegates of the delegations the home wants back (recalled, ended
