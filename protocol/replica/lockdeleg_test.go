@@ -93,3 +93,36 @@ func TestLockDelegation(t *testing.T) {
 	// B no longer holds it: its next acquire goes to A, and waits for C's lease.
 	b.lockResult(b.acquire("k", time.Second, 0), wire.Code(lock.CodeHeld))
 }
+
+// TestLockDelegationHomeRestart: a home that restarts with a delegation out takes it back
+// from its store: after its restart quarantine the key still waits (delegation-pending)
+// until the delegate answers the recall, and the first grant's fence then covers the
+// delegate's write.
+func TestLockDelegationHomeRestart(t *testing.T) {
+	h, a, b, _ := delegCluster(t)
+	g := b.lockResult(b.acquire("k", time.Second, 0), "")
+	seq := b.writeTokened(replica.WireToken(g.Token), put("t", "k", "1"))
+	b.lockResult(b.lockOp(replica.LockOp{Kind: replica.KindLockConfirm, Table: "t", Key: []byte("k"), Token: g.Token, Origin: b.origin, Seq: seq}), "")
+	b.lockResult(b.lockOp(replica.LockOp{Kind: replica.KindLockRelease, Table: "t", Key: []byte("k"), Token: g.Token}), "")
+	a.restart()
+	ba := h.connect(b, a)
+	ba.hold = true
+	h.advance(lockQuarantine)
+	a.lockResult(a.acquire("k", time.Second, 0), wire.Code(lock.CodeDelegationPending))
+	if st := a.rep.LockStatus(); st.Table.Delegations != 1 {
+		t.Fatalf("A's lock status after its restart %+v: the delegation out", st.Table)
+	}
+	ba.hold = false
+	h.advance(replica.DefaultPlacementPoll)
+	ga := a.lockResult(a.acquire("k", time.Second, 0), "")
+	covered := false
+	for _, p := range ga.Fence {
+		covered = covered || p.Origin == b.origin && p.Seq >= seq
+	}
+	if !covered || ga.Token.Incarnation != g.Token.Incarnation+1 {
+		t.Fatalf("A's grant after the return %v, fence %v: want the new incarnation, covering B's write %d", ga.Token, ga.Fence, seq)
+	}
+	if st := b.rep.LockStatus(); st.Deputy.Delegations != 0 || st.Deputy.Returned != 1 {
+		t.Fatalf("B's deputy %+v: the delegation returned", st.Deputy)
+	}
+}
