@@ -42,13 +42,14 @@ type Delegation struct {
 // the home keeps MaxDelegations delegations; else CodeDelegated with
 // Result.Delegation: the next DelegationBlock counters reserved, its expiry now +
 // ttl·(1+ρ), its fence. A delegation holds the key as a lease does: the home grants it to
-// nobody else until it is returned, or it expired and its delegate answered (Return).
+// nobody else until it is returned, or it expired and its delegate answered (Return). Its
+// refusals are not counted in Stats.Refused: a node asks for a delegation with an acquire,
+// which goes on as an Acquire when none is given.
 func (t *Table) Delegate(now time.Time, key Key, delegate string, ttl time.Duration, generation uint64, fence Fence) Result {
 	events := t.advance(now, fence)
 	now = t.last
 	t.raise(generation)
 	r := t.delegate(now, key, delegate, ttl, fence)
-	t.count(r.Code)
 	r.Events = events
 	return r
 }

@@ -70,14 +70,14 @@ func (p *Deputy) clamp(now time.Time) time.Time {
 // this node sent at sent, on its clock. CodeDelegated (or CodeRenewed for a delegation it
 // holds, whose deadline then runs from sent); CodeHeld when it holds another delegation of
 // the key; CodeNoDelegation when it holds MaxDelegations; CodeBadTTL for a TTL not in (0,
-// MaxDelegationTTL], or no block. A delegation recalled, or one whose deadline is already past, is not taken
+// MaxDelegationTTL], or a block not in [1, DelegationBlockLimit]. A delegation recalled, or one whose deadline is already past, is not taken
 // (CodeRecalled, CodeNotDelegated): the caller returns it at once.
 func (p *Deputy) Take(now, sent time.Time, d Delegation) Code {
 	p.tick(now)
 	now = p.last
 	deadline := HolderDeadline(sent, d.TTL, p.cfg.Drift)
 	switch {
-	case d.TTL <= 0 || d.TTL > p.cfg.MaxDelegationTTL || d.Block < 1:
+	case d.TTL <= 0 || d.TTL > p.cfg.MaxDelegationTTL || d.Block < 1 || d.Block > DelegationBlockLimit:
 		return CodeBadTTL
 	case d.Recalled:
 		return CodeRecalled

@@ -206,7 +206,11 @@ func (r *Replica) delegationReply(d lock.Delegation) []byte {
 // again (the home recalls it then, and this node answers that it holds nothing).
 func (r *Replica) delegated(op LockOp, key lock.Key, sent time.Time, a *Answer, res LockResult) {
 	p := r.deputy()
-	d := lock.Delegation{Key: key, Delegate: r.id.Name, Token: res.Token, Block: res.Block, TTL: r.cfg.Locks.MaxDelegationTTL, Fence: res.Fence}
+	// The delegation's time is the home's, read from how long it keeps it (ttl·(1+ρ) at
+	// most, rounded down to the millisecond): taken less its drift it is at most the ttl the
+	// home granted, whatever this node's own bound says.
+	ttl := min(r.cfg.Locks.MaxDelegationTTL, lock.HolderDeadline(time.Time{}, res.ExpiresIn, r.cfg.Locks.Drift).Sub(time.Time{}))
+	d := lock.Delegation{Key: key, Delegate: r.id.Name, Token: res.Token, Block: res.Block, TTL: ttl, Fence: res.Fence}
 	if p == nil {
 		*a = Answer{ID: a.ID, Code: wire.Code(lock.CodeNotDelegated), Message: "this node takes no delegation"}
 		return
