@@ -126,3 +126,41 @@ func TestLockDelegationHomeRestart(t *testing.T) {
 		t.Fatalf("B's deputy %+v: the delegation returned", st.Deputy)
 	}
 }
+
+// TestLockDelegationMoveFloor: a map that moves a delegated key's home from A to C makes A
+// recall the delegation, and A gives C no floor until B returned it: C grants the key
+// only after that, with a fence that covers B's write. B reaches A over B-A, C over C-A.
+func TestLockDelegationMoveFloor(t *testing.T) {
+	h := newHarness(t)
+	a, b, c := h.addNode("A", delegCfg), h.addNode("B", delegCfg), h.addNode("C", delegCfg)
+	ba := h.connect(b, a)
+	h.connect(c, a)
+	if _, err := a.publish(mapDoc(1, `,"lock_homes":["A"]`, "A", "B", "C")); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(lockQuarantine)
+	g := b.lockResult(b.acquire("k", time.Second, 0), "")
+	seq := b.writeTokened(replica.WireToken(g.Token), put("t", "k", "1"))
+	b.lockResult(b.lockOp(replica.LockOp{Kind: replica.KindLockConfirm, Table: "t", Key: []byte("k"), Token: g.Token, Origin: b.origin, Seq: seq}), "")
+	b.lockResult(b.lockOp(replica.LockOp{Kind: replica.KindLockRelease, Table: "t", Key: []byte("k"), Token: g.Token}), "")
+	ba.hold = true // A's recall does not reach B
+	if _, err := a.publish(mapDoc(2, `,"lock_homes":["C"]`, "A", "B", "C")); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(lockQuarantine + 2*replica.DefaultPlacementPoll)
+	c.lockResult(c.acquire("k", time.Second, 0), wire.Code(lock.CodeMovePending))
+	ba.hold = false
+	h.advance(2 * replica.DefaultPlacementPoll)
+	h.advance(lockQuarantine) // the quarantine counts from the floor's arrival too
+	gc := c.lockResult(c.acquire("k", time.Second, 0), "")
+	covered := false
+	for _, p := range gc.Fence {
+		covered = covered || p.Origin == b.origin && p.Seq >= seq
+	}
+	if !covered || gc.Token.Generation != 2 {
+		t.Fatalf("C's grant %v, fence %v: want generation 2, covering B's write %d", gc.Token, gc.Fence, seq)
+	}
+	if st := b.rep.LockStatus(); st.Deputy.Delegations != 0 {
+		t.Fatalf("B's deputy %+v: the delegation returned", st.Deputy)
+	}
+}
