@@ -79,6 +79,10 @@ func TestRandomSeedsOnceFailing(t *testing.T) {
 		// again and again (replica.go NextDeadline).
 		{5759, 0, "a livelock: the move delay of an origin held for the clock due at once forever"},
 		{7000591, 0, "a record repaired from a peer that had not applied its delete, whose tombstone the sender of a base copy had dropped (antientropy.go peerBehind)"},
+		// A node that stopped carrying a table dropped a tombstone of it by the horizon; a
+		// taker copying from it kept its own older version of the key (the source does not
+		// hold the table whole) and raised the source's origin past the delete.
+		{977227, 0, "a record back after its delete: a tombstone of a table its node no longer held whole dropped (retention.go dropTombstones)"},
 		{1796617492, 16, "a node kept as its source of an origin a relay at its own head whose only way to the origin was the node, below every other floor (basecopy.go sourceless)"},
 	} {
 		rep := Random(c.seed, Options{Nodes: c.nodes})

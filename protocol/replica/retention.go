@@ -325,7 +325,10 @@ func (r *Replica) tombstoneHorizon() (age, applied wire.HLC, ok bool) {
 // last record. A tombstone that carries a fencing token is never dropped: it is its key's
 // token floor (docs/design.md §25.4), below which a stale holder's late write of the
 // deleted key must still lose, and a late write may come at any time (its token, not its
-// clock, orders it), so no horizon covers it.
+// clock, orders it), so no horizon covers it. Nor is a tombstone of a table this node does
+// not hold whole (docs/design.md §24.4): a copy taker keeps its own records of such a
+// table that the snapshot lacks, so the tombstone is the only way the delete reaches it,
+// and its source's own origin is raised past the delete all the same.
 func (r *Replica) dropTombstones() {
 	age, applied, ok := r.tombstoneHorizon()
 	if !ok {
@@ -335,10 +338,14 @@ func (r *Replica) dropTombstones() {
 	if !r.check(err) {
 		return
 	}
+	partial := r.partialTables()
 	budget := r.cfg.PurgeStep
 	var drop []store.Record
 	i, _ := slices.BinarySearchFunc(tables, r.ret.tombTable, bytes.Compare)
 	for ; i < len(tables) && budget > 0; i++ {
+		if _, found := slices.BinarySearch(partial, string(tables[i])); found {
+			continue // the walk passes it whole: none of its tombstones may go
+		}
 		after := []byte(nil)
 		if bytes.Equal(tables[i], r.ret.tombTable) {
 			after = r.ret.tombKey

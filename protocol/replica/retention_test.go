@@ -432,3 +432,59 @@ func TestRetentionDropsTombstones(t *testing.T) {
 		t.Error("a live record went with the tombstones")
 	}
 }
+
+// TestPartialTableKeepsTombstones: a node drops no tombstone of a table it does not hold
+// whole (docs/design.md §14, §24.4). A, removed from t while B, t's carrier, has not
+// applied A's delete of t/k, keeps t's records until B holds them; past the horizon A
+// drops the tombstone of an unplaced table and keeps t's: a copy B took from it would keep
+// B's older t/k (A does not hold t whole) and raise A's origin past the delete.
+func TestPartialTableKeepsTombstones(t *testing.T) {
+	h := newHarness(t)
+	cfg := replica.Config{RetainAge: time.Second}
+	a, b := h.addNode("A", cfg), h.addNode("B", cfg)
+	h.connect(b, a)
+	if _, err := a.publish(mapDoc(2, `,"placement":{"t":["A","B"]}`, "A", "B")); err != nil {
+		t.Fatal(err)
+	}
+	a.write(put("t", "k", "v"))
+	a.write(put("u", "j", "v"))
+	h.pump()
+	h.advance(time.Millisecond)
+	// B is sent none of A's entries from the deletes on.
+	from := a.write(del("t", "k"))
+	h.drop = func(f, to string, d wire.Decoded) bool {
+		o, s, ok := dataSeq(d)
+		return ok && f == "A" && to == "B" && o == a.origin && s >= from
+	}
+	a.write(del("u", "j"))
+	h.pump()
+	h.advance(time.Millisecond)
+	b.write(put("u", "b", "1")) // B's origin moves past the deletes on A
+	h.pump()
+	if _, err := a.publish(mapDoc(3, `,"placement":{"t":["B"]}`, "A", "B")); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(3 * time.Second)
+	if _, ok := a.get("u", "j"); ok {
+		t.Fatal("A: u/j's tombstone is there: the test needs the horizon passed")
+	}
+	if r, ok := a.get("t", "k"); !ok || !r.Deleted {
+		t.Fatalf("A dropped the tombstone of t/k, a table it no longer holds whole (B has not applied the delete): %+v, %v", r, ok)
+	}
+	if got := a.rep.Counters().TombstonesDropped; got != 1 {
+		t.Fatalf("A: %d tombstones dropped, want 1 (u/j's)", got)
+	}
+	if r, ok := b.get("t", "k"); !ok || r.Deleted {
+		t.Fatalf("B: t/k = %+v, %v: the test needs B behind the delete", r, ok)
+	}
+	// B, sent the rest, takes the delete; A's removal then drops t.
+	h.drop = nil
+	a.write(put("u", "a", "1"))
+	h.pump()
+	h.advance(3 * time.Second)
+	if r, ok := b.get("t", "k"); ok && !r.Deleted {
+		t.Errorf("B: t/k is back after its delete: %+v", r)
+	}
+	a.audit()
+	b.audit()
+}
