@@ -480,8 +480,6 @@ func (r *Replica) settle() error {
 		r.flushMembers()
 		r.serveConfirms()
 		r.askFloors()
-		r.serveRecalls()
-		r.askRecalls()
 		if r.fatal != nil {
 			return r.fatal
 		}
