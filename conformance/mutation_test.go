@@ -55,6 +55,7 @@ func TestMutationsAreCaught(t *testing.T) {
 		// A key's new home granting with its own applied positions once its move quarantine
 		// is over, without its previous home's floor.
 		{"a lock home that grants a moved key without its previous home's floor", mutate.Set{SkipMoveFloor: true}, nil},
+		{"a delegate that keeps granting after it returned its delegation", mutate.Set{DelegateAfterReturn: true}, nil},
 		// A write without a token taken in a fenced table: unlike a token not compared
 		// (every write still carries its token, the order is by HLC), the order by token
 		// stands and a write outside it enters, below every token (a lock run's client

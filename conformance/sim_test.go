@@ -39,7 +39,7 @@ func TestSim(t *testing.T) {
 	copyRuns, copies, resumed, copyCrashes, tombstones := 0, 0, uint64(0), 0, uint64(0)
 	linkRuns, oneWay, excluding, linkChanges, linkChecked := 0, 0, 0, 0, 0
 	lockRuns, lockGrants, lockAcked, lockLost, lockHomeCrashes := 0, 0, 0, 0, 0
-	lockBeyond, lockOverlaps := 0, 0
+	lockBeyond, lockOverlaps, lockDelegated := 0, 0, 0
 	var virtual time.Duration
 	for seed := *simBase; seed < *simBase+uint64(*simSeeds); seed++ {
 		rep := sim.Random(seed, sim.Options{Nodes: *simNodes})
@@ -62,6 +62,7 @@ func TestSim(t *testing.T) {
 			lockRuns++
 			lockGrants, lockAcked, lockLost, lockHomeCrashes = lockGrants+rep.LockGrants, lockAcked+rep.LockAcked, lockLost+rep.LockLost, lockHomeCrashes+rep.LockHomeCrashes
 			lockBeyond, lockOverlaps = lockBeyond+rep.LockBeyond, lockOverlaps+rep.LockOverlaps
+			lockDelegated += rep.LockDelegated
 		}
 		if len(rep.Failures) > 0 {
 			failed++
@@ -106,8 +107,8 @@ func TestSim(t *testing.T) {
 		*simSeeds, *simBase, failed, took.Round(time.Millisecond), retaining, purgedRuns, copyRuns, copies, resumed, copyCrashes, tombstones)
 	t.Logf("%d with links: %d links made one-way, %d excluding t0, %d changed live; %d entries checked against their link's settings",
 		linkRuns, oneWay, excluding, linkChanges, linkChecked)
-	t.Logf("%d with locks: %d leases held, %d writes under them acknowledged, %d refused at the confirm, %d home crashes; %d with a clock beyond the bounds, %d overlaps the homes saw",
-		lockRuns, lockGrants, lockAcked, lockLost, lockHomeCrashes, lockBeyond, lockOverlaps)
+	t.Logf("%d with locks: %d leases held (%d granted by a delegate), %d writes under them acknowledged, %d refused at the confirm, %d home crashes; %d with a clock beyond the bounds, %d overlaps the homes saw",
+		lockRuns, lockGrants, lockDelegated, lockAcked, lockLost, lockHomeCrashes, lockBeyond, lockOverlaps)
 	t.Logf("%.1f schedules per second; %.0fx virtual time; largest topology %d nodes",
 		float64(*simSeeds)/took.Seconds(), virtual.Seconds()/took.Seconds(), largest)
 }

@@ -69,6 +69,10 @@ type lockRun struct {
 	overlaps map[homeInc]uint64
 	// Counts for the report.
 	grants, acked, lost, gaveUp, homeCrashes int
+	// delegated counts the grants a node's deputy made (docs/design.md §25.9), seen by the
+	// rise of its count since the node's last start (deputyGranted).
+	delegated     int
+	deputyGranted map[string][2]uint64 // by node: its starts, and its deputy's grants then
 }
 
 type homeInc struct {
@@ -354,6 +358,19 @@ func (c *Cluster) lockGranted(cl *lockClient, g uint64, starts int, key string, 
 		return
 	}
 	lr.grants++
+	if g := n.Rep.LockStatus().Deputy.Granted; g > 0 {
+		seen := lr.deputyGranted[cl.node]
+		if seen[0] != uint64(n.starts) {
+			seen = [2]uint64{uint64(n.starts), 0}
+		}
+		if g > seen[1] {
+			lr.delegated++
+		}
+		if lr.deputyGranted == nil {
+			lr.deputyGranted = map[string][2]uint64{}
+		}
+		lr.deputyGranted[cl.node] = [2]uint64{uint64(n.starts), g}
+	}
 	gr := &lockGrant{node: cl.node, token: res.Token, from: c.now, until: n.simTime(c.now, h.Deadline), ackedBefore: kl.maxAcked}
 	kl.grants = append(kl.grants, gr)
 	since := c.now
@@ -514,6 +531,7 @@ func (c *Cluster) checkLocks(rep *Report) {
 		return
 	}
 	rep.LockGrants, rep.LockAcked, rep.LockLost, rep.LockHomeCrashes = lr.grants, lr.acked, lr.lost, lr.homeCrashes
+	rep.LockDelegated = lr.delegated
 	if lr.beyond != "" {
 		rep.LockBeyond = 1
 	}

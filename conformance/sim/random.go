@@ -57,6 +57,8 @@ type Report struct {
 	// Locks (locks.go): leases granted and held by clients, their writes acknowledged and
 	// refused (lock-lost or given up at the confirm), and home crashes.
 	LockGrants, LockAcked, LockLost, LockHomeCrashes int
+	// LockDelegated counts the grants a delegate made itself (docs/design.md §25.9).
+	LockDelegated int
 	// LockBeyond is 1 for a lock run with a clock beyond the bounds, LockOverlaps the
 	// overlaps its oracle saw the homes see (locks.go).
 	LockBeyond, LockOverlaps int
@@ -117,6 +119,11 @@ func Random(seed uint64, opts Options) Report {
 		// The lock runs' homes (locks.go) grant leases of 2 s at most: a restarted home's
 		// quarantine then ends within the run.
 		opts.Locks.MaxTTL = lockTTL
+		if seed%10 == 9 {
+			// Half of them delegate (docs/design.md §25.9): a node's repeat acquires of a
+			// key it holds the delegation of are granted by its deputy, with no frame.
+			opts.Locks.MaxDelegations, opts.Locks.DelegationBlock, opts.Locks.MaxDelegationTTL = 64, 64, 2*lockTTL
+		}
 	}
 	c := New(opts)
 	rng := c.Rand()

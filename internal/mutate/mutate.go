@@ -92,6 +92,10 @@ type Set struct {
 	// the previous home's floor: a holder may read below a write the previous home
 	// confirmed.
 	SkipMoveFloor bool
+	// DelegateAfterReturn makes a delegate answer a home's recall with its positions while
+	// its deputy keeps the delegation: it goes on granting the key's leases after the home
+	// took the key back (docs/design.md §25.9).
+	DelegateAfterReturn bool
 	// UnfencedWrites makes a node take a write without a token in a table its map fences
 	// (no lock-required): the write orders below every token, so it is lost in silence
 	// where the key was written under a lock before, and lands between holders where not.

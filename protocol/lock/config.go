@@ -38,11 +38,34 @@ const (
 	CodeNotHome Code = "not-home"
 )
 
+// Delegation's answers (docs/design.md §25.9).
+const (
+	// CodeDelegated grants a delegation (Table.Delegate); CodeReturned takes one back
+	// (Table.Return, Deputy.Return).
+	CodeDelegated Code = "delegated"
+	CodeReturned  Code = "returned"
+	// CodeRecalled: the key is delegated to a node, and the home recalled it; the request may
+	// retry once the delegate returned it (at the latest RetryAfter, its expiry at the home).
+	// A deputy answers it to a renewal once its delegation is recalled.
+	CodeRecalled Code = "lock-recalled"
+	// CodeDelegationPending: a delegation of the key ended at its expiry without being
+	// returned; the home grants nothing for the key until its delegate answers with the
+	// positions that cover what it confirmed (Table.Return).
+	CodeDelegationPending Code = "delegation-pending"
+	// CodeNoDelegation: the home delegates nothing (Config.MaxDelegations 0) or holds
+	// MaxDelegations delegations.
+	CodeNoDelegation Code = "no-delegation"
+	// CodeNotDelegated: the deputy holds no delegation of the key that can grant this lease
+	// (none, recalled, returned, its counters spent, or it ends before the lease would): the
+	// request goes to the home.
+	CodeNotDelegated Code = "not-delegated"
+)
+
 // Refused reports whether c is a refusal rather than a grant, a place in the queue, a
 // renewal or a release.
 func (c Code) Refused() bool {
 	switch c {
-	case CodeGranted, CodeQueued, CodeRenewed, CodeReleased:
+	case CodeGranted, CodeQueued, CodeRenewed, CodeReleased, CodeDelegated, CodeReturned:
 		return false
 	}
 	return true
@@ -65,7 +88,10 @@ const (
 	MaxTTLLimit      = 24 * time.Hour
 	MaxWaitLimit     = 24 * time.Hour
 	OffsetBoundLimit = 24 * time.Hour
-	DriftLimit       = 0.1
+	// DelegationBlockLimit bounds the counters one delegation reserves: a delegate grants at
+	// most that many leases under it, and 2^64 counters still last 2^44 delegations.
+	DelegationBlockLimit = 1 << 20
+	DriftLimit           = 0.1
 	// DefaultDrift is the design's ρ: 1,000 ppm, ten times a commodity crystal's worst drift
 	// and above NTP-slewed clocks' 500 ppm ceiling (docs/design.md §25.5).
 	DefaultDrift = 0.001
@@ -80,6 +106,7 @@ var (
 	ErrDrift       = errors.New("lock: Drift must be at least 0 and at most 0.1")
 	ErrOffsetBound = errors.New("lock: OffsetBound must be above 0 and at most 24h (a lock home needs the clock-offset guard on)")
 	ErrHome        = errors.New("lock: the home's origin id is all zeros")
+	ErrDelegation  = errors.New("lock: MaxDelegations must be at least 0, and when it is above 0, DelegationBlock between 1 and 2^20 and MaxDelegationTTL above 0 and at most 24h")
 	ErrIncarnation = errors.New("lock: the incarnation is 0 (it is raised at every start, so the first is 1)")
 )
 
@@ -102,6 +129,18 @@ type Config struct {
 	// OffsetBound is the bound on clock offset between nodes (--max-clock-offset), which
 	// the quarantines add: lock homes are refused while the guard is off (0).
 	OffsetBound time.Duration
+	// MaxDelegations bounds the delegations the home keeps at once, live, recalled, ended
+	// unreturned, or of keys moved away (docs/design.md §25.9); 0: it delegates nothing.
+	// A Deputy holds at most as many.
+	MaxDelegations int
+	// DelegationBlock is how many counters a delegation reserves: the leases its delegate
+	// may grant under it (at most DelegationBlockLimit).
+	DelegationBlock uint64
+	// MaxDelegationTTL bounds a delegation's time (at most MaxTTLLimit). It may pass MaxTTL,
+	// so that a delegate can grant a lease of MaxTTL under it: a delegation is noted in the
+	// home's store before it is granted, and a restarted home takes its notes back
+	// (Table.Restore), so no restart quarantine needs to cover it.
+	MaxDelegationTTL time.Duration
 }
 
 // Check refuses a Config outside its bounds, with one of the Err values above wrapped with
@@ -120,6 +159,9 @@ func (c Config) Check() error {
 		return fmt.Errorf("%w: %v", ErrDrift, c.Drift)
 	case c.OffsetBound <= 0 || c.OffsetBound > OffsetBoundLimit:
 		return fmt.Errorf("%w: %v", ErrOffsetBound, c.OffsetBound)
+	case c.MaxDelegations < 0 || c.MaxDelegations > 0 && (c.DelegationBlock < 1 || c.DelegationBlock > DelegationBlockLimit ||
+		c.MaxDelegationTTL <= 0 || c.MaxDelegationTTL > MaxTTLLimit):
+		return fmt.Errorf("%w: %d, %d, %v", ErrDelegation, c.MaxDelegations, c.DelegationBlock, c.MaxDelegationTTL)
 	}
 	return nil
 }

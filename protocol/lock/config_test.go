@@ -45,6 +45,21 @@ func TestConfigBounds(t *testing.T) {
 		{"OffsetBound one past its limit", with(func(c *lock.Config) { c.OffsetBound = lock.OffsetBoundLimit + 1 }), lock.ErrOffsetBound},
 		{"OffsetBound at its floor", with(func(c *lock.Config) { c.OffsetBound = 1 }), nil},
 		{"OffsetBound one past its floor: the guard off", with(func(c *lock.Config) { c.OffsetBound = 0 }), lock.ErrOffsetBound},
+		{"no delegation, no block", with(func(c *lock.Config) { c.MaxDelegations, c.DelegationBlock = 0, 0 }), nil},
+		{"MaxDelegations one past its floor", with(func(c *lock.Config) { c.MaxDelegations = -1 }), lock.ErrDelegation},
+		{"DelegationBlock at its limit", with(func(c *lock.Config) {
+			c.MaxDelegations, c.DelegationBlock, c.MaxDelegationTTL = 1, lock.DelegationBlockLimit, time.Second
+		}), nil},
+		{"DelegationBlock one past its limit", with(func(c *lock.Config) {
+			c.MaxDelegations, c.DelegationBlock, c.MaxDelegationTTL = 1, lock.DelegationBlockLimit+1, time.Second
+		}), lock.ErrDelegation},
+		{"DelegationBlock at its floor", with(func(c *lock.Config) { c.MaxDelegations, c.DelegationBlock, c.MaxDelegationTTL = 1, 1, time.Second }), nil},
+		{"DelegationBlock one past its floor", with(func(c *lock.Config) { c.MaxDelegations, c.DelegationBlock, c.MaxDelegationTTL = 1, 0, time.Second }), lock.ErrDelegation},
+		{"MaxDelegationTTL at its limit", with(func(c *lock.Config) { c.MaxDelegations, c.DelegationBlock, c.MaxDelegationTTL = 1, 1, lock.MaxTTLLimit }), nil},
+		{"MaxDelegationTTL one past its limit", with(func(c *lock.Config) {
+			c.MaxDelegations, c.DelegationBlock, c.MaxDelegationTTL = 1, 1, lock.MaxTTLLimit+1
+		}), lock.ErrDelegation},
+		{"MaxDelegationTTL one past its floor", with(func(c *lock.Config) { c.MaxDelegations, c.DelegationBlock, c.MaxDelegationTTL = 1, 1, 0 }), lock.ErrDelegation},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Check()

@@ -39,5 +39,10 @@
 //   - config.go: Config and its bounds (Check), the codes, HomeTTL and HolderDeadline.
 //   - table.go: Table: Acquire, Renew, Release, Confirm, Check, Tick, Next, MoveQuarantine,
 //     MoveHome, Floor, FloorsWanted, PendingMoves, MoveAway, Stats.
+//   - delegation.go: the home's side of a delegation (docs/design.md §25.9): Delegate,
+//     RenewDelegation, Return, Delegations, FloorOwed; an Acquire of a delegated key recalls
+//     it (Result.Recall).
+//   - deputy.go: Deputy, the delegate's side: it grants, renews, releases and confirms the
+//     leases of the keys delegated to its node, and gives a delegation back (Return).
 //   - timers.go: the heap of the instants the table acts at (expiries and waits' ends).
 package lock

@@ -77,6 +77,12 @@ type Result struct {
 	// Waiter is the id of a queued request (CodeQueued): the Event that answers it carries
 	// it.
 	Waiter uint64
+	// Delegation is the delegation granted, renewed or returned (CodeDelegated, CodeRenewed
+	// of RenewDelegation, CodeReturned), or the one this input recalled (Recall).
+	Delegation Delegation
+	// Recall: this Acquire found its key delegated and recalled the delegation (the first
+	// to do so): the caller asks Delegation's delegate to return it.
+	Recall bool
 	// Events are the answers to earlier requests that this input decided: waiters granted
 	// (the key freed) or refused (their wait ended, or their key was quarantined).
 	Events []Event
@@ -93,8 +99,12 @@ type Event struct {
 type entry struct {
 	key     Key
 	lease   *Lease // nil when no lease holds the key
-	expiry  *timer // the lease's
+	expiry  *timer // the lease's, or the delegation's
 	waiters []*waiter
+	// deleg is the key's live delegation (its timer is expiry); pending one that ended at
+	// its expiry unreturned. Either holds the key as a lease does, and a key has at most one
+	// of lease, deleg and pending (docs/design.md §25.9).
+	deleg, pending *Delegation
 }
 
 type waiter struct {
@@ -149,6 +159,12 @@ type Stats struct {
 	// MovesAwaitingFloor counts moves whose quarantine is over that wait for a previous
 	// home's floor, or for the home to apply it.
 	MovesAwaitingFloor int
+	// Delegations counts the delegations the home keeps now (live, recalled, ended
+	// unreturned, or of keys moved away); Delegated those it granted, Recalled those it
+	// recalled, Returned those returned, DelegationsExpired those that reached their expiry
+	// unreturned.
+	Delegations                                       int
+	Delegated, Recalled, Returned, DelegationsExpired uint64
 }
 
 // Table is one home's leases. It is not safe for concurrent use; the replica owns it.
@@ -172,6 +188,12 @@ type Table struct {
 	leases       int
 	waiting      int
 	stats        Stats
+	// delegations counts the delegations kept (in entries and in away), at most
+	// MaxDelegations; away holds those of keys moved away, by their token, until returned;
+	// owed joins the positions delegates returned, until a fence given covers them.
+	delegations int
+	away        map[Token]*Delegation
+	owed        Fence
 }
 
 // New starts the lease table of a home: its origin id, its incarnation (raised in its store
@@ -195,6 +217,7 @@ func New(cfg Config, home wire.OriginID, incarnation uint64, now time.Time) (*Ta
 		last:         now,
 		restartUntil: now.Add(cfg.Quarantine()),
 		keys:         map[keyID]*entry{},
+		away:         map[Token]*Delegation{},
 		stats:        Stats{Refused: map[Code]uint64{}},
 	}, nil
 }
@@ -252,8 +275,12 @@ func (t *Table) acquire(now time.Time, key Key, holder string, ttl, wait time.Du
 		return Result{Code: CodeMovePending}
 	}
 	e := t.keys[key.id()]
+	if e != nil && (e.deleg != nil || e.pending != nil) {
+		return t.delegatedKey(now, e, holder, ttl, wait)
+	}
 	if e == nil || e.lease == nil {
-		// advance ran first, so a lease here is live, and a key with waiters has a lease.
+		// advance ran first, so a lease here is live, and a key with waiters has a lease
+		// or a delegation.
 		if t.leases >= t.cfg.MaxLeases {
 			return Result{Code: CodeTooManyLeases}
 		}
@@ -267,6 +294,11 @@ func (t *Table) acquire(now time.Time, key Key, holder string, ttl, wait time.Du
 	if wait == 0 {
 		return Result{Code: CodeHeld, RetryAfter: e.lease.Expiry.Sub(now)}
 	}
+	return t.queue(now, e, holder, ttl, wait)
+}
+
+// queue makes the request wait for e until now + wait.
+func (t *Table) queue(now time.Time, e *entry, holder string, ttl, wait time.Duration) Result {
 	if t.waiting >= t.cfg.MaxWaiters {
 		return Result{Code: CodeTooManyWaiters}
 	}
@@ -288,7 +320,7 @@ func (t *Table) grant(e *entry, holder string, ttl time.Duration, now time.Time,
 		Granted: now,
 		TTL:     ttl,
 		Expiry:  now.Add(HomeTTL(ttl, t.cfg.Drift)),
-		Fence:   slices.Clone(fence),
+		Fence:   t.fenceOf(fence),
 	}
 	e.lease = &l
 	e.expiry = t.setTimer(l.Expiry, timerExpiry, e, nil)
@@ -417,6 +449,13 @@ func (t *Table) advance(now time.Time, fence Fence) []Event {
 		e := tm.e
 		switch tm.kind {
 		case timerExpiry:
+			if e.deleg != nil {
+				// Its delegate stopped granting before this (within the bounds), but what it
+				// confirmed may be applied only there: the key waits for its return.
+				e.pending, e.deleg, e.expiry = e.deleg, nil, nil
+				t.stats.DelegationsExpired++
+				continue
+			}
 			e.lease, e.expiry = nil, nil
 			t.leases--
 			t.stats.Expired++
@@ -426,8 +465,11 @@ func (t *Table) advance(now time.Time, fence Fence) []Event {
 			t.waiting--
 			t.stats.TimedOut++
 			var retry time.Duration
-			if e.lease != nil { // always, since a key with waiters is held
+			switch { // a key with waiters is held by a lease or a delegation
+			case e.lease != nil:
 				retry = max(0, e.lease.Expiry.Sub(now))
+			case e.deleg != nil:
+				retry = max(0, e.deleg.Expiry.Sub(now))
 			}
 			t.count(CodeHeld)
 			events = append(events, Event{Waiter: tm.w.id, Key: e.key.clone(), Result: Result{Code: CodeHeld, RetryAfter: retry}})
@@ -438,6 +480,9 @@ func (t *Table) advance(now time.Time, fence Fence) []Event {
 		t.restartUntil = time.Time{}
 	}
 	t.moves = slices.DeleteFunc(t.moves, func(m move) bool { return !now.Before(m.until) && t.floorsMet(m, fence) })
+	if covers(fence, t.owed) {
+		t.owed = nil
+	}
 	return events
 }
 
@@ -457,7 +502,7 @@ func (t *Table) grantNext(e *entry, now time.Time, fence Fence) []Event {
 
 // drop forgets a key with no lease and no waiter.
 func (t *Table) drop(e *entry) {
-	if e.lease == nil && len(e.waiters) == 0 {
+	if e.lease == nil && e.deleg == nil && e.pending == nil && len(e.waiters) == 0 {
 		delete(t.keys, e.key.id())
 	}
 }
@@ -595,6 +640,10 @@ func covers(fence, floor Fence) bool {
 	return true
 }
 
+// Join is the positions at or past both a and b, sorted by origin (a fence or a floor that
+// covers both).
+func Join(a, b Fence) Fence { return join(a, b) }
+
 // join is the positions at or past both a and b, sorted by origin.
 func join(a, b Fence) Fence {
 	out := slices.Clone(a)
@@ -632,6 +681,19 @@ func (t *Table) MoveAway(now time.Time, generation uint64, homed func(Key) bool)
 			t.leases--
 			t.stats.MovedAway++
 		}
+		// A delegation of a key moved away is kept until its delegate returns it: the
+		// floor this home gives must hold what the delegate confirmed (FloorOwed).
+		for _, d := range []*Delegation{e.deleg, e.pending} {
+			if d != nil {
+				d.Recalled = true
+				t.away[d.Token] = d
+			}
+		}
+		if e.deleg != nil {
+			t.stopTimer(e.expiry)
+			e.expiry = nil
+		}
+		e.deleg, e.pending = nil, nil
 		for _, w := range e.waiters {
 			t.stopTimer(w.timer)
 			t.waiting--
@@ -721,6 +783,7 @@ func (t *Table) Stats() Stats {
 	s.Incarnation = t.incarnation
 	s.Counter = t.counter
 	s.RestartUntil = t.restartUntil
+	s.Delegations = t.delegations
 	for _, m := range t.moves {
 		if t.last.Before(m.until) {
 			s.MoveQuarantines++

@@ -85,6 +85,8 @@ type LockArgs struct {
 	Token  []byte `cbor:"6,keyasint,omitempty"` // lock.TokenBytes bytes
 	Origin []byte `cbor:"7,keyasint,omitempty"` // 16 bytes: lock-confirm's writer origin
 	Seq    uint64 `cbor:"8,keyasint,omitempty"`
+	// Delegate: an acquire that asks for a delegation of the key (docs/design.md §25.9).
+	Delegate bool `cbor:"9,keyasint,omitempty"`
 }
 
 // lockFloorArgs is the body of a lock-floor: the generation that moved the keys.
@@ -100,6 +102,9 @@ type LockReply struct {
 	ExpiresInMS  uint64       `cbor:"2,keyasint,omitempty"`
 	Fence        []storedSeqs `cbor:"3,keyasint,omitempty"`
 	RetryAfterMS uint64       `cbor:"4,keyasint,omitempty"`
+	// Block, above 0, makes an acquire's answer a delegation: Token is its block's first
+	// token, Block its size, ExpiresInMS its time at the home, Fence its fence.
+	Block uint64 `cbor:"5,keyasint,omitempty"`
 }
 
 // LockResult is a LockReply read (ParseLockReply).
@@ -108,6 +113,7 @@ type LockResult struct {
 	ExpiresIn  time.Duration // until the home frees the key, on its clock at the answer
 	Fence      lock.Fence
 	RetryAfter time.Duration
+	Block      uint64 // a delegation's block (LockReply.Block)
 }
 
 // tokenBytes and tokenOf are the one conversion between lock.Token and the bytes a
@@ -140,7 +146,7 @@ func ParseLockReply(body []byte) (LockResult, error) {
 		}
 	}
 	res := LockResult{ExpiresIn: time.Duration(rep.ExpiresInMS) * time.Millisecond,
-		RetryAfter: time.Duration(rep.RetryAfterMS) * time.Millisecond}
+		RetryAfter: time.Duration(rep.RetryAfterMS) * time.Millisecond, Block: rep.Block}
 	if len(rep.Token) > 0 {
 		t, ok := tokenOf(rep.Token)
 		if !ok {
@@ -177,6 +183,16 @@ type lockState struct {
 	floorAsking map[floorAsk]RequestID
 	floorParts  map[floorAsk]lock.Fence
 	floorNext   time.Time
+	// Delegation (lockdeleg.go): deputy holds the delegations this node took; leaving, the
+	// table of a node the map no longer names a home while delegations of it are out;
+	// recalling, the home's lock-recall requests in flight, by delegation; recallNext, when
+	// they are asked again; recalls, the recalls this node waits to answer until its last
+	// lease under them ends. Each is bounded by MaxDelegations.
+	deputy     *lock.Deputy
+	leaving    *lock.Table
+	recalling  map[lock.Token]RequestID
+	recallNext time.Time
+	recalls    []*pendingRecall
 }
 
 type pendingConfirm struct {
@@ -188,6 +204,8 @@ type pendingConfirm struct {
 	// arrival is the arrival position by which this home had applied the write, once it
 	// had (0 before): the sync that covers it makes the write the home's for good.
 	arrival uint64
+	// deputy: the write is under a lease of this node's deputy, which answers it.
+	deputy bool
 }
 
 // HeldLease is a lease this node was granted: the key, the holder deadline (its clock,
@@ -250,6 +268,7 @@ func (r *Replica) syncLockHome() {
 		}
 		ls.table = t
 		r.restoreLockMoves()
+		r.restoreDelegations()
 	case !home && (ls.table != nil || ls.err != nil):
 		r.dropLockHome()
 	}
@@ -259,6 +278,13 @@ func (r *Replica) syncLockHome() {
 // was to answer later are answered not-home (the key's new home has it now).
 func (r *Replica) dropLockHome() {
 	ls := &r.locks
+	if ls.table != nil && len(ls.table.Delegations()) > 0 {
+		// Its delegations out are recalled before it gives a floor (serveLockFloor): what
+		// their delegates confirmed may be applied only there.
+		ls.table.MoveAway(r.now, r.cmap.cur.Generation, func(lock.Key) bool { return false })
+		ls.leaving = ls.table
+		r.recallNow()
+	}
 	ls.table, ls.err = nil, nil
 	ls.floorAsking, ls.floorParts = nil, nil
 	if len(ls.moves) > 0 {
@@ -297,6 +323,7 @@ func (r *Replica) lockMapAdopted(prev, next clustermap.Map) {
 		r.lockEvents(ls.table.MoveAway(r.now, next.Generation, func(k lock.Key) bool {
 			return next.Home([]byte(k.Table), k.Key) == self
 		}))
+		r.recallNow() // the delegations of keys moved away, before this home gives a floor
 	}
 	r.syncLockHome() // a table made now takes the move noted in the store (noteLockMove)
 	// A table that goes on takes the move here: the keys it takes from the previous homes
@@ -525,11 +552,22 @@ func serveLockFloor(r *Replica, body []byte) (wire.Code, string, []byte) {
 	if g := r.cmap.cur.Generation; g < a.Generation {
 		return CodeMapBehind, "this node holds generation " + strconv.FormatUint(g, 10) + ", below " + strconv.FormatUint(a.Generation, 10), nil
 	}
-	var rep LockReply
-	for _, st := range r.originList {
-		if st.applied.Seq > 0 {
-			rep.Fence = append(rep.Fence, storedSeqs{Origin: st.id, Seq: st.applied.Seq})
+	// What the delegates of keys it homed confirmed is inside the floor only once they
+	// returned their delegations (docs/design.md §25.9).
+	floor := r.appliedFence()
+	for _, t := range []*lock.Table{r.locks.table, r.locks.leaving} {
+		if t == nil {
+			continue
 		}
+		owed, ready := t.FloorOwed()
+		if !ready {
+			return wire.Code(lock.CodeMovePending), "delegations of keys moved away from this node are not returned yet", nil
+		}
+		floor = lock.Join(floor, owed)
+	}
+	var rep LockReply
+	for _, p := range floor {
+		rep.Fence = append(rep.Fence, storedSeqs{Origin: p.Origin, Seq: p.Seq})
 	}
 	b, err := wire.Marshal(rep)
 	if err != nil {
@@ -558,6 +596,12 @@ func (r *Replica) tickLocks() {
 	if t := r.locks.table; t != nil && !t.Next().IsZero() && !r.now.Before(t.Next()) {
 		r.lockEvents(t.Tick(r.now, r.lockFence()))
 	}
+	if t := r.locks.leaving; t != nil && !t.Next().IsZero() && !r.now.Before(t.Next()) {
+		t.Tick(r.now, r.lockFence())
+	}
+	if p := r.locks.deputy; p != nil && !p.Next().IsZero() && !r.now.Before(p.Next()) {
+		p.Tick(r.now)
+	}
 	for tok, h := range r.locks.held {
 		if !r.now.Before(h.Deadline) {
 			delete(r.locks.held, tok) // a map's order cannot show: deletes only
@@ -567,10 +611,20 @@ func (r *Replica) tickLocks() {
 
 // locksDue is when tickLocks has work (zero: none).
 func (r *Replica) locksDue() time.Time {
-	if t := r.locks.table; t != nil {
-		return t.Next()
+	var next time.Time
+	for _, at := range []time.Time{r.tableDue(r.locks.table), r.tableDue(r.locks.leaving), r.deputyDue(), r.recallsDue()} {
+		if !at.IsZero() && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
 	}
-	return time.Time{}
+	return next
+}
+
+func (r *Replica) tableDue(t *lock.Table) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.Next()
 }
 
 // deferHop keeps a request to answer later (answerLater).
@@ -682,6 +736,9 @@ func serveLock(r *Replica, h *hop, req *wire.Request) (code wire.Code, msg strin
 	if err := wire.Unmarshal(req.Body, &a); err != nil || !wire.ValidName(a.Table) {
 		return wire.CodeBadArgument, "a " + req.Kind + " body is a map of a table name, a key and the kind's fields", nil, true
 	}
+	if code, msg, body, done, ok := r.serveDeputy(h, req.Kind, a); ok {
+		return code, msg, body, done
+	}
 	m := &r.cmap.cur
 	switch {
 	case len(m.LockHomes) == 0:
@@ -718,8 +775,26 @@ func serveLock(r *Replica, h *hop, req *wire.Request) (code wire.Code, msg strin
 			// back, since the caller's deadline is earlier by the request's way here.
 			return wire.Code(lock.CodeBadWait), "wait_ms must leave a quarter of the request's remaining time (" + remaining.String() + ") for the answer", nil, true
 		}
+		if a.Delegate && r.delegating() && len(req.Path) > 0 && req.Path[0] != r.id.Name {
+			// Every acquire from another node that finds the key free delegates it: the
+			// answer is the same one frame, and the node's next acquires of the key cost
+			// none. A key held, waited for or delegated is acquired as ever.
+			dttl := r.cfg.Locks.MaxDelegationTTL
+			if res := t.Delegate(r.now, key, req.Path[0], dttl, m.Generation, r.lockFence()); res.Code == lock.CodeDelegated {
+				r.lockEvents(res.Events)
+				if !r.noteDelegations() {
+					return wire.CodeInternal, "the delegation could not be noted in the store", nil, true
+				}
+				return "", "", r.delegationReply(res.Delegation), true
+			} else {
+				r.lockEvents(res.Events)
+			}
+		}
 		res := t.Acquire(r.now, key, a.Holder, ttl, wait, m.Generation, r.lockFence())
 		r.lockEvents(res.Events)
+		if res.Recall {
+			r.recallNow()
+		}
 		if res.Code == lock.CodeQueued {
 			if r.locks.waiters == nil {
 				r.locks.waiters = map[uint64]hopKey{}
@@ -757,7 +832,7 @@ func serveLock(r *Replica, h *hop, req *wire.Request) (code wire.Code, msg strin
 		copy(o[:], a.Origin)
 		pc := &pendingConfirm{key: lock.Key{Table: a.Table, Key: slices.Clone(a.Key)}, token: tok, origin: o, seq: a.Seq}
 		if r.confirmable(pc) || r.cfg.Mutations.ConfirmAtOnce {
-			code, msg = r.confirm(key, tok)
+			code, msg = r.confirm(pc)
 			return code, msg, nil, true
 		}
 		if len(r.locks.confirms) >= r.cfg.LockMaxConfirms {
@@ -770,8 +845,16 @@ func serveLock(r *Replica, h *hop, req *wire.Request) (code wire.Code, msg strin
 	return CodeUnknownKind, "no lock request of kind " + strconv.Quote(req.Kind), nil, true
 }
 
-// confirm is the home's answer to a write under token it has applied.
-func (r *Replica) confirm(key lock.Key, tok lock.Token) (wire.Code, string) {
+// confirm is the home's answer to a write under token it has applied, or the deputy's
+// (c.deputy).
+func (r *Replica) confirm(c *pendingConfirm) (wire.Code, string) {
+	key, tok := c.key, c.token
+	if c.deputy {
+		if p := r.locks.deputy; p == nil || !p.Confirm(r.now, key, tok) {
+			return wire.Code(lock.CodeLost), "the token was not the key's live lease when its delegate applied the write"
+		}
+		return "", ""
+	}
 	if r.cmap.cur.Home([]byte(key.Table), key.Key) != r.id.Name {
 		// A generation moved the key away: what this home confirmed must stay inside the
 		// floor it gives the new home (serveLockFloor).
@@ -834,7 +917,7 @@ func (r *Replica) serveConfirms() {
 			keep = append(keep, c)
 			continue
 		}
-		code, msg := r.confirm(c.key, c.token)
+		code, msg := r.confirm(c)
 		r.answerLater(c.hop, code, msg, nil)
 	}
 	clear(ls.confirms[len(keep):])
@@ -893,11 +976,31 @@ func (r *Replica) Lock(now time.Time, scope string, op LockOp) (RequestID, error
 	}
 	sent := now
 	key := lock.Key{Table: op.Table, Key: slices.Clone(op.Key)}
+	if r.lockLocal(id, op, key) {
+		return id, r.settle()
+	}
+	target := m.Home([]byte(op.Table), op.Key)
+	if _, ok := r.deputyHolds(key, op.Token); ok && op.Kind != KindLockAcquire {
+		target = r.id.Name // one of its deputy's tokens: it answers for the lease
+	}
+	if op.Kind == KindLockAcquire && r.delegating() && target != r.id.Name {
+		if _, held := r.deputyHolds(key, lock.Token{}); !held {
+			args.Delegate = true
+			if body, err = wire.Marshal(args); err != nil {
+				return 0, err
+			}
+		}
+	}
 	rs.own[id] = func(a Answer) {
+		if a.Code == "" && op.Kind == KindLockAcquire {
+			if res, err := ParseLockReply(a.Body); err == nil && res.Block > 0 {
+				r.delegated(op, key, sent, &a, res)
+			}
+		}
 		r.lockAnswered(op, key, sent, a)
 		r.reqs.answers = append(r.reqs.answers, a)
 	}
-	r.ask(m.Home([]byte(op.Table), op.Key), op.Kind, scope, body)
+	r.ask(target, op.Kind, scope, body)
 	return id, r.settle()
 }
 
@@ -940,6 +1043,9 @@ type LockStatus struct {
 	Table           lock.Stats // zero when not a home
 	WaitingConfirms int        // lock-confirm requests waiting for their writes
 	Held            int        // leases this node was granted whose holder deadline has not passed
+	// Deputy is this node's deputy's counters: the delegations it holds and the leases it
+	// granted under them (docs/design.md §25.9); zero while it took none.
+	Deputy lock.DeputyStats
 }
 
 // LockStatus is the lock home's status now.
@@ -952,6 +1058,9 @@ func (r *Replica) LockStatus() LockStatus {
 	if ls.table != nil {
 		s.Home = true
 		s.Table = ls.table.Stats()
+	}
+	if ls.deputy != nil {
+		s.Deputy = ls.deputy.Stats()
 	}
 	return s
 }

@@ -480,6 +480,8 @@ func (r *Replica) settle() error {
 		r.flushMembers()
 		r.serveConfirms()
 		r.askFloors()
+		r.serveRecalls()
+		r.askRecalls()
 		if r.fatal != nil {
 			return r.fatal
 		}

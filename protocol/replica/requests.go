@@ -85,6 +85,8 @@ var requestKinds = map[string]requestKind{
 	KindLockFence:   {scope: "read", later: serveLock},
 	// lock-floor: this node's applied positions once it holds a generation (locks.go).
 	KindLockFloor: {scope: "read", serve: serveLockFloor},
+	// lock-recall: a home asks a delegation back of its delegate (lockdeleg.go).
+	KindLockRecall: {scope: "write", later: serveLockRecall},
 }
 
 // servesLater is the kind's later when it serves req (a scope that covers the kind's).
