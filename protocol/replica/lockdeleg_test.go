@@ -164,3 +164,68 @@ func TestLockDelegationMoveFloor(t *testing.T) {
 		t.Fatalf("B's deputy %+v: the delegation returned", st.Deputy)
 	}
 }
+
+// TestLockDelegatedWriteThroughAnotherNode (docs/design.md §25.9): a write under a lease
+// B's deputy granted is taken through C, which is neither the home nor the delegate: C's
+// check, fence and confirm go to the home A, which passes them on to B; B confirms the
+// write once it applied it, and its fence covers what it applied. After B released the
+// lease, and after it returned the delegation, the same token is lost through C.
+func TestLockDelegatedWriteThroughAnotherNode(t *testing.T) {
+	h, a, b, c := delegCluster(t)
+	g := b.lockResult(b.acquire("k", time.Second, 0), "")
+	if st := a.rep.LockStatus(); st.Table.Delegated != 1 {
+		t.Fatalf("A's lock status %+v: one delegation", st.Table)
+	}
+	op := func(kind string) replica.LockOp {
+		return replica.LockOp{Kind: kind, Table: "t", Key: []byte("k"), Token: g.Token}
+	}
+	c.lockResult(c.lockOp(op(replica.KindLockCheck)), "")
+	fc := c.lockResult(c.lockOp(op(replica.KindLockFence)), "")
+	if fc.Token != g.Token {
+		t.Fatalf("C's lock-fence answered token %v, want B's lease %v", fc.Token, g.Token)
+	}
+	seq := c.writeTokened(replica.WireToken(g.Token), put("t", "k", "1"))
+	conf := op(replica.KindLockConfirm)
+	conf.Origin, conf.Seq = c.origin, seq
+	h.pump()
+	c.lockResult(c.lockOp(conf), "")
+	if got := b.applied()[c.origin]; got < seq {
+		t.Fatalf("B confirmed C's write %d having applied %d of C", seq, got)
+	}
+	if st := a.rep.LockStatus(); st.Forwarded != 3 || st.WaitingConfirms != 0 {
+		t.Fatalf("A's lock status %+v: three requests passed on to B, no confirm of its own", st)
+	}
+	b.lockResult(b.lockOp(op(replica.KindLockRelease)), "")
+	c.lockResult(c.lockOp(op(replica.KindLockCheck)), wire.Code(lock.CodeLost))
+
+	// C's acquire recalls the delegation; once it is back the token is A's to judge again.
+	c.lockResult(c.acquire("k", time.Second, time.Second), "")
+	if st := a.rep.LockStatus(); st.Table.Returned != 1 || st.Table.Delegations != 0 {
+		t.Fatalf("A's lock status %+v: the delegation returned", st.Table)
+	}
+	forwarded := a.rep.LockStatus().Forwarded
+	c.lockResult(c.lockOp(op(replica.KindLockConfirm)), wire.CodeBadArgument)
+	conf.Seq = c.writeTokened(replica.WireToken(g.Token), put("t", "k", "2"))
+	h.pump()
+	c.lockResult(c.lockOp(conf), wire.Code(lock.CodeLost))
+	if got := a.rep.LockStatus().Forwarded; got != forwarded {
+		t.Fatalf("A passed on %d requests after the return, want none", got-forwarded)
+	}
+}
+
+// TestLockDelegateRestartedLosesToken: a delegate that restarted holds its delegation no
+// more, while the home still keeps it: a check of one of its tokens through another node,
+// passed on by the home, answers lock-lost (not the delegate's not-home), since the
+// restarted delegate confirms nothing it granted before.
+func TestLockDelegateRestartedLosesToken(t *testing.T) {
+	h, a, b, c := delegCluster(t)
+	h.connect(c, a)
+	g := b.lockResult(b.acquire("k", time.Second, 0), "")
+	b.restart()
+	h.connect(b, a)
+	h.pump()
+	c.lockResult(c.lockOp(replica.LockOp{Kind: replica.KindLockCheck, Table: "t", Key: []byte("k"), Token: g.Token}), wire.Code(lock.CodeLost))
+	if st := a.rep.LockStatus(); st.Forwarded != 1 || st.Table.Delegations != 1 {
+		t.Fatalf("A's lock status %+v: the delegation still out, the check passed on to B", st)
+	}
+}
