@@ -261,6 +261,19 @@ func (p *Deputy) Returnable(now time.Time) []Delegation {
 	return out
 }
 
+// RenewDue is the delegation of key when it is due to be renewed at its home
+// (Table.RenewDelegation; the answer is taken with Take, the same Token): held, not
+// recalled, counters left to grant, and less than half its TTL left before its deadline at
+// now. The caller asks at a grant under it, so a key its node keeps locking is renewed about
+// once per delegation time, never per lock, and one it stopped locking lapses.
+func (p *Deputy) RenewDue(now time.Time, key Key) (Delegation, bool) {
+	h := p.keys[key.id()]
+	if h == nil || h.d.Recalled || h.next-h.d.Token.Counter >= h.d.Block || h.deadline.Sub(now) >= h.d.TTL/2 {
+		return Delegation{}, false
+	}
+	return h.d.clone(), true
+}
+
 // Delegation is the delegation of key the deputy holds, if any.
 func (p *Deputy) Delegation(key Key) (Delegation, bool) {
 	h := p.keys[key.id()]

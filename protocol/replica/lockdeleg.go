@@ -129,7 +129,104 @@ func (r *Replica) lockLocal(id RequestID, op LockOp, key lock.Key) bool {
 	a := Answer{ID: id, Code: code, Message: msg, Body: body}
 	r.lockAnswered(op, key, r.now, a)
 	r.reqs.answers = append(r.reqs.answers, a)
+	if res.Code == lock.CodeGranted || res.Code == lock.CodeRenewed {
+		r.renewDelegation(key)
+	}
 	return true
+}
+
+// renewDelegation asks the home to renew the delegation of key this node's deputy holds,
+// when it is due (lock.Deputy.RenewDue: less than half its time left, counters left, not
+// recalled): a lock-renew with delegate set and the block's first token. It is asked at a
+// grant or renewal under the delegation, one at a time, so a key this node keeps locking
+// costs one round trip per half delegation time, and one it stopped locking lapses at its
+// deadline (the home then wants it back, and the deputy, holding no lease, answers at once).
+func (r *Replica) renewDelegation(key lock.Key) {
+	ls := &r.locks
+	p := ls.deputy
+	if p == nil {
+		return
+	}
+	d, due := p.RenewDue(r.now, key)
+	if !due {
+		return
+	}
+	if _, busy := ls.renewing[d.Token]; busy {
+		return
+	}
+	home := r.cmap.cur.Home([]byte(key.Table), key.Key)
+	if home == "" || home == r.id.Name {
+		return
+	}
+	body, err := wire.Marshal(LockArgs{Table: key.Table, Key: key.Key, Token: tokenBytes(d.Token),
+		TTLMS: ceilMS(r.cfg.Locks.MaxDelegationTTL), Delegate: true})
+	if !r.check(err) {
+		return
+	}
+	if r.reqs.own == nil {
+		r.reqs.own = map[RequestID]func(Answer){}
+	}
+	if ls.renewing == nil {
+		ls.renewing = map[lock.Token]RequestID{}
+	}
+	id := r.reqs.last + 1 // noted before it is asked: the answer may come at once
+	sent, tok := r.now, d.Token
+	r.reqs.own[id] = func(a Answer) { r.delegationRenewed(key, tok, sent, a) }
+	ls.renewing[tok] = id
+	if got := r.ask(home, KindLockRenew, wire.ScopeWrite, body); got != id {
+		r.check(errorf("a request was given id %d, not %d", got, id))
+	}
+}
+
+// delegationRenewed takes the home's answer to a renewal of the delegation tok of key
+// (sent when it was asked): the deputy runs it from sent for the time the home gives it. A
+// refusal (recalled, lost, moved) leaves it to lapse. A delegation the deputy no longer
+// holds under tok (returned meanwhile) is not taken back: the home may have taken its
+// return after it renewed it.
+func (r *Replica) delegationRenewed(key lock.Key, tok lock.Token, sent time.Time, a Answer) {
+	ls := &r.locks
+	if ls.renewing[tok] != a.ID {
+		return
+	}
+	delete(ls.renewing, tok)
+	p := ls.deputy
+	if a.Code != "" || p == nil {
+		return
+	}
+	res, err := ParseLockReply(a.Body)
+	if err != nil || res.Block == 0 || res.Token != tok {
+		return
+	}
+	cur, held := p.Delegation(key)
+	if !held || cur.Token != tok {
+		return
+	}
+	ttl := min(r.cfg.Locks.MaxDelegationTTL, lock.HolderDeadline(time.Time{}, res.ExpiresIn, r.cfg.Locks.Drift).Sub(time.Time{}))
+	d := lock.Delegation{Key: key, Delegate: r.id.Name, Token: tok, Block: cur.Block, TTL: ttl, Fence: cur.Fence}
+	if p.Take(r.now, sent, d) == lock.CodeRenewed {
+		ls.renewed++
+	}
+}
+
+// serveDelegationRenew renews, at the home, the delegation tok of key its delegate asks to
+// renew (a lock-renew with delegate set): the answer is the delegation's, as when it was
+// granted, with the time it now lasts. Only the delegate may renew it; the renewal is
+// noted in the store as the delegation was.
+func (r *Replica) serveDelegationRenew(req *wire.Request, t *lock.Table, key lock.Key, tok lock.Token, ttlMS uint64) (wire.Code, string, []byte, bool) {
+	d, ok := t.DelegationOf(key, tok)
+	if !ok || d.Token != tok || len(req.Path) == 0 || req.Path[0] != d.Delegate {
+		return wire.Code(lock.CodeLost), "the token names no delegation of the key to the caller", nil, true
+	}
+	ttl := min(time.Duration(min(ttlMS, uint64(lock.MaxTTLLimit/time.Millisecond)))*time.Millisecond, r.cfg.Locks.MaxDelegationTTL)
+	res := t.RenewDelegation(r.now, key, tok, ttl)
+	if res.Code != lock.CodeRenewed {
+		code, msg, body := r.lockAnswer(res)
+		return code, msg, body, true
+	}
+	if !r.noteDelegations() {
+		return wire.CodeInternal, "the renewed delegation could not be noted in the store", nil, true
+	}
+	return "", "", r.delegationReply(res.Delegation), true
 }
 
 // serveDeputy serves a lock request for a key this node's deputy holds a delegation of,

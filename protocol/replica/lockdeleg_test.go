@@ -229,3 +229,46 @@ func TestLockDelegateRestartedLosesToken(t *testing.T) {
 		t.Fatalf("A's lock status %+v: the delegation still out, the check passed on to B", st)
 	}
 }
+
+// TestLockDelegationRenewed: a delegate that keeps locking the key renews its delegation
+// at the home about once per half delegation time (not per lock), so all its locks over
+// three delegation times are its deputy's, under the one delegation, none recalled; once
+// it stops, the delegation lapses and comes back to the home.
+func TestLockDelegationRenewed(t *testing.T) {
+	cfg := delegCfg
+	cfg.Locks.DelegationBlock = 64
+	h := newHarness(t)
+	a, b := h.addNode("A", cfg), h.addNode("B", cfg)
+	h.connect(b, a)
+	if _, err := a.publish(mapDoc(1, `,"lock_homes":["A"]`, "A", "B")); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(lockQuarantine)
+	first := b.lockResult(b.acquire("k", 100*time.Millisecond, 0), "")
+	const locks = 40 // 12 s at 300 ms a lock: three delegation times of 4 s
+	prev := first.Token
+	for i := 1; i < locks; i++ {
+		b.lockResult(b.lockOp(replica.LockOp{Kind: replica.KindLockRelease, Table: "t", Key: []byte("k"), Token: prev}), "")
+		h.advance(300 * time.Millisecond)
+		g := b.lockResult(b.acquire("k", 100*time.Millisecond, 0), "")
+		if g.Token.Counter != prev.Counter+1 {
+			t.Fatalf("lock %d at %v: token %v, want the block's next after %v (the delegation kept)", i, h.now.Sub(time.Time{}), g.Token, prev)
+		}
+		prev = g.Token
+	}
+	st, bs := a.rep.LockStatus(), b.rep.LockStatus()
+	if st.Table.Delegated != 1 || st.Table.Recalled != 0 || st.Table.Granted != 0 {
+		t.Fatalf("A's lock status %+v: one delegation, never recalled, no lease of its own", st.Table)
+	}
+	// 12 s of locking at a renewal per 2 s (half of 4 s): 5 or 6, never one per lock.
+	if bs.DelegationsRenewed < 4 || bs.DelegationsRenewed > 7 || bs.Deputy.Granted != locks {
+		t.Fatalf("B's lock status %+v: %d locks by its deputy, want about one renewal per 2 s", bs, locks)
+	}
+	b.lockResult(b.lockOp(replica.LockOp{Kind: replica.KindLockRelease, Table: "t", Key: []byte("k"), Token: prev}), "")
+	for i := 0; i < 6 && a.rep.LockStatus().Table.Delegations > 0; i++ {
+		h.advance(time.Second)
+	}
+	if st := a.rep.LockStatus(); st.Table.Delegations != 0 || st.Table.Returned != 1 {
+		t.Fatalf("A's lock status %+v: the lapsed delegation returned", st.Table)
+	}
+}

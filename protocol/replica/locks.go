@@ -197,6 +197,10 @@ type lockState struct {
 	// (askDelegates); forwarded counts those passed on.
 	toDelegates []delegateAsk
 	forwarded   uint64
+	// renewing, the deputy's renewals of its delegations in flight (renewDelegation), by
+	// delegation; renewed counts those the homes granted.
+	renewing map[lock.Token]RequestID
+	renewed  uint64
 }
 
 type pendingConfirm struct {
@@ -769,6 +773,9 @@ func serveLock(r *Replica, h *hop, req *wire.Request) (code wire.Code, msg strin
 			return wire.CodeBadArgument, "a " + req.Kind + " needs a token of " + strconv.Itoa(lock.TokenBytes) + " bytes", nil, true
 		}
 	}
+	if req.Kind == KindLockRenew && a.Delegate {
+		return r.serveDelegationRenew(req, t, key, tok, a.TTLMS)
+	}
 	if req.Kind != KindLockAcquire {
 		if d, ok := t.DelegationOf(key, tok); ok {
 			return r.askDelegate(h, req, d)
@@ -1058,12 +1065,14 @@ type LockStatus struct {
 	// Forwarded counts the requests for a delegated token this home passed on to the
 	// delegate (another node's check, fence, confirm of a write under it).
 	Forwarded uint64
+	// DelegationsRenewed counts the delegations this node's deputy renewed at their homes.
+	DelegationsRenewed uint64
 }
 
 // LockStatus is the lock home's status now.
 func (r *Replica) LockStatus() LockStatus {
 	ls := &r.locks
-	s := LockStatus{Incarnation: ls.incarnation, WaitingConfirms: len(ls.confirms), Held: len(ls.held), Forwarded: ls.forwarded}
+	s := LockStatus{Incarnation: ls.incarnation, WaitingConfirms: len(ls.confirms), Held: len(ls.held), Forwarded: ls.forwarded, DelegationsRenewed: ls.renewed}
 	if ls.err != nil {
 		s.Err = ls.err.Error()
 	}
