@@ -39,7 +39,7 @@ func TestSim(t *testing.T) {
 	copyRuns, copies, resumed, copyCrashes, tombstones := 0, 0, uint64(0), 0, uint64(0)
 	linkRuns, oneWay, excluding, linkChanges, linkChecked := 0, 0, 0, 0, 0
 	lockRuns, lockGrants, lockAcked, lockLost, lockHomeCrashes := 0, 0, 0, 0, 0
-	lockBeyond, lockOverlaps, lockDelegated := 0, 0, 0
+	lockBeyond, lockOverlaps, lockDelegated, lockVia, lockViaDelegated := 0, 0, 0, 0, 0
 	var virtual time.Duration
 	for seed := *simBase; seed < *simBase+uint64(*simSeeds); seed++ {
 		rep := sim.Random(seed, sim.Options{Nodes: *simNodes})
@@ -63,6 +63,7 @@ func TestSim(t *testing.T) {
 			lockGrants, lockAcked, lockLost, lockHomeCrashes = lockGrants+rep.LockGrants, lockAcked+rep.LockAcked, lockLost+rep.LockLost, lockHomeCrashes+rep.LockHomeCrashes
 			lockBeyond, lockOverlaps = lockBeyond+rep.LockBeyond, lockOverlaps+rep.LockOverlaps
 			lockDelegated += rep.LockDelegated
+			lockVia, lockViaDelegated = lockVia+rep.LockVia, lockViaDelegated+rep.LockViaDelegated
 		}
 		if len(rep.Failures) > 0 {
 			failed++
@@ -102,13 +103,19 @@ func TestSim(t *testing.T) {
 		t.Errorf("of %d runs with locks, %d leases were granted, %d writes acknowledged, %d refused, %d homes crashed: the range does not exercise them",
 			lockRuns, lockGrants, lockAcked, lockLost, lockHomeCrashes)
 	}
+	// Half the lock runs delegate, and a third of the writes go through a node other than
+	// the holder's: some of those are under a delegated lease, whose home asks the delegate.
+	if lockRuns >= judged && (lockVia == 0 || lockViaDelegated == 0) {
+		t.Errorf("of %d runs with locks, %d writes acknowledged through another node, %d of them under a delegated lease: the range does not exercise them",
+			lockRuns, lockVia, lockViaDelegated)
+	}
 	took := time.Since(start)
 	t.Logf("%d seeds from %d: %d failed, %s; %d with retention, %d of them purged, %d took %d base copies (%d resumed, %d crashed), %d tombstones dropped",
 		*simSeeds, *simBase, failed, took.Round(time.Millisecond), retaining, purgedRuns, copyRuns, copies, resumed, copyCrashes, tombstones)
 	t.Logf("%d with links: %d links made one-way, %d excluding t0, %d changed live; %d entries checked against their link's settings",
 		linkRuns, oneWay, excluding, linkChanges, linkChecked)
-	t.Logf("%d with locks: %d leases held (%d granted by a delegate), %d writes under them acknowledged, %d refused at the confirm, %d home crashes; %d with a clock beyond the bounds, %d overlaps the homes saw",
-		lockRuns, lockGrants, lockDelegated, lockAcked, lockLost, lockHomeCrashes, lockBeyond, lockOverlaps)
+	t.Logf("%d with locks: %d leases held (%d granted by a delegate), %d writes under them acknowledged (%d through another node, %d of those under a delegated lease), %d refused at the confirm, %d home crashes; %d with a clock beyond the bounds, %d overlaps the homes saw",
+		lockRuns, lockGrants, lockDelegated, lockAcked, lockVia, lockViaDelegated, lockLost, lockHomeCrashes, lockBeyond, lockOverlaps)
 	t.Logf("%.1f schedules per second; %.0fx virtual time; largest topology %d nodes",
 		float64(*simSeeds)/took.Seconds(), virtual.Seconds()/took.Seconds(), largest)
 }

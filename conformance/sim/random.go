@@ -59,6 +59,9 @@ type Report struct {
 	LockGrants, LockAcked, LockLost, LockHomeCrashes int
 	// LockDelegated counts the grants a delegate made itself (docs/design.md §25.9).
 	LockDelegated int
+	// LockVia counts the writes under a lease acknowledged through a node other than the
+	// holder's, LockViaDelegated those under a lease its delegate granted.
+	LockVia, LockViaDelegated int
 	// LockBeyond is 1 for a lock run with a clock beyond the bounds, LockOverlaps the
 	// overlaps its oracle saw the homes see (locks.go).
 	LockBeyond, LockOverlaps int

@@ -219,6 +219,29 @@ func (t *Table) Restore(ds []Delegation, owed Fence) int {
 	return n
 }
 
+// Holds reports whether token is one of d's tokens (its block).
+func (d Delegation) Holds(token Token) bool {
+	f := d.Token
+	return token.Generation == f.Generation && token.Incarnation == f.Incarnation && token.Home == f.Home &&
+		token.Counter >= f.Counter && token.Counter-f.Counter < d.Block
+}
+
+// DelegationOf is the delegation of key whose block holds token while the home keeps it
+// (live, recalled, or ended unreturned): until it is returned its delegate, not the home,
+// knows whether the token's lease is live and which writes under it it confirmed.
+func (t *Table) DelegationOf(key Key, token Token) (Delegation, bool) {
+	e := t.keys[key.id()]
+	if e == nil {
+		return Delegation{}, false
+	}
+	for _, d := range []*Delegation{e.deleg, e.pending} {
+		if d != nil && d.Holds(token) {
+			return d.clone(), true
+		}
+	}
+	return Delegation{}, false
+}
+
 // Delegations lists the delegations the home keeps, in key order (then by token): live,
 // recalled, ended unreturned (Recalled and past Expiry), and of keys moved away. The caller
 // asks each recalled or ended one back from its delegate until it is returned.

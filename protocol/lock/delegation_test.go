@@ -340,3 +340,43 @@ func TestDeputyRestart(t *testing.T) {
 		t.Fatalf("return of a forgotten delegation once its leases ended: got %s, want not-delegated", got.Code)
 	}
 }
+
+// TestDeputyTakesNoDelegationGivenBack: a delegation whose recall reached the delegate before
+// the home's answer that granted it (the deputy answered that it held nothing, and the home
+// took the key back and granted it on) is not taken when that answer comes, nor is one the
+// deputy returned when an answer for it comes again: its leases would overlap the home's.
+func TestDeputyTakesNoDelegationGivenBack(t *testing.T) {
+	tab, dep, now := delegating(t)
+	cfg := goodConfig()
+	late := now.Add(lock.HomeTTL(cfg.MaxTTL, cfg.Drift)) // past the deputy's forgetting
+	d := mustDelegate(t, tab.Delegate(late, key("k"), "n2", delegTTL, 1, fence))
+	if r := tab.Acquire(late, key("k"), "other", time.Second, 0, 1, fence); !r.Recall {
+		t.Fatalf("acquire of a delegated key: got %s, want a recall", r.Code)
+	}
+	if got := dep.Return(late, key("k"), d.Token); got.Code != lock.CodeNotDelegated {
+		t.Fatalf("recall before the delegation came: got %s, want not-delegated", got.Code)
+	}
+	if got := tab.Return(late, key("k"), d.Token, fence, fence); got.Code != lock.CodeReturned {
+		t.Fatalf("home return: got %s, want returned", got.Code)
+	}
+	if c := dep.Take(late, late, d); c == lock.CodeDelegated {
+		t.Fatal("the deputy took a delegation it had answered a recall of")
+	}
+	if got := dep.Acquire(late, key("k"), "c", time.Second, nil); got.Code != lock.CodeNotDelegated {
+		t.Fatalf("acquire under a delegation given back: got %s, want not-delegated", got.Code)
+	}
+
+	d2 := mustDelegate(t, tab.Delegate(late, key("j"), "n2", delegTTL, 1, fence))
+	mustTake(t, dep, late, d2)
+	if got := dep.Return(late, key("j"), d2.Token); got.Code != lock.CodeReturned {
+		t.Fatalf("return: got %s, want returned", got.Code)
+	}
+	if c := dep.Take(late, late, d2); c == lock.CodeDelegated {
+		t.Fatal("the deputy took again a delegation it returned")
+	}
+	if got := tab.Return(late, key("j"), d2.Token, fence, fence); got.Code != lock.CodeReturned {
+		t.Fatalf("home return: got %s, want returned", got.Code)
+	}
+	d3 := mustDelegate(t, tab.Delegate(late, key("j"), "n2", delegTTL, 1, fence))
+	mustTake(t, dep, late, d3) // a later delegation of the same home is taken
+}

@@ -27,6 +27,13 @@ type Deputy struct {
 	// has ended: MaxTTL·(1+ρ) after it was made. Until then it answers no return of a
 	// delegation it does not hold (the node may have restarted, forgetting it).
 	forgot time.Time
+	// given is, per home, the highest token of a delegation this deputy gave back or
+	// answered a recall of holding nothing: the answer that grants a delegation may come
+	// after the home's recall of it (another request for the key came meanwhile), and the
+	// home, answered, grants the key on. A delegation at or below it is never taken: a
+	// home's delegations order by token as it grants them. At most MaxDelegations homes;
+	// once full, a delegation of a home not in it is not taken either.
+	given map[[16]byte]Token
 }
 
 type deputed struct {
@@ -56,7 +63,7 @@ func NewDeputy(cfg Config, now time.Time) (*Deputy, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
-	return &Deputy{cfg: cfg, last: now, keys: map[keyID]*deputed{}, forgot: now.Add(HomeTTL(cfg.MaxTTL, cfg.Drift))}, nil
+	return &Deputy{cfg: cfg, last: now, keys: map[keyID]*deputed{}, given: map[[16]byte]Token{}, forgot: now.Add(HomeTTL(cfg.MaxTTL, cfg.Drift))}, nil
 }
 
 func (p *Deputy) clamp(now time.Time) time.Time {
@@ -71,7 +78,9 @@ func (p *Deputy) clamp(now time.Time) time.Time {
 // holds, whose deadline then runs from sent); CodeHeld when it holds another delegation of
 // the key; CodeNoDelegation when it holds MaxDelegations; CodeBadTTL for a TTL not in (0,
 // MaxDelegationTTL], or a block not in [1, DelegationBlockLimit]. A delegation recalled, or one whose deadline is already past, is not taken
-// (CodeRecalled, CodeNotDelegated): the caller returns it at once.
+// (CodeRecalled, CodeNotDelegated): the caller returns it at once. Nor is one whose token is
+// at or below one of its home this deputy gave back or answered a recall of (CodeRecalled):
+// the recall overtook the answer that delegated it, and the home may have granted the key on.
 func (p *Deputy) Take(now, sent time.Time, d Delegation) Code {
 	p.tick(now)
 	now = p.last
@@ -94,6 +103,9 @@ func (p *Deputy) Take(now, sent time.Time, d Delegation) Code {
 	}
 	if len(p.keys) >= p.cfg.MaxDelegations {
 		return CodeNoDelegation
+	}
+	if g, ok := p.given[d.Token.Home]; ok && d.Token.Compare(g) <= 0 || !ok && len(p.given) >= p.cfg.MaxDelegations {
+		return CodeRecalled // given back before it came: the home may have granted the key on
 	}
 	p.keys[d.Key.id()] = &deputed{d: d.clone(), deadline: deadline, next: d.Token.Counter}
 	p.stats.Taken++
@@ -237,14 +249,27 @@ func (p *Deputy) Return(now time.Time, key Key, token Token) Result {
 	case (h == nil || h.d.Token != token) && now.Before(p.forgot):
 		return Result{Code: CodeHeld, RetryAfter: p.forgot.Sub(now)}
 	case h == nil || h.d.Token != token:
+		p.give(token)
 		return Result{Code: CodeNotDelegated}
 	case h.lease != nil:
 		h.d.Recalled = true
 		return Result{Code: CodeHeld, RetryAfter: h.lease.Expiry.Sub(now)}
 	}
 	delete(p.keys, key.id())
+	p.give(token)
 	p.stats.Returned++
 	return Result{Code: CodeReturned, Delegation: h.d.clone()}
+}
+
+// give notes token given back (given).
+func (p *Deputy) give(token Token) {
+	g, ok := p.given[token.Home]
+	if !ok && len(p.given) >= p.cfg.MaxDelegations {
+		return // full: Take refuses every home not in it
+	}
+	if !ok || token.Compare(g) > 0 {
+		p.given[token.Home] = token
+	}
 }
 
 // Returnable lists the delegations recalled with no live lease, in key order: the caller
@@ -259,6 +284,19 @@ func (p *Deputy) Returnable(now time.Time) []Delegation {
 	}
 	slices.SortFunc(out, func(a, b Delegation) int { return compareKeys(a.Key, b.Key) })
 	return out
+}
+
+// RenewDue is the delegation of key when it is due to be renewed at its home
+// (Table.RenewDelegation; the answer is taken with Take, the same Token): held, not
+// recalled, counters left to grant, and less than half its TTL left before its deadline at
+// now. The caller asks at a grant under it, so a key its node keeps locking is renewed about
+// once per delegation time, never per lock, and one it stopped locking lapses.
+func (p *Deputy) RenewDue(now time.Time, key Key) (Delegation, bool) {
+	h := p.keys[key.id()]
+	if h == nil || h.d.Recalled || h.next-h.d.Token.Counter >= h.d.Block || h.deadline.Sub(now) >= h.d.TTL/2 {
+		return Delegation{}, false
+	}
+	return h.d.clone(), true
 }
 
 // Delegation is the delegation of key the deputy holds, if any.

@@ -40,9 +40,10 @@
 //   - table.go: Table: Acquire, Renew, Release, Confirm, Check, Tick, Next, MoveQuarantine,
 //     MoveHome, Floor, FloorsWanted, PendingMoves, MoveAway, Stats.
 //   - delegation.go: the home's side of a delegation (docs/design.md §25.9): Delegate,
-//     RenewDelegation, Return, Delegations, FloorOwed; an Acquire of a delegated key recalls
-//     it (Result.Recall).
+//     RenewDelegation, Return, Delegations, DelegationOf (whose delegate answers for a
+//     token), FloorOwed; an Acquire of a delegated key recalls it (Result.Recall).
 //   - deputy.go: Deputy, the delegate's side: it grants, renews, releases and confirms the
-//     leases of the keys delegated to its node, and gives a delegation back (Return).
+//     leases of the keys delegated to its node, says when a delegation is due for renewal
+//     (RenewDue), and gives a delegation back (Return).
 //   - timers.go: the heap of the instants the table acts at (expiries and waits' ends).
 package lock

@@ -126,8 +126,9 @@ type Config struct {
 
 	// Locks are this node's bounds as a lock home (locks.go, docs/design.md §25.5): zero
 	// fields take the defaults (DefaultLockMaxTTL, DefaultLockMaxWait, DefaultMaxLeases,
-	// DefaultLockMaxWaiters, lock.DefaultDrift); a negative MaxWait is 0, no request
-	// waits. OffsetBound is not read: it is
+	// DefaultLockMaxWaiters, lock.DefaultDrift; with MaxDelegations above 0,
+	// DefaultDelegationBlock and twice MaxTTL for the delegation's); a negative MaxWait is
+	// 0, no request waits. MaxDelegations 0 delegates nothing. OffsetBound is not read: it is
 	// MaxClockOffset, so a node whose guard is off (negative) is refused as a home.
 	// LockMaxConfirms bounds the lock-confirm requests waiting at the home for the writes
 	// they name to be applied (default DefaultLockMaxConfirms); one more is refused
@@ -187,9 +188,18 @@ const (
 	DefaultLockMaxWaiters  = 1000
 	DefaultLockMaxConfirms = 1024
 	DefaultLockMaxMoves    = 16
-	maxTableName           = 64
-	arrivalBatch           = 64
-	maxMoves               = 1024
+	// The native node's --lock-max-delegations (the replica's zero is off): as many
+	// delegations as a home keeps confirms waiting, each a few hundred bytes. With
+	// MaxDelegations above 0, a zero DelegationBlock takes DefaultDelegationBlock (counters
+	// are 64 bits: a block of 1024 spends nothing that matters, and a key locked 1024 times
+	// in one delegation costs one round trip to take another), and a zero MaxDelegationTTL
+	// twice MaxTTL (so that a lease of MaxTTL fits under a delegation renewed at half its
+	// time: docs/design.md §25.9).
+	DefaultLockMaxDelegations = 1024
+	DefaultDelegationBlock    = 1024
+	maxTableName              = 64
+	arrivalBatch              = 64
+	maxMoves                  = 1024
 )
 
 func (c Config) withDefaults() Config {
@@ -296,6 +306,14 @@ func (c Config) withDefaults() Config {
 		c.Locks.Drift = lock.DefaultDrift
 	}
 	c.Locks.OffsetBound = max(c.MaxClockOffset, 0)
+	if c.Locks.MaxDelegations > 0 {
+		if c.Locks.DelegationBlock == 0 {
+			c.Locks.DelegationBlock = DefaultDelegationBlock
+		}
+		if c.Locks.MaxDelegationTTL == 0 {
+			c.Locks.MaxDelegationTTL = min(2*c.Locks.MaxTTL, lock.MaxTTLLimit)
+		}
+	}
 	if c.LockMaxConfirms == 0 {
 		c.LockMaxConfirms = DefaultLockMaxConfirms
 	}

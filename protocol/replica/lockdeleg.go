@@ -65,13 +65,6 @@ func (r *Replica) deputy() *lock.Deputy {
 	return ls.deputy
 }
 
-// inBlock reports whether tok is one of d's tokens.
-func inBlock(d lock.Delegation, tok lock.Token) bool {
-	f := d.Token
-	return tok.Generation == f.Generation && tok.Incarnation == f.Incarnation && tok.Home == f.Home &&
-		tok.Counter >= f.Counter && tok.Counter-f.Counter < d.Block
-}
-
 // deputyHolds is the delegation of key this node's deputy holds, when tok is one of its
 // tokens (any, for the zero token).
 func (r *Replica) deputyHolds(key lock.Key, tok lock.Token) (lock.Delegation, bool) {
@@ -80,7 +73,7 @@ func (r *Replica) deputyHolds(key lock.Key, tok lock.Token) (lock.Delegation, bo
 		return lock.Delegation{}, false
 	}
 	d, ok := p.Delegation(key)
-	if !ok || (!tok.IsZero() && !inBlock(d, tok)) {
+	if !ok || (!tok.IsZero() && !d.Holds(tok)) {
 		return lock.Delegation{}, false
 	}
 	return d, true
@@ -136,12 +129,111 @@ func (r *Replica) lockLocal(id RequestID, op LockOp, key lock.Key) bool {
 	a := Answer{ID: id, Code: code, Message: msg, Body: body}
 	r.lockAnswered(op, key, r.now, a)
 	r.reqs.answers = append(r.reqs.answers, a)
+	if res.Code == lock.CodeGranted || res.Code == lock.CodeRenewed {
+		r.renewDelegation(key)
+	}
 	return true
 }
 
+// renewDelegation asks the home to renew the delegation of key this node's deputy holds,
+// when it is due (lock.Deputy.RenewDue: less than half its time left, counters left, not
+// recalled): a lock-renew with delegate set and the block's first token. It is asked at a
+// grant or renewal under the delegation, one at a time, so a key this node keeps locking
+// costs one round trip per half delegation time, and one it stopped locking lapses at its
+// deadline (the home then wants it back, and the deputy, holding no lease, answers at once).
+func (r *Replica) renewDelegation(key lock.Key) {
+	ls := &r.locks
+	p := ls.deputy
+	if p == nil {
+		return
+	}
+	d, due := p.RenewDue(r.now, key)
+	if !due {
+		return
+	}
+	if _, busy := ls.renewing[d.Token]; busy {
+		return
+	}
+	home := r.cmap.cur.Home([]byte(key.Table), key.Key)
+	if home == "" || home == r.id.Name {
+		return
+	}
+	body, err := wire.Marshal(LockArgs{Table: key.Table, Key: key.Key, Token: tokenBytes(d.Token),
+		TTLMS: ceilMS(r.cfg.Locks.MaxDelegationTTL), Delegate: true})
+	if !r.check(err) {
+		return
+	}
+	if r.reqs.own == nil {
+		r.reqs.own = map[RequestID]func(Answer){}
+	}
+	if ls.renewing == nil {
+		ls.renewing = map[lock.Token]RequestID{}
+	}
+	id := r.reqs.last + 1 // noted before it is asked: the answer may come at once
+	sent, tok := r.now, d.Token
+	r.reqs.own[id] = func(a Answer) { r.delegationRenewed(key, tok, sent, a) }
+	ls.renewing[tok] = id
+	if got := r.ask(home, KindLockRenew, wire.ScopeWrite, body); got != id {
+		r.check(errorf("a request was given id %d, not %d", got, id))
+	}
+}
+
+// delegationRenewed takes the home's answer to a renewal of the delegation tok of key
+// (sent when it was asked): the deputy runs it from sent for the time the home gives it. A
+// refusal (recalled, lost, moved) leaves it to lapse. A delegation the deputy no longer
+// holds under tok (returned meanwhile) is not taken back: the home may have taken its
+// return after it renewed it.
+func (r *Replica) delegationRenewed(key lock.Key, tok lock.Token, sent time.Time, a Answer) {
+	ls := &r.locks
+	if ls.renewing[tok] != a.ID {
+		return
+	}
+	delete(ls.renewing, tok)
+	p := ls.deputy
+	if a.Code != "" || p == nil {
+		return
+	}
+	res, err := ParseLockReply(a.Body)
+	if err != nil || res.Block == 0 || res.Token != tok {
+		return
+	}
+	cur, held := p.Delegation(key)
+	if !held || cur.Token != tok {
+		return
+	}
+	ttl := min(r.cfg.Locks.MaxDelegationTTL, lock.HolderDeadline(time.Time{}, res.ExpiresIn, r.cfg.Locks.Drift).Sub(time.Time{}))
+	d := lock.Delegation{Key: key, Delegate: r.id.Name, Token: tok, Block: cur.Block, TTL: ttl, Fence: cur.Fence}
+	if p.Take(r.now, sent, d) == lock.CodeRenewed {
+		ls.renewed++
+	}
+}
+
+// serveDelegationRenew renews, at the home, the delegation tok of key its delegate asks to
+// renew (a lock-renew with delegate set): the answer is the delegation's, as when it was
+// granted, with the time it now lasts. Only the delegate may renew it; the renewal is
+// noted in the store as the delegation was.
+func (r *Replica) serveDelegationRenew(req *wire.Request, t *lock.Table, key lock.Key, tok lock.Token, ttlMS uint64) (wire.Code, string, []byte, bool) {
+	d, ok := t.DelegationOf(key, tok)
+	if !ok || d.Token != tok || len(req.Path) == 0 || req.Path[0] != d.Delegate {
+		return wire.Code(lock.CodeLost), "the token names no delegation of the key to the caller", nil, true
+	}
+	ttl := min(time.Duration(min(ttlMS, uint64(lock.MaxTTLLimit/time.Millisecond)))*time.Millisecond, r.cfg.Locks.MaxDelegationTTL)
+	res := t.RenewDelegation(r.now, key, tok, ttl)
+	if res.Code != lock.CodeRenewed {
+		code, msg, body := r.lockAnswer(res)
+		return code, msg, body, true
+	}
+	if !r.noteDelegations() {
+		return wire.CodeInternal, "the renewed delegation could not be noted in the store", nil, true
+	}
+	return "", "", r.delegationReply(res.Delegation), true
+}
+
 // serveDeputy serves a lock request for a key this node's deputy holds a delegation of,
-// for one of its tokens: check, fence and confirm (a confirm once the write is applied and
-// held for good here, as at a home). It reports false when the deputy does not hold it.
+// for one of its tokens: renew, release, check, fence and confirm (a confirm once the write
+// is applied and held for good here, as at a home). They come from this node's own API, or
+// from another node's through the home (askDelegate). It reports false when the deputy
+// does not hold it.
 func (r *Replica) serveDeputy(h *hop, kind string, a LockArgs) (code wire.Code, msg string, body []byte, done, ok bool) {
 	key := lock.Key{Table: a.Table, Key: a.Key}
 	tok, valid := tokenOf(a.Token)
@@ -158,6 +250,17 @@ func (r *Replica) serveDeputy(h *hop, kind string, a LockArgs) (code wire.Code, 
 			return wire.Code(lock.CodeLost), "the token is not the key's live lease by its holder's deadline", nil, true, true
 		}
 		return "", "", nil, true, true
+	case KindLockRenew:
+		ttl := time.Duration(min(a.TTLMS, uint64(lock.MaxTTLLimit/time.Millisecond)+1)) * time.Millisecond
+		res := p.Renew(r.now, key, tok, ttl)
+		if res.Code == lock.CodeNotDelegated {
+			res.Code = lock.CodeLost
+		}
+		code, msg, body = r.lockAnswer(res)
+		return code, msg, body, true, true
+	case KindLockRelease:
+		code, msg, body = r.lockAnswer(p.Release(r.now, key, tok))
+		return code, msg, body, true, true
 	case KindLockFence:
 		l, live := p.Lease(r.now, key, tok)
 		if !live {
@@ -184,6 +287,61 @@ func (r *Replica) serveDeputy(h *hop, kind string, a LockArgs) (code wire.Code, 
 		return "", "", nil, false, true
 	}
 	return "", "", nil, false, false
+}
+
+// askDelegate keeps a request for one of d's tokens (renew, release, check, fence,
+// confirm) that came to the home, to pass on to d's delegate (askDelegates) and answer
+// with the delegate's answer: while the home keeps a delegation, live, recalled or ended
+// unreturned, only the delegate knows whether the token's lease is live, and which writes
+// under it it confirmed (their positions come back with the delegation). This is how a
+// write under a delegated lease is taken through any node: the writer's node asks the
+// home, the home asks the delegate.
+func (r *Replica) askDelegate(h *hop, req *wire.Request, d lock.Delegation) (wire.Code, string, []byte, bool) {
+	r.locks.toDelegates = append(r.locks.toDelegates, delegateAsk{hop: r.deferHop(h), delegate: d.Delegate,
+		kind: req.Kind, scope: req.Scope, body: slices.Clone(req.Body)})
+	return "", "", nil, false
+}
+
+// delegateAsk is a request for a delegated token kept to pass on to its delegate.
+type delegateAsk struct {
+	hop                   hopKey
+	delegate, kind, scope string
+	body                  []byte
+}
+
+// askDelegates passes the kept requests on to their delegates (askDelegate). A delegate
+// that holds the delegation no more (it returned it, or restarted) answers that it is not
+// the key's home; the token's lease is then no longer live anywhere (a deputy returns a
+// delegation only once none of its leases is live, and a restarted one confirms nothing
+// it granted before), so that answer becomes lock-lost.
+func (r *Replica) askDelegates() {
+	ls := &r.locks
+	if len(ls.toDelegates) == 0 {
+		return
+	}
+	asks := ls.toDelegates
+	ls.toDelegates = nil
+	for _, q := range asks {
+		if r.reqs.hops[q.hop] == nil {
+			continue // given up meanwhile
+		}
+		if r.reqs.own == nil {
+			r.reqs.own = map[RequestID]func(Answer){}
+		}
+		id := r.reqs.last + 1 // noted before it is asked: the answer may come at once
+		k := q.hop
+		r.reqs.own[id] = func(a Answer) {
+			if a.Code == CodeNotHome || a.Code == wire.Code(lock.CodeNotDelegated) {
+				a.Code, a.Message, a.Body = wire.Code(lock.CodeLost), "the token's delegate holds its delegation no more", nil
+			}
+			r.answerLater(k, a.Code, a.Message, a.Body)
+		}
+		ls.forwarded++
+		if got := r.ask(q.delegate, q.kind, q.scope, q.body); got != id {
+			r.check(errorf("a request was given id %d, not %d", got, id))
+			return
+		}
+	}
 }
 
 // delegationReply is a delegation's answer to an acquire that asked for one: the block's

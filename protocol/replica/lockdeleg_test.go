@@ -164,3 +164,111 @@ func TestLockDelegationMoveFloor(t *testing.T) {
 		t.Fatalf("B's deputy %+v: the delegation returned", st.Deputy)
 	}
 }
+
+// TestLockDelegatedWriteThroughAnotherNode (docs/design.md §25.9): a write under a lease
+// B's deputy granted is taken through C, which is neither the home nor the delegate: C's
+// check, fence and confirm go to the home A, which passes them on to B; B confirms the
+// write once it applied it, and its fence covers what it applied. After B released the
+// lease, and after it returned the delegation, the same token is lost through C.
+func TestLockDelegatedWriteThroughAnotherNode(t *testing.T) {
+	h, a, b, c := delegCluster(t)
+	g := b.lockResult(b.acquire("k", time.Second, 0), "")
+	if st := a.rep.LockStatus(); st.Table.Delegated != 1 {
+		t.Fatalf("A's lock status %+v: one delegation", st.Table)
+	}
+	op := func(kind string) replica.LockOp {
+		return replica.LockOp{Kind: kind, Table: "t", Key: []byte("k"), Token: g.Token}
+	}
+	c.lockResult(c.lockOp(op(replica.KindLockCheck)), "")
+	fc := c.lockResult(c.lockOp(op(replica.KindLockFence)), "")
+	if fc.Token != g.Token {
+		t.Fatalf("C's lock-fence answered token %v, want B's lease %v", fc.Token, g.Token)
+	}
+	seq := c.writeTokened(replica.WireToken(g.Token), put("t", "k", "1"))
+	conf := op(replica.KindLockConfirm)
+	conf.Origin, conf.Seq = c.origin, seq
+	h.pump()
+	c.lockResult(c.lockOp(conf), "")
+	if got := b.applied()[c.origin]; got < seq {
+		t.Fatalf("B confirmed C's write %d having applied %d of C", seq, got)
+	}
+	if st := a.rep.LockStatus(); st.Forwarded != 3 || st.WaitingConfirms != 0 {
+		t.Fatalf("A's lock status %+v: three requests passed on to B, no confirm of its own", st)
+	}
+	b.lockResult(b.lockOp(op(replica.KindLockRelease)), "")
+	c.lockResult(c.lockOp(op(replica.KindLockCheck)), wire.Code(lock.CodeLost))
+
+	// C's acquire recalls the delegation; once it is back the token is A's to judge again.
+	c.lockResult(c.acquire("k", time.Second, time.Second), "")
+	if st := a.rep.LockStatus(); st.Table.Returned != 1 || st.Table.Delegations != 0 {
+		t.Fatalf("A's lock status %+v: the delegation returned", st.Table)
+	}
+	forwarded := a.rep.LockStatus().Forwarded
+	c.lockResult(c.lockOp(op(replica.KindLockConfirm)), wire.CodeBadArgument)
+	conf.Seq = c.writeTokened(replica.WireToken(g.Token), put("t", "k", "2"))
+	h.pump()
+	c.lockResult(c.lockOp(conf), wire.Code(lock.CodeLost))
+	if got := a.rep.LockStatus().Forwarded; got != forwarded {
+		t.Fatalf("A passed on %d requests after the return, want none", got-forwarded)
+	}
+}
+
+// TestLockDelegateRestartedLosesToken: a delegate that restarted holds its delegation no
+// more, while the home still keeps it: a check of one of its tokens through another node,
+// passed on by the home, answers lock-lost (not the delegate's not-home), since the
+// restarted delegate confirms nothing it granted before.
+func TestLockDelegateRestartedLosesToken(t *testing.T) {
+	h, a, b, c := delegCluster(t)
+	h.connect(c, a)
+	g := b.lockResult(b.acquire("k", time.Second, 0), "")
+	b.restart()
+	h.connect(b, a)
+	h.pump()
+	c.lockResult(c.lockOp(replica.LockOp{Kind: replica.KindLockCheck, Table: "t", Key: []byte("k"), Token: g.Token}), wire.Code(lock.CodeLost))
+	if st := a.rep.LockStatus(); st.Forwarded != 1 || st.Table.Delegations != 1 {
+		t.Fatalf("A's lock status %+v: the delegation still out, the check passed on to B", st)
+	}
+}
+
+// TestLockDelegationRenewed: a delegate that keeps locking the key renews its delegation
+// at the home about once per half delegation time (not per lock), so all its locks over
+// three delegation times are its deputy's, under the one delegation, none recalled; once
+// it stops, the delegation lapses and comes back to the home.
+func TestLockDelegationRenewed(t *testing.T) {
+	cfg := delegCfg
+	cfg.Locks.DelegationBlock = 64
+	h := newHarness(t)
+	a, b := h.addNode("A", cfg), h.addNode("B", cfg)
+	h.connect(b, a)
+	if _, err := a.publish(mapDoc(1, `,"lock_homes":["A"]`, "A", "B")); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(lockQuarantine)
+	first := b.lockResult(b.acquire("k", 100*time.Millisecond, 0), "")
+	const locks = 40 // 12 s at 300 ms a lock: three delegation times of 4 s
+	prev := first.Token
+	for i := 1; i < locks; i++ {
+		b.lockResult(b.lockOp(replica.LockOp{Kind: replica.KindLockRelease, Table: "t", Key: []byte("k"), Token: prev}), "")
+		h.advance(300 * time.Millisecond)
+		g := b.lockResult(b.acquire("k", 100*time.Millisecond, 0), "")
+		if g.Token.Counter != prev.Counter+1 {
+			t.Fatalf("lock %d at %v: token %v, want the block's next after %v (the delegation kept)", i, h.now.Sub(time.Time{}), g.Token, prev)
+		}
+		prev = g.Token
+	}
+	st, bs := a.rep.LockStatus(), b.rep.LockStatus()
+	if st.Table.Delegated != 1 || st.Table.Recalled != 0 || st.Table.Granted != 0 {
+		t.Fatalf("A's lock status %+v: one delegation, never recalled, no lease of its own", st.Table)
+	}
+	// 12 s of locking at a renewal per 2 s (half of 4 s): 5 or 6, never one per lock.
+	if bs.DelegationsRenewed < 4 || bs.DelegationsRenewed > 7 || bs.Deputy.Granted != locks {
+		t.Fatalf("B's lock status %+v: %d locks by its deputy, want about one renewal per 2 s", bs, locks)
+	}
+	b.lockResult(b.lockOp(replica.LockOp{Kind: replica.KindLockRelease, Table: "t", Key: []byte("k"), Token: prev}), "")
+	for i := 0; i < 6 && a.rep.LockStatus().Table.Delegations > 0; i++ {
+		h.advance(time.Second)
+	}
+	if st := a.rep.LockStatus(); st.Table.Delegations != 0 || st.Table.Returned != 1 {
+		t.Fatalf("A's lock status %+v: the lapsed delegation returned", st.Table)
+	}
+}

@@ -193,6 +193,14 @@ type lockState struct {
 	recalling  map[lock.Token]RequestID
 	recallNext time.Time
 	recalls    []*pendingRecall
+	// toDelegates, the requests for delegated tokens kept to pass on to their delegates
+	// (askDelegates); forwarded counts those passed on.
+	toDelegates []delegateAsk
+	forwarded   uint64
+	// renewing, the deputy's renewals of its delegations in flight (renewDelegation), by
+	// delegation; renewed counts those the homes granted.
+	renewing map[lock.Token]RequestID
+	renewed  uint64
 }
 
 type pendingConfirm struct {
@@ -765,6 +773,14 @@ func serveLock(r *Replica, h *hop, req *wire.Request) (code wire.Code, msg strin
 			return wire.CodeBadArgument, "a " + req.Kind + " needs a token of " + strconv.Itoa(lock.TokenBytes) + " bytes", nil, true
 		}
 	}
+	if req.Kind == KindLockRenew && a.Delegate {
+		return r.serveDelegationRenew(req, t, key, tok, a.TTLMS)
+	}
+	if req.Kind != KindLockAcquire {
+		if d, ok := t.DelegationOf(key, tok); ok {
+			return r.askDelegate(h, req, d)
+		}
+	}
 	ttl := time.Duration(min(a.TTLMS, uint64(lock.MaxTTLLimit/time.Millisecond)+1)) * time.Millisecond
 	switch req.Kind {
 	case KindLockAcquire:
@@ -1046,12 +1062,17 @@ type LockStatus struct {
 	// Deputy is this node's deputy's counters: the delegations it holds and the leases it
 	// granted under them (docs/design.md §25.9); zero while it took none.
 	Deputy lock.DeputyStats
+	// Forwarded counts the requests for a delegated token this home passed on to the
+	// delegate (another node's check, fence, confirm of a write under it).
+	Forwarded uint64
+	// DelegationsRenewed counts the delegations this node's deputy renewed at their homes.
+	DelegationsRenewed uint64
 }
 
 // LockStatus is the lock home's status now.
 func (r *Replica) LockStatus() LockStatus {
 	ls := &r.locks
-	s := LockStatus{Incarnation: ls.incarnation, WaitingConfirms: len(ls.confirms), Held: len(ls.held)}
+	s := LockStatus{Incarnation: ls.incarnation, WaitingConfirms: len(ls.confirms), Held: len(ls.held), Forwarded: ls.forwarded, DelegationsRenewed: ls.renewed}
 	if ls.err != nil {
 		s.Err = ls.err.Error()
 	}

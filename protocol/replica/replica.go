@@ -482,6 +482,7 @@ func (r *Replica) settle() error {
 		r.askFloors()
 		r.serveRecalls()
 		r.askRecalls()
+		r.askDelegates()
 		if r.fatal != nil {
 			return r.fatal
 		}

@@ -14,11 +14,21 @@ type LocksDoc struct {
 	// them for a lease it had freed (docs/design.md §25.8).
 	ConfirmsLost    uint64 `json:"confirms_lost"`
 	ConfirmsWaiting int    `json:"confirms_waiting"` // lock-confirm requests waiting for their writes here
-	Expired         uint64 `json:"expired"`
-	Generation      uint64 `json:"generation"` // the generation the home grants under
-	Granted         uint64 `json:"granted"`
-	Held            int    `json:"held"` // leases this node was granted whose holder deadline has not passed
-	Home            bool   `json:"home"` // the map names this node a home and its table exists
+	// Delegation (docs/design.md §25.9): Delegated is the delegations this node's deputy
+	// holds now, DelegatedGrants the leases it granted under them since start,
+	// DelegationsRenewed the delegations it renewed at their homes; DelegationsOut the
+	// delegations this home keeps now (live, recalled, ended unreturned, or of keys moved
+	// away), DelegateForwards the requests for their tokens it passed on to the delegates.
+	DelegateForwards   uint64 `json:"delegate_forwards"`
+	Delegated          int    `json:"delegated"`
+	DelegatedGrants    uint64 `json:"delegated_grants"`
+	DelegationsOut     int    `json:"delegations_out"`
+	DelegationsRenewed uint64 `json:"delegations_renewed"`
+	Expired            uint64 `json:"expired"`
+	Generation         uint64 `json:"generation"` // the generation the home grants under
+	Granted            uint64 `json:"granted"`
+	Held               int    `json:"held"` // leases this node was granted whose holder deadline has not passed
+	Home               bool   `json:"home"` // the map names this node a home and its table exists
 	// HomeError is why the map's naming this node a home could not be honoured; null when
 	// none.
 	HomeError   *string `json:"home_error"`
@@ -58,7 +68,9 @@ func NewLocksDoc(ls replica.LockStatus) LocksDoc {
 		Leases: ls.Table.Leases, MovedAway: ls.Table.MovedAway, MovesPending: ls.Table.MoveQuarantines + ls.Table.MovesAwaitingFloor,
 		Overlaps: ls.Table.Overlaps, Queued: ls.Table.Queued, Refused: map[string]uint64{},
 		Released: ls.Table.Released, Renewed: ls.Table.Renewed, TimedOut: ls.Table.TimedOut, Waiting: ls.Table.Waiting,
-		Caller: LockCallerDoc{Refused: map[string]uint64{}}}
+		Caller:           LockCallerDoc{Refused: map[string]uint64{}},
+		DelegateForwards: ls.Forwarded, Delegated: ls.Deputy.Delegations, DelegatedGrants: ls.Deputy.Granted,
+		DelegationsOut: ls.Table.Delegations, DelegationsRenewed: ls.DelegationsRenewed}
 	if ls.Err != "" {
 		e := ls.Err
 		d.HomeError = &e
@@ -82,19 +94,22 @@ func (c *lockCounters) doc() LockCallerDoc {
 
 // The lock metrics (docs/contract.md §9).
 var (
-	descLockHome     = prometheus.NewDesc("plait_lock_home", "1 while the cluster map names this node a lock home and it is one.", nil, nil)
-	descLockLeases   = prometheus.NewDesc("plait_lock_leases", "Leases held at this lock home now.", nil, nil)
-	descLockWaiting  = prometheus.NewDesc("plait_lock_waiting", "Lock requests waiting at this home now.", nil, nil)
-	descLockHeld     = prometheus.NewDesc("plait_lock_held", "Leases this node was granted whose holder deadline has not passed.", nil, nil)
-	descLockMoves    = prometheus.NewDesc("plait_lock_moves_pending", "Moves that brought this lock home keys it does not grant yet (quarantined, or waiting for the previous home's floor).", nil, nil)
-	descLockHomeOps  = prometheus.NewDesc("plait_lock_home_total", "What this lock home did: granted, queued, renewed, released, expired, timed_out (a wait that ended first), confirms_lost, overlaps, moved_away (a lease dropped as a map moved its key away).", []string{"result"}, nil)
-	descLockRefused  = prometheus.NewDesc("plait_lock_refused_total", "Lock requests this home refused, by code.", []string{"code"}, nil)
-	descLockRequests = prometheus.NewDesc("plait_lock_requests_total", "Lock requests this node's API made for its clients, by outcome: acquired, renewed, released, or the refusal's code.", []string{"outcome"}, nil)
-	descLockWrites   = prometheus.NewDesc("plait_lock_writes_total", "Writes under a lock's token this node wrote: confirmed (acknowledged) or lost (the home refused the confirm).", []string{"result"}, nil)
-	descLockFence    = prometheus.NewDesc("plait_lock_fence_total", "Reads under a lock's token that waited for the lease's fence: waited, or timed_out (fence-timeout).", []string{"result"}, nil)
+	descLockHome      = prometheus.NewDesc("plait_lock_home", "1 while the cluster map names this node a lock home and it is one.", nil, nil)
+	descLockLeases    = prometheus.NewDesc("plait_lock_leases", "Leases held at this lock home now.", nil, nil)
+	descLockWaiting   = prometheus.NewDesc("plait_lock_waiting", "Lock requests waiting at this home now.", nil, nil)
+	descLockHeld      = prometheus.NewDesc("plait_lock_held", "Leases this node was granted whose holder deadline has not passed.", nil, nil)
+	descLockMoves     = prometheus.NewDesc("plait_lock_moves_pending", "Moves that brought this lock home keys it does not grant yet (quarantined, or waiting for the previous home's floor).", nil, nil)
+	descLockHomeOps   = prometheus.NewDesc("plait_lock_home_total", "What this lock home did: granted, queued, renewed, released, expired, timed_out (a wait that ended first), confirms_lost, overlaps, moved_away (a lease dropped as a map moved its key away).", []string{"result"}, nil)
+	descLockRefused   = prometheus.NewDesc("plait_lock_refused_total", "Lock requests this home refused, by code.", []string{"code"}, nil)
+	descLockRequests  = prometheus.NewDesc("plait_lock_requests_total", "Lock requests this node's API made for its clients, by outcome: acquired, renewed, released, or the refusal's code.", []string{"outcome"}, nil)
+	descLockWrites    = prometheus.NewDesc("plait_lock_writes_total", "Writes under a lock's token this node wrote: confirmed (acknowledged) or lost (the home refused the confirm).", []string{"result"}, nil)
+	descLockDelegOut  = prometheus.NewDesc("plait_lock_delegations_out", "Delegations this lock home keeps now: live, recalled, ended unreturned, or of keys moved away.", nil, nil)
+	descLockDelegHeld = prometheus.NewDesc("plait_lock_delegated", "Delegations this node's deputy holds now.", nil, nil)
+	descLockDeleg     = prometheus.NewDesc("plait_lock_delegation_total", "Delegation: grants (leases this node's deputy granted), renewed (delegations it renewed at their homes), forwarded (requests for delegated tokens this home passed on to their delegates).", []string{"result"}, nil)
+	descLockFence     = prometheus.NewDesc("plait_lock_fence_total", "Reads under a lock's token that waited for the lease's fence: waited, or timed_out (fence-timeout).", []string{"result"}, nil)
 )
 
-var lockDescs = []*prometheus.Desc{descLockHome, descLockLeases, descLockWaiting, descLockHeld, descLockMoves, descLockHomeOps, descLockRefused, descLockRequests, descLockWrites, descLockFence}
+var lockDescs = []*prometheus.Desc{descLockHome, descLockLeases, descLockWaiting, descLockHeld, descLockMoves, descLockHomeOps, descLockRefused, descLockRequests, descLockWrites, descLockFence, descLockDelegOut, descLockDelegHeld, descLockDeleg}
 
 // collectLocks sends the lock metrics of ls and the API's counts.
 func (a *API) collectLocks(ch chan<- prometheus.Metric) {
@@ -138,4 +153,9 @@ func (a *API) collectLocks(ch chan<- prometheus.Metric) {
 	counter(descLockWrites, c.WritesLost, "lost")
 	counter(descLockFence, c.FenceWaits, "waited")
 	counter(descLockFence, c.FenceTimeouts, "timed_out")
+	gauge(descLockDelegOut, float64(d.DelegationsOut))
+	gauge(descLockDelegHeld, float64(d.Delegated))
+	counter(descLockDeleg, d.DelegatedGrants, "grants")
+	counter(descLockDeleg, d.DelegationsRenewed, "renewed")
+	counter(descLockDeleg, d.DelegateForwards, "forwarded")
 }
