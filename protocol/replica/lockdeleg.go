@@ -163,19 +163,12 @@ func (r *Replica) renewDelegation(key lock.Key) {
 	if !r.check(err) {
 		return
 	}
-	if r.reqs.own == nil {
-		r.reqs.own = map[RequestID]func(Answer){}
-	}
 	if ls.renewing == nil {
 		ls.renewing = map[lock.Token]RequestID{}
 	}
-	id := r.reqs.last + 1 // noted before it is asked: the answer may come at once
 	sent, tok := r.now, d.Token
-	r.reqs.own[id] = func(a Answer) { r.delegationRenewed(key, tok, sent, a) }
-	ls.renewing[tok] = id
-	if got := r.ask(home, KindLockRenew, wire.ScopeWrite, body); got != id {
-		r.check(errorf("a request was given id %d, not %d", got, id))
-	}
+	r.askThen(home, KindLockRenew, wire.ScopeWrite, body, func(id RequestID) { ls.renewing[tok] = id },
+		func(a Answer) { r.delegationRenewed(key, tok, sent, a) })
 }
 
 // delegationRenewed takes the home's answer to a renewal of the delegation tok of key
@@ -325,20 +318,14 @@ func (r *Replica) askDelegates() {
 		if r.reqs.hops[q.hop] == nil {
 			continue // given up meanwhile
 		}
-		if r.reqs.own == nil {
-			r.reqs.own = map[RequestID]func(Answer){}
-		}
-		id := r.reqs.last + 1 // noted before it is asked: the answer may come at once
 		k := q.hop
-		r.reqs.own[id] = func(a Answer) {
+		ls.forwarded++
+		if !r.askThen(q.delegate, q.kind, q.scope, q.body, nil, func(a Answer) {
 			if a.Code == CodeNotHome || a.Code == wire.Code(lock.CodeNotDelegated) {
 				a.Code, a.Message, a.Body = wire.Code(lock.CodeLost), "the token's delegate holds its delegation no more", nil
 			}
 			r.answerLater(k, a.Code, a.Message, a.Body)
-		}
-		ls.forwarded++
-		if got := r.ask(q.delegate, q.kind, q.scope, q.body); got != id {
-			r.check(errorf("a request was given id %d, not %d", got, id))
+		}) {
 			return
 		}
 	}
@@ -466,18 +453,12 @@ func (r *Replica) askRecalls() {
 		if !r.check(err) {
 			return
 		}
-		if r.reqs.own == nil {
-			r.reqs.own = map[RequestID]func(Answer){}
-		}
 		if ls.recalling == nil {
 			ls.recalling = map[lock.Token]RequestID{}
 		}
-		id := r.reqs.last + 1 // noted before it is asked: the answer may come at once
 		key, tok := d.Key, d.Token
-		r.reqs.own[id] = func(a Answer) { r.recallAnswered(key, tok, a) }
-		ls.recalling[tok] = id
-		if got := r.ask(d.Delegate, KindLockRecall, wire.ScopeWrite, body); got != id {
-			r.check(errorf("a request was given id %d, not %d", got, id))
+		if !r.askThen(d.Delegate, KindLockRecall, wire.ScopeWrite, body, func(id RequestID) { ls.recalling[tok] = id },
+			func(a Answer) { r.recallAnswered(key, tok, a) }) {
 			return
 		}
 	}

@@ -486,18 +486,11 @@ func (r *Replica) askFloors() {
 				if _, done := ls.floorParts[k]; done {
 					continue
 				}
-				if r.reqs.own == nil {
-					r.reqs.own = map[RequestID]func(Answer){}
-				}
 				if ls.floorAsking == nil {
 					ls.floorAsking = map[floorAsk]RequestID{}
 				}
-				// Noted before it is asked: the answer may come at once.
-				id := r.reqs.last + 1
-				r.reqs.own[id] = func(a Answer) { r.floorAnswered(k, asked, a) }
-				ls.floorAsking[k] = id
-				if got := r.ask(member, KindLockFloor, wire.ScopeRead, body); got != id {
-					r.check(errorf("a request was given id %d, not %d", got, id))
+				if !r.askThen(member, KindLockFloor, wire.ScopeRead, body, func(id RequestID) { ls.floorAsking[k] = id },
+					func(a Answer) { r.floorAnswered(k, asked, a) }) {
 					return
 				}
 			}

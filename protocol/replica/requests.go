@@ -143,6 +143,27 @@ func (r *Replica) Ask(now time.Time, target, kind, scope string, body []byte) (R
 	return id, r.settle()
 }
 
+// askThen starts a request (ask) whose answer this replica takes itself: done is noted
+// under the request's id before the request is sent, since the answer may come at once (no
+// route, or the request refused on its first connection), and so is note's bookkeeping of
+// the request in flight (the id given). It reports false, the replica stopped, when the
+// request was not given the id expected.
+func (r *Replica) askThen(target, kind, scope string, body []byte, note func(RequestID), done func(Answer)) bool {
+	if r.reqs.own == nil {
+		r.reqs.own = map[RequestID]func(Answer){}
+	}
+	id := r.reqs.last + 1
+	r.reqs.own[id] = done
+	if note != nil {
+		note(id)
+	}
+	if got := r.ask(target, kind, scope, body); got != id {
+		r.check(errorf("a request was given id %d, not %d", got, id))
+		return false
+	}
+	return true
+}
+
 // ask starts a request (Ask, within an input).
 func (r *Replica) ask(target, kind, scope string, body []byte) RequestID {
 	rs := &r.reqs

@@ -130,16 +130,8 @@ func (r *Replica) removeTables() {
 				continue
 			}
 			carrier := name
-			if r.reqs.own == nil {
-				r.reqs.own = map[RequestID]func(Answer){}
-			}
-			// Noted before it is asked: an answer may come at once (no route, or the request
-			// refused on its first connection).
-			id := r.reqs.last + 1
-			r.reqs.own[id] = func(a Answer) { r.carrierAnswered(t, carrier, a) }
-			rm.asking[carrier] = id
-			if got := r.ask(carrier, kindPositions, wire.ScopeRead, nil); got != id {
-				r.check(errorf("a request was given id %d, not %d", got, id))
+			if !r.askThen(carrier, kindPositions, wire.ScopeRead, nil, func(id RequestID) { rm.asking[carrier] = id },
+				func(a Answer) { r.carrierAnswered(t, carrier, a) }) {
 				return
 			}
 		}
