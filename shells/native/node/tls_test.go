@@ -282,9 +282,15 @@ func TestCertificateReload(t *testing.T) {
 		t.Fatal("the new certificate has the old serial")
 	}
 	waitFor(t, "B to present its new certificate", func() bool { return serialSeen(t, b, dir) == fresh })
-	if ts := b.TLS(); ts.Reloads != 1 || ts.ReloadFailures != 0 {
+	// certs.NewNode writes the certificate, then the key: a poll between the two finds a
+	// pair that does not match, refuses it (a reload failure, the loaded pair kept) and
+	// takes the whole pair at the next poll. So the failures are not judged here, only
+	// that the new pair was taken once; the broken file below must add one.
+	ts := b.TLS()
+	if ts.Reloads != 1 {
 		t.Fatalf("B's TLS after the reload: %+v", ts)
 	}
+	failures := ts.ReloadFailures
 	after, _ := peerOf(t, a, "B")
 	if after.Conn != before.Conn || after.State != replica.PeerStreaming {
 		t.Fatalf("the open connection: before %+v, after %+v", before, after)
@@ -296,8 +302,8 @@ func TestCertificateReload(t *testing.T) {
 	if err := b.ReloadTLS(); err == nil {
 		t.Fatal("a broken certificate file was loaded")
 	}
-	if ts := b.TLS(); ts.ReloadFailures == 0 || ts.LastReloadError == "" || serialSeen(t, b, dir) != fresh {
-		t.Fatalf("after the broken file: %+v", ts)
+	if ts := b.TLS(); ts.ReloadFailures <= failures || ts.LastReloadError == "" || serialSeen(t, b, dir) != fresh {
+		t.Fatalf("after the broken file: %+v (failures before it: %d)", ts, failures)
 	}
 }
 
