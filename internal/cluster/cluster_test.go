@@ -3,6 +3,8 @@ package cluster_test
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -88,5 +90,34 @@ func stop(t *testing.T, n *cluster.Node) {
 	t.Helper()
 	if err := n.Stop(); err != nil {
 		t.Errorf("stopping %s: %v", n.Name, err)
+	}
+}
+
+// TestProcessExitingEarlyIsTriedAgain: a process that exits before it is healthy, on ports
+// StartProcess chose, is started again on fresh ones (a port found free may be taken before
+// the process binds it), three times in all; on ports the caller chose, once.
+func TestProcessExitingEarlyIsTriedAgain(t *testing.T) {
+	dir := t.TempDir()
+	count := filepath.Join(dir, "starts")
+	script := filepath.Join(dir, "plait")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho start >> "+count+"\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	starts := func() int {
+		b, _ := os.ReadFile(count)
+		return strings.Count(string(b), "start")
+	}
+	if _, err := cluster.StartProcess(cluster.Process{Binary: script, Name: "P", DataDir: dir}); err == nil {
+		t.Fatal("a process that always exits at once started")
+	}
+	if n := starts(); n != 3 {
+		t.Fatalf("started %d times on ports it chose, want 3", n)
+	}
+	_ = os.Remove(count)
+	if _, err := cluster.StartProcess(cluster.Process{Binary: script, Name: "P", DataDir: dir, Listen: "127.0.0.1:1", HTTP: "127.0.0.1:2"}); err == nil {
+		t.Fatal("a process that always exits at once started")
+	}
+	if n := starts(); n != 1 {
+		t.Fatalf("started %d times on ports the caller chose, want 1", n)
 	}
 }

@@ -52,24 +52,42 @@ type process struct {
 // StartProcess runs plait serve as p says, on p.Listen and p.HTTP or two free 127.0.0.1
 // ports, and returns once its /healthz answers 200. A process that exits first, or is not
 // healthy within StartBound, is an error (and killed).
+//
+// A port freeAddr found free may be taken by another socket before the process binds it
+// (an outgoing connection's ephemeral port, another test's listener): the process then
+// exits at once. So a process on ports chosen here that exits before it is healthy is
+// started again on fresh ones, up to startTries times in all; one that fails so every
+// time, or on ports the caller chose, is the error.
 func StartProcess(p Process) (*Node, error) {
-	listen, httpAddr := p.Listen, p.HTTP
-	for _, a := range []*string{&listen, &httpAddr} {
-		if *a == "" {
-			free, err := freeAddr()
-			if err != nil {
-				return nil, err
+	for try := 1; ; try++ {
+		listen, httpAddr := p.Listen, p.HTTP
+		for _, a := range []*string{&listen, &httpAddr} {
+			if *a == "" {
+				free, err := freeAddr()
+				if err != nil {
+					return nil, err
+				}
+				*a = free
 			}
-			*a = free
+		}
+		n := &Node{Name: p.Name, DataDir: p.DataDir, URL: "ws://" + listen, HTTP: httpAddr,
+			proc: &process{cfg: p, listen: listen}}
+		err := n.Restart(p.Args...)
+		if err == nil {
+			return n, nil
+		}
+		if try == startTries || p.Listen != "" || p.HTTP != "" || !errors.Is(err, errExitedEarly) {
+			return nil, err
 		}
 	}
-	n := &Node{Name: p.Name, DataDir: p.DataDir, URL: "ws://" + listen, HTTP: httpAddr,
-		proc: &process{cfg: p, listen: listen}}
-	if err := n.Restart(p.Args...); err != nil {
-		return nil, err
-	}
-	return n, nil
 }
+
+// startTries is how many times StartProcess starts a process that exits before it is
+// healthy on ports it chose.
+const startTries = 3
+
+// errExitedEarly marks Restart's error for a process that exited before it was healthy.
+var errExitedEarly = errors.New("exited before it was healthy")
 
 // Restart starts a process that was stopped or killed again, on its data directory and
 // addresses, with args as its further serve flags (in place of the ones before), and
@@ -114,9 +132,9 @@ func (n *Node) Restart(args ...string) error {
 	if exited {
 		p.cmd = nil
 		if err := exitError(n.Name, p.exitErr); err != nil {
-			return fmt.Errorf("%w, before it was healthy", err)
+			return fmt.Errorf("%w, %w", err, errExitedEarly)
 		}
-		return fmt.Errorf("cluster: %s exited with status 0 before it was healthy", n.Name)
+		return fmt.Errorf("cluster: %s exited with status 0, %w", n.Name, errExitedEarly)
 	}
 	if err != nil {
 		return errors.Join(err, p.kill())
