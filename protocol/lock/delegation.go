@@ -62,7 +62,7 @@ func (t *Table) delegate(now time.Time, key Key, delegate string, ttl time.Durat
 		return Result{Code: CodeBadTTL}
 	}
 	if until, ok := t.quarantinedUntil(now, key); ok {
-		return Result{Code: CodeQuarantined, Until: until, RetryAfter: until.Sub(now)}
+		return quarantined(now, until)
 	}
 	if !t.floorMet(now, key, fence) {
 		return Result{Code: CodeMovePending}
@@ -151,7 +151,7 @@ func (t *Table) renewDelegation(now time.Time, key Key, token Token, ttl time.Du
 		return Result{Code: CodeRecalled, RetryAfter: e.deleg.Expiry.Sub(now)}
 	}
 	if until, ok := t.quarantinedUntil(now, key); ok {
-		return Result{Code: CodeQuarantined, Until: until, RetryAfter: until.Sub(now)}
+		return quarantined(now, until)
 	}
 	e.deleg.Granted = now
 	e.deleg.TTL = ttl

@@ -269,7 +269,7 @@ func (t *Table) acquire(now time.Time, key Key, holder string, ttl, wait time.Du
 		return Result{Code: CodeBadWait}
 	}
 	if until, ok := t.quarantinedUntil(now, key); ok {
-		return Result{Code: CodeQuarantined, Until: until, RetryAfter: until.Sub(now)}
+		return quarantined(now, until)
 	}
 	if !t.floorMet(now, key, fence) {
 		return Result{Code: CodeMovePending}
@@ -370,7 +370,7 @@ func (t *Table) renew(now time.Time, key Key, token Token, ttl time.Duration) Re
 		return Result{Code: CodeLost}
 	}
 	if until, ok := t.quarantinedUntil(now, key); ok {
-		return Result{Code: CodeQuarantined, Until: until, RetryAfter: until.Sub(now)}
+		return quarantined(now, until)
 	}
 	e.lease.Granted = now
 	e.lease.TTL = ttl
@@ -729,11 +729,16 @@ func (t *Table) startMove(now time.Time, mv move) []Event {
 			t.stopTimer(w.timer)
 			t.waiting--
 			t.count(CodeQuarantined)
-			events = append(events, Event{Waiter: w.id, Key: e.key.clone(), Result: Result{Code: CodeQuarantined, Until: until, RetryAfter: until.Sub(now)}})
+			events = append(events, Event{Waiter: w.id, Key: e.key.clone(), Result: quarantined(now, until)})
 		}
 		e.waiters = nil
 	}
 	return events
+}
+
+// quarantined is the answer to a request for a key quarantined at now until until.
+func quarantined(now, until time.Time) Result {
+	return Result{Code: CodeQuarantined, Until: until, RetryAfter: until.Sub(now)}
 }
 
 // quarantinedUntil is when the quarantines that hold key at now end, the latest of them.
