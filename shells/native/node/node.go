@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -85,6 +84,12 @@ type Config struct {
 	FreeSpaceEvery time.Duration
 	FreeSpaceBytes uint64
 
+	// MaxSnapshots bounds the listing's pinned snapshots open at once (--max-snapshots;
+	// 0: DefaultMaxSnapshots; negative: none), and SnapshotTTL is how long one is kept
+	// after its last page (--snapshot-ttl; 0: DefaultSnapshotTTL). snapshots.go.
+	MaxSnapshots int
+	SnapshotTTL  time.Duration
+
 	beforeSync       func()        // rocksstore.Options.BeforeSync, for this package's tests (export_test.go)
 	backgroundErrors func() uint64 // rocksstore.Options.BackgroundErrors, likewise
 	// statfs stands for the data directory's file system (free and size in bytes), and
@@ -123,6 +128,7 @@ type Node struct {
 	stopped    chan struct{}
 	stopOnce   sync.Once
 	report     StopReport // what Stop did (Stopped)
+	snaps      snapshots  // the listing's pinned snapshots (loop only; snapshots.go)
 
 	peerMu sync.Mutex // serializes AddPeer and RemovePeer
 
@@ -211,6 +217,9 @@ func Start(cfg Config) (*Node, error) {
 	}
 	if cfg.FreeSpaceBytes == 0 {
 		cfg.FreeSpaceBytes = DefaultFreeSpaceBytes
+	}
+	if cfg.SnapshotTTL < 0 {
+		return nil, fmt.Errorf("node: SnapshotTTL %v is negative", cfg.SnapshotTTL)
 	}
 	if cfg.FreeSpaceEvery < 0 {
 		return nil, fmt.Errorf("node: FreeSpaceEvery %v is negative", cfg.FreeSpaceEvery)
@@ -351,6 +360,7 @@ func (n *Node) Stop() error {
 				n.report.SyncErr = n.store.Sync()
 				n.report.Synced = n.report.SyncErr == nil
 			}
+			n.releaseSnapshots()
 			n.store.Close()
 		}
 	})
@@ -771,21 +781,7 @@ func (n *Node) Get(table, key []byte) (rec store.Record, found bool, err error) 
 // before the prefix are skipped on the way (the Store scans from a key, not a prefix).
 func (n *Node) List(table, prefix, after []byte, limit int) (recs []store.Record, more bool, err error) {
 	derr := n.read(func() {
-		err = n.store.Scan(table, after, func(r store.Record) bool {
-			switch {
-			case bytes.Compare(r.Key, prefix) < 0:
-				return true // before the prefix
-			case !bytes.HasPrefix(r.Key, prefix):
-				return false // past it
-			case r.Deleted:
-				return true
-			case len(recs) == limit:
-				more = true
-				return false
-			}
-			recs = append(recs, r)
-			return true
-		})
+		recs, more, err = listPage(func(fn func(store.Record) bool) error { return n.store.Scan(table, after, fn) }, prefix, limit)
 	})
 	if derr != nil {
 		return nil, false, derr

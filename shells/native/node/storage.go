@@ -230,6 +230,7 @@ func (n *Node) recoverStorage() {
 		c.close()
 		delete(n.conns, id)
 	}
+	n.releaseSnapshots() // RocksDB snapshots of the store closed here
 	n.store.Close()
 	n.store = nil
 	store, err := rocksstore.Open(n.cfg.DataDir, store.Identity{}, n.cfg.storeOptions())
