@@ -16,8 +16,9 @@ import (
 // listing opened with a snapshot reads every page from one RocksDB snapshot, taken in the
 // same loop step as the store's vector, so that a client can list a table whole as it was
 // at one position and follow its change feed from there. The snapshots are the memory
-// bound: at most MaxSnapshots at once, each released SnapshotTTL after its last page, at
-// the node's stop, and when the store reopens after degraded storage. Every use of them
+// bound: at most MaxSnapshots at once, each released at the page that ends its listing,
+// or SnapshotTTL after the last page asked, at the node's stop, and when the store
+// reopens after degraded storage. Every use of them
 // runs on the loop (and in Stop once the loop has ended): no lock.
 
 // Defaults of Config.MaxSnapshots and Config.SnapshotTTL (--max-snapshots, --snapshot-ttl).
@@ -125,7 +126,8 @@ func newSnapshotID() string {
 // OpenSnapshot pins a snapshot of the store for table and answers its first page: the
 // records the listing rules take (listPage) from the snapshot, after after. The snapshot
 // and AsOf come from one loop step, so AsOf is exactly the applied positions the
-// snapshot holds. ErrTooManySnapshots when MaxSnapshots are open.
+// snapshot holds. ErrTooManySnapshots when MaxSnapshots are open. A listing that ends on
+// its first page holds nothing: its snapshot is released at once.
 func (n *Node) OpenSnapshot(table, prefix, after []byte, limit int) (page SnapshotPage, err error) {
 	derr := n.read(func() {
 		now := time.Now()
@@ -152,8 +154,12 @@ func (n *Node) OpenSnapshot(table, prefix, after []byte, limit int) (page Snapsh
 			snap.Release()
 			return
 		}
-		n.snaps.open[p.id] = p
 		n.snaps.status.Opened++
+		if !page.More { // the listing ended on its first page: nothing to hold
+			snap.Release()
+			return
+		}
+		n.snaps.open[p.id] = p
 		id := p.id
 		p.timer = time.AfterFunc(n.cfg.snapshotTTL(), func() { n.expireSnapshot(id) })
 	})
@@ -165,7 +171,8 @@ func (n *Node) OpenSnapshot(table, prefix, after []byte, limit int) (page Snapsh
 
 // SnapshotPage answers a later page of the snapshot id, for table: ErrSnapshotExpired
 // when none of that id is open (its time ran out included), *SnapshotTableError when it
-// was opened for another table. Each page holds the snapshot SnapshotTTL longer.
+// was opened for another table. Each page holds the snapshot SnapshotTTL longer; the
+// page that ends the listing (no More) releases it.
 func (n *Node) SnapshotPage(id string, table, prefix, after []byte, limit int) (page SnapshotPage, err error) {
 	derr := n.read(func() {
 		n.expireSnapshots(time.Now())
@@ -179,7 +186,9 @@ func (n *Node) SnapshotPage(id string, table, prefix, after []byte, limit int) (
 			err = &SnapshotTableError{ID: id, Table: string(p.table)}
 			return
 		}
-		page, err = n.snapshotPage(p, prefix, after, limit)
+		if page, err = n.snapshotPage(p, prefix, after, limit); err == nil && !page.More {
+			n.releaseSnapshot(p) // the listing's last page
+		}
 	})
 	if derr != nil {
 		return SnapshotPage{}, derr

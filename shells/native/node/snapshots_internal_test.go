@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"plait/protocol/store"
 	"plait/protocol/wire"
@@ -30,11 +31,13 @@ func TestStopReleasesSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Stop()
-	if _, err := n.Write(context.Background(), []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte("k"), Value: []byte("v")}}); err != nil {
-		t.Fatal(err)
+	for _, k := range []string{"k1", "k2"} {
+		if _, err := n.Write(context.Background(), []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte(k), Value: []byte("v")}}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	for range 3 {
-		if _, err := n.OpenSnapshot([]byte("t"), nil, nil, 10); err != nil {
+	for range 3 { // a page of one record of two: each listing goes on, its snapshot held
+		if _, err := n.OpenSnapshot([]byte("t"), nil, nil, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -54,5 +57,36 @@ func TestStopReleasesSnapshots(t *testing.T) {
 	}
 	if released != 3 || len(n.snaps.open) != 0 {
 		t.Errorf("after the stop: %d snapshots released, %d left open; want 3 and 0", released, len(n.snaps.open))
+	}
+}
+
+// TestSnapshotTimerReleases: a snapshot nobody asks about again is released by its own
+// timer once SnapshotTTL has passed, not only when a page, an open or the status looks
+// (the RocksDB snapshot must not be held until someone does).
+func TestSnapshotTimerReleases(t *testing.T) {
+	n, err := Start(Config{Name: "A", DataDir: t.TempDir(), SnapshotTTL: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	for _, k := range []string{"k1", "k2"} {
+		if _, err := n.Write(context.Background(), []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte(k), Value: []byte("v")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := n.OpenSnapshot([]byte("t"), nil, nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	open, timedOut := -1, uint64(0)
+	for deadline := time.Now().Add(20 * time.Second); open != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d snapshots still open 20s past their ttl", open)
+		}
+		if err := n.read(func() { open, timedOut = len(n.snaps.open), n.snaps.status.TimedOut }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if timedOut != 1 {
+		t.Errorf("timed out %d, want 1", timedOut)
 	}
 }
