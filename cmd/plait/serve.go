@@ -105,6 +105,8 @@ func (c *serveConfig) settings() []setting {
 		dur("lock-max-wait", &r.Locks.MaxWait, replica.DefaultLockMaxWait, -1, durBetween(0, lock.MaxWaitLimit), "the longest a lock request may wait at this home for a held key (0: none waits)"),
 		num("lock-max-delegations", "N", &r.Locks.MaxDelegations, replica.DefaultLockMaxDelegations, 0, nonNegative, "the delegations this node keeps at once as a lock home and holds as a delegate: a key another node locks while nobody holds or waits for it is delegated to that node, whose next locks of it cost no round trip until another node wants it (0: none)"),
 		num("max-leases", "N", &r.Locks.MaxLeases, replica.DefaultMaxLeases, 0, atLeast(1), "the leases this node holds at once as a lock home; one more is refused too-many-leases"),
+		num("max-snapshots", "N", &n.MaxSnapshots, node.DefaultMaxSnapshots, -1, nonNegative, "listings from a pinned snapshot (snapshot=new) open at once; one more is answered too-many-snapshots (0: none)"),
+		dur("snapshot-ttl", &n.SnapshotTTL, node.DefaultSnapshotTTL, 0, positive, "how long a listing's pinned snapshot is kept after its last page; a page after is answered snapshot-expired"),
 		dur("lock-fence-wait", &c.apiLimits.LockFenceWait, httpapi.DefaultLockFenceWait, 0, positive, "how long a read under a lock waits for this node to apply the lease's fence before it answers fence-timeout"),
 		float("lock-drift", "RHO", &r.Locks.Drift, lock.DefaultDrift, floatAbove(0, lock.DriftLimit), "the bound on how far a clock's rate may be off: a holder stops at ttl*(1-RHO) from its request, a home frees the key at ttl*(1+RHO)"),
 		str("tls-cert", "FILE", &f.tlsCert, "", nil, "this node's certificate (plait cert node) for wss:// between peers; with --tls-key and --tls-ca"),

@@ -76,6 +76,8 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--lock-max-wait", "25h"}, "--lock-max-wait"},
 		{[]string{"--max-leases", "0"}, "--max-leases"},
 		{[]string{"--lock-fence-wait", "0s"}, "--lock-fence-wait"},
+		{[]string{"--max-snapshots", "-1"}, "--max-snapshots"},
+		{[]string{"--snapshot-ttl", "0s"}, "--snapshot-ttl"},
 		{[]string{"--lock-drift", "0"}, "--lock-drift"},
 		{[]string{"--lock-drift", "0.2"}, "--lock-drift"},
 		{[]string{"--lock-drift", "NaN"}, "--lock-drift"},
@@ -142,6 +144,17 @@ func TestServeDefaults(t *testing.T) {
 		t.Errorf("lock flags: %v", err)
 	} else if l := cfg.node.Locks; l.MaxTTL != 10*time.Second || l.MaxWait != -1 || l.MaxLeases != 7 || l.Drift != 0.01 || cfg.apiLimits.LockFenceWait != time.Second {
 		t.Errorf("lock flags: %+v, fence wait %v", l, cfg.apiLimits.LockFenceWait)
+	}
+	// Pinned snapshots: the defaults, none (0, the node's -1), and values given.
+	for _, c := range []struct {
+		args []string
+		max  int
+		ttl  time.Duration
+	}{{nil, 64, time.Minute}, {[]string{"--max-snapshots", "0"}, -1, time.Minute}, {[]string{"--max-snapshots", "3", "--snapshot-ttl", "5s"}, 3, 5 * time.Second}} {
+		cfg, err := parseServe(c.args, &bytes.Buffer{})
+		if err != nil || cfg.node.MaxSnapshots != c.max || cfg.node.SnapshotTTL != c.ttl {
+			t.Errorf("%v: %v, --max-snapshots %d, --snapshot-ttl %v; want %d, %v", c.args, err, cfg.node.MaxSnapshots, cfg.node.SnapshotTTL, c.max, c.ttl)
+		}
 	}
 	// Heads: the default wait, every head at once (0, the replica's -1), and a wait given.
 	for _, c := range []struct {

@@ -349,6 +349,12 @@ func fail(w http.ResponseWriter, err error) {
 		// operator reseeds it. 503, as a node that cannot take writes: a client writes to
 		// another node.
 		ae = &apiError{http.StatusServiceUnavailable, string(we.Code), we.Message}
+	case errors.Is(err, node.ErrTooManySnapshots):
+		ae = &apiError{http.StatusServiceUnavailable, "too-many-snapshots", err.Error()}
+	case errors.Is(err, node.ErrSnapshotExpired):
+		ae = &apiError{http.StatusGone, "snapshot-expired", err.Error()}
+	case errors.As(err, new(*node.SnapshotTableError)):
+		ae = &apiError{http.StatusBadRequest, "bad-snapshot", err.Error()}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		ae = &apiError{http.StatusServiceUnavailable, "unavailable", err.Error()}
 	default:
@@ -667,15 +673,29 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	if q.Has("after") {
 		after = []byte(q.Get("after"))
 	}
-	recs, more, err := a.n.List(table, []byte(q.Get("prefix")), after, limit)
+	prefix := []byte(q.Get("prefix"))
+	var recs []store.Record
+	var more bool
+	var page *node.SnapshotPage // a listing from a pinned snapshot (docs/contract.md §24.5)
+	switch id := q.Get("snapshot"); {
+	case !q.Has("snapshot"):
+		recs, more, err = a.n.List(table, prefix, after, limit)
+	case id == "new":
+		var p node.SnapshotPage
+		p, err = a.n.OpenSnapshot(table, prefix, after, limit)
+		page, recs, more = &p, p.Records, p.More
+	case !node.ValidSnapshotID(id):
+		err = &apiError{http.StatusBadRequest, "bad-snapshot", fmt.Sprintf("snapshot is new or an id of %d lowercase hex digits", node.SnapshotIDLen)}
+	default:
+		var p node.SnapshotPage
+		p, err = a.n.SnapshotPage(id, table, prefix, after, limit)
+		page, recs, more = &p, p.Records, p.More
+	}
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	out := struct {
-		Records []record `json:"records"`
-		Next    *string  `json:"next"`
-	}{Records: []record{}}
+	out := listing{Records: []record{}}
 	for _, rec := range recs {
 		x := record{Key: string(rec.Key)}
 		if utf8.Valid(rec.Value) {
@@ -691,7 +711,20 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 		next := string(recs[len(recs)-1].Key)
 		out.Next = &next
 	}
+	if page != nil {
+		asOf := positionText(page.AsOf)
+		out.AsOf, out.Snapshot = &asOf, &page.ID
+	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// listing is a listing's answer; a page of a pinned snapshot adds the snapshot's id and
+// the position it holds, every page the same (docs/contract.md §24.5).
+type listing struct {
+	Records  []record `json:"records"`
+	Next     *string  `json:"next"`
+	AsOf     *string  `json:"as_of,omitempty"`
+	Snapshot *string  `json:"snapshot,omitempty"`
 }
 
 func (a *API) digest(w http.ResponseWriter, r *http.Request) {
@@ -723,6 +756,12 @@ func (a *API) status(w http.ResponseWriter, _ *http.Request) {
 	}
 	d.Locks = NewLocksDoc(ls)
 	d.Locks.Caller = a.locks.doc()
+	ss, err := a.n.Snapshots()
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	d.Snapshots = NewSnapshotsDoc(ss)
 	writeJSON(w, http.StatusOK, d)
 }
 

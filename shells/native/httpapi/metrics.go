@@ -41,6 +41,9 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 		descClock, descRefusing, descStorage, descRewound, descCertExpiry, descReloads, descOriginHealth, descPeerHealth, descHoldAge, descRetainHold, descClockBound, descMapGen} {
 		ch <- d
 	}
+	for _, d := range snapshotDescs {
+		ch <- d
+	}
 	for _, f := range counterFields {
 		ch <- f.desc
 	}
@@ -136,6 +139,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(f.desc, prometheus.CounterValue, float64(c.Value))
 	}
+	collectSnapshots(m.n, ch)
 	if ts := m.n.TLS(); ts != nil {
 		ch <- prometheus.MustNewConstMetric(descCertExpiry, prometheus.GaugeValue, float64(ts.Expiry.Unix()))
 		ch <- prometheus.MustNewConstMetric(descReloads, prometheus.CounterValue, float64(ts.Reloads), "ok")

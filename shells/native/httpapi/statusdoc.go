@@ -36,6 +36,9 @@ type StatusDoc struct {
 	// Refusals are the newest connections refused before their handshake completed, oldest
 	// first (at most replica.MaxRefusals).
 	Refusals []RefusalDoc `json:"refusals"`
+	// Snapshots is the listing's pinned snapshots (docs/contract.md §24.5); the shell's
+	// status handler fills it.
+	Snapshots SnapshotsDoc `json:"snapshots"`
 }
 
 // ClusterMapDoc is cluster_map (replica.MapStatus, docs/contract.md §22.4). The fields a

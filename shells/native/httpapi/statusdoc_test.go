@@ -122,7 +122,8 @@ var statusGoldens = []struct {
 				"message": "signed by unknown authority", "peer": "", "remote": "10.0.0.9:4000"},
 			{"at": "2031-05-06T05:08:10.000Z", "class": "refused", "code": "auth-failed", "dialed": true,
 				"message": "MAC", "peer": "R", "remote": "wss://10.0.0.2:7400/v1/replicate"}
-		]
+		],
+		"snapshots": {"open": 0, "opened": 0, "refused_expired": 0, "refused_too_many": 0, "timed_out": 0}
 	}`},
 	{"no origins, a peer without capabilities or error, placed tables none of which it carries", replica.Status{
 		Node:       replica.NodeStatus{Name: "N", Origin: wire.OriginID{0x01}, ProtocolMin: 1, ProtocolMax: 1},
@@ -151,7 +152,8 @@ var statusGoldens = []struct {
 			{"antientropy_bytes_in": 0, "antientropy_bytes_out": 0, "capabilities": [], "clock_offset_ms": null, "connected": false, "copy": null, "exclude": [], "health": "stalled", "held_bytes": 0, "lag_seq": null, "last_contact": null, "last_dial_error": null, "last_error": null, "mode": "both", "name": "P", "reconnects": 0,
 				"retention_held_bytes": 0, "retention_held_entries": 0, "retention_hold_age_s": 0, "rtt_ms": 0, "state": "backoff", "url": "ws://h:1", "version": 0}
 		],
-		"refusals": []
+		"refusals": [],
+		"snapshots": {"open": 0, "opened": 0, "refused_expired": 0, "refused_too_many": 0, "timed_out": 0}
 	}`},
 	{"the zero status", replica.Status{}, `{
 		"antientropy_conflicts": [],
@@ -173,7 +175,8 @@ var statusGoldens = []struct {
 			"name": "", "origin": "00000000000000000000000000000000", "protocol": {"max": 0, "min": 0}, "retain_hold_s": 0, "rewound": null, "storage": {"retries": 0, "state": "ok"}, "tls": null},
 		"origins": [],
 		"peers": [],
-		"refusals": []
+		"refusals": [],
+		"snapshots": {"open": 0, "opened": 0, "refused_expired": 0, "refused_too_many": 0, "timed_out": 0}
 	}`},
 }
 
