@@ -304,3 +304,45 @@ func TestFreeSpaceGuardCountsWrites(t *testing.T) {
 		t.Errorf("a write %v after the last measure, one byte below the reserve free: %v; want storage-full", every, err)
 	}
 }
+
+// TestStorageRecoveryReleasesSnapshots: the store reopened after degraded storage is a
+// new database, so the listing's pinned snapshots of the old one are released before it
+// closes: a page of one after answers ErrSnapshotExpired, and none is left open. A
+// snapshot taken before the degradation serves pages while the storage is degraded
+// (reads go on).
+func TestStorageRecoveryReleasesSnapshots(t *testing.T) {
+	fs := &fakeFS{}
+	fs.size.Store(1 << 40)
+	fs.avail.Store(1 << 30)
+	clock := &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	n := startOnFS(t, fs, clock, 0)
+	for _, k := range []string{"k1", "k2", "k3"} {
+		if err := put(n, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := n.OpenSnapshot([]byte("t"), nil, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.avail.Store(defaultReserve - 1)
+	clock.advance(node.DefaultFreeSpaceEvery)
+	if err := put(n, "k4"); err == nil {
+		t.Fatal("a write below the reserve was taken")
+	}
+	if p, err := n.SnapshotPage(first.ID, []byte("t"), nil, []byte("k1"), 1); err != nil || len(p.Records) != 1 || string(p.Records[0].Key) != "k2" {
+		t.Fatalf("a page while degraded: %+v, %v; want k2", p, err)
+	}
+	fs.avail.Store(3 * defaultReserve)
+	waitFor(t, "the store reopened", func() bool {
+		clock.advance(time.Second)
+		_ = put(n, "poke") // the loop looks at the recovery's schedule after an input that is no read
+		return !storageOf(t, n).Degraded
+	})
+	if _, err := n.SnapshotPage(first.ID, []byte("t"), nil, []byte("k2"), 1); !errors.Is(err, node.ErrSnapshotExpired) {
+		t.Errorf("a page after the store reopened: %v; want ErrSnapshotExpired", err)
+	}
+	if st, err := n.Snapshots(); err != nil || st.Open != 0 {
+		t.Errorf("snapshots after the store reopened: %+v, %v; want none open", st, err)
+	}
+}
