@@ -24,4 +24,6 @@
 //     its tag (docs/contract.md §8.4).
 //   - metrics.go: the plait_* metrics of GET /metrics (docs/contract.md §9), read from the
 //     node's status at each scrape, and the API's own (refusals, reloads, expiry).
+//   - snapshots.go: a listing's pinned snapshot as the API shows it: as_of's position
+//     text, the status document's snapshots and their metrics (docs/contract.md §24.5).
 package httpapi

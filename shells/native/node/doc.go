@@ -27,4 +27,7 @@
 //     the certificates' reload and the channel binding each session is given.
 //   - storage.go: degraded storage, the shell's part: the free-space guard, the ballast
 //     file and the recovery, a reopened store under a new replica (docs/design.md §18).
+//   - snapshots.go: the listing's pinned snapshots (docs/design.md §26.4): a RocksDB
+//     snapshot and the store's vector taken in one loop step, its pages read by the
+//     live listing's rule, their bound, expiry and release; OpenSnapshot, SnapshotPage.
 package node
