@@ -682,7 +682,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 		recs, more, err = a.n.List(table, prefix, after, limit)
 	case id == "new":
 		var p node.SnapshotPage
-		p, err = a.n.OpenSnapshot(table, prefix, after, limit)
+		p, err = a.n.OpenSnapshot(r.Context(), table, prefix, after, limit)
 		page, recs, more = &p, p.Records, p.More
 	case !node.ValidSnapshotID(id):
 		err = &apiError{http.StatusBadRequest, "bad-snapshot", fmt.Sprintf("snapshot is new or an id of %d lowercase hex digits", node.SnapshotIDLen)}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -128,7 +129,15 @@ func newSnapshotID() string {
 // and AsOf come from one loop step, so AsOf is exactly the applied positions the
 // snapshot holds. ErrTooManySnapshots when MaxSnapshots are open. A listing that ends on
 // its first page holds nothing: its snapshot is released at once.
-func (n *Node) OpenSnapshot(table, prefix, after []byte, limit int) (page SnapshotPage, err error) {
+//
+// Unless Sync is SyncNone, the answer waits, as a local write's does, for the fsync that
+// covers the node's own entries AsOf names: a power loss may take back an entry no fsync
+// covers and give its seq to another write, and a client that listed the first and
+// follows the feed after AsOf would never see the second. The snapshot is held from the
+// first step on; a failed sync (degraded storage), ctx's end or the node's stop answers
+// with that error and releases it.
+func (n *Node) OpenSnapshot(ctx context.Context, table, prefix, after []byte, limit int) (page SnapshotPage, err error) {
+	var synced chan writeResult // the fsync AsOf waits for; nil when none
 	derr := n.read(func() {
 		now := time.Now()
 		n.expireSnapshots(now)
@@ -155,6 +164,10 @@ func (n *Node) OpenSnapshot(table, prefix, after []byte, limit int) (page Snapsh
 			return
 		}
 		n.snaps.status.Opened++
+		if own := asOf.Get(n.rep.Identity().Origin).Seq; n.cfg.Sync != SyncNone && own > n.rep.SyncedSeq() {
+			synced = make(chan writeResult, 1)
+			n.waiters = append(n.waiters, waiter{seq: own, reply: synced}) // groupCommit answers it
+		}
 		if !page.More { // the listing ended on its first page: nothing to hold
 			snap.Release()
 			return
@@ -166,7 +179,31 @@ func (n *Node) OpenSnapshot(table, prefix, after []byte, limit int) (page Snapsh
 	if derr != nil {
 		return SnapshotPage{}, derr
 	}
-	return page, err
+	if err != nil || synced == nil {
+		return page, err
+	}
+	select {
+	case r := <-synced:
+		err = r.err
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-n.stopped:
+		return SnapshotPage{}, errStopped // Stop releases it
+	}
+	if err != nil {
+		n.dropSnapshot(page.ID)
+		return SnapshotPage{}, err
+	}
+	return page, nil
+}
+
+// dropSnapshot releases the snapshot id if it is still open.
+func (n *Node) dropSnapshot(id string) {
+	_ = n.read(func() { // fails once the node stops, whose Stop releases every snapshot
+		if p := n.snaps.open[id]; p != nil {
+			n.releaseSnapshot(p)
+		}
+	})
 }
 
 // SnapshotPage answers a later page of the snapshot id, for table: ErrSnapshotExpired

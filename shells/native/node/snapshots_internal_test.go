@@ -37,7 +37,7 @@ func TestStopReleasesSnapshots(t *testing.T) {
 		}
 	}
 	for range 3 { // a page of one record of two: each listing goes on, its snapshot held
-		if _, err := n.OpenSnapshot([]byte("t"), nil, nil, 1); err != nil {
+		if _, err := n.OpenSnapshot(context.Background(), []byte("t"), nil, nil, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -74,7 +74,7 @@ func TestSnapshotTimerReleases(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := n.OpenSnapshot([]byte("t"), nil, nil, 1); err != nil {
+	if _, err := n.OpenSnapshot(context.Background(), []byte("t"), nil, nil, 1); err != nil {
 		t.Fatal(err)
 	}
 	open, timedOut := -1, uint64(0)

@@ -321,7 +321,7 @@ func TestStorageRecoveryReleasesSnapshots(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	first, err := n.OpenSnapshot([]byte("t"), nil, nil, 1)
+	first, err := n.OpenSnapshot(context.Background(), []byte("t"), nil, nil, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
