@@ -433,3 +433,24 @@ func TestDeterminism(t *testing.T) {
 		t.Fatalf("one read:\n%q\nin chunks and resumes:\n%q", brief(all), brief(chunked))
 	}
 }
+
+func TestUnsyncedOwnEntriesHeldBack(t *testing.T) {
+	l := newLogs(t)
+	for i := 1; i <= 4; i++ {
+		l.entry(oA, uint64(i), put("t", fmt.Sprint("a", i), "x"))
+	}
+	l.entry(oB, 9, put("t", "b", "x"))
+	in := feed.Inputs{Own: oA, Synced: 2}
+	r, err := feed.StartWith(l.st, tbl, feed.Since{Kind: feed.SinceNow}, in)
+	if err != nil || !r.Position().Equal(pos(oA, 2, oB, 1)) {
+		t.Fatalf("now with A synced to 2: %v, %v", r.Position(), err)
+	}
+	r = start(t, l.st, feed.Since{Kind: feed.SinceOldest})
+	evs := next(t, r, l.st, in)
+	want(t, evs, "1:1 a1=x", "1:2 a2=x", "2:1 b=x")
+	if !r.CaughtUp() {
+		t.Fatal("a reader at the synced seq is not caught up")
+	}
+	in.Synced = 4
+	want(t, next(t, r, l.st, in), "1:3 a3=x", "1:4 a4=x")
+}
