@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"plait/internal/mutate"
 	"plait/protocol/store"
 	"plait/protocol/vector"
 	"plait/protocol/wire"
@@ -87,6 +88,9 @@ type Inputs struct {
 	// another write, and a consumer given the first would never be given the second.
 	Own    wire.OriginID
 	Synced uint64
+	// Mutations are the test-only breaks of the reader (internal/mutate): the replica's,
+	// the zero Set in production.
+	Mutations mutate.Set
 }
 
 // BehindError is Start's refusal of a position ahead of the node's applied positions on
@@ -147,6 +151,11 @@ func StartWith(st store.Store, table []byte, since Since, in Inputs) (*Reader, e
 		return nil, err
 	}
 	r.in, r.based = in, true
+	if in.Mutations.FeedRedeliverOnResume && since.Kind == SincePosition {
+		for _, e := range r.Position() {
+			r.pos = r.pos.With(e.Origin, e.Seq-min(e.Seq, 3))
+		}
+	}
 	return r, nil
 }
 
@@ -311,12 +320,14 @@ func (r *Reader) Next(st store.Store, in Inputs, maxEvents, maxBytes int) ([]Eve
 		bytesRead += len(h.raw)
 		r.pos = r.pos.With(h.origin, h.seq)
 		if h.run != nil {
-			if slices.ContainsFunc(h.run.Tables, func(t []byte) bool { return bytes.Equal(t, r.table) }) {
+			if slices.ContainsFunc(h.run.Tables, func(t []byte) bool { return bytes.Equal(t, r.table) }) && !in.Mutations.FeedPassNamedRun {
 				events = append(events, Event{Kind: Reread, Reason: ReasonSkipped, Origin: h.origin, Seq: h.seq, HLC: h.hlc,
 					Name: r.name(st, &names, h.origin), Position: r.Position()})
 			}
 		} else if ev, ok, err := r.change(st, h); err != nil {
 			return events, err
+		} else if ok && in.Mutations.FeedSkipEntry && ev.Seq%5 == 0 {
+			// test-only: passed with no event
 		} else if ok {
 			ev.Name = r.name(st, &names, h.origin)
 			events = append(events, ev)

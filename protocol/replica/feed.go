@@ -19,7 +19,7 @@ type feedCounts struct {
 // on the loop, with the store as it is at the same step.
 func (r *Replica) FeedInputs(table []byte) feed.Inputs {
 	in := feed.Inputs{Repaired: r.feeds.repaired[string(table)], Copied: r.feeds.copied[string(table)],
-		CopiesEnded: r.feeds.copiesEnded}
+		CopiesEnded: r.feeds.copiesEnded, Mutations: r.cfg.Mutations}
 	if r.cfg.HoldUnsynced {
 		// What peers are not sent yet a feed is not given either (feed.Inputs.Own).
 		in.Own, in.Synced = r.id.Origin, r.synced
