@@ -272,8 +272,8 @@ func TestFeedOldestAndNDJSON(t *testing.T) {
 		t.Fatalf("content type %q", ct)
 	}
 	e1, e3, e4 := f.change(t), f.change(t), f.change(t)
-	if e1.Event != "change" || e1.Seq != 1 || *e1.Ops[0].Value != "one" || e1.Ops[0].Won {
-		t.Errorf("first: %+v; want seq 1, put one, not won (deleted since)", e1)
+	if e1.Event != "change" || e1.Seq != 1 || e1.OriginName != "A" || *e1.Ops[0].Value != "one" || e1.Ops[0].Won {
+		t.Errorf("first: %+v; want A's seq 1, put one, not won (deleted since)", e1)
 	}
 	if e3.Seq != 3 || e3.Ops[0].ValueB64 == nil || *e3.Ops[0].ValueB64 != "//4=" || e3.Ops[0].Value != nil || !e3.Ops[0].Won {
 		t.Errorf("third: %+v; want seq 3 with value_b64 //4=", e3)

@@ -3,6 +3,7 @@ package node
 import (
 	"plait/protocol/feed"
 	"plait/protocol/store"
+	"plait/protocol/wire"
 )
 
 // Change feeds (docs/design.md §26.3): the API reads a table's changes from the logs on the
@@ -32,6 +33,9 @@ func (n *Node) wakeFeeds() {
 		close(ch)
 	}
 }
+
+// Origin is this node's own origin id (its data directory's).
+func (n *Node) Origin() wire.OriginID { return n.origin }
 
 // Stopping is closed once the node begins to stop: its feeds close then.
 func (n *Node) Stopping() <-chan struct{} { return n.ctx.Done() }
