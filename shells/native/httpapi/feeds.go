@@ -389,6 +389,11 @@ func (s *feedStream) event(ev feed.Event) bool {
 	case feed.Change:
 		d := changeDoc{Table: s.table, Origin: hex.EncodeToString(ev.Origin[:]), OriginName: ev.Name, Seq: ev.Seq,
 			HLC: uint64(ev.HLC), Ops: make([]opDoc, len(ev.Ops)), Position: pos}
+		if d.OriginName == "" && ev.Origin == s.a.n.Origin() {
+			// The store names the origins it was sent entries of; its own name is its
+			// identity's (store.Store.Names, Identity).
+			d.OriginName = s.a.n.Name()
+		}
 		if !ev.Token.IsZero() {
 			d.Token = ev.Token.String()
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -473,3 +474,52 @@ func TestFeedNotCarried(t *testing.T) {
 }
 
 var _ = feed.MaxPositionOrigins
+
+// closeEvent reads the feed's next message, which must be a close event, and returns its
+// data.
+func (f *feedConn) closeEvent(t *testing.T) changeEvent {
+	t.Helper()
+	m := f.next(t)
+	var ev changeEvent
+	if err := json.Unmarshal([]byte(m.data), &ev); err != nil || m.event != "close" {
+		t.Fatalf("want a close event, got %+v (%v)", m, err)
+	}
+	if m.id != ev.Position {
+		t.Fatalf("the close's id %q is not its position %q", m.id, ev.Position)
+	}
+	return ev
+}
+
+// TestFeedCloses: a feed of a table a new cluster map takes from this node closes with
+// reason not-carried; the server's shutdown (CloseFeeds) closes every feed with reason
+// shutting-down and refuses new ones. Each close is counted by reason.
+func TestFeedCloses(t *testing.T) {
+	a, b, _, bAPI := forwardPair(t, 0)
+	f, _ := openFeed(t, bAPI.URL+"/v1/tables/t/changes")
+	doc := `{"generation":3,"nodes":[{"name":"A"},{"name":"B","api":"http://b.example:7411"},{"name":"C"}],` +
+		`"placement":{"t":["C"],"w":["C"],"x":["A"]}}`
+	if _, err := a.PublishMap([]byte(doc)); err != nil {
+		t.Fatal(err)
+	}
+	if ev := f.closeEvent(t); ev.Reason != "not-carried" || ev.Message == "" {
+		t.Errorf("close %+v; want reason not-carried", ev)
+	}
+	if fd := feedsOf(t, bAPI.URL); fd.Closed["not-carried"] != 1 || fd.Open != 0 {
+		t.Errorf("B's feeds %+v; want one closed not-carried", fd)
+	}
+
+	api := httpapi.New(b, httpapi.Limits{})
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close) // after the feeds' own cleanups, which end their requests
+	g, _ := openFeed(t, srv.URL+"/v1/tables/x2/changes")
+	api.CloseFeeds()
+	if ev := g.closeEvent(t); ev.Reason != "shutting-down" {
+		t.Errorf("close %+v; want reason shutting-down", ev)
+	}
+	if _, got := openFeed(t, srv.URL+"/v1/tables/x2/changes"); got.status != http.StatusServiceUnavailable {
+		t.Errorf("a feed after CloseFeeds: %d %s; want 503", got.status, got.body)
+	}
+	if fd := feedsOf(t, srv.URL); fd.Closed["shutting-down"] != 1 {
+		t.Errorf("feeds %+v; want one closed shutting-down", fd)
+	}
+}
