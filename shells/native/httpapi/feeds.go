@@ -228,7 +228,11 @@ func (a *API) startFeed(w http.ResponseWriter, r *http.Request, table []byte, si
 		case <-r.Context().Done():
 			return nil, false
 		case <-a.n.Stopping():
+			fail(w, &apiError{http.StatusServiceUnavailable, "unavailable", "the node is stopping"})
+			return nil, false
 		case <-a.feeds.shutdown:
+			fail(w, &apiError{http.StatusServiceUnavailable, "unavailable", "the node is stopping"})
+			return nil, false
 		}
 		a.feedRefuse(w, http.StatusConflict, codeBehind,
 			fmt.Sprintf("this node has not applied the position yet (waited %s, --feed-catch-up); its position is %q", a.limits.FeedCatchUp, behind.Have.String()),
@@ -357,6 +361,7 @@ func (s *feedStream) serve(ctx context.Context) {
 			if !s.flush() {
 				return
 			}
+			heartbeat.Reset(a.limits.FeedHeartbeat) // a heartbeat is for a feed with no events
 		}
 		if !s.r.CaughtUp() {
 			continue // the chunk was full: the rest follows at once
