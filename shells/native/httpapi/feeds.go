@@ -176,7 +176,7 @@ func (a *API) changes(w http.ResponseWriter, r *http.Request) {
 	}
 	select {
 	case <-a.feeds.shutdown:
-		fail(w, &apiError{http.StatusServiceUnavailable, "unavailable", "the node is shutting down"})
+		a.feedRefuse(w, http.StatusServiceUnavailable, "unavailable", "the node is stopping", nil)
 		return
 	default:
 	}
@@ -228,10 +228,10 @@ func (a *API) startFeed(w http.ResponseWriter, r *http.Request, table []byte, si
 		case <-r.Context().Done():
 			return nil, false
 		case <-a.n.Stopping():
-			fail(w, &apiError{http.StatusServiceUnavailable, "unavailable", "the node is stopping"})
+			a.feedRefuse(w, http.StatusServiceUnavailable, "unavailable", "the node is stopping", nil)
 			return nil, false
 		case <-a.feeds.shutdown:
-			fail(w, &apiError{http.StatusServiceUnavailable, "unavailable", "the node is stopping"})
+			a.feedRefuse(w, http.StatusServiceUnavailable, "unavailable", "the node is stopping", nil)
 			return nil, false
 		}
 		a.feedRefuse(w, http.StatusConflict, codeBehind,
@@ -533,7 +533,7 @@ var (
 	descFeedEvents   = prometheus.NewDesc("plait_feed_events_total", "Change and reread events sent to change feeds.", nil, nil)
 	descFeedBytes    = prometheus.NewDesc("plait_feed_bytes_total", "Bytes written to change feeds' clients.", nil, nil)
 	descFeedsClosed  = prometheus.NewDesc("plait_feeds_closed_total", "Change feeds closed, by reason: purged, stalled, shutting-down, not-carried, unavailable, client-gone.", []string{"reason"}, nil)
-	descFeedsRefused = prometheus.NewDesc("plait_feeds_refused_total", "Change feed requests refused, by code: behind, purged, bad-position, too-many-feeds, not-carried.", []string{"code"}, nil)
+	descFeedsRefused = prometheus.NewDesc("plait_feeds_refused_total", "Change feed requests refused, by code: behind, purged, bad-position, too-many-feeds, not-carried, unavailable.", []string{"code"}, nil)
 )
 
 var feedDescs = []*prometheus.Desc{descFeedsOpen, descFeedsOpened, descFeedEvents, descFeedBytes, descFeedsClosed, descFeedsRefused}

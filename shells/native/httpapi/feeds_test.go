@@ -519,7 +519,7 @@ func TestFeedCloses(t *testing.T) {
 	if _, got := openFeed(t, srv.URL+"/v1/tables/x2/changes"); got.status != http.StatusServiceUnavailable {
 		t.Errorf("a feed after CloseFeeds: %d %s; want 503", got.status, got.body)
 	}
-	if fd := feedsOf(t, srv.URL); fd.Closed["shutting-down"] != 1 {
+	if fd := feedsOf(t, srv.URL); fd.Closed["shutting-down"] != 1 || fd.Refused["unavailable"] != 1 {
 		t.Errorf("feeds %+v; want one closed shutting-down", fd)
 	}
 }
