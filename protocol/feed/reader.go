@@ -214,6 +214,17 @@ func start(st store.Store, table []byte, since Since, in *Inputs) (*Reader, erro
 // without one. A shell sends it when the position moved with no event (a heartbeat's id).
 func (r *Reader) Position() Position { return slices.Clone(r.pos) }
 
+// set moves the reader's position of origin o to seq (above 0) in place: the reader's
+// position is its own, and events carry copies of it.
+func (r *Reader) set(o wire.OriginID, seq uint64) {
+	i, ok := slices.BinarySearchFunc(r.pos, o, func(e PositionEntry, o wire.OriginID) int { return bytes.Compare(e.Origin[:], o[:]) })
+	if ok {
+		r.pos[i].Seq = seq
+		return
+	}
+	r.pos = slices.Insert(r.pos, i, PositionEntry{Origin: o, Seq: seq})
+}
+
 // Table is the feed's table.
 func (r *Reader) Table() []byte { return r.table }
 
@@ -277,7 +288,7 @@ func (r *Reader) Next(st store.Store, in Inputs, maxEvents, maxBytes int) ([]Eve
 			r.failed = &PurgedError{Origin: e.Origin, Floor: f, Seq: s}
 			return events, r.failed
 		}
-		r.pos = r.pos.With(e.Origin, f)
+		r.set(e.Origin, f)
 		jumped = true
 	}
 	if jumped && !slices.ContainsFunc(events, func(ev Event) bool { return ev.Reason == ReasonCopy }) {
@@ -318,7 +329,7 @@ func (r *Reader) Next(st store.Store, in Inputs, maxEvents, maxBytes int) ([]Eve
 		}
 		read++
 		bytesRead += len(h.raw)
-		r.pos = r.pos.With(h.origin, h.seq)
+		r.set(h.origin, h.seq)
 		if h.run != nil {
 			if slices.ContainsFunc(h.run.Tables, func(t []byte) bool { return bytes.Equal(t, r.table) }) && !in.Mutations.FeedPassNamedRun {
 				events = append(events, Event{Kind: Reread, Reason: ReasonSkipped, Origin: h.origin, Seq: h.seq, HLC: h.hlc,
