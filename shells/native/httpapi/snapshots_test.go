@@ -85,7 +85,7 @@ func deref(s *string) string {
 	return *s
 }
 
-func put(t *testing.T, n *node.Node, table, key, value string) uint64 {
+func nodePut(t *testing.T, n *node.Node, table, key, value string) uint64 {
 	t.Helper()
 	seq, err := n.Write(context.Background(), []wire.Op{{Kind: wire.OpPut, Table: []byte(table), Key: []byte(key), Value: []byte(value)}})
 	if err != nil {
@@ -120,12 +120,12 @@ func snapshotsDoc(t *testing.T, api *httptest.Server) httpapi.SnapshotsDoc {
 func TestSnapshotListing(t *testing.T) {
 	n, api, _ := startNodeAPI(t, node.Config{Name: "A"}, httpapi.Limits{})
 	for i := range 10 {
-		put(t, n, "t", fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i))
+		nodePut(t, n, "t", fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i))
 	}
-	put(t, n, "t", "z\xff", "\xff\x00")
+	nodePut(t, n, "t", "z\xff", "\xff\x00")
 	del(t, n, "t", "k3")
-	put(t, n, "u", "k0", "of another table")
-	last := put(t, n, "a", "k0", "of a table before")
+	nodePut(t, n, "u", "k0", "of another table")
+	last := nodePut(t, n, "a", "k0", "of a table before")
 	for _, c := range []struct{ prefix, limit string }{{"", "3"}, {"k", "2"}, {"k1", "1"}, {"", "1000"}, {"j", "5"}, {"k3", "1"}} {
 		q := url.Values{"prefix": {c.prefix}, "limit": {c.limit}}
 		live, _, _ := listAll(t, api, "t", q)
@@ -145,10 +145,10 @@ func TestSnapshotListing(t *testing.T) {
 	if first.AsOf == nil || *first.AsOf != wantAsOf || first.Snapshot == nil || first.Next == nil {
 		t.Fatalf("the first page: as_of %v, snapshot %v, next %v; want as_of %q, an id, a next", first.AsOf, first.Snapshot, first.Next, wantAsOf)
 	}
-	put(t, n, "t", "k1", "changed")
+	nodePut(t, n, "t", "k1", "changed")
 	del(t, n, "t", "k5")
-	put(t, n, "t", "k55", "new")
-	put(t, n, "t", "k2", "changed")
+	nodePut(t, n, "t", "k55", "new")
+	nodePut(t, n, "t", "k2", "changed")
 
 	var pinned []string
 	for _, r := range first.Records {
@@ -239,8 +239,8 @@ func TestSnapshotAsOfExact(t *testing.T) {
 // /metrics.
 func TestSnapshotBounds(t *testing.T) {
 	n, api, _ := startNodeAPI(t, node.Config{Name: "A", MaxSnapshots: 2}, httpapi.Limits{})
-	put(t, n, "t", "k1", "v")
-	put(t, n, "t", "k2", "v")
+	nodePut(t, n, "t", "k1", "v")
+	nodePut(t, n, "t", "k2", "v")
 	var ids []string
 	for range 2 {
 		p := list(t, api, "t", url.Values{"snapshot": {"new"}, "limit": {"1"}})
@@ -283,8 +283,8 @@ func TestSnapshotBounds(t *testing.T) {
 // snapshot-expired.
 func TestSnapshotExpiry(t *testing.T) {
 	n, api, _ := startNodeAPI(t, node.Config{Name: "A", SnapshotTTL: 100 * time.Millisecond}, httpapi.Limits{})
-	put(t, n, "t", "k1", "v")
-	put(t, n, "t", "k2", "v")
+	nodePut(t, n, "t", "k1", "v")
+	nodePut(t, n, "t", "k2", "v")
 	p := list(t, api, "t", url.Values{"snapshot": {"new"}, "limit": {"1"}})
 	deadline := time.Now().Add(20 * time.Second)
 	for snapshotsDoc(t, api).Open != 0 {
