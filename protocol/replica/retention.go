@@ -94,6 +94,7 @@ func (r *Replica) logApplied(o wire.OriginID, n int) {
 	l := r.ret.logs[o]
 	l.Bytes += uint64(n)
 	r.ret.logs[o] = l
+	r.feedsApplied(o, n)
 }
 
 // holdAt makes or moves a peer's hold: to seq at the peer's (re)subscription, which may
@@ -258,8 +259,9 @@ func (r *Replica) retain() {
 	for _, k := range lapsed {
 		delete(r.ret.holds, k)
 	}
+	r.feedLimits(perOrigin)
 	st := retentionStep{r: r, budget: r.cfg.PurgeStep, limits: perOrigin, next: map[wire.OriginID]uint64{},
-		held: map[string]heldBack{}}
+		held: map[string]heldBack{}, feedsHeld: map[string]uint64{}}
 	for _, l := range r.ret.logs {
 		st.total += l.Bytes
 	}
@@ -271,6 +273,9 @@ func (r *Replica) retain() {
 		return // a store failure: r.fatal says why
 	}
 	r.ret.held = st.held
+	for name, f := range r.feeds {
+		f.heldBack = st.feedsHeld[name]
+	}
 	p := &store.Purge{ArrivalFloor: max(r.ret.afloor, st.afloor)}
 	for _, o := range r.originOrder {
 		if to, ok := st.next[o]; ok && to > r.floor(o).Seq {
@@ -286,6 +291,7 @@ func (r *Replica) retain() {
 			return
 		}
 		r.ret.logs, r.ret.afloor = logs, p.ArrivalFloor
+		r.feedsLogsChanged()
 		r.counters.EntriesPurged += st.purged
 		for _, l := range p.Logs {
 			r.headsDirty[l.Origin] = true // version-3 peers are told the new floor
@@ -419,6 +425,8 @@ type retentionStep struct {
 	ageLimit uint64                   // HLC wall milliseconds: older entries may go
 	purged   uint64
 	held     map[string]heldBack
+	// feedsHeld: what the named feeds' holds kept, by feed (namedfeeds.go).
+	feedsHeld map[string]uint64
 	// stays: the floor at which runsBefore found a log's next row staying (runsBefore).
 	stays map[wire.OriginID]uint64
 }
@@ -457,6 +465,7 @@ func (st *retentionStep) judge(o wire.OriginID, seq uint64, hlc wire.HLC, n int,
 				st.held[k.peer] = hb
 			}
 		}
+		r.feedsHeld(o, seq, n, st.feedsHeld)
 		return held
 	}
 	if decide {
