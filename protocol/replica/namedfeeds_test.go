@@ -92,8 +92,9 @@ func TestNamedFeedHeldUnderCap(t *testing.T) {
 		if !st.Lapsed || st.HeldBytes != 0 || a.rep.Status(a.clock()).Counters.NamedFeedHoldsLapsed != 1 {
 			t.Fatalf("one byte over the cap: %+v, lapses %d; want lapsed once, holding nothing", st, a.rep.Status(a.clock()).Counters.NamedFeedHoldsLapsed)
 		}
-		if _, ok := a.rep.NamedFeed("f"); !ok {
-			t.Fatal("a lapsed feed is gone; it stays, lapsed")
+		if st.LagBytes != a.entryBytes(a, 6, 6) || st.LagEntries != 5 {
+			t.Fatalf("lapsed, purged to 5: %d entries and %d bytes behind, want 5 and the %d bytes the log holds above it",
+				st.LagEntries, st.LagBytes, a.entryBytes(a, 6, 6))
 		}
 	}
 }
@@ -142,6 +143,9 @@ func TestNamedFeedSurvivesRestart(t *testing.T) {
 	}
 	h.advance(2 * time.Second) // g lapses; f holds from 3
 	a.wantFloor(a, 3)
+	if _, err := a.ack("f", a, 4); err != nil { // above the floor: loading walks the log to count
+		t.Fatal(err)
+	}
 	before := a.rep.NamedFeeds()
 	a.restart()
 	after := a.rep.NamedFeeds()
@@ -155,12 +159,12 @@ func TestNamedFeedSurvivesRestart(t *testing.T) {
 			t.Fatalf("after a restart: %+v, want %+v", n, b)
 		}
 	}
-	if !after[1].Lapsed || after[0].Lapsed || after[0].LagBytes != a.entryBytes(a, 4, 6) {
-		t.Fatalf("after a restart: %+v, want f held with %d bytes behind and g lapsed", after, a.entryBytes(a, 4, 6))
+	if !after[1].Lapsed || after[0].Lapsed || after[0].LagBytes != a.entryBytes(a, 5, 6) {
+		t.Fatalf("after a restart: %+v, want f held with %d bytes behind and g lapsed", after, a.entryBytes(a, 5, 6))
 	}
 	writeN(a, 6, 1)
 	h.advance(2 * time.Second)
-	a.wantFloor(a, 3) // f still holds after the restart
+	a.wantFloor(a, 4) // f still holds after the restart
 }
 
 // TestNamedFeedDeleteReleases: a deleted feed holds nothing (retention purges past its
@@ -203,4 +207,25 @@ func TestNamedFeedLimit(t *testing.T) {
 	wantCode(t, "f2 of another table", err, replica.CodeFeedExists)
 	_, _, err = a.rep.PutNamedFeed("F", "t", 9)
 	wantCode(t, "a name outside the rule", err, replica.CodeBadFeedName)
+}
+
+// TestNamedFeedRearms: a lapsed feed holds again once an ack brings it under its cap with
+// nothing above its position purged, not before: a larger cap alone does not, while
+// entries above its position are gone.
+func TestNamedFeedRearms(t *testing.T) {
+	h, a := feedNode(t, replica.Config{})
+	a.putFeed("f", 1)
+	writeN(a, 1, 5)
+	h.advance(2 * time.Second)
+	a.wantFloor(a, 5)
+	if st := a.putFeed("f", 1<<20); !st.Lapsed {
+		t.Fatalf("a larger cap with entries 2..5 purged: %+v, want still lapsed", st)
+	}
+	st, err := a.ack("f", a, 5)
+	if err != nil || st.Lapsed {
+		t.Fatalf("an ack to the floor under the cap: %+v %v, want held again", st, err)
+	}
+	writeN(a, 6, 3)
+	h.advance(2 * time.Second)
+	a.wantFloor(a, 5)
 }
