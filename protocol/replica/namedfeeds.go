@@ -121,16 +121,16 @@ func (r *Replica) namedFeedStatus(name string, f *namedFeed) NamedFeedStatus {
 
 // NamedFeeds lists the named feeds, sorted by name.
 func (r *Replica) NamedFeeds() []NamedFeedStatus {
-	out := make([]NamedFeedStatus, 0, len(r.feeds))
-	for _, name := range slices.Sorted(maps.Keys(r.feeds)) {
-		out = append(out, r.namedFeedStatus(name, r.feeds[name]))
+	out := make([]NamedFeedStatus, 0, len(r.named))
+	for _, name := range slices.Sorted(maps.Keys(r.named)) {
+		out = append(out, r.namedFeedStatus(name, r.named[name]))
 	}
 	return out
 }
 
 // NamedFeed is one named feed's state; false when there is none of that name.
 func (r *Replica) NamedFeed(name string) (NamedFeedStatus, bool) {
-	f := r.feeds[name]
+	f := r.named[name]
 	if f == nil {
 		return NamedFeedStatus{}, false
 	}
@@ -151,7 +151,7 @@ func (r *Replica) PutNamedFeed(name, table string, holdBytes uint64) (st NamedFe
 	case !ValidTable([]byte(table)):
 		return NamedFeedStatus{}, false, wire.NewError(CodeBadFeedTable, "a table name is 1 to 64 of [A-Za-z0-9_.-]")
 	}
-	if f := r.feeds[name]; f != nil {
+	if f := r.named[name]; f != nil {
 		if f.table != table {
 			return NamedFeedStatus{}, false, wire.NewError(CodeFeedExists, "the feed "+name+" follows the table "+f.table+"; delete it to follow another")
 		}
@@ -164,7 +164,7 @@ func (r *Replica) PutNamedFeed(name, table string, holdBytes uint64) (st NamedFe
 		*f = n
 		return r.namedFeedStatus(name, f), false, nil
 	}
-	if len(r.feeds) >= r.cfg.MaxNamedFeeds {
+	if len(r.named) >= r.cfg.MaxNamedFeeds {
 		r.counters.NamedFeedsRefused++
 		return NamedFeedStatus{}, false, wire.NewError(CodeTooManyNamedFeeds,
 			"this node keeps "+strconv.Itoa(r.cfg.MaxNamedFeeds)+" named feeds already (--max-named-feeds); delete one first")
@@ -173,15 +173,15 @@ func (r *Replica) PutNamedFeed(name, table string, holdBytes uint64) (st NamedFe
 	if err := r.writeFeed(name, f); err != nil {
 		return NamedFeedStatus{}, false, err
 	}
-	names := append(slices.Sorted(maps.Keys(r.feeds)), name)
+	names := append(slices.Sorted(maps.Keys(r.named)), name)
 	slices.Sort(names)
 	if err := r.writeFeedNames(names); err != nil {
 		return NamedFeedStatus{}, false, err
 	}
-	if r.feeds == nil {
-		r.feeds = map[string]*namedFeed{}
+	if r.named == nil {
+		r.named = map[string]*namedFeed{}
 	}
-	r.feeds[name] = f
+	r.named[name] = f
 	return r.namedFeedStatus(name, f), true, nil
 }
 
@@ -190,11 +190,11 @@ func (r *Replica) DeleteNamedFeed(name string) (bool, error) {
 	if r.fatal != nil {
 		return false, r.fatal
 	}
-	if r.feeds[name] == nil {
+	if r.named[name] == nil {
 		return false, nil
 	}
 	var names []string
-	for _, n := range slices.Sorted(maps.Keys(r.feeds)) {
+	for _, n := range slices.Sorted(maps.Keys(r.named)) {
 		if n != name {
 			names = append(names, n)
 		}
@@ -204,7 +204,7 @@ func (r *Replica) DeleteNamedFeed(name string) (bool, error) {
 	if err := r.writeFeedNames(names); err != nil {
 		return false, err
 	}
-	delete(r.feeds, name)
+	delete(r.named, name)
 	if !r.check(r.store.PutControl(controlFeedPrefix+name, []byte{})) {
 		return true, r.failure()
 	}
@@ -219,7 +219,7 @@ func (r *Replica) AckNamedFeed(name string, pos []wire.OriginSeq) (NamedFeedStat
 	if r.fatal != nil {
 		return NamedFeedStatus{}, r.fatal
 	}
-	f := r.feeds[name]
+	f := r.named[name]
 	if f == nil {
 		return NamedFeedStatus{}, wire.NewError(CodeNoSuchFeed, "no named feed "+name)
 	}
@@ -308,7 +308,7 @@ func (r *Replica) logBytes(o wire.OriginID, from, to uint64) (uint64, error) {
 
 // feedsApplied adds an applied entry's or run's bytes to every named feed.
 func (r *Replica) feedsApplied(o wire.OriginID, n int) {
-	for _, f := range r.feeds {
+	for _, f := range r.named {
 		if f.above == nil {
 			f.above = map[wire.OriginID]uint64{}
 		}
@@ -319,7 +319,7 @@ func (r *Replica) feedsApplied(o wire.OriginID, n int) {
 // feedsLogsChanged keeps every named feed's bytes within its logs' after a purge or a
 // copy (see the package's note above).
 func (r *Replica) feedsLogsChanged() {
-	for _, f := range r.feeds {
+	for _, f := range r.named {
 		for o, b := range f.above {
 			f.above[o] = min(b, r.ret.logs[o].Bytes)
 		}
@@ -329,8 +329,8 @@ func (r *Replica) feedsLogsChanged() {
 // feedLimits lapses the feeds whose bytes went over their caps (written, and counted),
 // and adds each held feed's position to the per-origin limits of a retention step.
 func (r *Replica) feedLimits(perOrigin map[wire.OriginID]uint64) {
-	for _, name := range slices.Sorted(maps.Keys(r.feeds)) {
-		f := r.feeds[name]
+	for _, name := range slices.Sorted(maps.Keys(r.named)) {
+		f := r.named[name]
 		if !f.lapsed && f.aboveBytes() > f.holdBytes {
 			// Written first: a lapse the store did not take holds on (a store failure
 			// stops this step's purge as well).
@@ -358,7 +358,7 @@ func (r *Replica) feedLimits(perOrigin map[wire.OriginID]uint64) {
 // feedsHeld counts an entry of origin o at seq of n bytes that a retention step keeps
 // against each held feed whose position is below it.
 func (r *Replica) feedsHeld(o wire.OriginID, seq uint64, n int, held map[string]uint64) {
-	for name, f := range r.feeds {
+	for name, f := range r.named {
 		if !f.lapsed && f.pos[o] < seq {
 			held[name] += uint64(n)
 		}
@@ -393,7 +393,7 @@ func (r *Replica) loadNamedFeeds() error {
 	if err := wire.Unmarshal(raw, &names); err != nil {
 		return errorf("the control document %s is not a list of names: %v", controlNamedFeeds, err)
 	}
-	r.feeds = make(map[string]*namedFeed, len(names))
+	r.named = make(map[string]*namedFeed, len(names))
 	for _, name := range names {
 		raw, err := r.store.Control(controlFeedPrefix + name)
 		if err != nil {
@@ -403,14 +403,14 @@ func (r *Replica) loadNamedFeeds() error {
 		if err := wire.Unmarshal(raw, &sf); err != nil || len(raw) == 0 {
 			return errorf("the control document %s%s is not a named feed: %v", controlFeedPrefix, name, err)
 		}
-		r.feeds[name] = &namedFeed{table: sf.Table, holdBytes: sf.HoldBytes, lapsed: sf.Lapsed, pos: loadSeqs(sf.Pos),
+		r.named[name] = &namedFeed{table: sf.Table, holdBytes: sf.HoldBytes, lapsed: sf.Lapsed, pos: loadSeqs(sf.Pos),
 			above: map[wire.OriginID]uint64{}}
 	}
 	for _, st := range r.originList {
 		o, head := st.id, st.applied.Seq
 		fl := r.floor(o).Seq
 		lowest := head
-		for _, f := range r.feeds {
+		for _, f := range r.named {
 			if p := f.pos[o]; p <= fl {
 				f.above[o] = r.ret.logs[o].Bytes
 			} else if p < head {
@@ -427,7 +427,7 @@ func (r *Replica) loadNamedFeeds() error {
 			} else if err != nil {
 				return err
 			}
-			for _, f := range r.feeds {
+			for _, f := range r.named {
 				if p := f.pos[o]; p > fl && p < last {
 					f.above[o] += uint64(n)
 				}

@@ -78,8 +78,8 @@ type Replica struct {
 	// ownSince: of each table this node does not carry, the seq of its own log from
 	// which its entries write none of it (holds.go).
 	ownSince map[string]uint64
-	// feeds: the named feeds by name (namedfeeds.go).
-	feeds map[string]*namedFeed
+	// named: the named feeds by name (namedfeeds.go).
+	named map[string]*namedFeed
 	// passed: the held tables whose operations the entry being applied passes (lww).
 	passed [][]byte
 	// links: this node's settings for the links to its peers, by peer name, the default

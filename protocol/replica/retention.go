@@ -273,7 +273,7 @@ func (r *Replica) retain() {
 		return // a store failure: r.fatal says why
 	}
 	r.ret.held = st.held
-	for name, f := range r.feeds {
+	for name, f := range r.named {
 		f.heldBack = st.feedsHeld[name]
 	}
 	p := &store.Purge{ArrivalFloor: max(r.ret.afloor, st.afloor)}
