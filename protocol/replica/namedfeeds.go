@@ -137,7 +137,8 @@ func (r *Replica) NamedFeed(name string) (NamedFeedStatus, bool) {
 	return r.namedFeedStatus(name, f), true
 }
 
-// PutNamedFeed creates a named feed of table at this node's applied positions, or sets an
+// PutNamedFeed creates a named feed of table at this node's applied positions (of its own
+// origin, its synced seq: feedSeq), or sets an
 // existing one's cap (created says which). A feed of another table of that name is
 // refused (CodeFeedExists), and a new one past Config.MaxNamedFeeds too
 // (CodeTooManyNamedFeeds, counted). It returns once the feed is in the store.
@@ -169,7 +170,22 @@ func (r *Replica) PutNamedFeed(name, table string, holdBytes uint64) (st NamedFe
 		return NamedFeedStatus{}, false, wire.NewError(CodeTooManyNamedFeeds,
 			"this node keeps "+strconv.Itoa(r.cfg.MaxNamedFeeds)+" named feeds already (--max-named-feeds); delete one first")
 	}
-	f := &namedFeed{table: table, holdBytes: holdBytes, pos: r.appliedSeqs(), above: map[wire.OriginID]uint64{}}
+	pos := r.appliedSeqs()
+	if s := r.feedSeq(r.id.Origin); s > 0 {
+		pos[r.id.Origin] = s
+	} else {
+		delete(pos, r.id.Origin)
+	}
+	f := &namedFeed{table: table, holdBytes: holdBytes, pos: pos, above: map[wire.OriginID]uint64{}}
+	// The bytes above a position under the own origin's applied seq (entries not yet
+	// synced) are above it already.
+	if a := r.origin(r.id.Origin).applied.Seq; a > pos[r.id.Origin] {
+		passed, err := r.logBytes(r.id.Origin, pos[r.id.Origin], a)
+		if err != nil {
+			return NamedFeedStatus{}, false, err
+		}
+		f.above[r.id.Origin] = passed
+	}
 	if err := r.writeFeed(name, f); err != nil {
 		return NamedFeedStatus{}, false, err
 	}
@@ -213,7 +229,7 @@ func (r *Replica) DeleteNamedFeed(name string) (bool, error) {
 
 // AckNamedFeed moves a named feed's position up to pos, origin by origin (an origin
 // below the feed's position stays where it is). An origin above this node's applied seq
-// refuses the whole ack (CodeAhead), moving nothing. It returns once the position is in the
+// (of its own origin, its synced seq: feedSeq) refuses the whole ack (CodeAhead), moving nothing. It returns once the position is in the
 // store.
 func (r *Replica) AckNamedFeed(name string, pos []wire.OriginSeq) (NamedFeedStatus, error) {
 	if r.fatal != nil {
@@ -224,7 +240,7 @@ func (r *Replica) AckNamedFeed(name string, pos []wire.OriginSeq) (NamedFeedStat
 		return NamedFeedStatus{}, wire.NewError(CodeNoSuchFeed, "no named feed "+name)
 	}
 	for _, p := range pos {
-		if a := r.origin(p.Origin).applied.Seq; p.Seq > a {
+		if a := r.feedSeq(p.Origin); p.Seq > a {
 			r.counters.NamedFeedAcksAhead++
 			return NamedFeedStatus{}, wire.NewError(CodeAhead, "the position of "+p.Origin.String()+" is "+strconv.FormatUint(p.Seq, 10)+
 				", above this node's applied "+strconv.FormatUint(a, 10))
@@ -261,6 +277,18 @@ func (r *Replica) AckNamedFeed(name string, pos []wire.OriginSeq) (NamedFeedStat
 	*f = n
 	r.counters.NamedFeedAcks++
 	return r.namedFeedStatus(name, f), nil
+}
+
+// feedSeq is how far a feed may read origin o on this node: its applied seq, and of this
+// node's own origin, while entries wait for their sync (HoldUnsynced), the synced seq, as
+// the shell's feeds read it (node.FeedRead): a crash may take back a local write not
+// synced, and a position past it would pass over the write that reuses its seq.
+func (r *Replica) feedSeq(o wire.OriginID) uint64 {
+	a := r.origin(o).applied.Seq
+	if o == r.id.Origin && r.cfg.HoldUnsynced {
+		return min(a, r.synced)
+	}
+	return a
 }
 
 // rearm holds again a lapsed feed whose bytes are at or under its cap and none of whose
