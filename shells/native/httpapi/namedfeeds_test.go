@@ -189,3 +189,46 @@ func TestNamedFeedRetention(t *testing.T) {
 		t.Fatalf("streaming f past its lapse: %d %s, want 410 purged at floor 5", got.status, got.body)
 	}
 }
+
+// TestNamedFeedRestart: a named feed, its cap, acknowledged position and lapse come back
+// after the node stops and starts again on its data directory (its control documents in
+// RocksDB), its lag counted again from the logs; a deleted one does not.
+func TestNamedFeedRestart(t *testing.T) {
+	dir := t.TempDir()
+	_, a, _, stop := linkNode(t, node.Config{Name: "A"}, dir)
+	origin := statusOf(t, a.URL).Node.Origin
+	put(t, a.URL, "t", "k0", "v")
+	// gone is made and deleted first, so that keep's own creation is what lists it.
+	for _, f := range []string{"gone", "keep"} {
+		code, body := do(t, http.MethodPut, a.URL+"/v1/feeds/"+f, `{"table":"t","hold_bytes":777}`)
+		namedFeed(t, "PUT "+f, code, body, http.StatusCreated)
+		if f == "gone" {
+			if code, body = do(t, http.MethodDelete, a.URL+"/v1/feeds/gone", ""); code != http.StatusNoContent {
+				t.Fatalf("DELETE gone: %d %s", code, body)
+			}
+		}
+	}
+	for i := 1; i <= 4; i++ {
+		put(t, a.URL, "t", fmt.Sprint("k", i), "v")
+	}
+	code, body := do(t, http.MethodPost, a.URL+"/v1/feeds/keep/ack", `{"position":"`+origin+`:3"}`)
+	before := namedFeed(t, "ack keep", code, body, http.StatusOK)
+	stop()
+	_, a, _, stop = linkNode(t, node.Config{Name: "A"}, dir)
+	code, body = do(t, http.MethodGet, a.URL+"/v1/feeds/keep", "")
+	after := namedFeed(t, "GET keep after a restart", code, body, http.StatusOK)
+	if after.Position != origin+":3" || after.HoldBytes != 777 || after.Table != "t" || after.LagEntries != 2 || after.LagBytes != before.LagBytes || after.LagBytes == 0 {
+		t.Fatalf("after a restart: %+v, want %+v (its held_bytes aside)", after, before)
+	}
+	code, body = do(t, http.MethodGet, a.URL+"/v1/feeds/gone", "")
+	wantError(t, "GET of the deleted feed after a restart", code, body, http.StatusNotFound, "not-found")
+	// The last feed deleted: its deletion alone is what unlists it.
+	if code, body = do(t, http.MethodDelete, a.URL+"/v1/feeds/keep", ""); code != http.StatusNoContent {
+		t.Fatalf("DELETE keep: %d %s", code, body)
+	}
+	stop()
+	_, a, _, _ = linkNode(t, node.Config{Name: "A"}, dir)
+	if st := statusOf(t, a.URL); len(st.NamedFeeds) != 0 {
+		t.Fatalf("after deleting every feed and a restart: %+v", st.NamedFeeds)
+	}
+}
