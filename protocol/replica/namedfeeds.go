@@ -283,8 +283,14 @@ func (r *Replica) AckNamedFeed(name string, pos []wire.OriginSeq) (NamedFeedStat
 // node's own origin, while entries wait for their sync (HoldUnsynced), the synced seq, as
 // the shell's feeds read it (node.FeedRead): a crash may take back a local write not
 // synced, and a position past it would pass over the write that reuses its seq.
+// An origin this node does not know is at 0; it is looked up, never made (origin would
+// list it in the status from then on, for an ack's say).
 func (r *Replica) feedSeq(o wire.OriginID) uint64 {
-	a := r.origin(o).applied.Seq
+	st := r.origins[o]
+	if st == nil {
+		return 0
+	}
+	a := st.applied.Seq
 	if o == r.id.Origin && r.cfg.HoldUnsynced {
 		return min(a, r.synced)
 	}

@@ -125,9 +125,14 @@ func TestNamedFeedAcks(t *testing.T) {
 	}
 	_, err = a.ack("g", a, 1)
 	wantCode(t, "an ack of an unknown feed", err, replica.CodeNoSuchFeed)
+	_, err = a.rep.AckNamedFeed("f", []wire.OriginSeq{{Origin: wire.OriginID{0xee}, Seq: 1}})
+	wantCode(t, "an ack of an origin this node does not know", err, replica.CodeAhead)
+	if n := len(a.rep.Status(a.clock()).Origins); n != 1 {
+		t.Fatalf("an ack of an unknown origin: %d origins in the status, want A's alone", n)
+	}
 	c := a.rep.Status(a.clock()).Counters
-	if c.NamedFeedAcks != 1 || c.NamedFeedAcksAhead != 1 {
-		t.Fatalf("counters: %d acks, %d ahead; want 1 and 1", c.NamedFeedAcks, c.NamedFeedAcksAhead)
+	if c.NamedFeedAcks != 1 || c.NamedFeedAcksAhead != 2 {
+		t.Fatalf("counters: %d acks, %d ahead; want 1 and 2", c.NamedFeedAcks, c.NamedFeedAcksAhead)
 	}
 }
 
