@@ -350,6 +350,24 @@ func (r *Replica) feedsApplied(o wire.OriginID, n int) {
 	}
 }
 
+// feedsRunMerged adds a run's bytes to every named feed when the store merged it with the
+// run before it, through prevTo, into a row of n bytes that replaced one of was: a feed
+// that counted the earlier row (its position below prevTo) grows by the difference, one
+// that did not has the whole merged row above it now (its last seq is above every
+// position).
+func (r *Replica) feedsRunMerged(o wire.OriginID, prevTo uint64, n, was int) {
+	for _, f := range r.named {
+		if f.above == nil {
+			f.above = map[wire.OriginID]uint64{}
+		}
+		if f.pos[o] < prevTo {
+			f.above[o] = f.above[o] + uint64(n) - min(f.above[o], uint64(was))
+		} else {
+			f.above[o] += uint64(n)
+		}
+	}
+}
+
 // feedsLogsChanged keeps every named feed's bytes within its logs' after a purge or a
 // copy (see the package's note above).
 func (r *Replica) feedsLogsChanged() {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"plait/protocol/replica"
+	"plait/protocol/store"
 	"plait/protocol/wire"
 )
 
@@ -233,4 +234,86 @@ func TestNamedFeedRearms(t *testing.T) {
 	writeN(a, 6, 3)
 	h.advance(2 * time.Second)
 	a.wantFloor(a, 5)
+}
+
+// TestNamedFeedRuns: on a node that does not carry a table, whose log of an origin holds
+// runs (one row per stretch of entries it was not sent, each SKIP extending the row
+// before), a named feed counts each row once, as the store does: its bytes above a
+// position at 0 are the log's; an ack inside a run keeps the run above it; a restart
+// counts the same.
+func TestNamedFeedRuns(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.addNode("A", replica.Config{}), h.addNode("B", replica.Config{})
+	h.connect(b, a)
+	if _, err := a.publish(mapDoc(2, `,"placement":{"t":["A"]}`, "A", "B")); err != nil {
+		t.Fatal(err)
+	}
+	h.pump()
+	b.putFeed("f", 1<<20)
+	for _, op := range []wire.Op{put("t", "k1", "1"), put("u", "k2", "2"), put("t", "k3", "3"), put("t", "k4", "4"), put("t", "k5", "5"), put("u", "k6", "6")} {
+		a.write(op)
+		h.pump() // one SKIP per entry: B extends its run row with each
+	}
+	run := runAt(t, b, a.origin, 4)
+	if run == nil || run.From != 3 || run.To != 5 {
+		t.Fatalf("B holds A's 3..5 as %+v, want one run 3..5", run)
+	}
+	at := b.feed("f").Position
+	base := uint64(0) // what B's log of A held when the feed was made (the map's entries)
+	for _, p := range at {
+		if p.Origin == a.origin {
+			base = b.entryBytesThrough(a, p.Seq)
+		}
+	}
+	if st := b.feed("f"); st.LagBytes != b.logBytes(a)-base+b.ownLogBytes() {
+		t.Fatalf("B's feed: %d bytes behind, want %d: B's log of A above the position, counted as the store counts it", st.LagBytes, b.logBytes(a)-base+b.ownLogBytes())
+	}
+	if _, err := b.ack("f", a, 4); err != nil {
+		t.Fatal(err)
+	}
+	want := uint64(len(store.AppendSkipRow(nil, run))) + b.entryBytesThrough(a, 6) - b.entryBytesThrough(a, 5)
+	if st := b.feed("f"); st.LagBytes != want+b.ownLogBytes() {
+		t.Fatalf("after an ack inside the run 3..5: %d bytes behind, want %d (the run and entry 6)", st.LagBytes, want+b.ownLogBytes())
+	}
+	before := b.feed("f")
+	b.restart()
+	if after := b.feed("f"); after.LagBytes != before.LagBytes {
+		t.Fatalf("after a restart: %d bytes behind, want %d", after.LagBytes, before.LagBytes)
+	}
+}
+
+// entryBytesThrough is the bytes of of's log on n from its first seq through seq, each
+// run counted once, as the store counts a log's bytes.
+func (n *node) entryBytesThrough(of *node, seq uint64) uint64 {
+	n.h.t.Helper()
+	var sum uint64
+	for s := uint64(1); s <= seq; s++ {
+		raw, err := n.store.Entry(of.origin, s)
+		var sk *store.SkippedError
+		if errors.As(err, &sk) {
+			if sk.To > seq {
+				break
+			}
+			sum += uint64(len(store.AppendSkipRow(nil, sk)))
+			s = sk.To
+			continue
+		}
+		if err != nil {
+			n.h.t.Fatalf("%s: entry %s/%d: %v", n.name, of.name, s, err)
+		}
+		sum += uint64(len(raw))
+	}
+	return sum
+}
+
+// ownLogBytes is the bytes of n's own log above the feed "f"'s position of it.
+func (n *node) ownLogBytes() uint64 {
+	n.h.t.Helper()
+	var at uint64
+	for _, p := range n.feed("f").Position {
+		if p.Origin == n.origin {
+			at = p.Seq
+		}
+	}
+	return n.logBytes(n) - n.entryBytesThrough(n, at)
 }

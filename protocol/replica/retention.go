@@ -89,12 +89,27 @@ func (r *Replica) loadRetention() error {
 // floor is an origin's log floor on this node.
 func (r *Replica) floor(o wire.OriginID) store.Floor { return r.ret.logs[o].Floor }
 
-// applied records an Apply's bytes in the origin's log.
+// logApplied records an Apply's bytes in the origin's log.
 func (r *Replica) logApplied(o wire.OriginID, n int) {
 	l := r.ret.logs[o]
 	l.Bytes += uint64(n)
 	r.ret.logs[o] = l
 	r.feedsApplied(o, n)
+}
+
+// runApplied records a run's Apply in the origin's log: the row run, which replaced the
+// row prev when the store merged the two (store.Extend; nil when it did not).
+func (r *Replica) runApplied(o wire.OriginID, run, prev *store.SkippedError) {
+	n := len(store.AppendSkipRow(nil, run))
+	if prev == nil {
+		r.logApplied(o, n)
+		return
+	}
+	was := len(store.AppendSkipRow(nil, prev))
+	l := r.ret.logs[o]
+	l.Bytes = l.Bytes + uint64(n) - min(l.Bytes, uint64(was))
+	r.ret.logs[o] = l
+	r.feedsRunMerged(o, prev.To, n, was)
 }
 
 // holdAt makes or moves a peer's hold: to seq at the peer's (re)subscription, which may
