@@ -61,6 +61,11 @@ func TestMutationsAreCaught(t *testing.T) {
 		// stands and a write outside it enters, below every token (a lock run's client
 		// tries one now and then).
 		{"a write without a token taken in a fenced table (last-writer-wins there)", mutate.Set{UnfencedWrites: true}, nil},
+		// Change feeds (conformance/sim/feeds.go): every run has consumers of t1's feed.
+		{"a change feed that passes an entry with no event", mutate.Set{FeedSkipEntry: true}, nil},
+		{"a change feed that gives changes again after a resume", mutate.Set{FeedRedeliverOnResume: true}, nil},
+		// Runs naming t1 reach a feed in the runs that place it (a fifth of the seeds).
+		{"a change feed that passes a run naming its table with no reread", mutate.Set{FeedPassNamedRun: true}, nil},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel() // each mutation is a value of its own runs: nothing is shared

@@ -40,6 +40,7 @@ func TestSim(t *testing.T) {
 	linkRuns, oneWay, excluding, linkChanges, linkChecked := 0, 0, 0, 0, 0
 	lockRuns, lockGrants, lockAcked, lockLost, lockHomeCrashes := 0, 0, 0, 0, 0
 	lockBeyond, lockOverlaps, lockDelegated, lockVia, lockViaDelegated := 0, 0, 0, 0, 0
+	var fd sim.Report // the change feeds' counts, summed
 	var virtual time.Duration
 	for seed := *simBase; seed < *simBase+uint64(*simSeeds); seed++ {
 		rep := sim.Random(seed, sim.Options{Nodes: *simNodes})
@@ -65,6 +66,9 @@ func TestSim(t *testing.T) {
 			lockDelegated += rep.LockDelegated
 			lockVia, lockViaDelegated = lockVia+rep.LockVia, lockViaDelegated+rep.LockViaDelegated
 		}
+		fd.FeedChanges, fd.FeedRereads, fd.FeedDisconnects = fd.FeedChanges+rep.FeedChanges, fd.FeedRereads+rep.FeedRereads, fd.FeedDisconnects+rep.FeedDisconnects
+		fd.FeedResumes, fd.FeedBehind, fd.FeedPurged = fd.FeedResumes+rep.FeedResumes, fd.FeedBehind+rep.FeedBehind, fd.FeedPurged+rep.FeedPurged
+		fd.FeedSkipped, fd.FeedCopy, fd.FeedRepair = fd.FeedSkipped+rep.FeedSkipped, fd.FeedCopy+rep.FeedCopy, fd.FeedRepair+rep.FeedRepair
 		if len(rep.Failures) > 0 {
 			failed++
 			t.Errorf("FAILING SEED %d (replay: go test ./conformance -run 'TestSim$' -seed=%d -sim.nodes=%d -sim.trace -v): %s\n  %v",
@@ -109,6 +113,13 @@ func TestSim(t *testing.T) {
 		t.Errorf("of %d runs with locks, %d writes acknowledged through another node, %d of them under a delegated lease: the range does not exercise them",
 			lockRuns, lockVia, lockViaDelegated)
 	}
+	// Change feeds (conformance/sim/feeds.go): every run has consumers; over enough runs
+	// with retention (copies, purges) they resume, wait for a node behind them, are told
+	// to reread for a copy and for a purge.
+	if retaining >= judged && (fd.FeedChanges == 0 || fd.FeedResumes == 0 || fd.FeedBehind == 0 || fd.FeedCopy == 0 || fd.FeedPurged == 0) {
+		t.Errorf("the feeds' consumers were given %d changes, resumed %d times (%d behind), told to reread %d times for a copy, %d purged: the range does not exercise them",
+			fd.FeedChanges, fd.FeedResumes, fd.FeedBehind, fd.FeedCopy, fd.FeedPurged)
+	}
 	took := time.Since(start)
 	t.Logf("%d seeds from %d: %d failed, %s; %d with retention, %d of them purged, %d took %d base copies (%d resumed, %d crashed), %d tombstones dropped",
 		*simSeeds, *simBase, failed, took.Round(time.Millisecond), retaining, purgedRuns, copyRuns, copies, resumed, copyCrashes, tombstones)
@@ -116,6 +127,8 @@ func TestSim(t *testing.T) {
 		linkRuns, oneWay, excluding, linkChanges, linkChecked)
 	t.Logf("%d with locks: %d leases held (%d granted by a delegate), %d writes under them acknowledged (%d through another node, %d of those under a delegated lease), %d refused at the confirm, %d home crashes; %d with a clock beyond the bounds, %d overlaps the homes saw",
 		lockRuns, lockGrants, lockDelegated, lockAcked, lockVia, lockViaDelegated, lockLost, lockHomeCrashes, lockBeyond, lockOverlaps)
+	t.Logf("feeds: %d changes given, %d rereads (%d of runs naming the table, %d for copies, %d for repairs), %d disconnects, %d resumes (%d waiting for a node behind), %d purged restarts",
+		fd.FeedChanges, fd.FeedRereads, fd.FeedSkipped, fd.FeedCopy, fd.FeedRepair, fd.FeedDisconnects, fd.FeedResumes, fd.FeedBehind, fd.FeedPurged)
 	t.Logf("%.1f schedules per second; %.0fx virtual time; largest topology %d nodes",
 		float64(*simSeeds)/took.Seconds(), virtual.Seconds()/took.Seconds(), largest)
 }

@@ -65,13 +65,18 @@ type Report struct {
 	// LockBeyond is 1 for a lock run with a clock beyond the bounds, LockOverlaps the
 	// overlaps its oracle saw the homes see (locks.go).
 	LockBeyond, LockOverlaps int
-	Failures                 []string
+	// Change feeds (feeds.go): changes and rereads the consumers were given (the rereads
+	// by reason: a run naming the table, a copy, a repair), their disconnects, resumes,
+	// resumes the node was behind for, and purged restarts.
+	FeedChanges, FeedRereads, FeedDisconnects, FeedResumes, FeedBehind, FeedPurged int
+	FeedSkipped, FeedCopy, FeedRepair                                              int
+	Failures                                                                       []string
 }
 
 func (r Report) String() string {
-	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d downgrades=%d faults=%d detected=%d covered=%d resent=%d closed=%d moves=%d duplicates=%d retain-bytes=%d purged=%d purged-answers=%d copies=%d (resumed %d, crashed %d) tombstones-dropped=%d disk-fulls=%d (recovered %d) maps=%d placed=%d requests=%d one-way=%d excluding=%d link-changes=%d link-checked=%d lock-grants=%d lock-acked=%d lock-lost=%d lock-home-crashes=%d lock-beyond=%d lock-overlaps=%d records=%d digest=%s virtual=%s sync-delay=%s",
+	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d downgrades=%d faults=%d detected=%d covered=%d resent=%d closed=%d moves=%d duplicates=%d retain-bytes=%d purged=%d purged-answers=%d copies=%d (resumed %d, crashed %d) tombstones-dropped=%d disk-fulls=%d (recovered %d) maps=%d placed=%d requests=%d one-way=%d excluding=%d link-changes=%d link-checked=%d lock-grants=%d lock-acked=%d lock-lost=%d lock-home-crashes=%d lock-beyond=%d lock-overlaps=%d feed-changes=%d feed-rereads=%d feed-disconnects=%d feed-resumes=%d feed-behind=%d feed-purged=%d records=%d digest=%s virtual=%s sync-delay=%s",
 		r.Seed, r.Nodes, r.Topology, r.Links, r.Mixed, r.Writes, r.Disconnects, r.Partitions, r.Crashes, r.PowerLosses, r.Upgrades, r.Downgrades,
-		r.Injected, r.Detected, r.Covered, r.Resent, r.Closed, r.Moves, r.Duplicates, r.RetainBytes, r.Purged, r.PurgedAnswers, r.Copies, r.CopyResumes, r.CopyCrashes, r.TombstonesDropped, r.DiskFulls, r.Recoveries, r.Maps, r.Placed, r.Requests, r.OneWay, r.Excluding, r.LinkChanges, r.LinkChecked, r.LockGrants, r.LockAcked, r.LockLost, r.LockHomeCrashes, r.LockBeyond, r.LockOverlaps, r.Records, r.Digest, r.Virtual, r.SyncDelay)
+		r.Injected, r.Detected, r.Covered, r.Resent, r.Closed, r.Moves, r.Duplicates, r.RetainBytes, r.Purged, r.PurgedAnswers, r.Copies, r.CopyResumes, r.CopyCrashes, r.TombstonesDropped, r.DiskFulls, r.Recoveries, r.Maps, r.Placed, r.Requests, r.OneWay, r.Excluding, r.LinkChanges, r.LinkChecked, r.LockGrants, r.LockAcked, r.LockLost, r.LockHomeCrashes, r.LockBeyond, r.LockOverlaps, r.FeedChanges, r.FeedRereads, r.FeedDisconnects, r.FeedResumes, r.FeedBehind, r.FeedPurged, r.Records, r.Digest, r.Virtual, r.SyncDelay)
 }
 
 // SimLimits are small session limits, so that the simulator's small transactions fill
@@ -347,6 +352,7 @@ func Random(seed uint64, opts Options) Report {
 	}
 	c.diskFills(&rep, names, end)
 	c.mapsAndRequests(&rep, names, end)
+	c.drawFeeds(&rep, seed, names, end)
 	// Only runs where no node ever speaks version 1 promise that nothing is received twice.
 	c.SetV2Only(!anyV1)
 	c.RunUntil(end)
@@ -383,6 +389,7 @@ func Random(seed uint64, opts Options) Report {
 	rep.Records, rep.Digest = c.CheckConverged()
 	c.checkMaps()
 	c.checkLocks(&rep)
+	c.checkFeeds(&rep)
 	f := c.Faults()
 	rep.Injected, rep.Detected, rep.Covered, rep.Resent, rep.Closed = f.Injected, f.Detected, f.Covered, f.Resent, f.Closed
 	for _, name := range names {

@@ -67,6 +67,7 @@ type Cluster struct {
 	place           placement                // the run's placement (placement.go)
 	lk              *linkOracle              // the run's links, once some are set (links.go)
 	locks           *lockRun                 // the run's lock workload, when it has one (locks.go)
+	feeds           *feedRun                 // the run's consumers of change feeds (feeds.go)
 	dropping        string                   // the peer whose connection a node is being told it lost
 	droppingSources map[wire.OriginID]string // the node's sources before
 	// writes is every local write that returned, per origin and seq: the oracle of what

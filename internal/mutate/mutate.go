@@ -100,4 +100,14 @@ type Set struct {
 	// (no lock-required): the write orders below every token, so it is lost in silence
 	// where the key was written under a lock before, and lands between holders where not.
 	UnfencedWrites bool
+	// FeedSkipEntry makes a change feed's reader pass every entry whose seq is a multiple
+	// of 5 with no event (protocol/feed): a consumer is never given those changes.
+	FeedSkipEntry bool
+	// FeedRedeliverOnResume makes a change feed started after a position start up to 3
+	// seqs before it on each origin: a consumer that resumes is given changes again.
+	FeedRedeliverOnResume bool
+	// FeedPassNamedRun makes a change feed's reader pass a run held as a skip that names
+	// its table with no reread: a consumer never learns of the changes the node was not
+	// sent.
+	FeedPassNamedRun bool
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"slices"
 
+	"plait/internal/mutate"
 	"plait/protocol/store"
+	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
 
@@ -80,6 +82,15 @@ type Inputs struct {
 	Copied uint64
 	// CopiesEnded counts the base copies the node ended (each may raise every floor).
 	CopiesEnded uint64
+	// Own and Synced, when Own is set, hold back the node's own entries above Synced: a
+	// node that serves peers only what is durable against power loss (the replica's
+	// HoldUnsynced) serves a feed no more, since a power loss may give such a seq to
+	// another write, and a consumer given the first would never be given the second.
+	Own    wire.OriginID
+	Synced uint64
+	// Mutations are the test-only breaks of the reader (internal/mutate): the replica's,
+	// the zero Set in production.
+	Mutations mutate.Set
 }
 
 // BehindError is Start's refusal of a position ahead of the node's applied positions on
@@ -125,8 +136,30 @@ type Reader struct {
 // refuses a position ahead of the store's vector on some origin (*BehindError, judged
 // first) and one below some origin's floor (*PurgedError). The first Next's inputs are the
 // ones the reader starts with (no reread for what was written before): a shell calls it in
-// the loop step it started the reader in, or uses StartWith.
+// the loop step it started the reader in, or uses StartWith, which a node that holds back
+// its unsynced writes (Inputs.Own) must use.
 func Start(st store.Store, table []byte, since Since) (*Reader, error) {
+	return start(st, table, since, nil)
+}
+
+// StartWith is Start with the inputs the reader starts with given: a rise of them after
+// in, not before, makes a reread; and SinceNow starts the node's own origin at in.Synced
+// when in.Own is set (a write a power loss may take back is not "now" yet).
+func StartWith(st store.Store, table []byte, since Since, in Inputs) (*Reader, error) {
+	r, err := start(st, table, since, &in)
+	if err != nil {
+		return nil, err
+	}
+	r.in, r.based = in, true
+	if in.Mutations.FeedRedeliverOnResume && since.Kind == SincePosition {
+		for _, e := range r.Position() {
+			r.pos = r.pos.With(e.Origin, e.Seq-min(e.Seq, 3))
+		}
+	}
+	return r, nil
+}
+
+func start(st store.Store, table []byte, since Since, in *Inputs) (*Reader, error) {
 	vec, err := st.Vector()
 	if err != nil {
 		return nil, err
@@ -146,6 +179,9 @@ func Start(st store.Store, table []byte, since Since) (*Reader, error) {
 	switch since.Kind {
 	case SinceNow:
 		r.pos = have
+		if in != nil && !in.Own.IsZero() && in.Synced < have.Seq(in.Own) {
+			r.pos = have.With(in.Own, in.Synced)
+		}
 	case SinceOldest:
 		for _, e := range entries {
 			if f := logs[e.Origin].Floor.Seq; f > 0 {
@@ -171,17 +207,6 @@ func Start(st store.Store, table []byte, since Since) (*Reader, error) {
 	default:
 		return nil, errorf("since of kind %d", since.Kind)
 	}
-	return r, nil
-}
-
-// StartWith is Start with the inputs the reader starts with given: a rise of them after
-// in, not before, makes a reread.
-func StartWith(st store.Store, table []byte, since Since, in Inputs) (*Reader, error) {
-	r, err := Start(st, table, since)
-	if err != nil {
-		return nil, err
-	}
-	r.in, r.based = in, true
 	return r, nil
 }
 
@@ -264,7 +289,11 @@ func (r *Reader) Next(st store.Store, in Inputs, maxEvents, maxBytes int) ([]Eve
 	}
 
 	var heads []head
-	for _, e := range entries {
+	for i, e := range entries {
+		if e.Origin == in.Own && !in.Own.IsZero() {
+			e.Seq = min(e.Seq, in.Synced)
+			entries[i] = e
+		}
 		if e.Seq <= r.pos.Seq(e.Origin) {
 			continue
 		}
@@ -291,17 +320,19 @@ func (r *Reader) Next(st store.Store, in Inputs, maxEvents, maxBytes int) ([]Eve
 		bytesRead += len(h.raw)
 		r.pos = r.pos.With(h.origin, h.seq)
 		if h.run != nil {
-			if slices.ContainsFunc(h.run.Tables, func(t []byte) bool { return bytes.Equal(t, r.table) }) {
+			if slices.ContainsFunc(h.run.Tables, func(t []byte) bool { return bytes.Equal(t, r.table) }) && !in.Mutations.FeedPassNamedRun {
 				events = append(events, Event{Kind: Reread, Reason: ReasonSkipped, Origin: h.origin, Seq: h.seq, HLC: h.hlc,
 					Name: r.name(st, &names, h.origin), Position: r.Position()})
 			}
 		} else if ev, ok, err := r.change(st, h); err != nil {
 			return events, err
+		} else if ok && in.Mutations.FeedSkipEntry && ev.Seq%5 == 0 {
+			// test-only: passed with no event
 		} else if ok {
 			ev.Name = r.name(st, &names, h.origin)
 			events = append(events, ev)
 		}
-		if h.seq < vec.Get(h.origin).Seq {
+		if h.seq < limit(entries, h.origin) {
 			if heads[i], err = r.read(st, h.origin, h.seq+1, logs); err != nil {
 				return events, err
 			}
@@ -311,6 +342,16 @@ func (r *Reader) Next(st store.Store, in Inputs, maxEvents, maxBytes int) ([]Eve
 	}
 	r.caught = len(heads) == 0
 	return events, nil
+}
+
+// limit is the last seq of origin the reader may read: its entry of entries, sorted by
+// origin.
+func limit(entries []vector.Entry, o wire.OriginID) uint64 {
+	i, ok := slices.BinarySearchFunc(entries, o, func(e vector.Entry, o wire.OriginID) int { return bytes.Compare(e.Origin[:], o[:]) })
+	if !ok {
+		return 0
+	}
+	return entries[i].Seq
 }
 
 // read is the entry of origin at seq: the entry, or the run that holds it.

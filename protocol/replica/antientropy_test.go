@@ -289,6 +289,14 @@ func TestAntiEntropyEqualHLCTieByOrigin(t *testing.T) {
 	if got := l.rep.Counters().AntiEntropyRecordsRepaired; got != 1 {
 		t.Errorf("L repaired %d records from H, want 1", got)
 	}
+	// The repair wrote t around the log: a feed of t reading across it rereads; one of u
+	// does not.
+	if in := l.rep.FeedInputs([]byte("t")); in.Repaired != 1 || in.Copied != 0 {
+		t.Errorf("L's feed inputs of t after one repair: %d repaired, %d copied; want 1 repaired", in.Repaired, in.Copied)
+	}
+	if in := l.rep.FeedInputs([]byte("u")); in.Repaired != 0 {
+		t.Errorf("L's feed inputs of u after a repair of t: %d repaired", in.Repaired)
+	}
 }
 
 // TestAntiEntropyNotFromAPeerBehind: A wrote k last (it writes nothing after), C deleted

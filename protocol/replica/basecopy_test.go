@@ -85,6 +85,12 @@ func TestCopyEmptyNodeJoins(t *testing.T) {
 	if a.rep.Counters().PurgedAnswers == 0 {
 		t.Error("A never answered purged: the copy was not what the purge asked for")
 	}
+	// The copy wrote t and u around the log and raised B's floors: a feed reading across
+	// it rereads.
+	tin, uin := b.rep.FeedInputs([]byte("t")), b.rep.FeedInputs([]byte("u"))
+	if tin.Copied == 0 || uin.Copied == 0 || tin.Copied+uin.Copied > bc.CopyRecords || tin.CopiesEnded != 1 || tin.Repaired != 0 {
+		t.Errorf("B's feed inputs after the copy: t %d copied, u %d copied, %d copies ended, %d repaired; want records of each copied (%d in all at most), one copy ended", tin.Copied, uin.Copied, tin.CopiesEnded, tin.Repaired, bc.CopyRecords)
+	}
 	a.write(put("t", "after", "copy"))
 	h.pump()
 	if st := b.originStatus(a); st.AppliedSeq != head+1 || st.SourcePeer != "A" {

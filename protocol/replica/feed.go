@@ -18,8 +18,13 @@ type feedCounts struct {
 // FeedInputs is what a change feed of table is told beside the store (feed.Inputs): read
 // on the loop, with the store as it is at the same step.
 func (r *Replica) FeedInputs(table []byte) feed.Inputs {
-	return feed.Inputs{Repaired: r.feeds.repaired[string(table)], Copied: r.feeds.copied[string(table)],
-		CopiesEnded: r.feeds.copiesEnded}
+	in := feed.Inputs{Repaired: r.feeds.repaired[string(table)], Copied: r.feeds.copied[string(table)],
+		CopiesEnded: r.feeds.copiesEnded, Mutations: r.cfg.Mutations}
+	if r.cfg.HoldUnsynced {
+		// What peers are not sent yet a feed is not given either (feed.Inputs.Own).
+		in.Own, in.Synced = r.id.Origin, r.synced
+	}
+	return in
 }
 
 // feedWritten counts records written around the log into m, by table.

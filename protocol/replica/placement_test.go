@@ -286,6 +286,10 @@ func TestTableAdded(t *testing.T) {
 	if cs := b.rep.Counters(); cs.TablesFilled != 1 || cs.FillRecords == 0 || cs.FillBytes == 0 {
 		t.Errorf("B counted %d tables filled, %d records, %d bytes; want 1 and some", cs.TablesFilled, cs.FillRecords, cs.FillBytes)
 	}
+	// The fill wrote records of t around the log: a feed of t reading across it rereads.
+	if in, cs := b.rep.FeedInputs([]byte("t")), b.rep.Counters(); in.Copied != cs.FillRecords || in.Repaired != 0 || in.CopiesEnded != 0 {
+		t.Errorf("B's feed inputs of t after the fill: %d repaired, %d copied, %d copies ended; want %d copied (the fill's), none repaired, no copy ended", in.Repaired, in.Copied, in.CopiesEnded, cs.FillRecords)
+	}
 	if got := b.applied()[a.origin]; got != 5 {
 		t.Errorf("B's position in A = %d, want 5", got)
 	}

@@ -3,7 +3,6 @@ package node
 import (
 	"plait/protocol/feed"
 	"plait/protocol/store"
-	"plait/protocol/vector"
 	"plait/protocol/wire"
 )
 
@@ -35,48 +34,16 @@ func (n *Node) wakeFeeds() {
 	}
 }
 
+// Origin is this node's own origin id (its data directory's).
+func (n *Node) Origin() wire.OriginID { return n.origin }
+
 // Stopping is closed once the node begins to stop: its feeds close then.
 func (n *Node) Stopping() <-chan struct{} { return n.ctx.Done() }
 
-// FeedRead runs f on the loop as a read, with the store as a feed sees it: this node's own
-// origin only up to the seq the replica knows durable when entries wait for their sync
-// (HoldUnsynced), as its peers are sent them, so that a consumer is never given a local
-// write a power loss could take back, and whose seq a later write would then reuse.
-// in is what the replica tells a feed of table beside the store (replica.FeedInputs), at
-// the same step.
+// FeedRead runs f on the loop as a read, with the store and what the replica tells a feed
+// of table beside it (replica.FeedInputs) at the same step: among it, this node's own
+// seq known durable, past which the reader gives no entry of this node's own origin
+// (docs/design.md §26.1).
 func (n *Node) FeedRead(table []byte, f func(st store.Store, in feed.Inputs)) error {
-	return n.read(func() {
-		st := store.Store(n.store)
-		if n.cfg.Sync != SyncNone {
-			st = syncedStore{Store: n.store, origin: n.rep.Identity().Origin, synced: n.rep.SyncedSeq()}
-		}
-		f(st, n.rep.FeedInputs(table))
-	})
-}
-
-// syncedStore is a store whose vector stops at the node's own durable seq. The capped
-// entry has no chain hash (the store keeps the hash of its cursor only): a feed reads
-// seqs, never hashes (docs/design.md §26.1).
-type syncedStore struct {
-	store.Store
-	origin wire.OriginID
-	synced uint64
-}
-
-func (s syncedStore) Vector() (vector.Vector, error) {
-	v, err := s.Store.Vector()
-	if err != nil || v.Get(s.origin).Seq <= s.synced {
-		return v, err
-	}
-	var capped vector.Vector
-	for _, e := range v.Entries() {
-		if e.Origin == s.origin {
-			if s.synced == 0 {
-				continue
-			}
-			e = vector.Entry{Origin: e.Origin, Seq: s.synced}
-		}
-		capped.Advance(e)
-	}
-	return capped, nil
+	return n.read(func() { f(n.store, n.rep.FeedInputs(table)) })
 }

@@ -148,6 +148,8 @@ type Node struct {
 	filling    atomic.Pointer[fillingTables] // keepMap's
 	apiHandler atomic.Pointer[APIHandler]
 
+	origin wire.OriginID // this node's own origin id, fixed by its data directory
+
 	// The feeds' broadcast (feed.go): the channel the loop closes after its next step that
 	// moved, nil while no feed waits.
 	feedMu sync.Mutex
@@ -243,7 +245,8 @@ func Start(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if id, _ := store.Identity(); id.Name != cfg.Name {
+	id, _ := store.Identity()
+	if id.Name != cfg.Name {
 		store.Close()
 		return nil, fmt.Errorf("node: the data directory %s belongs to node %q, not %q", cfg.DataDir, id.Name, cfg.Name)
 	}
@@ -255,7 +258,7 @@ func Start(cfg Config) (*Node, error) {
 	cfg.Links = keptLinks(cfg.Links, saved)
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.Name), store: store, in: make(chan input, 256),
 		conns: map[replica.ConnID]*wsConn{}, stopped: make(chan struct{}), dials: map[string]dialState{},
-		peers: map[string]*peerDial{}}
+		peers: map[string]*peerDial{}, origin: id.Origin}
 	n.degradedCode.Store("")
 	rep, err := replica.New(n.replicaConfig(), store)
 	if err != nil {
