@@ -22,9 +22,10 @@ import (
 //
 // The bytes above a position are kept per origin as the logs change, never summed by a
 // walk on the hot path: an applied entry or run adds its bytes to every feed (its seq is
-// above every feed's position, which is at most the applied seq); an ack takes off the
-// bytes of the entries it passes (it reads them, as the consumer just did); a purge or a
-// copy keeps the smaller of the feed's bytes and the log's, because the retained log and
+// above every feed's position, which is at most the applied seq); an ack reads the
+// shorter of the entries it passes (their bytes come off) and those still above it (their
+// bytes are the answer), so that a consumer near the head costs the loop a few reads per
+// ack; a purge or a copy keeps the smaller of the feed's bytes and the log's, because the retained log and
 // the entries above a position are both a top of the same log, and the shorter one is
 // the other's part. Only loading reads a log above a position, once.
 
@@ -138,8 +139,7 @@ func (r *Replica) NamedFeed(name string) (NamedFeedStatus, bool) {
 }
 
 // PutNamedFeed creates a named feed of table at this node's applied positions (of its own
-// origin, its synced seq: feedSeq), or sets an
-// existing one's cap (created says which). A feed of another table of that name is
+// origin, its synced seq: feedSeq), or sets an existing one's cap (created says which). A feed of another table of that name is
 // refused (CodeFeedExists), and a new one past Config.MaxNamedFeeds too
 // (CodeTooManyNamedFeeds, counted). It returns once the feed is in the store.
 func (r *Replica) PutNamedFeed(name, table string, holdBytes uint64) (st NamedFeedStatus, created bool, err error) {
@@ -229,8 +229,8 @@ func (r *Replica) DeleteNamedFeed(name string) (bool, error) {
 
 // AckNamedFeed moves a named feed's position up to pos, origin by origin (an origin
 // below the feed's position stays where it is). An origin above this node's applied seq
-// (of its own origin, its synced seq: feedSeq) refuses the whole ack (CodeAhead), moving nothing. It returns once the position is in the
-// store.
+// (of its own origin, its synced seq: feedSeq) refuses the whole ack (CodeAhead), moving
+// nothing. It returns once the position is in the store.
 func (r *Replica) AckNamedFeed(name string, pos []wire.OriginSeq) (NamedFeedStatus, error) {
 	if r.fatal != nil {
 		return NamedFeedStatus{}, r.fatal
@@ -260,11 +260,11 @@ func (r *Replica) AckNamedFeed(name string, pos []wire.OriginSeq) (NamedFeedStat
 		if p.Seq <= from {
 			continue
 		}
-		passed, err := r.logBytes(p.Origin, from, p.Seq)
+		above, err := r.bytesAbove(p.Origin, from, p.Seq, n.above[p.Origin])
 		if err != nil {
 			return NamedFeedStatus{}, err
 		}
-		n.above[p.Origin] -= min(n.above[p.Origin], passed)
+		n.above[p.Origin] = above
 		n.pos[p.Origin], moved = p.Seq, true
 	}
 	if !moved {
@@ -295,6 +295,23 @@ func (r *Replica) feedSeq(o wire.OriginID) uint64 {
 		return min(a, r.synced)
 	}
 	return a
+}
+
+// bytesAbove is the bytes of origin o's log above seq to, for a feed whose position moves
+// there from seq from with above bytes above it. It reads the shorter of the two stretches
+// of the log: the entries the ack passes (their bytes come off above), or those still
+// above to (their bytes are the answer). A consumer near the head reads few either way,
+// one far behind that acks often too; the loop reads at most what the feed holds.
+func (r *Replica) bytesAbove(o wire.OriginID, from, to, above uint64) (uint64, error) {
+	fl, head := r.floor(o).Seq, r.origin(o).applied.Seq
+	if to <= fl {
+		return r.ret.logs[o].Bytes, nil // the whole log is above it
+	}
+	if to-max(from, fl) <= head-to {
+		passed, err := r.logBytes(o, from, to)
+		return above - min(above, passed), err
+	}
+	return r.logBytes(o, to, head)
 }
 
 // rearm holds again a lapsed feed whose bytes are at or under its cap and none of whose
