@@ -228,8 +228,8 @@ func TestNamedFeedRearms(t *testing.T) {
 		t.Fatalf("a larger cap with entries 2..5 purged: %+v, want still lapsed", st)
 	}
 	st, err := a.ack("f", a, 5)
-	if err != nil || st.Lapsed {
-		t.Fatalf("an ack to the floor under the cap: %+v %v, want held again", st, err)
+	if err != nil || st.Lapsed || st.LagBytes != a.entryBytes(a, 6, 6) {
+		t.Fatalf("an ack to the floor under the cap: %+v %v, want held again with entry 6's %d bytes above it", st, err, a.entryBytes(a, 6, 6))
 	}
 	writeN(a, 6, 3)
 	h.advance(2 * time.Second)
