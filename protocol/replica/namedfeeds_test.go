@@ -238,7 +238,8 @@ func TestNamedFeedRearms(t *testing.T) {
 
 // TestNamedFeedRuns: on a node that does not carry a table, whose log of an origin holds
 // runs (one row per stretch of entries it was not sent, each SKIP extending the row
-// before), a named feed counts each row once, as the store does: its bytes above a
+// before), the log's bytes in the status are the store's, and a named feed counts each
+// row once, as the store does: its bytes above a
 // position at 0 are the log's; an ack inside a run keeps the run above it; a restart
 // counts the same.
 func TestNamedFeedRuns(t *testing.T) {
@@ -257,6 +258,9 @@ func TestNamedFeedRuns(t *testing.T) {
 	run := runAt(t, b, a.origin, 4)
 	if run == nil || run.From != 3 || run.To != 5 {
 		t.Fatalf("B holds A's 3..5 as %+v, want one run 3..5", run)
+	}
+	if got := b.originStatus(a).LogBytes; got != b.logBytes(a) {
+		t.Fatalf("B's status says its log of A holds %d bytes, its store %d", got, b.logBytes(a))
 	}
 	at := b.feed("f").Position
 	base := uint64(0) // what B's log of A held when the feed was made (the map's entries)
