@@ -112,6 +112,7 @@ func (c *serveConfig) settings() []setting {
 		dur("feed-heartbeat", &c.apiLimits.FeedHeartbeat, httpapi.DefaultFeedHeartbeat, 0, positive, "how often an idle change feed sends a heartbeat with its position"),
 		dur("feed-stall-timeout", &c.apiLimits.FeedStallTimeout, httpapi.DefaultFeedStallTimeout, 0, positive, "how long a write to a change feed's client may block before the feed is closed stalled"),
 		num("max-feeds", "N", &c.apiLimits.MaxFeeds, httpapi.DefaultMaxFeeds, 0, atLeast(1), "change feeds this node serves at once; one more is answered too-many-feeds"),
+		num("max-named-feeds", "N", &r.MaxNamedFeeds, replica.DefaultMaxNamedFeeds, -1, nonNegative, "named feeds this node keeps (each holds retention up to its hold_bytes); one more is answered too-many-named-feeds (0: none)"),
 		float("lock-drift", "RHO", &r.Locks.Drift, lock.DefaultDrift, floatAbove(0, lock.DriftLimit), "the bound on how far a clock's rate may be off: a holder stops at ttl*(1-RHO) from its request, a home frees the key at ttl*(1+RHO)"),
 		str("tls-cert", "FILE", &f.tlsCert, "", nil, "this node's certificate (plait cert node) for wss:// between peers; with --tls-key and --tls-ca"),
 		str("tls-key", "FILE", &f.tlsKey, "", nil, "the key of --tls-cert"),

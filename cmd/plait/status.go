@@ -247,6 +247,9 @@ func printStatus(w io.Writer, d httpapi.StatusDoc) {
 	if l := feedsLine(d.Feeds); l != "" {
 		fmt.Fprintln(w, l)
 	}
+	for _, f := range d.NamedFeeds {
+		fmt.Fprintln(w, namedFeedLine(f))
+	}
 	fmt.Fprintln(w)
 	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(t, "ORIGIN\tHEALTH\tAPPLIED\tHEAD\tLAG\tLAG MS\tSOURCE\tCHANGES\tDIVERGED\tFLOOR\tLOG BYTES\tSTUCK")
@@ -403,6 +406,17 @@ func feedsLine(f httpapi.FeedsDoc) string {
 	}
 	return fmt.Sprintf("feeds open %d  opened %d  events %d  bytes %d  closed %s  refused %s",
 		f.Open, f.Opened, f.Events, f.Bytes, codeCounts(f.Closed), codeCounts(f.Refused))
+}
+
+// namedFeedLine is plait status's line of one named feed (docs/contract.md §24.7, §12):
+// its table, how far behind its acknowledged position is, what it holds against its cap,
+// and LAPSED while its hold is.
+func namedFeedLine(f httpapi.NamedFeedDoc) string {
+	l := fmt.Sprintf("named feed %s  table %s  behind %d entries %d B  holds %d B of %d B", f.Name, f.Table, f.LagEntries, f.LagBytes, f.HeldBytes, f.HoldBytes)
+	if f.Lapsed {
+		l += "  LAPSED: retention purges past its position"
+	}
+	return l
 }
 
 // codeCounts prints refusals by code as CODE=N,..., sorted by code; "-" when none.

@@ -219,3 +219,21 @@ func TestPrintStatusLocks(t *testing.T) {
 		t.Errorf("a status without locks printed a locks line:\n%s", out.String())
 	}
 }
+
+// TestPrintStatusNamedFeeds: a line per named feed says its table, its lag, what it holds
+// against its cap, and LAPSED while its hold is.
+func TestPrintStatusNamedFeeds(t *testing.T) {
+	d := httpapi.NewStatusDoc(replica.Status{NamedFeeds: []replica.NamedFeedStatus{
+		{Name: "audit", Table: "orders", HoldBytes: 1000, LagEntries: 12, LagBytes: 900, HeldBytes: 700},
+		{Name: "search", Table: "stock", HoldBytes: 10, LagEntries: 3, LagBytes: 40, Lapsed: true}}})
+	var out bytes.Buffer
+	printStatus(&out, d)
+	for _, want := range []string{
+		"\nnamed feed audit  table orders  behind 12 entries 900 B  holds 700 B of 1000 B\n",
+		"\nnamed feed search  table stock  behind 3 entries 40 B  holds 0 B of 10 B  LAPSED: retention purges past its position\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("want the line %q in:\n%s", want, out.String())
+		}
+	}
+}

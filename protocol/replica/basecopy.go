@@ -623,6 +623,7 @@ func (r *Replica) onCopyEnd(c *conn) {
 		return
 	}
 	r.ret.logs, r.ret.afloor = logs, af
+	r.feedsLogsChanged()
 	for _, l := range e.Logs {
 		st := r.origin(l.Origin)
 		st.namePersisted = st.namePersisted || l.Name != ""

@@ -119,6 +119,10 @@ type Config struct {
 	MaxRequestHops int
 	RequestTimeout time.Duration
 
+	// MaxNamedFeeds bounds the named feeds this node keeps (namedfeeds.go, default
+	// DefaultMaxNamedFeeds; -1: none); one more is refused and counted.
+	MaxNamedFeeds int
+
 	// PlacementPoll is how often a node that no longer carries a table asks each of its
 	// carriers whether it holds what this node held (tablemove.go; default
 	// DefaultPlacementPoll).
@@ -176,6 +180,7 @@ const (
 	DefaultAntiEntropyRange = 256
 	DefaultAntiEntropyBytes = 256 << 10
 	DefaultMaxMembers       = 1024
+	DefaultMaxNamedFeeds    = 64
 	MaxMemberEntries        = 65536
 	DefaultMaxRequestHops   = 8
 	DefaultRequestTimeout   = 5 * time.Second
@@ -268,6 +273,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxMembers == 0 {
 		c.MaxMembers = DefaultMaxMembers
+	}
+	switch c.MaxNamedFeeds {
+	case 0:
+		c.MaxNamedFeeds = DefaultMaxNamedFeeds
+	case -1:
+		c.MaxNamedFeeds = 0
 	}
 	if c.MaxRequestHops == 0 {
 		c.MaxRequestHops = DefaultMaxRequestHops

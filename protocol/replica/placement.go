@@ -217,10 +217,22 @@ func (r *Replica) receiveSkip(c *conn, o wire.OriginID, sk *wire.Skip) {
 	if !st.namePersisted {
 		b.Name = st.name
 	}
+	// The store keeps a run right after a run as one row (store.Extend): the log grows by
+	// the merged row less the row it replaces, and a named feed whose position is at or
+	// past the earlier run now has the whole merged row above it (runApplied).
+	run, prev := store.SkippedOf(b), (*store.SkippedError)(nil)
+	if sk.From > 1 {
+		_, err := r.store.Entry(o, sk.From-1)
+		if p, ok := skipped(err); ok {
+			if ext, ok := store.Extend(p, run); ok {
+				run, prev = ext, p
+			}
+		}
+	}
 	if _, err := r.store.Apply(b); !r.check(err) {
 		return
 	}
-	r.logApplied(o, len(store.AppendSkipRow(nil, store.SkippedOf(b))))
+	r.runApplied(o, run, prev)
 	st.namePersisted = st.namePersisted || b.Name != ""
 	st.applied.Seq, st.applied.Hash, st.appliedHLC = sk.To, sk.Hash, sk.HLC
 	st.progressAt, st.appliedAt = r.now, r.now

@@ -78,6 +78,8 @@ type Replica struct {
 	// ownSince: of each table this node does not carry, the seq of its own log from
 	// which its entries write none of it (holds.go).
 	ownSince map[string]uint64
+	// named: the named feeds by name (namedfeeds.go).
+	named map[string]*namedFeed
 	// passed: the held tables whose operations the entry being applied passes (lww).
 	passed [][]byte
 	// links: this node's settings for the links to its peers, by peer name, the default
@@ -161,6 +163,9 @@ func New(cfg Config, store store.Store) (*Replica, error) {
 		return nil, errorf("cluster map: MaxMembers is 1..%d, MaxRequestHops 2..%d and RequestTimeout 1ms..%s",
 			MaxMemberEntries, wire.MaxRequestPath, wire.MaxRequestTimeout*time.Millisecond)
 	}
+	if cfg.MaxNamedFeeds < 0 {
+		return nil, errorf("MaxNamedFeeds may not be below -1")
+	}
 	id, err := store.Identity()
 	if err != nil {
 		return nil, err
@@ -239,6 +244,9 @@ func New(cfg Config, store store.Store) (*Replica, error) {
 		}
 		st.appliedHLC, st.headHLC = v.HLC, v.HLC
 		r.hlc = max(r.hlc, v.HLC)
+	}
+	if err := r.loadNamedFeeds(); err != nil {
+		return nil, err
 	}
 	if r.storedHLC, err = store.RecordHLC(); err != nil {
 		return nil, err

@@ -89,11 +89,27 @@ func (r *Replica) loadRetention() error {
 // floor is an origin's log floor on this node.
 func (r *Replica) floor(o wire.OriginID) store.Floor { return r.ret.logs[o].Floor }
 
-// applied records an Apply's bytes in the origin's log.
+// logApplied records an Apply's bytes in the origin's log.
 func (r *Replica) logApplied(o wire.OriginID, n int) {
 	l := r.ret.logs[o]
 	l.Bytes += uint64(n)
 	r.ret.logs[o] = l
+	r.feedsApplied(o, n)
+}
+
+// runApplied records a run's Apply in the origin's log: the row run, which replaced the
+// row prev when the store merged the two (store.Extend; nil when it did not).
+func (r *Replica) runApplied(o wire.OriginID, run, prev *store.SkippedError) {
+	n := len(store.AppendSkipRow(nil, run))
+	if prev == nil {
+		r.logApplied(o, n)
+		return
+	}
+	was := len(store.AppendSkipRow(nil, prev))
+	l := r.ret.logs[o]
+	l.Bytes = l.Bytes + uint64(n) - min(l.Bytes, uint64(was))
+	r.ret.logs[o] = l
+	r.feedsRunMerged(o, prev.To, n, was)
 }
 
 // holdAt makes or moves a peer's hold: to seq at the peer's (re)subscription, which may
@@ -258,8 +274,9 @@ func (r *Replica) retain() {
 	for _, k := range lapsed {
 		delete(r.ret.holds, k)
 	}
+	r.feedLimits(perOrigin)
 	st := retentionStep{r: r, budget: r.cfg.PurgeStep, limits: perOrigin, next: map[wire.OriginID]uint64{},
-		held: map[string]heldBack{}}
+		held: map[string]heldBack{}, feedsHeld: map[string]uint64{}}
 	for _, l := range r.ret.logs {
 		st.total += l.Bytes
 	}
@@ -271,6 +288,9 @@ func (r *Replica) retain() {
 		return // a store failure: r.fatal says why
 	}
 	r.ret.held = st.held
+	for name, f := range r.named {
+		f.heldBack = st.feedsHeld[name]
+	}
 	p := &store.Purge{ArrivalFloor: max(r.ret.afloor, st.afloor)}
 	for _, o := range r.originOrder {
 		if to, ok := st.next[o]; ok && to > r.floor(o).Seq {
@@ -286,6 +306,7 @@ func (r *Replica) retain() {
 			return
 		}
 		r.ret.logs, r.ret.afloor = logs, p.ArrivalFloor
+		r.feedsLogsChanged()
 		r.counters.EntriesPurged += st.purged
 		for _, l := range p.Logs {
 			r.headsDirty[l.Origin] = true // version-3 peers are told the new floor
@@ -419,6 +440,8 @@ type retentionStep struct {
 	ageLimit uint64                   // HLC wall milliseconds: older entries may go
 	purged   uint64
 	held     map[string]heldBack
+	// feedsHeld: what the named feeds' holds kept, by feed (namedfeeds.go).
+	feedsHeld map[string]uint64
 	// stays: the floor at which runsBefore found a log's next row staying (runsBefore).
 	stays map[wire.OriginID]uint64
 }
@@ -457,6 +480,7 @@ func (st *retentionStep) judge(o wire.OriginID, seq uint64, hlc wire.HLC, n int,
 				st.held[k.peer] = hb
 			}
 		}
+		r.feedsHeld(o, seq, n, st.feedsHeld)
 		return held
 	}
 	if decide {

@@ -27,6 +27,8 @@ type Status struct {
 	// ClusterMap is the cluster map this node holds and what it knows of members'
 	// versions (clustermap.go).
 	ClusterMap MapStatus
+	// NamedFeeds are the named feeds, sorted by name (namedfeeds.go).
+	NamedFeeds []NamedFeedStatus
 }
 
 // NodeStatus is the node part of the status.
@@ -258,6 +260,13 @@ type Counters struct {
 	// WritesUntokenedFenced: operations of applied entries, counted whether their version
 	// won or not (lww).
 	WritesUntokenedFenced uint64 `status:"writes_untokened_fenced" help:"Operations applied without a lock's token in a table the cluster map fences (written by a node below version 4, or before the table was fenced): they order below every token."`
+	// Named feeds (namedfeeds.go): feeds refused past MaxNamedFeeds, holds lapsed (each
+	// time a feed's bytes went over its cap), acks that moved a position, acks refused
+	// above this node's applied positions.
+	NamedFeedsRefused    uint64 `status:"named_feeds_refused" help:"Named feeds refused because this node keeps --max-named-feeds of them (too-many-named-feeds)."`
+	NamedFeedHoldsLapsed uint64 `status:"named_feed_holds_lapsed" help:"Times a named feed's hold lapsed: the log bytes above its position went over its hold_bytes, and retention went on as without it."`
+	NamedFeedAcks        uint64 `status:"named_feed_acks" help:"Acks that moved a named feed's position."`
+	NamedFeedAcksAhead   uint64 `status:"named_feed_acks_ahead" help:"Acks of a named feed refused because they were above this node's applied positions (ahead)."`
 }
 
 // Counters returns the counters.
@@ -282,6 +291,7 @@ func (r *Replica) Status(now time.Time) Status {
 	s.Refusals, s.RefusedByCode, s.ErrorsByCode = r.Refusals()
 	s.AntiEntropyConflicts = r.AntiEntropyConflicts()
 	s.ClusterMap = r.MapStatus()
+	s.NamedFeeds = r.NamedFeeds()
 	for _, o := range r.originOrder {
 		s.Origins = append(s.Origins, r.originStatus(r.origins[o], now))
 	}

@@ -16,6 +16,9 @@
 //     digests, status, peers and /healthz, and the errors' JSON form.
 //   - clustermap.go: GET and PUT /v1/cluster/map, a request to another node for its map,
 //     and the HTTP statuses of a request's refusals (docs/contract.md §22).
+//   - namedfeeds.go: named feeds (docs/contract.md §24.6): PUT, GET and DELETE
+//     /v1/feeds/{name}, its acks, and its stream, the table's feed (feeds.go) from the
+//     acknowledged position; NamedFeedDoc, its document in both answers and the status.
 //   - statusdoc.go: StatusDoc and LagDoc, the documents of GET /v1/status and GET
 //     /v1/status/lag, built from the replica's status; ReadStatus, their client side.
 //   - client.go: the client side of every call (Call, its token, scheme and APIError),

@@ -174,6 +174,13 @@ func (a *API) routes(metrics http.Handler) []route {
 		// A feed is never forwarded: a stream through another node would hold it for as
 		// long as it runs (feeds.go).
 		{"GET /v1/tables/{t}/changes", apitoken.Read, http.HandlerFunc(a.changes)},
+		// Named feeds (namedfeeds.go): an admin makes and drops them (each holds
+		// retention); a consumer reads and acks with read.
+		{"PUT /v1/feeds/{name}", apitoken.Admin, http.HandlerFunc(a.putNamedFeed)},
+		{"GET /v1/feeds/{name}", apitoken.Read, http.HandlerFunc(a.getNamedFeed)},
+		{"DELETE /v1/feeds/{name}", apitoken.Admin, http.HandlerFunc(a.deleteNamedFeed)},
+		{"POST /v1/feeds/{name}/ack", apitoken.Read, http.HandlerFunc(a.ackNamedFeed)},
+		{"GET /v1/feeds/{name}/changes", apitoken.Read, http.HandlerFunc(a.namedFeedChanges)},
 		// A lock request goes to the key's home, whoever carries the table (locks.go).
 		{"POST /v1/tables/{t}/locks/{key...}", apitoken.Write, http.HandlerFunc(a.lockAcquire)},
 		{"PUT /v1/tables/{t}/locks/{key...}", apitoken.Write, http.HandlerFunc(a.lockRenew)},

@@ -35,11 +35,18 @@ var (
 	descCertExpiry   = prometheus.NewDesc("plait_tls_cert_expiry_timestamp_seconds", "When this node's peer certificate expires (Unix time).", nil, nil)
 	descReloads      = prometheus.NewDesc("plait_tls_reloads_total", "Reloads of the peer certificate files, by result (ok: loaded; failed: refused, the loaded ones kept).", []string{"result"}, nil)
 	descMapGen       = prometheus.NewDesc("plait_cluster_map_generation", "The generation of the cluster map this node holds (0: none).", nil, nil)
+	// Named feeds (docs/contract.md §24.7): one series per feed.
+	descFeedLagEntries = prometheus.NewDesc("plait_named_feed_lag_entries", "Entries this node applied past the named feed's acknowledged position, summed over the origins.", []string{"feed", "table"}, nil)
+	descFeedLagBytes   = prometheus.NewDesc("plait_named_feed_lag_bytes", "Bytes of the log entries above the named feed's acknowledged position that the logs still hold.", []string{"feed", "table"}, nil)
+	descFeedHeld       = prometheus.NewDesc("plait_named_feed_held_bytes", "Bytes of log entries the last retention step kept only because of the named feed.", []string{"feed", "table"}, nil)
+	descFeedHoldBytes  = prometheus.NewDesc("plait_named_feed_hold_bytes", "The named feed's hold_bytes: past it, its hold lapses.", []string{"feed", "table"}, nil)
+	descFeedLapsed     = prometheus.NewDesc("plait_named_feed_lapsed", "1 while the named feed's hold is lapsed: retention purges past its position.", []string{"feed", "table"}, nil)
 )
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descApplied, descHead, descLag, descFloor, descLogBytes, descStuck, descConnected, descReconnects, descHeld,
-		descClock, descRefusing, descStorage, descRewound, descCertExpiry, descReloads, descOriginHealth, descPeerHealth, descHoldAge, descRetainHold, descClockBound, descMapGen} {
+		descClock, descRefusing, descStorage, descRewound, descCertExpiry, descReloads, descOriginHealth, descPeerHealth, descHoldAge, descRetainHold, descClockBound, descMapGen,
+		descFeedLagEntries, descFeedLagBytes, descFeedHeld, descFeedHoldBytes, descFeedLapsed} {
 		ch <- d
 	}
 	for _, d := range snapshotDescs {
@@ -110,6 +117,13 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		if off, ok := clock[name]; ok {
 			ch <- prometheus.MustNewConstMetric(descClock, prometheus.GaugeValue, off, name)
 		}
+	}
+	for _, f := range st.NamedFeeds {
+		ch <- prometheus.MustNewConstMetric(descFeedLagEntries, prometheus.GaugeValue, float64(f.LagEntries), f.Name, f.Table)
+		ch <- prometheus.MustNewConstMetric(descFeedLagBytes, prometheus.GaugeValue, float64(f.LagBytes), f.Name, f.Table)
+		ch <- prometheus.MustNewConstMetric(descFeedHeld, prometheus.GaugeValue, float64(f.HeldBytes), f.Name, f.Table)
+		ch <- prometheus.MustNewConstMetric(descFeedHoldBytes, prometheus.GaugeValue, float64(f.HoldBytes), f.Name, f.Table)
+		ch <- prometheus.MustNewConstMetric(descFeedLapsed, prometheus.GaugeValue, is(f.Lapsed), f.Name, f.Table)
 	}
 	ch <- prometheus.MustNewConstMetric(descRetainHold, prometheus.GaugeValue, st.Node.RetainHold.Seconds())
 	ch <- prometheus.MustNewConstMetric(descClockBound, prometheus.GaugeValue, st.Node.Clock.Bound.Seconds())

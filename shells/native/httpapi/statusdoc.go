@@ -31,10 +31,13 @@ type StatusDoc struct {
 	Feeds FeedsDoc `json:"feeds"`
 	// Locks is this node as a lock home and as a caller (docs/contract.md §8.9); the
 	// shell's SetLocks fills it.
-	Locks   LocksDoc    `json:"locks"`
-	Node    NodeDoc     `json:"node"`
-	Origins []OriginDoc `json:"origins"`
-	Peers   []PeerDoc   `json:"peers"`
+	Locks LocksDoc `json:"locks"`
+	// NamedFeeds are the named feeds, sorted by name (docs/contract.md §24.7); [] when
+	// none.
+	NamedFeeds []NamedFeedDoc `json:"named_feeds"`
+	Node       NodeDoc        `json:"node"`
+	Origins    []OriginDoc    `json:"origins"`
+	Peers      []PeerDoc      `json:"peers"`
 	// Refusals are the newest connections refused before their handshake completed, oldest
 	// first (at most replica.MaxRefusals).
 	Refusals []RefusalDoc `json:"refusals"`
@@ -373,11 +376,15 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 		Locks:                NewLocksDoc(replica.LockStatus{}),
 		Feeds:                FeedsDoc{Closed: map[string]uint64{}, Refused: map[string]uint64{}},
 		Refusals:             make([]RefusalDoc, 0, len(st.Refusals)),
+		NamedFeeds:           make([]NamedFeedDoc, 0, len(st.NamedFeeds)),
 		AntiEntropyConflicts: make([]ConflictDoc, 0, len(st.AntiEntropyConflicts)),
 	}
 	for _, f := range st.AntiEntropyConflicts {
 		d.AntiEntropyConflicts = append(d.AntiEntropyConflicts, ConflictDoc{At: f.At.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
 			HLC: uint64(f.HLC), Key: hex.EncodeToString(f.Key), Origin: hex.EncodeToString(f.Origin[:]), Peer: f.Peer, Table: string(f.Table)})
+	}
+	for _, f := range st.NamedFeeds {
+		d.NamedFeeds = append(d.NamedFeeds, NewNamedFeedDoc(f))
 	}
 	for _, f := range st.Refusals {
 		class, _ := wire.ClassOf(f.Code)
