@@ -39,8 +39,9 @@ function fail(msg) {
   throw new Error(msg);
 }
 
-// until polls cond (async) every 100 ms until it returns a truthy value, or fails after ms.
-async function until(what, ms, cond) {
+// until polls cond (async) every 100 ms until it returns a truthy value, or fails after ms
+// saying what show (async, optional) then finds: what the page showed, say.
+async function until(what, ms, cond, show) {
   const end = Date.now() + ms;
   let last;
   while (Date.now() < end) {
@@ -52,6 +53,7 @@ async function until(what, ms, cond) {
     }
     await new Promise((r) => setTimeout(r, 100));
   }
+  if (show) last = await show().catch((e) => e.message);
   fail(`${what}: not within ${ms} ms (last: ${JSON.stringify(last)})`);
 }
 
@@ -88,6 +90,12 @@ const shownSeq = (page, origin) => page.evaluate((o) => {
   return s ? Number(s.dataset.seq) : 0;
 }, origin);
 const keysOf = (evs) => evs.map((e) => e.ops.join('+'));
+// seen is what a failed wait reports: the view's state, position and newest events.
+const seen = (page) => async () => ({
+  state: (await feedState(page)).text,
+  position: await page.evaluate(() => document.querySelector('#feed-position').dataset.position),
+  events: keysOf(await events(page)).slice(0, 8),
+});
 
 async function watch(page, table, mode) {
   await page.fill('#feed-table', table);
@@ -95,7 +103,7 @@ async function watch(page, table, mode) {
   return until(`the view of ${table} open through ${mode}`, 10000, async () => {
     const s = await feedState(page);
     return s.state === 'open' && s.mode === mode && s.text.startsWith(table + ':') && s;
-  });
+  }, () => feedState(page));
 }
 
 // openPage loads the page at url (giving it token when the node asks for one) and waits
@@ -125,8 +133,8 @@ async function onNode(browser, label, { url, api, readToken, writeToken, mode })
   await until(`${label}: the event of f/a0`, 10000, async () => {
     const e = await events(page);
     return e.length === 1 && e[0].seq === s1 && e[0].origin === name && e[0].ops.join() === 'put a0 yes' && e;
-  });
-  const p1 = await until(`${label}: the position at ${name}:${s1}`, 10000, async () => (await shownSeq(page, name)) === s1 && s1);
+  }, seen(page));
+  const p1 = await until(`${label}: the position at ${name}:${s1}`, 10000, async () => (await shownSeq(page, name)) === s1 && s1, seen(page));
 
   // A write to another table shows nothing; the others show newest first, the position
   // moves to the last one's seq.
@@ -138,11 +146,11 @@ async function onNode(browser, label, { url, api, readToken, writeToken, mode })
   const shown = await until(`${label}: the five events of f, newest first`, 10000, async () => {
     const e = await events(page);
     return e.length === 5 && e;
-  });
+  }, seen(page));
   check(`${label}: the events' ops, keys and won`, JSON.stringify(keysOf(shown)) === JSON.stringify(want), keysOf(shown));
   check(`${label}: the events' seqs are the writes' to f`, JSON.stringify(shown.map((e) => e.seq)) === JSON.stringify([...seqs].reverse()), shown.map((e) => e.seq));
   check(`${label}: every event's origin is ${name}`, shown.every((e) => e.origin === name), shown.map((e) => e.origin));
-  const p2 = await until(`${label}: the position at the last write's seq ${seqs[4]}`, 10000, async () => (await shownSeq(page, name)) === seqs[4] && seqs[4]);
+  const p2 = await until(`${label}: the position at the last write's seq ${seqs[4]}`, 10000, async () => (await shownSeq(page, name)) === seqs[4] && seqs[4], seen(page));
   check(`${label}: the position advanced`, p2 > p1, [p1, p2]);
   console.log(`RESULT ${label}_name=${name} ${label}_mode=${mode} ${label}_events=${shown.length} ${label}_position_first=${p1} ${label}_position_last=${p2}`);
   await page.screenshot({ path: join(shots, `feed-${label}-1-events.png`), fullPage: true });
@@ -153,7 +161,7 @@ async function onNode(browser, label, { url, api, readToken, writeToken, mode })
   const kept = await until(`${label}: the newest ${max} events kept`, 20000, async () => {
     const e = await events(page);
     return e.length && e[0].seq === last && e;
-  });
+  }, seen(page));
   check(`${label}: the view keeps ${max} events`, kept.length === max, kept.length);
   check(`${label}: the oldest kept is b5`, kept[max - 1].ops.join() === 'put b5 yes', kept[max - 1].ops);
   console.log(`RESULT ${label}_kept=${kept.length} ${label}_max=${max}`);
@@ -168,14 +176,14 @@ async function onNode(browser, label, { url, api, readToken, writeToken, mode })
   const gs = await until(`${label}: the event of g/d0`, 10000, async () => {
     const e = await events(page);
     return e.length && e[0].seq === g && e;
-  });
+  }, seen(page));
   check(`${label}: the view of g shows only g's write`, JSON.stringify(keysOf(gs)) === '["put d0 yes"]', keysOf(gs));
-  const open1 = await until(`${label}: the node's open feeds at 1 after the table changed`, 10000, async () => (await openFeeds(api, writeToken)) === 1 && 1);
+  const open1 = await until(`${label}: the node's open feeds at 1 after the table changed`, 10000, async () => (await openFeeds(api, writeToken)) === 1 && 1, () => openFeeds(api, writeToken));
 
   // Closed: the node's stream closes with it.
   await page.click('#feed-stop');
   await until(`${label}: the view stopped`, 10000, async () => (await feedState(page)).state === 'stopped');
-  const open0 = await until(`${label}: the node's open feeds at 0 after the view closed`, 10000, async () => (await openFeeds(api, writeToken)) === 0 && 'zero');
+  const open0 = await until(`${label}: the node's open feeds at 0 after the view closed`, 10000, async () => (await openFeeds(api, writeToken)) === 0 && 'zero', () => openFeeds(api, writeToken));
   console.log(`RESULT ${label}_open_after_switch=${open1} ${label}_open_after_close=${open0 === 'zero' ? 0 : open0}`);
   await page.close();
 }
@@ -189,7 +197,7 @@ async function onFake(browser, label, token) {
     const requests = async () => (await fetch(`${fake.url}/fake/requests`)).json();
     await watch(page, 'f', mode);
     const s1 = await write(fake.url, token, 'f', 'e0');
-    await until(`${label}: the event of f/e0`, 10000, async () => (await shownSeq(page, name)) === s1);
+    await until(`${label}: the event of f/e0`, 10000, async () => (await shownSeq(page, name)) === s1, seen(page));
 
     // The stream drops: the page opens it again from its position, and what was written
     // meanwhile shows once.
@@ -198,7 +206,7 @@ async function onFake(browser, label, token) {
     const after = await until(`${label}: e1 shown after the drop`, 15000, async () => {
       const e = await events(page);
       return e.length && e[0].seq === s2 && e;
-    });
+    }, seen(page));
     check(`${label}: e0 and e1 shown once each`, JSON.stringify(keysOf(after)) === '["put e1 yes","put e0 yes"]', keysOf(after));
     const reqs = await requests();
     const again = reqs[reqs.length - 1];
@@ -209,14 +217,14 @@ async function onFake(browser, label, token) {
 
     // Closed for shutting-down: the page opens it again; for purged: it stops and says why.
     await fetch(`${fake.url}/fake/close?reason=shutting-down`, { method: 'POST' });
-    await until(`${label}: a third request after shutting-down`, 15000, async () => (await requests()).length === 3 && (await feedState(page)).state === 'open');
+    await until(`${label}: a third request after shutting-down`, 15000, async () => (await requests()).length === 3 && (await feedState(page)).state === 'open', seen(page));
     const s3 = await write(fake.url, token, 'f', 'e2');
-    await until(`${label}: e2 shown after the reconnect`, 10000, async () => JSON.stringify(keysOf(await events(page))) === '["put e2 yes","put e1 yes","put e0 yes"]' && (await shownSeq(page, name)) === s3);
+    await until(`${label}: e2 shown after the reconnect`, 10000, async () => JSON.stringify(keysOf(await events(page))) === '["put e2 yes","put e1 yes","put e0 yes"]' && (await shownSeq(page, name)) === s3, seen(page));
     await fetch(`${fake.url}/fake/close?reason=purged`, { method: 'POST' });
     const closed = await until(`${label}: the view closed for purged`, 10000, async () => {
       const s = await feedState(page);
       return s.state === 'closed' && s;
-    });
+    }, seen(page));
     check(`${label}: the close shows its reason`, closed.reason === 'purged' && closed.text.includes('purged'), closed);
     console.log(`RESULT ${label}_requests=${(await requests()).length} ${label}_closed=${closed.reason}`);
     await page.screenshot({ path: join(shots, `feed-${label}-closed.png`), fullPage: true });
