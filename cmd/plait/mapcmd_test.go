@@ -147,8 +147,8 @@ func TestPrintStatusMap(t *testing.T) {
 		var out bytes.Buffer
 		printStatus(&out, d)
 		lines := strings.Split(out.String(), "\n")
-		if len(lines) < 6 || lines[2] != "tls off" || lines[3] != c.want || !strings.HasPrefix(lines[4], "locks ") || lines[5] != "" {
-			t.Errorf("the lines after the node's:\n%s\nwant line 4 %q, then none about placement, then the locks line", strings.Join(lines[:min(len(lines), 6)], "\n"), c.want)
+		if len(lines) < 7 || lines[2] != "tls off" || lines[3] != c.want || !strings.HasPrefix(lines[4], "locks ") || !strings.HasPrefix(lines[5], "feeds ") || lines[6] != "" {
+			t.Errorf("the lines after the node's:\n%s\nwant line 4 %q, then none about placement, then the locks and feeds lines", strings.Join(lines[:min(len(lines), 7)], "\n"), c.want)
 		}
 	}
 }

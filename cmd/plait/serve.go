@@ -42,7 +42,7 @@ type serveConfig struct {
 	httpListen string
 	tokens     *apitoken.File   // --api-token-file; nil: the API is open
 	httpTLS    *tlsfiles.Source // --http-tls-cert and --http-tls-key; nil: plain HTTP
-	apiLimits  httpapi.Limits   // --lock-fence-wait
+	apiLimits  httpapi.Limits   // --lock-fence-wait, the feeds' bounds
 
 	// --peer-mode and --peer-exclude, made Config.Links once every flag is parsed.
 	links peerLinks
@@ -106,6 +106,10 @@ func (c *serveConfig) settings() []setting {
 		num("lock-max-delegations", "N", &r.Locks.MaxDelegations, replica.DefaultLockMaxDelegations, 0, nonNegative, "the delegations this node keeps at once as a lock home and holds as a delegate: a key another node locks while nobody holds or waits for it is delegated to that node, whose next locks of it cost no round trip until another node wants it (0: none)"),
 		num("max-leases", "N", &r.Locks.MaxLeases, replica.DefaultMaxLeases, 0, atLeast(1), "the leases this node holds at once as a lock home; one more is refused too-many-leases"),
 		dur("lock-fence-wait", &c.apiLimits.LockFenceWait, httpapi.DefaultLockFenceWait, 0, positive, "how long a read under a lock waits for this node to apply the lease's fence before it answers fence-timeout"),
+		dur("feed-catch-up", &c.apiLimits.FeedCatchUp, httpapi.DefaultFeedCatchUp, 0, positive, "how long a change feed whose position this node has not applied yet waits for it before it answers behind"),
+		dur("feed-heartbeat", &c.apiLimits.FeedHeartbeat, httpapi.DefaultFeedHeartbeat, 0, positive, "how often an idle change feed sends a heartbeat with its position"),
+		dur("feed-stall-timeout", &c.apiLimits.FeedStallTimeout, httpapi.DefaultFeedStallTimeout, 0, positive, "how long a write to a change feed's client may block before the feed is closed stalled"),
+		num("max-feeds", "N", &c.apiLimits.MaxFeeds, httpapi.DefaultMaxFeeds, 0, atLeast(1), "change feeds this node serves at once; one more is answered too-many-feeds"),
 		float("lock-drift", "RHO", &r.Locks.Drift, lock.DefaultDrift, floatAbove(0, lock.DriftLimit), "the bound on how far a clock's rate may be off: a holder stops at ttl*(1-RHO) from its request, a home frees the key at ttl*(1+RHO)"),
 		str("tls-cert", "FILE", &f.tlsCert, "", nil, "this node's certificate (plait cert node) for wss:// between peers; with --tls-key and --tls-ca"),
 		str("tls-key", "FILE", &f.tlsKey, "", nil, "the key of --tls-cert"),
@@ -429,7 +433,9 @@ func runServe(ctx context.Context, cfg *serveConfig, log *slog.Logger) error {
 		opts = append(opts, httpapi.ReportTLS(cfg.httpTLS))
 		srv.TLSConfig = cfg.httpTLS.ServerConfig()
 	}
-	srv.Handler = httpapi.New(n, cfg.apiLimits, opts...)
+	handler := httpapi.New(n, cfg.apiLimits, opts...)
+	srv.Handler = handler
+	srv.RegisterOnShutdown(handler.CloseFeeds) // a feed runs until it is told to close
 	go func() {
 		var err error
 		if srv.TLSConfig != nil {

@@ -244,6 +244,9 @@ func printStatus(w io.Writer, d httpapi.StatusDoc) {
 	if l := locksLine(d.Locks); l != "" {
 		fmt.Fprintln(w, l)
 	}
+	if l := feedsLine(d.Feeds); l != "" {
+		fmt.Fprintln(w, l)
+	}
 	fmt.Fprintln(w)
 	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(t, "ORIGIN\tHEALTH\tAPPLIED\tHEAD\tLAG\tLAG MS\tSOURCE\tCHANGES\tDIVERGED\tFLOOR\tLOG BYTES\tSTUCK")
@@ -388,6 +391,18 @@ func locksLine(l httpapi.LocksDoc) string {
 	}
 	return fmt.Sprintf("locks home %s  leases %d  granted %d  waiting %d  refused %s  held %d  caller refused %s",
 		home, l.Leases, l.Granted, l.Waiting, codeCounts(l.Refused), l.Held, codeCounts(l.Caller.Refused))
+}
+
+// feedsLine is plait status's line of the node's change feeds (docs/contract.md §24.7,
+// §12): open now, opened, events and bytes sent, closes by reason, refusals by code. ""
+// for a node whose status has no feeds object (one that predates feeds): a node that has
+// one always writes both objects, {} when empty.
+func feedsLine(f httpapi.FeedsDoc) string {
+	if f.Closed == nil && f.Refused == nil {
+		return ""
+	}
+	return fmt.Sprintf("feeds open %d  opened %d  events %d  bytes %d  closed %s  refused %s",
+		f.Open, f.Opened, f.Events, f.Bytes, codeCounts(f.Closed), codeCounts(f.Refused))
 }
 
 // codeCounts prints refusals by code as CODE=N,..., sorted by code; "-" when none.

@@ -169,6 +169,20 @@ func TestPrintStatusWritesRefused(t *testing.T) {
 	}
 }
 
+// TestPrintStatusFeeds: the feeds line says the open feeds, the opened, the events and
+// bytes sent, the closes by reason and the refusals by code.
+func TestPrintStatusFeeds(t *testing.T) {
+	d := httpapi.NewStatusDoc(replica.Status{})
+	d.Feeds = httpapi.FeedsDoc{Open: 2, Opened: 9, Events: 1200, Bytes: 345678,
+		Closed: map[string]uint64{"stalled": 1, "client-gone": 6}, Refused: map[string]uint64{"behind": 3}}
+	var out bytes.Buffer
+	printStatus(&out, d)
+	want := "feeds open 2  opened 9  events 1200  bytes 345678  closed client-gone=6,stalled=1  refused behind=3\n"
+	if !strings.Contains(out.String(), "\n"+want) {
+		t.Errorf("want the line %q in:\n%s", want, out.String())
+	}
+}
+
 // TestPrintStatusLocks: the locks line says the home's leases, grants, waits and refusals
 // by code and the caller's held leases and refusals; a home the map names that cannot be
 // one says why; a status without a locks object (a node before locks) prints no line.
@@ -198,6 +212,9 @@ func TestPrintStatusLocks(t *testing.T) {
 	}
 	out.Reset()
 	printStatus(&out, old)
+	if strings.Contains(out.String(), "\nfeeds ") {
+		t.Errorf("a status without feeds prints a feeds line:\n%s", out.String())
+	}
 	if strings.Contains(out.String(), "locks") {
 		t.Errorf("a status without locks printed a locks line:\n%s", out.String())
 	}

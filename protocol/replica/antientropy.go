@@ -538,6 +538,7 @@ func (r *Replica) repairFrom(c *conn, v *wire.RangeView) bool {
 		return false
 	}
 	r.stored(fix)
+	feedWritten(&r.feeds.repaired, fix)
 	r.counters.AntiEntropyRecordsRepaired += uint64(len(fix))
 	return true
 }

@@ -521,6 +521,8 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 	if !r.check(r.store.ApplyCopy(b)) {
 		return
 	}
+	feedWritten(&r.feeds.copied, b.Records)
+	feedWritten(&r.feeds.copied, b.Deletes)
 	t.merged = true
 	t.runBytes += uint64(len(v.Raw()))
 	r.cp.state = &next
@@ -610,6 +612,8 @@ func (r *Replica) onCopyEnd(c *conn) {
 	if !r.check(r.store.EndCopy(e)) {
 		return
 	}
+	feedWritten(&r.feeds.copied, e.Deletes)
+	r.feeds.copiesEnded++
 	logs, err := r.store.Logs()
 	if !r.check(err) {
 		return

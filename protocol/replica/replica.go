@@ -87,6 +87,7 @@ type Replica struct {
 	linkTables map[string]bool
 	reqs       requestState // requests between nodes (requests.go)
 	locks      lockState    // the lock home and the leases held (locks.go)
+	feeds      feedCounts   // what change feeds cannot read from the logs (feed.go)
 }
 
 // originState is what the replica knows of one origin.

@@ -467,6 +467,7 @@ func (r *Replica) fillChunk(c *conn, t *copyTake, v *wire.ChunkView) {
 	if len(fix) > 0 && !r.check(r.store.Repair(fix)) {
 		return
 	}
+	feedWritten(&r.feeds.copied, fix)
 	r.storedHLC = max(r.storedHLC, hlc)
 	r.stored(fix)
 	r.hlc = max(r.hlc, hlc) // later local writes order after every copied version

@@ -51,6 +51,15 @@ type Limits struct {
 	// LockFenceWait bounds how long a read under a lock waits for this node to apply the
 	// lease's fence before it answers 503 fence-timeout (default DefaultLockFenceWait).
 	LockFenceWait time.Duration
+	// The change feeds' bounds (docs/contract.md §24.4): how long a feed whose position
+	// this node has not applied waits before 409 behind (FeedCatchUp), how often an idle
+	// feed sends a heartbeat (FeedHeartbeat), how long a write to a feed's client may block
+	// before the feed is closed stalled (FeedStallTimeout), and the feeds open at once
+	// (MaxFeeds; one more is 503 too-many-feeds).
+	FeedCatchUp      time.Duration
+	FeedHeartbeat    time.Duration
+	FeedStallTimeout time.Duration
+	MaxFeeds         int
 }
 
 // DefaultLockFenceWait is Limits.LockFenceWait's default (--lock-fence-wait): longer
@@ -80,6 +89,18 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxList == 0 {
 		l.MaxList = 1000
 	}
+	if l.FeedCatchUp <= 0 {
+		l.FeedCatchUp = DefaultFeedCatchUp
+	}
+	if l.FeedHeartbeat <= 0 {
+		l.FeedHeartbeat = DefaultFeedHeartbeat
+	}
+	if l.FeedStallTimeout <= 0 {
+		l.FeedStallTimeout = DefaultFeedStallTimeout
+	}
+	if l.MaxFeeds <= 0 {
+		l.MaxFeeds = DefaultMaxFeeds
+	}
 	return l
 }
 
@@ -95,6 +116,7 @@ type API struct {
 	tls     *tlsfiles.Source // the HTTPS certificate, for /metrics; nil when none
 	refused [2]atomic.Uint64 // unauthorized, forbidden
 	locks   lockCounters
+	feeds   *feedRegistry
 }
 
 // Option is an option of New beyond the API's bounds.
@@ -115,7 +137,7 @@ const open apitoken.Scope = 0
 // New returns the API of n.
 func New(n *node.Node, limits Limits, opts ...Option) *API {
 	a := &API{n: n, limits: limits.withDefaults(), writeLimits: n.WriteLimits(), mux: http.NewServeMux(),
-		scopes: map[string]apitoken.Scope{}}
+		scopes: map[string]apitoken.Scope{}, feeds: newFeedRegistry()}
 	for _, o := range opts {
 		o(a)
 	}
@@ -149,6 +171,9 @@ func (a *API) routes(metrics http.Handler) []route {
 		{"POST /v1/tables/{t}/batch", apitoken.Write, a.placed(a.batch, func() int { return a.limits.MaxBatchBody })},
 		{"GET /v1/tables/{t}/records", apitoken.Read, a.placed(a.list, noBody)},
 		{"GET /v1/tables/{t}/digest", apitoken.Read, a.placed(a.digest, noBody)},
+		// A feed is never forwarded: a stream through another node would hold it for as
+		// long as it runs (feeds.go).
+		{"GET /v1/tables/{t}/changes", apitoken.Read, http.HandlerFunc(a.changes)},
 		// A lock request goes to the key's home, whoever carries the table (locks.go).
 		{"POST /v1/tables/{t}/locks/{key...}", apitoken.Write, http.HandlerFunc(a.lockAcquire)},
 		{"PUT /v1/tables/{t}/locks/{key...}", apitoken.Write, http.HandlerFunc(a.lockRenew)},
@@ -723,6 +748,7 @@ func (a *API) status(w http.ResponseWriter, _ *http.Request) {
 	}
 	d.Locks = NewLocksDoc(ls)
 	d.Locks.Caller = a.locks.doc()
+	d.Feeds = a.feeds.doc()
 	writeJSON(w, http.StatusOK, d)
 }
 

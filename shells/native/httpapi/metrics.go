@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/hex"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -156,7 +157,7 @@ var (
 )
 
 func (m *apiMetrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range append([]*prometheus.Desc{descRefused, descTokenReloads, descTLSReloads, descTLSExpiry}, lockDescs...) {
+	for _, d := range slices.Concat([]*prometheus.Desc{descRefused, descTokenReloads, descTLSReloads, descTLSExpiry}, lockDescs, feedDescs) {
 		ch <- d
 	}
 }
@@ -169,6 +170,7 @@ func (m *apiMetrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(a.refused[0].Load()), "unauthorized")
 	ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(a.refused[1].Load()), "forbidden")
 	a.collectLocks(ch)
+	a.collectFeeds(ch)
 	if a.tokens != nil {
 		ok, failed := a.tokens.Reloads()
 		ch <- prometheus.MustNewConstMetric(descTokenReloads, prometheus.CounterValue, float64(ok), "ok")

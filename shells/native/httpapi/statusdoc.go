@@ -27,6 +27,8 @@ type StatusDoc struct {
 	// protocol versions (docs/contract.md §22.4).
 	ClusterMap ClusterMapDoc `json:"cluster_map"`
 	Counters   CountersDoc   `json:"counters"`
+	// Feeds is this node's change feeds (docs/contract.md §24.7); the API fills it.
+	Feeds FeedsDoc `json:"feeds"`
 	// Locks is this node as a lock home and as a caller (docs/contract.md §8.9); the
 	// shell's SetLocks fills it.
 	Locks   LocksDoc    `json:"locks"`
@@ -366,6 +368,7 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 		Counters:             CountersDoc{st.Counters},
 		ClusterMap:           clusterMapDoc(st.ClusterMap),
 		Locks:                NewLocksDoc(replica.LockStatus{}),
+		Feeds:                FeedsDoc{Closed: map[string]uint64{}, Refused: map[string]uint64{}},
 		Refusals:             make([]RefusalDoc, 0, len(st.Refusals)),
 		AntiEntropyConflicts: make([]ConflictDoc, 0, len(st.AntiEntropyConflicts)),
 	}

@@ -147,6 +147,11 @@ type Node struct {
 	cmap       atomic.Pointer[clustermap.Map]
 	filling    atomic.Pointer[fillingTables] // keepMap's
 	apiHandler atomic.Pointer[APIHandler]
+
+	// The feeds' broadcast (feed.go): the channel the loop closes after its next step that
+	// moved, nil while no feed waits.
+	feedMu sync.Mutex
+	feedCh chan struct{}
 }
 
 // peerDial is one peer's dialer.
@@ -475,6 +480,7 @@ func (n *Node) loop() {
 		n.keepMap()
 		n.serveRequests()
 		n.flush()
+		n.wakeFeeds()
 		// After every input and tick that is no read: a sample at most every
 		// LagSampleEvery (a time compared otherwise), and an idle node still ticks about
 		// once a second (retention, PINGs).
