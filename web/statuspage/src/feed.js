@@ -15,9 +15,10 @@ export const FEED_EVENTS = 50;
 const RETRY_MS = [1000, 2000, 5000, 10000];
 
 // Close reasons after which the page opens the feed again from its position: the node is
-// restarting, or it closed a client it found too slow. Any other (purged, not-carried) would
-// be answered the same again, so the view stops and says why.
-const REOPEN_AFTER = new Set(['shutting-down', 'stalled']);
+// restarting, it closed a client it found too slow, or its storage failed a read (degraded
+// storage heals). Any other (purged, not-carried) would be answered the same again, so the
+// view stops and says why.
+const REOPEN_AFTER = new Set(['shutting-down', 'stalled', 'unavailable']);
 
 // Refusals of the NDJSON request worth retrying: the node is behind the position, or has
 // too many feeds open. Any other status stops the view with the answer's message.
