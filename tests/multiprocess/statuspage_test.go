@@ -3,6 +3,7 @@
 package multiprocess
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net/http"
@@ -166,7 +167,10 @@ const feedWriteToken = "multi-process-feed-write-token"
 // NDJSON, with the token): records written through the API show as events with their
 // origin, seq, op, key and won, only the watched table's, newest first; the position shown
 // advances to the last write's seq; the view keeps its bound of events; changing the table
-// and closing the view close the node's stream (its status counts its open feeds). Then,
+// and closing the view close the node's stream (its status counts its open feeds); when
+// the node restarts (SIGTERM, started again on its data and addresses when the script asks
+// on its stdout) the page opens the feed again from its position and shows the next write
+// once and no earlier one again. Then,
 // against a stand-in node that drops and closes its streams on demand, a dropped stream is
 // opened again from the last position with no event shown twice, a close for
 // shutting-down is reconnected and one for purged stops the view with its reason. It skips
@@ -180,7 +184,21 @@ func TestStatusPageFeed(t *testing.T) {
 		t.Skipf("needs Debian's chromium and web/statuspage's npm packages (make page): %s", why)
 	}
 	e := serve(t, "E")
-	f, _ := serveTokens(t, "F", apiReadToken+" read\n"+feedWriteToken+" write\n")
+	f, tokens := serveTokens(t, "F", apiReadToken+" read\n"+feedWriteToken+" write\n")
+	restart := map[string]func() error{
+		"E": func() error {
+			if err := e.Stop(); err != nil {
+				return err
+			}
+			return e.Restart(e.args...)
+		},
+		"F": func() error {
+			if err := f.Stop(); err != nil {
+				return err
+			}
+			return f.Restart("--api-token-file", tokens)
+		},
+	}
 
 	shots := os.Getenv("PLAIT_SCREENSHOTS")
 	if shots == "" {
@@ -194,13 +212,44 @@ func TestStatusPageFeed(t *testing.T) {
 		"PLAIT_FEED_URL=http://"+e.HTTP+"/", "PLAIT_FEED_TOKEN_URL=http://"+f.HTTP+"/",
 		"PLAIT_FEED_READ_TOKEN="+apiReadToken, "PLAIT_FEED_WRITE_TOKEN="+feedWriteToken,
 		"PLAIT_SCREENSHOTS="+shots, "PLAIT_CHROMIUM="+chromium)
-	out, err := cmd.CombinedOutput()
-	t.Logf("feed.test.mjs:\n%s", out)
+	// The script's stdout is read as it comes, for its RESTART lines; its stderr (the
+	// reason of a failed check) after.
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		line := sc.Text()
+		lines = append(lines, line)
+		if name, ok := strings.CutPrefix(line, "RESTART "); ok {
+			reply := "restarted"
+			if r, known := restart[name]; !known {
+				reply = "no node " + name
+			} else if err := r(); err != nil {
+				reply = strings.ReplaceAll(err.Error(), "\n", " ")
+			}
+			lines = append(lines, "(restart of "+name+": "+reply+")")
+			fmt.Fprintln(stdin, reply)
+		}
+	}
+	err = cmd.Wait()
+	t.Logf("feed.test.mjs:\n%s\n%s", strings.Join(lines, "\n"), stderr.String())
 	if err != nil {
 		t.Fatalf("the browser test failed: %v", err)
 	}
 	res := map[string]string{}
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range lines {
 		if rest, ok := strings.CutPrefix(line, "RESULT "); ok {
 			for _, kv := range strings.Fields(rest) {
 				if k, v, ok := strings.Cut(kv, "="); ok {
@@ -213,6 +262,7 @@ func TestStatusPageFeed(t *testing.T) {
 	// node it was meant for, in the way it was meant to read.
 	want := map[string]string{
 		"sse_name": "E", "sse_mode": "EventSource", "sse_events": "5", "sse_open_after_switch": "1", "sse_open_after_close": "0",
+		"sse_after_restart": "2", "ndjson_after_restart": "2",
 		"ndjson_name": "F", "ndjson_mode": "fetch", "ndjson_events": "5", "ndjson_open_after_switch": "1", "ndjson_open_after_close": "0",
 		"fake_sse_closed": "purged", "fake_ndjson_closed": "purged", "done": "ok",
 	}

@@ -12,8 +12,10 @@
 // On each node it writes records through the API and checks, in the DOM, that each write
 // to the watched table shows as an event (origin, seq, op, key, won) and no other does,
 // that the position shown advances to the last write's seq, that the view keeps at most its
-// bound of events, and that changing the table and closing the view close the stream (the
-// node's status counts its open feeds). Then, against a stand-in node (fakefeed.mjs) that
+// bound of events, that changing the table and closing the view close the stream (the
+// node's status counts its open feeds), and that across a restart of the node (asked of
+// the Go test: a RESTART NAME line on stdout, answered on stdin) the page opens the feed
+// again from its position and shows what follows once. Then, against a stand-in node (fakefeed.mjs) that
 // can drop or close its streams on demand, in both forms: a dropped stream is opened again
 // from the last position (the request says since=POSITION) and no event shows twice, a
 // close for shutting-down is reconnected, one for purged stops the view and shows why.
@@ -23,6 +25,7 @@
 import { chromium } from 'playwright-core';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
 import { startFake } from './fakefeed.mjs';
 
 const env = (k) => {
@@ -122,6 +125,17 @@ async function openPage(browser, url, token) {
   return { page, name };
 }
 
+// restart asks the Go test to restart the node name (a RESTART line on stdout) and answers
+// its reply (a line on stdin: restarted, or why not).
+let stdinReader, stdinLines; // closed at the end: an open stdin would keep the script running
+async function restart(name) {
+  stdinReader ??= createInterface({ input: process.stdin });
+  stdinLines ??= stdinReader[Symbol.asyncIterator]();
+  console.log(`RESTART ${name}`);
+  const { value, done } = await stdinLines.next();
+  return done ? 'no reply' : value.trim();
+}
+
 // onNode runs the checks against one real node; mode is the way the page must read it.
 async function onNode(browser, label, { url, api, readToken, writeToken, mode }) {
   const { page, name } = await openPage(browser, url, readToken);
@@ -180,11 +194,23 @@ async function onNode(browser, label, { url, api, readToken, writeToken, mode })
   check(`${label}: the view of g shows only g's write`, JSON.stringify(keysOf(gs)) === '["put d0 yes"]', keysOf(gs));
   const open1 = await until(`${label}: the node's open feeds at 1 after the table changed`, 10000, async () => (await openFeeds(api, writeToken)) === 1 && 1, () => openFeeds(api, writeToken));
 
+  // The node restarts (the Go test stops it with SIGTERM and starts it again on its data
+  // and addresses): the page opens the feed again itself from its position, which the
+  // node takes; what is written after shows once, and nothing before it shows again.
+  const restarted = await restart(name);
+  check(`${label}: ${name} restarted`, restarted === 'restarted', restarted);
+  const g2 = await write(api, writeToken, 'g', 'd1');
+  const after = await until(`${label}: g/d1 shown after the restart`, 30000, async () => {
+    const e = await events(page);
+    return e.length && e[0].seq === g2 && (await shownSeq(page, name)) === g2 && e;
+  }, seen(page));
+  check(`${label}: d0 and d1 shown once each after the restart`, JSON.stringify(keysOf(after)) === '["put d1 yes","put d0 yes"]', keysOf(after));
+
   // Closed: the node's stream closes with it.
   await page.click('#feed-stop');
   await until(`${label}: the view stopped`, 10000, async () => (await feedState(page)).state === 'stopped');
   const open0 = await until(`${label}: the node's open feeds at 0 after the view closed`, 10000, async () => (await openFeeds(api, writeToken)) === 0 && 'zero', () => openFeeds(api, writeToken));
-  console.log(`RESULT ${label}_open_after_switch=${open1} ${label}_open_after_close=${open0 === 'zero' ? 0 : open0}`);
+  console.log(`RESULT ${label}_open_after_switch=${open1} ${label}_open_after_close=${open0 === 'zero' ? 0 : open0} ${label}_after_restart=${after.length}`);
   await page.close();
 }
 
@@ -247,5 +273,6 @@ try {
   await onFake(browser, 'fake_ndjson', 'fake-token-for-the-page');
   console.log('RESULT done=ok');
 } finally {
+  stdinReader?.close();
   await browser.close();
 }
