@@ -3,6 +3,7 @@
 package multiprocess
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net/http"
@@ -154,4 +155,123 @@ func browserMissing(web string) string {
 		return err.Error()
 	}
 	return ""
+}
+
+// feedWriteToken is the write token of TestStatusPageFeed's node with tokens: the page
+// gets apiReadToken, the script's writes this one.
+const feedWriteToken = "multi-process-feed-write-token"
+
+// TestStatusPageFeed: the status page's view of one table's changes
+// (web/statuspage/test/feed.test.mjs), in headless Chromium, against a node without API
+// tokens (the page reads the feed through EventSource) and one with them (through fetch,
+// NDJSON, with the token): records written through the API show as events with their
+// origin, seq, op, key and won, only the watched table's, newest first; the position shown
+// advances to the last write's seq; the view keeps its bound of events; changing the table
+// and closing the view close the node's stream (its status counts its open feeds); when
+// the node restarts (SIGTERM, started again on its data and addresses when the script asks
+// on its stdout) the page opens the feed again from its position and shows the next write
+// once and no earlier one again. Then,
+// against a stand-in node that drops and closes its streams on demand, a dropped stream is
+// opened again from the last position with no event shown twice, a close for
+// shutting-down is reconnected and one for purged stops the view with its reason. It skips
+// as TestStatusPage does where the browser is missing.
+func TestStatusPageFeed(t *testing.T) {
+	web, _ := filepath.Abs("../../web/statuspage")
+	if why := browserMissing(web); why != "" {
+		if os.Getenv("PLAIT_REQUIRE_BROWSER") == "1" {
+			t.Fatalf("the browser test cannot run: %s", why)
+		}
+		t.Skipf("needs Debian's chromium and web/statuspage's npm packages (make page): %s", why)
+	}
+	e := serve(t, "E")
+	f, tokens := serveTokens(t, "F", apiReadToken+" read\n"+feedWriteToken+" write\n")
+	restart := map[string]func() error{
+		"E": func() error {
+			if err := e.Stop(); err != nil {
+				return err
+			}
+			return e.Restart(e.args...)
+		},
+		"F": func() error {
+			if err := f.Stop(); err != nil {
+				return err
+			}
+			return f.Restart("--api-token-file", tokens)
+		},
+	}
+
+	shots := os.Getenv("PLAIT_SCREENSHOTS")
+	if shots == "" {
+		shots, _ = filepath.Abs("../../build/screenshots")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", filepath.Join(web, "test", "feed.test.mjs"))
+	cmd.Dir = web
+	cmd.Env = append(os.Environ(),
+		"PLAIT_FEED_URL=http://"+e.HTTP+"/", "PLAIT_FEED_TOKEN_URL=http://"+f.HTTP+"/",
+		"PLAIT_FEED_READ_TOKEN="+apiReadToken, "PLAIT_FEED_WRITE_TOKEN="+feedWriteToken,
+		"PLAIT_SCREENSHOTS="+shots, "PLAIT_CHROMIUM="+chromium)
+	// The script's stdout is read as it comes, for its RESTART lines; its stderr (the
+	// reason of a failed check) after.
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		line := sc.Text()
+		lines = append(lines, line)
+		if name, ok := strings.CutPrefix(line, "RESTART "); ok {
+			reply := "restarted"
+			if r, known := restart[name]; !known {
+				reply = "no node " + name
+			} else if err := r(); err != nil {
+				reply = strings.ReplaceAll(err.Error(), "\n", " ")
+			}
+			lines = append(lines, "(restart of "+name+": "+reply+")")
+			fmt.Fprintln(stdin, reply)
+		}
+	}
+	err = cmd.Wait()
+	t.Logf("feed.test.mjs:\n%s\n%s", strings.Join(lines, "\n"), stderr.String())
+	if err != nil {
+		t.Fatalf("the browser test failed: %v", err)
+	}
+	res := map[string]string{}
+	for _, line := range lines {
+		if rest, ok := strings.CutPrefix(line, "RESULT "); ok {
+			for _, kv := range strings.Fields(rest) {
+				if k, v, ok := strings.Cut(kv, "="); ok {
+					res[k] = v
+				}
+			}
+		}
+	}
+	// The script checks each state as it goes; here, that each part ran to its end on the
+	// node it was meant for, in the way it was meant to read.
+	want := map[string]string{
+		"sse_name": "E", "sse_mode": "EventSource", "sse_events": "5", "sse_open_after_switch": "1", "sse_open_after_close": "0",
+		"sse_after_restart": "2", "ndjson_after_restart": "2",
+		"ndjson_name": "F", "ndjson_mode": "fetch", "ndjson_events": "5", "ndjson_open_after_switch": "1", "ndjson_open_after_close": "0",
+		"fake_sse_closed": "purged", "fake_ndjson_closed": "purged", "done": "ok",
+	}
+	for k, v := range want {
+		if res[k] != v {
+			t.Errorf("RESULT %s = %q, want %q", k, res[k], v)
+		}
+	}
+	if res["sse_kept"] != res["sse_max"] || res["ndjson_kept"] != res["ndjson_max"] || res["sse_max"] == "" {
+		t.Errorf("the views kept %s and %s events, want their bound %s", res["sse_kept"], res["ndjson_kept"], res["sse_max"])
+	}
 }

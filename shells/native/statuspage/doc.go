@@ -5,8 +5,9 @@
 // fails if the build differs from what is committed here.
 //
 // The page holds no data: it reads GET /v1/status and GET /v1/status/lag from the node that
-// served it, so it is served without a token even when the API requires one, and asks the
-// user for a token that it keeps in the browser only.
+// served it, and on demand one table's GET /v1/tables/{t}/changes, so it is served without
+// a token even when the API requires one, and asks the user for a token that it keeps in
+// the browser only.
 //
 // # The jobs, by file
 //

@@ -1,13 +1,15 @@
 // The status page plait serves at /: it reads GET /v1/status and GET /v1/status/lag of the
 // node that served it about once a second and shows the node, its peers, its origins, the
 // cluster map and the nodes' protocol versions, the locks, the topology as this node sees it and the
-// lag history (docs/contract.md §6.5, §8, §22.4). It holds
+// lag history (docs/contract.md §6.5, §8, §22.4), and on demand one table's changes as they
+// come (feed.js, §24). It holds
 // no data of its own: with API tokens on, the page is served openly and asks for a token,
 // kept in this browser's localStorage only and sent as a bearer token.
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import cytoscape from 'cytoscape';
 import './style.css';
+import { setupFeed, feedTables } from './feed.js';
 
 const REFRESH_MS = 1000;
 const TOKEN_KEY = 'plait-token';
@@ -276,6 +278,7 @@ async function refresh() {
     renderLocks(status);
     renderTopology(status);
     renderCharts(lag);
+    feedTables(status);
     state.refreshes++;
     $('#refreshed').textContent = `read ${new Date().toLocaleTimeString()}`;
   } catch (err) {
@@ -297,5 +300,9 @@ $('#token-form').addEventListener('submit', (ev) => {
   if (t) localStorage.setItem(TOKEN_KEY, t);
   else localStorage.removeItem(TOKEN_KEY);
 });
+
+// The feed view names origins as the last status read does.
+setupFeed(state, () => new Map((state.status?.origins || []).map((o) => [o.origin, o.name || o.origin.slice(0, 8)])),
+  () => localStorage.getItem(TOKEN_KEY));
 
 refresh();
