@@ -181,3 +181,21 @@ func TestRetryAfter(t *testing.T) {
 		t.Errorf("a Retry-After of 30s: %v after %d requests, want the refusal after 1", err, count.Load())
 	}
 }
+
+// TestStatusTolerant: a status document with fields the client does not name, and a
+// counter that is not a number, decodes: the named fields typed, the rest in Raw.
+func TestStatusTolerant(t *testing.T) {
+	doc := `{"node":{"name":"A","origin":"` + origin + `","protocol":{"min":1,"max":9},"later":{"x":[1]}},` +
+		`"origins":[{"origin":"` + origin + `","name":"A","applied_seq":5,"stuck":"clock-ahead","newer":true}],` +
+		`"counters":{"txns_applied":5,"a_later_gauge":{"open":2},"ratio":0.5},"feeds":{"open":1}}`
+	srv, _ := failing(t, 0, 0, "", doc)
+	s, err := fast(t, srv.URL).Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Node.Name != "A" || s.Node.Protocol.Max != 9 || len(s.Origins) != 1 || s.Origins[0].AppliedSeq != 5 ||
+		s.Origins[0].Stuck == nil || *s.Origins[0].Stuck != "clock-ahead" || s.Counters["txns_applied"] != 5 ||
+		len(s.Counters) != 1 || string(s.Raw) != doc {
+		t.Errorf("status %+v counters %v", s, s.Counters)
+	}
+}

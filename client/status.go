@@ -2,17 +2,18 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 )
 
 // Status is GET /v1/status's main fields (docs/contract.md §8); fields the client does
 // not name are ignored, and Raw holds the whole document for them.
 type Status struct {
-	Node       StatusNode         `json:"node"`
-	Origins    []StatusOrigin     `json:"origins"`
-	Peers      []StatusPeer       `json:"peers"`
-	Counters   map[string]float64 `json:"counters"` // §8.4, by name; numbers, so a counter added later decodes too
-	ClusterMap StatusClusterMap   `json:"cluster_map"`
+	Node       StatusNode       `json:"node"`
+	Origins    []StatusOrigin   `json:"origins"`
+	Peers      []StatusPeer     `json:"peers"`
+	Counters   Counters         `json:"counters"`
+	ClusterMap StatusClusterMap `json:"cluster_map"`
 	// Raw is the document as the node sent it.
 	Raw []byte `json:"-"`
 }
@@ -99,4 +100,25 @@ func (c *Client) Status(ctx context.Context) (*Status, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// Counters are the status's counters by name (docs/contract.md §8.4). A counter added
+// later decodes as the others; an entry that is not a whole number is left out rather
+// than failing the whole document.
+type Counters map[string]uint64
+
+// UnmarshalJSON takes every entry that is a whole number.
+func (c *Counters) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*c = make(Counters, len(raw))
+	for k, v := range raw {
+		var n uint64
+		if json.Unmarshal(v, &n) == nil {
+			(*c)[k] = n
+		}
+	}
+	return nil
 }
