@@ -76,7 +76,7 @@ const maxEventLine = 16 << 20
 
 // Changes iterates over the change feed of table (GET /v1/tables/{t}/changes, NDJSON,
 // docs/contract.md §25.4) from since: "now" (or ""), "oldest", or a position an event
-// gave. It keeps the position of the last event or heartbeat it read, and when the
+// gave (to start from the empty position, before every entry, give "oldest"). It keeps the position of the last event or heartbeat it read, and when the
 // connection drops, the node closes the feed for a reason of its own (stalled,
 // shutting-down) or no line comes for WithFeedIdleTimeout, it connects again after a
 // backoff and goes on from there: no event is delivered twice, none skipped. Before the
@@ -95,16 +95,14 @@ func (c *Client) Changes(ctx context.Context, table, since string) iter.Seq2[Eve
 		if since == "" {
 			since = "now"
 		}
-		pos, known := since, false
+		pos := since
 		backoff, failures := c.retry.minBackoff, 0
 		for {
+			// A known empty position is sent as it is (since=): before every entry, exact,
+			// and refused purged where an origin's floor is above 0.
 			from := pos
-			if known && pos == "" {
-				// The empty position is every origin from seq 0: the floors, or a purge.
-				from = "oldest"
-			}
 			progressed, stop, err := c.feedOnce(ctx, table, from, func(e Event, heartbeat bool) bool {
-				pos, known = e.Position, true
+				pos = e.Position
 				return heartbeat || yield(e, nil)
 			})
 			if stop {

@@ -79,7 +79,8 @@ func refuse(status int, code string) func(http.ResponseWriter, string) {
 // floor.
 func TestChangesResume(t *testing.T) {
 	f := &feedServer{script: []func(http.ResponseWriter, string){
-		lines("drop", `{"event":"heartbeat","position":""}`, `{"event":"heartbeat","position":`+fmt.Sprintf("%q", pos(0+0))+`}`),
+		lines("drop", `{"event":"heartbeat","position":""}`),
+		lines("drop", `{"event":"heartbeat","position":`+fmt.Sprintf("%q", pos(0))+`}`),
 		lines("drop", change(1), change(2)),
 		lines("", change(3), `{"event":"close","reason":"stalled","message":"the client read too slowly"}`),
 		refuse(503, "too-many-feeds"),
@@ -112,7 +113,7 @@ func TestChangesResume(t *testing.T) {
 	if !errors.Is(end, client.ErrPurged) || !errors.As(end, &fc) || fc.Origin != origin || fc.Floor != 9 {
 		t.Errorf("the feed ended with %v, want purged of %s at 9", end, origin)
 	}
-	want := []string{"now", pos(0), pos(2), pos(3), pos(3), pos(3), pos(4), pos(5)}
+	want := []string{"now", "", pos(0), pos(2), pos(3), pos(3), pos(3), pos(4), pos(5)}
 	if got := fmt.Sprint(f.sinces); got != fmt.Sprint(want) {
 		t.Errorf("the connections' since:\n got %v\nwant %v", got, want)
 	}
