@@ -23,6 +23,14 @@ import (
 // URL. The client under test imports nothing of plait; its tests do, to have a real node.
 func startNode(t *testing.T, cfg node.Config, opts ...httpapi.Option) (*node.Node, string) {
 	t.Helper()
+	n, api := startServer(t, cfg, opts...)
+	return n, api.URL
+}
+
+// startServer is startNode that gives the API's server, whose client connections a test
+// may drop.
+func startServer(t *testing.T, cfg node.Config, opts ...httpapi.Option) (*node.Node, *httptest.Server) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +48,7 @@ func startNode(t *testing.T, cfg node.Config, opts ...httpapi.Option) (*node.Nod
 			t.Error(err)
 		}
 	})
-	return n, api.URL
+	return n, api
 }
 
 func newClient(t *testing.T, url string, opts ...client.Option) *client.Client {
