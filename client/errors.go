@@ -139,6 +139,7 @@ var (
 	ErrTooManyFeeds     = code("too-many-feeds")
 	ErrTooManySnapshots = code("too-many-snapshots")
 	ErrSnapshotExpired  = code("snapshot-expired")
+	ErrBadSnapshot      = code("bad-snapshot")
 	ErrAhead            = code("ahead")
 )
 

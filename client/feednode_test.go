@@ -63,7 +63,7 @@ func TestFeedOnANode(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the feed after %v: %v", got, err)
 		}
-		if e.Kind != "change" || len(e.Ops) != 1 || e.Position == "" || e.OriginName != "A" {
+		if e.Kind != "change" || len(e.Ops) != 1 || e.Position == "" || len(e.Origin) != 32 {
 			t.Fatalf("event %+v", e)
 		}
 		got = append(got, fmt.Sprintf("%d:%s=%s", e.Seq, e.Ops[0].Key, e.Ops[0].Value))
