@@ -3,6 +3,7 @@
 package multiprocess
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"plait/client"
 	"plait/internal/faultnet"
 	"plait/protocol/clustermap"
 	"plait/shells/native/httpapi"
@@ -100,8 +102,8 @@ func lockMap(gen uint64, names []string, fenced ...string) string {
 func (p *proc) publishWhenV4(doc string) {
 	p.t.Helper()
 	waitFor(p.t, "publishing the lock map on "+p.Name, mapBound, func() bool {
-		_, err := httpapi.PublishClusterMap(http.DefaultClient, p.HTTP, []byte(doc))
-		if err != nil && !strings.Contains(err.Error(), "cluster-not-v4") {
+		_, err := p.api(client.WithMaxAttempts(1)).PutClusterMap(context.Background(), []byte(doc))
+		if err != nil && !errors.Is(err, client.ErrClusterNotV4) {
 			p.t.Fatalf("publishing %s on %s: %v", doc, p.Name, err)
 		}
 		return err == nil
