@@ -21,7 +21,6 @@ import (
 	"plait/client"
 	"plait/internal/faultnet"
 	"plait/protocol/clustermap"
-	"plait/shells/native/httpapi"
 )
 
 // lockFlags keep a lock test short: a lease of at most 2 s and a clock bound of 100 ms
@@ -199,7 +198,9 @@ func counterRound(nodes []*proc, key string, rng *rand.Rand, l *counterLedger) {
 		time.Sleep(time.Duration(5+rng.IntN(20)) * time.Millisecond)
 		return
 	}
-	var g httpapi.LockGrant
+	var g struct {
+		Token string `json:"token"`
+	}
 	if err := json.Unmarshal([]byte(got.body), &g); err != nil || len(g.Token) != 80 {
 		l.refusal(lockAnswer{status: -1})
 		return
