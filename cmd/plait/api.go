@@ -1,19 +1,17 @@
 package main
 
 import (
-	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"time"
 
-	"plait/shells/native/httpapi"
+	"plait/client"
 )
 
 // apiFlags are the flags of every command that calls a node's HTTP API, plait status and
@@ -34,12 +32,29 @@ func (c *apiFlags) settings() []setting {
 	}
 }
 
-// apiConn is a node's API as a command calls it: its HOST:PORT, the client (10 s timeout,
-// the --ca roots), and the options of each call (the token, https).
+// apiConn is a node's API as a command calls it: the client of package client, with the
+// token, the scheme and the --ca roots, a 10 s timeout, and one attempt per call: a
+// command answers what the node answered (docs/contract.md §12, §22.5, §22.10), and the
+// caller decides whether to run it again.
 type apiConn struct {
-	addr   string
-	client *http.Client
-	opts   []httpapi.ReadOption
+	c *client.Client
+}
+
+// apiMessage is an error of a call as the commands print it: a refusal as its status, code
+// and message ("409 Conflict: lock-held: another lease holds the key"), a call that got no
+// answer as net/http said it.
+func apiMessage(err error) string {
+	var ae *client.Error
+	var te *client.TransportError
+	switch {
+	case errors.As(err, &ae) && ae.Code == "":
+		return ae.Status
+	case errors.As(err, &ae):
+		return ae.Status + ": " + ae.Code + ": " + ae.Message
+	case errors.As(err, &te):
+		return te.Err.Error()
+	}
+	return err.Error()
 }
 
 // connect checks the API flags and reads their files. A flag or file refused is said on
@@ -55,10 +70,7 @@ func (c *apiFlags) connect(cmd string, stderr io.Writer) (apiConn, bool) {
 		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
 		return apiConn{}, false
 	}
-	api := apiConn{addr: hostPort, client: &http.Client{Timeout: 10 * time.Second}}
-	if token != "" {
-		api.opts = append(api.opts, httpapi.SendToken(token))
-	}
+	opts := []client.Option{client.WithToken(token), client.WithTimeout(10 * time.Second), client.WithMaxAttempts(1)}
 	if c.ca != "" {
 		pem, err := os.ReadFile(c.ca)
 		if err != nil {
@@ -70,12 +82,18 @@ func (c *apiFlags) connect(cmd string, stderr io.Writer) (apiConn, bool) {
 			fmt.Fprintf(stderr, "%s: --ca: %s holds no PEM certificate\n", cmd, c.ca)
 			return apiConn{}, false
 		}
-		api.client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
+		opts = append(opts, client.WithCAPool(roots))
 	}
+	base := "http://" + hostPort
 	if c.https || c.ca != "" || scheme == "https" {
-		api.opts = append(api.opts, httpapi.UseHTTPS())
+		base = "https://" + hostPort
 	}
-	return api, true
+	cl, err := client.New(base, opts...)
+	if err != nil {
+		refused(stderr, cmd, err)
+		return apiConn{}, false
+	}
+	return apiConn{c: cl}, true
 }
 
 // apiAddr is --http's HOST:PORT and scheme ("" when the flag gave none): HOST:PORT, or

@@ -1,12 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"time"
 
-	"plait/shells/native/httpapi"
+	"plait/client"
 )
 
 // lockUsage is plait lock's usage line, for a missing or unknown subcommand.
@@ -18,8 +18,7 @@ const lockUsage = "usage: plait lock acquire|renew|release TABLE KEY [--ttl D] [
 // on success; 1 when the node refuses or cannot be reached (the error, with its code, on
 // stderr); 2 for a bad command line.
 func lockCommand(args []string, stdout, stderr io.Writer) int {
-	methods := map[string]string{"acquire": http.MethodPost, "renew": http.MethodPut, "release": http.MethodDelete}
-	if len(args) == 0 || methods[args[0]] == "" {
+	if len(args) == 0 || (args[0] != "acquire" && args[0] != "renew" && args[0] != "release") {
 		fmt.Fprintln(stderr, lockUsage)
 		return 2
 	}
@@ -43,16 +42,25 @@ func lockCommand(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 2
 	}
-	g, err := httpapi.Lock(api.client, api.addr, methods[args[0]], positional[0], positional[1], c.token, c.ttl, c.wait, api.opts...)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
-		return 1
-	}
+	ctx, table, key := context.Background(), positional[0], []byte(positional[1])
+	var err error
 	switch args[0] {
 	case "acquire":
-		fmt.Fprintf(stdout, "%s\nexpires in %v\n", g.Token, time.Duration(g.ExpiresInMS)*time.Millisecond)
+		var lease client.Lease
+		if lease, err = api.c.AcquireLock(ctx, table, key, c.ttl, c.wait); err == nil {
+			fmt.Fprintf(stdout, "%s\nexpires in %v\n", lease.Token, lease.ExpiresIn)
+		}
 	case "renew":
-		fmt.Fprintf(stdout, "expires in %v\n", time.Duration(g.ExpiresInMS)*time.Millisecond)
+		var left time.Duration
+		if left, err = api.c.RenewLock(ctx, table, key, c.token, c.ttl); err == nil {
+			fmt.Fprintf(stdout, "expires in %v\n", left)
+		}
+	case "release":
+		err = api.c.ReleaseLock(ctx, table, key, c.token)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %s\n", cmd, apiMessage(err))
+		return 1
 	}
 	return 0
 }

@@ -2,13 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 
 	"plait/protocol/clustermap"
-	"plait/shells/native/httpapi"
 )
 
 // mapUsage is plait map's usage line, for a missing or unknown subcommand.
@@ -43,17 +43,17 @@ func clusterMap(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var doc []byte
 	var err error
 	if args[0] == "get" {
-		doc, err = httpapi.ReadClusterMap(api.client, api.addr, c.node, api.opts...)
+		doc, err = api.c.ClusterMapOf(context.Background(), c.node)
 	} else {
 		body, rerr := readMapFile(positional[0], stdin)
 		if rerr != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", cmd, rerr)
 			return 2
 		}
-		doc, err = httpapi.PublishClusterMap(api.client, api.addr, body, api.opts...)
+		doc, err = api.c.PutClusterMap(context.Background(), body)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		fmt.Fprintf(stderr, "%s: %s\n", cmd, apiMessage(err))
 		return 1
 	}
 	var out bytes.Buffer

@@ -38,8 +38,15 @@ func status(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	read := func() (reading, error) {
-		raw, doc, err := httpapi.ReadStatusRaw(api.client, api.addr, api.opts...)
-		return reading{raw: raw, doc: doc}, err
+		s, err := api.c.Status(context.Background())
+		if err != nil {
+			return reading{}, errors.New(apiMessage(err))
+		}
+		var doc httpapi.StatusDoc
+		if err := json.Unmarshal(s.Raw, &doc); err != nil {
+			return reading{}, fmt.Errorf("the status document: %w", err)
+		}
+		return reading{raw: s.Raw, doc: doc}, nil
 	}
 	if c.watch {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -1,26 +1,24 @@
 package bench
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"plait/client"
 	"plait/internal/cluster"
 	"plait/protocol/clustermap"
 	"plait/protocol/lock"
 )
 
 // The lock measures (docs/design.md §25): what one lock costs a client in time, through
-// the HTTP API a client uses, on meshes of 3 and 5 nodes whose every member is a lock home
-// and whose table c is fenced. A cycle is what a client of a fenced table does: acquire,
+// the HTTP API with package client, as a Go program would, on meshes of 3 and 5 nodes
+// whose every member is a lock home and whose table c is fenced. A cycle is what a client of a fenced table does: acquire,
 // read the key under the token (the freshness fence), write it under the token (answered
 // once the key's home has the write), release. It is measured through the key's home and
 // through a node that is not its home (each request then goes to the home over the request
@@ -93,21 +91,20 @@ func (c *run) lockMesh(dir string, size int) (lockResult, error) {
 	// A key homed on A, timed through A and through B: the same key each time, so the two
 	// measures differ only in the node asked.
 	key := keyHomedOn(m, "A")
-	client := &http.Client{Timeout: time.Minute}
-	if err := waitQuarantines(client, nodes["A"], m, names); err != nil {
+	if err := waitQuarantines(nodes["A"], m, names); err != nil {
 		return res, err
 	}
-	if res.viaHome, err = c.lockCycles(client, []*cluster.Node{nodes["A"]}, key); err != nil {
+	if res.viaHome, err = c.lockCycles([]*cluster.Node{nodes["A"]}, key); err != nil {
 		return res, fmt.Errorf("through the home: %w", err)
 	}
-	if res.viaOther, err = c.lockCycles(client, []*cluster.Node{nodes["B"]}, key); err != nil {
+	if res.viaOther, err = c.lockCycles([]*cluster.Node{nodes["B"]}, key); err != nil {
 		return res, fmt.Errorf("through another node: %w", err)
 	}
 	var via []*cluster.Node
 	for i := range lockContenders {
 		via = append(via, nodes[names[i%size]])
 	}
-	if res.contend, err = c.lockCycles(client, via, key); err != nil {
+	if res.contend, err = c.lockCycles(via, key); err != nil {
 		return res, fmt.Errorf("contended: %w", err)
 	}
 	return res, nil
@@ -116,10 +113,14 @@ func (c *run) lockMesh(dir string, size int) (lockResult, error) {
 // waitQuarantines waits until every home grants: it runs a cycle through n on a key homed
 // on each, until none is refused (a home answers quarantined until its restart quarantine
 // is over).
-func waitQuarantines(client *http.Client, n *cluster.Node, m clustermap.Map, homes []string) error {
+func waitQuarantines(n *cluster.Node, m clustermap.Map, homes []string) error {
+	api, err := lockClient(n)
+	if err != nil {
+		return err
+	}
 	return cluster.WaitEvery("the lock homes' quarantines ended", time.Minute, 100*time.Millisecond, func() bool {
 		for _, h := range homes {
-			if _, _, err := lockCycle(client, "http://"+n.HTTP, keyHomedOn(m, h)); err != nil {
+			if _, _, err := lockCycle(api, keyHomedOn(m, h)); err != nil {
 				return false
 			}
 		}
@@ -140,7 +141,7 @@ func keyHomedOn(m clustermap.Map, home string) string {
 // all at once, and returns the p50 and p99 over every client's acquires and cycles. Each
 // cycle writes the count it read plus one, so two cycles that wrote one count were two
 // holders at once, or one that did not see its predecessor's write: either is an error.
-func (c *run) lockCycles(client *http.Client, via []*cluster.Node, key string) (lockTiming, error) {
+func (c *run) lockCycles(via []*cluster.Node, key string) (lockTiming, error) {
 	var (
 		mu              sync.Mutex
 		acquires, whole []time.Duration
@@ -152,8 +153,13 @@ func (c *run) lockCycles(client *http.Client, via []*cluster.Node, key string) (
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			api, err := lockClient(n)
+			if err != nil {
+				errs <- err
+				return
+			}
 			for range c.LockCycles {
-				acq, cyc, count, err := countCycle(client, "http://"+n.HTTP, key)
+				acq, cyc, count, err := countCycle(api, key)
 				if err != nil {
 					errs <- err
 					return
@@ -178,32 +184,31 @@ func (c *run) lockCycles(client *http.Client, via []*cluster.Node, key string) (
 	return lockTiming{acquire: percentiles(acquires), cycle: percentiles(whole)}, nil
 }
 
-// lockCycle acquires key through the node at base, reads it and writes it back plus one
-// under the token, and releases it; it returns how long the acquire and the whole cycle
-// took.
-func lockCycle(client *http.Client, base, key string) (acquire, cycle time.Duration, err error) {
-	acquire, cycle, _, err = countCycle(client, base, key)
+// lockClient is the client a cycle runs through n with: one attempt per call, so that a
+// refusal (a quarantine) is the cycle's error, and a minute's bound.
+func lockClient(n *cluster.Node) (*client.Client, error) {
+	return n.Client(client.WithMaxAttempts(1), client.WithTimeout(time.Minute))
+}
+
+// lockCycle acquires key through api, reads it and writes it back plus one under the
+// token, and releases it; it returns how long the acquire and the whole cycle took.
+func lockCycle(api *client.Client, key string) (acquire, cycle time.Duration, err error) {
+	acquire, cycle, _, err = countCycle(api, key)
 	return acquire, cycle, err
 }
 
 // countCycle is lockCycle, and also returns the count it wrote.
-func countCycle(client *http.Client, base, key string) (acquire, cycle time.Duration, wrote int, err error) {
+func countCycle(api *client.Client, key string) (acquire, cycle time.Duration, wrote int, err error) {
+	ctx, k := context.Background(), []byte(key)
 	start := time.Now()
-	path := base + "/v1/tables/" + lockTable
-	body, err := lockCall(client, http.MethodPost, path+"/locks/"+key, "", `{"ttl_ms":2000,"wait_ms":2000}`, http.StatusOK)
+	lease, err := api.AcquireLock(ctx, lockTable, k, 2*time.Second, 2*time.Second)
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("acquire: %w", err)
 	}
 	acquire = time.Since(start)
-	var grant struct {
-		Token string `json:"token"`
-	}
-	if err := json.Unmarshal(body, &grant); err != nil || grant.Token == "" {
-		return 0, 0, 0, fmt.Errorf("acquire answered %q", body)
-	}
 	// The first read of a key finds nothing (404); its counter is then 0.
-	val, err := lockCall(client, http.MethodGet, path+"/records/"+key, grant.Token, "", http.StatusOK, http.StatusNotFound)
-	if errors.Is(err, errNotFound) {
+	val, err := api.Get(ctx, lockTable, k, client.UnderLock(lease.Token))
+	if errors.Is(err, client.ErrNotFound) {
 		val, err = nil, nil
 	}
 	if err != nil {
@@ -215,46 +220,13 @@ func countCycle(client *http.Client, base, key string) (acquire, cycle time.Dura
 			return 0, 0, 0, fmt.Errorf("the counter holds %q", val)
 		}
 	}
-	if _, err := lockCall(client, http.MethodPut, path+"/records/"+key, grant.Token, strconv.Itoa(count+1), http.StatusOK, http.StatusNoContent); err != nil {
+	if _, err := api.Put(ctx, lockTable, k, []byte(strconv.Itoa(count+1)), client.UnderLock(lease.Token)); err != nil {
 		return 0, 0, 0, fmt.Errorf("write: %w", err)
 	}
-	if _, err := lockCall(client, http.MethodDelete, path+"/locks/"+key, grant.Token, "", http.StatusNoContent); err != nil {
+	if err := api.ReleaseLock(ctx, lockTable, k, lease.Token); err != nil {
 		return 0, 0, 0, fmt.Errorf("release: %w", err)
 	}
 	return acquire, time.Since(start), count + 1, nil
-}
-
-// errNotFound is lockCall's error for a 404 it was told to take: a key not written yet.
-var errNotFound = errors.New("not found")
-
-// lockCall makes one request, with the token in Plait-Lock when there is one, and returns
-// its body if its status is one of ok (a 404 among them as errNotFound).
-func lockCall(client *http.Client, method, url, token, body string, ok ...int) ([]byte, error) {
-	req, err := http.NewRequest(method, url, bytes.NewReader([]byte(body)))
-	if err != nil {
-		return nil, err
-	}
-	if token != "" {
-		req.Header.Set("Plait-Lock", token)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	for _, s := range ok {
-		if resp.StatusCode == s && s == http.StatusNotFound {
-			return nil, errNotFound
-		}
-		if resp.StatusCode == s {
-			return out, nil
-		}
-	}
-	return nil, fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, out)
 }
 
 // lockRows writes the lock measures' rows.

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -8,6 +10,7 @@ import (
 	"os/exec"
 	"time"
 
+	"plait/client"
 	"plait/shells/native/httpapi"
 	"plait/shells/native/node"
 )
@@ -28,8 +31,23 @@ type Node struct {
 	proc *process // nil in this process
 }
 
-// client is the harness's HTTP client: a stopped (SIGSTOP) process must not hang a poll.
-var client = &http.Client{Timeout: 10 * time.Second}
+// httpClient is the harness's HTTP client for /healthz: a stopped (SIGSTOP) process must
+// not hang a poll.
+var httpClient = &http.Client{Timeout: 10 * time.Second}
+
+// Client is a client of the node's HTTP API (package client), with its Process.Token when
+// it has one, and opts after the harness's: a 10 s bound on each call, so that a stopped
+// (SIGSTOP) process does not hang a poll.
+func (n *Node) Client(opts ...client.Option) (*client.Client, error) {
+	if n.HTTP == "" {
+		return nil, fmt.Errorf("cluster: %s serves no HTTP API", n.Name)
+	}
+	base := []client.Option{client.WithTimeout(10 * time.Second)}
+	if n.proc != nil {
+		base = append(base, client.WithToken(n.proc.cfg.Token))
+	}
+	return client.New("http://"+n.HTTP, append(base, opts...)...)
+}
 
 // Peer is the node as a peer to dial.
 func (n *Node) Peer() node.Peer { return node.Peer{Name: n.Name, URL: n.URL} }
@@ -48,7 +66,20 @@ func (n *Node) Status() (httpapi.StatusDoc, error) {
 		}
 		return httpapi.NewStatusDoc(st), nil
 	}
-	return httpapi.ReadStatus(client, n.HTTP, httpapi.SendToken(n.proc.cfg.Token))
+	// One attempt: the callers poll, and a poll must see a node that fails as it fails.
+	c, err := n.Client(client.WithMaxAttempts(1))
+	if err != nil {
+		return httpapi.StatusDoc{}, err
+	}
+	s, err := c.Status(context.Background())
+	if err != nil {
+		return httpapi.StatusDoc{}, err
+	}
+	var d httpapi.StatusDoc
+	if err := json.Unmarshal(s.Raw, &d); err != nil {
+		return httpapi.StatusDoc{}, fmt.Errorf("cluster: %s: the status document: %w", n.Name, err)
+	}
+	return d, nil
 }
 
 // Stop stops the node: Node.Stop in this process; SIGCONT (it may be stopped), then

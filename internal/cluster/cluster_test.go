@@ -54,6 +54,15 @@ func TestLocalNodes(t *testing.T) {
 	if err != nil || served.Node != local.Node || len(served.Origins) != len(local.Origins) {
 		t.Errorf("A's status over HTTP: %+v, %v; through the Go API: %+v", served.Node, err, local.Node)
 	}
+	// A's client reads the write; B serves no API, so it has none.
+	if c, err := a.Client(); err != nil {
+		t.Error(err)
+	} else if v, err := c.Get(context.Background(), "t", []byte("k")); err != nil || string(v) != "v" {
+		t.Errorf("A's client read %q, %v; want v", v, err)
+	}
+	if _, err := b.Client(); err == nil {
+		t.Error("B, which serves no API, has a client")
+	}
 	if err := b.Kill(); err == nil {
 		t.Error("a node in this process was killed")
 	}

@@ -122,7 +122,7 @@ func (n *Node) Restart(args ...string) error {
 			return true
 		default:
 		}
-		resp, err := client.Get("http://" + n.HTTP + "/healthz")
+		resp, err := httpClient.Get("http://" + n.HTTP + "/healthz")
 		if err != nil {
 			return false // not listening yet
 		}

@@ -4,6 +4,7 @@ package multiprocess
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -40,7 +41,7 @@ func mapDoc(gen uint64, names ...string) string {
 // publishMap publishes doc on the node with PUT /v1/cluster/map; it must be adopted.
 func (p *proc) publishMap(doc string) {
 	p.t.Helper()
-	if _, err := httpapi.PublishClusterMap(http.DefaultClient, p.HTTP, []byte(doc)); err != nil {
+	if _, err := p.api().PutClusterMap(context.Background(), []byte(doc)); err != nil {
 		p.t.Fatalf("publishing generation %s on %s: %v", doc, p.Name, err)
 	}
 }
@@ -49,7 +50,7 @@ func (p *proc) publishMap(doc string) {
 // with ?node=node, its canonical form without the answer's newline.
 func (p *proc) clusterMap(node string) string {
 	p.t.Helper()
-	doc, err := httpapi.ReadClusterMap(http.DefaultClient, p.HTTP, node)
+	doc, err := p.api().ClusterMapOf(context.Background(), node)
 	if err != nil {
 		p.t.Fatalf("%s: GET /v1/cluster/map?node=%s: %v", p.Name, node, err)
 	}

@@ -9,6 +9,7 @@
 package multiprocess
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"plait/client"
 	"plait/internal/cluster"
 	"plait/shells/native/httpapi"
 )
@@ -96,16 +98,22 @@ func (p *proc) get(path string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// api is a client of the node's HTTP API (package client), with its token and opts.
+func (p *proc) api(opts ...client.Option) *client.Client {
+	p.t.Helper()
+	c, err := p.Client(opts...)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return c
+}
+
+// put writes value under key through the node's API; a write the client does not send
+// again (its rule, docs/contract.md §25.3) and that failed fails the test.
 func (p *proc) put(table, key, value string) {
 	p.t.Helper()
-	req, _ := http.NewRequest("PUT", "http://"+p.HTTP+"/v1/tables/"+table+"/records/"+key, strings.NewReader(value))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
+	if _, err := p.api().Put(context.Background(), table, []byte(key), []byte(value)); err != nil {
 		p.t.Fatalf("%s: put: %v", p.Name, err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		p.t.Fatalf("%s: put: %s", p.Name, resp.Status)
 	}
 }
 

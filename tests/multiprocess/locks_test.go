@@ -3,6 +3,7 @@
 package multiprocess
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,9 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"plait/client"
 	"plait/internal/faultnet"
 	"plait/protocol/clustermap"
-	"plait/shells/native/httpapi"
 )
 
 // lockFlags keep a lock test short: a lease of at most 2 s and a clock bound of 100 ms
@@ -100,8 +101,8 @@ func lockMap(gen uint64, names []string, fenced ...string) string {
 func (p *proc) publishWhenV4(doc string) {
 	p.t.Helper()
 	waitFor(p.t, "publishing the lock map on "+p.Name, mapBound, func() bool {
-		_, err := httpapi.PublishClusterMap(http.DefaultClient, p.HTTP, []byte(doc))
-		if err != nil && !strings.Contains(err.Error(), "cluster-not-v4") {
+		_, err := p.api(client.WithMaxAttempts(1)).PutClusterMap(context.Background(), []byte(doc))
+		if err != nil && !errors.Is(err, client.ErrClusterNotV4) {
 			p.t.Fatalf("publishing %s on %s: %v", doc, p.Name, err)
 		}
 		return err == nil
@@ -197,7 +198,9 @@ func counterRound(nodes []*proc, key string, rng *rand.Rand, l *counterLedger) {
 		time.Sleep(time.Duration(5+rng.IntN(20)) * time.Millisecond)
 		return
 	}
-	var g httpapi.LockGrant
+	var g struct {
+		Token string `json:"token"`
+	}
 	if err := json.Unmarshal([]byte(got.body), &g); err != nil || len(g.Token) != 80 {
 		l.refusal(lockAnswer{status: -1})
 		return

@@ -6,34 +6,23 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"time"
-
-	"plait/protocol/clustermap"
 )
 
-// The API's client side, for the clients in this repository (plait status, plait map, the
-// cluster harness): one call of an endpoint, its token and scheme, and its errors.
+// The API's client side that package client (plait/client) does not cover, for this
+// package's tests: one call of an endpoint with a token, its errors, and ReadStatus, the
+// whole status document as StatusDoc. Programs, the commands and the harness call a node
+// through package client.
 
 // ReadOption is an option of a call of the API (Call, ReadStatus, ReadClusterMap, ...).
 type ReadOption func(*readConfig)
 
 type readConfig struct {
 	token string
-	https bool
-	lock  string
 }
-
-// SendLock sends token in the Plait-Lock header: a lease's token, for the lock endpoints
-// and the writes and reads under a lock (docs/contract.md §22.9).
-func SendLock(token string) ReadOption { return func(c *readConfig) { c.lock = token } }
 
 // SendToken sends token as the request's bearer token, for a node that requires tokens
 // (docs/contract.md §6.4); an empty token sends none.
 func SendToken(token string) ReadOption { return func(c *readConfig) { c.token = token } }
-
-// UseHTTPS calls over https://; the client's transport says which certificates it trusts.
-func UseHTTPS() ReadOption { return func(c *readConfig) { c.https = true } }
 
 // APIError is an answer other than 200: its status, and the API's error when the body is
 // one (docs/contract.md §6.3).
@@ -60,15 +49,11 @@ func Call(client *http.Client, addr, method, path string, body []byte, limit int
 	for _, o := range opts {
 		o(&c)
 	}
-	scheme := "http://"
-	if c.https {
-		scheme = "https://"
-	}
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequest(method, scheme+addr+path, rd)
+	req, err := http.NewRequest(method, "http://"+addr+path, rd)
 	if err != nil {
 		return nil, err
 	}
@@ -77,9 +62,6 @@ func Call(client *http.Client, addr, method, path string, body []byte, limit int
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.lock != "" {
-		req.Header.Set(headerLock, c.lock)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -104,62 +86,4 @@ func Call(client *http.Client, addr, method, path string, body []byte, limit int
 		return nil, fmt.Errorf("the answer of %s %s is larger than %d bytes", method, path, limit)
 	}
 	return raw, nil
-}
-
-// maxMapAnswer bounds a map document a client takes: the canonical form's bound and the
-// answer's newline.
-const maxMapAnswer = clustermap.MaxBytes + 1
-
-// ReadClusterMap reads GET /v1/cluster/map of the node at addr: the map it holds, or with
-// node not empty the map node holds, asked through it (docs/contract.md §22.2).
-func ReadClusterMap(client *http.Client, addr, node string, opts ...ReadOption) ([]byte, error) {
-	path := "/v1/cluster/map"
-	if node != "" {
-		path += "?node=" + url.QueryEscape(node)
-	}
-	return Call(client, addr, http.MethodGet, path, nil, maxMapAnswer, opts...)
-}
-
-// PublishClusterMap publishes doc with PUT /v1/cluster/map on the node at addr and answers
-// the node's map after.
-func PublishClusterMap(client *http.Client, addr string, doc []byte, opts ...ReadOption) ([]byte, error) {
-	if doc == nil {
-		doc = []byte{} // an empty body is still a body: the node answers bad-json
-	}
-	return Call(client, addr, http.MethodPut, "/v1/cluster/map", doc, maxMapAnswer, opts...)
-}
-
-// LockGrant is a lock endpoint's answer: the lease's token (an acquire's) and how long this
-// node takes writes under it.
-type LockGrant struct {
-	Token       string `json:"token,omitempty"`
-	ExpiresInMS int64  `json:"expires_in_ms"`
-}
-
-// maxLockAnswer bounds a lock endpoint's answer a client takes.
-const maxLockAnswer = 4 << 10
-
-// Lock calls a lock endpoint of table and key on the node at addr: POST (acquire, token
-// ""), PUT (renew) or DELETE (release, whose grant is empty), with ttl and wait.
-func Lock(client *http.Client, addr, method, table, key, token string, ttl, wait time.Duration, opts ...ReadOption) (LockGrant, error) {
-	var body []byte
-	if method != http.MethodDelete {
-		doc := map[string]int64{"ttl_ms": ttl.Milliseconds()}
-		if method == http.MethodPost {
-			doc["wait_ms"] = wait.Milliseconds()
-		}
-		body, _ = json.Marshal(doc)
-	}
-	if token != "" {
-		opts = append(opts, SendLock(token))
-	}
-	raw, err := Call(client, addr, method, "/v1/tables/"+url.PathEscape(table)+"/locks/"+url.PathEscape(key), body, maxLockAnswer, opts...)
-	if err != nil || method == http.MethodDelete {
-		return LockGrant{}, err
-	}
-	var g LockGrant
-	if err := json.Unmarshal(raw, &g); err != nil {
-		return LockGrant{}, fmt.Errorf("the lock answer is not JSON: %w", err)
-	}
-	return g, nil
 }

@@ -2,8 +2,9 @@
 // records, batches (JSON or CBOR bodies), listing, digests, status, the cluster map
 // (§22), Prometheus metrics and health, answered as JSON over a node.Node. It decides nothing about replication; it
 // checks requests against the contract's bounds and turns them into node calls. StatusDoc
-// is its status document, which ReadStatus reads from a node for the clients in this
-// repository.
+// is its status document, which ReadStatus reads from a node for this package's tests;
+// programs, the commands and the cluster harness call a node through package client
+// (plait/client), which imports none of this.
 //
 // With RequireTokens, it also decides which endpoint needs which token scope and answers
 // the requests it refuses (401 and 403, §6.4); the tokens themselves, and their comparison,
@@ -21,8 +22,8 @@
 //     acknowledged position; NamedFeedDoc, its document in both answers and the status.
 //   - statusdoc.go: StatusDoc and LagDoc, the documents of GET /v1/status and GET
 //     /v1/status/lag, built from the replica's status; ReadStatus, their client side.
-//   - client.go: the client side of every call (Call, its token, scheme and APIError),
-//     for plait status, plait map and the cluster harness.
+//   - client.go: what package client does not cover, for this package's tests: Call
+//     (one call with a token) and APIError.
 //   - counters.go: the document's counters, one per field of replica.Counters, named by
 //     its tag (docs/contract.md §8.4).
 //   - metrics.go: the plait_* metrics of GET /metrics (docs/contract.md §9), read from the

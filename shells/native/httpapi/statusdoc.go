@@ -539,23 +539,15 @@ func (d StatusDoc) Connected(peer string) bool {
 // ReadStatus reads GET /v1/status of the node whose HTTP API is at addr (HOST:PORT). An
 // answer other than 200 is an *APIError.
 func ReadStatus(client *http.Client, addr string, opts ...ReadOption) (StatusDoc, error) {
-	_, d, err := ReadStatusRaw(client, addr, opts...)
-	return d, err
-}
-
-// ReadStatusRaw is ReadStatus with the document's bytes as the node sent them: a reader
-// that passes the document on (plait status --json) keeps the fields of a newer node that
-// StatusDoc does not know.
-func ReadStatusRaw(client *http.Client, addr string, opts ...ReadOption) ([]byte, StatusDoc, error) {
 	raw, err := Call(client, addr, http.MethodGet, "/v1/status", nil, maxStatusDoc, opts...)
 	if err != nil {
-		return nil, StatusDoc{}, err
+		return StatusDoc{}, err
 	}
 	var d StatusDoc
 	if err := json.Unmarshal(raw, &d); err != nil {
-		return nil, StatusDoc{}, fmt.Errorf("the status document: %w", err)
+		return StatusDoc{}, fmt.Errorf("the status document: %w", err)
 	}
-	return raw, d, nil
+	return d, nil
 }
 
 // maxStatusDoc bounds the status document a reader takes: far above what a node sends (its
