@@ -141,6 +141,9 @@ var (
 	ErrSnapshotExpired  = code("snapshot-expired")
 	ErrBadSnapshot      = code("bad-snapshot")
 	ErrAhead            = code("ahead")
+	// The named feeds' codes (docs/contract.md §24.6).
+	ErrFeedExists        = code("feed-exists")
+	ErrTooManyNamedFeeds = code("too-many-named-feeds")
 )
 
 // Class is what an answer's status says to its caller: whether sending the same request
