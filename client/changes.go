@@ -79,10 +79,9 @@ const maxEventLine = 16 << 20
 // gave (to start from the empty position, before every entry, give "oldest"). It keeps the position of the last event or heartbeat it read, and when the
 // connection drops, the node closes the feed for a reason of its own (stalled,
 // shutting-down) or no line comes for WithFeedIdleTimeout, it connects again after a
-// backoff and goes on from there: no event is delivered twice, none skipped. Before the
-// first event or heartbeat it holds no position of its own, and a reconnect then starts
-// from since again: with "now", what was written between the two connections is not
-// delivered (give a position, such as a pinned listing's Page.AsOf, to be exact).
+// backoff and goes on from there: no event is delivered twice, none skipped. A node's
+// first message of a feed is a heartbeat with the position it starts at; only a
+// connection that breaks before that starts from since again.
 //
 // It ends with an error the caller must act on: ErrPurged (a *FeedClosedError or the
 // start's *Error: the position is below an origin's floor; list the table again),

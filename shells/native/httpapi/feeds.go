@@ -322,8 +322,11 @@ func (s *feedStream) serve(ctx context.Context) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no") // a proxy that buffers would hold the events back
 	s.w.WriteHeader(http.StatusOK)
-	s.sent = s.r.Position().String()
-	if !s.flush() {
+	// The first message is a heartbeat with the position the feed starts at, so that a
+	// consumer that started at now and drops before its first change resumes from there
+	// (an EventSource by its Last-Event-ID), not from a later now that skips what came
+	// between.
+	if !s.heartbeat() {
 		return
 	}
 	heartbeat := time.NewTicker(a.limits.FeedHeartbeat)

@@ -94,14 +94,16 @@ func (f *feedConn) close() {
 	f.resp.Body.Close()
 }
 
-// next is the feed's next message that is not a heartbeat comment alone, within 10 s.
+// next is the feed's next event (change, reread or close) within 10 s: heartbeats, their
+// id-only messages and NDJSON heartbeat lines are passed over.
 func (f *feedConn) next(t *testing.T) sseMessage {
 	t.Helper()
 	for {
 		m := f.nextAny(t)
-		if m.comment == "" || m.hasID || m.data != "" {
-			return m
+		if m.event == "" && m.data == "" || strings.HasPrefix(m.data, `{"event":"heartbeat"`) {
+			continue
 		}
+		return m
 	}
 }
 
@@ -547,5 +549,30 @@ func TestFeedChunks(t *testing.T) {
 		if ev := f.change(t); ev.Seq != uint64(i+1) {
 			t.Fatalf("change %d is seq %d", i+1, ev.Seq)
 		}
+	}
+}
+
+// TestFeedStartsWithItsPosition: a feed's first message names the position it starts at (an
+// id-only message in SSE, a heartbeat line in NDJSON), so that a consumer that started at
+// now and drops before its first change resumes from there, not from a later now.
+func TestFeedStartsWithItsPosition(t *testing.T) {
+	_, a, _ := startNodeAPI(t, node.Config{Name: "A"}, httpapi.Limits{})
+	origin := statusOf(t, a.URL).Node.Origin
+	seq := put(t, a.URL, "t", "k", "v")
+	want := fmt.Sprintf("%s:%d", origin, seq)
+	f, _ := openFeed(t, a.URL+"/v1/tables/t/changes")
+	for {
+		m := f.nextAny(t)
+		if m.comment != "" && !m.hasID {
+			continue // the heartbeat comment before the id
+		}
+		if !m.hasID || m.id != want || m.data != "" {
+			t.Fatalf("first message %+v; want an id-only message with %s", m, want)
+		}
+		break
+	}
+	n, _ := openFeed(t, a.URL+"/v1/tables/t/changes", "Accept", "application/x-ndjson")
+	if m := n.nextAny(t); m.data != `{"event":"heartbeat","position":"`+want+`"}` {
+		t.Fatalf("first NDJSON line %+v; want a heartbeat with %s", m, want)
 	}
 }
