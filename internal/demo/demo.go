@@ -26,7 +26,7 @@ func Run(out io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	d := &demoCluster{out: out, dir: dir, nodes: map[string]*cluster.Node{}}
+	d := &demoCluster{out: out, dir: dir, nodes: map[string]*cluster.Node{}, writes: map[string]uint64{}}
 	defer d.stopAll()
 
 	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
@@ -43,6 +43,12 @@ func Run(out io.Writer) error {
 			return err
 		}
 	}
+	feed, err := d.follow("C", "t")
+	if err != nil {
+		return err
+	}
+	defer feed.stop()
+	say("   (a consumer follows table t's change feed on C through the Go client: docs/contract.md §24, §25)")
 	say("\n1. A -> B -> C (C also dials B2, which is not up yet); 20 writes on each of A, B, C")
 	if err := d.writeAll(20, "A", "B", "C"); err != nil {
 		return err
@@ -100,7 +106,15 @@ func Run(out io.Writer) error {
 	}
 	o := d.origin("C", "A")
 	say("  C takes A from %s after %d source change(s)", o.SourcePeer, o.SourceChanges)
+	want := map[string]uint64{}
+	for _, name := range []string{"A", "B", "B2", "C"} {
+		want[name] = d.writes[name]
+	}
+	changes, feedErr := feed.await(want)
+	say("  C's change feed: %d changes, each origin's seqs 1 to its last once and in order", changes)
 	switch {
+	case feedErr != nil:
+		return feedErr
 	case !equal:
 		return errors.New("the digests differ")
 	case dups > 0:
@@ -113,10 +127,11 @@ func Run(out io.Writer) error {
 }
 
 type demoCluster struct {
-	out   io.Writer
-	dir   string
-	nodes map[string]*cluster.Node
-	order []string
+	out    io.Writer
+	dir    string
+	nodes  map[string]*cluster.Node
+	order  []string
+	writes map[string]uint64 // transactions written on each node
 }
 
 var demoSecret = []byte("plait demo cluster secret, 32 bytes")
@@ -131,7 +146,7 @@ func (d *demoCluster) start(name string, peers []string, l net.Listener, b2addr 
 		}
 		ps = append(ps, node.Peer{Name: p, URL: url})
 	}
-	n, err := cluster.StartLocal(node.Config{Name: name, DataDir: filepath.Join(d.dir, name), Listener: l, Peers: ps, RedialMax: 500 * time.Millisecond, Config: replica.Config{Secret: demoSecret}}, false)
+	n, err := cluster.StartLocal(node.Config{Name: name, DataDir: filepath.Join(d.dir, name), Listener: l, Peers: ps, RedialMax: 500 * time.Millisecond, Config: replica.Config{Secret: demoSecret}}, name == "C")
 	if err != nil {
 		return err
 	}
@@ -158,6 +173,7 @@ func (d *demoCluster) writeAll(k int, names ...string) error {
 				Value: []byte(fmt.Sprintf("written on %s", name))}}); err != nil {
 				return err
 			}
+			d.writes[name]++
 		}
 	}
 	return nil
