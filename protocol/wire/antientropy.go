@@ -390,7 +390,21 @@ func ParseRangeRecords(b []byte) (RangeView, error) {
 	if off != len(b) {
 		return RangeView{}, badRange(strconv.Itoa(len(b)-off) + " bytes follow the last record")
 	}
+	if v.Format == RangeFormat2 && !anyRangeToken(v.Records) {
+		// One answer has one encoding: format 2 is for an answer with a tokened record,
+		// as AppendRangeRecords writes it.
+		return RangeView{}, badRange("range format 2 with no tokened record")
+	}
 	return v, nil
+}
+
+func anyRangeToken(rs []RangeRecord) bool {
+	for i := range rs {
+		if !rs[i].Token.IsZero() {
+			return true
+		}
+	}
+	return false
 }
 
 func readRangeBytes(b []byte, off *int, what string) ([]byte, error) {

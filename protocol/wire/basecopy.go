@@ -322,6 +322,7 @@ func ParseChunk(b []byte) (ChunkView, error) {
 	}
 	v := ChunkView{Format: b[0], Table: table, Count: int(n), raw: b, off: off}
 	it := v.Records()
+	tokened := false
 	for {
 		r, ok, err := it.Next()
 		if err != nil {
@@ -334,9 +335,15 @@ func ParseChunk(b []byte) (ChunkView, error) {
 			v.First = r.Key
 		}
 		v.Last = r.Key
+		tokened = tokened || !r.Token.IsZero()
 	}
 	if it.off != len(b) {
 		return ChunkView{}, badChunk(strconv.Itoa(len(b)-it.off) + " bytes follow the last record")
+	}
+	if v.Format == ChunkFormat2 && !tokened {
+		// One chunk has one encoding: format 2 is for a chunk with a tokened record, as
+		// AppendChunk writes it.
+		return ChunkView{}, badChunk("chunk format 2 with no tokened record")
 	}
 	return v, nil
 }

@@ -196,6 +196,7 @@ func TestChunkFormat2(t *testing.T) {
 		body []byte
 	}{
 		{"a tokened bit in format 1", append([]byte{wire.ChunkFormat1}, body2[1:]...)},
+		{"format 2 with no tokened record", append([]byte{wire.ChunkFormat2}, body1[1:]...)},
 		{"a token cut short", body2[:len(body2)-1]},
 		{"generation 0", func() []byte { b := bytes.Clone(body2); clear(b[tokAt : tokAt+8]); return b }()},
 		{"a zero home", func() []byte { b := bytes.Clone(body2); clear(b[tokAt+24:]); return b }()},
@@ -280,6 +281,7 @@ func TestRangeFormat2(t *testing.T) {
 		body []byte
 	}{
 		{"a tokened bit in format 1", append([]byte{wire.RangeFormat1}, body2[1:]...)},
+		{"format 2 with no tokened record", append([]byte{wire.RangeFormat2}, body1[1:]...)},
 		{"a token cut short", body2[:len(body2)-1]},
 		{"generation 0", func() []byte { b := bytes.Clone(body2); clear(b[tokAt : tokAt+8]); return b }()},
 		{"a zero home", func() []byte { b := bytes.Clone(body2); clear(b[tokAt+24:]); return b }()},
