@@ -4,7 +4,7 @@
 # on this machine, and prints for each measure the median of each, HEAD's ratio to REF and
 # the range of the per-round ratios (tools/benchcompare). Each side gets only the flags of
 # BENCH_FLAGS that its own `plait bench -h` lists (default: --stalled-records 0
-# --copy-records 0, the two slow measures off). REF is built from the local module cache
+# --copy-records 0 --feed-stall 0, the three slow measures off). REF is built from the local module cache
 # only: when its modules are not there, it says so and stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +14,7 @@ if [ -z "$ref" ]; then
 	exit 2
 fi
 rounds=${ROUNDS:-5}
-flags=${BENCH_FLAGS:---stalled-records 0 --copy-records 0}
+flags=${BENCH_FLAGS:---stalled-records 0 --copy-records 0 --feed-stall 0}
 if ! rev=$(git rev-parse --verify --quiet "$ref^{commit}"); then
 	echo "bench-compare: $ref is no commit of this repository" >&2
 	exit 2

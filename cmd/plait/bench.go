@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"time"
 
 	"plait/internal/bench"
 	"plait/shells/native/node"
@@ -26,6 +27,10 @@ func benchmark(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.LockCycles, "lock-cycles", 0, "lock cycles (acquire, read, write, release of a fenced table's key) per client on 3 and 5 nodes: through the key's home, through another node, and 4 clients on one key; 0 skips")
 	fs.BoolVar(&c.TLS, "tls", false, "also measure the raw WebSocket and the replication A -> B over ws:// against wss:// (mutual TLS 1.3, throwaway certificates)")
 	fs.IntVar(&c.TLSRounds, "tls-rounds", 3, "with --tls: alternated rounds of the ws:// and the wss:// measure")
+	fs.IntVar(&c.FeedRecords, "feed-records", 200_000, "records written on A and applied by B, whose change feed then reads them back from oldest (through package client and as raw lines), against B's apply rate; 0 skips")
+	fs.IntVar(&c.FeedSamples, "feed-samples", 1000, "single writes on A timed until visible on B and until B's change feed delivers them to a consumer; 0 skips")
+	fs.IntVar(&c.FeedIdle, "feed-idle", 100, "idle change feeds opened on one node, its heap and stacks before and after; 0 skips")
+	fs.DurationVar(&c.FeedStall, "feed-stall", 60*time.Second, "how long one change feed's consumer stops reading under writes, the node's heap and stacks sampled every second; 0 skips")
 	sync := fs.String("sync", "origin", "origin | all | none (the nodes' --sync)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the in-process measures to this file")
 	if !parseFlags(fs, args) {

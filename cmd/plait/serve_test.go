@@ -319,16 +319,20 @@ func TestCheck(t *testing.T) {
 
 // TestBench: plait bench runs on a small load and prints every row of the in-process
 // measures (the stalled receiver runs plait serve processes: the multi-process tests run
-// it from the real binary).
+// it from the real binary; the stalled feed, which takes seconds, is internal/bench's
+// TestBenchFeeds).
 func TestBench(t *testing.T) {
 	var out, errs bytes.Buffer
-	if code := benchmark([]string{"--records", "1600", "--latency-samples", "5", "--stalled-records", "0", "--copy-records", "2000"}, &out, &errs); code != 0 {
+	if code := benchmark([]string{"--records", "1600", "--latency-samples", "5", "--stalled-records", "0", "--copy-records", "2000",
+		"--feed-records", "1600", "--feed-samples", "5", "--feed-idle", "3", "--feed-stall", "0"}, &out, &errs); code != 0 {
 		t.Fatalf("plait bench: exit %d: %s", code, errs.String())
 	}
 	for _, want := range []string{"raw RocksDB", "raw WebSocket", "replication A -> B, 1600 records written through the Go API",
 		"written as HTTP batches", "write -> visible on B", "visible on C (two hops", "relay hop",
 		"records of 1 origin", "from 16 origins", "raw RocksDB write of 2000 records", "raw RocksDB scan", "raw scan + write",
-		"base copy of 2000 records", "catch-up by that base copy", "replaying the whole log"} {
+		"base copy of 2000 records", "catch-up by that base copy", "replaying the whole log",
+		"B applies 1600 records of A's", "B's change feed read from oldest", "raw NDJSON lines", "visible on B, p50 / p99 of 5 single writes (the feed latency's run)",
+		"its event delivered by B's change feed", "the feed's event after visible on B", "grown by 3 idle change feeds"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("plait bench output lacks %q:\n%s", want, out.String())
 		}
@@ -344,6 +348,9 @@ func TestBench(t *testing.T) {
 		{"--placement-records", "-1"},
 		{"--lock-cycles", "-1"},
 		{"--move-records", "100"}, // without --placement-records
+		{"--feed-records", "150"}, // not a multiple of per-txn
+		{"--feed-idle", "-1"},
+		{"--feed-stall", "1s"}, // too short to sample
 		{"extra"},
 	} {
 		if code := benchmark(args, &out, &errs); code != 2 {
@@ -359,7 +366,7 @@ func TestBench(t *testing.T) {
 func TestBenchPlacement(t *testing.T) {
 	var out, errs bytes.Buffer
 	if code := benchmark([]string{"--records", "1600", "--latency-samples", "20", "--stalled-records", "0", "--copy-records", "0",
-		"--placement-records", "200", "--move-records", "300"}, &out, &errs); code != 0 {
+		"--placement-records", "200", "--move-records", "300", "--feed-records", "0", "--feed-samples", "0", "--feed-idle", "0", "--feed-stall", "0"}, &out, &errs); code != 0 {
 		t.Fatalf("plait bench: exit %d: %s", code, errs.String())
 	}
 	ratio := func(re string) float64 {
@@ -396,7 +403,7 @@ func TestBenchPlacement(t *testing.T) {
 func TestBenchLocks(t *testing.T) {
 	var out, errs bytes.Buffer
 	if code := benchmark([]string{"--records", "1600", "--latency-samples", "20", "--stalled-records", "0", "--copy-records", "0",
-		"--lock-cycles", "5"}, &out, &errs); code != 0 {
+		"--lock-cycles", "5", "--feed-records", "0", "--feed-samples", "0", "--feed-idle", "0", "--feed-stall", "0"}, &out, &errs); code != 0 {
 		t.Fatalf("plait bench: exit %d: %s", code, errs.String())
 	}
 	for _, nodes := range []string{"3", "5"} {

@@ -18,6 +18,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/linxGnu/grocksdb"
 
+	"plait/shells/native/httpapi"
 	"plait/shells/native/node"
 )
 
@@ -43,6 +44,17 @@ type Config struct {
 	// TLSRounds rounds, with the ratio of each round's pair (--tls, --tls-rounds).
 	TLS       bool
 	TLSRounds int
+	// The change feed measures (feeds.go), each skipped at 0: FeedRecords written on A
+	// whose apply rate on B the rate of B's feed reading them back from oldest is set
+	// against (--feed-records); FeedSamples single writes on A timed until visible on B
+	// and until B's feed delivers them (--feed-samples); FeedIdle feeds opened on an idle
+	// node, its heap and stacks before and after (--feed-idle); FeedStall, how long one
+	// consumer stops reading while writes go on, the node's heap and stacks sampled
+	// (--feed-stall).
+	FeedRecords int
+	FeedSamples int
+	FeedIdle    int
+	FeedStall   time.Duration
 	// Binary is the plait binary whose serve runs the stalled-receiver measure's nodes
 	// (needed only when Stalled > 0; it is not a flag).
 	Binary string
@@ -65,6 +77,15 @@ func (c Config) Check() error {
 		return errors.New("--placement-records and --move-records must not be negative")
 	case c.Move > 0 && c.Placement == 0:
 		return errors.New("--move-records needs --placement-records: the move is one of the placement measures")
+	case c.FeedRecords < 0 || c.FeedRecords%c.PerTxn != 0:
+		return errors.New("--feed-records must be 0 or a multiple of --per-txn")
+	case c.FeedSamples < 0:
+		return errors.New("--feed-samples must not be negative")
+	case c.FeedIdle < 0 || c.FeedIdle > httpapi.DefaultMaxFeeds:
+		return fmt.Errorf("--feed-idle must be from 0 to %d (the node's default --max-feeds)", httpapi.DefaultMaxFeeds)
+	case c.FeedStall < 0 || c.FeedStall > 0 && c.FeedStall < minFeedStall || c.FeedStall >= httpapi.DefaultFeedStallTimeout:
+		return fmt.Errorf("--feed-stall must be 0 or from %s to under %s (the node's default --feed-stall-timeout, which would close the feed)",
+			minFeedStall, httpapi.DefaultFeedStallTimeout)
 	case c.TLS && c.TLSRounds <= 0:
 		return errors.New("--tls-rounds must be positive")
 	case c.Sync != node.SyncOrigin && c.Sync != node.SyncAll && c.Sync != node.SyncNone:
@@ -80,6 +101,16 @@ type run struct {
 	value []byte
 	certs string      // the TLS measures' certificates (tls.go); empty until made
 	locks lock.Config // the nodes' lock bounds (locks.go); zero: the defaults
+	// arrivalBound bounds the wait for one write's feed event (feeds.go); zero: a minute.
+	arrivalBound time.Duration
+}
+
+// feedWait is how long the feed latency measure waits for one write's event.
+func (c *run) feedWait() time.Duration {
+	if c.arrivalBound > 0 {
+		return c.arrivalBound
+	}
+	return time.Minute
 }
 
 // Run measures the load c and writes the table to out, in a temporary directory it
@@ -223,7 +254,7 @@ func (c *run) measure(out io.Writer) error {
 		}
 		c.lockRows(row, ls)
 	}
-	return nil
+	return c.feedMeasures(row)
 }
 
 func rate(r float64, unit string) string { return fmt.Sprintf("%.0f %s/s", r, unit) }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"plait/shells/native/node"
 )
@@ -34,6 +35,13 @@ func TestCheck(t *testing.T) {
 		{func(c *Config) { c.Move = 100 }, "--move-records needs --placement-records"},
 		{func(c *Config) { c.Placement, c.Move = 100, -1 }, "--move-records"},
 		{func(c *Config) { c.TLS = true }, "--tls-rounds"},
+		{func(c *Config) { c.FeedRecords = 150 }, "--feed-records"},
+		{func(c *Config) { c.FeedRecords = -100 }, "--feed-records"},
+		{func(c *Config) { c.FeedSamples = -1 }, "--feed-samples"},
+		{func(c *Config) { c.FeedIdle = -1 }, "--feed-idle"},
+		{func(c *Config) { c.FeedIdle = 257 }, "--feed-idle"},
+		{func(c *Config) { c.FeedStall = time.Second }, "--feed-stall"},
+		{func(c *Config) { c.FeedStall = 2 * time.Minute }, "--feed-stall"},
 	} {
 		bad := good
 		c.change(&bad)

@@ -6,8 +6,10 @@
 // beside a raw RocksDB scan and write of the same records and against replaying the whole
 // log (basecopy.go), as plait serve processes, hold a stalled receiver's backlog, and, with
 // --placement-records, weigh placement: disk per node with each table on half the nodes,
-// a forwarded read against a carrier's, a table moved to a new carrier (placement.go). Run
-// prints one table row a measure.
+// a forwarded read against a carrier's, a table moved to a new carrier (placement.go), and
+// weigh change feeds: a feed's backlog read against its node's apply rate, a write's event
+// against its visibility, and the node's memory under idle feeds and a stalled consumer
+// (feeds.go). Run prints one table row a measure.
 //
 // # The jobs, by file
 //
@@ -19,5 +21,6 @@
 //   - basecopy.go: the base copy beside the raw scan and write of its records, and the
 //     catch-up by replaying a whole log; stall.go: the memory of a stalled receiver and
 //     its sender, each a plait serve process; tls.go: the --tls measures over wss://;
-//     placement.go: the --placement-records measures.
+//     placement.go: the --placement-records measures; locks.go: the --lock-cycles
+//     measures; feeds.go: the --feed-* measures.
 package bench

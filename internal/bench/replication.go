@@ -238,30 +238,55 @@ func (c *run) timeAB(a, b *cluster.Node, records int, how via) (float64, error) 
 }
 
 // latencies are write -> visible percentiles (p50, p99) at one hop (B), at two hops (C,
-// through B), and of the second hop alone (C minus B for each write).
-type latencies struct{ b, c, hop [2]time.Duration }
+// through B), and of the second hop alone (C minus B for each write); with a feed, write
+// -> delivered by B's change feed (feed) and that minus visible on B for each write
+// (feedAfter), and no C.
+type latencies struct{ b, c, hop, feed, feedAfter [2]time.Duration }
 
-// latency times single writes on A of the chain A <- B <- C until B and C serve them.
-func (c *run) latency() (latencies, error) {
+// latency times c.Samples single writes on A of the chain A <- B <- C until B and C serve
+// them.
+func (c *run) latency() (latencies, error) { return c.latencyOf(c.Samples, false) }
+
+// latencyOf times samples single writes on A until B serves them: without a feed on the
+// chain A <- B <- C, also until C serves them; withFeed on A <- B alone, B serving its
+// HTTP API to a consumer of its change feed of the writes' table (package client), each
+// write also until that consumer is delivered its event. The feed's consumer then runs
+// beside the pollers of visibility, on the same writes.
+func (c *run) latencyOf(samples int, withFeed bool) (latencies, error) {
 	var res latencies
 	dir := filepath.Join(c.dir, "latency")
+	if withFeed {
+		dir = filepath.Join(c.dir, "feed-latency")
+	}
 	a, err := c.startNode(dir, "A", false)
 	if err != nil {
 		return res, err
 	}
 	defer stop(a)
-	b, err := c.startNode(dir, "B", false, a)
+	b, err := c.startNode(dir, "B", withFeed, a)
 	if err != nil {
 		return res, err
 	}
 	defer stop(b)
-	cn, err := c.startNode(dir, "C", false, b)
-	if err != nil {
+	var cn *cluster.Node
+	if !withFeed {
+		if cn, err = c.startNode(dir, "C", false, b); err != nil {
+			return res, err
+		}
+		defer stop(cn)
+	}
+	if err := cluster.WaitEvery("the chain connected", time.Minute, pollEvery, func() bool {
+		return connected(b, a) && (cn == nil || connected(cn, b))
+	}); err != nil {
 		return res, err
 	}
-	defer stop(cn)
-	if err := cluster.WaitEvery("the chain connected", time.Minute, pollEvery, func() bool { return connected(b, a) && connected(cn, b) }); err != nil {
-		return res, err
+	var arrivals <-chan feedArrival
+	if withFeed {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		if arrivals, err = followFeed(ctx, b, "l"); err != nil {
+			return res, err
+		}
 	}
 	// visible polls n's Go API every 20 µs: a latency is read to within that.
 	visible := func(n *cluster.Node, key []byte, t0 time.Time, at *time.Duration) error {
@@ -276,25 +301,37 @@ func (c *run) latency() (latencies, error) {
 		}
 		return errors.New("a write never became visible on " + n.Name)
 	}
-	var atB, atC, hop []time.Duration
-	for i := range c.Samples {
+	var atB, atC, hop, atFeed, feedAfter []time.Duration
+	for i := range samples {
 		key := fmt.Appendf(nil, "latency-%d", i)
 		t0 := time.Now()
 		if _, err := a.Local.Write(context.Background(), []wire.Op{{Kind: wire.OpPut, Table: []byte("l"), Key: key, Value: c.value}}); err != nil {
 			return res, err
 		}
 		var db, dc time.Duration
-		var eb error
+		var eb, ec error
 		done := make(chan struct{})
 		go func() { eb = visible(b, key, t0, &db); close(done) }()
-		ec := visible(cn, key, t0, &dc)
+		if cn != nil {
+			ec = visible(cn, key, t0, &dc)
+		}
+		var df time.Duration
+		if arrivals != nil {
+			at, err := awaitArrival(arrivals, key, c.feedWait())
+			ec, df = err, at.Sub(t0)
+		}
 		<-done
 		if err := errors.Join(eb, ec); err != nil {
 			return res, err
 		}
 		atB, atC, hop = append(atB, db), append(atC, dc), append(hop, dc-db)
+		atFeed, feedAfter = append(atFeed, df), append(feedAfter, df-db)
 	}
-	return latencies{b: percentiles(atB), c: percentiles(atC), hop: percentiles(hop)}, nil
+	res = latencies{b: percentiles(atB), c: percentiles(atC), hop: percentiles(hop)}
+	if withFeed {
+		res.feed, res.feedAfter = percentiles(atFeed), percentiles(feedAfter)
+	}
+	return res, nil
 }
 
 func percentiles(ds []time.Duration) [2]time.Duration {

@@ -192,6 +192,10 @@ func show(v value, ok bool) string {
 	case v.unit == "s":
 		return fmt.Sprintf("%.2f s", v.n)
 	}
+	if v.unit == "MiB" && math.Abs(v.n) < 10 {
+		// The feed measures' memory is a few MiB, or a growth near 0: whole MiB would hide it.
+		return fmt.Sprintf("%.2f MiB", v.n)
+	}
 	if strings.HasPrefix(v.unit, "of ") {
 		return fmt.Sprintf("%.3f %s", v.n, v.unit)
 	}
