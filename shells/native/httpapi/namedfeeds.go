@@ -139,7 +139,7 @@ func (a *API) getNamedFeed(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		fail(w, err)
 	case !ok:
-		fail(w, &apiError{http.StatusNotFound, "not-found", "no named feed " + name})
+		fail(w, noNamedFeed(name))
 	default:
 		writeJSON(w, http.StatusOK, NewNamedFeedDoc(st))
 	}
@@ -156,10 +156,15 @@ func (a *API) deleteNamedFeed(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		fail(w, err)
 	case !ok:
-		fail(w, &apiError{http.StatusNotFound, "not-found", "no named feed " + name})
+		fail(w, noNamedFeed(name))
 	default:
 		w.WriteHeader(http.StatusNoContent)
 	}
+}
+
+// noNamedFeed is the 404 of a named feed this node does not keep.
+func noNamedFeed(name string) *apiError {
+	return &apiError{http.StatusNotFound, "not-found", "no named feed " + name}
 }
 
 type ackBody struct {
@@ -224,7 +229,7 @@ func (a *API) namedFeedChanges(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	case !ok:
-		fail(w, &apiError{http.StatusNotFound, "not-found", "no named feed " + name})
+		fail(w, noNamedFeed(name))
 		return
 	}
 	r2 := r.Clone(r.Context())
