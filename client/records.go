@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/fxamacker/cbor/v2"
 )
 
 // Put writes value under key in table and answers the write's origin_seq: its sequence
@@ -101,43 +103,32 @@ func jsonBatch(ops []Op) []byte {
 	return raw
 }
 
-// cborBatch is a batch as CBOR (RFC 8949): {"ops":[{"op":..., "key":h'..', "value":h'..'}]}.
+// cborBatch is a batch as CBOR (RFC 8949): {"ops":[{"op":..., "key":h'..', "value":h'..'}]},
+// keys and values as byte strings, so that any bytes travel as they are.
 func cborBatch(ops []Op) []byte {
-	b := cborHead(nil, 5, 1)
-	b = cborText(b, "ops")
-	b = cborHead(b, 4, uint64(len(ops)))
+	type del struct {
+		Op  string `cbor:"op"`
+		Key []byte `cbor:"key"`
+	}
+	type put struct {
+		Op    string `cbor:"op"`
+		Key   []byte `cbor:"key"`
+		Value []byte `cbor:"value"`
+	}
+	doc := struct {
+		Ops []any `cbor:"ops"`
+	}{Ops: make([]any, 0, len(ops))}
 	for _, op := range ops {
 		if op.Delete {
-			b = cborHead(b, 5, 2)
-			b = cborText(cborText(b, "op"), "delete")
-			b = cborBytes(cborText(b, "key"), op.Key)
+			doc.Ops = append(doc.Ops, del{Op: "delete", Key: op.Key})
 			continue
 		}
-		b = cborHead(b, 5, 3)
-		b = cborText(cborText(b, "op"), "put")
-		b = cborBytes(cborText(b, "key"), op.Key)
-		b = cborBytes(cborText(b, "value"), op.Value)
+		// A put's value is a byte string even when empty (nil would encode as null).
+		doc.Ops = append(doc.Ops, put{Op: "put", Key: op.Key, Value: append([]byte{}, op.Value...)})
 	}
-	return b
+	raw, _ := cbor.Marshal(doc) // strings and byte strings: it cannot fail
+	return raw
 }
-
-func cborHead(b []byte, major byte, n uint64) []byte {
-	m := major << 5
-	switch {
-	case n < 24:
-		return append(b, m|byte(n))
-	case n <= 0xff:
-		return append(b, m|24, byte(n))
-	case n <= 0xffff:
-		return append(b, m|25, byte(n>>8), byte(n))
-	case n <= 0xffffffff:
-		return append(b, m|26, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
-	}
-	return append(b, m|27, byte(n>>56), byte(n>>48), byte(n>>40), byte(n>>32), byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
-}
-
-func cborText(b []byte, s string) []byte  { return append(cborHead(b, 3, uint64(len(s))), s...) }
-func cborBytes(b []byte, p []byte) []byte { return append(cborHead(b, 2, uint64(len(p))), p...) }
 
 // writeSeq sends a write and answers its origin_seq.
 func (c *Client) writeSeq(ctx context.Context, cl *call) (uint64, error) {
