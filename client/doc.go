@@ -4,8 +4,9 @@
 // what may have been written once. Its promises are docs/contract.md §25; its design
 // docs/design.md §26.6.
 //
-// It imports the standard library alone and builds with CGO_ENABLED=0, so a program
-// that only talks to nodes does not link RocksDB or anything else of plait.
+// It imports the standard library and the CBOR library (github.com/fxamacker/cbor/v2)
+// alone and builds with CGO_ENABLED=0, so a program that only talks to nodes does not link
+// RocksDB or anything else of plait.
 //
 // # Using it from another module
 //
