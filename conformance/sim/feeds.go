@@ -224,15 +224,7 @@ func (c *Cluster) checkFeeds(rep *Report) {
 	if c.feeds == nil {
 		return
 	}
-	heads := map[wire.OriginID]uint64{}
-	for _, name := range c.names {
-		if n := c.nodes[name]; n.Rep != nil {
-			vec, _ := n.Store.Vector()
-			for _, e := range vec.Entries() {
-				heads[e.Origin] = max(heads[e.Origin], e.Seq)
-			}
-		}
-	}
+	heads := c.heads()
 	for _, cs := range c.feeds.consumers {
 		if !cs.started {
 			continue

@@ -608,9 +608,9 @@ func (c *Cluster) ackOnItsWay(n *Node, peer string) bool {
 	return false
 }
 
-// checkOracle compares every running node's live records with the conflict order
-// (store.NewerVersion: a token first, then last-writer-wins) over the writes that survived: those at or below their origin's converged head.
-func (c *Cluster) checkOracle() {
+// heads is, per origin, the highest seq any running node applied: at the end of a run,
+// once the nodes converged, the origin's surviving head.
+func (c *Cluster) heads() map[wire.OriginID]uint64 {
 	heads := map[wire.OriginID]uint64{}
 	for _, name := range c.names {
 		if n := c.nodes[name]; n.Rep != nil {
@@ -620,6 +620,13 @@ func (c *Cluster) checkOracle() {
 			}
 		}
 	}
+	return heads
+}
+
+// checkOracle compares every running node's live records with the conflict order
+// (store.NewerVersion: a token first, then last-writer-wins) over the writes that survived: those at or below their origin's converged head.
+func (c *Cluster) checkOracle() {
+	heads := c.heads()
 	want := map[string]store.Record{}
 	for o, ws := range c.writes {
 		for seq, w := range ws {
