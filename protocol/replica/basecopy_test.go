@@ -608,3 +608,22 @@ func TestCopyPastASourceWithNothingMore(t *testing.T) {
 	}
 	sameRecords(t, "t", o, b)
 }
+
+// TestCopyLapsesNamedFeedsItPasses: a named feed made on an empty node, at no position, is
+// lapsed (and counted) by the copy that raises the node's floor of A past it: the entries
+// after its position are gone here, and its status must not say it holds them.
+func TestCopyLapsesNamedFeedsItPasses(t *testing.T) {
+	h, a := purgedCluster(t, replica.Config{})
+	b := h.addNode("B", replica.Config{CopyChunk: 1 << 10})
+	if _, _, err := b.rep.PutNamedFeed("audit", "t", 1<<30); err != nil {
+		t.Fatal(err)
+	}
+	h.connect(b, a)
+	if st := b.originStatus(a); st.FloorSeq == 0 {
+		t.Fatalf("B's status of A = %+v: the test needs a copy that raises B's floor", st)
+	}
+	st, ok := b.rep.NamedFeed("audit")
+	if !ok || !st.Lapsed || b.rep.Counters().NamedFeedHoldsLapsed != 1 {
+		t.Fatalf("the feed after the copy passed its position: %+v (%v), %d lapses counted; want lapsed, one counted", st, ok, b.rep.Counters().NamedFeedHoldsLapsed)
+	}
+}

@@ -386,11 +386,29 @@ func (r *Replica) feedsRunMerged(o wire.OriginID, prevTo uint64, n, was int) {
 }
 
 // feedsLogsChanged keeps every named feed's bytes within its logs' after a purge or a
-// copy (see the package's note above).
+// copy (see the package's note above), and lapses a held feed a log's floor passed: a
+// base copy raises floors whatever the holds (a purge never passes a held feed), and the
+// entries after the feed's position are then gone here, so its status must not say it
+// holds them (its consumer meets purged, and lists the table again).
 func (r *Replica) feedsLogsChanged() {
-	for _, f := range r.named {
+	for _, name := range slices.Sorted(maps.Keys(r.named)) {
+		f := r.named[name]
 		for o, b := range f.above {
 			f.above[o] = min(b, r.ret.logs[o].Bytes)
+		}
+		if f.lapsed {
+			continue
+		}
+		for o, l := range r.ret.logs {
+			if l.Floor.Seq > f.pos[o] {
+				n := *f
+				n.lapsed = true
+				if r.writeFeed(name, &n) == nil {
+					*f = n
+					r.counters.NamedFeedHoldsLapsed++
+				}
+				break
+			}
 		}
 	}
 }

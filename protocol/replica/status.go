@@ -264,7 +264,7 @@ type Counters struct {
 	// time a feed's bytes went over its cap), acks that moved a position, acks refused
 	// above this node's applied positions.
 	NamedFeedsRefused    uint64 `status:"named_feeds_refused" help:"Named feeds refused because this node keeps --max-named-feeds of them (too-many-named-feeds)."`
-	NamedFeedHoldsLapsed uint64 `status:"named_feed_holds_lapsed" help:"Times a named feed's hold lapsed: the log bytes above its position went over its hold_bytes, and retention went on as without it."`
+	NamedFeedHoldsLapsed uint64 `status:"named_feed_holds_lapsed" help:"Times a named feed's hold lapsed: the log bytes above its position went over its hold_bytes, and retention went on as without it, or a base copy raised a log's floor past its position."`
 	NamedFeedAcks        uint64 `status:"named_feed_acks" help:"Acks that moved a named feed's position."`
 	NamedFeedAcksAhead   uint64 `status:"named_feed_acks_ahead" help:"Acks of a named feed refused because they were above this node's applied positions (ahead)."`
 }
