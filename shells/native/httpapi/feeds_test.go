@@ -576,3 +576,41 @@ func TestFeedStartsWithItsPosition(t *testing.T) {
 		t.Fatalf("first NDJSON line %+v; want a heartbeat with %s", m, want)
 	}
 }
+
+// TestFeedRereadsAcrossACopy: a feed open on an empty node that then takes a base copy
+// (its peer's log purged below what it needs) is told to reread the table, reason copy,
+// and goes on after the copy's position with the next write: the copied records are in no
+// log it could read, and nothing of them comes as a change.
+func TestFeedRereadsAcrossACopy(t *testing.T) {
+	cfg := node.Config{Name: "A", Config: replica.Config{RetainAge: 100 * time.Millisecond, RetentionInterval: 20 * time.Millisecond}}
+	_, a, aURL := startNodeAPI(t, cfg, httpapi.Limits{})
+	for i := range 5 {
+		put(t, a.URL, "t", fmt.Sprintf("k%d", i), "v")
+	}
+	waitFor(t, "A's entries purged", func() bool {
+		o := statusOf(t, a.URL).Origins
+		return len(o) > 0 && o[0].FloorSeq >= 2
+	})
+	_, b, _ := startNodeAPI(t, node.Config{Name: "B"}, httpapi.Limits{})
+	f, _ := openFeed(t, b.URL+"/v1/tables/t/changes", "Accept", "application/x-ndjson")
+	if code, body := do(t, http.MethodPost, b.URL+"/v1/peers", `{"name":"A","url":"`+aURL+`"}`); code != http.StatusCreated {
+		t.Fatalf("add A to B: %d %s", code, body)
+	}
+	var ev changeEvent
+	if err := json.Unmarshal([]byte(f.next(t).data), &ev); err != nil || ev.Event != "reread" || ev.Reason != "copy" {
+		t.Fatalf("B's first event after its copy: %+v (%v); want a reread of reason copy", ev, err)
+	}
+	seq := put(t, a.URL, "t", "after", "the copy")
+	for {
+		if err := json.Unmarshal([]byte(f.next(t).data), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Event == "reread" && ev.Reason == "copy" {
+			continue // the copy's chunks and its end may each be told
+		}
+		if ev.Event != "change" || ev.Seq != seq || len(ev.Ops) != 1 || ev.Ops[0].Key != "after" {
+			t.Fatalf("B's next event: %+v; want the change of seq %d (nothing the copy brought)", ev, seq)
+		}
+		break
+	}
+}
