@@ -22,6 +22,7 @@ import (
 	"plait/protocol/feed"
 	"plait/protocol/store"
 	"plait/protocol/wire"
+	"plait/shells/native/apitoken"
 )
 
 // Change feeds (docs/contract.md §24, docs/design.md §26.3): GET /v1/tables/{t}/changes
@@ -58,8 +59,9 @@ const (
 	closeStalled      = "stalled"
 	closeShuttingDown = "shutting-down"
 	closeNotCarried   = "not-carried"
-	closeUnavailable  = "unavailable" // the store failed a read (degraded storage)
-	closeClientGone   = "client-gone" // counted only: there is nobody to send a close to
+	closeUnavailable  = "unavailable"  // the store failed a read (degraded storage)
+	closeClientGone   = "client-gone"  // counted only: there is nobody to send a close to
+	closeUnauthorized = "unauthorized" // the token the feed started with was revoked
 )
 
 // feedRegistry is the API's feeds: how many are open, against --max-feeds, their counts,
@@ -190,7 +192,7 @@ func (a *API) changes(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s := &feedStream{a: a, w: w, rc: http.NewResponseController(w), table: string(table), r: rd,
+	s := &feedStream{a: a, w: w, rc: http.NewResponseController(w), table: string(table), r: rd, req: r,
 		ndjson: wantsNDJSON(r)}
 	s.serve(r.Context())
 }
@@ -262,6 +264,7 @@ type feedStream struct {
 	rc     *http.ResponseController
 	table  string
 	r      *feed.Reader
+	req    *http.Request // the request, whose token is checked again before every chunk
 	ndjson bool
 	sent   string // the position of the last message that carried one
 	buf    []byte
@@ -338,6 +341,10 @@ func (s *feedStream) serve(ctx context.Context) {
 			s.close(closeNotCarried, "this node no longer carries table "+s.table+" under its cluster map", nil)
 			return
 		}
+		if why := s.revoked(); why != "" {
+			s.close(closeUnauthorized, why, nil)
+			return
+		}
 		var evs []feed.Event
 		var err error
 		if derr := a.n.FeedRead(table, func(st store.Store, in feed.Inputs) {
@@ -386,6 +393,28 @@ func (s *feedStream) serve(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// revoked says why the feed's token no longer reads, "" while it does (or the API is open,
+// or another node forwarded the request with its caller's scope). A feed outlives its
+// request's check at the start: a token removed from the file (and reloaded) must end the
+// streams it opened, at the next chunk or heartbeat, not when they break.
+func (s *feedStream) revoked() string {
+	a := s.a
+	if a.tokens == nil {
+		return ""
+	}
+	if _, forwarded := forwardedScope(s.req.Context()); forwarded {
+		return ""
+	}
+	have, why := a.authenticate(s.req)
+	switch {
+	case why != "":
+		return why
+	case !have.Covers(apitoken.Read):
+		return "the feed's token no longer has scope read"
+	}
+	return ""
 }
 
 // event writes one change or reread event (flushed with its chunk).

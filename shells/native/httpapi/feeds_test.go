@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -95,10 +96,13 @@ func (f *feedConn) close() {
 }
 
 // next is the feed's next event (change, reread or close) within 10 s: heartbeats, their
-// id-only messages and NDJSON heartbeat lines are passed over.
+// id-only messages and NDJSON heartbeat lines are passed over (and do not extend the 10 s).
 func (f *feedConn) next(t *testing.T) sseMessage {
 	t.Helper()
-	for {
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if time.Now().After(deadline) {
+			t.Fatal("no event from the feed in 10 s, heartbeats alone")
+		}
 		m := f.nextAny(t)
 		if m.event == "" && m.data == "" || strings.HasPrefix(m.data, `{"event":"heartbeat"`) {
 			continue
@@ -612,5 +616,49 @@ func TestFeedRereadsAcrossACopy(t *testing.T) {
 			t.Fatalf("B's next event: %+v; want the change of seq %d (nothing the copy brought)", ev, seq)
 		}
 		break
+	}
+}
+
+// TestFeedEndsWhenItsTokenIsRevoked: a feed started with a read token is closed with reason
+// unauthorized once the token file is reloaded without that token, at its next heartbeat,
+// and counted; a feed of a token still in the file goes on.
+func TestFeedEndsWhenItsTokenIsRevoked(t *testing.T) {
+	const other = "another-read-token-of-the-feed-test"
+	tokens, path := tokenFile(t, readToken+" read\n"+other+" read\n"+writeToken+" write\n")
+	_, a, _ := startNodeAPI(t, node.Config{Name: "A"}, httpapi.Limits{FeedHeartbeat: 50 * time.Millisecond}, httpapi.RequireTokens(tokens))
+	f, got := openFeed(t, a.URL+"/v1/tables/t/changes", "Authorization", "Bearer "+readToken)
+	if f == nil {
+		t.Fatalf("a feed with a read token: %d %s", got.status, got.body)
+	}
+	g, _ := openFeed(t, a.URL+"/v1/tables/t/changes", "Authorization", "Bearer "+other)
+	if err := os.WriteFile(path, []byte(other+" read\n"+writeToken+" write\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := tokens.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	m := f.next(t)
+	if m.event != "close" || !strings.Contains(m.data, `"reason":"unauthorized"`) {
+		t.Fatalf("the revoked token's feed: %+v; want a close of reason unauthorized", m)
+	}
+	if code, _, body := call(t, http.MethodPut, a.URL+"/v1/tables/t/records/k", "v", "Bearer "+writeToken); code != http.StatusOK {
+		t.Fatalf("put: %d %s", code, body)
+	}
+	if m := g.next(t); m.event != "change" {
+		t.Fatalf("the other token's feed: %+v; want the change", m)
+	}
+	req, _ := http.NewRequest(http.MethodGet, a.URL+"/v1/status", nil)
+	req.Header.Set("Authorization", "Bearer "+other)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st httpapi.StatusDoc
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Feeds.Closed["unauthorized"] != 1 {
+		t.Errorf("closed %v; want unauthorized 1", st.Feeds.Closed)
 	}
 }
