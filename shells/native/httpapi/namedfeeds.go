@@ -128,11 +128,13 @@ func (a *API) putNamedFeed(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, NewNamedFeedDoc(st))
 }
 
-func (a *API) getNamedFeed(w http.ResponseWriter, r *http.Request) {
+// namedFeed is the named feed the request's path names; when there is none (or the name
+// is bad, or the node cannot tell) it answers the refusal and false.
+func (a *API) namedFeed(w http.ResponseWriter, r *http.Request) (replica.NamedFeedStatus, bool) {
 	name, err := feedName(r)
 	if err != nil {
 		fail(w, err)
-		return
+		return replica.NamedFeedStatus{}, false
 	}
 	st, ok, err := a.n.NamedFeed(name)
 	switch {
@@ -140,7 +142,12 @@ func (a *API) getNamedFeed(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 	case !ok:
 		fail(w, noNamedFeed(name))
-	default:
+	}
+	return st, err == nil && ok
+}
+
+func (a *API) getNamedFeed(w http.ResponseWriter, r *http.Request) {
+	if st, ok := a.namedFeed(w, r); ok {
 		writeJSON(w, http.StatusOK, NewNamedFeedDoc(st))
 	}
 }
@@ -218,18 +225,8 @@ func (a *API) ackNamedFeed(w http.ResponseWriter, r *http.Request) {
 // again from the last ack (the consumer acks what it has done, and is given what it has
 // not acknowledged again).
 func (a *API) namedFeedChanges(w http.ResponseWriter, r *http.Request) {
-	name, err := feedName(r)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	st, ok, err := a.n.NamedFeed(name)
-	switch {
-	case err != nil:
-		fail(w, err)
-		return
-	case !ok:
-		fail(w, noNamedFeed(name))
+	st, ok := a.namedFeed(w, r)
+	if !ok {
 		return
 	}
 	r2 := r.Clone(r.Context())
