@@ -7,6 +7,8 @@
 // EventSource's own retry: the query wins over Last-Event-ID, so a retry of a URL that names
 // a position would start again from that stale one.
 
+import { $, el } from './dom.js';
+
 // FEED_EVENTS bounds the events the page keeps in the DOM: the oldest goes when one more
 // arrives, so a busy table costs the page no more than this many.
 export const FEED_EVENTS = 50;
@@ -23,19 +25,6 @@ const REOPEN_AFTER = new Set(['shutting-down', 'stalled', 'unavailable']);
 // Refusals of the NDJSON request worth retrying: the node is behind the position, or has
 // too many feeds open. Any other status stops the view with the answer's message.
 const RETRY_STATUS = new Set([409, 503]);
-
-const $ = (sel) => document.querySelector(sel);
-
-function el(tag, props = {}, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(props)) {
-    if (k === 'class') e.className = v;
-    else if (k === 'data') for (const [dk, dv] of Object.entries(v)) e.dataset[dk] = dv;
-    else e[k] = v;
-  }
-  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  return e;
-}
 
 // hlcTime shows a hybrid-logical-clock timestamp (milliseconds since the epoch in its high
 // 48 bits) as the UTC time it carries. JSON numbers above 2^53 lose their low bits, which

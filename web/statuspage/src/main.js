@@ -10,11 +10,10 @@ import 'uplot/dist/uPlot.min.css';
 import cytoscape from 'cytoscape';
 import './style.css';
 import { setupFeed, feedTables } from './feed.js';
+import { $, el } from './dom.js';
 
 const REFRESH_MS = 1000;
 const TOKEN_KEY = 'plait-token';
-const $ = (sel) => document.querySelector(sel);
-
 // window.plait is what the page shows, for the browser tests and for a curious operator's
 // console: the last documents read and the chart and graph instances.
 const state = { status: null, lag: null, charts: {}, topology: null, refreshes: 0, error: null };
@@ -32,17 +31,6 @@ async function getJSON(path) {
   }
   if (!resp.ok) throw new Error(`${path}: ${resp.status} ${await resp.text()}`);
   return resp.json();
-}
-
-function el(tag, props = {}, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(props)) {
-    if (k === 'class') e.className = v;
-    else if (k === 'data') for (const [dk, dv] of Object.entries(v)) e.dataset[dk] = dv;
-    else e[k] = v;
-  }
-  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  return e;
 }
 
 const health = (h) => el('span', { class: `health health-${h || 'stalled'}` }, h || '-');
