@@ -22,7 +22,9 @@ type follower struct {
 	fault   error
 }
 
-// follow starts a consumer of table's feed on the named node, from its position now.
+// follow starts a consumer of table's feed on the named node from its oldest entry: the
+// node holds none yet, so the consumer is given every write. From "now" it would start
+// wherever the node stood when its request arrived, after writes the demo made meanwhile.
 func (d *demoCluster) follow(name, table string) (*follower, error) {
 	cl, err := d.nodes[name].Client()
 	if err != nil {
@@ -32,7 +34,7 @@ func (d *demoCluster) follow(name, table string) (*follower, error) {
 	f := &follower{cancel: cancel, done: make(chan struct{}), last: map[string]uint64{}}
 	go func() {
 		defer close(f.done)
-		for ev, err := range cl.Changes(ctx, table, "now") {
+		for ev, err := range cl.Changes(ctx, table, "oldest") {
 			f.mu.Lock()
 			switch {
 			case err != nil:
