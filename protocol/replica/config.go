@@ -123,6 +123,16 @@ type Config struct {
 	// DefaultMaxNamedFeeds; -1: none); one more is refused and counted.
 	MaxNamedFeeds int
 
+	// Hub, when not empty, makes this node a leaf of the node of that name (hub.go,
+	// docs/design.md §27): it takes no peer but its hub, and its hub re-originates its
+	// writes. MaxLeaves is how many leaves this node accepts as a hub (0: none, not a hub);
+	// one more is refused with too-many-leaves and counted. LeafHold bounds how long a hub's
+	// retention holds its logs for a leaf that is away (default DefaultLeafHold; -1: not
+	// at all).
+	Hub       string
+	MaxLeaves int
+	LeafHold  time.Duration
+
 	// PlacementPoll is how often a node that no longer carries a table asks each of its
 	// carriers whether it holds what this node held (tablemove.go; default
 	// DefaultPlacementPoll).
@@ -181,6 +191,7 @@ const (
 	DefaultAntiEntropyBytes = 256 << 10
 	DefaultMaxMembers       = 1024
 	DefaultMaxNamedFeeds    = 64
+	DefaultLeafHold         = 24 * time.Hour
 	MaxMemberEntries        = 65536
 	DefaultMaxRequestHops   = 8
 	DefaultRequestTimeout   = 5 * time.Second
@@ -273,6 +284,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxMembers == 0 {
 		c.MaxMembers = DefaultMaxMembers
+	}
+	switch c.LeafHold {
+	case 0:
+		c.LeafHold = DefaultLeafHold
+	case -1:
+		c.LeafHold = 0
 	}
 	switch c.MaxNamedFeeds {
 	case 0:

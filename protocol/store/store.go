@@ -92,6 +92,16 @@ type Store interface {
 	// Sync makes every write so far durable against power loss (fsync).
 	Sync() error
 
+	// LeafMark returns the mark of one leaf (Batch.Leaf), false when none is held.
+	LeafMark(leaf wire.OriginID) (LeafMark, bool, error)
+
+	// LeafMarks calls fn for every leaf mark held, by leaf origin, until fn returns false.
+	LeafMarks(fn func(LeafMark) bool) error
+
+	// DropLeafMarks forgets the marks of these leaves (a hub's index of leaves gone longer
+	// than its leaf hold).
+	DropLeafMarks(leaves []wire.OriginID) error
+
 	// Logs describes the log of every origin of Vector: its floor, which of its entries
 	// are no longer in the arrival order, and the bytes it holds.
 	Logs() (map[wire.OriginID]Log, error)
@@ -312,6 +322,35 @@ type Record struct {
 	HLC     wire.HLC
 	Origin  wire.OriginID
 	Token   wire.Token
+
+	// Via and ViaHLC are the delivering identity of the entry that wrote this version, when
+	// it is not the conflict identity: the hub origin and entry HLC of a re-originated leaf
+	// write (transaction format 3, docs/design.md §27.1). Zero for every other version: the
+	// entry's origin and HLC are then Origin and HLC. Via is this node's bookkeeping, not
+	// the version: two nodes may hold one leaf write delivered by two hubs, so it takes no
+	// part in Version, equality, digests or range hashes.
+	Via    wire.OriginID
+	ViaHLC wire.HLC
+}
+
+// Delivering is the origin and HLC of the log entry that wrote this version: Via and
+// ViaHLC when set, else Origin and HLC.
+func (r *Record) Delivering() (wire.OriginID, wire.HLC) {
+	if r.Via.IsZero() {
+		return r.Origin, r.HLC
+	}
+	return r.Via, r.ViaHLC
+}
+
+// LeafMark is a hub's index entry for one leaf (docs/design.md §27.3): the highest leaf seq
+// re-originated in any format-3 entry this node applied, that leaf entry's chain hash, and
+// the (origin, seq) of the entry that carried it.
+type LeafMark struct {
+	Leaf    wire.OriginID
+	Seq     uint64
+	Hash    wire.Hash
+	Carrier wire.OriginID
+	At      uint64
 }
 
 // Version is what orders a record's versions (NewerVersion): its token, HLC and origin.
@@ -333,6 +372,10 @@ type Batch struct {
 	// (a lower value is ignored).
 	PeerOrigin wire.OriginID
 	PeerCursor uint64
+
+	// Leaf, when set, sets the leaf's mark to it in the same write (a lower Seq is
+	// ignored): a hub's exactly-once re-origination (docs/design.md §27.3).
+	Leaf *LeafMark
 }
 
 // Store errors.

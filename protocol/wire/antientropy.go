@@ -157,6 +157,11 @@ type RangeRecord struct {
 	HLC     HLC
 	Origin  OriginID
 	Token   Token
+	// Via and ViaHLC are the record's delivering identity when it is not its conflict
+	// identity (store.Record.Via: a re-originated leaf write), zero otherwise. They travel
+	// outside what any hash covers (docs/design.md §27.1).
+	Via    OriginID
+	ViaHLC HLC
 }
 
 func badRange(msg string) error { return &codedError{CodeBadRange, msg} }

@@ -193,6 +193,11 @@ type CopyRecord struct {
 	HLC     HLC
 	Origin  OriginID
 	Token   Token
+	// Via and ViaHLC are the record's delivering identity when it is not its conflict
+	// identity (store.Record.Via: a re-originated leaf write), zero otherwise. They travel
+	// outside what any hash covers (docs/design.md §27.1).
+	Via    OriginID
+	ViaHLC HLC
 }
 
 // codedError is a binary body that breaks its rules, with its code: a CHUNK's bad-chunk,

@@ -966,10 +966,10 @@ func TestTxnEncodingRules(t *testing.T) {
 		{"a value after a delete", txnWith(func(x *txnBytes) { x.ops = hx("02 01 74 01 6b 01 76") }), bad},
 		{"a bad operation before an unknown kind", txnWith(func(x *txnBytes) { x.nops, x.ops = []byte{2}, hx("01 03 612f62 01 6b 01 76 03") }), bad},
 
-		{"format 0x03", txnWith(func(x *txnBytes) { x.format = 3 }), unsupported},
+		{"format 0x04", txnWith(func(x *txnBytes) { x.format = 4 }), unsupported},
 		{"format 0xff", txnWith(func(x *txnBytes) { x.format = 0xff }), unsupported},
-		{"format 0x03 with a body format 1 would reject", txnWith(func(x *txnBytes) { x.format, x.nops, x.ops = 3, []byte{0}, hx("ffff") }), unsupported},
-		{"format 0x03, the shared prefix only", txnWith(func(x *txnBytes) { x.format = 3 })[:65], unsupported},
+		{"format 0x04 with a body format 1 would reject", txnWith(func(x *txnBytes) { x.format, x.nops, x.ops = 4, []byte{0}, hx("ffff") }), unsupported},
+		{"format 0x04, the shared prefix only", txnWith(func(x *txnBytes) { x.format = 4 })[:65], unsupported},
 		{"op kind 3", txnWith(func(x *txnBytes) { x.ops[0] = 3 }), unsupported},
 		{"op kind 0xff", txnWith(func(x *txnBytes) { x.ops[0] = 0xff }), unsupported},
 		{"op kind 3 followed by what format 1 cannot read", txnWith(func(x *txnBytes) { x.ops = hx("03 ffffffff") }), unsupported},

@@ -15,6 +15,28 @@ const TxnFormat1 = 0x01
 // §25.4). It writes one key, and only a version-4 connection carries it.
 const TxnFormat2 = 0x02
 
+// TxnFormat3 is the first byte of a transaction a hub re-originated from one of its leaves
+// (docs/design.md §27): format 1 with a leaf block (LeafBlockSize bytes) after prev, inside
+// the hashed encoding. It carries no token (a leaf takes no locks), and only a version-4
+// connection carries it.
+const TxnFormat3 = 0x03
+
+// LeafBlockSize is the size of a format-3 transaction's leaf block: leaf origin, leaf seq,
+// leaf HLC, the leaf entry's chain hash.
+const LeafBlockSize = 16 + 8 + 8 + 32
+
+// LeafBlock is the leaf transaction a hub's format-3 entry re-originates: the leaf's origin,
+// the entry's seq in the leaf's log, its HLC (the conflict timestamp of every operation) and
+// its chain hash. The hub's entry has its own origin, seq, HLC and chain (the delivering
+// identity); the leaf block is the conflict identity, and the entry's HLC is always above
+// the leaf's.
+type LeafBlock struct {
+	Origin OriginID
+	Seq    uint64
+	HLC    HLC
+	Hash   Hash
+}
+
 // txnFixed is the size of the fixed part of a transaction encoding: format, origin, seq,
 // HLC timestamp, previous hash.
 const txnFixed = 1 + 16 + 8 + 8 + 32
@@ -45,6 +67,7 @@ type Txn struct {
 	HLC    HLC
 	Prev   Hash
 	Token  Token
+	Leaf   *LeafBlock // set for format 3 only
 	Ops    []Op
 }
 
@@ -97,6 +120,14 @@ func (t *Txn) AppendEncoding(dst []byte) ([]byte, error) {
 			return dst, badTxn(why)
 		}
 	}
+	if t.Leaf != nil {
+		if tokened {
+			return dst, badTxn("a format-3 transaction carries no token")
+		}
+		if err := checkLeafBlock(t.Origin, t.HLC, t.Leaf); err != nil {
+			return dst, err
+		}
+	}
 	for i := range t.Ops {
 		op := &t.Ops[i]
 		if err := checkOp(op.Kind, op.Table, op.Key); err != nil {
@@ -113,6 +144,9 @@ func (t *Txn) AppendEncoding(dst []byte) ([]byte, error) {
 	if tokened {
 		format = TxnFormat2
 	}
+	if t.Leaf != nil {
+		format = TxnFormat3
+	}
 	dst = append(dst, format)
 	dst = append(dst, t.Origin[:]...)
 	dst = binary.BigEndian.AppendUint64(dst, t.Seq)
@@ -120,6 +154,9 @@ func (t *Txn) AppendEncoding(dst []byte) ([]byte, error) {
 	dst = append(dst, t.Prev[:]...)
 	if tokened {
 		dst = AppendToken(dst, t.Token)
+	}
+	if t.Leaf != nil {
+		dst = appendLeafBlock(dst, t.Leaf)
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(t.Ops)))
 	for i := range t.Ops {
@@ -140,6 +177,45 @@ func (t *Txn) Encode() ([]byte, error) { return t.AppendEncoding(nil) }
 // oneKeyMessage is the bad-txn of a format-2 transaction that writes more than one key: a
 // token orders the versions of the key it was granted for (docs/design.md §25.4).
 const oneKeyMessage = "a format-2 transaction writes one (table, key)"
+
+func appendLeafBlock(dst []byte, l *LeafBlock) []byte {
+	dst = append(dst, l.Origin[:]...)
+	dst = binary.BigEndian.AppendUint64(dst, l.Seq)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(l.HLC))
+	return append(dst, l.Hash[:]...)
+}
+
+func readLeafBlock(b []byte) LeafBlock {
+	var l LeafBlock
+	copy(l.Origin[:], b[0:16])
+	l.Seq = binary.BigEndian.Uint64(b[16:24])
+	l.HLC = HLC(binary.BigEndian.Uint64(b[24:32]))
+	copy(l.Hash[:], b[32:64])
+	return l
+}
+
+// checkLeafBlock holds a leaf block to its rules: a leaf that is not the entry's origin, a
+// leaf seq from 1, a leaf HLC that is not zero and below the entry's (a hub merges the leaf's
+// timestamp into its clock before it stamps the entry, so the rules that bound future
+// conflict timestamps by an origin's applied HLC hold for leaf writes too: docs/design.md
+// §27.2), and a leaf hash that is not zero.
+func checkLeafBlock(origin OriginID, hlc HLC, l *LeafBlock) error {
+	switch {
+	case l.Origin.IsZero():
+		return badTxn("leaf origin id is all zero")
+	case l.Origin == origin:
+		return badTxn("a format-3 entry's leaf is its own origin")
+	case l.Seq == 0:
+		return badTxn("leaf seq 0: a leaf's sequence starts at 1")
+	case l.HLC == 0:
+		return badTxn("leaf HLC 0")
+	case l.HLC >= hlc:
+		return badTxn("leaf HLC is not below the entry's")
+	case l.Hash == (Hash{}):
+		return badTxn("leaf hash is all zero")
+	}
+	return nil
+}
 
 func sameKey(a, b *Op) bool { return bytes.Equal(a.Table, b.Table) && bytes.Equal(a.Key, b.Key) }
 
@@ -194,12 +270,13 @@ type TxnView struct {
 	HLC    HLC
 	Prev   Hash
 	Token  Token
+	Leaf   LeafBlock // format 3 only (Format() == TxnFormat3); zero otherwise
 	NumOps int
 	opsOff int
 }
 
 // ParseTxn checks a transaction encoding completely and returns a view of it.
-func ParseTxn(b []byte) (TxnView, error) { return ParseTxnUpTo(b, TxnFormat2) }
+func ParseTxn(b []byte) (TxnView, error) { return ParseTxnUpTo(b, TxnFormat3) }
 
 // ParseTxnUpTo is ParseTxn for a receiver that takes transaction formats up to max only: a
 // later one is unsupported-txn, whatever follows its shared prefix, exactly as for a build
@@ -215,9 +292,9 @@ func ParseTxnUpTo(b []byte, max byte) (TxnView, error) {
 	switch {
 	case b[0] == 0:
 		return TxnView{}, badTxn("transaction format 0")
-	case b[0] != TxnFormat1 && b[0] != TxnFormat2:
+	case b[0] > TxnFormat3:
 		return TxnView{}, unsupportedTxn("origin " + v.Origin.String() + " seq " + strconv.FormatUint(v.Seq, 10) +
-			" has transaction format 0x" + strconv.FormatUint(uint64(b[0]), 16) + "; this build knows formats 1 and 2")
+			" has transaction format 0x" + strconv.FormatUint(uint64(b[0]), 16) + "; this build knows formats 1 to 3")
 	case b[0] > max:
 		return TxnView{}, unsupportedTxn("origin " + v.Origin.String() + " seq " + strconv.FormatUint(v.Seq, 10) +
 			" has transaction format 0x" + strconv.FormatUint(uint64(b[0]), 16) + "; the connection carries formats up to " +
@@ -238,6 +315,16 @@ func ParseTxnUpTo(b []byte, max byte) (TxnView, error) {
 			return TxnView{}, badTxn(why)
 		}
 		off += TokenSize
+	}
+	if b[0] == TxnFormat3 {
+		if len(b) < txnFixed+LeafBlockSize {
+			return TxnView{}, badTxn("a format-3 encoding of " + strconv.Itoa(len(b)) + " bytes has no room for its leaf block")
+		}
+		v.Leaf = readLeafBlock(b[off:])
+		if err := checkLeafBlock(v.Origin, v.HLC, &v.Leaf); err != nil {
+			return TxnView{}, err
+		}
+		off += LeafBlockSize
 	}
 	if len(b) == off {
 		return TxnView{}, badTxn("no operation count")
@@ -337,7 +424,8 @@ func uvarintLen(x uint64) int {
 // Raw returns the encoding the view reads.
 func (v *TxnView) Raw() []byte { return v.raw }
 
-// Format is the encoding's format: TxnFormat1, or TxnFormat2 (a token).
+// Format is the encoding's format: TxnFormat1, TxnFormat2 (a token) or TxnFormat3 (a leaf
+// block).
 func (v *TxnView) Format() byte { return v.raw[0] }
 
 // Hash returns the chain hash of this transaction: SHA-256 of its encoding.
@@ -373,6 +461,10 @@ func (it *OpIter) Next() (Op, bool) {
 // Txn returns an owned copy of the transaction.
 func (v *TxnView) Txn() Txn {
 	t := Txn{Origin: v.Origin, Seq: v.Seq, HLC: v.HLC, Prev: v.Prev, Token: v.Token, Ops: make([]Op, 0, v.NumOps)}
+	if v.Format() == TxnFormat3 {
+		l := v.Leaf
+		t.Leaf = &l
+	}
 	it := v.Ops()
 	for op, ok := it.Next(); ok; op, ok = it.Next() {
 		op.Table = append([]byte(nil), op.Table...)

@@ -3,6 +3,7 @@ package memstore
 import (
 	"bytes"
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 
@@ -36,6 +37,7 @@ type Store struct {
 	token    wire.Token        // the highest record token written
 	copying  *store.CopyState  // the copy being taken (nil: none)
 	control  map[string][]byte // control documents, by key
+	leaves   map[wire.OriginID]store.LeafMark
 }
 
 type holdKey struct {
@@ -57,6 +59,7 @@ func New(id store.Identity) *Store {
 		peers:   map[wire.OriginID]uint64{},
 		holds:   map[holdKey]store.Hold{},
 		control: map[string][]byte{},
+		leaves:  map[wire.OriginID]store.LeafMark{},
 	}
 }
 
@@ -78,6 +81,7 @@ func (s *Store) Clone() *Store {
 		token:    s.token,
 		copying:  cloneCopyState(s.copying),
 		control:  make(map[string][]byte, len(s.control)),
+		leaves:   maps.Clone(s.leaves),
 	}
 	for k, v := range s.control {
 		c.control[k] = v // never modified once stored
@@ -313,7 +317,34 @@ func (s *Store) Apply(b *store.Batch) (uint64, error) {
 	if !b.PeerOrigin.IsZero() {
 		s.raisePeer(b.PeerOrigin, b.PeerCursor)
 	}
+	if b.Leaf != nil && b.Leaf.Seq > s.leaves[b.Leaf.Leaf].Seq {
+		s.leaves[b.Leaf.Leaf] = *b.Leaf
+	}
 	return pos, nil
+}
+
+// LeafMark returns the mark of one leaf.
+func (s *Store) LeafMark(leaf wire.OriginID) (store.LeafMark, bool, error) {
+	m, ok := s.leaves[leaf]
+	return m, ok, nil
+}
+
+// LeafMarks calls fn for every leaf mark, by leaf origin.
+func (s *Store) LeafMarks(fn func(store.LeafMark) bool) error {
+	for _, o := range slices.SortedFunc(maps.Keys(s.leaves), func(a, b wire.OriginID) int { return bytes.Compare(a[:], b[:]) }) {
+		if !fn(s.leaves[o]) {
+			break
+		}
+	}
+	return nil
+}
+
+// DropLeafMarks forgets the marks of these leaves.
+func (s *Store) DropLeafMarks(leaves []wire.OriginID) error {
+	for _, o := range leaves {
+		delete(s.leaves, o)
+	}
+	return nil
 }
 
 func (s *Store) check(b *store.Batch) error {
