@@ -98,6 +98,10 @@ type Store interface {
 	// LeafMarks calls fn for every leaf mark held, by leaf origin, until fn returns false.
 	LeafMarks(fn func(LeafMark) bool) error
 
+	// PutLeafMark raises one leaf's mark to m outside an Apply (a lower Seq is ignored): a
+	// leaf entry a hub refused to re-originate still moves the leaf's position past it.
+	PutLeafMark(m LeafMark) error
+
 	// DropLeafMarks forgets the marks of these leaves (a hub's index of leaves gone longer
 	// than its leaf hold).
 	DropLeafMarks(leaves []wire.OriginID) error

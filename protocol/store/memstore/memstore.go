@@ -339,6 +339,14 @@ func (s *Store) LeafMarks(fn func(store.LeafMark) bool) error {
 	return nil
 }
 
+// PutLeafMark raises one leaf's mark.
+func (s *Store) PutLeafMark(m store.LeafMark) error {
+	if m.Seq > s.leaves[m.Leaf].Seq {
+		s.leaves[m.Leaf] = m
+	}
+	return nil
+}
+
 // DropLeafMarks forgets the marks of these leaves.
 func (s *Store) DropLeafMarks(leaves []wire.OriginID) error {
 	for _, o := range leaves {

@@ -18,5 +18,8 @@ func (s *Store) LeafMark(leaf wire.OriginID) (store.LeafMark, bool, error) {
 // LeafMarks calls fn for every leaf mark.
 func (s *Store) LeafMarks(fn func(store.LeafMark) bool) error { return nil }
 
+// PutLeafMark raises one leaf's mark.
+func (s *Store) PutLeafMark(m store.LeafMark) error { return errLeafMarks }
+
 // DropLeafMarks forgets the marks of these leaves.
 func (s *Store) DropLeafMarks(leaves []wire.OriginID) error { return errLeafMarks }
