@@ -171,7 +171,11 @@ func (c *Cluster) mapFindings() []string {
 		if st.Generation == c.maps.maxGen && st.Generation > 0 && !slices.ContainsFunc(c.maps.published[st.Generation], func(d []byte) bool { return string(d) == string(st.Document) }) {
 			found = append(found, fmt.Sprintf("%s holds a map of generation %d that was never published", name, st.Generation))
 		}
-		found = append(found, c.belowV4Findings(name, st)...)
+		if c.hubs == nil || !c.hubs.leaf[name] {
+			// A leaf holds its hub's map, read-only, and takes no part in the version-4
+			// gate: it lists no member below or above (docs/design.md §27.5).
+			found = append(found, c.belowV4Findings(name, st)...)
+		}
 	}
 	return found
 }
@@ -258,6 +262,9 @@ func (c *Cluster) mapsAndRequests(rep *Report, names []string, end time.Time) {
 	}
 	if c.locks != nil {
 		base = 2 // the run's first maps: the members, then the lock homes (locks.go)
+	}
+	if c.hubs != nil {
+		base = 1 // the run's first map, with the hubs and the leaf window (hubs.go)
 	}
 	doc := func(gen uint64, variant int) []byte {
 		members := slices.Clone(names)
@@ -349,7 +356,7 @@ func (c *Cluster) MapDoc(gen uint64, members []string) []byte {
 		}
 		fmt.Fprintf(&b, `{"name":%q}`, m)
 	}
-	b.WriteString("]" + c.placementDoc(gen) + c.lockDoc(gen) + "}")
+	b.WriteString("]" + c.placementDoc(gen) + c.lockDoc(gen) + c.leafWindowDoc() + "}")
 	return []byte(b.String())
 }
 

@@ -1,0 +1,586 @@
+package sim
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"plait/protocol/replica"
+	"plait/protocol/store"
+	"plait/protocol/wire"
+)
+
+// Fan-in hubs under the simulator (docs/design.md §27): a tenth of the random runs (hubSeed)
+// are a core of 3 nodes, 2 to 4 hubs (members of the cluster map, replica.Config.MaxLeaves
+// set) and 1 to 20 leaves (replica.Config.Hub set, one link to their hub only), under a map
+// whose nodes are the core and the hubs and which has a leaf_window. Leaves write, crash,
+// come back, and move to another hub (they restart with another Hub and a link to it); the
+// run's other faults (disconnects, partitions, crashes, power losses, dropped and corrupted
+// entries, a full disk, clock skews, one leaf's clock beyond the bounds for a while) hit
+// every node, hubs and leaves included.
+//
+// The oracle notes each leaf write at the leaf, by its conflict identity (leaf origin, leaf
+// seq, leaf HLC: Cluster.writes), and watches every format-3 entry a node other than its
+// hub applies (hubRun.applied). It checks that
+//   - every acknowledged leaf write is re-originated, and on every core node (its version
+//     there, or one newer: checkHubs), with the leaf's version, never the hub's: the records
+//     end as last-writer-wins over the leaves' versions makes them (checkOracle compares
+//     versions, not only values), so conflicts resolve as they would without hubs, and no
+//     deleted key comes back;
+//   - one hub's log never carries the same (leaf, leaf seq) twice (a crash double); two
+//     hubs' logs may (a move double), and then the hubs counted leaf_writes_twice;
+//   - no core node's state grows with the leaves: its vector, its status's origins and
+//     peers name members only, and it keeps no leaf marks;
+//   - no leaf write is refused (the run never makes one older than the leaf window);
+//   - change feeds give a format-3 change with the operations its leaf wrote (feeds.go).
+// Record digests stay by conflict identity only (recordsDigest, placedDigests: never Via).
+
+// hubRun is a run's hubs and leaves, and what its oracle saw of them.
+type hubRun struct {
+	c                  *Cluster
+	core, hubs, leaves []string
+	members            []string // core and hubs: the map's nodes
+	leaf               map[string]bool
+	leafOrigin         map[wire.OriginID]string // the leaves, by origin
+	hubOrigin          map[wire.OriginID]string // the hubs, by origin
+	window             time.Duration
+	// carried: the hub seq that carries each (hub, leaf, leaf seq), as nodes other than
+	// the hub applied it; byWrite: the same, by leaf write (every hub that carries it).
+	carried map[carry]uint64
+	byWrite map[leafWrite]map[wire.OriginID]uint64
+	// reoriginated: per leaf origin, the highest leaf seq a node saw re-originated.
+	reoriginated map[wire.OriginID]uint64
+	doubles      int // crash doubles seen (each a failure)
+}
+
+type leafWrite struct {
+	leaf wire.OriginID
+	seq  uint64
+}
+
+type carry struct {
+	hub wire.OriginID
+	leafWrite
+}
+
+// hubSeed says whether a random run has hubs: a tenth of the seeds, among the fifth that
+// place no table, set no links and take no locks (seed%5 == 0), both with and without a
+// sync delay (even seeds have one). A tenth keeps make sim's time: a hub run has up to 27
+// nodes where the others have 3 to 8.
+func hubSeed(seed uint64) bool { return seed%20 == 0 || seed%20 == 15 }
+
+// hubLeafWindow is the runs' leaf_window, in seconds: far above how long a run keeps a
+// leaf's write from its hub (crashes, partitions, moves of a few seconds each), so no
+// write is refused too-old, and the oracle can require every one on the core.
+const hubLeafWindow = 60
+
+// randomHubs is Random's run with hubs: its topology, writes and faults, drawn from the
+// cluster's generator after the options Random set.
+func (c *Cluster) randomHubs(rep *Report) Report {
+	opts := c.opts
+	seed := opts.Seed
+	rng := c.Rand()
+	hr := &hubRun{c: c, leaf: map[string]bool{}, leafOrigin: map[wire.OriginID]string{}, hubOrigin: map[wire.OriginID]string{},
+		window: hubLeafWindow * time.Second, carried: map[carry]uint64{}, byWrite: map[leafWrite]map[wire.OriginID]uint64{},
+		reoriginated: map[wire.OriginID]uint64{}}
+	c.hubs, c.inv.hubs = hr, hr
+	nHubs, nLeaves := 2+rng.IntN(3), 1+rng.IntN(20)
+	if opts.Leaves > 0 {
+		nLeaves = opts.Leaves
+	}
+	for i := range 3 + nHubs {
+		name := nodeName(i)
+		if i < 3 {
+			hr.core = append(hr.core, name)
+		} else {
+			hr.hubs = append(hr.hubs, name)
+		}
+		hr.members = append(hr.members, name)
+		if err := c.addNode(name, 0, nil, func(n *Node) {
+			if i >= 3 {
+				n.MaxLeaves = nLeaves
+			}
+		}); err != nil {
+			rep.Failures = append(rep.Failures, err.Error())
+			return *rep
+		}
+		if i >= 3 {
+			hr.hubOrigin[c.nodes[name].origin] = name
+		}
+	}
+	width := len(fmt.Sprint(nLeaves - 1))
+	hubOf := map[string]string{}
+	for i := range nLeaves {
+		name := fmt.Sprintf("L%0*d", width, i)
+		hub := hr.hubs[rng.IntN(nHubs)]
+		hr.leaves = append(hr.leaves, name)
+		hr.leaf[name] = true
+		hubOf[name] = hub
+		if err := c.addNode(name, 0, nil, func(n *Node) {
+			n.Hub = hub
+			n.Skew = time.Duration(rng.Int64N(int64(2*lockSkew+1))) - lockSkew
+		}); err != nil {
+			rep.Failures = append(rep.Failures, err.Error())
+			return *rep
+		}
+		hr.leafOrigin[c.nodes[name].origin] = name
+	}
+	names := c.Names()
+	rep.Nodes, rep.Hubs, rep.Leaves = len(names), nHubs, nLeaves
+	rep.Topology = fmt.Sprintf("core 3, %d hubs, %d leaves", nHubs, nLeaves)
+	// The core is a mesh; each hub dials one or two core nodes, and half the hubs another
+	// hub; each leaf dials its hub.
+	link := func(from, to string) {
+		if c.Link(from, to) == nil {
+			_ = c.Connect(from, to) // two nodes of the run, no link yet: not refused
+			l := c.Link(from, to)
+			l.MinDelay = time.Duration(1+rng.IntN(5)) * time.Millisecond
+			l.MaxDelay = l.MinDelay + time.Duration(rng.IntN(30))*time.Millisecond
+		}
+	}
+	link(hr.core[1], hr.core[0])
+	link(hr.core[2], hr.core[0])
+	link(hr.core[2], hr.core[1])
+	for i, h := range hr.hubs {
+		link(h, hr.core[rng.IntN(3)])
+		if rng.IntN(2) == 0 {
+			link(h, hr.core[rng.IntN(3)])
+		}
+		if i > 0 && rng.IntN(2) == 0 {
+			link(h, hr.hubs[rng.IntN(i)])
+		}
+	}
+	for _, l := range hr.leaves {
+		link(l, hubOf[l])
+	}
+	rep.Links = len(c.links)
+	links := c.sortedLinks()
+	// The map, with the core and the hubs as its nodes and the leaf window, on every member
+	// before the first write: a hub takes leaves only once every member holds it.
+	doc := c.MapDoc(1, hr.members)
+	for _, name := range hr.members {
+		if _, err := c.PublishMap(name, doc); err != nil {
+			rep.Failures = append(rep.Failures, err.Error())
+			return *rep
+		}
+	}
+
+	const busy = 15 * time.Second
+	end := c.Now().Add(busy)
+	retaining := opts.RetainBytes > 0
+	if retaining {
+		for i, name := range names {
+			c.At(c.Now().Add(time.Duration(50+10*(i%100))*time.Millisecond), func() {
+				c.randomWrite(rep, name, []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte("first-" + name), Value: []byte("1")}})
+			})
+		}
+	}
+	// Writes: half of them by leaves, over the key space every node writes.
+	for t := c.Now().Add(200 * time.Millisecond); t.Before(end); t = t.Add(time.Duration(10+rng.IntN(60)) * time.Millisecond) {
+		node := hr.members[rng.IntN(len(hr.members))]
+		if rng.IntN(2) == 0 {
+			node = hr.leaves[rng.IntN(nLeaves)]
+		}
+		ops := randomOps(c, rng.IntN(3)+1)
+		if retaining {
+			for i := range ops {
+				if ops[i].Kind == wire.OpPut {
+					ops[i].Value = append(ops[i].Value, make([]byte, 100)...)
+				}
+			}
+		}
+		c.At(t, func() { c.randomWrite(rep, node, ops) })
+	}
+	versions := map[string]uint64{}
+	anyV1 := false
+	c.drawFaults(rep, names, links, versions, &anyV1, end)
+	// Hubs crash (power losses among them when writes are synced late) under their leaves'
+	// writes: a hub that forgot what it re-originated would re-originate it again.
+	for range 1 + rng.IntN(3) {
+		hub := hr.hubs[rng.IntN(nHubs)]
+		at := c.Now().Add(time.Second + time.Duration(rng.Int64N(int64(busy-2*time.Second))))
+		d := time.Duration(200+rng.IntN(3000)) * time.Millisecond
+		power := opts.SyncDelay > 0 && rng.IntN(2) == 0
+		c.At(at, func() { c.crashFor(rep, hub, power, d) })
+	}
+	// Leaves move: one crashes, and restarts at another hub.
+	for range 1 + rng.IntN(1+nLeaves/2) {
+		leaf := hr.leaves[rng.IntN(nLeaves)]
+		at := c.Now().Add(500*time.Millisecond + time.Duration(rng.Int64N(int64(busy-time.Second))))
+		d := time.Duration(100+rng.IntN(3000)) * time.Millisecond
+		k := rng.IntN(nHubs)
+		c.At(at, func() { c.moveLeaf(rep, leaf, hr.hubs[k], d) })
+	}
+	// A third of the runs put one leaf's clock beyond the bounds for a while: its hub holds
+	// that leaf's writes back (docs/design.md §27.2), never its own origin.
+	if rng.IntN(3) == 0 {
+		n := c.nodes[hr.leaves[rng.IntN(nLeaves)]]
+		off := 600*time.Millisecond + time.Duration(rng.Int64N(int64(1400*time.Millisecond)))
+		if rng.IntN(3) == 0 {
+			off = -off
+		}
+		from := c.Now().Add(time.Duration(rng.Int64N(int64(busy / 2))))
+		until := from.Add(time.Duration(1000+rng.IntN(5000)) * time.Millisecond)
+		c.At(from, func() {
+			c.trace("%s's clock is %s further off until %s", n.Name, off, until.Sub(Epoch))
+			c.driftNode(n, off, 0, until)
+		})
+	}
+	if retaining {
+		c.awayAndCopies(rep, names, opts.RetainHold < 30*time.Second)
+	}
+	c.diskFills(rep, names, end)
+	c.mapsAndRequests(rep, hr.members, end)
+	c.drawFeeds(rep, seed, hr.members, end)
+	c.SetV2Only(true)
+	c.RunUntil(end)
+	c.Restore()
+	return c.finishRandom(rep, names, false)
+}
+
+// randomWrite is one write of a random run, counted when acknowledged.
+func (c *Cluster) randomWrite(rep *Report, node string, ops []wire.Op) {
+	if seq, _ := c.Write(node, ops); seq > 0 {
+		rep.Writes++
+		if c.hubs != nil && c.hubs.leaf[node] {
+			rep.LeafWrites++
+		}
+	}
+}
+
+// crashFor crashes a running node (its power lost, when power) and restarts it d later.
+func (c *Cluster) crashFor(rep *Report, node string, power bool, d time.Duration) {
+	if c.Node(node).Rep == nil {
+		return
+	}
+	rep.Crashes++
+	if power {
+		rep.PowerLosses++
+		_ = c.PowerLoss(node) // running, and power is drawn only with a sync delay
+	} else {
+		_ = c.Crash(node) // running: not refused
+	}
+	c.At(c.Now().Add(d), func() {
+		if c.Node(node).Rep == nil {
+			_ = c.Restart(node, c.Node(node).MaxVersion) // down: not refused
+		}
+	})
+}
+
+// moveLeaf moves a leaf to hub (docs/operations.md §19): it stops (when it runs), its link to
+// its hub goes, and it restarts d later with hub as its hub, which finds from the leaf
+// marks it can see what to re-originate. A move to the hub it has is a crash and a return.
+func (c *Cluster) moveLeaf(rep *Report, leaf, hub string, d time.Duration) {
+	n := c.nodes[leaf]
+	if n.failed {
+		return
+	}
+	if n.Rep != nil {
+		rep.Crashes++
+		_ = c.Crash(leaf) // running: not refused
+	}
+	if n.Hub != hub {
+		rep.LeafMoves++
+		c.trace("%s moves from hub %s to %s", leaf, n.Hub, hub)
+		_ = c.RemoveLink(leaf, n.Hub) // the leaf's one link: not refused
+		n.Hub = hub
+		_ = c.Connect(leaf, hub) // the old link is gone: not refused
+		l := c.Link(leaf, hub)
+		l.MinDelay = time.Duration(1+c.rng.IntN(5)) * time.Millisecond
+		l.MaxDelay = l.MinDelay + time.Duration(c.rng.IntN(30))*time.Millisecond
+	}
+	c.At(c.Now().Add(d), func() {
+		if n.Rep == nil && !n.failed {
+			_ = c.Restart(leaf, n.MaxVersion) // down: not refused
+		}
+	})
+}
+
+// heldOrigins names the origins whose logs the node holds once the run converged: every
+// node's in a run without hubs; in one with hubs, the members' (a leaf's origin is held by
+// the leaf alone: downstream of its hub it does not exist), and a leaf's own.
+func (c *Cluster) heldOrigins(name string) []string {
+	if c.hubs == nil {
+		return c.names
+	}
+	if c.hubs.leaf[name] {
+		return append(slices.Clone(c.hubs.members), name)
+	}
+	return c.hubs.members
+}
+
+// applied watches one batch a node applied: a format-3 entry of a hub, applied by a node
+// other than that hub (so served, so durable at the hub: what a power loss there can take
+// back was never seen here), gives the hub seq that carries its leaf write. The same leaf
+// write at two seqs of one hub is a crash double. A hub's own format-3 entry takes the seq
+// from any local write a power loss took back: that write did not survive.
+func (hr *hubRun) applied(s *recordingStore, b *store.Batch) {
+	if len(b.Txn) == 0 || b.Txn[0] != wire.TxnFormat3 || b.Skip != nil {
+		return
+	}
+	c := hr.c
+	if b.Origin == s.origin {
+		delete(c.writes[b.Origin], b.Seq)
+		return
+	}
+	v, err := wire.ParseTxn(b.Txn)
+	if err != nil {
+		return // applied, so parsed by the replica: never
+	}
+	w := leafWrite{v.Leaf.Origin, v.Leaf.Seq}
+	k := carry{b.Origin, w}
+	if at, ok := hr.carried[k]; ok && at != b.Seq {
+		hr.doubles++
+		s.inv.fail(s.now(), "%s: hub %s's log carries leaf %s's seq %d twice, at seqs %d and %d: re-originated again after a crash",
+			s.node, c.originName(b.Origin), c.originName(w.leaf), w.seq, at, b.Seq)
+		return
+	}
+	hr.carried[k] = b.Seq
+	if hr.byWrite[w] == nil {
+		hr.byWrite[w] = map[wire.OriginID]uint64{}
+	}
+	hr.byWrite[w][b.Origin] = b.Seq
+	hr.reoriginated[w.leaf] = max(hr.reoriginated[w.leaf], w.seq)
+}
+
+// pending says why the leaves' writes are not all on the core yet ("" when they are): a
+// running leaf whose own log is ahead of what any node saw re-originated of it.
+func (hr *hubRun) pending() string {
+	for _, name := range hr.leaves {
+		n := hr.c.nodes[name]
+		if n.Rep == nil {
+			continue
+		}
+		if own := n.Store.Cursor(n.origin).Seq; own > hr.reoriginated[n.origin] {
+			return fmt.Sprintf("leaf %s wrote to seq %d, re-originated to %d", name, own, hr.reoriginated[n.origin])
+		}
+	}
+	return ""
+}
+
+// checkHubs is the end of a hub run's checks, once it converged (the package comment).
+func (c *Cluster) checkHubs(rep *Report) {
+	hr := c.hubs
+	if hr == nil {
+		return
+	}
+	heads := c.heads()
+	// The oracle's end state: last-writer-wins over every surviving write, by conflict
+	// identity (checkOracle's want).
+	final := map[string]store.Version{}
+	deleted := map[string]bool{}
+	for o, ws := range c.writes {
+		for seq, w := range ws {
+			if seq > heads[o] {
+				continue
+			}
+			v := store.Version{Token: w.tok, HLC: w.hlc, Origin: o}
+			for _, op := range w.ops {
+				k := string(op.Table) + "\x00" + string(op.Key)
+				if old, ok := final[k]; ok && store.NewerVersion(old, v) {
+					continue
+				}
+				final[k], deleted[k] = v, op.Kind == wire.OpDelete
+			}
+		}
+	}
+	for _, leaf := range hr.leaves {
+		o := c.nodes[leaf].origin
+		for _, seq := range slices.Sorted(mapsKeys(c.writes[o])) {
+			if seq > heads[o] {
+				continue // lost with the leaf's power, never acknowledged to anyone
+			}
+			w := c.writes[o][seq]
+			lw := leafWrite{o, seq}
+			if len(hr.byWrite[lw]) == 0 && !c.markedOnHub(lw) {
+				c.inv.fail(c.now, "leaf %s's write at seq %d was never re-originated", leaf, seq)
+				continue
+			}
+			v := store.Version{Token: w.tok, HLC: w.hlc, Origin: o}
+			for _, core := range hr.core {
+				n := c.nodes[core]
+				if n.Rep == nil {
+					continue
+				}
+				for _, op := range w.ops {
+					r, ok, _ := n.Store.Get(op.Table, op.Key) // the in-memory store's reads never fail
+					k := string(op.Table) + "\x00" + string(op.Key)
+					switch {
+					case ok && (r.Version() == v || store.NewerVersion(r.Version(), v)):
+					case !ok && deleted[k] && store.NewerVersion(final[k], v):
+						// beaten by a delete whose tombstone is dropped
+					case ok:
+						c.inv.fail(c.now, "%s: leaf %s's write at seq %d of %s/%s (version %d of %s) is not there: it holds the older %d of %s",
+							core, leaf, seq, op.Table, op.Key, w.hlc, leaf, r.HLC, c.originName(r.Origin))
+					default:
+						c.inv.fail(c.now, "%s: leaf %s's write at seq %d of %s/%s (version %d of %s) is not there, nor any newer",
+							core, leaf, seq, op.Table, op.Key, w.hlc, leaf)
+					}
+				}
+			}
+		}
+	}
+	// Move doubles: a leaf write in two hubs' logs, which the hubs that applied both count.
+	for _, hs := range hr.byWrite {
+		if len(hs) > 1 {
+			rep.MoveDoubles++
+		}
+	}
+	for _, h := range hr.hubs {
+		n := c.nodes[h]
+		rep.LeafTwice += n.counter("leaf_writes_twice")
+		rep.LeafReoriginated += n.counter("leaf_writes_reoriginated")
+		rep.LeafDuplicates += n.counter("leaf_writes_duplicate")
+		if refused := n.counter("leaf_writes_refused"); refused > 0 {
+			c.inv.fail(c.now, "hub %s refused %d leaf writes: no write of the run is older than the leaf window", h, refused)
+		}
+	}
+	if rep.LeafTwice < uint64(rep.MoveDoubles) {
+		c.inv.fail(c.now, "%d leaf writes are in two hubs' logs, the hubs counted %d leaf_writes_twice", rep.MoveDoubles, rep.LeafTwice)
+	}
+	// The core's state does not grow with the leaves.
+	member := map[wire.OriginID]bool{}
+	for _, m := range hr.members {
+		member[c.nodes[m].origin] = true
+	}
+	for _, core := range hr.core {
+		n := c.nodes[core]
+		if n.Rep == nil {
+			continue
+		}
+		vec, _ := n.Store.Vector()
+		rep.CoreVector = max(rep.CoreVector, len(vec.Entries()))
+		for _, e := range vec.Entries() {
+			if !member[e.Origin] {
+				c.inv.fail(c.now, "%s: its vector holds origin %s, which is no member", core, c.originName(e.Origin))
+			}
+		}
+		st := n.Rep.Status(n.clock(c))
+		rep.CoreRows = max(rep.CoreRows, len(st.Origins)+len(st.Peers))
+		for _, os := range st.Origins {
+			if !member[os.Origin] {
+				c.inv.fail(c.now, "%s: its status has a row of origin %s, which is no member", core, c.originName(os.Origin))
+			}
+		}
+		for _, p := range st.Peers {
+			if hr.leaf[p.Name] {
+				c.inv.fail(c.now, "%s: its status has a row of peer %s, a leaf", core, p.Name)
+			}
+		}
+		marks := 0
+		_ = n.Store.LeafMarks(func(store.LeafMark) bool { marks++; return true })
+		if marks > 0 {
+			c.inv.fail(c.now, "%s: a core node keeps %d leaf marks", core, marks)
+		}
+		rep.CoreBytes = max(rep.CoreBytes, storeBytes(n.Store))
+	}
+	rep.Messages = c.messages
+}
+
+// markedOnHub reports whether a running hub's mark of the write's leaf is at or above its
+// seq: the write was re-originated where no node the oracle watches applied it as an entry
+// (a node that took a base copy past it), or refused.
+func (c *Cluster) markedOnHub(w leafWrite) bool {
+	for _, h := range c.hubs.hubs {
+		if n := c.nodes[h]; n.Rep != nil {
+			if m, ok, _ := n.Store.LeafMark(w.leaf); ok && m.Seq >= w.seq {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// storeBytes is what a node's store holds: its records' tables, keys, values and versions,
+// and its logs' bytes.
+func storeBytes(s *recordingStore) int {
+	total := 0
+	tables, _ := s.Tables() // the in-memory store's reads never fail
+	for _, t := range tables {
+		_ = s.Scan(t, nil, func(r store.Record) bool {
+			total += len(r.Table) + len(r.Key) + len(r.Value) + 8 + 16 + 40
+			return true
+		})
+	}
+	logs, _ := s.Logs()
+	for _, l := range logs {
+		total += int(l.Bytes)
+	}
+	return total
+}
+
+// hubCounters are the counters of a hub run kept across a node's restarts (Node.counted).
+var hubCounters = []string{"leaf_writes_twice", "leaf_writes_reoriginated", "leaf_writes_duplicate", "leaf_writes_refused"}
+
+// keepCounters adds the counters of the node's replica, which a crash loses, to what its
+// earlier replicas counted.
+func (n *Node) keepCounters() {
+	if n.Rep == nil || n.MaxLeaves == 0 {
+		return
+	}
+	if n.counted == nil {
+		n.counted = map[string]uint64{}
+	}
+	cs := n.Rep.Counters()
+	for _, name := range hubCounters {
+		n.counted[name] += counterNamed(cs, name)
+	}
+}
+
+// counter is one counter over the node's replicas of the run: what the earlier ones
+// counted and what the running one has.
+func (n *Node) counter(name string) uint64 {
+	v := n.counted[name]
+	if n.Rep != nil {
+		v += counterNamed(n.Rep.Counters(), name)
+	}
+	return v
+}
+
+// counterNamed is the counter of cs whose status name is name (0 when there is none).
+func counterNamed(cs replica.Counters, name string) uint64 {
+	v := reflect.ValueOf(cs)
+	t := v.Type()
+	for i := range t.NumField() {
+		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("status"), ","); tag == name && v.Field(i).Kind() == reflect.Uint64 {
+			return v.Field(i).Uint()
+		}
+	}
+	return 0
+}
+
+// leafOf is the leaf block of the entry (origin, seq) in a node's log, when it is a
+// re-originated leaf write (format 3).
+func leafOf(s *recordingStore, o wire.OriginID, seq uint64) (wire.LeafBlock, bool) {
+	raw, err := s.Entry(o, seq)
+	if err != nil || len(raw) == 0 || raw[0] != wire.TxnFormat3 {
+		return wire.LeafBlock{}, false
+	}
+	v, err := wire.ParseTxn(raw)
+	if err != nil {
+		return wire.LeafBlock{}, false
+	}
+	return v.Leaf, true
+}
+
+// leafWindowDoc is the maps' leaf_window member in a run with hubs ("" in the others).
+func (c *Cluster) leafWindowDoc() string {
+	if c.hubs == nil {
+		return ""
+	}
+	return fmt.Sprintf(`,"leaf_window":%d`, int(c.hubs.window/time.Second))
+}
+
+// owed reports whether a consumer is owed a change of a leaf write: one of the hub entries
+// that carry it is after the position the consumer began at, not covered by a reread, and
+// survived.
+func (hr *hubRun) owed(cs *consumer, w leafWrite, heads map[wire.OriginID]uint64) bool {
+	for h, seq := range hr.byWrite[w] {
+		if seq > cs.began.Seq(h) && seq > cs.covered[h] && seq <= heads[h] {
+			return true
+		}
+	}
+	return false
+}
