@@ -29,6 +29,10 @@ type Status struct {
 	ClusterMap MapStatus
 	// NamedFeeds are the named feeds, sorted by name (namedfeeds.go).
 	NamedFeeds []NamedFeedStatus
+	// Hub is this node's hub when it is a leaf (Config.Hub; nil otherwise), and Leaves its
+	// leaves when it is a hub (Config.MaxLeaves > 0; nil otherwise): hub.go.
+	Hub    *HubStatus
+	Leaves *LeavesStatus
 }
 
 // NodeStatus is the node part of the status.
