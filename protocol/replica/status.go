@@ -223,7 +223,7 @@ type Counters struct {
 	// adopt (each time met), member entries refused past MaxMembers.
 	ClusterMapAdopted   uint64 `status:"cluster_map_adopted" help:"Cluster maps this node adopted (published here or received with a higher generation)."`
 	ClusterMapConflicts uint64 `status:"cluster_map_conflicts" help:"Different cluster maps of this node's generation met (each counted once); publish a higher generation to end a conflict."`
-	ClusterMapRefused   uint64 `status:"cluster_map_refused" help:"Cluster maps of a higher generation a peer sent that this node refused: they do not fence a table its map fences (unfenced)."`
+	ClusterMapRefused   uint64 `status:"cluster_map_refused" help:"Cluster maps of a higher generation a peer sent that this node refused: they do not fence a table its map fences (unfenced), or they lower or drop its leaf window (leaf-window-lowered)."`
 	MembersRefused      uint64 `status:"members_refused" help:"Member version entries refused because this node holds its bound of them."`
 	// Requests between nodes (requests.go): started here, served here, passed on,
 	// refused here (no route, a full connection, the session's bound), and answers that
