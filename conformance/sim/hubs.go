@@ -2,9 +2,7 @@ package sim
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
-	"strings"
 	"time"
 
 	"plait/protocol/replica"
@@ -429,12 +427,12 @@ func (c *Cluster) checkHubs(rep *Report) {
 		}
 	}
 	for _, h := range hr.hubs {
-		n := c.nodes[h]
-		rep.LeafTwice += n.counter("leaf_writes_twice")
-		rep.LeafReoriginated += n.counter("leaf_writes_reoriginated")
-		rep.LeafDuplicates += n.counter("leaf_writes_duplicate")
-		if refused := n.counter("leaf_writes_refused"); refused > 0 {
-			c.inv.fail(c.now, "hub %s refused %d leaf writes: no write of the run is older than the leaf window", h, refused)
+		hc := c.nodes[h].hubCounters()
+		rep.LeafTwice += hc.twice
+		rep.LeafReoriginated += hc.reoriginated
+		rep.LeafDuplicates += hc.duplicate
+		if hc.refused > 0 {
+			c.inv.fail(c.now, "hub %s refused %d leaf writes: no write of the run is older than the leaf window", h, hc.refused)
 		}
 	}
 	if rep.LeafTwice < uint64(rep.MoveDoubles) {
@@ -511,44 +509,32 @@ func storeBytes(s *recordingStore) int {
 	return total
 }
 
-// hubCounters are the counters of a hub run kept across a node's restarts (Node.counted).
-var hubCounters = []string{"leaf_writes_twice", "leaf_writes_reoriginated", "leaf_writes_duplicate", "leaf_writes_refused"}
+// hubCounts are the counters of a hub the oracle reads, summed over the node's replicas
+// (Node.counted: a crash loses a replica's counters).
+type hubCounts struct {
+	twice, reoriginated, duplicate, refused uint64
+}
+
+func (h hubCounts) plus(cs replica.Counters) hubCounts {
+	return hubCounts{h.twice + cs.LeafWritesTwice, h.reoriginated + cs.LeafWritesReoriginated,
+		h.duplicate + cs.LeafWritesDuplicate, h.refused + cs.LeafWritesRefused}
+}
 
 // keepCounters adds the counters of the node's replica, which a crash loses, to what its
 // earlier replicas counted.
 func (n *Node) keepCounters() {
-	if n.Rep == nil || n.MaxLeaves == 0 {
-		return
-	}
-	if n.counted == nil {
-		n.counted = map[string]uint64{}
-	}
-	cs := n.Rep.Counters()
-	for _, name := range hubCounters {
-		n.counted[name] += counterNamed(cs, name)
+	if n.Rep != nil && n.MaxLeaves > 0 {
+		n.counted = n.counted.plus(n.Rep.Counters())
 	}
 }
 
-// counter is one counter over the node's replicas of the run: what the earlier ones
-// counted and what the running one has.
-func (n *Node) counter(name string) uint64 {
-	v := n.counted[name]
-	if n.Rep != nil {
-		v += counterNamed(n.Rep.Counters(), name)
+// hubCounters are the node's hub counters over the run: what its earlier replicas counted
+// and what the running one has.
+func (n *Node) hubCounters() hubCounts {
+	if n.Rep == nil {
+		return n.counted
 	}
-	return v
-}
-
-// counterNamed is the counter of cs whose status name is name (0 when there is none).
-func counterNamed(cs replica.Counters, name string) uint64 {
-	v := reflect.ValueOf(cs)
-	t := v.Type()
-	for i := range t.NumField() {
-		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("status"), ","); tag == name && v.Field(i).Kind() == reflect.Uint64 {
-			return v.Field(i).Uint()
-		}
-	}
-	return 0
+	return n.counted.plus(n.Rep.Counters())
 }
 
 // leafOf is the leaf block of the entry (origin, seq) in a node's log, when it is a

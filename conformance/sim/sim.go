@@ -132,9 +132,9 @@ type Node struct {
 	// leaf that moves restarts with its new hub.
 	Hub       string
 	MaxLeaves int
-	// counted: the counters of the node's replicas before its last start, summed (a crash
-	// loses a replica's counters; the hub oracle needs the run's).
-	counted map[string]uint64
+	// counted: the hub counters of the node's replicas before its last start, summed (a
+	// crash loses a replica's counters; the hub oracle needs the run's).
+	counted hubCounts
 }
 
 // Link is an edge of the topology: From dials To while both are up and the link is not
