@@ -203,13 +203,22 @@ func (c *Cluster) randomHubs(rep *Report) Report {
 		power := opts.SyncDelay > 0 && rng.IntN(2) == 0
 		c.At(at, func() { c.crashFor(rep, hub, power, d) })
 	}
-	// Leaves move: one crashes, and restarts at another hub.
+	// Leaves move: one crashes, and restarts at another hub; half the time because its hub
+	// went down, whose re-originated entries then reach the other hub only once it is back
+	// (the other hub re-originates them too: a move double).
 	for range 1 + rng.IntN(1+nLeaves/2) {
 		leaf := hr.leaves[rng.IntN(nLeaves)]
 		at := c.Now().Add(500*time.Millisecond + time.Duration(rng.Int64N(int64(busy-time.Second))))
 		d := time.Duration(100+rng.IntN(3000)) * time.Millisecond
 		k := rng.IntN(nHubs)
-		c.At(at, func() { c.moveLeaf(rep, leaf, hr.hubs[k], d) })
+		hubDown := rng.IntN(2) == 0
+		down := time.Duration(500+rng.IntN(3000)) * time.Millisecond
+		c.At(at, func() {
+			if old := c.nodes[leaf].Hub; hubDown && old != hr.hubs[k] {
+				c.crashFor(rep, old, false, down)
+			}
+			c.moveLeaf(rep, leaf, hr.hubs[k], d)
+		})
 	}
 	// A third of the runs put one leaf's clock beyond the bounds for a while: its hub holds
 	// that leaf's writes back (docs/design.md §27.2), never its own origin.
