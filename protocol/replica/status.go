@@ -309,6 +309,7 @@ func (r *Replica) Status(now time.Time) Status {
 	s.AntiEntropyConflicts = r.AntiEntropyConflicts()
 	s.ClusterMap = r.MapStatus()
 	s.NamedFeeds = r.NamedFeeds()
+	s.Hub, s.Leaves = r.HubStatus(now), r.LeavesStatus(now)
 	for _, o := range r.originOrder {
 		s.Origins = append(s.Origins, r.originStatus(r.origins[o], now))
 	}
