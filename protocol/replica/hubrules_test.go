@@ -267,3 +267,61 @@ func TestCopyLeafRecords(t *testing.T) {
 	absent(t, b, "t", "k4", "A deleted it, and the copy's snapshot shows it")
 	wantRecord(t, b, "t", "k5", "l", at(2000), leaf, hub.origin, at(2010))
 }
+
+// TestAntiEntropyLeafRecords (design §27.1 rows 6 to 8): C1 and C2 hold one leaf write
+// that two hubs re-originated (a leaf that moved), each applied last through another hub,
+// so their records' Via differ:
+//
+//   - their ranges hash alike (the digest leaves the via block out) and compare as the
+//     same version (row 8): nothing differs, nothing is repaired;
+//   - a record C1 lost comes back from C2 (row 6): C2's version is not in flight, since
+//     C1 applied the hub entry that wrote it. Judged by the leaf's origin, which C1
+//     applied nowhere, it would be in flight for ever;
+//   - a record C1 holds at the same version with other contents is rewritten from the log
+//     (row 7): the hub entry is found in the hub's log by its entry HLC, and its operation
+//     by the leaf block. Looked for in the leaf's log, or in the hub's by the leaf HLC, it
+//     is not found, and the record is flagged a conflict instead.
+func TestAntiEntropyLeafRecords(t *testing.T) {
+	h := newHarness(t)
+	ae := replica.Config{AntiEntropyInterval: 10 * time.Millisecond}
+	h1 := h.addNode("H1", replica.Config{})
+	h2 := h.addNode("H2", replica.Config{})
+	c1 := h.addNode("C1", ae)
+	c2 := h.addNode("C2", ae)
+	leaf := leafID(1, "L")
+	ops := []wire.Op{put("t", "k1", "a"), put("t", "k2", "b"), put("t", "k3", "c")}
+	h1.reoriginate(leafWrite{leaf, 1, at(10), at(20), ops})
+	h2.reoriginate(leafWrite{leaf, 1, at(10), at(30), ops})
+	h.check(h1, h1.rep.SetLink(h1.clock(), "C1", settings(wire.LinkSend)))
+	h.check(h2, h2.rep.SetLink(h2.clock(), "C2", settings(wire.LinkSend)))
+	h.connect(h1, c1)
+	h.connect(h2, c2)
+	h.connect(c1, c2)
+	r1, _ := c1.get("t", "k1")
+	r2, _ := c2.get("t", "k1")
+	if r1.Via == r2.Via || r1.Version() != r2.Version() {
+		t.Fatalf("C1's k1 via %v, C2's via %v, versions %v %v: the test needs one version through two hubs", r1.Via, r2.Via, r1.Version(), r2.Version())
+	}
+	h.advance(time.Second)
+	for _, n := range []*node{c1, c2} {
+		if got := n.rep.Counters(); got.AntiEntropyRangesCompared == 0 || got.AntiEntropyRangesDiffering != 0 || got.AntiEntropyRecordsRepaired != 0 {
+			t.Fatalf("%s: %d ranges compared, %d differing, %d repaired; want some, 0, 0", n.name,
+				got.AntiEntropyRangesCompared, got.AntiEntropyRangesDiffering, got.AntiEntropyRecordsRepaired)
+		}
+	}
+	c1.store.Corrupt([]byte("t"), []byte("k1"), nil)
+	altered, _ := c1.get("t", "k2")
+	altered.Value = []byte("altered")
+	c1.store.Corrupt([]byte("t"), []byte("k2"), &altered)
+	h.advance(time.Second)
+	got := c1.rep.Counters()
+	k1, _ := c2.get("t", "k1")
+	wantRecord(t, c1, "t", "k1", "a", at(10), leaf, k1.Via, k1.ViaHLC)
+	if r, _ := c1.get("t", "k2"); string(r.Value) != "b" || r.Version() != altered.Version() {
+		t.Errorf("C1's k2 = %q at %v; want b, from the log, at %v", r.Value, r.Version(), altered.Version())
+	}
+	if got.AntiEntropyRecordsRepaired != 2 || got.AntiEntropyConflicts != 0 || got.AntiEntropyInFlight != 0 {
+		t.Errorf("C1: %d repaired, %d conflicts, %d in flight; want 2, 0, 0", got.AntiEntropyRecordsRepaired, got.AntiEntropyConflicts, got.AntiEntropyInFlight)
+	}
+	sameRecords(t, "t", c1, c2)
+}
