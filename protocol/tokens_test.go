@@ -203,3 +203,84 @@ func TestRangeFormat2ByVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestChunkFormat3ByVersion: on version 4 a chunk of format 3 goes through with its via
+// blocks, and the copy's vector check reads a via record's delivering identity (the via
+// origin and HLC), not its leaf origin, which no vector holds; a via HLC above the
+// vector's aborts the copy (bad-chunk); on version 3 SendChunk refuses format 3
+// (bad-argument) and a receiver aborts on it with bad-chunk.
+func TestChunkFormat3ByVersion(t *testing.T) {
+	hub, leaf := prototest.Origin(7), prototest.Origin(9)
+	chain := prototest.Chain(hub, 1, 1, 4)
+	pos := []wire.CopyPosition{{Origin: hub, Seq: 1, Hash: chain[0].Hash, HLC: 9}}
+	chunk := func(viaHLC wire.HLC) []byte {
+		body, err := wire.AppendChunk(nil, []byte("t"), []wire.CopyRecord{{Key: []byte("a"), Value: []byte("v"), HLC: 5, Origin: leaf, Via: hub, ViaHLC: viaHLC}})
+		must(t, err)
+		if body[0] != wire.ChunkFormat3 {
+			t.Fatalf("format %d", body[0])
+		}
+		return body
+	}
+	p := copyPairAt(t, 4, hub, pos)
+	must(t, p.L.S.V3().SendChunk(chunk(9)))
+	p.Pump(10)
+	e := p.D.Last(protocol.EventChunk)
+	if e == nil || p.D.Last(protocol.EventCopyAborted) != nil {
+		t.Fatalf("version 4: chunk %+v, aborted %+v", e, p.D.Last(protocol.EventCopyAborted))
+	}
+	it := e.Chunk.Records()
+	if r, _, _ := it.Next(); r.Via != hub || r.ViaHLC != 9 || r.Origin != leaf || r.HLC != 5 {
+		t.Fatalf("version 4: the chunk's record %+v", r)
+	}
+	p = copyPairAt(t, 4, hub, pos)
+	must(t, p.D.S.Receive(p.Now, prototest.RawFrame(wire.TypeChunk, 0, 1, chunk(10))))
+	p.Pump(10)
+	if ev := p.D.Last(protocol.EventCopyAborted); ev == nil || ev.Err.Code != wire.CodeBadChunk || p.D.S.Err() != nil {
+		t.Errorf("version 4: a via HLC above the vector's: aborted %+v, session %v; want the copy aborted bad-chunk", ev, p.D.S.Err())
+	}
+	p = copyPairAt(t, 3, hub, pos)
+	if err := p.L.S.V3().SendChunk(chunk(9)); codeOf(err) != wire.CodeBadArgument {
+		t.Errorf("version 3: SendChunk of format 3: %v, want bad-argument", err)
+	}
+	must(t, p.D.S.Receive(p.Now, prototest.RawFrame(wire.TypeChunk, 0, 1, chunk(9))))
+	p.Pump(10)
+	if ev := p.D.Last(protocol.EventCopyAborted); ev == nil || ev.Err.Code != wire.CodeBadChunk || p.D.S.Err() != nil {
+		t.Errorf("version 3: a chunk of format 3: aborted %+v, session %v; want the copy aborted bad-chunk", ev, p.D.S.Err())
+	}
+}
+
+// TestRangeFormat3ByVersion: on version 4 an answer of format 3 goes through with its via
+// blocks; on version 3 AnswerRange refuses it (bad-argument) and a receiver closes on it
+// with bad-range.
+func TestRangeFormat3ByVersion(t *testing.T) {
+	rec := aeRec("t", "c")
+	rec.Via, rec.ViaHLC = prototest.Origin(8), 12
+	body := aeBody(t, false, aeThrough, rec)
+	if body[0] != wire.RangeFormat3 {
+		t.Fatalf("format %d", body[0])
+	}
+	for _, v := range []uint64{3, 4} {
+		dc, lc := prototest.Config(wire.RoleDialer, "r", 1), prototest.Config(wire.RoleListener, "s", 2)
+		dc.MaxVersion, lc.MaxVersion = v, v
+		p := established(t, dc, lc)
+		must(t, p.D.S.V3().AskRange(aeAsk()))
+		p.Pump(10)
+		err := p.L.S.V3().AnswerRange(body)
+		if v == 4 {
+			must(t, err)
+			p.Pump(10)
+			e := p.D.Last(protocol.EventRangeAnswered)
+			if e == nil || len(e.Range.Records) != 1 || e.Range.Records[0].Via != rec.Via || e.Range.Records[0].ViaHLC != 12 || p.D.S.Err() != nil {
+				t.Errorf("version 4: answered %+v, session %v", e, p.D.S.Err())
+			}
+			continue
+		}
+		if codeOf(err) != wire.CodeBadArgument {
+			t.Errorf("version 3: AnswerRange of format 3: %v, want bad-argument", err)
+		}
+		_ = p.D.S.Receive(p.Now, prototest.RawFrame(wire.TypeRangeRecords, 0, 0, body))
+		if err := p.D.S.Err(); err == nil || err.Code != wire.CodeBadRange {
+			t.Errorf("version 3: a RANGERECORDS of format 3: %v, want bad-range", err)
+		}
+	}
+}
