@@ -416,8 +416,8 @@ func (c *Cluster) checkHubs(rep *Report) {
 					k := string(op.Table) + "\x00" + string(op.Key)
 					switch {
 					case ok && (r.Version() == v || store.NewerVersion(r.Version(), v)):
-					case !ok && deleted[k] && store.NewerVersion(final[k], v):
-						// beaten by a delete whose tombstone is dropped
+					case !ok && deleted[k] && (final[k] == v || store.NewerVersion(final[k], v)):
+						// this delete, or a newer one, whose tombstone is dropped
 					case ok:
 						c.inv.fail(c.now, "%s: leaf %s's write at seq %d of %s/%s (version %d of %s) is not there: it holds the older %d of %s",
 							core, leaf, seq, op.Table, op.Key, w.hlc, leaf, r.HLC, c.originName(r.Origin))
