@@ -373,6 +373,17 @@ func (c *Cluster) checkHubs(rep *Report) {
 	if hr == nil {
 		return
 	}
+	// A leaf's write checkpoint (docs/design.md §27.7): once the run converged, every
+	// leaf's status says its hub has re-originated its every write and the whole core has
+	// them, after at most a few round trips more (a LEAFSTATE on its way), at most 5 s.
+	found := c.checkpointFindings()
+	for i := 0; i < 50 && len(found) > 0; i++ {
+		c.Run(100 * time.Millisecond)
+		found = c.checkpointFindings()
+	}
+	for _, f := range found {
+		c.inv.fail(c.now, "%s", f)
+	}
 	heads := c.heads()
 	// The oracle's end state: last-writer-wins over every surviving write, by conflict
 	// identity (checkOracle's want).
@@ -484,6 +495,27 @@ func (c *Cluster) checkHubs(rep *Report) {
 		rep.CoreBytes = max(rep.CoreBytes, storeBytes(n.Store))
 	}
 	rep.Messages = c.messages
+}
+
+// checkpointFindings is what the running leaves' statuses say wrong of their hubs now.
+func (c *Cluster) checkpointFindings() []string {
+	var found []string
+	for _, name := range c.hubs.leaves {
+		n := c.nodes[name]
+		if n.Rep == nil {
+			continue
+		}
+		own := n.Store.Cursor(n.origin).Seq
+		switch h := n.Rep.Status(n.clock(c)).Hub; {
+		case h == nil:
+			found = append(found, fmt.Sprintf("%s: a leaf whose status has no hub", name))
+		case h.Name != n.Hub || !h.Connected:
+			found = append(found, fmt.Sprintf("%s: its status names hub %s (connected %v), its hub is %s", name, h.Name, h.Connected, n.Hub))
+		case h.ReoriginatedSeq < own || h.CoreSeq < own:
+			found = append(found, fmt.Sprintf("%s: wrote to seq %d, its hub says %d re-originated and %d on the core", name, own, h.ReoriginatedSeq, h.CoreSeq))
+		}
+	}
+	return found
 }
 
 // markedOnHub reports whether a running hub's mark of the write's leaf is at or above its
