@@ -203,18 +203,27 @@ func (c *Cluster) randomHubs(rep *Report) Report {
 		power := opts.SyncDelay > 0 && rng.IntN(2) == 0
 		c.At(at, func() { c.crashFor(rep, hub, power, d) })
 	}
-	// Leaves move: one crashes, and restarts at another hub; half the time because its hub
-	// went down, whose re-originated entries then reach the other hub only once it is back
-	// (the other hub re-originates them too: a move double).
+	// Leaves move: one crashes, and restarts at another hub. A third of the time its hub
+	// went down as it moved, and a third its hub was cut off from the core a while before:
+	// the entries that hub re-originated reach the other hub only once it is back, and the
+	// other hub re-originates them too (a move double).
 	for range 1 + rng.IntN(1+nLeaves/2) {
 		leaf := hr.leaves[rng.IntN(nLeaves)]
-		at := c.Now().Add(500*time.Millisecond + time.Duration(rng.Int64N(int64(busy-time.Second))))
+		at := c.Now().Add(2*time.Second + time.Duration(rng.Int64N(int64(busy-3*time.Second))))
 		d := time.Duration(100+rng.IntN(3000)) * time.Millisecond
 		k := rng.IntN(nHubs)
-		hubDown := rng.IntN(2) == 0
+		why := rng.IntN(3)
 		down := time.Duration(500+rng.IntN(3000)) * time.Millisecond
+		before := time.Duration(500+rng.IntN(1500)) * time.Millisecond
+		if why == 2 {
+			c.At(at.Add(-before), func() {
+				if old := c.nodes[leaf].Hub; old != hr.hubs[k] {
+					c.cutOff(rep, old, before+down)
+				}
+			})
+		}
 		c.At(at, func() {
-			if old := c.nodes[leaf].Hub; hubDown && old != hr.hubs[k] {
+			if old := c.nodes[leaf].Hub; why == 1 && old != hr.hubs[k] {
 				c.crashFor(rep, old, false, down)
 			}
 			c.moveLeaf(rep, leaf, hr.hubs[k], d)
@@ -272,6 +281,27 @@ func (c *Cluster) crashFor(rep *Report, node string, power bool, d time.Duration
 	c.At(c.Now().Add(d), func() {
 		if c.Node(node).Rep == nil {
 			_ = c.Restart(node, c.Node(node).MaxVersion) // down: not refused
+		}
+	})
+}
+
+// cutOff partitions a hub from every member it links to for d: its leaves stay connected,
+// and it goes on re-originating their writes, which reach no other member meanwhile.
+func (c *Cluster) cutOff(rep *Report, hub string, d time.Duration) {
+	var cut []*Link
+	for _, l := range c.sortedLinks() {
+		if (l.From == hub || l.To == hub) && !c.hubs.leaf[l.From] && !c.hubs.leaf[l.To] && l.Up {
+			cut = append(cut, l)
+		}
+	}
+	rep.Partitions++
+	c.trace("%s is cut off from the core for %s", hub, d)
+	for _, l := range cut {
+		_ = c.SetLink(l.From, l.To, false) // a link of the run: not refused
+	}
+	c.At(c.Now().Add(d), func() {
+		for _, l := range cut {
+			_ = c.SetLink(l.From, l.To, true)
 		}
 	})
 }
