@@ -303,7 +303,7 @@ func (c *Cluster) mapsAndRequests(rep *Report, names []string, end time.Time) {
 				}
 			})
 		case k < 8: // during a partition of one of the node's links
-			links := c.sortedLinks()
+			links := c.memberLinks()
 			l := links[rng.IntN(len(links))]
 			d := time.Duration(500+rng.IntN(2000)) * time.Millisecond
 			on := l.From
@@ -343,6 +343,16 @@ func (c *Cluster) mapsAndRequests(rep *Report, names []string, end time.Time) {
 			})
 		}
 	}
+}
+
+// memberLinks are the run's links between members of its maps: every link but a leaf's
+// (a leaf holds its hub's map read-only: hubs.go).
+func (c *Cluster) memberLinks() []*Link {
+	links := c.sortedLinks()
+	if c.hubs == nil {
+		return links
+	}
+	return slices.DeleteFunc(links, func(l *Link) bool { return c.hubs.leaf[l.From] || c.hubs.leaf[l.To] })
 }
 
 // MapDoc is a map document of generation gen with the members named, in that order, the
