@@ -352,8 +352,12 @@ func (s *recordingStore) Apply(b *store.Batch) (uint64, error) {
 				s.node, r.Table, r.Key, old.Token, old.HLC, r.Token, r.HLC, b.Origin, b.Seq)
 		}
 	}
+	twice := s.inv.hubs != nil && s.inv.hubs.atOrBelowMark(s, b)
 	pos, err := s.Store.Apply(b)
 	if err == nil {
+		if twice {
+			s.inv.hubs.twice[s.node]++
+		}
 		s.inv.appliedExcluded(s.node, b, s.now())
 		if s.inv.hubs != nil {
 			s.inv.hubs.applied(s, b)
