@@ -187,8 +187,9 @@ func (c *Cluster) feedEvent(rep *Report, cs *consumer, ev *feed.Event) {
 		}
 		cs.got[o][s] = true
 		w, ok := c.writes[o][s]
-		hlc := ev.HLC
+		hlc, by := ev.HLC, ""
 		if lb, leaf := leafOf(c.nodes[cs.node].Store, o, s); leaf {
+			by = fmt.Sprintf(" (leaf %s's seq %d)", c.originName(lb.Origin), lb.Seq)
 			// A hub's re-originated entry: its change is the leaf's write, found by its
 			// leaf origin and leaf seq, at the leaf's HLC.
 			cs.gotLeaf[leafWrite{lb.Origin, lb.Seq}] = true
@@ -207,7 +208,7 @@ func (c *Cluster) feedEvent(rep *Report, cs *consumer, ev *feed.Event) {
 				same = ops[i].Kind == ev.Ops[i].Kind && bytes.Equal(ops[i].Key, ev.Ops[i].Key) && bytes.Equal(ops[i].Value, ev.Ops[i].Value)
 			}
 			if !same {
-				c.inv.fail(c.now, "%s: seq %d of origin %s given as %d operations at %d, the origin wrote %d of %s at %d", cs.name, s, c.originName(o), len(ev.Ops), hlc, len(ops), feedTable, w.hlc)
+				c.inv.fail(c.now, "%s: seq %d of origin %s%s given as %d operations at %d, the origin wrote %d of %s at %d", cs.name, s, c.originName(o), by, len(ev.Ops), hlc, len(ops), feedTable, w.hlc)
 			}
 		}
 	}
