@@ -1,6 +1,7 @@
 package replica_test
 
 import (
+	"crypto/sha256"
 	"testing"
 	"time"
 
@@ -133,5 +134,131 @@ func TestHubReoriginates(t *testing.T) {
 	}
 	if c.rep.Status(c.clock()).Leaves != nil || c.rep.Status(c.clock()).Hub != nil {
 		t.Errorf("the core node reports leaves or a hub")
+	}
+}
+
+// TestHubExactlyOnceAcrossRestart: a hub that crashes (its store reopened from a copy)
+// after re-originating a leaf's entries resumes the leaf from its mark: every leaf seq is
+// in the hub's log, and the core's, exactly once.
+func TestHubExactlyOnceAcrossRestart(t *testing.T) {
+	hc := hubSetup(t, replica.Config{}, "", "L")
+	h, c, hub, l := hc.h, hc.core, hc.hub, hc.leaves[0]
+	for i := range 3 {
+		l.write(put("t", "k", string(rune('a'+i))))
+	}
+	h.advance(200 * time.Millisecond)
+	hub.store = hub.store.Clone() // the process crashed: a new one opens the store
+	hub.restart()
+	h.connect(hub, c)
+	h.connect(l, hub)
+	for i := range 2 {
+		l.write(put("t", "k", string(rune('x'+i))))
+	}
+	h.advance(500 * time.Millisecond)
+	for _, n := range []*node{hub, c} {
+		got := hubEntries(t, n, hub, l)
+		if len(got) != 5 {
+			t.Errorf("%s: the hub's entries re-originate L's seqs %v, want 1 to 5", n.name, got)
+		}
+		for s, k := range got {
+			if k != 1 {
+				t.Errorf("%s: L's seq %d re-originated %d times", n.name, s, k)
+			}
+		}
+	}
+	if got := hub.rep.Counters(); got.LeafWritesReoriginated != 2 {
+		t.Errorf("the restarted hub re-originated %d entries, want 2", got.LeafWritesReoriginated)
+	}
+	if st := l.rep.Status(l.clock()).Hub; st.ReoriginatedSeq != 5 || st.CoreSeq != 5 {
+		t.Errorf("the leaf's hub status: %+v, want seq 5 re-originated and at the core", st)
+	}
+	if r, _ := c.get("t", "k"); string(r.Value) != "y" || r.Origin != l.origin {
+		t.Errorf("the core's t/k: %+v, want the leaf's last write", r)
+	}
+}
+
+// dataOf rewrites, in a message from the leaf, the DATA frames of its origin with seq
+// matching: each is replaced by what fn returns (nil: left as it is).
+func alterData(t *testing.T, msg []byte, fn func(d *wire.Data) [][]byte) []byte {
+	t.Helper()
+	frames, err := wire.DecodeMessage(msg, wire.DefaultMaxMessage, wire.MaxFrameBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	for _, f := range frames {
+		body, err := f.Value.AppendBody(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies := [][]byte{body}
+		if d, ok := f.Value.(*wire.Data); ok {
+			if b := fn(d); b != nil {
+				bodies = b
+			}
+		}
+		for _, b := range bodies {
+			out = wire.AppendHeader(out, wire.Header{Type: f.Value.FrameType(), Flags: f.Flags, Channel: f.Channel, Length: uint32(len(b))})
+			out = append(out, b...)
+		}
+	}
+	return out
+}
+
+// TestHubLeafDuplicatesAndRewind: a leaf entry the hub receives twice is re-originated
+// once and counted a duplicate; an entry that does not extend the one at the leaf's mark
+// (the leaf's log went back) closes the leaf's connection with leaf-rewound, and nothing of
+// it is re-originated.
+func TestHubLeafDuplicatesAndRewind(t *testing.T) {
+	hc := hubSetup(t, replica.Config{}, "", "L")
+	h, hub, l := hc.h, hc.hub, hc.leaves[0]
+	h.alter = func(from, to string, msg []byte) []byte {
+		if from != "L" {
+			return msg
+		}
+		return alterData(t, msg, func(d *wire.Data) [][]byte {
+			body, _ := d.AppendBody(nil)
+			return [][]byte{body, body} // every entry twice
+		})
+	}
+	l.write(put("t", "a", "1"))
+	l.write(put("t", "b", "2"))
+	h.advance(200 * time.Millisecond)
+	if got := hubEntries(t, hub, hub, l); len(got) != 2 || got[1] != 1 || got[2] != 1 {
+		t.Errorf("the hub's entries re-originate L's seqs %v, want 1 and 2 once each", got)
+	}
+	if got := hub.rep.Counters(); got.LeafWritesDuplicate < 2 || got.LeafWritesReoriginated != 2 {
+		t.Errorf("hub counters: %d duplicates, %d re-originated; want at least 2 and 2", got.LeafWritesDuplicate, got.LeafWritesReoriginated)
+	}
+	// Entry 3 arrives with another prev than entry 2's hash, as a leaf restored from an
+	// older copy that wrote again would send it.
+	h.alter = func(from, to string, msg []byte) []byte {
+		if from != "L" {
+			return msg
+		}
+		return alterData(t, msg, func(d *wire.Data) [][]byte {
+			if d.Txn.Seq != 3 {
+				return nil
+			}
+			d.Txn.Prev = sha256.Sum256([]byte("another chain"))
+			enc, err := d.Txn.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Hash = sha256.Sum256(enc)
+			body, _ := d.AppendBody(nil)
+			return [][]byte{body}
+		})
+	}
+	l.write(put("t", "c", "3"))
+	h.advance(200 * time.Millisecond)
+	if got := hubEntries(t, hub, hub, l); len(got) != 2 {
+		t.Errorf("after the rewound entry the hub's entries re-originate L's seqs %v, want 1 and 2", got)
+	}
+	if e := hub.rep.LastError("L"); e == nil || e.Err.Code != wire.CodeLeafRewound {
+		t.Errorf("the hub's last error of L: %+v, want leaf-rewound", e)
+	}
+	if e := l.rep.LastError("H"); e == nil || e.Err.Code != wire.CodeLeafRewound {
+		t.Errorf("the leaf's last error of H: %+v, want leaf-rewound", e)
 	}
 }
