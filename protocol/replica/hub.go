@@ -243,9 +243,14 @@ func (r *Replica) subscribeLeaf(c *conn, l *leafLink) {
 // peer's; it reports whether the event was handled (false: as any peer's).
 func (r *Replica) onLeafEvent(c *conn, l *leafLink, ev *protocol.Event) bool {
 	switch ev.Kind {
-	case protocol.EventOriginNamed, protocol.EventMap, protocol.EventMembers, protocol.EventSkip:
+	case protocol.EventOriginNamed, protocol.EventMap, protocol.EventMembers:
 		// A leaf's origin is no origin here; its map and member entries are not the
-		// cluster's (a leaf is not a member); a leaf excludes nothing.
+		// cluster's (a leaf is not a member).
+		return true
+	case protocol.EventSkip:
+		if ev.Origin == l.origin {
+			r.receiveLeafSkip(c, l, ev.Skip)
+		}
 		return true
 	case protocol.EventHeads:
 		for _, hd := range ev.Heads.Heads {
@@ -343,6 +348,37 @@ func (r *Replica) receiveLeaf(c *conn, l *leafLink, v wire.TxnView) {
 		return
 	}
 	r.reoriginate(c, l, &v, h)
+}
+
+// receiveLeafSkip takes a run of the leaf's entries the leaf left out of the channel: they
+// write only tables this hub does not carry under the leaf's map (placement), so they are
+// refused not-carried, as each would be whole (§27.4), and the mark moves to the run's end.
+func (r *Replica) receiveLeafSkip(c *conn, l *leafLink, sk *wire.Skip) {
+	if r.storage.err != nil || l.held != "" {
+		return
+	}
+	pos, ok := r.leafMarkOf(l)
+	if !ok {
+		return
+	}
+	switch {
+	case sk.To <= pos.Seq:
+		r.counters.LeafWritesDuplicate++
+		r.leafHandled(c, l, sk.To, 0, false)
+		return
+	case sk.From != pos.Seq+1 || sk.Prev != pos.Hash:
+		r.leafRewound(c, l, "its run "+strconv.FormatUint(sk.From, 10)+"-"+strconv.FormatUint(sk.To, 10)+" does not extend the entry at its mark")
+		return
+	}
+	if !r.check(r.store.PutLeafMark(store.LeafMark{Leaf: l.origin, Seq: sk.To, Hash: sk.Hash})) {
+		return
+	}
+	n := sk.To - sk.From + 1
+	r.hub.writesRefused[LeafNotCarried] += n
+	r.counters.LeafWritesRefused += n
+	l.refused += n
+	l.lastRefused, l.reason = sk.To, LeafNotCarried
+	r.leafHandled(c, l, sk.To, r.origins[r.id.Origin].applied.Seq, false)
 }
 
 // carrierOf is the hub seq at or below which a leaf seq at or below the mark is durable
@@ -486,17 +522,18 @@ func (r *Replica) ackLeaf(c *conn, l *leafLink) {
 	}
 }
 
-// coreSeq is the highest seq of this node's own origin every member of its map has shown
-// it applied (its holds: subscriptions, cursors, heads on a connection to it); 0 while one
-// shows none. Without a member list: every peer that is not a leaf.
+// coreSeq is the highest seq of this node's own origin that every member of its map it
+// knows a position of has shown it applied: the members it links to (or did: their
+// retention holds, persisted, which subscriptions, cursors and heads on a connection move).
+// A hub knows no position of a member it never linked to, which is left out; with none
+// known the core has nothing. Without a member list: every peer that is not a leaf. A hub
+// that is the map's only member is its whole core.
 func (r *Replica) coreSeq() uint64 {
-	core, any := ^uint64(0), false
+	core, known, others := ^uint64(0), false, false
 	at := func(peer string) {
-		any = true
+		others = true
 		if h := r.ret.holds[holdKey{peer, r.id.Origin}]; h != nil {
-			core = min(core, h.seq)
-		} else {
-			core = 0
+			core, known = min(core, h.seq), true
 		}
 	}
 	if nodes := r.cmap.cur.Nodes; len(nodes) > 0 {
@@ -512,8 +549,11 @@ func (r *Replica) coreSeq() uint64 {
 			}
 		}
 	}
-	if !any {
-		return r.origins[r.id.Origin].applied.Seq // a hub alone is its whole core
+	switch {
+	case !others:
+		return r.origins[r.id.Origin].applied.Seq
+	case !known:
+		return 0
 	}
 	return core
 }

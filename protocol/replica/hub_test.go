@@ -262,3 +262,220 @@ func TestHubLeafDuplicatesAndRewind(t *testing.T) {
 		t.Errorf("the leaf's last error of H: %+v, want leaf-rewound", e)
 	}
 }
+
+// TestHubRefusals: a leaf entry the hub may not write as its own is not re-originated: too
+// old for the map's leaf window, of a table the hub does not carry, of a fenced table, too
+// large once it carries the leaf block. Each moves the leaf's mark past it (the next entry
+// is re-originated), is counted by reason, and is told to the leaf, whose record stays its
+// own.
+func TestHubRefusals(t *testing.T) {
+	for _, c := range []struct {
+		reason wire.Code
+		setup  func(hc *hubCluster) // before the leaf writes
+		write  []wire.Op
+	}{
+		{replica.LeafTooOld, func(hc *hubCluster) { hc.leaves[0].skew = -2 * time.Hour }, []wire.Op{put("t", "k", "old")}},
+		{replica.LeafNotCarried, func(hc *hubCluster) {
+			if _, err := hc.core.publish(mapDoc(2, hubWindow+`,"placement":{"p":["C"]}`, "C", "H")); err != nil {
+				t.Fatal(err)
+			}
+		}, []wire.Op{put("p", "k", "v")}},
+		{replica.LeafFenced, func(hc *hubCluster) {
+			if _, err := hc.core.publish(mapDoc(2, hubWindow+`,"lock_homes":["C"],"fenced_tables":["f"]`, "C", "H")); err != nil {
+				t.Fatal(err)
+			}
+		}, []wire.Op{put("f", "k", "v")}},
+		{replica.LeafTooLarge, nil, []wire.Op{put("t", "k", string(make([]byte, 900)))}},
+	} {
+		t.Run(string(c.reason), func(t *testing.T) {
+			hc := hubSetup(t, replica.Config{Write: replica.WriteLimits{MaxTxn: 1000}}, "", "L")
+			h, hub, l := hc.h, hc.hub, hc.leaves[0]
+			h.disconnect(hc.leafLnk[0])
+			if c.reason == replica.LeafTooOld {
+				c.setup(hc) // its clock behind by more than the window when it writes
+			}
+			l.write(c.write...) // offline: under the map it held when it wrote
+			l.skew = 0
+			if c.setup != nil && c.reason != replica.LeafTooOld {
+				c.setup(hc)
+			}
+			h.advance(200 * time.Millisecond)
+			h.connect(l, hub)
+			h.advance(200 * time.Millisecond)
+			l.write(put("t", "after", "1"))
+			h.advance(200 * time.Millisecond)
+			if got := hubEntries(t, hub, hub, l); len(got) != 1 || got[2] != 1 {
+				t.Errorf("the hub's entries re-originate L's seqs %v, want 2 only", got)
+			}
+			st := hub.rep.Status(hub.clock()).Leaves
+			if hub.rep.Counters().LeafWritesRefused != 1 || len(st.WritesRefusedByReason) != 1 ||
+				st.WritesRefusedByReason[0].Code != c.reason || st.WritesRefusedByReason[0].Count != 1 {
+				t.Errorf("hub: %d refused, by reason %v; want one %s", hub.rep.Counters().LeafWritesRefused, st.WritesRefusedByReason, c.reason)
+			}
+			hs := l.rep.Status(l.clock()).Hub
+			if hs.ReoriginatedSeq != 2 || hs.Refused != 1 || hs.LastRefusedSeq != 1 || hs.LastRefusedReason != string(c.reason) ||
+				l.rep.Counters().HubWritesRefused != 1 {
+				t.Errorf("the leaf's hub status: %+v, want seq 1 refused %s and 2 re-originated", hs, c.reason)
+			}
+			if _, ok := hc.core.get(string(c.write[0].Table), "k"); ok {
+				t.Errorf("the refused write reached the core")
+			}
+			if r, ok := l.get(string(c.write[0].Table), "k"); !ok || r.Origin != l.origin {
+				t.Errorf("the leaf lost its refused write: %+v", r)
+			}
+		})
+	}
+}
+
+// TestHubGateRefusals: a leaf is refused, with a named code counted by code, by a node
+// that takes no leaves (not-a-hub), by a hub at its bound (too-many-leaves), when the map
+// names the leaf as a member (leaf-is-member), and while the map has no leaf window
+// (no-leaf-window); the leaf's last error names the code.
+func TestHubGateRefusals(t *testing.T) {
+	for _, c := range []struct {
+		code   wire.Code
+		hubCfg replica.Config
+		extra  string
+		leaf   string
+	}{
+		{wire.CodeTooManyLeaves, replica.Config{MaxLeaves: 1}, "", "L2"},
+		{wire.CodeLeafIsMember, replica.Config{}, hubWindow, "M"},
+		{wire.CodeNoLeafWindow, replica.Config{}, "-", "L2"},
+	} {
+		t.Run(string(c.code), func(t *testing.T) {
+			var hc *hubCluster
+			switch c.code {
+			case wire.CodeLeafIsMember:
+				hc = hubSetup(t, c.hubCfg, "")
+				if _, err := hc.core.publish(mapDoc(2, hubWindow, "C", "H", "M")); err != nil {
+					t.Fatal(err)
+				}
+			case wire.CodeNoLeafWindow:
+				hc = hubSetup(t, c.hubCfg, c.extra)
+			default:
+				hc = hubSetup(t, c.hubCfg, c.extra, "L")
+			}
+			l := hc.addLeaf(c.leaf, replica.Config{})
+			if e := l.rep.LastError("H"); e == nil || e.Err.Code != c.code {
+				t.Fatalf("the leaf's last error: %+v, want %s", e, c.code)
+			}
+			st := hc.hub.rep.Status(hc.hub.clock()).Leaves
+			if hc.hub.rep.Counters().LeavesRefused == 0 || len(st.LeavesRefusedByCode) != 1 || st.LeavesRefusedByCode[0].Code != c.code {
+				t.Errorf("hub: leaves_refused %d, by code %v; want %s", hc.hub.rep.Counters().LeavesRefused, st.LeavesRefusedByCode, c.code)
+			}
+		})
+	}
+	t.Run("not-a-hub", func(t *testing.T) {
+		h := newHarness(t)
+		p := h.addNode("P", replica.Config{})
+		l := h.addNode("L", replica.Config{Hub: "P"})
+		l.write(put("t", "k", "v"))
+		h.connect(l, p)
+		if e := l.rep.LastError("P"); e == nil || e.Err.Code != wire.CodeNotAHub {
+			t.Fatalf("the leaf's last error: %+v, want not-a-hub", e)
+		}
+		if p.rep.Counters().LeavesRefused != 1 || p.rep.Status(p.clock()).Leaves != nil {
+			t.Errorf("P: leaves_refused %d; a node that is not a hub reports no leaves", p.rep.Counters().LeavesRefused)
+		}
+		if _, ok := p.applied()[l.origin]; ok {
+			t.Errorf("P took the leaf's origin: %v", p.applied())
+		}
+	})
+}
+
+// TestLeafNeedsLeafCapability: a leaf closes the connection to a hub below version 4
+// (no-leaf-capability) before anything crosses it, and refuses any peer but its hub.
+func TestLeafNeedsLeafCapability(t *testing.T) {
+	h := newHarness(t)
+	hub := h.addNode("H", replica.Config{MaxVersion: 3})
+	l := h.addNode("L", replica.Config{Hub: "H"})
+	l.write(put("t", "k", "v"))
+	h.connect(l, hub)
+	if e := l.rep.LastError("H"); e == nil || e.Err.Code != wire.CodeNoLeafCapability {
+		t.Fatalf("the leaf's last error: %+v, want no-leaf-capability", e)
+	}
+	if _, ok := hub.applied()[l.origin]; ok {
+		t.Fatalf("the version-3 node took the leaf's origin")
+	}
+	p := h.addNode("P", replica.Config{})
+	h.connect(p, l)
+	if e := l.rep.LastError("P"); e == nil || e.Err.Code != wire.CodePeerNameMismatch {
+		t.Fatalf("the leaf's last error of a peer that dialed it: %+v, want peer-name-mismatch", e)
+	}
+	if _, ok := p.applied()[l.origin]; ok {
+		t.Fatalf("a peer took the leaf's origin")
+	}
+}
+
+// TestLeafMovesHubs: a leaf that moves from hub H to hub H2, which has applied H's entries,
+// resumes above H2's mark of it: H2 re-originates only its new writes, and the core holds
+// each leaf write once.
+func TestLeafMovesHubs(t *testing.T) {
+	hc := hubSetup(t, replica.Config{}, "")
+	h, c, hub := hc.h, hc.core, hc.hub
+	h2 := h.addNode("H2", replica.Config{MaxLeaves: 2})
+	h.connect(h2, c)
+	if _, err := c.publish(mapDoc(2, hubWindow, "C", "H", "H2")); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(200 * time.Millisecond)
+	l := hc.addLeaf("L", replica.Config{})
+	for i := range 3 {
+		l.write(put("t", "k", string(rune('a'+i))))
+	}
+	h.advance(300 * time.Millisecond)
+	h.disconnect(hc.leafLnk[0])
+	l.cfg.Hub = "H2"
+	l.restart()
+	h.connect(l, h2)
+	l.write(put("t", "k", "d"))
+	l.write(put("t", "j", "e"))
+	h.advance(300 * time.Millisecond)
+	if got := hubEntries(t, h2, h2, l); len(got) != 2 || got[4] != 1 || got[5] != 1 {
+		t.Errorf("H2's entries re-originate L's seqs %v, want 4 and 5", got)
+	}
+	if got := hubEntries(t, c, hub, l); len(got) != 3 {
+		t.Errorf("H's entries at the core re-originate L's seqs %v, want 1 to 3", got)
+	}
+	if got := h2.rep.Counters(); got.LeafWritesReoriginated != 2 || got.LeafWritesTwice != 0 {
+		t.Errorf("H2: %d re-originated, %d twice; want 2 and 0", got.LeafWritesReoriginated, got.LeafWritesTwice)
+	}
+	if st := l.rep.Status(l.clock()).Hub; st.Name != "H2" || st.ReoriginatedSeq != 5 || st.CoreSeq != 5 {
+		t.Errorf("the leaf's hub status at H2: %+v", st)
+	}
+	if r, _ := c.get("t", "k"); string(r.Value) != "d" || r.Via != h2.origin {
+		t.Errorf("the core's t/k: %+v, want d via H2", r)
+	}
+}
+
+// TestHubHoldsAheadLeafOnly: a leaf whose clock runs ahead of its hub's past the bound has
+// its channel held (status counts it) while the hub's own writes and another leaf's go
+// on; once the hub's clock catches up its entry is re-originated above its HLC.
+func TestHubHoldsAheadLeafOnly(t *testing.T) {
+	hc := hubSetup(t, replica.Config{}, "", "L", "L2")
+	h, c, hub, l, l2 := hc.h, hc.core, hc.hub, hc.leaves[0], hc.leaves[1]
+	l.skew = 2 * time.Second
+	l.write(put("t", "ahead", "1"))
+	l2.write(put("t", "other", "1"))
+	hub.write(put("t", "own", "1"))
+	h.advance(300 * time.Millisecond)
+	if st := hub.rep.Status(hub.clock()).Leaves; st.Held != 1 {
+		t.Errorf("the hub's leaves: %d held, want 1", st.Held)
+	}
+	if _, ok := c.get("t", "ahead"); ok {
+		t.Errorf("the write ahead of the hub's clock reached the core")
+	}
+	for _, k := range []string{"other", "own"} {
+		if _, ok := c.get("t", k); !ok {
+			t.Errorf("t/%s did not reach the core while the leaf ahead was held", k)
+		}
+	}
+	h.advance(2 * time.Second)
+	r, ok := c.get("t", "ahead")
+	if !ok || r.Origin != l.origin || r.ViaHLC <= r.HLC {
+		t.Errorf("t/ahead at the core after the hold: %+v (found %v)", r, ok)
+	}
+	if st := hub.rep.Status(hub.clock()).Leaves; st.Held != 0 {
+		t.Errorf("the hub's leaves: %d held after the hold, want 0", st.Held)
+	}
+}
