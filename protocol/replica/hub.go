@@ -157,10 +157,6 @@ func (r *Replica) hubInit() {
 
 // leafRefusal says why this node does not take the leaf on c ("": it does).
 func (r *Replica) leafRefusal(c *conn, info protocol.HandshakeInfo) (wire.Code, string) {
-	if info.Version < v4 || !slices.Contains(info.Caps, wire.CapLeaf) {
-		return wire.CodeNoLeafCapability, "a leaf's connection at protocol version " + strconv.FormatUint(info.Version, 10) +
-			" without the capability leaf"
-	}
 	if !r.isHub() || r.cfg.Hub != "" {
 		return wire.CodeNotAHub, "node " + r.id.Name + " takes no leaves"
 	}
