@@ -479,3 +479,33 @@ func TestHubHoldsAheadLeafOnly(t *testing.T) {
 		t.Errorf("the hub's leaves: %d held after the hold, want 0", st.Held)
 	}
 }
+
+// TestHubAcksOnceSynced: a hub that holds unsynced entries back acknowledges a leaf's entry,
+// and tells the leaf it re-originated it, only once the entry re-originating it is synced
+// (persist before ack): a power loss must not lose a write the leaf was told is safe.
+func TestHubAcksOnceSynced(t *testing.T) {
+	hc := hubSetup(t, replica.Config{HoldUnsynced: true}, "", "L")
+	h, c, hub, l := hc.h, hc.core, hc.hub, hc.leaves[0]
+	l.write(put("t", "k", "v"))
+	h.advance(200 * time.Millisecond)
+	if got := hubEntries(t, hub, hub, l); got[1] != 1 {
+		t.Fatalf("the hub's entries re-originate L's seqs %v, want 1", got)
+	}
+	if got := h.acked("H", "L", l.origin); got != 0 {
+		t.Errorf("the hub acknowledged L's seq %d before its entry was synced", got)
+	}
+	if st := l.rep.Status(l.clock()).Hub; st.ReoriginatedSeq != 0 {
+		t.Errorf("the leaf was told seq %d re-originated before it was synced", st.ReoriginatedSeq)
+	}
+	if _, ok := c.get("t", "k"); ok {
+		t.Errorf("the core has the unsynced entry")
+	}
+	h.check(hub, hub.rep.Synced(hub.clock(), hub.rep.SyncPoint()))
+	h.advance(200 * time.Millisecond)
+	if got := h.acked("H", "L", l.origin); got != 1 {
+		t.Errorf("the hub acknowledged L's seq %d once synced, want 1", got)
+	}
+	if st := l.rep.Status(l.clock()).Hub; st.ReoriginatedSeq != 1 || st.HubSeq != 1 || st.CoreSeq != 1 {
+		t.Errorf("the leaf's hub status once synced: %+v", st)
+	}
+}
