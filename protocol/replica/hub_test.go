@@ -20,6 +20,7 @@ type hubCluster struct {
 	hub     *node
 	leaves  []*node
 	leafLnk []*link
+	coreLnk *link // H to C
 }
 
 // hubSetup makes the core node C and the hub H (hubCfg, MaxLeaves 2 unless set), publishes
@@ -37,7 +38,7 @@ func hubSetup(t *testing.T, hubCfg replica.Config, extra string, leaves ...strin
 		extra = ""
 	}
 	hc := &hubCluster{h: h, core: h.addNode("C", replica.Config{}), hub: h.addNode("H", hubCfg)}
-	h.connect(hc.hub, hc.core)
+	hc.coreLnk = h.connect(hc.hub, hc.core)
 	if _, err := hc.core.publish(mapDoc(1, extra, "C", "H")); err != nil {
 		t.Fatal(err)
 	}
@@ -508,4 +509,30 @@ func TestHubAcksOnceSynced(t *testing.T) {
 	if st := l.rep.Status(l.clock()).Hub; st.ReoriginatedSeq != 1 || st.HubSeq != 1 || st.CoreSeq != 1 {
 		t.Errorf("the leaf's hub status once synced: %+v", st)
 	}
+}
+
+// TestLeafRetentionHoldsToCore: a leaf's retention keeps its own entries past RetainAge
+// until its hub tells it the core has them (LEAFSTATE's core seq), not once the hub
+// acknowledged them: then it purges them.
+func TestLeafRetentionHoldsToCore(t *testing.T) {
+	hc := hubSetup(t, replica.Config{}, "")
+	h, hub := hc.h, hc.hub
+	l := hc.addLeaf("L", replica.Config{RetainAge: 2 * time.Second})
+	hc.coreLnk.hold = true // the core applies nothing of the hub's meanwhile
+	writeN(l, 0, 5)
+	h.advance(3 * time.Second)
+	if got := h.acked("H", "L", l.origin); got != 5 {
+		t.Fatalf("the hub acknowledged L up to %d, want 5", got)
+	}
+	if st := l.rep.Status(l.clock()).Hub; st.ReoriginatedSeq != 5 || st.CoreSeq != 0 {
+		t.Fatalf("the leaf's hub status while the core is cut off: %+v", st)
+	}
+	l.wantFloor(l, 0) // past RetainAge, acknowledged, and kept: the core has none of it
+	hc.coreLnk.hold = false
+	h.advance(time.Second)
+	if st := l.rep.Status(l.clock()).Hub; st.CoreSeq != 5 {
+		t.Fatalf("the leaf's hub status once the core caught up: %+v", st)
+	}
+	l.wantFloor(l, 4) // the head stays
+	_ = hub
 }
