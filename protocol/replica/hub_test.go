@@ -151,7 +151,12 @@ func TestHubExactlyOnceAcrossRestart(t *testing.T) {
 	hub.store = hub.store.Clone() // the process crashed: a new one opens the store
 	hub.restart()
 	h.connect(hub, c)
+	l.restart() // what it was told before is gone with its process: told again on connecting
 	h.connect(l, hub)
+	h.advance(100 * time.Millisecond)
+	if st := l.rep.Status(l.clock()).Hub; st.ReoriginatedSeq != 3 || st.HubSeq != 3 || st.CoreSeq != 3 {
+		t.Errorf("the leaf's hub status on connecting again: %+v, want seq 3 re-originated by hub seq 3, at the core", st)
+	}
 	for i := range 2 {
 		l.write(put("t", "k", string(rune('x'+i))))
 	}
