@@ -2,9 +2,11 @@ package replica_test
 
 import (
 	"crypto/sha256"
+	"errors"
 	"testing"
 	"time"
 
+	"plait/protocol/clustermap"
 	"plait/protocol/replica"
 	"plait/protocol/wire"
 )
@@ -540,4 +542,38 @@ func TestLeafRetentionHoldsToCore(t *testing.T) {
 	}
 	l.wantFloor(l, 4) // the head stays
 	_ = hub
+}
+
+// TestLeafNoLocks: a leaf takes no locks: a lock request, a tokened write and a write of a
+// fenced table are refused leaf-no-locks, nothing written; a transaction that fits MaxTxn
+// but not with the leaf block its hub adds is refused as too large.
+func TestLeafNoLocks(t *testing.T) {
+	hc := hubSetup(t, replica.Config{}, hubWindow+`,"lock_homes":["C"],"fenced_tables":["f"]`)
+	l := hc.addLeaf("L", replica.Config{Write: replica.WriteLimits{MaxTxn: 1000}})
+	if a, ok := l.answerOf(l.acquire("k", time.Second, 0)); !ok || a.Code != replica.CodeLeafNoLocks {
+		t.Errorf("a lock request at the leaf: %+v (answered %v), want leaf-no-locks", a, ok)
+	}
+	if _, err := l.rep.Write(l.clock(), []wire.Op{put("t", "a", "1"), put("f", "k", "v")}); mapCode(err) != replica.CodeLeafNoLocks {
+		t.Errorf("a write of a fenced table at the leaf: %v, want leaf-no-locks", err)
+	}
+	tok := wire.Token{Generation: 1, Home: hc.core.origin, Counter: 1}
+	if _, err := l.rep.WriteTokened(l.clock(), tok, []wire.Op{put("t", "k", "v")}); mapCode(err) != replica.CodeLeafNoLocks {
+		t.Errorf("a tokened write at the leaf: %v, want leaf-no-locks", err)
+	}
+	big := put("t", "big", string(make([]byte, 1000-wire.LeafBlockSize-50)))
+	if _, err := l.rep.Write(l.clock(), []wire.Op{big}); !errors.Is(err, replica.ErrTxnTooLarge) {
+		t.Errorf("a write that fits MaxTxn only without the leaf block: %v, want too large", err)
+	}
+	if got := l.applied()[l.origin]; got != 0 {
+		t.Errorf("the leaf wrote %d entries, want none", got)
+	}
+}
+
+// mapCode is the code of a *clustermap.Error (a write's refusal by the map), else "".
+func mapCode(err error) wire.Code {
+	var me *clustermap.Error
+	if errors.As(err, &me) {
+		return wire.Code(me.Code)
+	}
+	return ""
 }
