@@ -577,3 +577,59 @@ func mapCode(err error) wire.Code {
 	}
 	return ""
 }
+
+// TestHubGateShutHolds: while a later map shuts the gate (a member of unknown version),
+// a connected leaf's channel is held: nothing is re-originated, status counts the hold;
+// once a map opens it again, the leaf's waiting entries are re-originated.
+func TestHubGateShutHolds(t *testing.T) {
+	hc := hubSetup(t, replica.Config{}, "", "L")
+	h, c, hub, l := hc.h, hc.core, hc.hub, hc.leaves[0]
+	if _, err := c.publish(mapDoc(2, hubWindow, "C", "H", "D")); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(200 * time.Millisecond)
+	l.write(put("t", "k", "v"))
+	h.advance(200 * time.Millisecond)
+	if got := hubEntries(t, hub, hub, l); len(got) != 0 {
+		t.Errorf("the hub re-originated %v while its gate was shut", got)
+	}
+	if st := hub.rep.Status(hub.clock()).Leaves; st.Held != 1 || st.Connected != 1 {
+		t.Errorf("the hub's leaves while the gate is shut: %+v, want the leaf connected and held", st)
+	}
+	if _, err := c.publish(mapDoc(3, hubWindow, "C", "H")); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(300 * time.Millisecond)
+	if got := hubEntries(t, hub, hub, l); len(got) != 1 || got[1] != 1 {
+		t.Errorf("the hub's entries re-originate L's seqs %v once the gate opened, want 1", got)
+	}
+	if st := hub.rep.Status(hub.clock()).Leaves; st.Held != 0 {
+		t.Errorf("the hub's leaves once the gate opened: %+v, want none held", st)
+	}
+}
+
+// TestHubDropsMarksAfterLeafHold: a hub forgets the mark of a leaf not seen for LeafHold,
+// and keeps a connected leaf's.
+func TestHubDropsMarksAfterLeafHold(t *testing.T) {
+	hc := hubSetup(t, replica.Config{LeafHold: 2 * time.Second}, "", "L", "L2")
+	h, hub, l, l2 := hc.h, hc.hub, hc.leaves[0], hc.leaves[1]
+	l.write(put("t", "a", "1"))
+	l2.write(put("t", "b", "1"))
+	h.advance(200 * time.Millisecond)
+	if st := hub.rep.Status(hub.clock()).Leaves; st.Marks != 2 {
+		t.Fatalf("the hub keeps %d marks, want 2", st.Marks)
+	}
+	h.disconnect(hc.leafLnk[0])
+	h.advance(time.Second)
+	if st := hub.rep.Status(hub.clock()).Leaves; st.Marks != 2 {
+		t.Errorf("the hub keeps %d marks before the leaf hold passed, want 2", st.Marks)
+	}
+	h.advance(2 * time.Second)
+	st := hub.rep.Status(hub.clock()).Leaves
+	if st.Marks != 1 {
+		t.Errorf("the hub keeps %d marks after the leaf hold passed, want L2's only", st.Marks)
+	}
+	if _, ok, _ := hub.store.LeafMark(l2.origin); !ok {
+		t.Errorf("the connected leaf's mark was dropped")
+	}
+}
