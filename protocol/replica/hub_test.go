@@ -121,6 +121,10 @@ func TestHubReoriginates(t *testing.T) {
 		st.Horizon.IsZero() || st.Refused != 0 {
 		t.Errorf("the leaf's hub status: %+v, want seq 2 re-originated by hub seq %d and at the core", st, carrier.Seq)
 	}
+	// The horizon is the hub's clock less the map's leaf window (an hour), to the second.
+	if d := hub.clock().Add(-time.Hour).Sub(st.Horizon); d < 0 || d > 2*time.Second {
+		t.Errorf("the leaf's horizon %v is %v below the hub's clock less an hour, want 0 to 2s", st.Horizon, d)
+	}
 	if got := l.rep.Counters().LeafOwnWritesBack; got != 3 {
 		t.Errorf("leaf: leaf_own_writes_back %d, want 3 (the operations of its two writes)", got)
 	}
