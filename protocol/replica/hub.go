@@ -142,11 +142,24 @@ func (r *Replica) greetLeaf(c *conn, info protocol.HandshakeInfo) {
 	r.hub.seen[l.origin] = r.now
 	r.greetV4(c)
 	c.fullAdv, r.advFull = true, true
+	if m, found, err := r.store.LeafMark(l.origin); !r.check(err) {
+		return
+	} else if found {
+		// What was re-originated before this link: told from the start. A mark another
+		// hub carries counts as at the core once this hub's head is (it applied that entry,
+		// from a peer of the core): the nearest this hub knows.
+		if m.Carrier == r.id.Origin {
+			l.acks = append(l.acks, leafAck{leaf: m.Seq, hub: m.At, carrier: true})
+		} else {
+			l.acks = append(l.acks, leafAck{leaf: m.Seq, hub: r.origins[r.id.Origin].applied.Seq})
+		}
+	}
 	if why := r.leafGateShut(); why != "" {
 		l.held = "gate"
 	} else {
 		r.subscribeLeaf(c, l)
 	}
+	r.ackLeaf(c, l)
 	r.tellLeaf(c, l)
 }
 
@@ -161,10 +174,6 @@ func (r *Replica) hubInit() {
 
 // leafRefusal says why this node does not take the leaf on c ("": it does).
 func (r *Replica) leafRefusal(c *conn, info protocol.HandshakeInfo) (wire.Code, string) {
-	if info.Version < v4 || !slices.Contains(info.Caps, wire.CapLeaf) {
-		return wire.CodeNoLeafCapability, "a leaf's connection at protocol version " + strconv.FormatUint(info.Version, 10) +
-			" without the capability leaf"
-	}
 	if !r.isHub() || r.cfg.Hub != "" {
 		return wire.CodeNotAHub, "node " + r.id.Name + " takes no leaves"
 	}
@@ -250,9 +259,14 @@ func (r *Replica) subscribeLeaf(c *conn, l *leafLink) {
 // peer's; it reports whether the event was handled (false: as any peer's).
 func (r *Replica) onLeafEvent(c *conn, l *leafLink, ev *protocol.Event) bool {
 	switch ev.Kind {
-	case protocol.EventOriginNamed, protocol.EventMap, protocol.EventMembers, protocol.EventSkip:
+	case protocol.EventOriginNamed, protocol.EventMap, protocol.EventMembers:
 		// A leaf's origin is no origin here; its map and member entries are not the
-		// cluster's (a leaf is not a member); a leaf excludes nothing.
+		// cluster's (a leaf is not a member).
+		return true
+	case protocol.EventSkip:
+		if ev.Origin == l.origin {
+			r.receiveLeafSkip(c, l, ev.Skip)
+		}
 		return true
 	case protocol.EventHeads:
 		for _, hd := range ev.Heads.Heads {
@@ -349,7 +363,45 @@ func (r *Replica) receiveLeaf(c *conn, l *leafLink, v wire.TxnView) {
 		r.unsubscribe(c, l.origin)
 		return
 	}
+	if r.clockRefusal() != nil || r.rewindRefusal() != nil {
+		// The hub refuses its own writes (its clock is off by its peers' measure, or its
+		// origin is rewound): it stamps no leaf's either. Tried again after a while.
+		l.held, l.heldUntil = "clock", r.now.Add(r.cfg.StallTimeout)
+		r.unsubscribe(c, l.origin)
+		return
+	}
 	r.reoriginate(c, l, &v, h)
+}
+
+// receiveLeafSkip takes a run of the leaf's entries the leaf left out of the channel: they
+// write only tables this hub does not carry under the leaf's map (placement), so they are
+// refused not-carried, as each would be whole (§27.4), and the mark moves to the run's end.
+func (r *Replica) receiveLeafSkip(c *conn, l *leafLink, sk *wire.Skip) {
+	if r.storage.err != nil || l.held != "" {
+		return
+	}
+	pos, ok := r.leafMarkOf(l)
+	if !ok {
+		return
+	}
+	switch {
+	case sk.To <= pos.Seq:
+		r.counters.LeafWritesDuplicate++
+		r.leafHandled(c, l, sk.To, 0, false)
+		return
+	case sk.From != pos.Seq+1 || sk.Prev != pos.Hash:
+		r.leafRewound(c, l, "its run "+strconv.FormatUint(sk.From, 10)+"-"+strconv.FormatUint(sk.To, 10)+" does not extend the entry at its mark")
+		return
+	}
+	if !r.check(r.store.PutLeafMark(store.LeafMark{Leaf: l.origin, Seq: sk.To, Hash: sk.Hash})) {
+		return
+	}
+	n := sk.To - sk.From + 1
+	r.hub.writesRefused[LeafNotCarried] += n
+	r.counters.LeafWritesRefused += n
+	l.refused += n
+	l.lastRefused, l.reason = sk.To, LeafNotCarried
+	r.leafHandled(c, l, sk.To, r.origins[r.id.Origin].applied.Seq, false)
 }
 
 // carrierOf is the hub seq at or below which a leaf seq at or below the mark is durable
@@ -493,17 +545,18 @@ func (r *Replica) ackLeaf(c *conn, l *leafLink) {
 	}
 }
 
-// coreSeq is the highest seq of this node's own origin every member of its map has shown
-// it applied (its holds: subscriptions, cursors, heads on a connection to it); 0 while one
-// shows none. Without a member list: every peer that is not a leaf.
+// coreSeq is the highest seq of this node's own origin that every member of its map it
+// knows a position of has shown it applied: the members it links to (or did: their
+// retention holds, persisted, which subscriptions, cursors and heads on a connection move).
+// A hub knows no position of a member it never linked to, which is left out; with none
+// known the core has nothing. Without a member list: every peer that is not a leaf. A hub
+// that is the map's only member is its whole core.
 func (r *Replica) coreSeq() uint64 {
-	core, any := ^uint64(0), false
+	core, known, others := ^uint64(0), false, false
 	at := func(peer string) {
-		any = true
+		others = true
 		if h := r.ret.holds[holdKey{peer, r.id.Origin}]; h != nil {
-			core = min(core, h.seq)
-		} else {
-			core = 0
+			core, known = min(core, h.seq), true
 		}
 	}
 	if nodes := r.cmap.cur.Nodes; len(nodes) > 0 {
@@ -519,8 +572,11 @@ func (r *Replica) coreSeq() uint64 {
 			}
 		}
 	}
-	if !any {
-		return r.origins[r.id.Origin].applied.Seq // a hub alone is its whole core
+	switch {
+	case !others:
+		return r.origins[r.id.Origin].applied.Seq
+	case !known:
+		return 0
 	}
 	return core
 }
