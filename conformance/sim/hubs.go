@@ -28,12 +28,20 @@ import (
 //     versions, not only values), so conflicts resolve as they would without hubs, and no
 //     deleted key comes back;
 //   - one hub's log never carries the same (leaf, leaf seq) twice (a crash double); two
-//     hubs' logs may (a move double), and then the hubs counted leaf_writes_twice;
+//     hubs' logs may (a move double), and each hub's leaf_writes_twice is exactly the
+//     format-3 entries it applied at or below its mark of their leaf;
 //   - no core node's state grows with the leaves: its vector, its status's origins and
 //     peers name members only, and it keeps no leaf marks;
 //   - no leaf write is refused (the run never makes one older than the leaf window);
-//   - change feeds give a format-3 change with the operations its leaf wrote (feeds.go).
-// Record digests stay by conflict identity only (recordsDigest, placedDigests: never Via).
+//   - every leaf's status ends with its write checkpoint: its hub connected, every write
+//     re-originated and on the core;
+//   - change feeds give a format-3 change with the operations and HLC its leaf wrote,
+//     found by leaf origin and leaf seq (feeds.go).
+//
+// Record digests stay by conflict identity only (recordsDigest, placedDigests: never Via),
+// and the convergence the end waits for is the members' logs on every node and each
+// leaf's own writes re-originated (heldOrigins, pending): a leaf's origin is in no log but
+// its own.
 
 // hubRun is a run's hubs and leaves, and what its oracle saw of them.
 type hubRun struct {
@@ -50,7 +58,6 @@ type hubRun struct {
 	byWrite map[leafWrite]map[wire.OriginID]uint64
 	// reoriginated: per leaf origin, the highest leaf seq a node saw re-originated.
 	reoriginated map[wire.OriginID]uint64
-	doubles      int // crash doubles seen (each a failure)
 	// twice: per hub, the format-3 entries it applied at or below its mark of their leaf
 	// (the move doubles it must count leaf_writes_twice for: docs/design.md §27.3).
 	twice map[string]uint64
@@ -387,7 +394,6 @@ func (hr *hubRun) applied(s *recordingStore, b *store.Batch) {
 	w := leafWrite{v.Leaf.Origin, v.Leaf.Seq}
 	k := carry{b.Origin, w}
 	if at, ok := hr.carried[k]; ok && at != b.Seq {
-		hr.doubles++
 		s.inv.fail(s.now(), "%s: hub %s's log carries leaf %s's seq %d twice, at seqs %d and %d: re-originated again after a crash",
 			s.node, c.originName(b.Origin), c.originName(w.leaf), w.seq, at, b.Seq)
 		return
