@@ -838,6 +838,8 @@ func (a *API) addPeer(w http.ResponseWriter, r *http.Request) {
 		fail(w, &apiError{http.StatusBadRequest, "bad-peer", bad.Error()})
 	case errors.Is(err, node.ErrPeerExists):
 		fail(w, &apiError{http.StatusConflict, "peer-exists", "peer " + p.Name + " is configured already"})
+	case errors.Is(err, node.ErrLeafPeers):
+		fail(w, leafPeers())
 	case err != nil:
 		fail(w, err)
 	default:
@@ -926,6 +928,9 @@ func (a *API) setPeer(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, node.ErrPeerURLNeeded):
 		fail(w, &apiError{http.StatusBadRequest, "bad-peer", "peer " + name + " is not configured: adding it needs a url"})
 		return
+	case errors.Is(err, node.ErrLeafPeers):
+		fail(w, leafPeers())
+		return
 	case err != nil:
 		fail(w, err)
 		return
@@ -936,6 +941,12 @@ func (a *API) setPeer(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusCreated
 	}
 	writeJSON(w, status, ans)
+}
+
+// leafPeers is the answer to a peer added to or changed on a leaf (docs/contract.md
+// §26.1): a leaf dials its hub, given by --hub, and nothing else.
+func leafPeers() *apiError {
+	return &apiError{http.StatusBadRequest, "bad-peer", "this node is a leaf (--hub): it dials only its hub and takes no peers"}
 }
 
 func (a *API) removePeer(w http.ResponseWriter, r *http.Request) {
