@@ -76,6 +76,13 @@ var statusGoldens = []struct {
 		NamedFeeds: []replica.NamedFeedStatus{{Name: "audit", Table: "orders", HoldBytes: 1 << 30, LagEntries: 12, LagBytes: 3000, HeldBytes: 2500,
 			Position: []wire.OriginSeq{{Origin: wire.OriginID{0xa0, 0x01}, Seq: 7}, {Origin: wire.OriginID{0xb0, 0x01}, Seq: 40}}},
 			{Name: "search", Table: "stock", HoldBytes: 0, Lapsed: true}},
+		// A node is a leaf or a hub, never both; the document's types allow either.
+		Hub: &replica.HubStatus{Name: "H", Connected: true, ReoriginatedSeq: 40, HubSeq: 9001, CoreSeq: 38,
+			Horizon: time.Date(2031, 5, 6, 7, 8, 9, 123456789, time.FixedZone("UTC+2", 2*3600)), Refused: 2, LastRefusedSeq: 17, LastRefusedReason: "too-old"},
+		Leaves: &replica.LeavesStatus{Max: 500, Connected: 120, Marks: 130, Held: 1,
+			Lag:                 []replica.LeafLag{{LeMs: 100, Leaves: 100}, {LeMs: 1000, Leaves: 15}, {LeMs: 10000, Leaves: 4}, {LeMs: 0, Leaves: 1}},
+			Slowest:             []replica.LeafBehind{{Name: "L7", Seq: 12, BehindMs: 60000}, {Name: "L3", Seq: 900, BehindMs: 2500}},
+			LeavesRefusedByCode: []replica.CodeCount{{Code: "too-many-leaves", Count: 3}}, WritesRefusedByReason: []replica.CodeCount{{Code: "too-old", Count: 2}}},
 	}, `{
 		"antientropy_conflicts": [{"at": "2031-05-06T05:08:11.000Z", "hlc": 117964800000000000, "key": "6b00",
 			"origin": "a0010000000000000000000000000000", "peer": "R", "table": "t"}],
@@ -94,6 +101,11 @@ var statusGoldens = []struct {
 			"requests_sent": 46, "requests_served": 47, "resends_requested": 14, "skips_received": 54, "skips_refused": 55, "skips_sent": 53, "tables_filled": 59, "tables_removed": 56, "tombstones_dropped": 19, "txns_applied": 11,
 			"writes_refused_lock_required": 70, "writes_refused_mixed_placement": 51, "writes_refused_not_carried": 52, "writes_untokened_fenced": 69},
 		"feeds": {"bytes": 0, "closed": {}, "events": 0, "open": 0, "opened": 0, "refused": {}},
+		"hub": {"connected": true, "core_seq": 38, "horizon": "2031-05-06T05:08:09.123Z", "hub_seq": 9001, "last_refused_reason": "too-old",
+			"last_refused_seq": 17, "name": "H", "reoriginated_seq": 40, "refused": 2},
+		"leaves": {"connected": 120, "held": 1,
+			"lag": [{"le_ms": 100, "leaves": 100}, {"le_ms": 1000, "leaves": 15}, {"le_ms": 10000, "leaves": 4}, {"le_ms": null, "leaves": 1}],
+			"marks": 130, "max": 500, "slowest": [{"behind_ms": 60000, "name": "L7", "seq": 12}, {"behind_ms": 2500, "name": "L3", "seq": 900}]},
 		"locks": {"caller": {"acquired": 0, "fence_timeouts": 0, "fence_waits": 0, "refused": {}, "released": 0, "renewed": 0, "writes": 0, "writes_lost": 0},
 			"confirms_lost": 0, "confirms_waiting": 0, "delegate_forwards": 0, "delegated": 0, "delegated_grants": 0, "delegations_out": 0, "delegations_renewed": 0, "expired": 0, "generation": 0, "granted": 0, "held": 0, "home": false, "home_error": null, "incarnation": 0,
 			"leases": 0, "moved_away": 0, "moves_pending": 0, "overlaps": 0, "queued": 0, "refused": {}, "released": 0, "renewed": 0, "timed_out": 0, "waiting": 0},
@@ -293,6 +305,12 @@ func TestStatusFieldsMapped(t *testing.T) {
 		{reflect.TypeFor[replica.MapConflict](), reflect.TypeFor[httpapi.MapConflictDoc](), nil, nil, nil},
 		{reflect.TypeFor[replica.MemberVersion](), reflect.TypeFor[httpapi.MemberVersionDoc](), nil, nil, nil},
 		{reflect.TypeFor[replica.NamedFeedStatus](), reflect.TypeFor[httpapi.NamedFeedDoc](), nil, nil, nil},
+		{reflect.TypeFor[replica.HubStatus](), reflect.TypeFor[httpapi.HubDoc](), nil, nil, nil},
+		{reflect.TypeFor[replica.LeavesStatus](), reflect.TypeFor[httpapi.LeavesDoc](), nil,
+			map[string]string{"LeavesRefusedByCode": "counters.leaves_refused, and its metric's series per code",
+				"WritesRefusedByReason": "counters.leaf_writes_refused, and its metric's series per reason"}, nil},
+		{reflect.TypeFor[replica.LeafLag](), reflect.TypeFor[httpapi.LeafLagDoc](), nil, nil, nil},
+		{reflect.TypeFor[replica.LeafBehind](), reflect.TypeFor[httpapi.LeafBehindDoc](), nil, nil, nil},
 	} {
 		doc := map[string]bool{}
 		for f := range c.to.Fields() {
