@@ -7,8 +7,9 @@ import (
 )
 
 // Fencing tokens (docs/design.md §25.4) travel in version 4's later formats: transaction
-// format 2, chunk format 2 and range format 2. A connection below version 4 carries none of
-// them: received, each is what a build without tokens makes of it, a format it does not know
+// format 2, chunk format 2 and range format 2; a hub's re-originated leaf writes
+// (docs/design.md §27) in transaction format 3, chunk format 3 and range format 3. A
+// connection below version 4 carries none of them: received, each is what a build without tokens makes of it, a format it does not know
 // (unsupported-txn, bad-chunk, bad-range), checked before anything after the format byte;
 // to be sent, each is refused (bad-argument), since the peer would close on it. So a
 // version-3 peer sees exactly what it saw before tokens existed.
@@ -19,7 +20,7 @@ func (s *Session) tokensCarried() bool { return s.info.Version >= 4 }
 // txnFormats is the highest transaction format this connection carries.
 func (s *Session) txnFormats() byte {
 	if s.tokensCarried() {
-		return wire.TxnFormat2
+		return wire.TxnFormat3
 	}
 	return wire.TxnFormat1
 }

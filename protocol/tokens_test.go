@@ -87,6 +87,35 @@ func TestTxnFormat2ByVersion(t *testing.T) {
 	}
 }
 
+// TestTxnFormat3ByVersion: on version 4 a hub's format-3 entry is sent and received with
+// its leaf block; below, Send refuses it (bad-argument) and a receiver closes on it with
+// unsupported-txn, as a build that knows format 1 only.
+func TestTxnFormat3ByVersion(t *testing.T) {
+	o := prototest.Origin(7)
+	chain := tokenedChain(t, o)
+	leaf := wire.LeafBlock{Origin: prototest.Origin(9), Seq: 4, HLC: 5, Hash: wire.Hash{1}}
+	third, err := (&wire.Txn{Origin: o, Seq: 2, HLC: 6, Prev: sha256.Sum256(chain[0]), Leaf: &leaf,
+		Ops: []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte("k"), Value: []byte("3")}}}).Encode()
+	must(t, err)
+	p := subscribedAt(t, 4, o, chain)
+	must(t, p.L.S.V2().Send(third))
+	p.Pump(10)
+	if e := p.D.Last(protocol.EventTxn); e == nil || e.Txn.Leaf != leaf || e.Txn.Seq != 2 || p.D.S.Err() != nil {
+		t.Fatalf("version 4: %+v, %v", e, p.D.S.Err())
+	}
+	for _, v := range []uint64{2, 3} {
+		p := subscribedAt(t, v, o, chain)
+		if err := p.L.S.V2().Send(third); codeOf(err) != wire.CodeBadArgument {
+			t.Errorf("version %d: Send of format 3: %v, want bad-argument", v, err)
+		}
+		frame := prototest.RawFrame(wire.TypeData, 0, 1, append(chainHash(third), third...))
+		_ = p.D.S.Receive(p.Now, frame)
+		if err := p.D.S.Err(); err == nil || err.Code != wire.CodeUnsupportedTxn {
+			t.Errorf("version %d: DATA of format 3: %v, want unsupported-txn", v, err)
+		}
+	}
+}
+
 func chainHash(b []byte) []byte { h := sha256.Sum256(b); return h[:] }
 
 // copyPairAt is copyPair at version v.

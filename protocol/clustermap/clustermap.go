@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"time"
 
 	"plait/protocol/wire"
 )
@@ -64,6 +65,12 @@ const (
 	// CodeLockRequired refuses a write without a lock's token that writes a table the map
 	// fences (docs/design.md §25.6).
 	CodeLockRequired = "lock-required"
+	// CodeBadLeafWindow: leaf_window is not a whole number of seconds within
+	// MaxLeafWindow, or it is given without nodes (docs/contract.md §22.11).
+	CodeBadLeafWindow = "bad-leaf-window"
+	// CodeLeafWindowLowered refuses a map that follows one with a leaf window and has a
+	// lower one or none (CheckSuccessor, docs/design.md §27.4).
+	CodeLeafWindowLowered = "leaf-window-lowered"
 )
 
 // Map is a cluster map: its generation, its canonical document, and the members it lists.
@@ -88,6 +95,10 @@ type Map struct {
 	// FencedTables are the document's fenced tables, sorted: the tables whose writes
 	// need a lock's token (Fenced). nil when none is fenced.
 	FencedTables []string
+	// LeafWindow is the document's leaf_window: how far below a hub's clock a leaf's
+	// write may be and still be re-originated, in whole seconds (docs/design.md §27.4).
+	// 0 when the document has none.
+	LeafWindow time.Duration
 }
 
 // Node is one member of a map.
@@ -123,8 +134,8 @@ func tooLarge(n int) *Error {
 //   - bad-json: not one JSON object in UTF-8, a key twice in an object, or a field of
 //     the wrong type (generation not a number, nodes not an array, a node not an object,
 //     a name or an api not a string);
-//   - unknown-field: a field other than generation, nodes, placement, lock_homes and
-//     fenced_tables, of the document, or of a node other than name and api, the first in
+//   - unknown-field: a field other than generation, nodes, placement, lock_homes,
+//     fenced_tables and leaf_window, of the document, or of a node other than name and api, the first in
 //     key order;
 //   - bad-generation: generation missing, not an integer, 0, negative, or above 2^63−1;
 //   - too-many-nodes: nodes empty or longer than MaxNodes;
@@ -140,7 +151,9 @@ func tooLarge(n int) *Error {
 //     bad-lock-homes (not a member), duplicate-node (listed before);
 //   - then fenced_tables (checkFencedTables): bad-fenced-tables (not an array),
 //     too-many-tables (over MaxFencedTables), then per name in order: bad-fenced-tables
-//     (not a string), bad-name, bad-fenced-tables (listed before).
+//     (not a string), bad-name, bad-fenced-tables (listed before);
+//   - then leaf_window (checkLeafWindow): bad-leaf-window (not a number, no nodes, not a
+//     whole number of seconds, over MaxLeafWindow, or 0).
 //
 // The Map it returns has Doc in canonical form.
 func Parse(doc []byte) (Map, *Error) {
@@ -158,7 +171,7 @@ func Parse(doc []byte) (Map, *Error) {
 
 // Decode checks a document received from a peer: it must be in canonical form already
 // (byte for byte what Canonical makes of it), with a valid generation and, when it has
-// nodes, placement, lock_homes or fenced_tables, valid ones (as Parse checks them: a
+// nodes, placement, lock_homes, fenced_tables or leaf_window, valid ones (as Parse checks them: a
 // placement or a lock field this node would refuse is one it cannot honour, so no node
 // holds it). Fields this build does not know, of the
 // document or of a node, are kept unchecked, in Doc, so that a map published by a newer
@@ -248,6 +261,13 @@ func check(obj map[string]any, strict bool) (Map, *Error) {
 		}
 		m.FencedTables = tables
 	}
+	if w, has := obj["leaf_window"]; has {
+		lw, err := checkLeafWindow(w, m.Nodes)
+		if err != nil {
+			return Map{}, err
+		}
+		m.LeafWindow = lw
+	}
 	return m, nil
 }
 
@@ -287,7 +307,7 @@ func checkNodes(m *Map, list []any) *Error {
 func unknownFields(obj map[string]any, nodes []any) *Error {
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		switch {
-		case k == "generation" || k == "nodes" || k == "placement" || k == "lock_homes" || k == "fenced_tables":
+		case k == "generation" || k == "nodes" || k == "placement" || k == "lock_homes" || k == "fenced_tables" || k == "leaf_window":
 		default:
 			return errorf(CodeUnknownField, "the document has an unknown field %s", quoteShort(k))
 		}

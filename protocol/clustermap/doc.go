@@ -29,6 +29,8 @@
 //   - locks.go: the document's lock_homes and fenced_tables checked; Home, a key's lock
 //     home by rendezvous hash; Fenced; CheckSuccessor, which refuses a map that unfences
 //     a table.
+//   - leafwindow.go: the document's leaf_window checked, and the rule that a later map
+//     never lowers it (part of CheckSuccessor).
 //   - url.go: the rule of a node's `api` URL, without net/url (outside the purity rule).
 //   - decide.go: Decide, of two maps the one a node keeps; Member and Newer, the member
 //     entries of protocol versions; BelowV4 and RequireV4, the version-4 gate.

@@ -139,16 +139,27 @@ func highest(homes []string, value func(home string) uint64) string {
 	return best
 }
 
-// CheckSuccessor refuses next as the map that follows prev when it unfences a table:
-// when next's generation is above prev's and prev fences a table next does not, it is an
-// *Error of code unfenced naming the first such table in byte order (and how many more);
-// nil otherwise, and for a next that is not prev's successor (Decide says what becomes of
-// it). A table once fenced stays fenced (docs/design.md §25.2): its versions order by
-// token, and a write without one would order below every token written before.
+// CheckSuccessor refuses next as the map that follows prev when it unfences a table or
+// lowers the leaf window: when next's generation is above prev's and prev fences a table
+// next does not, it is an *Error of code unfenced naming the first such table in byte
+// order (and how many more); else when next's leaf_window is below prev's (or gone), an
+// *Error of code leaf-window-lowered (checkLeafWindowKept); nil otherwise, and for a next
+// that is not prev's successor (Decide says what becomes of it). A table once fenced
+// stays fenced (docs/design.md §25.2): its versions order by token, and a write without
+// one would order below every token written before. A leaf window once published is
+// never lowered (§27.4): every node's tombstone horizon holds back by it.
 func CheckSuccessor(prev, next Map) *Error {
 	if next.Generation <= prev.Generation {
 		return nil
 	}
+	if err := checkUnfenced(prev, next); err != nil {
+		return err
+	}
+	return checkLeafWindowKept(prev, next)
+}
+
+// checkUnfenced is CheckSuccessor's fencing rule.
+func checkUnfenced(prev, next Map) *Error {
 	var dropped []string
 	for _, t := range prev.FencedTables {
 		if !next.Fenced([]byte(t)) {

@@ -161,6 +161,7 @@ func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) er
 	if err := r.lww(v, b, from); err != nil {
 		return err
 	}
+	r.leafEntry(v, b) // leaf.go: a leaf's own writes come back as no-ops
 	if len(r.passed) > 0 {
 		// It passes operations of tables this node holds and does not carry.
 		err := r.stopHolds(v.Origin, v.Seq-1, r.passed)
@@ -175,13 +176,23 @@ func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) er
 	if from != nil && from.version == 1 {
 		b.PeerOrigin, b.PeerCursor = from.peerOrigin, pos
 	}
-	pos, err := r.store.Apply(b)
+	twice, err := r.leafMark(v, b)
 	if err != nil {
 		return err
+	}
+	pos, err = r.store.Apply(b)
+	if err != nil {
+		return err
+	}
+	if twice {
+		r.counters.LeafWritesTwice++
 	}
 	r.arrivals = pos
 	r.logApplied(v.Origin, len(b.Txn))
 	st.namePersisted = st.namePersisted || b.Name != ""
+	// Every position, hold and clock below is the delivering identity's (docs/design.md
+	// §27.1): a format-3 entry's HLC is above its leaf's (§27.2), so raising the clocks to
+	// it covers the conflict HLCs it wrote.
 	st.applied.Seq, st.applied.Hash, st.appliedHLC = v.Seq, h, v.HLC
 	st.progressAt, st.appliedAt = r.now, r.now
 	if v.Seq >= st.headSeq {
@@ -207,17 +218,54 @@ func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) er
 	return nil
 }
 
+// leafMark sets b.Leaf for a format-3 entry on a node that keeps leaf marks (MaxLeaves > 0,
+// docs/design.md §27.3): every such entry it applies, its own and other hubs', raises the
+// leaf's mark in the same write, so its marks index the highest leaf seq re-originated
+// anywhere it has seen. It reports whether the entry's leaf seq is at or below the mark
+// held (a write re-originated by two hubs across a move: applied all the same, its
+// versions equal, counted once applied). A core node (MaxLeaves 0) keeps no marks.
+func (r *Replica) leafMark(v *wire.TxnView, b *store.Batch) (twice bool, err error) {
+	if v.Format() != wire.TxnFormat3 || r.cfg.MaxLeaves <= 0 {
+		return false, nil
+	}
+	m, found, err := r.store.LeafMark(v.Leaf.Origin)
+	if err != nil {
+		return false, err
+	}
+	b.Leaf = &store.LeafMark{Leaf: v.Leaf.Origin, Seq: v.Leaf.Seq, Hash: v.Leaf.Hash, Carrier: v.Origin, At: v.Seq}
+	return found && v.Leaf.Seq <= m.Seq, nil
+}
+
+// conflictOf is the conflict identity of the versions entry v writes (docs/design.md
+// §27.1): the leaf's HLC and origin for a format-3 entry (a hub's re-originated leaf
+// write, token zero), the entry's own otherwise.
+func conflictOf(v *wire.TxnView) (wire.HLC, wire.OriginID) {
+	if v.Format() == wire.TxnFormat3 {
+		return v.Leaf.HLC, v.Leaf.Origin
+	}
+	return v.HLC, v.Origin
+}
+
 // lww puts into b the record versions the transaction wins: an operation replaces a record
 // when its version is not older than the record's by the conflict order (store.NewerVersion:
 // carries a token, token, HLC, origin; docs/design.md §25.4), and its record carries the
-// transaction's token. Equal versions come only from one origin, whose entries every node
-// applies in seq order, so the outcome is the same everywhere. A later operation of one
-// transaction on the same key replaces an earlier one. A transaction newer than every
-// stored version (beatsStored: a local write, or an origin's entries arriving in order,
-// while no stored version carries a token) wins without reading the store.
+// transaction's token. The version is the conflict identity (conflictOf): a format-3
+// entry's records carry the leaf's HLC and origin, and the entry's origin and HLC as Via
+// and ViaHLC (docs/design.md §27.1). Equal versions come from one origin, whose entries
+// every node applies in seq order, or from one leaf write that two hubs re-originated
+// (§27.3: the same operations), so the outcome is the same everywhere. A later operation
+// of one transaction on the same key replaces an earlier one. A transaction newer than
+// every stored version (beatsStored: a local write, or an origin's entries arriving in
+// order, while no stored version carries a token) wins without reading the store.
 func (r *Replica) lww(v *wire.TxnView, b *store.Batch, from *conn) error {
 	read := !r.beatsStored(v)
-	ver := store.Version{Token: v.Token, HLC: v.HLC, Origin: v.Origin}
+	chlc, corigin := conflictOf(v)
+	var via wire.OriginID
+	var viaHLC wire.HLC
+	if v.Format() == wire.TxnFormat3 {
+		via, viaHLC = v.Origin, v.HLC
+	}
+	ver := store.Version{Token: v.Token, HLC: chlc, Origin: corigin}
 	ignoreTokens := r.cfg.Mutations.IgnoreTokens
 	if ignoreTokens {
 		read, ver.Token = true, wire.Token{}
@@ -248,7 +296,8 @@ func (r *Replica) lww(v *wire.TxnView, b *store.Batch, from *conn) error {
 			}
 			continue // the entry is stored whole, for its chain; its records are not (§24.2, §24.6)
 		}
-		rec := store.Record{Table: op.Table, Key: op.Key, Value: op.Value, Deleted: op.Kind == wire.OpDelete, HLC: v.HLC, Origin: v.Origin, Token: v.Token}
+		rec := store.Record{Table: op.Table, Key: op.Key, Value: op.Value, Deleted: op.Kind == wire.OpDelete, HLC: chlc, Origin: corigin, Token: v.Token,
+			Via: via, ViaHLC: viaHLC}
 		r.lwwKey = append(append(append(r.lwwKey[:0], op.Table...), 0), op.Key...) // no table name holds a 0 byte
 		if i, ok := idx[string(r.lwwKey)]; ok {
 			if b.Records[i].Table != nil {
@@ -288,12 +337,15 @@ func (r *Replica) lww(v *wire.TxnView, b *store.Batch, from *conn) error {
 // beatsStored reports whether every version of transaction v is newer than every stored
 // version (store.NewerVersion), so that last-writer-wins need read none: a tokened one whose
 // token is above every stored token (storedToken); an untokened one while no stored version
-// carries a token, and above every stored HLC (storedHLC).
+// carries a token, and above every stored HLC (storedHLC) by its conflict HLC: a format-3
+// entry's leaf HLC, never its entry HLC, which is above the leaf's and says nothing of how
+// old the leaf's write is (docs/design.md §27.1).
 func (r *Replica) beatsStored(v *wire.TxnView) bool {
 	if !v.Token.IsZero() {
 		return v.Token.Compare(r.storedToken) > 0
 	}
-	return r.storedToken.IsZero() && v.HLC > r.storedHLC
+	chlc, _ := conflictOf(v)
+	return r.storedToken.IsZero() && chlc > r.storedHLC
 }
 
 // stored notes record versions written: storedHLC and storedToken rise to theirs.

@@ -188,9 +188,10 @@ func (r *Replica) maxVersion() uint64 {
 
 // PublishMap publishes a document an operator gave this node (PUT /v1/cluster/map): it
 // answers the node's map after, or an error: *clustermap.Error for a document the API
-// refuses (400), or for one that does not fence a table the node's map fences (code
-// unfenced, 409: clustermap.CheckSuccessor); wire code stale-generation for one at or
-// below the node's generation that is not its map (409).
+// refuses (400), or for one that does not fence a table the node's map fences or lowers
+// its leaf window (codes unfenced and leaf-window-lowered, 409: clustermap.CheckSuccessor);
+// wire code stale-generation for one at or below the node's generation that is not its
+// map (409).
 func (r *Replica) PublishMap(now time.Time, doc []byte) (MapStatus, error) {
 	if r.fatal != nil {
 		return MapStatus{}, r.fatal
@@ -281,8 +282,8 @@ func (r *Replica) writeMap(m clustermap.Map, publisher string, published wire.HL
 
 // onMap decides a map a peer sent: adopt a higher generation, keep the node's own
 // otherwise, and record a different map of the same generation as a conflict. A higher
-// generation that does not fence a table the node's map fences is refused and counted
-// (clustermap.CheckSuccessor), and the connection stays: the map is well formed, and the
+// generation that does not fence a table the node's map fences, or lowers its leaf window,
+// is refused and counted (clustermap.CheckSuccessor), and the connection stays: the map is well formed, and the
 // peer, which adopted it over a map that fenced nothing, broke no rule of its own; the
 // two hold different maps until one that fences the table reaches both.
 func (r *Replica) onMap(c *conn, b *wire.Map) {

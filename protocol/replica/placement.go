@@ -143,11 +143,12 @@ func (r *Replica) runPurged(c *conn, o wire.OriginID, sk *store.SkippedError) bo
 }
 
 // tokenPurged answers a peer below version 4 whose stream reached an entry of transaction
-// format 2 (a fencing token, docs/design.md §25.4), which its connection cannot carry: to it
-// the entry is purged, as a run is (runPurged), with the entry as the floor.
+// format 2 (a fencing token, docs/design.md §25.4) or 3 (a hub's leaf block, §27), which its
+// connection cannot carry: to it the entry is purged, as a run is (runPurged), with the
+// entry as the floor.
 func (r *Replica) tokenPurged(c *conn, o wire.OriginID, seq uint64, raw []byte) bool {
 	return r.purgedTo(c, o, seq, sha256.Sum256(raw), "origin "+o.String()+": entry "+strconv.FormatUint(seq, 10)+
-		" carries a fencing token (transaction format 2), which a version-"+strconv.FormatUint(c.version, 10)+" connection does not carry")
+		" has transaction format "+strconv.Itoa(int(raw[0]))+", which a version-"+strconv.FormatUint(c.version, 10)+" connection does not carry")
 }
 
 // purgedTo tells a peer below version 4 that origin o's entries up to seq (chain hash hash)

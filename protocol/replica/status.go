@@ -223,7 +223,7 @@ type Counters struct {
 	// adopt (each time met), member entries refused past MaxMembers.
 	ClusterMapAdopted   uint64 `status:"cluster_map_adopted" help:"Cluster maps this node adopted (published here or received with a higher generation)."`
 	ClusterMapConflicts uint64 `status:"cluster_map_conflicts" help:"Different cluster maps of this node's generation met (each counted once); publish a higher generation to end a conflict."`
-	ClusterMapRefused   uint64 `status:"cluster_map_refused" help:"Cluster maps of a higher generation a peer sent that this node refused: they do not fence a table its map fences (unfenced)."`
+	ClusterMapRefused   uint64 `status:"cluster_map_refused" help:"Cluster maps of a higher generation a peer sent that this node refused: they do not fence a table its map fences (unfenced), or they lower or drop its leaf window (leaf-window-lowered)."`
 	MembersRefused      uint64 `status:"members_refused" help:"Member version entries refused because this node holds its bound of them."`
 	// Requests between nodes (requests.go): started here, served here, passed on,
 	// refused here (no route, a full connection, the session's bound), and answers that
@@ -271,6 +271,19 @@ type Counters struct {
 	NamedFeedHoldsLapsed uint64 `status:"named_feed_holds_lapsed" help:"Times a named feed's hold lapsed: the log bytes above its position went over its hold_bytes, and retention went on as without it, or a base copy raised a log's floor past its position."`
 	NamedFeedAcks        uint64 `status:"named_feed_acks" help:"Acks that moved a named feed's position."`
 	NamedFeedAcksAhead   uint64 `status:"named_feed_acks_ahead" help:"Acks of a named feed refused because they were above this node's applied positions (ahead)."`
+	// Fan-in hubs (hub.go, docs/design.md §27). At a hub: leaf entries re-originated as
+	// its own, leaf entries at or below the leaf's mark (a resend), format-3 entries of
+	// another hub for a leaf seq at or below this node's mark (a leaf that moved), leaf
+	// entries not re-originated (by reason: LeavesStatus.WritesRefusedByReason), leaves
+	// refused (by close code: LeavesStatus.LeavesRefusedByCode). At a leaf: operations of
+	// its own writes come back through the hub (no-ops), and its writes the hub refused.
+	LeafWritesReoriginated uint64 `status:"leaf_writes_reoriginated" help:"Leaf entries this hub re-originated as entries of its own origin."`
+	LeafWritesDuplicate    uint64 `status:"leaf_writes_duplicate" help:"Leaf entries received at or below the leaf's mark here (re-originated already), not re-originated again."`
+	LeafWritesTwice        uint64 `status:"leaf_writes_twice" help:"Entries of another hub that carry a leaf write at or below this node's mark of the leaf (re-originated by two hubs across a move): applied, their versions equal."`
+	LeafWritesRefused      uint64 `status:"leaf_writes_refused,by-code" help:"Leaf entries this hub did not re-originate, by reason (too-old, not-carried, fenced, too-large); the leaf was told."`
+	LeavesRefused          uint64 `status:"leaves_refused,by-code" help:"Leaf connections this node refused, by code."`
+	LeafOwnWritesBack      uint64 `status:"leaf_own_writes_back" help:"Operations of this leaf's own writes that came back through its hub: no-ops, not conflicts."`
+	HubWritesRefused       uint64 `status:"hub_writes_refused" help:"This leaf's writes its hub refused to re-originate (they stay on this leaf only)."`
 }
 
 // Counters returns the counters.
@@ -296,6 +309,7 @@ func (r *Replica) Status(now time.Time) Status {
 	s.AntiEntropyConflicts = r.AntiEntropyConflicts()
 	s.ClusterMap = r.MapStatus()
 	s.NamedFeeds = r.NamedFeeds()
+	s.Hub, s.Leaves = r.HubStatus(now), r.LeavesStatus(now)
 	for _, o := range r.originOrder {
 		s.Origins = append(s.Origins, r.originStatus(r.origins[o], now))
 	}

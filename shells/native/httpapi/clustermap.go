@@ -79,7 +79,7 @@ func (a *API) putMap(w http.ResponseWriter, r *http.Request) {
 	var ce *clustermap.Error
 	var we *wire.Error
 	switch {
-	case errors.As(err, &ce) && ce.Code == clustermap.CodeUnfenced:
+	case errors.As(err, &ce) && (ce.Code == clustermap.CodeUnfenced || ce.Code == clustermap.CodeLeafWindowLowered):
 		// The document is valid; it is refused for the map the node holds, as a stale
 		// generation is.
 		fail(w, &apiError{http.StatusConflict, ce.Code, ce.Message})

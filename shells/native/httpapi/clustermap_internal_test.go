@@ -83,11 +83,12 @@ func TestRequestErrorsInContract(t *testing.T) {
 	served[string(replica.CodeStaleGeneration)] = 409
 	for _, c := range []string{clustermap.CodeBadJSON, clustermap.CodeUnknownField, clustermap.CodeBadGeneration, clustermap.CodeBadName,
 		clustermap.CodeBadURL, clustermap.CodeDuplicateNode, clustermap.CodeTooManyNodes, clustermap.CodeMapTooLarge,
-		clustermap.CodeBadPlacement, clustermap.CodeTooManyTables, clustermap.CodeBadLockHomes, clustermap.CodeBadFencedTables} {
+		clustermap.CodeBadPlacement, clustermap.CodeTooManyTables, clustermap.CodeBadLockHomes, clustermap.CodeBadFencedTables, clustermap.CodeBadLeafWindow} {
 		served[c] = 400
 	}
 	served[clustermap.CodeMixedPlacement] = 409
 	served[clustermap.CodeUnfenced] = 409
+	served[clustermap.CodeLeafWindowLowered] = 409
 	served[clustermap.CodeClusterNotV4] = 503
 	for c, s := range served {
 		if !errors[c][s] {
