@@ -354,7 +354,8 @@ func fail(w http.ResponseWriter, err error) {
 	var ce *clustermap.Error
 	switch {
 	case errors.As(err, &ae):
-	case errors.As(err, &ce) && (ce.Code == clustermap.CodeMixedPlacement || ce.Code == clustermap.CodeNotCarried || ce.Code == clustermap.CodeLockRequired):
+	case errors.As(err, &ce) && (ce.Code == clustermap.CodeMixedPlacement || ce.Code == clustermap.CodeNotCarried || ce.Code == clustermap.CodeLockRequired ||
+		ce.Code == string(replica.CodeLeafNoLocks)):
 		// The request is well formed and this node's cluster map refuses it: 409, as a
 		// request that conflicts with the state the node holds (docs/contract.md §23.2,
 		// §23.3).
