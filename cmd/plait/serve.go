@@ -85,7 +85,7 @@ func (c *serveConfig) settings() []setting {
 		{"peer", "NAME=URL", &peerFlags{&n.Peers}, "NAME=URL: dial this peer and keep the connection up (repeatable)"},
 		{"hub", "NAME=URL", hubFlag{&r.Hub, &c.hubURL}, "NAME=URL: make this node a leaf of the hub NAME: it dials only that hub, which re-originates its writes, and takes no peer connections (excludes --peer)"},
 		num("max-leaves", "N", &r.MaxLeaves, 0, 0, nonNegative, "leaves this node accepts as a hub; one more is refused too-many-leaves (0: none, not a hub)"),
-		dur("leaf-hold", &r.LeafHold, replica.DefaultLeafHold, -1, nonNegative, "how long this hub's retention and leaf marks are kept for a leaf that does not return (0: not at all)"),
+		dur("leaf-hold", &r.LeafHold, replica.DefaultLeafHold, -1, nonNegative, "how long this hub's retention holds its log, and keeps its mark, for a leaf that is away (0: its retention holds nothing for an absent leaf, and its marks are kept for ever)"),
 		{"peer-mode", "NAME=MODE", peerModeFlags{c.links}, "NAME=receive|send|both: this node's direction on the link to --peer NAME (repeatable; default both)"},
 		{"peer-exclude", "NAME=TABLE[,TABLE]", peerExcludeFlags{c.links}, "NAME=TABLE[,TABLE...]: tables left out of the link to --peer NAME, both ways (repeatable; at most 64 a peer)"},
 		{"secret", "S", bytesValue{&r.Secret}, "cluster secret (default: the environment variable PLAIT_SECRET); required for plaintext peer links when --listen is not loopback"},
