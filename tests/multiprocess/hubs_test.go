@@ -245,13 +245,16 @@ func TestHubsAndLeaves(t *testing.T) {
 		return h1.origin("H1").AppliedSeq >= uint64(each*5+20)
 	})
 	h1.kill()
-	time.Sleep(500 * time.Millisecond) // the leaves write while their hub is down
+	// The leaves write on while their hub is down, and after it is back.
+	down := n.Load()
+	waitFor(t, "50 more leaf writes while H1 is down", 60*time.Second, func() bool { return n.Load() >= down+50 })
 	h1.start()
 	waitFor(t, "H1's leaves back", 60*time.Second, func() bool {
 		l := h1.status().Leaves
 		return l != nil && l.Connected == 5
 	})
-	time.Sleep(500 * time.Millisecond)
+	back := n.Load()
+	waitFor(t, "50 more leaf writes once H1 is back", 60*time.Second, func() bool { return n.Load() >= back+50 })
 	close(stop)
 	wg.Wait()
 	writes += int(n.Load())
