@@ -185,16 +185,17 @@ func (c *hubCluster) onceInTheCore(t *testing.T, writes int) {
 	}
 }
 
-// leafWriter writes keys NAME-1, NAME-2, ... on a leaf until stop, counting each write the
-// leaf acknowledged; a write the client did not send again and that failed fails the test.
-func leafWriter(t *testing.T, l *proc, stop <-chan struct{}, n *atomic.Int64, wg *sync.WaitGroup) {
+// leafWriter writes keys NAME-1, NAME-2, ... on a leaf, one every pace, until stop,
+// counting each write the leaf acknowledged; a write the client did not send again and
+// that failed fails the test.
+func leafWriter(t *testing.T, l *proc, pace time.Duration, stop <-chan struct{}, n *atomic.Int64, wg *sync.WaitGroup) {
 	defer wg.Done()
 	c := l.api()
 	for i := 1; ; i++ {
 		select {
 		case <-stop:
 			return
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(pace):
 		}
 		if _, err := c.Put(context.Background(), "t", []byte(fmt.Sprintf("%s-%d", l.Name, i)), []byte("v")); err != nil {
 			t.Errorf("%s: write %d: %v", l.Name, i, err)
@@ -211,21 +212,42 @@ func leafWriter(t *testing.T, l *proc, stop <-chan struct{}, n *atomic.Int64, wg
 // with kill -9 while every leaf writes, and started again: still every acknowledged write
 // is everywhere, once.
 func TestHubsAndLeaves(t *testing.T) {
-	c := startHubs(t, 2, 5)
-	const each = 20
+	hubsAndLeaves(t, 2, 5, 20, 20*time.Millisecond, 120*time.Second)
+}
+
+// hubsAndLeaves is TestHubsAndLeaves with hubs hubs of leavesPerHub leaves, each leaf
+// writing each records first, then one every pace while a hub is killed; bound bounds each
+// wait for the cluster to converge.
+func hubsAndLeaves(t *testing.T, hubs, leavesPerHub, each int, pace, bound time.Duration) {
+	c := startHubs(t, hubs, leavesPerHub)
+	start := time.Now()
+	var wg sync.WaitGroup
 	for _, l := range c.allLeaves() {
-		for i := 1; i <= each; i++ {
-			l.put("t", fmt.Sprintf("%s-w%d", l.Name, i), "v")
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := l.api()
+			for i := 1; i <= each; i++ {
+				if _, err := c.Put(context.Background(), "t", []byte(fmt.Sprintf("%s-w%d", l.Name, i)), []byte("v")); err != nil {
+					t.Errorf("%s: write %d: %v", l.Name, i, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
 	}
 	writes := each * len(c.allLeaves())
-	c.converged(t, writes, 120*time.Second)
+	c.converged(t, writes, bound)
+	t.Logf("%d leaf writes on %d leaves of %d hubs: everywhere, the checkpoints passed, %v after the first", writes, len(c.allLeaves()), hubs, time.Since(start))
 	c.onceInTheCore(t, writes)
 	for i, h := range c.hubs {
 		l := h.status().Leaves
-		if l.Connected != 5 || l.Marks < 5 || len(l.Lag) != 4 || l.Max != 7 {
+		if l.Connected != leavesPerHub || l.Marks < leavesPerHub || len(l.Lag) != 4 || l.Max != leavesPerHub+2 {
 			raw, _ := json.Marshal(l)
-			t.Errorf("%s's leaves: %s; want 5 connected of 7, a mark each, the four lag bands", c.hubs[i].Name, raw)
+			t.Errorf("%s's leaves: %s; want %d connected of %d, a mark each, the four lag bands", c.hubs[i].Name, raw, leavesPerHub, leavesPerHub+2)
 		}
 		if n := h.status().Counters.LeafWritesReoriginated; n != uint64(each*len(c.leaves[i])) {
 			t.Errorf("%s re-originated %d leaf writes, want %d", h.Name, n, each*len(c.leaves[i]))
@@ -234,31 +256,30 @@ func TestHubsAndLeaves(t *testing.T) {
 
 	// kill -9 of H1 under the leaves' writes, and its restart.
 	stop := make(chan struct{})
-	var wg sync.WaitGroup
 	var n atomic.Int64
 	for _, l := range c.allLeaves() {
 		wg.Add(1)
-		go leafWriter(t, l, stop, &n, &wg)
+		go leafWriter(t, l, pace, stop, &n, &wg)
 	}
 	h1 := c.hubs[0]
-	waitFor(t, "H1 re-originating under the writes", 60*time.Second, func() bool {
-		return h1.origin("H1").AppliedSeq >= uint64(each*5+20)
+	waitFor(t, "H1 re-originating under the writes", bound, func() bool {
+		return h1.origin("H1").AppliedSeq >= uint64(each*leavesPerHub+20)
 	})
 	h1.kill()
 	// The leaves write on while their hub is down, and after it is back.
 	down := n.Load()
-	waitFor(t, "50 more leaf writes while H1 is down", 60*time.Second, func() bool { return n.Load() >= down+50 })
+	waitFor(t, "50 more leaf writes while H1 is down", bound, func() bool { return n.Load() >= down+50 })
 	h1.start()
-	waitFor(t, "H1's leaves back", 60*time.Second, func() bool {
+	waitFor(t, "H1's leaves back", bound, func() bool {
 		l := h1.status().Leaves
-		return l != nil && l.Connected == 5
+		return l != nil && l.Connected == leavesPerHub
 	})
 	back := n.Load()
-	waitFor(t, "50 more leaf writes once H1 is back", 60*time.Second, func() bool { return n.Load() >= back+50 })
+	waitFor(t, "50 more leaf writes once H1 is back", bound, func() bool { return n.Load() >= back+50 })
 	close(stop)
 	wg.Wait()
 	writes += int(n.Load())
-	c.converged(t, writes, 120*time.Second)
+	c.converged(t, writes, bound)
 	c.onceInTheCore(t, writes)
 	for _, p := range slices.Concat(c.core, c.hubs) {
 		p.stop()
