@@ -158,8 +158,10 @@ func (r *Replica) CloseConnFor(now time.Time, id ConnID, code wire.Code, why str
 
 func (r *Replica) onHandshake(c *conn) {
 	info := c.sess.Handshake()
-	if info.PeerLeaf {
-		r.greetLeaf(c, info) // hub.go: a leaf is no peer
+	if info.PeerLeaf && info.Version >= v4 && slices.Contains(info.Caps, wire.CapLeaf) {
+		// hub.go: a leaf is no peer. Below version 4 the HELLO's key means nothing (a
+		// release that offers at most 3 does not know it): the leaf closes such a link.
+		r.greetLeaf(c, info)
 		return
 	}
 	if r.leafHandshakeRefused(c, info) {

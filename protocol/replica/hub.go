@@ -138,11 +138,24 @@ func (r *Replica) greetLeaf(c *conn, info protocol.HandshakeInfo) {
 	r.hub.seen[l.origin] = r.now
 	r.greetV4(c)
 	c.fullAdv, r.advFull = true, true
+	if m, found, err := r.store.LeafMark(l.origin); !r.check(err) {
+		return
+	} else if found {
+		// What was re-originated before this link: told from the start. A mark another
+		// hub carries counts as at the core once this hub's head is (it applied that entry,
+		// from a peer of the core): the nearest this hub knows.
+		if m.Carrier == r.id.Origin {
+			l.acks = append(l.acks, leafAck{leaf: m.Seq, hub: m.At, carrier: true})
+		} else {
+			l.acks = append(l.acks, leafAck{leaf: m.Seq, hub: r.origins[r.id.Origin].applied.Seq})
+		}
+	}
 	if why := r.leafGateShut(); why != "" {
 		l.held = "gate"
 	} else {
 		r.subscribeLeaf(c, l)
 	}
+	r.ackLeaf(c, l)
 	r.tellLeaf(c, l)
 }
 
@@ -157,10 +170,6 @@ func (r *Replica) hubInit() {
 
 // leafRefusal says why this node does not take the leaf on c ("": it does).
 func (r *Replica) leafRefusal(c *conn, info protocol.HandshakeInfo) (wire.Code, string) {
-	if info.Version < v4 || !slices.Contains(info.Caps, wire.CapLeaf) {
-		return wire.CodeNoLeafCapability, "a leaf's connection at protocol version " + strconv.FormatUint(info.Version, 10) +
-			" without the capability leaf"
-	}
 	if !r.isHub() || r.cfg.Hub != "" {
 		return wire.CodeNotAHub, "node " + r.id.Name + " takes no leaves"
 	}
@@ -344,6 +353,13 @@ func (r *Replica) receiveLeaf(c *conn, l *leafLink, v wire.TxnView) {
 	if until, ahead := r.aheadOfClock(v.HLC); ahead {
 		// This leaf's channel only: the hub's origin and every other leaf go on.
 		l.held, l.heldUntil = "clock", until
+		r.unsubscribe(c, l.origin)
+		return
+	}
+	if r.clockRefusal() != nil || r.rewindRefusal() != nil {
+		// The hub refuses its own writes (its clock is off by its peers' measure, or its
+		// origin is rewound): it stamps no leaf's either. Tried again after a while.
+		l.held, l.heldUntil = "clock", r.now.Add(r.cfg.StallTimeout)
 		r.unsubscribe(c, l.origin)
 		return
 	}

@@ -2,9 +2,11 @@ package replica_test
 
 import (
 	"crypto/sha256"
+	"errors"
 	"testing"
 	"time"
 
+	"plait/protocol/clustermap"
 	"plait/protocol/replica"
 	"plait/protocol/wire"
 )
@@ -20,6 +22,7 @@ type hubCluster struct {
 	hub     *node
 	leaves  []*node
 	leafLnk []*link
+	coreLnk *link // H to C
 }
 
 // hubSetup makes the core node C and the hub H (hubCfg, MaxLeaves 2 unless set), publishes
@@ -37,7 +40,7 @@ func hubSetup(t *testing.T, hubCfg replica.Config, extra string, leaves ...strin
 		extra = ""
 	}
 	hc := &hubCluster{h: h, core: h.addNode("C", replica.Config{}), hub: h.addNode("H", hubCfg)}
-	h.connect(hc.hub, hc.core)
+	hc.coreLnk = h.connect(hc.hub, hc.core)
 	if _, err := hc.core.publish(mapDoc(1, extra, "C", "H")); err != nil {
 		t.Fatal(err)
 	}
@@ -118,6 +121,10 @@ func TestHubReoriginates(t *testing.T) {
 		st.Horizon.IsZero() || st.Refused != 0 {
 		t.Errorf("the leaf's hub status: %+v, want seq 2 re-originated by hub seq %d and at the core", st, carrier.Seq)
 	}
+	// The horizon is the hub's clock less the map's leaf window (an hour), to the second.
+	if d := hub.clock().Add(-time.Hour).Sub(st.Horizon); d < 0 || d > 2*time.Second {
+		t.Errorf("the leaf's horizon %v is %v below the hub's clock less an hour, want 0 to 2s", st.Horizon, d)
+	}
 	if got := l.rep.Counters().LeafOwnWritesBack; got != 3 {
 		t.Errorf("leaf: leaf_own_writes_back %d, want 3 (the operations of its two writes)", got)
 	}
@@ -150,7 +157,12 @@ func TestHubExactlyOnceAcrossRestart(t *testing.T) {
 	hub.store = hub.store.Clone() // the process crashed: a new one opens the store
 	hub.restart()
 	h.connect(hub, c)
+	l.restart() // what it was told before is gone with its process: told again on connecting
 	h.connect(l, hub)
+	h.advance(100 * time.Millisecond)
+	if st := l.rep.Status(l.clock()).Hub; st.ReoriginatedSeq != 3 || st.HubSeq != 3 || st.CoreSeq != 3 {
+		t.Errorf("the leaf's hub status on connecting again: %+v, want seq 3 re-originated by hub seq 3, at the core", st)
+	}
 	for i := range 2 {
 		l.write(put("t", "k", string(rune('x'+i))))
 	}
@@ -477,5 +489,151 @@ func TestHubHoldsAheadLeafOnly(t *testing.T) {
 	}
 	if st := hub.rep.Status(hub.clock()).Leaves; st.Held != 0 {
 		t.Errorf("the hub's leaves: %d held after the hold, want 0", st.Held)
+	}
+}
+
+// TestHubAcksOnceSynced: a hub that holds unsynced entries back acknowledges a leaf's entry,
+// and tells the leaf it re-originated it, only once the entry re-originating it is synced
+// (persist before ack): a power loss must not lose a write the leaf was told is safe.
+func TestHubAcksOnceSynced(t *testing.T) {
+	hc := hubSetup(t, replica.Config{HoldUnsynced: true}, "", "L")
+	h, c, hub, l := hc.h, hc.core, hc.hub, hc.leaves[0]
+	l.write(put("t", "k", "v"))
+	h.advance(200 * time.Millisecond)
+	if got := hubEntries(t, hub, hub, l); got[1] != 1 {
+		t.Fatalf("the hub's entries re-originate L's seqs %v, want 1", got)
+	}
+	if got := h.acked("H", "L", l.origin); got != 0 {
+		t.Errorf("the hub acknowledged L's seq %d before its entry was synced", got)
+	}
+	if st := l.rep.Status(l.clock()).Hub; st.ReoriginatedSeq != 0 {
+		t.Errorf("the leaf was told seq %d re-originated before it was synced", st.ReoriginatedSeq)
+	}
+	if _, ok := c.get("t", "k"); ok {
+		t.Errorf("the core has the unsynced entry")
+	}
+	h.check(hub, hub.rep.Synced(hub.clock(), hub.rep.SyncPoint()))
+	h.advance(200 * time.Millisecond)
+	if got := h.acked("H", "L", l.origin); got != 1 {
+		t.Errorf("the hub acknowledged L's seq %d once synced, want 1", got)
+	}
+	if st := l.rep.Status(l.clock()).Hub; st.ReoriginatedSeq != 1 || st.HubSeq != 1 || st.CoreSeq != 1 {
+		t.Errorf("the leaf's hub status once synced: %+v", st)
+	}
+}
+
+// TestLeafRetentionHoldsToCore: a leaf's retention keeps its own entries past RetainAge
+// until its hub tells it the core has them (LEAFSTATE's core seq), not once the hub
+// acknowledged them: then it purges them.
+func TestLeafRetentionHoldsToCore(t *testing.T) {
+	hc := hubSetup(t, replica.Config{}, "")
+	h, hub := hc.h, hc.hub
+	l := hc.addLeaf("L", replica.Config{RetainAge: 2 * time.Second})
+	hc.coreLnk.hold = true // the core applies nothing of the hub's meanwhile
+	writeN(l, 0, 5)
+	h.advance(3 * time.Second)
+	if got := h.acked("H", "L", l.origin); got != 5 {
+		t.Fatalf("the hub acknowledged L up to %d, want 5", got)
+	}
+	if st := l.rep.Status(l.clock()).Hub; st.ReoriginatedSeq != 5 || st.CoreSeq != 0 {
+		t.Fatalf("the leaf's hub status while the core is cut off: %+v", st)
+	}
+	l.wantFloor(l, 0) // past RetainAge, acknowledged, and kept: the core has none of it
+	hc.coreLnk.hold = false
+	h.advance(time.Second)
+	if st := l.rep.Status(l.clock()).Hub; st.CoreSeq != 5 {
+		t.Fatalf("the leaf's hub status once the core caught up: %+v", st)
+	}
+	l.wantFloor(l, 4) // the head stays
+	_ = hub
+}
+
+// TestLeafNoLocks: a leaf takes no locks: a lock request, a tokened write and a write of a
+// fenced table are refused leaf-no-locks, nothing written; a transaction that fits MaxTxn
+// but not with the leaf block its hub adds is refused as too large.
+func TestLeafNoLocks(t *testing.T) {
+	hc := hubSetup(t, replica.Config{}, hubWindow+`,"lock_homes":["C"],"fenced_tables":["f"]`)
+	l := hc.addLeaf("L", replica.Config{Write: replica.WriteLimits{MaxTxn: 1000}})
+	if a, ok := l.answerOf(l.acquire("k", time.Second, 0)); !ok || a.Code != replica.CodeLeafNoLocks {
+		t.Errorf("a lock request at the leaf: %+v (answered %v), want leaf-no-locks", a, ok)
+	}
+	if _, err := l.rep.Write(l.clock(), []wire.Op{put("t", "a", "1"), put("f", "k", "v")}); mapCode(err) != replica.CodeLeafNoLocks {
+		t.Errorf("a write of a fenced table at the leaf: %v, want leaf-no-locks", err)
+	}
+	tok := wire.Token{Generation: 1, Home: hc.core.origin, Counter: 1}
+	if _, err := l.rep.WriteTokened(l.clock(), tok, []wire.Op{put("t", "k", "v")}); mapCode(err) != replica.CodeLeafNoLocks {
+		t.Errorf("a tokened write at the leaf: %v, want leaf-no-locks", err)
+	}
+	big := put("t", "big", string(make([]byte, 1000-wire.LeafBlockSize-50)))
+	if _, err := l.rep.Write(l.clock(), []wire.Op{big}); !errors.Is(err, replica.ErrTxnTooLarge) {
+		t.Errorf("a write that fits MaxTxn only without the leaf block: %v, want too large", err)
+	}
+	if got := l.applied()[l.origin]; got != 0 {
+		t.Errorf("the leaf wrote %d entries, want none", got)
+	}
+}
+
+// mapCode is the code of a *clustermap.Error (a write's refusal by the map), else "".
+func mapCode(err error) wire.Code {
+	var me *clustermap.Error
+	if errors.As(err, &me) {
+		return wire.Code(me.Code)
+	}
+	return ""
+}
+
+// TestHubGateShutHolds: while a later map shuts the gate (a member of unknown version),
+// a connected leaf's channel is held: nothing is re-originated, status counts the hold;
+// once a map opens it again, the leaf's waiting entries are re-originated.
+func TestHubGateShutHolds(t *testing.T) {
+	hc := hubSetup(t, replica.Config{}, "", "L")
+	h, c, hub, l := hc.h, hc.core, hc.hub, hc.leaves[0]
+	if _, err := c.publish(mapDoc(2, hubWindow, "C", "H", "D")); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(200 * time.Millisecond)
+	l.write(put("t", "k", "v"))
+	h.advance(200 * time.Millisecond)
+	if got := hubEntries(t, hub, hub, l); len(got) != 0 {
+		t.Errorf("the hub re-originated %v while its gate was shut", got)
+	}
+	if st := hub.rep.Status(hub.clock()).Leaves; st.Held != 1 || st.Connected != 1 {
+		t.Errorf("the hub's leaves while the gate is shut: %+v, want the leaf connected and held", st)
+	}
+	if _, err := c.publish(mapDoc(3, hubWindow, "C", "H")); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(300 * time.Millisecond)
+	if got := hubEntries(t, hub, hub, l); len(got) != 1 || got[1] != 1 {
+		t.Errorf("the hub's entries re-originate L's seqs %v once the gate opened, want 1", got)
+	}
+	if st := hub.rep.Status(hub.clock()).Leaves; st.Held != 0 {
+		t.Errorf("the hub's leaves once the gate opened: %+v, want none held", st)
+	}
+}
+
+// TestHubDropsMarksAfterLeafHold: a hub forgets the mark of a leaf not seen for LeafHold,
+// and keeps a connected leaf's.
+func TestHubDropsMarksAfterLeafHold(t *testing.T) {
+	hc := hubSetup(t, replica.Config{LeafHold: 2 * time.Second}, "", "L", "L2")
+	h, hub, l, l2 := hc.h, hc.hub, hc.leaves[0], hc.leaves[1]
+	l.write(put("t", "a", "1"))
+	l2.write(put("t", "b", "1"))
+	h.advance(200 * time.Millisecond)
+	if st := hub.rep.Status(hub.clock()).Leaves; st.Marks != 2 {
+		t.Fatalf("the hub keeps %d marks, want 2", st.Marks)
+	}
+	h.disconnect(hc.leafLnk[0])
+	h.advance(time.Second)
+	if st := hub.rep.Status(hub.clock()).Leaves; st.Marks != 2 {
+		t.Errorf("the hub keeps %d marks before the leaf hold passed, want 2", st.Marks)
+	}
+	h.advance(2 * time.Second)
+	st := hub.rep.Status(hub.clock()).Leaves
+	if st.Marks != 1 {
+		t.Errorf("the hub keeps %d marks after the leaf hold passed, want L2's only", st.Marks)
+	}
+	if _, ok, _ := hub.store.LeafMark(l2.origin); !ok {
+		t.Errorf("the connected leaf's mark was dropped")
 	}
 }

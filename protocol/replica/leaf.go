@@ -81,14 +81,9 @@ func (r *Replica) onHubEvent(c *conn, ev *protocol.Event) bool {
 	case protocol.EventSubscribed:
 		// A leaf sends its own origin only: a hub never relays what it takes from a leaf.
 		return ev.Origin != r.id.Origin
-	case protocol.EventCursor:
-		if ev.Origin == r.id.Origin {
-			// The hub's acknowledgement moves no retention hold here: a leaf keeps its own
-			// log down to what the core has (LEAFSTATE's core seq), leafRetention.
-			c.showed(ev.Origin, ev.Seq)
-			return true
-		}
 	}
+	// The hub's acknowledgements move its retention hold as any peer's; leafRetention
+	// keeps the own log down to the core seq besides.
 	return false
 }
 

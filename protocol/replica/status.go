@@ -314,6 +314,9 @@ func (r *Replica) Status(now time.Time) Status {
 		s.Origins = append(s.Origins, r.originStatus(r.origins[o], now))
 	}
 	for _, c := range r.connList {
+		if c.leaf {
+			continue // a hub's leaves are no peers: Leaves shows them, bounded (hub.go)
+		}
 		p := PeerStatus{Conn: c.id, Name: c.peerName, Origin: c.peerOrigin, Dialed: c.role == wire.RoleDialer, Connected: c.sess.Connected(now),
 			Version: c.version, RTT: c.sess.RTT(), HeldBytes: c.sess.HeldBytes(), LastContact: c.lastHeard, Stats: c.sess.Stats()}
 		if p.Name == "" {
