@@ -110,9 +110,10 @@ func (r *Replica) leafOf(c *conn) *leafLink {
 	return r.hub.links[c.id]
 }
 
-// greetLeaf takes a connection whose peer said in its HELLO it is a leaf: refused with a
-// named code (counted, leaves_refused) or taken as the leaf's link. It reports whether it
-// handled the handshake (always, for a leaf's connection).
+// greetLeaf takes a connection whose peer said in its HELLO it is a leaf (on a version-4
+// connection with the capability leaf): refused with a named code (counted,
+// leaves_refused), or taken as the leaf's link: the leaf is told the map, its channel is
+// subscribed from its mark, and it is told what was re-originated of it before.
 func (r *Replica) greetLeaf(c *conn, info protocol.HandshakeInfo) {
 	c.peerName, c.peerOrigin = info.PeerName, info.PeerOrigin
 	if code, why := r.leafRefusal(c, info); code != "" {
