@@ -325,3 +325,65 @@ func TestAntiEntropyLeafRecords(t *testing.T) {
 	}
 	sameRecords(t, "t", c1, c2)
 }
+
+// TestTombstoneHorizonLeafWindow (design §27.4): with the map's leaf_window W, a node
+// keeps a tombstone until every origin's applied HLC, less W, is past it, its own clock
+// included: a hub's later entry may carry a leaf's put up to W older than the entry. C
+// applied the hub's entries up to one newer than X's delete of k; the hub then
+// re-originates the leaf's older put of k. Dropped by the horizon without W, the
+// tombstone would be gone, and the put would bring the deleted key back. A node alone
+// (no other origin) keeps its tombstones within W of its own clock, and drops them once
+// the window passed.
+func TestTombstoneHorizonLeafWindow(t *testing.T) {
+	h := newHarness(t)
+	hub := h.addNode("H", replica.Config{})
+	c := h.addNode("C", replica.Config{RetainAge: time.Second})
+	x := h.addNode("X", replica.Config{})
+	leaf := leafID(1, "L")
+	hub.reoriginate(leafWrite{leaf, 1, at(10), at(20), []wire.Op{put("t", "k", "leaf")}},
+		leafWrite{leaf, 2, at(150), at(200), []wire.Op{put("t", "other", "leaf")}})
+	h.check(hub, hub.rep.SetLink(hub.clock(), "C", settings(wire.LinkSend)))
+	if _, err := c.publish([]byte(`{"generation":1,"leaf_window":60,"nodes":[{"name":"C"},{"name":"H"},{"name":"X"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	hc := h.connect(hub, c)
+	h.disconnect(hc)
+	x.skew = 100 * time.Millisecond
+	x.write(del("t", "k")) // before X sees the hub's entries, which would raise its clock
+	h.connect(x, c)
+	tomb, _ := c.get("t", "k")
+	if !tomb.Deleted || tomb.HLC >= at(200) {
+		t.Fatalf("C's k = %+v; the test needs X's delete at an HLC below the hub's second entry", tomb)
+	}
+	h.advance(3 * time.Second)
+	if got := c.rep.Counters().TombstonesDropped; got != 0 {
+		t.Fatalf("C dropped %d tombstones within the leaf window", got)
+	}
+	// The leaf's put of k, older than X's delete, re-originated now.
+	hub.reoriginate(leafWrite{leaf, 3, at(50), at(3000), []wire.Op{put("t", "k", "leaf-old")}})
+	h.check(hub, hub.rep.SetLink(hub.clock(), "C", settings(wire.LinkSend)))
+	h.connect(hub, c)
+	if got := c.applied()[hub.origin]; got != 3 {
+		t.Fatalf("C applied the hub to %d; want 3", got)
+	}
+	if r, ok := c.get("t", "k"); !ok || !r.Deleted {
+		t.Errorf("C's k = %q (deleted %v, origin %v): the leaf's put older than X's delete came back", r.Value, r.Deleted, r.Origin)
+	}
+
+	alone := h.addNode("A", replica.Config{RetainAge: time.Second})
+	if _, err := alone.publish([]byte(`{"generation":1,"leaf_window":5,"nodes":[{"name":"A"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	alone.write(put("t", "k", "v"))
+	alone.write(del("t", "k"))
+	h.advance(3 * time.Second)
+	if got := alone.rep.Counters().TombstonesDropped; got != 0 {
+		t.Errorf("A alone dropped %d tombstones within the leaf window of its own clock", got)
+	}
+	h.advance(4 * time.Second)
+	alone.write(put("t", "tick", "v")) // its clock moves with its writes
+	h.advance(time.Second)
+	if got := alone.rep.Counters().TombstonesDropped; got != 1 {
+		t.Errorf("A alone dropped %d tombstones once the window passed; want 1", got)
+	}
+}
