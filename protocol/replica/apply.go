@@ -238,12 +238,7 @@ func (r *Replica) leafMark(v *wire.TxnView, b *store.Batch) (twice bool, err err
 // conflictOf is the conflict identity of the versions entry v writes (docs/design.md
 // §27.1): the leaf's HLC and origin for a format-3 entry (a hub's re-originated leaf
 // write, token zero), the entry's own otherwise.
-func conflictOf(v *wire.TxnView) (wire.HLC, wire.OriginID) {
-	if v.Format() == wire.TxnFormat3 {
-		return v.Leaf.HLC, v.Leaf.Origin
-	}
-	return v.HLC, v.Origin
-}
+func conflictOf(v *wire.TxnView) (wire.HLC, wire.OriginID) { return v.Conflict() }
 
 // lww puts into b the record versions the transaction wins: an operation replaces a record
 // when its version is not older than the record's by the conflict order (store.NewerVersion:
