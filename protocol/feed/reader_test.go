@@ -487,9 +487,9 @@ func (l *logs) leafEntry(o wire.OriginID, hlc uint64, leaf wire.OriginID, seq, l
 
 // TestLeafWrites (design §27.1 row 20): an event of a hub's format-3 entry has the hub's
 // origin, seq and HLC (its position) and the leaf's origin and seq; an operation won when
-// the stored version is the leaf's (the conflict identity), never the hub's: k, written by
-// the leaf at 8 and re-originated at 20, beats A's write at 10; j, written by the leaf at
-// 9, loses to A's at 12 though the hub's entry is newer.
+// the stored version is the leaf's (the conflict identity), never the hub's: the leaf's k
+// at 8 lost to A's at 10, though the hub re-originated it at 20; its k at 11 won; its j at
+// 11 lost to A's at 12, though the hub's entry is at 21.
 func TestLeafWrites(t *testing.T) {
 	l := newLogs(t)
 	leaf := org(7)
