@@ -100,13 +100,14 @@ func TestSpecErrorCodes(t *testing.T) {
 // TestSpecExampleChainsAndDigests: SPEC.md's DATA examples carry their encoding's chain
 // hash and chain one after another (the second of transaction format 2, its token the one
 // the text gives); each RANGEDIGEST example's digest is that of the records of the next
-// RANGERECORDS example that holds records (a tokened record hashed with its token); the
-// chunk of format 2 holds k1 as the DATA example of format 2 wrote it.
+// RANGERECORDS example that holds records (a tokened record hashed with its token, a via
+// record without its via block); the chunk of format 2 holds k1 as the DATA example of
+// format 2 wrote it; one chunk example is of format 3.
 func TestSpecExampleChainsAndDigests(t *testing.T) {
 	var datas []*wire.Data
 	var digest *wire.RangeDigest
 	var chunk2 *wire.Chunk
-	digests := 0
+	digests, via := 0, 0
 	for _, ex := range readExamples(t) {
 		frames, err := wire.DecodeMessage(ex.Bytes, wire.DefaultMaxMessage, wire.MaxFrameBody)
 		if err != nil || len(frames) != 1 {
@@ -142,11 +143,17 @@ func TestSpecExampleChainsAndDigests(t *testing.T) {
 				if !r.Token.IsZero() {
 					chunk2 = b
 				}
+				if !r.Via.IsZero() {
+					via++
+				}
 			}
 		}
 	}
-	if digests != 2 {
-		t.Errorf("%d RANGEDIGEST examples checked against records, want 2 (format 1 and format 2)", digests)
+	if via != 1 {
+		t.Errorf("%d CHUNK examples' records carry a via block, want 1 (chunk format 3)", via)
+	}
+	if digests != 3 {
+		t.Errorf("%d RANGEDIGEST examples checked against records, want 3 (formats 1, 2 and 3)", digests)
 	}
 	want := wire.Token{Generation: 3, Incarnation: 1, Counter: 7,
 		Home: wire.OriginID{0xf0, 0xf1, 0xf2, 0xf3, 0xf4, 0xf5, 0xf6, 0xf7, 0xf8, 0xf9, 0xfa, 0xfb, 0xfc, 0xfd, 0xfe, 0xff}}
