@@ -3,6 +3,7 @@ package storetest
 import (
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"testing"
 
 	"plait/protocol/store"
@@ -44,6 +45,22 @@ func (c *chain) nextLeaf(t testing.TB, l wire.LeafBlock, ops ...wire.Op) *store.
 	}
 	c.prev, c.last = b.Hash, b
 	return b
+}
+
+// LeafChain returns hub's first n transactions as batches, each re-originating one write of
+// leaf (transaction format 3): transaction seq carries the leaf's write seq, which puts the
+// value "v<seq>" at key "<leaf>-<seq>" of table "t" at the leaf's HLC; the batch's records
+// are that put (the leaf's HLC and origin, via the hub and the entry's HLC), and it carries
+// the leaf's mark.
+func LeafChain(t testing.TB, hub, leaf wire.OriginID, n int) []*store.Batch {
+	t.Helper()
+	c := &chain{origin: hub}
+	out := make([]*store.Batch, n)
+	for i := range out {
+		seq := c.seq + 1
+		out[i] = c.nextLeaf(t, leafBlock(leaf, seq), put("t", fmt.Sprintf("%x-%d", leaf[:2], seq), fmt.Sprintf("v%d", seq)))
+	}
+	return out
 }
 
 func leafBlock(leaf wire.OriginID, seq uint64) wire.LeafBlock {
