@@ -11,15 +11,18 @@ import (
 // them: received, each is what a build without tokens makes of it, a format it does not know
 // (unsupported-txn, bad-chunk, bad-range), checked before anything after the format byte;
 // to be sent, each is refused (bad-argument), since the peer would close on it. So a
-// version-3 peer sees exactly what it saw before tokens existed.
+// version-3 peer sees exactly what it saw before tokens existed. Transaction format 3 (a
+// leaf write a hub re-originated, docs/design.md §27) is version 4's as well, and goes by
+// the same rule.
 
 // tokensCarried reports whether this connection carries the formats with tokens.
 func (s *Session) tokensCarried() bool { return s.info.Version >= 4 }
 
-// txnFormats is the highest transaction format this connection carries.
+// txnFormats is the highest transaction format this connection carries: format 1 below
+// version 4; formats 2 (a token) and 3 (a leaf block) on version 4.
 func (s *Session) txnFormats() byte {
 	if s.tokensCarried() {
-		return wire.TxnFormat2
+		return wire.TxnFormat3
 	}
 	return wire.TxnFormat1
 }

@@ -320,7 +320,7 @@ func (d *Data) AppendBody(dst []byte) ([]byte, error) {
 // ParseData parses a DATA body without copying: the claimed chain hash and a checked view
 // of the transaction (which aliases body). Whether the claimed hash is the encoding's is
 // the receiver's check.
-func ParseData(body []byte) (Hash, TxnView, error) { return ParseDataUpTo(body, TxnFormat2) }
+func ParseData(body []byte) (Hash, TxnView, error) { return ParseDataUpTo(body, TxnFormat3) }
 
 // ParseDataUpTo is ParseData taking transaction formats up to max only (ParseTxnUpTo).
 func ParseDataUpTo(body []byte, max byte) (Hash, TxnView, error) {
