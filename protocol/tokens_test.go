@@ -101,7 +101,7 @@ func leafChain(t *testing.T, o wire.OriginID) [][]byte {
 }
 
 // TestTxnFormat3ByVersion: on version 4 a format-3 entry is sent and received with its leaf
-// block; below, Send and Offer refuse it (bad-argument) and a receiver closes on it with
+// block, and one whose leaf block breaks its rules closes the receiver with bad-txn; below, Send and Offer refuse it (bad-argument) and a receiver closes on it with
 // unsupported-txn, as a build that knows format 1 only.
 func TestTxnFormat3ByVersion(t *testing.T) {
 	o := prototest.Origin(7)
@@ -111,6 +111,15 @@ func TestTxnFormat3ByVersion(t *testing.T) {
 	p.Pump(10)
 	if e := p.D.Last(protocol.EventTxn); e == nil || e.Txn.Seq != 2 || e.Txn.Format() != wire.TxnFormat3 || e.Txn.Leaf.Origin != prototest.Origin(0x1e) || p.D.S.Err() != nil {
 		t.Fatalf("version 4: %+v, %v", e, p.D.S.Err())
+	}
+	// On version 4 a leaf block that breaks its rules is bad-txn: here the entry's own
+	// origin as its leaf.
+	bad := append([]byte(nil), chain[1]...)
+	copy(bad[65:65+16], o[:])
+	p4 := subscribedAt(t, 4, o, chain)
+	_ = p4.D.S.Receive(p4.Now, prototest.RawFrame(wire.TypeData, 0, 1, append(chainHash(bad), bad...)))
+	if err := p4.D.S.Err(); err == nil || err.Code != wire.CodeBadTxn {
+		t.Errorf("version 4: DATA of format 3 whose leaf is its origin: %v, want bad-txn", err)
 	}
 	for _, v := range []uint64{2, 3} {
 		p := subscribedAt(t, v, o, chain)
