@@ -59,7 +59,8 @@
 //   - basecopy.go: the snapshots a node serves copies from, the copy state it takes, and
 //     the floors a copy's end writes; tombstones.go: tombstones retention drops;
 //     antientropy.go: anti-entropy's repairs; reseed.go: a reseed, in one batch;
-//     control.go: the control documents (the cluster map, member versions).
+//     control.go: the control documents (the cluster map, member versions);
+//     leafmarks.go: a hub's leaf marks.
 //   - latch.go: after the first write or sync that fails, no more writes through RocksDB
 //     (whose next write would abort the process), and RocksDB's own background errors
 //     (BackgroundError), so that the node degrades and reopens the store instead.
