@@ -170,7 +170,7 @@ func AuditCarried(s Store, limit int, carried func(table []byte) bool) ([]string
 			w, ok := want[k]
 			// A record is explained by the log of the entry that delivered it (its Via and
 			// ViaHLC for a leaf write a hub re-originated, else its origin and HLC:
-			// docs/design.md §27.1): a leaf has no log here.
+			// docs/design.md §27.8): a leaf has no log here.
 			o, hlc := r.Delivering()
 			fromPurged := hlc <= logs[o].Floor.HLC // written by an entry no longer in the log
 			// Copied from a snapshot that held more of the origin than this node's log: the
@@ -222,7 +222,7 @@ func recordKey(table, key []byte) string { return string(table) + "\x00" + strin
 
 // replayLWW applies a transaction to records by the conflict order, as the replica does:
 // by the entry's version, or, for a format-3 entry, by its leaf block's (the conflict
-// identity, docs/design.md §27.1), the entry's origin and HLC then being the records' via.
+// identity, docs/design.md §27.8), the entry's origin and HLC then being the records' via.
 // The records are compared by version only (Version), never by via: a node keeps the via of
 // the first entry that wrote a version, whichever hub delivered it.
 func (a *audit) replayLWW(records map[string]Record, v *wire.TxnView) {

@@ -85,7 +85,7 @@ func PlanReseed(v ReseedView, newOrigin wire.OriginID) (*Reseed, error) {
 		// A format-2 entry is re-issued with its token: the token orders its versions, and
 		// the record it rewrites keeps it. A format-3 entry (a leaf write this node, a hub,
 		// re-originated) is re-issued with its leaf block unchanged: the leaf's HLC and
-		// origin are its records' version (docs/design.md §27.1), which the reseed keeps;
+		// origin are its records' version (docs/design.md §27.8), which the reseed keeps;
 		// only their delivering identity, the via, moves to the new origin.
 		t := wire.Txn{Origin: newOrigin, Seq: uint64(len(rs.Entries)) + 1, HLC: tv.HLC, Prev: prev, Token: tv.Token}
 		ver := Version{Token: tv.Token, HLC: tv.HLC, Origin: old}

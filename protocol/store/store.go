@@ -446,7 +446,7 @@ func CheckBatch(b *Batch, cursor vector.Entry) error {
 		return fmt.Errorf("%w: origin %s seq %d follows hash %s, cursor hash is %s", ErrNotNext, b.Origin, b.Seq, v.Prev, cursor.Hash)
 	}
 	// A leaf mark is the leaf block of the format-3 entry written with it, carried at the
-	// entry's own position (docs/design.md §27.3): any other mark would point a hub's
+	// entry's own position (docs/design.md §27.8): any other mark would point a hub's
 	// index at an entry that does not re-originate that leaf write.
 	if b.Leaf != nil {
 		l := &v.Leaf

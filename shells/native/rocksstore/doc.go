@@ -34,7 +34,7 @@
 //
 // A record's version is its HLC, origin and token (the conflict identity); a record a hub
 // re-originated from a leaf also keeps the delivering identity of the entry that wrote it,
-// its via origin and via HLC (flag 4, docs/design.md §27.1). A build from before hubs reads
+// its via origin and via HLC (flag 4, docs/design.md §27.8). A build from before hubs reads
 // flags above 3 as a damaged record: it reports a data directory holding leaf writes
 // damaged (plait check, and the reads that meet such a record), never misreads one. A leaf
 // mark is written in the same batch as the entry that carries it (Apply), so a crash keeps

@@ -11,7 +11,7 @@ import (
 	"plait/protocol/wire"
 )
 
-// A hub's leaf marks (docs/design.md §27.3): one key per leaf, 'm' leaf origin, whose value
+// A hub's leaf marks (docs/design.md §27.8): one key per leaf, 'm' leaf origin, whose value
 // is the mark's leaf seq (8), the leaf entry's chain hash (32), and the origin (16) and seq
 // (8) of the entry that carried it. Apply writes a batch's mark in the batch's own write;
 // the keys sort by leaf origin, which is LeafMarks' order. A store that is no hub holds none.

@@ -644,7 +644,7 @@ func (s *Store) Apply(b *store.Batch) (uint64, error) {
 	}
 	if b.Leaf != nil {
 		// The leaf's mark in the entry's own batch: a crash leaves both or neither, so a
-		// hub never re-originates one leaf entry twice (docs/design.md §27.3).
+		// hub never re-originates one leaf entry twice (docs/design.md §27.8).
 		if err := s.putLeafMark(wb, b.Leaf); err != nil {
 			return 0, err
 		}
