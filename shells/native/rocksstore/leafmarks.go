@@ -62,11 +62,11 @@ func (s *Store) LeafMarks(fn func(store.LeafMark) bool) error {
 // putLeafMark adds m to wb when it raises the leaf's mark (a lower or equal seq is
 // ignored, as memstore does).
 func (s *Store) putLeafMark(wb *grocksdb.WriteBatch, m *store.LeafMark) error {
-	cur, found, err := s.LeafMark(m.Leaf)
+	cur, _, err := s.LeafMark(m.Leaf) // none: seq 0, below every mark (CheckBatch, CheckLeafMark)
 	if err != nil {
 		return err
 	}
-	if !found || m.Seq > cur.Seq { // found: never at seq 0 (CheckBatch, CheckLeafMark)
+	if m.Seq > cur.Seq {
 		wb.Put(key(pLeaf, m.Leaf[:]), leafMarkValue(m))
 	}
 	return nil
