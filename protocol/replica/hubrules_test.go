@@ -188,9 +188,10 @@ func TestLeafMarksAtHubs(t *testing.T) {
 	if nr != 4 || nr != nc || dr != dc {
 		t.Errorf("R holds %d records of t (%s), C %d (%s); want 4, alike", nr, dr, nc, dc)
 	}
-	// The version is one: the entry applied last rewrote it, equal, with its own Via.
-	wantRecord(t, r, "t", "k3", "v", at(50), leaf, h2.origin, at(70))
-	wantRecord(t, c, "t", "k3", "v", at(50), leaf, h2.origin, at(70))
+	// The version is one: the entry applied first wrote it, with its Via; the second, equal,
+	// wrote nothing.
+	wantRecord(t, r, "t", "k3", "v", at(50), leaf, h1.origin, at(60))
+	wantRecord(t, c, "t", "k3", "v", at(50), leaf, h1.origin, at(60))
 }
 
 // absent fails the test when n holds a live record of table/key.
