@@ -2,9 +2,11 @@ package replica_test
 
 import (
 	"crypto/sha256"
+	"errors"
 	"testing"
 	"time"
 
+	"plait/protocol/clustermap"
 	"plait/protocol/replica"
 	"plait/protocol/store"
 	"plait/protocol/wire"
@@ -389,5 +391,35 @@ func TestTombstoneHorizonLeafWindow(t *testing.T) {
 	h.advance(time.Second)
 	if got := alone.rep.Counters().TombstonesDropped; got != 1 {
 		t.Errorf("A alone dropped %d tombstones once the window passed; want 1", got)
+	}
+}
+
+// TestLeafWindowNeverLowered (contract §22.11): a map that follows one with a leaf window
+// keeps it or raises it; published lower, it is refused (leaf-window-lowered, the node's
+// map kept); from a peer, refused and counted, the connection up.
+func TestLeafWindowNeverLowered(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{})
+	b := h.addNode("B", replica.Config{})
+	doc := func(gen int, window string) []byte {
+		return []byte(`{"generation":` + string(rune('0'+gen)) + window + `,"nodes":[{"name":"A"},{"name":"B"}]}`)
+	}
+	if _, err := b.publish(doc(1, `,"leaf_window":60`)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.publish(doc(2, `,"leaf_window":59`))
+	var ce *clustermap.Error
+	if !errors.As(err, &ce) || ce.Code != clustermap.CodeLeafWindowLowered || b.rep.MapGeneration() != 1 {
+		t.Fatalf("B publishing a lower window: %v, generation %d; want leaf-window-lowered, 1 kept", err, b.rep.MapGeneration())
+	}
+	if _, err := b.publish(doc(2, `,"leaf_window":61`)); err != nil {
+		t.Fatalf("B publishing a higher window: %v", err)
+	}
+	if _, err := a.publish(doc(3, ``)); err != nil { // A held no map: nothing to keep
+		t.Fatal(err)
+	}
+	h.connect(a, b)
+	if g, n := b.rep.MapGeneration(), b.rep.Counters().ClusterMapRefused; g != 2 || n != 1 || b.peerStatus("A").State != replica.PeerStreaming {
+		t.Errorf("B after A's map without a window: generation %d, %d refused, A %s; want 2 kept, 1 refused, streaming", g, n, b.peerStatus("A").State)
 	}
 }
