@@ -423,3 +423,70 @@ func TestLeafWindowNeverLowered(t *testing.T) {
 		t.Errorf("B after A's map without a window: generation %d, %d refused, A %s; want 2 kept, 1 refused, streaming", g, n, b.peerStatus("A").State)
 	}
 }
+
+// TestAntiEntropyLeafRecordFromAPeerBehind (design §27.1 row 9): as
+// TestAntiEntropyNotFromAPeerBehind, with k a leaf's write the hub re-originated at an
+// entry HLC above C's delete of it, the leaf's HLC below: B, whose copy from A removed k,
+// does not take k back from D, which has not applied C's delete, since the record's
+// conflict HLC is at or below what B applied of C. Judged by its delivering HLC (the
+// hub's entry, above C's delete), k would be taken back: a deleted key back.
+func TestAntiEntropyLeafRecordFromAPeerBehind(t *testing.T) {
+	h := newHarness(t)
+	hub := h.addNode("H", replica.Config{})
+	a := h.addNode("A", replica.Config{RetainAge: time.Second, RetainHold: 2 * time.Second})
+	b := h.addNode("B", replica.Config{RetainAge: 24 * time.Hour, AntiEntropyInterval: 10 * time.Millisecond})
+	c := h.addNode("C", replica.Config{})
+	d := h.addNode("D", replica.Config{})
+	leaf := leafID(1, "L")
+	hub.reoriginate(leafWrite{leaf, 1, at(10), at(400), []wire.Op{put("t", "k", "leaf")}})
+	h.check(hub, hub.rep.SetLink(hub.clock(), "A", settings(wire.LinkSend)))
+	ba, ca, db := h.connect(b, a), h.connect(c, a), h.connect(d, b)
+	b.write(put("t", "b", "0"))
+	c.write(put("t", "c", "1"))
+	h.pump()
+	h.disconnect(ca) // C deletes k without the hub's entry, which would raise its clock past it
+	ha := h.connect(hub, a)
+	h.disconnect(ha)
+	if r, ok := d.get("t", "k"); !ok || r.Via != hub.origin {
+		t.Fatalf("D's k = %+v, want the leaf's write through the hub", r)
+	}
+	h.disconnect(db)
+	h.disconnect(ba)
+	c.skew = 100 * time.Millisecond
+	c.write(del("t", "k"))
+	c.write(put("t", "c", "2"))
+	h.advance(10 * time.Millisecond)
+	b.write(put("t", "b", "1"))
+	ba = h.connect(b, a)
+	h.disconnect(ba)
+	ca = h.connect(c, a)
+	h.disconnect(ca)
+	if r, _ := a.get("t", "k"); !r.Deleted || r.HLC <= at(10) || r.HLC >= at(400) {
+		t.Fatalf("A's k = %+v; the test needs C's delete between the leaf's HLC and the hub entry's", r)
+	}
+	h.advance(5 * time.Second) // A drops k's tombstone and purges C's log past B
+	if _, ok := a.get("t", "k"); ok {
+		t.Fatal("A kept k's tombstone: the test needs it gone")
+	}
+	ba = h.connect(b, a)
+	h.advance(time.Second)
+	if got := b.rep.Counters().CopiesCompleted; got != 1 {
+		t.Fatalf("B completed %d copies, want 1", got)
+	}
+	if _, ok := b.get("t", "k"); ok {
+		t.Fatal("B holds k after the copy: the test needs the copy to remove it")
+	}
+	h.disconnect(ba)
+	h.drop = func(from, to string, f wire.Decoded) bool { // D's copy of B is held back
+		_, isCopy := f.Value.(*wire.Copy)
+		return from == "D" && isCopy
+	}
+	h.connect(d, b)
+	h.advance(2 * time.Second)
+	if r, back := b.get("t", "k"); back {
+		t.Errorf("B's k from D, which has not applied C's delete = %q (origin %v, via %v): a deleted key back", r.Value, r.Origin, r.Via)
+	}
+	if n := b.rep.Counters().AntiEntropyPeerBehind; n == 0 {
+		t.Errorf("B counted no record held by a peer behind; counters %+v", b.rep.Counters())
+	}
+}
