@@ -490,3 +490,31 @@ func TestAntiEntropyLeafRecordFromAPeerBehind(t *testing.T) {
 		t.Errorf("B counted no record held by a peer behind; counters %+v", b.rep.Counters())
 	}
 }
+
+// TestFillLeafRecords (design §27.1 row 5, a table's fill): a node added to a placed table
+// fills it from a carrier with the leaf's records as they are, the hub's entry as their
+// Via; without it the records would have no delivering identity on the node.
+func TestFillLeafRecords(t *testing.T) {
+	h := newHarness(t)
+	hub := h.addNode("H", replica.Config{})
+	a, b := h.addNode("A", replica.Config{}), h.addNode("B", replica.Config{})
+	leaf := leafID(1, "L")
+	hub.reoriginate(leafWrite{leaf, 1, at(10), at(20), []wire.Op{put("t", "k", "leaf")}})
+	h.check(hub, hub.rep.SetLink(hub.clock(), "A", settings(wire.LinkSend)))
+	h.connect(b, a)
+	if _, err := a.publish(mapDoc(2, `,"placement":{"t":["A","H"]}`, "A", "B", "H")); err != nil {
+		t.Fatal(err)
+	}
+	h.connect(hub, a)
+	if _, ok := b.get("t", "k"); ok || b.applied()[hub.origin] != 1 {
+		t.Fatalf("B holds t/k, or applied the hub to %d: the test needs B past the hub's entry without t", b.applied()[hub.origin])
+	}
+	if _, err := b.rep.PublishMap(b.clock(), mapDoc(3, `,"placement":{"t":["A","B","H"]}`, "A", "B", "H")); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(5 * time.Second)
+	if cs := b.rep.Counters(); cs.TablesFilled != 1 || cs.FillRecords != 1 {
+		t.Fatalf("B filled %d tables, %d records; want 1, 1", cs.TablesFilled, cs.FillRecords)
+	}
+	wantRecord(t, b, "t", "k", "leaf", at(10), leaf, hub.origin, at(20))
+}
