@@ -412,7 +412,7 @@ func TestDeterminism(t *testing.T) {
 				// Both maps, one MEMBERS, four requests each answered once: by the listener (one
 				// late), and by the session itself (too-many-requests).
 				if types[wire.TypeMap] != 2 || types[wire.TypeMembers] != 1 || types[wire.TypeRequest] != 4 || types[wire.TypeResponse] != 4 ||
-					types[wire.TypeSkip] != 1 || types[wire.TypeLink] != 1 || types[wire.TypeHolds] != 1 {
+					types[wire.TypeSkip] != 1 || types[wire.TypeLink] != 1 || types[wire.TypeHolds] != 1 || types[wire.TypeLeafState] != 1 {
 					t.Errorf("%d MAP, %d MEMBERS, %d REQUEST, %d RESPONSE, %d SKIP, %d LINK, %d HOLDS frames", types[wire.TypeMap], types[wire.TypeMembers],
 						types[wire.TypeRequest], types[wire.TypeResponse], types[wire.TypeSkip], types[wire.TypeLink], types[wire.TypeHolds])
 				}
@@ -553,8 +553,10 @@ func runScenarioV4(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 	t.Helper()
 	lc := prototest.Config(wire.RoleListener, "b", 2)
 	lc.Limits.MaxRequestsInFlight = 1
-	p, d, l := startPair(t, prototest.Config(wire.RoleDialer, "a", 1), lc, dNonce, lNonce)
-	if d.Handshake().Version != 4 {
+	dc := prototest.Config(wire.RoleDialer, "a", 1)
+	dc.Leaf = true // the dialer is a leaf of the listener, its hub: LEAFSTATE below
+	p, d, l := startPair(t, dc, lc, dNonce, lNonce)
+	if d.Handshake().Version != 4 || !l.Handshake().PeerLeaf {
 		t.Fatalf("handshake: version %d", d.Handshake().Version)
 	}
 	must(t, d.V4().SendMap(testMap(3, "a")))
@@ -623,6 +625,12 @@ func runScenarioV4(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 	p.Pump(10)
 	if ev := p.D.Last(protocol.EventCopyHolds); ev == nil || string(ev.Holds.Table) != "t" || p.D.Count(protocol.EventCopyEnd) != 1 {
 		t.Fatalf("the dialer's copy-holds: %+v", ev)
+	}
+	// The hub's state of its leaf.
+	must(t, l.V4().LeafState(wire.LeafState{Reoriginated: 4, HubSeq: 9, Core: 3}))
+	p.Pump(10)
+	if ev := p.D.Last(protocol.EventLeafState); ev == nil || ev.LeafState.Reoriginated != 4 || ev.LeafState.HubSeq != 9 {
+		t.Fatalf("the leaf's leaf-state: %+v", ev)
 	}
 	return endV3(t, p, d, l)
 }

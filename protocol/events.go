@@ -107,6 +107,9 @@ const (
 	// for is held whole through the COPYBEGIN positions. Several arrive for a table whose
 	// list of origins is long, ascending.
 	EventCopyHolds EventKind = 31
+	// EventLeafState: the hub this leaf is connected to sent its state of the leaf,
+	// LeafState (version 4 with the capability leaf, on a leaf's connection only).
+	EventLeafState EventKind = 32
 )
 
 var eventNames = [...]string{
@@ -141,6 +144,7 @@ var eventNames = [...]string{
 	EventSkip:           "skip",
 	EventLink:           "link",
 	EventCopyHolds:      "copy-holds",
+	EventLeafState:      "leaf-state",
 }
 
 func (k EventKind) String() string {
@@ -187,6 +191,7 @@ func (k EventKind) String() string {
 //	skip            -                                Origin, Skip (version 4)
 //	link            -                                Link (version 4)
 //	copy-holds      -                                Holds (version 4)
+//	leaf-state      -                                LeafState (version 4, leaf)
 //
 // A duplicate, gap or divergence about a received run (version 4's SKIP) sets Skip where
 // one about an entry sets Txn.
@@ -246,6 +251,8 @@ type Event struct {
 	// Holds is how far the snapshot of the copy this side receives holds one placed
 	// table's entries, as the peer sent it (copy-holds).
 	Holds *wire.Holds
+	// LeafState is the hub's state of this leaf, as the hub sent it (leaf-state).
+	LeafState *wire.LeafState
 	// Handshake is the handshake's outcome.
 	Handshake *HandshakeInfo
 	// Err is why what the event reports closed: the session (closed), a version-2 channel
@@ -273,6 +280,8 @@ type HandshakeInfo struct {
 	PeerMax       uint64
 	Authenticated bool // a non-empty cluster secret keyed the MACs
 	Bound         bool // the MACs covered the TLS channel's exporter value (handshake.CapTLSExporter)
+	// PeerLeaf: the peer's HELLO said it is a leaf dialing this side as its hub (key 10).
+	PeerLeaf bool
 }
 
 // Ready is what a session produced since the last Ready: messages to send, in order, and

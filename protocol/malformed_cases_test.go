@@ -928,6 +928,14 @@ var codesElsewhere = map[wire.Code]string{
 	// exclusions with the connection's version.
 	wire.CodeLinkMismatch: "protocol/replica/links_test.go TestLinkMismatch",
 	wire.CodeLinkNeedsV4:  "protocol/replica/links_test.go TestLinkNeedsV4",
+	// The hub codes are the replica's: a hub decides whether it takes a leaf, a leaf whether
+	// its link to the hub knows the role, and the hub whether a leaf entry fits its mark.
+	wire.CodeNotAHub:          "protocol/replica/hub_test.go TestHubGateRefusals",
+	wire.CodeTooManyLeaves:    "protocol/replica/hub_test.go TestHubGateRefusals",
+	wire.CodeLeafIsMember:     "protocol/replica/hub_test.go TestHubGateRefusals",
+	wire.CodeNoLeafWindow:     "protocol/replica/hub_test.go TestHubGateRefusals",
+	wire.CodeNoLeafCapability: "protocol/replica/hub_test.go TestLeafNeedsLeafCapability",
+	wire.CodeLeafRewound:      "protocol/replica/hub_test.go TestHubLeafDuplicatesAndRewind",
 }
 
 // hashOf is a chain hash for hand-made frames: n in every byte.

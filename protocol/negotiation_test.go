@@ -292,8 +292,9 @@ func TestCapabilityIntersection(t *testing.T) {
 		lc := prototest.Config(wire.RoleListener, "b", 2)
 		dc.Capabilities, lc.Capabilities = c.d, c.l
 		p := established(t, dc, lc)
-		// Both sides speak version 3, whose anti-entropy a build offers by itself.
-		want := handshake.WithCap(slices.Clone(c.want), wire.CapAntiEntropy)
+		// Both sides speak version 4: anti-entropy (version 3) and the leaf role a build
+		// offers by itself.
+		want := handshake.WithCap(handshake.WithCap(slices.Clone(c.want), wire.CapAntiEntropy), wire.CapLeaf)
 		for _, side := range []*prototest.Side{p.D, p.L} {
 			ev := side.Last(protocol.EventHandshake)
 			if ev == nil || !slices.Equal(ev.Handshake.Caps, want) || !slices.Equal(side.S.Handshake().Caps, want) {

@@ -176,6 +176,7 @@ func init() {
 	established(wire.TypeSkip, body((*Session).onSkip))
 	established(wire.TypeLink, body((*Session).onLink))
 	established(wire.TypeHolds, body((*Session).onCopyHolds))
+	established(wire.TypeLeafState, body((*Session).onLeafState))
 }
 
 // body adapts a handler of one decoded body type to a receiver's decoded: DecodeBody gives
@@ -246,6 +247,7 @@ func (s *Session) onHello(f wire.Frame, h *wire.Hello) {
 		PeerMax:       h.MaxVersion,
 		Authenticated: len(s.cfg.Secret) > 0,
 		Bound:         slices.Contains(caps, handshake.CapTLSExporter),
+		PeerLeaf:      h.Leaf,
 	}
 	d, l := s.transcript()
 	s.state = StateAuthenticating

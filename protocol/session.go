@@ -46,7 +46,10 @@ type Config struct {
 	// empty: not over TLS). With it the session offers handshake.CapTLSExporter, requires
 	// the peer to offer it too, and binds the handshake MAC to the channel.
 	ChannelBinding []byte
-	Limits         Limits
+	// Leaf: this side is a leaf and the connection is to its hub (SPEC.md, "Hubs and
+	// leaves"): its HELLO says so (key 10), and it takes the hub's LEAFSTATE.
+	Leaf   bool
+	Limits Limits
 	// Mutations break a decision on purpose, for the mutation check's tests only; the zero
 	// value (every build's) breaks nothing. It does not cross the WASM ABI.
 	Mutations mutate.Set
@@ -155,6 +158,12 @@ func New(cfg Config) (*Session, error) {
 		// This build answers RANGEDIGEST on every version-3 connection (antientropy.go).
 		cfg.Capabilities = handshake.WithCap(cfg.Capabilities, wire.CapAntiEntropy)
 	}
+	if rng.Max >= 4 {
+		// This build knows the leaf role (SPEC.md, "Hubs and leaves") on every version-4
+		// connection, whether it takes leaves or not: a hub that takes none says so with
+		// not-a-hub, which a leaf tells apart from a peer that does not know the role.
+		cfg.Capabilities = handshake.WithCap(cfg.Capabilities, wire.CapLeaf)
+	}
 	s := &Session{
 		cfg:         cfg,
 		limits:      limits,
@@ -188,6 +197,7 @@ func (s *Session) Start(now time.Time, nonce []byte) error {
 		Nonce:      nonce,
 		MaxMessage: uint64(s.limits.MaxMessage),
 		MaxFrame:   uint64(s.limits.MaxFrameBody),
+		Leaf:       s.cfg.Leaf,
 	}
 	if err := h.Validate(); err != nil {
 		return wire.NewError(wire.CodeBadArgument, "hello: "+err.Error())

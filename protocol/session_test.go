@@ -31,6 +31,9 @@ func TestHandshakeEstablishes(t *testing.T) {
 		if version >= 3 {
 			wantCaps = []string{wire.CapAntiEntropy, "y", "z"} // offered by every version-3 build
 		}
+		if version >= 4 {
+			wantCaps = []string{wire.CapAntiEntropy, wire.CapLeaf, "y", "z"} // and the leaf role by every version-4 one
+		}
 		for _, c := range []struct {
 			side             *prototest.Side
 			peer             string

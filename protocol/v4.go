@@ -167,6 +167,29 @@ func (s *Session) onLink(_ wire.Frame, l *wire.Link) {
 	s.emit(Event{Kind: EventLink, Link: l})
 }
 
+// leafLink reports whether this connection joins a leaf and its hub: version 4, the
+// capability leaf, and the leaf's HELLO saying so (this side's when leaf, else the
+// peer's).
+func (s *Session) leafLink(leaf bool) bool {
+	if s.info.Version < 4 || !slices.Contains(s.info.Caps, wire.CapLeaf) {
+		return false
+	}
+	if leaf {
+		return s.cfg.Leaf
+	}
+	return s.info.PeerLeaf
+}
+
+// onLeafState hands the hub's LEAFSTATE to the leaf. Only a leaf takes one: a hub's state
+// of a node that is not its leaf means nothing, and a frame that means nothing is refused.
+func (s *Session) onLeafState(f wire.Frame, l *wire.LeafState) {
+	if !s.leafLink(true) {
+		s.unexpected(f, "LEAFSTATE on a connection that is not a leaf's to its hub (version 4, capability leaf, the leaf's HELLO key 10)")
+		return
+	}
+	s.emit(Event{Kind: EventLeafState, LeafState: l})
+}
+
 // ---- placement: what a copy's snapshot holds (HOLDS) ----
 
 // holdsEnd is where the HOLDS of one copy end so far, on the side that sends them and on

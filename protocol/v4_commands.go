@@ -61,6 +61,10 @@ type V4Commands interface {
 	// wire.MaxLinkTables tables, sorted and distinct), else it is refused with bad-argument
 	// and nothing is sent.
 	Link(l wire.Link) error
+	// LeafState sends the hub's state of the leaf on the other end (LEAFSTATE): on a
+	// version-4 connection with the capability leaf whose peer's HELLO said it is a leaf
+	// (else invalid-state); l must pass LEAFSTATE's rules (bad-argument).
+	LeafState(l wire.LeafState) error
 	// CopyHolds tells the taker of the copy this side serves how far the snapshot holds
 	// placed table `table` (HOLDS, SPEC.md "HOLDS"): after each listed origin's entries up
 	// to its seq, and after none of an unlisted origin's; no seqs: none of its entries. A
@@ -281,6 +285,28 @@ func (c *v4Commands) Link(l wire.Link) error {
 		return wire.NewError(wire.CodeBadArgument, "LINK: "+err.Error())
 	}
 	if err := s.queueV4(wire.TypeLink, body, false); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (c *v4Commands) LeafState(l wire.LeafState) error {
+	s := (*Session)(c)
+	s.begin()
+	if err := s.needV4("LeafState"); err != nil {
+		return err
+	}
+	if !s.leafLink(false) {
+		return wire.NewError(wire.CodeInvalidState, "LeafState on a connection that is not to a leaf (the peer's HELLO key 10, the capability leaf)")
+	}
+	if err := l.Validate(); err != nil {
+		return wire.NewError(wire.CodeBadArgument, "LEAFSTATE: "+err.Error())
+	}
+	body, err := l.AppendBody(nil)
+	if err != nil {
+		return wire.NewError(wire.CodeBadArgument, "LEAFSTATE: "+err.Error())
+	}
+	if err := s.queueV4(wire.TypeLeafState, body, false); err != nil {
 		return err
 	}
 	return nil

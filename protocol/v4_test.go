@@ -384,13 +384,13 @@ func TestV4OnOlderConnections(t *testing.T) {
 	for _, cfg := range []func(wire.Role, string, byte) protocol.Config{prototest.ConfigV1, prototest.ConfigV2, prototest.ConfigV3} {
 		for _, f := range []wire.Body{&m, &wire.Members{Entries: []wire.Member{{Name: "b", MaxVersion: 4, Stamp: 1}}},
 			&wire.Request{ID: 1, Target: "a", Path: []string{"b"}, TimeoutMS: 1, Scope: wire.ScopeRead, Kind: "map"},
-			&wire.Response{ID: 1}, &wire.Link{Mode: wire.LinkSend}} {
+			&wire.Response{ID: 1}, &wire.Link{Mode: wire.LinkSend}, &wire.LeafState{Reoriginated: 1}} {
 			p := established(t, cfg(wire.RoleDialer, "a", 1), cfg(wire.RoleListener, "b", 2))
 			v := p.D.S.Handshake().Version
 			v4 := p.D.S.V4()
 			_, rerr := v4.Request(askMap("a"))
 			for i, err := range []error{v4.SendMap(testMap(3, "a")), v4.SendMembers(nMembers(1)), rerr, v4.Respond(1, wire.Response{}), v4.Forget(1),
-				v4.Link(wire.Link{})} {
+				v4.Link(wire.Link{}), v4.LeafState(wire.LeafState{})} {
 				if !isCode(err, wire.CodeInvalidState) {
 					t.Errorf("version %d: command %d: %v, want invalid-state", v, i, err)
 				}
@@ -443,5 +443,49 @@ func TestV4Link(t *testing.T) {
 	}
 	if got := p.D.Drain(); len(got) != 0 {
 		t.Fatalf("sent %d messages after refused links", len(got))
+	}
+}
+
+// TestV4LeafState: a leaf's HELLO says it is one (key 10) and its hub's session knows it;
+// LEAFSTATE goes from the hub to its leaf only: the leaf cannot send one, nor can either
+// side of a version-4 connection that is not a leaf's, and one received there closes the
+// session with unexpected-frame; a state that breaks LEAFSTATE's rules is refused unsent.
+func TestV4LeafState(t *testing.T) {
+	dc, lc := prototest.Config(wire.RoleDialer, "a", 1), prototest.Config(wire.RoleListener, "b", 2)
+	dc.Leaf = true
+	p := established(t, dc, lc)
+	if !p.L.S.Handshake().PeerLeaf || p.D.S.Handshake().PeerLeaf || !slices.Contains(p.D.S.Handshake().Caps, wire.CapLeaf) {
+		t.Fatalf("handshakes: leaf side %+v, hub side %+v", p.D.S.Handshake(), p.L.S.Handshake())
+	}
+	st := wire.LeafState{Horizon: 5, Reoriginated: 4, HubSeq: 9, Core: 3, Refused: 1, LastRefused: 4, Reason: "too-old"}
+	must(t, p.L.S.V4().LeafState(st))
+	p.Pump(10)
+	if ev := p.D.Last(protocol.EventLeafState); ev == nil || ev.LeafState.Core != 3 || ev.LeafState.Reason != "too-old" {
+		t.Fatalf("the leaf's leaf-state event: %+v", ev)
+	}
+	if err := p.D.S.V4().LeafState(st); !isCode(err, wire.CodeInvalidState) {
+		t.Errorf("a leaf's LeafState: %v, want invalid-state", err)
+	}
+	for _, bad := range []wire.LeafState{{Core: 2, Reoriginated: 1}, {Reoriginated: 3, LastRefused: 2}, {Reoriginated: 3, Reason: "x"}} {
+		if err := p.L.S.V4().LeafState(bad); !isCode(err, wire.CodeBadArgument) {
+			t.Errorf("LeafState(%+v): %v, want bad-argument", bad, err)
+		}
+	}
+	if got := p.L.Drain(); len(got) != 0 {
+		t.Fatalf("sent %d messages after refused states", len(got))
+	}
+	// Between two peers, neither a leaf.
+	q := v4pair(t, protocol.Limits{}, protocol.Limits{})
+	if err := q.L.S.V4().LeafState(wire.LeafState{}); !isCode(err, wire.CodeInvalidState) {
+		t.Errorf("a peer's LeafState: %v, want invalid-state", err)
+	}
+	must(t, q.D.S.Receive(q.Now, cat(ping7, prototest.Frame(&st))))
+	if e := q.D.S.Err(); e == nil || e.Code != wire.CodeUnexpectedFrame || e.Frame != wire.TypeLeafState {
+		t.Errorf("LEAFSTATE to a peer that is no leaf: %v, want unexpected-frame", e)
+	}
+	// A hub does not take one either.
+	must(t, p.L.S.Receive(p.Now, cat(ping7, prototest.Frame(&st))))
+	if e := p.L.S.Err(); e == nil || e.Code != wire.CodeUnexpectedFrame {
+		t.Errorf("LEAFSTATE to the hub: %v, want unexpected-frame", e)
 	}
 }

@@ -69,6 +69,7 @@ const (
 	OpSkip        Op = 0x22 // CBOR SkipMsg: a run of an origin's entries left out of its channel
 	OpLink        Op = 0x23 // CBOR wire.Link: a LINK body, this side's settings for the link
 	OpCopyHolds   Op = 0x24 // CBOR CopyHoldsMsg: how far the snapshot of the copy served holds one placed table
+	OpLeafState   Op = 0x25 // CBOR wire.LeafState: a LEAFSTATE body, a hub's state of the leaf on the other end
 )
 
 // Kind is an output record's kind.
@@ -266,6 +267,9 @@ func (b *Batch) Skip(origin wire.OriginID, to uint64, hash wire.Hash, hlc wire.H
 // Link appends OpLink.
 func (b *Batch) Link(l wire.Link) error { return Append(b, CmdLink, l) }
 
+// LeafState appends OpLeafState.
+func (b *Batch) LeafState(l wire.LeafState) error { return Append(b, CmdLeafState, l) }
+
 // CopyHolds appends OpCopyHolds.
 func (b *Batch) CopyHolds(table []byte, seqs []wire.OriginSeq, since uint64) error {
 	return Append(b, CmdCopyHolds, CopyHoldsMsg{Table: table, Seqs: seqs, Since: since})
@@ -354,6 +358,8 @@ type ConfigMsg struct {
 	// instead of CBOR. Older guests ignore the key and answer CBOR, which a host reads
 	// as before (ParseResult, ParseEvent and ParseStatus read both).
 	Compact bool `cbor:"12,keyasint,omitempty"`
+	// Leaf (ABI 5, protocol version 4): the session is a leaf's to its hub (HELLO key 10).
+	Leaf bool `cbor:"13,keyasint,omitempty"`
 }
 
 // LimitsMsg carries protocol.Limits; durations in nanoseconds; 0 means the default.
@@ -421,6 +427,7 @@ type HandshakeMsg struct {
 	PeerMax       uint64        `cbor:"6,keyasint"`
 	Authenticated bool          `cbor:"7,keyasint,omitempty"`
 	Bound         bool          `cbor:"8,keyasint,omitempty"`
+	PeerLeaf      bool          `cbor:"9,keyasint,omitempty"` // ABI 5: the peer's HELLO said it is a leaf
 }
 
 // EventMsg is a protocol.Event.
@@ -461,6 +468,8 @@ type EventMsg struct {
 	Link []byte `cbor:"27,keyasint,omitempty"`
 	// The HOLDS body received (copy-holds).
 	Holds []byte `cbor:"28,keyasint,omitempty"`
+	// The LEAFSTATE body received (leaf-state).
+	LeafState []byte `cbor:"29,keyasint,omitempty"`
 }
 
 // StatsMsg is a protocol.Stats.

@@ -163,6 +163,9 @@ var (
 	CmdLink = sessionRow(OpLink, cborPayload[wire.Link]("link"), func(s *protocol.Session, l wire.Link) error {
 		return s.V4().Link(l)
 	})
+	CmdLeafState = sessionRow(OpLeafState, cborPayload[wire.LeafState]("leaf-state"), func(s *protocol.Session, l wire.LeafState) error {
+		return s.V4().LeafState(l)
+	})
 	CmdCopyHolds = sessionRow(OpCopyHolds, cborPayload[CopyHoldsMsg]("copy-holds"), func(s *protocol.Session, m CopyHoldsMsg) error {
 		return s.V4().CopyHolds(m.Table, m.Seqs, m.Since)
 	})

@@ -96,6 +96,7 @@ func (w *cw) eventMsg(m *EventMsg) {
 	w.bytes(26, m.Skip)
 	w.bytes(27, m.Link)
 	w.bytes(28, m.Holds)
+	w.bytes(29, m.LeafState)
 }
 
 // handshakeMsg writes m's fields.
@@ -113,6 +114,7 @@ func (w *cw) handshakeMsg(m *HandshakeMsg) {
 	w.uint(6, m.PeerMax)
 	w.bool(7, m.Authenticated)
 	w.bool(8, m.Bound)
+	w.bool(9, m.PeerLeaf)
 }
 
 // statusMsg writes m's fields.
@@ -315,6 +317,8 @@ func (r *cr) eventMsg(m *EventMsg) {
 			m.Link = v
 		case 28:
 			m.Holds = v
+		case 29:
+			m.LeafState = v
 		}
 	}
 }
@@ -339,6 +343,8 @@ func (r *cr) handshakeMsg(m *HandshakeMsg) {
 			m.Authenticated = r.bool(k, v)
 		case 8:
 			m.Bound = r.bool(k, v)
+		case 9:
+			m.PeerLeaf = r.bool(k, v)
 		}
 	}
 }

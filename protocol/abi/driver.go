@@ -159,6 +159,7 @@ func (d *Driver) configure(p []byte) *wire.Error {
 		Capabilities:   m.Capabilities,
 		ExpectedPeer:   m.ExpectedPeer,
 		ChannelBinding: m.ChannelBinding,
+		Leaf:           m.Leaf,
 		Limits: protocol.Limits{
 			MaxFrameBody:     uint32(min(m.Limits.MaxFrameBody, wire.MaxFrameBody+1)),
 			MaxMessage:       int(min(m.Limits.MaxMessage, 1<<31)),

@@ -82,6 +82,9 @@ func EventOf(e *protocol.Event) *EventMsg {
 	if e.Holds != nil {
 		m.Holds, _ = e.Holds.AppendBody(nil)
 	}
+	if e.LeafState != nil {
+		m.LeafState, _ = e.LeafState.AppendBody(nil)
+	}
 	m.Late = e.Late
 	return m
 }
@@ -179,6 +182,11 @@ func (m *EventMsg) Event() (protocol.Event, error) {
 			return e, fmt.Errorf("abi: an event's holds: %w", err)
 		}
 	}
+	if m.LeafState != nil {
+		if e.LeafState, err = wire.DecodeLeafState(m.LeafState); err != nil {
+			return e, fmt.Errorf("abi: an event's leaf state: %w", err)
+		}
+	}
 	if m.Txn != nil {
 		v, err := wire.ParseTxn(m.Txn)
 		if err != nil {
@@ -192,11 +200,11 @@ func (m *EventMsg) Event() (protocol.Event, error) {
 // HandshakeOf converts a protocol.HandshakeInfo.
 func HandshakeOf(h protocol.HandshakeInfo) *HandshakeMsg {
 	return &HandshakeMsg{Version: h.Version, Caps: h.Caps, PeerName: h.PeerName, PeerOrigin: h.PeerOrigin,
-		PeerMin: h.PeerMin, PeerMax: h.PeerMax, Authenticated: h.Authenticated, Bound: h.Bound}
+		PeerMin: h.PeerMin, PeerMax: h.PeerMax, Authenticated: h.Authenticated, Bound: h.Bound, PeerLeaf: h.PeerLeaf}
 }
 
 // Info converts back to a protocol.HandshakeInfo.
 func (m *HandshakeMsg) Info() protocol.HandshakeInfo {
 	return protocol.HandshakeInfo{Version: m.Version, Caps: m.Caps, PeerName: m.PeerName, PeerOrigin: m.PeerOrigin,
-		PeerMin: m.PeerMin, PeerMax: m.PeerMax, Authenticated: m.Authenticated, Bound: m.Bound}
+		PeerMin: m.PeerMin, PeerMax: m.PeerMax, Authenticated: m.Authenticated, Bound: m.Bound, PeerLeaf: m.PeerLeaf}
 }

@@ -161,6 +161,7 @@ func (r *Replica) apply(v *wire.TxnView, h wire.Hash, from *conn, pos uint64) er
 	if err := r.lww(v, b, from); err != nil {
 		return err
 	}
+	r.leafEntry(v, b) // leaf.go: a leaf's own writes come back as no-ops
 	if len(r.passed) > 0 {
 		// It passes operations of tables this node holds and does not carry.
 		err := r.stopHolds(v.Origin, v.Seq-1, r.passed)

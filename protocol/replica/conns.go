@@ -40,6 +40,10 @@ type conn struct {
 	// processed (onEvent): nothing of them is applied or acknowledged, and version 1's
 	// peer cursor stays where the close left it, before what the close was about.
 	closing bool
+	// leaf: the peer is a leaf of this hub (hub.go); toHub: this leaf dialed its hub on
+	// this connection (leaf.go).
+	leaf  bool
+	toHub bool
 	// copyPassedOver: this connection was counted as a base copy source passed over for its
 	// version while locks are on (passOverBelowV4), once.
 	copyPassedOver bool
@@ -154,6 +158,15 @@ func (r *Replica) CloseConnFor(now time.Time, id ConnID, code wire.Code, why str
 
 func (r *Replica) onHandshake(c *conn) {
 	info := c.sess.Handshake()
+	if info.PeerLeaf && info.Version >= v4 && slices.Contains(info.Caps, wire.CapLeaf) {
+		// hub.go: a leaf is no peer. Below version 4 the HELLO's key means nothing (a
+		// release that offers at most 3 does not know it): the leaf closes such a link.
+		r.greetLeaf(c, info)
+		return
+	}
+	if r.leafHandshakeRefused(c, info) {
+		return // leaf.go: a leaf takes no peer but its hub
+	}
 	if st := r.origins[info.PeerOrigin]; st != nil && st.nameVouched && st.name != info.PeerName {
 		// An origin id is one node's, under the name its data directory was made with: a
 		// peer that claims the id of a node that named itself to this one, under another
@@ -167,6 +180,7 @@ func (r *Replica) onHandshake(c *conn) {
 	}
 	c.established, c.version, c.peerName, c.peerOrigin = true, info.Version, info.PeerName, info.PeerOrigin
 	c.aeCap = negotiatedAE(info)
+	r.greetHub(c)
 	r.learnName(info.PeerOrigin, info.PeerName)
 	if st := r.origins[info.PeerOrigin]; st.name == info.PeerName {
 		st.nameVouched = true
@@ -230,6 +244,7 @@ func (r *Replica) dialerOf(c *conn) wire.OriginID {
 // streams and advertised heads are gone.
 func (r *Replica) drop(c *conn) {
 	r.requestsDropped(c)
+	r.dropLeaf(c)
 	if t := r.cp.take; t != nil && t.conn == c.id {
 		r.stopTaking(wire.NewError(wire.CodeClosed, "the connection to "+c.peerName+" ended"))
 	}

@@ -34,6 +34,12 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 			return // the rest of a message that came with the entry this side closed for
 		}
 	}
+	if l := r.leafOf(c); l != nil && r.onLeafEvent(c, l, ev) {
+		return // hub.go: a leaf's connection
+	}
+	if c.toHub && r.onHubEvent(c, ev) {
+		return // leaf.go: the connection to this leaf's hub
+	}
 	switch ev.Kind {
 	case protocol.EventHandshake:
 		r.onHandshake(c)

@@ -182,6 +182,9 @@ func (r *Replica) sendsTo(c *conn) bool {
 // receivesFrom reports whether this node takes entries from the peer on c: the mirror of
 // sendsTo.
 func (r *Replica) receivesFrom(c *conn) bool {
+	if c.leaf {
+		return false // a hub takes nothing from a leaf but its own origin, re-originated (hub.go)
+	}
 	return r.links[c.peerName].Mode.Receives() && c.peerLink.Mode.Sends()
 }
 

@@ -971,6 +971,11 @@ func (r *Replica) Lock(now time.Time, scope string, op LockOp) (RequestID, error
 	}
 	rs := &r.reqs
 	id := rs.last + 1 // noted before it is asked: the answer may come at once
+	if r.isLeaf() {
+		rs.last++
+		r.answered(Answer{ID: id, Code: CodeLeafNoLocks, Message: "node " + r.id.Name + " is a leaf: it takes no locks"})
+		return id, r.settle()
+	}
 	if len(m.LockHomes) == 0 || r.RequireV4() != nil {
 		rs.last++
 		a := Answer{ID: id, Code: CodeNoLockHomes, Message: "the cluster map names no lock home"}

@@ -61,7 +61,8 @@ func (r *Replica) OpenConn(now time.Time, o ConnOptions) (ConnID, error) {
 	r.now = now
 	s, err := r.cfg.NewSession(protocol.Config{Role: o.Role, Name: r.id.Name, Origin: r.id.Origin, Secret: r.cfg.Secret,
 		MinVersion: r.cfg.MinVersion, MaxVersion: r.cfg.MaxVersion, Capabilities: r.cfg.Capabilities,
-		ExpectedPeer: o.ExpectPeer, ChannelBinding: o.ChannelBinding, Limits: r.cfg.Limits, Mutations: r.cfg.Mutations})
+		ExpectedPeer: o.ExpectPeer, ChannelBinding: o.ChannelBinding, Limits: r.cfg.Limits, Mutations: r.cfg.Mutations,
+		Leaf: r.dialsHub(o)})
 	if err != nil {
 		return 0, err
 	}
@@ -72,7 +73,7 @@ func (r *Replica) OpenConn(now time.Time, o ConnOptions) (ConnID, error) {
 	c := &conn{id: r.lastConn, sess: s, role: o.Role, expect: o.ExpectPeer, remote: o.Remote,
 		heads: map[wire.OriginID]wire.Head{}, adv: map[wire.OriginID]bool{}, advLater: map[wire.OriginID]bool{}, in: map[wire.OriginID]bool{},
 		out: map[wire.OriginID]*outStream{}, excluded: map[wire.OriginID]time.Time{}, purged: map[wire.OriginID]bool{},
-		floors: map[wire.OriginID]uint64{}, shown: map[wire.OriginID]uint64{}, named: map[wire.OriginID]bool{}}
+		floors: map[wire.OriginID]uint64{}, shown: map[wire.OriginID]uint64{}, named: map[wire.OriginID]bool{}, toHub: r.dialsHub(o)}
 	r.conns[c.id] = c
 	r.connOrder = append(r.connOrder, c.id)
 	r.connList = append(r.connList, c)

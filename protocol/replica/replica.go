@@ -90,6 +90,8 @@ type Replica struct {
 	reqs       requestState // requests between nodes (requests.go)
 	locks      lockState    // the lock home and the leases held (locks.go)
 	feeds      feedCounts   // what change feeds cannot read from the logs (feed.go)
+	hub        hubState     // a hub's leaves (hub.go)
+	leaf       leafSide     // a leaf's hub (leaf.go)
 }
 
 // originState is what the replica knows of one origin.
@@ -403,6 +405,7 @@ func (r *Replica) NextDeadline() time.Time {
 	earlier(r.locksDue())
 	earlier(r.removalsDue())
 	earlier(r.floorsDue())
+	earlier(r.leavesDue())
 	if len(r.fills) > 0 && r.cp.take == nil {
 		earlier(r.now.Add(r.cfg.CopyRetry)) // a fill waits for a carrier that can serve it
 	}
@@ -488,6 +491,7 @@ func (r *Replica) settle() error {
 		r.removeTables()
 		r.flushMembers()
 		r.serveConfirms()
+		r.serveLeaves()
 		r.askFloors()
 		r.serveRecalls()
 		r.askRecalls()

@@ -245,7 +245,7 @@ func (r *Replica) holdLimits() (perOrigin map[wire.OriginID]uint64, v1 uint64, h
 			h.since = r.now // caught up: nothing is held, and the peer is not behind
 			continue
 		}
-		if r.now.Sub(h.since) >= r.cfg.RetainHold {
+		if r.now.Sub(h.since) >= r.holdLapse(k.peer) {
 			lapsed = append(lapsed, k)
 			continue
 		}
@@ -274,6 +274,7 @@ func (r *Replica) retain() {
 	for _, k := range lapsed {
 		delete(r.ret.holds, k)
 	}
+	r.leafRetention(perOrigin)
 	r.feedLimits(perOrigin)
 	st := retentionStep{r: r, budget: r.cfg.PurgeStep, limits: perOrigin, next: map[wire.OriginID]uint64{},
 		held: map[string]heldBack{}, feedsHeld: map[string]uint64{}}
@@ -317,6 +318,7 @@ func (r *Replica) retain() {
 	}
 	r.persistHolds(lapsed)
 	r.dropTombstones()
+	r.dropLeafMarks()
 }
 
 // tombstoneHorizon says which tombstones may be dropped (docs/design.md §14, §27.4): those

@@ -29,6 +29,10 @@ type Status struct {
 	ClusterMap MapStatus
 	// NamedFeeds are the named feeds, sorted by name (namedfeeds.go).
 	NamedFeeds []NamedFeedStatus
+	// Hub is this node's hub when it is a leaf (Config.Hub; nil otherwise), and Leaves its
+	// leaves when it is a hub (Config.MaxLeaves > 0; nil otherwise): hub.go.
+	Hub    *HubStatus
+	Leaves *LeavesStatus
 }
 
 // NodeStatus is the node part of the status.
@@ -305,10 +309,14 @@ func (r *Replica) Status(now time.Time) Status {
 	s.AntiEntropyConflicts = r.AntiEntropyConflicts()
 	s.ClusterMap = r.MapStatus()
 	s.NamedFeeds = r.NamedFeeds()
+	s.Hub, s.Leaves = r.HubStatus(now), r.LeavesStatus(now)
 	for _, o := range r.originOrder {
 		s.Origins = append(s.Origins, r.originStatus(r.origins[o], now))
 	}
 	for _, c := range r.connList {
+		if c.leaf {
+			continue // a hub's leaves are no peers: Leaves shows them, bounded (hub.go)
+		}
 		p := PeerStatus{Conn: c.id, Name: c.peerName, Origin: c.peerOrigin, Dialed: c.role == wire.RoleDialer, Connected: c.sess.Connected(now),
 			Version: c.version, RTT: c.sess.RTT(), HeldBytes: c.sess.HeldBytes(), LastContact: c.lastHeard, Stats: c.sess.Stats()}
 		if p.Name == "" {

@@ -62,6 +62,9 @@ func (r *Replica) write(now time.Time, tok wire.Token, ops []wire.Op) (uint64, e
 	if err := r.placementRefusal(ops); err != nil {
 		return 0, err
 	}
+	if err := r.leafWriteRefusal(tok, ops); err != nil {
+		return 0, err
+	}
 	if err := r.fenceRefusal(tok, ops); err != nil {
 		return 0, err
 	}
@@ -75,13 +78,13 @@ func (r *Replica) write(now time.Time, tok wire.Token, ops []wire.Op) (uint64, e
 	last := r.hlc
 	t := wire.Txn{Origin: r.id.Origin, Seq: st.applied.Seq + 1, HLC: r.advanceClock(now), Prev: st.applied.Hash, Token: tok, Ops: ops}
 	enc, err := t.Encode()
-	if err == nil && len(enc) > r.cfg.Write.MaxTxn {
-		err = fmt.Errorf("the transaction encodes to %d bytes; the limit is %d", len(enc), r.cfg.Write.MaxTxn)
+	if err == nil && len(enc) > r.maxTxn() {
+		err = fmt.Errorf("the transaction encodes to %d bytes; the limit is %d", len(enc), r.maxTxn())
 	}
 	if err != nil {
 		r.hlc = last // a refused write changes nothing
 		werr := wire.NewError(wire.CodeBadArgument, err.Error())
-		if len(enc) > r.cfg.Write.MaxTxn {
+		if len(enc) > r.maxTxn() {
 			return 0, errors.Join(ErrTxnTooLarge, werr)
 		}
 		return 0, werr

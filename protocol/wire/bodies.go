@@ -83,6 +83,9 @@ type Hello struct {
 	Nonce      []byte   `cbor:"7,keyasint"`
 	MaxMessage uint64   `cbor:"8,keyasint,omitempty"` // largest message the sender accepts; 0: DefaultMaxMessage
 	MaxFrame   uint64   `cbor:"9,keyasint,omitempty"` // largest frame body the sender accepts; 0: MaxFrameBody
+	// Leaf: the sender is a leaf and this connection is to its hub (version 4 with
+	// CapLeaf; SPEC.md, "Hubs and leaves"). Absent on every other HELLO.
+	Leaf bool `cbor:"10,keyasint,omitempty"`
 	Unknown
 }
 
@@ -356,7 +359,7 @@ func nonZeroPosition(what string, p uint64) error {
 
 func init() {
 	register(TypeHello, typeInfo{name: "HELLO", maxBody: MaxHelloBody,
-		decode: decodeControl[Hello](9, (*Hello).Validate, 1, 2, 3, 4, 5, 7)})
+		decode: decodeControl[Hello](10, (*Hello).Validate, 1, 2, 3, 4, 5, 7)})
 	register(TypeAuth, typeInfo{name: "AUTH", maxBody: MaxControlBody,
 		decode: decodeControl[Auth](1, nil, 1)})
 	register(TypeClose, typeInfo{name: "CLOSE", maxBody: MaxControlBody,

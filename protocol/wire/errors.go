@@ -91,6 +91,19 @@ const (
 	// CodeLinkNeedsV4 closes a connection below version 4 to a peer this node excludes
 	// tables from: only version 4 can leave them out (SKIP).
 	CodeLinkNeedsV4 Code = "link-needs-v4"
+	// Fan-in hubs (SPEC.md, "Hubs and leaves"): a leaf's connection to its hub refused by
+	// the hub (not-a-hub: it takes no leaves; too-many-leaves: it has its bound of them;
+	// leaf-is-member: the leaf is named in the hub's cluster map; no-leaf-window: the map
+	// has no leaf window, or holds members below version 4 or behind the hub's generation),
+	// refused by the leaf (no-leaf-capability: the link is below version 4 or lacks the leaf
+	// capability), or closed by the hub for a leaf entry that contradicts what it
+	// re-originated of the leaf (leaf-rewound).
+	CodeNotAHub          Code = "not-a-hub"
+	CodeTooManyLeaves    Code = "too-many-leaves"
+	CodeLeafIsMember     Code = "leaf-is-member"
+	CodeNoLeafCapability Code = "no-leaf-capability"
+	CodeNoLeafWindow     Code = "no-leaf-window"
+	CodeLeafRewound      Code = "leaf-rewound"
 
 	// Transport codes: a node records them when it refuses a connection before any frame
 	// crossed it (at TLS or at the WebSocket upgrade); they are never sent in a CLOSE.
@@ -156,6 +169,12 @@ var codeClasses = map[Code]Class{
 	CodeOriginRewound:      ClassRefused,
 	CodeLinkMismatch:       ClassRefused,
 	CodeLinkNeedsV4:        ClassRefused,
+	CodeNotAHub:            ClassRefused,
+	CodeTooManyLeaves:      ClassResourceLimit,
+	CodeLeafIsMember:       ClassRefused,
+	CodeNoLeafCapability:   ClassUnsupported,
+	CodeNoLeafWindow:       ClassRefused,
+	CodeLeafRewound:        ClassRefused,
 	CodeUnknownCommand:     ClassLocal,
 	CodeInternal:           ClassLocal,
 }

@@ -218,6 +218,9 @@ func samples() []sample {
 		{name: "HOLDS of one origin, since seq 7", body: &wire.Holds{Channel: 2, Table: []byte("users"),
 			Seqs: []wire.OriginSeq{{Origin: originA, Seq: 5}}, Since: 7}},
 		{name: "HOLDS of no origin, since the widest seq", body: &wire.Holds{Channel: 1, Table: []byte("t"), Since: 1<<64 - 1}},
+		{name: "LEAFSTATE of nothing yet", body: &wire.LeafState{}},
+		{name: "LEAFSTATE with a refusal", body: &wire.LeafState{Horizon: wire.MakeHLC(1_800_000_000_000, 0), Reoriginated: 9, HubSeq: 1 << 40,
+			Core: 7, Refused: 2, LastRefused: 9, Reason: "too-old"}},
 	}
 }
 
@@ -280,7 +283,7 @@ func TestFrameRoundTrip(t *testing.T) {
 			want = 2
 		case typ >= wire.TypePurged && typ <= wire.TypeCopyAbort, typ == wire.TypeRangeDigest, typ == wire.TypeRangeRecords:
 			want = 3
-		case typ >= wire.TypeMap && typ <= wire.TypeHolds:
+		case typ >= wire.TypeMap && typ <= wire.TypeHolds, typ == wire.TypeLeafState:
 			want = 4
 		}
 		if got := wire.Version(typ); got != want {
@@ -288,9 +291,9 @@ func TestFrameRoundTrip(t *testing.T) {
 		}
 	}
 	// Exactly the registry of SPEC: 0x01..0x06, 0x10..0x12, 0x20..0x27, 0x30..0x35,
-	// 0x40..0x41 and 0x50..0x56.
+	// 0x40..0x41, 0x50..0x56 and 0x5B.
 	var want []wire.Type
-	for _, r := range [][2]wire.Type{{0x01, 0x06}, {0x10, 0x12}, {0x20, 0x27}, {0x30, 0x35}, {0x40, 0x41}, {0x50, 0x56}} {
+	for _, r := range [][2]wire.Type{{0x01, 0x06}, {0x10, 0x12}, {0x20, 0x27}, {0x30, 0x35}, {0x40, 0x41}, {0x50, 0x56}, {0x5B, 0x5B}} {
 		for typ := r[0]; typ <= r[1]; typ++ {
 			want = append(want, typ)
 		}
@@ -364,10 +367,10 @@ func TestUnknownKeysPreserved(t *testing.T) {
 			wire.Extra{0: hx("61 7a"), 1 << 40: hx("f5")}},
 		{"CLOSE with key 4", wire.TypeClose, cb(map[uint64]any{1: "going-away", 2: "transient", 3: "bye", 4: []byte("later")}),
 			wire.Extra{4: hx("45 6c61746572")}},
-		{"HELLO with keys 10 and 20", wire.TypeHello, cb(map[uint64]any{1: 0, 2: "a", 3: originA[:], 4: 1, 5: 1, 7: nonce16,
-			10: false, 20: map[uint64]any{1: "future"}}), wire.Extra{10: hx("f4"), 20: hx("a1 01 66 667574757265")}},
-		{"HELLO with key 9 known and key 10 not", wire.TypeHello, cb(map[uint64]any{1: 0, 2: "a", 3: originA[:], 4: 1, 5: 1, 7: nonce16,
-			9: 4096, 10: "x"}), wire.Extra{10: hx("61 78")}},
+		{"HELLO with keys 11 and 20", wire.TypeHello, cb(map[uint64]any{1: 0, 2: "a", 3: originA[:], 4: 1, 5: 1, 7: nonce16,
+			11: false, 20: map[uint64]any{1: "future"}}), wire.Extra{11: hx("f4"), 20: hx("a1 01 66 667574757265")}},
+		{"HELLO with keys 9 and 10 known and key 11 not", wire.TypeHello, cb(map[uint64]any{1: 0, 2: "a", 3: originA[:], 4: 1, 5: 1, 7: nonce16,
+			9: 4096, 10: true, 11: "x"}), wire.Extra{11: hx("61 78")}},
 		{"ORIGIN with an unknown empty value", wire.TypeOrigin, cb(map[uint64]any{1: originA[:], 2: "a", 3: ""}),
 			wire.Extra{3: hx("60")}},
 		{"SUBSCRIBE1 with null", wire.TypeSubscribe1, cb(map[uint64]any{1: 0, 5: nil}), wire.Extra{5: hx("f6")}},
@@ -664,8 +667,8 @@ func TestControlBodyBounds(t *testing.T) {
 			t.Errorf("%s body of %d bytes under a frame limit of %d: %v", typ, bound+1, bound+100, err)
 		}
 	}
-	if controls != 6+2+7+6+5 {
-		t.Errorf("%d control types checked, want 26 (6 shared, 2 of version 1, 7 of version 2, 6 of version 3, 5 of version 4)", controls)
+	if controls != 6+2+7+6+6 {
+		t.Errorf("%d control types checked, want 27 (6 shared, 2 of version 1, 7 of version 2, 6 of version 3, 6 of version 4)", controls)
 	}
 
 	// Valid bodies of exactly the bound decode and re-encode; one byte more does not.

@@ -509,3 +509,72 @@ func init() {
 
 // DecodeHolds decodes and checks a HOLDS body, as a received frame's is.
 func DecodeHolds(b []byte) (*Holds, error) { return decodeAs[*Holds](TypeHolds, b) }
+
+// Fan-in hubs (SPEC.md, "Version 4", "Hubs and leaves"; docs/design.md §27): a leaf
+// dials its hub, which re-originates the leaf's entries as its own, and tells the leaf
+// how far it got with LEAFSTATE. 0x5B-0x5C are the hubs' sub-range; 0x5C is reserved.
+
+// CapLeaf is the capability of a side that knows the leaf role: a hub that takes leaves
+// and a leaf that dials one. A leaf refuses a connection to its hub without it
+// (no-leaf-capability), so a node that does not know the role never takes a leaf's origin
+// for a peer's. Every side whose version range reaches 4 offers it.
+const CapLeaf = "leaf"
+
+// TypeLeafState carries a hub's state of the leaf it is connected to, hub to leaf.
+const TypeLeafState Type = 0x5B
+
+// MaxLeafReason bounds LEAFSTATE's reason text: a refusal reason is a short code.
+const MaxLeafReason = 64
+
+// LeafState is the LEAFSTATE body: what the hub did with the leaf's entries (docs/design.md
+// §27.6). Seqs are the leaf's own (its origin's) except HubSeq, the hub's origin's.
+type LeafState struct {
+	// Horizon is the HLC below which the hub refuses a leaf write (too-old): its clock less
+	// its map's leaf window (0: none told).
+	Horizon HLC `cbor:"1,keyasint,omitempty"`
+	// Reoriginated is the leaf's mark at the hub: its highest seq the hub re-originated or
+	// refused, counted only once durable at the hub; HubSeq the hub's seq of the entry that
+	// carries the highest re-originated one (0: none yet).
+	Reoriginated uint64 `cbor:"2,keyasint,omitempty"`
+	HubSeq       uint64 `cbor:"3,keyasint,omitempty"`
+	// Core is the highest leaf seq whose carrying hub entry every member of the hub's map
+	// has applied, as the hub knows from its peers' positions.
+	Core uint64 `cbor:"4,keyasint,omitempty"`
+	// Refused counts the leaf's entries the hub refused on this connection; LastRefused and
+	// Reason name the newest refused seq and why (too-old, not-carried, fenced, too-large).
+	Refused     uint64 `cbor:"5,keyasint,omitempty"`
+	LastRefused uint64 `cbor:"6,keyasint,omitempty"`
+	Reason      string `cbor:"7,keyasint,omitempty"`
+	Unknown
+}
+
+func (*LeafState) FrameType() Type { return TypeLeafState }
+
+func (l *LeafState) AppendBody(dst []byte) ([]byte, error) { return appendMap(dst, l, l.Extra) }
+
+// Validate: Core and LastRefused at or below Reoriginated (the hub reports only what it
+// passed); a reason exactly when a refused seq is named, of at most MaxLeafReason bytes of
+// the name rule's characters.
+func (l *LeafState) Validate() error {
+	switch {
+	case l.Core > l.Reoriginated:
+		return badField("LEAFSTATE core seq " + strconv.FormatUint(l.Core, 10) + " above the re-originated " + strconv.FormatUint(l.Reoriginated, 10))
+	case l.LastRefused > l.Reoriginated:
+		return badField("LEAFSTATE last refused seq " + strconv.FormatUint(l.LastRefused, 10) + " above the re-originated " + strconv.FormatUint(l.Reoriginated, 10))
+	case (l.LastRefused == 0) != (l.Reason == ""):
+		return badField("LEAFSTATE names a refused seq without a reason, or a reason without a seq")
+	case len(l.Reason) > MaxLeafReason:
+		return badField("LEAFSTATE reason of " + strconv.Itoa(len(l.Reason)) + " bytes; at most " + strconv.Itoa(MaxLeafReason))
+	case l.Reason != "" && !validNameBytes([]byte(l.Reason)):
+		return badField("LEAFSTATE reason " + strconv.Quote(l.Reason) + " is not of [A-Za-z0-9_.-]")
+	}
+	return nil
+}
+
+func init() {
+	register(TypeLeafState, typeInfo{name: "LEAFSTATE", maxBody: MaxControlBody, version: 4,
+		decode: decodeControl[LeafState](7, (*LeafState).Validate)})
+}
+
+// DecodeLeafState decodes and checks a LEAFSTATE body, as a received frame's is.
+func DecodeLeafState(b []byte) (*LeafState, error) { return decodeAs[*LeafState](TypeLeafState, b) }

@@ -462,7 +462,9 @@ func TestSessionV4UnderWasm(t *testing.T) {
 		guest, native []protocol.Event
 	}
 	run := func(t *testing.T, guest replica.Session) sideEvents {
-		native, err := protocol.New(prototest.Config(wire.RoleDialer, "a", 1))
+		nc := prototest.Config(wire.RoleDialer, "a", 1)
+		nc.Leaf = true // a leaf of the guest: the guest's LEAF-STATE below
+		native, err := protocol.New(nc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -492,10 +494,16 @@ func TestSessionV4UnderWasm(t *testing.T) {
 			}
 		}
 		pump()
-		if v := guest.Handshake().Version; v != 4 || native.Handshake().Version != 4 {
-			t.Fatalf("versions %d / %d, err %v", v, native.Handshake().Version, guest.Err())
+		if v := guest.Handshake().Version; v != 4 || native.Handshake().Version != 4 || !guest.Handshake().PeerLeaf {
+			t.Fatalf("versions %d / %d, the guest's peer a leaf %v, err %v", v, native.Handshake().Version, guest.Handshake().PeerLeaf, guest.Err())
 		}
 		g := guest.(interface{ V4() protocol.V4Commands }).V4()
+		if err := g.LeafState(wire.LeafState{Reoriginated: 3, HubSeq: 7, Core: 2}); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.LeafState(wire.LeafState{Core: 1}); err == nil {
+			t.Fatal("a LEAFSTATE whose core is above its re-originated seq was sent")
+		}
 		if err := g.SendMap(wire.Map{Generation: 5, Document: []byte(`{"generation":5}`), Publisher: "b", Published: 3}); err != nil {
 			t.Fatal(err)
 		}
@@ -630,7 +638,8 @@ func TestSessionV4UnderWasm(t *testing.T) {
 		count(got.guest, protocol.EventRequest) != 1 || count(got.native, protocol.EventResponse) != 1 ||
 		count(got.native, protocol.EventSkip) != 1 || count(got.guest, protocol.EventSkip) != 1 ||
 		count(got.native, protocol.EventLink) != 1 || count(got.guest, protocol.EventLink) != 1 ||
-		count(got.native, protocol.EventCopyHolds) != 1 || count(got.native, protocol.EventCopyEnd) != 1 {
+		count(got.native, protocol.EventCopyHolds) != 1 || count(got.native, protocol.EventCopyEnd) != 1 ||
+		count(got.native, protocol.EventLeafState) != 1 {
 		t.Fatalf("native events %v, guest events %v", kindsOf(got.native), kindsOf(got.guest))
 	}
 	for _, e := range got.native {
@@ -646,7 +655,7 @@ func TestSessionV4UnderWasm(t *testing.T) {
 func TestUnknownCommandIsAnErrorResult(t *testing.T) {
 	_, in := load(t)
 	var b abi.Batch
-	b.Raw(abi.OpCopyHolds+1, []byte{1, 2, 3}) // one past the last opcode of ABI version 5
+	b.Raw(abi.OpLeafState+1, []byte{1, 2, 3}) // one past the last opcode of ABI version 5
 	b.Tick(prototest.Epoch)
 	bad := append(b.Bytes(), 0x03, 0, 0, 0, 9, 1) // claims 9 bytes, has 1
 	out, err := in.Step(context.Background(), bad)

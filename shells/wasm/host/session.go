@@ -94,7 +94,7 @@ func newSession(in stepper, abiVersion uint32, cfg protocol.Config, timeout time
 	}
 	msg := abi.ConfigMsg{Role: uint8(cfg.Role), Name: cfg.Name, Origin: cfg.Origin, Secret: cfg.Secret,
 		MinVersion: cfg.MinVersion, MaxVersion: cfg.MaxVersion, Capabilities: cfg.Capabilities, ExpectedPeer: cfg.ExpectedPeer,
-		Limits: abi.LimitsOf(cfg.Limits), DeferReady: s.deferred, ChannelBinding: cfg.ChannelBinding, Compact: abiVersion >= 4}
+		Limits: abi.LimitsOf(cfg.Limits), DeferReady: s.deferred, ChannelBinding: cfg.ChannelBinding, Compact: abiVersion >= 4, Leaf: cfg.Leaf}
 	if err := s.call(func(b *abi.Batch) error { return b.Configure(msg) }); err != nil {
 		_ = in.Close(context.Background()) // a discarded instance; the configure error is the one to report
 		return nil, err
@@ -362,6 +362,10 @@ func (c *v4Commands) Skip(origin wire.OriginID, to uint64, hash wire.Hash, hlc w
 
 func (c *v4Commands) Link(l wire.Link) error {
 	return send((*Session)(c), abi.CmdLink, l)
+}
+
+func (c *v4Commands) LeafState(l wire.LeafState) error {
+	return send((*Session)(c), abi.CmdLeafState, l)
 }
 
 func (c *v4Commands) CopyHolds(table []byte, seqs []wire.OriginSeq, since uint64) error {
