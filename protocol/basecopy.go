@@ -164,7 +164,11 @@ func (s *Session) onChunk(f wire.Frame) {
 }
 
 // checkChunk says why a well-formed chunk breaks the copy's rules ("" when it does not):
-// it must begin above the range covered so far, and hold only versions the vector covers.
+// it must begin above the range covered so far, and hold only versions the vector covers,
+// by the entry that wrote each: its delivering identity (the via block of a leaf write a
+// hub re-originated, docs/design.md §27.1), whose origin is in the vector and whose HLC is
+// at most that origin's there. The leaf's origin is in no vector: a hub's leaves are not
+// origins downstream of it.
 func (c *copyIn) checkChunk(v *wire.ChunkView) string {
 	if c.table != nil {
 		switch t := bytes.Compare(v.Table, c.table); {
@@ -178,12 +182,16 @@ func (c *copyIn) checkChunk(v *wire.ChunkView) string {
 		if !ok {
 			return ""
 		}
-		hlc, known := c.vector[r.Origin]
+		o, at := r.Origin, r.HLC
+		if !r.Via.IsZero() {
+			o, at = r.Via, r.ViaHLC
+		}
+		hlc, known := c.vector[o]
 		switch {
 		case !known:
-			return "a record version of origin " + r.Origin.String() + ", which the copy's vector does not hold"
-		case r.HLC > hlc:
-			return "a record version of origin " + r.Origin.String() + " newer than the copy's vector covers"
+			return "a record version of origin " + o.String() + ", which the copy's vector does not hold"
+		case at > hlc:
+			return "a record version of origin " + o.String() + " newer than the copy's vector covers"
 		}
 	}
 }

@@ -275,13 +275,23 @@ func (r *Replica) askRange(c *conn, w *aeWalk) {
 // rangeRecord is a record as the peer on c is sent it and as the digests compared with it
 // hash it: with its token on version 4; below, without (the connection carries no token,
 // and the peer's digests hash none: docs/design.md §25.4), so that a version-3 peer and
-// this node compare what both can hold.
+// this node compare what both can hold. Its via block (range format 3, version 4) goes to
+// the peer and into no digest (docs/design.md §27.1).
 func rangeRecord(c *conn, rec *store.Record) *wire.RangeRecord {
 	r := &wire.RangeRecord{Table: rec.Table, Key: rec.Key, Value: rec.Value, Deleted: rec.Deleted, HLC: rec.HLC, Origin: rec.Origin}
 	if c.version >= v4 {
-		r.Token = rec.Token
+		r.Token, r.Via, r.ViaHLC = rec.Token, rec.Via, rec.ViaHLC
 	}
 	return r
+}
+
+// rangeDelivering is a peer's range record's delivering identity: its via block's when it
+// has one (a leaf write a hub re-originated, §27.1), its version's otherwise.
+func rangeDelivering(p *wire.RangeRecord) (wire.HLC, wire.OriginID) {
+	if p.Via.IsZero() {
+		return p.HLC, p.Origin
+	}
+	return p.ViaHLC, p.Via
 }
 
 // rangeRecords reads up to limit of this node's records in (after, through] (a zero
@@ -490,17 +500,21 @@ func (r *Replica) repairFrom(c *conn, v *wire.RangeView) bool {
 		}
 		// Below version 4 the peer's records carry no token (its connection cannot): the
 		// same version is then the same HLC and origin, whatever token this node's holds.
+		// A version is its conflict identity alone: one leaf write two hubs delivered is
+		// one version, whichever Via each side holds (§27.1).
 		sameToken := l.Token == p.Token || c.version < v4
 		if has && l.HLC == p.HLC && l.Origin == p.Origin && sameToken && l.Deleted == p.Deleted && bytes.Equal(l.Value, p.Value) {
 			continue // the same version, the same contents
 		}
-		if !r.seen(p.HLC, p.Origin) && !r.cfg.Mutations.RepairInFlight {
+		// In flight by the entry that wrote the peer's version: the hub's, for a leaf
+		// write (§27.1); a leaf's origin is applied nowhere downstream of its hub.
+		if !r.seen(rangeDelivering(p)) && !r.cfg.Mutations.RepairInFlight {
 			r.counters.AntiEntropyInFlight++
 			continue // in flight: the log brings it
 		}
 		switch {
 		case has && l.HLC == p.HLC && l.Origin == p.Origin:
-			want, found, ok := r.loggedVersion(p.Origin, p.HLC, p.Table, p.Key)
+			want, found, ok := r.loggedVersion(p, &l)
 			if !ok {
 				return false
 			}
@@ -529,7 +543,7 @@ func (r *Replica) repairFrom(c *conn, v *wire.RangeView) bool {
 			continue
 		}
 		fix = append(fix, store.Record{Table: bytes.Clone(p.Table), Key: bytes.Clone(p.Key), Value: bytes.Clone(p.Value),
-			Deleted: p.Deleted, HLC: p.HLC, Origin: p.Origin, Token: p.Token})
+			Deleted: p.Deleted, HLC: p.HLC, Origin: p.Origin, Token: p.Token, Via: p.Via, ViaHLC: p.ViaHLC})
 	}
 	if len(fix) == 0 {
 		return true
@@ -543,11 +557,32 @@ func (r *Replica) repairFrom(c *conn, v *wire.RangeView) bool {
 	return true
 }
 
-// loggedVersion reads the record (table, key) as origin's log entry of timestamp hlc wrote
-// it: found is false when the log no longer holds that entry (purged, or never here). An
-// origin's entries carry strictly increasing timestamps, so the entry is found by a
-// binary search between the floor and the applied seq.
-func (r *Replica) loggedVersion(o wire.OriginID, hlc wire.HLC, table, key []byte) (rec store.Record, found, ok bool) {
+// loggedVersion reads the record p's version (table, key) as the log entry that wrote it
+// here: found is false when no log here holds that entry (purged, or never here). The
+// entry is the version's delivering identity's (§27.1): the peer's (p's via block, or its
+// version), and when that is not found this node's own record's (l: one leaf write two
+// hubs delivered is one version, written here by the other hub's entry). It writes the
+// version: its conflict identity, and the delivering one of the entry found.
+func (r *Replica) loggedVersion(p *wire.RangeRecord, l *store.Record) (rec store.Record, found, ok bool) {
+	hlc, o := rangeDelivering(p)
+	rec, found, ok = r.loggedIn(o, hlc, p)
+	if found || !ok {
+		return rec, found, ok
+	}
+	if lo, lh := l.Delivering(); lo != o || lh != hlc {
+		return r.loggedIn(lo, lh, p)
+	}
+	return rec, found, ok
+}
+
+// loggedIn reads the record p's version as origin o's log entry of timestamp hlc wrote it:
+// the entry's operation of p's (table, key) when the entry's conflict identity is p's (a
+// format-3 entry's leaf block, else the entry's own). An origin's entries carry strictly
+// increasing timestamps, so the entry is found by a binary search between the floor and
+// the applied seq; a leaf HLC orders nothing in a hub's log, so the search is by the
+// entry's HLC, never the version's.
+func (r *Replica) loggedIn(o wire.OriginID, hlc wire.HLC, p *wire.RangeRecord) (rec store.Record, found, ok bool) {
+	table, key := p.Table, p.Key
 	st := r.origins[o]
 	if st == nil {
 		return store.Record{}, false, true
@@ -582,11 +617,20 @@ func (r *Replica) loggedVersion(o wire.OriginID, hlc wire.HLC, table, key []byte
 		case tv.HLC > hlc:
 			hi = mid - 1
 		default:
+			chlc, corigin := conflictOf(&tv)
+			if chlc != p.HLC || corigin != p.Origin {
+				return store.Record{}, false, true // the entry wrote another version
+			}
+			var via wire.OriginID
+			var viaHLC wire.HLC
+			if tv.Format() == wire.TxnFormat3 {
+				via, viaHLC = tv.Origin, tv.HLC
+			}
 			it := tv.Ops()
 			for op, more := it.Next(); more; op, more = it.Next() {
 				if bytes.Equal(op.Table, table) && bytes.Equal(op.Key, key) { // the last op of a key wins
 					rec = store.Record{Table: bytes.Clone(table), Key: bytes.Clone(key), Value: bytes.Clone(op.Value),
-						Deleted: op.Kind == wire.OpDelete, HLC: hlc, Origin: o, Token: tv.Token}
+						Deleted: op.Kind == wire.OpDelete, HLC: chlc, Origin: corigin, Token: tv.Token, Via: via, ViaHLC: viaHLC}
 					found = true
 				}
 			}

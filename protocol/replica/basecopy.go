@@ -68,6 +68,10 @@ type copyServe struct {
 	// vector is the copy's vector (COPYBEGIN) by origin: readAhead leaves out the records
 	// it does not cover (Counters.CopyHeldBack counts them).
 	vector map[wire.OriginID]wire.HLC
+	// via: the peer's connection carries via blocks (version 4, chunk format 3); to an
+	// older peer readAhead leaves out the records that need one (a hub's re-originated
+	// leaf writes: docs/design.md §27.1).
+	via    bool
 	tables uint64 // tables reached
 	limit  int    // the chunk size aimed at (Config.CopyChunk, lower after a peer's frame limit refused one)
 
@@ -372,9 +376,12 @@ func (r *Replica) nextState(t *copyTake) store.CopyState {
 	return st
 }
 
-// seen reports whether this node applied the write that made version (hlc, o): its
-// origin's entries carry strictly increasing timestamps, so an entry at or below the
-// applied one's timestamp is applied.
+// seen reports whether this node applied the write that made a version, given the
+// delivering identity (hlc, o) of the entry that wrote it (store.Record.Delivering: the
+// hub's entry for a re-originated leaf write, docs/design.md §27.1): its origin's entries
+// carry strictly increasing timestamps, so an entry at or below the applied one's
+// timestamp is applied. A leaf's origin is applied nowhere downstream of its hub, and a
+// leaf HLC orders nothing in the hub's log.
 func (r *Replica) seen(hlc wire.HLC, o wire.OriginID) bool {
 	st := r.origins[o]
 	return st != nil && st.applied.Seq > 0 && hlc <= st.appliedHLC
@@ -417,16 +424,18 @@ func (r *Replica) coveredLocal(fromTable, fromKey, toTable, toKey []byte) ([]sto
 }
 
 // superseded lists the records of local absent from the copied set that the snapshot shows
-// the sender deleted: live versions whose write its vector covers, of a table it holds
-// whole. A table it does not (HOLDS: it does not carry it, or fills it) may lack a record
-// it never took, which is not its to remove (§24.2).
+// the sender deleted: live versions whose write its vector covers (by the delivering
+// identity of the entry that wrote each, §27.1), of a table it holds whole. A table it
+// does not (HOLDS: it does not carry it, or fills it) may lack a record it never took,
+// which is not its to remove (§24.2).
 func (r *Replica) superseded(local []store.Record, copied map[string]bool, t *copyTake) []store.Record {
 	var out []store.Record
 	for _, l := range local {
 		if l.Deleted || copied[string(l.Key)] || !t.sourceWhole(l.Table) {
 			continue
 		}
-		if p, ok := t.snap[l.Origin]; r.cfg.Mutations.ReplacingCopy || ok && l.HLC <= p.HLC {
+		o, hlc := l.Delivering()
+		if p, ok := t.snap[o]; r.cfg.Mutations.ReplacingCopy || ok && hlc <= p.HLC {
 			out = append(out, store.Record{Table: l.Table, Key: l.Key})
 		}
 	}
@@ -487,14 +496,14 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 		case !carried:
 			continue // a table this node does not carry (§24.4), or the link excludes (§24.6), is not stored
 		case r.cfg.Mutations.ReplacingCopy:
-		case !filling && r.seen(cr.HLC, cr.Origin):
+		case !filling && r.seen(copyDelivering(&cr)):
 			// Applied here already: what this node holds is that version or later. Not
 			// so of a table it fills: it passed that table's entries before.
 			continue
 		case has && !store.NewerVersion(store.Version{Token: cr.Token, HLC: cr.HLC, Origin: cr.Origin}, old.Version()):
 			continue // this node's own version is newer
 		}
-		rec := store.Record{Table: table, Deleted: cr.Deleted, HLC: cr.HLC, Origin: cr.Origin, Token: cr.Token}
+		rec := store.Record{Table: table, Deleted: cr.Deleted, HLC: cr.HLC, Origin: cr.Origin, Token: cr.Token, Via: cr.Via, ViaHLC: cr.ViaHLC}
 		rec.Key, buf = carve(buf, cr.Key)
 		if cr.Value != nil {
 			rec.Value, buf = carve(buf, cr.Value)
@@ -532,6 +541,15 @@ func (r *Replica) onChunk(c *conn, v *wire.ChunkView) {
 	r.counters.CopyRecords += uint64(v.Count)
 	r.counters.CopyBytes += uint64(len(v.Raw()))
 	r.checkConn(c, c.sess.V3().AckChunk())
+}
+
+// copyDelivering is a copied record's delivering identity, as seen takes it: its via
+// block's when it has one, its version's otherwise (store.Record.Delivering).
+func copyDelivering(cr *wire.CopyRecord) (wire.HLC, wire.OriginID) {
+	if cr.Via.IsZero() {
+		return cr.HLC, cr.Origin
+	}
+	return cr.ViaHLC, cr.Via
 }
 
 // carve appends b to buf, which has room for it, and returns the copy, capped at its
@@ -743,7 +761,7 @@ func (r *Replica) onCopyRequested(c *conn, req *wire.Copy) {
 		return
 	}
 	s := &copyServe{snap: snap, started: r.now, total: CopyTotals{Tables: tables, Records: records, Bytes: size},
-		vector: make(map[wire.OriginID]wire.HLC, len(pos))}
+		vector: make(map[wire.OriginID]wire.HLC, len(pos)), via: c.version >= v4}
 	for _, p := range pos {
 		s.vector[p.Origin] = p.HLC
 	}
@@ -805,8 +823,10 @@ func (r *Replica) pumpCopy(c *conn, s *copyServe) bool {
 			cr := wire.CopyRecord{Key: p.Key, Value: p.Value, Deleted: p.Deleted, HLC: p.HLC, Origin: p.Origin}
 			if c.version >= v4 {
 				// A token travels in chunk format 2, version 4's; an older peer is sent the
-				// version without it (docs/design.md §25.4: it orders by HLC alone).
-				cr.Token = p.Token
+				// version without it (docs/design.md §25.4: it orders by HLC alone). A via
+				// block travels in chunk format 3; readAhead kept the records that need
+				// one from an older peer.
+				cr.Token, cr.Via, cr.ViaHLC = p.Token, p.Via, p.ViaHLC
 			}
 			n := wire.ChunkSize(&cr)
 			if len(recs) > 0 && size+n > min(s.limit, room) {
@@ -860,17 +880,21 @@ func (r *Replica) readAhead(s *copyServe) bool {
 		if len(s.pending) > 0 && !bytes.Equal(rec.Table, s.pending[0].Table) {
 			return false
 		}
-		if hlc, ok := s.vector[rec.Origin]; !ok || rec.HLC > hlc {
-			// A version this node's logs do not cover yet: it came with a base copy this
+		o, h := rec.Delivering()
+		if hlc, ok := s.vector[o]; !ok || h > hlc || !s.via && !rec.Via.IsZero() {
+			// A version this node's logs do not cover yet, by the entry that wrote it (the
+			// hub's for a re-originated leaf write, §27.1): it came with a base copy this
 			// node is still taking, or with a resumed one whose vector is the lower of
 			// its snapshots' (design §15). The taker refuses it
 			// (bad-chunk), and would refuse every later run as well while this node's
 			// own copy waits on the taker: the record stays out, and its write reaches
-			// the taker from the logs after the copy, above the positions it covers.
+			// the taker from the logs after the copy, above the positions it covers. A
+			// leaf write to a peer below version 4, which takes no via block, stays out
+			// too (its entry, of transaction format 3, is purged to that peer).
 			r.counters.CopyHeldBack++
 			return true
 		}
-		n := wire.ChunkSize(&wire.CopyRecord{Key: rec.Key, Value: rec.Value, Deleted: rec.Deleted, Token: rec.Token})
+		n := wire.ChunkSize(&wire.CopyRecord{Key: rec.Key, Value: rec.Value, Deleted: rec.Deleted, Token: rec.Token, Via: rec.Via})
 		if len(s.pending) == 0 {
 			size = wire.ChunkHeaderSize(rec.Table, s.limit) // a count of at most s.limit records
 		} else if size+n > s.limit {

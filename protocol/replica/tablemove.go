@@ -462,7 +462,7 @@ func (r *Replica) fillChunk(c *conn, t *copyTake, v *wire.ChunkView) {
 			continue
 		}
 		fix = append(fix, store.Record{Table: bytes.Clone(v.Table), Key: bytes.Clone(cr.Key), Value: bytes.Clone(cr.Value),
-			Deleted: cr.Deleted, HLC: cr.HLC, Origin: cr.Origin, Token: cr.Token})
+			Deleted: cr.Deleted, HLC: cr.HLC, Origin: cr.Origin, Token: cr.Token, Via: cr.Via, ViaHLC: cr.ViaHLC})
 	}
 	if len(fix) > 0 && !r.check(r.store.Repair(fix)) {
 		return

@@ -132,7 +132,7 @@ func validPoint(what string, table, key []byte) error {
 //
 // Records are strictly ascending in (table, key) and none is above the through; nothing
 // follows the last record. The digest of a range (RangeHash) is SHA-256 of its records
-// encoded as here (a tokened one as in format 2), one after another.
+// encoded as here (a tokened one as in format 2, a via block left out), one after another.
 const RangeFormat1 = 0x01
 
 // RangeFormat2 is format 1 whose records may carry a fencing token, as a CHUNK of format 2
@@ -141,6 +141,15 @@ const RangeFormat1 = 0x01
 // untokened record hashes into a digest exactly as before tokens. Only a version-4
 // connection carries it, and an answer uses it only when a record carries a token.
 const RangeFormat2 = 0x02
+
+// RangeFormat3 is format 2 whose records may carry a via block, as a CHUNK of format 3 has
+// them (the kind's ChunkVia bit, the via origin and HLC after the origin and the token if
+// any). The via block is the record's delivering identity, this node's bookkeeping, not
+// its version: RangeHash hashes every record without it (as format 2 encodes it), so that
+// two nodes holding one leaf write delivered by two hubs have the same digest. Only a
+// version-4 connection carries it, and an answer uses it only when a record has a via
+// block.
+const RangeFormat3 = 0x03
 
 // Results of a RANGERECORDS.
 const (
@@ -166,16 +175,27 @@ type RangeRecord struct {
 
 func badRange(msg string) error { return &codedError{CodeBadRange, msg} }
 
-// AppendRangeRecord appends one record's encoding (as RANGERECORDS and RangeHash have it):
-// a tokened record's kind carries the ChunkTokened bit and its token follows the origin.
-func AppendRangeRecord(dst []byte, r *RangeRecord) []byte {
-	dst = append(dst, recordKind(r.Deleted, r.Token))
+// AppendRangeRecord appends one record's encoding as RANGERECORDS has it: a tokened
+// record's kind carries the ChunkTokened bit and its token follows the origin; a record
+// with a via block carries the ChunkVia bit and the block follows (the token, then) the
+// origin. RangeHash hashes a record without its via block (appendRangeRecord's hashed form).
+func AppendRangeRecord(dst []byte, r *RangeRecord) []byte { return appendRangeRecord(dst, r, true) }
+
+func appendRangeRecord(dst []byte, r *RangeRecord, withVia bool) []byte {
+	var via OriginID
+	if withVia {
+		via = r.Via
+	}
+	dst = append(dst, recordKind(r.Deleted, r.Token, via))
 	dst = appendBytes(dst, r.Table)
 	dst = appendBytes(dst, r.Key)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(r.HLC))
 	dst = append(dst, r.Origin[:]...)
 	if !r.Token.IsZero() {
 		dst = AppendToken(dst, r.Token)
+	}
+	if !via.IsZero() {
+		dst = appendVia(dst, via, r.ViaHLC)
 	}
 	if !r.Deleted {
 		dst = appendBytes(dst, r.Value)
@@ -188,6 +208,9 @@ func RangeRecordSize(r *RangeRecord) int {
 	n := 1 + uvarintLen(uint64(len(r.Table))) + len(r.Table) + uvarintLen(uint64(len(r.Key))) + len(r.Key) + 8 + 16
 	if !r.Token.IsZero() {
 		n += TokenSize
+	}
+	if !r.Via.IsZero() {
+		n += ViaBlockSize
 	}
 	if !r.Deleted {
 		n += uvarintLen(uint64(len(r.Value))) + len(r.Value)
@@ -214,9 +237,10 @@ type RangeHash struct {
 // NewRangeHash starts a digest.
 func NewRangeHash() *RangeHash { return &RangeHash{sum: sha256.New()} }
 
-// Add takes in the next record.
+// Add takes in the next record, without its via block: the via block is not the version
+// (docs/design.md §27.1).
 func (d *RangeHash) Add(r *RangeRecord) {
-	d.buf = AppendRangeRecord(d.buf[:0], r)
+	d.buf = appendRangeRecord(d.buf[:0], r, false)
 	_, _ = d.sum.Write(d.buf)
 	d.Count++
 }
@@ -229,8 +253,8 @@ func (d *RangeHash) Sum() Hash {
 }
 
 // AppendRangeRecords appends a RANGERECORDS body: equal (records then empty), or records
-// ascending up to through (zero: the end); of format 2 when a record carries a token, 1
-// otherwise. It checks what a receiver checks.
+// ascending up to through (zero: the end); of format 3 when a record has a via block, else
+// of format 2 when a record carries a token, 1 otherwise. It checks what a receiver checks.
 func AppendRangeRecords(dst []byte, equal bool, through RangePoint, records []RangeRecord) ([]byte, error) {
 	if equal && len(records) > 0 {
 		return dst, badRange("an equal answer with records")
@@ -244,9 +268,16 @@ func AppendRangeRecords(dst []byte, equal bool, through RangePoint, records []Ra
 	}
 	format := byte(RangeFormat1)
 	for i := range records {
-		if !records[i].Token.IsZero() {
-			format = RangeFormat2
-			if why := checkToken(records[i].Token); why != "" {
+		r := &records[i]
+		if !r.Token.IsZero() {
+			format = max(format, RangeFormat2)
+			if why := checkToken(r.Token); why != "" {
+				return dst, badRange(why)
+			}
+		}
+		if !r.Via.IsZero() {
+			format = RangeFormat3
+			if why := checkVia(r.Origin, r.HLC, r.Token, r.Via, r.ViaHLC); why != "" {
 				return dst, badRange(why)
 			}
 		}
@@ -296,7 +327,7 @@ func checkRangeRecord(r *RangeRecord, all []RangeRecord, i int, through RangePoi
 
 // RangeView is a checked RANGERECORDS body; its slices alias the body.
 type RangeView struct {
-	Format  byte // RangeFormat1, or RangeFormat2 (its records may carry tokens)
+	Format  byte // RangeFormat1, RangeFormat2 (its records may carry tokens) or RangeFormat3 (and via blocks)
 	Equal   bool
 	Through RangePoint
 	Records []RangeRecord
@@ -313,8 +344,8 @@ func ParseRangeRecords(b []byte) (RangeView, error) {
 	if len(b) < 2 {
 		return RangeView{}, badRange("a RANGERECORDS body of " + strconv.Itoa(len(b)) + " bytes")
 	}
-	if b[0] != RangeFormat1 && b[0] != RangeFormat2 {
-		return RangeView{}, badRange("range format 0x" + strconv.FormatUint(uint64(b[0]), 16) + "; this build knows formats 1 and 2")
+	if b[0] < RangeFormat1 || b[0] > RangeFormat3 {
+		return RangeView{}, badRange("range format 0x" + strconv.FormatUint(uint64(b[0]), 16) + "; this build knows formats 1 to 3")
 	}
 	if b[1] != RangeEqual && b[1] != RangeRecords {
 		return RangeView{}, badRange("range result 0x" + strconv.FormatUint(uint64(b[1]), 16) + " is neither equal nor records")
@@ -352,9 +383,13 @@ func ParseRangeRecords(b []byte) (RangeView, error) {
 		var r RangeRecord
 		kind := b[off]
 		off++
-		tokened := b[0] == RangeFormat2 && kind&ChunkTokened != 0
+		tokened := b[0] >= RangeFormat2 && kind&ChunkTokened != 0
 		if tokened {
 			kind &^= ChunkTokened
+		}
+		via := b[0] == RangeFormat3 && kind&ChunkVia != 0
+		if via {
+			kind &^= ChunkVia
 		}
 		if kind != ChunkPut && kind != ChunkTombstone {
 			return RangeView{}, badRange("record kind 0x" + strconv.FormatUint(uint64(b[off-1]), 16) + " is neither put nor tombstone")
@@ -382,6 +417,16 @@ func ParseRangeRecords(b []byte) (RangeView, error) {
 				return RangeView{}, badRange(why)
 			}
 		}
+		if via {
+			if len(b)-off < ViaBlockSize {
+				return RangeView{}, badRange("a record's via block runs past the end")
+			}
+			r.Via, r.ViaHLC = readVia(b[off:])
+			off += ViaBlockSize
+			if why := checkVia(r.Origin, r.HLC, r.Token, r.Via, r.ViaHLC); why != "" {
+				return RangeView{}, badRange(why)
+			}
+		}
 		if !r.Deleted {
 			if r.Value, err = readRangeBytes(b, &off, "value"); err != nil {
 				return RangeView{}, err
@@ -395,12 +440,25 @@ func ParseRangeRecords(b []byte) (RangeView, error) {
 	if off != len(b) {
 		return RangeView{}, badRange(strconv.Itoa(len(b)-off) + " bytes follow the last record")
 	}
-	if v.Format == RangeFormat2 && !anyRangeToken(v.Records) {
+	switch {
+	case v.Format == RangeFormat2 && !anyRangeToken(v.Records):
 		// One answer has one encoding: format 2 is for an answer with a tokened record,
 		// as AppendRangeRecords writes it.
 		return RangeView{}, badRange("range format 2 with no tokened record")
+	case v.Format == RangeFormat3 && !anyRangeVia(v.Records):
+		// And format 3 for an answer with a record that has a via block.
+		return RangeView{}, badRange("range format 3 with no via record")
 	}
 	return v, nil
+}
+
+func anyRangeVia(rs []RangeRecord) bool {
+	for i := range rs {
+		if !rs[i].Via.IsZero() {
+			return true
+		}
+	}
+	return false
 }
 
 func anyRangeToken(rs []RangeRecord) bool {

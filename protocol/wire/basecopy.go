@@ -165,7 +165,8 @@ func (a *CopyAbort) Validate() error {
 //	16      origin the version's origin (the writer), not all zero
 //	var     value  put only: varint length then the value
 //
-// Keys are strictly ascending; nothing follows the last record.
+// Keys are strictly ascending; nothing follows the last record. Formats 2 and 3 add blocks
+// after the origin: a token (ChunkTokened), a via block (ChunkVia).
 const ChunkFormat1 = 0x01
 
 // ChunkFormat2 is format 1 whose records may carry a fencing token (docs/design.md §25.4):
@@ -175,14 +176,50 @@ const ChunkFormat1 = 0x01
 // that holds a tokened record.
 const ChunkFormat2 = 0x02
 
+// ChunkFormat3 is format 2 whose records may carry a via block (docs/design.md §27.1): a
+// record's kind with the ChunkVia bit is followed, after its origin and its token if any,
+// by the via origin (16 bytes) and the via HLC (8), the delivering identity of a leaf write
+// a hub re-originated. A record without the bit is encoded as in format 2. Only a
+// version-4 connection carries it, and a sender uses it only for a chunk that holds a
+// record with a via block.
+const ChunkFormat3 = 0x03
+
 // Record kinds of a CHUNK.
 const (
 	ChunkPut       = 0x01
 	ChunkTombstone = 0x02
-	// ChunkTokened, or-ed into a record's kind in a CHUNK or RANGERECORDS of format 2: the
-	// record carries a token.
+	// ChunkTokened, or-ed into a record's kind in a CHUNK or RANGERECORDS of format 2 or 3:
+	// the record carries a token.
 	ChunkTokened = 0x80
+	// ChunkVia, or-ed into a record's kind in a CHUNK or RANGERECORDS of format 3: a via
+	// block (ViaBlockSize bytes) follows the record's version.
+	ChunkVia = 0x40
 )
+
+// ViaBlockSize is the size of a chunk or range record's via block: via origin, via HLC.
+const ViaBlockSize = 16 + 8
+
+// checkVia holds a record's via block to its rules: a via origin that is not zero and not
+// the record's origin, a via HLC above the record's (a hub's entry HLC is above the leaf's:
+// docs/design.md §27.2), and no token (a leaf takes no locks).
+func checkVia(origin OriginID, hlc HLC, tok Token, via OriginID, viaHLC HLC) string {
+	switch {
+	case via.IsZero():
+		return "a via block with an all-zero origin"
+	case via == origin:
+		return "a via origin that is the record's origin"
+	case viaHLC <= hlc:
+		return "a via HLC that is not above the record's"
+	case !tok.IsZero():
+		return "a record with both a token and a via block"
+	}
+	return ""
+}
+
+func appendVia(dst []byte, via OriginID, viaHLC HLC) []byte {
+	dst = append(dst, via[:]...)
+	return binary.BigEndian.AppendUint64(dst, uint64(viaHLC))
+}
 
 // CopyRecord is one record version in a CHUNK: a put (Value) or a tombstone (Deleted),
 // with the version (Token, HLC, Origin) that wrote it; Token is zero for an untokened one.
@@ -218,6 +255,9 @@ func ChunkSize(r *CopyRecord) int {
 	if !r.Token.IsZero() {
 		n += TokenSize
 	}
+	if !r.Via.IsZero() {
+		n += ViaBlockSize
+	}
 	if !r.Deleted {
 		n += uvarintLen(uint64(len(r.Value))) + len(r.Value)
 	}
@@ -230,9 +270,10 @@ func ChunkHeaderSize(table []byte, count int) int {
 	return 1 + uvarintLen(uint64(len(table))) + len(table) + uvarintLen(uint64(count))
 }
 
-// AppendChunk appends the CHUNK body of table's records to dst: format 2 when a record
-// carries a token, format 1 otherwise. It checks what a receiver checks, so that this side
-// never sends a chunk its peer must refuse.
+// AppendChunk appends the CHUNK body of table's records to dst: format 3 when a record
+// carries a via block (Via set), else format 2 when a record carries a token, format 1
+// otherwise. It checks what a receiver checks, so that this side never sends a chunk its
+// peer must refuse.
 func AppendChunk(dst []byte, table []byte, records []CopyRecord) ([]byte, error) {
 	if !validNameBytes(table) {
 		return dst, badChunk("table " + strconv.Quote(string(table)) + " is not a valid name")
@@ -242,9 +283,16 @@ func AppendChunk(dst []byte, table []byte, records []CopyRecord) ([]byte, error)
 	}
 	format := byte(ChunkFormat1)
 	for i := range records {
-		if !records[i].Token.IsZero() {
-			format = ChunkFormat2
-			if why := checkToken(records[i].Token); why != "" {
+		r := &records[i]
+		if !r.Token.IsZero() {
+			format = max(format, ChunkFormat2)
+			if why := checkToken(r.Token); why != "" {
+				return dst, badChunk(why)
+			}
+		}
+		if !r.Via.IsZero() {
+			format = ChunkFormat3
+			if why := checkVia(r.Origin, r.HLC, r.Token, r.Via, r.ViaHLC); why != "" {
 				return dst, badChunk(why)
 			}
 		}
@@ -260,12 +308,15 @@ func AppendChunk(dst []byte, table []byte, records []CopyRecord) ([]byte, error)
 		if i > 0 && bytes.Compare(records[i-1].Key, r.Key) >= 0 {
 			return dst, badChunk("keys are not strictly ascending")
 		}
-		dst = append(dst, recordKind(r.Deleted, r.Token))
+		dst = append(dst, recordKind(r.Deleted, r.Token, r.Via))
 		dst = appendBytes(dst, r.Key)
 		dst = binary.BigEndian.AppendUint64(dst, uint64(r.HLC))
 		dst = append(dst, r.Origin[:]...)
 		if !r.Token.IsZero() {
 			dst = AppendToken(dst, r.Token)
+		}
+		if !r.Via.IsZero() {
+			dst = appendVia(dst, r.Via, r.ViaHLC)
 		}
 		if !r.Deleted {
 			dst = appendBytes(dst, r.Value)
@@ -275,8 +326,8 @@ func AppendChunk(dst []byte, table []byte, records []CopyRecord) ([]byte, error)
 }
 
 // recordKind is a chunk or range record's kind byte: put or tombstone, with the tokened bit
-// when it carries a token.
-func recordKind(deleted bool, tok Token) byte {
+// when it carries a token and the via bit when it carries a via block.
+func recordKind(deleted bool, tok Token, via OriginID) byte {
 	kind := byte(ChunkPut)
 	if deleted {
 		kind = ChunkTombstone
@@ -284,12 +335,15 @@ func recordKind(deleted bool, tok Token) byte {
 	if !tok.IsZero() {
 		kind |= ChunkTokened
 	}
+	if !via.IsZero() {
+		kind |= ChunkVia
+	}
 	return kind
 }
 
 // ChunkView is a checked CHUNK body, read without copying (its slices alias the body).
 type ChunkView struct {
-	Format byte // ChunkFormat1, or ChunkFormat2 (its records may carry tokens)
+	Format byte // ChunkFormat1, ChunkFormat2 (its records may carry tokens) or ChunkFormat3 (and via blocks)
 	Table  []byte
 	Count  int
 	First  []byte // the first record's key
@@ -305,8 +359,8 @@ func ParseChunk(b []byte) (ChunkView, error) {
 	if len(b) == 0 {
 		return ChunkView{}, badChunk("an empty chunk")
 	}
-	if b[0] != ChunkFormat1 && b[0] != ChunkFormat2 {
-		return ChunkView{}, badChunk("chunk format 0x" + strconv.FormatUint(uint64(b[0]), 16) + "; this build knows formats 1 and 2")
+	if b[0] < ChunkFormat1 || b[0] > ChunkFormat3 {
+		return ChunkView{}, badChunk("chunk format 0x" + strconv.FormatUint(uint64(b[0]), 16) + "; this build knows formats 1 to 3")
 	}
 	off := 1
 	table, err := readChunkBytes(b, &off, "table")
@@ -327,7 +381,7 @@ func ParseChunk(b []byte) (ChunkView, error) {
 	}
 	v := ChunkView{Format: b[0], Table: table, Count: int(n), raw: b, off: off}
 	it := v.Records()
-	tokened := false
+	tokened, via := false, false
 	for {
 		r, ok, err := it.Next()
 		if err != nil {
@@ -341,14 +395,19 @@ func ParseChunk(b []byte) (ChunkView, error) {
 		}
 		v.Last = r.Key
 		tokened = tokened || !r.Token.IsZero()
+		via = via || !r.Via.IsZero()
 	}
 	if it.off != len(b) {
 		return ChunkView{}, badChunk(strconv.Itoa(len(b)-it.off) + " bytes follow the last record")
 	}
-	if v.Format == ChunkFormat2 && !tokened {
+	switch {
+	case v.Format == ChunkFormat2 && !tokened:
 		// One chunk has one encoding: format 2 is for a chunk with a tokened record, as
 		// AppendChunk writes it.
 		return ChunkView{}, badChunk("chunk format 2 with no tokened record")
+	case v.Format == ChunkFormat3 && !via:
+		// And format 3 for a chunk with a record that has a via block.
+		return ChunkView{}, badChunk("chunk format 3 with no via record")
 	}
 	return v, nil
 }
@@ -358,7 +417,7 @@ func (v *ChunkView) Raw() []byte { return v.raw }
 
 // Records iterates over the chunk's records.
 func (v *ChunkView) Records() ChunkIter {
-	return ChunkIter{b: v.raw, off: v.off, left: v.Count, tokens: v.raw[0] == ChunkFormat2}
+	return ChunkIter{b: v.raw, off: v.off, left: v.Count, format: v.raw[0]}
 }
 
 // ChunkIter walks the records of a chunk.
@@ -367,7 +426,7 @@ type ChunkIter struct {
 	off    int
 	left   int
 	last   []byte
-	tokens bool // format 2: a record may carry a token
+	format byte // 2 and 3: a record may carry a token; 3: a via block
 }
 
 // Next returns the next record (its slices alias the chunk), false after the last, or the
@@ -383,9 +442,13 @@ func (it *ChunkIter) Next() (CopyRecord, bool, error) {
 	}
 	kind := b[it.off]
 	it.off++
-	tokened := it.tokens && kind&ChunkTokened != 0
+	tokened := it.format >= ChunkFormat2 && kind&ChunkTokened != 0
 	if tokened {
 		kind &^= ChunkTokened
+	}
+	via := it.format == ChunkFormat3 && kind&ChunkVia != 0
+	if via {
+		kind &^= ChunkVia
 	}
 	if kind != ChunkPut && kind != ChunkTombstone {
 		return CopyRecord{}, false, badChunk("record kind 0x" + strconv.FormatUint(uint64(b[it.off-1]), 16) + " is neither put nor tombstone")
@@ -420,12 +483,28 @@ func (it *ChunkIter) Next() (CopyRecord, bool, error) {
 			return CopyRecord{}, false, badChunk(why)
 		}
 	}
+	if via {
+		if len(b)-it.off < ViaBlockSize {
+			return CopyRecord{}, false, badChunk("a record's via block runs past the end")
+		}
+		r.Via, r.ViaHLC = readVia(b[it.off:])
+		it.off += ViaBlockSize
+		if why := checkVia(r.Origin, r.HLC, r.Token, r.Via, r.ViaHLC); why != "" {
+			return CopyRecord{}, false, badChunk(why)
+		}
+	}
 	if !r.Deleted {
 		if r.Value, err = readChunkBytes(b, &it.off, "value"); err != nil {
 			return CopyRecord{}, false, err
 		}
 	}
 	return r, true, nil
+}
+
+func readVia(b []byte) (OriginID, HLC) {
+	var o OriginID
+	copy(o[:], b[:16])
+	return o, HLC(binary.BigEndian.Uint64(b[16:24]))
 }
 
 func readChunkUvarint(b []byte, off *int, what string) (uint64, error) {
