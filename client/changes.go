@@ -25,9 +25,14 @@ type Event struct {
 	OriginName string
 	Seq        uint64 // change: the entry's seq in its origin's log
 	HLC        uint64
-	Token      string     // change: the lock token the entry was written under, hex; "" for none
-	Ops        []ChangeOp // change: the entry's operations of the table, in order
-	Reason     string     // reread: "skipped", "copy" or "repair"
+	Token      string // change: the lock token the entry was written under, hex; "" for none
+	// Leaf and LeafSeq: a change a hub re-originated from one of its leaves (docs/contract.md
+	// §26): the leaf's origin id, hex, and the write's seq in the leaf's log; "" and 0 for
+	// any other change.
+	Leaf    string
+	LeafSeq uint64
+	Ops     []ChangeOp // change: the entry's operations of the table, in order
+	Reason  string     // reread: "skipped", "copy" or "repair"
 	// Position is the feed's position after this event: keep it, and start a feed there to
 	// go on after it (Changes' since).
 	Position string
@@ -221,6 +226,8 @@ type wireEvent struct {
 	Seq        uint64 `json:"seq"`
 	HLC        uint64 `json:"hlc"`
 	Token      string `json:"token"`
+	Leaf       string `json:"leaf"`
+	LeafSeq    uint64 `json:"leaf_seq"`
 	Ops        []struct {
 		Op       string  `json:"op"`
 		Key      string  `json:"key"`
@@ -236,7 +243,7 @@ type wireEvent struct {
 
 func (w *wireEvent) event() (Event, error) {
 	e := Event{Kind: w.Event, Table: w.Table, Origin: w.Origin, OriginName: w.OriginName, Seq: w.Seq,
-		HLC: w.HLC, Token: w.Token, Reason: w.Reason, Position: w.Position}
+		HLC: w.HLC, Token: w.Token, Leaf: w.Leaf, LeafSeq: w.LeafSeq, Reason: w.Reason, Position: w.Position}
 	for i, o := range w.Ops {
 		op := ChangeOp{Delete: o.Op == "delete", Key: []byte(o.Key), Won: o.Won}
 		switch {

@@ -205,3 +205,29 @@ func TestListPinned(t *testing.T) {
 		t.Errorf("queries\n got %v\nwant %s", queries, want)
 	}
 }
+
+// TestChangesLeaf: a change a hub re-originated names the leaf's origin and seq
+// (docs/contract.md §24.3); any other change names none.
+func TestChangesLeaf(t *testing.T) {
+	const leaf = "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf"
+	withLeaf := strings.Replace(change(2), `"ops"`, `"leaf":"`+leaf+`","leaf_seq":41,"ops"`, 1)
+	f := &feedServer{script: []func(http.ResponseWriter, string){lines("hang", change(1), withLeaf)}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	c := fast(t, srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var got []string
+	for e, err := range c.Changes(ctx, "t", "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%d %q %d", e.Seq, e.Leaf, e.LeafSeq))
+		if len(got) == 2 {
+			break
+		}
+	}
+	if want := []string{`1 "" 0`, `2 "` + leaf + `" 41`}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("changes %q, want %q", got, want)
+	}
+}

@@ -447,9 +447,9 @@ func lastFrameClose(d *wire.Decoded) (*wire.Close, bool) {
 // when at the same frame), and never reports a decode error on input the decoder accepts.
 func checkAgainstWire(t testing.TB, data []byte, state protocol.State, serr *wire.Error, closedEv *protocol.Event) {
 	_, werr := wire.DecodeMessage(data, limits.MaxMessage, limits.MaxFrameBody)
-	if serr != nil && serr.Code == wire.CodeUnsupportedTxn && dataFormat2(data, serr.Offset) && (werr == nil || werr.Offset >= serr.Offset) {
-		// Transaction format 2 is version 4's: the session, below version 4, refuses it as
-		// a format it does not carry; the decoder, which knows no version, reads it.
+	if serr != nil && serr.Code == wire.CodeUnsupportedTxn && dataFormatV4(data, serr.Offset) && (werr == nil || werr.Offset >= serr.Offset) {
+		// Transaction formats 2 and 3 are version 4's: the session, below version 4, refuses
+		// them as formats it does not carry; the decoder, which knows no version, reads them.
 		return
 	}
 	if werr == nil {
@@ -483,11 +483,12 @@ func checkAgainstWire(t testing.TB, data []byte, state protocol.State, serr *wir
 	}
 }
 
-// dataFormat2 reports whether the frame at offset off of data is a DATA frame whose
-// transaction is of format 2.
-func dataFormat2(data []byte, off int) bool {
+// dataFormatV4 reports whether the frame at offset off of data is a DATA frame whose
+// transaction is of a format only version 4 carries (2: a token; 3: a leaf block).
+func dataFormatV4(data []byte, off int) bool {
 	at := off + wire.HeaderSize + wire.DataHeader
-	return off >= 0 && at < len(data) && wire.Type(data[off]) == wire.TypeData && data[at] == wire.TxnFormat2
+	return off >= 0 && at < len(data) && wire.Type(data[off]) == wire.TypeData &&
+		data[at] >= wire.TxnFormat2 && data[at] <= wire.TxnFormat3
 }
 
 // seed is one named seed input.
@@ -568,6 +569,8 @@ func seeds(tb testing.TB) []seed {
 	first := ex("TXN1")
 	format2 := append([]byte(nil), first...)
 	format2[wire.HeaderSize+8] = 2
+	format3 := append([]byte(nil), first...)
+	format3[wire.HeaderSize+8] = 3
 	kind3 := append([]byte(nil), first...)
 	kind3[len(kind3)-len("\x05users\x02k1\x02v1")-1] = 3 // the kind of its one operation, a put
 	own := raw(txn1, 0, 0, append([]byte{0, 0, 0, 0, 0, 0, 0, 1}, prototest.Chain(prototest.Origin(1), 1, 1, 1)[0].Raw...))
@@ -589,6 +592,7 @@ func seeds(tb testing.TB) []seed {
 		seed{"malformed-txn-unnamed-origin", txns},
 		seed{"malformed-txn-own-origin", cat(prototest.Frame(&wire.Origin{Origin: prototest.Origin(1), Name: "a"}), own)},
 		seed{"malformed-txn-format-2", cat(ex("ORIGIN"), format2)},
+		seed{"malformed-txn-format-3", cat(ex("ORIGIN"), format3)},
 		seed{"malformed-txn-op-kind-3", cat(ex("ORIGIN"), kind3)},
 		seed{"malformed-origin-past-max-origins", cat(ex("ORIGIN"), prototest.Frame(&wire.Origin{Origin: prototest.Origin(10), Name: "ten"}),
 			prototest.Frame(&wire.Origin{Origin: prototest.Origin(11), Name: "eleven"}))},
@@ -614,6 +618,7 @@ func TestSeedOutcomes(t *testing.T) {
 		"malformed-txn-unnamed-origin":      {wire.CodeUnexpectedFrame, 0, ""},
 		"malformed-txn-own-origin":          {wire.CodeUnexpectedFrame, 0, ""},
 		"malformed-txn-format-2":            {wire.CodeUnsupportedTxn, 0, wire.CodeUnsupportedTxn},
+		"malformed-txn-format-3":            {wire.CodeUnsupportedTxn, 0, wire.CodeUnsupportedTxn},
 		"malformed-txn-op-kind-3":           {wire.CodeUnsupportedTxn, 0, wire.CodeUnsupportedTxn},
 		"malformed-origin-past-max-origins": {wire.CodeTooManyOrigins, 0, ""},
 		// The session under test has a frame-body limit of 1024; at the default limits the

@@ -1113,8 +1113,8 @@ func sessionSeeds(tb testing.TB) []sessSeed {
 	ex := map[string][]byte{}
 	for i, e := range exs {
 		code, known := specCodes[e.name] // an example added since: a seed, its outcome unchecked
-		if dataFormat2(e.data, 0) {
-			code = wire.CodeUnsupportedTxn // transaction format 2 is version 4's; this session runs version 2
+		if dataFormatV4(e.data, 0) {
+			code = wire.CodeUnsupportedTxn // transaction formats 2 and 3 are version 4's; this session runs version 2
 		}
 		s := sessSeed{name: fmt.Sprintf("spec-%02d-%s", i+1, strings.ToLower(e.name)), data: sessionInput(0, e.data), code: code,
 			anyOutcome: !known}

@@ -132,6 +132,7 @@ func TestMalformedM26AntiEntropy(t *testing.T) {
 	raw := func(b []byte) []byte { return prototest.RawFrame(wire.TypeRangeRecords, 0, 0, b) }
 	rec := aeBody(t, false, aeThrough, aeRec("t", "c"), aeRec("t", "d"))
 	format3 := append([]byte{3}, rec[1:]...)
+	format4 := append([]byte{4}, rec[1:]...)
 	result3 := append([]byte{rec[0], 3}, rec[2:]...)
 	for _, c := range []struct {
 		name   string
@@ -139,7 +140,8 @@ func TestMalformedM26AntiEntropy(t *testing.T) {
 		listen bool // the frame goes to the listener
 		msg    []byte
 	}{
-		{"a RANGERECORDS of format 3", true, false, raw(format3)},
+		{"a RANGERECORDS of format 4", true, false, raw(format4)},
+		{"format 3 with no via record", true, false, raw(format3)},
 		{"result 3", true, false, raw(result3)},
 		{"records out of order", true, false, raw(swapRecords(t, rec))},
 		{"outside the range asked", true, false, raw(aeBody(t, false, aeThrough, aeRec("a", "z")))},

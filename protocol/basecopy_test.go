@@ -397,7 +397,8 @@ func TestMalformedM25CopyChunks(t *testing.T) {
 		name string
 		body []byte
 	}{
-		{"a CHUNK of format 3", body(3, rec(wire.ChunkPut, "a", 9, o))},
+		{"a CHUNK of format 4", body(4, rec(wire.ChunkPut, "a", 9, o))},
+		{"format 3 with no via record", body(3, rec(wire.ChunkPut, "a", 9, o))},
 		{"keys out of order", body(1, rec(wire.ChunkPut, "b", 9, o), rec(wire.ChunkPut, "a", 9, o))},
 		{"a record kind 3", body(1, rec(3, "a", 9, o))},
 		{"a record of an origin outside the vector", body(1, rec(wire.ChunkPut, "a", 9, prototest.Origin(8)))},

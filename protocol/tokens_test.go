@@ -87,36 +87,61 @@ func TestTxnFormat2ByVersion(t *testing.T) {
 	}
 }
 
-// TestTxnFormat3ByVersion: on version 4 a hub's format-3 entry is sent and received with
-// its leaf block; below, Send refuses it (bad-argument) and a receiver closes on it with
+func chainHash(b []byte) []byte { h := sha256.Sum256(b); return h[:] }
+
+// leafChain is origin o's first entry, then a format-3 entry: a leaf write it re-originated.
+func leafChain(t *testing.T, o wire.OriginID) [][]byte {
+	t.Helper()
+	first := tokenedChain(t, o)[0]
+	l := wire.LeafBlock{Origin: prototest.Origin(0x1e), Seq: 3, HLC: 5, Hash: wire.Hash{3}}
+	second, err := (&wire.Txn{Origin: o, Seq: 2, HLC: 6, Prev: sha256.Sum256(first), Leaf: &l,
+		Ops: []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte("k"), Value: []byte("2")}}}).Encode()
+	must(t, err)
+	return [][]byte{first, second}
+}
+
+// TestTxnFormat3ByVersion: on version 4 a format-3 entry is sent and received with its leaf
+// block, and one whose leaf block breaks its rules closes the receiver with bad-txn; below, Send and Offer refuse it (bad-argument) and a receiver closes on it with
 // unsupported-txn, as a build that knows format 1 only.
 func TestTxnFormat3ByVersion(t *testing.T) {
 	o := prototest.Origin(7)
-	chain := tokenedChain(t, o)
-	leaf := wire.LeafBlock{Origin: prototest.Origin(9), Seq: 4, HLC: 5, Hash: wire.Hash{1}}
-	third, err := (&wire.Txn{Origin: o, Seq: 2, HLC: 6, Prev: sha256.Sum256(chain[0]), Leaf: &leaf,
-		Ops: []wire.Op{{Kind: wire.OpPut, Table: []byte("t"), Key: []byte("k"), Value: []byte("3")}}}).Encode()
-	must(t, err)
+	chain := leafChain(t, o)
 	p := subscribedAt(t, 4, o, chain)
-	must(t, p.L.S.V2().Send(third))
+	must(t, p.L.S.V2().Send(chain[1]))
 	p.Pump(10)
-	if e := p.D.Last(protocol.EventTxn); e == nil || e.Txn.Leaf != leaf || e.Txn.Seq != 2 || p.D.S.Err() != nil {
+	if e := p.D.Last(protocol.EventTxn); e == nil || e.Txn.Seq != 2 || e.Txn.Format() != wire.TxnFormat3 || e.Txn.Leaf.Origin != prototest.Origin(0x1e) || p.D.S.Err() != nil {
 		t.Fatalf("version 4: %+v, %v", e, p.D.S.Err())
+	}
+	// On version 4 a leaf block that breaks its rules is bad-txn: here the entry's own
+	// origin as its leaf.
+	bad := append([]byte(nil), chain[1]...)
+	copy(bad[65:65+16], o[:])
+	p4 := subscribedAt(t, 4, o, chain)
+	_ = p4.D.S.Receive(p4.Now, prototest.RawFrame(wire.TypeData, 0, 1, append(chainHash(bad), bad...)))
+	if err := p4.D.S.Err(); err == nil || err.Code != wire.CodeBadTxn {
+		t.Errorf("version 4: DATA of format 3 whose leaf is its origin: %v, want bad-txn", err)
 	}
 	for _, v := range []uint64{2, 3} {
 		p := subscribedAt(t, v, o, chain)
-		if err := p.L.S.V2().Send(third); codeOf(err) != wire.CodeBadArgument {
+		if err := p.L.S.V2().Send(chain[1]); codeOf(err) != wire.CodeBadArgument {
 			t.Errorf("version %d: Send of format 3: %v, want bad-argument", v, err)
 		}
-		frame := prototest.RawFrame(wire.TypeData, 0, 1, append(chainHash(third), third...))
+		frame := prototest.RawFrame(wire.TypeData, 0, 1, append(chainHash(chain[1]), chain[1]...))
 		_ = p.D.S.Receive(p.Now, frame)
 		if err := p.D.S.Err(); err == nil || err.Code != wire.CodeUnsupportedTxn {
 			t.Errorf("version %d: DATA of format 3: %v, want unsupported-txn", v, err)
 		}
 	}
+	p1 := sending(t, protocol.Limits{}, protocol.Limits{})
+	must(t, p1.L.S.SetOriginName(o, "seven"))
+	if err := p1.L.S.V1().Offer(1, chain[1]); codeOf(err) != wire.CodeBadArgument {
+		t.Errorf("version 1: Offer of format 3: %v, want bad-argument", err)
+	}
+	_ = p1.D.S.Receive(p1.Now, cat(originFrame(o, "seven"), txn1(1, append([]byte(nil), chain[1]...))))
+	if err := p1.D.S.Err(); err == nil || err.Code != wire.CodeUnsupportedTxn {
+		t.Errorf("version 1: TXN1 of format 3: %v, want unsupported-txn", err)
+	}
 }
-
-func chainHash(b []byte) []byte { h := sha256.Sum256(b); return h[:] }
 
 // copyPairAt is copyPair at version v.
 func copyPairAt(t *testing.T, v uint64, o wire.OriginID, pos []wire.CopyPosition) *prototest.Pair {

@@ -53,8 +53,13 @@ type Event struct {
 	Seq    uint64        // Change: the entry's seq; Reread of a run: the run's last seq
 	HLC    wire.HLC      // Change: the entry's HLC; Reread of a run: its last entry's
 	Token  wire.Token    // Change: the entry's fencing token (zero: none)
-	Ops    []Op          // Change: the entry's operations of the feed's table, in entry order
-	Reason string        // Reread: ReasonSkipped, ReasonCopy or ReasonRepair
+	// Leaf and LeafSeq: Change of a hub's format-3 entry (a leaf write it re-originated,
+	// docs/design.md §27): the leaf's origin and the write's seq in the leaf's log; zero
+	// for any other entry. Origin, Seq and HLC stay the entry's: the feed's position.
+	Leaf    wire.OriginID
+	LeafSeq uint64
+	Ops     []Op   // Change: the entry's operations of the feed's table, in entry order
+	Reason  string // Reread: ReasonSkipped, ReasonCopy or ReasonRepair
 	// Position is the feed's position after this event: resuming from it gives the events
 	// after this one.
 	Position Position
@@ -66,7 +71,8 @@ type Op struct {
 	Key   []byte
 	Value []byte // a put's value (nil for a delete)
 	// Won is whether the store's current version of the key, when the event was read, is
-	// this entry's version (token, HLC and origin): false when a newer version overwrote
+	// this entry's version (token, HLC and origin: its conflict identity, the leaf's for a
+	// hub's format-3 entry, docs/design.md §27.1): false when a newer version overwrote
 	// it, or this entry lost last-writer-wins when it was applied.
 	Won bool
 }
@@ -394,6 +400,7 @@ func (r *Reader) change(st store.Store, h head) (Event, bool, error) {
 		return Event{}, false, err
 	}
 	var ops []Op
+	chlc, corigin := v.Conflict()
 	it := v.Ops()
 	for {
 		op, more := it.Next()
@@ -414,13 +421,17 @@ func (r *Reader) change(st store.Store, h head) (Event, bool, error) {
 		if err != nil && !errors.Is(err, store.ErrRecordDamaged) {
 			return Event{}, false, err
 		}
-		o.Won = err == nil && has && rec.Token == v.Token && rec.HLC == v.HLC && rec.Origin == v.Origin
+		o.Won = err == nil && has && rec.Token == v.Token && rec.HLC == chlc && rec.Origin == corigin
 		ops = append(ops, o)
 	}
 	if len(ops) == 0 {
 		return Event{}, false, nil
 	}
-	return Event{Kind: Change, Origin: v.Origin, Seq: v.Seq, HLC: v.HLC, Token: v.Token, Ops: ops, Position: r.Position()}, true, nil
+	ev := Event{Kind: Change, Origin: v.Origin, Seq: v.Seq, HLC: v.HLC, Token: v.Token, Ops: ops, Position: r.Position()}
+	if v.Format() == wire.TxnFormat3 {
+		ev.Leaf, ev.LeafSeq = v.Leaf.Origin, v.Leaf.Seq
+	}
+	return ev, true, nil
 }
 
 func (r *Reader) name(st store.Store, names *map[wire.OriginID]string, o wire.OriginID) string {

@@ -454,3 +454,58 @@ func TestUnsyncedOwnEntriesHeldBack(t *testing.T) {
 	in.Synced = 4
 	want(t, next(t, r, l.st, in), "1:3 a3=x", "1:4 a4=x")
 }
+
+// leafEntry appends hub o's next entry, stamped hlc, re-originating leaf's write seq,
+// stamped leafHLC, with ops (transaction format 3, docs/design.md §27): its records carry
+// the leaf's version, and the hub as Via.
+func (l *logs) leafEntry(o wire.OriginID, hlc uint64, leaf wire.OriginID, seq, leafHLC uint64, ops ...wire.Op) {
+	l.t.Helper()
+	n := l.seq[o] + 1
+	tx := wire.Txn{Origin: o, Seq: n, HLC: wire.HLC(hlc), Prev: l.prev[o], Ops: ops,
+		Leaf: &wire.LeafBlock{Origin: leaf, Seq: seq, HLC: wire.HLC(leafHLC), Hash: wire.Hash{byte(seq)}}}
+	raw, err := tx.Encode()
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	b := &store.Batch{Origin: o, Seq: n, Hash: wire.Sum256(raw), Txn: raw, Name: fmt.Sprintf("n%x", o[0])}
+	for _, op := range ops {
+		rec := store.Record{Table: op.Table, Key: op.Key, Value: op.Value, Deleted: op.Kind == wire.OpDelete,
+			HLC: wire.HLC(leafHLC), Origin: leaf, Via: o, ViaHLC: tx.HLC}
+		old, has, err := l.st.Get(op.Table, op.Key)
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		if !has || store.NewerVersion(rec.Version(), old.Version()) {
+			b.Records = append(b.Records, rec)
+		}
+	}
+	if _, err := l.st.Apply(b); err != nil {
+		l.t.Fatal(err)
+	}
+	l.seq[o], l.prev[o] = n, b.Hash
+}
+
+// TestLeafWrites (design §27.1 row 20): an event of a hub's format-3 entry has the hub's
+// origin, seq and HLC (its position) and the leaf's origin and seq; an operation won when
+// the stored version is the leaf's (the conflict identity), never the hub's: the leaf's k
+// at 8 lost to A's at 10, though the hub re-originated it at 20; its k at 11 won; its j at
+// 11 lost to A's at 12, though the hub's entry is at 21.
+func TestLeafWrites(t *testing.T) {
+	l := newLogs(t)
+	leaf := org(7)
+	l.entry(oA, 10, put("t", "k", "a"))
+	l.entry(oA, 12, put("t", "j", "a"))
+	l.leafEntry(oB, 20, leaf, 4, 8, put("t", "k", "leaf-old"))
+	l.leafEntry(oB, 21, leaf, 5, 11, put("t", "k", "leaf"), put("t", "j", "leaf"))
+	r := start(t, l.st, feed.Since{Kind: feed.SinceOldest})
+	evs := next(t, r, l.st, feed.Inputs{})
+	want(t, evs, "1:1 k=a(lost)", "1:2 j=a", "2:1 k=leaf-old(lost)", "2:2 k=leaf j=leaf(lost)")
+	for i, e := range evs {
+		switch {
+		case e.Origin == oB && (e.Leaf != leaf || e.LeafSeq != uint64(i+2) || e.HLC != wire.HLC(18+i)):
+			t.Errorf("event %d: leaf %v seq %d, HLC %d; want leaf %v seq %d, the hub's HLC %d", i, e.Leaf, e.LeafSeq, e.HLC, leaf, i+2, 18+i)
+		case e.Origin == oA && (!e.Leaf.IsZero() || e.LeafSeq != 0):
+			t.Errorf("event %d of A: leaf %v seq %d; want none", i, e.Leaf, e.LeafSeq)
+		}
+	}
+}

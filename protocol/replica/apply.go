@@ -248,12 +248,7 @@ func (r *Replica) leafMark(v *wire.TxnView, b *store.Batch) (twice bool, err err
 // conflictOf is the conflict identity of the versions entry v writes (docs/design.md
 // §27.1): the leaf's HLC and origin for a format-3 entry (a hub's re-originated leaf
 // write, token zero), the entry's own otherwise.
-func conflictOf(v *wire.TxnView) (wire.HLC, wire.OriginID) {
-	if v.Format() == wire.TxnFormat3 {
-		return v.Leaf.HLC, v.Leaf.Origin
-	}
-	return v.HLC, v.Origin
-}
+func conflictOf(v *wire.TxnView) (wire.HLC, wire.OriginID) { return v.Conflict() }
 
 // lww puts into b the record versions the transaction wins: an operation replaces a record
 // when its version is not older than the record's by the conflict order (store.NewerVersion:
@@ -262,7 +257,8 @@ func conflictOf(v *wire.TxnView) (wire.HLC, wire.OriginID) {
 // entry's records carry the leaf's HLC and origin, and the entry's origin and HLC as Via
 // and ViaHLC (docs/design.md §27.1). Equal versions come from one origin, whose entries
 // every node applies in seq order, or from one leaf write that two hubs re-originated
-// (§27.3: the same operations), so the outcome is the same everywhere. A later operation
+// (§27.3: the same operations; the record keeps the Via of the first, as the store's audit
+// and reseed expect, §27.8), so the outcome is the same everywhere. A later operation
 // of one transaction on the same key replaces an earlier one. A transaction newer than
 // every stored version (beatsStored: a local write, or an origin's entries arriving in
 // order, while no stored version carries a token) wins without reading the store.
@@ -330,8 +326,10 @@ func (r *Replica) lww(v *wire.TxnView, b *store.Batch, from *conn) error {
 		if ignoreTokens {
 			ov.Token = wire.Token{}
 		}
-		if found && store.NewerVersion(ov, ver) {
-			b.Records = append(b.Records, store.Record{}) // the stored version wins; later ops of this key too
+		if found && (store.NewerVersion(ov, ver) || !via.IsZero() && ov == ver) {
+			// The stored version wins; later ops of this key too. An equal one is a leaf
+			// write another hub delivered first (§27.3): it keeps that hub's Via.
+			b.Records = append(b.Records, store.Record{})
 			continue
 		}
 		b.Records = append(b.Records, rec)

@@ -2,9 +2,11 @@ package replica_test
 
 import (
 	"crypto/sha256"
+	"errors"
 	"testing"
 	"time"
 
+	"plait/protocol/clustermap"
 	"plait/protocol/replica"
 	"plait/protocol/store"
 	"plait/protocol/wire"
@@ -188,9 +190,10 @@ func TestLeafMarksAtHubs(t *testing.T) {
 	if nr != 4 || nr != nc || dr != dc {
 		t.Errorf("R holds %d records of t (%s), C %d (%s); want 4, alike", nr, dr, nc, dc)
 	}
-	// The version is one: the entry applied last rewrote it, equal, with its own Via.
-	wantRecord(t, r, "t", "k3", "v", at(50), leaf, h2.origin, at(70))
-	wantRecord(t, c, "t", "k3", "v", at(50), leaf, h2.origin, at(70))
+	// The version is one: the entry applied first wrote it, with its Via; the second, equal,
+	// wrote nothing.
+	wantRecord(t, r, "t", "k3", "v", at(50), leaf, h1.origin, at(60))
+	wantRecord(t, c, "t", "k3", "v", at(50), leaf, h1.origin, at(60))
 }
 
 // absent fails the test when n holds a live record of table/key.
@@ -324,4 +327,194 @@ func TestAntiEntropyLeafRecords(t *testing.T) {
 		t.Errorf("C1: %d repaired, %d conflicts, %d in flight; want 2, 0, 0", got.AntiEntropyRecordsRepaired, got.AntiEntropyConflicts, got.AntiEntropyInFlight)
 	}
 	sameRecords(t, "t", c1, c2)
+}
+
+// TestTombstoneHorizonLeafWindow (design §27.4): with the map's leaf_window W, a node
+// keeps a tombstone until every origin's applied HLC, less W, is past it, its own clock
+// included: a hub's later entry may carry a leaf's put up to W older than the entry. C
+// applied the hub's entries up to one newer than X's delete of k, and its own clock went
+// on (its writes); the hub's next entry, just above its last, re-originates the leaf's put
+// of k, older than the delete and within W of the entry. Dropped by a horizon without W
+// for the hub's origin (or without W at all), the tombstone would be gone, and the put
+// would bring the deleted key back. A node alone (no other origin) keeps its tombstones
+// within W of its own clock, and drops them once the window passed.
+func TestTombstoneHorizonLeafWindow(t *testing.T) {
+	h := newHarness(t)
+	hub := h.addNode("H", replica.Config{})
+	c := h.addNode("C", replica.Config{RetainAge: time.Second})
+	x := h.addNode("X", replica.Config{})
+	leaf := leafID(1, "L")
+	hub.reoriginate(leafWrite{leaf, 1, at(10), at(20), []wire.Op{put("t", "k", "leaf")}},
+		leafWrite{leaf, 2, at(150), at(200), []wire.Op{put("t", "other", "leaf")}})
+	h.check(hub, hub.rep.SetLink(hub.clock(), "C", settings(wire.LinkSend)))
+	if _, err := c.publish([]byte(`{"generation":1,"leaf_window":2,"nodes":[{"name":"C"},{"name":"H"},{"name":"X"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	hc := h.connect(hub, c)
+	h.disconnect(hc)
+	x.skew = 100 * time.Millisecond
+	x.write(del("t", "k")) // before X sees the hub's entries, which would raise its clock
+	h.connect(x, c)
+	tomb, _ := c.get("t", "k")
+	if !tomb.Deleted || tomb.HLC >= at(200) {
+		t.Fatalf("C's k = %+v; the test needs X's delete at an HLC below the hub's second entry", tomb)
+	}
+	h.advance(3 * time.Second)
+	c.write(put("u", "c", "1")) // C's clock, 3 s on: its own term is past the delete
+	h.advance(2 * time.Second)
+	if got := c.rep.Counters().TombstonesDropped; got != 0 {
+		t.Errorf("C dropped %d tombstones within the leaf window of the hub's applied HLC", got)
+	}
+	// The leaf's put of k, older than X's delete, in the hub's next entry.
+	hub.reoriginate(leafWrite{leaf, 3, at(50), at(210), []wire.Op{put("t", "k", "leaf-old")}})
+	h.check(hub, hub.rep.SetLink(hub.clock(), "C", settings(wire.LinkSend)))
+	h.connect(hub, c)
+	if got := c.applied()[hub.origin]; got != 3 {
+		t.Fatalf("C applied the hub to %d; want 3", got)
+	}
+	if r, ok := c.get("t", "k"); !ok || !r.Deleted {
+		t.Errorf("C's k = %q (deleted %v, origin %v): the leaf's put older than X's delete came back", r.Value, r.Deleted, r.Origin)
+	}
+
+	alone := h.addNode("A", replica.Config{RetainAge: time.Second})
+	if _, err := alone.publish([]byte(`{"generation":1,"leaf_window":5,"nodes":[{"name":"A"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	alone.write(put("t", "k", "v"))
+	alone.write(del("t", "k"))
+	h.advance(3 * time.Second)
+	if got := alone.rep.Counters().TombstonesDropped; got != 0 {
+		t.Errorf("A alone dropped %d tombstones within the leaf window of its own clock", got)
+	}
+	h.advance(4 * time.Second)
+	alone.write(put("t", "tick", "v")) // its clock moves with its writes
+	h.advance(time.Second)
+	if got := alone.rep.Counters().TombstonesDropped; got != 1 {
+		t.Errorf("A alone dropped %d tombstones once the window passed; want 1", got)
+	}
+}
+
+// TestLeafWindowNeverLowered (contract §22.11): a map that follows one with a leaf window
+// keeps it or raises it; published lower, it is refused (leaf-window-lowered, the node's
+// map kept); from a peer, refused and counted, the connection up.
+func TestLeafWindowNeverLowered(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{})
+	b := h.addNode("B", replica.Config{})
+	doc := func(gen int, window string) []byte {
+		return []byte(`{"generation":` + string(rune('0'+gen)) + window + `,"nodes":[{"name":"A"},{"name":"B"}]}`)
+	}
+	if _, err := b.publish(doc(1, `,"leaf_window":60`)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.publish(doc(2, `,"leaf_window":59`))
+	var ce *clustermap.Error
+	if !errors.As(err, &ce) || ce.Code != clustermap.CodeLeafWindowLowered || b.rep.MapGeneration() != 1 {
+		t.Fatalf("B publishing a lower window: %v, generation %d; want leaf-window-lowered, 1 kept", err, b.rep.MapGeneration())
+	}
+	if _, err := b.publish(doc(2, `,"leaf_window":61`)); err != nil {
+		t.Fatalf("B publishing a higher window: %v", err)
+	}
+	if _, err := a.publish(doc(3, ``)); err != nil { // A held no map: nothing to keep
+		t.Fatal(err)
+	}
+	h.connect(a, b)
+	if g, n := b.rep.MapGeneration(), b.rep.Counters().ClusterMapRefused; g != 2 || n != 1 || b.peerStatus("A").State != replica.PeerStreaming {
+		t.Errorf("B after A's map without a window: generation %d, %d refused, A %s; want 2 kept, 1 refused, streaming", g, n, b.peerStatus("A").State)
+	}
+}
+
+// TestAntiEntropyLeafRecordFromAPeerBehind (design §27.1 row 9): as
+// TestAntiEntropyNotFromAPeerBehind, with k a leaf's write the hub re-originated at an
+// entry HLC above C's delete of it, the leaf's HLC below: B, whose copy from A removed k,
+// does not take k back from D, which has not applied C's delete, since the record's
+// conflict HLC is at or below what B applied of C. Judged by its delivering HLC (the
+// hub's entry, above C's delete), k would be taken back: a deleted key back.
+func TestAntiEntropyLeafRecordFromAPeerBehind(t *testing.T) {
+	h := newHarness(t)
+	hub := h.addNode("H", replica.Config{})
+	a := h.addNode("A", replica.Config{RetainAge: time.Second, RetainHold: 2 * time.Second})
+	b := h.addNode("B", replica.Config{RetainAge: 24 * time.Hour, AntiEntropyInterval: 10 * time.Millisecond})
+	c := h.addNode("C", replica.Config{})
+	d := h.addNode("D", replica.Config{})
+	leaf := leafID(1, "L")
+	hub.reoriginate(leafWrite{leaf, 1, at(10), at(400), []wire.Op{put("t", "k", "leaf")}})
+	h.check(hub, hub.rep.SetLink(hub.clock(), "A", settings(wire.LinkSend)))
+	ba, ca, db := h.connect(b, a), h.connect(c, a), h.connect(d, b)
+	b.write(put("t", "b", "0"))
+	c.write(put("t", "c", "1"))
+	h.pump()
+	h.disconnect(ca) // C deletes k without the hub's entry, which would raise its clock past it
+	ha := h.connect(hub, a)
+	h.disconnect(ha)
+	if r, ok := d.get("t", "k"); !ok || r.Via != hub.origin {
+		t.Fatalf("D's k = %+v, want the leaf's write through the hub", r)
+	}
+	h.disconnect(db)
+	h.disconnect(ba)
+	c.skew = 100 * time.Millisecond
+	c.write(del("t", "k"))
+	c.write(put("t", "c", "2"))
+	h.advance(10 * time.Millisecond)
+	b.write(put("t", "b", "1"))
+	ba = h.connect(b, a)
+	h.disconnect(ba)
+	ca = h.connect(c, a)
+	h.disconnect(ca)
+	if r, _ := a.get("t", "k"); !r.Deleted || r.HLC <= at(10) || r.HLC >= at(400) {
+		t.Fatalf("A's k = %+v; the test needs C's delete between the leaf's HLC and the hub entry's", r)
+	}
+	h.advance(5 * time.Second) // A drops k's tombstone and purges C's log past B
+	if _, ok := a.get("t", "k"); ok {
+		t.Fatal("A kept k's tombstone: the test needs it gone")
+	}
+	ba = h.connect(b, a)
+	h.advance(time.Second)
+	if got := b.rep.Counters().CopiesCompleted; got != 1 {
+		t.Fatalf("B completed %d copies, want 1", got)
+	}
+	if _, ok := b.get("t", "k"); ok {
+		t.Fatal("B holds k after the copy: the test needs the copy to remove it")
+	}
+	h.disconnect(ba)
+	h.drop = func(from, to string, f wire.Decoded) bool { // D's copy of B is held back
+		_, isCopy := f.Value.(*wire.Copy)
+		return from == "D" && isCopy
+	}
+	h.connect(d, b)
+	h.advance(2 * time.Second)
+	if r, back := b.get("t", "k"); back {
+		t.Errorf("B's k from D, which has not applied C's delete = %q (origin %v, via %v): a deleted key back", r.Value, r.Origin, r.Via)
+	}
+	if n := b.rep.Counters().AntiEntropyPeerBehind; n == 0 {
+		t.Errorf("B counted no record held by a peer behind; counters %+v", b.rep.Counters())
+	}
+}
+
+// TestFillLeafRecords (design §27.1 row 5, a table's fill): a node added to a placed table
+// fills it from a carrier with the leaf's records as they are, the hub's entry as their
+// Via; without it the records would have no delivering identity on the node.
+func TestFillLeafRecords(t *testing.T) {
+	h := newHarness(t)
+	hub := h.addNode("H", replica.Config{})
+	a, b := h.addNode("A", replica.Config{}), h.addNode("B", replica.Config{})
+	leaf := leafID(1, "L")
+	hub.reoriginate(leafWrite{leaf, 1, at(10), at(20), []wire.Op{put("t", "k", "leaf")}})
+	h.check(hub, hub.rep.SetLink(hub.clock(), "A", settings(wire.LinkSend)))
+	h.connect(b, a)
+	if _, err := a.publish(mapDoc(2, `,"placement":{"t":["A","H"]}`, "A", "B", "H")); err != nil {
+		t.Fatal(err)
+	}
+	h.connect(hub, a)
+	if _, ok := b.get("t", "k"); ok || b.applied()[hub.origin] != 1 {
+		t.Fatalf("B holds t/k, or applied the hub to %d: the test needs B past the hub's entry without t", b.applied()[hub.origin])
+	}
+	if _, err := b.rep.PublishMap(b.clock(), mapDoc(3, `,"placement":{"t":["A","B","H"]}`, "A", "B", "H")); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(5 * time.Second)
+	if cs := b.rep.Counters(); cs.TablesFilled != 1 || cs.FillRecords != 1 {
+		t.Fatalf("B filled %d tables, %d records; want 1, 1", cs.TablesFilled, cs.FillRecords)
+	}
+	wantRecord(t, b, "t", "k", "leaf", at(10), leaf, hub.origin, at(20))
 }

@@ -321,26 +321,48 @@ func (r *Replica) retain() {
 	r.dropLeafMarks()
 }
 
-// tombstoneHorizon says which tombstones may be dropped (docs/design.md §14): those older
-// than RetainAge (below age) and at or below every other origin's applied timestamp
-// (applied), every origin this node knows but its own, whose later writes are all newer
-// than its clock. Every later entry of an origin is newer than the one applied, so no entry
-// still to come is as old as such a tombstone: a put it beat can no longer arrive. ok is
-// false while some origin known is applied nowhere.
+// tombstoneHorizon says which tombstones may be dropped (docs/design.md §14, §27.4): those
+// older than RetainAge (below age) and at or below every other origin's applied timestamp
+// less the leaf window W (applied), every origin this node knows but its own, whose later
+// writes are all newer than its clock. Every later entry of an origin is newer than the
+// one applied, and the versions it writes are at most W older than it (a hub's entry
+// carries a leaf write at most W below its own HLC; W is 0 without hubs), so no version
+// still to come is as old as such a tombstone: a put it beat can no longer arrive. With
+// W > 0 this node's own origin has a term too, its clock less W: a hub's own later entries
+// may carry leaf writes that old. ok is false while some origin known is applied nowhere.
+// Anti-entropy's below-horizon check reads the same horizon.
 func (r *Replica) tombstoneHorizon() (age, applied wire.HLC, ok bool) {
 	age = wire.MakeHLC(uint64(max(r.now.Add(-r.cfg.RetainAge).UnixMilli(), 0)), 0)
 	applied = ^wire.HLC(0)
+	w := r.leafWindow()
 	for _, o := range r.originOrder {
 		if o == r.id.Origin {
+			if w > 0 {
+				applied = min(applied, hlcBelow(r.hlc, w))
+			}
 			continue
 		}
 		st := r.origins[o]
 		if st.applied.Seq == 0 {
 			return 0, 0, false
 		}
-		applied = min(applied, st.appliedHLC)
+		applied = min(applied, hlcBelow(st.appliedHLC, w))
 	}
 	return age, applied, true
+}
+
+// leafWindow is the leaf window of the map this node holds (clustermap.Map.LeafWindow,
+// docs/design.md §27.4): how far below a hub's entry HLC the versions it carries may be.
+// 0 without a map, or without a window. The one place the replica reads it.
+func (r *Replica) leafWindow() time.Duration { return r.cmap.cur.LeafWindow }
+
+// hlcBelow is h less d (whole milliseconds, the HLC's unit), 0 at the least.
+func hlcBelow(h wire.HLC, d time.Duration) wire.HLC {
+	w := wire.MakeHLC(uint64(d.Milliseconds()), 0)
+	if h <= w {
+		return 0
+	}
+	return h - w
 }
 
 // dropTombstones walks PurgeStep records on from where the last walk stopped, and drops

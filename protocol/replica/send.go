@@ -108,6 +108,8 @@ func (r *Replica) pumpV2(c *conn, o wire.OriginID, s *outStream) bool {
 		if !r.check(err) {
 			return false
 		}
+		// Formats 2 (a token) and 3 (a leaf block) are version 4's: to an older peer the
+		// entry is purged.
 		if c.version < v4 && len(raw) > 0 && raw[0] >= wire.TxnFormat2 {
 			return r.tokenPurged(c, o, s.next, raw)
 		}
@@ -194,10 +196,10 @@ func (r *Replica) pumpV1(c *conn) {
 			if v.Format() >= wire.TxnFormat2 {
 				// A fencing token or a leaf block, which version 1 does not carry: to this
 				// peer the entry is purged, and version 1 has no answer for that but closing
-				// (§25.4, §24.3, §27).
+				// (§25.4, §27, §24.3).
 				r.counters.PurgedAnswers++
 				r.closeConn(c, wire.CodePurged, "origin "+v.Origin.String()+": entry "+strconv.FormatUint(v.Seq, 10)+
-					" has transaction format "+strconv.Itoa(int(v.Format()))+", which a version-1 connection does not carry")
+					" is of transaction format "+strconv.Itoa(int(v.Format()))+", which a version-1 connection does not carry")
 				return
 			}
 			if !r.nameOrigins(c, v.Origin) {

@@ -185,7 +185,7 @@ type Counters struct {
 	CopyBytes       uint64 `status:"copy_bytes" help:"Chunk bytes received in base copies."`
 	CopiesServed    uint64 `status:"copies_served" help:"Base copies this node began serving."`
 	// CopyHeldBack: versions its logs do not cover yet (readAhead).
-	CopyHeldBack  uint64 `status:"copy_records_held_back" help:"Records left out of base copies served: versions this node's logs did not cover yet."`
+	CopyHeldBack  uint64 `status:"copy_records_held_back" help:"Records left out of base copies served: versions this node's logs did not cover yet, or leaf writes a taker below protocol version 4 cannot take."`
 	CopiesBusy    uint64 `status:"copies_busy" help:"Copy requests refused at --max-copies (copy-busy)."`
 	CopiesRefused uint64 `status:"copies_refused" help:"Base copies this node refused to take (its own origin ahead of its log)."`
 	// CopySourcesBelowV4: once per connection (passOverBelowV4).

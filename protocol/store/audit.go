@@ -168,11 +168,15 @@ func AuditCarried(s Store, limit int, carried func(table []byte) bool) ([]string
 			k := recordKey(r.Table, r.Key)
 			found[k] = true
 			w, ok := want[k]
-			fromPurged := r.HLC <= logs[r.Origin].Floor.HLC // written by an entry no longer in the log
+			// A record is explained by the log of the entry that delivered it (its Via and
+			// ViaHLC for a leaf write a hub re-originated, else its origin and HLC:
+			// docs/design.md §27.8): a leaf has no log here.
+			o, hlc := r.Delivering()
+			fromPurged := hlc <= logs[o].Floor.HLC // written by an entry no longer in the log
 			// Copied from a snapshot that held more of the origin than this node's log: the
 			// log catches up when the origin streams from the copy's position.
-			copiedAhead := r.HLC > headHLC[r.Origin]
-			fromRun := slices.ContainsFunc(runs[r.Origin], func(span [2]wire.HLC) bool { return r.HLC > span[0] && r.HLC <= span[1] })
+			copiedAhead := hlc > headHLC[o]
+			fromRun := slices.ContainsFunc(runs[o], func(span [2]wire.HLC) bool { return hlc > span[0] && hlc <= span[1] })
 			switch {
 			case ok && w.Deleted == r.Deleted && w.Version() == r.Version() && bytes.Equal(w.Value, r.Value):
 			case (fromPurged || copiedAhead || fromRun) && (!ok || NewerVersion(r.Version(), w.Version())):
@@ -216,9 +220,19 @@ func (a *audit) add(format string, args ...any) {
 
 func recordKey(table, key []byte) string { return string(table) + "\x00" + string(key) }
 
-// replayLWW applies a transaction to records by the conflict order, as the replica does.
+// replayLWW applies a transaction to records by the conflict order, as the replica does:
+// by the entry's version, or, for a format-3 entry, by its leaf block's (the conflict
+// identity, docs/design.md §27.8), the entry's origin and HLC then being the records' via.
+// The records are compared by version only (Version), never by via: a node keeps the via of
+// the first entry that wrote a version, whichever hub delivered it.
 func (a *audit) replayLWW(records map[string]Record, v *wire.TxnView) {
 	ver := Version{Token: v.Token, HLC: v.HLC, Origin: v.Origin}
+	var via wire.OriginID
+	var viaHLC wire.HLC
+	if v.Format() == wire.TxnFormat3 {
+		ver = Version{HLC: v.Leaf.HLC, Origin: v.Leaf.Origin}
+		via, viaHLC = v.Origin, v.HLC
+	}
 	it := v.Ops()
 	for op, ok := it.Next(); ok; op, ok = it.Next() {
 		if a.carried != nil && !a.carried(op.Table) {
@@ -228,7 +242,8 @@ func (a *audit) replayLWW(records map[string]Record, v *wire.TxnView) {
 		if old, found := records[k]; found && NewerVersion(old.Version(), ver) {
 			continue
 		}
-		r := Record{Table: bytes.Clone(op.Table), Key: bytes.Clone(op.Key), Deleted: op.Kind == wire.OpDelete, HLC: v.HLC, Origin: v.Origin, Token: v.Token}
+		r := Record{Table: bytes.Clone(op.Table), Key: bytes.Clone(op.Key), Deleted: op.Kind == wire.OpDelete,
+			HLC: ver.HLC, Origin: ver.Origin, Token: ver.Token, Via: via, ViaHLC: viaHLC}
 		if !r.Deleted {
 			r.Value = bytes.Clone(op.Value)
 		}

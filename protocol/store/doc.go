@@ -4,8 +4,9 @@
 // writes, so that an implementation decides nothing of its own:
 //
 //   - Store, Snapshot, their values and the errors a store returns (store.go); CheckBatch,
-//     the check of one entry against its origin's cursor before Apply writes it, and
-//     Newer, the conflict order of two versions (store.go too);
+//     the check of one entry against its origin's cursor (and of a hub's leaf mark against
+//     the entry's leaf block) before Apply writes it, CheckLeafMark, and Newer, the
+//     conflict order of two versions (store.go too);
 //   - CheckPurge, the plan of a retention purge a store writes in one batch (purge.go);
 //   - Skip, SkippedError and the log row of a run of entries a node was not sent
 //     (skip.go), checked by CheckBatch;

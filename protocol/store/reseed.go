@@ -83,8 +83,17 @@ func PlanReseed(v ReseedView, newOrigin wire.OriginID) (*Reseed, error) {
 			return nil, errorf("reseed: entry %d of origin %s: %w", seq, old, err)
 		}
 		// A format-2 entry is re-issued with its token: the token orders its versions, and
-		// the record it rewrites keeps it.
+		// the record it rewrites keeps it. A format-3 entry (a leaf write this node, a hub,
+		// re-originated) is re-issued with its leaf block unchanged: the leaf's HLC and
+		// origin are its records' version (docs/design.md §27.8), which the reseed keeps;
+		// only their delivering identity, the via, moves to the new origin.
 		t := wire.Txn{Origin: newOrigin, Seq: uint64(len(rs.Entries)) + 1, HLC: tv.HLC, Prev: prev, Token: tv.Token}
+		ver := Version{Token: tv.Token, HLC: tv.HLC, Origin: old}
+		if tv.Format() == wire.TxnFormat3 {
+			l := tv.Leaf
+			t.Leaf = &l
+			ver = Version{HLC: l.HLC, Origin: l.Origin}
+		}
 		b := Batch{Origin: newOrigin, Seq: t.Seq}
 		it := tv.Ops()
 		for op, ok := it.Next(); ok; op, ok = it.Next() {
@@ -93,10 +102,17 @@ func PlanReseed(v ReseedView, newOrigin wire.OriginID) (*Reseed, error) {
 			if err != nil {
 				return nil, err
 			}
-			if found && rec.HLC == tv.HLC && rec.Origin == old && rec.Token == tv.Token && !rewrites(b.Records, rec) {
-				rec.Origin = newOrigin
-				b.Records = append(b.Records, rec)
+			// The record this entry wrote: its version, delivered by this entry (a record
+			// of the same leaf write that another hub delivered first keeps that hub's via).
+			if o, h := rec.Delivering(); !found || rec.Version() != ver || o != old || h != tv.HLC || rewrites(b.Records, rec) {
+				continue
 			}
+			if t.Leaf != nil {
+				rec.Via = newOrigin
+			} else {
+				rec.Origin = newOrigin
+			}
+			b.Records = append(b.Records, rec)
 		}
 		if b.Txn, err = t.Encode(); err != nil {
 			return nil, errorf("reseed: re-issuing entry %d of origin %s: %w", seq, old, err)
@@ -144,9 +160,10 @@ func checkReseedIdentity(rs *Reseed, v ReseedView) error {
 // CheckReseed is the check every Store's Reseed makes before it writes anything, and the
 // plan of what it writes besides the entries: the identities (checkReseedIdentity), and
 // entries of the new origin with seqs 1 to n, chained, each passing CheckBatch, without a
-// name (the store writes the identity's) or a peer cursor, their records of the new origin
-// only. It refuses with an error
-// wrapping ErrBadReseed.
+// name (the store writes the identity's) or a peer cursor, their records delivered by the
+// entry that rewrites them (Record.Delivering: the new origin and the entry's HLC; a record
+// of a format-3 entry keeps its leaf's origin and HLC, its via being the new origin). It
+// refuses with an error wrapping ErrBadReseed.
 func CheckReseed(rs *Reseed, v ReseedView) (*ReseedPlan, error) {
 	if err := checkReseedIdentity(rs, v); err != nil {
 		return nil, err
@@ -162,9 +179,19 @@ func CheckReseed(rs *Reseed, v ReseedView) (*ReseedPlan, error) {
 		if err := CheckBatch(b, cur); err != nil {
 			return nil, fmt.Errorf("%w: entry %d: %w", ErrBadReseed, i+1, err)
 		}
+		tv, err := wire.ParseTxn(b.Txn) // CheckBatch parsed it
+		if err != nil {
+			return nil, fmt.Errorf("%w: entry %d: %w", ErrBadReseed, i+1, err)
+		}
 		for _, r := range b.Records {
-			if r.Origin != rs.Identity.Origin {
-				return nil, fmt.Errorf("%w: entry %d rewrites a record to origin %s", ErrBadReseed, i+1, r.Origin)
+			if o, h := r.Delivering(); o != rs.Identity.Origin || h != tv.HLC {
+				return nil, fmt.Errorf("%w: entry %d rewrites a record to be delivered by origin %s at %d, not by the entry", ErrBadReseed, i+1, o, h)
+			}
+			switch leaf := tv.Format() == wire.TxnFormat3; {
+			case leaf && (r.Version() != Version{HLC: tv.Leaf.HLC, Origin: tv.Leaf.Origin}):
+				return nil, fmt.Errorf("%w: entry %d rewrites a record of its leaf write to another version", ErrBadReseed, i+1)
+			case !leaf && !r.Via.IsZero():
+				return nil, fmt.Errorf("%w: entry %d rewrites a record to a via, and is no leaf write", ErrBadReseed, i+1)
 			}
 		}
 		cur = vector.Entry{Origin: b.Origin, Seq: b.Seq, Hash: b.Hash}

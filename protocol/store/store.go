@@ -424,6 +424,9 @@ func CheckBatch(b *Batch, cursor vector.Entry) error {
 		return errorf("batch with an all-zero origin id")
 	}
 	if b.Skip != nil {
+		if b.Leaf != nil {
+			return errorf("batch of origin %s: a run held as a skip carries no leaf mark", b.Origin)
+		}
 		return checkSkip(b, cursor)
 	}
 	if b.Seq != cursor.Seq+1 {
@@ -441,6 +444,24 @@ func CheckBatch(b *Batch, cursor vector.Entry) error {
 	}
 	if v.Prev != cursor.Hash {
 		return fmt.Errorf("%w: origin %s seq %d follows hash %s, cursor hash is %s", ErrNotNext, b.Origin, b.Seq, v.Prev, cursor.Hash)
+	}
+	// A leaf mark is the leaf block of the format-3 entry written with it, carried at the
+	// entry's own position (docs/design.md §27.8): any other mark would point a hub's
+	// index at an entry that does not re-originate that leaf write.
+	if b.Leaf != nil {
+		l := &v.Leaf
+		if v.Format() != wire.TxnFormat3 || *b.Leaf != (LeafMark{Leaf: l.Origin, Seq: l.Seq, Hash: l.Hash, Carrier: b.Origin, At: b.Seq}) {
+			return errorf("batch of origin %s seq %d: its leaf mark is not its entry's leaf block at its position", b.Origin, b.Seq)
+		}
+	}
+	return nil
+}
+
+// CheckLeafMark is the check of a mark PutLeafMark raises: a leaf that is not the all-zero
+// origin id, at a leaf seq from 1.
+func CheckLeafMark(m *LeafMark) error {
+	if m.Leaf.IsZero() || m.Seq == 0 {
+		return errorf("leaf mark of origin %s at seq %d: a leaf mark names a leaf and a seq from 1", m.Leaf, m.Seq)
 	}
 	return nil
 }

@@ -1575,8 +1575,8 @@ func TestDataBody(t *testing.T) {
 		{"the hash and the fixed part only", cat(hash9[:], enc[:65]), wire.CodeBadTxn},
 		{"seq 0", cat(hash9[:], txnWith(func(x *txnBytes) { x.seq = 0 })), wire.CodeBadTxn},
 		{"trailing bytes", cat(good, hx("00")), wire.CodeBadTxn},
+		{"format 3 with no room for its leaf block", cat(hash9[:], txnWith(func(x *txnBytes) { x.format = 3 })), wire.CodeBadTxn},
 		{"format 4", cat(hash9[:], txnWith(func(x *txnBytes) { x.format = 4 })), wire.CodeUnsupportedTxn},
-		{"format 3 without its leaf block", cat(hash9[:], txnWith(func(x *txnBytes) { x.format = 3 })), wire.CodeBadTxn},
 		{"op kind 3", cat(hash9[:], txnWith(func(x *txnBytes) { x.ops[0] = 3 })), wire.CodeUnsupportedTxn},
 	} {
 		_, _, perr := wire.ParseData(c.body)

@@ -99,14 +99,16 @@ func TestSpecErrorCodes(t *testing.T) {
 
 // TestSpecExampleChainsAndDigests: SPEC.md's DATA examples carry their encoding's chain
 // hash and chain one after another (the second of transaction format 2, its token the one
-// the text gives); each RANGEDIGEST example's digest is that of the records of the next
-// RANGERECORDS example that holds records (a tokened record hashed with its token); the
-// chunk of format 2 holds k1 as the DATA example of format 2 wrote it.
+// the text gives; the third of transaction format 3, its leaf block the one the text
+// gives); each RANGEDIGEST example's digest is that of the records of the next
+// RANGERECORDS example that holds records (a tokened record hashed with its token, a via
+// record without its via block); the chunk of format 2 holds k1 as the DATA example of
+// format 2 wrote it; one chunk example is of format 3.
 func TestSpecExampleChainsAndDigests(t *testing.T) {
 	var datas []*wire.Data
 	var digest *wire.RangeDigest
 	var chunk2 *wire.Chunk
-	digests := 0
+	digests, via := 0, 0
 	for _, ex := range readExamples(t) {
 		frames, err := wire.DecodeMessage(ex.Bytes, wire.DefaultMaxMessage, wire.MaxFrameBody)
 		if err != nil || len(frames) != 1 {
@@ -142,16 +144,34 @@ func TestSpecExampleChainsAndDigests(t *testing.T) {
 				if !r.Token.IsZero() {
 					chunk2 = b
 				}
+				if !r.Via.IsZero() {
+					via++
+				}
 			}
 		}
 	}
-	if digests != 2 {
-		t.Errorf("%d RANGEDIGEST examples checked against records, want 2 (format 1 and format 2)", digests)
+	if via != 1 {
+		t.Errorf("%d CHUNK examples' records carry a via block, want 1 (chunk format 3)", via)
+	}
+	if digests != 3 {
+		t.Errorf("%d RANGEDIGEST examples checked against records, want 3 (formats 1, 2 and 3)", digests)
 	}
 	want := wire.Token{Generation: 3, Incarnation: 1, Counter: 7,
 		Home: wire.OriginID{0xf0, 0xf1, 0xf2, 0xf3, 0xf4, 0xf5, 0xf6, 0xf7, 0xf8, 0xf9, 0xfa, 0xfb, 0xfc, 0xfd, 0xfe, 0xff}}
-	if len(datas) != 2 || !datas[0].Txn.Token.IsZero() || datas[1].Txn.Token != want {
-		t.Fatalf("DATA examples: %d, want one of format 1 and one of format 2 under %v", len(datas), want)
+	if len(datas) != 3 || !datas[0].Txn.Token.IsZero() || datas[1].Txn.Token != want {
+		t.Fatalf("DATA examples: %d, want one of format 1, one of format 2 under %v and one of format 3", len(datas), want)
+	}
+	// The format-3 example: the leaf block the text gives, its leaf HLC 1 ms below the
+	// entry's, encoded in format 3.
+	leaf := wire.LeafBlock{Origin: wire.OriginID{0xe0, 0xe1, 0xe2, 0xe3, 0xe4, 0xe5, 0xe6, 0xe7, 0xe8, 0xe9, 0xea, 0xeb, 0xec, 0xed, 0xee, 0xef},
+		Seq: 5, HLC: datas[2].Txn.HLC - 2 - 1<<16}
+	for i := range leaf.Hash {
+		leaf.Hash[i] = 0xc0 + byte(i)
+	}
+	if tx3 := datas[2].Txn; tx3.Leaf == nil || *tx3.Leaf != leaf || !tx3.Token.IsZero() {
+		t.Errorf("the DATA example of format 3 carries the leaf block %+v, want %+v", tx3.Leaf, leaf)
+	} else if enc, _ := tx3.Encode(); enc[0] != wire.TxnFormat3 {
+		t.Errorf("the DATA example of format 3 encodes as format %d", enc[0])
 	}
 	tx := datas[1].Txn
 	if chunk2 == nil || chunk2.Records[0].Token != tx.Token || chunk2.Records[0].HLC != tx.HLC || chunk2.Records[0].Origin != tx.Origin ||

@@ -424,6 +424,16 @@ func uvarintLen(x uint64) int {
 // Raw returns the encoding the view reads.
 func (v *TxnView) Raw() []byte { return v.raw }
 
+// Conflict is the conflict identity of the versions the transaction writes (docs/design.md
+// §27.1): the leaf block's HLC and origin for format 3 (a hub's re-originated leaf write),
+// the entry's own HLC and origin otherwise. Its token is the entry's (zero in format 3).
+func (v *TxnView) Conflict() (HLC, OriginID) {
+	if v.Format() == TxnFormat3 {
+		return v.Leaf.HLC, v.Leaf.Origin
+	}
+	return v.HLC, v.Origin
+}
+
 // Format is the encoding's format: TxnFormat1, TxnFormat2 (a token) or TxnFormat3 (a leaf
 // block).
 func (v *TxnView) Format() byte { return v.raw[0] }

@@ -341,6 +341,9 @@ func (s *Store) LeafMarks(fn func(store.LeafMark) bool) error {
 
 // PutLeafMark raises one leaf's mark.
 func (s *Store) PutLeafMark(m store.LeafMark) error {
+	if err := store.CheckLeafMark(&m); err != nil {
+		return err
+	}
 	if m.Seq > s.leaves[m.Leaf].Seq {
 		s.leaves[m.Leaf] = m
 	}

@@ -14,4 +14,7 @@
 //     that survives a reopen.
 //   - control.go: control documents: read back as written, within their bounds, and
 //     apart from the records and logs (RunReopen keeps them too).
+//   - leaves.go: fan-in hubs: a record's via through every write and read, a hub's leaf
+//     marks written with Apply, and a hub's reseed; LeafChain, a hub's re-originated
+//     leaf writes (RunReopen keeps vias and marks too).
 package storetest

@@ -114,6 +114,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Control", func(t *testing.T) { testControl(t, open(t)) })
 	t.Run("ControlBounds", func(t *testing.T) { testControlBounds(t, open(t)) })
 	t.Run("ControlOutsideRecords", func(t *testing.T) { testControlOutsideRecords(t, open(t)) })
+	t.Run("Via", func(t *testing.T) { testVia(t, open(t)) })
+	t.Run("LeafMarks", func(t *testing.T) { testLeafMarks(t, open(t)) })
+	t.Run("ReseedLeafWrites", func(t *testing.T) { testReseedLeafWrites(t, open(t)) })
+	t.Run("ReseedLeafWritesRefused", func(t *testing.T) { testReseedLeafWritesRefused(t, open(t)) })
 }
 
 // RunReopen checks that a store keeps everything Apply wrote across a reopen: what a
@@ -148,15 +152,31 @@ func RunReopen(t *testing.T, open func(t *testing.T) store.Store, reopen func(t 
 	must(t, s.PutControl("cluster-map", []byte(`{"generation":1}`)))
 	must(t, s.PutControl("members", []byte("m")))
 	must(t, s.PutControl("cluster-map", []byte(`{"generation":2}`)))
-	// A copy being taken: its records and state.
+	// A hub's entry re-originating a leaf write (a via record, the leaf's mark with the
+	// entry), and a mark raised alone.
+	hub := &chain{origin: originH}
+	apply(t, s, hub.nextLeaf(t, wire.LeafBlock{Origin: leafL, Seq: 4, HLC: leafHLC(4), Hash: wire.Hash{4}}, put("t", "from-leaf", "l")), 9)
+	must(t, s.PutLeafMark(store.LeafMark{Leaf: leafM, Seq: 2, Hash: wire.Hash{2}, Carrier: originH, At: 1}))
+	// A copy being taken: its records (a via record among them) and state.
+	copiedVia := rec("u", "via", "v", leafHLC(9), leafM)
+	copiedVia.Via, copiedVia.ViaHLC = originH, hlcOf(t, hub.last)+1
 	tokened := tomb("u", "l", 4, originC)
 	tokened.Token = tokenT
-	must(t, s.ApplyCopy(&store.CopyBatch{Records: []store.Record{rec("u", "k", "v", 5, originC), tokened},
+	must(t, s.ApplyCopy(&store.CopyBatch{Records: []store.Record{rec("u", "k", "v", 5, originC), tokened, copiedVia},
 		State: store.CopyState{Peer: "P", Table: []byte("u"), Key: []byte("k"), Snapshots: 1, Records: 1, Started: 3,
 			Vector: []wire.CopyPosition{{Origin: originC, Seq: 2, Hash: wire.Hash{2}, HLC: 5}}}}))
-	before := dump(t, s, originA, originB, originC, peerP, peerQ)
+	before := dump(t, s, originA, originB, originC, originH, peerP, peerQ)
+	if !strings.Contains(before, "via=") {
+		t.Fatalf("the dump shows no via:\n%s", before)
+	}
 	s = reopen(t, s)
-	if after := dump(t, s, originA, originB, originC, peerP, peerQ); after != before {
+	for _, want := range []store.LeafMark{{Leaf: leafL, Seq: 4, Hash: wire.Hash{4}, Carrier: originH, At: 1},
+		{Leaf: leafM, Seq: 2, Hash: wire.Hash{2}, Carrier: originH, At: 1}} {
+		if m, ok := leafMark(t, s, want.Leaf); !ok || m != want {
+			t.Errorf("LeafMark(%x) after a reopen = %+v, %v; want %+v", want.Leaf[:2], m, ok, want)
+		}
+	}
+	if after := dump(t, s, originA, originB, originC, originH, peerP, peerQ); after != before {
 		t.Errorf("the store changed across a reopen:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 	if id, err := s.Identity(); err != nil || id != Identity {
@@ -215,7 +235,11 @@ func peerCursor(t *testing.T, s store.Store, peer wire.OriginID) uint64 {
 }
 
 func fmtRecord(r store.Record) string {
-	return fmt.Sprintf("%s/%q=%q deleted=%v hlc=%d origin=%x token=%v", r.Table, r.Key, r.Value, r.Deleted, r.HLC, r.Origin[:2], r.Token)
+	f := fmt.Sprintf("%s/%q=%q deleted=%v hlc=%d origin=%x token=%v", r.Table, r.Key, r.Value, r.Deleted, r.HLC, r.Origin[:2], r.Token)
+	if !r.Via.IsZero() || r.ViaHLC != 0 {
+		f += fmt.Sprintf(" via=%x@%d", r.Via[:2], r.ViaHLC)
+	}
+	return f
 }
 
 func fmtRecords(rs []store.Record) string {
@@ -314,6 +338,10 @@ func dumpData(t *testing.T, s store.Store, origins ...wire.OriginID) string {
 	for _, table := range tables {
 		fmt.Fprintf(&w, "table %q\n%s\n", table, fmtRecords(scan(t, s, string(table), nil)))
 	}
+	must(t, s.LeafMarks(func(m store.LeafMark) bool {
+		fmt.Fprintf(&w, "leaf mark %x %d %x carried by %x %d\n", m.Leaf[:2], m.Seq, m.Hash[:4], m.Carrier[:2], m.At)
+		return true
+	}))
 	names, err := s.Names()
 	must(t, err)
 	keys := make([]wire.OriginID, 0, len(names))

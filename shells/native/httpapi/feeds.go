@@ -280,6 +280,8 @@ type changeDoc struct {
 	Seq        uint64  `json:"seq"`
 	HLC        uint64  `json:"hlc"`
 	Token      string  `json:"token,omitempty"`
+	Leaf       string  `json:"leaf,omitempty"`     // a hub's re-originated leaf write: the leaf's origin id
+	LeafSeq    uint64  `json:"leaf_seq,omitempty"` // and the write's seq in the leaf's log
 	Ops        []opDoc `json:"ops"`
 	Position   string  `json:"position"`
 }
@@ -433,6 +435,9 @@ func (s *feedStream) event(ev feed.Event) bool {
 		}
 		if !ev.Token.IsZero() {
 			d.Token = ev.Token.String()
+		}
+		if !ev.Leaf.IsZero() {
+			d.Leaf, d.LeafSeq = hex.EncodeToString(ev.Leaf[:]), ev.LeafSeq
 		}
 		for i, op := range ev.Ops {
 			o := opDoc{Op: "put", Key: string(op.Key), Won: op.Won}

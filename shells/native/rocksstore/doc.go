@@ -14,8 +14,9 @@
 //	                                     (0x00 | from | to | prev | hash | HLC | generation |
 //	                                     tables), never a transaction's first byte
 //	'a' pos                              arrival: origin (16) | seq (8)
-//	'r' uvarint(len(table)) table key    record: flags (1: deleted, 2: tokened) | HLC (8) | origin (16) |
-//	                                     token (40, when tokened: wire.AppendToken) | value
+//	'r' uvarint(len(table)) table key    record: flags (1: deleted, 2: tokened, 4: via) | HLC (8) |
+//	                                     origin (16) | token (40, when tokened: wire.AppendToken) |
+//	                                     via origin (16) | via HLC (8) (when via) | value
 //	't' table                            a table that holds records (empty value)
 //	'n' origin                           an origin's name
 //	'p' peer origin                      a version-1 peer cursor (8)
@@ -28,6 +29,16 @@
 //	'k' peer 0x00 origin                 a retention hold: seq (8) | since, Unix ns (8)
 //	'b'                                  the base copy being taken: store.CopyState in CBOR
 //	's' key                              a control document (store.Store's Control): its bytes
+//	'm' leaf origin                      a hub's leaf mark: leaf seq (8) | leaf hash (32) |
+//	                                     carrier origin (16) | carrier seq (8)
+//
+// A record's version is its HLC, origin and token (the conflict identity); a record a hub
+// re-originated from a leaf also keeps the delivering identity of the entry that wrote it,
+// its via origin and via HLC (flag 4, docs/design.md §27.8). A build from before hubs reads
+// flags above 3 as a damaged record: it reports a data directory holding leaf writes
+// damaged (plait check, and the reads that meet such a record), never misreads one. A leaf
+// mark is written in the same batch as the entry that carries it (Apply), so a crash keeps
+// both or neither.
 //
 // A run is kept at its last seq so that a log stays one row per seq range, ascending, and
 // the range deletions of a purge, a copy's end and a reseed drop runs with the entries
@@ -48,7 +59,8 @@
 //   - basecopy.go: the snapshots a node serves copies from, the copy state it takes, and
 //     the floors a copy's end writes; tombstones.go: tombstones retention drops;
 //     antientropy.go: anti-entropy's repairs; reseed.go: a reseed, in one batch;
-//     control.go: the control documents (the cluster map, member versions).
+//     control.go: the control documents (the cluster map, member versions);
+//     leafmarks.go: a hub's leaf marks.
 //   - latch.go: after the first write or sync that fails, no more writes through RocksDB
 //     (whose next write would abort the process), and RocksDB's own background errors
 //     (BackgroundError), so that the node degrades and reopens the store instead.

@@ -267,10 +267,60 @@ func TestRecordEncodingWithTokens(t *testing.T) {
 		if err != nil || back.Token != tok || back.Deleted != deleted || string(back.Value) != string(r.Value) || back.HLC != 77 {
 			t.Errorf("a tokened record (deleted %v) decodes as %+v, %v", deleted, back, err)
 		}
-		for _, bad := range [][]byte{v[:25+wire.TokenSize-1], append([]byte{v[0] | 4}, v[1:]...)} {
+		for _, bad := range [][]byte{v[:25+wire.TokenSize-1], append([]byte{v[0] | 8}, v[1:]...)} {
 			if _, err := decodeRecord([]byte("t"), []byte("k"), bad); !errors.Is(err, store.ErrRecordDamaged) {
 				t.Errorf("%x decodes: %v, want damaged", bad, err)
 			}
 		}
+	}
+}
+
+// TestRecordEncodingWithVia: a record with a via (a leaf write a hub re-originated) adds
+// flag 4 and its via origin and via HLC after the token (or the origin); every such record
+// has flags above 3, which a build from before hubs reports damaged (its check: flags above
+// deleted|tokened) rather than reading the via block as the value; a record without a via
+// is stored exactly as before; a via block that is short or names the all-zero origin is
+// damaged.
+func TestRecordEncodingWithVia(t *testing.T) {
+	o, via := storetest.Origin(0xa1), storetest.Origin(0xd4)
+	tok := wire.Token{Generation: 4, Incarnation: 3, Counter: 2, Home: storetest.Origin(0x40)}
+	plain := store.Record{Table: []byte("t"), Key: []byte("k"), Value: []byte("val"), HLC: 77, Origin: o}
+	plainV := appendRecord(nil, &plain)
+	for _, c := range []struct {
+		deleted bool
+		token   wire.Token
+	}{{false, wire.Token{}}, {true, wire.Token{}}, {false, tok}, {true, tok}} {
+		r := plain
+		r.Deleted, r.Token, r.Via, r.ViaHLC = c.deleted, c.token, via, 99
+		if c.deleted {
+			r.Value = nil
+		}
+		v := appendRecord(nil, &r)
+		head := 25
+		if !c.token.IsZero() {
+			head += wire.TokenSize
+		}
+		if v[0]&flagVia == 0 || len(v) != head+16+8+len(r.Value) || !slices.Equal(v[head:head+16], via[:]) ||
+			binary.BigEndian.Uint64(v[head+16:]) != 99 {
+			t.Errorf("a via record (deleted %v, token %v) is stored as %x", c.deleted, c.token, v)
+		}
+		if preHub := v[0] > flagDeleted|flagToken; !preHub {
+			t.Errorf("a via record's flags %#x pass a build from before hubs", v[0])
+		}
+		back, err := decodeRecord([]byte("t"), []byte("k"), v)
+		if err != nil || back.Via != via || back.ViaHLC != 99 || back.Token != c.token || back.Deleted != c.deleted ||
+			string(back.Value) != string(r.Value) || back.HLC != 77 || back.Origin != o {
+			t.Errorf("a via record (deleted %v, token %v) decodes as %+v, %v", c.deleted, c.token, back, err)
+		}
+		zero := slices.Clone(v)
+		clear(zero[head : head+16])
+		for _, bad := range [][]byte{v[:head+16+7], zero} {
+			if _, err := decodeRecord([]byte("t"), []byte("k"), bad); !errors.Is(err, store.ErrRecordDamaged) {
+				t.Errorf("%x decodes: %v, want damaged", bad, err)
+			}
+		}
+	}
+	if back, err := decodeRecord([]byte("t"), []byte("k"), plainV); err != nil || plainV[0] != 0 || !back.Via.IsZero() || back.ViaHLC != 0 {
+		t.Errorf("a record without a via is stored as %x and decodes as %+v, %v", plainV, back, err)
 	}
 }

@@ -38,6 +38,7 @@ const (
 	pHold     = 'k'
 	pCopy     = 'b'
 	pControl  = 's'
+	pLeaf     = 'm'
 )
 
 // Options configure a store.
@@ -464,16 +465,25 @@ func (s *Store) Get(table, k []byte) (store.Record, bool, error) {
 	return r, err == nil, err
 }
 
-// Flags of a stored record: deleted, and tokened (its token follows the origin). A record
-// written before tokens existed has flags 0 or 1 and no token: it decodes as untokened, so
-// no data directory is rewritten; an untokened record is stored exactly as before.
+// Flags of a stored record: deleted, tokened (its token follows the origin), and delivered
+// by another identity (flagVia: a version a hub re-originated from a leaf, docs/design.md
+// §27.1; its via origin and via HLC follow the token, or the origin when untokened). A
+// record written before tokens existed has flags 0 or 1 and no token: it decodes as
+// untokened, so no data directory is rewritten; an untokened record without a via is
+// stored exactly as before. A build from before hubs takes a flag above flagToken for a
+// damaged record (decodeRecord's check), so it reports a directory holding leaf writes
+// damaged rather than misread the via block as the record's value.
 const (
 	flagDeleted = 0x01
 	flagToken   = 0x02
+	flagVia     = 0x04
 )
 
+// viaSize is the via block of a flagVia record: via origin (16), via HLC (8).
+const viaSize = 16 + 8
+
 // appendRecord appends a record's stored value to v: flags, HLC, origin, the token when it
-// carries one, value.
+// carries one, the via block when it has a via, value.
 func appendRecord(v []byte, r *store.Record) []byte {
 	flags := byte(0)
 	if r.Deleted {
@@ -482,11 +492,18 @@ func appendRecord(v []byte, r *store.Record) []byte {
 	if !r.Token.IsZero() {
 		flags |= flagToken
 	}
+	if !r.Via.IsZero() {
+		flags |= flagVia
+	}
 	v = append(v, flags)
 	v = binary.BigEndian.AppendUint64(v, uint64(r.HLC))
 	v = append(v, r.Origin[:]...)
 	if !r.Token.IsZero() {
 		v = wire.AppendToken(v, r.Token)
+	}
+	if !r.Via.IsZero() {
+		v = append(v, r.Via[:]...)
+		v = binary.BigEndian.AppendUint64(v, uint64(r.ViaHLC))
 	}
 	return append(v, r.Value...)
 }
@@ -496,14 +513,26 @@ func decodeRecord(table, k, v []byte) (store.Record, error) {
 	if len(v) > 0 && v[0]&flagToken != 0 {
 		head += wire.TokenSize
 	}
-	if len(v) < head || v[0] > flagDeleted|flagToken {
+	via := head
+	if len(v) > 0 && v[0]&flagVia != 0 {
+		head += viaSize
+	}
+	if len(v) < head || v[0] > flagDeleted|flagToken|flagVia {
 		return store.Record{}, &store.DamagedRecordError{Table: slices.Clone(table), Key: slices.Clone(k),
 			Err: fmt.Errorf("rocksstore: a stored value of %d bytes that does not decode", len(v))}
 	}
 	r := store.Record{Deleted: v[0]&flagDeleted != 0, HLC: wire.HLC(binary.BigEndian.Uint64(v[1:9]))}
 	copy(r.Origin[:], v[9:25])
 	if v[0]&flagToken != 0 {
-		r.Token = decodeToken(v[25:head])
+		r.Token = decodeToken(v[25:via])
+	}
+	if v[0]&flagVia != 0 {
+		copy(r.Via[:], v[via:via+16])
+		r.ViaHLC = wire.HLC(binary.BigEndian.Uint64(v[via+16 : head]))
+		if r.Via.IsZero() {
+			return store.Record{}, &store.DamagedRecordError{Table: slices.Clone(table), Key: slices.Clone(k),
+				Err: fmt.Errorf("rocksstore: a stored value of %d bytes with an all-zero via origin", len(v))}
+		}
 	}
 	// One allocation for the table, the key and the value, each slice capped at its own
 	// bytes: a scan decodes every record it passes.
@@ -611,6 +640,13 @@ func (s *Store) Apply(b *store.Batch) (uint64, error) {
 		}
 		if b.PeerCursor > cur {
 			wb.Put(key(pPeer, b.PeerOrigin[:]), u64(b.PeerCursor))
+		}
+	}
+	if b.Leaf != nil {
+		// The leaf's mark in the entry's own batch: a crash leaves both or neither, so a
+		// hub never re-originates one leaf entry twice (docs/design.md §27.8).
+		if err := s.putLeafMark(wb, b.Leaf); err != nil {
+			return 0, err
 		}
 	}
 	if s.syncAll && s.before != nil {
