@@ -75,7 +75,7 @@ unit: wasm
 multiprocess: unit page-check
 	PLAIT_REQUIRE_BROWSER=1 $(GO) test -tags multiprocess -count=1 -p 1 ./tests/multiprocess
 
-## scale: the clusters at scale (docs/testing.md §13): 64 processes as hubs and spokes and as a tree, a cluster in network namespaces (as root), then the simulator: 300 fresh seeds at 16 nodes and 300 at 32 (each run's first seed the Unix time it starts, unless SEED_BASE is given), and 2 seeds at 100; CI does not run it
+## scale: the clusters at scale (docs/testing.md §13): 64 processes as hubs and spokes and as a tree, 2 fan-in hubs of 100 leaves each, a cluster in network namespaces (as root), then the simulator: 300 fresh seeds at 16 nodes and 300 at 32 (each run's first seed the Unix time it starts, unless SEED_BASE is given), and 2 seeds at 100; CI does not run it
 scale: deps
 	$(GO) test -tags scale -count=1 -p 1 -timeout 60m -v -run '^(TestScale|TestNamespace)' ./tests/multiprocess
 	$(MAKE) sim SEEDS=300 NODES=16

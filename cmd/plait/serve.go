@@ -46,6 +46,9 @@ type serveConfig struct {
 
 	// --peer-mode and --peer-exclude, made Config.Links once every flag is parsed.
 	links peerLinks
+	// --hub's URL (its name is Config.Hub): the one peer a leaf dials, put in Peers once
+	// every flag is parsed.
+	hubURL string
 
 	// The flags that name files or allow a risk, read once every flag is parsed.
 	files         serveFiles
@@ -80,6 +83,9 @@ func (c *serveConfig) settings() []setting {
 		str("listen", "HOST:PORT", &c.listen, "127.0.0.1:7400", hostPort, "replication WebSocket listener, HOST:PORT"),
 		str("http", "HOST:PORT", &c.httpListen, "127.0.0.1:7401", hostPort, "HTTP API, status and metrics, HOST:PORT"),
 		{"peer", "NAME=URL", &peerFlags{&n.Peers}, "NAME=URL: dial this peer and keep the connection up (repeatable)"},
+		{"hub", "NAME=URL", hubFlag{&r.Hub, &c.hubURL}, "NAME=URL: make this node a leaf of the hub NAME: it dials only that hub, which re-originates its writes, and takes no peer connections (excludes --peer)"},
+		num("max-leaves", "N", &r.MaxLeaves, 0, 0, nonNegative, "leaves this node accepts as a hub; one more is refused too-many-leaves (0: none, not a hub)"),
+		dur("leaf-hold", &r.LeafHold, replica.DefaultLeafHold, -1, nonNegative, "how long this hub's retention holds its log, and keeps its mark, for a leaf that is away (0: its retention holds nothing for an absent leaf, and its marks are kept for ever)"),
 		{"peer-mode", "NAME=MODE", peerModeFlags{c.links}, "NAME=receive|send|both: this node's direction on the link to --peer NAME (repeatable; default both)"},
 		{"peer-exclude", "NAME=TABLE[,TABLE]", peerExcludeFlags{c.links}, "NAME=TABLE[,TABLE...]: tables left out of the link to --peer NAME, both ways (repeatable; at most 64 a peer)"},
 		{"secret", "S", bytesValue{&r.Secret}, "cluster secret (default: the environment variable PLAIT_SECRET); required for plaintext peer links when --listen is not loopback"},
@@ -178,6 +184,36 @@ func (f *peerFlags) Set(v string) error {
 		}
 	}
 	*f.p = append(*f.p, node.Peer{Name: name, URL: raw})
+	return nil
+}
+
+// hubFlag is --hub NAME=URL: the hub's name goes to Config.Hub, its URL beside it.
+type hubFlag struct {
+	name, url *string
+}
+
+func (f hubFlag) String() string {
+	if f.name == nil || *f.name == "" {
+		return ""
+	}
+	return *f.name + "=" + *f.url
+}
+
+func (f hubFlag) Set(v string) error {
+	if *f.name != "" {
+		return errors.New("given twice: a leaf has one hub")
+	}
+	name, raw, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return errors.New("want NAME=URL")
+	}
+	if !wire.ValidName(name) {
+		return fmt.Errorf("%q is not a node name (%s)", name, nameRule)
+	}
+	if _, err := node.ParsePeerURL(raw); err != nil {
+		return err
+	}
+	*f.name, *f.url = name, raw
 	return nil
 }
 
@@ -325,6 +361,22 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 			return nil, fmt.Errorf("--peer-mode, --peer-exclude %s: %w", name, err)
 		}
 		n.Links[name] = ls
+	}
+	// A leaf (docs/contract.md §26) dials its hub and nothing else, and is no hub itself:
+	// its hub is its one peer, which the rules of a --peer URL hold to as well.
+	if r := &n.Config; r.Hub != "" {
+		switch {
+		case len(n.Peers) > 0:
+			return nil, fmt.Errorf("--hub, --peer: a leaf dials only its hub (--hub %s) and takes no peers: give one or the other", r.Hub)
+		case r.MaxLeaves > 0:
+			return nil, fmt.Errorf("--hub, --max-leaves: a leaf (--hub %s) is not a hub itself: give one or the other", r.Hub)
+		case r.Hub == n.Name:
+			return nil, fmt.Errorf("--hub %s: that is this node's own name", r.Hub)
+		}
+		if err := n.CheckPeerURL(c.hubURL); err != nil {
+			return nil, fmt.Errorf("--hub %s: %w", r.Hub, err)
+		}
+		n.Peers = []node.Peer{{Name: r.Hub, URL: c.hubURL}}
 	}
 	// An API that anyone who reaches it may write to and reconfigure is opened only on
 	// purpose: off loopback it needs tokens, or the flag that says so.

@@ -93,6 +93,16 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--peer", "B=ws://h:1", "--peer-exclude", "B=" + tableList(0, 60), "--peer-exclude", "B=" + tableList(60, 65)}, "65 tables excluded from peer B; a link excludes at most 64"},
 		{[]string{"--peer-mode", "C=receive", "--peer", "B=ws://h:1"}, "--peer-mode, --peer-exclude: C is not a --peer of this command line"},
 		{[]string{"--peer-exclude", "C=t"}, "--peer-mode, --peer-exclude: C is not a --peer of this command line"},
+		{[]string{"--hub", "H"}, "-hub H: want NAME=URL"},
+		{[]string{"--hub", "H=http://h:1"}, "-hub"},
+		{[]string{"--hub", "H=ws://h:1", "--hub", "G=ws://h:2"}, "given twice: a leaf has one hub"},
+		{[]string{"--hub", "H=ws://h:1", "--peer", "B=ws://h:2"}, "--hub, --peer: a leaf dials only its hub"},
+		{[]string{"--peer", "B=ws://h:2", "--hub", "H=ws://h:1"}, "--hub, --peer: a leaf dials only its hub"},
+		{[]string{"--hub", "H=ws://h:1", "--max-leaves", "10"}, "--hub, --max-leaves: a leaf (--hub H) is not a hub itself"},
+		{[]string{"--name", "H", "--hub", "H=ws://h:1"}, "--hub H: that is this node's own name"},
+		{[]string{"--hub", "H=ws://h:1", "--peer-exclude", "H=t"}, "--peer-mode, --peer-exclude: H is not a --peer of this command line"},
+		{[]string{"--max-leaves", "-1"}, "-max-leaves"},
+		{[]string{"--leaf-hold", "-1s"}, "-leaf-hold"},
 	} {
 		var stderr bytes.Buffer
 		if code := serve(c.args, &stderr); code != 2 || !strings.Contains(stderr.String(), c.flag) {
@@ -566,5 +576,38 @@ func TestServePeerLinks(t *testing.T) {
 	}
 	if cfg, err := parseServe([]string{"--peer", "B=ws://h:1"}, &bytes.Buffer{}); err != nil || cfg.node.Links != nil {
 		t.Errorf("no link flags: %v, links %v; want none", err, cfg.node.Links)
+	}
+}
+
+// TestServeHubFlags: --hub makes the hub the one peer a leaf dials and the replica's
+// Config.Hub; --max-leaves and --leaf-hold reach the replica, --leaf-hold 0 as its "none"
+// (-1); without them a node is neither leaf nor hub, with the default hold.
+func TestServeHubFlags(t *testing.T) {
+	cfg, err := parseServe([]string{"--name", "L", "--hub", "H=ws://h:1"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := cfg.node; n.Hub != "H" || len(n.Peers) != 1 || n.Peers[0].Name != "H" || n.Peers[0].URL != "ws://h:1" || n.MaxLeaves != 0 {
+		t.Errorf("--hub H=ws://h:1: hub %q, peers %v, max leaves %d; want hub H, the one peer H at ws://h:1, no leaves", n.Hub, n.Peers, n.MaxLeaves)
+	}
+	// Refused before anything starts (parsed only: serve would run a node that is let through).
+	for _, args := range [][]string{{"--hub", "H=ws://h:1", "--peer", "B=ws://h:2"}, {"--hub", "H=ws://h:1", "--max-leaves", "1"}} {
+		if _, err := parseServe(args, &bytes.Buffer{}); err == nil {
+			t.Errorf("%v: taken; a leaf dials only its hub and is no hub", args)
+		}
+	}
+	cfg, err = parseServe([]string{"--max-leaves", "100", "--leaf-hold", "0"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := cfg.node; n.Hub != "" || n.MaxLeaves != 100 || n.LeafHold != -1 {
+		t.Errorf("--max-leaves 100 --leaf-hold 0: hub %q, max %d, hold %v; want no hub, 100, -1 (none)", n.Hub, n.MaxLeaves, n.LeafHold)
+	}
+	cfg, err = parseServe(nil, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := cfg.node; n.Hub != "" || n.MaxLeaves != 0 || n.LeafHold != replica.DefaultLeafHold || len(n.Peers) != 0 {
+		t.Errorf("defaults: hub %q, max %d, hold %v, peers %v; want none, 0, %v, none", n.Hub, n.MaxLeaves, n.LeafHold, n.Peers, replica.DefaultLeafHold)
 	}
 }

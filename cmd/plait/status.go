@@ -257,6 +257,12 @@ func printStatus(w io.Writer, d httpapi.StatusDoc) {
 	for _, f := range d.NamedFeeds {
 		fmt.Fprintln(w, namedFeedLine(f))
 	}
+	if h := d.Hub; h != nil {
+		fmt.Fprintln(w, hubLine(*h))
+	}
+	if l := d.Leaves; l != nil {
+		fmt.Fprintln(w, leavesLine(*l))
+	}
 	fmt.Fprintln(w)
 	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(t, "ORIGIN\tHEALTH\tAPPLIED\tHEAD\tLAG\tLAG MS\tSOURCE\tCHANGES\tDIVERGED\tFLOOR\tLOG BYTES\tSTUCK")
@@ -424,6 +430,45 @@ func namedFeedLine(f httpapi.NamedFeedDoc) string {
 		l += "  LAPSED: retention purges past its position"
 	}
 	return l
+}
+
+// hubLine is plait status's line of a leaf's hub (docs/contract.md §26.6, §12): whether
+// the link is up, what the hub re-originated of this leaf's writes and the hub's entry
+// carrying it, what the core has (the write checkpoint), the horizon, and the writes the
+// hub refused.
+func hubLine(h httpapi.HubDoc) string {
+	horizon := "-"
+	if h.Horizon != nil {
+		horizon = *h.Horizon
+	}
+	l := fmt.Sprintf("hub %s  connected %v  re-originated %d (hub seq %d)  in the core %d  horizon %s  refused %d",
+		h.Name, h.Connected, h.ReoriginatedSeq, h.HubSeq, h.CoreSeq, horizon, h.Refused)
+	if h.LastRefusedSeq > 0 {
+		l += fmt.Sprintf(" (last seq %d: %s; a base copy from the hub brings this leaf back in line)", h.LastRefusedSeq, h.LastRefusedReason)
+	}
+	return l
+}
+
+// leavesLine is plait status's line of a hub's leaves (docs/contract.md §26.6, §12): how
+// many are connected of the most it takes, its marks, the held channels, the leaves by
+// lag band and the slowest ones.
+func leavesLine(l httpapi.LeavesDoc) string {
+	line := fmt.Sprintf("leaves %d of %d  marks %d  held %d  lag", l.Connected, l.Max, l.Marks, l.Held)
+	for _, b := range l.Lag {
+		if b.LeMs != nil {
+			line += fmt.Sprintf(" <=%dms %d", *b.LeMs, b.Leaves)
+		} else {
+			line += fmt.Sprintf(" more %d", b.Leaves)
+		}
+	}
+	var slow []string
+	for _, s := range l.Slowest {
+		slow = append(slow, fmt.Sprintf("%s (seq %d, %d ms)", s.Name, s.Seq, s.BehindMs))
+	}
+	if len(slow) == 0 {
+		slow = []string{"-"}
+	}
+	return line + "  slowest " + strings.Join(slow, ", ")
 }
 
 // codeCounts prints refusals by code as CODE=N,..., sorted by code; "-" when none.

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"plait/protocol/lock"
 	"plait/protocol/replica"
@@ -235,5 +236,41 @@ func TestPrintStatusNamedFeeds(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("want the line %q in:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestPrintStatusHubs: a leaf's status has a hub line (what the hub re-originated, what the
+// core has, the last refused write), a hub's a leaves line (counts, the lag bands, the
+// slowest); a node that is neither prints neither.
+func TestPrintStatusHubs(t *testing.T) {
+	d := httpapi.NewStatusDoc(replica.Status{
+		Hub: &replica.HubStatus{Name: "H", Connected: true, ReoriginatedSeq: 40, HubSeq: 9001, CoreSeq: 38,
+			Horizon: time.Date(2031, 5, 6, 5, 8, 9, 0, time.UTC), Refused: 2, LastRefusedSeq: 17, LastRefusedReason: "too-old"},
+		Leaves: &replica.LeavesStatus{Max: 500, Connected: 120, Marks: 130, Held: 1,
+			Lag:     []replica.LeafLag{{LeMs: 100, Leaves: 100}, {LeMs: 1000, Leaves: 15}, {LeMs: 10000, Leaves: 4}, {Leaves: 1}},
+			Slowest: []replica.LeafBehind{{Name: "L7", Seq: 12, BehindMs: 60000}, {Name: "L3", Seq: 900, BehindMs: 2500}}}})
+	var out bytes.Buffer
+	printStatus(&out, d)
+	for _, want := range []string{
+		"\nhub H  connected true  re-originated 40 (hub seq 9001)  in the core 38  horizon 2031-05-06T05:08:09.000Z  refused 2 (last seq 17: too-old; a base copy from the hub brings this leaf back in line)\n",
+		"\nleaves 120 of 500  marks 130  held 1  lag <=100ms 100 <=1000ms 15 <=10000ms 4 more 1  slowest L7 (seq 12, 60000 ms), L3 (seq 900, 2500 ms)\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("want the line %q in:\n%s", want, out.String())
+		}
+	}
+	d = httpapi.NewStatusDoc(replica.Status{Hub: &replica.HubStatus{Name: "H"}, Leaves: &replica.LeavesStatus{Lag: []replica.LeafLag{{Leaves: 0}}}})
+	out.Reset()
+	printStatus(&out, d)
+	for _, want := range []string{"\nhub H  connected false  re-originated 0 (hub seq 0)  in the core 0  horizon -  refused 0\n",
+		"\nleaves 0 of 0  marks 0  held 0  lag more 0  slowest -\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("want the line %q in:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	printStatus(&out, httpapi.NewStatusDoc(replica.Status{}))
+	if strings.Contains(out.String(), "\nhub ") || strings.Contains(out.String(), "\nleaves ") {
+		t.Errorf("a node that is neither leaf nor hub prints a hub or leaves line:\n%s", out.String())
 	}
 }

@@ -116,6 +116,7 @@ const (
 	CodeTLSHandshake   Code = "tls-handshake"    // a TLS handshake that failed otherwise
 	CodeBadUpgrade     Code = "bad-upgrade"      // a request that is not a WebSocket upgrade
 	CodeTooManyPending Code = "too-many-pending" // past the bound on handshakes in progress
+	CodeLeafNoPeers    Code = "leaf-no-peers"    // a leaf's listener: a leaf takes no connection, it dials its hub
 
 	// Request codes (version 4): the answers of a RESPONSE that are not the kind's own. They
 	// travel in RESPONSE frames and never in a CLOSE.
@@ -191,6 +192,7 @@ var transportCodes = map[Code]Class{
 	CodeTLSHandshake:   ClassRefused,
 	CodeBadUpgrade:     ClassProtocol,
 	CodeTooManyPending: ClassResourceLimit,
+	CodeLeafNoPeers:    ClassRefused,
 }
 
 // TransportCodes returns the transport codes, sorted.

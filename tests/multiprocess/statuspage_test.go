@@ -275,3 +275,66 @@ func TestStatusPageFeed(t *testing.T) {
 		t.Errorf("the views kept %s and %s events, want their bound %s", res["sse_kept"], res["ndjson_kept"], res["sse_max"])
 	}
 }
+
+// TestStatusPageHubs: the status page of a hub and of its leaf (docs/contract.md §6.5,
+// §26.6) in headless Chromium (web/statuspage/test/hubs.test.mjs), on a core A and a hub H
+// under a map with a leaf window, and a leaf L of H that wrote 3 records: H's page shows
+// the one leaf in the four lag bands; L's page shows its hub and the write checkpoint at
+// its own seq 3, every write in the core.
+func TestStatusPageHubs(t *testing.T) {
+	web, _ := filepath.Abs("../../web/statuspage")
+	if why := browserMissing(web); why != "" {
+		if os.Getenv("PLAIT_REQUIRE_BROWSER") == "1" {
+			t.Fatalf("the browser test cannot run: %s", why)
+		}
+		t.Skipf("needs Debian's chromium and web/statuspage's npm packages (make page): %s", why)
+	}
+	a := serve(t, "A")
+	h := serve(t, "H", "--max-leaves", "4", "--peer", a.PeerFlag())
+	waitFor(t, "H connected to A", 30*time.Second, func() bool { return h.connected("A") })
+	a.publishMap(hubMap(1, []*proc{a, h}))
+	waitFor(t, "A and H holding the map, each knowing the other at version 4", 30*time.Second, func() bool {
+		for _, p := range []*proc{a, h} {
+			if m := p.mapStatus(); m.Generation != 1 || len(m.MembersBelowV4) != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	l := serve(t, "L", "--hub", h.PeerFlag())
+	for i := range 3 {
+		l.put("t", fmt.Sprint("k", i), "v")
+	}
+	shots := os.Getenv("PLAIT_SCREENSHOTS")
+	if shots == "" {
+		shots, _ = filepath.Abs("../../build/screenshots")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", filepath.Join(web, "test", "hubs.test.mjs"))
+	cmd.Dir = web
+	cmd.Env = append(os.Environ(), "PLAIT_HUB_URL=http://"+h.HTTP+"/", "PLAIT_LEAF_URL=http://"+l.HTTP+"/", "PLAIT_LEAF_WRITES=3",
+		"PLAIT_SCREENSHOTS="+shots, "PLAIT_CHROMIUM="+chromium)
+	out, err := cmd.CombinedOutput()
+	t.Logf("hubs.test.mjs:\n%s", out)
+	if err != nil {
+		t.Fatalf("the browser test failed: %v", err)
+	}
+	res := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(line, "RESULT "); ok {
+			for _, kv := range strings.Fields(rest) {
+				if k, v, ok := strings.Cut(kv, "="); ok {
+					res[k] = v
+				}
+			}
+		}
+	}
+	if res["hub_connected"] != "1" || res["leaf_own"] != "3" || res["leaf_core"] != "3" {
+		t.Errorf("the pages showed %v; want one leaf at the hub, the leaf's own seq and core seq 3", res)
+	}
+	// What the pages showed is what the documents say.
+	if st := l.status(); st.Hub == nil || st.Hub.CoreSeq != 3 {
+		t.Errorf("L's hub: %+v, want core_seq 3", st.Hub)
+	}
+}

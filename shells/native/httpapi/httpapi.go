@@ -354,7 +354,8 @@ func fail(w http.ResponseWriter, err error) {
 	var ce *clustermap.Error
 	switch {
 	case errors.As(err, &ae):
-	case errors.As(err, &ce) && (ce.Code == clustermap.CodeMixedPlacement || ce.Code == clustermap.CodeNotCarried || ce.Code == clustermap.CodeLockRequired):
+	case errors.As(err, &ce) && (ce.Code == clustermap.CodeMixedPlacement || ce.Code == clustermap.CodeNotCarried || ce.Code == clustermap.CodeLockRequired ||
+		ce.Code == string(replica.CodeLeafNoLocks)):
 		// The request is well formed and this node's cluster map refuses it: 409, as a
 		// request that conflicts with the state the node holds (docs/contract.md §23.2,
 		// §23.3).
@@ -838,6 +839,8 @@ func (a *API) addPeer(w http.ResponseWriter, r *http.Request) {
 		fail(w, &apiError{http.StatusBadRequest, "bad-peer", bad.Error()})
 	case errors.Is(err, node.ErrPeerExists):
 		fail(w, &apiError{http.StatusConflict, "peer-exists", "peer " + p.Name + " is configured already"})
+	case errors.Is(err, node.ErrLeafPeers):
+		fail(w, leafPeers())
 	case err != nil:
 		fail(w, err)
 	default:
@@ -926,6 +929,9 @@ func (a *API) setPeer(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, node.ErrPeerURLNeeded):
 		fail(w, &apiError{http.StatusBadRequest, "bad-peer", "peer " + name + " is not configured: adding it needs a url"})
 		return
+	case errors.Is(err, node.ErrLeafPeers):
+		fail(w, leafPeers())
+		return
 	case err != nil:
 		fail(w, err)
 		return
@@ -936,6 +942,12 @@ func (a *API) setPeer(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusCreated
 	}
 	writeJSON(w, status, ans)
+}
+
+// leafPeers is the answer to a peer added to or changed on a leaf (docs/contract.md
+// §26.1): a leaf dials its hub, given by --hub, and nothing else.
+func leafPeers() *apiError {
+	return &apiError{http.StatusBadRequest, "bad-peer", "this node is a leaf (--hub): it dials only its hub and takes no peers"}
 }
 
 func (a *API) removePeer(w http.ResponseWriter, r *http.Request) {

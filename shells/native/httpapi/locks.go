@@ -55,6 +55,7 @@ var lockStatus = map[wire.Code]int{
 	replica.CodeNotHome:                http.StatusServiceUnavailable,
 	replica.CodeLockHomeOff:            http.StatusServiceUnavailable,
 	replica.CodeTooManyConfirms:        http.StatusServiceUnavailable,
+	replica.CodeLeafNoLocks:            http.StatusConflict, // a leaf takes no locks (docs/contract.md §26.4)
 	wire.CodeBadArgument:               http.StatusBadRequest,
 }
 

@@ -438,3 +438,31 @@ func TestLockedReadFenceUnreachable(t *testing.T) {
 		t.Errorf("A's caller status: %+v", c)
 	}
 }
+
+// TestLeafNoLocks: a leaf (docs/contract.md §26.4) answers a lock request and a write under
+// a token 409 leaf-no-locks, nothing written; its other writes are taken as any node's.
+func TestLeafNoLocks(t *testing.T) {
+	// The hub is never reached: the leaf refuses locks by itself.
+	cfg := node.Config{Name: "L", Peers: []node.Peer{{Name: "H", URL: "ws://127.0.0.1:1"}}}
+	cfg.Hub = "H"
+	_, api, _ := startNodeAPI(t, cfg, httpapi.Limits{})
+	wantCode(t, "acquire at a leaf", send(t, "POST", api.URL+"/v1/tables/t/locks/k", "application/json", `{"ttl_ms":1000}`), 409, "leaf-no-locks")
+	put, err := http.NewRequest("PUT", api.URL+"/v1/tables/t/records/k", strings.NewReader("v"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	put.Header.Set("Plait-Lock", strings.Repeat("0a", 40))
+	resp, err := http.DefaultClient.Do(put)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	wantCode(t, "a write under a token at a leaf", answer{status: resp.StatusCode, body: string(body)}, 409, "leaf-no-locks")
+	if status, body := do(t, "GET", api.URL+"/v1/tables/t/records/k", ""); status != 404 {
+		t.Errorf("the refused write: GET %d %s, want 404", status, body)
+	}
+	if status, body := do(t, "PUT", api.URL+"/v1/tables/t/records/k", "v"); status != 200 {
+		t.Errorf("a write without a token at a leaf: %d %s, want 200", status, body)
+	}
+}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/hex"
 	"slices"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -35,6 +36,16 @@ var (
 	descCertExpiry   = prometheus.NewDesc("plait_tls_cert_expiry_timestamp_seconds", "When this node's peer certificate expires (Unix time).", nil, nil)
 	descReloads      = prometheus.NewDesc("plait_tls_reloads_total", "Reloads of the peer certificate files, by result (ok: loaded; failed: refused, the loaded ones kept).", []string{"result"}, nil)
 	descMapGen       = prometheus.NewDesc("plait_cluster_map_generation", "The generation of the cluster map this node holds (0: none).", nil, nil)
+	// Hubs and leaves (docs/contract.md §26.6): a leaf's hub, a hub's leaves; only on a
+	// leaf and on a hub.
+	descHubConnected = prometheus.NewDesc("plait_hub_connected", "On a leaf: 1 while its link to its hub is established.", nil, nil)
+	descReoriginated = prometheus.NewDesc("plait_leaf_reoriginated_seq", "On a leaf: the highest of its own seqs its hub re-originated (or refused).", nil, nil)
+	descCoreSeq      = prometheus.NewDesc("plait_leaf_core_seq", "On a leaf: the highest of its own seqs every member of the core has applied (the write checkpoint).", nil, nil)
+	descLeavesMax    = prometheus.NewDesc("plait_leaves_max", "On a hub: --max-leaves.", nil, nil)
+	descLeavesUp     = prometheus.NewDesc("plait_leaves_connected", "On a hub: leaves connected now.", nil, nil)
+	descLeafMarks    = prometheus.NewDesc("plait_leaf_marks", "On a hub: the leaves whose high-water mark this hub keeps.", nil, nil)
+	descLeavesHeld   = prometheus.NewDesc("plait_leaves_held", "On a hub: connected leaves whose channel is held back, for the clock or the gate.", nil, nil)
+	descLeavesLagged = prometheus.NewDesc("plait_leaves_lag", "On a hub: connected leaves in each lag band (how far this hub is behind each, at most le_ms milliseconds and above the band before; +Inf: the rest).", []string{"le_ms"}, nil)
 	// Named feeds (docs/contract.md §24.7): one series per feed.
 	descFeedLagEntries = prometheus.NewDesc("plait_named_feed_lag_entries", "Entries this node applied past the named feed's acknowledged position, summed over the origins.", []string{"feed", "table"}, nil)
 	descFeedLagBytes   = prometheus.NewDesc("plait_named_feed_lag_bytes", "Bytes of the log entries above the named feed's acknowledged position that the logs still hold.", []string{"feed", "table"}, nil)
@@ -46,7 +57,8 @@ var (
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descApplied, descHead, descLag, descFloor, descLogBytes, descStuck, descConnected, descReconnects, descHeld,
 		descClock, descRefusing, descStorage, descRewound, descCertExpiry, descReloads, descOriginHealth, descPeerHealth, descHoldAge, descRetainHold, descClockBound, descMapGen,
-		descFeedLagEntries, descFeedLagBytes, descFeedHeld, descFeedHoldBytes, descFeedLapsed} {
+		descFeedLagEntries, descFeedLagBytes, descFeedHeld, descFeedHoldBytes, descFeedLapsed,
+		descHubConnected, descReoriginated, descCoreSeq, descLeavesMax, descLeavesUp, descLeafMarks, descLeavesHeld, descLeavesLagged} {
 		ch <- d
 	}
 	for _, d := range snapshotDescs {
@@ -144,6 +156,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descRewound, prometheus.GaugeValue, rewound)
 	ch <- prometheus.MustNewConstMetric(descMapGen, prometheus.GaugeValue, float64(st.ClusterMap.Generation))
 	byCode := map[string][]replica.CodeCount{"connections_refused": st.RefusedByCode, "connection_errors": st.ErrorsByCode}
+	collectHubs(ch, st, byCode)
 	for i, c := range (CountersDoc{st.Counters}).List() {
 		f := counterFields[i]
 		if f.byCode {
@@ -159,6 +172,32 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descCertExpiry, prometheus.GaugeValue, float64(ts.Expiry.Unix()))
 		ch <- prometheus.MustNewConstMetric(descReloads, prometheus.CounterValue, float64(ts.Reloads), "ok")
 		ch <- prometheus.MustNewConstMetric(descReloads, prometheus.CounterValue, float64(ts.ReloadFailures), "failed")
+	}
+}
+
+// collectHubs sends a leaf's gauges of its hub and a hub's of its leaves, and puts the
+// hub's refusals by code into byCode, for the counters' series.
+func collectHubs(ch chan<- prometheus.Metric, st replica.Status, byCode map[string][]replica.CodeCount) {
+	if h := st.Hub; h != nil {
+		ch <- prometheus.MustNewConstMetric(descHubConnected, prometheus.GaugeValue, is(h.Connected))
+		ch <- prometheus.MustNewConstMetric(descReoriginated, prometheus.GaugeValue, float64(h.ReoriginatedSeq))
+		ch <- prometheus.MustNewConstMetric(descCoreSeq, prometheus.GaugeValue, float64(h.CoreSeq))
+	}
+	if l := st.Leaves; l != nil {
+		ch <- prometheus.MustNewConstMetric(descLeavesMax, prometheus.GaugeValue, float64(l.Max))
+		ch <- prometheus.MustNewConstMetric(descLeavesUp, prometheus.GaugeValue, float64(l.Connected))
+		ch <- prometheus.MustNewConstMetric(descLeafMarks, prometheus.GaugeValue, float64(l.Marks))
+		ch <- prometheus.MustNewConstMetric(descLeavesHeld, prometheus.GaugeValue, float64(l.Held))
+		for _, b := range l.Lag {
+			le := "+Inf"
+			if b.LeMs != 0 {
+				le = strconv.FormatUint(b.LeMs, 10)
+			}
+			ch <- prometheus.MustNewConstMetric(descLeavesLagged, prometheus.GaugeValue, float64(b.Leaves), le)
+		}
+		// The counters' series per code (replica.Counters: leaves_refused and
+		// leaf_writes_refused, by-code), which only a hub counts.
+		byCode["leaves_refused"], byCode["leaf_writes_refused"] = l.LeavesRefusedByCode, l.WritesRefusedByReason
 	}
 }
 

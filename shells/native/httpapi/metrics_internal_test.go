@@ -16,8 +16,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
 
 	"plait/internal/docsection"
+	"plait/protocol/replica"
 	"plait/protocol/store"
 	"plait/protocol/wire"
 )
@@ -265,5 +267,50 @@ func TestDeployAlertsDocumented(t *testing.T) {
 		if !rules[a] {
 			t.Errorf("docs/operations.md §14 has a row for %s, which alerts.yml does not hold", a)
 		}
+	}
+}
+
+// TestHubMetrics: a leaf's hub and a hub's leaves become their gauges (docs/contract.md
+// §9), the last lag band as le_ms +Inf, and the hub's refusals by code the series of the
+// counters leaves_refused and leaf_writes_refused; a node that is neither has none of them.
+func TestHubMetrics(t *testing.T) {
+	gather := func(st replica.Status) (map[string]float64, map[string][]replica.CodeCount) {
+		ch := make(chan prometheus.Metric, 100)
+		byCode := map[string][]replica.CodeCount{}
+		collectHubs(ch, st, byCode)
+		close(ch)
+		got := map[string]float64{}
+		for m := range ch {
+			var pb dto.Metric
+			if err := m.Write(&pb); err != nil {
+				t.Fatal(err)
+			}
+			name := m.Desc().String()
+			name = name[strings.Index(name, `"`)+1:]
+			name = name[:strings.Index(name, `"`)]
+			for _, l := range pb.GetLabel() {
+				name += "{" + l.GetName() + "=" + l.GetValue() + "}"
+			}
+			got[name] = pb.GetGauge().GetValue()
+		}
+		return got, byCode
+	}
+	leaf, _ := gather(replica.Status{Hub: &replica.HubStatus{Name: "H", Connected: true, ReoriginatedSeq: 40, CoreSeq: 38}})
+	if want := map[string]float64{"plait_hub_connected": 1, "plait_leaf_reoriginated_seq": 40, "plait_leaf_core_seq": 38}; !reflect.DeepEqual(leaf, want) {
+		t.Errorf("a leaf's metrics: %v; want %v", leaf, want)
+	}
+	hub, byCode := gather(replica.Status{Leaves: &replica.LeavesStatus{Max: 500, Connected: 120, Marks: 130, Held: 1,
+		Lag:                   []replica.LeafLag{{LeMs: 100, Leaves: 100}, {LeMs: 1000, Leaves: 15}, {LeMs: 10000, Leaves: 4}, {Leaves: 1}},
+		LeavesRefusedByCode:   []replica.CodeCount{{Code: "too-many-leaves", Count: 3}},
+		WritesRefusedByReason: []replica.CodeCount{{Code: "too-old", Count: 2}}}})
+	if want := map[string]float64{"plait_leaves_max": 500, "plait_leaves_connected": 120, "plait_leaf_marks": 130, "plait_leaves_held": 1,
+		"plait_leaves_lag{le_ms=100}": 100, "plait_leaves_lag{le_ms=1000}": 15, "plait_leaves_lag{le_ms=10000}": 4, "plait_leaves_lag{le_ms=+Inf}": 1}; !reflect.DeepEqual(hub, want) {
+		t.Errorf("a hub's metrics: %v; want %v", hub, want)
+	}
+	if r, w := byCode["leaves_refused"], byCode["leaf_writes_refused"]; len(r) != 1 || r[0].Count != 3 || len(w) != 1 || w[0].Code != "too-old" {
+		t.Errorf("a hub's refusals by code: leaves %v, writes %v", r, w)
+	}
+	if none, byCode := gather(replica.Status{}); len(none) != 0 || len(byCode) != 0 {
+		t.Errorf("a node that is neither leaf nor hub: %v, %v; want no metric of either", none, byCode)
 	}
 }

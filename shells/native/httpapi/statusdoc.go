@@ -29,6 +29,12 @@ type StatusDoc struct {
 	Counters   CountersDoc   `json:"counters"`
 	// Feeds is this node's change feeds (docs/contract.md §24.7); the API fills it.
 	Feeds FeedsDoc `json:"feeds"`
+	// Hub is this node's hub when it is a leaf (docs/contract.md §26.6); left out on any
+	// other node.
+	Hub *HubDoc `json:"hub,omitempty"`
+	// Leaves is this node's leaves when it is a hub (docs/contract.md §26.6); left out on
+	// a node with --max-leaves 0.
+	Leaves *LeavesDoc `json:"leaves,omitempty"`
 	// Locks is this node as a lock home and as a caller (docs/contract.md §8.9); the
 	// shell's SetLocks fills it.
 	Locks LocksDoc `json:"locks"`
@@ -116,6 +122,79 @@ func clusterMapDoc(m replica.MapStatus) ClusterMapDoc {
 	}
 	for _, v := range m.Versions {
 		d.Versions = append(d.Versions, MemberVersionDoc{Generation: v.Generation, MaxVersion: v.MaxVersion, Name: v.Name})
+	}
+	return d
+}
+
+// HubDoc is hub (replica.HubStatus): a leaf's view of its hub, as the hub's last word on
+// the link told it. A client that wrote at the leaf waits for core_seq at or above its
+// write's origin_seq: every member of the core has the write then (the write checkpoint).
+type HubDoc struct {
+	Connected bool   `json:"connected"`
+	CoreSeq   uint64 `json:"core_seq"`
+	// Horizon is the tombstone horizon the hub advertises (RFC 3339, UTC, milliseconds):
+	// a write of the leaf stamped before it is refused too-old. null until the hub told one.
+	Horizon           *string `json:"horizon"`
+	HubSeq            uint64  `json:"hub_seq"`
+	LastRefusedReason string  `json:"last_refused_reason"` // "" when none was refused
+	LastRefusedSeq    uint64  `json:"last_refused_seq"`    // 0 when none was refused
+	Name              string  `json:"name"`
+	ReoriginatedSeq   uint64  `json:"reoriginated_seq"`
+	Refused           uint64  `json:"refused"`
+}
+
+// LeavesDoc is leaves (replica.LeavesStatus): a hub's leaves, bounded whatever their
+// number: counts, the connected leaves by lag band, and the ten furthest behind.
+type LeavesDoc struct {
+	Connected int `json:"connected"`
+	Held      int `json:"held"` // leaves' channels held back, for the clock or the gate
+	// Lag is the connected leaves by how far this hub is behind each, a band a row: at
+	// most le_ms milliseconds and more than the row before's; the last row's le_ms is null
+	// (no bound).
+	Lag     []LeafLagDoc    `json:"lag"`
+	Marks   int             `json:"marks"`
+	Max     int             `json:"max"`
+	Slowest []LeafBehindDoc `json:"slowest"` // most behind first; [] when none
+}
+
+// LeafLagDoc is one band of leaves.lag.
+type LeafLagDoc struct {
+	LeMs   *uint64 `json:"le_ms"`
+	Leaves int     `json:"leaves"`
+}
+
+// LeafBehindDoc is one of leaves.slowest: the leaf, the highest of its seqs this hub
+// re-originated, and how far (HLC milliseconds) its newest advertised entry is ahead of it.
+type LeafBehindDoc struct {
+	BehindMs uint64 `json:"behind_ms"`
+	Name     string `json:"name"`
+	Seq      uint64 `json:"seq"`
+}
+
+func hubDoc(h *replica.HubStatus) *HubDoc {
+	if h == nil {
+		return nil
+	}
+	return &HubDoc{Connected: h.Connected, CoreSeq: h.CoreSeq, Horizon: stamp(h.Horizon), HubSeq: h.HubSeq, LastRefusedReason: h.LastRefusedReason,
+		LastRefusedSeq: h.LastRefusedSeq, Name: h.Name, ReoriginatedSeq: h.ReoriginatedSeq, Refused: h.Refused}
+}
+
+func leavesDoc(l *replica.LeavesStatus) *LeavesDoc {
+	if l == nil {
+		return nil
+	}
+	d := &LeavesDoc{Connected: l.Connected, Held: l.Held, Marks: l.Marks, Max: l.Max,
+		Lag: make([]LeafLagDoc, 0, len(l.Lag)), Slowest: make([]LeafBehindDoc, 0, len(l.Slowest))}
+	for _, b := range l.Lag {
+		row := LeafLagDoc{Leaves: b.Leaves}
+		if b.LeMs != 0 {
+			le := b.LeMs
+			row.LeMs = &le
+		}
+		d.Lag = append(d.Lag, row)
+	}
+	for _, s := range l.Slowest {
+		d.Slowest = append(d.Slowest, LeafBehindDoc{BehindMs: s.BehindMs, Name: s.Name, Seq: s.Seq})
 	}
 	return d
 }
@@ -378,6 +457,8 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 		Refusals:             make([]RefusalDoc, 0, len(st.Refusals)),
 		NamedFeeds:           make([]NamedFeedDoc, 0, len(st.NamedFeeds)),
 		AntiEntropyConflicts: make([]ConflictDoc, 0, len(st.AntiEntropyConflicts)),
+		Hub:                  hubDoc(st.Hub),
+		Leaves:               leavesDoc(st.Leaves),
 	}
 	for _, f := range st.AntiEntropyConflicts {
 		d.AntiEntropyConflicts = append(d.AntiEntropyConflicts, ConflictDoc{At: f.At.UTC().Format("2006-01-02T15:04:05.000Z07:00"),

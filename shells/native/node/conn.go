@@ -243,6 +243,14 @@ func (c *wsConn) handshakeDone() {
 // accept is GET /v1/replicate. Beyond MaxPendingHandshakes connections still in their
 // handshake, it answers 503 at once.
 func (n *Node) accept(w http.ResponseWriter, r *http.Request) {
+	if n.cfg.Hub != "" {
+		// A leaf takes no connection of any kind: its one link is the one it dials to its
+		// hub (docs/contract.md §26.1). Refused before the upgrade, so no handshake runs.
+		msg := "this node is a leaf of " + n.cfg.Hub + ": it dials its hub and takes no peer or leaf connections"
+		n.refused(r.RemoteAddr, "", false, wire.CodeLeafNoPeers, msg)
+		http.Error(w, string(wire.CodeLeafNoPeers)+": "+msg, http.StatusForbidden)
+		return
+	}
 	if n.pending.Add(1) > int64(n.cfg.MaxPendingHandshakes) {
 		n.pending.Add(-1)
 		n.refused(r.RemoteAddr, "", false, wire.CodeTooManyPending, "too many pending handshakes")

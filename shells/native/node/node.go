@@ -246,6 +246,9 @@ func Start(cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("node: peer %s: %w", p.Name, err)
 		}
 	}
+	if cfg.Hub != "" && (len(cfg.Peers) != 1 || cfg.Peers[0].Name != cfg.Hub || cfg.MaxLeaves > 0) {
+		return nil, fmt.Errorf("node: a leaf of %s dials its hub and nothing else, and is no hub itself: peers %v, MaxLeaves %d", cfg.Hub, cfg.Peers, cfg.MaxLeaves)
+	}
 	var origin wire.OriginID
 	if _, err := rand.Read(origin[:]); err != nil {
 		return nil, err
@@ -305,6 +308,10 @@ func Start(cfg Config) (*Node, error) {
 		n.dial(p)
 	}
 	for _, p := range saved { // merged with the flags; a flag's URL wins
+		if cfg.Hub != "" { // a leaf dials only its hub; the kept peers wait for a start without --hub
+			n.log.Warn("a leaf dials only its hub: the peer kept in the data directory is not dialed", "peer", p.Name, "hub", cfg.Hub)
+			continue
+		}
 		if n.peers[p.Name] == nil {
 			n.dial(Peer{Name: p.Name, URL: p.URL})
 		}
@@ -810,10 +817,13 @@ func (n *Node) dial(p Peer) {
 	go n.dialLoop(ctx, p)
 }
 
-// Errors of AddPeer and RemovePeer.
+// Errors of AddPeer, SetPeer and RemovePeer.
 var (
 	ErrPeerExists  = errors.New("node: a peer of that name is configured")
 	ErrPeerUnknown = errors.New("node: no peer of that name is configured")
+	// ErrLeafPeers refuses a peer added to or changed on a leaf, which dials its hub and
+	// nothing else (Config.Hub).
+	ErrLeafPeers = errors.New("node: this node is a leaf: it dials only its hub")
 )
 
 // AddPeer starts dialing a peer and keeps it in the data directory (POST /v1/peers). A
@@ -824,6 +834,9 @@ func (n *Node) AddPeer(p Peer) error {
 	}
 	if err := n.cfg.CheckPeerURL(p.URL); err != nil {
 		return err
+	}
+	if n.cfg.Hub != "" {
+		return ErrLeafPeers
 	}
 	n.peerMu.Lock() // two additions of one name: one wins, the other gets ErrPeerExists
 	defer n.peerMu.Unlock()
@@ -860,6 +873,9 @@ func (n *Node) SetPeer(p Peer, ls replica.LinkSettings) (dialed Peer, added bool
 	}
 	if ls, err = replica.CheckLink(ls); err != nil {
 		return Peer{}, false, err
+	}
+	if n.cfg.Hub != "" {
+		return Peer{}, false, ErrLeafPeers
 	}
 	if p.URL != "" {
 		if err := n.cfg.CheckPeerURL(p.URL); err != nil {

@@ -144,6 +144,53 @@ function renderLocks(st) {
   $('#lock-refusals tbody').replaceChildren(...rows);
 }
 
+// A leaf's hub and its write checkpoint (docs/contract.md §26.6): the hub re-originated
+// this leaf's writes up to reoriginated_seq, and the core has them up to core_seq; this
+// node's own applied seq is its last write. Hidden on a node that is not a leaf.
+function renderHub(st) {
+  const h = st.hub;
+  $('#hub-view').hidden = !h;
+  if (!h) return;
+  const own = (st.origins.find((o) => o.origin === st.node.origin) || {}).applied_seq || 0;
+  const pending = Math.max(0, own - h.core_seq);
+  const facts = [`hub ${h.name}`, h.connected ? 'connected' : 'NOT connected', `re-originated up to ${h.reoriginated_seq} (hub seq ${h.hub_seq})`,
+    `in the core up to ${h.core_seq}`, `horizon ${h.horizon || '-'}`].map((f) => el('span', {}, f));
+  if (h.refused > 0) {
+    facts.push(el('span', { class: 'conflict' },
+      `${h.refused} refused by the hub, the last seq ${h.last_refused_seq}: ${h.last_refused_reason} (it stays on this leaf only)`));
+  }
+  $('#hub-facts').replaceChildren(...facts);
+  $('#checkpoint').dataset.own = own;
+  $('#checkpoint').dataset.core = h.core_seq;
+  $('#checkpoint-core').style.width = `${own ? Math.min(100, (100 * h.core_seq) / own) : 100}%`;
+  $('#checkpoint-text').textContent = pending
+    ? `${pending} of this leaf's writes not in the core yet (own seq ${own}, core ${h.core_seq})`
+    : `every write of this leaf is in the core (own seq ${own})`;
+}
+
+// A hub's leaves (docs/contract.md §26.6): how many, the four lag bands as bars, the
+// slowest ten. Hidden on a node that is not a hub.
+function renderLeaves(st) {
+  const l = st.leaves;
+  $('#leaves-view').hidden = !l;
+  if (!l) return;
+  const facts = [`${l.connected} of ${l.max} connected`, `${l.marks} marks`].map((f) => el('span', {}, f));
+  facts.push(el('span', l.held ? { class: 'conflict' } : {}, `${l.held} held (clock ahead, or the gate shut)`));
+  $('#leaves-facts').replaceChildren(...facts);
+  const most = Math.max(1, ...l.lag.map((b) => b.leaves));
+  let below = 0;
+  const rows = l.lag.map((b) => {
+    const band = b.le_ms == null ? `over ${below / 1000} s` : below ? `${below} ms to ${b.le_ms} ms` : `up to ${b.le_ms} ms`;
+    below = b.le_ms ?? below;
+    const bar = el('span', { class: 'bar' });
+    bar.style.width = `${(100 * b.leaves) / most}%`;
+    return el('tr', { data: { band: b.le_ms ?? 'more' } }, td(band), num(b.leaves), el('td', { class: 'bar-cell' }, bar));
+  });
+  $('#leaf-lag tbody').replaceChildren(...rows);
+  $('#leaf-slowest tbody').replaceChildren(...l.slowest.map((s) =>
+    el('tr', { data: { leaf: s.name } }, td(s.name), num(s.seq), num(s.behind_ms))));
+}
+
 function renderPeers(st) {
   const rows = st.peers.map((p) =>
     el('tr', { data: { peer: p.name || '(handshaking)' } },
@@ -264,6 +311,8 @@ async function refresh() {
     renderOrigins(status);
     renderClusterMap(status);
     renderLocks(status);
+    renderHub(status);
+    renderLeaves(status);
     renderTopology(status);
     renderCharts(lag);
     feedTables(status);
