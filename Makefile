@@ -10,6 +10,7 @@ FUZZTIME  ?= 30s
 SEEDS     ?= 1000
 SEED_BASE ?=
 NODES     ?= 0
+LEAVES    ?= 0
 # The exact release build of the WASM core (docs/design.md §8, conformance/RELEASES.md).
 WASM_BUILD := GOFLAGS= CGO_ENABLED=0 GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildvcs=false -buildmode=c-shared
 
@@ -75,12 +76,13 @@ unit: wasm
 multiprocess: unit page-check
 	PLAIT_REQUIRE_BROWSER=1 $(GO) test -tags multiprocess -count=1 -p 1 ./tests/multiprocess
 
-## scale: the clusters at scale (docs/testing.md §13): 64 processes as hubs and spokes and as a tree, 2 fan-in hubs of 100 leaves each, a cluster in network namespaces (as root), then the simulator: 300 fresh seeds at 16 nodes and 300 at 32 (each run's first seed the Unix time it starts, unless SEED_BASE is given), and 2 seeds at 100; CI does not run it
+## scale: the clusters at scale (docs/testing.md §13): 64 processes as hubs and spokes and as a tree, 2 fan-in hubs of 100 leaves each, a cluster in network namespaces (as root), then the simulator: 300 fresh seeds at 16 nodes and 300 at 32 (each run's first seed the Unix time it starts, unless SEED_BASE is given), 2 seeds at 100, and 2 fixed seeds with fan-in hubs and 1,000 leaves (their cost printed); CI does not run it
 scale: deps
 	$(GO) test -tags scale -count=1 -p 1 -timeout 60m -v -run '^(TestScale|TestNamespace)' ./tests/multiprocess
 	$(MAKE) sim SEEDS=300 NODES=16
 	$(MAKE) sim SEEDS=300 NODES=32
 	$(MAKE) sim SEEDS=2 SEED_BASE=1 NODES=100
+	$(MAKE) sim SEEDS=2 SEED_BASE=1 LEAVES=1000
 
 ## wasm: the protocol core as a WASM reactor module
 wasm:
@@ -112,7 +114,7 @@ fuzz:
 
 ## sim: SEEDS random simulator seeds from SEED_BASE (default: now); prints every failing seed
 sim:
-	SEEDS=$(SEEDS) SEED_BASE=$(SEED_BASE) NODES=$(NODES) scripts/sim.sh
+	SEEDS=$(SEEDS) SEED_BASE=$(SEED_BASE) NODES=$(NODES) LEAVES=$(LEAVES) scripts/sim.sh
 
 ## bench: the benchmarks of BENCHMARKS.md: the protocol core's, then plait bench (SYNC=origin)
 SYNC ?= origin

@@ -66,6 +66,10 @@ func TestMutationsAreCaught(t *testing.T) {
 		{"a change feed that gives changes again after a resume", mutate.Set{FeedRedeliverOnResume: true}, nil},
 		// Runs naming t1 reach a feed in the runs that place it (a fifth of the seeds).
 		{"a change feed that passes a run naming its table with no reread", mutate.Set{FeedPassNamedRun: true}, nil},
+		// Fan-in hubs (conformance/sim/hubs.go): a tenth of the seeds run hubs and leaves,
+		// and crash hubs under their leaves' writes.
+		{"a hub that re-originates a leaf's writes again after a crash (its mark not written with its entry)", mutate.Set{ReoriginateTwiceAfterCrash: true}, nil},
+		{"a hub whose re-originated records take its HLC and origin as their version", mutate.Set{HubHLCForConflicts: true}, nil},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel() // each mutation is a value of its own runs: nothing is shared

@@ -9,11 +9,12 @@ import (
 )
 
 var (
-	simSeed  = flag.Uint64("seed", 0, "replay one simulator seed (TestSim); any value, 0 included")
-	simSeeds = flag.Int("seeds", 500, "how many seeds TestSim runs from -seed-base")
-	simBase  = flag.Uint64("seed-base", 1, "the first seed of TestSim's range")
-	simTrace = flag.Bool("sim.trace", false, "log the simulator's trace of a replayed seed")
-	simNodes = flag.Int("sim.nodes", 0, "nodes of every random run (0: 3 to 8, drawn from the seed)")
+	simSeed   = flag.Uint64("seed", 0, "replay one simulator seed (TestSim); any value, 0 included")
+	simSeeds  = flag.Int("seeds", 500, "how many seeds TestSim runs from -seed-base")
+	simBase   = flag.Uint64("seed-base", 1, "the first seed of TestSim's range")
+	simTrace  = flag.Bool("sim.trace", false, "log the simulator's trace of a replayed seed")
+	simNodes  = flag.Int("sim.nodes", 0, "nodes of every random run (0: 3 to 8, drawn from the seed)")
+	simLeaves = flag.Int("sim.leaves", 0, "leaves of every random run, each a run with fan-in hubs (0: a tenth of the seeds have hubs and 1 to 20 leaves)")
 )
 
 // TestSim runs the CI's fixed range of simulator seeds (500 from 1), or replays one with
@@ -23,7 +24,7 @@ func TestSim(t *testing.T) {
 	replay := false
 	flag.Visit(func(f *flag.Flag) { replay = replay || f.Name == "seed" })
 	if replay {
-		opts := sim.Options{Nodes: *simNodes}
+		opts := sim.Options{Nodes: *simNodes, Leaves: *simLeaves}
 		if *simTrace {
 			opts.Trace = func(s string) { t.Log(s) }
 		}
@@ -41,9 +42,18 @@ func TestSim(t *testing.T) {
 	lockRuns, lockGrants, lockAcked, lockLost, lockHomeCrashes := 0, 0, 0, 0, 0
 	lockBeyond, lockOverlaps, lockDelegated, lockVia, lockViaDelegated := 0, 0, 0, 0, 0
 	var fd sim.Report // the change feeds' counts, summed
+	var hb sim.Report // the hub runs' counts, summed; their largest core cost
+	hubRuns := 0
 	var virtual time.Duration
 	for seed := *simBase; seed < *simBase+uint64(*simSeeds); seed++ {
-		rep := sim.Random(seed, sim.Options{Nodes: *simNodes})
+		rep := sim.Random(seed, sim.Options{Nodes: *simNodes, Leaves: *simLeaves})
+		if rep.Hubs > 0 {
+			hubRuns++
+			hb.Leaves, hb.LeafWrites, hb.LeafMoves, hb.MoveDoubles = hb.Leaves+rep.Leaves, hb.LeafWrites+rep.LeafWrites, hb.LeafMoves+rep.LeafMoves, hb.MoveDoubles+rep.MoveDoubles
+			hb.LeafReoriginated, hb.LeafDuplicates, hb.LeafTwice = hb.LeafReoriginated+rep.LeafReoriginated, hb.LeafDuplicates+rep.LeafDuplicates, hb.LeafTwice+rep.LeafTwice
+			hb.CoreVector, hb.CoreRows, hb.CoreBytes = max(hb.CoreVector, rep.CoreVector), max(hb.CoreRows, rep.CoreRows), max(hb.CoreBytes, rep.CoreBytes)
+			hb.Messages, hb.Virtual, hb.Nodes = hb.Messages+rep.Messages, hb.Virtual+rep.Virtual, max(hb.Nodes, rep.Nodes)
+		}
 		largest, virtual = max(largest, rep.Nodes), virtual+rep.Virtual
 		if rep.RetainBytes > 0 {
 			retaining++
@@ -71,8 +81,8 @@ func TestSim(t *testing.T) {
 		fd.FeedSkipped, fd.FeedCopy, fd.FeedRepair = fd.FeedSkipped+rep.FeedSkipped, fd.FeedCopy+rep.FeedCopy, fd.FeedRepair+rep.FeedRepair
 		if len(rep.Failures) > 0 {
 			failed++
-			t.Errorf("FAILING SEED %d (replay: go test ./conformance -run 'TestSim$' -seed=%d -sim.nodes=%d -sim.trace -v): %s\n  %v",
-				seed, seed, *simNodes, rep, rep.Failures)
+			t.Errorf("FAILING SEED %d (replay: go test ./conformance -run 'TestSim$' -seed=%d -sim.nodes=%d -sim.leaves=%d -sim.trace -v): %s\n  %v",
+				seed, seed, *simNodes, *simLeaves, rep, rep.Failures)
 		}
 	}
 	// Whether the range exercises retention, copies and tombstones is judged over enough
@@ -120,6 +130,12 @@ func TestSim(t *testing.T) {
 		t.Errorf("the feeds' consumers were given %d changes, resumed %d times (%d behind), told to reread %d times for a copy, %d purged: the range does not exercise them",
 			fd.FeedChanges, fd.FeedResumes, fd.FeedBehind, fd.FeedCopy, fd.FeedPurged)
 	}
+	// Fan-in hubs (conformance/sim/hubs.go): over enough hub runs (the CI range has 50),
+	// leaves write and move, hubs re-originate, and some writes are carried by two hubs.
+	if hubRuns >= judged && (hb.LeafWrites == 0 || hb.LeafMoves == 0 || hb.LeafReoriginated == 0 || hb.MoveDoubles == 0) {
+		t.Errorf("of %d runs with hubs, %d leaf writes acknowledged, %d leaf moves, %d re-originated, %d carried by two hubs: the range does not exercise them",
+			hubRuns, hb.LeafWrites, hb.LeafMoves, hb.LeafReoriginated, hb.MoveDoubles)
+	}
 	took := time.Since(start)
 	t.Logf("%d seeds from %d: %d failed, %s; %d with retention, %d of them purged, %d took %d base copies (%d resumed, %d crashed), %d tombstones dropped",
 		*simSeeds, *simBase, failed, took.Round(time.Millisecond), retaining, purgedRuns, copyRuns, copies, resumed, copyCrashes, tombstones)
@@ -129,6 +145,8 @@ func TestSim(t *testing.T) {
 		lockRuns, lockGrants, lockDelegated, lockAcked, lockVia, lockViaDelegated, lockLost, lockHomeCrashes, lockBeyond, lockOverlaps)
 	t.Logf("feeds: %d changes given, %d rereads (%d of runs naming the table, %d for copies, %d for repairs), %d disconnects, %d resumes (%d waiting for a node behind), %d purged restarts",
 		fd.FeedChanges, fd.FeedRereads, fd.FeedSkipped, fd.FeedCopy, fd.FeedRepair, fd.FeedDisconnects, fd.FeedResumes, fd.FeedBehind, fd.FeedPurged)
+	t.Logf("hubs: %d runs with hubs (%d leaves), %d leaf writes acknowledged, %d re-originated (%d duplicates from leaves), %d leaf moves, %d writes carried by two hubs (counted twice %d); a core node's cost at most: %d vector entries, %d status rows, %d store bytes; %d messages over %s virtual, largest %d nodes",
+		hubRuns, hb.Leaves, hb.LeafWrites, hb.LeafReoriginated, hb.LeafDuplicates, hb.LeafMoves, hb.MoveDoubles, hb.LeafTwice, hb.CoreVector, hb.CoreRows, hb.CoreBytes, hb.Messages, hb.Virtual.Round(time.Millisecond), hb.Nodes)
 	t.Logf("%.1f schedules per second; %.0fx virtual time; largest topology %d nodes",
 		float64(*simSeeds)/took.Seconds(), virtual.Seconds()/took.Seconds(), largest)
 }

@@ -171,7 +171,11 @@ func (c *Cluster) mapFindings() []string {
 		if st.Generation == c.maps.maxGen && st.Generation > 0 && !slices.ContainsFunc(c.maps.published[st.Generation], func(d []byte) bool { return string(d) == string(st.Document) }) {
 			found = append(found, fmt.Sprintf("%s holds a map of generation %d that was never published", name, st.Generation))
 		}
-		found = append(found, c.belowV4Findings(name, st)...)
+		if c.hubs == nil || !c.hubs.leaf[name] {
+			// A leaf holds its hub's map, read-only, and takes no part in the version-4
+			// gate: it lists no member below or above (docs/design.md §27.5).
+			found = append(found, c.belowV4Findings(name, st)...)
+		}
 	}
 	return found
 }
@@ -259,6 +263,9 @@ func (c *Cluster) mapsAndRequests(rep *Report, names []string, end time.Time) {
 	if c.locks != nil {
 		base = 2 // the run's first maps: the members, then the lock homes (locks.go)
 	}
+	if c.hubs != nil {
+		base = 1 // the run's first map, with the hubs and the leaf window (hubs.go)
+	}
 	doc := func(gen uint64, variant int) []byte {
 		members := slices.Clone(names)
 		if variant%2 == 1 {
@@ -296,7 +303,7 @@ func (c *Cluster) mapsAndRequests(rep *Report, names []string, end time.Time) {
 				}
 			})
 		case k < 8: // during a partition of one of the node's links
-			links := c.sortedLinks()
+			links := c.memberLinks()
 			l := links[rng.IntN(len(links))]
 			d := time.Duration(500+rng.IntN(2000)) * time.Millisecond
 			on := l.From
@@ -338,6 +345,16 @@ func (c *Cluster) mapsAndRequests(rep *Report, names []string, end time.Time) {
 	}
 }
 
+// memberLinks are the run's links between members of its maps: every link but a leaf's
+// (a leaf holds its hub's map read-only: hubs.go).
+func (c *Cluster) memberLinks() []*Link {
+	links := c.sortedLinks()
+	if c.hubs == nil {
+		return links
+	}
+	return slices.DeleteFunc(links, func(l *Link) bool { return c.hubs.leaf[l.From] || c.hubs.leaf[l.To] })
+}
+
 // MapDoc is a map document of generation gen with the members named, in that order, the
 // run's placement and its lock homes.
 func (c *Cluster) MapDoc(gen uint64, members []string) []byte {
@@ -349,7 +366,7 @@ func (c *Cluster) MapDoc(gen uint64, members []string) []byte {
 		}
 		fmt.Fprintf(&b, `{"name":%q}`, m)
 	}
-	b.WriteString("]" + c.placementDoc(gen) + c.lockDoc(gen) + "}")
+	b.WriteString("]" + c.placementDoc(gen) + c.lockDoc(gen) + c.leafWindowDoc() + "}")
 	return []byte(b.String())
 }
 

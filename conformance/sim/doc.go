@@ -29,6 +29,8 @@
 //     recovery after it; rewind.go: a backup restored and a reseed.
 //   - random.go: Random, one seeded schedule over a drawn topology, and its Report;
 //     script.go: Script, the commands of a scenario file.
+//   - hubs.go: runs with fan-in hubs (a core, hubs, leaves that move between them) and
+//     the oracle of their leaves' writes.
 //   - placement.go: a table placed on some nodes; clustermap.go: cluster maps and requests
 //     between nodes; links.go: links made one-way, a table excluded from one, a live
 //     change, and the per-link checks of what crosses them.

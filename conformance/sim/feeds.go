@@ -44,6 +44,9 @@ type consumer struct {
 	last    map[wire.OriginID]uint64
 	covered map[wire.OriginID]uint64 // per origin, the highest seq a reread covers
 	got     map[wire.OriginID]map[uint64]bool
+	// gotLeaf: the leaf writes it was given a change of, by leaf origin and leaf seq: a
+	// format-3 entry's (hubs.go).
+	gotLeaf map[leafWrite]bool
 	started bool
 }
 
@@ -67,7 +70,7 @@ func (c *Cluster) drawFeeds(rep *Report, seed uint64, names []string, end time.T
 	c.feeds = fr
 	for i, name := range names {
 		cs := &consumer{name: fmt.Sprintf("feed-%d", i), node: name, last: map[wire.OriginID]uint64{},
-			covered: map[wire.OriginID]uint64{}, got: map[wire.OriginID]map[uint64]bool{}}
+			covered: map[wire.OriginID]uint64{}, got: map[wire.OriginID]map[uint64]bool{}, gotLeaf: map[leafWrite]bool{}}
 		fr.consumers = append(fr.consumers, cs)
 		for t := c.Now().Add(time.Duration(100+fr.rng.IntN(400)) * time.Millisecond); t.Before(end); t = t.Add(time.Duration(50+fr.rng.IntN(450)) * time.Millisecond) {
 			k := fr.rng.IntN(100)
@@ -183,19 +186,29 @@ func (c *Cluster) feedEvent(rep *Report, cs *consumer, ev *feed.Event) {
 			cs.got[o] = map[uint64]bool{}
 		}
 		cs.got[o][s] = true
-		if w, ok := c.writes[o][s]; ok {
+		w, ok := c.writes[o][s]
+		hlc, by := ev.HLC, ""
+		if lb, leaf := leafOf(c.nodes[cs.node].Store, o, s); leaf {
+			by = fmt.Sprintf(" (leaf %s's seq %d)", c.originName(lb.Origin), lb.Seq)
+			// A hub's re-originated entry: its change is the leaf's write, found by its
+			// leaf origin and leaf seq, at the leaf's HLC.
+			cs.gotLeaf[leafWrite{lb.Origin, lb.Seq}] = true
+			w, ok = c.writes[lb.Origin][lb.Seq]
+			hlc = lb.HLC
+		}
+		if ok {
 			var ops []wire.Op
 			for _, op := range w.ops {
 				if bytes.Equal(op.Table, feedTable) {
 					ops = append(ops, op)
 				}
 			}
-			same := len(ops) == len(ev.Ops) && w.hlc == ev.HLC
+			same := len(ops) == len(ev.Ops) && w.hlc == hlc
 			for i := 0; same && i < len(ops); i++ {
 				same = ops[i].Kind == ev.Ops[i].Kind && bytes.Equal(ops[i].Key, ev.Ops[i].Key) && bytes.Equal(ops[i].Value, ev.Ops[i].Value)
 			}
 			if !same {
-				c.inv.fail(c.now, "%s: seq %d of origin %s given as %d operations at %d, the origin wrote %d of %s at %d", cs.name, s, c.originName(o), len(ev.Ops), ev.HLC, len(ops), feedTable, w.hlc)
+				c.inv.fail(c.now, "%s: seq %d of origin %s%s given as %d operations at %d, the origin wrote %d of %s at %d", cs.name, s, c.originName(o), by, len(ev.Ops), hlc, len(ops), feedTable, w.hlc)
 			}
 		}
 	}
@@ -255,8 +268,18 @@ func (c *Cluster) checkFeeds(rep *Report) {
 			missed := 0
 			var first uint64
 			for s, w := range c.writes[o] {
-				if s <= cs.began.Seq(o) || s > heads[o] || s <= cs.covered[o] || cs.got[o][s] ||
-					!slices.ContainsFunc(w.ops, func(op wire.Op) bool { return bytes.Equal(op.Table, feedTable) }) {
+				if s > heads[o] || !slices.ContainsFunc(w.ops, func(op wire.Op) bool { return bytes.Equal(op.Table, feedTable) }) {
+					continue
+				}
+				if c.hubs != nil && c.hubs.leafOrigin[o] != "" {
+					// A leaf's write reaches a consumer in the entries of the hubs that
+					// re-originated it: it is owed one change, found by its leaf origin
+					// and leaf seq, when one of them is after the consumer's start and
+					// not covered by a reread.
+					if cs.gotLeaf[leafWrite{o, s}] || !c.hubs.owed(cs, leafWrite{o, s}, heads) {
+						continue
+					}
+				} else if s <= cs.began.Seq(o) || s <= cs.covered[o] || cs.got[o][s] {
 					continue
 				}
 				if missed == 0 || s < first {

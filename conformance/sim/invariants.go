@@ -53,6 +53,8 @@ type invariants struct {
 	// arriving: the delivery a node is taking in over a link that excludes tables, while
 	// it does (links.go).
 	arriving *arrival
+	// hubs: the run's hubs and leaves, which watch every format-3 entry applied (hubs.go).
+	hubs *hubRun
 
 	maxHeld    int // the most bytes a session held after an input
 	injections []*injection
@@ -233,6 +235,7 @@ type recordingStore struct {
 	*memstore.Store
 	inv     *invariants
 	node    string
+	origin  wire.OriginID // the node's
 	last    map[wire.OriginID]uint64
 	durable *memstore.Store
 	now     func() time.Time
@@ -304,7 +307,8 @@ func (s *recordingStore) healed(recs []store.Record) {
 }
 
 func newRecordingStore(s *memstore.Store, inv *invariants, node string, now func() time.Time) *recordingStore {
-	r := &recordingStore{Store: s, inv: inv, node: node, last: map[wire.OriginID]uint64{}, durable: s.Clone(), now: now}
+	id, _ := s.Identity() // the in-memory store's reads never fail
+	r := &recordingStore{Store: s, inv: inv, node: node, origin: id.Origin, last: map[wire.OriginID]uint64{}, durable: s.Clone(), now: now}
 	vec, _ := s.Vector()
 	for _, e := range vec.Entries() {
 		r.last[e.Origin] = e.Seq
@@ -348,9 +352,16 @@ func (s *recordingStore) Apply(b *store.Batch) (uint64, error) {
 				s.node, r.Table, r.Key, old.Token, old.HLC, r.Token, r.HLC, b.Origin, b.Seq)
 		}
 	}
+	twice := s.inv.hubs != nil && s.inv.hubs.atOrBelowMark(s, b)
 	pos, err := s.Store.Apply(b)
 	if err == nil {
+		if twice {
+			s.inv.hubs.twice[s.node]++
+		}
 		s.inv.appliedExcluded(s.node, b, s.now())
+		if s.inv.hubs != nil {
+			s.inv.hubs.applied(s, b)
+		}
 		s.healed(b.Records)
 		for _, r := range b.Records {
 			if s.inv.placed[string(r.Table)] != nil {
@@ -478,7 +489,7 @@ func (c *Cluster) Converged() (bool, string) {
 			continue
 		}
 		vec, _ := n.Store.Vector()
-		for _, o := range c.names {
+		for _, o := range c.heldOrigins(name) {
 			want := heads[c.nodes[o].origin]
 			got := vec.Get(c.nodes[o].origin)
 			if got.Seq != want.seq || got.Hash != want.hash {
@@ -488,6 +499,11 @@ func (c *Cluster) Converged() (bool, string) {
 	}
 	if p := c.placementPending(); p != "" {
 		return false, p
+	}
+	if c.hubs != nil {
+		if p := c.hubs.pending(); p != "" {
+			return false, p
+		}
 	}
 	if ok, why := c.linkRecordsAlike(); !ok {
 		return false, why
@@ -664,6 +680,11 @@ func (c *Cluster) checkOracle() {
 				case !bytes.Equal(w.Value, r.Value):
 					c.inv.fail(c.now, "%s: record %s/%s holds %.12q (version %d of %s), the last write made it %.12q (version %d of %s)",
 						name, r.Table, r.Key, r.Value, r.HLC, c.originName(r.Origin), w.Value, w.HLC, c.originName(w.Origin))
+				case c.hubs != nil && r.Version() != w.Version():
+					// A leaf write's version is the leaf's (its HLC and origin), never the
+					// hub's that re-originated it (docs/design.md §27.1).
+					c.inv.fail(c.now, "%s: record %s/%s holds version %d of %s, the last write's is %d of %s",
+						name, r.Table, r.Key, r.HLC, c.originName(r.Origin), w.HLC, c.originName(w.Origin))
 				}
 				return true
 			})

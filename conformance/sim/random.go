@@ -70,13 +70,29 @@ type Report struct {
 	// resumes the node was behind for, and purged restarts.
 	FeedChanges, FeedRereads, FeedDisconnects, FeedResumes, FeedBehind, FeedPurged int
 	FeedSkipped, FeedCopy, FeedRepair                                              int
-	Failures                                                                       []string
+	// Fan-in hubs (hubs.go): the run's hubs and leaves (0: a run without), the leaves'
+	// acknowledged writes, their moves to another hub, the hubs' counters over the run
+	// (re-originated, duplicates from a leaf, applied twice), the leaf writes two hubs'
+	// logs carry (move doubles), and a core node's cost: its vector's entries, its status's
+	// origin and peer rows, its store's bytes; and the messages delivered in the run.
+	Hubs, Leaves, LeafWrites, LeafMoves, MoveDoubles int
+	LeafReoriginated, LeafDuplicates, LeafTwice      uint64
+	CoreVector, CoreRows, CoreBytes, Messages        int
+	Failures                                         []string
 }
 
 func (r Report) String() string {
 	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d downgrades=%d faults=%d detected=%d covered=%d resent=%d closed=%d moves=%d duplicates=%d retain-bytes=%d purged=%d purged-answers=%d copies=%d (resumed %d, crashed %d) tombstones-dropped=%d disk-fulls=%d (recovered %d) maps=%d placed=%d requests=%d one-way=%d excluding=%d link-changes=%d link-checked=%d lock-grants=%d lock-acked=%d lock-lost=%d lock-home-crashes=%d lock-beyond=%d lock-overlaps=%d feed-changes=%d feed-rereads=%d feed-disconnects=%d feed-resumes=%d feed-behind=%d feed-purged=%d records=%d digest=%s virtual=%s sync-delay=%s",
 		r.Seed, r.Nodes, r.Topology, r.Links, r.Mixed, r.Writes, r.Disconnects, r.Partitions, r.Crashes, r.PowerLosses, r.Upgrades, r.Downgrades,
-		r.Injected, r.Detected, r.Covered, r.Resent, r.Closed, r.Moves, r.Duplicates, r.RetainBytes, r.Purged, r.PurgedAnswers, r.Copies, r.CopyResumes, r.CopyCrashes, r.TombstonesDropped, r.DiskFulls, r.Recoveries, r.Maps, r.Placed, r.Requests, r.OneWay, r.Excluding, r.LinkChanges, r.LinkChecked, r.LockGrants, r.LockAcked, r.LockLost, r.LockHomeCrashes, r.LockBeyond, r.LockOverlaps, r.FeedChanges, r.FeedRereads, r.FeedDisconnects, r.FeedResumes, r.FeedBehind, r.FeedPurged, r.Records, r.Digest, r.Virtual, r.SyncDelay)
+		r.Injected, r.Detected, r.Covered, r.Resent, r.Closed, r.Moves, r.Duplicates, r.RetainBytes, r.Purged, r.PurgedAnswers, r.Copies, r.CopyResumes, r.CopyCrashes, r.TombstonesDropped, r.DiskFulls, r.Recoveries, r.Maps, r.Placed, r.Requests, r.OneWay, r.Excluding, r.LinkChanges, r.LinkChecked, r.LockGrants, r.LockAcked, r.LockLost, r.LockHomeCrashes, r.LockBeyond, r.LockOverlaps, r.FeedChanges, r.FeedRereads, r.FeedDisconnects, r.FeedResumes, r.FeedBehind, r.FeedPurged, r.Records, r.Digest, r.Virtual, r.SyncDelay) + r.hubString()
+}
+
+func (r Report) hubString() string {
+	if r.Hubs == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" hubs=%d leaves=%d leaf-writes=%d leaf-moves=%d reoriginated=%d leaf-duplicates=%d move-doubles=%d twice=%d core-vector=%d core-rows=%d core-bytes=%d messages=%d",
+		r.Hubs, r.Leaves, r.LeafWrites, r.LeafMoves, r.LeafReoriginated, r.LeafDuplicates, r.MoveDoubles, r.LeafTwice, r.CoreVector, r.CoreRows, r.CoreBytes, r.Messages)
 }
 
 // SimLimits are small session limits, so that the simulator's small transactions fill
@@ -136,6 +152,9 @@ func Random(seed uint64, opts Options) Report {
 	c := New(opts)
 	rng := c.Rand()
 	rep := Report{Seed: seed, SyncDelay: opts.SyncDelay, RetainBytes: opts.RetainBytes}
+	if opts.Leaves > 0 || opts.Nodes == 0 && hubSeed(seed) {
+		return c.randomHubs(&rep)
+	}
 	n := 3 + rng.IntN(6)
 	if opts.Nodes > 0 {
 		n = opts.Nodes
@@ -285,7 +304,27 @@ func Random(seed uint64, opts Options) Report {
 			}
 		})
 	}
-	// Faults, about one a second.
+	c.drawFaults(&rep, names, links, versions, &anyV1, end)
+	if retaining {
+		c.awayAndCopies(&rep, names, opts.RetainHold < 30*time.Second)
+	}
+	c.diskFills(&rep, names, end)
+	c.mapsAndRequests(&rep, names, end)
+	c.drawFeeds(&rep, seed, names, end)
+	// Only runs where no node ever speaks version 1 promise that nothing is received twice.
+	c.SetV2Only(!anyV1)
+	c.RunUntil(end)
+	c.Restore()
+	return c.finishRandom(&rep, names, anyV1)
+}
+
+// drawFaults draws a random run's faults, about one a second until end: disconnects and
+// partitions of its links, crashes of its nodes (power losses among them with a sync
+// delay; rolling upgrades and downgrades in mixed runs, which versions and anyV1 follow),
+// and links that drop or corrupt one entry.
+func (c *Cluster) drawFaults(rep *Report, names []string, links []*Link, versions map[string]uint64, anyV1 *bool, end time.Time) {
+	rng := c.Rand()
+	n := len(names)
 	for t := c.Now().Add(time.Second); t.Before(end); t = t.Add(time.Duration(300+rng.IntN(1400)) * time.Millisecond) {
 		l := links[rng.IntN(len(links))]
 		switch k := rng.IntN(100); {
@@ -299,7 +338,7 @@ func Random(seed uint64, opts Options) Report {
 			node := names[rng.IntN(n)]
 			d := time.Duration(200+rng.IntN(4000)) * time.Millisecond
 			version := versions[node]
-			power := opts.SyncDelay > 0 && rng.IntN(2) == 0
+			power := c.opts.SyncDelay > 0 && rng.IntN(2) == 0
 			if rep.Mixed && rng.IntN(2) == 0 {
 				// A rolling upgrade from version 1 to the newest, or a downgrade to 1.
 				if version == 1 {
@@ -308,7 +347,7 @@ func Random(seed uint64, opts Options) Report {
 					version = 1
 				}
 				versions[node] = version
-				anyV1 = anyV1 || version == 1
+				*anyV1 = *anyV1 || version == 1
 			}
 			c.At(t, func() {
 				if c.Node(node).Rep != nil {
@@ -347,16 +386,12 @@ func Random(seed uint64, opts Options) Report {
 			c.At(t, func() { _ = c.Inject(from, to, Corrupt) })
 		}
 	}
-	if retaining {
-		c.awayAndCopies(&rep, names, opts.RetainHold < 30*time.Second)
-	}
-	c.diskFills(&rep, names, end)
-	c.mapsAndRequests(&rep, names, end)
-	c.drawFeeds(&rep, seed, names, end)
-	// Only runs where no node ever speaks version 1 promise that nothing is received twice.
-	c.SetV2Only(!anyV1)
-	c.RunUntil(end)
-	c.Restore()
+}
+
+// finishRandom ends a random run once its schedule ran and everything was restored: it
+// runs until the nodes converge, checks the end state and fills in the report.
+func (c *Cluster) finishRandom(rep *Report, names []string, anyV1 bool) Report {
+	opts := c.opts
 	if anyV1 {
 		// Version 1 has no heads: an entry dropped at the tail of an origin's stream is
 		// revealed only by that origin's next entry. Each origin with a dropped entry not
@@ -374,7 +409,7 @@ func Random(seed uint64, opts Options) Report {
 		}
 	}
 	converged := c.stabilizeAllUp(2 * time.Minute)
-	if converged && c.rewriteDiverged(&rep, names) {
+	if converged && c.rewriteDiverged(rep, names) {
 		converged = c.stabilizeAllUp(2 * time.Minute)
 	}
 	if !converged {
@@ -388,8 +423,9 @@ func Random(seed uint64, opts Options) Report {
 	}
 	rep.Records, rep.Digest = c.CheckConverged()
 	c.checkMaps()
-	c.checkLocks(&rep)
-	c.checkFeeds(&rep)
+	c.checkLocks(rep)
+	c.checkFeeds(rep)
+	c.checkHubs(rep)
 	f := c.Faults()
 	rep.Injected, rep.Detected, rep.Covered, rep.Resent, rep.Closed = f.Injected, f.Detected, f.Covered, f.Resent, f.Closed
 	for _, name := range names {
@@ -424,7 +460,7 @@ func Random(seed uint64, opts Options) Report {
 	}
 	rep.Virtual = c.Now().Sub(Epoch)
 	rep.Failures = c.Failures()
-	return rep
+	return *rep
 }
 
 // diskFills adds, drawn after every other draw of the run, one node whose disk fills for

@@ -48,6 +48,9 @@ type Options struct {
 	// Retaining, when set, names the nodes that run with Config's retention; the others
 	// keep the replica's defaults (a node standing for a release that purged nothing).
 	Retaining map[string]bool
+	// Leaves, when set, makes every random run one with fan-in hubs (hubs.go) and this
+	// many leaves behind them, instead of the 1 to 20 a hub run draws.
+	Leaves int
 }
 
 // Cluster is the simulated world.
@@ -68,6 +71,7 @@ type Cluster struct {
 	lk              *linkOracle              // the run's links, once some are set (links.go)
 	locks           *lockRun                 // the run's lock workload, when it has one (locks.go)
 	feeds           *feedRun                 // the run's consumers of change feeds (feeds.go)
+	hubs            *hubRun                  // the run's hubs and leaves, when it has some (hubs.go)
 	dropping        string                   // the peer whose connection a node is being told it lost
 	droppingSources map[wire.OriginID]string // the node's sources before
 	// writes is every local write that returned, per origin and seq: the oracle of what
@@ -123,6 +127,14 @@ type Node struct {
 	// Links are the node's settings for its links, by peer (SetPeerLink): its
 	// configuration's, so that a restart starts with the settings it last ran with.
 	Links map[string]replica.LinkSettings
+	// Hub makes the node a leaf of the node of that name (replica.Config.Hub), MaxLeaves a
+	// hub that accepts that many leaves (hubs.go): its configuration's, as Links, so that a
+	// leaf that moves restarts with its new hub.
+	Hub       string
+	MaxLeaves int
+	// counted: the hub counters of the node's replicas before its last start, summed (a
+	// crash loses a replica's counters; the hub oracle needs the run's).
+	counted hubCounts
 }
 
 // Link is an edge of the topology: From dials To while both are up and the link is not
@@ -204,6 +216,12 @@ func (c *Cluster) AddNode(name string, maxVersion uint64) error {
 
 // AddNodeBuild is AddNode for a node whose sessions newSession makes (nil: the cluster's).
 func (c *Cluster) AddNodeBuild(name string, maxVersion uint64, newSession func(protocol.Config) (replica.Session, error)) error {
+	return c.addNode(name, maxVersion, newSession, nil)
+}
+
+// addNode is AddNodeBuild, with set called on the node before it starts (its hub, its
+// leaves: hubs.go).
+func (c *Cluster) addNode(name string, maxVersion uint64, newSession func(protocol.Config) (replica.Session, error), set func(*Node)) error {
 	if c.nodes[name] != nil {
 		return fmt.Errorf("node %s exists", name)
 	}
@@ -211,6 +229,9 @@ func (c *Cluster) AddNodeBuild(name string, maxVersion uint64, newSession func(p
 	copy(o[:], fmt.Sprintf("%-15s", name))
 	o[15] = byte(len(c.names) + 1)
 	n := &Node{Name: name, MaxVersion: maxVersion, origin: o, NewSession: newSession}
+	if set != nil {
+		set(n)
+	}
 	n.Store = newRecordingStore(memstore.New(store.Identity{Origin: o, Name: name}), &c.inv, name, c.Now)
 	c.nodes[name] = n
 	c.names = append(c.names, name)
@@ -226,6 +247,10 @@ func (c *Cluster) start(n *Node) error {
 	}
 	if n.Links != nil {
 		cfg.Links = maps.Clone(n.Links)
+	}
+	cfg.Hub = n.Hub
+	if n.MaxLeaves > 0 {
+		cfg.MaxLeaves = n.MaxLeaves
 	}
 	if c.opts.Retaining != nil && !c.opts.Retaining[n.Name] {
 		cfg.RetainAge, cfg.RetainBytes, cfg.RetainHold = 0, 0, 0
@@ -295,6 +320,21 @@ func (c *Cluster) SetLink(a, b string, up bool) error {
 	} else {
 		c.maybeDial(l)
 	}
+	return nil
+}
+
+// RemoveLink takes a link away: its connection drops and it is never dialed again (a
+// leaf that moves to another hub: hubs.go). A later Connect of the two nodes makes a new
+// link.
+func (c *Cluster) RemoveLink(a, b string) error {
+	l := c.Link(a, b)
+	if l == nil {
+		return fmt.Errorf("no link %s-%s", a, b)
+	}
+	l.Up = false
+	c.cut(l, "removed")
+	l.faults = nil
+	delete(c.links, [2]string{l.From, l.To})
 	return nil
 }
 
@@ -457,6 +497,7 @@ func (c *Cluster) crash(node string, power bool) error {
 		}
 	}
 	c.inv.crashed(n)
+	n.keepCounters()
 	if power {
 		n.Store = n.Store.lostPower()
 		// The copy merged since the last sync is gone with it, and is merged again.
@@ -660,6 +701,7 @@ func (c *Cluster) deliver(e *end) {
 		e.closed = true
 		c.lost(e, "closed by peer")
 	} else {
+		c.messages++
 		before := c.inv.beforeDelivery(e, d)
 		if c.lk != nil {
 			c.noteLinks(e, d.msg)
@@ -674,9 +716,8 @@ func (c *Cluster) deliver(e *end) {
 	c.arm(e)
 }
 
-// countFrames counts a delivered message and its frames by type.
+// countFrames counts a delivered message's frames by type.
 func (c *Cluster) countFrames(msg []byte) {
-	c.messages++
 	r := wire.NewReader(msg, 0)
 	for r.More() {
 		f, err := r.Next()

@@ -110,4 +110,13 @@ type Set struct {
 	// its table with no reread: a consumer never learns of the changes the node was not
 	// sent.
 	FeedPassNamedRun bool
+	// ReoriginateTwiceAfterCrash makes a hub apply its re-originated entry without the
+	// leaf's mark (store.Batch.Leaf) in the same write: after a crash its mark is behind
+	// what its log carries, and it re-originates the leaf's entries above the mark again
+	// (docs/design.md §27.3): one leaf write twice in one hub's log.
+	ReoriginateTwiceAfterCrash bool
+	// HubHLCForConflicts makes the records of a re-originated leaf write take the hub's
+	// entry HLC and origin as their version, instead of the leaf's (docs/design.md §27.1):
+	// a leaf's old write re-originated late beats newer writes.
+	HubHLCForConflicts bool
 }

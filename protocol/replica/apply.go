@@ -233,6 +233,15 @@ func (r *Replica) leafMark(v *wire.TxnView, b *store.Batch) (twice bool, err err
 		return false, err
 	}
 	b.Leaf = &store.LeafMark{Leaf: v.Leaf.Origin, Seq: v.Leaf.Seq, Hash: v.Leaf.Hash, Carrier: v.Origin, At: v.Seq}
+	if r.cfg.Mutations.ReoriginateTwiceAfterCrash && v.Origin == r.id.Origin {
+		// The mutation: the mark of this node's own re-originated entry is not written with
+		// it, only kept in memory (hub.go's leafMarkOf reads it), so a crash loses it.
+		if r.hub.unwritten == nil {
+			r.hub.unwritten = map[wire.OriginID]store.LeafMark{}
+		}
+		r.hub.unwritten[v.Leaf.Origin] = *b.Leaf
+		b.Leaf = nil
+	}
 	return found && v.Leaf.Seq <= m.Seq, nil
 }
 
@@ -260,6 +269,9 @@ func (r *Replica) lww(v *wire.TxnView, b *store.Batch, from *conn) error {
 	var viaHLC wire.HLC
 	if v.Format() == wire.TxnFormat3 {
 		via, viaHLC = v.Origin, v.HLC
+		if r.cfg.Mutations.HubHLCForConflicts {
+			chlc, corigin = v.HLC, v.Origin // the mutation: the hub's identity decides conflicts
+		}
 	}
 	ver := store.Version{Token: v.Token, HLC: chlc, Origin: corigin}
 	ignoreTokens := r.cfg.Mutations.IgnoreTokens

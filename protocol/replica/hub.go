@@ -57,6 +57,10 @@ type hubState struct {
 	leafNames map[string]bool
 	seen      map[wire.OriginID]time.Time
 	loaded    bool
+	// unwritten: under the mutation ReoriginateTwiceAfterCrash only, the marks of this
+	// node's own re-originated entries, kept in memory instead of written with them: lost
+	// in a crash.
+	unwritten map[wire.OriginID]store.LeafMark
 }
 
 // leafLink is one leaf's connection at its hub.
@@ -229,6 +233,9 @@ func (r *Replica) leafMarkOf(l *leafLink) (vector.Entry, bool) {
 	pos := vector.Entry{Origin: l.origin}
 	if found {
 		pos.Seq, pos.Hash = m.Seq, m.Hash
+	}
+	if u, ok := r.hub.unwritten[l.origin]; ok && u.Seq > pos.Seq {
+		pos.Seq, pos.Hash = u.Seq, u.Hash // the mutation's mark, in memory only
 	}
 	if l.floor.Seq > pos.Seq {
 		pos = l.floor
