@@ -14,7 +14,7 @@ import (
 	"plait/protocol/wire"
 )
 
-var faninLeaves = flag.String("fanin.leaves", "10", "TestFanInCost: the leaf counts, comma-separated (BENCHMARKS.md: 10,100,1000)")
+var faninLeaves = flag.String("fanin.leaves", "10", "TestFanInCost: the leaf counts, comma-separated (BENCHMARKS.md: 10,100,300,1000)")
 var faninPeers = flag.Int("fanin.peers", 100, "TestFanInCost: the largest leaf count also run as direct peers (their run grows with peers × origins)")
 
 // TestFanInCost measures what leaves cost a core node (docs/design.md §27, BENCHMARKS.md
@@ -30,7 +30,7 @@ var faninPeers = flag.Int("fanin.peers", 100, "TestFanInCost: the largest leaf c
 // prints the table with -v, a row as each form ends, and asserts no size or timing, only that every write arrived
 // and, with hubs, that A's vector names the members alone.
 //
-//	go test ./conformance/sim -run TestFanInCost -count=1 -v -timeout 60m -fanin.leaves 10,100,1000 -fanin.peers 300
+//	go test ./conformance/sim -run TestFanInCost -count=1 -v -timeout 60m -fanin.leaves 10,100,300,1000 -fanin.peers 300
 func TestFanInCost(t *testing.T) {
 	t.Log("\n| leaves | core node A: vector entries | status rows (origins + peers) | status, JSON bytes | store bytes | replica memory, bytes | the run (wall, messages) |\n|---|---|---|---|---|---|---|")
 	for _, s := range strings.Split(*faninLeaves, ",") {
