@@ -60,7 +60,7 @@ func covers(t *testing.T, path string, ty reflect.Type, v any) {
 			fv, ok := obj[name]
 			switch {
 			case !ok && !slices.Contains(strings.Split(opts, ","), "omitempty"):
-				t.Errorf("the example of docs/contract.md §8 lacks %s.%s", path, name)
+				t.Errorf("the example (docs/contract.md §8, §26.6) lacks %s.%s", path, name)
 			case ok && fv != nil:
 				covers(t, path+"."+name, f.Type, fv)
 			}
@@ -70,4 +70,35 @@ func covers(t *testing.T, path string, ty reflect.Type, v any) {
 			covers(t, path+"[]", ty.Elem(), arr[0])
 		}
 	}
+}
+
+// TestHubExampleInContract: the JSON example of docs/contract.md §26.6 is the hub and
+// leaves of a status document: it decodes into StatusDoc with no field StatusDoc lacks,
+// and has every field of HubDoc and LeavesDoc.
+func TestHubExampleInContract(t *testing.T) {
+	rest := docsection.Section(t, "docs/contract.md", "26.6")
+	start := strings.Index(rest, "```json\n")
+	if start < 0 {
+		t.Fatal("docs/contract.md §26.6 has no JSON example")
+	}
+	end := strings.Index(rest[start+8:], "```")
+	if end < 0 {
+		t.Fatal("docs/contract.md §26.6's JSON example does not end")
+	}
+	example := []byte(rest[start+8 : start+8+end])
+	dec := json.NewDecoder(bytes.NewReader(example))
+	dec.DisallowUnknownFields()
+	var d httpapi.StatusDoc
+	if err := dec.Decode(&d); err != nil {
+		t.Fatalf("the example of docs/contract.md §26.6 is not a status document: %v", err)
+	}
+	var tree map[string]any
+	if err := json.Unmarshal(example, &tree); err != nil {
+		t.Fatal(err)
+	}
+	if d.Hub == nil || d.Leaves == nil {
+		t.Fatalf("the example of docs/contract.md §26.6 lacks hub or leaves: %s", example)
+	}
+	covers(t, "hub", reflect.TypeOf(*d.Hub), tree["hub"])
+	covers(t, "leaves", reflect.TypeOf(*d.Leaves), tree["leaves"])
 }
