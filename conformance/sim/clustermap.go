@@ -159,13 +159,14 @@ func (c *Cluster) checkMaps() {
 func (c *Cluster) mapFindings() []string {
 	var found []string
 	holder := c.mapHolder()
+	g := c.reachGraph()
 	for _, name := range c.names {
 		n := c.nodes[name]
 		if n.Rep == nil || speaks(n.MaxVersion) < 4 {
 			continue
 		}
 		st := n.Rep.MapStatus()
-		if st.Generation != c.maps.maxGen && c.v4Reach(name)[holder] {
+		if st.Generation != c.maps.maxGen && g.reach(name)[holder] {
 			found = append(found, fmt.Sprintf("%s holds cluster map generation %d, the highest published is %d", name, st.Generation, c.maps.maxGen))
 		}
 		if st.Generation == c.maps.maxGen && st.Generation > 0 && !slices.ContainsFunc(c.maps.published[st.Generation], func(d []byte) bool { return string(d) == string(st.Document) }) {
@@ -174,7 +175,7 @@ func (c *Cluster) mapFindings() []string {
 		if c.hubs == nil || !c.hubs.leaf[name] {
 			// A leaf holds its hub's map, read-only, and takes no part in the version-4
 			// gate: it lists no member below or above (docs/design.md §27.5).
-			found = append(found, c.belowV4Findings(name, st)...)
+			found = append(found, c.belowV4Findings(g, name, st)...)
 		}
 	}
 	return found
@@ -190,26 +191,52 @@ func (c *Cluster) mapHolder() string {
 	return ""
 }
 
-// v4Reach is the set of running version-4 nodes reachable from name through up links
-// between running version-4 nodes.
-func (c *Cluster) v4Reach(name string) map[string]bool {
-	v4 := func(n string) bool { nd := c.nodes[n]; return nd.Rep != nil && speaks(nd.MaxVersion) >= 4 }
+// reachGraph is the run's up links, by node, and the sets of running version-4 nodes they
+// connect, each found once: a run with hubs has a thousand nodes under make scale.
+type reachGraph struct {
+	c       *Cluster
+	up      map[string][]string // the other end of every up link, by node
+	reaches map[string]map[string]bool
+}
+
+func (c *Cluster) reachGraph() *reachGraph {
+	g := &reachGraph{c: c, up: map[string][]string{}, reaches: map[string]map[string]bool{}}
+	for _, l := range c.sortedLinks() {
+		if l.Up {
+			g.up[l.From] = append(g.up[l.From], l.To)
+			g.up[l.To] = append(g.up[l.To], l.From)
+		}
+	}
+	return g
+}
+
+func (c *Cluster) v4(n string) bool {
+	nd := c.nodes[n]
+	return nd.Rep != nil && speaks(nd.MaxVersion) >= 4
+}
+
+// reach is the set of running version-4 nodes reachable from name (itself included)
+// through up links between running version-4 nodes. The set of a running version-4 node
+// is its component's, which every node of it shares.
+func (g *reachGraph) reach(name string) map[string]bool {
+	if r, ok := g.reaches[name]; ok {
+		return r
+	}
 	seen := map[string]bool{name: true}
 	for todo := []string{name}; len(todo) > 0; {
 		at := todo[0]
 		todo = todo[1:]
-		for _, l := range c.sortedLinks() {
-			other := ""
-			switch {
-			case l.From == at:
-				other = l.To
-			case l.To == at:
-				other = l.From
-			}
-			if other != "" && l.Up && !seen[other] && v4(other) {
+		for _, other := range g.up[at] {
+			if !seen[other] && g.c.v4(other) {
 				seen[other] = true
 				todo = append(todo, other)
 			}
+		}
+	}
+	g.reaches[name] = seen
+	if g.c.v4(name) {
+		for k := range seen {
+			g.reaches[k] = seen
 		}
 	}
 	return seen
@@ -218,9 +245,9 @@ func (c *Cluster) v4Reach(name string) map[string]bool {
 // belowV4Findings: a member reachable over version-4 nodes is below version 4 exactly when
 // it does not speak it; a member that does not speak it is below wherever one of its
 // version-4 neighbours is reachable (that neighbour saw its handshake).
-func (c *Cluster) belowV4Findings(name string, st replica.MapStatus) []string {
+func (c *Cluster) belowV4Findings(g *reachGraph, name string, st replica.MapStatus) []string {
 	var found []string
-	reach := c.v4Reach(name)
+	reach := g.reach(name)
 	for _, m := range st.Members {
 		nd := c.nodes[m]
 		below := slices.Contains(st.MembersBelowV4, m)
@@ -231,20 +258,11 @@ func (c *Cluster) belowV4Findings(name string, st replica.MapStatus) []string {
 			}
 		case reach[m] && below:
 			found = append(found, fmt.Sprintf("%s: member %s speaks version 4 and is reachable, but is listed below it", name, m))
-		case speaks(nd.MaxVersion) < 4 && nd.Rep != nil && c.v4NeighbourIn(m, reach) && !below:
+		case speaks(nd.MaxVersion) < 4 && nd.Rep != nil && slices.ContainsFunc(g.up[m], func(x string) bool { return reach[x] }) && !below:
 			found = append(found, fmt.Sprintf("%s: member %s speaks version %d, but is not listed below 4", name, m, speaks(nd.MaxVersion)))
 		}
 	}
 	return found
-}
-
-func (c *Cluster) v4NeighbourIn(m string, reach map[string]bool) bool {
-	for _, l := range c.sortedLinks() {
-		if l.Up && (l.From == m && reach[l.To] || l.To == m && reach[l.From]) {
-			return true
-		}
-	}
-	return false
 }
 
 // mapsAndRequests adds, drawn after every other draw of the run, one to four map

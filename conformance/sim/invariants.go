@@ -35,6 +35,9 @@ import (
 //   - on a link, a node sends no entry to a peer it does not send to, nor one that writes
 //     only tables the link excludes, and applies no operation of an excluded table from
 //     an entry that came over it (links.go).
+//   - in a run with fan-in hubs, every leaf write on every core node once by its conflict
+//     identity, no leaf write twice in one hub's log, and no core node's state growing
+//     with the leaves (hubs.go).
 
 type invariants struct {
 	failures []string
