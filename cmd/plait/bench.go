@@ -31,6 +31,8 @@ func benchmark(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.FeedSamples, "feed-samples", 1000, "single writes on A timed until visible on B and until B's change feed delivers them to a consumer; 0 skips")
 	fs.IntVar(&c.FeedIdle, "feed-idle", 100, "idle change feeds opened on one node, its heap and stacks before and after; 0 skips")
 	fs.DurationVar(&c.FeedStall, "feed-stall", 60*time.Second, "how long one change feed's consumer stops reading under writes, the node's heap and stacks sampled every second; 0 skips")
+	fs.IntVar(&c.HubRecords, "hub-records", 0, "records written on a hub as its own, then as many on its leaf: the rate the hub re-originates them against its own writes' (a core node, the hub and the leaf under a map with a leaf window); 0 skips")
+	fs.IntVar(&c.HubSamples, "hub-samples", 0, "single writes on a hub's leaf timed until a core node serves them (leaf -> hub -> core), alternated with as many on the hub (one hop between peers); 0 skips")
 	sync := fs.String("sync", "origin", "origin | all | none (the nodes' --sync)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the in-process measures to this file")
 	if !parseFlags(fs, args) {

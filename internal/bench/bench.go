@@ -55,6 +55,13 @@ type Config struct {
 	FeedSamples int
 	FeedIdle    int
 	FeedStall   time.Duration
+	// The fan-in hub measures (hubs.go), on a core node, a hub and its leaf, each skipped
+	// at 0: HubRecords written on the hub as its own, then as many on its leaf, the rate
+	// the hub re-originates them set against its own (--hub-records); HubSamples single
+	// writes on the leaf timed until the core node serves them, alternated with as many on
+	// the hub (--hub-samples).
+	HubRecords int
+	HubSamples int
 	// Binary is the plait binary whose serve runs the stalled-receiver measure's nodes
 	// (needed only when Stalled > 0; it is not a flag).
 	Binary string
@@ -86,6 +93,10 @@ func (c Config) Check() error {
 	case c.FeedStall < 0 || c.FeedStall > 0 && c.FeedStall < minFeedStall || c.FeedStall >= httpapi.DefaultFeedStallTimeout:
 		return fmt.Errorf("--feed-stall must be 0 or from %s to under %s (the node's default --feed-stall-timeout, which would close the feed)",
 			minFeedStall, httpapi.DefaultFeedStallTimeout)
+	case c.HubRecords < 0 || c.HubRecords%c.PerTxn != 0:
+		return errors.New("--hub-records must be 0 or a multiple of --per-txn")
+	case c.HubSamples < 0:
+		return errors.New("--hub-samples must not be negative")
 	case c.TLS && c.TLSRounds <= 0:
 		return errors.New("--tls-rounds must be positive")
 	case c.Sync != node.SyncOrigin && c.Sync != node.SyncAll && c.Sync != node.SyncNone:
@@ -254,7 +265,17 @@ func (c *run) measure(out io.Writer) error {
 		}
 		c.lockRows(row, ls)
 	}
-	return c.feedMeasures(row)
+	if err := c.feedMeasures(row); err != nil {
+		return err
+	}
+	if c.HubRecords > 0 || c.HubSamples > 0 {
+		h, err := c.hubMeasures()
+		if err != nil {
+			return err
+		}
+		c.hubRows(row, h)
+	}
+	return nil
 }
 
 func rate(r float64, unit string) string { return fmt.Sprintf("%.0f %s/s", r, unit) }

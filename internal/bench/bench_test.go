@@ -42,6 +42,9 @@ func TestCheck(t *testing.T) {
 		{func(c *Config) { c.FeedIdle = 257 }, "--feed-idle"},
 		{func(c *Config) { c.FeedStall = time.Second }, "--feed-stall"},
 		{func(c *Config) { c.FeedStall = 2 * time.Minute }, "--feed-stall"},
+		{func(c *Config) { c.HubRecords = 150 }, "--hub-records"},
+		{func(c *Config) { c.HubRecords = -100 }, "--hub-records"},
+		{func(c *Config) { c.HubSamples = -1 }, "--hub-samples"},
 	} {
 		bad := good
 		c.change(&bad)

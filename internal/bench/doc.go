@@ -9,7 +9,9 @@
 // a forwarded read against a carrier's, a table moved to a new carrier (placement.go), and
 // weigh change feeds: a feed's backlog read against its node's apply rate, a write's event
 // against its visibility, and the node's memory under idle feeds and a stalled consumer
-// (feeds.go). Run prints one table row a measure.
+// (feeds.go), and weigh fan-in hubs: a hub's re-origination of its leaf's writes against
+// its own writes, and a leaf's write until a core node has it against one hop between
+// peers (hubs.go). Run prints one table row a measure.
 //
 // # The jobs, by file
 //
@@ -22,5 +24,5 @@
 //     catch-up by replaying a whole log; stall.go: the memory of a stalled receiver and
 //     its sender, each a plait serve process; tls.go: the --tls measures over wss://;
 //     placement.go: the --placement-records measures; locks.go: the --lock-cycles
-//     measures; feeds.go: the --feed-* measures.
+//     measures; feeds.go: the --feed-* measures; hubs.go: the --hub-* measures.
 package bench
