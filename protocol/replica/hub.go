@@ -93,9 +93,14 @@ type leafLink struct {
 	refused     uint64
 	lastRefused uint64
 	reason      wire.Code
-	// head is the newest entry of its own origin the leaf advertised (lag).
-	head wire.Head
-	sent *wire.LeafState // the last LEAFSTATE sent (nil: none yet)
+	// head is the newest entry of its own origin the leaf advertised (lag, and the stall
+	// rule); seen is the highest leaf seq this link handled or subscribed from, and
+	// progressAt when it last rose: a head above seen for StallTimeout is an entry lost at
+	// the tail of the stream, asked for again (leafStalls), as routing does for an origin.
+	head       wire.Head
+	seen       uint64
+	progressAt time.Time
+	sent       *wire.LeafState // the last LEAFSTATE sent (nil: none yet)
 }
 
 type leafAck struct {
@@ -250,6 +255,7 @@ func (r *Replica) subscribeLeaf(c *conn, l *leafLink) {
 		return
 	}
 	l.held, l.heldUntil = "", time.Time{}
+	l.seen, l.progressAt = pos.Seq, r.now
 	r.unsubscribe(c, l.origin)
 	if r.checkConn(c, c.sess.V2().Subscribe([]vector.Entry{pos})) {
 		c.in[l.origin] = true
@@ -505,6 +511,9 @@ func (r *Replica) leafEntryRefusal(v *wire.TxnView, hlc wire.HLC) wire.Code {
 // leafHandled notes a leaf seq handled, durable once this node's own log is synced up to
 // hub (0: at once), and acknowledges what is durable.
 func (r *Replica) leafHandled(c *conn, l *leafLink, seq, hub uint64, carrier bool) {
+	if seq > l.seen {
+		l.seen, l.progressAt = seq, r.now
+	}
 	l.acks = append(l.acks, leafAck{leaf: seq, hub: hub, carrier: carrier})
 	r.ackLeaf(c, l)
 }
@@ -603,6 +612,13 @@ func (r *Replica) serveLeaves() {
 			r.subscribeLeaf(c, l)
 		case l.held == "clock" && shut != "":
 			l.held = "gate"
+		case r.leafStalls(c, l) && !r.now.Before(l.progressAt.Add(r.cfg.StallTimeout)):
+			// The leaf advertises entries that do not come: one was lost at the tail of
+			// the stream (a leaf's origin is no origin here, so routing's stall rule does
+			// not see it). Ask again from the mark.
+			r.counters.GapsDetected++
+			r.counters.ResendsRequested++
+			r.subscribeLeaf(c, l)
 		}
 		n := 0
 		for _, p := range l.carried {
@@ -617,12 +633,24 @@ func (r *Replica) serveLeaves() {
 	}
 }
 
-// leavesDue is the next time a leaf's clock hold ends (zero: none).
+// leafStalls reports whether a leaf advertises a head above what its subscribed channel
+// brought.
+func (r *Replica) leafStalls(c *conn, l *leafLink) bool {
+	return l.held == "" && c.in[l.origin] && l.head.Seq > l.seen
+}
+
+// leavesDue is the next time a leaf's clock hold ends or a stalled leaf channel is asked
+// again (zero: none).
 func (r *Replica) leavesDue() time.Time {
 	var next time.Time
-	for _, l := range r.hub.links {
+	for id, l := range r.hub.links {
 		if l.held == "clock" && (next.IsZero() || l.heldUntil.Before(next)) {
 			next = l.heldUntil
+		}
+		if c := r.conns[id]; c != nil && r.leafStalls(c, l) {
+			if due := l.progressAt.Add(r.cfg.StallTimeout); next.IsZero() || due.Before(next) {
+				next = due
+			}
 		}
 	}
 	return next

@@ -637,3 +637,29 @@ func TestHubDropsMarksAfterLeafHold(t *testing.T) {
 		t.Errorf("the connected leaf's mark was dropped")
 	}
 }
+
+// TestHubAsksAgainForALostLeafEntry: a leaf's last entry lost on an open connection (the
+// leaf's heads advertise it, nothing more comes) is asked for again after the stall timeout
+// and re-originated once, as routing does for an origin's lost tail; a leaf's origin is no
+// origin at the hub, so routing's own stall rule does not see it.
+func TestHubAsksAgainForALostLeafEntry(t *testing.T) {
+	hc := hubSetup(t, replica.Config{}, "", "L")
+	h, c, hub, l := hc.h, hc.core, hc.hub, hc.leaves[0]
+	l.write(put("t", "a", "1"))
+	h.advance(200 * time.Millisecond)
+	dropped := h.dropOnce(l, hub, l, 2)
+	l.write(put("t", "b", "2"))
+	h.advance(200 * time.Millisecond)
+	if !*dropped {
+		t.Fatal("the leaf's entry 2 was not sent")
+	}
+	if got := hubEntries(t, hub, hub, l); got[2] != 0 {
+		t.Fatalf("the hub re-originated the lost entry before asking again: %v", got)
+	}
+	h.advance(replica.DefaultStallTimeout + 200*time.Millisecond)
+	for _, n := range []*node{hub, c} {
+		if got := hubEntries(t, n, hub, l); len(got) != 2 || got[1] != 1 || got[2] != 1 {
+			t.Errorf("%s: hub entries re-originating L's seqs: %v, want 1 and 2 once each", n.name, got)
+		}
+	}
+}
