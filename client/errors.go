@@ -147,6 +147,8 @@ var (
 	// The cluster map's leaf window (docs/contract.md §22.11).
 	ErrBadLeafWindow     = code("bad-leaf-window")
 	ErrLeafWindowLowered = code("leaf-window-lowered")
+	// A leaf's refusal of locks (docs/contract.md §26.4).
+	ErrLeafNoLocks = code("leaf-no-locks")
 )
 
 // Class is what an answer's status says to its caller: whether sending the same request
