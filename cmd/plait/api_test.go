@@ -71,6 +71,7 @@ func startServe(t *testing.T, scheme string, args ...string) *running {
 	poll(t, "/healthz", func() bool {
 		select {
 		case err := <-done:
+			done <- err // for the cleanup, which waits for it: taken here, it would wait for ever
 			t.Fatalf("plait serve ended: %v", err)
 		default:
 		}
