@@ -490,10 +490,11 @@ func (r *Replica) leafEntryRefusal(v *wire.TxnView, hlc wire.HLC) wire.Code {
 	if v.Format() != wire.TxnFormat1 {
 		return LeafFenced // a token (or a leaf block): leaves take no locks
 	}
-	if w := r.cmap.cur.LeafWindow; w > 0 {
-		if v.HLC.WallMillis()+uint64(w.Milliseconds()) < hlc.WallMillis() {
-			return LeafTooOld
-		}
+	// Compared as HLCs, as the tombstone horizon subtracts the window (hlcBelow): by wall
+	// milliseconds alone, a leaf write in the window's last millisecond with a lower logical
+	// counter would pass, below a horizon term a node may already have dropped tombstones to.
+	if w := r.leafWindow(); w > 0 && v.HLC < hlcBelow(hlc, w) {
+		return LeafTooOld
 	}
 	m := &r.cmap.cur
 	it := v.Ops()
@@ -662,7 +663,7 @@ func (r *Replica) tellLeaf(c *conn, l *leafLink) {
 	if l.lastRefused > 0 && l.lastRefused <= l.durable {
 		s.LastRefused, s.Reason = l.lastRefused, string(l.reason)
 	}
-	if w := r.cmap.cur.LeafWindow; w > 0 {
+	if w := r.leafWindow(); w > 0 {
 		// The horizon is told in whole seconds: a LEAFSTATE per tick of the clock
 		// would be noise.
 		hw := r.hlc.WallMillis()
