@@ -224,6 +224,8 @@ func token(s string) bool {
 // Ping is the PING body; the peer answers with a PONG carrying the same id.
 type Ping struct {
 	ID uint64 `cbor:"1,keyasint"`
+	// Stamp (version 4, key 2): the quiet control plane's send time and echo (quiet.go).
+	Stamp *Stamp `cbor:"2,keyasint,omitempty"`
 	Unknown
 }
 
@@ -239,6 +241,8 @@ type Pong struct {
 	// PING's sender estimates the clock offset between the two nodes from it and the round
 	// trip (SPEC.md, "Liveness").
 	Time uint64 `cbor:"2,keyasint,omitempty"`
+	// Stamp (version 4, key 3): the quiet control plane's send time and echo (quiet.go).
+	Stamp *Stamp `cbor:"3,keyasint,omitempty"`
 	Unknown
 }
 
@@ -365,9 +369,9 @@ func init() {
 	register(TypeClose, typeInfo{name: "CLOSE", maxBody: MaxControlBody,
 		decode: decodeControl[Close](3, (*Close).Validate, 1, 2)})
 	register(TypePing, typeInfo{name: "PING", maxBody: MaxControlBody,
-		decode: decodeControl[Ping](1, nil, 1)})
+		decode: decodeControl[Ping](2, func(p *Ping) error { return p.Stamp.Validate() }, 1)})
 	register(TypePong, typeInfo{name: "PONG", maxBody: MaxControlBody,
-		decode: decodeControl[Pong](2, nil, 1)})
+		decode: decodeControl[Pong](3, func(p *Pong) error { return p.Stamp.Validate() }, 1)})
 	register(TypeOrigin, typeInfo{name: "ORIGIN", maxBody: MaxControlBody,
 		decode: decodeControl[Origin](2, func(o *Origin) error {
 			if o.Origin.IsZero() {

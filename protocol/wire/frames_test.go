@@ -221,6 +221,11 @@ func samples() []sample {
 		{name: "LEAFSTATE of nothing yet", body: &wire.LeafState{}},
 		{name: "LEAFSTATE with a refusal", body: &wire.LeafState{Horizon: wire.MakeHLC(1_800_000_000_000, 0), Reoriginated: 9, HubSeq: 1 << 40,
 			Core: 7, Refused: 2, LastRefused: 9, Reason: "too-old"}},
+		{name: "QUIET, a connection's first and empty", body: &wire.Quiet{}},
+		{name: "QUIET of two origins and one loud, stamped", body: &wire.Quiet{Quiet: []wire.OriginID{originA, originB},
+			Loud: []wire.OriginID{{0xa0, 0xa1}}, Stamp: &wire.Stamp{Time: 1_767_225_600_000_000, Echo: 1_767_225_599_999_000, Held: 250}}},
+		{name: "PING, stamped", body: &wire.Ping{ID: 3, Stamp: &wire.Stamp{Time: 1}}},
+		{name: "CURSOR, stamped", body: &wire.Cursor{Entries: []wire.CursorEntry{{Channel: 1, Seq: 2, Hash: hash9}}, Stamp: &wire.Stamp{Time: 5, Echo: 4, Held: 1}}},
 	}
 }
 
@@ -283,7 +288,7 @@ func TestFrameRoundTrip(t *testing.T) {
 			want = 2
 		case typ >= wire.TypePurged && typ <= wire.TypeCopyAbort, typ == wire.TypeRangeDigest, typ == wire.TypeRangeRecords:
 			want = 3
-		case typ >= wire.TypeMap && typ <= wire.TypeHolds, typ == wire.TypeLeafState:
+		case typ >= wire.TypeMap && typ <= wire.TypeHolds, typ == wire.TypeLeafState, typ == wire.TypeQuiet:
 			want = 4
 		}
 		if got := wire.Version(typ); got != want {
@@ -291,9 +296,9 @@ func TestFrameRoundTrip(t *testing.T) {
 		}
 	}
 	// Exactly the registry of SPEC: 0x01..0x06, 0x10..0x12, 0x20..0x27, 0x30..0x35,
-	// 0x40..0x41, 0x50..0x56 and 0x5B.
+	// 0x40..0x41, 0x50..0x56, 0x5B and 0x5D.
 	var want []wire.Type
-	for _, r := range [][2]wire.Type{{0x01, 0x06}, {0x10, 0x12}, {0x20, 0x27}, {0x30, 0x35}, {0x40, 0x41}, {0x50, 0x56}, {0x5B, 0x5B}} {
+	for _, r := range [][2]wire.Type{{0x01, 0x06}, {0x10, 0x12}, {0x20, 0x27}, {0x30, 0x35}, {0x40, 0x41}, {0x50, 0x56}, {0x5B, 0x5B}, {0x5D, 0x5D}} {
 		for typ := r[0]; typ <= r[1]; typ++ {
 			want = append(want, typ)
 		}
@@ -361,8 +366,8 @@ func TestUnknownKeysPreserved(t *testing.T) {
 		extra wire.Extra
 	}{
 		{"PING {1: 7, 9: \"x\"}", wire.TypePing, hx("a2 01 07 09 61 78"), wire.Extra{9: hx("61 78")}},
-		{"PONG with a nested unknown value", wire.TypePong, cb(map[uint64]any{1: 3, 3: []any{uint64(1), map[uint64]any{2: []byte{0}}}}),
-			wire.Extra{3: hx("82 01 a1 02 41 00")}},
+		{"PONG with a nested unknown value", wire.TypePong, cb(map[uint64]any{1: 3, 4: []any{uint64(1), map[uint64]any{2: []byte{0}}}}),
+			wire.Extra{4: hx("82 01 a1 02 41 00")}},
 		{"ACK1 with key 0 and a large key", wire.TypeAck1, cb(map[uint64]any{0: "z", 1: 5, 1 << 40: true}),
 			wire.Extra{0: hx("61 7a"), 1 << 40: hx("f5")}},
 		{"CLOSE with key 4", wire.TypeClose, cb(map[uint64]any{1: "going-away", 2: "transient", 3: "bye", 4: []byte("later")}),
@@ -376,8 +381,8 @@ func TestUnknownKeysPreserved(t *testing.T) {
 		{"SUBSCRIBE1 with null", wire.TypeSubscribe1, cb(map[uint64]any{1: 0, 5: nil}), wire.Extra{5: hx("f6")}},
 		{"AUTH with text, byte-string and negative map keys", wire.TypeAuth, cat(hx("a2 01 58 20"), bytes.Repeat([]byte{1}, 32), hx("02 a3 20 00 41 00 00 61 61 00")),
 			wire.Extra{2: hx("a3 20 00 41 00 00 61 61 00")}},
-		{"CREDIT with key 2", wire.TypeCredit, cb(map[uint64]any{1: []any{v2Entry(0, 5)}, 2: "later"}), wire.Extra{2: hx("65 6c61746572")}},
-		{"HEADS with key 4 and only withdrawn origins", wire.TypeHeads, cb(map[uint64]any{2: []any{originA[:]}, 4: []any{uint64(1)}}), wire.Extra{4: hx("81 01")}},
+		{"CREDIT with key 3", wire.TypeCredit, cb(map[uint64]any{1: []any{v2Entry(0, 5)}, 3: "later"}), wire.Extra{3: hx("65 6c61746572")}},
+		{"HEADS with key 5 and only withdrawn origins", wire.TypeHeads, cb(map[uint64]any{2: []any{originA[:]}, 5: []any{uint64(1)}}), wire.Extra{5: hx("81 01")}},
 		{"PURGED with key 4", wire.TypePurged, cb(map[uint64]any{1: 2, 2: 1, 3: hash9[:], 4: "later"}), wire.Extra{4: hx("65 6c61746572")}},
 		{"DIVERGENCE with key 5", wire.TypeDivergence, cb(map[uint64]any{1: 1, 2: 0, 3: make([]byte, 32), 4: 1, 5: map[uint64]any{1: true}}),
 			wire.Extra{5: hx("a1 01 f5")}},
@@ -486,9 +491,9 @@ func TestUnknownKeyCanonicalValues(t *testing.T) {
 // its offset.
 func TestBadCBOR(t *testing.T) {
 	pairs := func(n int) []byte {
-		m := map[uint64]any{}
-		for k := 1; k <= n; k++ {
-			m[uint64(k)] = 0
+		m := map[uint64]any{1: 0} // PING's id, then keys past its known ones
+		for k := 2; k <= n; k++ {
+			m[uint64(k+7)] = 0
 		}
 		return cb(m)
 	}
@@ -531,8 +536,8 @@ func TestBadCBOR(t *testing.T) {
 		{"invalid UTF-8 in CLOSE message", wire.TypeClose, hx("a3 01 61 61 02 61 62 03 61 ff")},
 		{"invalid UTF-8 in a name", wire.TypeOrigin, cat(hx("a2 01 50"), originA[:], hx("02 62 c3 28"))},
 		{"invalid UTF-8 in an unknown text", wire.TypePing, hx("a2 01 07 09 61 ff")},
-		{"nesting 9 deep (arrays)", wire.TypePing, hx("a2 01 07 02" + strings.Repeat("81", 8) + "00")},
-		{"nesting 9 deep (maps)", wire.TypePing, hx("a2 01 07 02" + strings.Repeat("a1 01", 8) + "00")},
+		{"nesting 9 deep (arrays)", wire.TypePing, hx("a2 01 07 09" + strings.Repeat("81", 8) + "00")},
+		{"nesting 9 deep (maps)", wire.TypePing, hx("a2 01 07 09" + strings.Repeat("a1 01", 8) + "00")},
 		{"65 map pairs", wire.TypePing, pairs(65)},
 		{"65 map pairs nested in an unknown key", wire.TypePing, cat(hx("a2 01 07 09"), pairs(65))},
 		{"non-shortest integer", wire.TypePing, hx("a1 01 18 07")},
@@ -600,10 +605,10 @@ func TestBadCBOR(t *testing.T) {
 		name string
 		body []byte
 	}{
-		{"nesting 8 deep", hx("a2 01 07 02" + strings.Repeat("81", 7) + "00")},
+		{"nesting 8 deep", hx("a2 01 07 09" + strings.Repeat("81", 7) + "00")},
 		{"64 map pairs", pairs(64)},
 		{"64 map pairs nested in an unknown key", cat(hx("a2 01 07 09"), pairs(64))},
-		{"an array of 65000 elements", cat(hx("a2 01 07 02 99 fde8"), make([]byte, 65000))},
+		{"an array of 65000 elements", cat(hx("a2 01 07 09 99 fde8"), make([]byte, 65000))},
 	} {
 		if _, err := decode(raw(wire.TypePing, 0, 0, c.body)); err != nil {
 			t.Errorf("%s rejected: %v", c.name, err)
@@ -667,8 +672,8 @@ func TestControlBodyBounds(t *testing.T) {
 			t.Errorf("%s body of %d bytes under a frame limit of %d: %v", typ, bound+1, bound+100, err)
 		}
 	}
-	if controls != 6+2+7+6+6 {
-		t.Errorf("%d control types checked, want 27 (6 shared, 2 of version 1, 7 of version 2, 6 of version 3, 6 of version 4)", controls)
+	if controls != 6+2+7+6+7 {
+		t.Errorf("%d control types checked, want 28 (6 shared, 2 of version 1, 7 of version 2, 6 of version 3, 7 of version 4)", controls)
 	}
 
 	// Valid bodies of exactly the bound decode and re-encode; one byte more does not.
@@ -1295,7 +1300,7 @@ func TestDecodeMessageErrors(t *testing.T) {
 		t.Fatalf("message over the limit: %v", err)
 	}
 	// A configured frame-body limit below the protocol's.
-	f := raw(wire.TypePing, 0, 0, cat(hx("a2 01 07 02 58 64"), make([]byte, 100)))
+	f := raw(wire.TypePing, 0, 0, cat(hx("a2 01 07 09 58 64"), make([]byte, 100)))
 	if _, err := wire.DecodeMessage(f, wire.DefaultMaxMessage, uint32(len(f)-wire.HeaderSize)); err != nil {
 		t.Fatalf("body at the configured limit: %v", err)
 	}

@@ -117,6 +117,8 @@ type CursorEntry struct {
 // channel (a cursor-vector delta; persist before ack).
 type Cursor struct {
 	Entries []CursorEntry `cbor:"1,keyasint"`
+	// Stamp (version 4, key 2): the quiet control plane's send time and echo (quiet.go).
+	Stamp *Stamp `cbor:"2,keyasint,omitempty"`
 	Unknown
 }
 
@@ -129,6 +131,9 @@ func (c *Cursor) AppendBody(dst []byte) ([]byte, error) { return appendMap(dst, 
 func (c *Cursor) Validate() error {
 	if len(c.Entries) == 0 {
 		return badField("CURSOR with no entry")
+	}
+	if err := c.Stamp.Validate(); err != nil {
+		return err
 	}
 	var last uint32
 	for _, e := range c.Entries {
@@ -158,6 +163,8 @@ type Heads struct {
 	// Floors (version 3, key 3): the highest entry the sender purged from each origin's log,
 	// for origins whose floor is new or moved; a key that earlier builds keep as unknown.
 	Floors []Floor `cbor:"3,keyasint,omitempty"`
+	// Stamp (version 4, key 4): the quiet control plane's send time and echo (quiet.go).
+	Stamp *Stamp `cbor:"4,keyasint,omitempty"`
 	Unknown
 }
 
@@ -171,6 +178,9 @@ func (h *Heads) AppendBody(dst []byte) ([]byte, error) { return appendMap(dst, h
 func (h *Heads) Validate() error {
 	if len(h.Heads) == 0 && len(h.Withdrawn) == 0 && len(h.Floors) == 0 {
 		return badField("HEADS with no head, nothing withdrawn and no floor")
+	}
+	if err := h.Stamp.Validate(); err != nil {
+		return err
 	}
 	for i, f := range h.Floors {
 		if f.Origin.IsZero() || f.Seq == 0 || f.Hash == (Hash{}) {
@@ -224,6 +234,8 @@ type CreditEntry struct {
 // channel (or the connection) opened, up to which the sender may send.
 type Credit struct {
 	Entries []CreditEntry `cbor:"1,keyasint"`
+	// Stamp (version 4, key 2): the quiet control plane's send time and echo (quiet.go).
+	Stamp *Stamp `cbor:"2,keyasint,omitempty"`
 	Unknown
 }
 
@@ -235,6 +247,9 @@ func (c *Credit) AppendBody(dst []byte) ([]byte, error) { return appendMap(dst, 
 func (c *Credit) Validate() error {
 	if len(c.Entries) == 0 {
 		return badField("CREDIT with no entry")
+	}
+	if err := c.Stamp.Validate(); err != nil {
+		return err
 	}
 	for i, e := range c.Entries {
 		if i > 0 && c.Entries[i-1].Channel >= e.Channel {
@@ -341,9 +356,9 @@ func init() {
 	}
 	register(TypeSubscribe, withDecode(control("SUBSCRIBE"), decodeControl[Subscribe](1, (*Subscribe).Validate, 1)))
 	register(TypeUnsubscribe, withDecode(control("UNSUBSCRIBE"), decodeControl[Unsubscribe](1, (*Unsubscribe).Validate, 1)))
-	register(TypeCursor, withDecode(control("CURSOR"), decodeControl[Cursor](1, (*Cursor).Validate, 1)))
-	register(TypeHeads, withDecode(control("HEADS"), decodeControl[Heads](3, (*Heads).Validate)))
-	register(TypeCredit, withDecode(control("CREDIT"), decodeControl[Credit](1, (*Credit).Validate, 1)))
+	register(TypeCursor, withDecode(control("CURSOR"), decodeControl[Cursor](2, (*Cursor).Validate, 1)))
+	register(TypeHeads, withDecode(control("HEADS"), decodeControl[Heads](4, (*Heads).Validate)))
+	register(TypeCredit, withDecode(control("CREDIT"), decodeControl[Credit](2, (*Credit).Validate, 1)))
 	register(TypeResend, withDecode(control("RESEND"), decodeControl[Resend](2, (*Resend).Validate, 1, 2)))
 	register(TypeDivergence, withDecode(control("DIVERGENCE"), decodeControl[Divergence](4, (*Divergence).Validate, 1, 2, 3, 4)))
 	register(TypeData, typeInfo{name: "DATA", channel: true, version: 2,
