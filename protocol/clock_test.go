@@ -39,7 +39,7 @@ func exchange(t *testing.T, p *prototest.Pair, sent time.Time, rtt time.Duration
 // among the last protocol.ClockSamples, so that one slow, asymmetric exchange does not
 // swing it.
 func TestClockOffsetEstimate(t *testing.T) {
-	p := established(t, prototest.Config(wire.RoleDialer, "a", 1), prototest.Config(wire.RoleListener, "b", 2))
+	p := established(t, prototest.ConfigV3(wire.RoleDialer, "a", 1), prototest.ConfigV3(wire.RoleListener, "b", 2))
 	if _, ok := p.D.S.ClockOffset(); ok {
 		t.Fatal("measured before any PONG")
 	}
@@ -75,23 +75,42 @@ func TestClockOffsetEstimate(t *testing.T) {
 
 // TestPongTimeOnVersion3Only: a version-3 PONG carries the answering side's wall clock in
 // microseconds; a version-1 or version-2 PONG is exactly the PONG of those versions, and
-// a PONG without a time leaves the peer unmeasured.
+// a PONG without a time leaves the peer unmeasured; a version-4 PONG carries no time but
+// a stamp that echoes the PING's, from which the dialer measures the peer.
 func TestPongTimeOnVersion3Only(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		dc, lc protocol.Config
-		timed  bool
+		name     string
+		dc, lc   protocol.Config
+		timed    bool
+		stamped  bool
+		interval time.Duration // until the dialer's first PING
 	}{
-		{"v3", prototest.Config(wire.RoleDialer, "a", 1), prototest.Config(wire.RoleListener, "b", 2), true},
-		{"v2", prototest.ConfigV2(wire.RoleDialer, "a", 1), prototest.ConfigV2(wire.RoleListener, "b", 2), false},
-		{"v1", prototest.ConfigV1(wire.RoleDialer, "a", 1), prototest.ConfigV1(wire.RoleListener, "b", 2), false},
+		{"v4", prototest.Config(wire.RoleDialer, "a", 1), prototest.Config(wire.RoleListener, "b", 2), false, true, protocol.DefaultIdlePingInterval},
+		{"v3", prototest.ConfigV3(wire.RoleDialer, "a", 1), prototest.ConfigV3(wire.RoleListener, "b", 2), true, false, protocol.DefaultPingInterval},
+		{"v2", prototest.ConfigV2(wire.RoleDialer, "a", 1), prototest.ConfigV2(wire.RoleListener, "b", 2), false, false, protocol.DefaultPingInterval},
+		{"v1", prototest.ConfigV1(wire.RoleDialer, "a", 1), prototest.ConfigV1(wire.RoleListener, "b", 2), false, false, protocol.DefaultPingInterval},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := established(t, tc.dc, tc.lc)
-			at := p.Now.Add(protocol.DefaultPingInterval)
-			id := pingOf(t, p, p.D, at)
+			at := p.Now.Add(tc.interval)
+			must(t, p.D.S.Tick(at))
+			var ping []byte
+			var id uint64
+			for _, m := range p.D.Drain() {
+				for _, f := range frames(t, [][]byte{m}) {
+					if b, ok := f.Value.(*wire.Ping); ok {
+						ping, id = m, b.ID
+						if got := b.Stamp != nil; got != tc.stamped {
+							t.Fatalf("PING stamped %v, want %v", got, tc.stamped)
+						}
+					}
+				}
+			}
+			if ping == nil {
+				t.Fatal("no PING sent")
+			}
 			answered := at.Add(time.Millisecond)
-			must(t, p.L.S.Receive(answered, prototest.Frame(&wire.Ping{ID: id})))
+			must(t, p.L.S.Receive(answered, ping))
 			var pong *wire.Pong
 			var raw []byte
 			for _, m := range p.L.Drain() {
@@ -110,12 +129,20 @@ func TestPongTimeOnVersion3Only(t *testing.T) {
 			if !tc.timed && pong.Time != 0 {
 				t.Fatalf("a version-%s PONG carries time %d", tc.name, pong.Time)
 			}
-			if !tc.timed && string(raw) != string(prototest.Frame(&wire.Pong{ID: id})) {
-				t.Fatalf("PONG %x is not the PONG of {1: %d}", raw, id)
+			want := &wire.Pong{ID: id}
+			if tc.stamped {
+				// Answered at once: the echo of the PING's stamp, held for nothing.
+				want.Stamp = &wire.Stamp{Time: uint64(answered.UnixMicro()), Echo: uint64(at.UnixMicro())}
+			}
+			if !tc.timed && string(raw) != string(prototest.Frame(want)) {
+				t.Fatalf("PONG %x is not the PONG of %+v", raw, want)
 			}
 			must(t, p.D.S.Receive(at.Add(2*time.Millisecond), raw))
-			if _, ok := p.D.S.ClockOffset(); ok != tc.timed {
-				t.Fatalf("measured %v, want %v", ok, tc.timed)
+			if _, ok := p.D.S.ClockOffset(); ok != (tc.timed || tc.stamped) {
+				t.Fatalf("measured %v, want %v", ok, tc.timed || tc.stamped)
+			}
+			if rtt := p.D.S.RTT(); (tc.timed || tc.stamped) && rtt != 2*time.Millisecond {
+				t.Fatalf("round trip %v, want 2ms", rtt)
 			}
 		})
 	}

@@ -131,7 +131,7 @@ func TestCloneKnowsEveryField(t *testing.T) {
 	in := chans.FieldByName("in").Type().Elem().Elem()
 	out := chans.FieldByName("out").Type().Elem().Elem()
 	want := map[string]string{
-		"Session":      "cfg limits rng state start lastRecv localHello peerHello pending info peerRole peerMaxMsg peerFrame msgs cur spare outBytes events evTaken closeErr nextPing pingID pingSent pingOut rtt clock resumed ignored ignoredType names announced peerOrigins v1 chans v4 stats",
+		"Session":      "cfg limits rng state start lastRecv now localHello peerHello pending info peerRole peerMaxMsg peerFrame msgs cur spare outBytes events evTaken closeErr nextPing pingID pingSent pingOut rtt clock stamps resumed ignored ignoredType names announced peerOrigins v1 chans v4 stats",
 		"v1State":      "peerSubscribed lastSent peerAcked subscribed lastPos acked unacked",
 		"channelState": "in inOrigin lastIn connIn connGiven out outOrigin lastOut connOut advertised peerHeads advFloors peerFloors copyIn copyOut rangeOut rangeIn cursors grants connRel",
 		"inChannel":    "id origin seq hash acked ackHash win pending cursorQueued grantQueued resendFrom lastDiscarded",

@@ -661,11 +661,12 @@ func startPair(t *testing.T, dc, lc protocol.Config, dNonce, lNonce []byte) (*pr
 	return p, d, l
 }
 
-// endV3 ends a version-3 or version-4 run: a PING each way, the dialer's close, and what each side
-// sent, reported and counted.
+// endV3 ends a version-3 or version-4 run: a PING each way (version 3) or the dialer's on
+// the idle link (version 4), the dialer's close, and what each side sent, reported and
+// counted.
 func endV3(t *testing.T, p *prototest.Pair, d, l *protocol.Session) scenarioRun {
 	t.Helper()
-	p.Now = p.Now.Add(1500 * time.Millisecond) // a PING each way
+	p.Now = p.Now.Add(protocol.DefaultIdlePingInterval + 500*time.Millisecond)
 	must(t, d.Tick(p.Now))
 	must(t, l.Tick(p.Now))
 	p.Pump(10)

@@ -57,8 +57,23 @@ type Limits struct {
 	MaxRequestsInFlight int
 	// HandshakeTimeout bounds the time from Start to an authenticated session (default 10 s).
 	HandshakeTimeout time.Duration
-	// PingInterval is the time between PINGs (default 1 s).
+	// PingInterval is the time between PINGs on a connection of version 3 or below, each
+	// side sending its own (default 1 s). Version 4 uses IdlePingInterval and
+	// SampleInterval instead.
 	PingInterval time.Duration
+	// IdlePingInterval is, on a version-4 connection, how long the link may go without a
+	// message received, or without one sent, before the dialer sends a PING (the listener
+	// never does; it answers). Default 2 s, or a third of LivenessTimeout when that is
+	// less; it must be above 0 and below half of LivenessTimeout, so that a live peer is
+	// heard from at least twice within it. Why: the stamps of the frames that travel anyway
+	// measure the round trip and the clock (clock.go), so a PING is needed only where
+	// nothing travels, and an idle link carries at most one PING and one PONG per interval.
+	IdlePingInterval time.Duration
+	// SampleInterval is, on a version-4 connection, how old the dialer's latest round-trip
+	// sample may grow before it sends a PING for one (default 5 s; above 0): a link busy
+	// one way carries stamps that echo nothing (DATA has none), and its round trip and
+	// clock offset must not go stale.
+	SampleInterval time.Duration
 	// LivenessTimeout closes a session that received no byte for this long (default 5 s).
 	LivenessTimeout time.Duration
 }
@@ -74,6 +89,8 @@ const (
 	DefaultMaxRequestsInFlight = 64
 	DefaultHandshakeTimeout    = 10 * time.Second
 	DefaultPingInterval        = time.Second
+	DefaultIdlePingInterval    = 2 * time.Second
+	DefaultSampleInterval      = 5 * time.Second
 	DefaultLivenessTimeout     = 5 * time.Second
 	maxMessageCeiling          = 1 << 30
 )
@@ -119,6 +136,13 @@ func (l Limits) WithDefaults() Limits {
 	if l.LivenessTimeout == 0 {
 		l.LivenessTimeout = DefaultLivenessTimeout
 	}
+	if l.IdlePingInterval == 0 {
+		// A third of a shorter liveness timeout, so that setting that alone stays valid.
+		l.IdlePingInterval = min(DefaultIdlePingInterval, l.LivenessTimeout/3)
+	}
+	if l.SampleInterval == 0 {
+		l.SampleInterval = DefaultSampleInterval
+	}
 	return l
 }
 
@@ -139,10 +163,13 @@ func (l Limits) Validate() *wire.Error {
 		return bad("MaxChannelBuffer " + strconv.Itoa(l.MaxChannelBuffer) + " cannot hold a frame of MaxFrameBody " + strconv.FormatUint(uint64(l.MaxFrameBody), 10))
 	case l.MaxSessionBuffer < l.MaxChannelBuffer:
 		return bad("MaxSessionBuffer " + strconv.Itoa(l.MaxSessionBuffer) + " is below MaxChannelBuffer " + strconv.Itoa(l.MaxChannelBuffer))
-	case l.HandshakeTimeout < 0 || l.PingInterval < 0 || l.LivenessTimeout < 0:
+	case l.HandshakeTimeout < 0 || l.PingInterval < 0 || l.LivenessTimeout < 0 || l.SampleInterval < 0:
 		return bad("negative duration")
 	case l.LivenessTimeout <= l.PingInterval:
 		return bad("LivenessTimeout must exceed PingInterval")
+	case l.IdlePingInterval <= 0 || 2*l.IdlePingInterval >= l.LivenessTimeout:
+		return bad("IdlePingInterval " + l.IdlePingInterval.String() + " must be above 0 and below half of LivenessTimeout " +
+			l.LivenessTimeout.String())
 	}
 	return nil
 }

@@ -27,6 +27,7 @@ func (s *Session) reserve(size int) {
 		}
 	}
 	s.outBytes += size
+	s.stamps.sent = s.now
 }
 
 // flush closes the message being built.
@@ -50,7 +51,11 @@ func (s *Session) sendRaw(t wire.Type, channel uint32, body []byte) {
 // sendControl queues a control frame. Its body is encoded by this build from valid
 // values, so an encoding error is an internal defect; it closes the session rather than
 // disappearing.
+//
+// On a version-4 connection a body with a stamp field (stampOf) is stamped here, so that
+// every PING, PONG, CURSOR, CREDIT, HEADS and QUIET carries one, whoever builds it.
 func (s *Session) sendControl(b wire.Body) {
+	stamped := s.stamp(b)
 	body, err := b.AppendBody(nil)
 	if err != nil {
 		if s.state != StateClosed {
@@ -59,6 +64,9 @@ func (s *Session) sendControl(b wire.Body) {
 		return
 	}
 	s.sendRaw(b.FrameType(), 0, body)
+	if stamped {
+		s.echoed()
+	}
 }
 
 // sendTxn1 queues a version-1 TXN frame without an intermediate copy.

@@ -17,7 +17,7 @@ import (
 // again after every redial. Nothing else changes: no event, no output.
 func (s *Session) Receiving(now time.Time) {
 	if s.state == StateHandshaking || s.state == StateAuthenticating || s.state == StateEstablished {
-		s.lastRecv = now
+		s.lastRecv, s.now = now, now
 	}
 }
 
@@ -33,7 +33,7 @@ func (s *Session) Receive(now time.Time, msg []byte) error {
 	case StateClosed:
 		return wire.NewError(wire.CodeClosed, "Receive on a closed session")
 	}
-	s.lastRecv = now
+	s.lastRecv, s.now = now, now
 	s.resumed = false
 	s.stats.MessagesIn++
 	s.stats.BytesIn += uint64(len(msg))
@@ -112,6 +112,10 @@ func (s *Session) frame(now time.Time, f wire.Frame) {
 	if r.decoded == nil {
 		s.unexpected(f, "not handled by this build")
 		return
+	}
+	if st := stampOf(body); st != nil && *st != nil && s.info.Version >= 4 {
+		// Before the handler, so that what it sends (a PONG) echoes this stamp.
+		s.onStamp(now, *st)
 	}
 	r.decoded(s, now, f, body)
 }
@@ -200,6 +204,9 @@ func (s *Session) onPong(now time.Time, f wire.Frame, b wire.Body) {
 		return
 	}
 	s.pingOut = false
+	if s.info.Version >= 4 {
+		return // its stamp, which echoes the PING's, was sampled before this (onStamp)
+	}
 	s.rtt = now.Sub(s.pingSent)
 	s.onPongTime(p)
 }
@@ -296,6 +303,10 @@ func (s *Session) onAuth(now time.Time, f wire.Frame, a *wire.Auth) {
 	s.info = s.pending
 	s.peerHello, s.localHello = nil, nil
 	s.nextPing = now.Add(s.limits.PingInterval)
+	// Version 4: no sample yet either way, so the dialer's first PING goes at once and
+	// its second as soon as the first is answered, echoing the PONG's stamp (pingDue):
+	// both sides measure the round trip and the clock from the start, whatever else travels.
+	s.stamps = stampState{sent: now}
 	info := s.info
 	s.emit(Event{Kind: EventHandshake, Handshake: &info})
 }

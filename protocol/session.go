@@ -73,6 +73,9 @@ type Session struct {
 
 	start    time.Time
 	lastRecv time.Time
+	// now is the time of the latest input (Start, Receive, Receiving, Tick): a session
+	// reads no clock, so a frame queued by a command between inputs is stamped with it.
+	now time.Time
 
 	localHello []byte
 	peerHello  []byte
@@ -97,7 +100,8 @@ type Session struct {
 	pingSent time.Time
 	pingOut  bool
 	rtt      time.Duration
-	clock    clockFilter // the peer's clock offset, from PONGs with a time (clock.go)
+	clock    clockFilter // the peer's clock offset, from PONGs with a time and from stamps (clock.go)
+	stamps   stampState  // version 4: the peer's stamp to echo, and when this side last sent and sampled (clock.go)
 	// resumed: reads resumed after a version-1 pause; the liveness clock restarts at the
 	// next Tick (while reads are paused, the peer's silence proves nothing)
 	resumed bool
@@ -207,7 +211,7 @@ func (s *Session) Start(now time.Time, nonce []byte) error {
 		return wire.NewError(wire.CodeInternal, "encoding hello: "+err.Error())
 	}
 	s.localHello = body
-	s.start, s.lastRecv = now, now
+	s.start, s.lastRecv, s.now = now, now, now
 	s.peerMaxMsg, s.peerFrame = wire.MinMaxMessage, wire.MinMaxFrame // until the peer's HELLO says more
 	s.state = StateHandshaking
 	s.sendRaw(wire.TypeHello, 0, body)
@@ -275,7 +279,9 @@ func (s *Session) Limits() Limits { return s.limits }
 // Handshake returns the handshake's outcome once established (the zero value before).
 func (s *Session) Handshake() HandshakeInfo { return s.info }
 
-// RTT is the round-trip time of the last answered PING (0 before the first).
+// RTT is the round-trip time of the latest sample (0 before the first): the last answered
+// PING's on a connection of version 3 or below, the latest stamp's that echoed one of this
+// side's on version 4 (clock.go).
 func (s *Session) RTT() time.Duration { return s.rtt }
 
 // Stats returns the session's counters.
@@ -316,17 +322,31 @@ func (s *Session) NextDeadline() time.Time {
 			return s.lastRecv // due at once: the next Tick restarts the liveness clock
 		}
 		d := s.lastRecv.Add(s.limits.LivenessTimeout)
-		if !s.pingOut && s.nextPing.Before(d) {
-			d = s.nextPing
+		if p, ok := s.pingDue(); ok && p.Before(d) {
+			d = p
 		}
 		return d
 	}
 	return time.Time{}
 }
 
+// Advance tells the session the time between inputs, handling no timer: a frame that a
+// command queues before the next input carries it in its stamp (version 4, clock.go). A
+// caller that drives several sessions from one clock gives each the time of every input,
+// so that what one connection's input makes another send is stamped when it is sent: a
+// stamp of an earlier time lengthens the peer's round-trip sample by as much.
+func (s *Session) Advance(now time.Time) {
+	if s.state != StateNew && s.state != StateClosed {
+		s.now = now
+	}
+}
+
 // Tick advances the session's timers: the handshake timeout, PINGs and liveness.
 func (s *Session) Tick(now time.Time) error {
 	s.begin()
+	if s.state != StateNew {
+		s.now = now
+	}
 	switch s.state {
 	case StateNew:
 		return wire.NewError(wire.CodeInvalidState, "Tick before Start")
@@ -345,7 +365,7 @@ func (s *Session) Tick(now time.Time) error {
 			s.fail(wire.NewError(wire.CodeLivenessTimeout, "no byte received for "+now.Sub(s.lastRecv).String()))
 			return nil
 		}
-		if !s.pingOut && !now.Before(s.nextPing) {
+		if p, ok := s.pingDue(); ok && !now.Before(p) {
 			s.pingID++
 			s.pingOut = true
 			s.pingSent = now
@@ -354,6 +374,35 @@ func (s *Session) Tick(now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// pingDue is when the next PING is due, and whether one is due at all: never while one is
+// outstanding. On a connection of version 3 or below each side sends one every
+// PingInterval. On version 4 only the dialer does: when the link has been idle (nothing
+// received, or nothing sent) for IdlePingInterval, or when a side's latest sample may be
+// SampleInterval old: its own, or the listener's, which the dialer gave it with its last
+// stamp that echoed one (a PING echoes the listener's latest stamp, the PONG's if nothing
+// came since). The listener answers and never asks, so an idle link carries one PING and
+// one PONG per IdlePingInterval. Liveness is the same on both sides whatever the version: a
+// live dialer is heard from within IdlePingInterval, below half the liveness timeout.
+func (s *Session) pingDue() (time.Time, bool) {
+	switch {
+	case s.pingOut:
+		return time.Time{}, false
+	case s.info.Version < 4:
+		return s.nextPing, true
+	case s.cfg.Role != wire.RoleDialer:
+		return time.Time{}, false
+	}
+	st := &s.stamps
+	due := st.sampled.Add(s.limits.SampleInterval)
+	for _, t := range [...]time.Time{st.echoSent.Add(s.limits.SampleInterval),
+		s.lastRecv.Add(s.limits.IdlePingInterval), st.sent.Add(s.limits.IdlePingInterval)} {
+		if t.Before(due) {
+			due = t
+		}
+	}
+	return due, true
 }
 
 // emit appends an event.

@@ -514,10 +514,12 @@ func (s *Session) sendChunked(n int, body func(lo, hi int) wire.Body) {
 // closed and was made again for ever. A list that fits is sent exactly as before.
 func (s *Session) sendFitting(lo, hi int, body func(lo, hi int) wire.Body) int {
 	b := body(lo, hi)
+	stamped := s.stamp(b) // version 4 (output.go's sendControl): each try, echoed once sent
 	enc, err := b.AppendBody(nil)
 	for err == nil && len(enc) > s.peerFrame && hi-lo > 1 {
 		hi = lo + (hi-lo)/2
 		b = body(lo, hi)
+		s.stamp(b)
 		enc, err = b.AppendBody(nil)
 	}
 	if err != nil {
@@ -527,6 +529,9 @@ func (s *Session) sendFitting(lo, hi int, body func(lo, hi int) wire.Body) int {
 		return hi
 	}
 	s.sendRaw(b.FrameType(), 0, enc)
+	if stamped {
+		s.echoed()
+	}
 	return hi
 }
 

@@ -5,6 +5,10 @@ type Set struct {
 	// BreakGapDetection makes a session accept an entry beyond the next expected seq as if
 	// it extended the chain: a receiver that no longer detects gaps.
 	BreakGapDetection bool
+	// IgnoreStampHeld makes a version-4 session sample a stamp's round trip without
+	// subtracting how long the peer held the stamp it echoes: an idle link's round trip
+	// reads as the seconds between its PINGs.
+	IgnoreStampHeld bool
 	// BreakRouting makes a replica resubscribe a moved origin from seq 0 instead of its own
 	// applied position: the legacy engine's re-streamed tail after a relay failover.
 	BreakRouting bool

@@ -31,7 +31,9 @@ func (m *StatsMsg) Stats() protocol.Stats {
 }
 
 // LimitsOf converts a protocol.Limits, durations in nanoseconds. MaxOutMessage does not
-// cross the ABI: a guest sizes its outgoing messages with the default.
+// cross the ABI: a guest sizes its outgoing messages with the default; nor do
+// IdlePingInterval and SampleInterval: a guest's version-4 PINGs go by the defaults (the
+// idle interval a third of a shorter liveness timeout, Limits.WithDefaults).
 func LimitsOf(l protocol.Limits) LimitsMsg {
 	return LimitsMsg{MaxFrameBody: uint64(l.MaxFrameBody), MaxMessage: uint64(l.MaxMessage),
 		MaxSendBuffer: uint64(l.MaxSendBuffer), MaxUnackedBytes: uint64(l.MaxUnackedBytes),

@@ -125,8 +125,10 @@ func mirror[V, M any](t *testing.T, to func(V) M, back func(M) V, skip ...string
 // other way round, fails here.
 func TestStatusMirrors(t *testing.T) {
 	mirror(t, abi.StatsOf, func(m abi.StatsMsg) protocol.Stats { return m.Stats() })
-	// MaxOutMessage does not cross: a guest sizes its messages with the default.
-	mirror(t, abi.LimitsOf, func(m abi.LimitsMsg) protocol.Limits { return m.Limits() }, "MaxOutMessage")
+	// MaxOutMessage does not cross: a guest sizes its messages with the default; nor do
+	// version 4's ping intervals: a guest pings by the defaults.
+	mirror(t, abi.LimitsOf, func(m abi.LimitsMsg) protocol.Limits { return m.Limits() }, "MaxOutMessage",
+		"IdlePingInterval", "SampleInterval")
 	mirror(t, func(h protocol.HandshakeInfo) abi.HandshakeMsg { return *abi.HandshakeOf(h) },
 		func(m abi.HandshakeMsg) protocol.HandshakeInfo { return m.Info() })
 }

@@ -196,7 +196,7 @@ func (r *Replica) PublishMap(now time.Time, doc []byte) (MapStatus, error) {
 	if r.fatal != nil {
 		return MapStatus{}, r.fatal
 	}
-	r.now = now
+	r.setNow(now)
 	m, perr := clustermap.Parse(doc)
 	if perr != nil {
 		return MapStatus{}, perr

@@ -121,7 +121,7 @@ func (r *Replica) Disconnected(now time.Time, id ConnID, reason string) error {
 	if c == nil {
 		return nil
 	}
-	r.now = now
+	r.setNow(now)
 	r.drain(c)
 	if c.sess.State() != protocol.StateClosed && reason != "" {
 		err := wire.NewError(wire.CodeClosed, "connection lost: "+reason)
@@ -151,7 +151,7 @@ func (r *Replica) CloseConnFor(now time.Time, id ConnID, code wire.Code, why str
 	if cl, ok := wire.ClassOf(code); !ok || cl == wire.ClassLocal {
 		return errorf("close code %q is not a wire code", code)
 	}
-	r.now = now
+	r.setNow(now)
 	r.closeConn(c, code, why)
 	return r.settle()
 }

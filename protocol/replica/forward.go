@@ -69,7 +69,7 @@ func (r *Replica) Reply(now time.Time, id ServedID, code wire.Code, msg string, 
 	if r.fatal != nil {
 		return r.fatal
 	}
-	r.now = now
+	r.setNow(now)
 	k := hopKey{servedConn, uint64(id)}
 	h := r.reqs.hops[k]
 	if h == nil {

@@ -52,7 +52,7 @@ func (r *Replica) SetLink(now time.Time, peer string, ls LinkSettings) error {
 	if err != nil {
 		return err
 	}
-	r.now = now
+	r.setNow(now)
 	if ls.Mode == wire.LinkBoth && len(ls.Exclude) == 0 {
 		delete(r.links, peer)
 	} else {

@@ -956,7 +956,7 @@ func (r *Replica) Lock(now time.Time, scope string, op LockOp) (RequestID, error
 	if r.fatal != nil {
 		return 0, r.fatal
 	}
-	r.now = now
+	r.setNow(now)
 	m := &r.cmap.cur
 	args := LockArgs{Table: op.Table, Key: op.Key, TTLMS: ceilMS(op.TTL), WaitMS: ceilMS(op.Wait), Holder: op.Holder}
 	if op.Kind != KindLockAcquire {

@@ -58,7 +58,7 @@ func (r *Replica) OpenConn(now time.Time, o ConnOptions) (ConnID, error) {
 	if r.fatal != nil {
 		return 0, r.fatal
 	}
-	r.now = now
+	r.setNow(now)
 	s, err := r.cfg.NewSession(protocol.Config{Role: o.Role, Name: r.id.Name, Origin: r.id.Origin, Secret: r.cfg.Secret,
 		MinVersion: r.cfg.MinVersion, MaxVersion: r.cfg.MaxVersion, Capabilities: r.cfg.Capabilities,
 		ExpectedPeer: o.ExpectPeer, ChannelBinding: o.ChannelBinding, Limits: r.cfg.Limits, Mutations: r.cfg.Mutations,
@@ -84,7 +84,7 @@ func (r *Replica) OpenConn(now time.Time, o ConnOptions) (ConnID, error) {
 // the WebSocket upgrade, past the bound on pending handshakes. A dialer's refusal (its
 // peer's certificate) is also the peer's last error.
 func (r *Replica) Refused(now time.Time, f Refusal) {
-	r.now = now
+	r.setNow(now)
 	f.At = now
 	r.recordRefusal(f)
 	if f.Dialed && f.Peer != "" {

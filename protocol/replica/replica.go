@@ -299,7 +299,8 @@ func (r *Replica) Receive(now time.Time, id ConnID, msg []byte) error {
 	if c == nil {
 		return ErrUnknownConn
 	}
-	r.now, c.lastHeard = now, now
+	r.setNow(now)
+	c.lastHeard = now
 	if err := c.sess.Receive(now, msg); err != nil {
 		return err
 	}
@@ -321,7 +322,8 @@ func (r *Replica) Receiving(now time.Time, id ConnID) error {
 	if c == nil {
 		return ErrUnknownConn
 	}
-	r.now, c.lastHeard = now, now
+	r.setNow(now)
+	c.lastHeard = now
 	if pr, ok := c.sess.(PartialReceiver); ok {
 		pr.Receiving(now)
 	}
@@ -339,7 +341,7 @@ func (r *Replica) Tick(now time.Time) error {
 	if r.fatal != nil {
 		return r.fatal
 	}
-	r.now = now
+	r.setNow(now)
 	for _, c := range r.connList {
 		if d := c.sess.NextDeadline(); !d.IsZero() && !now.Before(d) {
 			r.check(c.sess.Tick(now)) // refused only before Start (never here) or when closed (tolerated)

@@ -138,7 +138,7 @@ func (r *Replica) Ask(now time.Time, target, kind, scope string, body []byte) (R
 	if r.fatal != nil {
 		return 0, r.fatal
 	}
-	r.now = now
+	r.setNow(now)
 	id := r.ask(target, kind, scope, body)
 	return id, r.settle()
 }

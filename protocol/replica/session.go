@@ -53,5 +53,32 @@ type PartialReceiver interface {
 
 var _ PartialReceiver = (*protocol.Session)(nil)
 
+// Advancer is a Session that can be told the time between its inputs
+// (protocol.Session.Advance), so that the stamps of what it sends on a version-4
+// connection are of the time it sends them (protocol/SPEC.md, "Stamps"). A session without
+// it (a WASM core) stamps with the time of its latest input, which lengthens its peer's
+// round-trip samples by the difference.
+type Advancer interface {
+	Advance(now time.Time)
+}
+
+var _ Advancer = (*protocol.Session)(nil)
+
+// setNow is every input's first step: the replica's time, and its version-4 sessions'.
+// Why: an input on one connection (or a write, a sync, a timer) makes the replica send on
+// others, and a stamp of the time a session last had an input of its own, up to an idle
+// interval before, would read as that much more round trip (rtt_ms, routing's order of
+// peers, the clock guard's margin). Connections of version 3 and below see no call.
+func (r *Replica) setNow(now time.Time) {
+	r.now = now
+	for _, c := range r.connList {
+		if c.version >= 4 {
+			if a, ok := c.sess.(Advancer); ok {
+				a.Advance(now)
+			}
+		}
+	}
+}
+
 // NativeSession makes a *protocol.Session: the default Config.NewSession.
 func NativeSession(cfg protocol.Config) (Session, error) { return protocol.New(cfg) }

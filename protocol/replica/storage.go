@@ -46,7 +46,7 @@ func (r *Replica) StorageFailed(now time.Time, err error) error {
 	if r.fatal != nil {
 		return r.fatal
 	}
-	r.now = now
+	r.setNow(now)
 	var se *store.StorageError
 	if !errors.As(err, &se) {
 		r.check(err)

@@ -47,7 +47,7 @@ func (r *Replica) write(now time.Time, tok wire.Token, ops []wire.Op) (uint64, e
 	if r.fatal != nil {
 		return 0, r.fatal
 	}
-	r.now = now
+	r.setNow(now)
 	if err := r.storageRefusal(); err != nil {
 		return 0, err
 	}
@@ -264,7 +264,7 @@ func (r *Replica) Synced(now time.Time, p SyncPoint) error {
 	if r.fatal != nil {
 		return r.fatal
 	}
-	r.now = now
+	r.setNow(now)
 	if p.Seq > r.synced {
 		// The synced entry's timestamp: the head's, kept in memory, when nothing was written
 		// since the sync began (one write at a time: the store is not read on the way from
