@@ -63,8 +63,8 @@ type Limits struct {
 	PingInterval time.Duration
 	// IdlePingInterval is, on a version-4 connection, how long the link may go without a
 	// message received, or without one sent, before the dialer sends a PING (the listener
-	// never does; it answers). Default 2 s, or a third of LivenessTimeout when that is
-	// less; it must be above 0 and below half of LivenessTimeout, so that a live peer is
+	// never does; it answers). Default 2 s, or a third of LivenessTimeout when 2 s is not
+	// below half of it; it must be above 0 and below half of LivenessTimeout, so that a live peer is
 	// heard from at least twice within it. Why: the stamps of the frames that travel anyway
 	// measure the round trip and the clock (clock.go), so a PING is needed only where
 	// nothing travels, and an idle link carries at most one PING and one PONG per interval.
@@ -137,8 +137,11 @@ func (l Limits) WithDefaults() Limits {
 		l.LivenessTimeout = DefaultLivenessTimeout
 	}
 	if l.IdlePingInterval == 0 {
-		// A third of a shorter liveness timeout, so that setting that alone stays valid.
-		l.IdlePingInterval = min(DefaultIdlePingInterval, l.LivenessTimeout/3)
+		l.IdlePingInterval = DefaultIdlePingInterval
+		if 2*l.IdlePingInterval >= l.LivenessTimeout {
+			// A third of a shorter liveness timeout, so that setting that alone stays valid.
+			l.IdlePingInterval = l.LivenessTimeout / 3
+		}
 	}
 	if l.SampleInterval == 0 {
 		l.SampleInterval = DefaultSampleInterval

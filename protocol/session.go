@@ -381,10 +381,10 @@ func (s *Session) Tick(now time.Time) error {
 // PingInterval. On version 4 only the dialer does: when the link has been idle (nothing
 // received, or nothing sent) for IdlePingInterval, or when a side's latest sample may be
 // SampleInterval old: its own, or the listener's, which the dialer gave it with its last
-// stamp that echoed one (a PING echoes the listener's latest stamp, the PONG's if nothing
-// came since). The listener answers and never asks, so an idle link carries one PING and
-// one PONG per IdlePingInterval. Liveness is the same on both sides whatever the version: a
-// live dialer is heard from within IdlePingInterval, below half the liveness timeout.
+// stamp that echoed one. The listener answers and never asks, so an idle link carries one
+// PING and one PONG per IdlePingInterval. Liveness is the same on both sides whatever the
+// version: a live dialer is heard from within IdlePingInterval, below half the liveness
+// timeout.
 func (s *Session) pingDue() (time.Time, bool) {
 	switch {
 	case s.pingOut:
@@ -395,14 +395,29 @@ func (s *Session) pingDue() (time.Time, bool) {
 		return time.Time{}, false
 	}
 	st := &s.stamps
+	peer := st.echoSent.Add(s.limits.SampleInterval)
+	if st.peer != 0 && !st.echoSent.IsZero() {
+		// A stamp of the listener waits to be echoed (a PONG's, most often): whatever this
+		// side sends next gives the listener its sample, so a PING for it waits for the
+		// idle interval. Without it a PING for this side's own sample (echoing nothing, on
+		// a link where only this side's DATA goes out) would be followed at once by another
+		// for the listener's. Before the listener's first sample it goes at once.
+		peer = latest(peer, st.peerAt.Add(s.limits.IdlePingInterval))
+	}
 	due := st.sampled.Add(s.limits.SampleInterval)
-	for _, t := range [...]time.Time{st.echoSent.Add(s.limits.SampleInterval),
-		s.lastRecv.Add(s.limits.IdlePingInterval), st.sent.Add(s.limits.IdlePingInterval)} {
+	for _, t := range [...]time.Time{peer, s.lastRecv.Add(s.limits.IdlePingInterval), st.sent.Add(s.limits.IdlePingInterval)} {
 		if t.Before(due) {
 			due = t
 		}
 	}
 	return due, true
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // emit appends an event.
