@@ -211,11 +211,20 @@ func (k *stampLink) step(until time.Time) bool {
 	return did
 }
 
-// run runs the link for d.
+// run runs the link for d; a timer that stays due without closing or sending (a session
+// that keeps its deadline in the past) fails the test rather than spinning.
 func (k *stampLink) run(d time.Duration) {
+	k.t.Helper()
 	until := k.now.Add(d)
-	for k.now.Before(until) {
+	for same, at := 0, k.now; k.now.Before(until); {
 		k.step(until)
+		if k.now.Equal(at) {
+			if same++; same > 10000 {
+				k.t.Fatalf("the link makes no progress at %v", k.now.Sub(prototest.Epoch))
+			}
+		} else {
+			same, at = 0, k.now
+		}
 	}
 }
 

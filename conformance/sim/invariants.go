@@ -38,6 +38,10 @@ import (
 //   - in a run with fan-in hubs, every leaf write on every core node once by its conflict
 //     identity, no leaf write twice in one hub's log, and no core node's state growing
 //     with the leaves (hubs.go).
+//   - after every delivery, the receiving session's round trip is within its link's (the
+//     two directions' largest delays) and its estimate of the peer's clock offset within
+//     half of that round trip of the true one, when neither clock drifts or steps
+//     (checkClock): what rtt_ms and clock_offset_ms promise, from PINGs or stamps.
 
 type invariants struct {
 	failures []string
@@ -178,6 +182,7 @@ func (v *invariants) afterDelivery(c *Cluster, e *end, d delivery, snap delivery
 	if snap.sess == nil {
 		return
 	}
+	v.checkClock(c, e, snap.sess)
 	after := snap.sess.Stats()
 	// A later entry reveals a dropped one as a gap, unless its channel is closed (stale),
 	// a resend is already under way (discarded), or the later entry is itself refused
@@ -199,6 +204,37 @@ func (v *invariants) afterDelivery(c *Cluster, e *end, d delivery, snap delivery
 		} else {
 			v.fail(c.now, "%s: the corrupted entry %s/%d was not detected", e.node.Name, c.originName(inj.origin), inj.seq)
 		}
+	}
+}
+
+// clockSlack is what the microseconds of the wire's times may add to a measurement.
+const clockSlack = 10 * time.Microsecond
+
+// checkClock checks the measurements of the session that took a delivery on end e: its
+// round trip at most the link's largest round trip (a message waits in the link for none
+// before it, which left no later than it), and its estimate of the peer's clock offset
+// within half that round trip of the difference of the two nodes' skews. A node whose clock
+// drifts or steps in the run is left out (a sample taken across a step is wrong by the
+// step until the filter forgets it), and so is a version-1 link, whose reads pause.
+func (v *invariants) checkClock(c *Cluster, e *end, sess replica.Session) {
+	a, b := e.node, e.peer.node
+	if sess.State() != protocol.StateEstablished || sess.Handshake().Version < 2 ||
+		a.Off != 0 || a.Rate != 0 || b.Off != 0 || b.Rate != 0 {
+		return
+	}
+	l := e.pair.link
+	rtt := sess.RTT()
+	if bound := 2*l.MaxDelay + clockSlack; rtt > bound {
+		v.fail(c.now, "%s: the round trip to %s is %v, above the link's %v (version %d)", a.Name, b.Name, rtt, 2*l.MaxDelay,
+			sess.Handshake().Version)
+	}
+	off, ok := sess.ClockOffset()
+	if !ok {
+		return
+	}
+	if want := b.Skew - a.Skew; off < want-rtt/2-clockSlack || off > want+rtt/2+clockSlack {
+		v.fail(c.now, "%s: %s's clock offset estimated %v, truly %v: beyond half the round trip %v (version %d)", a.Name, b.Name,
+			off, want, rtt, sess.Handshake().Version)
 	}
 }
 

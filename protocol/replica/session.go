@@ -16,6 +16,12 @@ type Session interface {
 	Start(now time.Time, nonce []byte) error
 	Receive(now time.Time, msg []byte) error
 	Tick(now time.Time) error
+	// Advance tells the session the time between its inputs, so that the stamps of what it
+	// sends on a version-4 connection are of the time it sends them (protocol/SPEC.md,
+	// "Stamps"). An implementation that cannot (a WASM core: the ABI has no such call)
+	// does nothing, and stamps with the time of its latest input, which lengthens its
+	// peer's round-trip samples by the difference.
+	Advance(now time.Time)
 	Ready() protocol.Ready
 	HasReady() bool
 	Release(msg []byte)
@@ -53,17 +59,6 @@ type PartialReceiver interface {
 
 var _ PartialReceiver = (*protocol.Session)(nil)
 
-// Advancer is a Session that can be told the time between its inputs
-// (protocol.Session.Advance), so that the stamps of what it sends on a version-4
-// connection are of the time it sends them (protocol/SPEC.md, "Stamps"). A session without
-// it (a WASM core) stamps with the time of its latest input, which lengthens its peer's
-// round-trip samples by the difference.
-type Advancer interface {
-	Advance(now time.Time)
-}
-
-var _ Advancer = (*protocol.Session)(nil)
-
 // setNow is every input's first step: the replica's time, and its version-4 sessions'.
 // Why: an input on one connection (or a write, a sync, a timer) makes the replica send on
 // others, and a stamp of the time a session last had an input of its own, up to an idle
@@ -73,9 +68,7 @@ func (r *Replica) setNow(now time.Time) {
 	r.now = now
 	for _, c := range r.connList {
 		if c.version >= 4 {
-			if a, ok := c.sess.(Advancer); ok {
-				a.Advance(now)
-			}
+			c.sess.Advance(now)
 		}
 	}
 }
