@@ -330,18 +330,12 @@ func (s *Session) NextDeadline() time.Time {
 	return time.Time{}
 }
 
-// Advance tells the session the time between inputs, handling no timer: a frame that a
-// command queues before the next input carries it in its stamp (version 4, clock.go). A
-// caller that drives several sessions from one clock gives each the time of every input,
-// so that what one connection's input makes another send is stamped when it is sent: a
-// stamp of an earlier time lengthens the peer's round-trip sample by as much.
-func (s *Session) Advance(now time.Time) {
-	if s.state != StateNew && s.state != StateClosed {
-		s.now = now
-	}
-}
-
-// Tick advances the session's timers: the handshake timeout, PINGs and liveness.
+// Tick advances the session's timers: the handshake timeout, PINGs and liveness. It also
+// gives the session the time: a frame that a command queues before the next input carries
+// it in its stamp (version 4, clock.go), so a caller that drives several sessions from one
+// clock ticks each version-4 one at every input, timers due or not, so that what one
+// connection's input makes another send is stamped when it is sent: a stamp of an earlier
+// time lengthens the peer's round-trip sample by as much.
 func (s *Session) Tick(now time.Time) error {
 	s.begin()
 	if s.state != StateNew {

@@ -201,7 +201,7 @@ func (k *stampLink) step(until time.Time) bool {
 	}
 	if k.app != nil && !appAt.After(k.now) {
 		for i, s := range k.s {
-			s.Advance(k.clock(i)) // as a replica does at every input
+			must(k.t, s.Tick(k.clock(i))) // as a replica does at every input
 		}
 		k.app()
 		k.take(dialer)
@@ -431,22 +431,24 @@ func TestSilentPeerClosedWithinLiveness(t *testing.T) {
 }
 
 // TestStampEchoedOnce: a stamp received is echoed by the next stamped frame sent, with
-// how long it was held, and by no later one.
+// how long it was held, and by no later one. (On the listener, which sends no PING of its
+// own to echo it first.)
 func TestStampEchoedOnce(t *testing.T) {
 	p := established(t, prototest.Config(wire.RoleDialer, "a", 1), prototest.Config(wire.RoleListener, "b", 2))
+	s := p.L.S
 	o := prototest.Origin(9)
-	must(t, p.D.S.SetOriginName(o, "nine"))
+	must(t, s.SetOriginName(o, "nine"))
 	peer := uint64(p.Now.Add(-time.Second).UnixMicro())
 	got := p.Now.Add(time.Millisecond)
 	credit := &wire.Credit{Entries: []wire.CreditEntry{{Limit: 1 << 40}}, Stamp: &wire.Stamp{Time: peer}}
-	must(t, p.D.S.Receive(got, prototest.Frame(credit)))
-	p.D.Drain()
+	must(t, s.Receive(got, prototest.Frame(credit)))
+	p.L.Drain()
 	sent := got.Add(250 * time.Microsecond)
-	p.D.S.Advance(sent)
-	must(t, p.D.S.V2().AdvertiseHeads([]wire.Head{{Origin: o, Seq: 1, HLC: 1}}))
-	must(t, p.D.S.V2().AdvertiseHeads([]wire.Head{{Origin: o, Seq: 2, HLC: 2}}))
+	must(t, s.Tick(sent))
+	must(t, s.V2().AdvertiseHeads([]wire.Head{{Origin: o, Seq: 1, HLC: 1}}))
+	must(t, s.V2().AdvertiseHeads([]wire.Head{{Origin: o, Seq: 2, HLC: 2}}))
 	var stamps []wire.Stamp
-	for _, f := range frames(t, p.D.Drain()) {
+	for _, f := range frames(t, p.L.Drain()) {
 		if h, ok := f.Value.(*wire.Heads); ok {
 			stamps = append(stamps, *h.Stamp)
 		}

@@ -30,11 +30,13 @@ func TestNodeADayAhead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c.Run(200 * time.Millisecond) // handshakes done; no PING has measured a clock yet
+	// Before the handshakes: version 4's first PINGs and stamps measure each link within
+	// two round trips of its handshake.
 	if _, err := c.Write("C", put("early", "c")); err != nil {
 		t.Fatalf("C's write before any measurement: %v", err)
 	}
-	c.Run(3 * time.Second) // the PINGs measure C's clock
+	c.Run(200 * time.Millisecond) // handshakes done
+	c.Run(3 * time.Second)        // PINGs and stamps measure C's clock
 	_, err := c.Write("C", put("late", "c"))
 	var we *wire.Error
 	if !errors.As(err, &we) || we.Code != wire.CodeClockOffset {

@@ -396,7 +396,9 @@ func TestRoutingChoiceOrder(t *testing.T) {
 		h, a, c, cr0, links := choiceSetup(t, "B2", "B3")
 		links["B2"][1].latency = 30 * time.Millisecond // multiples of advanceStep
 		links["B3"][1].latency = 10 * time.Millisecond
-		h.advance(1100 * time.Millisecond) // one PING each way
+		// A sample of each link since its latency changed: version 4's dialer PINGs within
+		// the sample interval (5 s) on a link whose traffic echoes no stamp.
+		h.advance(5100 * time.Millisecond)
 		if r2, r3 := c.peerStatus("B2").RTT, c.peerStatus("B3").RTT; r2 != 60*time.Millisecond || r3 != 20*time.Millisecond {
 			t.Fatalf("C's RTT to B2 %v, to B3 %v; want 60ms and 20ms", r2, r3)
 		}

@@ -16,12 +16,6 @@ type Session interface {
 	Start(now time.Time, nonce []byte) error
 	Receive(now time.Time, msg []byte) error
 	Tick(now time.Time) error
-	// Advance tells the session the time between its inputs, so that the stamps of what it
-	// sends on a version-4 connection are of the time it sends them (protocol/SPEC.md,
-	// "Stamps"). An implementation that cannot (a WASM core: the ABI has no such call)
-	// does nothing, and stamps with the time of its latest input, which lengthens its
-	// peer's round-trip samples by the difference.
-	Advance(now time.Time)
 	Ready() protocol.Ready
 	HasReady() bool
 	Release(msg []byte)
@@ -59,16 +53,20 @@ type PartialReceiver interface {
 
 var _ PartialReceiver = (*protocol.Session)(nil)
 
-// setNow is every input's first step: the replica's time, and its version-4 sessions'.
-// Why: an input on one connection (or a write, a sync, a timer) makes the replica send on
-// others, and a stamp of the time a session last had an input of its own, up to an idle
-// interval before, would read as that much more round trip (rtt_ms, routing's order of
-// peers, the clock guard's margin). Connections of version 3 and below see no call.
+// setNow is every input's first step: the replica's time, and its version-4 sessions',
+// each ticked at it (a Tick with no timer due only takes the time; one due is handled, as
+// the next Tick would). Why: an input on one connection (or a write, a sync, a timer)
+// makes the replica send on others, and a session stamps what it sends with the time of
+// its latest input (protocol/SPEC.md, "Stamps"): one of its own, up to an idle interval
+// before, would read as that much more round trip (rtt_ms, routing's order of peers, the
+// clock guard's margin). A Tick, not a call of its own, so that every implementation of
+// Session (a WASM core, a wrapper) takes the time the same way. Connections of version 3
+// and below see no call.
 func (r *Replica) setNow(now time.Time) {
 	r.now = now
 	for _, c := range r.connList {
 		if c.version >= 4 {
-			c.sess.Advance(now)
+			r.check(c.sess.Tick(now)) // refused only before Start (never here) or when closed (tolerated)
 		}
 	}
 }

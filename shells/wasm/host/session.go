@@ -260,10 +260,6 @@ func (s *Session) Connected(now time.Time) bool {
 		(s.st.ReadPaused || s.st.Resumed || now.Sub(time.Unix(0, s.st.LastReceive)) < time.Duration(s.st.Liveness))
 }
 
-// Advance does nothing: the ABI has no call for it (replica.Session's Advance says what the
-// guest's stamps are then).
-func (s *Session) Advance(time.Time) {}
-
 // RTT is the round trip of the latest sample (the last PING's below version 4).
 func (s *Session) RTT() time.Duration { return time.Duration(s.st.RTT) }
 
