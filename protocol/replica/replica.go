@@ -49,6 +49,7 @@ type Replica struct {
 	counters   Counters
 	moves      []Move
 	lastErrors map[string]PeerError
+	traffic    map[string]*Traffic // the ended connections' traffic, by peer name (traffic.go)
 	refusals   refusalLog // refusals.go
 	evbuf      []protocol.Event
 	streamBuf  []*outStream // pump's copy of a connection's streams (kept for the next)
