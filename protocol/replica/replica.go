@@ -50,7 +50,7 @@ type Replica struct {
 	moves      []Move
 	lastErrors map[string]PeerError
 	traffic    map[string]*Traffic // the ended connections' traffic, by peer name (traffic.go)
-	refusals   refusalLog // refusals.go
+	refusals   refusalLog          // refusals.go
 	evbuf      []protocol.Event
 	streamBuf  []*outStream // pump's copy of a connection's streams (kept for the next)
 	excludedN  int          // exclusions held in every connection's excluded
