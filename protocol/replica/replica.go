@@ -49,7 +49,7 @@ type Replica struct {
 	counters   Counters
 	moves      []Move
 	lastErrors map[string]PeerError
-	refusals   refusalLog          // refusals.go
+	refusals   refusalLog // refusals.go
 	evbuf      []protocol.Event
 	streamBuf  []*outStream // pump's copy of a connection's streams (kept for the next)
 	excludedN  int          // exclusions held in every connection's excluded
