@@ -55,9 +55,13 @@ var (
 	slotTypes []wire.Type
 )
 
+// frameSlotsFit reports whether a registry of n types fits FrameSlots, the unknown
+// bucket included.
+func frameSlotsFit(n int) bool { return n+1 <= FrameSlots }
+
 func init() {
 	slotTypes = wire.Registered()
-	if len(slotTypes)+1 > FrameSlots {
+	if !frameSlotsFit(len(slotTypes)) {
 		panic("protocol: wire registers more frame types than FrameSlots counts apart")
 	}
 	for i, t := range slotTypes {

@@ -147,6 +147,12 @@ func TestFrameSlots(t *testing.T) {
 	if protocol.SlotName(0) != "unknown" || protocol.FrameSlot(0xfe) != 0 {
 		t.Errorf("slot 0 %q, 0xfe in slot %d", protocol.SlotName(0), protocol.FrameSlot(0xfe))
 	}
+	// The bound: a registry of FrameSlots-1 types fits (with the unknown bucket), one
+	// more does not (init refuses such a build).
+	if !protocol.FrameSlotsFit(protocol.FrameSlots-1) || protocol.FrameSlotsFit(protocol.FrameSlots) {
+		t.Errorf("FrameSlotsFit(%d) %v, FrameSlotsFit(%d) %v; want true, false", protocol.FrameSlots-1,
+			protocol.FrameSlotsFit(protocol.FrameSlots-1), protocol.FrameSlots, protocol.FrameSlotsFit(protocol.FrameSlots))
+	}
 	if _, ok := protocol.SlotType(protocol.UsedFrameSlots()); ok {
 		t.Errorf("slot %d past the registry has a type", protocol.UsedFrameSlots())
 	}
