@@ -15,6 +15,7 @@ var (
 	simTrace  = flag.Bool("sim.trace", false, "log the simulator's trace of a replayed seed")
 	simNodes  = flag.Int("sim.nodes", 0, "nodes of every random run (0: 3 to 8, drawn from the seed)")
 	simLeaves = flag.Int("sim.leaves", 0, "leaves of every random run, each a run with fan-in hubs (0: a tenth of the seeds have hubs and 1 to 20 leaves)")
+	simFrames = flag.Bool("sim.frames", false, "log the frames of a replayed seed (-seed) by type, sent and delivered, as a Markdown table (for BENCHMARKS.md)")
 )
 
 // TestSim runs the CI's fixed range of simulator seeds (500 from 1), or replays one with
@@ -30,6 +31,9 @@ func TestSim(t *testing.T) {
 		}
 		rep := sim.Random(*simSeed, opts)
 		t.Log(rep)
+		if *simFrames {
+			t.Logf("frames of seed %d:\n%s", *simSeed, rep.FrameTable())
+		}
 		for _, f := range rep.Failures {
 			t.Error(f)
 		}
@@ -45,6 +49,8 @@ func TestSim(t *testing.T) {
 	var hb sim.Report // the hub runs' counts, summed; their largest core cost
 	hubRuns := 0
 	var virtual time.Duration
+	var frames uint64
+	writes := 0
 	for seed := *simBase; seed < *simBase+uint64(*simSeeds); seed++ {
 		rep := sim.Random(seed, sim.Options{Nodes: *simNodes, Leaves: *simLeaves})
 		if rep.Hubs > 0 {
@@ -55,6 +61,7 @@ func TestSim(t *testing.T) {
 			hb.Messages, hb.Virtual, hb.Nodes = hb.Messages+rep.Messages, hb.Virtual+rep.Virtual, max(hb.Nodes, rep.Nodes)
 		}
 		largest, virtual = max(largest, rep.Nodes), virtual+rep.Virtual
+		frames, writes = frames+rep.Frames(), writes+rep.Writes
 		if rep.RetainBytes > 0 {
 			retaining++
 			if rep.Purged > 0 {
@@ -147,6 +154,11 @@ func TestSim(t *testing.T) {
 		fd.FeedChanges, fd.FeedRereads, fd.FeedSkipped, fd.FeedCopy, fd.FeedRepair, fd.FeedDisconnects, fd.FeedResumes, fd.FeedBehind, fd.FeedPurged)
 	t.Logf("hubs: %d runs with hubs (%d leaves), %d leaf writes acknowledged, %d re-originated (%d duplicates from leaves), %d leaf moves, %d writes carried by two hubs (counted twice %d); a core node's cost at most: %d vector entries, %d status rows, %d store bytes; %d messages over %s virtual, largest %d nodes",
 		hubRuns, hb.Leaves, hb.LeafWrites, hb.LeafReoriginated, hb.LeafDuplicates, hb.LeafMoves, hb.MoveDoubles, hb.LeafTwice, hb.CoreVector, hb.CoreRows, hb.CoreBytes, hb.Messages, hb.Virtual.Round(time.Millisecond), hb.Nodes)
+	perWrite := 0.0
+	if writes > 0 {
+		perWrite = float64(frames) / float64(writes)
+	}
+	t.Logf("traffic: %d frames delivered for %d writes, %.1f frames per write", frames, writes, perWrite)
 	t.Logf("%.1f schedules per second; %.0fx virtual time; largest topology %d nodes",
 		float64(*simSeeds)/took.Seconds(), virtual.Seconds()/took.Seconds(), largest)
 }

@@ -170,7 +170,7 @@ func (c *v3Commands) AnswerRange(body []byte) error {
 	}
 	s.chans.rangeIn = nil
 	s.stats.RangeBytesOut += uint64(size)
-	s.reserve(size)
+	s.reserve(wire.TypeRangeRecords, size)
 	s.cur = wire.AppendHeader(s.cur, wire.Header{Type: wire.TypeRangeRecords, Length: uint32(len(body))})
 	s.cur = append(s.cur, body...)
 	return nil

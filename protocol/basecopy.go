@@ -467,7 +467,7 @@ func (c *v3Commands) SendChunk(body []byte) error {
 	out.records += uint64(v.Count)
 	out.win.Send(uint64(size))
 	s.chans.connOut.Send(uint64(size))
-	s.reserve(size)
+	s.reserve(wire.TypeChunk, size)
 	s.cur = wire.AppendHeader(s.cur, wire.Header{Type: wire.TypeChunk, Channel: out.id, Length: uint32(len(body))})
 	s.cur = append(s.cur, body...)
 	return nil

@@ -72,6 +72,6 @@ func (s *Session) queueOrigin(o wire.OriginID, frame []byte) {
 		return
 	}
 	s.announced[o] = true
-	s.reserve(len(frame))
+	s.reserve(wire.TypeOrigin, len(frame))
 	s.cur = append(s.cur, frame...)
 }

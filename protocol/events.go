@@ -310,4 +310,9 @@ type Stats struct {
 	// Version 3: the bytes of anti-entropy frames (RANGEDIGEST, RANGERECORDS), headers
 	// included.
 	RangeBytesIn, RangeBytesOut uint64
+	// Every version: the frames read from the peer's messages (each that passed the
+	// header checks, known or not, whether or not its body was then refused) and the frames queued for
+	// the peer, in total and by type (FrameCounts: FramesInByType.Of(wire.TypeHeads)).
+	FramesIn, FramesOut             uint64
+	FramesInByType, FramesOutByType FrameCounts
 }

@@ -14,8 +14,9 @@ const initialMessageCap = 4 << 10
 
 // reserve makes room for a frame of size bytes (header included) in the message being
 // built, starting a new message when the frame would not fit the peer's limit or this
-// side's MaxOutMessage.
-func (s *Session) reserve(size int) {
+// side's MaxOutMessage, and counts it (every frame sent passes here, once).
+func (s *Session) reserve(t wire.Type, size int) {
+	s.countOut(t)
 	if len(s.cur) > 0 && len(s.cur)+size > min(s.peerMaxMsg, s.limits.MaxOutMessage) {
 		s.flush()
 	}
@@ -43,7 +44,7 @@ func (s *Session) flush() {
 
 // sendRaw queues a frame whose body is already encoded.
 func (s *Session) sendRaw(t wire.Type, channel uint32, body []byte) {
-	s.reserve(wire.HeaderSize + len(body))
+	s.reserve(t, wire.HeaderSize+len(body))
 	s.cur = wire.AppendHeader(s.cur, wire.Header{Type: t, Channel: channel, Length: uint32(len(body))})
 	s.cur = append(s.cur, body...)
 }
@@ -72,7 +73,7 @@ func (s *Session) sendControl(b wire.Body) {
 // sendTxn1 queues a version-1 TXN frame without an intermediate copy.
 func (s *Session) sendTxn1(pos uint64, txn []byte) {
 	n := 8 + len(txn)
-	s.reserve(wire.HeaderSize + n)
+	s.reserve(wire.TypeTxn1, wire.HeaderSize+n)
 	s.cur = wire.AppendHeader(s.cur, wire.Header{Type: wire.TypeTxn1, Length: uint32(n)})
 	s.cur = binary.BigEndian.AppendUint64(s.cur, pos)
 	s.cur = append(s.cur, txn...)

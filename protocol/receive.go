@@ -53,6 +53,7 @@ func (s *Session) Receive(now time.Time, msg []byte) error {
 			s.fail(err)
 			break
 		}
+		s.countIn(f.Type)
 		s.frame(now, f)
 	}
 	s.flushIgnored()

@@ -263,7 +263,7 @@ func (c *v2Commands) Send(txn []byte) error {
 	ch.sent(v.Seq, h, s.info.Version >= 4)
 	ch.first = false
 	s.stats.TxnsSent++
-	s.reserve(size)
+	s.reserve(wire.TypeData, size)
 	s.cur = wire.AppendHeader(s.cur, wire.Header{Type: wire.TypeData, Channel: ch.id, Length: uint32(size - wire.HeaderSize)})
 	s.cur = append(s.cur, h[:]...)
 	s.cur = append(s.cur, txn...)

@@ -22,7 +22,7 @@ status=0
 go test ./conformance -run 'TestSim$' -count=1 -timeout 0 -v \
 	-seeds="$SEEDS" -seed-base="$SEED_BASE" -sim.nodes="$NODES" -sim.leaves="$LEAVES" >"$out" 2>&1 || status=$?
 grep -E -A1 'FAILING SEED' "$out" || true
-grep -E 'seeds from|with links|with locks|feeds:|hubs:|schedules per second' "$out" || true
+grep -E 'seeds from|with links|with locks|feeds:|hubs:|traffic:|schedules per second' "$out" || true
 if [ "$status" -ne 0 ] && ! grep -q 'FAILING SEED' "$out"; then
 	cat "$out" # the test failed another way: show all of it
 fi

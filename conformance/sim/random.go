@@ -78,13 +78,16 @@ type Report struct {
 	Hubs, Leaves, LeafWrites, LeafMoves, MoveDoubles int
 	LeafReoriginated, LeafDuplicates, LeafTwice      uint64
 	CoreVector, CoreRows, CoreBytes, Messages        int
-	Failures                                         []string
+	// FramesOut and FramesIn are the frames the run's sessions sent and were delivered,
+	// by type (traffic.go); the summary prints the frames delivered per write.
+	FramesOut, FramesIn protocol.FrameCounts
+	Failures            []string
 }
 
 func (r Report) String() string {
-	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d downgrades=%d faults=%d detected=%d covered=%d resent=%d closed=%d moves=%d duplicates=%d retain-bytes=%d purged=%d purged-answers=%d copies=%d (resumed %d, crashed %d) tombstones-dropped=%d disk-fulls=%d (recovered %d) maps=%d placed=%d requests=%d one-way=%d excluding=%d link-changes=%d link-checked=%d lock-grants=%d lock-acked=%d lock-lost=%d lock-home-crashes=%d lock-beyond=%d lock-overlaps=%d feed-changes=%d feed-rereads=%d feed-disconnects=%d feed-resumes=%d feed-behind=%d feed-purged=%d records=%d digest=%s virtual=%s sync-delay=%s",
+	return fmt.Sprintf("seed %d: %d nodes %s (%d links) mixed=%v writes=%d disconnects=%d partitions=%d crashes=%d (power %d) upgrades=%d downgrades=%d faults=%d detected=%d covered=%d resent=%d closed=%d moves=%d duplicates=%d retain-bytes=%d purged=%d purged-answers=%d copies=%d (resumed %d, crashed %d) tombstones-dropped=%d disk-fulls=%d (recovered %d) maps=%d placed=%d requests=%d one-way=%d excluding=%d link-changes=%d link-checked=%d lock-grants=%d lock-acked=%d lock-lost=%d lock-home-crashes=%d lock-beyond=%d lock-overlaps=%d feed-changes=%d feed-rereads=%d feed-disconnects=%d feed-resumes=%d feed-behind=%d feed-purged=%d records=%d digest=%s virtual=%s sync-delay=%s frames=%d frames-per-write=%.1f",
 		r.Seed, r.Nodes, r.Topology, r.Links, r.Mixed, r.Writes, r.Disconnects, r.Partitions, r.Crashes, r.PowerLosses, r.Upgrades, r.Downgrades,
-		r.Injected, r.Detected, r.Covered, r.Resent, r.Closed, r.Moves, r.Duplicates, r.RetainBytes, r.Purged, r.PurgedAnswers, r.Copies, r.CopyResumes, r.CopyCrashes, r.TombstonesDropped, r.DiskFulls, r.Recoveries, r.Maps, r.Placed, r.Requests, r.OneWay, r.Excluding, r.LinkChanges, r.LinkChecked, r.LockGrants, r.LockAcked, r.LockLost, r.LockHomeCrashes, r.LockBeyond, r.LockOverlaps, r.FeedChanges, r.FeedRereads, r.FeedDisconnects, r.FeedResumes, r.FeedBehind, r.FeedPurged, r.Records, r.Digest, r.Virtual, r.SyncDelay) + r.hubString()
+		r.Injected, r.Detected, r.Covered, r.Resent, r.Closed, r.Moves, r.Duplicates, r.RetainBytes, r.Purged, r.PurgedAnswers, r.Copies, r.CopyResumes, r.CopyCrashes, r.TombstonesDropped, r.DiskFulls, r.Recoveries, r.Maps, r.Placed, r.Requests, r.OneWay, r.Excluding, r.LinkChanges, r.LinkChecked, r.LockGrants, r.LockAcked, r.LockLost, r.LockHomeCrashes, r.LockBeyond, r.LockOverlaps, r.FeedChanges, r.FeedRereads, r.FeedDisconnects, r.FeedResumes, r.FeedBehind, r.FeedPurged, r.Records, r.Digest, r.Virtual, r.SyncDelay, r.Frames(), r.FramesPerWrite()) + r.hubString()
 }
 
 func (r Report) hubString() string {
@@ -459,6 +462,7 @@ func (c *Cluster) finishRandom(rep *Report, names []string, anyV1 bool) Report {
 		c.inv.fail(c.now, "%d copied records were merged again after a resume", rep.Recopied)
 	}
 	rep.Virtual = c.Now().Sub(Epoch)
+	c.reportTraffic(rep)
 	rep.Failures = c.Failures()
 	return *rep
 }

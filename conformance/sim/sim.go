@@ -81,6 +81,10 @@ type Cluster struct {
 	// messages the messages (lockcost_test.go).
 	frames   map[string]int
 	messages int
+	// framesOut counts every frame a node's sessions sent (as they put them on the
+	// network, before the links' faults), framesIn every frame delivered to one, by type,
+	// for the whole run: the run report's traffic (traffic.go).
+	framesOut, framesIn protocol.FrameCounts
 }
 
 // written is one local write: its version (its token, for a write under a lock) and
@@ -609,6 +613,7 @@ func (c *Cluster) flush(n *Node) {
 			continue // a connection the network already dropped
 		}
 		for _, msg := range out.Messages {
+			countFrames(&c.framesOut, msg)
 			c.send(e, msg)
 			n.Rep.Release(out.Conn, msg)
 		}
@@ -702,6 +707,7 @@ func (c *Cluster) deliver(e *end) {
 		c.lost(e, "closed by peer")
 	} else {
 		c.messages++
+		countFrames(&c.framesIn, d.msg)
 		before := c.inv.beforeDelivery(e, d)
 		if c.lk != nil {
 			c.noteLinks(e, d.msg)

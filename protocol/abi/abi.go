@@ -493,6 +493,29 @@ type StatsMsg struct {
 	// ABI version 3, anti-entropy
 	RangeBytesIn  uint64 `cbor:"16,keyasint,omitempty"`
 	RangeBytesOut uint64 `cbor:"17,keyasint,omitempty"`
+	// The frames read and queued, in total and by type (protocol.Stats.FramesInByType and
+	// FramesOutByType): one FrameCountMsg per type with a count, by type number, so that a
+	// host and a guest of different builds agree whatever their registries hold. A
+	// pointer (nil: no frame yet), so that StatsMsg stays comparable, as the compact
+	// codec's zero check of a nested value needs.
+	FramesIn  uint64          `cbor:"18,keyasint,omitempty"`
+	FramesOut uint64          `cbor:"19,keyasint,omitempty"`
+	Frames    *FrameCountsMsg `cbor:"20,keyasint,omitempty"`
+}
+
+// FrameCountsMsg is a session's frame counts by type, the types with a count in numeric
+// order, the unknown bucket (type 0) first.
+type FrameCountsMsg struct {
+	Types []FrameCountMsg `cbor:"1,keyasint,omitempty"`
+}
+
+// FrameCountMsg is the frames of one type a session read (In) and queued (Out). Type 0
+// (never a frame type) is the unknown bucket: every type the guest's build does not know.
+// A host that does not know a type the guest counted adds it to its own unknown bucket.
+type FrameCountMsg struct {
+	Type uint8  `cbor:"1,keyasint"`
+	In   uint64 `cbor:"2,keyasint,omitempty"`
+	Out  uint64 `cbor:"3,keyasint,omitempty"`
 }
 
 // StatusMsg is the session's state after a batch.

@@ -185,6 +185,29 @@ func (w *cw) statsMsg(m *StatsMsg) {
 	w.uint(15, m.Stale)
 	w.uint(16, m.RangeBytesIn)
 	w.uint(17, m.RangeBytesOut)
+	w.uint(18, m.FramesIn)
+	w.uint(19, m.FramesOut)
+	if m.Frames != nil {
+		at := w.open(20)
+		w.frameCountsMsg(m.Frames)
+		w.close(at)
+	}
+}
+
+// frameCountsMsg writes m's fields.
+func (w *cw) frameCountsMsg(m *FrameCountsMsg) {
+	for i := range m.Types {
+		at := w.open(1)
+		w.frameCountMsg(&m.Types[i])
+		w.close(at)
+	}
+}
+
+// frameCountMsg writes m's fields.
+func (w *cw) frameCountMsg(m *FrameCountMsg) {
+	w.uint(1, uint64(m.Type))
+	w.uint(2, m.In)
+	w.uint(3, m.Out)
 }
 
 // limitsMsg writes m's fields.
@@ -457,6 +480,43 @@ func (r *cr) statsMsg(m *StatsMsg) {
 			m.RangeBytesIn = r.uint(k, v)
 		case 17:
 			m.RangeBytesOut = r.uint(k, v)
+		case 18:
+			m.FramesIn = r.uint(k, v)
+		case 19:
+			m.FramesOut = r.uint(k, v)
+		case 20:
+			m.Frames = &FrameCountsMsg{}
+			s := cr{b: v}
+			s.frameCountsMsg(m.Frames)
+			r.keep(&s)
+		}
+	}
+}
+
+// frameCountsMsg reads the fields of r into m.
+func (r *cr) frameCountsMsg(m *FrameCountsMsg) {
+	for k, v, ok := r.next(); ok; k, v, ok = r.next() {
+		switch k {
+		case 1:
+			var x FrameCountMsg
+			s := cr{b: v}
+			s.frameCountMsg(&x)
+			r.keep(&s)
+			m.Types = append(m.Types, x)
+		}
+	}
+}
+
+// frameCountMsg reads the fields of r into m.
+func (r *cr) frameCountMsg(m *FrameCountMsg) {
+	for k, v, ok := r.next(); ok; k, v, ok = r.next() {
+		switch k {
+		case 1:
+			m.Type = r.u8(k, v)
+		case 2:
+			m.In = r.uint(k, v)
+		case 3:
+			m.Out = r.uint(k, v)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"plait/protocol"
+	"plait/protocol/wire"
 )
 
 // The mappings between the session's values and the STATUS record's messages, both ways:
@@ -18,16 +19,43 @@ func StatsOf(s protocol.Stats) StatsMsg {
 		Duplicates: s.Duplicates, Gaps: s.Gaps, Divergences: s.Divergences,
 		IgnoredFrames: s.IgnoredFrames, ProtocolErrors: s.ProtocolErrors,
 		ResendsRequested: s.ResendsRequested, ResendsReceived: s.ResendsReceived, Discarded: s.Discarded, Stale: s.Stale,
-		RangeBytesIn: s.RangeBytesIn, RangeBytesOut: s.RangeBytesOut}
+		RangeBytesIn: s.RangeBytesIn, RangeBytesOut: s.RangeBytesOut,
+		FramesIn: s.FramesIn, FramesOut: s.FramesOut, Frames: frameCountsOf(&s.FramesInByType, &s.FramesOutByType)}
+}
+
+// frameCountsOf lists the types with a count, the unknown bucket (type 0) first, then by
+// type number.
+func frameCountsOf(in, out *protocol.FrameCounts) *FrameCountsMsg {
+	var l []FrameCountMsg
+	for slot := range protocol.UsedFrameSlots() {
+		if in[slot] == 0 && out[slot] == 0 {
+			continue
+		}
+		t, _ := protocol.SlotType(slot) // 0 for the unknown bucket
+		l = append(l, FrameCountMsg{Type: uint8(t), In: in[slot], Out: out[slot]})
+	}
+	if l == nil {
+		return nil
+	}
+	return &FrameCountsMsg{Types: l}
 }
 
 // Stats converts back to a protocol.Stats.
 func (m *StatsMsg) Stats() protocol.Stats {
-	return protocol.Stats{BytesIn: m.BytesIn, BytesOut: m.BytesOut, MessagesIn: m.MessagesIn, MessagesOut: m.MessagesOut,
+	s := protocol.Stats{BytesIn: m.BytesIn, BytesOut: m.BytesOut, MessagesIn: m.MessagesIn, MessagesOut: m.MessagesOut,
 		TxnsReceived: m.TxnsReceived, TxnsSent: m.TxnsSent, Duplicates: m.Duplicates, Gaps: m.Gaps,
 		Divergences: m.Divergences, IgnoredFrames: m.IgnoredFrames, ProtocolErrors: m.ProtocolErrors,
 		ResendsRequested: m.ResendsRequested, ResendsReceived: m.ResendsReceived, Discarded: m.Discarded, Stale: m.Stale,
-		RangeBytesIn: m.RangeBytesIn, RangeBytesOut: m.RangeBytesOut}
+		RangeBytesIn: m.RangeBytesIn, RangeBytesOut: m.RangeBytesOut, FramesIn: m.FramesIn, FramesOut: m.FramesOut}
+	if m.Frames == nil {
+		return s
+	}
+	for _, c := range m.Frames.Types {
+		slot := protocol.FrameSlot(wire.Type(c.Type)) // a type this build does not know: the unknown bucket
+		s.FramesInByType[slot] += c.In
+		s.FramesOutByType[slot] += c.Out
+	}
+	return s
 }
 
 // LimitsOf converts a protocol.Limits, durations in nanoseconds. MaxOutMessage does not

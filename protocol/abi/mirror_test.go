@@ -101,11 +101,21 @@ func TestEventFieldsCrossTheABI(t *testing.T) {
 // message in between has every field set.
 func mirror[V, M any](t *testing.T, to func(V) M, back func(M) V, skip ...string) {
 	t.Helper()
+	mirrorPrepared(t, to, back, nil, skip...)
+}
+
+// mirrorPrepared is mirror with prep applied to the filled value first (nil: none): for
+// a value some of whose states cannot occur, and so need not cross.
+func mirrorPrepared[V, M any](t *testing.T, to func(V) M, back func(M) V, prep func(*V), skip ...string) {
+	t.Helper()
 	var v V
 	n := uint64(0)
 	fill(reflect.ValueOf(&v).Elem(), &n)
 	for _, name := range skip {
 		reflect.ValueOf(&v).Elem().FieldByName(name).SetZero()
+	}
+	if prep != nil {
+		prep(&v)
 	}
 	m := to(v)
 	mv := reflect.ValueOf(m)
@@ -124,7 +134,13 @@ func mirror[V, M any](t *testing.T, to func(V) M, back func(M) V, skip ...string
 // protocol.Limits or protocol.HandshakeInfo and not to its message and conversions, or the
 // other way round, fails here.
 func TestStatusMirrors(t *testing.T) {
-	mirror(t, abi.StatsOf, func(m abi.StatsMsg) protocol.Stats { return m.Stats() })
+	// The frame counts' slots past the registry's types are never counted (no frame type
+	// is theirs): they do not cross.
+	mirrorPrepared(t, abi.StatsOf, func(m abi.StatsMsg) protocol.Stats { return m.Stats() }, func(s *protocol.Stats) {
+		for slot := protocol.UsedFrameSlots(); slot < protocol.FrameSlots; slot++ {
+			s.FramesInByType[slot], s.FramesOutByType[slot] = 0, 0
+		}
+	})
 	// MaxOutMessage does not cross: a guest sizes its messages with the default; nor do
 	// version 4's ping intervals: a guest pings by the defaults.
 	mirror(t, abi.LimitsOf, func(m abi.LimitsMsg) protocol.Limits { return m.Limits() }, "MaxOutMessage",

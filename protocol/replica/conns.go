@@ -250,6 +250,7 @@ func (r *Replica) drop(c *conn) {
 	}
 	r.stopServing(c.id)
 	if r.conns[c.id] == c {
+		r.endTraffic(c) // once per connection, as the exclusions below
 		r.excludedN -= len(c.excluded)
 	}
 	delete(r.conns, c.id)

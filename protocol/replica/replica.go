@@ -92,6 +92,9 @@ type Replica struct {
 	feeds      feedCounts   // what change feeds cannot read from the logs (feed.go)
 	hub        hubState     // a hub's leaves (hub.go)
 	leaf       leafSide     // a leaf's hub (leaf.go)
+
+	// traffic: the ended connections' traffic, by peer name (traffic.go).
+	traffic map[string]*Traffic
 }
 
 // originState is what the replica knows of one origin.

@@ -33,6 +33,9 @@ type Status struct {
 	// leaves when it is a hub (Config.MaxLeaves > 0; nil otherwise): hub.go.
 	Hub    *HubStatus
 	Leaves *LeavesStatus
+	// Traffic is every peer's traffic since the replica started, over all its
+	// connections, sorted by peer name (traffic.go).
+	Traffic []PeerTraffic
 }
 
 // NodeStatus is the node part of the status.
@@ -310,6 +313,7 @@ func (r *Replica) Status(now time.Time) Status {
 	s.ClusterMap = r.MapStatus()
 	s.NamedFeeds = r.NamedFeeds()
 	s.Hub, s.Leaves = r.HubStatus(now), r.LeavesStatus(now)
+	s.Traffic = r.Traffic()
 	for _, o := range r.originOrder {
 		s.Origins = append(s.Origins, r.originStatus(r.origins[o], now))
 	}

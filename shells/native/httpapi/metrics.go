@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"plait/protocol"
 	"plait/protocol/replica"
 	"plait/shells/native/node"
 )
@@ -54,11 +55,19 @@ var (
 	descFeedLapsed     = prometheus.NewDesc("plait_named_feed_lapsed", "1 while the named feed's hold is lapsed: retention purges past its position.", []string{"feed", "table"}, nil)
 )
 
+// A peer's traffic over all its connections since start (replica.Status.Traffic): counters
+// that never go back while connections come and go.
+var (
+	descPeerBytes  = prometheus.NewDesc("plait_peer_bytes_total", "Bytes of the messages exchanged with the peer since start, over all its connections, by direction (in: received, out: sent).", []string{"peer", "direction"}, nil)
+	descPeerFrames = prometheus.NewDesc("plait_peer_frames_total", "Frames exchanged with the peer since start, over all its connections, by direction and frame type (its name in protocol/SPEC.md; unknown: every type this build does not know).", []string{"peer", "direction", "frame"}, nil)
+)
+
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descApplied, descHead, descLag, descFloor, descLogBytes, descStuck, descConnected, descReconnects, descHeld,
 		descClock, descRefusing, descStorage, descRewound, descCertExpiry, descReloads, descOriginHealth, descPeerHealth, descHoldAge, descRetainHold, descClockBound, descMapGen,
 		descFeedLagEntries, descFeedLagBytes, descFeedHeld, descFeedHoldBytes, descFeedLapsed,
-		descHubConnected, descReoriginated, descCoreSeq, descLeavesMax, descLeavesUp, descLeafMarks, descLeavesHeld, descLeavesLagged} {
+		descHubConnected, descReoriginated, descCoreSeq, descLeavesMax, descLeavesUp, descLeafMarks, descLeavesHeld, descLeavesLagged,
+		descPeerBytes, descPeerFrames} {
 		ch <- d
 	}
 	for _, d := range snapshotDescs {
@@ -130,6 +139,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descClock, prometheus.GaugeValue, off, name)
 		}
 	}
+	collectTraffic(ch, st.Traffic)
 	for _, f := range st.NamedFeeds {
 		ch <- prometheus.MustNewConstMetric(descFeedLagEntries, prometheus.GaugeValue, float64(f.LagEntries), f.Name, f.Table)
 		ch <- prometheus.MustNewConstMetric(descFeedLagBytes, prometheus.GaugeValue, float64(f.LagBytes), f.Name, f.Table)
@@ -172,6 +182,24 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descCertExpiry, prometheus.GaugeValue, float64(ts.Expiry.Unix()))
 		ch <- prometheus.MustNewConstMetric(descReloads, prometheus.CounterValue, float64(ts.Reloads), "ok")
 		ch <- prometheus.MustNewConstMetric(descReloads, prometheus.CounterValue, float64(ts.ReloadFailures), "failed")
+	}
+}
+
+// collectTraffic sends each peer's bytes and frames. Frames go by type only for the types
+// with a count: the label set stays the registry's names and "unknown" (bounded by the
+// build), and a peer that never sent a frame type has no series of it.
+func collectTraffic(ch chan<- prometheus.Metric, traffic []replica.PeerTraffic) {
+	for _, p := range traffic {
+		ch <- prometheus.MustNewConstMetric(descPeerBytes, prometheus.CounterValue, float64(p.BytesIn), p.Name, "in")
+		ch <- prometheus.MustNewConstMetric(descPeerBytes, prometheus.CounterValue, float64(p.BytesOut), p.Name, "out")
+		for slot := range protocol.UsedFrameSlots() {
+			if n := p.FramesInByType[slot]; n > 0 {
+				ch <- prometheus.MustNewConstMetric(descPeerFrames, prometheus.CounterValue, float64(n), p.Name, "in", protocol.SlotName(slot))
+			}
+			if n := p.FramesOutByType[slot]; n > 0 {
+				ch <- prometheus.MustNewConstMetric(descPeerFrames, prometheus.CounterValue, float64(n), p.Name, "out", protocol.SlotName(slot))
+			}
+		}
 	}
 }
 

@@ -358,9 +358,13 @@ type OriginDoc struct {
 type PeerDoc struct {
 	// AntiEntropyBytesIn and AntiEntropyBytesOut are the bytes of anti-entropy frames on
 	// the peer's connection (RANGEDIGEST and RANGERECORDS, headers included).
-	AntiEntropyBytesIn  uint64   `json:"antientropy_bytes_in"`
-	AntiEntropyBytesOut uint64   `json:"antientropy_bytes_out"`
-	Capabilities        []string `json:"capabilities"` // [] before the handshake
+	AntiEntropyBytesIn  uint64 `json:"antientropy_bytes_in"`
+	AntiEntropyBytesOut uint64 `json:"antientropy_bytes_out"`
+	// BytesIn, BytesOut, MessagesIn, MessagesOut, FramesIn and FramesOut are the
+	// connection's traffic since it opened (protocol.Stats); 0 for a peer without one.
+	BytesIn      uint64   `json:"bytes_in"`
+	BytesOut     uint64   `json:"bytes_out"`
+	Capabilities []string `json:"capabilities"` // [] before the handshake
 	// ClockOffsetMs is the peer's clock minus this node's (positive: the peer is ahead),
 	// estimated from PING/PONG; null for a peer that sends no time (versions 1 and 2).
 	ClockOffsetMs *float64 `json:"clock_offset_ms"`
@@ -368,7 +372,9 @@ type PeerDoc struct {
 	Copy          *CopyDoc `json:"copy"` // the base copy with this peer; null when none
 	// Exclude are the tables this node excludes from the link to the peer, sorted; [] when
 	// none (docs/design.md §24.6). The peer's own settings are in its status.
-	Exclude []string `json:"exclude"`
+	Exclude   []string `json:"exclude"`
+	FramesIn  uint64   `json:"frames_in"`
+	FramesOut uint64   `json:"frames_out"`
 	// Health is how the peer is doing (replica.PeerHealth, docs/contract.md §8.7).
 	Health    replica.Health `json:"health"`
 	HeldBytes int            `json:"held_bytes"`
@@ -383,6 +389,8 @@ type PeerDoc struct {
 	// dialed peer only), kept after it recovers; null when none failed since start.
 	LastDialError *DialErrorDoc `json:"last_dial_error"`
 	LastError     *PeerErrorDoc `json:"last_error"` // null when there was none
+	MessagesIn    uint64        `json:"messages_in"`
+	MessagesOut   uint64        `json:"messages_out"`
 	// Mode is this node's direction for the link to the peer: both, receive or send.
 	Mode       string `json:"mode"`
 	Name       string `json:"name"`
@@ -501,7 +509,9 @@ func NewStatusDoc(st replica.Status) StatusDoc {
 			v := ms(*p.ClockOffset)
 			off = &v
 		}
-		d.Peers = append(d.Peers, PeerDoc{AntiEntropyBytesIn: p.Stats.RangeBytesIn, AntiEntropyBytesOut: p.Stats.RangeBytesOut, Capabilities: caps, ClockOffsetMs: off, Connected: p.Connected, Health: p.Health, HeldBytes: p.HeldBytes,
+		d.Peers = append(d.Peers, PeerDoc{AntiEntropyBytesIn: p.Stats.RangeBytesIn, AntiEntropyBytesOut: p.Stats.RangeBytesOut,
+			BytesIn: p.Stats.BytesIn, BytesOut: p.Stats.BytesOut, MessagesIn: p.Stats.MessagesIn, MessagesOut: p.Stats.MessagesOut,
+			FramesIn: p.Stats.FramesIn, FramesOut: p.Stats.FramesOut, Capabilities: caps, ClockOffsetMs: off, Connected: p.Connected, Health: p.Health, HeldBytes: p.HeldBytes,
 			LagSeq: peerLag(p.Behind), LastContact: stamp(p.LastContact), LastDialError: dialErrorDoc(p.LastDialError), LastError: lastErr, Name: p.Name, Reconnects: p.Reconnects, RetentionHeldBytes: p.RetentionHeldBytes,
 			RetentionHeldEntries: p.RetentionHeldEntries, RetentionHoldAgeS: p.RetentionHoldAge.Seconds(), RTTMs: float64(p.RTT.Microseconds()) / 1000,
 			State: p.State, URL: p.URL, Version: p.Version, Copy: copyDoc(p.Copy), Mode: p.Link.Mode.String(), Exclude: tableNames(p.Link.Exclude)})

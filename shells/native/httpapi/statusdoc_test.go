@@ -43,7 +43,7 @@ var statusGoldens = []struct {
 		Peers: []replica.PeerStatus{{Conn: 3, Name: "R", Origin: wire.OriginID{0xc0}, Dialed: true, State: replica.PeerStreaming,
 			Connected: true, Health: replica.HealthFallingBehind, Behind: replica.PeerBehind{Known: true, LagSeq: 7},
 			LastContact: time.Date(2031, 5, 6, 7, 8, 9, 987654321, time.FixedZone("UTC+2", 2*3600)), Version: 2, Capabilities: []string{"cap-a", "cap-b"}, RTT: 1234567 * time.Nanosecond, HeldBytes: 4096,
-			Stats:       protocol.Stats{RangeBytesIn: 38, RangeBytesOut: 39},
+			Stats:       protocol.Stats{RangeBytesIn: 38, RangeBytesOut: 39, BytesIn: 82, BytesOut: 83, MessagesIn: 84, MessagesOut: 85, FramesIn: 86, FramesOut: 87},
 			Link:        replica.LinkSettings{Mode: wire.LinkReceive, Exclude: [][]byte{[]byte("audit"), []byte("cache")}},
 			ClockOffset: ptr(86400001500 * time.Microsecond),
 			LastError: &replica.PeerError{Err: wire.NewError(wire.CodeDivergence, "entry 5 of A: hash differs"),
@@ -133,13 +133,13 @@ var statusGoldens = []struct {
 				"source_peer": "", "stuck": "apply-failed", "stuck_until": "2031-05-06T05:09:00.000Z"}
 		],
 		"peers": [
-			{"antientropy_bytes_in": 38, "antientropy_bytes_out": 39, "capabilities": ["cap-a", "cap-b"], "clock_offset_ms": 86400001.5, "connected": true,
+			{"antientropy_bytes_in": 38, "antientropy_bytes_out": 39, "bytes_in": 82, "bytes_out": 83, "capabilities": ["cap-a", "cap-b"], "clock_offset_ms": 86400001.5, "connected": true,
 				"copy": {"state": "receiving", "records": 100, "bytes": 5000, "tables": 4, "tables_done": 2, "total_records": 400,
 					"total_bytes": 20000, "rate_bytes_per_s": 2500, "eta_s": 6, "resumes": 1},
-				"exclude": ["audit", "cache"], "health": "falling-behind", "held_bytes": 4096, "lag_seq": 7, "last_contact": "2031-05-06T05:08:09.987Z",
+				"exclude": ["audit", "cache"], "frames_in": 86, "frames_out": 87, "health": "falling-behind", "held_bytes": 4096, "lag_seq": 7, "last_contact": "2031-05-06T05:08:09.987Z",
 				"last_dial_error": {"at": "2031-05-06T05:08:09.123Z", "code": "dial-refused", "message": "dial tcp 127.0.0.1:7400: connect: connection refused"},
 				"last_error": {"at": "2031-05-06T05:08:09Z", "class": "protocol", "code": "divergence", "message": "entry 5 of A: hash differs"},
-				"mode": "receive", "name": "R", "reconnects": 5, "retention_held_bytes": 888, "retention_held_entries": 6, "retention_hold_age_s": 1.5,
+				"messages_in": 84, "messages_out": 85, "mode": "receive", "name": "R", "reconnects": 5, "retention_held_bytes": 888, "retention_held_entries": 6, "retention_hold_age_s": 1.5,
 				"rtt_ms": 1.234, "state": "streaming", "url": "ws://127.0.0.1:7400", "version": 2}
 		],
 		"refusals": [
@@ -179,7 +179,8 @@ var statusGoldens = []struct {
 			"name": "N", "origin": "01000000000000000000000000000000", "protocol": {"max": 1, "min": 1}, "retain_hold_s": 0, "rewound": null, "storage": {"retries": 0, "state": "ok"}, "tls": null},
 		"origins": [],
 		"peers": [
-			{"antientropy_bytes_in": 0, "antientropy_bytes_out": 0, "capabilities": [], "clock_offset_ms": null, "connected": false, "copy": null, "exclude": [], "health": "stalled", "held_bytes": 0, "lag_seq": null, "last_contact": null, "last_dial_error": null, "last_error": null, "mode": "both", "name": "P", "reconnects": 0,
+			{"antientropy_bytes_in": 0, "antientropy_bytes_out": 0, "bytes_in": 0, "bytes_out": 0, "capabilities": [], "clock_offset_ms": null, "connected": false, "copy": null, "exclude": [], "frames_in": 0, "frames_out": 0, "health": "stalled", "held_bytes": 0, "lag_seq": null, "last_contact": null, "last_dial_error": null, "last_error": null,
+				"messages_in": 0, "messages_out": 0, "mode": "both", "name": "P", "reconnects": 0,
 				"retention_held_bytes": 0, "retention_held_entries": 0, "retention_hold_age_s": 0, "rtt_ms": 0, "state": "backoff", "url": "ws://h:1", "version": 0}
 		],
 		"refusals": [],
@@ -306,7 +307,10 @@ func TestStatusFieldsMapped(t *testing.T) {
 			map[string]string{"RTT": "rtt_ms", "ClockOffset": "clock_offset_ms", "RetentionHoldAge": "retention_hold_age_s", "Behind": "lag_seq",
 				"Stats": "antientropy_bytes_in", "Link": "mode"},
 			map[string]string{"Conn": "an id inside the process", "Origin": "the peer's origin is in origins[]", "Dialed": "url says whether this node dials it"},
-			map[string]string{"antientropy_bytes_out": "Stats, as antientropy_bytes_in", "exclude": "Link, as mode"}},
+			map[string]string{"antientropy_bytes_out": "Stats, as antientropy_bytes_in", "exclude": "Link, as mode",
+				"bytes_in": "Stats, as antientropy_bytes_in", "bytes_out": "Stats, as antientropy_bytes_in",
+				"messages_in": "Stats, as antientropy_bytes_in", "messages_out": "Stats, as antientropy_bytes_in",
+				"frames_in": "Stats, as antientropy_bytes_in", "frames_out": "Stats, as antientropy_bytes_in"}},
 		{reflect.TypeFor[replica.MapStatus](), reflect.TypeFor[httpapi.ClusterMapDoc](), nil,
 			map[string]string{"Document": "GET /v1/cluster/map answers it"}, nil},
 		{reflect.TypeFor[replica.MapConflict](), reflect.TypeFor[httpapi.MapConflictDoc](), nil, nil, nil},

@@ -226,6 +226,7 @@ func (n *Node) storageNow() time.Time {
 // is applied twice. Every connection is dropped (the peers and the dialers redial). A
 // store that does not open again stops the node.
 func (n *Node) recoverStorage() {
+	traffic := n.rep.Traffic() // the peers' traffic counters carry over to the new replica: they never go back
 	for id, c := range n.conns {
 		c.close()
 		delete(n.conns, id)
@@ -247,6 +248,7 @@ func (n *Node) recoverStorage() {
 		n.cancel()
 		return
 	}
+	rep.AddTraffic(traffic)
 	n.store, n.rep = store, rep
 	n.compacted = 0
 	n.storage = storageState{}
