@@ -70,7 +70,6 @@ func (s *Session) onQuiet(f wire.Frame, q *wire.Quiet) {
 	s.emit(Event{Kind: EventQuiet, Quiet: q})
 }
 
-
 // onMap hands the peer's cluster map to the caller.
 func (s *Session) onMap(_ wire.Frame, m *wire.Map) {
 	s.emit(Event{Kind: EventMap, Map: m})
