@@ -123,10 +123,6 @@ type Set struct {
 	// set it told its peers (no QUIET loud): the peers go on withholding that origin's
 	// heads, and the replica finds no other source for it.
 	NeverLoud bool
-	// ReleaseSubscribedHolds makes a replica that tells a peer it takes an origin directly
-	// release the peer's retention hold on that origin even while the peer subscribes it
-	// from this node: retention may purge entries the peer still needs.
-	ReleaseSubscribedHolds bool
 	// SilentToSubscribers makes a replica send no head on a quiet link to a peer that
 	// subscribes the origin from it once the first went, not even when the stream is
 	// behind or the peer's cursor late: a lost tail entry is never asked again.

@@ -69,6 +69,11 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 		}
 	case protocol.EventUnsubscribed:
 		c.dropOut(ev.Origin)
+		if c.quietLink() && c.told[ev.Origin] {
+			// Told quiet while it subscribed, its hold was kept; it no longer advertises
+			// the origin to this node, so the hold would freeze (quiet.go, toldQuiet).
+			r.releasePeerHold(c.peerName, ev.Origin)
+		}
 	case protocol.EventResend:
 		if ev.From <= r.floor(ev.Origin).Seq {
 			r.purgedAnswer(c, ev.Origin, "origin "+ev.Origin.String()+" is purged up to "+strconv.FormatUint(r.floor(ev.Origin).Seq, 10))

@@ -87,7 +87,7 @@ func (r *Replica) toldQuiet(c *conn, o wire.OriginID) {
 	if st := r.origins[o]; st == nil || st.source != c.id {
 		delete(c.heads, o)
 	}
-	if c.out[o] == nil || r.cfg.Mutations.ReleaseSubscribedHolds {
+	if c.out[o] == nil {
 		r.releasePeerHold(c.peerName, o)
 	}
 }
