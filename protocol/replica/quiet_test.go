@@ -294,19 +294,56 @@ func TestQuietHoldReleased(t *testing.T) {
 	}
 }
 
-// TestQuietHoldKeptForSubscriber: in a chain A - B - C, B tells C that A is quiet while C
-// takes A from B: C's hold on A stays, and holds A's entries back while C is away.
+// TestQuietHoldReleasedWhenToldQuiet: C took A from B, then from A itself; B, which takes
+// A from the relay D, kept C's hold, advanced by C's heads of A. Once B takes A from A too
+// it tells C that A is quiet, C advertises A to it no more, and B releases C's hold on A.
+func TestQuietHoldReleasedWhenToldQuiet(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{})
+	b := h.addNode("B", replica.Config{RetainAge: time.Second, RetainHold: time.Minute})
+	c := h.addNode("C", replica.Config{})
+	d := h.addNode("D", replica.Config{})
+	h.connect(d, a)
+	h.connect(b, d)
+	h.connect(c, b)
+	writeN(a, 0, 2)
+	h.advance(time.Second)
+	if st := c.originStatus(a); st.SourcePeer != "B" || st.AppliedSeq != 2 {
+		t.Fatalf("C's status of A = %+v, want applied 2 from B", st)
+	}
+	h.connect(c, a)
+	h.connect(b, a)
+	h.advance(time.Second)
+	if st, told := b.originStatus(a), h.toldQuiet("B", "C"); st.SourcePeer != "A" || !told[a.origin] || c.originStatus(a).SourcePeer != "A" {
+		t.Fatalf("B's source of A %q, C's %q, B's quiet set told C %v; want A, A, A's origin in it", st.SourcePeer, c.originStatus(a).SourcePeer, told)
+	}
+	writeN(a, 2, 6)
+	h.advance(4 * time.Second)
+	if entries, bytes := b.rep.RetentionHeld("C"); entries != 0 || bytes != 0 {
+		t.Errorf("C holds %d entries (%d bytes) back on B, want none: its hold on A was released", entries, bytes)
+	}
+	b.wantFloor(a, 7)
+}
+
+// TestQuietHoldKeptForSubscriber: C takes A from B, which takes it from the relay D; once
+// B takes A from A itself it tells C that A is quiet while C still takes A from it: C's
+// hold on A stays, and holds A's entries back while C is away.
 func TestQuietHoldKeptForSubscriber(t *testing.T) {
 	h := newHarness(t)
 	a := h.addNode("A", replica.Config{})
 	b := h.addNode("B", replica.Config{RetainAge: time.Second, RetainHold: time.Minute})
 	c := h.addNode("C", replica.Config{})
-	h.connect(b, a)
+	d := h.addNode("D", replica.Config{})
+	h.connect(d, a)
+	h.connect(b, d)
 	cb := h.connect(c, b)
 	writeN(a, 0, 2)
 	h.advance(time.Second)
-	if got := h.toldQuiet("B", "C"); !got[a.origin] || c.originStatus(a).SourcePeer != "B" {
-		t.Fatalf("B's quiet set told C = %v, C's source of A %q; want A quiet, source B", got, c.originStatus(a).SourcePeer)
+	h.connect(b, a)
+	h.advance(time.Second)
+	if got := h.toldQuiet("B", "C"); !got[a.origin] || c.originStatus(a).SourcePeer != "B" || b.originStatus(a).SourcePeer != "A" {
+		t.Fatalf("B's quiet set told C = %v, C's source of A %q, B's %q; want A quiet, B, A", got,
+			c.originStatus(a).SourcePeer, b.originStatus(a).SourcePeer)
 	}
 	h.disconnect(cb)
 	writeN(a, 2, 6)
