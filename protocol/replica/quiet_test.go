@@ -56,9 +56,10 @@ func (h *harness) toldQuiet(from, to string) map[wire.OriginID]bool {
 // status show A's head exact.
 func TestQuietMesh(t *testing.T) {
 	h := newHarness(t)
-	a := h.addNode("A", replica.Config{})
-	b := h.addNode("B", replica.Config{})
-	c := h.addNode("C", replica.Config{})
+	noAE := replica.Config{AntiEntropyInterval: -1} // no ranges asked: their answers show heads (TestQuietMeshRepairsALostRecord)
+	a := h.addNode("A", noAE)
+	b := h.addNode("B", noAE)
+	c := h.addNode("C", noAE)
 	h.connect(b, a)
 	h.connect(c, a)
 	h.connect(c, b)
@@ -352,4 +353,37 @@ func TestQuietHoldKeptForSubscriber(t *testing.T) {
 		t.Errorf("C holds %d entries back on B, want 5 (3 to 7; 8 is the head)", entries)
 	}
 	b.wantFloor(a, 2)
+}
+
+// TestQuietMeshRepairsALostRecord: in a triangle each node takes every origin from its own
+// node, so no peer advertises to another the third origin; a node asked a range of records
+// (anti-entropy) first advertises to the asker the heads of the asker's quiet origins, so
+// that the asker sees it applied them as far as itself and repairs a record it lost from
+// its answer, as on version 3.
+func TestQuietMeshRepairsALostRecord(t *testing.T) {
+	for _, v := range []uint64{3, 4} {
+		h := newHarness(t)
+		cfg := replica.Config{AntiEntropyInterval: 10 * time.Millisecond, MaxVersion: v}
+		a := h.addNode("A", cfg)
+		b := h.addNode("B", cfg)
+		c := h.addNode("C", cfg)
+		h.connect(b, a)
+		h.connect(c, a)
+		h.connect(c, b)
+		for _, n := range []*node{a, b, c} {
+			n.write(put("t", "x", n.name))
+		}
+		h.advance(2 * time.Second) // every QUIET went: no head of a third origin goes from here
+		a.write(put("t", "k", "1"))
+		c.write(put("t", "j", "1"))
+		b.write(put("t", "i", "1"))
+		h.advance(2 * time.Second)
+		lost, _ := b.get("t", "k")
+		b.store.Corrupt([]byte("t"), []byte("k"), nil)
+		h.advance(3 * time.Second)
+		if r, ok := b.get("t", "k"); !ok || r.HLC != lost.HLC || b.rep.Counters().AntiEntropyPeerBehind != 0 {
+			t.Errorf("version %d: B's lost t/k = %+v (held %v), %d records held by a peer behind; want it back, none",
+				v, r, ok, b.rep.Counters().AntiEntropyPeerBehind)
+		}
+	}
 }
