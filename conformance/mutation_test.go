@@ -73,9 +73,7 @@ func TestMutationsAreCaught(t *testing.T) {
 		// The quiet control plane (protocol/replica/quiet.go): version-4 runs. (A hold
 		// released while its peer still subscribes the origin breaks no invariant: the peer,
 		// answered PURGED, takes a base copy and converges; TestQuietHoldKeptForSubscriber
-		// catches it. Nor does an anti-entropy answer without the heads of the asker's quiet
-		// origins, in 500 seeds: the asker then repairs no record it lacks, which no random
-		// run's invariants see; TestQuietMeshRepairsALostRecord catches it.)
+		// catches it.)
 		{"a node that does not go loud when it loses an origin's direct source", mutate.Set{NeverLoud: true}, nil},
 		{"no head to a subscriber on a quiet link, behind or late", mutate.Set{SilentToSubscribers: true}, nil},
 	} {

@@ -344,9 +344,6 @@ func (r *Replica) rangeRecords(c *conn, after, through wire.RangePoint, limit in
 // take yet is made again at the next settle (answerPending).
 func (r *Replica) onRangeAsked(c *conn, d *wire.RangeDigest) {
 	c.aeAsk = nil
-	if c.quietLink() {
-		r.showQuietHeads(c) // before the answer, so that the asker reads them first (quiet.go)
-	}
 	body := r.rangeAnswer(c, d)
 	err := c.sess.V3().AnswerRange(body)
 	for budget := r.cfg.AntiEntropyBytes; isCode(err, wire.CodeFrameTooLarge) && budget > MinCopyChunk; {

@@ -1,10 +1,6 @@
 package replica
 
-import (
-	"slices"
-
-	"plait/protocol/wire"
-)
+import "plait/protocol/wire"
 
 // The quiet control plane's advertisements (docs/design.md §28.3-28.6, SPEC.md "The quiet
 // control plane"), on version-4 links between peers (not a hub's link to its leaf):
@@ -126,39 +122,6 @@ func (r *Replica) subscriberHead(c *conn, o wire.OriginID, s *outStream, seq uin
 		c.lateSeq[o] = sent
 		return false, true
 	}
-}
-
-// showQuietHeads advertises to the peer on c, which asked this node a range of records
-// (anti-entropy), the heads of the origins in its quiet set: those it is told no more.
-// Anti-entropy repairs a record the asker lacks only from a peer that showed it applied
-// every origin as far as the asker did (peerBehind); without these, a peer in a quiet
-// mesh shows nothing of the origins both take from their own nodes, and the asker would
-// repair nothing it lost. The session sends only the heads that moved since it last sent
-// them, so an asker that asks each peer in turn costs a HEADS frame an ask at most.
-func (r *Replica) showQuietHeads(c *conn) {
-	if len(c.peerQuiet) == 0 || !r.sendsTo(c) {
-		return
-	}
-	var heads []wire.Head
-	for o := range c.peerQuiet {
-		st := r.origins[o]
-		if st == nil || o == c.peerOrigin || st.source == c.id || c.purged[o] {
-			continue
-		}
-		if ah := r.advHeadOf(o); ah.seq > 0 {
-			heads = append(heads, wire.Head{Origin: o, Seq: ah.seq, HLC: ah.hlc})
-		}
-	}
-	if len(heads) == 0 {
-		return
-	}
-	slices.SortFunc(heads, func(a, b wire.Head) int { return cmpOrigin(a.Origin, b.Origin) }) // c.peerQuiet is a map
-	for _, h := range heads {
-		if !r.nameOrigins(c, h.Origin) {
-			return // the connection is closing
-		}
-	}
-	r.checkConn(c, c.sess.V2().AdvertiseHeads(heads))
 }
 
 // waitRound puts o among the origins that wait for the connection's next heads round.
