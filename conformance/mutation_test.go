@@ -73,6 +73,12 @@ func TestMutationsAreCaught(t *testing.T) {
 		// and crash hubs under their leaves' writes.
 		{"a hub that re-originates a leaf's writes again after a crash (its mark not written with its entry)", mutate.Set{ReoriginateTwiceAfterCrash: true}, nil},
 		{"a hub whose re-originated records take its HLC and origin as their version", mutate.Set{HubHLCForConflicts: true}, nil},
+		// The quiet control plane (protocol/replica/quiet.go): version-4 runs. (A hold
+		// released while its peer still subscribes the origin breaks no invariant: the peer,
+		// answered PURGED, takes a base copy and converges; TestQuietHoldKeptForSubscriber
+		// catches it.)
+		{"a node that does not go loud when it loses an origin's direct source", mutate.Set{NeverLoud: true}, nil},
+		{"no head to a subscriber on a quiet link, behind or late", mutate.Set{SilentToSubscribers: true}, nil},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel() // each mutation is a value of its own runs: nothing is shared

@@ -39,6 +39,7 @@ func (s *Session) Clone() *Session {
 	c.v1.unacked = s.v1.unacked.clone()
 	c.chans = s.chans.clone()
 	c.v4.out, c.v4.in = maps.Clone(s.v4.out), maps.Clone(s.v4.in)
+	c.v4.peerQuiet, c.v4.quietOut = maps.Clone(s.v4.peerQuiet), maps.Clone(s.v4.quietOut)
 	return &c
 }
 

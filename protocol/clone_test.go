@@ -140,7 +140,7 @@ func TestCloneKnowsEveryField(t *testing.T) {
 		"copyOut":      "id win begun table key records holds",
 		"holdsEnd":     "table last since",
 		"rangeAsk":     "after through",
-		"v4State":      "lastOut out lastIn in",
+		"v4State":      "lastOut out lastIn in peerQuiet quietOut quietSent",
 	}
 	for _, typ := range []reflect.Type{s.Type(), s.FieldByName("v1").Type(), chans.Type(), in, out,
 		chans.FieldByName("copyIn").Type().Elem(), chans.FieldByName("copyOut").Type().Elem(), chans.FieldByName("rangeIn").Type().Elem(),

@@ -412,9 +412,10 @@ func TestDeterminism(t *testing.T) {
 				// Both maps, one MEMBERS, four requests each answered once: by the listener (one
 				// late), and by the session itself (too-many-requests).
 				if types[wire.TypeMap] != 2 || types[wire.TypeMembers] != 1 || types[wire.TypeRequest] != 4 || types[wire.TypeResponse] != 4 ||
-					types[wire.TypeSkip] != 1 || types[wire.TypeLink] != 1 || types[wire.TypeHolds] != 1 || types[wire.TypeLeafState] != 1 {
-					t.Errorf("%d MAP, %d MEMBERS, %d REQUEST, %d RESPONSE, %d SKIP, %d LINK, %d HOLDS frames", types[wire.TypeMap], types[wire.TypeMembers],
-						types[wire.TypeRequest], types[wire.TypeResponse], types[wire.TypeSkip], types[wire.TypeLink], types[wire.TypeHolds])
+					types[wire.TypeSkip] != 1 || types[wire.TypeLink] != 1 || types[wire.TypeHolds] != 1 || types[wire.TypeLeafState] != 1 ||
+					types[wire.TypeQuiet] != 2 {
+					t.Errorf("%d MAP, %d MEMBERS, %d REQUEST, %d RESPONSE, %d SKIP, %d LINK, %d HOLDS, %d QUIET frames", types[wire.TypeMap], types[wire.TypeMembers],
+						types[wire.TypeRequest], types[wire.TypeResponse], types[wire.TypeSkip], types[wire.TypeLink], types[wire.TypeHolds], types[wire.TypeQuiet])
 				}
 			case 3:
 				// A head and a floor, one PURGED answer, then one entry from the floor.
@@ -439,7 +440,7 @@ func TestDeterminism(t *testing.T) {
 		})
 	}
 	for _, typ := range wire.Registered() {
-		if seen[typ] == 0 && typ != wire.TypeQuiet { // QUIET: no session sends it yet (its sender comes next)
+		if seen[typ] == 0 {
 			t.Errorf("no scenario sent a %s frame", typ)
 		}
 	}
@@ -625,6 +626,13 @@ func runScenarioV4(t *testing.T, dNonce, lNonce []byte) scenarioRun {
 	p.Pump(10)
 	if ev := p.D.Last(protocol.EventCopyHolds); ev == nil || string(ev.Holds.Table) != "t" || p.D.Count(protocol.EventCopyEnd) != 1 {
 		t.Fatalf("the dialer's copy-holds: %+v", ev)
+	}
+	// QUIET: the dialer's first, then one delta with an origin quiet and one loud.
+	must(t, d.V4().Quiet(nil, nil))
+	must(t, d.V4().Quiet([]wire.OriginID{prototest.Origin(9)}, []wire.OriginID{prototest.Origin(8)}))
+	p.Pump(10)
+	if ev := p.L.Last(protocol.EventQuiet); ev == nil || len(ev.Quiet.Quiet) != 1 || ev.Quiet.Quiet[0] != prototest.Origin(9) || p.L.Count(protocol.EventQuiet) != 2 {
+		t.Fatalf("the listener's quiet: %+v", ev)
 	}
 	// The hub's state of its leaf.
 	must(t, l.V4().LeafState(wire.LeafState{Reoriginated: 4, HubSeq: 9, Core: 3}))

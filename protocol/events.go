@@ -110,6 +110,10 @@ const (
 	// EventLeafState: the hub this leaf is connected to sent its state of the leaf,
 	// LeafState (version 4 with the capability leaf, on a leaf's connection only).
 	EventLeafState EventKind = 32
+	// EventQuiet: the peer sent QUIET, Quiet (version 4): the origins it now takes
+	// directly from their own node, and those it no longer does. Its first arrives once,
+	// possibly empty, as soon as the connection is established.
+	EventQuiet EventKind = 33
 )
 
 var eventNames = [...]string{
@@ -145,6 +149,7 @@ var eventNames = [...]string{
 	EventLink:           "link",
 	EventCopyHolds:      "copy-holds",
 	EventLeafState:      "leaf-state",
+	EventQuiet:          "quiet",
 }
 
 func (k EventKind) String() string {
@@ -192,6 +197,7 @@ func (k EventKind) String() string {
 //	link            -                                Link (version 4)
 //	copy-holds      -                                Holds (version 4)
 //	leaf-state      -                                LeafState (version 4, leaf)
+//	quiet           -                                Quiet (version 4)
 //
 // A duplicate, gap or divergence about a received run (version 4's SKIP) sets Skip where
 // one about an entry sets Txn.
@@ -253,6 +259,8 @@ type Event struct {
 	Holds *wire.Holds
 	// LeafState is the hub's state of this leaf, as the hub sent it (leaf-state).
 	LeafState *wire.LeafState
+	// Quiet is the peer's QUIET, as it sent it (quiet).
+	Quiet *wire.Quiet
 	// Handshake is the handshake's outcome.
 	Handshake *HandshakeInfo
 	// Err is why what the event reports closed: the session (closed), a version-2 channel

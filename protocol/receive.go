@@ -182,6 +182,8 @@ func init() {
 	established(wire.TypeLink, body((*Session).onLink))
 	established(wire.TypeHolds, body((*Session).onCopyHolds))
 	established(wire.TypeLeafState, body((*Session).onLeafState))
+	// Version 4: the quiet control plane (v4.go).
+	established(wire.TypeQuiet, body((*Session).onQuiet))
 }
 
 // body adapts a handler of one decoded body type to a receiver's decoded: DecodeBody gives

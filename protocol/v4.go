@@ -23,12 +23,51 @@ type v4State struct {
 	out     map[uint64]struct{} // requests this side sent, neither answered nor forgotten
 	lastIn  uint64              // the highest id the peer gave a request
 	in      map[uint64]struct{} // requests the peer sent that this side has not answered
+	// The quiet control plane's sets (QUIET): the origins the peer said it takes directly
+	// from their own node (bounded by Limits.MaxOrigins), and those this side said so of.
+	peerQuiet map[wire.OriginID]struct{}
+	quietOut  map[wire.OriginID]struct{}
+	quietSent bool // this side sent its first QUIET
 }
 
 // resetV4 forgets every request: a new session, or a closed one, which holds nothing for
 // the peer.
 func (s *Session) resetV4() {
-	s.v4 = v4State{out: map[uint64]struct{}{}, in: map[uint64]struct{}{}}
+	s.v4 = v4State{out: map[uint64]struct{}{}, in: map[uint64]struct{}{},
+		peerQuiet: map[wire.OriginID]struct{}{}, quietOut: map[wire.OriginID]struct{}{}}
+}
+
+// ---- the quiet control plane (QUIET) ----
+
+// onQuiet takes in the peer's QUIET: its quiet set moves (Loud out, Quiet in), bounded by
+// MaxOrigins (too-many-origins). The peer forgets the heads of its quiet origins (it asked
+// not to be told them), so the session forgets what it advertised of them: the next head
+// AdvertiseHeads is given goes out even when unchanged.
+func (s *Session) onQuiet(f wire.Frame, q *wire.Quiet) {
+	n := len(s.v4.peerQuiet)
+	for _, o := range q.Loud {
+		if _, in := s.v4.peerQuiet[o]; in {
+			n--
+		}
+	}
+	for _, o := range q.Quiet {
+		if _, in := s.v4.peerQuiet[o]; !in {
+			n++
+		}
+	}
+	if n > s.limits.MaxOrigins {
+		s.fail(wire.FrameError(wire.CodeTooManyOrigins, f.Type, f.Offset, "the peer's quiet set would hold "+
+			strconv.Itoa(n)+" origins, above "+strconv.Itoa(s.limits.MaxOrigins)))
+		return
+	}
+	for _, o := range q.Loud {
+		delete(s.v4.peerQuiet, o)
+	}
+	for _, o := range q.Quiet {
+		s.v4.peerQuiet[o] = struct{}{}
+		delete(s.chans.advertised, o)
+	}
+	s.emit(Event{Kind: EventQuiet, Quiet: q})
 }
 
 // onMap hands the peer's cluster map to the caller.

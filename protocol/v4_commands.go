@@ -79,6 +79,17 @@ type V4Commands interface {
 	// own entries from that seq on writes the table: it has not carried the table since
 	// before it (a node writes a table only while its map says it carries it).
 	CopyHolds(table []byte, seqs []wire.OriginSeq, since uint64) error
+	// Quiet tells the peer which origins this side now takes directly from their own node
+	// (quiet: the peer advertises them to it no more) and which it no longer does (loud:
+	// the peer advertises them again, at once) (QUIET, SPEC.md "The quiet control plane").
+	// The first call sends a QUIET even with both empty, and should come as soon as the
+	// connection is established: the peer's first full advertisement waits for it; a later
+	// call with both empty sends nothing. The lists are sorted here; a zero origin, one
+	// twice or in both lists is refused (bad-argument), and so is a set told the peer
+	// beyond Limits.MaxOrigins (too-many-origins); nothing is sent then. An origin already
+	// told quiet, or loud while not told quiet, is sent again (the peer takes it as a no-op).
+	// The session splits a long QUIET into frames that fit the peer's frame limit.
+	Quiet(quiet, loud []wire.OriginID) error
 }
 
 // V4 returns the version-4 commands of the session.
@@ -348,6 +359,67 @@ func (c *v4Commands) CopyHolds(table []byte, seqs []wire.OriginSeq, since uint64
 	}
 	for lo := 0; lo == 0 || lo < len(seqs); {
 		lo = max(s.sendFitting(lo, min(len(seqs), lo+wire.MaxHoldsSeqs), holds), 1)
+	}
+	return nil
+}
+
+// maxQuietFrame is how many origins one QUIET carries at most (17 bytes each in CBOR, so
+// that a frame stays far below wire.MaxControlBody); a longer one is split.
+const maxQuietFrame = 2048
+
+func (c *v4Commands) Quiet(quiet, loud []wire.OriginID) error {
+	s := (*Session)(c)
+	s.begin()
+	if err := s.needV4("Quiet"); err != nil {
+		return err
+	}
+	cmpID := func(a, b wire.OriginID) int { return bytes.Compare(a[:], b[:]) }
+	q := wire.Quiet{Quiet: slices.SortedFunc(slices.Values(quiet), cmpID), Loud: slices.SortedFunc(slices.Values(loud), cmpID)}
+	if err := q.Validate(); err != nil {
+		return wire.NewError(wire.CodeBadArgument, "QUIET: "+err.Error())
+	}
+	n := len(s.v4.quietOut)
+	for _, o := range q.Loud {
+		if _, in := s.v4.quietOut[o]; in {
+			n--
+		}
+	}
+	for _, o := range q.Quiet {
+		if _, in := s.v4.quietOut[o]; !in {
+			n++
+		}
+	}
+	if n > s.limits.MaxOrigins {
+		return wire.NewError(wire.CodeTooManyOrigins, "the quiet set told the peer would hold "+strconv.Itoa(n)+
+			" origins, above "+strconv.Itoa(s.limits.MaxOrigins))
+	}
+	total := len(q.Quiet) + len(q.Loud)
+	if total == 0 && s.v4.quietSent {
+		return nil
+	}
+	s.v4.quietSent = true
+	for _, o := range q.Loud {
+		delete(s.v4.quietOut, o)
+	}
+	for _, o := range q.Quiet {
+		s.v4.quietOut[o] = struct{}{}
+	}
+	// part is the QUIET of items lo..hi of the quiet list followed by the loud one.
+	part := func(lo, hi int) *wire.Quiet {
+		nq := len(q.Quiet)
+		return &wire.Quiet{Quiet: q.Quiet[min(lo, nq):min(hi, nq)], Loud: q.Loud[max(lo-nq, 0):max(hi-nq, 0)]}
+	}
+	for lo := 0; lo == 0 || lo < total; {
+		hi := min(total, lo+maxQuietFrame)
+		for hi-lo > 1 {
+			enc, err := part(lo, hi).AppendBody(nil)
+			if err != nil || len(enc) <= s.peerFrame {
+				break
+			}
+			hi = lo + (hi-lo)/2
+		}
+		s.sendControl(part(lo, hi)) // sendControl, as every control frame: it stamps what it sends
+		lo = max(hi, 1)
 	}
 	return nil
 }

@@ -384,13 +384,14 @@ func TestV4OnOlderConnections(t *testing.T) {
 	for _, cfg := range []func(wire.Role, string, byte) protocol.Config{prototest.ConfigV1, prototest.ConfigV2, prototest.ConfigV3} {
 		for _, f := range []wire.Body{&m, &wire.Members{Entries: []wire.Member{{Name: "b", MaxVersion: 4, Stamp: 1}}},
 			&wire.Request{ID: 1, Target: "a", Path: []string{"b"}, TimeoutMS: 1, Scope: wire.ScopeRead, Kind: "map"},
-			&wire.Response{ID: 1}, &wire.Link{Mode: wire.LinkSend}, &wire.LeafState{Reoriginated: 1}} {
+			&wire.Response{ID: 1}, &wire.Link{Mode: wire.LinkSend}, &wire.LeafState{Reoriginated: 1},
+			&wire.Quiet{Quiet: []wire.OriginID{prototest.Origin(5)}}} {
 			p := established(t, cfg(wire.RoleDialer, "a", 1), cfg(wire.RoleListener, "b", 2))
 			v := p.D.S.Handshake().Version
 			v4 := p.D.S.V4()
 			_, rerr := v4.Request(askMap("a"))
 			for i, err := range []error{v4.SendMap(testMap(3, "a")), v4.SendMembers(nMembers(1)), rerr, v4.Respond(1, wire.Response{}), v4.Forget(1),
-				v4.Link(wire.Link{}), v4.LeafState(wire.LeafState{})} {
+				v4.Link(wire.Link{}), v4.LeafState(wire.LeafState{}), v4.Quiet(nil, nil)} {
 				if !isCode(err, wire.CodeInvalidState) {
 					t.Errorf("version %d: command %d: %v, want invalid-state", v, i, err)
 				}
@@ -487,5 +488,120 @@ func TestV4LeafState(t *testing.T) {
 	must(t, p.L.S.Receive(p.Now, cat(ping7, prototest.Frame(&st))))
 	if e := p.L.S.Err(); e == nil || e.Code != wire.CodeUnexpectedFrame {
 		t.Errorf("LEAFSTATE to the hub: %v, want unexpected-frame", e)
+	}
+}
+
+// quietIDs is the origins prototest.Origin(from) .. prototest.Origin(from+n-1), sorted
+// (as a QUIET lists them).
+func quietIDs(from, n int) []wire.OriginID {
+	out := make([]wire.OriginID, n)
+	for i := range out {
+		out[i] = prototest.Origin(byte(from + i))
+	}
+	slices.SortFunc(out, func(a, b wire.OriginID) int { return bytes.Compare(a[:], b[:]) })
+	return out
+}
+
+// TestV4Quiet: QUIET carries a side's quiet set to the peer: the first even empty, later
+// ones only when they say something, the lists sorted by the session; lists that break
+// QUIET's rules are refused unsent; the set told is bounded by MaxOrigins (at the limit it
+// goes, one past is too-many-origins); a long one is split into frames that fit the peer's
+// frame limit.
+func TestV4Quiet(t *testing.T) {
+	p := v4pair(t, protocol.Limits{MaxOrigins: 4}, protocol.Limits{MaxFrameBody: 1024})
+	q := p.D.S.V4()
+	must(t, q.Quiet(nil, nil))
+	must(t, q.Quiet(nil, nil)) // nothing to say: nothing sent
+	p.Pump(10)
+	if got := eventsAfter(p.L, 0, protocol.EventQuiet); len(got) != 1 || len(got[0].Quiet.Quiet)+len(got[0].Quiet.Loud) != 0 {
+		t.Fatalf("the first QUIET: %+v", got)
+	}
+	must(t, q.Quiet([]wire.OriginID{prototest.Origin(3), prototest.Origin(1)}, nil))
+	p.Pump(10)
+	if ev := p.L.Last(protocol.EventQuiet); ev.Quiet.Quiet[0] != prototest.Origin(1) || ev.Quiet.Quiet[1] != prototest.Origin(3) {
+		t.Fatalf("not sorted: %+v", ev.Quiet)
+	}
+	for _, c := range []struct {
+		name        string
+		quiet, loud []wire.OriginID
+		code        wire.Code
+	}{
+		{"a zero origin", []wire.OriginID{{}}, nil, wire.CodeBadArgument},
+		{"an origin twice", []wire.OriginID{prototest.Origin(5), prototest.Origin(5)}, nil, wire.CodeBadArgument},
+		{"an origin quiet and loud", []wire.OriginID{prototest.Origin(5)}, []wire.OriginID{prototest.Origin(5)}, wire.CodeBadArgument},
+		{"one past MaxOrigins", quietIDs(4, 3), nil, wire.CodeTooManyOrigins}, // 1, 3 and three more: 5
+	} {
+		if err := q.Quiet(c.quiet, c.loud); !isCode(err, c.code) {
+			t.Errorf("%s: %v, want %s", c.name, err, c.code)
+		}
+	}
+	if got := p.D.Drain(); len(got) != 0 {
+		t.Fatalf("sent %d messages after refused QUIETs", len(got))
+	}
+	// At the limit: 1 and 3 loud, then four quiet.
+	must(t, q.Quiet(quietIDs(4, 4), []wire.OriginID{prototest.Origin(1), prototest.Origin(3)}))
+	p.Pump(10)
+	if ev := p.L.Last(protocol.EventQuiet); len(ev.Quiet.Quiet) != 4 || len(ev.Quiet.Loud) != 2 {
+		t.Fatalf("at the limit: %+v", ev.Quiet)
+	}
+	// Split: the listener takes frames of 1 KiB, and 200 origins are 3.4 KiB.
+	r := v4pair(t, protocol.Limits{}, protocol.Limits{MaxFrameBody: 1024})
+	must(t, r.D.S.V4().Quiet(quietIDs(1, 200), nil))
+	n := len(r.D.Sent)
+	r.Pump(10)
+	got := 0
+	for _, ev := range eventsAfter(r.L, 0, protocol.EventQuiet) {
+		got += len(ev.Quiet.Quiet)
+	}
+	if fs := frames(t, r.D.Sent[n-1:]); got != 200 || len(fs) < 4 || r.L.S.Err() != nil {
+		t.Fatalf("a long QUIET: %d origins in %d frames, %v", got, len(fs), r.L.S.Err())
+	}
+}
+
+// TestV4QuietReceivedBound: the peer's quiet set is bounded by this side's MaxOrigins: a
+// QUIET that fills it goes, one that passes it closes the session with too-many-origins;
+// loud origins leave the set first, so a QUIET that swaps one for another at the limit goes.
+func TestV4QuietReceivedBound(t *testing.T) {
+	p := v4pair(t, protocol.Limits{}, protocol.Limits{MaxOrigins: 3})
+	must(t, p.L.S.Receive(p.Now, prototest.Frame(&wire.Quiet{Quiet: quietIDs(1, 3)})))
+	must(t, p.L.S.Receive(p.Now, prototest.Frame(&wire.Quiet{Quiet: quietIDs(4, 1), Loud: quietIDs(1, 1)})))
+	must(t, p.L.S.Receive(p.Now, prototest.Frame(&wire.Quiet{Quiet: quietIDs(2, 1)}))) // already in: no growth
+	quiets := 0
+	for _, ev := range p.L.S.Ready().Events {
+		if ev.Kind == protocol.EventQuiet {
+			quiets++
+		}
+	}
+	if e := p.L.S.Err(); e != nil || quiets != 3 {
+		t.Fatalf("at the limit: %v, %d quiet events", e, quiets)
+	}
+	must(t, p.L.S.Receive(p.Now, prototest.Frame(&wire.Quiet{Quiet: quietIDs(9, 1)})))
+	if e := p.L.S.Err(); e == nil || e.Code != wire.CodeTooManyOrigins || e.Frame != wire.TypeQuiet {
+		t.Fatalf("one past the limit: %v, want too-many-origins", e)
+	}
+}
+
+// TestV4QuietForgetsAdvertised: a peer that said an origin is quiet forgot its head, so
+// the session sends that head again even unchanged; an origin not quiet is sent only when
+// it moved.
+func TestV4QuietForgetsAdvertised(t *testing.T) {
+	p := v4pair(t, protocol.Limits{}, protocol.Limits{})
+	o, k := prototest.Origin(7), prototest.Origin(8)
+	must(t, p.L.S.SetOriginName(o, "seven"))
+	must(t, p.L.S.SetOriginName(k, "eight"))
+	heads := []wire.Head{{Origin: o, Seq: 5, HLC: 5}, {Origin: k, Seq: 5, HLC: 5}}
+	must(t, p.L.S.V2().AdvertiseHeads(heads))
+	p.Pump(10)
+	must(t, p.D.S.V4().Quiet([]wire.OriginID{o}, nil))
+	p.Pump(10)
+	if p.L.Count(protocol.EventQuiet) != 1 {
+		t.Fatal("no quiet event")
+	}
+	n := p.D.Count(protocol.EventHeads)
+	must(t, p.L.S.V2().AdvertiseHeads(heads))
+	p.Pump(10)
+	got := eventsAfter(p.D, 0, protocol.EventHeads)
+	if len(got) != n+1 || len(got[n].Heads.Heads) != 1 || got[n].Heads.Heads[0].Origin != o {
+		t.Fatalf("heads after QUIET: %+v", got[n:])
 	}
 }

@@ -77,6 +77,13 @@ func (s *recordingStore) DeleteHolds(peer string) error {
 	return s.Store.DeleteHolds(peer)
 }
 
+func (s *recordingStore) DeleteHold(peer string, origin wire.OriginID) error {
+	if err := s.diskFull("holds"); err != nil {
+		return err
+	}
+	return s.Store.DeleteHold(peer, origin)
+}
+
 func (s *recordingStore) DropTombstones(ts []store.Record) error {
 	if err := s.diskFull("tombstones"); err != nil {
 		return err

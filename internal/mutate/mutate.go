@@ -123,4 +123,12 @@ type Set struct {
 	// entry HLC and origin as their version, instead of the leaf's (docs/design.md §27.1):
 	// a leaf's old write re-originated late beats newer writes.
 	HubHLCForConflicts bool
+	// NeverLoud makes a replica that loses an origin's direct source keep it in the quiet
+	// set it told its peers (no QUIET loud): the peers go on withholding that origin's
+	// heads, and the replica finds no other source for it.
+	NeverLoud bool
+	// SilentToSubscribers makes a replica send no head on a quiet link to a peer that
+	// subscribes the origin from it once the first went, not even when the stream is
+	// behind or the peer's cursor late: a lost tail entry is never asked again.
+	SilentToSubscribers bool
 }

@@ -70,6 +70,7 @@ const (
 	OpLink        Op = 0x23 // CBOR wire.Link: a LINK body, this side's settings for the link
 	OpCopyHolds   Op = 0x24 // CBOR CopyHoldsMsg: how far the snapshot of the copy served holds one placed table
 	OpLeafState   Op = 0x25 // CBOR wire.LeafState: a LEAFSTATE body, a hub's state of the leaf on the other end
+	OpQuiet       Op = 0x26 // CBOR wire.Quiet: a QUIET body, the origins this side now takes directly and no longer does
 )
 
 // Kind is an output record's kind.
@@ -266,6 +267,11 @@ func (b *Batch) Skip(origin wire.OriginID, to uint64, hash wire.Hash, hlc wire.H
 
 // Link appends OpLink.
 func (b *Batch) Link(l wire.Link) error { return Append(b, CmdLink, l) }
+
+// Quiet appends OpQuiet.
+func (b *Batch) Quiet(quiet, loud []wire.OriginID) error {
+	return Append(b, CmdQuiet, wire.Quiet{Quiet: quiet, Loud: loud})
+}
 
 // LeafState appends OpLeafState.
 func (b *Batch) LeafState(l wire.LeafState) error { return Append(b, CmdLeafState, l) }
@@ -470,6 +476,8 @@ type EventMsg struct {
 	Holds []byte `cbor:"28,keyasint,omitempty"`
 	// The LEAFSTATE body received (leaf-state).
 	LeafState []byte `cbor:"29,keyasint,omitempty"`
+	// The QUIET body received (quiet).
+	Quiet []byte `cbor:"30,keyasint,omitempty"`
 }
 
 // StatsMsg is a protocol.Stats.

@@ -166,6 +166,9 @@ var (
 	CmdLeafState = sessionRow(OpLeafState, cborPayload[wire.LeafState]("leaf-state"), func(s *protocol.Session, l wire.LeafState) error {
 		return s.V4().LeafState(l)
 	})
+	CmdQuiet = sessionRow(OpQuiet, cborPayload[wire.Quiet]("quiet"), func(s *protocol.Session, q wire.Quiet) error {
+		return s.V4().Quiet(q.Quiet, q.Loud)
+	})
 	CmdCopyHolds = sessionRow(OpCopyHolds, cborPayload[CopyHoldsMsg]("copy-holds"), func(s *protocol.Session, m CopyHoldsMsg) error {
 		return s.V4().CopyHolds(m.Table, m.Seqs, m.Since)
 	})

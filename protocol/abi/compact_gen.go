@@ -97,6 +97,7 @@ func (w *cw) eventMsg(m *EventMsg) {
 	w.bytes(27, m.Link)
 	w.bytes(28, m.Holds)
 	w.bytes(29, m.LeafState)
+	w.bytes(30, m.Quiet)
 }
 
 // handshakeMsg writes m's fields.
@@ -342,6 +343,8 @@ func (r *cr) eventMsg(m *EventMsg) {
 			m.Holds = v
 		case 29:
 			m.LeafState = v
+		case 30:
+			m.Quiet = v
 		}
 	}
 }

@@ -45,16 +45,16 @@ func results(t *testing.T, out []byte) ([]abi.ResultMsg, abi.StatusMsg) {
 // TestUnknownCommand: an opcode the ABI does not define is refused with unknown-command
 // (class local, about no frame), before and after OpConfigure, and the batch goes on. ABI
 // version 3 defines 0x01..0x1c (0x1b and 0x1c with anti-entropy), version 4 adds no
-// command, and version 5 adds 0x1d..0x25: one past the last (0x26) and above are unknown.
+// command, and version 5 adds 0x1d..0x26: one past the last (0x27) and above are unknown.
 //
 // internal, the other ABI-level code, is a recovered panic inside the core: no command
 // produces it without a defect, so no test does.
 func TestUnknownCommand(t *testing.T) {
 	if abi.Version != 5 || abi.OpEndCopy != 0x1a || abi.OpRequestCopy != abi.OpPurged+1 || abi.OpAdvertiseFloors != abi.OpReady+1 ||
-		abi.OpSubscribeOrigins != abi.OpDecode+1 || abi.OpSendMap != abi.OpAnswerRange+1 || abi.OpLeafState != 0x25 {
-		t.Fatalf("ABI version %d defines up to 0x%02x", abi.Version, uint8(abi.OpLeafState))
+		abi.OpSubscribeOrigins != abi.OpDecode+1 || abi.OpSendMap != abi.OpAnswerRange+1 || abi.OpQuiet != 0x26 {
+		t.Fatalf("ABI version %d defines up to 0x%02x", abi.Version, uint8(abi.OpQuiet))
 	}
-	unknown := []abi.Op{0x00, abi.OpLeafState + 1, 0x27, 0x7f, 0x80, 0xff}
+	unknown := []abi.Op{0x00, abi.OpQuiet + 1, 0x28, 0x7f, 0x80, 0xff}
 	var d abi.Driver
 	var b abi.Batch
 	for _, op := range unknown {

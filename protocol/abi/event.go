@@ -85,6 +85,9 @@ func EventOf(e *protocol.Event) *EventMsg {
 	if e.LeafState != nil {
 		m.LeafState, _ = e.LeafState.AppendBody(nil)
 	}
+	if e.Quiet != nil {
+		m.Quiet, _ = e.Quiet.AppendBody(nil)
+	}
 	m.Late = e.Late
 	return m
 }
@@ -185,6 +188,11 @@ func (m *EventMsg) Event() (protocol.Event, error) {
 	if m.LeafState != nil {
 		if e.LeafState, err = wire.DecodeLeafState(m.LeafState); err != nil {
 			return e, fmt.Errorf("abi: an event's leaf state: %w", err)
+		}
+	}
+	if m.Quiet != nil {
+		if e.Quiet, err = wire.DecodeQuiet(m.Quiet); err != nil {
+			return e, fmt.Errorf("abi: an event's quiet: %w", err)
 		}
 	}
 	if m.Txn != nil {

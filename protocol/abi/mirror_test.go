@@ -48,6 +48,7 @@ func eventCases(t *testing.T) map[string]protocol.Event {
 		"Skip": {Kind: protocol.EventSkip, Origin: o, Skip: &wire.Skip{Channel: 1, From: 2, To: 5, Prev: h, Hash: h, HLC: 9,
 			Tables: [][]byte{[]byte("t")}, Generation: 3}},
 		"Link":      {Kind: protocol.EventLink, Link: &wire.Link{Mode: wire.LinkSend, Tables: [][]byte{[]byte("t")}}},
+		"Quiet":     {Kind: protocol.EventQuiet, Quiet: &wire.Quiet{Quiet: []wire.OriginID{o}}},
 		"LeafState": {Kind: protocol.EventLeafState, LeafState: &wire.LeafState{Reoriginated: 3, HubSeq: 8, Core: 2}},
 		"Holds":     {Kind: protocol.EventCopyHolds, Holds: &wire.Holds{Channel: 1, Table: []byte("t"), Seqs: []wire.OriginSeq{{Origin: o, Seq: 4}}, Since: 6}},
 	}

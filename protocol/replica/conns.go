@@ -70,6 +70,17 @@ type conn struct {
 	// peerLink: the peer's settings for this link, from its latest LINK (the zero value,
 	// both ways and nothing excluded, until one comes: links.go).
 	peerLink wire.Link
+	// The quiet control plane (quiet.go; a version-4 link between peers). quietHeard: the
+	// peer's first QUIET arrived (the first full advertisement waits for it); peerQuiet: the
+	// peer's quiet set, the origins it takes from their own node; told: this node's quiet
+	// set as told the peer; quietAdd: origins turned quiet here, waiting for the heads
+	// round; lateSeq: per origin the peer subscribes here, the last seq sent when its cursor
+	// was found below it at a round (the next round sends the head if it still is).
+	quietHeard bool
+	peerQuiet  map[wire.OriginID]bool
+	told       map[wire.OriginID]bool
+	quietAdd   map[wire.OriginID]bool
+	lateSeq    map[wire.OriginID]uint64
 	// shown: per origin, the highest seq the peer showed it applied on this connection (its
 	// heads, its subscriptions, its cursors). Its applied positions only rise while a
 	// connection lasts, so each is at or below what it holds now (anti-entropy's peerBehind).
@@ -202,6 +213,9 @@ func (r *Replica) onHandshake(c *conn) {
 	}
 	if c.version >= v4 {
 		r.greetV4(c)
+		if c.quietLink() {
+			r.greetQuiet(c)
+		}
 	} else {
 		r.observeVersion(c, info.PeerMax)
 	}

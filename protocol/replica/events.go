@@ -69,6 +69,11 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 		}
 	case protocol.EventUnsubscribed:
 		c.dropOut(ev.Origin)
+		if c.quietLink() && c.told[ev.Origin] {
+			// Told quiet while it subscribed, its hold was kept; it no longer advertises
+			// the origin to this node, so the hold would freeze (quiet.go, toldQuiet).
+			r.releasePeerHold(c.peerName, ev.Origin)
+		}
 	case protocol.EventResend:
 		if ev.From <= r.floor(ev.Origin).Seq {
 			r.purgedAnswer(c, ev.Origin, "origin "+ev.Origin.String()+" is purged up to "+strconv.FormatUint(r.floor(ev.Origin).Seq, 10))
@@ -92,9 +97,17 @@ func (r *Replica) onEvent(c *conn, ev *protocol.Event) {
 	case protocol.EventHeads:
 		r.onHeads(c, ev.Heads)
 	case protocol.EventTxn:
+		if c.quietLink() {
+			r.impliedHead(c, ev.Txn.Origin, ev.Txn.Seq, ev.Txn.HLC) // DATA is the head (quiet.go)
+		}
 		r.receive(c, ev.Txn, ev.Position)
 	case protocol.EventSkip:
+		if c.quietLink() {
+			r.impliedHead(c, ev.Origin, ev.Skip.To, ev.Skip.HLC)
+		}
 		r.receiveSkip(c, ev.Origin, ev.Skip)
+	case protocol.EventQuiet:
+		r.onQuiet(c, ev.Quiet)
 	case protocol.EventDuplicate:
 		r.counters.DuplicatesReceived++
 		if c.version == 1 {
@@ -170,21 +183,7 @@ func (r *Replica) onHeads(c *conn, h *wire.Heads) {
 		}
 	}
 	for _, hd := range h.Heads {
-		c.heads[hd.Origin] = hd
-		c.showed(hd.Origin, hd.Seq)
-		st := r.origin(hd.Origin)
-		if st.source == c.id {
-			st.srcHead = hd.Seq
-		}
-		if hd.Seq > st.headSeq {
-			if st.headSeq <= st.applied.Seq {
-				st.behindAt = r.now // level until now: the wait begins (health.go)
-			}
-			st.headSeq, st.headHLC = hd.Seq, hd.HLC
-		}
-		r.advanceHold(c.peerName, hd.Origin, hd.Seq) // a peer's position is its head too
-	}
-	for _, hd := range h.Heads {
+		r.peerHead(c, hd)
 		r.routeSome[hd.Origin] = true
 	}
 	for _, o := range h.Withdrawn {
@@ -198,6 +197,24 @@ func (r *Replica) onHeads(c *conn, h *wire.Heads) {
 		c.floors[f.Origin] = f.Seq
 		r.routeSome[f.Origin] = true
 	}
+}
+
+// peerHead takes in one head of the peer's: advertised, or implied by an entry received
+// on a quiet link (quiet.go).
+func (r *Replica) peerHead(c *conn, hd wire.Head) {
+	c.heads[hd.Origin] = hd
+	c.showed(hd.Origin, hd.Seq)
+	st := r.origin(hd.Origin)
+	if st.source == c.id {
+		st.srcHead = hd.Seq
+	}
+	if hd.Seq > st.headSeq {
+		if st.headSeq <= st.applied.Seq {
+			st.behindAt = r.now // level until now: the wait begins (health.go)
+		}
+		st.headSeq, st.headHLC = hd.Seq, hd.HLC
+	}
+	r.advanceHold(c.peerName, hd.Origin, hd.Seq) // a peer's position is its head too
 }
 
 // onPurged takes in that a peer cannot serve an origin from this node's position: its log

@@ -24,15 +24,16 @@ func (h *harness) lastHead(from, to string, o wire.OriginID) uint64 {
 	return seq
 }
 
-// A triangle A, B, C: B and C take A's origin from A itself. B's heads of A tell C only
+// Version 3 (version 4's quiet control plane is quiet_test.go's). A triangle A, B, C: B
+// and C take A's origin from A itself. B's heads of A tell C only
 // where a failover could go, so a moved one waits up to HeadsInterval; A's heads go to
 // its subscribers at once; once C takes A from B, B's heads of A go to C at once.
 func TestHeadsWaitForTheInterval(t *testing.T) {
 	const interval = 300 * time.Millisecond
 	h := newHarness(t)
-	a := h.addNode("A", replica.Config{HeadsInterval: interval})
-	b := h.addNode("B", replica.Config{HeadsInterval: interval})
-	c := h.addNode("C", replica.Config{HeadsInterval: interval})
+	a := h.addNode("A", replica.Config{HeadsInterval: interval, MaxVersion: 3})
+	b := h.addNode("B", replica.Config{HeadsInterval: interval, MaxVersion: 3})
+	c := h.addNode("C", replica.Config{HeadsInterval: interval, MaxVersion: 3})
 	h.connect(b, a)
 	ca := h.connect(c, a)
 	h.connect(c, b)
@@ -96,13 +97,13 @@ func TestHeadsWaitForTheInterval(t *testing.T) {
 	}
 }
 
-// A subscriber's heads do not wait: B takes C's origin from C only through A (no link),
+// Version 3: a subscriber's heads do not wait: B takes C's origin from C only through A (no link),
 // so A's head of C to B is the one B's stall rule watches.
 func TestHeadsToASubscriberGoAtOnce(t *testing.T) {
 	h := newHarness(t)
-	a := h.addNode("A", replica.Config{})
-	b := h.addNode("B", replica.Config{})
-	c := h.addNode("C", replica.Config{})
+	a := h.addNode("A", replica.Config{MaxVersion: 3})
+	b := h.addNode("B", replica.Config{MaxVersion: 3})
+	c := h.addNode("C", replica.Config{MaxVersion: 3})
 	h.connect(a, c)
 	h.connect(b, a)
 	for i, want := range []uint64{1, 2, 3} {
@@ -117,12 +118,13 @@ func TestHeadsToASubscriberGoAtOnce(t *testing.T) {
 	}
 }
 
-// With a negative HeadsInterval every moved head goes at once, as before the interval.
+// Version 3: with a negative HeadsInterval every moved head goes at once, as before the
+// interval.
 func TestHeadsIntervalNegativeSendsAtOnce(t *testing.T) {
 	h := newHarness(t)
-	a := h.addNode("A", headsAtOnce)
-	b := h.addNode("B", headsAtOnce)
-	c := h.addNode("C", headsAtOnce)
+	a := h.addNode("A", headsAtOnceV3)
+	b := h.addNode("B", headsAtOnceV3)
+	c := h.addNode("C", headsAtOnceV3)
 	h.connect(b, a)
 	h.connect(c, a)
 	h.connect(c, b)

@@ -22,10 +22,12 @@ func health(n *node, of *node, peer string) (replica.Health, replica.Health) {
 // sample HealthWindow ago, falling behind; nothing applied for StallTimeout, stalled; the
 // data let through again, healthy. (A peer whose liveness expires is closed: the shell
 // reports it dialing, and TestPeerHealth has it stalled.)
+// Version 3, whose heads reach a subscriber at once and every peer whatever its sources
+// (version 4's quiet control plane: quiet_test.go).
 func TestHealthRule(t *testing.T) {
 	h := newHarness(t)
-	a := h.addNode("A", replica.Config{})
-	c := h.addNode("C", replica.Config{HealthWindow: 2 * time.Second})
+	a := h.addNode("A", replica.Config{MaxVersion: 3})
+	c := h.addNode("C", replica.Config{HealthWindow: 2 * time.Second, MaxVersion: 3})
 	h.connect(a, c)
 	a.write(put("t", "k1", "v"))
 	h.pump()
@@ -82,10 +84,12 @@ func TestHealthRule(t *testing.T) {
 // TestHealthWithinHealthyLag: an origin behind by less than HealthyLag in time is healthy
 // (a stream under steady writes is always an entry or two behind); behind by more, it is
 // not. Nothing applied yet, its lag in time is 0 and it is not healthy.
+// Version 3, whose heads reach a subscriber at once and every peer whatever its sources
+// (version 4's quiet control plane: quiet_test.go).
 func TestHealthWithinHealthyLag(t *testing.T) {
 	h := newHarness(t)
-	a := h.addNode("A", replica.Config{})
-	c := h.addNode("C", replica.Config{HealthyLag: 500 * time.Millisecond})
+	a := h.addNode("A", replica.Config{MaxVersion: 3})
+	c := h.addNode("C", replica.Config{HealthyLag: 500 * time.Millisecond, MaxVersion: 3})
 	h.connect(a, c)
 	h.dropOnce(a, c, a, 1)
 	a.write(put("t", "k1", "v"))

@@ -73,7 +73,8 @@ func (r *Replica) OpenConn(now time.Time, o ConnOptions) (ConnID, error) {
 	c := &conn{id: r.lastConn, sess: s, role: o.Role, expect: o.ExpectPeer, remote: o.Remote,
 		heads: map[wire.OriginID]wire.Head{}, adv: map[wire.OriginID]bool{}, advLater: map[wire.OriginID]bool{}, in: map[wire.OriginID]bool{},
 		out: map[wire.OriginID]*outStream{}, excluded: map[wire.OriginID]time.Time{}, purged: map[wire.OriginID]bool{},
-		floors: map[wire.OriginID]uint64{}, shown: map[wire.OriginID]uint64{}, named: map[wire.OriginID]bool{}, toHub: r.dialsHub(o)}
+		floors: map[wire.OriginID]uint64{}, shown: map[wire.OriginID]uint64{}, named: map[wire.OriginID]bool{}, toHub: r.dialsHub(o),
+		peerQuiet: map[wire.OriginID]bool{}, told: map[wire.OriginID]bool{}, quietAdd: map[wire.OriginID]bool{}, lateSeq: map[wire.OriginID]uint64{}}
 	r.conns[c.id] = c
 	r.connOrder = append(r.connOrder, c.id)
 	r.connList = append(r.connList, c)

@@ -220,10 +220,12 @@ func TestVersion1Fallback(t *testing.T) {
 
 // TestStallResend: the last entry of a stream is lost; the source's heads show it; after
 // StallTimeout without progress the replica asks again from its applied seq.
+// Version 3, whose heads reach a subscriber at once and every peer whatever its sources
+// (version 4's quiet control plane: quiet_test.go).
 func TestStallResend(t *testing.T) {
 	h := newHarness(t)
-	a := h.addNode("A", replica.Config{})
-	c := h.addNode("C", replica.Config{})
+	a := h.addNode("A", replica.Config{MaxVersion: 3})
+	c := h.addNode("C", replica.Config{MaxVersion: 3})
 	h.connect(a, c)
 	a.write(put("t", "k1", "v"))
 	h.pump()
@@ -293,11 +295,13 @@ func TestReceivingDefersStall(t *testing.T) {
 // entry 1, then the resubscription) plus the stall timeout, and ticking at it resumes the
 // channel, a gap and a resend request each time. The stall timeout is shorter than every
 // session timer, so no other deadline would tick C in time.
+// Version 3, whose heads reach a subscriber at once and every peer whatever its sources
+// (version 4's quiet control plane: quiet_test.go).
 func TestStallDeadline(t *testing.T) {
 	const stall = 300 * time.Millisecond // PINGs go every second
 	h := newHarness(t)
-	a := h.addNode("A", replica.Config{})
-	c := h.addNode("C", replica.Config{StallTimeout: stall})
+	a := h.addNode("A", replica.Config{MaxVersion: 3})
+	c := h.addNode("C", replica.Config{StallTimeout: stall, MaxVersion: 3})
 	h.connect(a, c)
 	a.write(put("t", "k1", "v"))
 	h.pump()

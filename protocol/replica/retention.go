@@ -186,6 +186,17 @@ func (r *Replica) advanceHold(peer string, o wire.OriginID, seq uint64) {
 	}
 }
 
+// releasePeerHold forgets a peer's hold on one origin (the peer was told this node takes the
+// origin directly: quiet.go), in the store at once, as a new hold is written.
+func (r *Replica) releasePeerHold(peer string, o wire.OriginID) {
+	k := holdKey{peer, o}
+	if h := r.ret.holds[k]; h != nil {
+		h.atHead = false
+		delete(r.ret.holds, k)
+		r.check(r.store.DeleteHold(peer, o))
+	}
+}
+
 // ReleaseHolds forgets every hold of a peer (the peer was removed).
 func (r *Replica) ReleaseHolds(peer string) error {
 	if r.fatal != nil {

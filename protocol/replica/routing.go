@@ -322,17 +322,23 @@ func (r *Replica) advertise() {
 		if !c.established || c.version < 2 {
 			continue
 		}
+		quiet := c.quietLink()
+		if quiet && !c.quietHeard {
+			continue // the first full advertisement waits for the peer's first QUIET
+		}
 		set, now, looked := dirty, c.fullAdv, dirtyHeads // now: nothing waits this time
 		if c.fullAdv {
 			set, c.fullAdv, looked = r.originOrder, false, nil
 			clear(c.advLater)
-		} else if len(c.advLater) > 0 && !r.now.Before(c.advDue) {
+			clear(c.quietAdd)
+		} else if c.waiting() && !r.now.Before(c.advDue) {
 			set, now, looked = r.dueHeads(c, dirty), true, nil
 		}
 		var heads []wire.Head
-		var gone []wire.OriginID
+		var gone, quieted, loud []wire.OriginID
 		var floors []wire.Floor
 		sends := r.sendsTo(c) // the link's direction: no heads to a peer this node does not send to
+		waits := r.cfg.HeadsInterval > 0
 		for i, o := range set {
 			var ah advHead
 			if looked != nil {
@@ -341,15 +347,57 @@ func (r *Replica) advertise() {
 				ah = r.advHeadOf(o)
 			}
 			st, seq, hlc := ah.st, ah.seq, ah.hlc
+			if quiet {
+				// This node's own quiet set: an origin turned quiet waits for the round,
+				// one turned loud goes at once.
+				switch q := o != c.peerOrigin && r.directSource(st); {
+				case q && !c.told[o] && (now || !waits):
+					delete(c.quietAdd, o)
+					c.told[o] = true
+					quieted = append(quieted, o)
+				case q && !c.told[o]:
+					r.waitRound(c, o, c.quietAdd)
+				case !q && c.told[o] && !r.cfg.Mutations.NeverLoud:
+					delete(c.told, o)
+					loud = append(loud, o)
+				case !q:
+					delete(c.quietAdd, o)
+				}
+			}
+			out := c.out[o]
+			if quiet && c.peerQuiet[o] && out == nil {
+				// The peer takes o from its own node: no head, and no withdrawal (it
+				// forgot o when it said so).
+				delete(c.adv, o)
+				delete(c.advLater, o)
+				continue
+			}
 			if seq > 0 && o != c.peerOrigin && st.source != c.id && !c.purged[o] && sends {
-				if r.cfg.HeadsInterval > 0 && !now && c.adv[o] && c.out[o] == nil {
+				switch {
+				case quiet && out != nil && waits && c.adv[o]:
+					// A subscriber of o on a quiet link: DATA is its head. At the round,
+					// the head goes when the stream is behind it or the peer's cursor is
+					// late; otherwise o waits for the next round while the cursor is below
+					// what was sent.
+					if !now {
+						r.waitRound(c, o, c.advLater)
+						continue
+					}
+					send, wait := r.subscriberHead(c, o, out, seq)
+					if r.cfg.Mutations.SilentToSubscribers {
+						send, wait = false, false
+					}
+					if wait {
+						r.waitRound(c, o, c.advLater)
+					}
+					if !send {
+						continue
+					}
+				case waits && !now && c.adv[o] && out == nil:
 					// A head that moved, to a peer that does not take the origin from
 					// this node: it only informs the peer's routing and lag, so it waits
 					// with the others for the connection's next round.
-					if len(c.advLater) == 0 {
-						c.advDue = r.now.Add(r.cfg.HeadsInterval)
-					}
-					c.advLater[o] = true
+					r.waitRound(c, o, c.advLater)
 					continue
 				}
 				delete(c.advLater, o)
@@ -364,9 +412,17 @@ func (r *Replica) advertise() {
 				delete(c.adv, o)
 			}
 		}
-		c.advWaiting = len(c.advLater) > 0
+		c.advWaiting = c.waiting()
 		if c.advWaiting && (r.advNext.IsZero() || c.advDue.Before(r.advNext)) {
 			r.advNext = c.advDue
+		}
+		if len(quieted)+len(loud) > 0 {
+			if !r.checkConn(c, c.sess.V4().Quiet(quieted, loud)) {
+				continue // the connection is closing
+			}
+			for _, o := range quieted {
+				r.toldQuiet(c, o)
+			}
 		}
 		if len(heads) > 0 {
 			named := true
@@ -409,11 +465,15 @@ func (r *Replica) advHeadOf(o wire.OriginID) advHead {
 // and the dirty origins, in origin order. The waiting ones go out now (advLater is
 // emptied), whatever their heads are by then.
 func (r *Replica) dueHeads(c *conn, dirty []wire.OriginID) []wire.OriginID {
-	set := make([]wire.OriginID, 0, len(c.advLater)+len(dirty))
+	set := make([]wire.OriginID, 0, len(c.advLater)+len(c.quietAdd)+len(dirty))
 	for o := range c.advLater {
 		set = append(set, o)
 	}
+	for o := range c.quietAdd {
+		set = append(set, o) // the walk sends it, or forgets it turned loud again
+	}
 	clear(c.advLater)
+	clear(c.quietAdd)
 	for _, o := range dirty {
 		set = append(set, o)
 	}

@@ -14,6 +14,9 @@ import (
 // in heads_test.go, and the simulator runs the default.
 var headsAtOnce = replica.Config{HeadsInterval: -1}
 
+// headsAtOnceV3 is headsAtOnce on version 3, without the quiet control plane (quiet.go).
+var headsAtOnceV3 = replica.Config{HeadsInterval: -1, MaxVersion: 3}
+
 // originMoves keeps the moves of one origin.
 func originMoves(ms []replica.Move, of *node) []replica.Move {
 	var out []replica.Move
@@ -51,12 +54,14 @@ func (n *node) byName(name string) *node {
 // TestRoutingOneSourceDirectAndSplitHorizon: C hears A through B1 and B2 and takes it from
 // exactly one of them; it never advertises A to that source nor does the source subscribe
 // to A on C; when A itself connects, A's channel moves to the direct connection.
+// Version 3, whose heads reach a subscriber at once and every peer whatever its sources
+// (version 4's quiet control plane: quiet_test.go).
 func TestRoutingOneSourceDirectAndSplitHorizon(t *testing.T) {
 	h := newHarness(t)
-	a := h.addNode("A", headsAtOnce)
-	b1 := h.addNode("B1", headsAtOnce)
-	b2 := h.addNode("B2", headsAtOnce)
-	c := h.addNode("C", headsAtOnce)
+	a := h.addNode("A", headsAtOnceV3)
+	b1 := h.addNode("B1", headsAtOnceV3)
+	b2 := h.addNode("B2", headsAtOnceV3)
+	c := h.addNode("C", headsAtOnceV3)
 	h.connect(b1, a)
 	h.connect(b2, a)
 	h.connect(c, b1)

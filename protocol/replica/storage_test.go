@@ -91,6 +91,13 @@ func (f *faultStore) DeleteHolds(peer string) error {
 	return f.Store.DeleteHolds(peer)
 }
 
+func (f *faultStore) DeleteHold(peer string, origin wire.OriginID) error {
+	if err := f.err("holds"); err != nil {
+		return err
+	}
+	return f.Store.DeleteHold(peer, origin)
+}
+
 func (f *faultStore) SetPeerCursor(peer wire.OriginID, pos uint64) error {
 	if err := f.err("peer-cursor"); err != nil {
 		return err

@@ -127,6 +127,9 @@ type Store interface {
 	// DeleteHolds forgets every hold of a peer.
 	DeleteHolds(peer string) error
 
+	// DeleteHold forgets one hold of a peer, on one origin (none: nothing to do).
+	DeleteHold(peer string, origin wire.OriginID) error
+
 	// DropTombstones deletes the listed tombstones, each only while it is still the
 	// record's current version (same token, HLC and origin, deleted); any other record is
 	// left as it is. One atomic write.

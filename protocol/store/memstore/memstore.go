@@ -452,6 +452,12 @@ func (s *Store) DeleteHolds(peer string) error {
 	return nil
 }
 
+// DeleteHold forgets one hold of a peer.
+func (s *Store) DeleteHold(peer string, origin wire.OriginID) error {
+	delete(s.holds, holdKey{peer, origin})
+	return nil
+}
+
 // DropTombstones deletes each listed tombstone that is still its record's version.
 func (s *Store) DropTombstones(ts []store.Record) error {
 	for _, t := range ts {

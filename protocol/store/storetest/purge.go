@@ -148,7 +148,7 @@ func testPurgeRefuses(t *testing.T, s store.Store) {
 }
 
 // testHolds: holds are kept by peer and origin, replaced by a later one of the same pair,
-// listed in order, and forgotten per peer.
+// listed in order, and forgotten one at a time or per peer.
 func testHolds(t *testing.T, s store.Store) {
 	hs, err := s.Holds()
 	must(t, err)
@@ -182,6 +182,10 @@ func testHolds(t *testing.T, s store.Store) {
 			}
 		}
 	}
+	checkHolds(want)
+	must(t, s.PutHolds([]store.Hold{{Peer: "R", Origin: originB, Seq: 4, Since: holdTime(6)}}))
+	must(t, s.DeleteHold("R", originB))
+	must(t, s.DeleteHold("R", originA)) // none: nothing to do
 	checkHolds(want)
 	must(t, s.DeleteHolds("P"))
 	checkHolds(want[3:])

@@ -835,6 +835,14 @@ func (s *Store) DeleteHolds(peer string) error {
 	return s.write("holds", s.wo, wb)
 }
 
+// DeleteHold forgets one hold of a peer.
+func (s *Store) DeleteHold(peer string, origin wire.OriginID) error {
+	wb := grocksdb.NewWriteBatch()
+	defer wb.Destroy()
+	wb.Delete(holdKey(peer, origin))
+	return s.write("holds", s.wo, wb)
+}
+
 func holdKey(peer string, o wire.OriginID) []byte { return key(pHold, []byte(peer), []byte{0}, o[:]) }
 
 // Sync makes every write so far survive a power loss: it fsyncs the write-ahead log. Unlike

@@ -655,7 +655,7 @@ func TestSessionV4UnderWasm(t *testing.T) {
 func TestUnknownCommandIsAnErrorResult(t *testing.T) {
 	_, in := load(t)
 	var b abi.Batch
-	b.Raw(abi.OpLeafState+1, []byte{1, 2, 3}) // one past the last opcode of ABI version 5
+	b.Raw(abi.OpQuiet+1, []byte{1, 2, 3}) // one past the last opcode of ABI version 5
 	b.Tick(prototest.Epoch)
 	bad := append(b.Bytes(), 0x03, 0, 0, 0, 9, 1) // claims 9 bytes, has 1
 	out, err := in.Step(context.Background(), bad)

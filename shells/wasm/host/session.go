@@ -360,6 +360,10 @@ func (c *v4Commands) Skip(origin wire.OriginID, to uint64, hash wire.Hash, hlc w
 	return send((*Session)(c), abi.CmdSkip, abi.SkipMsg{Origin: origin, To: to, Hash: hash, HLC: hlc, Tables: tables, Generation: generation})
 }
 
+func (c *v4Commands) Quiet(quiet, loud []wire.OriginID) error {
+	return send((*Session)(c), abi.CmdQuiet, wire.Quiet{Quiet: quiet, Loud: loud})
+}
+
 func (c *v4Commands) Link(l wire.Link) error {
 	return send((*Session)(c), abi.CmdLink, l)
 }
