@@ -420,13 +420,14 @@ func (r *Replica) flushMembers() {
 		return
 	}
 	changed := r.memberEntries(cs.membersDirty)
+	origins := r.memberOrigins(changed)
 	for _, c := range r.connList {
 		if !c.established || c.version < v4 {
 			continue
 		}
 		var es []wire.Member
-		for _, e := range changed {
-			if cs.membersDirty[e.Name] != c.id {
+		for i, e := range changed {
+			if cs.membersDirty[e.Name] != c.id && !r.hearsDirectly(c, e.Name, origins[i]) {
 				es = append(es, e)
 			}
 		}
@@ -435,6 +436,51 @@ func (r *Replica) flushMembers() {
 		}
 	}
 	clear(cs.membersDirty)
+}
+
+// memberOrigins is, for each entry, the origin of the member it names, when this node
+// knows it (the zero id otherwise).
+func (r *Replica) memberOrigins(es []wire.Member) []wire.OriginID {
+	os := make([]wire.OriginID, len(es))
+	if len(es) == 0 {
+		return os
+	}
+	byName := make(map[string]wire.OriginID, len(r.originList))
+	for _, st := range r.originList {
+		if st.name != "" {
+			byName[st.name] = st.id
+		}
+	}
+	for i, e := range es {
+		os[i] = byName[e.Name]
+	}
+	return os
+}
+
+// hearsDirectly reports whether the peer on a quiet link has a member's entries from the
+// member itself, so that this node need not pass them on (docs/design.md §28.3): the peer
+// is the member, or it takes the member's origin from the member's own node, which sends
+// its own entry on every version-4 connection as it changes (and its version is observed
+// in the handshake when the member is older). Without this, every node passed every
+// other node's entry to every peer: a mesh's MEMBERS grew as N³. A peer that goes loud on
+// the origin is sent the member's entry again (memberToLoud).
+func (r *Replica) hearsDirectly(c *conn, name string, o wire.OriginID) bool {
+	if !c.quietLink() || name == r.id.Name { // this node's own entry: only it sends it
+		return false
+	}
+	return c.peerName == name || !o.IsZero() && c.peerQuiet[o]
+}
+
+// memberToLoud sends the peer on c the entry of the member whose origin it no longer takes
+// directly, which this node held back while it did (hearsDirectly).
+func (r *Replica) memberToLoud(c *conn, o wire.OriginID) {
+	st := r.origins[o]
+	if st == nil || st.name == "" {
+		return
+	}
+	if e, ok := r.cmap.members[st.name]; ok && st.name != c.peerName {
+		r.checkConn(c, c.sess.V4().SendMembers([]wire.Member{{Name: e.Name, MaxVersion: e.MaxVersion, Stamp: e.Stamp, Generation: e.Generation}}))
+	}
 }
 
 // MapGeneration is the generation of the map this node holds (0: none).

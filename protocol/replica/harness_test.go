@@ -32,7 +32,7 @@ type harness struct {
 	nodes  []*node
 	links  []*link
 	nonces byte
-	frames []sentFrame // the HEADS, SUBSCRIBE, UNSUBSCRIBE, CURSOR and QUIET frames sent, in order
+	frames []sentFrame // the HEADS, SUBSCRIBE, UNSUBSCRIBE, CURSOR, QUIET and MEMBERS frames sent, in order
 	// drop, when set, removes the frames it returns true for from the messages sent (the
 	// rest of each message is re-encoded and delivered).
 	drop func(from, to string, f wire.Decoded) bool
@@ -244,7 +244,7 @@ func (h *harness) record(e *end, msg []byte) {
 	}
 	for _, f := range frames {
 		switch f.Value.(type) {
-		case *wire.Heads, *wire.Subscribe, *wire.Unsubscribe, *wire.Cursor, *wire.Quiet:
+		case *wire.Heads, *wire.Subscribe, *wire.Unsubscribe, *wire.Cursor, *wire.Quiet, *wire.Members:
 			h.frames = append(h.frames, sentFrame{from: e.node.name, to: e.peer.node.name, body: f.Value})
 		}
 	}

@@ -69,6 +69,7 @@ func (r *Replica) onQuiet(c *conn, q *wire.Quiet) {
 			if r.origins[o] != nil {
 				r.headsDirty[o] = true // an origin this node holds: its head goes at once
 			}
+			r.memberToLoud(c, o)
 		}
 	}
 	for _, o := range q.Quiet {

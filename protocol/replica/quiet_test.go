@@ -390,3 +390,54 @@ func TestQuietMeshRepairsALostRecord(t *testing.T) {
 		}
 	}
 }
+
+// membersOf lists, in order, the entries of member name in the MEMBERS frames from sent
+// to.
+func (h *harness) membersOf(from, to, name string) []wire.Member {
+	var out []wire.Member
+	for _, f := range h.frames {
+		if m, ok := f.body.(*wire.Members); ok && f.from == from && f.to == to {
+			for _, e := range m.Entries {
+				if e.Name == name {
+					out = append(out, e)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestQuietMembers: in a triangle, after its greeting (every entry it held when the
+// connection opened), B passes C no member entry of A while C takes A from A itself (A
+// sends C its own entry as it changes), where before every node passed every other node's
+// entry to every peer; once C loses A and goes loud, B sends C A's latest entry at once.
+func TestQuietMembers(t *testing.T) {
+	h := newHarness(t)
+	a := h.addNode("A", replica.Config{})
+	b := h.addNode("B", replica.Config{})
+	c := h.addNode("C", replica.Config{})
+	h.connect(b, a)
+	ca := h.connect(c, a)
+	h.connect(c, b)
+	writeN(a, 0, 1)
+	h.advance(time.Second)
+	greeted := len(h.membersOf("B", "C", "A")) // B's greeting: every entry it held then
+	if _, err := a.publish(mapDoc(1, "", "A", "B", "C")); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(time.Second)
+	if got := a.rep.MapGeneration() + b.rep.MapGeneration() + c.rep.MapGeneration(); got != 3 {
+		t.Fatalf("the map's generations on A, B and C add up to %d, want 3", got)
+	}
+	if got := h.membersOf("B", "C", "A")[greeted:]; len(got) != 0 {
+		t.Errorf("B passed C A's entries %+v; C takes A from A", got)
+	}
+	if got := h.membersOf("A", "C", "A"); len(got) == 0 || got[len(got)-1].Generation != 1 {
+		t.Fatalf("A's own entries to C = %+v, want its last at generation 1", got)
+	}
+	h.disconnect(ca)
+	got := h.membersOf("B", "C", "A")[greeted:]
+	if len(got) != 1 || got[0].Generation != 1 {
+		t.Errorf("B's entries of A to C once C went loud on A = %+v, want A's, at generation 1, once", got)
+	}
+}
