@@ -41,7 +41,7 @@ func TestMutationsAreCaught(t *testing.T) {
 		// A record taken back from a peer that had not applied its delete, the tombstone
 		// dropped by the sender of a base copy (seed 7000591: a seven-node chain).
 		// Since the quiet control plane moved the schedules, seed 7000591 no longer takes
-		// that path, and no seed of 7000000 to 7017000 was found that does: until one is,
+		// that path, and no seed of 7000000 to 7011000 was found that does: until one is,
 		// its unit test (byUnitTest) must show the break (docs/testing.md §5).
 		{"anti-entropy repairing a record this node lacks from a peer behind it", mutate.Set{RepairFromBehind: true}, []uint64{7000591}},
 		{"a sender that ignores placement (entries sent whole to non-carriers)", mutate.Set{IgnorePlacement: true}, nil},
