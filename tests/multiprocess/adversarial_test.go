@@ -581,6 +581,14 @@ func TestAdversarialPeer(t *testing.T) {
 		a := dialAdversary(ctx, t, wss(e.n), advConfig{name: "ADV-STALL", tls: e.clientTLS("ADV-STALL"),
 			limits: protocol.Limits{MaxFrameBody: 32 << 10, MaxMessage: 64 << 10, MaxChannelBuffer: channelWindow, MaxSessionBuffer: sessionWindow}})
 		a.established()
+		if a.s.Handshake().Version >= 4 {
+			// A version-4 peer sends its QUIET first: N's first advertisement waits for it
+			// (protocol/SPEC.md, "The quiet control plane").
+			if err := a.s.V4().Quiet(nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			a.flush()
+		}
 		for !a.heard(e.gOrigin) {
 			a.receive(ctx)
 		}
