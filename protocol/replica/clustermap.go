@@ -478,8 +478,11 @@ func (r *Replica) memberToLoud(c *conn, o wire.OriginID) {
 	if st == nil || st.name == "" {
 		return
 	}
-	if e, ok := r.cmap.members[st.name]; ok && st.name != c.peerName {
-		r.checkConn(c, c.sess.V4().SendMembers([]wire.Member{{Name: e.Name, MaxVersion: e.MaxVersion, Stamp: e.Stamp, Generation: e.Generation}}))
+	if st.name == c.peerName {
+		return
+	}
+	if es := r.memberEntries(map[string]ConnID{st.name: 0}); len(es) > 0 {
+		r.checkConn(c, c.sess.V4().SendMembers(es))
 	}
 }
 

@@ -12,6 +12,13 @@ import (
 // The quiet control plane on version-4 links (quiet.go): QUIET, heads only where needed,
 // heads implied by DATA, holds released, lag kept honest.
 
+// threeNodes is a harness with nodes A, B and C of one configuration, not yet connected.
+func threeNodes(t *testing.T, cfg replica.Config) (h *harness, a, b, c *node) {
+	t.Helper()
+	h = newHarness(t)
+	return h, h.addNode("A", cfg), h.addNode("B", cfg), h.addNode("C", cfg)
+}
+
 // headFrames counts the HEADS frames from sent to that advertise origin o.
 func (h *harness) headFrames(from, to string, o wire.OriginID) int {
 	n := 0
@@ -55,11 +62,8 @@ func (h *harness) toldQuiet(from, to string) map[wire.OriginID]bool {
 // and C, and none from A either once its first went (DATA is the head), while B's and C's
 // status show A's head exact.
 func TestQuietMesh(t *testing.T) {
-	h := newHarness(t)
 	noAE := replica.Config{AntiEntropyInterval: -1} // no ranges asked: the heads counted are advertisement's only
-	a := h.addNode("A", noAE)
-	b := h.addNode("B", noAE)
-	c := h.addNode("C", noAE)
+	h, a, b, c := threeNodes(t, noAE)
 	h.connect(b, a)
 	h.connect(c, a)
 	h.connect(c, b)
@@ -96,10 +100,7 @@ func TestQuietMesh(t *testing.T) {
 // the peer's first QUIET; once it comes (the connection made again), the full
 // advertisement goes.
 func TestQuietFirstAdvertisementWaits(t *testing.T) {
-	h := newHarness(t)
-	a := h.addNode("A", replica.Config{})
-	b := h.addNode("B", replica.Config{})
-	c := h.addNode("C", replica.Config{})
+	h, a, b, c := threeNodes(t, replica.Config{})
 	h.connect(b, a)
 	a.write(put("t", "a", "v"))
 	b.write(put("t", "b", "v"))
@@ -133,10 +134,7 @@ func TestQuietFirstAdvertisementWaits(t *testing.T) {
 // C advertises its head of A to B at once, and B takes A from C within the heads interval
 // of A's next write (the move delay is not waited for: B has no source).
 func TestQuietLoudAtOnce(t *testing.T) {
-	h := newHarness(t)
-	a := h.addNode("A", replica.Config{})
-	b := h.addNode("B", replica.Config{})
-	c := h.addNode("C", replica.Config{})
+	h, a, b, c := threeNodes(t, replica.Config{})
 	ba := h.connect(b, a)
 	h.connect(c, a)
 	h.connect(c, b)
@@ -170,10 +168,7 @@ func TestQuietLoudAtOnce(t *testing.T) {
 // it exact); an entry lost at the tail makes C's cursor late, and B's head of A goes after
 // a heads round of it, so that C's stall rule asks again.
 func TestQuietSubscriberHeads(t *testing.T) {
-	h := newHarness(t)
-	a := h.addNode("A", replica.Config{})
-	b := h.addNode("B", replica.Config{})
-	c := h.addNode("C", replica.Config{})
+	h, a, b, c := threeNodes(t, replica.Config{})
 	h.connect(b, a)
 	h.connect(c, b)
 	a.write(put("t", "k0", "v"))
@@ -225,10 +220,7 @@ func TestQuietSubscriberHeads(t *testing.T) {
 // loud at C: its source is a relay), so that C's status shows the lag within a heads round,
 // before B's own head (C's cursor late) could tell it.
 func TestQuietLagBehindASlowRelay(t *testing.T) {
-	h := newHarness(t)
-	a := h.addNode("A", replica.Config{})
-	b := h.addNode("B", replica.Config{})
-	c := h.addNode("C", replica.Config{})
+	h, a, b, c := threeNodes(t, replica.Config{})
 	d := h.addNode("D", replica.Config{})
 	h.connect(b, a)
 	h.connect(d, a)
@@ -365,11 +357,8 @@ func TestQuietMeshRepairsALostRecord(t *testing.T) {
 		if v == 4 {
 			t.Skip("version 4: a quiet mesh shows no peer's position of the origins both take from their own nodes, so anti-entropy repairs no record a node lacks (docs/design.md §28.4)")
 		}
-		h := newHarness(t)
 		cfg := replica.Config{AntiEntropyInterval: 10 * time.Millisecond, MaxVersion: v}
-		a := h.addNode("A", cfg)
-		b := h.addNode("B", cfg)
-		c := h.addNode("C", cfg)
+		h, a, b, c := threeNodes(t, cfg)
 		h.connect(b, a)
 		h.connect(c, a)
 		h.connect(c, b)
@@ -412,10 +401,7 @@ func (h *harness) membersOf(from, to, name string) []wire.Member {
 // sends C its own entry as it changes), where before every node passed every other node's
 // entry to every peer; once C loses A and goes loud, B sends C A's latest entry at once.
 func TestQuietMembers(t *testing.T) {
-	h := newHarness(t)
-	a := h.addNode("A", replica.Config{})
-	b := h.addNode("B", replica.Config{})
-	c := h.addNode("C", replica.Config{})
+	h, a, b, c := threeNodes(t, replica.Config{})
 	h.connect(b, a)
 	ca := h.connect(c, a)
 	h.connect(c, b)
